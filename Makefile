@@ -1,0 +1,66 @@
+# snailtrail — the two commands that matter: `make demo` and `make test`.
+SHELL := /bin/bash
+.DEFAULT_GOAL := build
+
+BIN := build/bin/snailtrail
+JOBS ?= $(shell nproc)
+
+# Debian packages the build, tests, benchmarks and fuzzers need.
+DEB_PACKAGES := cmake ninja-build g++ make git clang-14 libclang-rt-14-dev clang-format \
+  libsimdjson-dev libcli11-dev libfmt-dev libzstd-dev libgtest-dev libgmock-dev libbenchmark-dev
+
+.PHONY: deps build build-asan demo test test-release test-asan bench fuzz format format-check clean
+
+# Installs only what is missing; silent and fast when everything is present.
+deps:
+	@missing=$$(for p in $(DEB_PACKAGES); do \
+	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:" $$missing; \
+	  if [ "$$(id -u)" != 0 ]; then SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+build: deps
+	@cmake --preset release >/dev/null
+	@cmake --build --preset release -j $(JOBS)
+
+build-asan: deps
+	@cmake --preset asan >/dev/null
+	@cmake --build --preset asan -j $(JOBS)
+
+demo: build
+	@echo "== snailtrail analyze examples/pipeline.jsonl --window whole"
+	@$(BIN) analyze examples/pipeline.jsonl --window whole
+
+test: test-release test-asan
+
+test-release: build
+	@cd build && ctest --output-on-failure -j $(JOBS)
+
+test-asan: build-asan
+	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --output-on-failure -j $(JOBS)
+
+bench: build
+	@build/bin/snailtrail_bench
+
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	@cmake --preset fuzz >/dev/null
+	@cmake --build --preset fuzz -j $(JOBS)
+	@mkdir -p fuzz-corpus/jsonl fuzz-corpus/snail
+	@cp -n examples/*.jsonl fuzz-corpus/jsonl/ 2>/dev/null || true
+	build-fuzz/bin/fuzz_jsonl -max_total_time=$(FUZZ_SECONDS) fuzz-corpus/jsonl
+	build-fuzz/bin/fuzz_snail -max_total_time=$(FUZZ_SECONDS) fuzz-corpus/snail
+
+FORMAT_FILES = $(shell git ls-files '*.cpp' '*.hpp')
+format:
+	@clang-format -i $(FORMAT_FILES)
+
+format-check:
+	@clang-format --dry-run --Werror $(FORMAT_FILES)
+
+clean:
+	rm -rf build build-asan build-fuzz

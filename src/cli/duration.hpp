@@ -1,0 +1,22 @@
+// Parsing of durations and instants given on the command line ("1s", "250ms", "+10s").
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace snailtrail {
+
+// "<number><unit>" with unit ns, us, ms, s, m or h; fractions allowed ("1.5s").
+// Throws std::invalid_argument with a message naming the problem.
+int64_t parse_duration(const std::string& text);
+
+// An instant for --from/--to: nanoseconds since the trace clock's origin ("1700000000s",
+// "12345" = ns), or relative to the first event with a leading '+' ("+10s").
+struct Instant {
+  int64_t ns = 0;
+  bool relative = false;
+};
+Instant parse_instant(const std::string& text);
+
+}  // namespace snailtrail

@@ -1,0 +1,189 @@
+#include "cp/critical_participation.hpp"
+
+#include <algorithm>
+
+namespace snailtrail {
+namespace {
+
+bool counts(const Pag& pag, const Snapshot& snap, uint32_t v) {
+  return snap.edge[v] != kNone &&
+         pag.edge_type[snap.edge[v]] != static_cast<uint8_t>(ActivityType::waiting);
+}
+
+// splitmix64: a tiny, well-mixed generator whose output is the same everywhere.
+struct Rng {
+  uint64_t s;
+  uint64_t next() {
+    uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+};
+
+}  // namespace
+
+void CpComputer::compute(const Pag& pag, const Snapshot& snap, CpResult& out) {
+  const uint32_t n = static_cast<uint32_t>(snap.node_count());
+  const uint32_t m = static_cast<uint32_t>(snap.msg_src.size());
+  out.paths = WideCount();
+  out.property1_violations = 0;
+  out.zero_duration_cycles = 0;
+  out.forward.assign(n, WideCount());
+  out.backward.assign(n, WideCount());
+  out.timeline_cp.assign(n, 0.0);
+  out.message_cp.assign(m, 0.0);
+  if (n == 0) {
+    out.span_start = out.span_end = snap.window.start;
+    return;
+  }
+  out.span_start = *std::min_element(snap.ts.begin(), snap.ts.end());
+  out.span_end = *std::max_element(snap.ts.begin(), snap.ts.end());
+
+  // CSR of message edges by source.
+  out_begin_.assign(n + 1, 0);
+  for (uint32_t k = 0; k < m; ++k) ++out_begin_[snap.msg_src[k] + 1];
+  for (uint32_t v = 0; v < n; ++v) out_begin_[v + 1] += out_begin_[v];
+  out_msg_.resize(m);
+  {
+    std::vector<uint32_t> fill(out_begin_.begin(), out_begin_.end() - 1);
+    for (uint32_t k = 0; k < m; ++k) out_msg_[fill[snap.msg_src[k]]++] = k;
+  }
+  msg_dropped_.assign(m, 0);
+
+  // Property 1 on the full snapshot (waiting edges included).
+  indegree_.assign(n, 0);
+  for (uint32_t v = 0; v + 1 < n; ++v)
+    if (snap.edge[v] != kNone) ++indegree_[v + 1];
+  for (uint32_t k = 0; k < m; ++k) ++indegree_[snap.msg_dst[k]];
+  for (uint32_t v = 0; v < n; ++v)
+    if (indegree_[v] == 0 && snap.ts[v] != out.span_start) ++out.property1_violations;
+
+  // Topological order (Kahn) of the graph without waiting edges. Every edge goes
+  // forward in time except zero-duration messages, which may close a cycle among
+  // nodes of one timestamp; such messages are dropped and counted.
+  for (;;) {
+    indegree_.assign(n, 0);
+    for (uint32_t v = 0; v + 1 < n; ++v)
+      if (counts(pag, snap, v)) ++indegree_[v + 1];
+    for (uint32_t k = 0; k < m; ++k)
+      if (!msg_dropped_[k]) ++indegree_[snap.msg_dst[k]];
+    order_.clear();
+    for (uint32_t v = 0; v < n; ++v)
+      if (indegree_[v] == 0) order_.push_back(v);
+    for (size_t head = 0; head < order_.size(); ++head) {
+      uint32_t v = order_[head];
+      if (counts(pag, snap, v) && --indegree_[v + 1] == 0) order_.push_back(v + 1);
+      for (uint32_t q = out_begin_[v]; q < out_begin_[v + 1]; ++q) {
+        uint32_t k = out_msg_[q];
+        if (!msg_dropped_[k] && --indegree_[snap.msg_dst[k]] == 0) order_.push_back(snap.msg_dst[k]);
+      }
+    }
+    if (order_.size() == n) break;
+    // Nodes left over lie on or after a cycle: drop the zero-duration messages
+    // between leftover nodes and retry.
+    std::vector<uint8_t> done(n, 0);
+    for (uint32_t v : order_) done[v] = 1;
+    bool dropped = false;
+    for (uint32_t k = 0; k < m; ++k)
+      if (!msg_dropped_[k] && !done[snap.msg_src[k]] && !done[snap.msg_dst[k]] &&
+          snap.ts[snap.msg_src[k]] == snap.ts[snap.msg_dst[k]]) {
+        msg_dropped_[k] = 1;
+        ++out.zero_duration_cycles;
+        dropped = true;
+      }
+    if (!dropped) break;  // cannot happen: only zero-duration edges can close cycles
+  }
+
+  // Forward pass: push f along out-edges in topological order.
+  for (uint32_t v : order_) {
+    WideCount f = out.forward[v];
+    if (snap.ts[v] == out.span_start) f += WideCount::one();
+    out.forward[v] = f;
+    if (f.is_zero()) continue;
+    if (counts(pag, snap, v)) out.forward[v + 1] += f;
+    for (uint32_t q = out_begin_[v]; q < out_begin_[v + 1]; ++q) {
+      uint32_t k = out_msg_[q];
+      if (!msg_dropped_[k]) out.forward[snap.msg_dst[k]] += f;
+    }
+  }
+  // Backward pass in reverse topological order.
+  for (size_t i = order_.size(); i-- > 0;) {
+    uint32_t v = order_[i];
+    WideCount b;
+    if (snap.ts[v] == out.span_end) b = WideCount::one();
+    if (counts(pag, snap, v)) b += out.backward[v + 1];
+    for (uint32_t q = out_begin_[v]; q < out_begin_[v + 1]; ++q) {
+      uint32_t k = out_msg_[q];
+      if (!msg_dropped_[k]) b += out.backward[snap.msg_dst[k]];
+    }
+    out.backward[v] = b;
+  }
+  for (uint32_t v = 0; v < n; ++v)
+    if (snap.ts[v] == out.span_end) out.paths += out.forward[v];
+  if (!out.has_paths()) return;
+
+  // CP_e = f(u) b(v) w(e) / (N (te - ts)).
+  const double span = static_cast<double>(out.span_end - out.span_start);
+  for (uint32_t v = 0; v + 1 < n; ++v) {
+    if (!counts(pag, snap, v)) continue;
+    double share = ratio(out.forward[v] * out.backward[v + 1], out.paths);
+    out.timeline_cp[v] = share * static_cast<double>(snap.ts[v + 1] - snap.ts[v]) / span;
+  }
+  for (uint32_t k = 0; k < m; ++k) {
+    if (msg_dropped_[k]) continue;
+    uint32_t s = snap.msg_src[k], d = snap.msg_dst[k];
+    double share = ratio(out.forward[s] * out.backward[d], out.paths);
+    out.message_cp[k] = share * static_cast<double>(snap.ts[d] - snap.ts[s]) / span;
+  }
+}
+
+std::vector<uint32_t> CpComputer::sample_path(const Pag& pag, const Snapshot& snap,
+                                              const CpResult& r, uint64_t seed) const {
+  std::vector<uint32_t> path;
+  if (!r.has_paths()) return path;
+  Rng rng{seed};
+  const uint32_t n = static_cast<uint32_t>(snap.node_count());
+  // Start at v in V_s with probability b(v) / N' where N' = sum over V_s of b(v) = N.
+  double u = rng.uniform();
+  uint32_t v = kNone, last_start = kNone;
+  for (uint32_t x = 0; x < n && v == kNone; ++x) {
+    if (snap.ts[x] != r.span_start || r.backward[x].is_zero()) continue;
+    last_start = x;
+    u -= ratio(r.backward[x], r.paths);
+    if (u < 0) v = x;
+  }
+  if (v == kNone) v = last_start;  // rounding
+  // Walk: at v, stop (if v is in V_e) with weight 1, or take edge (v, w) with weight b(w).
+  for (;;) {
+    u = rng.uniform();
+    const WideCount& bv = r.backward[v];
+    if (snap.ts[v] == r.span_end) {
+      u -= ratio(WideCount::one(), bv);
+      if (u < 0) break;
+    }
+    uint32_t next = kNone, next_edge = kNone;
+    if (counts(pag, snap, v) && !r.backward[v + 1].is_zero()) {
+      next = v + 1;
+      next_edge = v;
+      u -= ratio(r.backward[v + 1], bv);
+    }
+    if (u >= 0) {
+      for (uint32_t q = out_begin_[v]; q < out_begin_[v + 1]; ++q) {
+        uint32_t k = out_msg_[q];
+        if (msg_dropped_[k] || r.backward[snap.msg_dst[k]].is_zero()) continue;
+        next = snap.msg_dst[k];
+        next_edge = ~k;
+        u -= ratio(r.backward[next], bv);
+        if (u < 0) break;
+      }
+    }
+    if (next == kNone) break;  // only V_e nodes have no way on
+    path.push_back(next_edge);
+    v = next;
+  }
+  return path;
+}
+
+}  // namespace snailtrail

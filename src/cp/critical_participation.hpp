@@ -1,0 +1,56 @@
+// Critical participation (thesis Eq. 3.3, Algorithm 2) without materializing paths.
+//
+// Waiting edges are never on a critical path, so they are left out of path counting.
+// f(v): paths from V_s (nodes at the earliest time) to v; b(v): paths from v to V_e
+// (nodes at the latest time); N = sum of f over V_e. For an edge e = (u, v):
+// c(e) = f(u) * b(v) and CP_e = c(e) * w(e) / (N * (te - ts)).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "cp/wide_count.hpp"
+#include "pag/snapshot.hpp"
+
+namespace snailtrail {
+
+struct CpResult {
+  int64_t span_start = 0;  // time of V_s
+  int64_t span_end = 0;    // time of V_e
+  WideCount paths;         // N
+  bool has_paths() const { return !paths.is_zero() && span_end > span_start; }
+
+  std::vector<WideCount> forward;   // f per node
+  std::vector<WideCount> backward;  // b per node
+  std::vector<double> timeline_cp;  // per node: CP of its outgoing timeline edge (0 if none)
+  std::vector<double> message_cp;   // per snapshot message edge
+
+  uint64_t property1_violations = 0;   // nodes other than V_s with in-degree 0
+  uint64_t zero_duration_cycles = 0;   // zero-duration messages dropped to break cycles
+};
+
+// Per-edge centrality c(e) = f(src) * b(dst).
+inline WideCount timeline_centrality(const CpResult& r, uint32_t v) {
+  return r.forward[v] * r.backward[v + 1];
+}
+
+class CpComputer {
+ public:
+  // Computes path counts and CP for one snapshot. Reuses internal buffers.
+  void compute(const Pag& pag, const Snapshot& snap, CpResult& out);
+
+  // Samples one transient critical path uniformly at random (DESIGN.md §2) and returns
+  // its edges: timeline edges as their source node v, messages as ~message index.
+  // Empty when the snapshot has no path.
+  std::vector<uint32_t> sample_path(const Pag& pag, const Snapshot& snap, const CpResult& r,
+                                    uint64_t seed) const;
+
+ private:
+  std::vector<uint32_t> out_begin_;  // CSR of message edges by source node
+  std::vector<uint32_t> out_msg_;
+  std::vector<uint32_t> indegree_;
+  std::vector<uint32_t> order_;  // topological order
+  std::vector<uint8_t> msg_dropped_;
+};
+
+}  // namespace snailtrail

@@ -1,0 +1,48 @@
+// Output formats of `snailtrail analyze`: JSONL per window, CSV rows, the terminal
+// table, and the PAG edge dump. Schemas: docs/OUTPUT.md.
+#pragma once
+
+#include <cstdio>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "output/names.hpp"
+#include "summary/analysis.hpp"
+
+namespace snailtrail {
+
+// Which summaries to print (--summary LIST).
+struct SummarySelection {
+  bool activity = true, worker = true, op = true, communication = true, top = true,
+       diagnostics = true;
+  // Parses "activity,worker,..." ("all" selects everything). Throws std::invalid_argument.
+  static SummarySelection parse(const std::string& list);
+};
+
+void append_json_string(fmt::memory_buffer& out, std::string_view s);
+
+// One JSON object (no trailing newline) for a window.
+void write_window_json(fmt::memory_buffer& out, const WindowSummary& w, const Names& names,
+                       const SummarySelection& sel);
+
+void write_csv_header(fmt::memory_buffer& out);
+void write_window_csv(fmt::memory_buffer& out, const WindowSummary& w, const Names& names,
+                      const SummarySelection& sel);
+
+// One JSON line per snapshot edge, waiting edges included.
+void write_edges_jsonl(fmt::memory_buffer& out, const WindowView& view);
+
+struct TableContext {
+  std::string source;
+  std::string window_label;  // e.g. "1s" or "whole"
+  size_t top_k = 10;
+  size_t max_rows = 12;  // per summary
+  bool per_window = false;
+};
+
+// The 80-column report for an aggregate of windows.
+void write_table(fmt::memory_buffer& out, const Aggregate& agg, const Names& names,
+                 const SummarySelection& sel, const TableContext& ctx, const char* heading);
+
+}  // namespace snailtrail

@@ -1,0 +1,153 @@
+#include "pag/snapshot.hpp"
+
+#include <algorithm>
+
+namespace snailtrail {
+
+std::vector<Window> plan_windows(const Pag& pag, const WindowSpec& spec) {
+  std::vector<Window> windows;
+  if (pag.event_ts.empty()) return windows;
+  int64_t lo = pag.first_ts, hi = pag.last_ts;
+  for (const Message& m : pag.messages) hi = std::max(hi, m.dst_ts);
+  if (spec.from_ns) lo = std::max(lo, *spec.from_ns);
+  if (spec.to_ns) hi = std::min(hi, *spec.to_ns);
+  if (hi < lo) return windows;
+  if (spec.width_ns <= 0) {
+    windows.push_back({lo, hi, true});
+    return windows;
+  }
+  const int64_t w = spec.width_ns;
+  const int64_t origin = spec.from_ns.value_or(0);
+  // Floor division that is correct for negative offsets too.
+  auto floor_div = [](int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); };
+  int64_t k0 = floor_div(lo - origin, w);
+  int64_t k1 = floor_div(hi - origin, w);
+  // A range ending exactly on a border does not open a window of zero length.
+  if (k1 > k0 && origin + k1 * w == hi) --k1;
+  for (int64_t k = k0; k <= k1; ++k) {
+    int64_t s = origin + k * w;
+    int64_t e = s + w;
+    if (spec.to_ns && e > *spec.to_ns) e = *spec.to_ns;
+    windows.push_back({s, e, k == k1});
+  }
+  return windows;
+}
+
+Snapshotter::Snapshotter(const Pag& pag) : pag_(pag), cursor_(pag.worker_begin) {
+  if (!cursor_.empty()) cursor_.pop_back();
+}
+
+void Snapshotter::build(const Window& win, Snapshot& out) {
+  const int64_t ts = win.start, te = win.end;
+  out.window = win;
+  out.ts.clear();
+  out.worker.clear();
+  out.edge.clear();
+  out.msg_src.clear();
+  out.msg_dst.clear();
+  out.msg_index.clear();
+  out.timeline_edges = 0;
+  extras_.clear();
+
+  // Raw events in [ts, te) or [ts, te].
+  const auto& ev = pag_.event_ts;
+  while (event_cursor_ < ev.size() && ev[event_cursor_] < ts) ++event_cursor_;
+  size_t e_end = event_cursor_;
+  while (e_end < ev.size() && (ev[e_end] < te || (win.closed_end && ev[e_end] == te))) ++e_end;
+  out.events = e_end - event_cursor_;
+  event_cursor_ = e_end;
+
+  // Timeline edges overlapping (ts, te), worker by worker. Remember each worker's
+  // first global edge and snapshot offset to place message endpoints in O(1).
+  const size_t W = pag_.worker_count();
+  struct Range {
+    uint32_t first_edge = kNone;  // global node index of the first overlapping edge
+    uint32_t last_node = 0;       // global node index of the last node reached
+    uint32_t offset = 0;          // snapshot index of the first node
+    int64_t first_ts = 0, last_ts = 0;
+  };
+  static thread_local std::vector<Range> ranges;
+  ranges.assign(W, Range{});
+  for (size_t w = 0; w < W; ++w) {
+    uint32_t last = pag_.worker_begin[w + 1];  // one past the worker's last node
+    uint32_t i = cursor_[w];
+    // Skip edges that end at or before ts.
+    while (i + 1 < last && pag_.node_ts[i + 1] <= ts) ++i;
+    cursor_[w] = i;
+    if (i + 1 >= last || pag_.node_ts[i] >= te) continue;  // no edge overlaps (ts, te)
+    Range& r = ranges[w];
+    r.first_edge = i;
+    r.offset = static_cast<uint32_t>(out.ts.size());
+    r.first_ts = std::max(pag_.node_ts[i], ts);
+    out.ts.push_back(r.first_ts);
+    out.worker.push_back(static_cast<uint32_t>(w));
+    out.edge.push_back(i);
+    uint32_t j = i + 1;
+    for (; j + 1 < last && pag_.node_ts[j] < te; ++j) {
+      out.ts.push_back(pag_.node_ts[j]);
+      out.worker.push_back(static_cast<uint32_t>(w));
+      out.edge.push_back(j);
+    }
+    out.ts.push_back(std::min(pag_.node_ts[j], te));
+    out.worker.push_back(static_cast<uint32_t>(w));
+    out.edge.push_back(kNone);
+    out.timeline_edges += j - i;
+    r.last_node = j;
+    r.last_ts = out.ts.back();
+  }
+
+  // Messages: admit those sent before the window's end, keep those not yet delivered.
+  const auto& msgs = pag_.messages;
+  while (next_message_ < msgs.size() &&
+         (msgs[next_message_].src_ts < te || (win.closed_end && msgs[next_message_].src_ts == te))) {
+    in_flight_.push_back(static_cast<uint32_t>(next_message_));
+    ++next_message_;
+  }
+  size_t keep = 0;
+  for (uint32_t mi : in_flight_) {
+    const Message& m = msgs[mi];
+    bool zero = m.src_ts == m.dst_ts;
+    bool overlaps = zero ? (m.src_ts >= ts && (m.src_ts < te || (win.closed_end && m.src_ts == te)))
+                         : (m.src_ts < te && m.dst_ts > ts);
+    bool later = zero ? m.src_ts >= te : m.dst_ts > te;
+    if (later) in_flight_[keep++] = mi;
+    if (!overlaps) continue;
+    // Endpoint on worker w at time t (clipped), at global node g when not clipped.
+    auto place = [&](uint32_t w, int64_t t, uint32_t g, bool clipped, bool is_src) -> uint32_t {
+      const Range& r = ranges[w];
+      if (r.first_edge != kNone && t >= r.first_ts && t <= r.last_ts) {
+        if (!clipped && g >= r.first_edge && g <= r.last_node) return r.offset + (g - r.first_edge);
+        if (clipped && t == r.first_ts) return r.offset;
+        if (clipped && t == r.last_ts) return r.offset + (r.last_node - r.first_edge);
+      }
+      extras_.push_back({w, t, static_cast<uint32_t>(out.msg_src.size()), is_src});
+      return kNone;
+    };
+    int64_t s_t = std::max(m.src_ts, ts);
+    int64_t d_t = std::min(m.dst_ts, te);
+    uint32_t s = place(m.src_worker, s_t, m.src_node, m.src_ts < ts, true);
+    uint32_t d = place(m.dst_worker, d_t, m.dst_node, m.dst_ts > te, false);
+    out.msg_src.push_back(s);
+    out.msg_dst.push_back(d);
+    out.msg_index.push_back(mi);
+  }
+  in_flight_.resize(keep);
+
+  // Standalone nodes for message endpoints outside every timeline range (deduplicated).
+  if (!extras_.empty()) {
+    std::sort(extras_.begin(), extras_.end(), [](const Extra& a, const Extra& b) {
+      return a.worker != b.worker ? a.worker < b.worker : a.ts < b.ts;
+    });
+    for (size_t k = 0; k < extras_.size(); ++k) {
+      if (k == 0 || extras_[k].worker != extras_[k - 1].worker || extras_[k].ts != extras_[k - 1].ts) {
+        out.ts.push_back(extras_[k].ts);
+        out.worker.push_back(extras_[k].worker);
+        out.edge.push_back(kNone);
+      }
+      uint32_t node = static_cast<uint32_t>(out.ts.size() - 1);
+      (extras_[k].is_src ? out.msg_src : out.msg_dst)[extras_[k].msg] = node;
+    }
+  }
+}
+
+}  // namespace snailtrail

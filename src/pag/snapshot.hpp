@@ -1,0 +1,73 @@
+// Windows and PAG snapshots (thesis Def. 10-11): every edge overlapping a window is
+// clipped to it; messages crossing a border get artificial nodes at the border.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "pag/timeline.hpp"
+
+namespace snailtrail {
+
+struct WindowSpec {
+  int64_t width_ns = 0;  // 0: one window from the first to the last event ("whole")
+  std::optional<int64_t> from_ns;
+  std::optional<int64_t> to_ns;
+};
+
+// A window [start, end]. Positive-duration edges belong to it if they overlap
+// (start, end); events and zero-duration messages if start <= t < end, or t <= end
+// when `closed_end` (the last window of the analyzed range).
+struct Window {
+  int64_t start = 0;
+  int64_t end = 0;
+  bool closed_end = false;
+};
+
+// Tumbling windows aligned to multiples of the width (or to --from), covering the
+// trace's time range clipped to [from, to]. Empty when there is nothing to analyze.
+std::vector<Window> plan_windows(const Pag& pag, const WindowSpec& spec);
+
+// One window's snapshot. Nodes of one worker are contiguous and in time order; the
+// timeline edge leaving node v (if any) goes to node v + 1. Nodes that only carry
+// clipped messages of a worker with no timeline edge in the window come last.
+struct Snapshot {
+  Window window;
+  std::vector<int64_t> ts;       // per node
+  std::vector<uint32_t> worker;  // per node, dense worker index
+  std::vector<uint32_t> edge;    // per node: global PAG node whose timeline edge leaves it, or kNone
+  std::vector<uint32_t> msg_src;  // per message edge: snapshot nodes
+  std::vector<uint32_t> msg_dst;
+  std::vector<uint32_t> msg_index;  // index into Pag::messages
+  uint64_t events = 0;              // raw events in the window
+  size_t timeline_edges = 0;
+
+  size_t node_count() const { return ts.size(); }
+  size_t edge_count() const { return timeline_edges + msg_src.size(); }
+  bool has_timeline_edge(uint32_t v) const { return edge[v] != kNone; }
+};
+
+// Cuts consecutive windows out of a PAG. Windows must be requested in increasing
+// time order; state (per-worker positions, messages in flight) carries over.
+class Snapshotter {
+ public:
+  explicit Snapshotter(const Pag& pag);
+  void build(const Window& window, Snapshot& out);
+
+ private:
+  const Pag& pag_;
+  std::vector<uint32_t> cursor_;     // per worker: first edge that may overlap the next window
+  size_t next_message_ = 0;          // next message (by send time) not yet in flight
+  std::vector<uint32_t> in_flight_;  // messages that may overlap the next window
+  size_t event_cursor_ = 0;
+  struct Extra {
+    uint32_t worker;
+    int64_t ts;
+    uint32_t msg;  // position in the snapshot's message list
+    bool is_src;
+  };
+  std::vector<Extra> extras_;
+};
+
+}  // namespace snailtrail

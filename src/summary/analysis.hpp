@@ -1,0 +1,31 @@
+// The analysis pipeline for one trace: PAG -> windows -> snapshot -> CP -> summaries.
+#pragma once
+
+#include <functional>
+
+#include "summary/summary.hpp"
+
+namespace snailtrail {
+
+struct AnalysisOptions {
+  PagOptions pag;
+  WindowSpec windows;
+  SummaryOptions summary;
+  bool sample_single_path = true;
+};
+
+// Everything known about one analyzed window, valid during the callback.
+struct WindowView {
+  const Pag& pag;
+  const Snapshot& snapshot;
+  const CpResult& cp;
+  const WindowSummary& summary;
+};
+
+// Builds the PAG and calls `on_window` for every window in time order. `on_progress`
+// (optional) is called with (windows done, windows total).
+void analyze_pag(const Pag& pag, const AnalysisOptions& options,
+                 const std::function<void(const WindowView&)>& on_window,
+                 const std::function<void(size_t, size_t)>& on_progress = {});
+
+}  // namespace snailtrail

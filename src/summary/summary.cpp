@@ -1,0 +1,330 @@
+#include "summary/summary.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+namespace snailtrail {
+namespace {
+
+constexpr uint8_t kWaiting = static_cast<uint8_t>(ActivityType::waiting);
+constexpr uint8_t kProcessing = static_cast<uint8_t>(ActivityType::processing);
+constexpr uint8_t kUnknown = static_cast<uint8_t>(ActivityType::unknown);
+
+// Accumulates one measure into Groups with dense operator slots.
+struct Accumulator {
+  Groups groups;
+  std::vector<double> op_values;
+  std::unordered_map<uint64_t, size_t> comm_index;
+
+  void reset(size_t workers, size_t ops) {
+    groups.activity.fill(0);
+    groups.worker.assign(workers, 0);
+    groups.op.clear();
+    groups.communication.clear();
+    op_values.assign(ops, 0);
+    comm_index.clear();
+  }
+  void add_comm(uint32_t src, uint32_t dst, double v) {
+    uint64_t key = (uint64_t{src} << 32) | dst;
+    auto [it, inserted] = comm_index.try_emplace(key, groups.communication.size());
+    if (inserted) groups.communication.push_back({src, dst, 0});
+    groups.communication[it->second].value += v;
+  }
+  void finish(const std::vector<uint32_t>& op_ids, const std::vector<uint32_t>& op_workers) {
+    for (size_t s = 0; s < op_values.size(); ++s)
+      if (op_workers[s] > 0) groups.op.emplace_back(op_ids[s], op_values[s] / op_workers[s]);
+    std::sort(groups.communication.begin(), groups.communication.end(),
+              [](const CommCell& a, const CommCell& b) {
+                return a.src != b.src ? a.src < b.src : a.dst < b.dst;
+              });
+  }
+};
+
+void count_property2(const Snapshot& snap, const Pag& pag, const CpResult& cp, Diagnostics& d) {
+  // Intervals covered by some non-waiting activity or message in flight; every
+  // uncovered stretch of [span_start, span_end] is a Property 2 violation.
+  std::vector<std::pair<int64_t, int64_t>> busy;
+  const size_t n = snap.node_count();
+  for (size_t v = 0; v + 1 < n; ++v) {
+    if (snap.edge[v] == kNone || pag.edge_type[snap.edge[v]] == kWaiting) continue;
+    int64_t s = snap.ts[v], e = snap.ts[v + 1];
+    // Merge runs of consecutive busy edges of one worker.
+    if (!busy.empty() && busy.back().second == s && v > 0 && snap.worker[v - 1] == snap.worker[v])
+      busy.back().second = e;
+    else
+      busy.emplace_back(s, e);
+  }
+  for (size_t k = 0; k < snap.msg_src.size(); ++k) {
+    int64_t s = snap.ts[snap.msg_src[k]], e = snap.ts[snap.msg_dst[k]];
+    if (e > s) busy.emplace_back(s, e);
+  }
+  std::sort(busy.begin(), busy.end());
+  int64_t covered = cp.span_start;
+  for (const auto& [s, e] : busy) {
+    if (s > covered) {
+      ++d.property2_violations;
+      d.property2_ns += s - covered;
+    }
+    covered = std::max(covered, e);
+    if (covered >= cp.span_end) break;
+  }
+  if (covered < cp.span_end) {
+    ++d.property2_violations;
+    d.property2_ns += cp.span_end - covered;
+  }
+}
+
+}  // namespace
+
+Summarizer::Summarizer(const Pag& pag) : pag_(pag) {
+  op_ids_ = pag.edge_op;
+  std::sort(op_ids_.begin(), op_ids_.end());
+  op_ids_.erase(std::unique(op_ids_.begin(), op_ids_.end()), op_ids_.end());
+  if (!op_ids_.empty() && op_ids_.back() == kNone) op_ids_.pop_back();
+}
+
+void Summarizer::summarize(const Snapshot& snap, const CpResult& cp,
+                           const std::vector<uint32_t>& sampled, const SummaryOptions& options,
+                           WindowSummary& out) {
+  const size_t W = pag_.worker_count();
+  const size_t n = snap.node_count();
+  const size_t ops = op_ids_.size();
+  auto slot_of = [&](uint32_t op) -> size_t {
+    return static_cast<size_t>(std::lower_bound(op_ids_.begin(), op_ids_.end(), op) -
+                               op_ids_.begin());
+  };
+
+  out.window = snap.window;
+  out.span_start = cp.span_start;
+  out.span_end = cp.span_end;
+  out.events = snap.events;
+  out.nodes = n;
+  out.edges = snap.edge_count();
+  out.has_paths = cp.has_paths();
+  out.paths_log10 = cp.paths.is_zero() ? 0 : cp.paths.log10();
+
+  static thread_local Accumulator acc_cp, acc_conv, acc_single;
+  acc_cp.reset(W, ops);
+  acc_conv.reset(W, ops);
+  acc_single.reset(W, ops);
+  std::vector<uint32_t> op_workers(ops, 0), op_last_worker(ops, kNone);
+
+  // Total duration of all edges, for conventional shares.
+  double total = 0, unknown = 0, waiting = 0, timeline_total = 0;
+  for (size_t v = 0; v + 1 < n; ++v)
+    if (snap.edge[v] != kNone) {
+      double w = static_cast<double>(snap.ts[v + 1] - snap.ts[v]);
+      timeline_total += w;
+      uint8_t t = pag_.edge_type[snap.edge[v]];
+      if (t == kUnknown) unknown += w;
+      if (t == kWaiting) waiting += w;
+    }
+  total = timeline_total;
+  for (size_t k = 0; k < snap.msg_src.size(); ++k)
+    total += static_cast<double>(snap.ts[snap.msg_dst[k]] - snap.ts[snap.msg_src[k]]);
+  const double inv_total = total > 0 ? 1.0 / total : 0.0;
+  const double span = static_cast<double>(cp.span_end - cp.span_start);
+  const double inv_span = span > 0 ? 1.0 / span : 0.0;
+
+  std::vector<uint8_t> on_path_tl;
+  std::vector<uint8_t> on_path_msg;
+  if (!sampled.empty()) {
+    on_path_tl.assign(n, 0);
+    on_path_msg.assign(snap.msg_src.size(), 0);
+    for (uint32_t e : sampled) {
+      if (e & 0x80000000u)
+        on_path_msg[~e] = 1;
+      else
+        on_path_tl[e] = 1;
+    }
+  }
+
+  for (size_t v = 0; v + 1 < n; ++v) {
+    if (snap.edge[v] == kNone) continue;
+    const uint32_t g = snap.edge[v];
+    const uint8_t type = pag_.edge_type[g];
+    const uint32_t w = snap.worker[v];
+    const double dur = static_cast<double>(snap.ts[v + 1] - snap.ts[v]);
+    const double c = cp.timeline_cp[v];
+    const double conv = dur * inv_total;
+    const double single = !on_path_tl.empty() && on_path_tl[v] ? dur * inv_span : 0.0;
+    acc_cp.groups.activity[type] += c;
+    acc_conv.groups.activity[type] += conv;
+    acc_single.groups.activity[type] += single;
+    acc_cp.groups.worker[w] += c;
+    acc_conv.groups.worker[w] += conv;
+    acc_single.groups.worker[w] += single;
+    if (type == kProcessing && pag_.edge_op[g] != kNone) {
+      size_t s = slot_of(pag_.edge_op[g]);
+      acc_cp.op_values[s] += c;
+      acc_conv.op_values[s] += conv;
+      acc_single.op_values[s] += single;
+      if (op_last_worker[s] != w) {
+        op_last_worker[s] = w;
+        ++op_workers[s];
+      }
+    }
+  }
+  for (size_t k = 0; k < snap.msg_src.size(); ++k) {
+    const Message& m = pag_.messages[snap.msg_index[k]];
+    const double dur = static_cast<double>(snap.ts[snap.msg_dst[k]] - snap.ts[snap.msg_src[k]]);
+    const double c = cp.message_cp[k];
+    const double conv = dur * inv_total;
+    const double single = !on_path_msg.empty() && on_path_msg[k] ? dur * inv_span : 0.0;
+    const int type = static_cast<int>(m.type);
+    acc_cp.groups.activity[type] += c;
+    acc_conv.groups.activity[type] += conv;
+    acc_single.groups.activity[type] += single;
+    acc_cp.add_comm(m.src_worker, m.dst_worker, c);
+    acc_conv.add_comm(m.src_worker, m.dst_worker, conv);
+    acc_single.add_comm(m.src_worker, m.dst_worker, single);
+  }
+  acc_cp.finish(op_ids_, op_workers);
+  acc_conv.finish(op_ids_, op_workers);
+  acc_single.finish(op_ids_, op_workers);
+  out.cp = acc_cp.groups;
+  out.conventional = acc_conv.groups;
+  out.single_path = acc_single.groups;
+
+  // Top-k: consecutive timeline edges of one activity instance are one activity.
+  out.top.clear();
+  if (options.top_k > 0 && cp.has_paths()) {
+    std::vector<TopActivity> cand;
+    size_t v = 0;
+    while (v + 1 < n) {
+      if (snap.edge[v] == kNone) {
+        ++v;
+        continue;
+      }
+      const uint32_t g = snap.edge[v];
+      TopActivity a{snap.worker[v], kNone, static_cast<ActivityType>(pag_.edge_type[g]),
+                    pag_.edge_op[g], snap.ts[v], snap.ts[v + 1], cp.timeline_cp[v]};
+      size_t u = v + 1;
+      while (u + 1 < n && snap.edge[u] != kNone &&
+             pag_.edge_instance[snap.edge[u]] == pag_.edge_instance[g] &&
+             pag_.edge_type[snap.edge[u]] == pag_.edge_type[g]) {
+        a.end = snap.ts[u + 1];
+        a.cp += cp.timeline_cp[u];
+        ++u;
+      }
+      if (a.cp > 0) cand.push_back(a);
+      v = u;
+    }
+    for (size_t k = 0; k < snap.msg_src.size(); ++k) {
+      if (cp.message_cp[k] <= 0) continue;
+      const Message& m = pag_.messages[snap.msg_index[k]];
+      cand.push_back({m.src_worker, m.dst_worker, m.type, kNone, snap.ts[snap.msg_src[k]],
+                      snap.ts[snap.msg_dst[k]], cp.message_cp[k]});
+    }
+    auto better = [](const TopActivity& a, const TopActivity& b) {
+      if (a.cp != b.cp) return a.cp > b.cp;
+      if (a.start != b.start) return a.start < b.start;
+      return a.worker < b.worker;
+    };
+    size_t k = std::min(options.top_k, cand.size());
+    std::partial_sort(cand.begin(), cand.begin() + static_cast<std::ptrdiff_t>(k), cand.end(),
+                      better);
+    cand.resize(k);
+    out.top = std::move(cand);
+  }
+
+  // Diagnostics.
+  Diagnostics& d = out.diagnostics;
+  d = Diagnostics{};
+  d.no_paths = !cp.has_paths();
+  d.property1_violations = cp.property1_violations;
+  d.zero_duration_cycles = cp.zero_duration_cycles;
+  d.unknown_share = timeline_total > 0 ? unknown / timeline_total : 0;
+  d.waiting_share = timeline_total > 0 ? waiting / timeline_total : 0;
+  if (n > 0) count_property2(snap, pag_, cp, d);
+  const auto& issues = pag_.issues;
+  while (issue_cursor_ < issues.size() && issues[issue_cursor_].ts < snap.window.start)
+    ++issue_cursor_;
+  while (issue_cursor_ < issues.size() &&
+         (issues[issue_cursor_].ts < snap.window.end ||
+          (snap.window.closed_end && issues[issue_cursor_].ts == snap.window.end))) {
+    ++d.issues[static_cast<int>(issues[issue_cursor_].issue)];
+    ++issue_cursor_;
+  }
+}
+
+// ---- Aggregate over windows ----
+
+namespace {
+void add_groups(Groups& into, const Groups& g, double weight) {
+  for (int a = 0; a < kActivityTypeCount; ++a) into.activity[a] += g.activity[a] * weight;
+  if (into.worker.size() < g.worker.size()) into.worker.resize(g.worker.size(), 0);
+  for (size_t w = 0; w < g.worker.size(); ++w) into.worker[w] += g.worker[w] * weight;
+  for (const auto& [op, v] : g.op) {
+    auto it = std::lower_bound(into.op.begin(), into.op.end(), op,
+                               [](const auto& p, uint32_t id) { return p.first < id; });
+    if (it == into.op.end() || it->first != op) it = into.op.insert(it, {op, 0.0});
+    it->second += v * weight;
+  }
+  for (const CommCell& c : g.communication) {
+    auto it = std::lower_bound(into.communication.begin(), into.communication.end(), c,
+                               [](const CommCell& a, const CommCell& b) {
+                                 return a.src != b.src ? a.src < b.src : a.dst < b.dst;
+                               });
+    if (it == into.communication.end() || it->src != c.src || it->dst != c.dst)
+      it = into.communication.insert(it, {c.src, c.dst, 0.0});
+    it->value += c.value * weight;
+  }
+}
+void scale_groups(Groups& g, double s) {
+  for (double& v : g.activity) v *= s;
+  for (double& v : g.worker) v *= s;
+  for (auto& p : g.op) p.second *= s;
+  for (auto& c : g.communication) c.value *= s;
+}
+}  // namespace
+
+void Aggregate::add(const WindowSummary& w, size_t top_k) {
+  ++windows;
+  events += w.events;
+  edges += w.edges;
+  Diagnostics& d = diagnostics;
+  const Diagnostics& x = w.diagnostics;
+  d.no_paths = d.no_paths || x.no_paths;
+  d.property1_violations += x.property1_violations;
+  d.property2_violations += x.property2_violations;
+  d.property2_ns += x.property2_ns;
+  d.zero_duration_cycles += x.zero_duration_cycles;
+  for (int i = 0; i < kIssueCount; ++i) d.issues[i] += x.issues[i];
+  if (!w.has_paths) return;
+  ++windows_with_paths;
+  const int64_t span = w.span_end - w.span_start;
+  weight_ns += span;
+  const double s = static_cast<double>(span);
+  add_groups(cp, w.cp, s);
+  add_groups(conventional, w.conventional, s);
+  add_groups(single_path, w.single_path, s);
+  d.unknown_share += x.unknown_share * s;
+  d.waiting_share += x.waiting_share * s;
+  // Keep the k most critical activities over all windows, weighted by window span.
+  for (TopActivity a : w.top) {
+    a.cp *= s;
+    top.push_back(a);
+  }
+  if (top.size() > 4 * top_k + 64) {
+    std::partial_sort(top.begin(), top.begin() + static_cast<std::ptrdiff_t>(top_k), top.end(),
+                      [](const TopActivity& a, const TopActivity& b) { return a.cp > b.cp; });
+    top.resize(top_k);
+  }
+}
+
+void Aggregate::finish() {
+  if (weight_ns <= 0) return;
+  const double s = 1.0 / static_cast<double>(weight_ns);
+  scale_groups(cp, s);
+  scale_groups(conventional, s);
+  scale_groups(single_path, s);
+  diagnostics.unknown_share *= s;
+  diagnostics.waiting_share *= s;
+  for (TopActivity& a : top) a.cp *= s;
+  std::sort(top.begin(), top.end(),
+            [](const TopActivity& a, const TopActivity& b) { return a.cp > b.cp; });
+}
+
+}  // namespace snailtrail

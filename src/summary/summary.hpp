@@ -1,0 +1,93 @@
+// Per-window summaries (thesis §3.6): CP, conventional profiling and the single
+// sampled path, grouped by activity type, worker, operator and worker pair; top-k
+// critical activities; diagnostics of instrumentation quality (§3.3.4).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "cp/critical_participation.hpp"
+#include "pag/snapshot.hpp"
+
+namespace snailtrail {
+
+struct CommCell {
+  uint32_t src;  // dense worker indices
+  uint32_t dst;
+  double value;
+};
+
+// One measure summed over the four groupings.
+struct Groups {
+  std::array<double, kActivityTypeCount> activity{};
+  std::vector<double> worker;                            // dense worker index -> value
+  std::vector<std::pair<uint32_t, double>> op;           // operator id -> value, by id
+  std::vector<CommCell> communication;                   // by (src, dst)
+};
+
+struct TopActivity {
+  uint32_t worker;  // dense index; for messages the sender
+  uint32_t remote;  // receiver for messages, kNone otherwise
+  ActivityType type;
+  uint32_t op;  // kNone if none
+  int64_t start;
+  int64_t end;
+  double cp;
+};
+
+struct Diagnostics {
+  bool no_paths = false;  // N = 0: no CP for this window
+  uint64_t property1_violations = 0;
+  uint64_t property2_violations = 0;  // maximal intervals without any non-waiting activity
+  int64_t property2_ns = 0;
+  uint64_t zero_duration_cycles = 0;
+  std::array<uint64_t, kIssueCount> issues{};
+  double unknown_share = 0;  // of timeline time
+  double waiting_share = 0;
+};
+
+struct WindowSummary {
+  uint64_t index = 0;
+  Window window;
+  int64_t span_start = 0, span_end = 0;
+  uint64_t events = 0, nodes = 0, edges = 0;
+  bool has_paths = false;
+  double paths_log10 = 0;
+  Groups cp, conventional, single_path;
+  std::vector<TopActivity> top;
+  Diagnostics diagnostics;
+};
+
+struct SummaryOptions {
+  size_t top_k = 10;
+  uint64_t seed = 1;
+};
+
+class Summarizer {
+ public:
+  explicit Summarizer(const Pag& pag);
+  // `issues_cursor` walks Pag::issues across consecutive windows.
+  void summarize(const Snapshot& snap, const CpResult& cp, const std::vector<uint32_t>& sampled,
+                 const SummaryOptions& options, WindowSummary& out);
+
+ private:
+  const Pag& pag_;
+  size_t issue_cursor_ = 0;
+  std::vector<uint32_t> op_dense_;  // operator id -> slot, via sorted ids
+  std::vector<uint32_t> op_ids_;
+};
+
+// Time-weighted mean of the summaries of many windows (each weighted by its span),
+// for the table view of a whole run.
+struct Aggregate {
+  uint64_t windows = 0, windows_with_paths = 0, events = 0, edges = 0;
+  int64_t weight_ns = 0;  // total span of windows with paths
+  Groups cp, conventional, single_path;
+  Diagnostics diagnostics;  // counts summed; shares time-weighted
+  std::vector<TopActivity> top;
+  void add(const WindowSummary& w, size_t top_k);
+  void finish();
+};
+
+}  // namespace snailtrail

@@ -1,0 +1,448 @@
+// The binary .snail format: reading and writing (docs/FORMATS.md).
+#include <simdjson.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstddef>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "trace/trace_io.hpp"
+#include "trace/trace_io_detail.hpp"
+
+namespace snailtrail {
+namespace {
+
+static_assert(std::endian::native == std::endian::little,
+              ".snail records are read with memcpy; a big-endian port needs byte swapping");
+static_assert(sizeof(Event) == 40 && offsetof(Event, ts) == 0 &&
+                  offsetof(Event, correlator) == 8 && offsetof(Event, worker) == 16 &&
+                  offsetof(Event, remote) == 20 && offsetof(Event, op) == 24 &&
+                  offsetof(Event, records) == 28 && offsetof(Event, activity) == 32 &&
+                  offsetof(Event, kind) == 33 && offsetof(Event, flags) == 34 &&
+                  offsetof(Event, reserved) == 36,
+              "Event layout must match the 40-byte .snail record");
+
+constexpr char kMagic[8] = {'S', 'N', 'A', 'I', 'L', 'T', 'R', 'C'};
+constexpr uint32_t kVersion = 1;
+constexpr size_t kHeaderSize = 16;
+constexpr size_t kBlockHeaderSize = 16;
+constexpr size_t kRecordSize = sizeof(Event);
+constexpr uint32_t kBlockEvents = 1;
+constexpr uint32_t kBlockMetadata = 2;
+constexpr uint32_t kCodecRaw = 0;
+constexpr uint32_t kCodecZstd = 1;
+constexpr uint32_t kMaxBlockEvents = 1u << 25;  // bounds memory per block (1.25 GiB)
+constexpr size_t kMetaEntryHeader = 12;
+constexpr size_t kScratchRecords = 4096;  // streaming zstd output buffer: 160 KiB
+// Decompressed/compressed ratio up to which a zstd frame's declared size is trusted enough to
+// allocate it up front; beyond that we stream (memory then grows only with real output).
+constexpr size_t kMaxTrustedRatio = 64;
+
+inline uint32_t load_u32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+inline void store_u32(std::string& out, uint32_t v) {
+  char b[4];
+  std::memcpy(b, &v, 4);
+  out.append(b, 4);
+}
+
+struct BlockHeader {
+  uint32_t kind, codec, count, stored_size;
+};
+
+inline BlockHeader load_block_header(const uint8_t* p) {
+  return {load_u32(p), load_u32(p + 4), load_u32(p + 8), load_u32(p + 12)};
+}
+
+struct DctxDeleter {
+  void operator()(ZSTD_DCtx* d) const { ZSTD_freeDCtx(d); }
+};
+struct CctxDeleter {
+  void operator()(ZSTD_CCtx* c) const { ZSTD_freeCCtx(c); }
+};
+
+// True if the record breaks any rule; a branch-light check for the hot validation loop.
+// detail::check_event gives the description once a bad record is found.
+inline bool record_is_bad(const Event& e) {
+  const auto activity = static_cast<unsigned>(e.activity);
+  const auto kind = static_cast<unsigned>(e.kind);
+  const unsigned flags = e.flags;
+  const bool message = kind >= 2;
+  const bool communication = activity == 12 || activity == 13;
+  bool bad = activity >= kActivityTypeCount;
+  bad |= kind >= kEventKindCount;
+  bad |= (flags & ~unsigned{kAllEventFlags}) != 0;
+  bad |= message != communication;
+  bad |= !(flags & kHasOperator) && e.op != 0;
+  bad |= !(flags & kHasCorrelator) && e.correlator != 0;
+  bad |= !(flags & kHasRemote) && e.remote != 0;
+  bad |= !(flags & kHasRecords) && e.records != 0;
+  bad |= e.reserved != 0;
+  return bad;
+}
+static_assert(static_cast<int>(ActivityType::data_message) == 12 &&
+              static_cast<int>(ActivityType::control_message) == 13);
+static_assert(static_cast<int>(EventKind::send) == 2 && static_cast<int>(EventKind::recv) == 3);
+
+std::string describe_record(const Event& e) {
+  return std::string(detail::check_event(e, true)) +
+         " (activity=" + std::to_string(static_cast<unsigned>(e.activity)) +
+         ", kind=" + std::to_string(static_cast<unsigned>(e.kind)) +
+         ", flags=" + std::to_string(e.flags) + ")";
+}
+
+class SnailReader {
+ public:
+  SnailReader(std::span<const uint8_t> bytes, const std::string& source)
+      : p_(bytes.data()), n_(bytes.size()), source_(source) {}
+
+  Trace run() {
+    Trace trace;
+    trace.source = source_;
+    trace.format = TraceFormat::snail;
+    if (n_ == 0) fail(0, "empty file (no .snail header)");
+    if (n_ < kHeaderSize) {
+      fail(0, "truncated header (" + std::to_string(n_) + " of " + std::to_string(kHeaderSize) +
+                  " bytes)");
+    }
+    if (std::memcmp(p_, kMagic, sizeof(kMagic)) != 0)
+      fail(0, "bad magic (not a .snail file; expected \"SNAILTRC\")");
+    if (const uint32_t version = load_u32(p_ + 8); version != kVersion)
+      fail(8, "unsupported version " + std::to_string(version) + " (expected 1)");
+    if (const uint32_t reserved = load_u32(p_ + 12); reserved != 0)
+      fail(12, "reserved header field must be 0, got " + std::to_string(reserved));
+
+    detail::reserve_prefaulted(trace.events, prescan_event_count());
+
+    size_t off = kHeaderSize;
+    while (off < n_) {
+      if (n_ - off < kBlockHeaderSize) {
+        fail(off, "truncated block header (" + std::to_string(n_ - off) + " of " +
+                      std::to_string(kBlockHeaderSize) + " bytes)");
+      }
+      const BlockHeader h = load_block_header(p_ + off);
+      const size_t payload = off + kBlockHeaderSize;
+      if (h.stored_size > n_ - payload) {
+        fail(off, "block payload of " + std::to_string(h.stored_size) +
+                      " bytes extends beyond the end of the file (" +
+                      std::to_string(n_ - payload) + " bytes left)");
+      }
+      switch (h.kind) {
+        case kBlockEvents:
+          read_events(off, h, trace);
+          break;
+        case kBlockMetadata:
+          read_metadata(off, h, trace);
+          break;
+        default:
+          fail(off, "unknown block kind " + std::to_string(h.kind) +
+                        " (expected 1 = events or 2 = metadata)");
+      }
+      off = payload + h.stored_size;
+    }
+    return trace;
+  }
+
+ private:
+  [[noreturn]] void fail(size_t offset, const std::string& what) const {
+    throw TraceError(source_, "byte " + std::to_string(offset), what);
+  }
+
+  // Total events in well-formed event blocks, to size the vector once. Stops quietly at the
+  // first structural problem; the main pass reports it.
+  size_t prescan_event_count() const {
+    size_t total = 0;
+    size_t off = kHeaderSize;
+    while (n_ - off >= kBlockHeaderSize) {
+      const BlockHeader h = load_block_header(p_ + off);
+      const size_t payload = off + kBlockHeaderSize;
+      if (h.stored_size > n_ - payload) break;
+      // Only raw blocks: their size is backed by actual bytes in the file.
+      if (h.kind == kBlockEvents && h.codec == kCodecRaw &&
+          uint64_t{h.count} * kRecordSize == h.stored_size)
+        total += h.count;
+      off = payload + h.stored_size;
+    }
+    return total;
+  }
+
+  void read_events(size_t off, const BlockHeader& h, Trace& trace) {
+    const size_t payload = off + kBlockHeaderSize;
+    if (h.codec != kCodecRaw && h.codec != kCodecZstd) {
+      fail(off, "unknown codec " + std::to_string(h.codec) + " (expected 0 = raw or 1 = zstd)");
+    }
+    if (h.count > kMaxBlockEvents) {
+      fail(off, "event block claims " + std::to_string(h.count) + " records (at most " +
+                    std::to_string(kMaxBlockEvents) + " per block)");
+    }
+    const size_t expected = size_t{h.count} * kRecordSize;
+    if (h.codec == kCodecRaw) {
+      if (h.stored_size != expected) {
+        fail(off, "raw event block of " + std::to_string(h.count) + " records must hold " +
+                      std::to_string(expected) + " bytes, not " + std::to_string(h.stored_size));
+      }
+      append_records(p_ + payload, h.count, trace.events, [&](size_t i, const std::string& what) {
+        fail(payload + i * kRecordSize, what);
+      });
+    } else {
+      read_zstd_events(off, h, trace.events);
+    }
+  }
+
+  // Copies `count` records from `src` (any alignment) to the end of `events`, validating each
+  // one on the way: a single pass over memory. `bad(i, message)` reports record i.
+  template <typename OnBad>
+  static void append_records(const uint8_t* src, size_t count, std::vector<Event>& events,
+                             OnBad&& bad) {
+    if (events.capacity() - events.size() < count) {
+      detail::reserve_prefaulted(events, std::max(events.size() + count, events.capacity() * 2));
+    }
+    for (size_t i = 0; i < count; ++i) {
+      Event e;
+      std::memcpy(&e, src + i * kRecordSize, kRecordSize);
+      if (record_is_bad(e)) [[unlikely]] {
+        bad(i, "event record " + std::to_string(events.size()) + ": " + describe_record(e));
+      }
+      events.push_back(e);
+    }
+  }
+
+  // Streams one zstd frame through a small buffer, so memory grows only with data that
+  // really decompresses (a forged header cannot make us allocate 2^25 records up front).
+  void read_zstd_events(size_t off, const BlockHeader& h, std::vector<Event>& events) {
+    const size_t payload = off + kBlockHeaderSize;
+    const size_t expected = size_t{h.count} * kRecordSize;
+    const void* src = p_ + payload;
+    const unsigned long long declared = ZSTD_getFrameContentSize(src, h.stored_size);
+    if (declared == ZSTD_CONTENTSIZE_ERROR) fail(off, "invalid zstd frame header");
+    if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared != expected) {
+      fail(off, "zstd frame decompresses to " + std::to_string(declared) + " bytes, expected " +
+                    std::to_string(expected) + " (" + std::to_string(h.count) + " records)");
+    }
+    if (!dctx_) {
+      dctx_.reset(ZSTD_createDCtx());
+      if (!dctx_) fail(off, "cannot allocate a zstd decompression context");
+    } else {
+      ZSTD_DCtx_reset(dctx_.get(), ZSTD_reset_session_only);
+    }
+    const size_t first = events.size();
+    if (declared == expected && expected <= size_t{h.stored_size} * kMaxTrustedRatio) {
+      // Fast path: one-shot decompression into a scratch buffer reused across blocks (the
+      // usual block of 2^16 records is 2.5 MiB), then one copy+validate pass.
+      if (scratch_.size() < expected) scratch_.resize(expected);
+      const size_t got =
+          ZSTD_decompressDCtx(dctx_.get(), scratch_.data(), expected, src, h.stored_size);
+      if (ZSTD_isError(got)) {
+        fail(off, std::string("corrupt zstd data (") + ZSTD_getErrorName(got) + ")");
+      }
+      if (got != expected) {
+        fail(off, "zstd frame decompresses to " + std::to_string(got) + " bytes, expected " +
+                      std::to_string(expected));
+      }
+      const size_t frame = ZSTD_findFrameCompressedSize(src, h.stored_size);
+      if (!ZSTD_isError(frame) && frame != h.stored_size) {
+        fail(off, std::to_string(h.stored_size - frame) +
+                      " bytes of trailing data after the zstd frame");
+      }
+      append_records(scratch_.data(), h.count, events, [&](size_t i, const std::string& what) {
+        fail(off, what + " (index " + std::to_string(i) + " in zstd block)");
+      });
+      return;
+    }
+    if (scratch_.size() < kScratchRecords * kRecordSize)
+      scratch_.resize(kScratchRecords * kRecordSize);
+
+    if (h.count > 0 && events.capacity() - first < h.count) {
+      // Trust the declared count only as far as the compressed size can plausibly back it.
+      const size_t plausible = std::min<size_t>(h.count, size_t{h.stored_size} * 16 + 1024);
+      detail::reserve_prefaulted(events, std::max(first + plausible, events.capacity() * 2));
+    }
+    ZSTD_inBuffer in{src, h.stored_size, 0};
+    size_t have = 0;  // decompressed bytes in scratch_ not yet turned into records
+    for (;;) {
+      ZSTD_outBuffer out{scratch_.data(), kScratchRecords * kRecordSize, have};
+      const size_t in_before = in.pos;
+      const size_t ret = ZSTD_decompressStream(dctx_.get(), &out, &in);
+      if (ZSTD_isError(ret)) {
+        fail(off, std::string("corrupt zstd data (") + ZSTD_getErrorName(ret) + ")");
+      }
+      const bool progress = in.pos != in_before || out.pos != have;
+      const size_t whole = out.pos / kRecordSize;
+      const size_t done = events.size() - first;
+      if (whole > h.count - done) {
+        fail(off, "zstd frame holds more than the block's " + std::to_string(h.count) +
+                      " records");
+      }
+      append_records(scratch_.data(), whole, events, [&](size_t i, const std::string& what) {
+        fail(off, what + " (index " + std::to_string(done + i) + " in zstd block)");
+      });
+      have = out.pos - whole * kRecordSize;
+      if (have) std::memmove(scratch_.data(), scratch_.data() + whole * kRecordSize, have);
+      if (ret == 0) break;  // frame complete
+      if (!progress) fail(off, "truncated zstd frame");
+    }
+    if (in.pos != in.size) {
+      fail(off, std::to_string(in.size - in.pos) + " bytes of trailing data after the zstd frame");
+    }
+    const size_t got = (events.size() - first) * kRecordSize + have;
+    if (got != expected) {
+      fail(off, "zstd frame decompresses to " + std::to_string(got) + " bytes, expected " +
+                    std::to_string(expected) + " (" + std::to_string(h.count) + " records)");
+    }
+  }
+
+  void read_metadata(size_t off, const BlockHeader& h, Trace& trace) {
+    if (h.codec != kCodecRaw) {
+      fail(off, "metadata block must use codec 0 (raw), got " + std::to_string(h.codec));
+    }
+    size_t pos = off + kBlockHeaderSize;
+    const size_t end = pos + h.stored_size;
+    for (uint32_t i = 0; i < h.count; ++i) {
+      if (end - pos < kMetaEntryHeader) {
+        fail(pos, "metadata entry " + std::to_string(i) + " is truncated (block has " +
+                      std::to_string(h.count) + " entries)");
+      }
+      const uint8_t kind = p_[pos];
+      if (kind > 1) {
+        fail(pos, "unknown metadata entry kind " + std::to_string(kind) +
+                      " (expected 0 = worker or 1 = operator)");
+      }
+      if (p_[pos + 1] != 0 || p_[pos + 2] != 0 || p_[pos + 3] != 0)
+        fail(pos + 1, "metadata entry padding bytes must be 0");
+      const uint32_t id = load_u32(p_ + pos + 4);
+      const uint32_t len = load_u32(p_ + pos + 8);
+      if (len > end - pos - kMetaEntryHeader) {
+        fail(pos, "metadata name of " + std::to_string(len) +
+                      " bytes extends beyond the end of the block");
+      }
+      const char* name = reinterpret_cast<const char*>(p_ + pos + kMetaEntryHeader);
+      if (!simdjson::validate_utf8(name, len)) fail(pos, "metadata name is not valid UTF-8");
+      auto& names = kind == 0 ? trace.worker_names : trace.operator_names;
+      names[id] = std::string(name, len);
+      pos += kMetaEntryHeader + len;
+    }
+    if (pos != end) {
+      fail(pos, std::to_string(end - pos) + " unused bytes at the end of the metadata block");
+    }
+  }
+
+  const uint8_t* p_;
+  size_t n_;
+  const std::string& source_;
+  std::unique_ptr<ZSTD_DCtx, DctxDeleter> dctx_;
+  std::vector<uint8_t> scratch_;
+};
+
+void append_block_header(std::string& out, uint32_t kind, uint32_t codec, uint32_t count,
+                         uint32_t stored_size) {
+  store_u32(out, kind);
+  store_u32(out, codec);
+  store_u32(out, count);
+  store_u32(out, stored_size);
+}
+
+template <typename Map>
+void append_meta_entries(std::string& payload, const Map& names, uint8_t kind,
+                         const std::string& source) {
+  std::vector<std::pair<uint32_t, const std::string*>> sorted;
+  sorted.reserve(names.size());
+  for (const auto& [id, name] : names) sorted.emplace_back(id, &name);
+  std::sort(sorted.begin(), sorted.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [id, name] : sorted) {
+    if (name->size() > std::numeric_limits<uint32_t>::max())
+      throw TraceError(source, "metadata", "name too long for .snail");
+    payload.push_back(static_cast<char>(kind));
+    payload.append(3, '\0');
+    store_u32(payload, id);
+    store_u32(payload, static_cast<uint32_t>(name->size()));
+    payload.append(*name);
+  }
+}
+
+}  // namespace
+
+Trace parse_snail(std::span<const uint8_t> bytes, const std::string& source) {
+  return SnailReader(bytes, source).run();
+}
+
+std::string to_snail(const Trace& trace, const SnailWriteOptions& options) {
+  std::string out;
+  out.append(kMagic, sizeof(kMagic));
+  store_u32(out, kVersion);
+  store_u32(out, 0);
+
+  const size_t entries = trace.worker_names.size() + trace.operator_names.size();
+  if (entries > 0) {
+    if (entries > std::numeric_limits<uint32_t>::max())
+      throw TraceError(trace.source, "metadata", "too many names for .snail");
+    std::string payload;
+    append_meta_entries(payload, trace.worker_names, 0, trace.source);
+    append_meta_entries(payload, trace.operator_names, 1, trace.source);
+    if (payload.size() > std::numeric_limits<uint32_t>::max())
+      throw TraceError(trace.source, "metadata", "metadata block too large for .snail");
+    append_block_header(out, kBlockMetadata, kCodecRaw, static_cast<uint32_t>(entries),
+                        static_cast<uint32_t>(payload.size()));
+    out.append(payload);
+  }
+
+  const size_t per_block = std::clamp<uint32_t>(options.events_per_block, 1, kMaxBlockEvents);
+  const size_t total = trace.events.size();
+  std::vector<Event> block;
+  std::string compressed;
+  std::unique_ptr<ZSTD_CCtx, CctxDeleter> cctx;
+  if (options.compress) {
+    cctx.reset(ZSTD_createCCtx());
+    if (!cctx) throw TraceError(trace.source, "zstd", "cannot allocate a compression context");
+  } else {
+    out.reserve(out.size() + total * kRecordSize + (total / per_block + 1) * kBlockHeaderSize);
+  }
+
+  for (size_t first = 0; first < total; first += per_block) {
+    const size_t count = std::min(per_block, total - first);
+    block.assign(trace.events.begin() + static_cast<std::ptrdiff_t>(first),
+                 trace.events.begin() + static_cast<std::ptrdiff_t>(first + count));
+    for (size_t i = 0; i < count; ++i) {
+      Event& e = block[i];
+      if (const char* problem = detail::check_event(e, false))
+        throw TraceError(trace.source, "record " + std::to_string(first + i), problem);
+      // Values of absent optional fields are meaningless; the format requires zeros.
+      if (!e.has(kHasOperator)) e.op = 0;
+      if (!e.has(kHasCorrelator)) e.correlator = 0;
+      if (!e.has(kHasRemote)) e.remote = 0;
+      if (!e.has(kHasRecords)) e.records = 0;
+      e.reserved = 0;
+    }
+    const size_t raw_size = count * kRecordSize;
+    if (!options.compress) {
+      append_block_header(out, kBlockEvents, kCodecRaw, static_cast<uint32_t>(count),
+                          static_cast<uint32_t>(raw_size));
+      out.append(reinterpret_cast<const char*>(block.data()), raw_size);
+      continue;
+    }
+    compressed.resize(ZSTD_compressBound(raw_size));
+    const size_t size = ZSTD_compressCCtx(cctx.get(), compressed.data(), compressed.size(),
+                                          block.data(), raw_size, options.compression_level);
+    if (ZSTD_isError(size))
+      throw TraceError(trace.source, "zstd", std::string("compression failed: ") +
+                                                 ZSTD_getErrorName(size));
+    if (size > std::numeric_limits<uint32_t>::max())
+      throw TraceError(trace.source, "zstd", "compressed block too large");
+    append_block_header(out, kBlockEvents, kCodecZstd, static_cast<uint32_t>(count),
+                        static_cast<uint32_t>(size));
+    out.append(compressed.data(), size);
+  }
+  return out;
+}
+
+}  // namespace snailtrail

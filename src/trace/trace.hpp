@@ -1,0 +1,51 @@
+// An in-memory trace: events in input order plus worker/operator names from metadata.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "trace/event.hpp"
+
+namespace snailtrail {
+
+// A problem in an input that stops reading: names the source and where in it.
+class TraceError : public std::runtime_error {
+ public:
+  TraceError(const std::string& source, const std::string& where, const std::string& what)
+      : std::runtime_error(source + ": " + where + ": " + what) {}
+};
+
+enum class TraceFormat { jsonl, snail };
+
+struct Trace {
+  std::vector<Event> events;  // in input order
+  std::unordered_map<uint32_t, std::string> worker_names;
+  std::unordered_map<uint32_t, std::string> operator_names;
+
+  // Where each event came from, for error messages that point into the input.
+  std::string source = "<memory>";
+  TraceFormat format = TraceFormat::jsonl;
+  std::vector<uint32_t> lines;  // JSONL: 1-based line of events[i]; empty otherwise
+
+  // "file:LINE" for JSONL, "file: record N" for binary input.
+  std::string location(size_t event_index) const {
+    if (format == TraceFormat::jsonl && event_index < lines.size())
+      return source + ":" + std::to_string(lines[event_index]);
+    return source + ": record " + std::to_string(event_index);
+  }
+
+  // Display name of a worker or operator: metadata name if any, else the decimal id.
+  std::string worker_name(uint32_t id) const {
+    auto it = worker_names.find(id);
+    return it != worker_names.end() ? it->second : std::to_string(id);
+  }
+  std::string operator_name(uint32_t id) const {
+    auto it = operator_names.find(id);
+    return it != operator_names.end() ? it->second : std::to_string(id);
+  }
+};
+
+}  // namespace snailtrail

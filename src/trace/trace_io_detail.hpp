@@ -1,0 +1,58 @@
+// Internals shared by the JSONL and .snail readers/writers. Not part of the public API.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "trace/trace.hpp"
+
+namespace snailtrail::detail {
+
+// Bytes that must be readable (and zero) after the end of a buffer handed to
+// parse_jsonl_padded; equal to SIMDJSON_PADDING.
+inline constexpr size_t kJsonPadding = 64;
+
+// Asks the kernel to back [p, p + bytes) with pages now, in one call, instead of taking a
+// page fault per 4 KiB while the vector is filled. Purely a speed hint; no-op if unsupported.
+void prefault(const void* p, size_t bytes);
+
+// Reserves room for `n` more elements and pre-faults it (for large reservations).
+template <typename T>
+void reserve_prefaulted(std::vector<T>& v, size_t n) {
+  v.reserve(n);
+  if (v.capacity() * sizeof(T) >= (size_t{1} << 20)) {
+    prefault(v.data() + v.size(), (v.capacity() - v.size()) * sizeof(T));
+  }
+}
+
+// parse_jsonl on a buffer that already has kJsonPadding readable bytes after data[len].
+Trace parse_jsonl_padded(const char* data, size_t len, const std::string& source);
+
+// The semantic checks every event must pass, whatever format it came from. Returns nullptr
+// for a valid event, else a static description of the first problem. `check_unset_zero`
+// additionally requires optional fields whose flag is absent, and `reserved`, to be 0
+// (binary records).
+inline const char* check_event(const Event& e, bool check_unset_zero) {
+  if (static_cast<unsigned>(e.activity) >= static_cast<unsigned>(kActivityTypeCount))
+    return "activity out of range";
+  if (static_cast<unsigned>(e.kind) >= static_cast<unsigned>(kEventKindCount))
+    return "event kind out of range";
+  if ((e.flags & ~kAllEventFlags) != 0) return "unknown flag bits set";
+  if (e.is_message() != is_communication(e.activity)) {
+    return e.is_message() ? "send/recv events need activity data_message or control_message"
+                          : "start/end events need a worker-local activity, not a message type";
+  }
+  if (check_unset_zero) {
+    if (!e.has(kHasOperator) && e.op != 0) return "operator is set but its flag is absent";
+    if (!e.has(kHasCorrelator) && e.correlator != 0)
+      return "correlator is set but its flag is absent";
+    if (!e.has(kHasRemote) && e.remote != 0) return "remote is set but its flag is absent";
+    if (!e.has(kHasRecords) && e.records != 0) return "records is set but its flag is absent";
+    if (e.reserved != 0) return "reserved field must be 0";
+  }
+  return nullptr;
+}
+
+}  // namespace snailtrail::detail
