@@ -161,12 +161,15 @@ void put_rows(Buf& out, const char* title, std::vector<Row> rows, size_t max_row
   }
 }
 
+// At most 4 significant digits and a unit: "423us", "3.096ms", "12.5s", "2.8h".
 std::string format_ns(int64_t ns) {
-  double a = std::fabs(static_cast<double>(ns));
-  if (a >= 1e9) return fmt::format("{:.3f}s", static_cast<double>(ns) / 1e9);
-  if (a >= 1e6) return fmt::format("{:.3f}ms", static_cast<double>(ns) / 1e6);
-  if (a >= 1e3) return fmt::format("{:.3f}us", static_cast<double>(ns) / 1e3);
-  return fmt::format("{}ns", ns);
+  const double v = static_cast<double>(ns);
+  const double a = std::fabs(v);
+  if (a < 1e3) return fmt::format("{}ns", ns);
+  if (a < 1e6) return fmt::format("{:.4g}us", v / 1e3);
+  if (a < 1e9) return fmt::format("{:.4g}ms", v / 1e6);
+  if (a < 1e4 * 1e9) return fmt::format("{:.4g}s", v / 1e9);
+  return fmt::format("{:.4g}h", v / 3.6e12);
 }
 
 }  // namespace
@@ -363,8 +366,9 @@ void write_edges_jsonl(Buf& out, const WindowView& view) {
 void write_table(Buf& out, const Aggregate& agg, const Names& names, const SummarySelection& sel,
                  const TableContext& ctx, const char* heading) {
   fmt::format_to(std::back_inserter(out), "{}\n", heading);
-  fmt::format_to(std::back_inserter(out), "{} window{} ({}), {} events, {} edges; CP averaged over {} window{} with paths\n",
-                 agg.windows, agg.windows == 1 ? "" : "s", ctx.window_label, agg.events, agg.edges,
+  fmt::format_to(std::back_inserter(out), "{} window{} of {}, {} events, {} edges\n", agg.windows,
+                 agg.windows == 1 ? "" : "s", ctx.window_label, agg.events, agg.edges);
+  fmt::format_to(std::back_inserter(out), "CP: mean over the {} window{} with transient paths\n",
                  agg.windows_with_paths, agg.windows_with_paths == 1 ? "" : "s");
   if (agg.windows_with_paths == 0)
     put(out, "\nno transient critical path in any window (see diagnostics): no CP to show\n");
@@ -414,16 +418,16 @@ void write_table(Buf& out, const Aggregate& agg, const Names& names, const Summa
     }
     if (sel.top && !agg.top.empty()) {
       fmt::format_to(std::back_inserter(out), "\nTOP {} CRITICAL ACTIVITIES\n", std::min(ctx.top_k, agg.top.size()));
-      fmt::format_to(std::back_inserter(out), "  {:>6}  {:<18} {:<16} {:<14} {:>9}  {}\n", "CP",
-                     "type", "worker", "operator", "duration", "start");
+      fmt::format_to(std::back_inserter(out), "  {:>6}  {:<16} {:<16} {:<12} {:>9}  {}\n", "CP",
+                     "type", "worker", "operator", "duration", "at");
       for (size_t k = 0; k < std::min(ctx.top_k, agg.top.size()); ++k) {
         const TopActivity& a = agg.top[k];
         std::string who = names.worker[a.worker];
         if (a.remote != kNone) who += "->" + names.worker[a.remote];
         fmt::format_to(std::back_inserter(out), "  {}  {} {} {} {:>9}  {}\n", percent(a.cp),
-                       fit(std::string(name_of(a.type)), 18), fit(who, 16),
-                       fit(a.op == kNone ? "-" : names.op(a.op), 14), format_ns(a.end - a.start),
-                       a.start);
+                       fit(std::string(name_of(a.type)), 16), fit(who, 16),
+                       fit(a.op == kNone ? "-" : names.op(a.op), 12), format_ns(a.end - a.start),
+                       fit("+" + format_ns(a.start - ctx.origin_ns), 11));
       }
     }
   }
@@ -433,14 +437,16 @@ void write_table(Buf& out, const Aggregate& agg, const Names& names, const Summa
     fmt::format_to(std::back_inserter(out), "  unknown activity {:.1f}% of worker time, waiting {:.1f}%\n",
                    d.unknown_share * 100, d.waiting_share * 100);
     if (agg.windows_with_paths < agg.windows)
-      fmt::format_to(std::back_inserter(out), "  {} window(s) without any transient critical path (no CP)\n",
+      fmt::format_to(std::back_inserter(out),
+                     "  {} window(s) without any transient critical path (no CP)\n",
                      agg.windows - agg.windows_with_paths);
     if (d.property1_violations)
-      fmt::format_to(std::back_inserter(out), "  property 1: {} node(s) with no incoming edge after the window start\n",
+      fmt::format_to(std::back_inserter(out),
+                     "  property 1: {} node(s) without incoming edge after the window start\n",
                      d.property1_violations);
     if (d.property2_violations)
       fmt::format_to(std::back_inserter(out),
-                     "  property 2: {} interval(s), {} in all, where every worker waits and no message is in flight\n",
+                     "  property 2: {} interval(s), {} in all, of only waiting and no message\n",
                      d.property2_violations, format_ns(d.property2_ns));
     if (d.zero_duration_cycles)
       fmt::format_to(std::back_inserter(out), "  {} zero-duration message(s) dropped to break cycles\n",

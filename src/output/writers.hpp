@@ -39,6 +39,7 @@ struct TableContext {
   size_t top_k = 10;
   size_t max_rows = 12;  // per summary
   bool per_window = false;
+  int64_t origin_ns = 0;  // start times in the top list are shown relative to this
 };
 
 // The 80-column report for an aggregate of windows.

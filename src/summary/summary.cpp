@@ -292,6 +292,10 @@ void Aggregate::add(const WindowSummary& w, size_t top_k) {
   d.property2_ns += x.property2_ns;
   d.zero_duration_cycles += x.zero_duration_cycles;
   for (int i = 0; i < kIssueCount; ++i) d.issues[i] += x.issues[i];
+  const int64_t length = w.window.end - w.window.start;
+  diag_weight_ns += length;
+  d.unknown_share += x.unknown_share * static_cast<double>(length);
+  d.waiting_share += x.waiting_share * static_cast<double>(length);
   if (!w.has_paths) return;
   ++windows_with_paths;
   const int64_t span = w.span_end - w.span_start;
@@ -300,8 +304,6 @@ void Aggregate::add(const WindowSummary& w, size_t top_k) {
   add_groups(cp, w.cp, s);
   add_groups(conventional, w.conventional, s);
   add_groups(single_path, w.single_path, s);
-  d.unknown_share += x.unknown_share * s;
-  d.waiting_share += x.waiting_share * s;
   // Keep the k most critical activities over all windows, weighted by window span.
   for (TopActivity a : w.top) {
     a.cp *= s;
@@ -315,13 +317,15 @@ void Aggregate::add(const WindowSummary& w, size_t top_k) {
 }
 
 void Aggregate::finish() {
+  if (diag_weight_ns > 0) {
+    diagnostics.unknown_share /= static_cast<double>(diag_weight_ns);
+    diagnostics.waiting_share /= static_cast<double>(diag_weight_ns);
+  }
   if (weight_ns <= 0) return;
   const double s = 1.0 / static_cast<double>(weight_ns);
   scale_groups(cp, s);
   scale_groups(conventional, s);
   scale_groups(single_path, s);
-  diagnostics.unknown_share *= s;
-  diagnostics.waiting_share *= s;
   for (TopActivity& a : top) a.cp *= s;
   std::sort(top.begin(), top.end(),
             [](const TopActivity& a, const TopActivity& b) { return a.cp > b.cp; });

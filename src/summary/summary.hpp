@@ -82,7 +82,8 @@ class Summarizer {
 // for the table view of a whole run.
 struct Aggregate {
   uint64_t windows = 0, windows_with_paths = 0, events = 0, edges = 0;
-  int64_t weight_ns = 0;  // total span of windows with paths
+  int64_t weight_ns = 0;       // total span of windows with paths (weights CP)
+  int64_t diag_weight_ns = 0;  // total length of all windows (weights shares)
   Groups cp, conventional, single_path;
   Diagnostics diagnostics;  // counts summed; shares time-weighted
   std::vector<TopActivity> top;

@@ -41,8 +41,8 @@ enum Key : uint8_t {
 };
 
 constexpr std::array<std::string_view, kKeyCount> kKeyNames = {
-    "ts", "worker", "activity", "event", "operator", "correlator", "remote", "records",
-    "meta", "id", "name"};
+    "ts",     "worker",  "activity", "event", "operator", "correlator",
+    "remote", "records", "meta",     "id",    "name"};
 
 enum class ValueKind : uint8_t { signed_int, unsigned_int, string };
 constexpr std::array<ValueKind, kKeyCount> kKeyKinds = {
@@ -91,21 +91,50 @@ std::optional<ActivityType> lookup_activity(std::string_view s) {
   if (s.empty()) return std::nullopt;
   A guess;
   switch (s.size() * 256 + static_cast<unsigned char>(s[0])) {
-    case 10 * 256 + 'p': guess = A::processing; break;
-    case 10 * 256 + 's': guess = A::scheduling; break;
-    case 18 * 256 + 'b': guess = A::barrier_processing; break;
-    case 6 * 256 + 'b': guess = A::buffer; break;
-    case 13 * 256 + 's': guess = A::serialization; break;
-    case 15 * 256 + 'd': guess = A::deserialization; break;
-    case 5 * 256 + 'i': guess = A::input; break;
-    case 2 * 256 + 'i': guess = A::io; break;
-    case 15 * 256 + 'f': guess = A::fault_tolerance; break;
-    case 7 * 256 + 'w': guess = A::waiting; break;
-    case 12 * 256 + 'b': guess = A::busy_waiting; break;
-    case 7 * 256 + 'u': guess = A::unknown; break;
-    case 12 * 256 + 'd': guess = A::data_message; break;
-    case 15 * 256 + 'c': guess = A::control_message; break;
-    default: return std::nullopt;
+    case 10 * 256 + 'p':
+      guess = A::processing;
+      break;
+    case 10 * 256 + 's':
+      guess = A::scheduling;
+      break;
+    case 18 * 256 + 'b':
+      guess = A::barrier_processing;
+      break;
+    case 6 * 256 + 'b':
+      guess = A::buffer;
+      break;
+    case 13 * 256 + 's':
+      guess = A::serialization;
+      break;
+    case 15 * 256 + 'd':
+      guess = A::deserialization;
+      break;
+    case 5 * 256 + 'i':
+      guess = A::input;
+      break;
+    case 2 * 256 + 'i':
+      guess = A::io;
+      break;
+    case 15 * 256 + 'f':
+      guess = A::fault_tolerance;
+      break;
+    case 7 * 256 + 'w':
+      guess = A::waiting;
+      break;
+    case 12 * 256 + 'b':
+      guess = A::busy_waiting;
+      break;
+    case 7 * 256 + 'u':
+      guess = A::unknown;
+      break;
+    case 12 * 256 + 'd':
+      guess = A::data_message;
+      break;
+    case 15 * 256 + 'c':
+      guess = A::control_message;
+      break;
+    default:
+      return std::nullopt;
   }
   if (name_of(guess) != s) return std::nullopt;
   return guess;
@@ -115,11 +144,20 @@ std::optional<EventKind> lookup_event_kind(std::string_view s) {
   if (s.empty()) return std::nullopt;
   EventKind guess;
   switch (s.size() * 256 + static_cast<unsigned char>(s[0])) {
-    case 5 * 256 + 's': guess = EventKind::start; break;
-    case 3 * 256 + 'e': guess = EventKind::end; break;
-    case 4 * 256 + 's': guess = EventKind::send; break;
-    case 4 * 256 + 'r': guess = EventKind::recv; break;
-    default: return std::nullopt;
+    case 5 * 256 + 's':
+      guess = EventKind::start;
+      break;
+    case 3 * 256 + 'e':
+      guess = EventKind::end;
+      break;
+    case 4 * 256 + 's':
+      guess = EventKind::send;
+      break;
+    case 4 * 256 + 'r':
+      guess = EventKind::recv;
+      break;
+    default:
+      return std::nullopt;
   }
   if (name_of(guess) != s) return std::nullopt;
   return guess;
@@ -143,7 +181,7 @@ size_t utf8_sequence_length(const unsigned char* p, size_t n) {
   if (c < 0xE0) return cont(1) ? 2 : 0;
   if (c < 0xF0) {
     if (!cont(1) || !cont(2)) return 0;
-    if (c == 0xE0 && p[1] < 0xA0) return 0;  // overlong
+    if (c == 0xE0 && p[1] < 0xA0) return 0;   // overlong
     if (c == 0xED && p[1] >= 0xA0) return 0;  // surrogate
     return 3;
   }
@@ -225,6 +263,36 @@ inline bool is_type_error(simdjson::error_code e) {
 
 constexpr int kMaxIgnoredDepth = 128;
 
+// True if `tok` (a raw token, possibly followed by whitespace) is a JSON number. simdjson
+// reports integers beyond 64 bits as number errors although they are valid JSON.
+bool is_json_number(std::string_view tok) {
+  while (!tok.empty() &&
+         (tok.back() == ' ' || tok.back() == '\t' || tok.back() == '\r' || tok.back() == '\n'))
+    tok.remove_suffix(1);
+  size_t i = 0;
+  const size_t n = tok.size();
+  auto digit = [&](size_t j) { return j < n && tok[j] >= '0' && tok[j] <= '9'; };
+  if (i < n && tok[i] == '-') ++i;
+  if (!digit(i)) return false;
+  if (tok[i] == '0') {
+    ++i;
+  } else {
+    while (digit(i)) ++i;
+  }
+  if (i < n && tok[i] == '.') {
+    ++i;
+    if (!digit(i)) return false;
+    while (digit(i)) ++i;
+  }
+  if (i < n && (tok[i] == 'e' || tok[i] == 'E')) {
+    ++i;
+    if (i < n && (tok[i] == '+' || tok[i] == '-')) ++i;
+    if (!digit(i)) return false;
+    while (digit(i)) ++i;
+  }
+  return i == n;
+}
+
 class JsonlReader {
  public:
   JsonlReader(const char* data, size_t len, const std::string& source)
@@ -260,13 +328,18 @@ class JsonlReader {
     fail(std::string("invalid JSON (") + simdjson::error_message(e) + ")");
   }
 
-  // Line count extrapolated from the first 64 KiB (plus 10%), so the vectors are sized once.
+  // Events to reserve room for: the line count extrapolated from the first 64 KiB (plus 10%),
+  // but never more than the input could hold (the shortest event line has 48 bytes), so
+  // memory stays proportional to the input whatever its first lines look like.
   size_t estimate_lines() const {
+    constexpr size_t kShortestEventLine = 48;
+    const size_t most = len_ / kShortestEventLine + 16;
     const size_t sample = std::min<size_t>(len_, 64 * 1024);
     const size_t newlines = static_cast<size_t>(std::count(data_, data_ + sample, '\n')) + 1;
-    if (sample == len_) return newlines;
+    if (sample == len_) return std::min(newlines, most);
     const double per_byte = static_cast<double>(newlines) / static_cast<double>(sample);
-    return static_cast<size_t>(per_byte * 1.1 * static_cast<double>(len_)) + 16;
+    const double guess = per_byte * 1.1 * static_cast<double>(len_) + 16;
+    return guess < static_cast<double>(most) ? static_cast<size_t>(guess) : most;
   }
 
   static bool is_blank(const char* p, size_t n) {
@@ -307,7 +380,9 @@ class JsonlReader {
       }
       case od::json_type::number: {
         od::number n;
-        if (auto err = v.get_number().get(n)) fail_json(err);
+        if (auto err = v.get_number().get(n)) {
+          if (err != simdjson::NUMBER_ERROR || !is_json_number(v.raw_json_token())) fail_json(err);
+        }
         break;
       }
       case od::json_type::string: {
@@ -365,6 +440,10 @@ class JsonlReader {
         }
         break;
       }
+    }
+    if (err == simdjson::NUMBER_ERROR && is_json_number(v.raw_json_token())) {
+      f.slot[k] = Slot::bad;  // a valid number, just too large
+      return;
     }
     if (!is_type_error(err)) fail_json(err);
     bool is_null = false;

@@ -20,12 +20,11 @@ namespace {
 
 static_assert(std::endian::native == std::endian::little,
               ".snail records are read with memcpy; a big-endian port needs byte swapping");
-static_assert(sizeof(Event) == 40 && offsetof(Event, ts) == 0 &&
-                  offsetof(Event, correlator) == 8 && offsetof(Event, worker) == 16 &&
-                  offsetof(Event, remote) == 20 && offsetof(Event, op) == 24 &&
-                  offsetof(Event, records) == 28 && offsetof(Event, activity) == 32 &&
-                  offsetof(Event, kind) == 33 && offsetof(Event, flags) == 34 &&
-                  offsetof(Event, reserved) == 36,
+static_assert(sizeof(Event) == 40 && offsetof(Event, ts) == 0 && offsetof(Event, correlator) == 8 &&
+                  offsetof(Event, worker) == 16 && offsetof(Event, remote) == 20 &&
+                  offsetof(Event, op) == 24 && offsetof(Event, records) == 28 &&
+                  offsetof(Event, activity) == 32 && offsetof(Event, kind) == 33 &&
+                  offsetof(Event, flags) == 34 && offsetof(Event, reserved) == 36,
               "Event layout must match the 40-byte .snail record");
 
 constexpr char kMagic[8] = {'S', 'N', 'A', 'I', 'L', 'T', 'R', 'C'};
@@ -43,6 +42,8 @@ constexpr size_t kScratchRecords = 4096;  // streaming zstd output buffer: 160 K
 // Decompressed/compressed ratio up to which a zstd frame's declared size is trusted enough to
 // allocate it up front; beyond that we stream (memory then grows only with real output).
 constexpr size_t kMaxTrustedRatio = 64;
+// Larger blocks are streamed too, so the scratch buffer never doubles the memory of a trace.
+constexpr size_t kMaxOneShotBytes = size_t{16} << 20;
 
 inline uint32_t load_u32(const uint8_t* p) {
   uint32_t v;
@@ -134,8 +135,8 @@ class SnailReader {
       const size_t payload = off + kBlockHeaderSize;
       if (h.stored_size > n_ - payload) {
         fail(off, "block payload of " + std::to_string(h.stored_size) +
-                      " bytes extends beyond the end of the file (" +
-                      std::to_string(n_ - payload) + " bytes left)");
+                      " bytes extends beyond the end of the file (" + std::to_string(n_ - payload) +
+                      " bytes left)");
       }
       switch (h.kind) {
         case kBlockEvents:
@@ -236,9 +237,18 @@ class SnailReader {
       ZSTD_DCtx_reset(dctx_.get(), ZSTD_reset_session_only);
     }
     const size_t first = events.size();
-    if (declared == expected && expected <= size_t{h.stored_size} * kMaxTrustedRatio) {
+    if (declared == expected && expected <= size_t{h.stored_size} * kMaxTrustedRatio &&
+        expected <= kMaxOneShotBytes) {
       // Fast path: one-shot decompression into a scratch buffer reused across blocks (the
       // usual block of 2^16 records is 2.5 MiB), then one copy+validate pass.
+      const size_t frame = ZSTD_findFrameCompressedSize(src, h.stored_size);
+      if (ZSTD_isError(frame)) {
+        fail(off, std::string("corrupt zstd data (") + ZSTD_getErrorName(frame) + ")");
+      }
+      if (frame != h.stored_size) {
+        fail(off, std::to_string(h.stored_size - frame) +
+                      " bytes of trailing data after the zstd frame");
+      }
       if (scratch_.size() < expected) scratch_.resize(expected);
       const size_t got =
           ZSTD_decompressDCtx(dctx_.get(), scratch_.data(), expected, src, h.stored_size);
@@ -248,11 +258,6 @@ class SnailReader {
       if (got != expected) {
         fail(off, "zstd frame decompresses to " + std::to_string(got) + " bytes, expected " +
                       std::to_string(expected));
-      }
-      const size_t frame = ZSTD_findFrameCompressedSize(src, h.stored_size);
-      if (!ZSTD_isError(frame) && frame != h.stored_size) {
-        fail(off, std::to_string(h.stored_size - frame) +
-                      " bytes of trailing data after the zstd frame");
       }
       append_records(scratch_.data(), h.count, events, [&](size_t i, const std::string& what) {
         fail(off, what + " (index " + std::to_string(i) + " in zstd block)");
@@ -280,8 +285,7 @@ class SnailReader {
       const size_t whole = out.pos / kRecordSize;
       const size_t done = events.size() - first;
       if (whole > h.count - done) {
-        fail(off, "zstd frame holds more than the block's " + std::to_string(h.count) +
-                      " records");
+        fail(off, "zstd frame holds more than the block's " + std::to_string(h.count) + " records");
       }
       append_records(scratch_.data(), whole, events, [&](size_t i, const std::string& what) {
         fail(off, what + " (index " + std::to_string(done + i) + " in zstd block)");
@@ -434,8 +438,8 @@ std::string to_snail(const Trace& trace, const SnailWriteOptions& options) {
     const size_t size = ZSTD_compressCCtx(cctx.get(), compressed.data(), compressed.size(),
                                           block.data(), raw_size, options.compression_level);
     if (ZSTD_isError(size))
-      throw TraceError(trace.source, "zstd", std::string("compression failed: ") +
-                                                 ZSTD_getErrorName(size));
+      throw TraceError(trace.source, "zstd",
+                       std::string("compression failed: ") + ZSTD_getErrorName(size));
     if (size > std::numeric_limits<uint32_t>::max())
       throw TraceError(trace.source, "zstd", "compressed block too large");
     append_block_header(out, kBlockEvents, kCodecZstd, static_cast<uint32_t>(count),

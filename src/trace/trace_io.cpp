@@ -87,7 +87,9 @@ class Fd {
   int fd_;
 };
 
-std::string errno_text(int err) { return std::strerror(err); }
+std::string errno_text(int err) {
+  return std::strerror(err);
+}
 
 // Reads until EOF. `size_hint` (the size of a regular file) makes the common case a single
 // read into a buffer of exactly the right size.
@@ -156,8 +158,9 @@ void detail::prefault(const void* p, size_t bytes) {
 
 TraceFormat format_from_path(const std::string& path) {
   const size_t slash = path.find_last_of('/');
-  const std::string_view file =
-      slash == std::string::npos ? std::string_view(path) : std::string_view(path).substr(slash + 1);
+  const std::string_view file = slash == std::string::npos
+                                    ? std::string_view(path)
+                                    : std::string_view(path).substr(slash + 1);
   const size_t dot = file.find_last_of('.');
   if (dot == std::string_view::npos || dot == 0) {
     throw TraceError(path, "file name",
@@ -167,21 +170,28 @@ TraceFormat format_from_path(const std::string& path) {
   for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (ext == ".jsonl" || ext == ".json" || ext == ".ndjson") return TraceFormat::jsonl;
   if (ext == ".snail") return TraceFormat::snail;
-  throw TraceError(path, "file name",
-                   "unknown extension \"" + std::string(file.substr(dot)) +
-                       "\" (expected .jsonl or .snail)");
+  throw TraceError(
+      path, "file name",
+      "unknown extension \"" + std::string(file.substr(dot)) + "\" (expected .jsonl or .snail)");
 }
 
 Trace read_trace(const std::string& path) {
   if (path == "-") {
     const std::string source(kStdinName);
-    PaddedBuffer buf = read_all(STDIN_FILENO, source, 0);
+    const PaddedBuffer buf = read_all(STDIN_FILENO, source, 0);
     // stdin is JSONL; a .snail image piped in is recognised by its magic.
     const bool snail = buf.size >= kSnailMagic.size() &&
                        std::string_view(buf.data, kSnailMagic.size()) == kSnailMagic;
     return parse_buffer(buf, snail ? TraceFormat::snail : TraceFormat::jsonl, source);
   }
-  const TraceFormat format = format_from_path(path);
+  return read_trace(path, format_from_path(path));
+}
+
+Trace read_trace(const std::string& path, TraceFormat format) {
+  if (path == "-") {
+    const std::string source(kStdinName);
+    return parse_buffer(read_all(STDIN_FILENO, source, 0), format, source);
+  }
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) throw TraceError(path, "cannot open", errno_text(errno));
   struct stat st {};
@@ -190,8 +200,7 @@ Trace read_trace(const std::string& path) {
   const size_t hint = S_ISREG(st.st_mode) && st.st_size > 0 ? static_cast<size_t>(st.st_size) : 0;
   PaddedBuffer mapped;
   if (hint > 0 && map_file(fd.get(), hint, mapped)) return parse_buffer(mapped, format, path);
-  PaddedBuffer buf = read_all(fd.get(), path, hint);
-  return parse_buffer(buf, format, path);
+  return parse_buffer(read_all(fd.get(), path, hint), format, path);
 }
 
 void write_trace(const Trace& trace, const std::string& path, const SnailWriteOptions& options) {
@@ -200,7 +209,8 @@ void write_trace(const Trace& trace, const std::string& path, const SnailWriteOp
     return;
   }
   const TraceFormat format = format_from_path(path);
-  const std::string data = format == TraceFormat::snail ? to_snail(trace, options) : to_jsonl(trace);
+  const std::string data =
+      format == TraceFormat::snail ? to_snail(trace, options) : to_jsonl(trace);
   Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (fd.get() < 0) throw TraceError(path, "cannot create", errno_text(errno));
   write_all(fd.get(), data, path);

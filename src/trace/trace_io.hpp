@@ -17,7 +17,7 @@ Trace parse_jsonl(std::string_view text, const std::string& source);
 Trace parse_snail(std::span<const uint8_t> bytes, const std::string& source);
 
 struct SnailWriteOptions {
-  bool compress = false;         // zstd-compress event blocks
+  bool compress = false;  // zstd-compress event blocks
   int compression_level = 3;
   uint32_t events_per_block = 1u << 16;
 };
@@ -30,6 +30,9 @@ TraceFormat format_from_path(const std::string& path);
 
 // Read a whole file ("-" is stdin for JSONL). Throws TraceError.
 Trace read_trace(const std::string& path);
-void write_trace(const Trace& trace, const std::string& path, const SnailWriteOptions& options = {});
+// Read a whole file in the given format whatever its extension ("-" is stdin).
+Trace read_trace(const std::string& path, TraceFormat format);
+void write_trace(const Trace& trace, const std::string& path,
+                 const SnailWriteOptions& options = {});
 
 }  // namespace snailtrail

@@ -1,0 +1,159 @@
+// `snailtrail analyze`: CP analysis of a trace file, window by window.
+#include <unistd.h>
+
+#include <chrono>
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "cli/duration.hpp"
+#include "cli/output_file.hpp"
+#include "output/writers.hpp"
+#include "trace/trace_io.hpp"
+
+namespace snailtrail::cli {
+namespace {
+
+struct AnalyzeArgs {
+  std::string trace;
+  std::string window = "1s";
+  std::string gap_threshold = "100us";
+  std::string from, to;
+  std::string format = "table";
+  std::string summary = "all";
+  size_t top = 10;
+  std::string dump_edges;
+  std::string importer = "auto";
+  uint64_t seed = 1;
+  bool per_window = false;
+  std::string output;
+  bool no_progress = false;
+};
+
+Trace load(const std::string& path, const std::string& importer) {
+  if (importer == "auto") return read_trace(path);
+  if (importer == "jsonl") return read_trace(path, TraceFormat::jsonl);
+  if (importer == "snail") return read_trace(path, TraceFormat::snail);
+  throw std::invalid_argument("unknown importer \"" + importer +
+                              "\" (available: auto, jsonl, snail)");
+}
+
+int run(const AnalyzeArgs& a) {
+  AnalysisOptions opt;
+  opt.pag.gap_threshold_ns = parse_duration(a.gap_threshold);
+  if (a.window != "whole") {
+    opt.windows.width_ns = parse_duration(a.window);
+    if (opt.windows.width_ns <= 0) throw std::invalid_argument("--window must be positive");
+  }
+  SummarySelection sel = SummarySelection::parse(a.summary);
+  opt.summary.top_k = a.top;
+  opt.summary.seed = a.seed;
+
+  Trace trace = load(a.trace, a.importer);
+  if (trace.events.empty()) throw TraceError(trace.source, "input", "the trace has no events");
+  Pag pag = build_pag(trace, opt.pag);
+  auto instant = [&](const std::string& text, const char* flag) {
+    Instant i = parse_instant(text);
+    if (!i.relative) return i.ns;
+    int64_t t = 0;
+    if (__builtin_add_overflow(pag.first_ts, i.ns, &t))
+      throw std::invalid_argument(std::string(flag) + " " + text + " is out of range");
+    return t;
+  };
+  if (!a.from.empty()) opt.windows.from_ns = instant(a.from, "--from");
+  if (!a.to.empty()) opt.windows.to_ns = instant(a.to, "--to");
+  if (opt.windows.from_ns && opt.windows.to_ns && *opt.windows.to_ns <= *opt.windows.from_ns)
+    throw std::invalid_argument("--to must be after --from");
+  Names names(trace, pag);
+
+  OutputFile out(a.output);
+  std::unique_ptr<OutputFile> edges;
+  if (!a.dump_edges.empty()) edges = std::make_unique<OutputFile>(a.dump_edges);
+  Aggregate agg;
+  const bool progress = !a.no_progress && isatty(STDERR_FILENO);
+  auto last = std::chrono::steady_clock::now();
+  TableContext ctx{a.trace, a.window, a.top, 12, a.per_window, pag.first_ts};
+  if (a.format == "csv") write_csv_header(out.buf());
+
+  analyze_pag(
+      pag, opt,
+      [&](const WindowView& v) {
+        if (a.format == "jsonl") {
+          write_window_json(out.buf(), v.summary, names, sel);
+          out.buf().push_back('\n');
+        } else if (a.format == "csv") {
+          write_window_csv(out.buf(), v.summary, names, sel);
+        } else {
+          agg.add(v.summary, a.top);
+          if (a.per_window) {
+            Aggregate one;
+            one.add(v.summary, a.top);
+            one.finish();
+            write_table(out.buf(), one, names, sel, ctx,
+                        fmt::format("== window {} [{}, {}]", v.summary.index,
+                                    v.summary.window.start, v.summary.window.end)
+                            .c_str());
+            out.buf().push_back('\n');
+          }
+        }
+        if (edges) {
+          write_edges_jsonl(edges->buf(), v);
+          edges->maybe_flush();
+        }
+        out.maybe_flush();
+      },
+      [&](size_t done, size_t total) {
+        if (!progress) return;
+        auto now = std::chrono::steady_clock::now();
+        if (done == total || now - last > std::chrono::milliseconds(200)) {
+          last = now;
+          fmt::print(stderr, "\ranalyzing {}: window {}/{}{}", a.trace, done, total,
+                     done == total ? "\n" : "");
+        }
+      });
+  if (a.format == "table") {
+    agg.finish();
+    write_table(out.buf(), agg, names, sel, ctx,
+                fmt::format("snailtrail analyze {}", a.trace).c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+CommandRunner add_analyze_command(CLI::App& app) {
+  auto args = std::make_shared<AnalyzeArgs>();
+  AnalyzeArgs& an = *args;
+  CLI::App* cmd = app.add_subcommand(
+      "analyze", "Rank activities by critical participation (CP), window by window");
+  cmd->add_option("TRACE", an.trace, "Trace file (.jsonl or .snail; - for JSONL on stdin)")
+      ->required();
+  cmd->add_option("--window,-w", an.window,
+                  "Tumbling window width (e.g. 1s, 250ms, 100us) or 'whole'")
+      ->capture_default_str();
+  cmd->add_option("--gap-threshold", an.gap_threshold,
+                  "Gaps shorter than this are closed by alignment (docs/PAG.md)")
+      ->capture_default_str();
+  cmd->add_option("--from", an.from,
+                  "Analyze from this instant (ns, or with a unit; +10s = 10 s after the first "
+                  "event)");
+  cmd->add_option("--to", an.to, "Analyze up to this instant (same forms as --from)");
+  cmd->add_option("--format,-f", an.format, "Output: table, jsonl or csv")
+      ->check(CLI::IsMember({"table", "jsonl", "csv"}))
+      ->capture_default_str();
+  cmd->add_option("--summary", an.summary,
+                  "Comma list of activity, worker, operator, communication, top, diagnostics, "
+                  "or all")
+      ->capture_default_str();
+  cmd->add_option("--top", an.top, "Number of top critical activities")->capture_default_str();
+  cmd->add_option("--dump-edges", an.dump_edges, "Write every PAG edge as JSONL to FILE");
+  cmd->add_option("--importer", an.importer, "Input format: auto (by extension), jsonl, snail")
+      ->capture_default_str();
+  cmd->add_option("--seed", an.seed, "Seed of the sampled single critical path")
+      ->capture_default_str();
+  cmd->add_flag("--per-window", an.per_window, "Table: also print every window's table");
+  cmd->add_option("--output,-o", an.output, "Write results to FILE instead of stdout");
+  cmd->add_flag("--no-progress", an.no_progress, "Never print progress on stderr");
+  return [cmd, args]() { return *cmd ? run(*args) : -1; };
+}
+
+}  // namespace snailtrail::cli

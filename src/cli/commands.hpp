@@ -1,0 +1,17 @@
+// The subcommands of `snailtrail`. Each lives in its own file and registers itself
+// with the CLI11 app; the returned function runs it after parsing.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace snailtrail::cli {
+
+// Runs a parsed subcommand; returns the process exit code. May throw TraceError
+// (exit 1), std::invalid_argument (exit 2) or other std::exception (exit 1).
+using CommandRunner = std::function<int()>;
+
+CommandRunner add_analyze_command(CLI::App& app);
+CommandRunner add_convert_command(CLI::App& app);
+
+}  // namespace snailtrail::cli

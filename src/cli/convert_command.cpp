@@ -1,0 +1,40 @@
+// `snailtrail convert`: between trace formats, chosen by file extension.
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "trace/trace_io.hpp"
+
+namespace snailtrail::cli {
+
+CommandRunner add_convert_command(CLI::App& app) {
+  struct Args {
+    std::string in, out;
+    bool compress = false;
+    int level = 3;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd =
+      app.add_subcommand("convert", "Convert a trace between formats, chosen by extension");
+  cmd->add_option("IN", args->in, "Input trace (.jsonl or .snail; - for JSONL on stdin)")
+      ->required();
+  cmd->add_option("OUT", args->out, "Output trace (.jsonl or .snail)")->required();
+  cmd->add_flag("--compress,-z", args->compress, "zstd-compress .snail event blocks");
+  cmd->add_option("--level", args->level, "zstd level (1-19)")
+      ->check(CLI::Range(1, 19))
+      ->capture_default_str();
+  return [cmd, args]() {
+    if (!*cmd) return -1;
+    Trace t = read_trace(args->in);
+    SnailWriteOptions o;
+    o.compress = args->compress;
+    o.compression_level = args->level;
+    write_trace(t, args->out, o);
+    fmt::print(stderr, "converted {} events from {} to {}\n", t.events.size(), args->in,
+               args->out);
+    return 0;
+  };
+}
+
+}  // namespace snailtrail::cli
