@@ -52,37 +52,56 @@ void CpComputer::compute(const Pag& pag, const Snapshot& snap, CpResult& out) {
   }
   msg_dropped_.assign(m, 0);
 
-  // Property 1 on the full snapshot (waiting edges included).
-  indegree_.assign(n, 0);
-  for (uint32_t v = 0; v + 1 < n; ++v)
-    if (snap.edge[v] != kNone) ++indegree_[v + 1];
-  for (uint32_t k = 0; k < m; ++k) ++indegree_[snap.msg_dst[k]];
-  for (uint32_t v = 0; v < n; ++v)
-    if (indegree_[v] == 0 && snap.ts[v] != out.span_start) ++out.property1_violations;
+  // Incoming messages per node; Property 1 on the full snapshot (waiting edges included).
+  msg_in_.assign(n, 0);
+  for (uint32_t k = 0; k < m; ++k) ++msg_in_[snap.msg_dst[k]];
+  for (uint32_t v = 0; v < n; ++v) {
+    const bool has_pred = v > 0 && snap.edge[v - 1] != kNone;
+    if (!has_pred && msg_in_[v] == 0 && snap.ts[v] != out.span_start) ++out.property1_violations;
+  }
 
-  // Topological order (Kahn) of the graph without waiting edges. Every edge goes
-  // forward in time except zero-duration messages, which may close a cycle among
-  // nodes of one timestamp; such messages are dropped and counted.
+  // Topological order fused with the forward pass. Timelines are chains (v -> v + 1), so
+  // this is Kahn's algorithm at chain granularity: walk a chain until a node still waits
+  // for a message, and resume that chain when its last message has been processed.
+  // Every edge goes forward in time except zero-duration messages, which may close a
+  // cycle among nodes of one instant; those messages are dropped and counted.
   for (;;) {
-    indegree_.assign(n, 0);
-    for (uint32_t v = 0; v + 1 < n; ++v)
-      if (counts(pag, snap, v)) ++indegree_[v + 1];
-    for (uint32_t k = 0; k < m; ++k)
-      if (!msg_dropped_[k]) ++indegree_[snap.msg_dst[k]];
+    ready_.clear();
     order_.clear();
-    for (uint32_t v = 0; v < n; ++v)
-      if (indegree_[v] == 0) order_.push_back(v);
-    for (size_t head = 0; head < order_.size(); ++head) {
-      uint32_t v = order_[head];
-      if (counts(pag, snap, v) && --indegree_[v + 1] == 0) order_.push_back(v + 1);
-      for (uint32_t q = out_begin_[v]; q < out_begin_[v + 1]; ++q) {
-        uint32_t k = out_msg_[q];
-        if (!msg_dropped_[k] && --indegree_[snap.msg_dst[k]] == 0) order_.push_back(snap.msg_dst[k]);
+    pred_done_.assign(n, 0);
+    for (uint32_t v = 0; v < n; ++v) {
+      out.forward[v] = WideCount();
+      const bool has_pred = v > 0 && snap.edge[v - 1] != kNone;
+      if (!has_pred) pred_done_[v] = 1;
+      if (!has_pred && msg_in_[v] == 0) ready_.push_back(v);
+    }
+    while (!ready_.empty()) {
+      uint32_t v = ready_.back();
+      ready_.pop_back();
+      for (;;) {
+        order_.push_back(v);
+        WideCount f = out.forward[v];
+        if (snap.ts[v] == out.span_start) f += WideCount::one();
+        out.forward[v] = f;
+        const bool counted = counts(pag, snap, v);
+        for (uint32_t q = out_begin_[v]; q < out_begin_[v + 1]; ++q) {
+          const uint32_t k = out_msg_[q];
+          if (msg_dropped_[k]) continue;
+          const uint32_t d = snap.msg_dst[k];
+          out.forward[d] += f;
+          if (--msg_in_[d] == 0 && pred_done_[d]) ready_.push_back(d);
+        }
+        if (snap.edge[v] == kNone) break;
+        const uint32_t next = v + 1;
+        if (counted) out.forward[next] += f;
+        pred_done_[next] = 1;
+        if (msg_in_[next] != 0) break;  // resumed by its last message
+        v = next;
       }
     }
     if (order_.size() == n) break;
-    // Nodes left over lie on or after a cycle: drop the zero-duration messages
-    // between leftover nodes and retry.
+    // Nodes left over lie on or after a cycle: drop the zero-duration messages between
+    // leftover nodes and retry.
     std::vector<uint8_t> done(n, 0);
     for (uint32_t v : order_) done[v] = 1;
     bool dropped = false;
@@ -94,19 +113,9 @@ void CpComputer::compute(const Pag& pag, const Snapshot& snap, CpResult& out) {
         dropped = true;
       }
     if (!dropped) break;  // cannot happen: only zero-duration edges can close cycles
-  }
-
-  // Forward pass: push f along out-edges in topological order.
-  for (uint32_t v : order_) {
-    WideCount f = out.forward[v];
-    if (snap.ts[v] == out.span_start) f += WideCount::one();
-    out.forward[v] = f;
-    if (f.is_zero()) continue;
-    if (counts(pag, snap, v)) out.forward[v + 1] += f;
-    for (uint32_t q = out_begin_[v]; q < out_begin_[v + 1]; ++q) {
-      uint32_t k = out_msg_[q];
-      if (!msg_dropped_[k]) out.forward[snap.msg_dst[k]] += f;
-    }
+    msg_in_.assign(n, 0);
+    for (uint32_t k = 0; k < m; ++k)
+      if (!msg_dropped_[k]) ++msg_in_[snap.msg_dst[k]];
   }
   // Backward pass in reverse topological order.
   for (size_t i = order_.size(); i-- > 0;) {

@@ -48,7 +48,9 @@ class CpComputer {
  private:
   std::vector<uint32_t> out_begin_;  // CSR of message edges by source node
   std::vector<uint32_t> out_msg_;
-  std::vector<uint32_t> indegree_;
+  std::vector<uint32_t> msg_in_;  // incoming messages not yet processed
+  std::vector<uint8_t> pred_done_;
+  std::vector<uint32_t> ready_;
   std::vector<uint32_t> order_;  // topological order
   std::vector<uint8_t> msg_dropped_;
 };

@@ -33,8 +33,10 @@ std::vector<Window> plan_windows(const Pag& pag, const WindowSpec& spec) {
   return windows;
 }
 
-Snapshotter::Snapshotter(const Pag& pag) : pag_(pag), cursor_(pag.worker_begin) {
+Snapshotter::Snapshotter(const Pag& pag)
+    : pag_(pag), cursor_(pag.worker_begin), event_cursor_(pag.event_begin) {
   if (!cursor_.empty()) cursor_.pop_back();
+  if (!event_cursor_.empty()) event_cursor_.pop_back();
 }
 
 void Snapshotter::build(const Window& win, Snapshot& out) {
@@ -49,13 +51,18 @@ void Snapshotter::build(const Window& win, Snapshot& out) {
   out.timeline_edges = 0;
   extras_.clear();
 
-  // Raw events in [ts, te) or [ts, te].
+  // Raw events in [ts, te) or [ts, te], counted per worker (each in time order).
   const auto& ev = pag_.event_ts;
-  while (event_cursor_ < ev.size() && ev[event_cursor_] < ts) ++event_cursor_;
-  size_t e_end = event_cursor_;
-  while (e_end < ev.size() && (ev[e_end] < te || (win.closed_end && ev[e_end] == te))) ++e_end;
-  out.events = e_end - event_cursor_;
-  event_cursor_ = e_end;
+  out.events = 0;
+  for (size_t w = 0; w + 1 < pag_.event_begin.size(); ++w) {
+    uint32_t& c = event_cursor_[w];
+    const uint32_t end = pag_.event_begin[w + 1];
+    while (c < end && ev[c] < ts) ++c;
+    uint32_t e = c;
+    while (e < end && (ev[e] < te || (win.closed_end && ev[e] == te))) ++e;
+    out.events += e - c;
+    c = e;
+  }
 
   // Timeline edges overlapping (ts, te), worker by worker. Remember each worker's
   // first global edge and snapshot offset to place message endpoints in O(1).

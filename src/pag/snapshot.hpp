@@ -60,7 +60,7 @@ class Snapshotter {
   std::vector<uint32_t> cursor_;     // per worker: first edge that may overlap the next window
   size_t next_message_ = 0;          // next message (by send time) not yet in flight
   std::vector<uint32_t> in_flight_;  // messages that may overlap the next window
-  size_t event_cursor_ = 0;
+  std::vector<uint32_t> event_cursor_;  // per worker: first event not yet counted
   struct Extra {
     uint32_t worker;
     int64_t ts;

@@ -3,57 +3,45 @@
 #include <algorithm>
 #include <fmt/format.h>
 
+#include "pag/radix_sort.hpp"
+
 namespace snailtrail {
 namespace {
 
-// Maps sparse worker ids to dense indices 0..W-1 in ascending id order.
-struct WorkerIndex {
-  std::vector<uint32_t> ids;
-  std::vector<uint32_t> table;  // id -> dense, when ids are small enough
-
-  explicit WorkerIndex(const std::vector<Event>& events) {
-    uint32_t max_id = 0;
-    for (const Event& e : events) max_id = std::max(max_id, e.worker);
-    if (!events.empty() && max_id < (1u << 22)) {
-      table.assign(size_t{max_id} + 1, kNone);
-      for (const Event& e : events) table[e.worker] = 0;
-      for (uint32_t id = 0; id <= max_id; ++id)
-        if (table[id] == 0) {
-          table[id] = static_cast<uint32_t>(ids.size());
-          ids.push_back(id);
-        }
-    } else {
-      ids.reserve(64);
-      for (const Event& e : events) ids.push_back(e.worker);
-      std::sort(ids.begin(), ids.end());
-      ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-    }
-  }
-
-  uint32_t operator()(uint32_t id) const {
-    if (!table.empty()) return table[id];
-    return static_cast<uint32_t>(std::lower_bound(ids.begin(), ids.end(), id) - ids.begin());
-  }
-};
-
-// The events of one worker at one timestamp, as multisets (their order must not matter).
+// The events of one worker at one timestamp, as multisets (their order must not
+// matter). Only the counters named in the masks are non-zero, so reset is cheap.
 struct NodeContent {
   int64_t ts = 0;
+  uint16_t start_mask = 0, end_mask = 0;
+  bool has_send = false;
+  bool has_recv = false;
+  bool has_local = false;  // any start or end event
+  bool empty = true;
   std::array<uint16_t, kActivityTypeCount> starts{};
   std::array<uint16_t, kActivityTypeCount> ends{};
   std::array<uint32_t, kActivityTypeCount> start_op{};  // smallest operator per started type
   std::array<uint32_t, kActivityTypeCount> end_op{};
-  bool has_send = false;
-  bool has_recv = false;
-  bool has_local = false;  // any start or end event
 
-  void reset(int64_t t) {
-    ts = t;
-    starts.fill(0);
-    ends.fill(0);
+  NodeContent() {
     start_op.fill(kNone);
     end_op.fill(kNone);
+  }
+
+  void reset(int64_t t) {
+    for (uint16_t m = start_mask; m; m &= m - 1) {
+      int a = __builtin_ctz(m);
+      starts[a] = 0;
+      start_op[a] = kNone;
+    }
+    for (uint16_t m = end_mask; m; m &= m - 1) {
+      int a = __builtin_ctz(m);
+      ends[a] = 0;
+      end_op[a] = kNone;
+    }
+    start_mask = end_mask = 0;
+    ts = t;
     has_send = has_recv = has_local = false;
+    empty = false;
   }
 
   void add(const Event& e) {
@@ -63,11 +51,13 @@ struct NodeContent {
       case EventKind::start:
         ++starts[a];
         start_op[a] = std::min(start_op[a], op);
+        start_mask |= static_cast<uint16_t>(1u << a);
         has_local = true;
         break;
       case EventKind::end:
         ++ends[a];
         end_op[a] = std::min(end_op[a], op);
+        end_mask |= static_cast<uint16_t>(1u << a);
         has_local = true;
         break;
       case EventKind::send: has_send = true; break;
@@ -78,37 +68,30 @@ struct NodeContent {
   bool has_message() const { return has_send || has_recv; }
 };
 
-struct HalfEdge {
-  uint32_t sender;  // worker ids (not dense)
-  uint32_t receiver;
-  int64_t correlator;
-  int64_t ts;
-  uint32_t node;
-  uint32_t worker;  // dense index of the worker that logged it
-  EventKind kind;
-  ActivityType type;
+// Node arrays of one worker: a window into the PAG's arrays, indices local to it.
+struct NodeSlots {
+  int64_t* ts;
+  uint8_t* type;
+  uint32_t* op;
+  uint32_t* instance;
 };
 
-// Walks one worker's events and appends its gap-filled timeline to the PAG.
+// Walks one worker's nodes and writes its gap-filled timeline (docs/PAG.md §1-2).
 class TimelineBuilder {
  public:
-  TimelineBuilder(Pag& pag, std::vector<IssueAt>& issues, const PagOptions& options)
-      : pag_(pag), issues_(issues), h_(options.gap_threshold_ns) {}
-
-  // Returns the global node index that holds `node`'s events.
-  uint32_t add(const NodeContent& b) {
-    if (prev_ == kNone) {
-      prev_ = emit(b.ts);
-      prev_has_send_ = b.has_send;
-      prev_has_recv_ = b.has_recv;
-      prev_has_local_ = b.has_local;
-      apply(b, /*end_typed_gap=*/false);
+  // Returns the local node index that holds `b`'s events.
+  uint32_t add(const NodeContent& b, const NodeSlots& s, std::vector<IssueAt>& issues,
+               int64_t h) {
+    if (count_ == 0) {
+      prev_ = emit(b.ts, s);
+      set_prev_flags(b);
+      apply(b, issues);
       return prev_;
     }
     if (open_) {
-      uint32_t node = emit_edge(b.ts, open_type_, open_op_, open_instance_);
-      set_prev(node, b);
-      apply(b, false);
+      uint32_t node = emit_edge(b.ts, open_type_, open_op_, open_instance_, s);
+      set_prev_flags(b);
+      apply(b, issues);
       return node;
     }
     // A gap: nothing was recorded between the previous node and this one.
@@ -116,101 +99,107 @@ class TimelineBuilder {
     if (unmatched_end >= 0) {
       // An end without a start: assume the activity filled the gap.
       uint32_t node = emit_edge(b.ts, static_cast<uint8_t>(unmatched_end),
-                                b.end_op[unmatched_end], prev_);
-      set_prev(node, b);
-      apply(b, true);
+                                b.end_op[unmatched_end], prev_, s);
+      set_prev_flags(b);
+      apply(b, issues);
       return node;
     }
-    bool a_message_only = !prev_has_local_;
-    bool b_message_only = b.has_message() && !b.has_local;
+    const bool a_message_only = !prev_has_local_;
+    const bool b_message_only = b.has_message() && !b.has_local;
     uint8_t type;
     if (a_message_only && b_message_only) {
       // Between two message events the threshold does not apply.
       type = static_cast<uint8_t>(prev_has_send_ && b.has_recv ? ActivityType::waiting
                                                                : ActivityType::unknown);
     } else {
-      bool a_movable = !prev_has_send_ && !prev_has_recv_;
-      bool b_movable = !b.has_message();
-      if (b.ts - pag_.node_ts[prev_] < h_ && (a_movable || b_movable)) {
+      const bool a_movable = !prev_has_send_ && !prev_has_recv_;
+      const bool b_movable = !b.has_message();
+      if (b.ts - s.ts[prev_] < h && (a_movable || b_movable)) {
         // Close the gap by alignment: a local side moves, message nodes never do.
-        if (a_movable) pag_.node_ts[prev_] = b.ts;
+        if (a_movable) s.ts[prev_] = b.ts;
         prev_has_send_ |= b.has_send;
         prev_has_recv_ |= b.has_recv;
         prev_has_local_ |= b.has_local;
-        apply(b, false);
+        apply(b, issues);
         return prev_;
       }
       type = static_cast<uint8_t>(b.has_recv ? ActivityType::waiting : ActivityType::unknown);
     }
-    uint32_t node = emit_edge(b.ts, type, kNone, prev_);
-    set_prev(node, b);
-    apply(b, false);
+    uint32_t node = emit_edge(b.ts, type, kNone, prev_, s);
+    set_prev_flags(b);
+    apply(b, issues);
     return node;
   }
 
-  void finish() {
-    if (open_) issues_.push_back({pag_.node_ts[prev_], Issue::unterminated_activity});
+  void finish(const NodeSlots& s, std::vector<IssueAt>& issues) const {
+    if (open_) issues.push_back({s.ts[prev_], Issue::unterminated_activity});
   }
+
+  uint32_t count() const { return count_; }
 
  private:
-  uint32_t emit(int64_t ts) {
-    pag_.node_ts.push_back(ts);
-    pag_.edge_type.push_back(kNoEdge);
-    pag_.edge_op.push_back(kNone);
-    pag_.edge_instance.push_back(kNone);
-    return static_cast<uint32_t>(pag_.node_ts.size() - 1);
+  uint32_t emit(int64_t ts, const NodeSlots& s) {
+    s.ts[count_] = ts;
+    s.type[count_] = kNoEdge;
+    s.op[count_] = kNone;
+    s.instance[count_] = kNone;
+    return count_++;
   }
 
-  uint32_t emit_edge(int64_t ts, uint8_t type, uint32_t op, uint32_t instance) {
-    pag_.edge_type[prev_] = type;
-    pag_.edge_op[prev_] = op;
-    pag_.edge_instance[prev_] = instance;
-    return emit(ts);
+  uint32_t emit_edge(int64_t ts, uint8_t type, uint32_t op, uint32_t instance,
+                     const NodeSlots& s) {
+    s.type[prev_] = type;
+    s.op[prev_] = op;
+    s.instance[prev_] = instance;
+    prev_ = emit(ts, s);
+    return prev_;
   }
 
-  void set_prev(uint32_t node, const NodeContent& b) {
-    prev_ = node;
+  void set_prev_flags(const NodeContent& b) {
     prev_has_send_ = b.has_send;
     prev_has_recv_ = b.has_recv;
     prev_has_local_ = b.has_local;
   }
 
   static int first_unmatched_end(const NodeContent& b) {
-    for (int a = 0; a < kActivityTypeCount; ++a)
+    for (uint16_t m = b.end_mask; m; m &= m - 1) {
+      int a = __builtin_ctz(m);
       if (b.ends[a] > b.starts[a]) return a;
+    }
     return -1;
   }
 
   // Applies the node's ends and starts to the open-activity state.
-  void apply(const NodeContent& node, bool end_typed_gap) {
-    auto ends = node.ends;
-    auto starts = node.starts;
+  void apply(const NodeContent& node, std::vector<IssueAt>& issues) {
+    if ((node.start_mask | node.end_mask) == 0) return;
+    std::array<uint16_t, kActivityTypeCount> ends = node.ends;
+    std::array<uint16_t, kActivityTypeCount> starts = node.starts;
     if (open_ && ends[open_type_] > 0) {
       --ends[open_type_];
       open_ = false;
     }
     // A start and an end of one type at one node: a zero-duration activity.
-    for (int a = 0; a < kActivityTypeCount; ++a) {
-      uint16_t m = std::min(ends[a], starts[a]);
-      ends[a] -= m;
-      starts[a] -= m;
-    }
     int remaining_ends = 0;
-    for (uint16_t c : ends) remaining_ends += c;
+    for (uint16_t m = node.end_mask & node.start_mask; m; m &= m - 1) {
+      int a = __builtin_ctz(m);
+      uint16_t k = std::min(ends[a], starts[a]);
+      ends[a] -= k;
+      starts[a] -= k;
+    }
+    for (uint16_t m = node.end_mask; m; m &= m - 1) remaining_ends += ends[__builtin_ctz(m)];
     if (remaining_ends > 0) {
       if (open_) {
-        issues_.push_back({node.ts, Issue::mismatched_end});
+        issues.push_back({node.ts, Issue::mismatched_end});
         open_ = false;
         --remaining_ends;
       }
-      for (int i = 0; i < remaining_ends; ++i)
-        issues_.push_back({node.ts, Issue::end_without_start});
-      (void)end_typed_gap;
+      for (int i = 0; i < remaining_ends; ++i) issues.push_back({node.ts, Issue::end_without_start});
     }
     int chosen = -1;
-    for (int a = 0; a < kActivityTypeCount; ++a) {
+    for (uint16_t m = node.start_mask; m; m &= m - 1) {
+      int a = __builtin_ctz(m);
       for (int i = 0; i < starts[a]; ++i) {
-        if (open_ || chosen >= 0) issues_.push_back({node.ts, Issue::overlapping_activity});
+        if (open_ || chosen >= 0) issues.push_back({node.ts, Issue::overlapping_activity});
         open_ = false;
         if (chosen < 0) chosen = a;
       }
@@ -223,10 +212,8 @@ class TimelineBuilder {
     }
   }
 
-  Pag& pag_;
-  std::vector<IssueAt>& issues_;
-  int64_t h_;
-  uint32_t prev_ = kNone;  // last node of this worker
+  uint32_t count_ = 0;
+  uint32_t prev_ = 0;  // last node of this worker
   bool prev_has_send_ = false, prev_has_recv_ = false, prev_has_local_ = false;
   bool open_ = false;
   uint8_t open_type_ = 0;
@@ -234,56 +221,129 @@ class TimelineBuilder {
   uint32_t open_instance_ = kNone;
 };
 
-void match_messages(Pag& pag, std::vector<HalfEdge>& half, std::vector<IssueAt>& issues) {
-  std::sort(half.begin(), half.end(), [](const HalfEdge& a, const HalfEdge& b) {
-    if (a.sender != b.sender) return a.sender < b.sender;
-    if (a.receiver != b.receiver) return a.receiver < b.receiver;
-    if (a.correlator != b.correlator) return a.correlator < b.correlator;
-    if (a.kind != b.kind) return a.kind < b.kind;  // sends before receives
-    if (a.ts != b.ts) return a.ts < b.ts;
-    return a.node < b.node;
-  });
-  size_t i = 0;
-  while (i < half.size()) {
-    size_t j = i;
-    while (j < half.size() && half[j].sender == half[i].sender &&
-           half[j].receiver == half[i].receiver && half[j].correlator == half[i].correlator)
-      ++j;
-    size_t sends_end = i;
-    while (sends_end < j && half[sends_end].kind == EventKind::send) ++sends_end;
-    size_t n_send = sends_end - i, n_recv = j - sends_end;
-    if (n_send > 1 || n_recv > 1)
-      for (size_t k = i; k < j; ++k)
-        if ((half[k].kind == EventKind::send && n_send > 1) ||
-            (half[k].kind == EventKind::recv && n_recv > 1))
-          issues.push_back({half[k].ts, Issue::duplicate_correlator});
-    // Pair the k-th send with the k-th receive in time order.
-    size_t pairs = std::min(n_send, n_recv);
-    for (size_t k = 0; k < pairs; ++k) {
-      const HalfEdge& s = half[i + k];
-      const HalfEdge& r = half[sends_end + k];
-      int64_t s_ts = pag.node_ts[s.node];
-      int64_t r_ts = pag.node_ts[r.node];
-      if (r_ts < s_ts) {
-        issues.push_back({s.ts, Issue::negative_duration_message});
-      } else if (s.node == r.node) {
-        issues.push_back({s.ts, Issue::self_loop_message});
-      } else {
-        pag.messages.push_back({s.node, r.node, s_ts, r_ts, s.worker, r.worker, s.type});
+// A message event waiting for its partner; `node` is local to `worker` until the
+// worker's nodes are placed.
+struct HalfEdge {
+  uint32_t sender;  // worker ids as in the trace
+  uint32_t receiver;
+  int64_t correlator;
+  int64_t ts;
+  uint32_t worker;  // provisional worker index of the worker that logged it
+  uint32_t node;
+  ActivityType type;
+};
+
+// Per worker while scanning: its timeline builder, the node being collected, and the
+// message events of that node (their node is known once the node is placed).
+struct WorkerScan {
+  TimelineBuilder builder;
+  NodeContent pending;
+  uint32_t last_event = kNone;  // index of the worker's previous event (for errors)
+  uint32_t slot = 0;            // first node/event slot of this worker
+  uint32_t events = 0;          // events seen so far
+  std::vector<uint32_t> pending_messages;
+};
+
+// Matches sends with receives by (sender, receiver, correlator) with a hash table; the
+// k-th send of a key pairs with its k-th receive (both in time order).
+void match_messages(Pag& pag, std::vector<HalfEdge>& sends, std::vector<HalfEdge>& recvs,
+                    std::vector<IssueAt>& issues) {
+  struct Entry {
+    uint32_t sender = 0, receiver = 0;
+    int64_t correlator = 0;
+    uint32_t first = kNone;  // first send with this key (chained through next[])
+    uint32_t last = kNone;
+    uint32_t n_send = 0, n_recv = 0;
+  };
+  auto hash = [](uint32_t s, uint32_t r, int64_t c) {
+    uint64_t h = (uint64_t{s} << 32 | r) * 0x9e3779b97f4a7c15ULL;
+    h ^= static_cast<uint64_t>(c) * 0xc2b2ae3d27d4eb4fULL;
+    h ^= h >> 29;
+    return h * 0x165667b19e3779f9ULL;
+  };
+  size_t cap = 16;
+  while (cap < 2 * sends.size() + 16) cap <<= 1;
+  std::vector<Entry> table(cap);
+  std::vector<uint32_t> next(sends.size(), kNone);
+  auto find = [&](uint32_t s, uint32_t r, int64_t c, bool insert) -> Entry* {
+    size_t i = hash(s, r, c) & (cap - 1);
+    for (;; i = (i + 1) & (cap - 1)) {
+      Entry& e = table[i];
+      if (e.first == kNone) {  // empty slot: only sends insert
+        if (!insert) return nullptr;
+        e.sender = s, e.receiver = r, e.correlator = c;
+        return &e;
       }
+      if (e.sender == s && e.receiver == r && e.correlator == c) return &e;
     }
-    for (size_t k = pairs; k < n_send; ++k)
-      issues.push_back({half[i + k].ts, Issue::unmatched_send});
-    for (size_t k = pairs; k < n_recv; ++k)
-      issues.push_back({half[sends_end + k].ts, Issue::unmatched_recv});
-    i = j;
+  };
+  bool duplicate_sends = false, duplicate_recvs = false;
+  for (uint32_t k = 0; k < sends.size(); ++k) {
+    const HalfEdge& h = sends[k];
+    Entry* e = find(h.sender, h.receiver, h.correlator, true);
+    if (e->first == kNone) {
+      e->first = k;
+    } else {
+      next[e->last] = k;
+      duplicate_sends = true;
+    }
+    e->last = k;
+    ++e->n_send;
   }
-  std::sort(pag.messages.begin(), pag.messages.end(), [](const Message& a, const Message& b) {
-    if (a.src_ts != b.src_ts) return a.src_ts < b.src_ts;
-    if (a.dst_ts != b.dst_ts) return a.dst_ts < b.dst_ts;
-    if (a.src_node != b.src_node) return a.src_node < b.src_node;
-    return a.dst_node < b.dst_node;
-  });
+  // The next unpaired send of each key, chained in time order.
+  std::vector<uint32_t> cursor(cap);
+  for (size_t i = 0; i < cap; ++i) cursor[i] = table[i].first;
+  std::vector<uint8_t> paired(sends.size(), 0);
+  pag.messages.reserve(std::min(sends.size(), recvs.size()));
+  for (const HalfEdge& r : recvs) {
+    Entry* e = find(r.sender, r.receiver, r.correlator, false);
+    if (!e) {
+      issues.push_back({r.ts, Issue::unmatched_recv});
+      continue;
+    }
+    if (++e->n_recv > 1) duplicate_recvs = true;
+    uint32_t& c = cursor[static_cast<size_t>(e - table.data())];
+    if (c == kNone) {
+      issues.push_back({r.ts, Issue::unmatched_recv});
+      continue;
+    }
+    const HalfEdge& s = sends[c];
+    paired[c] = 1;
+    c = next[c];
+    const int64_t s_ts = pag.node_ts[s.node], r_ts = pag.node_ts[r.node];
+    if (r_ts < s_ts)
+      issues.push_back({s.ts, Issue::negative_duration_message});
+    else if (s.node == r.node)
+      issues.push_back({s.ts, Issue::self_loop_message});
+    else
+      pag.messages.push_back({s.node, r.node, s_ts, r_ts, s.worker, r.worker, s.type});
+  }
+  for (uint32_t k = 0; k < sends.size(); ++k)
+    if (!paired[k]) issues.push_back({sends[k].ts, Issue::unmatched_send});
+  // Every half message of a key that has more than one send (or receive) is counted.
+  if (duplicate_sends)
+    for (const HalfEdge& s : sends)
+      if (find(s.sender, s.receiver, s.correlator, false)->n_send > 1)
+        issues.push_back({s.ts, Issue::duplicate_correlator});
+  if (duplicate_recvs)
+    for (const HalfEdge& r : recvs) {
+      Entry* e = find(r.sender, r.receiver, r.correlator, false);
+      if (e && e->n_recv > 1) issues.push_back({r.ts, Issue::duplicate_correlator});
+    }
+
+  // Sort messages by (send time, receive time) with a stable radix sort.
+  if (pag.messages.empty()) return;
+  std::vector<KeyValue<uint32_t>> keys(pag.messages.size()), scratch;
+  int64_t min_dst = INT64_MAX, min_src = INT64_MAX;
+  for (const Message& m : pag.messages) min_dst = std::min(min_dst, m.dst_ts), min_src = std::min(min_src, m.src_ts);
+  for (uint32_t i = 0; i < keys.size(); ++i)
+    keys[i] = {static_cast<uint64_t>(pag.messages[i].dst_ts - min_dst), i};
+  radix_sort(keys, scratch);
+  for (auto& kv : keys) kv.key = static_cast<uint64_t>(pag.messages[kv.value].src_ts - min_src);
+  radix_sort(keys, scratch);
+  std::vector<Message> sorted(pag.messages.size());
+  for (size_t i = 0; i < keys.size(); ++i) sorted[i] = pag.messages[keys[i].value];
+  pag.messages.swap(sorted);
 }
 
 }  // namespace
@@ -291,80 +351,180 @@ void match_messages(Pag& pag, std::vector<HalfEdge>& half, std::vector<IssueAt>&
 Pag build_pag(const Trace& trace, const PagOptions& options) {
   Pag pag;
   const std::vector<Event>& events = trace.events;
-  if (events.size() >= kNone) throw TraceError(trace.source, "input", "too many events");
-  WorkerIndex index(events);
-  pag.worker_ids = index.ids;
-  const size_t W = index.ids.size();
+  const size_t n = events.size();
+  if (n >= kNone) throw TraceError(trace.source, "input", "too many events");
 
-  // Stable counting sort of event indices by worker.
-  std::vector<uint32_t> dense(events.size());
-  std::vector<uint32_t> begin(W + 1, 0);
-  for (size_t i = 0; i < events.size(); ++i) {
-    dense[i] = index(events[i].worker);
-    ++begin[dense[i] + 1];
-  }
-  for (size_t w = 0; w < W; ++w) begin[w + 1] += begin[w];
-  std::vector<uint32_t> order(events.size());
-  {
-    std::vector<uint32_t> fill(begin.begin(), begin.end() - 1);
-    for (size_t i = 0; i < events.size(); ++i) order[fill[dense[i]]++] = static_cast<uint32_t>(i);
-  }
-
-  pag.node_ts.reserve(events.size());
-  pag.edge_type.reserve(events.size());
-  pag.edge_op.reserve(events.size());
-  pag.edge_instance.reserve(events.size());
-  pag.worker_begin.assign(W + 1, 0);
-  std::vector<HalfEdge> half;
-  std::vector<IssueAt> issues;
-  NodeContent content;
-
-  for (size_t w = 0; w < W; ++w) {
-    pag.worker_begin[w] = static_cast<uint32_t>(pag.node_ts.size());
-    TimelineBuilder builder(pag, issues, options);
-    size_t k = begin[w];
-    const size_t k_end = begin[w + 1];
-    while (k < k_end) {
-      const int64_t t = events[order[k]].ts;
-      size_t g = k;
-      content.reset(t);
-      for (; g < k_end && events[order[g]].ts == t; ++g) content.add(events[order[g]]);
-      if (g < k_end && events[order[g]].ts < t) {
-        const Event& bad = events[order[g]];
-        throw TraceError(trace.location(order[g]), "order",
-                         fmt::format("events of worker {} go back in time: ts {} after {} ({})",
-                                     bad.worker, bad.ts, t, trace.location(order[g - 1])));
+  // Pass 1: provisional worker indices (first appearance), events per worker, operators.
+  std::vector<uint32_t> table;  // worker id -> provisional index, for small ids
+  std::vector<std::pair<uint32_t, uint32_t>> sparse;  // (id, index) for large ids, sorted lazily
+  std::vector<uint32_t> prov_ids;
+  std::vector<uint32_t> counts;
+  std::vector<uint8_t> op_seen;
+  std::vector<uint32_t> large_ops;
+  std::vector<uint32_t> prov(n);
+  auto provisional = [&](uint32_t id) -> uint32_t {
+    if (id < (1u << 22)) {
+      if (id >= table.size()) table.resize(std::max<size_t>(id + 1, table.size() * 2), kNone);
+      uint32_t& p = table[id];
+      if (p == kNone) {
+        p = static_cast<uint32_t>(prov_ids.size());
+        prov_ids.push_back(id);
+        counts.push_back(0);
       }
-      uint32_t node = builder.add(content);
-      for (size_t q = k; q < g; ++q) {
-        const Event& e = events[order[q]];
-        if (!e.is_message()) continue;
-        if (!e.has(kHasCorrelator) || !e.has(kHasRemote)) {
-          issues.push_back({e.ts, Issue::message_without_correlator});
-          continue;
-        }
-        bool send = e.kind == EventKind::send;
-        half.push_back({send ? e.worker : e.remote, send ? e.remote : e.worker, e.correlator, e.ts,
-                        node, static_cast<uint32_t>(w), e.kind, e.activity});
-      }
-      k = g;
+      return p;
     }
-    builder.finish();
+    for (const auto& [sid, idx] : sparse)
+      if (sid == id) return idx;
+    uint32_t p = static_cast<uint32_t>(prov_ids.size());
+    sparse.emplace_back(id, p);
+    prov_ids.push_back(id);
+    counts.push_back(0);
+    return p;
+  };
+  uint32_t last_id = kNone, last_prov = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const Event& e = events[i];
+    if (e.worker != last_id) {
+      last_id = e.worker;
+      last_prov = provisional(e.worker);
+    }
+    prov[i] = last_prov;
+    ++counts[last_prov];
+    if (e.has(kHasOperator)) {
+      if (e.op < (1u << 24)) {
+        if (e.op >= op_seen.size()) op_seen.resize(std::max<size_t>(e.op + 1, op_seen.size() * 2), 0);
+        op_seen[e.op] = 1;
+      } else {
+        large_ops.push_back(e.op);
+      }
+    }
   }
-  pag.worker_begin[W] = static_cast<uint32_t>(pag.node_ts.size());
+  for (uint32_t op = 0; op < op_seen.size(); ++op)
+    if (op_seen[op]) pag.operator_ids.push_back(op);
+  std::sort(large_ops.begin(), large_ops.end());
+  large_ops.erase(std::unique(large_ops.begin(), large_ops.end()), large_ops.end());
+  pag.operator_ids.insert(pag.operator_ids.end(), large_ops.begin(), large_ops.end());
 
-  match_messages(pag, half, issues);
-  std::sort(issues.begin(), issues.end(), [](const IssueAt& a, const IssueAt& b) {
+  // Final worker order: ascending ids, known before the scan so that each worker's
+  // slot range already sits where its nodes end up.
+  const size_t W = prov_ids.size();
+  std::vector<uint32_t> order(W), final_index(W);
+  for (uint32_t w = 0; w < W; ++w) order[w] = w;
+  std::sort(order.begin(), order.end(),
+            [&](uint32_t a, uint32_t b) { return prov_ids[a] < prov_ids[b]; });
+  for (uint32_t k = 0; k < W; ++k) final_index[order[k]] = k;
+  pag.worker_ids.resize(W);
+  pag.event_begin.assign(W + 1, 0);
+  for (uint32_t k = 0; k < W; ++k) {
+    pag.worker_ids[k] = prov_ids[order[k]];
+    pag.event_begin[k + 1] = pag.event_begin[k] + counts[order[k]];
+  }
+  for (uint32_t& p : prov) p = final_index[p];
+
+  // Pass 2: one sequential scan; each worker writes its nodes into its own slot range
+  // (nodes <= events), so no gather over the event array is needed.
+  std::vector<WorkerScan> scan(W);
+  for (size_t w = 0; w < W; ++w) scan[w].slot = pag.event_begin[w];
+  pag.node_ts.resize(n);
+  pag.edge_type.resize(n);
+  pag.edge_op.resize(n);
+  pag.edge_instance.resize(n);
+  pag.event_ts.resize(n);
+  auto slots_of = [&](size_t w) {
+    const uint32_t s = scan[w].slot;
+    return NodeSlots{pag.node_ts.data() + s, pag.edge_type.data() + s, pag.edge_op.data() + s,
+                     pag.edge_instance.data() + s};
+  };
+  std::vector<HalfEdge> sends, recvs;
+  std::vector<IssueAt> issues;
+  const int64_t h = options.gap_threshold_ns;
+
+  auto flush = [&](size_t w) {
+    WorkerScan& ws = scan[w];
+    uint32_t node = ws.builder.add(ws.pending, slots_of(w), issues, h);
+    for (uint32_t i : ws.pending_messages) {
+      const Event& e = events[i];
+      if (!e.has(kHasCorrelator) || !e.has(kHasRemote)) {
+        issues.push_back({e.ts, Issue::message_without_correlator});
+        continue;
+      }
+      if (e.kind == EventKind::send)
+        sends.push_back({e.worker, e.remote, e.correlator, e.ts, static_cast<uint32_t>(w), node,
+                         e.activity});
+      else
+        recvs.push_back({e.remote, e.worker, e.correlator, e.ts, static_cast<uint32_t>(w), node,
+                         e.activity});
+    }
+    ws.pending_messages.clear();
+  };
+
+  for (size_t i = 0; i < n; ++i) {
+    const Event& e = events[i];
+    const uint32_t w = prov[i];
+    WorkerScan& ws = scan[w];
+    if (ws.pending.empty || e.ts != ws.pending.ts) {
+      if (!ws.pending.empty) {
+        if (e.ts < ws.pending.ts)
+          throw TraceError(trace.location(i), "order",
+                           fmt::format("events of worker {} go back in time: ts {} after {} ({})",
+                                       e.worker, e.ts, ws.pending.ts,
+                                       trace.location(ws.last_event)));
+        flush(w);
+      }
+      ws.pending.reset(e.ts);
+    }
+    ws.pending.add(e);
+    if (e.is_message()) ws.pending_messages.push_back(static_cast<uint32_t>(i));
+    pag.event_ts[ws.slot + ws.events++] = e.ts;
+    ws.last_event = static_cast<uint32_t>(i);
+  }
+  for (size_t w = 0; w < W; ++w) {
+    if (!scan[w].pending.empty) flush(w);
+    scan[w].builder.finish(slots_of(w), issues);
+  }
+  std::vector<uint32_t>().swap(prov);
+
+  // Compact the node ranges in place (each moves left, in order).
+  std::vector<uint32_t> node_base(W);
+  pag.worker_begin.assign(W + 1, 0);
+  uint32_t total = 0;
+  for (uint32_t w = 0; w < W; ++w) {
+    const uint32_t from = scan[w].slot, cnt = scan[w].builder.count();
+    node_base[w] = total;
+    pag.worker_begin[w] = total;
+    if (from != total) {
+      std::copy_n(pag.node_ts.begin() + from, cnt, pag.node_ts.begin() + total);
+      std::copy_n(pag.edge_type.begin() + from, cnt, pag.edge_type.begin() + total);
+      std::copy_n(pag.edge_op.begin() + from, cnt, pag.edge_op.begin() + total);
+      std::copy_n(pag.edge_instance.begin() + from, cnt, pag.edge_instance.begin() + total);
+    }
+    for (uint32_t j = 0; j < cnt; ++j) {
+      uint32_t& inst = pag.edge_instance[total + j];
+      if (inst != kNone) inst += total;
+    }
+    total += cnt;
+  }
+  pag.worker_begin[W] = total;
+  pag.node_ts.resize(total);
+  pag.edge_type.resize(total);
+  pag.edge_op.resize(total);
+  pag.edge_instance.resize(total);
+  for (auto* list : {&sends, &recvs})
+    for (HalfEdge& e : *list) e.node += node_base[e.worker];
+
+  match_messages(pag, sends, recvs, issues);
+  std::stable_sort(issues.begin(), issues.end(), [](const IssueAt& a, const IssueAt& b) {
     return a.ts != b.ts ? a.ts < b.ts : a.issue < b.issue;
   });
   pag.issues = std::move(issues);
-
-  pag.event_ts.resize(events.size());
-  for (size_t i = 0; i < events.size(); ++i) pag.event_ts[i] = events[i].ts;
-  std::sort(pag.event_ts.begin(), pag.event_ts.end());
-  if (!events.empty()) {
-    pag.first_ts = pag.event_ts.front();
-    pag.last_ts = pag.event_ts.back();
+  if (n > 0) {
+    pag.first_ts = INT64_MAX;
+    pag.last_ts = INT64_MIN;
+    for (uint32_t k = 0; k < W; ++k) {
+      if (pag.event_begin[k] == pag.event_begin[k + 1]) continue;
+      pag.first_ts = std::min(pag.first_ts, pag.event_ts[pag.event_begin[k]]);
+      pag.last_ts = std::max(pag.last_ts, pag.event_ts[pag.event_begin[k + 1] - 1]);
+    }
   }
   return pag;
 }

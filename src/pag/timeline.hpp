@@ -71,8 +71,13 @@ struct Pag {
   std::vector<Message> messages;  // sorted by (src_ts, dst_ts)
   std::vector<IssueAt> issues;    // sorted by ts
 
-  // Raw event timestamps, sorted, for per-window event counts.
+  // Raw event timestamps grouped by worker (each group in time order), for exact
+  // per-window event counts: worker w's are [event_begin[w], event_begin[w+1]).
   std::vector<int64_t> event_ts;
+  std::vector<uint32_t> event_begin;
+
+  // Operator ids that appear on any event, ascending.
+  std::vector<uint32_t> operator_ids;
 
   int64_t first_ts = 0;  // over all events (before alignment)
   int64_t last_ts = 0;

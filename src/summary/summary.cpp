@@ -77,12 +77,7 @@ void count_property2(const Snapshot& snap, const Pag& pag, const CpResult& cp, D
 
 }  // namespace
 
-Summarizer::Summarizer(const Pag& pag) : pag_(pag) {
-  op_ids_ = pag.edge_op;
-  std::sort(op_ids_.begin(), op_ids_.end());
-  op_ids_.erase(std::unique(op_ids_.begin(), op_ids_.end()), op_ids_.end());
-  if (!op_ids_.empty() && op_ids_.back() == kNone) op_ids_.pop_back();
-}
+Summarizer::Summarizer(const Pag& pag) : pag_(pag), op_ids_(pag.operator_ids) {}
 
 void Summarizer::summarize(const Snapshot& snap, const CpResult& cp,
                            const std::vector<uint32_t>& sampled, const SummaryOptions& options,
