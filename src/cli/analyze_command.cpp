@@ -27,6 +27,7 @@ struct AnalyzeArgs {
   bool per_window = false;
   std::string output;
   bool no_progress = false;
+  bool timings = false;
 };
 
 Trace load(const std::string& path, const std::string& importer) {
@@ -48,9 +49,18 @@ int run(const AnalyzeArgs& a) {
   opt.summary.top_k = a.top;
   opt.summary.seed = a.seed;
 
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  auto seconds = [](Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+  };
+  StageTimes stage;
+  if (a.timings) opt.times = &stage;
   Trace trace = load(a.trace, a.importer);
+  const auto t_read = Clock::now();
   if (trace.events.empty()) throw TraceError(trace.source, "input", "the trace has no events");
   Pag pag = build_pag(trace, opt.pag);
+  const auto t_pag = Clock::now();
   auto instant = [&](const std::string& text, const char* flag) {
     Instant i = parse_instant(text);
     if (!i.relative) return i.ns;
@@ -115,6 +125,15 @@ int run(const AnalyzeArgs& a) {
     write_table(out.buf(), agg, names, sel, ctx,
                 fmt::format("snailtrail analyze {}", a.trace).c_str());
   }
+  out.flush();
+  if (a.timings) {
+    const auto t_end = Clock::now();
+    fmt::print(stderr,
+               "timings: read {:.3f}s, pag {:.3f}s, snapshots {:.3f}s, cp {:.3f}s, summaries "
+               "{:.3f}s, output {:.3f}s; total {:.3f}s for {} events\n",
+               seconds(t0, t_read), seconds(t_read, t_pag), stage.snapshot_s, stage.cp_s,
+               stage.summary_s, stage.callback_s, seconds(t0, t_end), trace.events.size());
+  }
   return 0;
 }
 
@@ -153,6 +172,7 @@ CommandRunner add_analyze_command(CLI::App& app) {
   cmd->add_flag("--per-window", an.per_window, "Table: also print every window's table");
   cmd->add_option("--output,-o", an.output, "Write results to FILE instead of stdout");
   cmd->add_flag("--no-progress", an.no_progress, "Never print progress on stderr");
+  cmd->add_flag("--timings", an.timings, "Print the time spent in each stage on stderr");
   return [cmd, args]() { return *cmd ? run(*args) : -1; };
 }
 

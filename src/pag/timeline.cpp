@@ -341,7 +341,7 @@ void match_messages(Pag& pag, std::vector<HalfEdge>& sends, std::vector<HalfEdge
   radix_sort(keys, scratch);
   for (auto& kv : keys) kv.key = static_cast<uint64_t>(pag.messages[kv.value].src_ts - min_src);
   radix_sort(keys, scratch);
-  std::vector<Message> sorted(pag.messages.size());
+  BigVector<Message> sorted(pag.messages.size());
   for (size_t i = 0; i < keys.size(); ++i) sorted[i] = pag.messages[keys[i].value];
   pag.messages.swap(sorted);
 }
@@ -361,7 +361,7 @@ Pag build_pag(const Trace& trace, const PagOptions& options) {
   std::vector<uint32_t> counts;
   std::vector<uint8_t> op_seen;
   std::vector<uint32_t> large_ops;
-  std::vector<uint32_t> prov(n);
+  BigVector<uint32_t> prov(n);
   auto provisional = [&](uint32_t id) -> uint32_t {
     if (id < (1u << 22)) {
       if (id >= table.size()) table.resize(std::max<size_t>(id + 1, table.size() * 2), kNone);
@@ -482,7 +482,7 @@ Pag build_pag(const Trace& trace, const PagOptions& options) {
     if (!scan[w].pending.empty) flush(w);
     scan[w].builder.finish(slots_of(w), issues);
   }
-  std::vector<uint32_t>().swap(prov);
+  BigVector<uint32_t>().swap(prov);
 
   // Compact the node ranges in place (each moves left, in order).
   std::vector<uint32_t> node_base(W);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "pag/big_vector.hpp"
 #include "trace/trace.hpp"
 
 namespace snailtrail {
@@ -63,17 +64,17 @@ struct Pag {
   std::vector<uint32_t> worker_ids;
   std::vector<uint32_t> worker_begin;  // nodes of worker w: [worker_begin[w], worker_begin[w+1])
 
-  std::vector<int64_t> node_ts;
-  std::vector<uint8_t> edge_type;       // ActivityType of the edge leaving node i, or kNoEdge
-  std::vector<uint32_t> edge_op;        // operator id or kNone
-  std::vector<uint32_t> edge_instance;  // node where the edge's activity began (groups split edges)
+  BigVector<int64_t> node_ts;
+  BigVector<uint8_t> edge_type;       // ActivityType of the edge leaving node i, or kNoEdge
+  BigVector<uint32_t> edge_op;        // operator id or kNone
+  BigVector<uint32_t> edge_instance;  // node where the edge's activity began (groups split edges)
 
-  std::vector<Message> messages;  // sorted by (src_ts, dst_ts)
+  BigVector<Message> messages;  // sorted by (src_ts, dst_ts)
   std::vector<IssueAt> issues;    // sorted by ts
 
   // Raw event timestamps grouped by worker (each group in time order), for exact
   // per-window event counts: worker w's are [event_begin[w], event_begin[w+1]).
-  std::vector<int64_t> event_ts;
+  BigVector<int64_t> event_ts;
   std::vector<uint32_t> event_begin;
 
   // Operator ids that appear on any event, ascending.

@@ -1,5 +1,7 @@
 #include "summary/analysis.hpp"
 
+#include <chrono>
+
 namespace snailtrail {
 
 void analyze_pag(const Pag& pag, const AnalysisOptions& options,
@@ -13,8 +15,17 @@ void analyze_pag(const Pag& pag, const AnalysisOptions& options,
   CpResult cp;
   WindowSummary summary;
   std::vector<uint32_t> sampled;
+  using Clock = std::chrono::steady_clock;
+  auto lap = [t = Clock::now()](double* into) mutable {
+    auto now = Clock::now();
+    if (into) *into += std::chrono::duration<double>(now - t).count();
+    t = now;
+  };
+  StageTimes* times = options.times;
   for (size_t i = 0; i < windows.size(); ++i) {
+    lap(nullptr);
     snapshotter.build(windows[i], snap);
+    lap(times ? &times->snapshot_s : nullptr);
     computer.compute(pag, snap, cp);
     sampled.clear();
     if (options.sample_single_path) {
@@ -23,9 +34,12 @@ void analyze_pag(const Pag& pag, const AnalysisOptions& options,
                       static_cast<uint64_t>(windows[i].start);
       sampled = computer.sample_path(pag, snap, cp, seed);
     }
+    lap(times ? &times->cp_s : nullptr);
     summary.index = i;
     summarizer.summarize(snap, cp, sampled, options.summary, summary);
+    lap(times ? &times->summary_s : nullptr);
     on_window(WindowView{pag, snap, cp, summary});
+    lap(times ? &times->callback_s : nullptr);
     if (on_progress) on_progress(i + 1, windows.size());
   }
 }

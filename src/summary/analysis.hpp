@@ -7,11 +7,17 @@
 
 namespace snailtrail {
 
+// Wall time spent in each stage of analyze_pag, accumulated over windows.
+struct StageTimes {
+  double snapshot_s = 0, cp_s = 0, summary_s = 0, callback_s = 0;
+};
+
 struct AnalysisOptions {
   PagOptions pag;
   WindowSpec windows;
   SummaryOptions summary;
   bool sample_single_path = true;
+  StageTimes* times = nullptr;  // optional
 };
 
 // Everything known about one analyzed window, valid during the callback.

@@ -1,8 +1,9 @@
 #include "summary/summary.hpp"
 
+#include "pag/radix_sort.hpp"
+
 #include <algorithm>
 #include <cmath>
-#include <unordered_map>
 
 namespace snailtrail {
 namespace {
@@ -11,11 +12,56 @@ constexpr uint8_t kWaiting = static_cast<uint8_t>(ActivityType::waiting);
 constexpr uint8_t kProcessing = static_cast<uint8_t>(ActivityType::processing);
 constexpr uint8_t kUnknown = static_cast<uint8_t>(ActivityType::unknown);
 
-// Accumulates one measure into Groups with dense operator slots.
+// Dense cell numbers for (sender, receiver) pairs of one window: an open-addressing
+// table cleared per window through the list of used cells.
+class PairIndex {
+ public:
+  void clear() {
+    for (uint32_t slot : used_) keys_[slot] = kEmpty;
+    used_.clear();
+    pairs_.clear();
+  }
+  uint32_t operator()(uint32_t src, uint32_t dst) {
+    if (2 * (pairs_.size() + 1) > keys_.size()) grow();
+    const uint64_t key = (uint64_t{src} << 32) | dst;
+    size_t i = (key * 0x9e3779b97f4a7c15ULL) >> shift_;
+    for (;; i = (i + 1) & (keys_.size() - 1)) {
+      if (keys_[i] == key) return cell_[i];
+      if (keys_[i] == kEmpty) {
+        keys_[i] = key;
+        cell_[i] = static_cast<uint32_t>(pairs_.size());
+        used_.push_back(static_cast<uint32_t>(i));
+        pairs_.emplace_back(src, dst);
+        return cell_[i];
+      }
+    }
+  }
+  const std::vector<std::pair<uint32_t, uint32_t>>& pairs() const { return pairs_; }
+
+ private:
+  static constexpr uint64_t kEmpty = ~uint64_t{0};
+  void grow() {
+    std::vector<std::pair<uint32_t, uint32_t>> pairs = pairs_;
+    size_t cap = keys_.empty() ? 64 : keys_.size() * 2;
+    keys_.assign(cap, kEmpty);
+    cell_.assign(cap, 0);
+    shift_ = 64 - __builtin_ctzll(cap);
+    used_.clear();
+    pairs_.clear();
+    for (const auto& [s, d] : pairs) (*this)(s, d);
+  }
+  std::vector<uint64_t> keys_;
+  std::vector<uint32_t> cell_;
+  std::vector<uint32_t> used_;
+  std::vector<std::pair<uint32_t, uint32_t>> pairs_;
+  int shift_ = 58;
+};
+
+// Accumulates one measure into Groups with dense operator and pair slots.
 struct Accumulator {
   Groups groups;
   std::vector<double> op_values;
-  std::unordered_map<uint64_t, size_t> comm_index;
+  std::vector<double> comm_values;
 
   void reset(size_t workers, size_t ops) {
     groups.activity.fill(0);
@@ -23,13 +69,17 @@ struct Accumulator {
     groups.op.clear();
     groups.communication.clear();
     op_values.assign(ops, 0);
-    comm_index.clear();
+    comm_values.clear();
   }
-  void add_comm(uint32_t src, uint32_t dst, double v) {
-    uint64_t key = (uint64_t{src} << 32) | dst;
-    auto [it, inserted] = comm_index.try_emplace(key, groups.communication.size());
-    if (inserted) groups.communication.push_back({src, dst, 0});
-    groups.communication[it->second].value += v;
+  void add_comm(uint32_t cell, double v) {
+    if (cell >= comm_values.size()) comm_values.resize(cell + 1, 0.0);
+    comm_values[cell] += v;
+  }
+  void finish_comm(const PairIndex& index) {
+    const auto& pairs = index.pairs();
+    for (size_t c = 0; c < pairs.size(); ++c)
+      groups.communication.push_back(
+          {pairs[c].first, pairs[c].second, c < comm_values.size() ? comm_values[c] : 0.0});
   }
   void finish(const std::vector<uint32_t>& op_ids, const std::vector<uint32_t>& op_workers) {
     for (size_t s = 0; s < op_values.size(); ++s)
@@ -44,29 +94,32 @@ struct Accumulator {
 void count_property2(const Snapshot& snap, const Pag& pag, const CpResult& cp, Diagnostics& d) {
   // Intervals covered by some non-waiting activity or message in flight; every
   // uncovered stretch of [span_start, span_end] is a Property 2 violation.
-  std::vector<std::pair<int64_t, int64_t>> busy;
+  static thread_local std::vector<KeyValue<int64_t>> busy, scratch;  // (start, end)
+  busy.clear();
   const size_t n = snap.node_count();
+  const int64_t base = cp.span_start;
   for (size_t v = 0; v + 1 < n; ++v) {
     if (snap.edge[v] == kNone || pag.edge_type[snap.edge[v]] == kWaiting) continue;
-    int64_t s = snap.ts[v], e = snap.ts[v + 1];
+    const int64_t s = snap.ts[v], e = snap.ts[v + 1];
     // Merge runs of consecutive busy edges of one worker.
-    if (!busy.empty() && busy.back().second == s && v > 0 && snap.worker[v - 1] == snap.worker[v])
-      busy.back().second = e;
+    if (!busy.empty() && busy.back().value == s && v > 0 && snap.edge[v - 1] != kNone)
+      busy.back().value = e;
     else
-      busy.emplace_back(s, e);
+      busy.push_back({static_cast<uint64_t>(s - base), e});
   }
   for (size_t k = 0; k < snap.msg_src.size(); ++k) {
-    int64_t s = snap.ts[snap.msg_src[k]], e = snap.ts[snap.msg_dst[k]];
-    if (e > s) busy.emplace_back(s, e);
+    const int64_t s = snap.ts[snap.msg_src[k]], e = snap.ts[snap.msg_dst[k]];
+    if (e > s) busy.push_back({static_cast<uint64_t>(s - base), e});
   }
-  std::sort(busy.begin(), busy.end());
+  radix_sort(busy, scratch);
   int64_t covered = cp.span_start;
-  for (const auto& [s, e] : busy) {
+  for (const auto& kv : busy) {
+    const int64_t s = static_cast<int64_t>(kv.key) + base;
     if (s > covered) {
       ++d.property2_violations;
       d.property2_ns += s - covered;
     }
-    covered = std::max(covered, e);
+    covered = std::max(covered, kv.value);
     if (covered >= cp.span_end) break;
   }
   if (covered < cp.span_end) {
@@ -74,6 +127,38 @@ void count_property2(const Snapshot& snap, const Pag& pag, const CpResult& cp, D
     d.property2_ns += cp.span_end - covered;
   }
 }
+
+// Keeps the k largest activities seen, as a min-heap on CP (ties: earlier first).
+class TopK {
+ public:
+  explicit TopK(size_t k) : k_(k) {}
+  void offer(const TopActivity& a) {
+    if (k_ == 0 || a.cp <= 0) return;
+    if (heap_.size() < k_) {
+      heap_.push_back(a);
+      std::push_heap(heap_.begin(), heap_.end(), worse_first);
+    } else if (better(a, heap_.front())) {
+      std::pop_heap(heap_.begin(), heap_.end(), worse_first);
+      heap_.back() = a;
+      std::push_heap(heap_.begin(), heap_.end(), worse_first);
+    }
+  }
+  std::vector<TopActivity> take() {
+    std::sort(heap_.begin(), heap_.end(), better);
+    return std::move(heap_);
+  }
+  static bool better(const TopActivity& a, const TopActivity& b) {
+    if (a.cp != b.cp) return a.cp > b.cp;
+    if (a.start != b.start) return a.start < b.start;
+    if (a.worker != b.worker) return a.worker < b.worker;
+    return a.remote < b.remote;
+  }
+
+ private:
+  static bool worse_first(const TopActivity& a, const TopActivity& b) { return better(a, b); }
+  size_t k_;
+  std::vector<TopActivity> heap_;
+};
 
 }  // namespace
 
@@ -100,6 +185,8 @@ void Summarizer::summarize(const Snapshot& snap, const CpResult& cp,
   out.paths_log10 = cp.paths.is_zero() ? 0 : cp.paths.log10();
 
   static thread_local Accumulator acc_cp, acc_conv, acc_single;
+  static thread_local PairIndex pair_index;
+  pair_index.clear();
   acc_cp.reset(W, ops);
   acc_conv.reset(W, ops);
   acc_single.reset(W, ops);
@@ -171,10 +258,14 @@ void Summarizer::summarize(const Snapshot& snap, const CpResult& cp,
     acc_cp.groups.activity[type] += c;
     acc_conv.groups.activity[type] += conv;
     acc_single.groups.activity[type] += single;
-    acc_cp.add_comm(m.src_worker, m.dst_worker, c);
-    acc_conv.add_comm(m.src_worker, m.dst_worker, conv);
-    acc_single.add_comm(m.src_worker, m.dst_worker, single);
+    const uint32_t cell = pair_index(m.src_worker, m.dst_worker);
+    acc_cp.add_comm(cell, c);
+    acc_conv.add_comm(cell, conv);
+    acc_single.add_comm(cell, single);
   }
+  acc_cp.finish_comm(pair_index);
+  acc_conv.finish_comm(pair_index);
+  acc_single.finish_comm(pair_index);
   acc_cp.finish(op_ids_, op_workers);
   acc_conv.finish(op_ids_, op_workers);
   acc_single.finish(op_ids_, op_workers);
@@ -185,7 +276,7 @@ void Summarizer::summarize(const Snapshot& snap, const CpResult& cp,
   // Top-k: consecutive timeline edges of one activity instance are one activity.
   out.top.clear();
   if (options.top_k > 0 && cp.has_paths()) {
-    std::vector<TopActivity> cand;
+    TopK top(options.top_k);
     size_t v = 0;
     while (v + 1 < n) {
       if (snap.edge[v] == kNone) {
@@ -203,25 +294,16 @@ void Summarizer::summarize(const Snapshot& snap, const CpResult& cp,
         a.cp += cp.timeline_cp[u];
         ++u;
       }
-      if (a.cp > 0) cand.push_back(a);
+      top.offer(a);
       v = u;
     }
     for (size_t k = 0; k < snap.msg_src.size(); ++k) {
       if (cp.message_cp[k] <= 0) continue;
       const Message& m = pag_.messages[snap.msg_index[k]];
-      cand.push_back({m.src_worker, m.dst_worker, m.type, kNone, snap.ts[snap.msg_src[k]],
-                      snap.ts[snap.msg_dst[k]], cp.message_cp[k]});
+      top.offer({m.src_worker, m.dst_worker, m.type, kNone, snap.ts[snap.msg_src[k]],
+                 snap.ts[snap.msg_dst[k]], cp.message_cp[k]});
     }
-    auto better = [](const TopActivity& a, const TopActivity& b) {
-      if (a.cp != b.cp) return a.cp > b.cp;
-      if (a.start != b.start) return a.start < b.start;
-      return a.worker < b.worker;
-    };
-    size_t k = std::min(options.top_k, cand.size());
-    std::partial_sort(cand.begin(), cand.begin() + static_cast<std::ptrdiff_t>(k), cand.end(),
-                      better);
-    cand.resize(k);
-    out.top = std::move(cand);
+    out.top = top.take();
   }
 
   // Diagnostics.
