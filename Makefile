@@ -43,8 +43,12 @@ test-asan: build-asan
 	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --output-on-failure -j $(JOBS)
 
+# Whole-process suite against the paper and the floor (docs/PERFORMANCE.md), then the
+# Google Benchmark micro-benchmarks.
 bench: build
-	@build/bin/snailtrail_bench
+	@mkdir -p build/bench
+	build/bin/snailtrail bench --svg build/bench/latency.svg --json build/bench/results.json
+	build/bin/snailtrail_bench
 
 FUZZ_SECONDS ?= 60
 fuzz: deps

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "summary/analysis.hpp"
-#include "synthetic.hpp"
+#include "bench/synthetic.hpp"
 #include "trace/trace_io.hpp"
 
 namespace {

@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   std::vector<cli::CommandRunner> commands = {
       cli::add_analyze_command(app),
       cli::add_convert_command(app),
+      cli::add_bench_command(app),
   };
   try {
     app.parse(argc, argv);
