@@ -1,8 +1,10 @@
 // `snailtrail analyze`: CP analysis of a trace file, window by window.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
+#include <thread>
 
 #include "cli/commands.hpp"
 #include "cli/duration.hpp"
@@ -28,6 +30,7 @@ struct AnalyzeArgs {
   std::string output;
   bool no_progress = false;
   bool timings = false;
+  unsigned threads = 0;
 };
 
 Trace load(const std::string& path, const std::string& importer) {
@@ -84,32 +87,44 @@ int run(const AnalyzeArgs& a) {
   TableContext ctx{a.trace, a.window, a.top, 12, a.per_window, pag.first_ts};
   if (a.format == "csv") write_csv_header(out.buf());
 
-  analyze_pag(
-      pag, opt,
-      [&](const WindowView& v) {
+  // Windows are rendered on worker threads; output is written here, in window order.
+  const unsigned threads =
+      a.threads > 0 ? a.threads : std::max(1u, std::thread::hardware_concurrency());
+  const bool keep_summary = a.format == "table";
+  analyze_pag_parallel(
+      pag, opt, threads,
+      [&](const WindowView& v, RenderedWindow& r) {
+        fmt::memory_buffer text;
         if (a.format == "jsonl") {
-          write_window_json(out.buf(), v.summary, names, sel);
-          out.buf().push_back('\n');
+          write_window_json(text, v.summary, names, sel);
+          text.push_back('\n');
         } else if (a.format == "csv") {
-          write_window_csv(out.buf(), v.summary, names, sel);
-        } else {
-          agg.add(v.summary, a.top);
-          if (a.per_window) {
-            Aggregate one;
-            one.add(v.summary, a.top);
-            one.finish();
-            write_table(out.buf(), one, names, sel, ctx,
-                        fmt::format("== window {} [{}, {}]", v.summary.index,
-                                    v.summary.window.start, v.summary.window.end)
-                            .c_str());
-            out.buf().push_back('\n');
-          }
+          write_window_csv(text, v.summary, names, sel);
+        } else if (a.per_window) {
+          Aggregate one;
+          one.add(v.summary, a.top);
+          one.finish();
+          write_table(text, one, names, sel, ctx,
+                      fmt::format("== window {} [{}, {}]", v.summary.index,
+                                  v.summary.window.start, v.summary.window.end)
+                          .c_str());
+          text.push_back('\n');
         }
+        r.text.assign(text.data(), text.size());
         if (edges) {
-          write_edges_jsonl(edges->buf(), v);
+          fmt::memory_buffer e;
+          write_edges_jsonl(e, v);
+          r.edges.assign(e.data(), e.size());
+        }
+      },
+      [&](RenderedWindow& r) {
+        if (keep_summary) agg.add(r.summary, a.top);
+        out.buf().append(r.text.data(), r.text.data() + r.text.size());
+        out.maybe_flush();
+        if (edges) {
+          edges->buf().append(r.edges.data(), r.edges.data() + r.edges.size());
           edges->maybe_flush();
         }
-        out.maybe_flush();
       },
       [&](size_t done, size_t total) {
         if (!progress) return;
@@ -129,8 +144,8 @@ int run(const AnalyzeArgs& a) {
   if (a.timings) {
     const auto t_end = Clock::now();
     fmt::print(stderr,
-               "timings: read {:.3f}s, pag {:.3f}s, snapshots {:.3f}s, cp {:.3f}s, summaries "
-               "{:.3f}s, output {:.3f}s; total {:.3f}s for {} events\n",
+               "timings: read {:.3f}s, pag {:.3f}s; per-thread sums: snapshots {:.3f}s, cp "
+               "{:.3f}s, summaries {:.3f}s, render {:.3f}s; total {:.3f}s for {} events\n",
                seconds(t0, t_read), seconds(t_read, t_pag), stage.snapshot_s, stage.cp_s,
                stage.summary_s, stage.callback_s, seconds(t0, t_end), trace.events.size());
   }
@@ -173,6 +188,9 @@ CommandRunner add_analyze_command(CLI::App& app) {
   cmd->add_option("--output,-o", an.output, "Write results to FILE instead of stdout");
   cmd->add_flag("--no-progress", an.no_progress, "Never print progress on stderr");
   cmd->add_flag("--timings", an.timings, "Print the time spent in each stage on stderr");
+  cmd->add_option("--threads,-j", an.threads,
+                  "Threads analyzing windows (0: one per core); results do not depend on it")
+      ->capture_default_str();
   return [cmd, args]() { return *cmd ? run(*args) : -1; };
 }
 

@@ -350,7 +350,7 @@ void match_messages(Pag& pag, std::vector<HalfEdge>& sends, std::vector<HalfEdge
 
 Pag build_pag(const Trace& trace, const PagOptions& options) {
   Pag pag;
-  const std::vector<Event>& events = trace.events;
+  const auto& events = trace.events;
   const size_t n = events.size();
   if (n >= kNone) throw TraceError(trace.source, "input", "too many events");
 
@@ -361,7 +361,6 @@ Pag build_pag(const Trace& trace, const PagOptions& options) {
   std::vector<uint32_t> counts;
   std::vector<uint8_t> op_seen;
   std::vector<uint32_t> large_ops;
-  BigVector<uint32_t> prov(n);
   auto provisional = [&](uint32_t id) -> uint32_t {
     if (id < (1u << 22)) {
       if (id >= table.size()) table.resize(std::max<size_t>(id + 1, table.size() * 2), kNone);
@@ -388,7 +387,6 @@ Pag build_pag(const Trace& trace, const PagOptions& options) {
       last_id = e.worker;
       last_prov = provisional(e.worker);
     }
-    prov[i] = last_prov;
     ++counts[last_prov];
     if (e.has(kHasOperator)) {
       if (e.op < (1u << 24)) {
@@ -419,7 +417,16 @@ Pag build_pag(const Trace& trace, const PagOptions& options) {
     pag.worker_ids[k] = prov_ids[order[k]];
     pag.event_begin[k + 1] = pag.event_begin[k] + counts[order[k]];
   }
-  for (uint32_t& p : prov) p = final_index[p];
+  // Worker id -> final index for pass 2, through the same tables as pass 1.
+  for (uint32_t& p : table)
+    if (p != kNone) p = final_index[p];
+  for (auto& entry : sparse) entry.second = final_index[entry.second];
+  auto final_of = [&](uint32_t id) -> uint32_t {
+    if (id < table.size() && id < (1u << 22)) return table[id];
+    for (const auto& [sid, idx] : sparse)
+      if (sid == id) return idx;
+    return kNone;  // unreachable: every id was seen in pass 1
+  };
 
   // Pass 2: one sequential scan; each worker writes its nodes into its own slot range
   // (nodes <= events), so no gather over the event array is needed.
@@ -458,9 +465,14 @@ Pag build_pag(const Trace& trace, const PagOptions& options) {
     ws.pending_messages.clear();
   };
 
+  last_id = kNone;
+  uint32_t w = 0;
   for (size_t i = 0; i < n; ++i) {
     const Event& e = events[i];
-    const uint32_t w = prov[i];
+    if (e.worker != last_id) {
+      last_id = e.worker;
+      w = final_of(e.worker);
+    }
     WorkerScan& ws = scan[w];
     if (ws.pending.empty || e.ts != ws.pending.ts) {
       if (!ws.pending.empty) {
@@ -482,7 +494,6 @@ Pag build_pag(const Trace& trace, const PagOptions& options) {
     if (!scan[w].pending.empty) flush(w);
     scan[w].builder.finish(slots_of(w), issues);
   }
-  BigVector<uint32_t>().swap(prov);
 
   // Compact the node ranges in place (each moves left, in order).
   std::vector<uint32_t> node_base(W);

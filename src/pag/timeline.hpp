@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "pag/big_vector.hpp"
+#include "trace/big_vector.hpp"
 #include "trace/trace.hpp"
 
 namespace snailtrail {

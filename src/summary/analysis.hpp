@@ -28,10 +28,27 @@ struct WindowView {
   const WindowSummary& summary;
 };
 
-// Builds the PAG and calls `on_window` for every window in time order. `on_progress`
-// (optional) is called with (windows done, windows total).
+// Calls `on_window` for every window in time order, on the calling thread.
+// `on_progress` (optional) is called with (windows done, windows total).
 void analyze_pag(const Pag& pag, const AnalysisOptions& options,
                  const std::function<void(const WindowView&)>& on_window,
                  const std::function<void(size_t, size_t)>& on_progress = {});
+
+// A window's results as the parallel pipeline hands them over: the summary and
+// whatever bytes `render` produced for it.
+struct RenderedWindow {
+  WindowSummary summary;
+  std::string text;
+  std::string edges;
+};
+
+// Windows analyzed on `threads` threads (chunks of consecutive windows; each thread keeps
+// its own snapshot/CP/summary state). `render` runs on the worker threads and may only
+// write to its RenderedWindow; `consume` runs on the calling thread, in window order.
+// Results are identical to analyze_pag for any number of threads.
+void analyze_pag_parallel(const Pag& pag, const AnalysisOptions& options, unsigned threads,
+                          const std::function<void(const WindowView&, RenderedWindow&)>& render,
+                          const std::function<void(RenderedWindow&)>& consume,
+                          const std::function<void(size_t, size_t)>& on_progress = {});
 
 }  // namespace snailtrail

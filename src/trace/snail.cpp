@@ -3,6 +3,7 @@
 #include <zstd.h>
 
 #include <algorithm>
+#include <thread>
 #include <bit>
 #include <cstddef>
 #include <cstring>
@@ -123,6 +124,7 @@ class SnailReader {
     if (const uint32_t reserved = load_u32(p_ + 12); reserved != 0)
       fail(12, "reserved header field must be 0, got " + std::to_string(reserved));
 
+    if (read_raw_in_parallel(trace)) return trace;
     detail::reserve_prefaulted(trace.events, prescan_event_count());
 
     size_t off = kHeaderSize;
@@ -157,6 +159,74 @@ class SnailReader {
  private:
   [[noreturn]] void fail(size_t offset, const std::string& what) const {
     throw TraceError(source_, "byte " + std::to_string(offset), what);
+  }
+
+  // The common case of a large well-formed file whose event blocks are all raw: size the
+  // vector once and copy + validate blocks on several threads. Returns false (having
+  // changed nothing) when the file does not qualify; the sequential pass then reads it
+  // and reports any problem. Results and errors are the same either way.
+  bool read_raw_in_parallel(Trace& trace) const {
+    struct RawBlock {
+      size_t payload;  // byte offset of the first record
+      uint32_t count;
+      size_t first;  // index of its first event in the trace
+    };
+    std::vector<RawBlock> blocks;
+    std::vector<std::pair<size_t, BlockHeader>> metadata;
+    size_t total = 0;
+    size_t off = kHeaderSize;
+    while (off < n_) {
+      if (n_ - off < kBlockHeaderSize) return false;
+      const BlockHeader h = load_block_header(p_ + off);
+      const size_t payload = off + kBlockHeaderSize;
+      if (h.stored_size > n_ - payload) return false;
+      if (h.kind == kBlockEvents) {
+        if (h.codec != kCodecRaw || h.count > kMaxBlockEvents ||
+            uint64_t{h.count} * kRecordSize != h.stored_size)
+          return false;
+        blocks.push_back({payload, h.count, total});
+        total += h.count;
+      } else if (h.kind == kBlockMetadata) {
+        metadata.emplace_back(off, h);
+      } else {
+        return false;
+      }
+      off = payload + h.stored_size;
+    }
+    constexpr size_t kParallelMin = size_t{1} << 20;
+    const unsigned threads = std::min(4u, std::max(1u, std::thread::hardware_concurrency()));
+    if (total < kParallelMin || threads < 2) return false;
+
+    trace.events.resize(total);
+    Event* out = trace.events.data();
+    // Each thread takes every threads-th block and remembers its first bad record.
+    std::vector<std::pair<size_t, size_t>> first_bad(threads, {SIZE_MAX, 0});  // (block, i)
+    auto work = [&](unsigned t) {
+      for (size_t b = t; b < blocks.size(); b += threads) {
+        const RawBlock& rb = blocks[b];
+        std::memcpy(out + rb.first, p_ + rb.payload, size_t{rb.count} * kRecordSize);
+        for (size_t i = 0; i < rb.count; ++i)
+          if (record_is_bad(out[rb.first + i])) [[unlikely]] {
+            if (b < first_bad[t].first) first_bad[t] = {b, i};
+            break;
+          }
+      }
+    };
+    std::vector<std::thread> pool;
+    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work, t);
+    work(0);
+    for (std::thread& th : pool) th.join();
+    std::pair<size_t, size_t> bad = {SIZE_MAX, 0};
+    for (const auto& fb : first_bad) bad = std::min(bad, fb);
+    if (bad.first != SIZE_MAX) {
+      const RawBlock& rb = blocks[bad.first];
+      const Event& e = out[rb.first + bad.second];
+      trace.events.clear();
+      fail(rb.payload + bad.second * kRecordSize,
+           "event record " + std::to_string(rb.first + bad.second) + ": " + describe_record(e));
+    }
+    for (const auto& [moff, h] : metadata) const_cast<SnailReader*>(this)->read_metadata(moff, h, trace);
+    return true;
   }
 
   // Total events in well-formed event blocks, to size the vector once. Stops quietly at the
@@ -203,7 +273,7 @@ class SnailReader {
   // Copies `count` records from `src` (any alignment) to the end of `events`, validating each
   // one on the way: a single pass over memory. `bad(i, message)` reports record i.
   template <typename OnBad>
-  static void append_records(const uint8_t* src, size_t count, std::vector<Event>& events,
+  static void append_records(const uint8_t* src, size_t count, BigVector<Event>& events,
                              OnBad&& bad) {
     if (events.capacity() - events.size() < count) {
       detail::reserve_prefaulted(events, std::max(events.size() + count, events.capacity() * 2));
@@ -220,7 +290,7 @@ class SnailReader {
 
   // Streams one zstd frame through a small buffer, so memory grows only with data that
   // really decompresses (a forged header cannot make us allocate 2^25 records up front).
-  void read_zstd_events(size_t off, const BlockHeader& h, std::vector<Event>& events) {
+  void read_zstd_events(size_t off, const BlockHeader& h, BigVector<Event>& events) {
     const size_t payload = off + kBlockHeaderSize;
     const size_t expected = size_t{h.count} * kRecordSize;
     const void* src = p_ + payload;

@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "trace/big_vector.hpp"
 #include "trace/event.hpp"
 
 namespace snailtrail {
@@ -21,7 +22,7 @@ class TraceError : public std::runtime_error {
 enum class TraceFormat { jsonl, snail };
 
 struct Trace {
-  std::vector<Event> events;  // in input order
+  BigVector<Event> events;  // in input order (resize() does not zero: fill what you add)
   std::unordered_map<uint32_t, std::string> worker_names;
   std::unordered_map<uint32_t, std::string> operator_names;
 

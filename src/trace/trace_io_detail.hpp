@@ -19,8 +19,8 @@ inline constexpr size_t kJsonPadding = 64;
 void prefault(const void* p, size_t bytes);
 
 // Reserves room for `n` more elements and pre-faults it (for large reservations).
-template <typename T>
-void reserve_prefaulted(std::vector<T>& v, size_t n) {
+template <typename T, typename A>
+void reserve_prefaulted(std::vector<T, A>& v, size_t n) {
   v.reserve(n);
   if (v.capacity() * sizeof(T) >= (size_t{1} << 20)) {
     prefault(v.data() + v.size(), (v.capacity() - v.size()) * sizeof(T));
