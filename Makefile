@@ -30,9 +30,22 @@ build-asan: deps
 	@cmake --preset asan >/dev/null
 	@cmake --build --preset asan -j $(JOBS)
 
+# Simulates Dhalion's word count with 30 % skew and shows that CP singles out the
+# straggler (the count instance that owns the hot key) where durations do not.
+# Under a minute: the simulation takes milliseconds, the analysis well under a second.
+DEMO := build/demo/wordcount-skew-30
 demo: build
-	@echo "== snailtrail analyze examples/pipeline.jsonl --window whole"
-	@$(BIN) analyze examples/pipeline.jsonl --window whole
+	@mkdir -p build/demo
+	@echo "== snailtrail simulate examples/wordcount-skew-30.toml -o $(DEMO).snail --truth $(DEMO).truth.json"
+	@$(BIN) simulate examples/wordcount-skew-30.toml -o $(DEMO).snail --truth $(DEMO).truth.json
+	@echo "== snailtrail analyze $(DEMO).snail --window 1s --summary activity,worker,operator,diagnostics"
+	@$(BIN) analyze $(DEMO).snail --window 1s --summary activity,worker,operator,diagnostics --no-progress
+	@echo
+	@echo "Ground truth: $$(grep -o '"hot_worker": "[^"]*"' $(DEMO).truth.json). CP (WORKER, first column)"
+	@echo "puts it far ahead of every other worker; busy time (conv.) ranks it first only by ~2x."
+	@echo "Next: docs/SIMULATOR.md (scenarios, the thesis' use cases) and docs/PAG.md (what CP is);"
+	@echo "      other scenarios: examples/*.toml, e.g. $(BIN) simulate examples/spark-microbatch.toml -o spark.snail;"
+	@echo "      per-window results for scripts: $(BIN) analyze $(DEMO).snail --format jsonl"
 
 test: test-release test-asan
 

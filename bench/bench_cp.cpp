@@ -9,8 +9,8 @@
 #include <span>
 #include <string>
 
-#include "summary/analysis.hpp"
 #include "bench/synthetic.hpp"
+#include "summary/analysis.hpp"
 #include "trace/trace_io.hpp"
 
 namespace {

@@ -32,9 +32,9 @@ struct Scenario {
   Trace trace;
 };
 
-constexpr ActivityType kLocal[] = {ActivityType::processing, ActivityType::serialization,
+constexpr ActivityType kLocal[] = {ActivityType::processing,      ActivityType::serialization,
                                    ActivityType::deserialization, ActivityType::scheduling,
-                                   ActivityType::buffer, ActivityType::unknown};
+                                   ActivityType::buffer,          ActivityType::unknown};
 
 // Random contiguous timelines, messages between arbitrary instants inside them, and
 // waiting segments that end where a message is received (Assumption 2).
@@ -125,8 +125,8 @@ OracleResult oracle(const Scenario& sc, int64_t ts, int64_t te, bool closed_end)
       for (const Seg& s : sc.segs[w])
         if (s.s <= a && s.e >= b && s.e > s.s) type = s.type;
       int64_t ca = std::max(a, ts), cb = std::min(b, te);
-      edges.push_back({{static_cast<uint32_t>(w), ca, static_cast<uint32_t>(w), cb, false}, type,
-                       cb - ca});
+      edges.push_back(
+          {{static_cast<uint32_t>(w), ca, static_cast<uint32_t>(w), cb, false}, type, cb - ca});
     }
   }
   for (const Msg& m : sc.msgs) {
@@ -222,7 +222,8 @@ TEST(CpOracle, RandomSmallTracesMatchBruteForce) {
   while (checked < 1200) {
     Scenario sc = make_scenario(rng);
     int64_t first = INT64_MAX, last = INT64_MIN;
-    for (const Event& e : sc.trace.events) first = std::min(first, e.ts), last = std::max(last, e.ts);
+    for (const Event& e : sc.trace.events)
+      first = std::min(first, e.ts), last = std::max(last, e.ts);
     // Either the whole trace or a random sub-window.
     int64_t ts = first, te = last;
     if (rng() % 2) {
@@ -237,8 +238,8 @@ TEST(CpOracle, RandomSmallTracesMatchBruteForce) {
     }
     Ours got = ours(sc.trace, ts, te);
     ++checked;
-    SCOPED_TRACE(::testing::Message() << "trace #" << checked << " window [" << ts << ", " << te
-                                      << "]");
+    SCOPED_TRACE(::testing::Message()
+                 << "trace #" << checked << " window [" << ts << ", " << te << "]");
     ASSERT_EQ(got.paths, want.paths);
     if (want.paths == 0) continue;
     ++with_paths;

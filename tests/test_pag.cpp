@@ -23,10 +23,16 @@ std::vector<std::pair<int64_t, int>> timeline(const Pag& pag, uint32_t w) {
     out.emplace_back(pag.node_ts[v], pag.edge_type[v] == kNoEdge ? -1 : pag.edge_type[v]);
   return out;
 }
-std::pair<int64_t, int> N(int64_t ts, ActivityType t) { return {ts, U8(t)}; }
-std::pair<int64_t, int> Last(int64_t ts) { return {ts, -1}; }
+std::pair<int64_t, int> N(int64_t ts, ActivityType t) {
+  return {ts, U8(t)};
+}
+std::pair<int64_t, int> Last(int64_t ts) {
+  return {ts, -1};
+}
 
-Pag build(TraceBuilder& b, int64_t h) { return build_pag(b.build(), PagOptions{h}); }
+Pag build(TraceBuilder& b, int64_t h) {
+  return build_pag(b.build(), PagOptions{h});
+}
 
 size_t issues(const Pag& pag, Issue which) {
   size_t n = 0;
@@ -104,7 +110,9 @@ TEST(GapFilling, EndWithoutStartFillsTheGapAndIsCounted) {
 
 TEST(GapFilling, OverlappingStartClosesTheOpenActivity) {
   TraceBuilder b;
-  b.event(0, 0, P, EventKind::start).event(0, 5, S, EventKind::start).event(0, 10, S, EventKind::end);
+  b.event(0, 0, P, EventKind::start)
+      .event(0, 5, S, EventKind::start)
+      .event(0, 10, S, EventKind::end);
   Pag pag = build(b, 1);
   EXPECT_EQ(timeline(pag, 0), (std::vector{N(0, P), N(5, S), Last(10)}));
   EXPECT_EQ(issues(pag, Issue::overlapping_activity), 1u);

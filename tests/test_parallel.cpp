@@ -73,9 +73,8 @@ TEST(Parallel, SnailReaderFastPathMatchesAndNamesTheBadRecord) {
   };
   Trace back = parse_snail(span(bytes), "big.snail");
   ASSERT_EQ(back.events.size(), trace.events.size());
-  ASSERT_EQ(std::memcmp(back.events.data(), trace.events.data(),
-                        trace.events.size() * sizeof(Event)),
-            0);
+  ASSERT_EQ(
+      std::memcmp(back.events.data(), trace.events.data(), trace.events.size() * sizeof(Event)), 0);
   EXPECT_EQ(back.worker_names, trace.worker_names);
   EXPECT_EQ(back.operator_names, trace.operator_names);
   EXPECT_EQ(to_jsonl(back), to_jsonl(trace));

@@ -6,11 +6,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <fmt/format.h>
 #include <fstream>
 #include <stdexcept>
 
@@ -77,8 +77,8 @@ ProcessRun run_process(const std::string& binary, const std::vector<std::string>
   if (wait4(pid, &status, 0, &usage) < 0) throw std::runtime_error("wait4 failed");
   const double wall = since(start);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw std::runtime_error(fmt::format("{} {} failed (status {})", binary,
-                                         fmt::join(args, " "), status));
+    throw std::runtime_error(
+        fmt::format("{} {} failed (status {})", binary, fmt::join(args, " "), status));
   return {wall, static_cast<uint64_t>(usage.ru_maxrss)};
 }
 
@@ -117,16 +117,24 @@ std::string self_exe() {
 
 }  // namespace
 
-uint64_t run_floor(const std::string& path) { return floor_work(path); }
+uint64_t run_floor(const std::string& path) {
+  return floor_work(path);
+}
 
 PaperFigure paper_figure(int window_seconds) {
   switch (window_seconds) {
-    case 1: return {0.03, 0.06, 1.2};
-    case 4: return {0.12, 0.29, 1.2};
-    case 16: return {0.48, 1.40, 1.1};
-    case 64: return {1.91, 5.91, 0.8};
-    case 256: return {7.50, 24.84, 0.4};
-    default: return {0, 0, 0};
+    case 1:
+      return {0.03, 0.06, 1.2};
+    case 4:
+      return {0.12, 0.29, 1.2};
+    case 16:
+      return {0.48, 1.40, 1.1};
+    case 64:
+      return {1.91, 5.91, 0.8};
+    case 256:
+      return {7.50, 24.84, 0.4};
+    default:
+      return {0, 0, 0};
   }
 }
 
@@ -232,18 +240,19 @@ std::string format_table(const PerfReport& r) {
        "trace of one W-second window (median); floor: a whole process that reads T.snail\n"
        "and groups the events per worker (`snailtrail bench --floor T.snail`)\n\n";
   s += fmt::format("{:>6} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9} {:>7}\n", "window",
-                   "events", "ours s", "paper s", "paper/", "floor s", "ours/", "peak RSS",
-                   "Mev/s", "paper");
-  s += fmt::format("{:>6} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9} {:>7}\n", "", "", "",
-                   "", "ours", "", "floor", "", "b2b", "Mev/s");
+                   "events", "ours s", "paper s", "paper/", "floor s", "ours/", "peak RSS", "Mev/s",
+                   "paper");
+  s += fmt::format("{:>6} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9} {:>7}\n", "", "", "", "",
+                   "ours", "", "floor", "", "b2b", "Mev/s");
   for (const WindowResult& w : r.windows) {
     const PaperFigure p = paper_figure(w.window_s);
-    s += fmt::format("{:>5}s {:>9} {:>9.3f} {:>8.2f} {:>7.1f}x {:>8.3f} {:>7.2f}x {:>6} MB {:>9.2f} "
-                     "{:>7.1f}\n",
-                     w.window_s, w.events, w.latency_s, p.latency_s,
-                     w.latency_s > 0 ? p.latency_s / w.latency_s : 0, w.floor_s,
-                     w.floor_s > 0 ? w.latency_s / w.floor_s : 0, w.peak_rss_kb / 1024,
-                     w.throughput_meps(), p.throughput_meps);
+    s += fmt::format(
+        "{:>5}s {:>9} {:>9.3f} {:>8.2f} {:>7.1f}x {:>8.3f} {:>7.2f}x {:>6} MB {:>9.2f} "
+        "{:>7.1f}\n",
+        w.window_s, w.events, w.latency_s, p.latency_s,
+        w.latency_s > 0 ? p.latency_s / w.latency_s : 0, w.floor_s,
+        w.floor_s > 0 ? w.latency_s / w.floor_s : 0, w.peak_rss_kb / 1024, w.throughput_meps(),
+        p.throughput_meps);
   }
   s += fmt::format(
       "\nMev/s b2b: million events per second, windows processed back to back in one run "
@@ -269,7 +278,8 @@ std::string format_json(const PerfReport& r) {
         w.throughput_meps(), p.latency_s, p.throughput_meps);
   }
   s += fmt::format(
-      "],\"readers\":{{\"events\":{},\"snail_meps\":{},\"snail_zstd_meps\":{},\"jsonl_meps\":{}}}}}\n",
+      "],\"readers\":{{\"events\":{},\"snail_meps\":{},\"snail_zstd_meps\":{},\"jsonl_meps\":{}}}}}"
+      "\n",
       r.readers.events, r.readers.snail_meps, r.readers.snail_zstd_meps, r.readers.jsonl_meps);
   return s;
 }
@@ -285,10 +295,10 @@ std::string format_svg(const PerfReport& r) {
   if (ymax <= 0) ymin = 0.01, ymax = 10;
   const double ly0 = std::floor(std::log10(ymin)), ly1 = std::ceil(std::log10(ymax));
   const double lx0 = 0, lx1 = std::log10(256.0);
-  auto x = [&](double s) { return left + (std::log10(s) - lx0) / (lx1 - lx0) * (W - left - right); };
-  auto y = [&](double s) {
-    return top + (ly1 - std::log10(s)) / (ly1 - ly0) * (H - top - bottom);
+  auto x = [&](double s) {
+    return left + (std::log10(s) - lx0) / (lx1 - lx0) * (W - left - right);
   };
+  auto y = [&](double s) { return top + (ly1 - std::log10(s)) / (ly1 - ly0) * (H - top - bottom); };
   std::string s = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
       "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" "
@@ -327,9 +337,10 @@ std::string format_svg(const PerfReport& r) {
       const double v = se.get(w);
       if (v <= 0) continue;
       points += fmt::format("{:.1f},{:.1f} ", x(w.window_s), y(v));
-      s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\" fill=\"{}\"><title>{}: {} s "
-                       "window, {:.3f} s</title></circle>\n",
-                       x(w.window_s), y(v), se.color, se.name, w.window_s, v);
+      s += fmt::format(
+          "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\" fill=\"{}\"><title>{}: {} s "
+          "window, {:.3f} s</title></circle>\n",
+          x(w.window_s), y(v), se.color, se.name, w.window_s, v);
     }
     s += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>\n",
                      points, se.color);

@@ -12,12 +12,12 @@ namespace snailtrail::bench {
 
 struct PerfOptions {
   std::vector<int> window_seconds = {1, 4, 16, 64, 256};
-  int repeat = 3;                     // runs per measurement; the median is reported
-  int64_t throughput_seconds = 256;   // trace length for back-to-back windows
-  std::string work_dir;               // temporary traces; default: a fresh temp dir
-  std::string binary;                 // snailtrail executable to run; default: this one
+  int repeat = 3;                    // runs per measurement; the median is reported
+  int64_t throughput_seconds = 256;  // trace length for back-to-back windows
+  std::string work_dir;              // temporary traces; default: a fresh temp dir
+  std::string binary;                // snailtrail executable to run; default: this one
   bool keep_files = false;
-  bool quiet = false;                 // no progress on stderr
+  bool quiet = false;  // no progress on stderr
 };
 
 struct PaperFigure {
@@ -30,14 +30,14 @@ PaperFigure paper_figure(int window_seconds);
 
 struct WindowResult {
   int window_s = 0;
-  uint64_t events = 0;            // events in the one-window trace
-  double latency_s = 0;           // median whole-process wall time, one window
+  uint64_t events = 0;   // events in the one-window trace
+  double latency_s = 0;  // median whole-process wall time, one window
   double latency_min_s = 0, latency_max_s = 0;
-  double floor_s = 0;             // median: read .snail + group per worker, in process
-  uint64_t peak_rss_kb = 0;       // max over the latency runs
+  double floor_s = 0;              // median: read .snail + group per worker, in process
+  uint64_t peak_rss_kb = 0;        // max over the latency runs
   uint64_t throughput_events = 0;  // events of the back-to-back trace
   uint64_t throughput_windows = 0;
-  double throughput_s = 0;        // median wall time over that trace
+  double throughput_s = 0;  // median wall time over that trace
   double throughput_meps() const {
     return throughput_s > 0 ? static_cast<double>(throughput_events) / throughput_s / 1e6 : 0;
   }

@@ -1,5 +1,5 @@
-// Deterministic synthetic benchmark traces shaped like the Flink experiment of the SnailTrail paper:
-// 48 workers, about 30 K events per second of trace time in total, every worker running
+// Deterministic synthetic benchmark traces shaped like the Flink experiment of the SnailTrail
+// paper: 48 workers, about 30 K events per second of trace time in total, every worker running
 // every stage of a 4-operator pipeline (source -> map -> window -> sink) on its share of the
 // data. A worker repeatedly
 //   - handles a record batch that has arrived: recv, deserialization, processing and

@@ -59,10 +59,14 @@ int run(const AnalyzeArgs& a) {
   };
   StageTimes stage;
   if (a.timings) opt.times = &stage;
+  const bool progress = !a.no_progress && isatty(STDERR_FILENO);
+  if (progress) fmt::print(stderr, "\rreading {}...", a.trace);
   Trace trace = load(a.trace, a.importer);
   const auto t_read = Clock::now();
   if (trace.events.empty()) throw TraceError(trace.source, "input", "the trace has no events");
+  if (progress) fmt::print(stderr, "\rbuilding the PAG of {} events...", trace.events.size());
   Pag pag = build_pag(trace, opt.pag);
+  if (progress) fmt::print(stderr, "\r\033[K");
   const auto t_pag = Clock::now();
   auto instant = [&](const std::string& text, const char* flag) {
     Instant i = parse_instant(text);
@@ -82,7 +86,6 @@ int run(const AnalyzeArgs& a) {
   std::unique_ptr<OutputFile> edges;
   if (!a.dump_edges.empty()) edges = std::make_unique<OutputFile>(a.dump_edges);
   Aggregate agg;
-  const bool progress = !a.no_progress && isatty(STDERR_FILENO);
   auto last = std::chrono::steady_clock::now();
   TableContext ctx{a.trace, a.window, a.top, 12, a.per_window, pag.first_ts};
   if (a.format == "csv") write_csv_header(out.buf());
@@ -105,8 +108,8 @@ int run(const AnalyzeArgs& a) {
           one.add(v.summary, a.top);
           one.finish();
           write_table(text, one, names, sel, ctx,
-                      fmt::format("== window {} [{}, {}]", v.summary.index,
-                                  v.summary.window.start, v.summary.window.end)
+                      fmt::format("== window {} [{}, {}]", v.summary.index, v.summary.window.start,
+                                  v.summary.window.end)
                           .c_str());
           text.push_back('\n');
         }

@@ -51,8 +51,8 @@ CommandRunner add_bench_command(CLI::App& app) {
     for (int w : args->perf.window_seconds)
       if (w <= 0) throw std::invalid_argument("--windows: sizes must be positive");
     bench::PerfReport report = bench::run_perf_suite(args->perf);
-    fmt::print("{}", args->format == "json" ? bench::format_json(report)
-                                            : bench::format_table(report));
+    fmt::print("{}",
+               args->format == "json" ? bench::format_json(report) : bench::format_table(report));
     auto write = [](const std::string& path, const std::string& text) {
       std::ofstream f(path);
       f << text;

@@ -14,5 +14,6 @@ using CommandRunner = std::function<int()>;
 CommandRunner add_analyze_command(CLI::App& app);
 CommandRunner add_convert_command(CLI::App& app);
 CommandRunner add_bench_command(CLI::App& app);
+CommandRunner add_simulate_command(CLI::App& app);
 
 }  // namespace snailtrail::cli

@@ -31,8 +31,7 @@ CommandRunner add_convert_command(CLI::App& app) {
     o.compress = args->compress;
     o.compression_level = args->level;
     write_trace(t, args->out, o);
-    fmt::print(stderr, "converted {} events from {} to {}\n", t.events.size(), args->in,
-               args->out);
+    fmt::print(stderr, "converted {} events from {} to {}\n", t.events.size(), args->in, args->out);
     return 0;
   };
 }

@@ -24,7 +24,8 @@ int64_t parse_with_unit(const std::string& text, bool unit_required) {
   std::string number = text.substr(0, i);
   std::string unit = text.substr(i);
   if (number.empty() || number == ".")
-    throw std::invalid_argument("\"" + text + "\" is not a duration (expected e.g. 1s, 250ms, 100us)");
+    throw std::invalid_argument("\"" + text +
+                                "\" is not a duration (expected e.g. 1s, 250ms, 100us)");
   if (unit.empty() && unit_required)
     throw std::invalid_argument("\"" + text + "\" needs a unit: ns, us, ms, s, m or h");
   auto scale = unit.empty() ? std::optional<int64_t>(1) : unit_ns(unit);
@@ -34,8 +35,7 @@ int64_t parse_with_unit(const std::string& text, bool unit_required) {
   if (number.find('.') == std::string::npos) {
     int64_t v = 0;
     auto [p, ec] = std::from_chars(number.data(), number.data() + number.size(), v);
-    if (ec != std::errc() || p != number.data() + number.size() ||
-        v > INT64_MAX / *scale)
+    if (ec != std::errc() || p != number.data() + number.size() || v > INT64_MAX / *scale)
       throw std::invalid_argument("\"" + text + "\" is out of range");
     return v * *scale;
   }
@@ -46,7 +46,9 @@ int64_t parse_with_unit(const std::string& text, bool unit_required) {
 
 }  // namespace
 
-int64_t parse_duration(const std::string& text) { return parse_with_unit(text, true); }
+int64_t parse_duration(const std::string& text) {
+  return parse_with_unit(text, true);
+}
 
 Instant parse_instant(const std::string& text) {
   if (!text.empty() && text[0] == '+') return {parse_with_unit(text.substr(1), false), true};

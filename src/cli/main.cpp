@@ -1,6 +1,6 @@
 // snailtrail command-line entry point: dispatches to the subcommands in this folder.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "cli/commands.hpp"
 #include "trace/trace.hpp"
@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
       cli::add_analyze_command(app),
       cli::add_convert_command(app),
       cli::add_bench_command(app),
+      cli::add_simulate_command(app),
   };
   try {
     app.parse(argc, argv);

@@ -1,10 +1,10 @@
 // Buffered output to a file or stdout ("-" or empty), flushed in large chunks.
 #pragma once
 
+#include <fmt/format.h>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fmt/format.h>
 #include <stdexcept>
 #include <string>
 

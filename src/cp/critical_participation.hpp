@@ -25,8 +25,8 @@ struct CpResult {
   std::vector<double> timeline_cp;  // per node: CP of its outgoing timeline edge (0 if none)
   std::vector<double> message_cp;   // per snapshot message edge
 
-  uint64_t property1_violations = 0;   // nodes other than V_s with in-degree 0
-  uint64_t zero_duration_cycles = 0;   // zero-duration messages dropped to break cycles
+  uint64_t property1_violations = 0;  // nodes other than V_s with in-degree 0
+  uint64_t zero_duration_cycles = 0;  // zero-duration messages dropped to break cycles
 };
 
 // Per-edge centrality c(e) = f(src) * b(dst).

@@ -14,7 +14,8 @@ struct Names {
   std::unordered_map<uint32_t, std::string> op_names;
   std::vector<uint32_t> worker_ids;
 
-  Names(const Trace& trace, const Pag& pag) : op_names(trace.operator_names), worker_ids(pag.worker_ids) {
+  Names(const Trace& trace, const Pag& pag)
+      : op_names(trace.operator_names), worker_ids(pag.worker_ids) {
     worker.reserve(pag.worker_ids.size());
     for (uint32_t id : pag.worker_ids) worker.push_back(trace.worker_name(id));
   }

@@ -10,7 +10,9 @@ namespace {
 
 using Buf = fmt::memory_buffer;
 
-void put(Buf& out, std::string_view s) { out.append(s.data(), s.data() + s.size()); }
+void put(Buf& out, std::string_view s) {
+  out.append(s.data(), s.data() + s.size());
+}
 
 // Shortest round-trip representation; JSON has no inf/nan.
 void put_double(Buf& out, double v) {
@@ -110,7 +112,9 @@ void put_diagnostics(Buf& out, const Diagnostics& d) {
   out.push_back('}');
 }
 
-std::string percent(double v) { return fmt::format("{:5.1f}%", v * 100); }
+std::string percent(double v) {
+  return fmt::format("{:5.1f}%", v * 100);
+}
 
 // A bar of `width` cells for a value in [0, 1], with eighth-cell resolution.
 std::string bar(double v, int width) {
@@ -128,10 +132,14 @@ std::string bar(double v, int width) {
   return s;
 }
 
+// Pads or shortens to `width` columns. Long names lose their middle, not their end,
+// which usually tells instances apart ("flatmap-2 -> sour~ink-3"). Byte-based: names
+// are expected to be ASCII; others are cut at a byte but never overflow the column.
 std::string fit(std::string s, size_t width) {
-  // Byte-based truncation keeps UTF-8 names intact enough for a terminal; names are
-  // usually ASCII.
-  if (s.size() > width) s = s.substr(0, width - 1) + "~";
+  if (s.size() > width) {
+    const size_t head = (width - 1) / 2, tail = width - 1 - head;
+    s = s.substr(0, head) + "~" + s.substr(s.size() - tail);
+  }
   s.append(width - std::min(width, s.size()), ' ');
   return s;
 }
@@ -146,17 +154,17 @@ void put_rows(Buf& out, const char* title, std::vector<Row> rows, size_t max_row
   std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
     return a.cp != b.cp ? a.cp > b.cp : a.conv > b.conv;
   });
-  fmt::format_to(std::back_inserter(out), "\n{}{}{:>7}  {:>7}\n", fit(title, 22), fit("", 36), "CP",
+  fmt::format_to(std::back_inserter(out), "\n{}{}{:>7}  {:>7}\n", fit(title, 26), fit("", 32), "CP",
                  "conv.");
   size_t shown = std::min(rows.size(), max_rows);
   for (size_t i = 0; i < shown; ++i)
-    fmt::format_to(std::back_inserter(out), "  {}{} {}  {}\n", fit(rows[i].name, 20),
-                   bar(rows[i].cp, 36), percent(rows[i].cp), percent(rows[i].conv));
+    fmt::format_to(std::back_inserter(out), "  {}{} {}  {}\n", fit(rows[i].name, 24),
+                   bar(rows[i].cp, 32), percent(rows[i].cp), percent(rows[i].conv));
   if (rows.size() > shown) {
     double cp = 0, conv = 0;
     for (size_t i = shown; i < rows.size(); ++i) cp += rows[i].cp, conv += rows[i].conv;
     fmt::format_to(std::back_inserter(out), "  {}{} {}  {}\n",
-                   fit(fmt::format("({} more)", rows.size() - shown), 20), bar(cp, 36), percent(cp),
+                   fit(fmt::format("({} more)", rows.size() - shown), 24), bar(cp, 32), percent(cp),
                    percent(conv));
   }
 }
@@ -182,13 +190,20 @@ SummarySelection SummarySelection::parse(const std::string& list) {
   while (std::getline(ss, item, ',')) {
     if (item.empty()) continue;
     any = true;
-    if (item == "all") s = SummarySelection{};
-    else if (item == "activity") s.activity = true;
-    else if (item == "worker") s.worker = true;
-    else if (item == "operator") s.op = true;
-    else if (item == "communication") s.communication = true;
-    else if (item == "top") s.top = true;
-    else if (item == "diagnostics") s.diagnostics = true;
+    if (item == "all")
+      s = SummarySelection{};
+    else if (item == "activity")
+      s.activity = true;
+    else if (item == "worker")
+      s.worker = true;
+    else if (item == "operator")
+      s.op = true;
+    else if (item == "communication")
+      s.communication = true;
+    else if (item == "top")
+      s.top = true;
+    else if (item == "diagnostics")
+      s.diagnostics = true;
     else
       throw std::invalid_argument("unknown summary \"" + item +
                                   "\" (expected activity, worker, operator, communication, top, "
@@ -203,11 +218,21 @@ void append_json_string(Buf& out, std::string_view s) {
   for (char ch : s) {
     unsigned char c = static_cast<unsigned char>(ch);
     switch (c) {
-      case '"': put(out, "\\\""); break;
-      case '\\': put(out, "\\\\"); break;
-      case '\n': put(out, "\\n"); break;
-      case '\r': put(out, "\\r"); break;
-      case '\t': put(out, "\\t"); break;
+      case '"':
+        put(out, "\\\"");
+        break;
+      case '\\':
+        put(out, "\\\\");
+        break;
+      case '\n':
+        put(out, "\\n");
+        break;
+      case '\r':
+        put(out, "\\r");
+        break;
+      case '\t':
+        put(out, "\\t");
+        break;
       default:
         if (c < 0x20)
           fmt::format_to(std::back_inserter(out), "\\u{:04x}", c);
@@ -338,8 +363,8 @@ void write_edges_jsonl(Buf& out, const WindowView& view) {
       put(out, "null");
     else
       fmt::format_to(std::back_inserter(out), "{}", op);
-    fmt::format_to(std::back_inserter(out), ",\"weight_ns\":{},\"centrality_log10\":",
-                   s.ts[v] - s.ts[u]);
+    fmt::format_to(std::back_inserter(out),
+                   ",\"weight_ns\":{},\"centrality_log10\":", s.ts[v] - s.ts[u]);
     if (c.is_zero())
       put(out, "null");
     else
@@ -392,8 +417,8 @@ void write_table(Buf& out, const Aggregate& agg, const Names& names, const Summa
                          agg.conventional.activity[static_cast<int>(ActivityType::control_message)];
       put_rows(out, "WORKER (straggler)", rows, ctx.max_rows);
       if (comm_cp != 0 || comm_conv != 0)
-        fmt::format_to(std::back_inserter(out), "  {}{} {}  {}\n", fit("(communication)", 20),
-                       bar(comm_cp, 36), percent(comm_cp), percent(comm_conv));
+        fmt::format_to(std::back_inserter(out), "  {}{} {}  {}\n", fit("(communication)", 24),
+                       bar(comm_cp, 32), percent(comm_cp), percent(comm_conv));
     }
     if (sel.op && !agg.cp.op.empty()) {
       std::vector<Row> rows;
@@ -417,7 +442,8 @@ void write_table(Buf& out, const Aggregate& agg, const Names& names, const Summa
       put_rows(out, "COMMUNICATION", rows, ctx.max_rows);
     }
     if (sel.top && !agg.top.empty()) {
-      fmt::format_to(std::back_inserter(out), "\nTOP {} CRITICAL ACTIVITIES\n", std::min(ctx.top_k, agg.top.size()));
+      fmt::format_to(std::back_inserter(out), "\nTOP {} CRITICAL ACTIVITIES\n",
+                     std::min(ctx.top_k, agg.top.size()));
       fmt::format_to(std::back_inserter(out), "  {:>6}  {:<16} {:<16} {:<12} {:>9}  {}\n", "CP",
                      "type", "worker", "operator", "duration", "at");
       for (size_t k = 0; k < std::min(ctx.top_k, agg.top.size()); ++k) {
@@ -434,7 +460,8 @@ void write_table(Buf& out, const Aggregate& agg, const Names& names, const Summa
   if (sel.diagnostics) {
     const Diagnostics& d = agg.diagnostics;
     put(out, "\nDIAGNOSTICS\n");
-    fmt::format_to(std::back_inserter(out), "  unknown activity {:.1f}% of worker time, waiting {:.1f}%\n",
+    fmt::format_to(std::back_inserter(out),
+                   "  unknown activity {:.1f}% of worker time, waiting {:.1f}%\n",
                    d.unknown_share * 100, d.waiting_share * 100);
     if (agg.windows_with_paths < agg.windows)
       fmt::format_to(std::back_inserter(out),
@@ -449,7 +476,8 @@ void write_table(Buf& out, const Aggregate& agg, const Names& names, const Summa
                      "  property 2: {} interval(s), {} in all, of only waiting and no message\n",
                      d.property2_violations, format_ns(d.property2_ns));
     if (d.zero_duration_cycles)
-      fmt::format_to(std::back_inserter(out), "  {} zero-duration message(s) dropped to break cycles\n",
+      fmt::format_to(std::back_inserter(out),
+                     "  {} zero-duration message(s) dropped to break cycles\n",
                      d.zero_duration_cycles);
     bool any = false;
     for (int i = 0; i < kIssueCount; ++i)

@@ -19,7 +19,9 @@ std::vector<Window> plan_windows(const Pag& pag, const WindowSpec& spec) {
   const int64_t w = spec.width_ns;
   const int64_t origin = spec.from_ns.value_or(0);
   // Floor division that is correct for negative offsets too.
-  auto floor_div = [](int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); };
+  auto floor_div = [](int64_t a, int64_t b) {
+    return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
+  };
   int64_t k0 = floor_div(lo - origin, w);
   int64_t k1 = floor_div(hi - origin, w);
   // A range ending exactly on a border does not open a window of zero length.
@@ -105,8 +107,8 @@ void Snapshotter::build(const Window& win, Snapshot& out) {
 
   // Messages: admit those sent before the window's end, keep those not yet delivered.
   const auto& msgs = pag_.messages;
-  while (next_message_ < msgs.size() &&
-         (msgs[next_message_].src_ts < te || (win.closed_end && msgs[next_message_].src_ts == te))) {
+  while (next_message_ < msgs.size() && (msgs[next_message_].src_ts < te ||
+                                         (win.closed_end && msgs[next_message_].src_ts == te))) {
     in_flight_.push_back(static_cast<uint32_t>(next_message_));
     ++next_message_;
   }
@@ -146,7 +148,8 @@ void Snapshotter::build(const Window& win, Snapshot& out) {
       return a.worker != b.worker ? a.worker < b.worker : a.ts < b.ts;
     });
     for (size_t k = 0; k < extras_.size(); ++k) {
-      if (k == 0 || extras_[k].worker != extras_[k - 1].worker || extras_[k].ts != extras_[k - 1].ts) {
+      if (k == 0 || extras_[k].worker != extras_[k - 1].worker ||
+          extras_[k].ts != extras_[k - 1].ts) {
         out.ts.push_back(extras_[k].ts);
         out.worker.push_back(extras_[k].worker);
         out.edge.push_back(kNone);

@@ -36,7 +36,7 @@ struct Snapshot {
   Window window;
   std::vector<int64_t> ts;       // per node
   std::vector<uint32_t> worker;  // per node, dense worker index
-  std::vector<uint32_t> edge;    // per node: global PAG node whose timeline edge leaves it, or kNone
+  std::vector<uint32_t> edge;  // per node: global PAG node whose timeline edge leaves it, or kNone
   std::vector<uint32_t> msg_src;  // per message edge: snapshot nodes
   std::vector<uint32_t> msg_dst;
   std::vector<uint32_t> msg_index;  // index into Pag::messages
@@ -57,9 +57,9 @@ class Snapshotter {
 
  private:
   const Pag& pag_;
-  std::vector<uint32_t> cursor_;     // per worker: first edge that may overlap the next window
-  size_t next_message_ = 0;          // next message (by send time) not yet in flight
-  std::vector<uint32_t> in_flight_;  // messages that may overlap the next window
+  std::vector<uint32_t> cursor_;        // per worker: first edge that may overlap the next window
+  size_t next_message_ = 0;             // next message (by send time) not yet in flight
+  std::vector<uint32_t> in_flight_;     // messages that may overlap the next window
   std::vector<uint32_t> event_cursor_;  // per worker: first event not yet counted
   struct Extra {
     uint32_t worker;

@@ -1,7 +1,8 @@
 #include "pag/timeline.hpp"
 
-#include <algorithm>
 #include <fmt/format.h>
+#include <algorithm>
+#include <span>
 
 #include "pag/radix_sort.hpp"
 
@@ -60,8 +61,12 @@ struct NodeContent {
         end_mask |= static_cast<uint16_t>(1u << a);
         has_local = true;
         break;
-      case EventKind::send: has_send = true; break;
-      case EventKind::recv: has_recv = true; break;
+      case EventKind::send:
+        has_send = true;
+        break;
+      case EventKind::recv:
+        has_recv = true;
+        break;
     }
   }
 
@@ -80,8 +85,7 @@ struct NodeSlots {
 class TimelineBuilder {
  public:
   // Returns the local node index that holds `b`'s events.
-  uint32_t add(const NodeContent& b, const NodeSlots& s, std::vector<IssueAt>& issues,
-               int64_t h) {
+  uint32_t add(const NodeContent& b, const NodeSlots& s, std::vector<IssueAt>& issues, int64_t h) {
     if (count_ == 0) {
       prev_ = emit(b.ts, s);
       set_prev_flags(b);
@@ -98,8 +102,8 @@ class TimelineBuilder {
     int unmatched_end = first_unmatched_end(b);
     if (unmatched_end >= 0) {
       // An end without a start: assume the activity filled the gap.
-      uint32_t node = emit_edge(b.ts, static_cast<uint8_t>(unmatched_end),
-                                b.end_op[unmatched_end], prev_, s);
+      uint32_t node =
+          emit_edge(b.ts, static_cast<uint8_t>(unmatched_end), b.end_op[unmatched_end], prev_, s);
       set_prev_flags(b);
       apply(b, issues);
       return node;
@@ -146,8 +150,7 @@ class TimelineBuilder {
     return count_++;
   }
 
-  uint32_t emit_edge(int64_t ts, uint8_t type, uint32_t op, uint32_t instance,
-                     const NodeSlots& s) {
+  uint32_t emit_edge(int64_t ts, uint8_t type, uint32_t op, uint32_t instance, const NodeSlots& s) {
     s.type[prev_] = type;
     s.op[prev_] = op;
     s.instance[prev_] = instance;
@@ -193,7 +196,8 @@ class TimelineBuilder {
         open_ = false;
         --remaining_ends;
       }
-      for (int i = 0; i < remaining_ends; ++i) issues.push_back({node.ts, Issue::end_without_start});
+      for (int i = 0; i < remaining_ends; ++i)
+        issues.push_back({node.ts, Issue::end_without_start});
     }
     int chosen = -1;
     for (uint16_t m = node.start_mask; m; m &= m - 1) {
@@ -244,9 +248,16 @@ struct WorkerScan {
   std::vector<uint32_t> pending_messages;
 };
 
-// Matches sends with receives by (sender, receiver, correlator) with a hash table; the
-// k-th send of a key pairs with its k-th receive (both in time order).
-void match_messages(Pag& pag, std::vector<HalfEdge>& sends, std::vector<HalfEdge>& recvs,
+uint64_t key_hash(uint32_t s, uint32_t r, int64_t c) {
+  uint64_t h = (uint64_t{s} << 32 | r) * 0x9e3779b97f4a7c15ULL;
+  h ^= static_cast<uint64_t>(c) * 0xc2b2ae3d27d4eb4fULL;
+  h ^= h >> 29;
+  return h * 0x165667b19e3779f9ULL;
+}
+
+// Hash join of the half messages of one partition (all of a key's are in one partition).
+// The k-th send of a key pairs with its k-th receive (both in time order).
+void join_partition(Pag& pag, std::span<const HalfEdge> sends, std::span<const HalfEdge> recvs,
                     std::vector<IssueAt>& issues) {
   struct Entry {
     uint32_t sender = 0, receiver = 0;
@@ -255,18 +266,12 @@ void match_messages(Pag& pag, std::vector<HalfEdge>& sends, std::vector<HalfEdge
     uint32_t last = kNone;
     uint32_t n_send = 0, n_recv = 0;
   };
-  auto hash = [](uint32_t s, uint32_t r, int64_t c) {
-    uint64_t h = (uint64_t{s} << 32 | r) * 0x9e3779b97f4a7c15ULL;
-    h ^= static_cast<uint64_t>(c) * 0xc2b2ae3d27d4eb4fULL;
-    h ^= h >> 29;
-    return h * 0x165667b19e3779f9ULL;
-  };
   size_t cap = 16;
   while (cap < 2 * sends.size() + 16) cap <<= 1;
   std::vector<Entry> table(cap);
   std::vector<uint32_t> next(sends.size(), kNone);
   auto find = [&](uint32_t s, uint32_t r, int64_t c, bool insert) -> Entry* {
-    size_t i = hash(s, r, c) & (cap - 1);
+    size_t i = key_hash(s, r, c) & (cap - 1);
     for (;; i = (i + 1) & (cap - 1)) {
       Entry& e = table[i];
       if (e.first == kNone) {  // empty slot: only sends insert
@@ -294,7 +299,6 @@ void match_messages(Pag& pag, std::vector<HalfEdge>& sends, std::vector<HalfEdge
   std::vector<uint32_t> cursor(cap);
   for (size_t i = 0; i < cap; ++i) cursor[i] = table[i].first;
   std::vector<uint8_t> paired(sends.size(), 0);
-  pag.messages.reserve(std::min(sends.size(), recvs.size()));
   for (const HalfEdge& r : recvs) {
     Entry* e = find(r.sender, r.receiver, r.correlator, false);
     if (!e) {
@@ -330,12 +334,48 @@ void match_messages(Pag& pag, std::vector<HalfEdge>& sends, std::vector<HalfEdge
       Entry* e = find(r.sender, r.receiver, r.correlator, false);
       if (e && e->n_recv > 1) issues.push_back({r.ts, Issue::duplicate_correlator});
     }
+}
 
+// Matches sends with receives by (sender, receiver, correlator): the half messages are
+// scattered into partitions by key hash so that each partition's hash table stays in
+// cache (a radix-partitioned hash join), then messages are sorted by send time.
+void match_messages(Pag& pag, std::vector<HalfEdge>& sends, std::vector<HalfEdge>& recvs,
+                    std::vector<IssueAt>& issues) {
+  int bits = 0;
+  while (bits < 10 && (sends.size() >> bits) > 4096) ++bits;
+  const size_t parts = size_t{1} << bits;
+  auto part_of = [&](const HalfEdge& h) -> size_t {
+    return bits == 0 ? 0 : key_hash(h.sender, h.receiver, h.correlator) >> (64 - bits);
+  };
+  auto scatter = [&](std::vector<HalfEdge>& v, std::vector<size_t>& begin) {
+    begin.assign(parts + 1, 0);
+    if (parts == 1) {
+      begin[1] = v.size();
+      return;
+    }
+    for (const HalfEdge& h : v) ++begin[part_of(h) + 1];
+    for (size_t p = 0; p < parts; ++p) begin[p + 1] += begin[p];
+    std::vector<HalfEdge> out(v.size());
+    std::vector<size_t> fill(begin.begin(), begin.end() - 1);
+    for (const HalfEdge& h : v) out[fill[part_of(h)]++] = h;  // stable: keeps time order
+    v.swap(out);
+  };
+  std::vector<size_t> send_begin, recv_begin;
+  scatter(sends, send_begin);
+  scatter(recvs, recv_begin);
+  pag.messages.reserve(std::min(sends.size(), recvs.size()));
+  for (size_t p = 0; p < parts; ++p)
+    join_partition(
+        pag,
+        std::span<const HalfEdge>(sends.data() + send_begin[p], send_begin[p + 1] - send_begin[p]),
+        std::span<const HalfEdge>(recvs.data() + recv_begin[p], recv_begin[p + 1] - recv_begin[p]),
+        issues);
   // Sort messages by (send time, receive time) with a stable radix sort.
   if (pag.messages.empty()) return;
   std::vector<KeyValue<uint32_t>> keys(pag.messages.size()), scratch;
   int64_t min_dst = INT64_MAX, min_src = INT64_MAX;
-  for (const Message& m : pag.messages) min_dst = std::min(min_dst, m.dst_ts), min_src = std::min(min_src, m.src_ts);
+  for (const Message& m : pag.messages)
+    min_dst = std::min(min_dst, m.dst_ts), min_src = std::min(min_src, m.src_ts);
   for (uint32_t i = 0; i < keys.size(); ++i)
     keys[i] = {static_cast<uint64_t>(pag.messages[i].dst_ts - min_dst), i};
   radix_sort(keys, scratch);
@@ -390,7 +430,8 @@ Pag build_pag(const Trace& trace, const PagOptions& options) {
     ++counts[last_prov];
     if (e.has(kHasOperator)) {
       if (e.op < (1u << 24)) {
-        if (e.op >= op_seen.size()) op_seen.resize(std::max<size_t>(e.op + 1, op_seen.size() * 2), 0);
+        if (e.op >= op_seen.size())
+          op_seen.resize(std::max<size_t>(e.op + 1, op_seen.size() * 2), 0);
         op_seen[e.op] = 1;
       } else {
         large_ops.push_back(e.op);
@@ -456,11 +497,11 @@ Pag build_pag(const Trace& trace, const PagOptions& options) {
         continue;
       }
       if (e.kind == EventKind::send)
-        sends.push_back({e.worker, e.remote, e.correlator, e.ts, static_cast<uint32_t>(w), node,
-                         e.activity});
+        sends.push_back(
+            {e.worker, e.remote, e.correlator, e.ts, static_cast<uint32_t>(w), node, e.activity});
       else
-        recvs.push_back({e.remote, e.worker, e.correlator, e.ts, static_cast<uint32_t>(w), node,
-                         e.activity});
+        recvs.push_back(
+            {e.remote, e.worker, e.correlator, e.ts, static_cast<uint32_t>(w), node, e.activity});
     }
     ws.pending_messages.clear();
   };
@@ -477,10 +518,10 @@ Pag build_pag(const Trace& trace, const PagOptions& options) {
     if (ws.pending.empty || e.ts != ws.pending.ts) {
       if (!ws.pending.empty) {
         if (e.ts < ws.pending.ts)
-          throw TraceError(trace.location(i), "order",
-                           fmt::format("events of worker {} go back in time: ts {} after {} ({})",
-                                       e.worker, e.ts, ws.pending.ts,
-                                       trace.location(ws.last_event)));
+          throw TraceError(
+              trace.location(i), "order",
+              fmt::format("events of worker {} go back in time: ts {} after {} ({})", e.worker,
+                          e.ts, ws.pending.ts, trace.location(ws.last_event)));
         flush(w);
       }
       ws.pending.reset(e.ts);

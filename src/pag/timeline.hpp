@@ -38,11 +38,16 @@ enum class Issue : uint8_t {
   unterminated_activity,       // still open at the worker's last event
 };
 inline constexpr int kIssueCount = 10;
-inline constexpr std::array<const char*, kIssueCount> kIssueNames = {
-    "unmatched_sends",           "unmatched_recvs",        "messages_without_correlator",
-    "duplicate_correlators",     "negative_duration_messages", "self_loop_messages",
-    "ends_without_start",        "mismatched_ends",        "overlapping_activities",
-    "unterminated_activities"};
+inline constexpr std::array<const char*, kIssueCount> kIssueNames = {"unmatched_sends",
+                                                                     "unmatched_recvs",
+                                                                     "messages_without_correlator",
+                                                                     "duplicate_correlators",
+                                                                     "negative_duration_messages",
+                                                                     "self_loop_messages",
+                                                                     "ends_without_start",
+                                                                     "mismatched_ends",
+                                                                     "overlapping_activities",
+                                                                     "unterminated_activities"};
 
 struct IssueAt {
   int64_t ts;
@@ -70,7 +75,7 @@ struct Pag {
   BigVector<uint32_t> edge_instance;  // node where the edge's activity began (groups split edges)
 
   BigVector<Message> messages;  // sorted by (src_ts, dst_ts)
-  std::vector<IssueAt> issues;    // sorted by ts
+  std::vector<IssueAt> issues;  // sorted by ts
 
   // Raw event timestamps grouped by worker (each group in time order), for exact
   // per-window event counts: worker w's are [event_begin[w], event_begin[w+1]).

@@ -37,8 +37,8 @@ void analyze_pag(const Pag& pag, const AnalysisOptions& options,
     sampled.clear();
     if (options.sample_single_path) {
       // One independent stream per window so results do not depend on which windows ran.
-      uint64_t seed = options.summary.seed * 0x9e3779b97f4a7c15ULL +
-                      static_cast<uint64_t>(windows[i].start);
+      uint64_t seed =
+          options.summary.seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(windows[i].start);
       sampled = computer.sample_path(pag, snap, cp, seed);
     }
     lap(times ? &times->cp_s : nullptr);
@@ -157,7 +157,8 @@ void analyze_pag_parallel(const Pag& pag, const AnalysisOptions& options, unsign
         size_t k;
         {
           std::unique_lock lock(mu);
-          cv.wait(lock, [&] { return failed || next_chunk >= chunks || next_chunk < consumed + slots; });
+          cv.wait(lock,
+                  [&] { return failed || next_chunk >= chunks || next_chunk < consumed + slots; });
           if (failed || next_chunk >= chunks) break;
           k = next_chunk++;
         }

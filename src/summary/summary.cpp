@@ -203,6 +203,10 @@ void Summarizer::summarize(const Snapshot& snap, const CpResult& cp,
       if (t == kWaiting) waiting += w;
     }
   total = timeline_total;
+  // The worker grouping of the conventional profile ranks busy (non-waiting) time: every
+  // worker's timeline spans the whole window, so plain durations would all be equal.
+  const double busy_total = timeline_total - waiting;
+  const double inv_busy = busy_total > 0 ? 1.0 / busy_total : 0.0;
   for (size_t k = 0; k < snap.msg_src.size(); ++k)
     total += static_cast<double>(snap.ts[snap.msg_dst[k]] - snap.ts[snap.msg_src[k]]);
   const double inv_total = total > 0 ? 1.0 / total : 0.0;
@@ -235,7 +239,7 @@ void Summarizer::summarize(const Snapshot& snap, const CpResult& cp,
     acc_conv.groups.activity[type] += conv;
     acc_single.groups.activity[type] += single;
     acc_cp.groups.worker[w] += c;
-    acc_conv.groups.worker[w] += conv;
+    acc_conv.groups.worker[w] += type == kWaiting ? 0.0 : dur * inv_busy;
     acc_single.groups.worker[w] += single;
     if (type == kProcessing && pag_.edge_op[g] != kNone) {
       size_t s = slot_of(pag_.edge_op[g]);
@@ -284,8 +288,9 @@ void Summarizer::summarize(const Snapshot& snap, const CpResult& cp,
         continue;
       }
       const uint32_t g = snap.edge[v];
-      TopActivity a{snap.worker[v], kNone, static_cast<ActivityType>(pag_.edge_type[g]),
-                    pag_.edge_op[g], snap.ts[v], snap.ts[v + 1], cp.timeline_cp[v]};
+      TopActivity a{snap.worker[v],   kNone,      static_cast<ActivityType>(pag_.edge_type[g]),
+                    pag_.edge_op[g],  snap.ts[v], snap.ts[v + 1],
+                    cp.timeline_cp[v]};
       size_t u = v + 1;
       while (u + 1 < n && snap.edge[u] != kNone &&
              pag_.edge_instance[snap.edge[u]] == pag_.edge_instance[g] &&

@@ -21,9 +21,9 @@ struct CommCell {
 // One measure summed over the four groupings.
 struct Groups {
   std::array<double, kActivityTypeCount> activity{};
-  std::vector<double> worker;                            // dense worker index -> value
-  std::vector<std::pair<uint32_t, double>> op;           // operator id -> value, by id
-  std::vector<CommCell> communication;                   // by (src, dst)
+  std::vector<double> worker;                   // dense worker index -> value
+  std::vector<std::pair<uint32_t, double>> op;  // operator id -> value, by id
+  std::vector<CommCell> communication;          // by (src, dst)
 };
 
 struct TopActivity {

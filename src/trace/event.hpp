@@ -47,9 +47,9 @@ struct Event {
   int64_t ts = 0;          // nanoseconds
   int64_t correlator = 0;  // valid if flags & kHasCorrelator
   uint32_t worker = 0;
-  uint32_t remote = 0;    // valid if flags & kHasRemote
-  uint32_t op = 0;        // operator id, valid if flags & kHasOperator
-  uint32_t records = 0;   // valid if flags & kHasRecords
+  uint32_t remote = 0;   // valid if flags & kHasRemote
+  uint32_t op = 0;       // operator id, valid if flags & kHasOperator
+  uint32_t records = 0;  // valid if flags & kHasRecords
   ActivityType activity = ActivityType::unknown;
   EventKind kind = EventKind::start;
   uint16_t flags = 0;
@@ -61,16 +61,30 @@ struct Event {
 static_assert(sizeof(Event) == 40, "Event must match the 40-byte .snail record");
 
 inline constexpr std::array<std::string_view, kActivityTypeCount> kActivityNames = {
-    "processing", "scheduling",      "barrier_processing", "buffer",
-    "serialization", "deserialization", "input",           "io",
-    "fault_tolerance", "waiting",      "busy_waiting",       "unknown",
-    "data_message",  "control_message"};
+    "processing",
+    "scheduling",
+    "barrier_processing",
+    "buffer",
+    "serialization",
+    "deserialization",
+    "input",
+    "io",
+    "fault_tolerance",
+    "waiting",
+    "busy_waiting",
+    "unknown",
+    "data_message",
+    "control_message"};
 
 inline constexpr std::array<std::string_view, kEventKindCount> kEventKindNames = {"start", "end",
                                                                                   "send", "recv"};
 
-inline std::string_view name_of(ActivityType t) { return kActivityNames[static_cast<int>(t)]; }
-inline std::string_view name_of(EventKind k) { return kEventKindNames[static_cast<int>(k)]; }
+inline std::string_view name_of(ActivityType t) {
+  return kActivityNames[static_cast<int>(t)];
+}
+inline std::string_view name_of(EventKind k) {
+  return kEventKindNames[static_cast<int>(k)];
+}
 
 inline bool is_communication(ActivityType t) {
   return t == ActivityType::data_message || t == ActivityType::control_message;

@@ -3,13 +3,13 @@
 #include <zstd.h>
 
 #include <algorithm>
-#include <thread>
 #include <bit>
 #include <cstddef>
 #include <cstring>
 #include <limits>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -225,7 +225,8 @@ class SnailReader {
       fail(rb.payload + bad.second * kRecordSize,
            "event record " + std::to_string(rb.first + bad.second) + ": " + describe_record(e));
     }
-    for (const auto& [moff, h] : metadata) const_cast<SnailReader*>(this)->read_metadata(moff, h, trace);
+    for (const auto& [moff, h] : metadata)
+      const_cast<SnailReader*>(this)->read_metadata(moff, h, trace);
     return true;
   }
 

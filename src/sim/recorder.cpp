@@ -1,0 +1,207 @@
+#include "sim/recorder.hpp"
+
+#include <algorithm>
+#include <unordered_set>
+
+namespace snailtrail::sim {
+
+uint32_t Recorder::add_worker(std::string name) {
+  workers_.push_back(Worker{std::move(name), {}, {}});
+  return static_cast<uint32_t>(workers_.size() - 1);
+}
+
+void Recorder::name_operator(uint32_t op, std::string name) {
+  operator_names_[op] = std::move(name);
+}
+
+void Recorder::activity(uint32_t worker, ActivityType type, int64_t start, int64_t end, uint32_t op,
+                        int64_t records) {
+  if (end <= start) return;
+  Event e;
+  e.worker = worker;
+  e.activity = type;
+  e.ts = start;
+  e.kind = EventKind::start;
+  if (op != kNoOp) {
+    e.op = op;
+    e.flags = kHasOperator;
+  }
+  std::vector<Event>& out = workers_[worker].local;
+  out.push_back(e);
+  e.ts = end;
+  e.kind = EventKind::end;
+  if (records >= 0) {
+    e.records = static_cast<uint32_t>(std::min<int64_t>(records, UINT32_MAX));
+    e.flags |= kHasRecords;
+  }
+  out.push_back(e);
+  events_ += 2;
+}
+
+void Recorder::open(uint32_t worker, ActivityType type, int64_t start, uint32_t op) {
+  Worker& w = workers_[worker];
+  Event e;
+  e.worker = worker;
+  e.activity = type;
+  e.ts = start;
+  e.kind = EventKind::start;
+  if (op != kNoOp) {
+    e.op = op;
+    e.flags = kHasOperator;
+  }
+  w.open = w.local.size();
+  w.local.push_back(e);
+  ++events_;
+}
+
+void Recorder::close(uint32_t worker, int64_t end) {
+  Worker& w = workers_[worker];
+  if (w.open == SIZE_MAX) return;
+  Event e = w.local[w.open];
+  if (end <= e.ts && w.open + 1 == w.local.size()) {
+    // Zero length and nothing written since: no activity at all.
+    w.local.pop_back();
+    --events_;
+  } else {
+    e.ts = end;
+    e.kind = EventKind::end;
+    w.local.push_back(e);
+    ++events_;
+  }
+  w.open = SIZE_MAX;
+}
+
+int64_t Recorder::send(uint32_t worker, ActivityType type, int64_t ts, uint32_t to,
+                       int64_t records) {
+  Event e;
+  e.ts = ts;
+  e.worker = worker;
+  e.activity = type;
+  e.kind = EventKind::send;
+  e.correlator = next_correlator_++;
+  e.remote = to;
+  e.flags = kHasCorrelator | kHasRemote;
+  if (records >= 0) {
+    e.records = static_cast<uint32_t>(std::min<int64_t>(records, UINT32_MAX));
+    e.flags |= kHasRecords;
+  }
+  workers_[worker].local.push_back(e);
+  ++events_;
+  return e.correlator;
+}
+
+void Recorder::recv(uint32_t worker, ActivityType type, int64_t ts, uint32_t from,
+                    int64_t correlator, int64_t records) {
+  Event e;
+  e.ts = ts;
+  e.worker = worker;
+  e.activity = type;
+  e.kind = EventKind::recv;
+  e.correlator = correlator;
+  e.remote = from;
+  e.flags = kHasCorrelator | kHasRemote;
+  if (records >= 0) {
+    e.records = static_cast<uint32_t>(std::min<int64_t>(records, UINT32_MAX));
+    e.flags |= kHasRecords;
+  }
+  workers_[worker].recvs.push_back(e);
+  ++events_;
+}
+
+void Recorder::cut(int64_t cutoff) {
+  std::unordered_set<int64_t> late;  // correlators of messages received after the cutoff
+  for (Worker& w : workers_) {
+    const size_t before = w.recvs.size();
+    std::erase_if(w.recvs, [&](const Event& e) {
+      if (e.ts <= cutoff) return false;
+      late.insert(e.correlator);
+      return true;
+    });
+    events_ -= before - w.recvs.size();
+  }
+  for (Worker& w : workers_) {
+    std::vector<Event>& v = w.local;
+    size_t out = 0;
+    bool dropping = false;  // inside an activity that is dropped
+    for (size_t i = 0; i < v.size(); ++i) {
+      Event e = v[i];
+      if (e.kind == EventKind::send) {
+        if (late.count(e.correlator) || e.ts > cutoff) continue;
+      } else if (e.kind == EventKind::start) {
+        dropping = e.ts >= cutoff;
+        if (!dropping && e.activity == ActivityType::waiting) {
+          // Find its end: a waiting that ends after the cutoff is dropped.
+          for (size_t j = i + 1; j < v.size(); ++j)
+            if (v[j].kind == EventKind::end) {
+              dropping = v[j].ts > cutoff;
+              break;
+            }
+        }
+        if (dropping) continue;
+      } else if (e.kind == EventKind::end) {
+        if (dropping) {
+          dropping = false;
+          continue;
+        }
+        e.ts = std::min(e.ts, cutoff);
+      }
+      v[out++] = e;
+    }
+    events_ -= v.size() - out;
+    v.resize(out);
+  }
+}
+
+Trace Recorder::finish(int64_t cutoff) {
+  Trace trace;
+  trace.source = "<simulation>";
+  for (Worker& w : workers_)
+    if (w.open != SIZE_MAX) {
+      w.local.erase(w.local.begin() + static_cast<ptrdiff_t>(w.open));
+      --events_;
+      w.open = SIZE_MAX;
+    }
+  if (cutoff != INT64_MAX) cut(cutoff);
+  // k-way merge of 2 sorted runs per worker with a binary heap of run heads.
+  struct Run {
+    const Event* cur;
+    const Event* end;
+    uint32_t id;
+  };
+  std::vector<Run> runs;
+  for (Worker& w : workers_) {
+    for (std::vector<Event>* v : {&w.local, &w.recvs}) {
+      auto by_ts = [](const Event& a, const Event& b) { return a.ts < b.ts; };
+      if (!std::is_sorted(v->begin(), v->end(), by_ts))
+        std::stable_sort(v->begin(), v->end(), by_ts);
+      if (!v->empty())
+        runs.push_back({v->data(), v->data() + v->size(), static_cast<uint32_t>(runs.size())});
+    }
+  }
+  auto later = [](const Run& a, const Run& b) {
+    return a.cur->ts != b.cur->ts ? a.cur->ts > b.cur->ts : a.id > b.id;
+  };
+  std::make_heap(runs.begin(), runs.end(), later);
+  trace.events.reserve(events_);
+  while (!runs.empty()) {
+    std::pop_heap(runs.begin(), runs.end(), later);
+    Run& r = runs.back();
+    // Copy the run's events up to the next run head's time in one go.
+    const int64_t limit = runs.size() > 1 ? runs.front().cur->ts : INT64_MAX;
+    do {
+      trace.events.push_back(*r.cur++);
+    } while (r.cur != r.end && r.cur->ts < limit);
+    if (r.cur == r.end)
+      runs.pop_back();
+    else
+      std::push_heap(runs.begin(), runs.end(), later);
+  }
+  for (uint32_t i = 0; i < workers_.size(); ++i) trace.worker_names[i] = workers_[i].name;
+  trace.operator_names = std::move(operator_names_);
+  workers_.clear();
+  operator_names_.clear();
+  events_ = 0;
+  return trace;
+}
+
+}  // namespace snailtrail::sim

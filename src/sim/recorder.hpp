@@ -1,0 +1,67 @@
+// Collects the events a simulation emits and turns them into a Trace in global time
+// order. Each worker writes its own activities and sends in time order; receives are
+// kept apart because a message may arrive while the worker's current step, already
+// written up to its end, is in progress. finish() merges everything.
+//
+//   Recorder rec;
+//   uint32_t w = rec.add_worker("count-0");
+//   rec.activity(w, ActivityType::processing, 0, 500, /*op=*/2, /*records=*/100);
+//   int64_t c = rec.send(w, ActivityType::data_message, 500, /*to=*/3);
+//   rec.recv(3, ActivityType::data_message, 600, /*from=*/w, c);
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "trace/trace.hpp"
+
+namespace snailtrail::sim {
+
+inline constexpr uint32_t kNoOp = UINT32_MAX;
+
+class Recorder {
+ public:
+  uint32_t add_worker(std::string name);
+  void name_operator(uint32_t op, std::string name);
+
+  // A worker-local activity [start, end]; nothing is written when end <= start.
+  // `records` >= 0 is attached to the end event.
+  void activity(uint32_t worker, ActivityType type, int64_t start, int64_t end, uint32_t op = kNoOp,
+                int64_t records = -1);
+  // An activity whose end is not known yet (e.g. waiting): open() writes its start,
+  // close() its end. One open activity per worker; one still open when the trace is
+  // finished is dropped (it never ended within the run).
+  void open(uint32_t worker, ActivityType type, int64_t start, uint32_t op = kNoOp);
+  void close(uint32_t worker, int64_t end);
+
+  // Writes a send and returns its correlator (unique in the trace).
+  int64_t send(uint32_t worker, ActivityType type, int64_t ts, uint32_t to, int64_t records = -1);
+  void recv(uint32_t worker, ActivityType type, int64_t ts, uint32_t from, int64_t correlator,
+            int64_t records = -1);
+
+  size_t worker_count() const { return workers_.size(); }
+  uint64_t event_count() const { return events_; }
+
+  // All events up to `cutoff` in (ts, worker) order, with worker and operator names.
+  // The trace ends cleanly at the cutoff: messages received after it are dropped (send
+  // and receive), activities still running are cut at it, except waiting, which is
+  // dropped (it did not end with a receive within the trace). Leaves the recorder empty.
+  Trace finish(int64_t cutoff = INT64_MAX);
+
+ private:
+  void cut(int64_t cutoff);
+
+  struct Worker {
+    std::string name;
+    std::vector<Event> local;  // activities and sends, in time order
+    std::vector<Event> recvs;  // receives, in time order
+    size_t open = SIZE_MAX;    // index in `local` of an open activity's start
+  };
+  std::vector<Worker> workers_;
+  std::unordered_map<uint32_t, std::string> operator_names_;
+  int64_t next_correlator_ = 1;
+  uint64_t events_ = 0;
+};
+
+}  // namespace snailtrail::sim
