@@ -2,6 +2,7 @@
 // the parallel .snail reader against their single-threaded paths.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "bench/synthetic.hpp"
@@ -99,6 +100,72 @@ TEST(Parallel, SnailReaderFastPathMatchesAndNamesTheBadRecord) {
     EXPECT_NE(what.find("byte " + std::to_string(offset_of(bad2))), std::string::npos) << what;
     EXPECT_NE(what.find("event record " + std::to_string(bad2)), std::string::npos) << what;
   }
+}
+
+// The PAG built by several threads (each scanning its share of the workers) is the one
+// built by one; so is the error for a worker going back in time.
+TEST(Parallel, PagBuildIsIdenticalForAnyThreadCount) {
+  bench::SyntheticOptions so;
+  so.duration_ns = 3'000'000'000;
+  so.workers = 24;
+  Trace trace = bench::make_synthetic_trace(so);
+  auto build = [&](unsigned threads) {
+    PagOptions o;
+    o.threads = threads;
+    return build_pag(trace, o);
+  };
+  const Pag one = build(1);
+  for (unsigned threads : {2u, 3u, 7u}) {
+    const Pag p = build(threads);
+    ASSERT_EQ(p.worker_ids, one.worker_ids);
+    ASSERT_EQ(p.worker_begin, one.worker_begin);
+    ASSERT_TRUE(
+        std::equal(p.node_ts.begin(), p.node_ts.end(), one.node_ts.begin(), one.node_ts.end()));
+    ASSERT_TRUE(std::equal(p.edge_type.begin(), p.edge_type.end(), one.edge_type.begin(),
+                           one.edge_type.end()));
+    ASSERT_TRUE(
+        std::equal(p.edge_op.begin(), p.edge_op.end(), one.edge_op.begin(), one.edge_op.end()));
+    ASSERT_TRUE(std::equal(p.edge_instance.begin(), p.edge_instance.end(),
+                           one.edge_instance.begin(), one.edge_instance.end()));
+    ASSERT_TRUE(
+        std::equal(p.event_ts.begin(), p.event_ts.end(), one.event_ts.begin(), one.event_ts.end()));
+    ASSERT_EQ(p.messages.size(), one.messages.size());
+    for (size_t i = 0; i < p.messages.size(); ++i) {  // field by field: structs have padding
+      const Message &a = p.messages[i], &b = one.messages[i];
+      ASSERT_TRUE(a.src_node == b.src_node && a.dst_node == b.dst_node && a.src_ts == b.src_ts &&
+                  a.dst_ts == b.dst_ts && a.src_worker == b.src_worker &&
+                  a.dst_worker == b.dst_worker && a.type == b.type)
+          << "message " << i << ", " << threads << " threads";
+    }
+    ASSERT_EQ(p.issues.size(), one.issues.size());
+    for (size_t i = 0; i < p.issues.size(); ++i) {
+      ASSERT_EQ(p.issues[i].ts, one.issues[i].ts);
+      ASSERT_EQ(p.issues[i].issue, one.issues[i].issue);
+    }
+  }
+  // Two workers go back in time; the error names the first offending event in the file.
+  Trace bad = trace;
+  size_t first = 0, second = 0;
+  for (size_t i = bad.events.size() / 2, found = 0; i < bad.events.size() && found < 2; ++i)
+    if (bad.events[i].worker == (found == 0 ? 20u : 3u) && !bad.events[i].is_message()) {
+      bad.events[i].ts -= 50'000'000;
+      (found == 0 ? first : second) = i;
+      ++found;
+    }
+  ASSERT_LT(first, second);
+  std::string want;
+  for (unsigned threads : {1u, 2u, 4u}) {
+    PagOptions o;
+    o.threads = threads;
+    try {
+      build_pag(bad, o);
+      FAIL() << "expected TraceError";
+    } catch (const TraceError& e) {
+      if (want.empty()) want = e.what();
+      EXPECT_EQ(std::string(e.what()), want) << threads << " threads";
+    }
+  }
+  EXPECT_NE(want.find("record " + std::to_string(first)), std::string::npos) << want;
 }
 
 }  // namespace

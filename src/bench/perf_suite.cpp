@@ -57,8 +57,12 @@ struct ProcessRun {
   uint64_t peak_rss_kb;
 };
 
-// Runs `binary args...` with stdout and stderr discarded; fails on a non-zero exit.
-ProcessRun run_process(const std::string& binary, const std::vector<std::string>& args) {
+// Runs `binary args...` with stdout discarded and stderr to `stderr_path` (or discarded);
+// fails on a non-zero exit. Peak RSS comes from the "peak_rss_kb=" that `analyze
+// --timings` prints (getrusage's ru_maxrss of a spawned child includes the parent's
+// peak on Linux), else from rusage.
+ProcessRun run_process(const std::string& binary, const std::vector<std::string>& args,
+                       const std::string& stderr_path = "") {
   std::vector<char*> argv;
   argv.push_back(const_cast<char*>(binary.c_str()));
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -66,7 +70,9 @@ ProcessRun run_process(const std::string& binary, const std::vector<std::string>
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 2,
+                                   stderr_path.empty() ? "/dev/null" : stderr_path.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
   const auto start = Clock::now();
   pid_t pid = 0;
   int rc = posix_spawn(&pid, binary.c_str(), &actions, nullptr, argv.data(), environ);
@@ -79,7 +85,14 @@ ProcessRun run_process(const std::string& binary, const std::vector<std::string>
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
     throw std::runtime_error(
         fmt::format("{} {} failed (status {})", binary, fmt::join(args, " "), status));
-  return {wall, static_cast<uint64_t>(usage.ru_maxrss)};
+  uint64_t peak = static_cast<uint64_t>(usage.ru_maxrss);
+  if (!stderr_path.empty()) {
+    std::ifstream err(stderr_path);
+    std::string text((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
+    const size_t at = text.rfind("peak_rss_kb=");
+    if (at != std::string::npos) peak = std::stoull(text.substr(at + 12));
+  }
+  return {wall, peak};
 }
 
 // The floor: what any analysis must do at least — read the events from .snail and
@@ -178,8 +191,10 @@ PerfReport run_perf_suite(const PerfOptions& o) {
     std::vector<double> lat;
     for (int i = 0; i < o.repeat; ++i) {
       say(fmt::format("{} s window: analyze run {}/{}", w, i + 1, o.repeat));
-      ProcessRun run = run_process(binary, {"analyze", one, "--window", window, "--format", "jsonl",
-                                            "-o", "/dev/null", "--no-progress"});
+      ProcessRun run = run_process(binary,
+                                   {"analyze", one, "--window", window, "--format", "jsonl", "-o",
+                                    "/dev/null", "--no-progress", "--timings"},
+                                   (dir / "analyze.stderr").string());
       lat.push_back(run.wall_s);
       r.peak_rss_kb = std::max(r.peak_rss_kb, run.peak_rss_kb);
     }

@@ -33,6 +33,19 @@ struct AnalyzeArgs {
   unsigned threads = 0;
 };
 
+// This process's peak resident set (VmHWM). Unlike getrusage's ru_maxrss it does not
+// include the parent's memory when the process was spawned with vfork semantics.
+uint64_t peak_rss_kb() {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (!f) return 0;
+  char line[256];
+  uint64_t kb = 0;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "VmHWM: %lu kB", &kb) == 1) break;
+  std::fclose(f);
+  return kb;
+}
+
 Trace load(const std::string& path, const std::string& importer) {
   if (importer == "auto") return read_trace(path);
   if (importer == "jsonl") return read_trace(path, TraceFormat::jsonl);
@@ -148,9 +161,11 @@ int run(const AnalyzeArgs& a) {
     const auto t_end = Clock::now();
     fmt::print(stderr,
                "timings: read {:.3f}s, pag {:.3f}s; per-thread sums: snapshots {:.3f}s, cp "
-               "{:.3f}s, summaries {:.3f}s, render {:.3f}s; total {:.3f}s for {} events\n",
+               "{:.3f}s, summaries {:.3f}s, render {:.3f}s; total {:.3f}s for {} events; "
+               "peak_rss_kb={}\n",
                seconds(t0, t_read), seconds(t_read, t_pag), stage.snapshot_s, stage.cp_s,
-               stage.summary_s, stage.callback_s, seconds(t0, t_end), trace.events.size());
+               stage.summary_s, stage.callback_s, seconds(t0, t_end), trace.events.size(),
+               peak_rss_kb());
   }
   return 0;
 }

@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 #include <algorithm>
 #include <span>
+#include <thread>
 
 #include "pag/radix_sort.hpp"
+#include "trace/trace_io_detail.hpp"
 
 namespace snailtrail {
 namespace {
@@ -383,6 +385,23 @@ void match_messages(Pag& pag, std::vector<HalfEdge>& sends, std::vector<HalfEdge
   radix_sort(keys, scratch);
   BigVector<Message> sorted(pag.messages.size());
   for (size_t i = 0; i < keys.size(); ++i) sorted[i] = pag.messages[keys[i].value];
+  // Ties in time are ordered by node, so the order never depends on how the receives
+  // were collected (e.g. by how many threads).
+  for (size_t i = 0; i < sorted.size();) {
+    size_t j = i + 1;
+    while (j < sorted.size() && sorted[j].src_ts == sorted[i].src_ts &&
+           sorted[j].dst_ts == sorted[i].dst_ts)
+      ++j;
+    if (j - i > 1)
+      std::sort(sorted.begin() + static_cast<std::ptrdiff_t>(i),
+                sorted.begin() + static_cast<std::ptrdiff_t>(j),
+                [](const Message& a, const Message& b) {
+                  if (a.src_node != b.src_node) return a.src_node < b.src_node;
+                  if (a.dst_node != b.dst_node) return a.dst_node < b.dst_node;
+                  return a.type < b.type;
+                });
+    i = j;
+  }
   pag.messages.swap(sorted);
 }
 
@@ -483,58 +502,113 @@ Pag build_pag(const Trace& trace, const PagOptions& options) {
     return NodeSlots{pag.node_ts.data() + s, pag.edge_type.data() + s, pag.edge_op.data() + s,
                      pag.edge_instance.data() + s};
   };
-  std::vector<HalfEdge> sends, recvs;
-  std::vector<IssueAt> issues;
   const int64_t h = options.gap_threshold_ns;
 
-  auto flush = [&](size_t w) {
-    WorkerScan& ws = scan[w];
-    uint32_t node = ws.builder.add(ws.pending, slots_of(w), issues, h);
-    for (uint32_t i : ws.pending_messages) {
-      const Event& e = events[i];
-      if (!e.has(kHasCorrelator) || !e.has(kHasRemote)) {
-        issues.push_back({e.ts, Issue::message_without_correlator});
-        continue;
+  // What one thread's share of the workers produced.
+  struct ScanOutput {
+    std::vector<HalfEdge> sends, recvs;
+    std::vector<IssueAt> issues;
+    size_t bad_event = SIZE_MAX;  // first event going back in time
+  };
+  // Scans all events, handling only workers [w_begin, w_end).
+  auto scan_workers = [&](uint32_t w_begin, uint32_t w_end, ScanOutput& out) {
+    // Fault in this thread's part of the node arrays in one call per array (cheaper than
+    // a page fault per 4 KiB, and done by each thread for its own part).
+    const size_t lo = pag.event_begin[w_begin], hi = pag.event_begin[w_end];
+    detail::prefault(pag.node_ts.data() + lo, (hi - lo) * sizeof(int64_t));
+    detail::prefault(pag.event_ts.data() + lo, (hi - lo) * sizeof(int64_t));
+    detail::prefault(pag.edge_op.data() + lo, (hi - lo) * sizeof(uint32_t));
+    detail::prefault(pag.edge_instance.data() + lo, (hi - lo) * sizeof(uint32_t));
+    detail::prefault(pag.edge_type.data() + lo, (hi - lo) * sizeof(uint8_t));
+    auto flush = [&](uint32_t w) {
+      WorkerScan& ws = scan[w];
+      uint32_t node = ws.builder.add(ws.pending, slots_of(w), out.issues, h);
+      for (uint32_t i : ws.pending_messages) {
+        const Event& e = events[i];
+        if (!e.has(kHasCorrelator) || !e.has(kHasRemote)) {
+          out.issues.push_back({e.ts, Issue::message_without_correlator});
+          continue;
+        }
+        if (e.kind == EventKind::send)
+          out.sends.push_back({e.worker, e.remote, e.correlator, e.ts, w, node, e.activity});
+        else
+          out.recvs.push_back({e.remote, e.worker, e.correlator, e.ts, w, node, e.activity});
       }
-      if (e.kind == EventKind::send)
-        sends.push_back(
-            {e.worker, e.remote, e.correlator, e.ts, static_cast<uint32_t>(w), node, e.activity});
-      else
-        recvs.push_back(
-            {e.remote, e.worker, e.correlator, e.ts, static_cast<uint32_t>(w), node, e.activity});
+      ws.pending_messages.clear();
+    };
+    uint32_t last = kNone, w = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const Event& e = events[i];
+      if (e.worker != last) {
+        last = e.worker;
+        w = final_of(e.worker);
+      }
+      if (w < w_begin || w >= w_end) continue;
+      WorkerScan& ws = scan[w];
+      if (ws.pending.empty || e.ts != ws.pending.ts) {
+        if (!ws.pending.empty) {
+          if (e.ts < ws.pending.ts) {
+            out.bad_event = i;
+            return;
+          }
+          flush(w);
+        }
+        ws.pending.reset(e.ts);
+      }
+      ws.pending.add(e);
+      if (e.is_message()) ws.pending_messages.push_back(static_cast<uint32_t>(i));
+      pag.event_ts[ws.slot + ws.events++] = e.ts;
+      ws.last_event = static_cast<uint32_t>(i);
     }
-    ws.pending_messages.clear();
+    for (uint32_t w2 = w_begin; w2 < w_end; ++w2) {
+      if (!scan[w2].pending.empty) flush(w2);
+      scan[w2].builder.finish(slots_of(w2), out.issues);
+    }
   };
 
-  last_id = kNone;
-  uint32_t w = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const Event& e = events[i];
-    if (e.worker != last_id) {
-      last_id = e.worker;
-      w = final_of(e.worker);
+  // Large traces: split the workers into contiguous groups of about equal event counts,
+  // one per thread. Every thread reads all events but handles only its workers, so the
+  // result is the same as with one thread.
+  unsigned threads = options.threads;
+  if (threads == 0)
+    threads = n >= (size_t{1} << 20)
+                  ? std::min(4u, std::max(1u, std::thread::hardware_concurrency()))
+                  : 1;
+  threads =
+      std::max(1u, std::min<unsigned>(threads, static_cast<unsigned>(std::max<size_t>(W, 1))));
+  std::vector<uint32_t> split = {0};
+  for (uint32_t w = 0, t = 1; w < W && t < threads; ++w)
+    if (pag.event_begin[w + 1] >= n * t / threads) {
+      split.push_back(w + 1);
+      ++t;
     }
-    WorkerScan& ws = scan[w];
-    if (ws.pending.empty || e.ts != ws.pending.ts) {
-      if (!ws.pending.empty) {
-        if (e.ts < ws.pending.ts)
-          throw TraceError(
-              trace.location(i), "order",
-              fmt::format("events of worker {} go back in time: ts {} after {} ({})", e.worker,
-                          e.ts, ws.pending.ts, trace.location(ws.last_event)));
-        flush(w);
-      }
-      ws.pending.reset(e.ts);
-    }
-    ws.pending.add(e);
-    if (e.is_message()) ws.pending_messages.push_back(static_cast<uint32_t>(i));
-    pag.event_ts[ws.slot + ws.events++] = e.ts;
-    ws.last_event = static_cast<uint32_t>(i);
+  split.push_back(static_cast<uint32_t>(W));
+  split.erase(std::unique(split.begin(), split.end()), split.end());
+  std::vector<ScanOutput> outputs(split.size() - 1);
+  {
+    std::vector<std::thread> pool;
+    for (size_t t = 1; t < outputs.size(); ++t)
+      pool.emplace_back(scan_workers, split[t], split[t + 1], std::ref(outputs[t]));
+    scan_workers(split[0], split[1], outputs[0]);
+    for (std::thread& th : pool) th.join();
   }
-  for (size_t w = 0; w < W; ++w) {
-    if (!scan[w].pending.empty) flush(w);
-    scan[w].builder.finish(slots_of(w), issues);
+  size_t bad = SIZE_MAX;
+  for (const ScanOutput& o : outputs) bad = std::min(bad, o.bad_event);
+  if (bad != SIZE_MAX) {
+    const Event& e = events[bad];
+    const WorkerScan& ws = scan[final_of(e.worker)];
+    throw TraceError(trace.location(bad), "order",
+                     fmt::format("events of worker {} go back in time: ts {} after {} ({})",
+                                 e.worker, e.ts, ws.pending.ts, trace.location(ws.last_event)));
   }
+  std::vector<HalfEdge> sends, recvs;
+  std::vector<IssueAt> issues;
+  for (ScanOutput& o : outputs) {
+    sends.insert(sends.end(), o.sends.begin(), o.sends.end());
+    recvs.insert(recvs.end(), o.recvs.begin(), o.recvs.end());
+    issues.insert(issues.end(), o.issues.begin(), o.issues.end());
+  }
+  outputs.clear();
 
   // Compact the node ranges in place (each moves left, in order).
   std::vector<uint32_t> node_base(W);

@@ -1,6 +1,7 @@
 // Vectors for the large flat arrays of the analysis (millions of elements): resize()
-// default-initializes instead of zeroing, so memory that is about to be written is
-// not first cleared (that memset, and its page faults, cost as much as the writes).
+// leaves new trivially copyable elements uninitialized instead of zeroing them, so
+// memory that is about to be written is not first cleared (that memset, and its page
+// faults, cost as much as the writes). Only resize() to sizes you then fill.
 //
 // Measured and rejected: madvise(MADV_HUGEPAGE) on these arrays. With the common
 // kernel setting defrag=madvise the faults compact memory synchronously and building
@@ -9,6 +10,7 @@
 
 #include <memory>
 #include <new>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -26,7 +28,11 @@ struct DefaultInitAllocator : std::allocator<T> {
 
   template <typename U>
   void construct(U* p) noexcept {
-    ::new (static_cast<void*>(p)) U;
+    // Types that memcpy may create (trivially copyable and destructible, e.g. Event) are
+    // left as they are even if they have default member initializers: the caller fills
+    // them. Others are default-initialized.
+    if constexpr (!(std::is_trivially_copyable_v<U> && std::is_trivially_destructible_v<U>))
+      ::new (static_cast<void*>(p)) U;
   }
   template <typename U, typename... Args>
   void construct(U* p, Args&&... args) {
