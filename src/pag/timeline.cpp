@@ -259,8 +259,9 @@ uint64_t key_hash(uint32_t s, uint32_t r, int64_t c) {
 
 // Hash join of the half messages of one partition (all of a key's are in one partition).
 // The k-th send of a key pairs with its k-th receive (both in time order).
-void join_partition(Pag& pag, std::span<const HalfEdge> sends, std::span<const HalfEdge> recvs,
-                    std::vector<IssueAt>& issues) {
+void join_partition(const Pag& pag, std::span<const HalfEdge> sends,
+                    std::span<const HalfEdge> recvs, std::vector<IssueAt>& issues,
+                    std::vector<Message>& messages) {
   struct Entry {
     uint32_t sender = 0, receiver = 0;
     int64_t correlator = 0;
@@ -322,7 +323,7 @@ void join_partition(Pag& pag, std::span<const HalfEdge> sends, std::span<const H
     else if (s.node == r.node)
       issues.push_back({s.ts, Issue::self_loop_message});
     else
-      pag.messages.push_back({s.node, r.node, s_ts, r_ts, s.worker, r.worker, s.type});
+      messages.push_back({s.node, r.node, s_ts, r_ts, s.worker, r.worker, s.type});
   }
   for (uint32_t k = 0; k < sends.size(); ++k)
     if (!paired[k]) issues.push_back({sends[k].ts, Issue::unmatched_send});
@@ -365,13 +366,37 @@ void match_messages(Pag& pag, std::vector<HalfEdge>& sends, std::vector<HalfEdge
   std::vector<size_t> send_begin, recv_begin;
   scatter(sends, send_begin);
   scatter(recvs, recv_begin);
-  pag.messages.reserve(std::min(sends.size(), recvs.size()));
-  for (size_t p = 0; p < parts; ++p)
-    join_partition(
-        pag,
-        std::span<const HalfEdge>(sends.data() + send_begin[p], send_begin[p + 1] - send_begin[p]),
-        std::span<const HalfEdge>(recvs.data() + recv_begin[p], recv_begin[p + 1] - recv_begin[p]),
-        issues);
+  // Partitions are independent: threads take contiguous ranges of them, and their
+  // outputs are concatenated in partition order.
+  const unsigned threads =
+      sends.size() + recvs.size() >= (size_t{1} << 18)
+          ? std::min<unsigned>({4u, std::max(1u, std::thread::hardware_concurrency()),
+                                static_cast<unsigned>(parts)})
+          : 1;
+  std::vector<std::vector<Message>> found(threads);
+  std::vector<std::vector<IssueAt>> found_issues(threads);
+  auto join_range = [&](unsigned t) {
+    for (size_t p = parts * t / threads; p < parts * (t + 1) / threads; ++p)
+      join_partition(pag,
+                     std::span<const HalfEdge>(sends.data() + send_begin[p],
+                                               send_begin[p + 1] - send_begin[p]),
+                     std::span<const HalfEdge>(recvs.data() + recv_begin[p],
+                                               recv_begin[p + 1] - recv_begin[p]),
+                     found_issues[t], found[t]);
+  };
+  {
+    std::vector<std::thread> pool;
+    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(join_range, t);
+    join_range(0);
+    for (std::thread& th : pool) th.join();
+  }
+  size_t total = 0;
+  for (const auto& f : found) total += f.size();
+  pag.messages.reserve(total);
+  for (unsigned t = 0; t < threads; ++t) {
+    pag.messages.insert(pag.messages.end(), found[t].begin(), found[t].end());
+    issues.insert(issues.end(), found_issues[t].begin(), found_issues[t].end());
+  }
   // Sort messages by (send time, receive time) with a stable radix sort.
   if (pag.messages.empty()) return;
   std::vector<KeyValue<uint32_t>> keys(pag.messages.size()), scratch;
