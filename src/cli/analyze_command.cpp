@@ -80,6 +80,9 @@ int run(const AnalyzeArgs& a) {
   if (progress) fmt::print(stderr, "\rbuilding the PAG of {} events...", trace.events.size());
   Pag pag = build_pag(trace, opt.pag);
   if (progress) fmt::print(stderr, "\r\033[K");
+  // The events are in the PAG now; their memory is reused for the windows.
+  const size_t event_count = trace.events.size();
+  BigVector<Event>().swap(trace.events);
   const auto t_pag = Clock::now();
   auto instant = [&](const std::string& text, const char* flag) {
     Instant i = parse_instant(text);
@@ -164,7 +167,7 @@ int run(const AnalyzeArgs& a) {
                "{:.3f}s, summaries {:.3f}s, render {:.3f}s; total {:.3f}s for {} events; "
                "peak_rss_kb={}\n",
                seconds(t0, t_read), seconds(t_read, t_pag), stage.snapshot_s, stage.cp_s,
-               stage.summary_s, stage.callback_s, seconds(t0, t_end), trace.events.size(),
+               stage.summary_s, stage.callback_s, seconds(t0, t_end), event_count,
                peak_rss_kb());
   }
   return 0;

@@ -20,10 +20,10 @@ struct CpResult {
   WideCount paths;         // N
   bool has_paths() const { return !paths.is_zero() && span_end > span_start; }
 
-  std::vector<WideCount> forward;   // f per node
-  std::vector<WideCount> backward;  // b per node
-  std::vector<double> timeline_cp;  // per node: CP of its outgoing timeline edge (0 if none)
-  std::vector<double> message_cp;   // per snapshot message edge
+  BigVector<WideCount> forward;   // f per node
+  BigVector<WideCount> backward;  // b per node
+  BigVector<double> timeline_cp;  // per node: CP of its outgoing timeline edge (0 if none)
+  BigVector<double> message_cp;   // per snapshot message edge
 
   uint64_t property1_violations = 0;  // nodes other than V_s with in-degree 0
   uint64_t zero_duration_cycles = 0;  // zero-duration messages dropped to break cycles
@@ -46,13 +46,13 @@ class CpComputer {
                                     uint64_t seed) const;
 
  private:
-  std::vector<uint32_t> out_begin_;  // CSR of message edges by source node
-  std::vector<uint32_t> out_msg_;
-  std::vector<uint32_t> msg_in_;  // incoming messages not yet processed
-  std::vector<uint8_t> pred_done_;
-  std::vector<uint32_t> ready_;
-  std::vector<uint32_t> order_;  // topological order
-  std::vector<uint8_t> msg_dropped_;
+  BigVector<uint32_t> out_begin_;  // CSR of message edges by source node
+  BigVector<uint32_t> out_msg_;
+  BigVector<uint32_t> msg_in_;  // incoming messages not yet processed
+  BigVector<uint8_t> pred_done_;
+  BigVector<uint32_t> ready_;
+  BigVector<uint32_t> order_;  // topological order
+  BigVector<uint8_t> msg_dropped_;
 };
 
 }  // namespace snailtrail

@@ -1,13 +1,18 @@
-// Vectors for the large flat arrays of the analysis (millions of elements): resize()
-// leaves new trivially copyable elements uninitialized instead of zeroing them, so
-// memory that is about to be written is not first cleared (that memset, and its page
-// faults, cost as much as the writes). Only resize() to sizes you then fill.
+// Vectors for the large flat arrays of the analysis (millions of elements).
 //
-// Measured and rejected: madvise(MADV_HUGEPAGE) on these arrays. With the common
-// kernel setting defrag=madvise the faults compact memory synchronously and building
-// the PAG of 7.7 M events took 3x longer.
+// - resize() leaves new trivially copyable elements uninitialized instead of zeroing
+//   them: memory that is about to be written is not first cleared.
+// - Blocks of 1 MiB and more come from a process-wide cache of mapped memory: a freed
+//   block is kept, already faulted in, and handed out again (split if much larger). On
+//   fresh memory the kernel maps and zeroes 4 KiB per page fault; for a 256 s window
+//   that was 265,000 faults and 45 % of the run (docs/PERFORMANCE.md).
+//
+// Measured and rejected: madvise(MADV_HUGEPAGE) on these arrays. With the common kernel
+// setting defrag=madvise the faults compact memory synchronously and building the PAG
+// of 7.7 M events took 3x longer.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <new>
 #include <type_traits>
@@ -16,16 +21,34 @@
 
 namespace snailtrail {
 
-template <typename T>
-struct DefaultInitAllocator : std::allocator<T> {
-  template <typename U>
-  struct rebind {
-    using other = DefaultInitAllocator<U>;
-  };
-  DefaultInitAllocator() = default;
-  template <typename U>
-  DefaultInitAllocator(const DefaultInitAllocator<U>&) noexcept {}
+namespace big_memory {
+constexpr size_t kMinBytes = size_t{1} << 20;
+// Returns at least `bytes` of page-aligned memory (bytes >= kMinBytes).
+void* allocate(size_t bytes);
+void deallocate(void* p, size_t bytes) noexcept;
+// Bytes currently cached (free, faulted in); for tests and diagnostics.
+size_t cached_bytes();
+}  // namespace big_memory
 
+template <typename T>
+struct BigAllocator {
+  using value_type = T;
+  BigAllocator() = default;
+  template <typename U>
+  BigAllocator(const BigAllocator<U>&) noexcept {}
+
+  T* allocate(size_t n) {
+    const size_t bytes = n * sizeof(T);
+    if (bytes >= big_memory::kMinBytes) return static_cast<T*>(big_memory::allocate(bytes));
+    return std::allocator<T>().allocate(n);
+  }
+  void deallocate(T* p, size_t n) noexcept {
+    const size_t bytes = n * sizeof(T);
+    if (bytes >= big_memory::kMinBytes)
+      big_memory::deallocate(p, bytes);
+    else
+      std::allocator<T>().deallocate(p, n);
+  }
   template <typename U>
   void construct(U* p) noexcept {
     // Types that memcpy may create (trivially copyable and destructible, e.g. Event) are
@@ -38,9 +61,13 @@ struct DefaultInitAllocator : std::allocator<T> {
   void construct(U* p, Args&&... args) {
     ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
   }
+  template <typename U>
+  bool operator==(const BigAllocator<U>&) const noexcept {
+    return true;
+  }
 };
 
 template <typename T>
-using BigVector = std::vector<T, DefaultInitAllocator<T>>;
+using BigVector = std::vector<T, BigAllocator<T>>;
 
 }  // namespace snailtrail
