@@ -167,8 +167,7 @@ int run(const AnalyzeArgs& a) {
                "{:.3f}s, summaries {:.3f}s, render {:.3f}s; total {:.3f}s for {} events; "
                "peak_rss_kb={}\n",
                seconds(t0, t_read), seconds(t_read, t_pag), stage.snapshot_s, stage.cp_s,
-               stage.summary_s, stage.callback_s, seconds(t0, t_end), event_count,
-               peak_rss_kb());
+               stage.summary_s, stage.callback_s, seconds(t0, t_end), event_count, peak_rss_kb());
   }
   return 0;
 }

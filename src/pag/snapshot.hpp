@@ -34,13 +34,13 @@ std::vector<Window> plan_windows(const Pag& pag, const WindowSpec& spec);
 // clipped messages of a worker with no timeline edge in the window come last.
 struct Snapshot {
   Window window;
-  BigVector<int64_t> ts;       // per node
-  BigVector<uint32_t> worker;  // per node, dense worker index
-  BigVector<uint32_t> edge;  // per node: global PAG node whose timeline edge leaves it, or kNone
+  BigVector<int64_t> ts;        // per node
+  BigVector<uint32_t> worker;   // per node, dense worker index
+  BigVector<uint32_t> edge;     // per node: global PAG node whose timeline edge leaves it, or kNone
   BigVector<uint32_t> msg_src;  // per message edge: snapshot nodes
   BigVector<uint32_t> msg_dst;
   BigVector<uint32_t> msg_index;  // index into Pag::messages
-  uint64_t events = 0;              // raw events in the window
+  uint64_t events = 0;            // raw events in the window
   size_t timeline_edges = 0;
 
   size_t node_count() const { return ts.size(); }

@@ -16,7 +16,9 @@ size_t page_size() {
   static const size_t p = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   return p;
 }
-size_t round_up(size_t bytes) { return (bytes + page_size() - 1) & ~(page_size() - 1); }
+size_t round_up(size_t bytes) {
+  return (bytes + page_size() - 1) & ~(page_size() - 1);
+}
 
 struct Cache {
   std::mutex mu;
