@@ -5,11 +5,6 @@
 namespace snailtrail {
 namespace {
 
-bool counts(const Pag& pag, const Snapshot& snap, uint32_t v) {
-  return snap.edge[v] != kNone &&
-         pag.edge_type[snap.edge[v]] != static_cast<uint8_t>(ActivityType::waiting);
-}
-
 // splitmix64: a tiny, well-mixed generator whose output is the same everywhere.
 struct Rng {
   uint64_t s;
@@ -24,7 +19,7 @@ struct Rng {
 
 }  // namespace
 
-void CpComputer::compute(const Pag& pag, const Snapshot& snap, CpResult& out) {
+void CpComputer::compute(const Snapshot& snap, CpResult& out) {
   const uint32_t n = static_cast<uint32_t>(snap.node_count());
   const uint32_t m = static_cast<uint32_t>(snap.msg_src.size());
   out.paths = WideCount();
@@ -83,7 +78,7 @@ void CpComputer::compute(const Pag& pag, const Snapshot& snap, CpResult& out) {
         WideCount f = out.forward[v];
         if (snap.ts[v] == out.span_start) f += WideCount::one();
         out.forward[v] = f;
-        const bool counted = counts(pag, snap, v);
+        const bool counted = snap.counts(v);
         for (uint32_t q = out_begin_[v]; q < out_begin_[v + 1]; ++q) {
           const uint32_t k = out_msg_[q];
           if (msg_dropped_[k]) continue;
@@ -122,7 +117,7 @@ void CpComputer::compute(const Pag& pag, const Snapshot& snap, CpResult& out) {
     uint32_t v = order_[i];
     WideCount b;
     if (snap.ts[v] == out.span_end) b = WideCount::one();
-    if (counts(pag, snap, v)) b += out.backward[v + 1];
+    if (snap.counts(v)) b += out.backward[v + 1];
     for (uint32_t q = out_begin_[v]; q < out_begin_[v + 1]; ++q) {
       uint32_t k = out_msg_[q];
       if (!msg_dropped_[k]) b += out.backward[snap.msg_dst[k]];
@@ -136,7 +131,7 @@ void CpComputer::compute(const Pag& pag, const Snapshot& snap, CpResult& out) {
   // CP_e = f(u) b(v) w(e) / (N (te - ts)).
   const double span = static_cast<double>(out.span_end - out.span_start);
   for (uint32_t v = 0; v + 1 < n; ++v) {
-    if (!counts(pag, snap, v)) continue;
+    if (!snap.counts(v)) continue;
     double share = ratio(out.forward[v] * out.backward[v + 1], out.paths);
     out.timeline_cp[v] = share * static_cast<double>(snap.ts[v + 1] - snap.ts[v]) / span;
   }
@@ -148,8 +143,8 @@ void CpComputer::compute(const Pag& pag, const Snapshot& snap, CpResult& out) {
   }
 }
 
-std::vector<uint32_t> CpComputer::sample_path(const Pag& pag, const Snapshot& snap,
-                                              const CpResult& r, uint64_t seed) const {
+std::vector<uint32_t> CpComputer::sample_path(const Snapshot& snap, const CpResult& r,
+                                              uint64_t seed) const {
   std::vector<uint32_t> path;
   if (!r.has_paths()) return path;
   Rng rng{seed};
@@ -173,7 +168,7 @@ std::vector<uint32_t> CpComputer::sample_path(const Pag& pag, const Snapshot& sn
       if (u < 0) break;
     }
     uint32_t next = kNone, next_edge = kNone;
-    if (counts(pag, snap, v) && !r.backward[v + 1].is_zero()) {
+    if (snap.counts(v) && !r.backward[v + 1].is_zero()) {
       next = v + 1;
       next_edge = v;
       u -= ratio(r.backward[v + 1], bv);

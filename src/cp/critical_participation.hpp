@@ -37,13 +37,12 @@ inline WideCount timeline_centrality(const CpResult& r, uint32_t v) {
 class CpComputer {
  public:
   // Computes path counts and CP for one snapshot. Reuses internal buffers.
-  void compute(const Pag& pag, const Snapshot& snap, CpResult& out);
+  void compute(const Snapshot& snap, CpResult& out);
 
   // Samples one transient critical path uniformly at random (DESIGN.md §2) and returns
   // its edges: timeline edges as their source node v, messages as ~message index.
   // Empty when the snapshot has no path.
-  std::vector<uint32_t> sample_path(const Pag& pag, const Snapshot& snap, const CpResult& r,
-                                    uint64_t seed) const;
+  std::vector<uint32_t> sample_path(const Snapshot& snap, const CpResult& r, uint64_t seed) const;
 
  private:
   BigVector<uint32_t> out_begin_;  // CSR of message edges by source node

@@ -76,7 +76,10 @@ class WideCount {
     int64_t e = a.exp_ - b.exp_;
     if (e < -1100) return 0;
     if (e > 1100) return HUGE_VAL;
-    return std::ldexp(a.mant_ / b.mant_, static_cast<int>(e));
+    const double q = a.mant_ / b.mant_;  // in (0.5, 2)
+    if (e >= -1022 && e <= 1023)         // 2^e from its bit pattern: exact, no libm call
+      return q * std::bit_cast<double>(static_cast<uint64_t>(e + 1023) << 52);
+    return std::ldexp(q, static_cast<int>(e));
   }
 
   friend bool operator==(const WideCount& a, const WideCount& b) {

@@ -47,6 +47,7 @@ void Snapshotter::build(const Window& win, Snapshot& out) {
   out.ts.clear();
   out.worker.clear();
   out.edge.clear();
+  out.type.clear();
   out.msg_src.clear();
   out.msg_dst.clear();
   out.msg_index.clear();
@@ -91,15 +92,18 @@ void Snapshotter::build(const Window& win, Snapshot& out) {
     out.ts.push_back(r.first_ts);
     out.worker.push_back(static_cast<uint32_t>(w));
     out.edge.push_back(i);
+    out.type.push_back(pag_.edge_type[i]);
     uint32_t j = i + 1;
     for (; j + 1 < last && pag_.node_ts[j] < te; ++j) {
       out.ts.push_back(pag_.node_ts[j]);
       out.worker.push_back(static_cast<uint32_t>(w));
       out.edge.push_back(j);
+      out.type.push_back(pag_.edge_type[j]);
     }
     out.ts.push_back(std::min(pag_.node_ts[j], te));
     out.worker.push_back(static_cast<uint32_t>(w));
     out.edge.push_back(kNone);
+    out.type.push_back(kNoEdge);
     out.timeline_edges += j - i;
     r.last_node = j;
     r.last_ts = out.ts.back();
@@ -153,6 +157,7 @@ void Snapshotter::build(const Window& win, Snapshot& out) {
         out.ts.push_back(extras_[k].ts);
         out.worker.push_back(extras_[k].worker);
         out.edge.push_back(kNone);
+        out.type.push_back(kNoEdge);
       }
       uint32_t node = static_cast<uint32_t>(out.ts.size() - 1);
       (extras_[k].is_src ? out.msg_src : out.msg_dst)[extras_[k].msg] = node;

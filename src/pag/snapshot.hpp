@@ -37,6 +37,7 @@ struct Snapshot {
   BigVector<int64_t> ts;        // per node
   BigVector<uint32_t> worker;   // per node, dense worker index
   BigVector<uint32_t> edge;     // per node: global PAG node whose timeline edge leaves it, or kNone
+  BigVector<uint8_t> type;      // per node: ActivityType of the edge leaving it, or kNoEdge
   BigVector<uint32_t> msg_src;  // per message edge: snapshot nodes
   BigVector<uint32_t> msg_dst;
   BigVector<uint32_t> msg_index;  // index into Pag::messages
@@ -46,6 +47,10 @@ struct Snapshot {
   size_t node_count() const { return ts.size(); }
   size_t edge_count() const { return timeline_edges + msg_src.size(); }
   bool has_timeline_edge(uint32_t v) const { return edge[v] != kNone; }
+  // A timeline edge that can lie on a critical path (waiting edges cannot).
+  bool counts(uint32_t v) const {
+    return type[v] != kNoEdge && type[v] != static_cast<uint8_t>(ActivityType::waiting);
+  }
 };
 
 // Cuts consecutive windows out of a PAG. Windows must be requested in increasing

@@ -33,13 +33,13 @@ void analyze_pag(const Pag& pag, const AnalysisOptions& options,
     lap(nullptr);
     snapshotter.build(windows[i], snap);
     lap(times ? &times->snapshot_s : nullptr);
-    computer.compute(pag, snap, cp);
+    computer.compute(snap, cp);
     sampled.clear();
     if (options.sample_single_path) {
       // One independent stream per window so results do not depend on which windows ran.
       uint64_t seed =
           options.summary.seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(windows[i].start);
-      sampled = computer.sample_path(pag, snap, cp, seed);
+      sampled = computer.sample_path(snap, cp, seed);
     }
     lap(times ? &times->cp_s : nullptr);
     summary.index = i;
@@ -73,12 +73,12 @@ class WindowAnalyzer {
     };
     snapshotter_.build(window, snap_);
     lap(times_.snapshot_s);
-    computer_.compute(pag_, snap_, cp_);
+    computer_.compute(snap_, cp_);
     sampled_.clear();
     if (options_.sample_single_path) {
       uint64_t seed =
           options_.summary.seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(window.start);
-      sampled_ = computer_.sample_path(pag_, snap_, cp_, seed);
+      sampled_ = computer_.sample_path(snap_, cp_, seed);
     }
     lap(times_.cp_s);
     summary_.index = index;

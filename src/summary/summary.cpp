@@ -91,7 +91,7 @@ struct Accumulator {
   }
 };
 
-void count_property2(const Snapshot& snap, const Pag& pag, const CpResult& cp, Diagnostics& d) {
+void count_property2(const Snapshot& snap, const CpResult& cp, Diagnostics& d) {
   // Intervals covered by some non-waiting activity or message in flight; every
   // uncovered stretch of [span_start, span_end] is a Property 2 violation.
   static thread_local std::vector<KeyValue<int64_t>> busy, scratch;  // (start, end)
@@ -99,7 +99,7 @@ void count_property2(const Snapshot& snap, const Pag& pag, const CpResult& cp, D
   const size_t n = snap.node_count();
   const int64_t base = cp.span_start;
   for (size_t v = 0; v + 1 < n; ++v) {
-    if (snap.edge[v] == kNone || pag.edge_type[snap.edge[v]] == kWaiting) continue;
+    if (snap.edge[v] == kNone || snap.type[v] == kWaiting) continue;
     const int64_t s = snap.ts[v], e = snap.ts[v + 1];
     // Merge runs of consecutive busy edges of one worker.
     if (!busy.empty() && busy.back().value == s && v > 0 && snap.edge[v - 1] != kNone)
@@ -198,7 +198,7 @@ void Summarizer::summarize(const Snapshot& snap, const CpResult& cp,
     if (snap.edge[v] != kNone) {
       double w = static_cast<double>(snap.ts[v + 1] - snap.ts[v]);
       timeline_total += w;
-      uint8_t t = pag_.edge_type[snap.edge[v]];
+      uint8_t t = snap.type[v];
       if (t == kUnknown) unknown += w;
       if (t == kWaiting) waiting += w;
     }
@@ -229,7 +229,7 @@ void Summarizer::summarize(const Snapshot& snap, const CpResult& cp,
   for (size_t v = 0; v + 1 < n; ++v) {
     if (snap.edge[v] == kNone) continue;
     const uint32_t g = snap.edge[v];
-    const uint8_t type = pag_.edge_type[g];
+    const uint8_t type = snap.type[v];
     const uint32_t w = snap.worker[v];
     const double dur = static_cast<double>(snap.ts[v + 1] - snap.ts[v]);
     const double c = cp.timeline_cp[v];
@@ -288,13 +288,13 @@ void Summarizer::summarize(const Snapshot& snap, const CpResult& cp,
         continue;
       }
       const uint32_t g = snap.edge[v];
-      TopActivity a{snap.worker[v],   kNone,      static_cast<ActivityType>(pag_.edge_type[g]),
+      TopActivity a{snap.worker[v],   kNone,      static_cast<ActivityType>(snap.type[v]),
                     pag_.edge_op[g],  snap.ts[v], snap.ts[v + 1],
                     cp.timeline_cp[v]};
       size_t u = v + 1;
       while (u + 1 < n && snap.edge[u] != kNone &&
              pag_.edge_instance[snap.edge[u]] == pag_.edge_instance[g] &&
-             pag_.edge_type[snap.edge[u]] == pag_.edge_type[g]) {
+             snap.type[u] == snap.type[v]) {
         a.end = snap.ts[u + 1];
         a.cp += cp.timeline_cp[u];
         ++u;
@@ -319,7 +319,7 @@ void Summarizer::summarize(const Snapshot& snap, const CpResult& cp,
   d.zero_duration_cycles = cp.zero_duration_cycles;
   d.unknown_share = timeline_total > 0 ? unknown / timeline_total : 0;
   d.waiting_share = timeline_total > 0 ? waiting / timeline_total : 0;
-  if (n > 0) count_property2(snap, pag_, cp, d);
+  if (n > 0) count_property2(snap, cp, d);
   const auto& issues = pag_.issues;
   while (issue_cursor_ < issues.size() && issues[issue_cursor_].ts < snap.window.start)
     ++issue_cursor_;
