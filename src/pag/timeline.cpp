@@ -342,30 +342,38 @@ void join_partition(const Pag& pag, std::span<const HalfEdge> sends,
 // Matches sends with receives by (sender, receiver, correlator): the half messages are
 // scattered into partitions by key hash so that each partition's hash table stays in
 // cache (a radix-partitioned hash join), then messages are sorted by send time.
-void match_messages(Pag& pag, std::vector<HalfEdge>& sends, std::vector<HalfEdge>& recvs,
-                    std::vector<IssueAt>& issues) {
+void match_messages(Pag& pag, std::vector<std::vector<HalfEdge>>& send_lists,
+                    std::vector<std::vector<HalfEdge>>& recv_lists, std::vector<IssueAt>& issues) {
+  size_t n_sends = 0;
+  for (const auto& l : send_lists) n_sends += l.size();
   int bits = 0;
-  while (bits < 10 && (sends.size() >> bits) > 4096) ++bits;
+  while (bits < 10 && (n_sends >> bits) > 4096) ++bits;
   const size_t parts = size_t{1} << bits;
   auto part_of = [&](const HalfEdge& h) -> size_t {
     return bits == 0 ? 0 : key_hash(h.sender, h.receiver, h.correlator) >> (64 - bits);
   };
-  auto scatter = [&](std::vector<HalfEdge>& v, std::vector<size_t>& begin) {
+  // Scatters the lists (one per scanning thread) into partitions; stable, so each key's
+  // half messages, which all come from one worker and so from one list, keep time order.
+  auto scatter = [&](std::vector<std::vector<HalfEdge>>& lists, std::vector<HalfEdge>& out,
+                     std::vector<size_t>& begin) {
     begin.assign(parts + 1, 0);
-    if (parts == 1) {
-      begin[1] = v.size();
-      return;
+    size_t total = 0;
+    for (const auto& l : lists) {
+      total += l.size();
+      for (const HalfEdge& h : l) ++begin[part_of(h) + 1];
     }
-    for (const HalfEdge& h : v) ++begin[part_of(h) + 1];
     for (size_t p = 0; p < parts; ++p) begin[p + 1] += begin[p];
-    std::vector<HalfEdge> out(v.size());
+    out.resize(total);
     std::vector<size_t> fill(begin.begin(), begin.end() - 1);
-    for (const HalfEdge& h : v) out[fill[part_of(h)]++] = h;  // stable: keeps time order
-    v.swap(out);
+    for (auto& l : lists) {
+      for (const HalfEdge& h : l) out[fill[part_of(h)]++] = h;
+      std::vector<HalfEdge>().swap(l);
+    }
   };
+  std::vector<HalfEdge> sends, recvs;
   std::vector<size_t> send_begin, recv_begin;
-  scatter(sends, send_begin);
-  scatter(recvs, recv_begin);
+  scatter(send_lists, sends, send_begin);
+  scatter(recv_lists, recvs, recv_begin);
   // Partitions are independent: threads take contiguous ranges of them, and their
   // outputs are concatenated in partition order.
   const unsigned threads =
@@ -626,11 +634,11 @@ Pag build_pag(const Trace& trace, const PagOptions& options) {
                      fmt::format("events of worker {} go back in time: ts {} after {} ({})",
                                  e.worker, e.ts, ws.pending.ts, trace.location(ws.last_event)));
   }
-  std::vector<HalfEdge> sends, recvs;
+  std::vector<std::vector<HalfEdge>> send_lists, recv_lists;
   std::vector<IssueAt> issues;
   for (ScanOutput& o : outputs) {
-    sends.insert(sends.end(), o.sends.begin(), o.sends.end());
-    recvs.insert(recvs.end(), o.recvs.begin(), o.recvs.end());
+    send_lists.push_back(std::move(o.sends));
+    recv_lists.push_back(std::move(o.recvs));
     issues.insert(issues.end(), o.issues.begin(), o.issues.end());
   }
   outputs.clear();
@@ -660,10 +668,11 @@ Pag build_pag(const Trace& trace, const PagOptions& options) {
   pag.edge_type.resize(total);
   pag.edge_op.resize(total);
   pag.edge_instance.resize(total);
-  for (auto* list : {&sends, &recvs})
-    for (HalfEdge& e : *list) e.node += node_base[e.worker];
+  for (auto* lists : {&send_lists, &recv_lists})
+    for (auto& list : *lists)
+      for (HalfEdge& e : list) e.node += node_base[e.worker];
 
-  match_messages(pag, sends, recvs, issues);
+  match_messages(pag, send_lists, recv_lists, issues);
   std::stable_sort(issues.begin(), issues.end(), [](const IssueAt& a, const IssueAt& b) {
     return a.ts != b.ts ? a.ts < b.ts : a.issue < b.issue;
   });
