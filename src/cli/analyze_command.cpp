@@ -47,6 +47,11 @@ uint64_t peak_rss_kb() {
 }
 
 Trace load(const std::string& path, const std::string& importer) {
+  if (importer == "auto" && path.size() > 5 && path.ends_with(".toml"))
+    throw TraceError(
+        path, "file name",
+        "this looks like a simulator scenario, not a trace: run `snailtrail simulate " + path +
+            " -o trace.snail` and analyze trace.snail");
   if (importer == "auto") return read_trace(path);
   if (importer == "jsonl") return read_trace(path, TraceFormat::jsonl);
   if (importer == "snail") return read_trace(path, TraceFormat::snail);
