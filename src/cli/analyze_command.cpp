@@ -111,6 +111,11 @@ int run(const AnalyzeArgs& a) {
   TableContext ctx{a.trace, a.window, a.top, 12, a.per_window, pag.first_ts};
   if (a.format == "csv") write_csv_header(out.buf());
 
+  if (plan_windows(pag, opt.windows).empty())
+    fmt::print(stderr,
+               "snailtrail: warning: no window to analyze: the trace spans [{}, {}] ns, "
+               "outside --from/--to\n",
+               pag.first_ts, pag.last_ts);
   // Windows are rendered on worker threads; output is written here, in window order.
   const unsigned threads =
       a.threads > 0 ? a.threads : std::max(1u, std::thread::hardware_concurrency());
