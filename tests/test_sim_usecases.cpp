@@ -44,6 +44,52 @@ INSTANTIATE_TEST_SUITE_P(SimSkew, SimStraggler,
                            return n.substr(n.rfind('-') + 1);
                          });
 
+// The hot key can be owned by any instance; the analysis must find whichever it is.
+TEST(SimStragglerAnywhere, HotKeyOnAnotherInstance) {
+  for (uint32_t hot : {1u, 3u}) {
+    sim::Scenario sc = sim::load_scenario(testing::example_path("wordcount-skew-50"));
+    for (sim::EdgeSpec& e : sc.edges)
+      if (e.skew > 0) e.hot_instance = hot;
+    sim::Overrides o;
+    o.duration_ns = 10 * kSec;
+    sim::apply_overrides(sc, o);
+    sim::SimResult r = sim::simulate(sc);
+    ASSERT_EQ(r.truth.hot_worker.value_or("none"), "count-" + std::to_string(hot));
+    const testing::Sums s = analyze_sums(r.trace, kSec);
+    const auto cp = ranked(s.worker_cp);
+    ASSERT_GE(cp.size(), 2u);
+    EXPECT_EQ(cp[0].first, *r.truth.hot_worker) << "CP: " << describe(cp);
+    EXPECT_GE(cp[0].second, 1.5 * cp[1].second) << "CP: " << describe(cp);
+  }
+}
+
+TEST(SimScenarioHotInstance, MustBeBelowParallelismAndNeedsHash) {
+  const std::string base = R"(
+name = "x"
+model = "pipelined"
+duration = "1s"
+[[operators]]
+name = "a"
+parallelism = 2
+rate = "100/s"
+cost.input = "10us"
+[[operators]]
+name = "b"
+parallelism = 2
+cost.processing = "10us"
+[[edges]]
+from = "a"
+to = "b"
+)";
+  EXPECT_NO_THROW(sim::parse_scenario(
+      base + "partitioning = \"hash\"\nskew = 0.5\nhot_instance = 1\n", "t.toml"));
+  EXPECT_THROW(sim::parse_scenario(base + "partitioning = \"hash\"\nhot_instance = 2\n", "t.toml"),
+               sim::ScenarioError);
+  EXPECT_THROW(
+      sim::parse_scenario(base + "partitioning = \"round_robin\"\nhot_instance = 1\n", "t.toml"),
+      sim::ScenarioError);
+}
+
 // Fig. 3.11a/b: with two flatmap instances for four sources (or even one), the operator
 // summary ranks the flatmap first.
 class SimUnderProvisioned : public ::testing::TestWithParam<const char*> {};

@@ -84,6 +84,7 @@ struct InChannel {
 struct OutEdge {
   Partitioning partitioning;
   double skew;
+  uint32_t hot;      // channel (relative to first) that owns the hot key
   uint32_t first;    // first channel of this edge in Instance::out
   uint32_t targets;  // number of channels
   uint32_t rr = 0;   // round-robin cursor
@@ -175,7 +176,12 @@ class Pipelined {
       const uint32_t pt = s_.operators[e.to].parallelism;
       for (uint32_t i = 0; i < pf; ++i) {
         Instance& snd = inst_[first[e.from] + i];
-        OutEdge oe{e.partitioning, e.skew, static_cast<uint32_t>(snd.out.size()), 0, 0};
+        OutEdge oe{e.partitioning,
+                   e.skew,
+                   e.hot_instance % pt,
+                   static_cast<uint32_t>(snd.out.size()),
+                   0,
+                   0};
         for (uint32_t j = 0; j < pt; ++j) {
           if (e.partitioning == Partitioning::forward && j != i) continue;
           const uint32_t tw = first[e.to] + j;
@@ -260,7 +266,7 @@ class Pipelined {
       const uint64_t base = rest / k, rem = rest % k;
       for (uint32_t j = 0; j < k; ++j) {
         const uint32_t pos = (j + k - start) % k;  // position relative to the start
-        const uint64_t cnt = base + (pos < rem ? 1 : 0) + (j == 0 ? hot : 0);
+        const uint64_t cnt = base + (pos < rem ? 1 : 0) + (j == e.hot ? hot : 0);
         if (cnt > 0) place(x.out[e.first + j], cnt, t);
       }
     }

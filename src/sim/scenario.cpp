@@ -521,7 +521,7 @@ Scenario parse_scenario(std::string_view text, const std::string& source) {
       std::string key = "edges[" + std::to_string(i) + "]";
       if (!ea[i].is_table()) r.fail(&ea[i], key, "must be a table");
       const toml::table& t = *ea[i].as_table();
-      r.check_keys(t, key, {"from", "to", "partitioning", "skew"});
+      r.check_keys(t, key, {"from", "to", "partitioning", "skew", "hot_instance"});
       EdgeSpec e;
       for (const char* end : {"from", "to"}) {
         auto name = r.string(t, end, key);
@@ -540,6 +540,15 @@ Scenario parse_scenario(std::string_view text, const std::string& source) {
         if (e.partitioning != Partitioning::hash && *v > 0)
           r.fail(t.get("skew"), key + ".skew", "skew needs partitioning = \"hash\"");
         e.skew = *v;
+      }
+      if (auto v = r.count(t, "hot_instance", key, 0, 1u << 20)) {
+        if (e.partitioning != Partitioning::hash)
+          r.fail(t.get("hot_instance"), key + ".hot_instance",
+                 "hot_instance needs partitioning = \"hash\"");
+        if (*v >= s.operators[e.to].parallelism)
+          r.fail(t.get("hot_instance"), key + ".hot_instance",
+                 "must be below the parallelism of '" + s.operators[e.to].name + "'");
+        e.hot_instance = static_cast<uint32_t>(*v);
       }
       s.edges.push_back(e);
     }

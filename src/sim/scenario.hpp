@@ -59,7 +59,9 @@ struct EdgeSpec {
   uint32_t from = 0;  // operator indices
   uint32_t to = 0;
   Partitioning partitioning = Partitioning::round_robin;
-  double skew = 0;  // hash: share of records that carry the hot key (go to instance 0)
+  double skew = 0;            // hash: share of records that carry the hot key
+  uint32_t hot_instance = 0;  // hash: the instance of `to` that owns the hot key (pipelined;
+                              // taken modulo the parallelism)
 };
 
 struct NetworkSpec {

@@ -187,7 +187,8 @@ Truth expected_truth(const Scenario& s) {
       if (!t.hot_worker && s.edges[e].partitioning == Partitioning::hash && s.edges[e].skew > 0) {
         switch (s.model) {
           case Model::pipelined:
-            t.hot_worker = s.operators[op].name + "-0";
+            t.hot_worker = s.operators[op].name + "-" +
+                           std::to_string(s.edges[e].hot_instance % s.operators[op].parallelism);
             break;
           case Model::microbatch:
             t.hot_worker = "executor-0";
