@@ -204,5 +204,33 @@ TEST(CpExamples, SimultaneousEventsOnDifferentWorkers) {
   EXPECT_NEAR(sum, 1.0, 1e-12);
 }
 
+// The single-path baseline samples transient critical paths uniformly: on a snapshot
+// with N = 6 paths of different shapes, each path comes up with frequency 1/6.
+TEST(CpExamples, SampledSinglePathIsUniform) {
+  TraceBuilder b;
+  b.activity(0, P, 0, 2).activity(0, P, 2, 4).activity(0, P, 4, 6);
+  b.activity(1, P, 0, 3).activity(1, P, 3, 6);
+  b.activity(2, P, 0, 6);
+  b.message(0, 2, 1, 3, 1).message(1, 3, 0, 4, 2).message(2, 1, 0, 2, 3);
+  Trace trace = b.build();
+  Pag pag = build_pag(trace);
+  std::vector<Window> windows = plan_windows(pag, WindowSpec{});
+  ASSERT_EQ(windows.size(), 1u);
+  Snapshotter snapshotter(pag);
+  Snapshot snap;
+  snapshotter.build(windows[0], snap);
+  CpComputer computer;
+  CpResult cp;
+  computer.compute(snap, cp);
+  const double n = cp.paths.to_double();
+  ASSERT_GE(n, 4.0);
+  std::map<std::vector<uint32_t>, int> seen;
+  const int draws = 60000;
+  for (int i = 0; i < draws; ++i) ++seen[computer.sample_path(snap, cp, 1000 + i)];
+  EXPECT_EQ(static_cast<double>(seen.size()), n);  // every path, and only paths
+  for (const auto& [path, count] : seen)
+    EXPECT_NEAR(count / static_cast<double>(draws), 1.0 / n, 0.01);
+}
+
 }  // namespace
 }  // namespace snailtrail
