@@ -295,8 +295,9 @@ bool is_json_number(std::string_view tok) {
 
 class JsonlReader {
  public:
-  JsonlReader(const char* data, size_t len, const std::string& source)
-      : data_(data), len_(len), source_(source) {}
+  JsonlReader(const char* data, size_t len, const std::string& source,
+              LenientStats* lenient = nullptr, uint64_t first_line = 1)
+      : data_(data), len_(len), source_(source), line_(first_line - 1), lenient_(lenient) {}
 
   Trace run() {
     Trace trace;
@@ -314,7 +315,19 @@ class JsonlReader {
       const void* nl = std::memchr(begin, '\n', len_ - pos);
       const size_t end = nl ? static_cast<size_t>(static_cast<const char*>(nl) - data_) : len_;
       const size_t line_len = end - pos;
-      if (!is_blank(begin, line_len)) parse_line(begin, line_len, trace);
+      if (!is_blank(begin, line_len)) {
+        if (!lenient_) {
+          parse_line(begin, line_len, trace);
+        } else {
+          // A bad line is skipped and counted; a line adds its event only when it is
+          // complete and valid, so nothing of it remains.
+          try {
+            parse_line(begin, line_len, trace);
+          } catch (const TraceError& e) {
+            if (lenient_->bad_lines++ == 0) lenient_->first_error = e.what();
+          }
+        }
+      }
       pos = end + 1;
     }
     return trace;
@@ -636,6 +649,7 @@ class JsonlReader {
   size_t len_;
   const std::string& source_;
   uint64_t line_ = 0;
+  LenientStats* lenient_ = nullptr;
   od::parser parser_;
 };
 
@@ -673,6 +687,14 @@ Trace parse_jsonl_padded(const char* data, size_t len, const std::string& source
 }
 
 }  // namespace detail
+
+Trace parse_jsonl_lenient(std::string_view text, const std::string& source, LenientStats& stats,
+                          uint64_t first_line) {
+  std::unique_ptr<char[]> buf(new char[text.size() + detail::kJsonPadding]);
+  if (!text.empty()) std::memcpy(buf.get(), text.data(), text.size());
+  std::memset(buf.get() + text.size(), 0, detail::kJsonPadding);
+  return JsonlReader(buf.get(), text.size(), source, &stats, first_line).run();
+}
 
 Trace parse_jsonl(std::string_view text, const std::string& source) {
   // simdjson needs readable padding after the input; copy once into a padded buffer.

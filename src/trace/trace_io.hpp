@@ -13,6 +13,15 @@ namespace snailtrail {
 // Parse JSONL text. `source` names the input in errors. Throws TraceError.
 Trace parse_jsonl(std::string_view text, const std::string& source);
 
+// Lenient JSONL for live streams: malformed lines are skipped and counted instead of
+// stopping the parse. `first_line` numbers the first line (for messages).
+struct LenientStats {
+  uint64_t bad_lines = 0;
+  std::string first_error;  // the first skipped line's problem
+};
+Trace parse_jsonl_lenient(std::string_view text, const std::string& source, LenientStats& stats,
+                          uint64_t first_line = 1);
+
 // Parse a .snail binary image. Throws TraceError naming the byte offset.
 Trace parse_snail(std::span<const uint8_t> bytes, const std::string& source);
 

@@ -1,0 +1,155 @@
+#include "trace/stream_decoder.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "trace/trace_io.hpp"
+
+namespace snailtrail {
+namespace {
+
+constexpr char kMagic[8] = {'S', 'N', 'A', 'I', 'L', 'T', 'R', 'C'};
+constexpr size_t kHeaderSize = 16;
+constexpr size_t kBlockHeaderSize = 16;
+constexpr uint32_t kMaxBlockRecords = 1u << 25;
+constexpr size_t kMaxBlockBytes = size_t{1} << 31;
+// A JSONL "line" longer than this without a newline is not a trace line: it is
+// skipped (up to the next newline) rather than buffered without bound.
+constexpr size_t kMaxLine = size_t{1} << 20;
+
+uint32_t load_u32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+}  // namespace
+
+void StreamDecoder::note(const std::string& what) {
+  if (stats_.first_error.empty()) stats_.first_error = what;
+}
+
+void StreamDecoder::merge(Trace& from, Trace& out) {
+  stats_.events += from.events.size();
+  out.events.insert(out.events.end(), from.events.begin(), from.events.end());
+  for (auto& [id, name] : from.worker_names) out.worker_names[id] = std::move(name), ++stats_.metadata;
+  for (auto& [id, name] : from.operator_names)
+    out.operator_names[id] = std::move(name), ++stats_.metadata;
+}
+
+bool StreamDecoder::feed(std::span<const uint8_t> bytes, Trace& out) {
+  if (broken()) return false;
+  stats_.bytes += bytes.size();
+  pending_.insert(pending_.end(), bytes.begin(), bytes.end());
+  if (format_ == Format::unknown) {
+    const size_t n = std::min(pending_.size(), sizeof(kMagic));
+    if (std::memcmp(pending_.data(), kMagic, n) != 0)
+      format_ = Format::jsonl;
+    else if (n == sizeof(kMagic))
+      format_ = Format::snail;
+    else
+      return true;  // a prefix of the magic: wait for more
+  }
+  if (format_ == Format::jsonl)
+    decode_jsonl(out, false);
+  else
+    decode_snail(out);
+  return !broken();
+}
+
+void StreamDecoder::finish(Trace& out) {
+  if (broken()) return;
+  if (format_ == Format::jsonl || (format_ == Format::unknown && !pending_.empty())) {
+    format_ = Format::jsonl;
+    decode_jsonl(out, true);
+  } else if (format_ == Format::snail && !pending_.empty()) {
+    ++stats_.truncated;
+    note(source_ + ": byte " + std::to_string(consumed_) + ": stream ends inside a block (" +
+         std::to_string(pending_.size()) + " bytes)");
+    consumed_ += pending_.size();
+    pending_.clear();
+  }
+}
+
+void StreamDecoder::decode_jsonl(Trace& out, bool at_end) {
+  // Only whole lines are decoded; the rest waits for more bytes.
+  auto nl = std::find(pending_.rbegin(), pending_.rend(), uint8_t{'\n'});
+  size_t complete = nl == pending_.rend() ? 0 : static_cast<size_t>(pending_.rend() - nl);
+  if (complete == 0 && !at_end) {
+    if (pending_.size() > kMaxLine) {
+      ++stats_.bad_lines;
+      note(source_ + ": line " + std::to_string(line_) + ": longer than " +
+           std::to_string(kMaxLine) + " bytes; skipped");
+      consumed_ += pending_.size();
+      pending_.clear();
+    }
+    return;
+  }
+  if (at_end) complete = pending_.size();
+  if (complete == 0) return;
+  const std::string_view text(reinterpret_cast<const char*>(pending_.data()), complete);
+  LenientStats lenient;
+  Trace part = parse_jsonl_lenient(text, source_, lenient, line_);
+  // At the end of the stream, a last line without newline that does not parse was cut off.
+  const bool cut = at_end && !text.empty() && text.back() != '\n' && lenient.bad_lines > 0 &&
+                   text.find('\n') == std::string_view::npos;
+  if (cut) {
+    ++stats_.truncated;
+    note(source_ + ": line " + std::to_string(line_) + ": stream ends inside this line");
+  } else {
+    stats_.bad_lines += lenient.bad_lines;
+    if (lenient.bad_lines) note(lenient.first_error);
+  }
+  merge(part, out);
+  line_ += static_cast<uint64_t>(std::count(text.begin(), text.end(), '\n'));
+  consumed_ += complete;
+  pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(complete));
+}
+
+void StreamDecoder::decode_snail(Trace& out) {
+  size_t pos = 0;
+  auto fail = [&](const std::string& what) {
+    broken_reason_ = source_ + ": byte " + std::to_string(consumed_ + pos) + ": " + what;
+    note(broken_reason_);
+  };
+  if (!header_seen_) {
+    if (pending_.size() < kHeaderSize) return;
+    if (load_u32(pending_.data() + 8) != 1) return fail("unsupported .snail version");
+    if (load_u32(pending_.data() + 12) != 0) return fail("reserved header field is not 0");
+    header_seen_ = true;
+    pos = kHeaderSize;
+  }
+  std::vector<uint8_t> image;
+  while (pending_.size() - pos >= kBlockHeaderSize) {
+    const uint8_t* h = pending_.data() + pos;
+    const uint32_t kind = load_u32(h), codec = load_u32(h + 4), count = load_u32(h + 8),
+                   stored = load_u32(h + 12);
+    // Without a sane block header the framing is lost: stop.
+    if (kind != 1 && kind != 2) return fail("unknown block kind " + std::to_string(kind));
+    if (codec > 1) return fail("unknown codec " + std::to_string(codec));
+    if (count > kMaxBlockRecords || stored > kMaxBlockBytes)
+      return fail("implausible block size (" + std::to_string(count) + " records, " +
+                  std::to_string(stored) + " bytes)");
+    if (kind == 1 && codec == 0 && uint64_t{count} * sizeof(Event) != stored)
+      return fail("raw block of " + std::to_string(count) + " records holds " +
+                  std::to_string(stored) + " bytes");
+    if (pending_.size() - pos < kBlockHeaderSize + stored) break;  // wait for the payload
+    // Decode the block as a one-block .snail image with the full validation of the reader.
+    image.assign(kMagic, kMagic + sizeof(kMagic));
+    image.resize(kHeaderSize, 0);
+    image[8] = 1;
+    image.insert(image.end(), h, h + kBlockHeaderSize + stored);
+    try {
+      Trace part = parse_snail(image, source_);
+      merge(part, out);
+    } catch (const TraceError& e) {
+      ++stats_.bad_blocks;
+      note(source_ + ": byte " + std::to_string(consumed_ + pos) + ": block skipped: " + e.what());
+    }
+    pos += kBlockHeaderSize + stored;
+  }
+  consumed_ += pos;
+  pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(pos));
+}
+
+}  // namespace snailtrail
