@@ -358,15 +358,20 @@ void match_messages(Pag& pag, std::vector<std::vector<HalfEdge>>& send_lists,
                      std::vector<size_t>& begin) {
     begin.assign(parts + 1, 0);
     size_t total = 0;
-    for (const auto& l : lists) {
-      total += l.size();
-      for (const HalfEdge& h : l) ++begin[part_of(h) + 1];
-    }
+    for (const auto& l : lists) total += l.size();
+    std::vector<uint16_t> part(total);  // each element's partition, hashed once
+    size_t k = 0;
+    for (const auto& l : lists)
+      for (const HalfEdge& h : l) {
+        part[k] = static_cast<uint16_t>(part_of(h));
+        ++begin[part[k++] + 1];
+      }
     for (size_t p = 0; p < parts; ++p) begin[p + 1] += begin[p];
     out.resize(total);
     std::vector<size_t> fill(begin.begin(), begin.end() - 1);
+    k = 0;
     for (auto& l : lists) {
-      for (const HalfEdge& h : l) out[fill[part_of(h)]++] = h;
+      for (const HalfEdge& h : l) out[fill[part[k++]]++] = h;
       std::vector<HalfEdge>().swap(l);
     }
   };
@@ -405,33 +410,29 @@ void match_messages(Pag& pag, std::vector<std::vector<HalfEdge>>& send_lists,
     pag.messages.insert(pag.messages.end(), found[t].begin(), found[t].end());
     issues.insert(issues.end(), found_issues[t].begin(), found_issues[t].end());
   }
-  // Sort messages by (send time, receive time) with a stable radix sort.
+  // Sort messages by send time with a radix sort, then each run of equal send times by
+  // (receive time, nodes, type) — a total order, so it never depends on how the
+  // receives were collected (e.g. by how many threads).
   if (pag.messages.empty()) return;
   std::vector<KeyValue<uint32_t>> keys(pag.messages.size()), scratch;
-  int64_t min_dst = INT64_MAX, min_src = INT64_MAX;
-  for (const Message& m : pag.messages)
-    min_dst = std::min(min_dst, m.dst_ts), min_src = std::min(min_src, m.src_ts);
+  int64_t min_src = INT64_MAX;
+  for (const Message& m : pag.messages) min_src = std::min(min_src, m.src_ts);
   for (uint32_t i = 0; i < keys.size(); ++i)
-    keys[i] = {static_cast<uint64_t>(pag.messages[i].dst_ts - min_dst), i};
-  radix_sort(keys, scratch);
-  for (auto& kv : keys) kv.key = static_cast<uint64_t>(pag.messages[kv.value].src_ts - min_src);
+    keys[i] = {static_cast<uint64_t>(pag.messages[i].src_ts - min_src), i};
   radix_sort(keys, scratch);
   BigVector<Message> sorted(pag.messages.size());
   for (size_t i = 0; i < keys.size(); ++i) sorted[i] = pag.messages[keys[i].value];
-  // Ties in time are ordered by node, so the order never depends on how the receives
-  // were collected (e.g. by how many threads).
   for (size_t i = 0; i < sorted.size();) {
     size_t j = i + 1;
-    while (j < sorted.size() && sorted[j].src_ts == sorted[i].src_ts &&
-           sorted[j].dst_ts == sorted[i].dst_ts)
-      ++j;
+    while (j < sorted.size() && sorted[j].src_ts == sorted[i].src_ts) ++j;
     if (j - i > 1)
       std::sort(sorted.begin() + static_cast<std::ptrdiff_t>(i),
                 sorted.begin() + static_cast<std::ptrdiff_t>(j),
-                [](const Message& a, const Message& b) {
-                  if (a.src_node != b.src_node) return a.src_node < b.src_node;
-                  if (a.dst_node != b.dst_node) return a.dst_node < b.dst_node;
-                  return a.type < b.type;
+                [](const Message& x, const Message& y) {
+                  if (x.dst_ts != y.dst_ts) return x.dst_ts < y.dst_ts;
+                  if (x.src_node != y.src_node) return x.src_node < y.src_node;
+                  if (x.dst_node != y.dst_node) return x.dst_node < y.dst_node;
+                  return x.type < y.type;
                 });
     i = j;
   }
