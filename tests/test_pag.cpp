@@ -247,6 +247,37 @@ TEST(Order, TimestampsGoingBackwardsNameTheEvent) {
   }
 }
 
+// Worker ids may be anything (thread ids, hashes): large and small ids mixed give the
+// same PAG as dense ids, workers in ascending id order.
+TEST(Workers, SparseLargeIdsBehaveLikeDenseOnes) {
+  const std::vector<uint32_t> ids = {4000000000u, 7u, 1u << 22, 12u, 3000000000u};
+  auto make = [&](const std::vector<uint32_t>& id) {
+    TraceBuilder b;
+    for (size_t w = 0; w < id.size(); ++w)
+      b.activity(id[w], P, 0, 10 + static_cast<int64_t>(w))
+          .activity(id[w], S, 10 + static_cast<int64_t>(w), 40);
+    for (size_t w = 0; w + 1 < id.size(); ++w)
+      b.message(id[w], 10 + static_cast<int64_t>(w), id[w + 1], 20, static_cast<int64_t>(w));
+    Trace t = b.build();
+    // Interleave the workers' events by time, as a collector would.
+    std::stable_sort(t.events.begin(), t.events.end(),
+                     [](const Event& x, const Event& y) { return x.ts < y.ts; });
+    return t;
+  };
+  // Dense ids in the same relative order as the sparse ones.
+  std::vector<uint32_t> sorted = ids;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<uint32_t> dense(ids.size());
+  for (size_t w = 0; w < ids.size(); ++w)
+    dense[w] = static_cast<uint32_t>(std::lower_bound(sorted.begin(), sorted.end(), ids[w]) -
+                                     sorted.begin());
+  Pag a = build_pag(make(ids)), b = build_pag(make(dense));
+  EXPECT_EQ(a.worker_ids, sorted);
+  EXPECT_EQ(a.worker_begin, b.worker_begin);
+  EXPECT_TRUE(std::equal(a.node_ts.begin(), a.node_ts.end(), b.node_ts.begin(), b.node_ts.end()));
+  EXPECT_EQ(a.messages.size(), b.messages.size());
+}
+
 TEST(Windows, PlanAlignsToWidthAndClipsToRange) {
   TraceBuilder b;
   b.activity(0, P, 1500, 4000);

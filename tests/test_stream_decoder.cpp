@@ -25,8 +25,7 @@ Trace small_trace() {
 }
 
 // Feeds `data` in pieces of random sizes (1 .. max_piece bytes).
-Trace decode_in_pieces(const std::string& data, size_t max_piece, uint64_t seed,
-                       StreamDecoder& d) {
+Trace decode_in_pieces(const std::string& data, size_t max_piece, uint64_t seed, StreamDecoder& d) {
   std::mt19937_64 rng(seed);
   Trace out;
   size_t pos = 0;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <span>
 #include <thread>
+#include <unordered_map>
 
 #include "pag/radix_sort.hpp"
 #include "trace/trace_io_detail.hpp"
@@ -448,8 +449,8 @@ Pag build_pag(const Trace& trace, const PagOptions& options) {
   if (n >= kNone) throw TraceError(trace.source, "input", "too many events");
 
   // Pass 1: provisional worker indices (first appearance), events per worker, operators.
-  std::vector<uint32_t> table;  // worker id -> provisional index, for small ids
-  std::vector<std::pair<uint32_t, uint32_t>> sparse;  // (id, index) for large ids, sorted lazily
+  std::vector<uint32_t> table;                    // worker id -> provisional index, for small ids
+  std::unordered_map<uint32_t, uint32_t> sparse;  // id -> index for large ids
   std::vector<uint32_t> prov_ids;
   std::vector<uint32_t> counts;
   std::vector<uint8_t> op_seen;
@@ -465,13 +466,12 @@ Pag build_pag(const Trace& trace, const PagOptions& options) {
       }
       return p;
     }
-    for (const auto& [sid, idx] : sparse)
-      if (sid == id) return idx;
-    uint32_t p = static_cast<uint32_t>(prov_ids.size());
-    sparse.emplace_back(id, p);
-    prov_ids.push_back(id);
-    counts.push_back(0);
-    return p;
+    auto [it, inserted] = sparse.try_emplace(id, static_cast<uint32_t>(prov_ids.size()));
+    if (inserted) {
+      prov_ids.push_back(id);
+      counts.push_back(0);
+    }
+    return it->second;
   };
   uint32_t last_id = kNone, last_prov = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -517,9 +517,8 @@ Pag build_pag(const Trace& trace, const PagOptions& options) {
   for (auto& entry : sparse) entry.second = final_index[entry.second];
   auto final_of = [&](uint32_t id) -> uint32_t {
     if (id < table.size() && id < (1u << 22)) return table[id];
-    for (const auto& [sid, idx] : sparse)
-      if (sid == id) return idx;
-    return kNone;  // unreachable: every id was seen in pass 1
+    auto it = sparse.find(id);
+    return it != sparse.end() ? it->second : kNone;  // kNone: unreachable, all ids seen
   };
 
   // Pass 2: one sequential scan; each worker writes its nodes into its own slot range

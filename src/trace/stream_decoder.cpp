@@ -32,7 +32,8 @@ void StreamDecoder::note(const std::string& what) {
 void StreamDecoder::merge(Trace& from, Trace& out) {
   stats_.events += from.events.size();
   out.events.insert(out.events.end(), from.events.begin(), from.events.end());
-  for (auto& [id, name] : from.worker_names) out.worker_names[id] = std::move(name), ++stats_.metadata;
+  for (auto& [id, name] : from.worker_names)
+    out.worker_names[id] = std::move(name), ++stats_.metadata;
   for (auto& [id, name] : from.operator_names)
     out.operator_names[id] = std::move(name), ++stats_.metadata;
 }

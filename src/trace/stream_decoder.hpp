@@ -22,11 +22,11 @@ namespace snailtrail {
 struct StreamStats {
   uint64_t bytes = 0;
   uint64_t events = 0;
-  uint64_t metadata = 0;      // worker/operator names
-  uint64_t bad_lines = 0;     // JSONL lines skipped
-  uint64_t bad_blocks = 0;    // .snail blocks skipped (invalid content)
-  uint64_t truncated = 0;     // a partial line or block at the end of the stream
-  std::string first_error;    // the first problem, with its position in the stream
+  uint64_t metadata = 0;    // worker/operator names
+  uint64_t bad_lines = 0;   // JSONL lines skipped
+  uint64_t bad_blocks = 0;  // .snail blocks skipped (invalid content)
+  uint64_t truncated = 0;   // a partial line or block at the end of the stream
+  std::string first_error;  // the first problem, with its position in the stream
 };
 
 class StreamDecoder {
