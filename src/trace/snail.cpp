@@ -28,16 +28,7 @@ static_assert(sizeof(Event) == 40 && offsetof(Event, ts) == 0 && offsetof(Event,
                   offsetof(Event, flags) == 34 && offsetof(Event, reserved) == 36,
               "Event layout must match the 40-byte .snail record");
 
-constexpr char kMagic[8] = {'S', 'N', 'A', 'I', 'L', 'T', 'R', 'C'};
-constexpr uint32_t kVersion = 1;
-constexpr size_t kHeaderSize = 16;
-constexpr size_t kBlockHeaderSize = 16;
-constexpr size_t kRecordSize = sizeof(Event);
-constexpr uint32_t kBlockEvents = 1;
-constexpr uint32_t kBlockMetadata = 2;
-constexpr uint32_t kCodecRaw = 0;
-constexpr uint32_t kCodecZstd = 1;
-constexpr uint32_t kMaxBlockEvents = 1u << 25;  // bounds memory per block (1.25 GiB)
+using namespace detail::snail;
 constexpr size_t kMetaEntryHeader = 12;
 constexpr size_t kScratchRecords = 4096;  // streaming zstd output buffer: 160 KiB
 // Decompressed/compressed ratio up to which a zstd frame's declared size is trusted enough to

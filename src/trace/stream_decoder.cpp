@@ -4,14 +4,12 @@
 #include <cstring>
 
 #include "trace/trace_io.hpp"
+#include "trace/trace_io_detail.hpp"
 
 namespace snailtrail {
 namespace {
 
-constexpr char kMagic[8] = {'S', 'N', 'A', 'I', 'L', 'T', 'R', 'C'};
-constexpr size_t kHeaderSize = 16;
-constexpr size_t kBlockHeaderSize = 16;
-constexpr uint32_t kMaxBlockRecords = 1u << 25;
+using namespace detail::snail;
 constexpr size_t kMaxBlockBytes = size_t{1} << 31;
 // A JSONL "line" longer than this without a newline is not a trace line: it is
 // skipped (up to the next newline) rather than buffered without bound.
@@ -115,7 +113,7 @@ void StreamDecoder::decode_snail(Trace& out) {
   };
   if (!header_seen_) {
     if (pending_.size() < kHeaderSize) return;
-    if (load_u32(pending_.data() + 8) != 1) return fail("unsupported .snail version");
+    if (load_u32(pending_.data() + 8) != kVersion) return fail("unsupported .snail version");
     if (load_u32(pending_.data() + 12) != 0) return fail("reserved header field is not 0");
     header_seen_ = true;
     pos = kHeaderSize;
@@ -126,19 +124,21 @@ void StreamDecoder::decode_snail(Trace& out) {
     const uint32_t kind = load_u32(h), codec = load_u32(h + 4), count = load_u32(h + 8),
                    stored = load_u32(h + 12);
     // Without a sane block header the framing is lost: stop.
-    if (kind != 1 && kind != 2) return fail("unknown block kind " + std::to_string(kind));
-    if (codec > 1) return fail("unknown codec " + std::to_string(codec));
-    if (count > kMaxBlockRecords || stored > kMaxBlockBytes)
+    if (kind != kBlockEvents && kind != kBlockMetadata)
+      return fail("unknown block kind " + std::to_string(kind));
+    if (codec != kCodecRaw && codec != kCodecZstd)
+      return fail("unknown codec " + std::to_string(codec));
+    if (count > kMaxBlockEvents || stored > kMaxBlockBytes)
       return fail("implausible block size (" + std::to_string(count) + " records, " +
                   std::to_string(stored) + " bytes)");
-    if (kind == 1 && codec == 0 && uint64_t{count} * sizeof(Event) != stored)
+    if (kind == kBlockEvents && codec == kCodecRaw && uint64_t{count} * kRecordSize != stored)
       return fail("raw block of " + std::to_string(count) + " records holds " +
                   std::to_string(stored) + " bytes");
     if (pending_.size() - pos < kBlockHeaderSize + stored) break;  // wait for the payload
     // Decode the block as a one-block .snail image with the full validation of the reader.
     image.assign(kMagic, kMagic + sizeof(kMagic));
     image.resize(kHeaderSize, 0);
-    image[8] = 1;
+    image[8] = static_cast<uint8_t>(kVersion);
     image.insert(image.end(), h, h + kBlockHeaderSize + stored);
     try {
       Trace part = parse_snail(image, source_);

@@ -10,6 +10,21 @@
 
 namespace snailtrail::detail {
 
+// The .snail framing (docs/FORMATS.md), shared by the file reader/writer and the
+// stream decoder.
+namespace snail {
+inline constexpr char kMagic[8] = {'S', 'N', 'A', 'I', 'L', 'T', 'R', 'C'};
+inline constexpr uint32_t kVersion = 1;
+inline constexpr size_t kHeaderSize = 16;
+inline constexpr size_t kBlockHeaderSize = 16;
+inline constexpr size_t kRecordSize = sizeof(Event);
+inline constexpr uint32_t kBlockEvents = 1;
+inline constexpr uint32_t kBlockMetadata = 2;
+inline constexpr uint32_t kCodecRaw = 0;
+inline constexpr uint32_t kCodecZstd = 1;
+inline constexpr uint32_t kMaxBlockEvents = 1u << 25;  // bounds memory per block (1.25 GiB)
+}  // namespace snail
+
 // Bytes that must be readable (and zero) after the end of a buffer handed to
 // parse_jsonl_padded; equal to SIMDJSON_PADDING.
 inline constexpr size_t kJsonPadding = 64;
