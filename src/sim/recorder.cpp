@@ -4,6 +4,23 @@
 #include <unordered_set>
 
 namespace snailtrail::sim {
+namespace {
+
+// The start event of an activity; its end is the same event with another ts and kind.
+Event start_event(uint32_t worker, ActivityType type, int64_t start, uint32_t op) {
+  Event e;
+  e.worker = worker;
+  e.activity = type;
+  e.ts = start;
+  e.kind = EventKind::start;
+  if (op != kNoOp) {
+    e.op = op;
+    e.flags = kHasOperator;
+  }
+  return e;
+}
+
+}  // namespace
 
 uint32_t Recorder::add_worker(std::string name) {
   workers_.push_back(Worker{std::move(name), {}, {}});
@@ -17,15 +34,7 @@ void Recorder::name_operator(uint32_t op, std::string name) {
 void Recorder::activity(uint32_t worker, ActivityType type, int64_t start, int64_t end, uint32_t op,
                         int64_t records) {
   if (end <= start) return;
-  Event e;
-  e.worker = worker;
-  e.activity = type;
-  e.ts = start;
-  e.kind = EventKind::start;
-  if (op != kNoOp) {
-    e.op = op;
-    e.flags = kHasOperator;
-  }
+  Event e = start_event(worker, type, start, op);
   std::vector<Event>& out = workers_[worker].local;
   out.push_back(e);
   e.ts = end;
@@ -40,17 +49,8 @@ void Recorder::activity(uint32_t worker, ActivityType type, int64_t start, int64
 
 void Recorder::open(uint32_t worker, ActivityType type, int64_t start, uint32_t op) {
   Worker& w = workers_[worker];
-  Event e;
-  e.worker = worker;
-  e.activity = type;
-  e.ts = start;
-  e.kind = EventKind::start;
-  if (op != kNoOp) {
-    e.op = op;
-    e.flags = kHasOperator;
-  }
   w.open = w.local.size();
-  w.local.push_back(e);
+  w.local.push_back(start_event(worker, type, start, op));
   ++events_;
 }
 
