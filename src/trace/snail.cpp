@@ -156,7 +156,7 @@ class SnailReader {
   // vector once and copy + validate blocks on several threads. Returns false (having
   // changed nothing) when the file does not qualify; the sequential pass then reads it
   // and reports any problem. Results and errors are the same either way.
-  bool read_raw_in_parallel(Trace& trace) const {
+  bool read_raw_in_parallel(Trace& trace) {
     struct RawBlock {
       size_t payload;  // byte offset of the first record
       uint32_t count;
@@ -216,8 +216,7 @@ class SnailReader {
       fail(rb.payload + bad.second * kRecordSize,
            "event record " + std::to_string(rb.first + bad.second) + ": " + describe_record(e));
     }
-    for (const auto& [moff, h] : metadata)
-      const_cast<SnailReader*>(this)->read_metadata(moff, h, trace);
+    for (const auto& [moff, h] : metadata) read_metadata(moff, h, trace);
     return true;
   }
 
