@@ -1138,8 +1138,12 @@ TEST_F(Cli, MalformedInputsFailCleanly) {
     }
   }
 
-  const fs::path txt = write("trace.txt", read_file(example_trace()));
+  // Formats are recognised by content: a file neither extension nor content identifies is
+  // rejected, naming the file; JSONL under an unknown extension is still read.
+  const fs::path txt = write("notes.txt", "these are not trace events\n");
   expect_clean_failure(run({"analyze", txt.string()}), txt);
+  const fs::path jsonl_txt = write("trace.txt", read_file(example_trace()));
+  EXPECT_TRUE(run({"analyze", jsonl_txt.string(), "--no-progress"}).ok());
 }
 
 // --importer names the input format when the extension does not (or lies).

@@ -9,6 +9,7 @@
 #include "cli/commands.hpp"
 #include "cli/duration.hpp"
 #include "cli/output_file.hpp"
+#include "importers/importer.hpp"
 #include "output/writers.hpp"
 #include "trace/trace_io.hpp"
 
@@ -46,19 +47,6 @@ uint64_t peak_rss_kb() {
   return kb;
 }
 
-Trace load(const std::string& path, const std::string& importer) {
-  if (importer == "auto" && path.size() > 5 && path.ends_with(".toml"))
-    throw TraceError(
-        path, "file name",
-        "this looks like a simulator scenario, not a trace: run `snailtrail simulate " + path +
-            " -o trace.snail` and analyze trace.snail");
-  if (importer == "auto") return read_trace(path);
-  if (importer == "jsonl") return read_trace(path, TraceFormat::jsonl);
-  if (importer == "snail") return read_trace(path, TraceFormat::snail);
-  throw std::invalid_argument("unknown importer \"" + importer +
-                              "\" (available: auto, jsonl, snail)");
-}
-
 int run(const AnalyzeArgs& a) {
   AnalysisOptions opt;
   opt.pag.gap_threshold_ns = parse_duration(a.gap_threshold);
@@ -79,7 +67,7 @@ int run(const AnalyzeArgs& a) {
   if (a.timings) opt.times = &stage;
   const bool progress = !a.no_progress && isatty(STDERR_FILENO);
   if (progress) fmt::print(stderr, "\rreading {}...", a.trace);
-  Trace trace = load(a.trace, a.importer);
+  Trace trace = importers::import_trace(a.trace, a.importer);
   const auto t_read = Clock::now();
   if (trace.events.empty()) throw TraceError(trace.source, "input", "the trace has no events");
   if (progress) fmt::print(stderr, "\rbuilding the PAG of {} events...", trace.events.size());
@@ -210,7 +198,9 @@ CommandRunner add_analyze_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--top", an.top, "Number of top critical activities")->capture_default_str();
   cmd->add_option("--dump-edges", an.dump_edges, "Write every PAG edge as JSONL to FILE");
-  cmd->add_option("--importer", an.importer, "Input format: auto (by extension), jsonl, snail")
+  cmd->add_option("--importer", an.importer,
+                  "Input format: " + importers::importer_names() +
+                      " (auto: recognised by content, then extension)")
       ->capture_default_str();
   cmd->add_option("--seed", an.seed, "Seed of the sampled single critical path")
       ->capture_default_str();

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "importers/importer.hpp"
 #include "trace/trace_io.hpp"
 
 namespace snailtrail::cli {
@@ -13,20 +14,26 @@ CommandRunner add_convert_command(CLI::App& app) {
     std::string in, out;
     bool compress = false;
     int level = 3;
+    std::string importer = "auto";
   };
   auto args = std::make_shared<Args>();
-  CLI::App* cmd =
-      app.add_subcommand("convert", "Convert a trace between formats, chosen by extension");
-  cmd->add_option("IN", args->in, "Input trace (.jsonl or .snail; - for JSONL on stdin)")
+  CLI::App* cmd = app.add_subcommand(
+      "convert", "Convert a trace to .jsonl or .snail (output format chosen by extension)");
+  cmd->add_option("IN", args->in,
+                  "Input trace in any format snailtrail imports (- for JSONL on stdin)")
       ->required();
   cmd->add_option("OUT", args->out, "Output trace (.jsonl or .snail)")->required();
+  cmd->add_option("--importer", args->importer,
+                  "Input format: " + importers::importer_names() +
+                      " (auto: recognised by content, then extension)")
+      ->capture_default_str();
   cmd->add_flag("--compress,-z", args->compress, "zstd-compress .snail event blocks");
   cmd->add_option("--level", args->level, "zstd level (1-19)")
       ->check(CLI::Range(1, 19))
       ->capture_default_str();
   return [cmd, args]() {
     if (!*cmd) return -1;
-    Trace t = read_trace(args->in);
+    Trace t = importers::import_trace(args->in, args->importer);
     SnailWriteOptions o;
     o.compress = args->compress;
     o.compression_level = args->level;

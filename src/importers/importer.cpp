@@ -1,0 +1,162 @@
+// The importer registry, content sniffing and the native formats' entries.
+#include "importers/importer.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "trace/trace_io.hpp"
+
+namespace snailtrail::importers {
+namespace {
+
+bool has_extension(std::string_view path, std::string_view ext) {
+  if (path.size() < ext.size()) return false;
+  std::string_view tail = path.substr(path.size() - ext.size());
+  for (size_t i = 0; i < ext.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(tail[i])) != ext[i]) return false;
+  return true;
+}
+
+std::string_view skip_space(std::string_view s) {
+  while (!s.empty() &&
+         (s.front() == ' ' || s.front() == '\t' || s.front() == '\r' || s.front() == '\n' ||
+          s.front() == '\xEF' || s.front() == '\xBB' || s.front() == '\xBF'))
+    s.remove_prefix(1);
+  return s;
+}
+
+int sniff_snail(std::string_view path, std::string_view head) {
+  if (head.starts_with("SNAILTRC")) return 100;
+  return has_extension(path, ".snail") ? 10 : 0;
+}
+
+// Our JSONL: one object per line with "ts", "worker", "activity" and "kind" keys.
+int sniff_jsonl(std::string_view path, std::string_view head) {
+  std::string_view s = skip_space(head);
+  const size_t eol = s.find('\n');
+  std::string_view first = s.substr(0, eol);
+  if (first.starts_with("{") && (first.find("\"meta\"") != std::string_view::npos ||
+                                 (first.find("\"ts\"") != std::string_view::npos &&
+                                  first.find("\"kind\"") != std::string_view::npos)))
+    return 60;
+  if (has_extension(path, ".jsonl") || has_extension(path, ".ndjson")) return 20;
+  if (has_extension(path, ".json")) return 5;
+  return 0;
+}
+
+Trace read_snail(const std::string& path, const ImportOptions&) {
+  return read_trace(path, TraceFormat::snail);
+}
+Trace read_jsonl(const std::string& path, const ImportOptions&) {
+  return read_trace(path, TraceFormat::jsonl);
+}
+
+// Reads up to kSniffBytes from the start of a regular file (stdin is not sniffed: it
+// cannot be rewound).
+std::string read_head(const std::string& path) {
+  std::string head;
+  if (path == "-") return head;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw TraceError(path, "cannot open", std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    throw TraceError(path, "cannot read", std::strerror(EISDIR));
+  }
+  head.resize(kSniffBytes);
+  size_t got = 0;
+  while (got < head.size()) {
+    const ssize_t n = ::read(fd, head.data() + got, head.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  head.resize(got);
+  return head;
+}
+
+}  // namespace
+
+const std::vector<Importer>& all_importers() {
+  static const std::vector<Importer> importers = {
+      {"snail", "snailtrail binary trace (.snail)", sniff_snail, read_snail},
+      {"jsonl", "snailtrail JSON lines (.jsonl)", sniff_jsonl, read_jsonl},
+  };
+  return importers;
+}
+
+const Importer* find_importer(std::string_view name) {
+  for (const Importer& imp : all_importers())
+    if (imp.name == name) return &imp;
+  return nullptr;
+}
+
+std::string importer_names() {
+  std::string names = "auto";
+  for (const Importer& imp : all_importers()) names += ", " + std::string(imp.name);
+  return names;
+}
+
+const Importer& detect_importer(const std::string& path) {
+  if (path == "-") return *find_importer("jsonl");  // stdin: JSONL or a piped .snail image
+  if (has_extension(path, ".toml"))
+    throw TraceError(
+        path, "file name",
+        "this looks like a simulator scenario, not a trace: run `snailtrail simulate " + path +
+            " -o trace.snail` and analyze trace.snail");
+  const std::string head = read_head(path);
+  const Importer* best = nullptr;
+  int best_score = 0;
+  for (const Importer& imp : all_importers()) {
+    const int score = imp.sniff(path, head);
+    if (score > best_score) best = &imp, best_score = score;
+  }
+  if (!best)
+    throw TraceError(path, "format",
+                     "not a trace format snailtrail recognises; name one with --importer (" +
+                         importer_names() + ")");
+  return *best;
+}
+
+Trace import_trace(const std::string& path, std::string_view importer,
+                   const ImportOptions& options) {
+  if (importer == "auto") {
+    if (path == "-") return read_trace(path);  // recognises a .snail image by its magic
+    return detect_importer(path).read(path, options);
+  }
+  const Importer* imp = find_importer(importer);
+  if (!imp)
+    throw std::invalid_argument("unknown importer \"" + std::string(importer) +
+                                "\" (available: " + importer_names() + ")");
+  return imp->read(path, options);
+}
+
+std::string read_file_bytes(const std::string& path) {
+  const bool is_stdin = path == "-";
+  const int fd = is_stdin ? STDIN_FILENO : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw TraceError(path, "cannot open", std::strerror(errno));
+  std::string bytes;
+  size_t got = 0;
+  for (;;) {
+    if (bytes.size() - got < 65536) bytes.resize(std::max<size_t>(bytes.size() * 2, 1 << 20));
+    const ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      if (!is_stdin) ::close(fd);
+      throw TraceError(is_stdin ? "<stdin>" : path, "cannot read", std::strerror(err));
+    }
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  if (!is_stdin) ::close(fd);
+  bytes.resize(got);
+  return bytes;
+}
+
+}  // namespace snailtrail::importers

@@ -1,0 +1,51 @@
+// One interface for every trace importer (docs/IMPORTERS.md): native formats (jsonl,
+// snail) and the systems' own formats, each in its own folder under src/importers/.
+// Detection is by file content first (sniffing), then by extension.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trace/trace.hpp"
+
+namespace snailtrail::importers {
+
+// Knobs some importers understand; the others ignore them.
+struct ImportOptions {
+  std::string map_file;  // --map: activity-type mapping overrides (chrome, otlp, jaeger)
+};
+
+struct Importer {
+  std::string_view name;         // what --importer accepts
+  std::string_view description;  // one line for --help and errors
+  // How sure the importer is that a file is its format, from the file name and its
+  // first bytes (up to kSniffBytes): 0 = not mine, 100 = certain (a magic number).
+  int (*sniff)(std::string_view path, std::string_view head);
+  // Reads the whole file ("-" = stdin where supported). Throws TraceError naming the
+  // file and the line or byte offset of the problem.
+  Trace (*read)(const std::string& path, const ImportOptions& options);
+};
+
+inline constexpr size_t kSniffBytes = 4096;
+
+// Every importer, in the order they are tried when two sniff equally.
+const std::vector<Importer>& all_importers();
+// nullptr if unknown.
+const Importer* find_importer(std::string_view name);
+// "auto, jsonl, snail, ..." for help texts and errors.
+std::string importer_names();
+
+// Picks the importer for a file: the highest sniff score wins. Throws TraceError if no
+// importer recognises it.
+const Importer& detect_importer(const std::string& path);
+
+// Reads `path` with the named importer ("auto" = detect). Throws std::invalid_argument
+// for an unknown importer name and TraceError for unreadable input.
+Trace import_trace(const std::string& path, std::string_view importer = "auto",
+                   const ImportOptions& options = {});
+
+// The whole file as bytes ("-" = stdin). Throws TraceError.
+std::string read_file_bytes(const std::string& path);
+
+}  // namespace snailtrail::importers
