@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "trace/big_vector.hpp"
@@ -30,6 +31,10 @@ struct Trace {
   std::string source = "<memory>";
   TraceFormat format = TraceFormat::jsonl;
   std::vector<uint32_t> lines;  // JSONL: 1-based line of events[i]; empty otherwise
+
+  // Recoverable problems an importer repaired or skipped, by kind ("spark.task_without_
+  // start" -> 3); shown in the diagnostics of every window's output.
+  std::vector<std::pair<std::string, uint64_t>> import_diagnostics;
 
   // "file:LINE" for JSONL, "file: record N" for binary input.
   std::string location(size_t event_index) const {
