@@ -1,0 +1,163 @@
+// `snailtrail report`: one self-contained HTML file with the views of the analysis
+// (docs/REPORT.md).
+#include <unistd.h>
+
+#include <chrono>
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "cli/duration.hpp"
+#include "cli/output_file.hpp"
+#include "importers/importer.hpp"
+#include "report/report.hpp"
+#include "trace/trace_io.hpp"
+
+namespace snailtrail::cli {
+namespace {
+
+struct ReportArgs {
+  std::string trace;
+  std::string output;
+  std::string window = "1s";
+  std::string gap_threshold = "100us";
+  std::string from, to;
+  std::string importer = "auto";
+  std::string format = "html";
+  size_t top = 10;
+  uint64_t seed = 1;
+  report::ReportOptions report;
+  bool no_progress = false;
+  bool dashboard = false;
+};
+
+std::string human_size(uint64_t bytes) {
+  if (bytes < 10 * 1024) return fmt::format("{} bytes", bytes);
+  if (bytes < 10 * 1024 * 1024) return fmt::format("{:.0f} KiB", bytes / 1024.0);
+  return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024.0));
+}
+
+int write_page(const std::string& path, const std::string& text) {
+  {
+    OutputFile out(path);
+    out.buf().append(text.data(), text.data() + text.size());
+  }
+  if (path != "-") fmt::print("{} ({})\n", path, human_size(text.size()));
+  return 0;
+}
+
+int run(ReportArgs& a) {
+  if (a.dashboard) return write_page(a.output, report::render_dashboard_html());
+  if (a.trace.empty()) throw std::invalid_argument("a TRACE file is required");
+  AnalysisOptions opt;
+  opt.pag.gap_threshold_ns = parse_duration(a.gap_threshold);
+  if (a.window != "whole") {
+    opt.windows.width_ns = parse_duration(a.window);
+    if (opt.windows.width_ns <= 0) throw std::invalid_argument("--window must be positive");
+  }
+  opt.summary.top_k = a.top;
+  opt.summary.seed = a.seed;
+  if (a.report.max_points < 2) throw std::invalid_argument("--max-points must be at least 2");
+
+  const bool progress = !a.no_progress && isatty(STDERR_FILENO);
+  if (progress) fmt::print(stderr, "\rreading {}...", a.trace);
+  Trace trace = importers::import_trace(a.trace, a.importer);
+  if (trace.events.empty()) throw TraceError(trace.source, "input", "the trace has no events");
+  if (progress) fmt::print(stderr, "\rbuilding the PAG of {} events...", trace.events.size());
+  Pag pag = build_pag(trace, opt.pag);
+  if (progress) fmt::print(stderr, "\r\033[K");
+  auto instant = [&](const std::string& text, const char* flag) {
+    Instant i = parse_instant(text);
+    if (!i.relative) return i.ns;
+    int64_t t = 0;
+    if (__builtin_add_overflow(pag.first_ts, i.ns, &t))
+      throw std::invalid_argument(std::string(flag) + " " + text + " is out of range");
+    return t;
+  };
+  if (!a.from.empty()) opt.windows.from_ns = instant(a.from, "--from");
+  if (!a.to.empty()) opt.windows.to_ns = instant(a.to, "--to");
+  if (opt.windows.from_ns && opt.windows.to_ns && *opt.windows.to_ns <= *opt.windows.from_ns)
+    throw std::invalid_argument("--to must be after --from");
+  if (plan_windows(pag, opt.windows).empty())
+    throw std::invalid_argument(
+        fmt::format("no window to analyze: the trace spans [{}, {}] ns, outside --from/--to",
+                    pag.first_ts, pag.last_ts));
+
+  Names names(trace, pag);
+  BigVector<Event>().swap(trace.events);  // the events live on in the PAG
+  a.report.top_k = a.top;
+  a.report.source = a.trace;
+  a.report.window_label = a.window;
+  a.report.window_ns = opt.windows.width_ns;
+  report::ReportBuilder builder(names, a.report);
+  auto last = std::chrono::steady_clock::now();
+  // One thread: the builder needs each window's snapshot for the timelines it keeps.
+  analyze_pag(
+      pag, opt, [&](const WindowView& v) { builder.add(v); },
+      [&](size_t done, size_t total) {
+        if (!progress) return;
+        auto now = std::chrono::steady_clock::now();
+        if (done == total || now - last > std::chrono::milliseconds(200)) {
+          last = now;
+          fmt::print(stderr, "\ranalyzing {}: window {}/{}{}", a.trace, done, total,
+                     done == total ? "\n" : "");
+        }
+      });
+  const std::string json = builder.json();
+  return write_page(a.output, a.format == "json" ? json : report::render_report_html(json));
+}
+
+}  // namespace
+
+CommandRunner add_report_command(CLI::App& app) {
+  auto args = std::make_shared<ReportArgs>();
+  ReportArgs& a = *args;
+  CLI::App* cmd =
+      app.add_subcommand("report",
+                         "Write a self-contained HTML report: CP over time, stragglers, operators, "
+                         "communication, timelines (docs/REPORT.md)");
+  cmd->add_option("TRACE", a.trace, "Trace file (.jsonl or .snail; - for JSONL on stdin)");
+  cmd->add_option("--output,-o", a.output, "HTML file to write (- for stdout)")->required();
+  cmd->add_option("--window,-w", a.window,
+                  "Tumbling window width (e.g. 1s, 250ms, 100us) or 'whole'")
+      ->capture_default_str();
+  cmd->add_option("--gap-threshold", a.gap_threshold,
+                  "Gaps shorter than this are closed by alignment (docs/PAG.md)")
+      ->capture_default_str();
+  cmd->add_option("--from", a.from,
+                  "Analyze from this instant (ns, or with a unit; +10s = 10 s after the first "
+                  "event)");
+  cmd->add_option("--to", a.to, "Analyze up to this instant (same forms as --from)");
+  cmd->add_option("--importer", a.importer,
+                  "Input format: " + importers::importer_names() +
+                      " (auto: recognised by content, then extension)")
+      ->capture_default_str();
+  cmd->add_option("--top", a.top, "Rows of the top critical activities table")
+      ->capture_default_str();
+  cmd->add_option("--seed", a.seed, "Seed of the sampled single critical path")
+      ->capture_default_str();
+  cmd->add_option("--format,-f", a.format,
+                  "html: the report page; json: only its data (schema: docs/REPORT.md)")
+      ->check(CLI::IsMember({"html", "json"}))
+      ->capture_default_str();
+  cmd->add_option("--max-points", a.report.max_points,
+                  "Points of the time charts; adjacent windows are merged beyond this")
+      ->capture_default_str();
+  cmd->add_option("--groups", a.report.top_groups,
+                  "Workers and operators shown in the whole-trace charts (the rest: 'other')")
+      ->capture_default_str();
+  cmd->add_option("--heatmap-workers", a.report.heatmap_workers,
+                  "Senders/receivers shown in the heatmap (the rest: 'other')")
+      ->capture_default_str();
+  cmd->add_option("--timelines", a.report.timelines,
+                  "Windows whose timeline is kept: first, last and the most concentrated CP")
+      ->capture_default_str();
+  cmd->add_option("--timeline-edges", a.report.timeline_edges,
+                  "Edges kept per timeline (most critical first, then longest)")
+      ->capture_default_str();
+  cmd->add_flag("--no-progress", a.no_progress, "Never print progress on stderr");
+  // For the browser tests of the live view: writes the page `serve` answers GET / with.
+  cmd->add_flag("--dashboard", a.dashboard, "Write the live dashboard page instead")->group("");
+  return [cmd, args]() { return *cmd ? run(*args) : -1; };
+}
+
+}  // namespace snailtrail::cli

@@ -1,0 +1,13 @@
+// The web sources of the report (web/), embedded at build time: CMake runs
+// web/embed.cmake, which writes these definitions into the build directory.
+#pragma once
+
+#include <string_view>
+
+namespace snailtrail::report::assets {
+
+extern const std::string_view kReportHtml;  // web/report.html: the page with its markers
+extern const std::string_view kReportCss;   // web/report.css
+extern const std::string_view kReportJs;    // web/report.js
+
+}  // namespace snailtrail::report::assets
