@@ -1,0 +1,187 @@
+// Browser tests of the report page and the live dashboard (docs/REPORT.md), in Debian's
+// chromium driven by playwright-core. Run by `make test` (after ctest) or directly:
+//   SNAILTRAIL_BIN=build/bin/snailtrail node --test tests/browser/
+// Screenshots go to $SNAILTRAIL_ARTIFACTS (default build/browser-artifacts/).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const bin = path.resolve(root, process.env.SNAILTRAIL_BIN || 'build/bin/snailtrail');
+const artifacts = path.resolve(root, process.env.SNAILTRAIL_ARTIFACTS || 'build/browser-artifacts');
+const chromiumPath = process.env.CHROMIUM || '/usr/bin/chromium';
+const work = fs.mkdtempSync(path.join(os.tmpdir(), 'snailtrail-browser-'));
+
+let browser;
+const files = {};
+
+function run(...args) {
+  return execFileSync(bin, args, { cwd: root, encoding: 'utf8' });
+}
+
+before(async () => {
+  fs.mkdirSync(artifacts, { recursive: true });
+  const trace = path.join(work, 'skew.snail');
+  run('simulate', 'examples/wordcount-skew-30.toml', '-o', trace, '--duration', '20s', '-q');
+  files.html = path.join(work, 'skew.html');
+  run('report', trace, '-o', files.html, '--window', '1s', '--no-progress');
+  files.partial = path.join(work, 'partial.json');
+  run('report', trace, '-o', files.partial, '--format', 'json', '--to', '+5s', '--no-progress');
+  files.full = path.join(work, 'full.json');
+  run('report', trace, '-o', files.full, '--format', 'json', '--no-progress');
+  files.dashboard = path.join(work, 'dashboard.html');
+  run('report', '-o', files.dashboard, '--dashboard');
+  browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] });
+});
+
+after(async () => {
+  if (browser) await browser.close();
+  fs.rmSync(work, { recursive: true, force: true });
+});
+
+// A page that records console errors, uncaught exceptions and every request it makes.
+async function openPage() {
+  const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+  const problems = [];
+  const requests = [];
+  page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });
+  page.on('pageerror', (e) => problems.push(`exception: ${e.message}`));
+  page.on('request', (r) => requests.push(r.url()));
+  return { page, problems, requests };
+}
+
+const CHARTS = ['cp-time', 'conv-time', 'workers-window', 'workers-trace', 'operators-window',
+  'operators-trace', 'timeline', 'heatmap'];
+
+async function marks(page, chart) {
+  return page.locator(`[data-chart="${chart}"] .mark`).count();
+}
+
+async function assertEveryChartDrawn(page) {
+  for (const chart of CHARTS)
+    assert.ok(await marks(page, chart) > 0, `chart ${chart} has no marks`);
+  assert.ok(await page.locator('#top-all tbody tr').count() > 0, 'top table is empty');
+  assert.ok(await page.locator('#diagnostics tbody tr').count() > 5, 'diagnostics table is empty');
+}
+
+async function hoverShowsTooltip(page, selector, expected) {
+  await page.locator(selector).first().hover({ force: true });
+  const tip = page.locator('#tooltip');
+  await tip.waitFor({ state: 'visible', timeout: 2000 });
+  const text = await tip.textContent();
+  assert.match(text, expected, `tooltip of ${selector}: ${text}`);
+}
+
+test('the report opens from disk, draws every view and makes no request', async () => {
+  const { page, problems, requests } = await openPage();
+  const t0 = Date.now();
+  await page.goto(pathToFileURL(files.html).href);
+  await page.waitForSelector('body[data-windows]');
+  const loadMs = Date.now() - t0;
+  await assertEveryChartDrawn(page);
+  assert.equal(await page.getAttribute('body', 'data-windows'), '20');
+  // Each activity type with time gets a band in both time charts.
+  assert.ok(await page.locator('[data-chart="cp-time"] path.area').count() >= 3);
+  // The straggler of the skew scenario leads the whole-trace worker chart.
+  const firstWorker = await page.locator('[data-chart="workers-trace"] text.label').first().textContent();
+  assert.equal(firstWorker, 'count-0');
+  assert.deepEqual(requests.filter((u) => !u.startsWith('file:') && !u.startsWith('data:')), []);
+  await page.screenshot({ path: path.join(artifacts, 'report.png'), fullPage: true });
+  assert.deepEqual(problems, []);
+  console.log(`report loaded and drawn in ${loadMs} ms`);
+  await page.close();
+});
+
+test('hovering shows tooltips with exact values', async () => {
+  const { page, problems } = await openPage();
+  await page.goto(pathToFileURL(files.html).href);
+  await page.waitForSelector('body[data-windows]');
+  await hoverShowsTooltip(page, '[data-chart="cp-time"] .overlay', /window \d+.*processing\s*\d+\.\d\d %/s);
+  await hoverShowsTooltip(page, '[data-chart="workers-trace"] .bar-row', /CP\s*\d+\.\d\d %.*conventional/s);
+  await hoverShowsTooltip(page, '[data-chart="timeline"] .edge', /on .*duration.*CP/s);
+  await hoverShowsTooltip(page, '[data-chart="heatmap"] .mark', /→.*CP of messages/s);
+  await page.mouse.move(1, 1);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('clicking a window in the time chart updates the other views', async () => {
+  const { page, problems } = await openPage();
+  await page.goto(pathToFileURL(files.html).href);
+  await page.waitForSelector('body[data-windows]');
+  const label = () => page.locator('#sel-label-w').textContent();
+  const timeline = () => page.locator('#timeline-label').textContent();
+  const before = [await label(), await timeline()];
+  // Click near the left end of the CP chart: window 0 or 1.
+  const overlay = page.locator('[data-chart="cp-time"] .overlay');
+  const box = await overlay.boundingBox();
+  await page.mouse.click(box.x + 5, box.y + box.height / 2);
+  assert.equal(await page.getAttribute('body', 'data-selected'), '0');
+  const after = [await label(), await timeline()];
+  assert.match(after[0], /selected: window 0 /);
+  assert.notEqual(after[0], before[0]);
+  assert.match(after[1], /^window 0:/);  // the first window always has a timeline
+  assert.notEqual(after[1], before[1]);
+  const selection = await page.locator('[data-chart="cp-time"] rect.selection').boundingBox();
+  assert.ok(Math.abs(selection.x - box.x) < 3, 'the selection band moved to the click');
+  await assertEveryChartDrawn(page);
+  // Zoom into the timeline: the axis shows a shorter range.
+  const ticks = () => page.locator('[data-chart="timeline"] .axis text').allTextContents();
+  const wide = await ticks();
+  await page.click('#zoom-in');
+  await page.click('#zoom-in');
+  await page.waitForFunction((w) => [...document.querySelectorAll('[data-chart="timeline"] .axis text')].map((e) => e.textContent).join('|') !== w, wide.join('|'));
+  assert.notDeepEqual(await ticks(), wide);
+  await page.screenshot({ path: path.join(artifacts, 'report-selected.png'), fullPage: true });
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('the live dashboard polls api/report and redraws as windows close', async () => {
+  let body = fs.readFileSync(files.partial);
+  let reports = 0;
+  const server = http.createServer((req, res) => {
+    if (req.url === '/') {
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+      res.end(fs.readFileSync(files.dashboard));
+    } else if (req.url === '/api/report') {
+      ++reports;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(body);
+    } else {
+      res.writeHead(404);
+      res.end();
+    }
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${server.address().port}/`;
+  try {
+    const { page, problems } = await openPage();
+    await page.goto(url);
+    await page.waitForSelector('body[data-windows="5"]', { timeout: 5000 });
+    await assertEveryChartDrawn(page);
+    await page.screenshot({ path: path.join(artifacts, 'dashboard-5-windows.png'), fullPage: true });
+    // Select window 2, then more windows close: the selection stays.
+    const overlay = page.locator('[data-chart="cp-time"] .overlay');
+    const box = await overlay.boundingBox();
+    await page.mouse.click(box.x + box.width * 0.5, box.y + box.height / 2);
+    assert.equal(await page.getAttribute('body', 'data-selected'), '2');
+    body = fs.readFileSync(files.full);
+    await page.waitForSelector('body[data-windows="20"]', { timeout: 5000 });
+    await assertEveryChartDrawn(page);
+    assert.match(await page.locator('#sel-label-w').textContent(), /selected: window 2 /);
+    assert.match(await page.locator('#status').textContent(), /^live: updated/);
+    assert.ok(reports >= 2);
+    await page.screenshot({ path: path.join(artifacts, 'dashboard-20-windows.png'), fullPage: true });
+    assert.deepEqual(problems, []);
+    await page.close();
+  } finally {
+    server.close();
+  }
+});
