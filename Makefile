@@ -8,9 +8,10 @@ JOBS ?= $(shell nproc)
 # Debian packages the build, tests, benchmarks and fuzzers need.
 DEB_PACKAGES := cmake ninja-build g++ make git clang-14 libclang-rt-14-dev clang-format \
   libsimdjson-dev libtomlplusplus-dev libcli11-dev libfmt-dev libzstd-dev libgtest-dev libgmock-dev libbenchmark-dev \
-  libcpp-httplib-dev libmsgpack-cxx-dev
+  libcpp-httplib-dev libmsgpack-cxx-dev \
+  chromium nodejs
 
-.PHONY: deps build build-asan demo test test-release test-asan bench fuzz format format-check clean
+.PHONY: deps build build-asan demo test test-release test-asan test-browser bench fuzz format format-check clean
 
 # Installs only what is missing; silent and fast when everything is present.
 deps:
@@ -22,6 +23,13 @@ deps:
 	  $$SUDO apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
+	@# npm comes with some builds of nodejs; Debian's nodejs needs its npm package.
+	@command -v npm >/dev/null || { if [ "$$(id -u)" != 0 ]; then SUDO=sudo; fi; \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends npm >/dev/null; }
+	@# playwright-core for the browser tests (tests/browser), pinned in package-lock.json;
+	@# only when node_modules is missing or older than the lock file.
+	@if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then \
+	  npm ci --no-audit --no-fund --loglevel=error; fi
 
 build: deps
 	@cmake --preset release >/dev/null
@@ -47,8 +55,12 @@ demo: build
 	@echo "Next: docs/SIMULATOR.md (scenarios, the thesis' use cases) and docs/PAG.md (what CP is);"
 	@echo "      other scenarios: examples/*.toml, e.g. $(BIN) simulate examples/spark-microbatch.toml -o spark.snail;"
 	@echo "      per-window results for scripts: $(BIN) analyze $(DEMO).snail --format jsonl"
+	@echo
+	@echo "== snailtrail report $(DEMO).snail -o build/demo/report.html  (open it in a browser)"
+	@$(BIN) report $(DEMO).snail -o build/demo/report.html --no-progress
 
 test: test-release test-asan
+	@$(MAKE) --no-print-directory test-browser
 
 test-release: build
 	@cd build && ctest --output-on-failure -j $(JOBS)
@@ -56,6 +68,12 @@ test-release: build
 test-asan: build-asan
 	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --output-on-failure -j $(JOBS)
+
+# The report and the live dashboard in Debian's chromium (playwright-core); screenshots in
+# build/browser-artifacts/.
+test-browser: build
+	@SNAILTRAIL_BIN=build/bin/snailtrail SNAILTRAIL_ARTIFACTS=build/browser-artifacts \
+	  node --test tests/browser/
 
 # Whole-process suite against the paper and the floor (docs/PERFORMANCE.md), then the
 # Google Benchmark micro-benchmarks.
