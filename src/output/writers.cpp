@@ -109,6 +109,15 @@ void put_diagnostics(Buf& out, const Diagnostics& d) {
   put_double(out, d.unknown_share);
   put(out, ",\"waiting_share\":");
   put_double(out, d.waiting_share);
+  if (!d.input.empty()) {
+    put(out, ",\"input\":{");
+    for (size_t i = 0; i < d.input.size(); ++i) {
+      if (i) out.push_back(',');
+      append_json_string(out, d.input[i].first);
+      fmt::format_to(std::back_inserter(out), ":{}", d.input[i].second);
+    }
+    out.push_back('}');
+  }
   out.push_back('}');
 }
 
@@ -485,6 +494,10 @@ void write_table(Buf& out, const Aggregate& agg, const Names& names, const Summa
         fmt::format_to(std::back_inserter(out), "  {}: {}\n", kIssueNames[i], d.issues[i]);
         any = true;
       }
+    for (const auto& [kind, n] : d.input) {
+      fmt::format_to(std::back_inserter(out), "  input: {}: {}\n", kind, n);
+      any = true;
+    }
     if (!any && !d.property1_violations && !d.property2_violations)
       put(out, "  no instrumentation problems found\n");
   }

@@ -80,6 +80,14 @@ void analyze_pag(const Pag& pag, const AnalysisOptions& options,
   analyzer.report_times(options.times);
 }
 
+void analyze_windows(const Pag& pag, const std::vector<Window>& windows, size_t first_index,
+                     const AnalysisOptions& options,
+                     const std::function<void(const WindowView&)>& on_window) {
+  WindowAnalyzer analyzer(pag, options);
+  for (size_t i = 0; i < windows.size(); ++i) analyzer.run(windows[i], first_index + i, on_window);
+  analyzer.report_times(options.times);
+}
+
 void analyze_pag_parallel(const Pag& pag, const AnalysisOptions& options, unsigned threads,
                           const std::function<void(const WindowView&, RenderedWindow&)>& render,
                           const std::function<void(RenderedWindow&)>& consume,

@@ -34,6 +34,12 @@ void analyze_pag(const Pag& pag, const AnalysisOptions& options,
                  const std::function<void(const WindowView&)>& on_window,
                  const std::function<void(size_t, size_t)>& on_progress = {});
 
+// Analyzes the given windows (in increasing time order) of a PAG; the i-th is reported
+// with index first_index + i. For PAGs cut from a live stream (pag/streaming.hpp).
+void analyze_windows(const Pag& pag, const std::vector<Window>& windows, size_t first_index,
+                     const AnalysisOptions& options,
+                     const std::function<void(const WindowView&)>& on_window);
+
 // A window's results as the parallel pipeline hands them over: the summary and
 // whatever bytes `render` produced for it.
 struct RenderedWindow {

@@ -374,6 +374,7 @@ void Aggregate::add(const WindowSummary& w, size_t top_k) {
   d.property2_ns += x.property2_ns;
   d.zero_duration_cycles += x.zero_duration_cycles;
   for (int i = 0; i < kIssueCount; ++i) d.issues[i] += x.issues[i];
+  for (const auto& [kind, n] : x.input) d.add_input(kind, n);
   const int64_t length = w.window.end - w.window.start;
   diag_weight_ns += length;
   d.unknown_share += x.unknown_share * static_cast<double>(length);

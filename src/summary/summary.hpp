@@ -5,6 +5,8 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "cp/critical_participation.hpp"
@@ -45,6 +47,18 @@ struct Diagnostics {
   std::array<uint64_t, kIssueCount> issues{};
   double unknown_share = 0;  // of timeline time
   double waiting_share = 0;
+  // Recoverable problems of the input outside the PAG, by kind: an importer's repairs
+  // (Trace::import_diagnostics), late events of a live stream. Listed only when present.
+  std::vector<std::pair<std::string, uint64_t>> input;
+  void add_input(const std::string& kind, uint64_t n) {
+    if (n == 0) return;
+    for (auto& [k, v] : input)
+      if (k == kind) {
+        v += n;
+        return;
+      }
+    input.emplace_back(kind, n);
+  }
 };
 
 struct WindowSummary {

@@ -1,0 +1,107 @@
+// `snailtrail send`: replay a trace to `snailtrail serve` as a live producer.
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "importers/importer.hpp"
+#include "serve/sender.hpp"
+
+namespace snailtrail::cli {
+namespace {
+
+// "1x", "10x", "2.5" or "max" (0: no pacing).
+double parse_speed(const std::string& s) {
+  if (s == "max") return 0;
+  std::string digits = s;
+  if (!digits.empty() && (digits.back() == 'x' || digits.back() == 'X')) digits.pop_back();
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(digits, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != digits.size() || !(v > 0))
+    throw std::invalid_argument("--speed must be like 1x, 10x or max, not \"" + s + "\"");
+  return v;
+}
+
+// "0,3,5-7" -> {0, 3, 5, 6, 7}.
+std::vector<uint32_t> parse_workers(const std::string& list) {
+  std::vector<uint32_t> ids;
+  size_t pos = 0;
+  while (pos <= list.size() && !list.empty()) {
+    size_t comma = list.find(',', pos);
+    if (comma == std::string::npos) comma = list.size();
+    const std::string item = list.substr(pos, comma - pos);
+    const size_t dash = item.find('-');
+    try {
+      if (dash == std::string::npos) {
+        ids.push_back(static_cast<uint32_t>(std::stoul(item)));
+      } else {
+        const uint32_t a = static_cast<uint32_t>(std::stoul(item.substr(0, dash)));
+        const uint32_t b = static_cast<uint32_t>(std::stoul(item.substr(dash + 1)));
+        if (b < a || b - a > 1'000'000) throw std::invalid_argument("range");
+        for (uint32_t w = a; w <= b; ++w) ids.push_back(w);
+      }
+    } catch (const std::exception&) {
+      throw std::invalid_argument("--workers: bad item \"" + item + "\" (expected e.g. 0,3,5-7)");
+    }
+    pos = comma + 1;
+  }
+  return ids;
+}
+
+}  // namespace
+
+CommandRunner add_send_command(CLI::App& app) {
+  struct Args {
+    std::string trace;
+    std::string to = "127.0.0.1:7878";
+    double rate = 0;
+    std::string speed = "max";
+    std::string workers;
+    std::string format = "snail";
+    std::string importer = "auto";
+    bool quiet = false;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand(
+      "send", "Replay a trace to `snailtrail serve` as a live producer; exits when it is sent");
+  cmd->add_option("TRACE", args->trace, "Trace file in any format snailtrail imports")->required();
+  cmd->add_option("--to", args->to, "Address of serve's --tcp listener")->capture_default_str();
+  cmd->add_option("--rate", args->rate, "At most this many events per second (0: no limit)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--speed", args->speed,
+                  "Pace by event time: 1x (as recorded), 10x (ten times faster) or max")
+      ->capture_default_str();
+  cmd->add_option("--workers", args->workers,
+                  "Send only these workers' events (e.g. 0,3,5-7): one producer per host")
+      ->capture_default_str();
+  cmd->add_option("--format", args->format, "Stream framing: snail (binary) or jsonl")
+      ->check(CLI::IsMember({"snail", "jsonl"}))
+      ->capture_default_str();
+  cmd->add_option("--importer", args->importer, "Input format: " + importers::importer_names())
+      ->capture_default_str();
+  cmd->add_flag("--quiet,-q", args->quiet, "Print nothing when done");
+  return [cmd, args]() {
+    if (!*cmd) return -1;
+    serve::SendOptions o;
+    o.to = args->to;
+    o.rate = args->rate;
+    o.speed = parse_speed(args->speed);
+    o.workers = parse_workers(args->workers);
+    o.jsonl = args->format == "jsonl";
+    const Trace trace = importers::import_trace(args->trace, args->importer);
+    const serve::SendStats s = serve::send_trace(trace, o);
+    if (!args->quiet)
+      fmt::print(stderr, "sent {} events ({} bytes) to {} in {:.3f} s ({:.0f} events/s)\n",
+                 s.events, s.bytes, o.to, s.seconds,
+                 s.seconds > 0 ? static_cast<double>(s.events) / s.seconds : 0.0);
+    return 0;
+  };
+}
+
+}  // namespace snailtrail::cli

@@ -1,0 +1,96 @@
+// `snailtrail serve`: online analysis of live trace streams (docs/SERVE.md).
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "cli/duration.hpp"
+#include "serve/server.hpp"
+
+namespace snailtrail::cli {
+
+CommandRunner add_serve_command(CLI::App& app) {
+  struct Args {
+    std::vector<std::string> tcp;
+    bool stdin_source = false;
+    std::vector<std::string> follow;
+    std::string http;
+    std::string window = "1s", lateness = "200ms", idle_timeout = "5s", gap_threshold = "100us";
+    std::string out;
+    size_t retain = 1000;
+    size_t wait_for = 0;
+    std::string summary = "all";
+    size_t top = 10;
+    uint64_t seed = 1;
+    std::string port_file;
+    bool quiet = false;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand(
+      "serve",
+      "Analyze live trace streams: one JSON line per window as soon as it closes, plus an "
+      "HTTP API");
+  cmd->add_option("--tcp", args->tcp,
+                  "Accept producers on HOST:PORT (JSONL or .snail stream, sniffed per "
+                  "connection; port 0 picks a free one); repeatable")
+      ->expected(0, 1)
+      ->default_str("127.0.0.1:7878");
+  cmd->add_flag("--stdin", args->stdin_source, "Read a stream from stdin");
+  cmd->add_option("--follow", args->follow, "Follow FILE as it grows (like tail -f); repeatable");
+  cmd->add_option("--http", args->http,
+                  "Serve the HTTP API (/api/windows, /api/summary/latest, /metrics, /healthz) on "
+                  "HOST:PORT")
+      ->expected(0, 1)
+      ->default_str("127.0.0.1:7879");
+  cmd->add_option("--window,-w", args->window, "Tumbling window width in event time")
+      ->capture_default_str();
+  cmd->add_option("--lateness", args->lateness,
+                  "A window closes once every active worker is this far past its end")
+      ->capture_default_str();
+  cmd->add_option("--idle-timeout", args->idle_timeout,
+                  "A worker silent this long (wall time) stops holding windows back")
+      ->capture_default_str();
+  cmd->add_option("--gap-threshold", args->gap_threshold,
+                  "Gaps shorter than this are closed by alignment (docs/PAG.md)")
+      ->capture_default_str();
+  cmd->add_option("--out,-o", args->out, "Write window JSON lines to FILE (default: stdout)");
+  cmd->add_option("--retain", args->retain, "Windows kept in memory for the HTTP API")
+      ->capture_default_str();
+  cmd->add_option("--wait-for", args->wait_for,
+                  "Close no window before this many TCP producers have connected")
+      ->capture_default_str();
+  cmd->add_option("--summary", args->summary,
+                  "Comma list of activity, worker, operator, communication, top, diagnostics, "
+                  "or all")
+      ->capture_default_str();
+  cmd->add_option("--top", args->top, "Number of top critical activities")->capture_default_str();
+  cmd->add_option("--seed", args->seed, "Seed of the sampled single critical path")
+      ->capture_default_str();
+  cmd->add_option("--port-file", args->port_file,
+                  "Once listening, write the bound ports to FILE (tcp=PORT, http=PORT)");
+  cmd->add_flag("--quiet,-q", args->quiet, "No log lines on stderr");
+  return [cmd, args]() {
+    if (!*cmd) return -1;
+    serve::ServeOptions o;
+    // A flag given without a value means the default address.
+    for (const std::string& t : args->tcp) o.tcp.push_back(t.empty() ? "127.0.0.1:7878" : t);
+    if (cmd->count("--tcp") > 0 && o.tcp.empty()) o.tcp.push_back("127.0.0.1:7878");
+    o.stdin_source = args->stdin_source;
+    o.follow = args->follow;
+    if (cmd->count("--http") > 0) o.http = args->http.empty() ? "127.0.0.1:7879" : args->http;
+    o.live.window_ns = parse_duration(args->window);
+    if (o.live.window_ns <= 0) throw std::invalid_argument("--window must be positive");
+    o.live.lateness_ns = parse_duration(args->lateness);
+    o.idle_timeout_ns = parse_duration(args->idle_timeout);
+    o.live.pag.gap_threshold_ns = parse_duration(args->gap_threshold);
+    o.live.selection = SummarySelection::parse(args->summary);
+    o.live.summary.top_k = args->top;
+    o.live.summary.seed = args->seed;
+    o.out = args->out;
+    o.retain = args->retain;
+    o.wait_for_producers = args->wait_for;
+    o.port_file = args->port_file;
+    o.quiet = args->quiet;
+    return serve::run_server(o);
+  };
+}
+
+}  // namespace snailtrail::cli

@@ -1,0 +1,310 @@
+#include "pag/streaming.hpp"
+
+#include <algorithm>
+#include <tuple>
+
+namespace snailtrail {
+
+size_t StreamingPag::KeyHash::operator()(const Key& k) const {
+  uint64_t h = (uint64_t{k.sender} << 32 | k.receiver) * 0x9e3779b97f4a7c15ULL;
+  h ^= static_cast<uint64_t>(k.correlator) * 0xc2b2ae3d27d4eb4fULL;
+  h ^= h >> 29;
+  return static_cast<size_t>(h * 0x165667b19e3779f9ULL);
+}
+
+uint32_t StreamingPag::index_of(uint32_t id) {
+  auto [it, inserted] = index_.try_emplace(id, static_cast<uint32_t>(workers_.size()));
+  if (inserted) {
+    workers_.emplace_back();
+    workers_.back().id = id;
+  }
+  return it->second;
+}
+
+const StreamingPag::Worker* StreamingPag::find(uint32_t id) const {
+  auto it = index_.find(id);
+  return it == index_.end() ? nullptr : &workers_[it->second];
+}
+
+StreamingPag::Added StreamingPag::add(const Event& e) {
+  if (e.ts < horizon_) return Added::before_horizon;
+  const uint32_t wi = index_of(e.worker);
+  Worker& w = workers_[wi];
+  if (w.pending.empty || e.ts != w.pending.ts) {
+    if (!w.pending.empty) {
+      if (e.ts < w.pending.ts) return Added::out_of_order;
+      flush_pending(w);
+    } else if (!w.builder.empty() && e.ts <= w.node_ts[w.builder.last_node()]) {
+      // The worker's last node was closed by flush(): nothing may join or precede it.
+      return Added::out_of_order;
+    }
+    w.pending.reset(e.ts);
+  }
+  w.pending.add(e);
+  if (e.is_message()) w.pending_messages.push_back(e);
+  w.event_ts.push_back(e.ts);
+  w.watermark = e.ts;
+  if (e.has(kHasOperator)) {
+    auto pos = std::lower_bound(operator_ids_.begin(), operator_ids_.end(), e.op);
+    if (pos == operator_ids_.end() || *pos != e.op) operator_ids_.insert(pos, e.op);
+  }
+  ++events_;
+  first_ts_ = std::min(first_ts_, e.ts);
+  last_ts_ = std::max(last_ts_, e.ts);
+  return Added::ok;
+}
+
+void StreamingPag::flush_pending(Worker& w) {
+  // The builder writes at most one new node: make room for it, then trim.
+  const size_t n = w.builder.count();
+  w.node_ts.resize(n + 1);
+  w.type.resize(n + 1);
+  w.op.resize(n + 1);
+  w.instance.resize(n + 1);
+  const detail::NodeSlots slots{w.node_ts.data(), w.type.data(), w.op.data(), w.instance.data()};
+  const uint32_t node = w.builder.add(w.pending, slots, issues_, gap_threshold_);
+  const size_t count = w.builder.count();
+  w.node_ts.resize(count);
+  w.type.resize(count);
+  w.op.resize(count);
+  w.instance.resize(count);
+  const uint32_t wi = static_cast<uint32_t>(&w - workers_.data());
+  for (const Event& e : w.pending_messages) on_half(e, wi, w.base + node);
+  w.pending_messages.clear();
+  w.pending.empty = true;
+}
+
+void StreamingPag::on_half(const Event& e, uint32_t worker, uint64_t node) {
+  if (!e.has(kHasCorrelator) || !e.has(kHasRemote)) {
+    issues_.push_back({e.ts, Issue::message_without_correlator});
+    return;
+  }
+  const bool is_send = e.kind == EventKind::send;
+  const Key key =
+      is_send ? Key{e.worker, e.remote, e.correlator} : Key{e.remote, e.worker, e.correlator};
+  KeyState& k = keys_[key];
+  const Half half{e.ts, worker, node, e.activity};
+  k.last_ts = std::max(k.last_ts, e.ts);
+  // As in the batch join, every half of a key used by more than one send (or receive)
+  // is a duplicate: the earlier ones are reported when the second one shows up.
+  auto count_duplicates = [&](uint32_t n, int64_t& first_ts) {
+    if (n == 1) first_ts = e.ts;
+    if (n == 2) issues_.push_back({first_ts, Issue::duplicate_correlator});
+    if (n >= 2) issues_.push_back({e.ts, Issue::duplicate_correlator});
+  };
+  if (is_send) {
+    count_duplicates(++k.n_send, k.first_send_ts);
+    if (k.n_send == 1 && k.n_recv >= 2)
+      for (int64_t t : k.recvs_before_send) issues_.push_back({t, Issue::duplicate_correlator});
+    k.recvs_before_send.clear();
+    if (!k.recvs.empty()) {
+      const Half recv = k.recvs.front();
+      k.recvs.erase(k.recvs.begin());
+      pair(half, recv);
+    } else {
+      k.sends.push_back(half);
+    }
+  } else {
+    if (k.n_send == 0) {
+      if (++k.n_recv == 1) k.first_recv_ts = e.ts;
+      k.recvs_before_send.push_back(e.ts);
+    } else {
+      count_duplicates(++k.n_recv, k.first_recv_ts);
+    }
+    if (!k.sends.empty()) {
+      const Half send = k.sends.front();
+      k.sends.erase(k.sends.begin());
+      pair(send, half);
+    } else {
+      k.recvs.push_back(half);
+    }
+  }
+}
+
+void StreamingPag::pair(const Half& s, const Half& r) {
+  // Message nodes never move, so the nodes' times are the events' times.
+  if (r.ts < s.ts)
+    issues_.push_back({s.ts, Issue::negative_duration_message});
+  else if (s.worker == r.worker && s.node == r.node)
+    issues_.push_back({s.ts, Issue::self_loop_message});
+  else
+    messages_.push_back({s.ts, r.ts, s.worker, r.worker, s.node, r.node, s.type});
+}
+
+bool StreamingPag::complete_before(uint32_t worker_id, int64_t end) const {
+  const Worker* w = find(worker_id);
+  if (!w || w->builder.empty()) return false;
+  // Nodes before the last closed one are final; the last one only moves later in time.
+  return w->node_ts[w->builder.last_node()] >= end;
+}
+
+void StreamingPag::flush(uint32_t worker_id) {
+  auto it = index_.find(worker_id);
+  if (it == index_.end()) return;
+  Worker& w = workers_[it->second];
+  if (!w.pending.empty) flush_pending(w);
+}
+
+void StreamingPag::flush_all() {
+  for (Worker& w : workers_)
+    if (!w.pending.empty) flush_pending(w);
+}
+
+void StreamingPag::finish() {
+  for (Worker& w : workers_) {
+    if (!w.pending.empty) flush_pending(w);
+    if (w.builder.empty()) continue;
+    const detail::NodeSlots slots{w.node_ts.data(), w.type.data(), w.op.data(), w.instance.data()};
+    w.builder.finish(slots, issues_);
+  }
+}
+
+int64_t StreamingPag::watermark(uint32_t worker_id) const {
+  const Worker* w = find(worker_id);
+  return w ? w->watermark : INT64_MIN;
+}
+
+std::vector<uint32_t> StreamingPag::worker_ids() const {
+  std::vector<uint32_t> ids;
+  ids.reserve(workers_.size());
+  for (const Worker& w : workers_) ids.push_back(w.id);
+  return ids;
+}
+
+size_t StreamingPag::retained_nodes() const {
+  size_t n = 0;
+  for (const Worker& w : workers_) n += w.node_ts.size();
+  return n;
+}
+
+Pag StreamingPag::cut(int64_t start, int64_t end, bool closed_end) {
+  auto before_end = [&](int64_t t) { return t < end || (closed_end && t == end); };
+  // Partners can no longer arrive for half messages in these windows.
+  for (auto it = keys_.begin(); it != keys_.end(); ++it) {
+    KeyState& k = it->second;
+    auto declare = [&](std::vector<Half>& halves, Issue issue) {
+      size_t n = 0;
+      while (n < halves.size() && before_end(halves[n].ts)) {
+        issues_.push_back({halves[n].ts, issue});
+        ++n;
+      }
+      halves.erase(halves.begin(), halves.begin() + static_cast<std::ptrdiff_t>(n));
+    };
+    declare(k.sends, Issue::unmatched_send);
+    declare(k.recvs, Issue::unmatched_recv);
+  }
+
+  Pag pag;
+  // Workers in ascending id order, as in the batch PAG.
+  std::vector<uint32_t> order(workers_.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](uint32_t a, uint32_t b) { return workers_[a].id < workers_[b].id; });
+  const size_t W = order.size();
+  std::vector<uint32_t> slice_of(W, kNone);         // workers_ index -> dense index in the cut
+  std::vector<uint64_t> first_abs(W), last_abs(W);  // retained node range in the cut
+  std::vector<uint32_t> node_base(W);
+  pag.worker_begin.push_back(0);
+  pag.event_begin.push_back(0);
+  for (uint32_t wi : order) {
+    const Worker& w = workers_[wi];
+    const uint32_t d = static_cast<uint32_t>(pag.worker_ids.size());
+    slice_of[wi] = d;
+    pag.worker_ids.push_back(w.id);
+    // Nodes: from the last one at or before `start` to the first one at or after `end`.
+    const size_t n = w.node_ts.size();
+    size_t lo = 0, hi = n;
+    if (n > 0) {
+      lo = static_cast<size_t>(std::upper_bound(w.node_ts.begin(), w.node_ts.end(), start) -
+                               w.node_ts.begin());
+      lo = lo > 0 ? lo - 1 : 0;
+      hi = static_cast<size_t>(std::lower_bound(w.node_ts.begin(), w.node_ts.end(), end) -
+                               w.node_ts.begin());
+      hi = std::min(hi + 1, n);
+    }
+    const uint32_t base = static_cast<uint32_t>(pag.node_ts.size());
+    node_base[wi] = base;
+    first_abs[wi] = w.base + lo;
+    last_abs[wi] = w.base + hi;  // one past
+    for (size_t i = lo; i < hi; ++i) {
+      pag.node_ts.push_back(w.node_ts[i]);
+      pag.edge_type.push_back(i + 1 < hi ? w.type[i] : kNoEdge);
+      pag.edge_op.push_back(i + 1 < hi ? w.op[i] : kNone);
+      // Instances only need to compare equal within the worker: shift them like the nodes.
+      pag.edge_instance.push_back(i + 1 < hi ? w.instance[i] - static_cast<uint32_t>(lo) + base
+                                             : kNone);
+    }
+    pag.worker_begin.push_back(static_cast<uint32_t>(pag.node_ts.size()));
+    for (int64_t t : w.event_ts)
+      if (t >= start && before_end(t)) pag.event_ts.push_back(t);
+    pag.event_begin.push_back(static_cast<uint32_t>(pag.event_ts.size()));
+  }
+
+  // Messages overlapping the range, ordered as the batch builder orders them: by send
+  // time, then receive time, then nodes (worker id, then position), then type.
+  std::vector<uint32_t> picked;
+  for (uint32_t i = 0; i < messages_.size(); ++i) {
+    const Matched& m = messages_[i];
+    if (m.src_ts > end || m.dst_ts < start) continue;
+    picked.push_back(i);
+  }
+  auto key = [&](const Matched& m) {
+    return std::make_tuple(m.src_ts, m.dst_ts, workers_[m.src_worker].id, m.src_node,
+                           workers_[m.dst_worker].id, m.dst_node, m.type);
+  };
+  std::sort(picked.begin(), picked.end(),
+            [&](uint32_t a, uint32_t b) { return key(messages_[a]) < key(messages_[b]); });
+  auto node_in_cut = [&](uint32_t wi, uint64_t abs) -> uint32_t {
+    if (abs < first_abs[wi] || abs >= last_abs[wi]) return kNone;  // clipped: never used
+    return node_base[wi] + static_cast<uint32_t>(abs - first_abs[wi]);
+  };
+  pag.messages.reserve(picked.size());
+  for (uint32_t i : picked) {
+    const Matched& m = messages_[i];
+    pag.messages.push_back({node_in_cut(m.src_worker, m.src_node),
+                            node_in_cut(m.dst_worker, m.dst_node), m.src_ts, m.dst_ts,
+                            slice_of[m.src_worker], slice_of[m.dst_worker], m.type});
+  }
+
+  for (const IssueAt& is : issues_)
+    if (is.ts >= start && before_end(is.ts)) pag.issues.push_back(is);
+  std::stable_sort(pag.issues.begin(), pag.issues.end(), [](const IssueAt& a, const IssueAt& b) {
+    return a.ts != b.ts ? a.ts < b.ts : a.issue < b.issue;
+  });
+  pag.operator_ids = operator_ids_;
+  pag.first_ts = start;
+  pag.last_ts = end;
+  return pag;
+}
+
+void StreamingPag::retire(int64_t horizon) {
+  horizon_ = std::max(horizon_, horizon);
+  for (Worker& w : workers_) {
+    // Keep the last node at or before the horizon: the edge leaving it may overlap.
+    size_t keep = static_cast<size_t>(
+        std::upper_bound(w.node_ts.begin(), w.node_ts.end(), horizon_) - w.node_ts.begin());
+    keep = keep > 0 ? keep - 1 : 0;
+    if (keep > 0) {
+      const auto k = static_cast<std::ptrdiff_t>(keep);
+      w.node_ts.erase(w.node_ts.begin(), w.node_ts.begin() + k);
+      w.type.erase(w.type.begin(), w.type.begin() + k);
+      w.op.erase(w.op.begin(), w.op.begin() + k);
+      w.instance.erase(w.instance.begin(), w.instance.begin() + k);
+      for (uint32_t& inst : w.instance) inst -= static_cast<uint32_t>(keep);
+      w.builder.rebase(static_cast<uint32_t>(keep));
+      w.base += keep;
+    }
+    const size_t old_events = static_cast<size_t>(
+        std::lower_bound(w.event_ts.begin(), w.event_ts.end(), horizon_) - w.event_ts.begin());
+    w.event_ts.erase(w.event_ts.begin(),
+                     w.event_ts.begin() + static_cast<std::ptrdiff_t>(old_events));
+  }
+  std::erase_if(messages_, [&](const Matched& m) { return m.dst_ts < horizon_; });
+  std::erase_if(issues_, [&](const IssueAt& is) { return is.ts < horizon_; });
+  std::erase_if(keys_, [&](const auto& kv) {
+    const KeyState& k = kv.second;
+    return k.sends.empty() && k.recvs.empty() && k.last_ts < horizon_;
+  });
+}
+
+}  // namespace snailtrail

@@ -1,0 +1,129 @@
+// Incremental PAG construction for live streams (`snailtrail serve`): events arrive
+// worker by worker in time order, interleaved across workers in any way; windows are
+// cut out of the PAG as soon as every worker has moved past them, and what no later
+// window needs is dropped, so memory stays bounded.
+//
+// The timeline of each worker is built by the same gap-filling code as the batch
+// builder (timeline_builder.hpp), and a cut is a small Pag whose snapshots equal those
+// of the whole trace's PAG for the cut's windows, so `serve` reports exactly what
+// `analyze` reports on the same events. Where a live stream cannot know the future
+// (docs/SERVE.md): a message counts as unmatched if its partner has not arrived when
+// its window is cut, and a correlator repeated after its first use was cut is not
+// reported as a duplicate.
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "pag/timeline.hpp"
+#include "pag/timeline_builder.hpp"
+
+namespace snailtrail {
+
+class StreamingPag {
+ public:
+  explicit StreamingPag(const PagOptions& options = {})
+      : gap_threshold_(options.gap_threshold_ns) {}
+
+  enum class Added { ok, out_of_order, before_horizon };
+  // Adds one event. Events of one worker must come in time order: an event older than
+  // the worker's previous one is rejected (out_of_order), as is one before the horizon
+  // (the start of the first window not cut yet, see retire()).
+  Added add(const Event& e);
+
+  // True when worker `id`'s nodes before `end` are final and the node after them is
+  // known: the window ending at `end` does not depend on the worker's future events.
+  bool complete_before(uint32_t worker_id, int64_t end) const;
+  // The worker has gone quiet: its last node is closed as if no more events came at its
+  // timestamp (a later event there is then out of order).
+  void flush(uint32_t worker_id);
+  void flush_all();
+  // End of the stream: every worker's last node is closed, and activities still open
+  // are reported (unterminated_activity), as the batch builder does at a trace's end.
+  void finish();
+
+  // Latest event timestamp of a worker, or INT64_MIN if it is unknown.
+  int64_t watermark(uint32_t worker_id) const;
+  bool empty() const { return events_ == 0; }
+  int64_t first_ts() const { return first_ts_; }
+  int64_t last_ts() const { return last_ts_; }
+  uint64_t events() const { return events_; }
+  std::vector<uint32_t> worker_ids() const;
+
+  // A PAG for the windows covering [start, end] (end included when `closed_end`):
+  // snapshots of those windows cut from it equal those cut from the whole trace's PAG.
+  // Half messages before the end that are still unmatched are declared unmatched first.
+  Pag cut(int64_t start, int64_t end, bool closed_end);
+
+  // Forgets everything only windows before `horizon` needed; later events before it
+  // are rejected.
+  void retire(int64_t horizon);
+
+  // Retained sizes, for metrics and tests of bounded memory.
+  size_t retained_nodes() const;
+  size_t retained_messages() const { return messages_.size(); }
+
+ private:
+  struct Half {  // a send or receive waiting for its partner
+    int64_t ts;
+    uint32_t worker;  // index into workers_
+    uint64_t node;    // absolute node number within the worker
+    ActivityType type;
+  };
+  struct Key {
+    uint32_t sender, receiver;
+    int64_t correlator;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const;
+  };
+  struct KeyState {
+    std::vector<Half> sends, recvs;  // unmatched, in time order
+    uint32_t n_send = 0, n_recv = 0;
+    int64_t last_ts = INT64_MIN;  // latest half seen: the entry is dropped after it retires
+    int64_t first_send_ts = 0, first_recv_ts = 0;  // reported too once a duplicate shows up
+    // Receives seen before any send: the batch join only reports repeated receives of
+    // a key that has a send, so they are reported when the first send comes.
+    std::vector<int64_t> recvs_before_send;
+  };
+  struct Matched {
+    int64_t src_ts, dst_ts;
+    uint32_t src_worker, dst_worker;  // indices into workers_
+    uint64_t src_node, dst_node;      // absolute node numbers
+    ActivityType type;
+  };
+  struct Worker {
+    uint32_t id = 0;
+    detail::TimelineBuilder builder;
+    detail::NodeContent pending;  // the node being collected (pending.empty: none)
+    std::vector<Event> pending_messages;
+    // Retained nodes: local index i is absolute node number base + i.
+    uint64_t base = 0;
+    std::vector<int64_t> node_ts;
+    std::vector<uint8_t> type;
+    std::vector<uint32_t> op, instance;
+    std::vector<int64_t> event_ts;  // retained raw event times
+    int64_t watermark = INT64_MIN;
+  };
+
+  uint32_t index_of(uint32_t id);
+  const Worker* find(uint32_t id) const;
+  void flush_pending(Worker& w);
+  void on_half(const Event& e, uint32_t worker, uint64_t node);
+  void pair(const Half& send, const Half& recv);
+
+  int64_t gap_threshold_;
+  int64_t horizon_ = INT64_MIN;
+  std::vector<Worker> workers_;
+  std::unordered_map<uint32_t, uint32_t> index_;  // worker id -> index into workers_
+  std::unordered_map<Key, KeyState, KeyHash> keys_;
+  std::vector<Matched> messages_;
+  std::vector<IssueAt> issues_;
+  std::vector<uint32_t> operator_ids_;  // sorted
+  uint64_t events_ = 0;
+  int64_t first_ts_ = INT64_MAX, last_ts_ = INT64_MIN;
+};
+
+}  // namespace snailtrail

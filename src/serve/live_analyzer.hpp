@@ -1,0 +1,84 @@
+// Event-time windowing of a live event stream: events go into a StreamingPag, and a
+// window is analyzed (PAG cut, snapshot, CP, summaries) as soon as every active worker
+// has moved past its end plus the allowed lateness. Independent of where events come
+// from (sockets, files, tests); not thread-safe: one thread feeds it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "output/writers.hpp"
+#include "pag/streaming.hpp"
+
+namespace snailtrail {
+
+struct LiveOptions {
+  PagOptions pag;
+  int64_t window_ns = 1'000'000'000;
+  int64_t lateness_ns = 200'000'000;
+  SummaryOptions summary;
+  SummarySelection selection;
+};
+
+struct LiveStats {
+  uint64_t events = 0;        // accepted
+  uint64_t late_events = 0;   // before the start of the first open window: dropped
+  uint64_t out_of_order = 0;  // older than the worker's previous event: dropped
+  uint64_t windows = 0;       // emitted
+};
+
+// One analyzed window: its summary and its JSON line (the schema of `analyze --format
+// jsonl`, no newline).
+struct LiveWindow {
+  WindowSummary summary;
+  std::string json;
+};
+
+class LiveAnalyzer {
+ public:
+  LiveAnalyzer(const LiveOptions& options, std::function<void(LiveWindow&)> on_window);
+
+  void add(const Event& e);
+  void add_names(const Trace& names);  // worker and operator names from metadata
+
+  // Idle workers stop holding windows back (their last node is closed); a worker is
+  // active again as soon as it sends an event.
+  void set_idle(uint32_t worker_id);
+  bool is_idle(uint32_t worker_id) const { return idle_.count(worker_id) != 0; }
+  // While held (e.g. until the expected producers have connected) no window closes.
+  void hold(bool on) { held_ = on; }
+
+  // Analyzes every window that is ready; returns how many were emitted.
+  size_t advance();
+  // End of the stream: every remaining window is analyzed, the last one including
+  // events at its end (as `analyze` does).
+  size_t finish();
+
+  const LiveStats& stats() const { return stats_; }
+  const StreamingPag& pag() const { return pag_; }
+  // End of the last emitted window (INT64_MIN before the first).
+  int64_t closed_until() const { return started_ ? next_k_ * options_.window_ns : INT64_MIN; }
+
+ private:
+  bool ready(int64_t end) const;
+  size_t close(int64_t k_end, bool last_closed_end);
+
+  LiveOptions options_;
+  std::function<void(LiveWindow&)> on_window_;
+  StreamingPag pag_;
+  Trace names_;
+  std::unordered_set<uint32_t> idle_;
+  bool held_ = false;
+  bool started_ = false;
+  int64_t k0_ = 0;      // number of the first window (start = k * width)
+  int64_t next_k_ = 0;  // first window not emitted yet
+  uint64_t late_since_last_window_ = 0;
+  uint64_t out_of_order_since_last_window_ = 0;
+  LiveStats stats_;
+};
+
+}  // namespace snailtrail

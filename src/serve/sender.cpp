@@ -1,0 +1,139 @@
+#include "serve/sender.hpp"
+
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <numeric>
+#include <stdexcept>
+#include <thread>
+
+#include "serve/server.hpp"
+#include "trace/trace_io.hpp"
+#include "trace/trace_io_detail.hpp"
+
+namespace snailtrail::serve {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int connect_to(const std::string& address, double timeout_s) {
+  auto [host, port] = parse_address(address);
+  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
+  std::string last_error;
+  for (;;) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV;
+    addrinfo* res = nullptr;
+    const int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
+    if (rc != 0) throw std::runtime_error("cannot resolve " + address + ": " + ::gai_strerror(rc));
+    int fd = -1;
+    for (addrinfo* a = res; a && fd < 0; a = a->ai_next) {
+      fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+      if (fd < 0) continue;
+      if (::connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
+        last_error = std::strerror(errno);
+        ::close(fd);
+        fd = -1;
+      }
+    }
+    ::freeaddrinfo(res);
+    if (fd >= 0) return fd;
+    if (Clock::now() >= deadline)
+      throw std::runtime_error("cannot connect to " + address + ": " + last_error);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+void write_all(int fd, std::string_view data, const std::string& address) {
+  while (!data.empty()) {
+    const ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw std::runtime_error("connection to " + address + " broke: " + std::strerror(errno));
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+}  // namespace
+
+SendStats send_trace(const Trace& trace, const SendOptions& o) {
+  if (o.speed < 0 || o.rate < 0) throw std::invalid_argument("speed and rate must be positive");
+  // Event-time order across workers; each worker's own order is kept (stable sort).
+  std::vector<uint32_t> order;
+  order.reserve(trace.events.size());
+  for (uint32_t i = 0; i < trace.events.size(); ++i)
+    if (o.workers.empty() ||
+        std::find(o.workers.begin(), o.workers.end(), trace.events[i].worker) != o.workers.end())
+      order.push_back(i);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](uint32_t a, uint32_t b) { return trace.events[a].ts < trace.events[b].ts; });
+
+  const int fd = connect_to(o.to, o.connect_timeout_s);
+  SendStats stats;
+  const auto start = Clock::now();
+  const int64_t t0 = order.empty() ? 0 : trace.events[order.front()].ts;
+  // When event i may leave: paced by event time and/or by rate.
+  auto due = [&](size_t i) {
+    double s = 0;
+    if (o.speed > 0) s = static_cast<double>(trace.events[order[i]].ts - t0) / 1e9 / o.speed;
+    if (o.rate > 0) s = std::max(s, static_cast<double>(i) / o.rate);
+    return start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+  };
+  Trace chunk;
+  chunk.source = trace.source;
+  chunk.worker_names = trace.worker_names;  // names go with the first chunk
+  chunk.operator_names = trace.operator_names;
+  bool first = true;
+  try {
+    size_t i = 0;
+    while (i < order.size() || first) {
+      size_t j = i;
+      const auto now = Clock::now();
+      while (j < order.size() && j - i < o.batch_events && due(j) <= now) ++j;
+      if (j == i && i < order.size()) {
+        std::this_thread::sleep_until(std::min(due(i), now + std::chrono::milliseconds(50)));
+        continue;
+      }
+      chunk.events.resize(j - i);
+      for (size_t k = i; k < j; ++k) chunk.events[k - i] = trace.events[order[k]];
+      std::string bytes;
+      if (o.jsonl) {
+        bytes = to_jsonl(chunk);
+      } else {
+        SnailWriteOptions w;
+        w.events_per_block = static_cast<uint32_t>(std::max<size_t>(o.batch_events, 1));
+        bytes = to_snail(chunk, w);
+        if (!first) bytes.erase(0, detail::snail::kHeaderSize);  // one header per stream
+      }
+      write_all(fd, bytes, o.to);
+      stats.bytes += bytes.size();
+      stats.events += j - i;
+      chunk.worker_names.clear();
+      chunk.operator_names.clear();
+      first = false;
+      i = j;
+    }
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::shutdown(fd, SHUT_WR);
+  // Wait for the server to close its side, so everything sent was read.
+  char sink[256];
+  while (::recv(fd, sink, sizeof sink, 0) > 0) {
+  }
+  ::close(fd);
+  stats.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return stats;
+}
+
+}  // namespace snailtrail::serve

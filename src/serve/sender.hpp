@@ -1,0 +1,32 @@
+// `snailtrail send`: replays a trace to a `serve` endpoint as a live producer would, in
+// event-time order, as fast as possible or paced by event time or by a rate.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "trace/trace.hpp"
+
+namespace snailtrail::serve {
+
+struct SendOptions {
+  std::string to = "127.0.0.1:7878";
+  double speed = 0;  // event time runs this many times faster than wall time; 0: no pacing
+  double rate = 0;   // at most this many events per second; 0: no limit
+  std::vector<uint32_t> workers;  // only these workers' events; empty: all
+  bool jsonl = false;             // JSONL instead of the .snail stream framing
+  size_t batch_events = 4096;     // events per write (and per .snail block), at most
+  double connect_timeout_s = 5;   // retries while the server is not up yet
+};
+
+struct SendStats {
+  uint64_t events = 0;
+  uint64_t bytes = 0;
+  double seconds = 0;
+};
+
+// Throws std::runtime_error when it cannot connect or the connection breaks.
+SendStats send_trace(const Trace& trace, const SendOptions& options);
+
+}  // namespace snailtrail::serve

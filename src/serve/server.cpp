@@ -1,0 +1,427 @@
+#include "serve/server.hpp"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <httplib.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <deque>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "serve/ingest.hpp"
+
+namespace snailtrail::serve {
+namespace {
+
+std::atomic<bool> g_signalled{false};
+extern "C" void on_signal(int) {
+  g_signalled.store(true);
+}
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+class Listener {
+ public:
+  Listener(const std::string& address) {
+    auto [host, port] = parse_address(address);
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    addrinfo* res = nullptr;
+    const int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
+    if (rc != 0) throw std::runtime_error("cannot resolve " + address + ": " + ::gai_strerror(rc));
+    std::string last_error = "no address";
+    for (addrinfo* a = res; a && fd_ < 0; a = a->ai_next) {
+      const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+      if (fd < 0) continue;
+      const int one = 1;
+      ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+      if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, 64) == 0) {
+        fd_ = fd;
+        break;
+      }
+      last_error = std::strerror(errno);
+      ::close(fd);
+    }
+    ::freeaddrinfo(res);
+    if (fd_ < 0) throw std::runtime_error("cannot listen on " + address + ": " + last_error);
+    sockaddr_storage bound{};
+    socklen_t len = sizeof bound;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&bound), &len);
+    port_ = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
+                                        : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+    host_ = host;
+  }
+  ~Listener() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Listener(const Listener&) = delete;
+  Listener& operator=(const Listener&) = delete;
+
+  int fd() const { return fd_; }
+  int port() const { return port_; }
+  std::string name() const { return fmt::format("{}:{}", host_, port_); }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+  std::string host_;
+};
+
+// What the HTTP API reads, written by the analysis thread.
+struct SharedState {
+  std::mutex mu;
+  std::deque<std::pair<int64_t, std::string>> windows;  // (start_ns, JSON), oldest first
+  std::array<double, kActivityTypeCount> latest_cp{};
+  bool has_latest = false;
+  int64_t latest_start = 0;
+  uint64_t windows_emitted = 0;
+  uint64_t events_analyzed = 0, late = 0, out_of_order = 0;
+  double lag_last = 0, lag_max = 0, ingest_rate = 0;
+  size_t retained_nodes = 0, retained_messages = 0;
+};
+
+std::string metrics_text(SharedState& s, const IngestCounters& c, const BatchQueue& q) {
+  std::string out;
+  auto metric = [&](const char* name, const char* type, const char* help, double value) {
+    fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} {}\n{} {}\n", name, help, name,
+                   type, name, value);
+  };
+  std::lock_guard lock(s.mu);
+  metric("snailtrail_events_ingested_total", "counter", "Events decoded from all sources.",
+         static_cast<double>(c.events.load()));
+  metric("snailtrail_events_analyzed_total", "counter", "Events accepted into windows.",
+         static_cast<double>(s.events_analyzed));
+  metric("snailtrail_bytes_received_total", "counter", "Bytes read from all sources.",
+         static_cast<double>(c.bytes.load()));
+  metric("snailtrail_ingest_rate_events_per_second", "gauge",
+         "Events decoded per second over the last second.", s.ingest_rate);
+  metric("snailtrail_windows_emitted_total", "counter", "Windows analyzed and written.",
+         static_cast<double>(s.windows_emitted));
+  metric("snailtrail_window_lag_seconds", "gauge",
+         "Wall time from the stream passing a window's end to its result, last window.",
+         s.lag_last);
+  metric("snailtrail_window_lag_seconds_max", "gauge", "The largest window lag so far.", s.lag_max);
+  metric("snailtrail_late_events_total", "counter",
+         "Events for windows already emitted: counted, not merged.", static_cast<double>(s.late));
+  metric("snailtrail_out_of_order_events_total", "counter",
+         "Events older than their worker's previous event: dropped.",
+         static_cast<double>(s.out_of_order));
+  metric("snailtrail_invalid_lines_total", "counter", "Malformed JSONL lines skipped.",
+         static_cast<double>(c.bad_lines.load()));
+  metric("snailtrail_invalid_blocks_total", "counter", "Invalid .snail blocks skipped.",
+         static_cast<double>(c.bad_blocks.load()));
+  metric("snailtrail_truncated_streams_total", "counter",
+         "Streams that ended inside a line or block.", static_cast<double>(c.truncated.load()));
+  metric("snailtrail_broken_streams_total", "counter",
+         "Streams closed because their framing was lost.",
+         static_cast<double>(c.broken_streams.load()));
+  metric("snailtrail_connections_total", "counter", "TCP connections accepted.",
+         static_cast<double>(c.connections_total.load()));
+  metric("snailtrail_connections_open", "gauge", "TCP connections open now.",
+         static_cast<double>(c.connections_open.load()));
+  metric("snailtrail_queued_events", "gauge", "Events decoded, waiting for analysis.",
+         static_cast<double>(q.queued_events()));
+  metric("snailtrail_retained_nodes", "gauge", "PAG nodes kept for windows not yet closed.",
+         static_cast<double>(s.retained_nodes));
+  out +=
+      "# HELP snailtrail_latest_window_cp Critical participation per activity type in the "
+      "latest window.\n# TYPE snailtrail_latest_window_cp gauge\n";
+  if (s.has_latest)
+    for (int a = 0; a < kActivityTypeCount; ++a)
+      fmt::format_to(std::back_inserter(out), "snailtrail_latest_window_cp{{activity=\"{}\"}} {}\n",
+                     name_of(static_cast<ActivityType>(a)), s.latest_cp[a]);
+  return out;
+}
+
+int64_t floor_div(int64_t a, int64_t b) {
+  return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
+}
+
+}  // namespace
+
+std::pair<std::string, int> parse_address(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos || colon + 1 == address.size())
+    throw std::invalid_argument("address \"" + address + "\" is not HOST:PORT");
+  std::string host = address.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  if (host.empty()) host = "127.0.0.1";
+  const std::string port_text = address.substr(colon + 1);
+  int port = 0;
+  for (char ch : port_text) {
+    if (ch < '0' || ch > '9' || port > 65535)
+      throw std::invalid_argument("bad port in \"" + address + "\"");
+    port = port * 10 + (ch - '0');
+  }
+  if (port > 65535) throw std::invalid_argument("bad port in \"" + address + "\"");
+  return {host, port};
+}
+
+int run_server(const ServeOptions& opt) {
+  if (opt.tcp.empty() && !opt.stdin_source && opt.follow.empty())
+    throw std::invalid_argument("no source: give --tcp, --stdin or --follow");
+  if (opt.retain == 0) throw std::invalid_argument("--retain must be at least 1");
+  const bool log = !opt.quiet;
+
+  // Outputs first, so that a bad path fails before anything listens.
+  std::FILE* out = stdout;
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> out_file(nullptr, &std::fclose);
+  if (!opt.out.empty() && opt.out != "-") {
+    out_file.reset(std::fopen(opt.out.c_str(), "w"));
+    if (!out_file)
+      throw std::runtime_error("cannot write " + opt.out + ": " + std::strerror(errno));
+    out = out_file.get();
+  }
+
+  std::vector<std::unique_ptr<Listener>> listeners;
+  for (const std::string& a : opt.tcp) listeners.push_back(std::make_unique<Listener>(a));
+
+  SharedState shared;
+  IngestCounters counters;
+  BatchQueue queue(opt.queue_events);
+  std::atomic<bool> stop{false};
+  std::atomic<int> readers{0};  // source threads still running
+
+  // The HTTP API.
+  std::unique_ptr<httplib::Server> http;
+  std::thread http_thread;
+  int http_port = 0;
+  if (!opt.http.empty()) {
+    auto [host, port] = parse_address(opt.http);
+    http = std::make_unique<httplib::Server>();
+    http->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content("ok\n", "text/plain");
+    });
+    http->Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
+      res.set_content(metrics_text(shared, counters, queue), "text/plain; version=0.0.4");
+    });
+    http->Get("/api/windows", [&](const httplib::Request& req, httplib::Response& res) {
+      int64_t since = INT64_MIN;
+      if (req.has_param("since")) {
+        try {
+          since = std::stoll(req.get_param_value("since"));
+        } catch (const std::exception&) {
+          res.status = 400;
+          res.set_content("{\"error\":\"since must be an integer (ns)\"}\n", "application/json");
+          return;
+        }
+      }
+      std::string body = "[";
+      {
+        std::lock_guard lock(shared.mu);
+        bool first = true;
+        for (const auto& [start, json] : shared.windows) {
+          if (start < since) continue;
+          if (!first) body += ',';
+          first = false;
+          body += json;
+        }
+      }
+      body += "]\n";
+      res.set_content(body, "application/json");
+    });
+    http->Get("/api/summary/latest", [&](const httplib::Request&, httplib::Response& res) {
+      std::lock_guard lock(shared.mu);
+      if (shared.windows.empty()) {
+        res.status = 404;
+        res.set_content("{\"error\":\"no window has closed yet\"}\n", "application/json");
+        return;
+      }
+      res.set_content(shared.windows.back().second + "\n", "application/json");
+    });
+    http_port =
+        port == 0 ? http->bind_to_any_port(host) : (http->bind_to_port(host, port) ? port : -1);
+    if (http_port < 0) throw std::runtime_error("cannot listen on " + opt.http + " (HTTP)");
+    http_thread = std::thread([&] { http->listen_after_bind(); });
+    if (log) fmt::print(stderr, "snailtrail serve: HTTP API on http://{}:{}/\n", host, http_port);
+  }
+
+  // Signals end the server cleanly; they are checked by every loop below.
+  g_signalled = false;
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  struct sigaction old_int {
+  }, old_term{};
+  ::sigaction(SIGINT, &sa, &old_int);
+  ::sigaction(SIGTERM, &sa, &old_term);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  // Sources.
+  std::mutex threads_mu;
+  std::list<std::thread> threads;
+  auto spawn = [&](auto fn) {
+    ++readers;
+    std::lock_guard lock(threads_mu);
+    threads.emplace_back([&readers, fn]() mutable {
+      fn();
+      --readers;
+    });
+  };
+  for (auto& l : listeners) {
+    if (log) fmt::print(stderr, "snailtrail serve: listening for traces on tcp {}\n", l->name());
+    Listener* listener = l.get();
+    spawn([&, listener] {
+      uint64_t n = 0;
+      while (!stop.load()) {
+        pollfd p{listener->fd(), POLLIN, 0};
+        if (::poll(&p, 1, 100) <= 0) continue;
+        sockaddr_storage peer{};
+        socklen_t len = sizeof peer;
+        const int fd =
+            ::accept4(listener->fd(), reinterpret_cast<sockaddr*>(&peer), &len, SOCK_CLOEXEC);
+        if (fd < 0) continue;
+        ++counters.connections_total;
+        ++counters.connections_open;
+        const std::string name = fmt::format("tcp {} connection {}", listener->name(), ++n);
+        if (log) fmt::print(stderr, "snailtrail serve: {} opened\n", name);
+        spawn([&, fd, name] {
+          pump_stream(fd, name, queue, counters, stop, log);
+          ::close(fd);
+          --counters.connections_open;
+        });
+      }
+    });
+  }
+  if (opt.stdin_source)
+    spawn([&] { pump_stream(STDIN_FILENO, "stdin", queue, counters, stop, log); });
+  for (const std::string& path : opt.follow)
+    spawn([&, path] { follow_file(path, queue, counters, stop, log); });
+
+  if (!opt.port_file.empty()) {
+    std::FILE* f = std::fopen(opt.port_file.c_str(), "w");
+    if (!f) throw std::runtime_error("cannot write " + opt.port_file);
+    for (auto& l : listeners) fmt::print(f, "tcp={}\n", l->port());
+    if (http) fmt::print(f, "http={}\n", http_port);
+    std::fclose(f);
+  }
+
+  // The analysis loop (this thread).
+  const int64_t width = opt.live.window_ns;
+  std::deque<std::pair<int64_t, Clock::time_point>>
+      passed;  // window end -> when the stream passed it
+  int64_t max_ts = INT64_MIN;
+  auto on_window = [&](LiveWindow& w) {
+    std::fwrite(w.json.data(), 1, w.json.size(), out);
+    std::fputc('\n', out);
+    std::fflush(out);
+    double lag = -1;
+    const int64_t end = w.summary.window.end;
+    while (!passed.empty() && passed.front().first < end) passed.pop_front();
+    if (!passed.empty() && passed.front().first == end) lag = seconds_since(passed.front().second);
+    std::lock_guard lock(shared.mu);
+    shared.windows.emplace_back(w.summary.window.start, std::move(w.json));
+    while (shared.windows.size() > opt.retain) shared.windows.pop_front();
+    for (int a = 0; a < kActivityTypeCount; ++a) shared.latest_cp[a] = w.summary.cp.activity[a];
+    shared.has_latest = true;
+    shared.latest_start = w.summary.window.start;
+    ++shared.windows_emitted;
+    if (lag >= 0) {
+      shared.lag_last = lag;
+      shared.lag_max = std::max(shared.lag_max, lag);
+    }
+  };
+  LiveAnalyzer live(opt.live, on_window);
+  std::unordered_map<uint32_t, Clock::time_point> last_arrival;
+  Clock::time_point rate_start = Clock::now();
+  uint64_t rate_events = 0;
+  const auto idle = std::chrono::nanoseconds(opt.idle_timeout_ns);
+  for (;;) {
+    if (g_signalled.load() && !stop.load()) {
+      if (log) fmt::print(stderr, "snailtrail serve: stopping: closing the open windows\n");
+      stop = true;
+    }
+    std::optional<Batch> batch = queue.pop(50);
+    const auto now = Clock::now();
+    if (batch) {
+      live.add_names(batch->names);
+      uint32_t last_worker = UINT32_MAX;
+      for (const Event& e : batch->events) {
+        live.add(e);
+        if (e.worker != last_worker) {
+          last_worker = e.worker;
+          last_arrival[e.worker] = now;
+        }
+        if (e.ts > max_ts) {
+          // Remember when the stream first passed each window end, for the lag.
+          const int64_t k_old =
+              max_ts == INT64_MIN ? floor_div(e.ts, width) : floor_div(max_ts, width);
+          const int64_t k_new = floor_div(e.ts, width);
+          for (int64_t k = std::max(k_old, k_new - 64) + 1; k <= k_new; ++k)
+            passed.emplace_back(k * width, now);
+          max_ts = e.ts;
+        }
+      }
+      rate_events += batch->events.size();
+    }
+    for (const auto& [id, t] : last_arrival)
+      if (now - t > idle && !live.is_idle(id)) live.set_idle(id);
+    live.hold(counters.connections_total.load() < opt.wait_for_producers);
+    live.advance();
+    {
+      std::lock_guard lock(shared.mu);
+      shared.events_analyzed = live.stats().events;
+      shared.late = live.stats().late_events;
+      shared.out_of_order = live.stats().out_of_order;
+      shared.retained_nodes = live.pag().retained_nodes();
+      shared.retained_messages = live.pag().retained_messages();
+      const double dt = seconds_since(rate_start);
+      if (dt >= 1.0) {
+        shared.ingest_rate = static_cast<double>(rate_events) / dt;
+        rate_events = 0;
+        rate_start = Clock::now();
+      }
+    }
+    // Without listeners the server ends with its sources (stdin at its end).
+    if (listeners.empty() && readers.load() == 0 && !batch && queue.queued_events() == 0) break;
+    if (stop.load() && readers.load() == 0 && !batch && queue.queued_events() == 0) break;
+  }
+  live.hold(false);
+  live.finish();
+  {
+    std::lock_guard lock(shared.mu);
+    shared.events_analyzed = live.stats().events;
+  }
+  stop = true;
+  for (std::thread& t : threads) t.join();
+  if (http) {
+    http->stop();
+    http_thread.join();
+  }
+  ::sigaction(SIGINT, &old_int, nullptr);
+  ::sigaction(SIGTERM, &old_term, nullptr);
+  if (log) {
+    const LiveStats& s = live.stats();
+    fmt::print(stderr,
+               "snailtrail serve: {} events analyzed in {} windows; {} late, {} out of order, "
+               "{} bad lines, {} bad blocks\n",
+               s.events, s.windows, s.late_events, s.out_of_order, counters.bad_lines.load(),
+               counters.bad_blocks.load());
+  }
+  if (out_file && std::fflush(out_file.get()) != 0)
+    throw std::runtime_error("cannot write " + opt.out + ": " + std::strerror(errno));
+  return 0;
+}
+
+}  // namespace snailtrail::serve

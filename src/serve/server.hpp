@@ -1,0 +1,37 @@
+// `snailtrail serve`: live trace streams in (TCP, stdin, followed files), one JSON line
+// per window out as windows close (a file or stdout), and an HTTP API with the latest
+// windows, Prometheus metrics and a health check. docs/SERVE.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "serve/live_analyzer.hpp"
+
+namespace snailtrail::serve {
+
+struct ServeOptions {
+  std::vector<std::string> tcp;     // listen addresses "host:port" (port 0: any free port)
+  bool stdin_source = false;        // read a stream from stdin
+  std::vector<std::string> follow;  // files to follow as they grow
+  std::string http;                 // "host:port" of the HTTP API, empty: none
+  LiveOptions live;
+  int64_t idle_timeout_ns = 5'000'000'000;
+  std::string out;                // window JSON lines: a file, or "" / "-" for stdout
+  size_t retain = 1000;           // windows kept for the HTTP API
+  size_t wait_for_producers = 0;  // no window closes before this many have connected
+  size_t queue_events = 1 << 20;  // events decoded but not yet analyzed, at most
+  std::string port_file;          // written once listening: "tcp=PORT\nhttp=PORT\n"
+  bool quiet = false;             // no log lines on stderr
+};
+
+// Runs until SIGINT or SIGTERM (or, without TCP and HTTP, until every source has ended),
+// then closes the open windows, flushes the outputs and returns 0. Throws
+// std::invalid_argument for bad options and std::runtime_error when it cannot listen.
+int run_server(const ServeOptions& options);
+
+// "host:port" -> (host, port). Throws std::invalid_argument.
+std::pair<std::string, int> parse_address(const std::string& address);
+
+}  // namespace snailtrail::serve
