@@ -26,6 +26,7 @@ struct AnalyzeArgs {
   size_t top = 10;
   std::string dump_edges;
   std::string importer = "auto";
+  std::string spark_delay_split = "1:2";
   uint64_t seed = 1;
   bool per_window = false;
   std::string output;
@@ -67,7 +68,9 @@ int run(const AnalyzeArgs& a) {
   if (a.timings) opt.times = &stage;
   const bool progress = !a.no_progress && isatty(STDERR_FILENO);
   if (progress) fmt::print(stderr, "\rreading {}...", a.trace);
-  Trace trace = importers::import_trace(a.trace, a.importer);
+  importers::ImportOptions import_options;
+  import_options.spark_delay_split = a.spark_delay_split;
+  Trace trace = importers::import_trace(a.trace, a.importer, import_options);
   const auto t_read = Clock::now();
   if (trace.events.empty()) throw TraceError(trace.source, "input", "the trace has no events");
   if (progress) fmt::print(stderr, "\rbuilding the PAG of {} events...", trace.events.size());
@@ -201,6 +204,9 @@ CommandRunner add_analyze_command(CLI::App& app) {
   cmd->add_option("--importer", an.importer,
                   "Input format: " + importers::importer_names() +
                       " (auto: recognised by content, then extension)")
+      ->capture_default_str();
+  cmd->add_option("--spark-delay-split", an.spark_delay_split,
+                  "Spark: share of each task's scheduler delay on its launch:result messages")
       ->capture_default_str();
   cmd->add_option("--seed", an.seed, "Seed of the sampled single critical path")
       ->capture_default_str();

@@ -15,6 +15,7 @@ CommandRunner add_convert_command(CLI::App& app) {
     bool compress = false;
     int level = 3;
     std::string importer = "auto";
+    std::string spark_delay_split = "1:2";
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
@@ -27,13 +28,18 @@ CommandRunner add_convert_command(CLI::App& app) {
                   "Input format: " + importers::importer_names() +
                       " (auto: recognised by content, then extension)")
       ->capture_default_str();
+  cmd->add_option("--spark-delay-split", args->spark_delay_split,
+                  "Spark: share of each task's scheduler delay on its launch:result messages")
+      ->capture_default_str();
   cmd->add_flag("--compress,-z", args->compress, "zstd-compress .snail event blocks");
   cmd->add_option("--level", args->level, "zstd level (1-19)")
       ->check(CLI::Range(1, 19))
       ->capture_default_str();
   return [cmd, args]() {
     if (!*cmd) return -1;
-    Trace t = importers::import_trace(args->in, args->importer);
+    importers::ImportOptions import_options;
+    import_options.spark_delay_split = args->spark_delay_split;
+    Trace t = importers::import_trace(args->in, args->importer, import_options);
     SnailWriteOptions o;
     o.compress = args->compress;
     o.compression_level = args->level;

@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "importers/msgpack/msgpack_importer.hpp"
+#include "importers/spark/spark_importer.hpp"
 #include "trace/trace_io.hpp"
 
 namespace snailtrail::importers {
@@ -86,6 +88,9 @@ const std::vector<Importer>& all_importers() {
   static const std::vector<Importer> importers = {
       {"snail", "snailtrail binary trace (.snail)", sniff_snail, read_snail},
       {"jsonl", "snailtrail JSON lines (.jsonl)", sniff_jsonl, read_jsonl},
+      {"spark", "Spark event log (JSON lines, plain or zstd)", spark::sniff, spark::import},
+      {"snailtrail-msgpack", "original SnailTrail MessagePack log", msgpack_log::sniff,
+       msgpack_log::import},
   };
   return importers;
 }

@@ -14,6 +14,7 @@ namespace snailtrail::importers {
 // Knobs some importers understand; the others ignore them.
 struct ImportOptions {
   std::string map_file;  // --map: activity-type mapping overrides (chrome, otlp, jaeger)
+  std::string spark_delay_split = "1:2";  // --spark-delay-split: launch:result share of delay
 };
 
 struct Importer {

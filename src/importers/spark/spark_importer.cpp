@@ -1,0 +1,829 @@
+// Spark event log importer (docs/IMPORTERS.md "Spark").
+//
+// Two passes: the log is parsed line by line (simdjson DOM, one reused parser) into flat
+// records of executors, jobs, stages and finished tasks; then tasks are placed on executor
+// slots and the events of every slot and of the driver are generated, each worker's events
+// contiguous and in time order (so no sort of the events is needed).
+#include "importers/spark/spark_importer.hpp"
+
+#include <simdjson.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "importers/importer.hpp"
+
+namespace snailtrail::importers::spark {
+namespace {
+
+namespace dom = simdjson::dom;
+
+constexpr int64_t kNsPerMs = 1'000'000;
+constexpr uint32_t kDriver = 0;
+constexpr char kZstdMagic[4] = {'\x28', '\xB5', '\x2F', '\xFD'};
+
+bool starts_with_zstd_magic(std::string_view s) {
+  return s.size() >= 4 && std::memcmp(s.data(), kZstdMagic, 4) == 0;
+}
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  if (s.size() < suffix.size()) return false;
+  for (size_t i = 0; i < suffix.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(s[s.size() - suffix.size() + i])) != suffix[i])
+      return false;
+  return true;
+}
+
+// Spark names compressed logs after the codec (app-1234.lz4, ....lz4.inprogress).
+std::string_view unsupported_codec(std::string_view path, std::string_view head) {
+  std::string_view p = path;
+  if (ends_with(p, ".inprogress")) p.remove_suffix(11);
+  if (head.starts_with("LZ4Block") || ends_with(p, ".lz4")) return "lz4";
+  if (ends_with(p, ".lzf") || head.starts_with("ZV")) return "lzf";
+  if (ends_with(p, ".snappy") || head.starts_with("\x82SNAPPY")) return "snappy";
+  return "";
+}
+
+// True if the first line is a JSON object whose "Event" names a Spark listener event.
+bool looks_like_spark(std::string_view text) {
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t' || text.front() == '\r' ||
+                           text.front() == '\n'))
+    text.remove_prefix(1);
+  if (!text.starts_with("{")) return false;
+  std::string_view line = text.substr(0, text.find('\n'));
+  const size_t key = line.find("\"Event\"");
+  if (key == std::string_view::npos) return false;
+  std::string_view rest = line.substr(key + 7);
+  while (!rest.empty() && (rest.front() == ' ' || rest.front() == '\t')) rest.remove_prefix(1);
+  if (!rest.starts_with(":")) return false;
+  rest.remove_prefix(1);
+  while (!rest.empty() && (rest.front() == ' ' || rest.front() == '\t')) rest.remove_prefix(1);
+  return rest.starts_with("\"SparkListener") || rest.starts_with("\"org.apache.spark.");
+}
+
+// ---------------------------------------------------------------------------------------
+// Parsed records
+
+struct TaskRec {
+  int64_t launch = 0, finish = 0, getting_result = 0;  // ns; getting_result 0 = none
+  // Executor-side durations, ns. fetch_wait, gc and shuffle_write lie within run.
+  int64_t deserialize = 0, run = 0, serialize = 0, gc = 0, fetch_wait = 0, shuffle_write = 0;
+  uint32_t executor = 0;  // index into executors
+  uint32_t stage = 0;     // index into stages
+  bool has_metrics = false;
+  // Placement (filled by place_tasks).
+  int64_t start = 0, end = 0;  // on the slot
+  uint32_t slot = 0;           // index into the executor's slots
+};
+
+struct Slot {
+  int64_t busy_until = std::numeric_limits<int64_t>::min();  // min: never used
+  uint32_t worker = 0;
+};
+
+struct ExecutorRec {
+  std::string id;
+  uint32_t cores = 0;  // 0: unknown (no SparkListenerExecutorAdded): slots made on demand
+  std::vector<Slot> slots;
+};
+
+struct StageRec {
+  uint32_t id = 0;
+  uint32_t attempt = 0;
+  int64_t submitted = -1, completed = -1;  // ns; -1 = not in the log
+};
+
+struct JobRec {
+  int64_t submitted = -1, completed = -1;
+};
+
+// Recoverable problems, in the order they are reported.
+enum Problem {
+  kTruncatedLastLine,
+  kTruncatedCompressedData,
+  kTasksWithoutMetrics,
+  kTasksWithoutEnd,
+  kTasksFinishedBeforeLaunch,
+  kBadGettingResultTime,
+  kExecutorTimeExceedsTaskTime,
+  kRunTimePartsExceedRunTime,
+  kTasksBeyondExecutorCores,
+  kExecutorsWithoutCores,
+  kStagesWithoutCompletion,
+  kBadStageTimes,
+  kJobsWithoutEnd,
+  kBadJobTimes,
+  kProblemCount,
+};
+constexpr const char* kProblemNames[kProblemCount] = {
+    "spark.truncated_last_line",
+    "spark.truncated_compressed_data",
+    "spark.tasks_without_metrics",
+    "spark.tasks_without_end",
+    "spark.tasks_finished_before_launch",
+    "spark.bad_getting_result_time",
+    "spark.executor_time_exceeds_task_time",
+    "spark.run_time_parts_exceed_run_time",
+    "spark.tasks_beyond_executor_cores",
+    "spark.executors_without_cores",
+    "spark.stages_without_completion",
+    "spark.bad_stage_times",
+    "spark.jobs_without_end",
+    "spark.bad_job_times",
+};
+
+// ---------------------------------------------------------------------------------------
+// Pass 1: lines -> records
+
+class LogParser {
+ public:
+  explicit LogParser(const std::string& source) : source_(source) {}
+
+  // `data` must have SIMDJSON_PADDING readable bytes after data[len].
+  void parse(const char* data, size_t len) {
+    size_t pos = 0;
+    uint64_t line_no = 0;
+    bool parsed_any = false;
+    while (pos < len) {
+      ++line_no;
+      const char* nl = static_cast<const char*>(std::memchr(data + pos, '\n', len - pos));
+      const size_t end = nl ? static_cast<size_t>(nl - data) : len;
+      size_t b = pos, e = end;
+      while (b < e && (data[b] == ' ' || data[b] == '\t' || data[b] == '\r')) ++b;
+      while (e > b && (data[e - 1] == ' ' || data[e - 1] == '\t' || data[e - 1] == '\r')) --e;
+      if (line_no == 1 && e - b >= 3 && std::memcmp(data + b, "\xEF\xBB\xBF", 3) == 0) b += 3;
+      line_ = line_no;
+      if (b < e) {
+        dom::element doc;
+        const auto err = parser_.parse(data + b, e - b, false).get(doc);
+        if (err) {
+          // A log still being written ends inside a line: keep what came before.
+          if (!nl && parsed_any) {
+            ++problems_[kTruncatedLastLine];
+            break;
+          }
+          fail(std::string("invalid JSON: ") + simdjson::error_message(err));
+        }
+        event(doc);
+        parsed_any = true;
+      }
+      pos = end + 1;
+    }
+  }
+
+  std::string source_;
+  uint64_t line_ = 0;
+  uint64_t problems_[kProblemCount] = {};
+  std::vector<TaskRec> tasks;
+  std::vector<ExecutorRec> executors;
+  std::vector<StageRec> stages;
+  std::vector<std::string> stage_names;  // by stage index
+  std::vector<JobRec> jobs;
+  std::vector<int64_t> started_task_ids, ended_task_ids;
+  uint32_t task_cpus = 1;
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const {
+    throw TraceError(source_, "line " + std::to_string(line_), what);
+  }
+
+  // The value of `key`, or nullopt if absent or null.
+  static std::optional<dom::element> field(dom::object obj, std::string_view key) {
+    dom::element e;
+    if (obj.at_key(key).get(e) != simdjson::SUCCESS || e.is_null()) return std::nullopt;
+    return e;
+  }
+  dom::object object_of(dom::element e, std::string_view key) const {
+    dom::object o;
+    if (e.get_object().get(o) != simdjson::SUCCESS)
+      fail("\"" + std::string(key) + "\" must be an object");
+    return o;
+  }
+  dom::object need_object(dom::object obj, std::string_view key) const {
+    auto e = field(obj, key);
+    if (!e) fail("missing \"" + std::string(key) + "\"");
+    return object_of(*e, key);
+  }
+  int64_t int_of(dom::element e, std::string_view key) const {
+    int64_t v = 0;
+    if (e.get_int64().get(v) != simdjson::SUCCESS)
+      fail("\"" + std::string(key) + "\" must be an integer in the int64 range");
+    return v;
+  }
+  int64_t need_int(dom::object obj, std::string_view key) const {
+    auto e = field(obj, key);
+    if (!e) fail("missing \"" + std::string(key) + "\"");
+    return int_of(*e, key);
+  }
+  std::optional<int64_t> opt_int(dom::object obj, std::string_view key) const {
+    auto e = field(obj, key);
+    if (!e) return std::nullopt;
+    return int_of(*e, key);
+  }
+  int64_t need_nonneg(dom::object obj, std::string_view key) const {
+    const int64_t v = need_int(obj, key);
+    if (v < 0) fail("\"" + std::string(key) + "\" must not be negative");
+    return v;
+  }
+  uint32_t need_u32(dom::object obj, std::string_view key) const {
+    const int64_t v = need_int(obj, key);
+    if (v < 0 || v > int64_t{UINT32_MAX}) fail("\"" + std::string(key) + "\" is out of range");
+    return static_cast<uint32_t>(v);
+  }
+  std::string_view need_string(dom::object obj, std::string_view key) const {
+    auto e = field(obj, key);
+    std::string_view s;
+    if (!e) fail("missing \"" + std::string(key) + "\"");
+    if (e->get_string().get(s) != simdjson::SUCCESS)
+      fail("\"" + std::string(key) + "\" must be a string");
+    return s;
+  }
+  // Milliseconds since the epoch (or a duration in ms) as nanoseconds.
+  int64_t ms_to_ns(int64_t ms, std::string_view key) const {
+    if (ms < 0) fail("\"" + std::string(key) + "\" must not be negative");
+    if (ms > std::numeric_limits<int64_t>::max() / kNsPerMs)
+      fail("\"" + std::string(key) + "\" is too large for nanoseconds in int64");
+    return ms * kNsPerMs;
+  }
+  int64_t need_ms(dom::object obj, std::string_view key) const {
+    return ms_to_ns(need_int(obj, key), key);
+  }
+  std::optional<int64_t> opt_ms(dom::object obj, std::string_view key) const {
+    auto v = opt_int(obj, key);
+    if (!v) return std::nullopt;
+    return ms_to_ns(*v, key);
+  }
+
+  void event(dom::element doc) {
+    dom::object obj;
+    if (doc.get_object().get(obj) != simdjson::SUCCESS) fail("not a JSON object");
+    const std::string_view name = need_string(obj, "Event");
+    if (name == "SparkListenerTaskEnd") {
+      task_end(obj);
+    } else if (name == "SparkListenerTaskStart") {
+      started_task_ids.push_back(need_int(need_object(obj, "Task Info"), "Task ID"));
+    } else if (name == "SparkListenerStageSubmitted" || name == "SparkListenerStageCompleted") {
+      stage_event(need_object(obj, "Stage Info"), name == "SparkListenerStageCompleted");
+    } else if (name == "SparkListenerJobStart") {
+      job(need_int(obj, "Job ID")).submitted = need_ms(obj, "Submission Time");
+    } else if (name == "SparkListenerJobEnd") {
+      job(need_int(obj, "Job ID")).completed = need_ms(obj, "Completion Time");
+    } else if (name == "SparkListenerExecutorAdded") {
+      const std::string_view id = need_string(obj, "Executor ID");
+      const uint32_t cores = need_u32(need_object(obj, "Executor Info"), "Total Cores");
+      ExecutorRec& ex = executors[executor(id)];
+      ex.cores = std::max(ex.cores, cores);  // re-added: keep the larger
+    } else if (name == "SparkListenerEnvironmentUpdate") {
+      if (auto props = field(obj, "Spark Properties")) {
+        dom::object p = object_of(*props, "Spark Properties");
+        if (auto cpus = field(p, "spark.task.cpus")) {
+          std::string_view s;
+          uint32_t v = 0;
+          if (cpus->get_string().get(s) != simdjson::SUCCESS ||
+              std::from_chars(s.data(), s.data() + s.size(), v).ec != std::errc() || v == 0)
+            fail("\"spark.task.cpus\" must be a positive integer string");
+          task_cpus = v;
+        }
+      }
+    }
+    // Other events (block manager, SQL, metrics updates, ...) carry nothing we model.
+  }
+
+  uint32_t executor(std::string_view id) {
+    auto it = executor_index_.find(std::string(id));
+    if (it != executor_index_.end()) return it->second;
+    const auto index = static_cast<uint32_t>(executors.size());
+    executors.push_back(ExecutorRec{std::string(id), 0, {}});
+    executor_index_.emplace(std::string(id), index);
+    return index;
+  }
+
+  uint32_t stage(uint32_t id, uint32_t attempt) {
+    const uint64_t key = (uint64_t{id} << 32) | attempt;
+    auto [it, inserted] = stage_index_.try_emplace(key, static_cast<uint32_t>(stages.size()));
+    if (inserted) {
+      stages.push_back(StageRec{id, attempt});
+      stage_names.emplace_back();
+    }
+    return it->second;
+  }
+
+  JobRec& job(int64_t id) {
+    auto [it, inserted] = job_index_.try_emplace(id, static_cast<uint32_t>(jobs.size()));
+    if (inserted) jobs.emplace_back();
+    return jobs[it->second];
+  }
+
+  void stage_event(dom::object info, bool completed) {
+    const uint32_t id = need_u32(info, "Stage ID");
+    const auto attempt = field(info, "Stage Attempt ID") ? need_u32(info, "Stage Attempt ID") : 0;
+    const uint32_t s = stage(id, attempt);
+    if (auto name = field(info, "Stage Name")) {
+      std::string_view n;
+      if (name->get_string().get(n) == simdjson::SUCCESS) stage_names[s] = n;
+    }
+    if (auto t = opt_ms(info, "Submission Time")) stages[s].submitted = *t;
+    if (completed) {
+      if (auto t = opt_ms(info, "Completion Time")) stages[s].completed = *t;
+    }
+  }
+
+  void task_end(dom::object obj) {
+    TaskRec t;
+    const uint32_t stage_id = need_u32(obj, "Stage ID");
+    const uint32_t attempt = field(obj, "Stage Attempt ID") ? need_u32(obj, "Stage Attempt ID") : 0;
+    t.stage = stage(stage_id, attempt);
+    dom::object info = need_object(obj, "Task Info");
+    ended_task_ids.push_back(need_int(info, "Task ID"));
+    t.executor = executor(need_string(info, "Executor ID"));
+    t.launch = need_ms(info, "Launch Time");
+    t.finish = need_ms(info, "Finish Time");
+    t.getting_result = opt_ms(info, "Getting Result Time").value_or(0);
+    if (auto m = field(obj, "Task Metrics")) {
+      dom::object metrics = object_of(*m, "Task Metrics");
+      t.has_metrics = true;
+      t.deserialize =
+          ms_to_ns(need_nonneg(metrics, "Executor Deserialize Time"), "Executor Deserialize Time");
+      t.run = ms_to_ns(need_nonneg(metrics, "Executor Run Time"), "Executor Run Time");
+      t.serialize =
+          ms_to_ns(need_nonneg(metrics, "Result Serialization Time"), "Result Serialization Time");
+      t.gc = ms_to_ns(need_nonneg(metrics, "JVM GC Time"), "JVM GC Time");
+      // Absent in Spark 1.x for tasks without shuffle.
+      if (auto r = field(metrics, "Shuffle Read Metrics"))
+        t.fetch_wait =
+            ms_to_ns(need_nonneg(object_of(*r, "Shuffle Read Metrics"), "Fetch Wait Time"),
+                     "Fetch Wait Time");
+      if (auto w = field(metrics, "Shuffle Write Metrics"))
+        t.shuffle_write =
+            need_nonneg(object_of(*w, "Shuffle Write Metrics"), "Shuffle Write Time");  // ns
+    }
+    tasks.push_back(t);
+  }
+
+  dom::parser parser_;
+  std::unordered_map<std::string, uint32_t> executor_index_;
+  std::unordered_map<uint64_t, uint32_t> stage_index_;
+  std::unordered_map<int64_t, uint32_t> job_index_;
+};
+
+// ---------------------------------------------------------------------------------------
+// Pass 2: placement and events
+
+// a * num / den without overflow (a, num, den >= 0, den > 0, num <= den).
+int64_t scale(int64_t a, int64_t num, int64_t den) {
+  return static_cast<int64_t>(static_cast<__int128>(a) * num / den);
+}
+
+// Shrinks parts (in order) so that their sum is at most `total`, proportionally.
+template <size_t N>
+bool fit(int64_t* const (&parts)[N], int64_t total) {
+  int64_t sum = 0;
+  for (int64_t* p : parts) sum += *p;
+  if (sum <= total) return false;
+  int64_t left = total;
+  for (size_t i = 0; i < N; ++i) {
+    *parts[i] = i + 1 == N ? left : std::min(left, scale(*parts[i], total, sum));
+    left -= *parts[i];
+  }
+  return true;
+}
+
+class Builder {
+ public:
+  Builder(LogParser& log, const SparkOptions& options) : log_(log), options_(options) {}
+
+  Trace build() {
+    for (int p = 0; p < kProblemCount; ++p) problems_[p] = log_.problems_[p];
+    count_tasks_without_end();
+    shape_tasks();
+    place_tasks();
+    Trace trace;
+    trace.source = log_.source_;
+    trace.format = TraceFormat::snail;  // events are generated: "record N" locations
+    emit_slots(trace);
+    emit_driver(trace);
+    name_workers_and_stages(trace);
+    for (int p = 0; p < kProblemCount; ++p)
+      if (problems_[p] > 0) trace.import_diagnostics.emplace_back(kProblemNames[p], problems_[p]);
+    return trace;
+  }
+
+ private:
+  void count_tasks_without_end() {
+    auto& s = log_.started_task_ids;
+    auto& e = log_.ended_task_ids;
+    std::sort(s.begin(), s.end());
+    std::sort(e.begin(), e.end());
+    s.erase(std::unique(s.begin(), s.end()), s.end());
+    e.erase(std::unique(e.begin(), e.end()), e.end());
+    size_t missing = 0, j = 0;
+    for (int64_t id : s) {
+      while (j < e.size() && e[j] < id) ++j;
+      if (j == e.size() || e[j] != id) ++missing;
+    }
+    problems_[kTasksWithoutEnd] += missing;
+  }
+
+  // Durations on the slot and the split of the scheduler delay; drops impossible tasks.
+  void shape_tasks() {
+    const int64_t lw = options_.launch_weight, rw = options_.result_weight;
+    size_t kept = 0;
+    for (TaskRec& t : log_.tasks) {
+      if (t.finish < t.launch) {
+        ++problems_[kTasksFinishedBeforeLaunch];
+        continue;
+      }
+      if (t.getting_result != 0 && (t.getting_result < t.launch || t.getting_result > t.finish)) {
+        ++problems_[kBadGettingResultTime];
+        t.getting_result = 0;
+      }
+      if (!t.has_metrics) {
+        // Whatever the slot did is unknown: it held the task from launch to finish.
+        ++problems_[kTasksWithoutMetrics];
+        t.start = t.launch;
+        t.end = t.finish;
+      } else {
+        const int64_t getting = t.getting_result ? t.finish - t.getting_result : 0;
+        const int64_t available = t.finish - getting - t.launch;
+        // Millisecond rounding can make the executor's own times exceed the driver's.
+        if (fit({&t.deserialize, &t.run, &t.serialize}, available))
+          ++problems_[kExecutorTimeExceedsTaskTime];
+        if (fit({&t.fetch_wait, &t.gc, &t.shuffle_write}, t.run))
+          ++problems_[kRunTimePartsExceedRunTime];
+        const int64_t executor_time = t.deserialize + t.run + t.serialize;
+        const int64_t scheduler_delay = available - executor_time;
+        t.start = t.launch + scale(scheduler_delay, lw, lw + rw);
+        t.end = t.start + executor_time;
+      }
+      log_.tasks[kept++] = t;
+    }
+    log_.tasks.resize(kept);
+  }
+
+  // Greedy placement (thesis §3.3.2): in order of start, each task goes to the free slot of
+  // its executor that was used most recently; a never-used slot only if no used one is
+  // free; a new slot if none is free (executor of unknown size, or more tasks than cores).
+  void place_tasks() {
+    std::vector<uint32_t> order(log_.tasks.size());
+    for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+    auto& tasks = log_.tasks;
+    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+      const TaskRec &x = tasks[a], &y = tasks[b];
+      if (x.start != y.start) return x.start < y.start;
+      if (x.launch != y.launch) return x.launch < y.launch;
+      return a < b;
+    });
+    for (ExecutorRec& ex : log_.executors) {
+      if (ex.cores == 0) continue;
+      ex.slots.resize(std::max<uint32_t>(1, ex.cores / log_.task_cpus));
+    }
+    std::vector<bool> unsized_counted(log_.executors.size(), false);
+    for (uint32_t i : order) {
+      TaskRec& t = tasks[i];
+      ExecutorRec& ex = log_.executors[t.executor];
+      size_t best = ex.slots.size();
+      for (size_t s = 0; s < ex.slots.size(); ++s) {
+        if (ex.slots[s].busy_until > t.start) continue;
+        if (best == ex.slots.size() || ex.slots[s].busy_until > ex.slots[best].busy_until) best = s;
+      }
+      if (best == ex.slots.size()) {
+        if (ex.cores == 0) {
+          if (!unsized_counted[t.executor]) ++problems_[kExecutorsWithoutCores];
+          unsized_counted[t.executor] = true;
+        } else {
+          ++problems_[kTasksBeyondExecutorCores];
+        }
+        ex.slots.emplace_back();
+      }
+      ex.slots[best].busy_until = t.end;
+      t.slot = static_cast<uint32_t>(best);
+    }
+    uint32_t next = kDriver + 1;
+    for (ExecutorRec& ex : log_.executors)
+      for (Slot& s : ex.slots) s.worker = next++;
+    placement_order_ = std::move(order);
+  }
+
+  static Event local(uint32_t worker, int64_t ts, ActivityType type, EventKind kind,
+                     std::optional<uint32_t> op) {
+    Event e;
+    e.ts = ts;
+    e.worker = worker;
+    e.activity = type;
+    e.kind = kind;
+    if (op) {
+      e.op = *op;
+      e.flags |= kHasOperator;
+    }
+    return e;
+  }
+  static Event message(uint32_t worker, int64_t ts, EventKind kind, uint32_t remote,
+                       int64_t correlator) {
+    Event e;
+    e.ts = ts;
+    e.worker = worker;
+    e.activity = ActivityType::control_message;
+    e.kind = kind;
+    e.remote = remote;
+    e.correlator = correlator;
+    e.flags = kHasRemote | kHasCorrelator;
+    return e;
+  }
+
+  void emit_slots(Trace& trace) {
+    auto& tasks = log_.tasks;
+    // By worker, then start: every slot's events contiguous and in time order.
+    std::vector<uint32_t> order = placement_order_;
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+      return worker_of(tasks[a]) < worker_of(tasks[b]);
+    });
+    for (uint32_t i : order) {
+      const TaskRec& t = tasks[i];
+      const uint32_t w = worker_of(t);
+      const uint32_t op = log_.stages[t.stage].id;
+      trace.events.push_back(message(w, t.start, EventKind::recv, kDriver, 2 * int64_t{i}));
+      int64_t at = t.start;
+      auto piece = [&](ActivityType type, int64_t duration) {
+        if (duration <= 0) return;
+        trace.events.push_back(local(w, at, type, EventKind::start, op));
+        at += duration;
+        trace.events.push_back(local(w, at, type, EventKind::end, op));
+      };
+      if (!t.has_metrics) {
+        piece(ActivityType::unknown, t.end - t.start);
+      } else {
+        piece(ActivityType::deserialization, t.deserialize);
+        piece(ActivityType::io, t.fetch_wait);
+        piece(ActivityType::processing, t.run - t.fetch_wait - t.gc - t.shuffle_write);
+        piece(ActivityType::buffer, t.gc);
+        piece(ActivityType::io, t.shuffle_write);
+        piece(ActivityType::serialization, t.serialize);
+      }
+      trace.events.push_back(message(w, t.end, EventKind::send, kDriver, 2 * int64_t{i} + 1));
+    }
+  }
+
+  uint32_t worker_of(const TaskRec& t) const {
+    return log_.executors[t.executor].slots[t.slot].worker;
+  }
+
+  // The driver's timeline. At every instant it knows how many tasks are out (launched, no
+  // result yet), whether a stage has all its results but is not complete yet (the
+  // barrier), and whether a job or stage is open. Between consecutive instants it is:
+  //   tasks out and the next instant receives a result -> waiting (Assumption 2)
+  //   tasks out otherwise                              -> scheduling (it launched or
+  //                                                       submitted work on its own)
+  //   no task out, a stage at its barrier              -> barrier_processing
+  //   no task out, a job or stage open                 -> scheduling
+  //   nothing open                                     -> no activity: the application's
+  //                                                       own code; the PAG fills the gap
+  void emit_driver(Trace& trace) {
+    struct Point {
+      int64_t ts;
+      int32_t out = 0, barrier = 0, open = 0;
+      bool recv = false;
+    };
+    std::vector<Point> points;
+    std::vector<Event> messages;
+    auto& tasks = log_.tasks;
+    std::vector<int64_t> stage_first_launch(log_.stages.size(), -1);
+    std::vector<int64_t> stage_last_result(log_.stages.size(), -1);
+    for (uint32_t i = 0; i < tasks.size(); ++i) {
+      const TaskRec& t = tasks[i];
+      points.push_back({t.launch, +1, 0, 0, false});
+      points.push_back({t.finish, -1, 0, 0, true});
+      messages.push_back(message(kDriver, t.launch, EventKind::send, worker_of(t), 2 * int64_t{i}));
+      messages.push_back(
+          message(kDriver, t.finish, EventKind::recv, worker_of(t), 2 * int64_t{i} + 1));
+      int64_t& first = stage_first_launch[t.stage];
+      if (first < 0 || t.launch < first) first = t.launch;
+      stage_last_result[t.stage] = std::max(stage_last_result[t.stage], t.finish);
+    }
+    for (size_t s = 0; s < log_.stages.size(); ++s) {
+      StageRec& st = log_.stages[s];
+      int64_t begin = st.submitted >= 0 ? st.submitted : stage_first_launch[s];
+      int64_t end = st.completed;
+      if (begin < 0) continue;  // neither submitted nor any task: nothing to draw
+      if (end < 0) {
+        ++problems_[kStagesWithoutCompletion];
+        end = stage_last_result[s];
+        if (end < 0) continue;
+      }
+      if (end < begin) {
+        ++problems_[kBadStageTimes];
+        continue;
+      }
+      points.push_back({begin, 0, 0, +1, false});
+      points.push_back({end, 0, 0, -1, false});
+      const int64_t last = stage_last_result[s];
+      if (last >= 0 && last < end) {
+        points.push_back({last, 0, +1, 0, false});
+        points.push_back({end, 0, -1, 0, false});
+      }
+    }
+    for (const JobRec& j : log_.jobs) {
+      if (j.submitted < 0 || j.completed < 0) {
+        ++problems_[kJobsWithoutEnd];  // (a job end without start is as unusable)
+        continue;
+      }
+      if (j.completed < j.submitted) {
+        ++problems_[kBadJobTimes];
+        continue;
+      }
+      points.push_back({j.submitted, 0, 0, +1, false});
+      points.push_back({j.completed, 0, 0, -1, false});
+    }
+    std::sort(points.begin(), points.end(),
+              [](const Point& a, const Point& b) { return a.ts < b.ts; });
+    std::stable_sort(messages.begin(), messages.end(),
+                     [](const Event& a, const Event& b) { return a.ts < b.ts; });
+
+    // Activity runs [from, to) of one type, merged when consecutive and equal.
+    struct Run {
+      int64_t from, to;
+      ActivityType type;
+    };
+    std::vector<Run> runs;
+    int64_t out = 0, barrier = 0, open = 0;
+    for (size_t i = 0; i < points.size();) {
+      const int64_t ts = points[i].ts;
+      for (; i < points.size() && points[i].ts == ts; ++i) {
+        out += points[i].out;
+        barrier += points[i].barrier;
+        open += points[i].open;
+      }
+      if (i == points.size()) break;
+      const int64_t next = points[i].ts;
+      bool next_recv = false;
+      for (size_t k = i; k < points.size() && points[k].ts == next; ++k)
+        next_recv = next_recv || points[k].recv;
+      std::optional<ActivityType> type;
+      if (out > 0)
+        type = next_recv ? ActivityType::waiting : ActivityType::scheduling;
+      else if (barrier > 0)
+        type = ActivityType::barrier_processing;
+      else if (open > 0)
+        type = ActivityType::scheduling;
+      if (!type) continue;
+      if (!runs.empty() && runs.back().to == ts && runs.back().type == *type)
+        runs.back().to = next;
+      else
+        runs.push_back({ts, next, *type});
+    }
+
+    // Merge activity boundaries and messages by time.
+    size_t m = 0;
+    auto flush_messages = [&](int64_t up_to) {
+      for (; m < messages.size() && messages[m].ts <= up_to; ++m)
+        trace.events.push_back(messages[m]);
+    };
+    for (const Run& r : runs) {
+      flush_messages(r.from);
+      trace.events.push_back(local(kDriver, r.from, r.type, EventKind::start, std::nullopt));
+      flush_messages(r.to);
+      trace.events.push_back(local(kDriver, r.to, r.type, EventKind::end, std::nullopt));
+    }
+    flush_messages(std::numeric_limits<int64_t>::max());
+  }
+
+  void name_workers_and_stages(Trace& trace) {
+    trace.worker_names[kDriver] = "driver";
+    for (const ExecutorRec& ex : log_.executors)
+      for (size_t s = 0; s < ex.slots.size(); ++s)
+        if (ex.slots[s].busy_until != std::numeric_limits<int64_t>::min())
+          trace.worker_names[ex.slots[s].worker] = "exec " + ex.id + " slot " + std::to_string(s);
+    for (size_t s = 0; s < log_.stages.size(); ++s) {
+      const uint32_t id = log_.stages[s].id;
+      if (trace.operator_names.count(id)) continue;
+      const std::string& name = log_.stage_names[s];
+      trace.operator_names[id] = name.empty() ? "stage " + std::to_string(id)
+                                              : "stage " + std::to_string(id) + " (" + name + ")";
+    }
+  }
+
+  LogParser& log_;
+  SparkOptions options_;
+  uint64_t problems_[kProblemCount] = {};
+  std::vector<uint32_t> placement_order_;
+};
+
+Trace parse_padded(const char* data, size_t len, const std::string& source,
+                   const SparkOptions& options, uint64_t extra_problems[kProblemCount]) {
+  if (options.launch_weight == 0 && options.result_weight == 0)
+    throw std::invalid_argument("the scheduler delay split needs a non-zero part");
+  LogParser log(source);
+  log.parse(data, len);
+  if (extra_problems)
+    for (int p = 0; p < kProblemCount; ++p) log.problems_[p] += extra_problems[p];
+  return Builder(log, options).build();
+}
+
+// Streams through all frames; output grows as needed. A frame cut short (a log still
+// being written) keeps what was decoded and is counted; corrupt data is an error.
+std::string decompress_zstd(std::string_view in, const std::string& source, bool& truncated) {
+  std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
+  if (!dctx) throw std::bad_alloc();
+  std::string out;
+  out.resize(std::max<size_t>(in.size() * 4, size_t{1} << 20));
+  size_t produced = 0;
+  ZSTD_inBuffer ib{in.data(), in.size(), 0};
+  size_t last = 0;
+  for (;;) {
+    if (out.size() - produced < ZSTD_DStreamOutSize()) out.resize(out.size() * 2);
+    ZSTD_outBuffer ob{out.data() + produced, out.size() - produced, 0};
+    const size_t before = ib.pos;
+    last = ZSTD_decompressStream(dctx.get(), &ob, &ib);
+    if (ZSTD_isError(last))
+      throw TraceError(source, "byte " + std::to_string(before),
+                       std::string("corrupt zstd data: ") + ZSTD_getErrorName(last));
+    produced += ob.pos;
+    if (ib.pos == ib.size && ob.pos < ob.size) break;
+  }
+  truncated = last != 0;
+  out.resize(produced);
+  return out;
+}
+
+}  // namespace
+
+SparkOptions parse_delay_split(std::string_view text) {
+  const size_t colon = text.find(':');
+  SparkOptions o;
+  auto number = [&](std::string_view s, uint32_t& v) {
+    return !s.empty() &&
+           std::from_chars(s.data(), s.data() + s.size(), v).ptr == s.data() + s.size();
+  };
+  if (colon == std::string_view::npos || !number(text.substr(0, colon), o.launch_weight) ||
+      !number(text.substr(colon + 1), o.result_weight) ||
+      (o.launch_weight == 0 && o.result_weight == 0))
+    throw std::invalid_argument(
+        "--spark-delay-split must be LAUNCH:RESULT with non-negative "
+        "integers, not both 0 (e.g. 1:2), not \"" +
+        std::string(text) + "\"");
+  return o;
+}
+
+Trace parse_event_log(std::string_view text, const std::string& source,
+                      const SparkOptions& options) {
+  std::unique_ptr<char[]> buf(new char[text.size() + simdjson::SIMDJSON_PADDING]);
+  std::memcpy(buf.get(), text.data(), text.size());
+  std::memset(buf.get() + text.size(), 0, simdjson::SIMDJSON_PADDING);
+  return parse_padded(buf.get(), text.size(), source, options, nullptr);
+}
+
+Trace read_event_log(const std::string& path, const SparkOptions& options) {
+  std::string bytes = read_file_bytes(path);
+  const std::string source = path == "-" ? "<stdin>" : path;
+  const std::string_view codec = unsupported_codec(path, bytes);
+  if (!codec.empty())
+    throw TraceError(source, "compression",
+                     "Spark event logs compressed with " + std::string(codec) +
+                         " are not supported: decompress the file, or have Spark write zstd "
+                         "(spark.eventLog.compression.codec=zstd)");
+  uint64_t problems[kProblemCount] = {};
+  if (starts_with_zstd_magic(bytes)) {
+    bool truncated = false;
+    bytes = decompress_zstd(bytes, source, truncated);
+    if (truncated) ++problems[kTruncatedCompressedData];
+  }
+  const size_t len = bytes.size();
+  bytes.resize(len + simdjson::SIMDJSON_PADDING, '\0');
+  return parse_padded(bytes.data(), len, source, options, problems);
+}
+
+Trace import(const std::string& path, const ImportOptions& options) {
+  return read_event_log(path, parse_delay_split(options.spark_delay_split));
+}
+
+int sniff(std::string_view path, std::string_view head) {
+  if (starts_with_zstd_magic(head)) {
+    // Decode what the head holds (a frame's start decodes without its end).
+    std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
+    if (!dctx) return 0;
+    std::string out(4096, '\0');
+    ZSTD_inBuffer ib{head.data(), head.size(), 0};
+    ZSTD_outBuffer ob{out.data(), out.size(), 0};
+    if (ZSTD_isError(ZSTD_decompressStream(dctx.get(), &ob, &ib))) return 0;
+    return looks_like_spark(std::string_view(out.data(), ob.pos)) ? 95 : 0;
+  }
+  if (looks_like_spark(head)) return 90;
+  if (!unsupported_codec(path, head).empty() &&
+      (path.find("app-") != std::string_view::npos ||
+       path.find("application_") != std::string_view::npos ||
+       path.find("local-") != std::string_view::npos || head.starts_with("LZ4Block")))
+    return 60;
+  return 0;
+}
+
+}  // namespace snailtrail::importers::spark
