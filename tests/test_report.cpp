@@ -15,15 +15,20 @@ using report::ReportBuilder;
 using report::ReportOptions;
 using report::SeriesPoint;
 
-// Names for `workers` dense workers without metadata ("0", "1", ...).
+// Names for workers without metadata: ids 0, 1, ... or the given ids, named by their id.
 struct FakeNames {
   Trace trace;
   Pag pag;
   Names names;
   explicit FakeNames(uint32_t workers) : names(trace, with_workers(pag, workers)) {}
+  explicit FakeNames(std::vector<uint32_t> ids) : names(trace, with_ids(pag, std::move(ids))) {}
   static const Pag& with_workers(Pag& pag, uint32_t n) {
     pag.worker_ids.resize(n);
     std::iota(pag.worker_ids.begin(), pag.worker_ids.end(), 0u);
+    return pag;
+  }
+  static const Pag& with_ids(Pag& pag, std::vector<uint32_t> ids) {
+    pag.worker_ids = std::move(ids);
     return pag;
   }
 };
@@ -100,9 +105,9 @@ TEST(ReportReducer, DownsamplingMergesPairsAndKeepsTotals) {
   ReportOptions opt;
   opt.max_points = 4;
   opt.bucket_groups = 2;
-  ReportBuilder b(n.names, opt);
+  ReportBuilder b(opt);
   for (uint64_t k = 0; k < 10; ++k) {
-    b.add(window(k));
+    b.add(window(k), n.names);
     EXPECT_LE(b.points().size(), 4u);
   }
   // 4 points, the 5th merges pairs (2 windows per point); windows 6-7 fill a 4th point,
@@ -152,8 +157,8 @@ TEST(ReportReducer, SizesStayBoundedForManyWindows) {
   FakeNames n(3);
   ReportOptions opt;
   opt.max_points = 64;
-  ReportBuilder b(n.names, opt);
-  for (uint64_t k = 0; k < 10000; ++k) b.add(window(k % 10));
+  ReportBuilder b(opt);
+  for (uint64_t k = 0; k < 10000; ++k) b.add(window(k % 10), n.names);
   // 10000 windows in points of 256 windows (64 * 256 >= 10000 > 64 * 128).
   EXPECT_EQ(b.bucket_windows(), 256u);
   EXPECT_EQ(b.points().size(), 40u);  // ceil(10000 / 256)
@@ -170,8 +175,8 @@ TEST(ReportReducer, JsonHoldsMeansOtherAndHeatmap) {
   opt.top_groups = 2;
   opt.heatmap_workers = 2;
   opt.source = "t.snail";
-  ReportBuilder b(n.names, opt);
-  for (uint64_t k = 0; k < 2; ++k) b.add(window(k));
+  ReportBuilder b(opt);
+  for (uint64_t k = 0; k < 2; ++k) b.add(window(k), n.names);
   const std::string json = b.json();
   simdjson::dom::parser parser;
   simdjson::dom::element d = parser.parse(json);
@@ -200,6 +205,45 @@ TEST(ReportReducer, JsonHoldsMeansOtherAndHeatmap) {
   EXPECT_DOUBLE_EQ(double(hm["cp"].at(2 * 3 + 0)), 0.25);
   EXPECT_DOUBLE_EQ(double(hm["conv"].at(0 * 3 + 1)), 0.5);  // 1 -> 2
   EXPECT_DOUBLE_EQ(double(hm["conv"].at(2 * 3 + 0)), 0.125);
+}
+
+TEST(ReportReducer, WorkersAreKeyedByIdAcrossPags) {
+  // serve cuts a PAG per batch of windows: worker 5 is dense index 0 in the first
+  // window's PAG (ids {5, 9}) and 1 in the second's (ids {2, 5, 9}).
+  FakeNames first(std::vector<uint32_t>{5, 9}), second(std::vector<uint32_t>{2, 5, 9});
+  ReportOptions opt;
+  ReportBuilder b(opt);
+  WindowSummary w0 = window(0), w1 = window(1);
+  w0.cp.worker = {0.6, 0.4};
+  w0.conventional.worker = {0.5, 0.5};
+  w0.cp.communication = {{0, 1, 0.25}};  // 5 -> 9
+  w0.top = {{1, kNone, ActivityType::processing, kNone, 0, 10, 0.4}};
+  w1.cp.worker = {0.0, 0.6, 0.4};
+  w1.conventional.worker = {0.2, 0.4, 0.4};
+  w1.cp.communication = {{1, 2, 0.5}};  // 5 -> 9
+  w1.top = {{2, kNone, ActivityType::processing, kNone, 1000, 1010, 0.4}};
+  b.add(w0, first.names);
+  b.add(w1, second.names);
+  // Slots in order of appearance: 5 -> 0, 9 -> 1, 2 -> 2. Equal weights (spans 1000):
+  // worker 5 CP (0.6 + 0.6) / 2 = 0.6, worker 9 0.4, worker 2 0; message 5 -> 9 0.375.
+  const Aggregate& agg = b.aggregate();
+  ASSERT_EQ(agg.cp.worker.size(), 3u);
+  EXPECT_NEAR(agg.cp.worker[0] / static_cast<double>(agg.weight_ns), 0.6, 1e-12);
+  EXPECT_NEAR(agg.cp.worker[1] / static_cast<double>(agg.weight_ns), 0.4, 1e-12);
+  EXPECT_NEAR(agg.conventional.worker[2] / static_cast<double>(agg.weight_ns), 0.1, 1e-12);
+  ASSERT_EQ(agg.cp.communication.size(), 1u);
+  EXPECT_EQ(agg.cp.communication[0].src, 0u);
+  EXPECT_EQ(agg.cp.communication[0].dst, 1u);
+  EXPECT_NEAR(agg.cp.communication[0].value / static_cast<double>(agg.weight_ns), 0.375, 1e-12);
+  ASSERT_EQ(agg.top.size(), 2u);
+  EXPECT_EQ(agg.top[0].worker, 1u);  // worker 9 in both windows
+  EXPECT_EQ(agg.top[1].worker, 1u);
+  simdjson::dom::parser parser;
+  simdjson::dom::element d = parser.parse(b.json());
+  simdjson::dom::array names = d["workers"];
+  ASSERT_EQ(names.size(), 3u);
+  EXPECT_EQ(std::string_view(names.at(0)), "5");
+  EXPECT_EQ(std::string_view(names.at(2)), "2");
 }
 
 // Worker 0: processing [0, 4], serialization [4, 10]; worker 1: processing [0, 10]; one
@@ -253,14 +297,14 @@ TEST(ReportTimeline, KeepsFirstLatestAndMostConcentratedWindows) {
   }
   Trace trace = tb.build();
   Pag pag = build_pag(trace);
-  FakeNames n(2);
+  Names names(trace, pag);
   ReportOptions ro;
   ro.timelines = 3;
-  ReportBuilder b(n.names, ro);
+  ReportBuilder b(ro);
   AnalysisOptions opt;
   opt.windows.width_ns = 10;
   opt.pag.gap_threshold_ns = 1;
-  analyze_pag(pag, opt, [&](const WindowView& v) { b.add(v); });
+  analyze_pag(pag, opt, [&](const WindowView& v) { b.add(v, names); });
   auto kept = b.timelines();
   ASSERT_EQ(kept.size(), 3u);
   EXPECT_EQ(kept[0]->summary.index, 0u);  // first

@@ -88,11 +88,11 @@ int run(ReportArgs& a) {
   a.report.source = a.trace;
   a.report.window_label = a.window;
   a.report.window_ns = opt.windows.width_ns;
-  report::ReportBuilder builder(names, a.report);
+  report::ReportBuilder builder(a.report);
   auto last = std::chrono::steady_clock::now();
   // One thread: the builder needs each window's snapshot for the timelines it keeps.
   analyze_pag(
-      pag, opt, [&](const WindowView& v) { builder.add(v); },
+      pag, opt, [&](const WindowView& v) { builder.add(v, names); },
       [&](size_t done, size_t total) {
         if (!progress) return;
         auto now = std::chrono::steady_clock::now();

@@ -156,7 +156,17 @@ void put_ranked(Buf& out, std::vector<SeriesPoint::Group> g, size_t keep,
 
 // Sender x receiver matrix reduced to the `keep` workers with the most communication
 // (CP + conventional, as sender or receiver) plus an "other" row/column.
-void put_heatmap(Buf& out, const Groups& cp, const Groups& conv, size_t keep, const Names& names) {
+// Worker names by slot and operator names, as put_heatmap/put_top read them.
+struct Labels {
+  const std::vector<std::string>& worker;
+  const std::unordered_map<uint32_t, std::string>& ops;
+  std::string op(uint32_t id) const {
+    auto it = ops.find(id);
+    return it != ops.end() ? it->second : std::to_string(id);
+  }
+};
+
+void put_heatmap(Buf& out, const Groups& cp, const Groups& conv, size_t keep, const Labels& names) {
   std::unordered_map<uint32_t, double> mass;
   for (const CommCell& c : cp.communication) {
     mass[c.src] += c.value;
@@ -198,7 +208,7 @@ void put_heatmap(Buf& out, const Groups& cp, const Groups& conv, size_t keep, co
 }
 
 template <typename Windows = std::nullptr_t>
-void put_top(Buf& out, const std::vector<TopActivity>& top, const Names& names, int64_t origin,
+void put_top(Buf& out, const std::vector<TopActivity>& top, const Labels& names, int64_t origin,
              const Windows* windows = nullptr) {
   size_t i = 0;
   auto worker = [&](uint32_t w) {
@@ -313,18 +323,52 @@ Timeline extract_timeline(const WindowView& view, size_t max_edges) {
   return t;
 }
 
-ReportBuilder::ReportBuilder(const Names& names, ReportOptions options)
-    : names_(names), opt_(std::move(options)) {
+ReportBuilder::ReportBuilder(ReportOptions options) : opt_(std::move(options)) {
   opt_.max_points = std::max<size_t>(opt_.max_points, 2);
 }
 
-void ReportBuilder::add(const WindowSummary& summary) {
-  add_summary(summary);
+void ReportBuilder::add(const WindowSummary& summary, const Names& names) {
+  add_summary(remap(summary, names));
 }
 
-void ReportBuilder::add(const WindowView& view) {
-  add_summary(view.summary);
-  if (opt_.timelines > 0) maybe_keep_timeline(view);
+void ReportBuilder::add(const WindowView& view, const Names& names) {
+  WindowSummary w = remap(view.summary, names);
+  add_summary(w);
+  if (opt_.timelines > 0) maybe_keep_timeline(view, w);
+}
+
+WindowSummary ReportBuilder::remap(const WindowSummary& w, const Names& names) {
+  for (const auto& [id, name] : names.op_names) op_names_.try_emplace(id, name);
+  const size_t n = std::max({names.worker_ids.size(), w.cp.worker.size(),
+                             w.conventional.worker.size(), w.single_path.worker.size()});
+  slot_map_.resize(n);
+  for (size_t k = 0; k < n; ++k) {
+    const uint32_t id =
+        k < names.worker_ids.size() ? names.worker_ids[k] : static_cast<uint32_t>(k);
+    auto [it, added] = slot_of_.try_emplace(id, static_cast<uint32_t>(worker_names_.size()));
+    if (added)
+      worker_names_.push_back(k < names.worker.size() ? names.worker[k] : std::to_string(id));
+    slot_map_[k] = it->second;
+  }
+  WindowSummary r = w;
+  for (Groups* g : {&r.cp, &r.conventional, &r.single_path}) {
+    std::vector<double> by_slot(worker_names_.size(), 0.0);
+    for (size_t k = 0; k < g->worker.size(); ++k) by_slot[slot_map_[k]] = g->worker[k];
+    g->worker = std::move(by_slot);
+    for (CommCell& c : g->communication) {
+      c.src = slot_map_[c.src];
+      c.dst = slot_map_[c.dst];
+    }
+    std::sort(g->communication.begin(), g->communication.end(),
+              [](const CommCell& a, const CommCell& b) {
+                return a.src != b.src ? a.src < b.src : a.dst < b.dst;
+              });
+  }
+  for (TopActivity& a : r.top) {
+    a.worker = slot_map_[a.worker];
+    if (a.remote != kNone) a.remote = slot_map_[a.remote];
+  }
+  return r;
 }
 
 void ReportBuilder::add_summary(const WindowSummary& w) {
@@ -381,8 +425,13 @@ void ReportBuilder::merge_pairs() {
   bucket_windows_ *= 2;
 }
 
-void ReportBuilder::maybe_keep_timeline(const WindowView& view) {
+void ReportBuilder::maybe_keep_timeline(const WindowView& view, const WindowSummary& remapped) {
   Timeline t = extract_timeline(view, opt_.timeline_edges);
+  t.summary = remapped;
+  for (TimelineEdge& e : t.edges) {
+    e.worker = slot_map_[e.worker];
+    if (e.remote != kNone) e.remote = slot_map_[e.remote];
+  }
   if (!have_first_) {
     first_ = std::move(t);
     have_first_ = true;
@@ -425,10 +474,11 @@ std::string ReportBuilder::json() const {
   Aggregate agg = aggregate_;
   agg.finish();
   const int64_t origin = points_.empty() ? 0 : points_.front().start;
+  const Labels names{worker_names_, op_names_};
   auto worker_name = [&](uint32_t w) {
-    return w < names_.worker.size() ? names_.worker[w] : std::to_string(w);
+    return w < names.worker.size() ? names.worker[w] : std::to_string(w);
   };
-  auto op_name = [&](uint32_t id) { return names_.op(id); };
+  auto op_name = [&](uint32_t id) { return names.op(id); };
 
   put(out, "{\"schema\":1,\"source\":");
   append_json_string(out, opt_.source);
@@ -442,7 +492,7 @@ std::string ReportBuilder::json() const {
   put(out, ",\"types\":");
   list(out, kActivityNames, [&](std::string_view n) { append_json_string(out, n); });
   put(out, ",\"workers\":");
-  list(out, names_.worker, [&](const std::string& n) { append_json_string(out, n); });
+  list(out, names.worker, [&](const std::string& n) { append_json_string(out, n); });
 
   // Time series: one entry per point, values are means over the point's windows.
   fmt::format_to(std::back_inserter(out),
@@ -496,7 +546,7 @@ std::string ReportBuilder::json() const {
     out.push_back('{');
     for (size_t i = 0; i < ids.size(); ++i) {
       fmt::format_to(std::back_inserter(out), "{}\"{}\":", i ? "," : "", ids[i]);
-      append_json_string(out, names_.op(ids[i]));
+      append_json_string(out, names.op(ids[i]));
     }
     out.push_back('}');
   }
@@ -524,7 +574,7 @@ std::string ReportBuilder::json() const {
     put_ranked(out, op_groups(tmp, 1.0, 1.0), opt_.top_groups, op_name);
   }
   put(out, ",\"heatmap\":");
-  put_heatmap(out, agg.cp, agg.conventional, opt_.heatmap_workers, names_);
+  put_heatmap(out, agg.cp, agg.conventional, opt_.heatmap_workers, names);
   {
     std::vector<Top> top = top_;
     std::sort(top.begin(), top.end(), [](const Top& a, const Top& b) {
@@ -534,7 +584,7 @@ std::string ReportBuilder::json() const {
     std::vector<TopActivity> activities;
     for (const Top& t : top) activities.push_back(t.activity);
     put(out, ",\"top\":");
-    put_top(out, activities, names_, origin, &top);
+    put_top(out, activities, names, origin, &top);
   }
   put(out, ",\"diagnostics\":");
   put_diagnostics(out, agg.diagnostics);
@@ -563,9 +613,9 @@ std::string ReportBuilder::json() const {
     put(out, ",\"operators\":");
     put_ranked(out, op_groups(w, 1.0, 1.0), opt_.top_groups, op_name);
     put(out, ",\"heatmap\":");
-    put_heatmap(out, w.cp, w.conventional, opt_.heatmap_workers, names_);
+    put_heatmap(out, w.cp, w.conventional, opt_.heatmap_workers, names);
     put(out, ",\"top\":");
-    put_top(out, w.top, names_, w.window.start);
+    put_top(out, w.top, names, w.window.start);
     put(out, ",\"diagnostics\":");
     put_diagnostics(out, w.diagnostics);
     // Edges: [worker, start, end, type, operator (-1: none), cp]; messages:

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <deque>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "output/names.hpp"
@@ -62,17 +63,18 @@ struct Timeline {
   double score = 0;                 // CP of the window's most critical activity
 };
 
+// Workers are keyed by their id, not by the dense index of the PAG a window came from, so
+// windows of different PAGs (serve cuts a new one per batch of windows) add up; `names`
+// maps the window's dense indices to ids and names.
 class ReportBuilder {
  public:
-  ReportBuilder(const Names& names, ReportOptions options);
+  explicit ReportBuilder(ReportOptions options);
 
   // Adds the next window (windows must come in time order). The view's timeline is
   // kept if the window is the first, the latest, or among the most concentrated.
-  void add(const WindowView& view);
+  void add(const WindowView& view, const Names& names);
   // Adds a window known only by its summary (no timeline).
-  void add(const WindowSummary& summary);
-  // Names of workers/operators that appeared since construction (live traces grow).
-  void set_names(const Names& names) { names_ = names; }
+  void add(const WindowSummary& summary, const Names& names);
 
   // The report data as a JSON object (schema: docs/REPORT.md). Can be called any time,
   // also between windows; the builder stays usable.
@@ -85,11 +87,16 @@ class ReportBuilder {
   std::vector<const Timeline*> timelines() const;
 
  private:
+  // The summary with dense worker indices replaced by this builder's stable slots.
+  WindowSummary remap(const WindowSummary& w, const Names& names);
   void add_summary(const WindowSummary& w);
-  void maybe_keep_timeline(const WindowView& view);
+  void maybe_keep_timeline(const WindowView& view, const WindowSummary& remapped);
   void merge_pairs();
 
-  Names names_;
+  std::unordered_map<uint32_t, uint32_t> slot_of_;  // worker id -> slot
+  std::vector<uint32_t> slot_map_;                  // the current window's dense index -> slot
+  std::vector<std::string> worker_names_;           // by slot
+  std::unordered_map<uint32_t, std::string> op_names_;
   ReportOptions opt_;
   Aggregate aggregate_;
   std::deque<SeriesPoint> points_;

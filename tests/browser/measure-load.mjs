@@ -1,0 +1,32 @@
+// Measures how long chromium takes to open a report and draw every view, and to redraw
+// after a click in the time chart:  node tests/browser/measure-load.mjs REPORT.html
+import { chromium } from 'playwright-core';
+import fs from 'node:fs';
+import { pathToFileURL } from 'node:url';
+
+const file = process.argv[2];
+if (!file) {
+  console.error('usage: node tests/browser/measure-load.mjs REPORT.html');
+  process.exit(2);
+}
+const browser = await chromium.launch({ executablePath: process.env.CHROMIUM || '/usr/bin/chromium', args: ['--no-sandbox'] });
+const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+const errors = [];
+page.on('pageerror', (e) => errors.push(e.message));
+page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+const t0 = Date.now();
+await page.goto(pathToFileURL(file).href);
+await page.waitForSelector('body[data-windows]');
+const load = Date.now() - t0;
+const marks = await page.locator('.mark').count();
+const box = await page.locator('[data-chart="cp-time"] .overlay').boundingBox();
+const t1 = Date.now();
+await page.mouse.click(box.x + box.width * 0.3, box.y + box.height / 2);
+await page.waitForFunction(() => document.body.dataset.selected !== undefined);
+const click = Date.now() - t1;
+const windows = await page.getAttribute('body', 'data-windows');
+console.log(`${file}: ${(fs.statSync(file).size / 1024).toFixed(0)} KiB, ${windows} windows, ` +
+  `loaded and drawn in ${load} ms (${marks} marks), click-to-redraw ${click} ms, ${errors.length} errors`);
+for (const e of errors) console.log('  error:', e);
+await browser.close();
+process.exit(errors.length ? 1 : 0);
