@@ -2,6 +2,7 @@
 // driver's timeline, the scheduler-delay split, Spark 1.6-3.x field names, zstd, errors
 // and counted problems, and CP on a hand-made two-stage job computed by hand.
 #include <gtest/gtest.h>
+#include <simdjson.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -481,6 +482,47 @@ TEST(SparkImport, SniffScores) {
   EXPECT_EQ(spark::sniff("x", "{\"Events\":\"SparkListenerJobStart\"}"), 0);
   EXPECT_EQ(spark::sniff("x", ""), 0);
   EXPECT_EQ(spark::sniff("x.zstd", "\x28\xB5\x2F\xFD garbage"), 0);
+}
+
+// ---------------------------------------------------------------------------------------
+// End to end: the snailtrail binary recognises the log by its content.
+
+std::string run(const std::string& args) {
+  const std::string cmd = std::string(SNAILTRAIL_BINARY) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
+TEST(SparkImportCli, AnalyzeDetectsTheLogAndGivesTheHandComputedCp) {
+  const std::string out = run("analyze " + kFixture.string() +
+                              " --window whole --format jsonl --summary activity,diagnostics");
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_EQ(parser.parse(out).get(doc), simdjson::SUCCESS) << out;
+  const std::map<std::string, double> expected = {
+      {"processing", 52}, {"scheduling", 15},        {"control_message", 9},
+      {"io", 5},          {"deserialization", 4},    {"serialization", 3},
+      {"buffer", 3},      {"barrier_processing", 1}, {"waiting", 0}};
+  for (const auto& [name, ms] : expected) {
+    double v = -1;
+    ASSERT_EQ(doc["activity"][name].get_double().get(v), simdjson::SUCCESS) << name << out;
+    EXPECT_NEAR(v, ms / 92, 1e-12) << name;
+  }
+  EXPECT_NE(run("analyze " + kFixture.string() + " --spark-delay-split 1-2")
+                .find("--spark-delay-split must be LAUNCH:RESULT"),
+            std::string::npos);
+  // convert writes what the importer produced, with the delay split passed through.
+  const std::string jsonl = temp_path("fixture.jsonl").string();
+  run("convert " + kFixture.string() + " " + jsonl + " --spark-delay-split 1:1");
+  const Trace converted = read_trace(jsonl);
+  EXPECT_EQ(to_jsonl(converted), to_jsonl(spark::parse_event_log(read_text(kFixture), "x",
+                                                                 spark::parse_delay_split("1:1"))));
+  EXPECT_EQ(activities(converted, 1).front(), act(1, ActivityType::deserialization, 21.5, 23.5));
 }
 
 // ---------------------------------------------------------------------------------------
