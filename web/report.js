@@ -591,13 +591,15 @@
     drawSelection();
   }
 
-  // The initial selection: the window whose timeline has the most concentrated CP.
+  // The initial selection: the window whose timeline has the most concentrated CP; the
+  // first and last windows (start-up, shutdown) only when no other has a timeline.
   function initialSelection() {
     const tl = state.data.timelines;
     if (!tl.length) return Math.max(0, points().length - 1);
-    let best = 0;
-    tl.forEach((t, i) => { if (t.score > tl[best].score) best = i; });
-    return pointOfWindow(tl[best].index);
+    const inner = tl.length > 2 ? tl.slice(1, -1) : tl;
+    let best = inner[0];
+    for (const t of inner) if (t.score > best.score) best = t;
+    return pointOfWindow(best.index);
   }
   function setData(data) {
     const keepWindow = state.data && state.sel >= 0 && points()[state.sel] ? points()[state.sel].w0 : null;

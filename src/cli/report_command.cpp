@@ -89,6 +89,7 @@ int run(ReportArgs& a) {
   a.report.window_label = a.window;
   a.report.window_ns = opt.windows.width_ns;
   report::ReportBuilder builder(a.report);
+  for (const auto& [kind, n] : trace.import_diagnostics) builder.add_input_diagnostic(kind, n);
   auto last = std::chrono::steady_clock::now();
   // One thread: the builder needs each window's snapshot for the timelines it keeps.
   analyze_pag(

@@ -116,6 +116,15 @@ void put_diagnostics(Buf& out, const Diagnostics& d) {
   num(out, d.unknown_share);
   put(out, ",\"waiting_share\":");
   num(out, d.waiting_share);
+  if (!d.input.empty()) {
+    put(out, ",\"input\":{");
+    for (size_t i = 0; i < d.input.size(); ++i) {
+      if (i) out.push_back(',');
+      append_json_string(out, d.input[i].first);
+      fmt::format_to(std::back_inserter(out), ":{}", d.input[i].second);
+    }
+    out.push_back('}');
+  }
   out.push_back('}');
 }
 

@@ -75,6 +75,11 @@ class ReportBuilder {
   void add(const WindowView& view, const Names& names);
   // Adds a window known only by its summary (no timeline).
   void add(const WindowSummary& summary, const Names& names);
+  // Counts a recoverable input problem of the whole trace (e.g. an importer's repairs,
+  // Trace::import_diagnostics); shown in the diagnostics panel.
+  void add_input_diagnostic(const std::string& kind, uint64_t n) {
+    aggregate_.diagnostics.add_input(kind, n);
+  }
 
   // The report data as a JSON object (schema: docs/REPORT.md). Can be called any time,
   // also between windows; the builder stays usable.

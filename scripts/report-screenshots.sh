@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Regenerates the report screenshots shown in README.md and docs/REPORT.md:
+# simulate a scenario, write its report, photograph it with headless chromium.
+#   scripts/report-screenshots.sh [BINARY]      (default build/bin/snailtrail)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=$(realpath "${1:-build/bin/snailtrail}")
+DOCS=$(realpath docs)
+CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+
+shoot() {  # name scenario window
+  local name=$1 scenario=$2 window=$3
+  "$BIN" simulate "$scenario" -o "$WORK/$name.snail" -q
+  # Relative names, so that the page's title shows the trace's name only.
+  (cd "$WORK" && "$BIN" report "$name.snail" -o "$name.html" --window "$window" --no-progress)
+  # The page draws synchronously on load; the budget only bounds a hang.
+  "$CHROMIUM" --headless --no-sandbox --disable-gpu --hide-scrollbars --force-device-scale-factor=1 \
+    --virtual-time-budget=5000 --window-size=1280,1900 \
+    --screenshot="$DOCS/report-$name.png" "file://$WORK/$name.html" 2>/dev/null
+  echo "docs/report-$name.png ($(stat -c %s "$DOCS/report-$name.png") bytes)"
+}
+
+shoot skew examples/wordcount-skew-30.toml 1s
+shoot microbatch examples/spark-microbatch.toml 1s
