@@ -1,18 +1,28 @@
 // Live windowing (serve/live_analyzer.hpp, pag/streaming.hpp): on the same events, the
 // windows a live stream emits equal `analyze`'s, whatever the arrival interleaving and
 // however the windows are grouped into cuts.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "output/writers.hpp"
 #include "pag/streaming.hpp"
+#include "process_util.hpp"
 #include "serve/live_analyzer.hpp"
 #include "sim_test_util.hpp"
 #include "summary/analysis.hpp"
+#include "trace/trace_io.hpp"
 
 namespace snailtrail {
 namespace {
@@ -304,6 +314,254 @@ TEST(LiveAnalyzer, IdleWorkersStopHoldingWindowsBack) {
   // Worker 1's nodes up to 12000 are final: windows ending at 10000, 11000, 12000 close.
   EXPECT_EQ(live.advance(), 3u);
   EXPECT_EQ(emitted, 12u);
+}
+
+}  // namespace
+}  // namespace snailtrail
+
+// ---------------------------------------------------------------------------------------------
+// The serve and send commands, as processes talking TCP and HTTP on loopback.
+
+namespace snailtrail {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::Process;
+
+class ServeCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("snailtrail-serve-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+  fs::path path(const std::string& name) const { return dir_ / name; }
+  std::unique_ptr<Process> start(const std::string& name, const std::vector<std::string>& args) {
+    return std::make_unique<Process>(args, path(name + ".out"), path(name + ".err"));
+  }
+  fs::path dir_;
+};
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// Issue #5's acceptance test: 4 producers, each carrying a quarter of the workers, into
+// `serve --window 1ms`; after SIGTERM its output equals `analyze --window 1ms`.
+TEST_F(ServeCli, FourProducersGiveAnalyzesWindows) {
+  const sim::SimResult sim = testing::simulate_example("wordcount-skew-30", 300'000'000, 7);
+  const fs::path trace = path("trace.snail");
+  write_trace(sim.trace, trace.string());
+  auto analyze = start("analyze", {"analyze", trace.string(), "--window", "1ms", "--format",
+                                   "jsonl", "--no-progress"});
+  ASSERT_EQ(analyze->wait(), 0) << analyze->err();
+  const auto expected = lines_of(analyze->out());
+  ASSERT_GT(expected.size(), 250u);
+
+  auto server =
+      start("serve", {"serve", "--tcp", "127.0.0.1:0", "--http", "127.0.0.1:0", "--window", "1ms",
+                      "--wait-for", "4", "--out", path("windows.jsonl").string(), "--port-file",
+                      path("ports").string()});
+  const int tcp = testing::wait_for_port(path("ports"), "tcp");
+  ASSERT_GT(tcp, 0) << server->err();
+  std::vector<uint32_t> ids;
+  for (const Event& e : sim.trace.events)
+    if (std::find(ids.begin(), ids.end(), e.worker) == ids.end()) ids.push_back(e.worker);
+  std::sort(ids.begin(), ids.end());
+  ASSERT_GE(ids.size(), 4u);
+  std::vector<std::unique_ptr<Process>> producers;
+  for (size_t p = 0; p < 4; ++p) {
+    std::string list;
+    for (size_t i = p; i < ids.size(); i += 4)
+      list += (list.empty() ? "" : ",") + std::to_string(ids[i]);
+    // Two producers speak JSONL, two the binary framing.
+    producers.push_back(start("send" + std::to_string(p),
+                              {"send", trace.string(), "--to", "127.0.0.1:" + std::to_string(tcp),
+                               "--workers", list, "--format", p % 2 ? "jsonl" : "snail"}));
+  }
+  for (auto& p : producers) ASSERT_EQ(p->wait(), 0) << p->err();
+  server->signal(SIGTERM);
+  ASSERT_EQ(server->wait(), 0) << server->err();
+  const auto got = lines_of(testing::slurp(path("windows.jsonl")));
+  ASSERT_EQ(got.size(), expected.size()) << server->err();
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], expected[i]) << "window " << i;
+}
+
+std::string http_get(int port, const std::string& target, int* status = nullptr) {
+  httplib::Client client("127.0.0.1", port);
+  client.set_connection_timeout(5);
+  auto res = client.Get(target.c_str());
+  if (status) *status = res ? res->status : -1;
+  return res ? res->body : std::string();
+}
+
+void send_bytes(int port, const std::string& bytes, bool close_abruptly = false) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  size_t off = 0;
+  while (off < bytes.size()) {
+    const ssize_t n = ::send(fd, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+    ASSERT_GT(n, 0);
+    off += static_cast<size_t>(n);
+  }
+  if (close_abruptly) {
+    linger l{1, 0};  // RST instead of FIN: a producer that died
+    ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+  } else {
+    ::shutdown(fd, SHUT_WR);
+    char sink[64];
+    while (::recv(fd, sink, sizeof sink, 0) > 0) {
+    }
+  }
+  ::close(fd);
+}
+
+uint64_t metric(const std::string& text, const std::string& name) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(name + " ", 0) == 0) return std::stoull(line.substr(name.size() + 1));
+  ADD_FAILURE() << "no metric " << name << " in\n" << text;
+  return 0;
+}
+
+// Garbage, malformed lines, a .snail stream cut inside a block and a producer that
+// vanishes mid-frame: nothing crashes, every complete event is kept, and /metrics counts
+// the problems.
+TEST_F(ServeCli, BadStreamsAreCountedAndCompleteEventsKept) {
+  auto server =
+      start("serve", {"serve", "--tcp", "127.0.0.1:0", "--http", "127.0.0.1:0", "--window", "10us",
+                      "--lateness", "1s", "--out", path("windows.jsonl").string(), "--port-file",
+                      path("ports").string()});
+  const int tcp = testing::wait_for_port(path("ports"), "tcp");
+  const int http = testing::wait_for_port(path("ports"), "http");
+  ASSERT_GT(tcp, 0) << server->err();
+  ASSERT_GT(http, 0) << server->err();
+  EXPECT_EQ(http_get(http, "/healthz"), "ok\n");
+  int status = 0;
+  http_get(http, "/api/summary/latest", &status);
+  EXPECT_EQ(status, 404) << "no window yet";
+
+  // JSONL with two malformed lines among 6 good events; the last line has no newline
+  // (a truncated line at the end of the stream).
+  auto ev = [](int w, int64_t ts, const char* kind) {
+    return fmt::format(R"({{"ts":{},"worker":{},"activity":"processing","event":"{}"}})", ts, w,
+                       kind) +
+           "\n";
+  };
+  std::string jsonl = ev(1, 0, "start") + "{not json\n" + ev(1, 5000, "end") +
+                      ev(1, 5000, "start") + "[1,2,3]\n" + ev(1, 40000, "end") +
+                      ev(1, 40000, "start") + ev(1, 80000, "end") + R"({"ts":9)";
+  send_bytes(tcp, jsonl);
+
+  // A .snail stream: header, one complete block of 4 events, then half of a second block,
+  // and the producer disappears.
+  Trace t;
+  for (int64_t ts : {0, 20000, 20000, 80000}) {
+    Event e;
+    e.ts = ts;
+    e.worker = 2;
+    e.activity = ActivityType::processing;
+    e.kind = ts == 0 || (ts == 20000 && t.events.size() == 2) ? EventKind::start : EventKind::end;
+    t.events.push_back(e);
+  }
+  SnailWriteOptions one_block;
+  const std::string image = to_snail(t, one_block);
+  const std::string second_block = image.substr(16);
+  send_bytes(tcp, image + second_block.substr(0, second_block.size() / 2), true);
+
+  // Pure garbage: not JSON, not .snail.
+  send_bytes(tcp, std::string(3000, '\x01') + "\n\xff\xfe garbage\n");
+
+  // The counts show up in /metrics while the server runs.
+  std::string metrics;
+  for (int i = 0; i < 100; ++i) {
+    metrics = http_get(http, "/metrics");
+    if (metric(metrics, "snailtrail_connections_total") == 3 &&
+        metric(metrics, "snailtrail_connections_open") == 0)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(metric(metrics, "snailtrail_events_ingested_total"), 6u + 4u);
+  EXPECT_EQ(metric(metrics, "snailtrail_invalid_lines_total"), 2u + 2u);
+  EXPECT_EQ(metric(metrics, "snailtrail_truncated_streams_total"), 2u);
+  EXPECT_EQ(metric(metrics, "snailtrail_connections_total"), 3u);
+  server->signal(SIGINT);
+  ASSERT_EQ(server->wait(), 0) << server->err();
+  uint64_t events = 0;
+  for (const std::string& line : lines_of(testing::slurp(path("windows.jsonl")))) {
+    const size_t at = line.find("\"events\":");
+    ASSERT_NE(at, std::string::npos);
+    events += std::stoull(line.substr(at + 9));
+  }
+  EXPECT_EQ(events, 10u) << "every complete event is in some window";
+}
+
+TEST_F(ServeCli, HttpApiServesRetainedWindows) {
+  const sim::SimResult sim = testing::simulate_example("wordcount-skew-30", 200'000'000, 3);
+  const fs::path trace = path("trace.jsonl");
+  write_trace(sim.trace, trace.string());
+  auto server =
+      start("serve", {"serve", "--tcp", "127.0.0.1:0", "--http", "127.0.0.1:0", "--window", "10ms",
+                      "--lateness", "1ms", "--retain", "5", "--idle-timeout", "200ms",
+                      "--port-file", path("ports").string(), "--quiet"});
+  const int tcp = testing::wait_for_port(path("ports"), "tcp");
+  const int http = testing::wait_for_port(path("ports"), "http");
+  ASSERT_GT(http, 0) << server->err();
+  auto producer =
+      start("send", {"send", trace.string(), "--to", "127.0.0.1:" + std::to_string(tcp)});
+  ASSERT_EQ(producer->wait(), 0) << producer->err();
+  // Windows close while the server runs (no SIGTERM yet): once the producer's workers are
+  // idle, every window but the one holding the last event (index 19).
+  std::string metrics;
+  for (int i = 0; i < 200; ++i) {
+    metrics = http_get(http, "/metrics");
+    if (metric(metrics, "snailtrail_windows_emitted_total") >= 19) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(metric(metrics, "snailtrail_windows_emitted_total"), 19u);
+  EXPECT_NE(metrics.find("snailtrail_latest_window_cp{activity=\"processing\"}"),
+            std::string::npos);
+  // Only the last 5 are retained, oldest first.
+  const std::string windows = http_get(http, "/api/windows");
+  std::vector<size_t> indices;
+  for (size_t at = windows.find("{\"window\":{\"index\":"); at != std::string::npos;
+       at = windows.find("{\"window\":{\"index\":", at + 1))
+    indices.push_back(std::stoul(windows.substr(at + std::strlen("{\"window\":{\"index\":"))));
+  EXPECT_EQ(indices, (std::vector<size_t>{14, 15, 16, 17, 18})) << windows.substr(0, 300);
+  const std::string since = http_get(http, "/api/windows?since=160000000");
+  EXPECT_EQ(since.find("\"index\":15"), std::string::npos);
+  EXPECT_NE(since.find("\"index\":16"), std::string::npos);
+  int status = 0;
+  http_get(http, "/api/windows?since=abc", &status);
+  EXPECT_EQ(status, 400);
+  EXPECT_NE(http_get(http, "/api/summary/latest").find("\"index\":18"), std::string::npos);
+  server->signal(SIGTERM);
+  EXPECT_EQ(server->wait(), 0) << server->err();
+  EXPECT_EQ(lines_of(server->out()).size(), 20u) << "stdout has every window";
+}
+
+TEST_F(ServeCli, UsageErrors) {
+  auto no_source = start("a", {"serve"});
+  EXPECT_EQ(no_source->wait(), 2);
+  EXPECT_NE(no_source->err().find("no source"), std::string::npos) << no_source->err();
+  auto bad_port = start("b", {"serve", "--tcp", "127.0.0.1:99999"});
+  EXPECT_EQ(bad_port->wait(), 2);
+  auto bad_speed = start("c", {"send", "x.jsonl", "--speed", "fast"});
+  EXPECT_EQ(bad_speed->wait(), 2);
+  EXPECT_NE(bad_speed->err().find("--speed"), std::string::npos) << bad_speed->err();
 }
 
 }  // namespace

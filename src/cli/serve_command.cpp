@@ -55,7 +55,7 @@ CommandRunner add_serve_command(CLI::App& app) {
   cmd->add_option("--retain", args->retain, "Windows kept in memory for the HTTP API")
       ->capture_default_str();
   cmd->add_option("--wait-for", args->wait_for,
-                  "Close no window before this many TCP producers have connected")
+                  "Close no window before this many producers have sent their first data")
       ->capture_default_str();
   cmd->add_option("--summary", args->summary,
                   "Comma list of activity, worker, operator, communication, top, diagnostics, "

@@ -43,6 +43,10 @@ class StreamingPag {
   // are reported (unterminated_activity), as the batch builder does at a trace's end.
   void finish();
 
+  // Makes a worker known before its first event (from a producer's metadata), so that it
+  // holds windows back like any other active worker.
+  void declare(uint32_t worker_id) { index_of(worker_id); }
+
   // Latest event timestamp of a worker, or INT64_MIN if it is unknown.
   int64_t watermark(uint32_t worker_id) const;
   bool empty() const { return events_ == 0; }

@@ -73,6 +73,8 @@ class Pump {
     if (pending_.events.empty() && pending_.worker_names.empty() && pending_.operator_names.empty())
       return;
     Batch batch;
+    batch.first = first_;
+    first_ = false;
     batch.events.assign(pending_.events.begin(), pending_.events.end());
     counters_.events += batch.events.size();
     batch.names.worker_names.swap(pending_.worker_names);
@@ -86,6 +88,7 @@ class Pump {
   IngestCounters& counters_;
   Trace pending_;
   StreamStats seen_;
+  bool first_ = true;
 };
 
 void log_end(const std::string& name, const StreamDecoder& d, bool log) {

@@ -21,6 +21,7 @@ namespace snailtrail::serve {
 struct Batch {
   std::vector<Event> events;  // in stream order
   Trace names;                // worker/operator names that arrived with them
+  bool first = false;         // the first batch of its stream: a new producer
 };
 
 class BatchQueue {

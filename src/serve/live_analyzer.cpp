@@ -43,7 +43,12 @@ void LiveAnalyzer::add(const Event& e) {
 }
 
 void LiveAnalyzer::add_names(const Trace& names) {
-  for (const auto& [id, name] : names.worker_names) names_.worker_names[id] = name;
+  for (const auto& [id, name] : names.worker_names) {
+    names_.worker_names[id] = name;
+    // A producer names the workers it carries before their events: they hold windows back
+    // from now on, even before they have sent anything.
+    if (pag_.watermark(id) == INT64_MIN) pag_.declare(id);
+  }
   for (const auto& [id, name] : names.operator_names) names_.operator_names[id] = name;
 }
 

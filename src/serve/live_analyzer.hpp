@@ -43,7 +43,9 @@ class LiveAnalyzer {
   LiveAnalyzer(const LiveOptions& options, std::function<void(LiveWindow&)> on_window);
 
   void add(const Event& e);
-  void add_names(const Trace& names);  // worker and operator names from metadata
+  // Worker and operator names from metadata. Named workers that have not sent events
+  // yet hold windows back (until they are idle).
+  void add_names(const Trace& names);
 
   // Idle workers stop holding windows back (their last node is closed); a worker is
   // active again as soon as it sends an event.

@@ -90,7 +90,10 @@ SendStats send_trace(const Trace& trace, const SendOptions& o) {
   };
   Trace chunk;
   chunk.source = trace.source;
-  chunk.worker_names = trace.worker_names;  // names go with the first chunk
+  // Names go with the first chunk: this producer's workers and every operator.
+  for (const auto& [id, name] : trace.worker_names)
+    if (o.workers.empty() || std::find(o.workers.begin(), o.workers.end(), id) != o.workers.end())
+      chunk.worker_names.emplace(id, name);
   chunk.operator_names = trace.operator_names;
   bool first = true;
   try {

@@ -310,11 +310,15 @@ int run_server(const ServeOptions& opt) {
     spawn([&, path] { follow_file(path, queue, counters, stop, log); });
 
   if (!opt.port_file.empty()) {
-    std::FILE* f = std::fopen(opt.port_file.c_str(), "w");
-    if (!f) throw std::runtime_error("cannot write " + opt.port_file);
+    // Written whole, then renamed: a reader never sees half of it.
+    const std::string tmp = opt.port_file + ".tmp";
+    std::FILE* f = std::fopen(tmp.c_str(), "w");
+    if (!f) throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(errno));
     for (auto& l : listeners) fmt::print(f, "tcp={}\n", l->port());
     if (http) fmt::print(f, "http={}\n", http_port);
     std::fclose(f);
+    if (std::rename(tmp.c_str(), opt.port_file.c_str()) != 0)
+      throw std::runtime_error("cannot write " + opt.port_file + ": " + std::strerror(errno));
   }
 
   // The analysis loop (this thread).
@@ -344,6 +348,7 @@ int run_server(const ServeOptions& opt) {
   };
   LiveAnalyzer live(opt.live, on_window);
   std::unordered_map<uint32_t, Clock::time_point> last_arrival;
+  size_t producers = 0;  // streams that have delivered something (names or events)
   Clock::time_point rate_start = Clock::now();
   uint64_t rate_events = 0;
   const auto idle = std::chrono::nanoseconds(opt.idle_timeout_ns);
@@ -355,7 +360,9 @@ int run_server(const ServeOptions& opt) {
     std::optional<Batch> batch = queue.pop(50);
     const auto now = Clock::now();
     if (batch) {
+      producers += batch->first;
       live.add_names(batch->names);
+      for (const auto& [id, name] : batch->names.worker_names) last_arrival.try_emplace(id, now);
       uint32_t last_worker = UINT32_MAX;
       for (const Event& e : batch->events) {
         live.add(e);
@@ -377,7 +384,7 @@ int run_server(const ServeOptions& opt) {
     }
     for (const auto& [id, t] : last_arrival)
       if (now - t > idle && !live.is_idle(id)) live.set_idle(id);
-    live.hold(counters.connections_total.load() < opt.wait_for_producers);
+    live.hold(producers < opt.wait_for_producers);
     live.advance();
     {
       std::lock_guard lock(shared.mu);

@@ -1,0 +1,101 @@
+// Running the snailtrail binary in the background from tests (servers, producers).
+#pragma once
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern char** environ;
+
+namespace snailtrail::testing {
+
+inline std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A child process running `SNAILTRAIL_BINARY args...` with stdout and stderr in files.
+class Process {
+ public:
+  Process(const std::vector<std::string>& args, const std::filesystem::path& out,
+          const std::filesystem::path& err)
+      : out_(out), err_(err) {
+    std::vector<std::string> strings = {SNAILTRAIL_BINARY};
+    strings.insert(strings.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (std::string& s : strings) argv.push_back(s.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&actions);
+  }
+  ~Process() {
+    if (pid_ > 0 && !reaped_) {
+      ::kill(pid_, SIGKILL);
+      wait();
+    }
+  }
+  Process(const Process&) = delete;
+  Process& operator=(const Process&) = delete;
+
+  bool started() const { return pid_ > 0; }
+  void signal(int sig) const {
+    if (pid_ > 0 && !reaped_) ::kill(pid_, sig);
+  }
+  // Waits for the exit; returns the exit code, or 128 + signal, or -1.
+  int wait() {
+    if (pid_ <= 0) return -1;
+    if (!reaped_) {
+      int status = 0;
+      while (waitpid(pid_, &status, 0) < 0)
+        if (errno != EINTR) return -1;
+      reaped_ = true;
+      code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    return code_;
+  }
+  std::string out() const { return slurp(out_); }
+  std::string err() const { return slurp(err_); }
+
+ private:
+  std::filesystem::path out_, err_;
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+  int code_ = -1;
+};
+
+// Waits until `path` exists and holds `key=VALUE` lines; returns VALUE of `key` (or -1).
+inline int wait_for_port(const std::filesystem::path& path, const std::string& key,
+                         double timeout_s = 20) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::istringstream in(slurp(path));
+    std::string line;
+    while (std::getline(in, line))
+      if (line.rfind(key + "=", 0) == 0) return std::stoi(line.substr(key.size() + 1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return -1;
+}
+
+}  // namespace snailtrail::testing
