@@ -388,12 +388,15 @@ int64_t scale(int64_t a, int64_t num, int64_t den) {
 // Shrinks parts (in order) so that their sum is at most `total`, proportionally.
 template <size_t N>
 bool fit(int64_t* const (&parts)[N], int64_t total) {
-  int64_t sum = 0;
-  for (int64_t* p : parts) sum += *p;
-  if (sum <= total) return false;
+  __int128 wide_sum = 0;  // parts may each be near INT64_MAX
+  for (int64_t* p : parts) wide_sum += *p;
+  if (wide_sum <= total) return false;
+
   int64_t left = total;
   for (size_t i = 0; i < N; ++i) {
-    *parts[i] = i + 1 == N ? left : std::min(left, scale(*parts[i], total, sum));
+    *parts[i] = i + 1 == N ? left
+                           : std::min(left, static_cast<int64_t>(static_cast<__int128>(*parts[i]) *
+                                                                 total / wide_sum));
     left -= *parts[i];
   }
   return true;
