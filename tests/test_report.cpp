@@ -2,8 +2,14 @@
 // stay bounded, timelines keep the most critical edges; the page embeds data safely.
 #include <gtest/gtest.h>
 #include <simdjson.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <numeric>
+#include <sstream>
 
 #include "report/report.hpp"
 #include "trace_builder.hpp"
@@ -325,6 +331,87 @@ TEST(ReportPage, EmbedsDataWithoutBreakingTheScript) {
   const std::string live = report::render_dashboard_html();
   EXPECT_NE(live.find("window.SNAILTRAIL_MODE = \"live\""), std::string::npos);
   EXPECT_NE(live.find(">null</script>"), std::string::npos);
+}
+
+// ---- the command, end to end ----
+
+namespace fs = std::filesystem;
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct CliRun {
+  int rc;
+  std::string out, err;
+};
+
+CliRun report_cli(const std::string& args) {
+  static const fs::path dir =
+      fs::temp_directory_path() / ("snailtrail-report-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string cmd = std::string(SNAILTRAIL_BINARY) + " " + args + " >" +
+                          (dir / "out").string() + " 2>" + (dir / "err").string();
+  const int status = std::system(cmd.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir / "out"), slurp(dir / "err")};
+}
+
+TEST(ReportCli, PointsMatchAnalyzePerWindow) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("snailtrail-report-cli-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string trace = std::string(SNAILTRAIL_SOURCE_DIR) + "/examples/pipeline.jsonl";
+  const fs::path html = dir / "r.html", json = dir / "r.json", jsonl = dir / "a.jsonl";
+  CliRun r = report_cli("report " + trace + " -o " + html.string() + " --window 1ms");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  // Prints the path and the size.
+  EXPECT_EQ(r.out.rfind(html.string() + " (", 0), 0u) << r.out;
+  const std::string page = slurp(html);
+  EXPECT_NE(r.out.find("(" + std::to_string(page.size()) + " bytes, "), std::string::npos) << r.out;
+  EXPECT_NE(page.find("<script id=\"snailtrail-data\" type=\"application/json\">{\"schema\":1"),
+            std::string::npos);
+  ASSERT_EQ(report_cli("report " + trace + " -o " + json.string() + " -f json --window 1ms").rc, 0);
+  ASSERT_EQ(report_cli("analyze " + trace + " -o " + jsonl.string() +
+                       " --format jsonl --window 1ms --no-progress")
+                .rc,
+            0);
+  // The oracle: analyze's per-window activity CP, here one window per point.
+  simdjson::dom::parser parser, line_parser;
+  simdjson::dom::element d = parser.parse(slurp(json));
+  simdjson::dom::array points = d["series"]["points"];
+  std::istringstream lines(slurp(jsonl));
+  std::string line;
+  size_t k = 0;
+  for (; std::getline(lines, line); ++k) {
+    ASSERT_LT(k, points.size());
+    simdjson::dom::element w = line_parser.parse(line);
+    simdjson::dom::element p = points.at(k);
+    EXPECT_EQ(uint64_t(p["w0"]), uint64_t(w["window"]["index"]));
+    EXPECT_EQ(uint64_t(p["events"]), uint64_t(w["events"]));
+    for (auto [type, value] : simdjson::dom::object(w["activity"])) {
+      const int t = static_cast<int>(*parse_activity(type));
+      EXPECT_NEAR(double(p["cp"].at(t)), double(value), 1e-5 * double(value) + 1e-12)
+          << "window " << k << " " << type;
+    }
+  }
+  EXPECT_EQ(k, points.size());
+  EXPECT_GT(k, 1u);
+  fs::remove_all(dir);
+}
+
+TEST(ReportCli, ErrorsExitWithTheDocumentedCodes) {
+  const std::string trace = std::string(SNAILTRAIL_SOURCE_DIR) + "/examples/pipeline.jsonl";
+  EXPECT_EQ(report_cli("report /nonexistent/t.snail -o /dev/null").rc, 1);
+  CliRun r = report_cli("report " + trace + " -o /dev/null --window 0s");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--window must be positive"), std::string::npos) << r.err;
+  EXPECT_EQ(report_cli("report -o /dev/null").rc, 2);  // no trace
+  EXPECT_EQ(report_cli("report " + trace).rc, 2);      // no output
+  EXPECT_EQ(report_cli("report " + trace + " -o /dev/null --max-points 1").rc, 2);
+  EXPECT_EQ(report_cli("report " + trace + " -o /dev/null --from +1h").rc, 2);  // no window
 }
 
 }  // namespace

@@ -30,10 +30,11 @@ struct ReportArgs {
   bool dashboard = false;
 };
 
+// "123456 bytes, 121 KiB": exact for scripts, rounded for people.
 std::string human_size(uint64_t bytes) {
   if (bytes < 10 * 1024) return fmt::format("{} bytes", bytes);
-  if (bytes < 10 * 1024 * 1024) return fmt::format("{:.0f} KiB", bytes / 1024.0);
-  return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024.0));
+  if (bytes < 10 * 1024 * 1024) return fmt::format("{} bytes, {:.0f} KiB", bytes, bytes / 1024.0);
+  return fmt::format("{} bytes, {:.1f} MiB", bytes, bytes / (1024.0 * 1024.0));
 }
 
 int write_page(const std::string& path, const std::string& text) {
