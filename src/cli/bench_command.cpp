@@ -5,7 +5,9 @@
 #include <memory>
 
 #include "bench/perf_suite.hpp"
+#include "bench/synthetic.hpp"
 #include "cli/commands.hpp"
+#include "trace/trace_io.hpp"
 
 namespace snailtrail::cli {
 
@@ -16,6 +18,8 @@ CommandRunner add_bench_command(CLI::App& app) {
     std::string svg;
     std::string json;
     std::string floor;
+    std::string generate;
+    int64_t generate_seconds = 10;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
@@ -42,8 +46,23 @@ CommandRunner add_bench_command(CLI::App& app) {
   cmd->add_flag("--quiet,-q", args->perf.quiet, "No progress on stderr");
   cmd->add_option("--floor", args->floor,
                   "Only run the floor on FILE: read it and group its events per worker");
+  cmd->add_option("--generate", args->generate,
+                  "Only write the synthetic benchmark trace (48 workers, ~30 K events/s) to FILE "
+                  "(.snail or .jsonl)");
+  cmd->add_option("--seconds", args->generate_seconds, "Length of the --generate trace")
+      ->check(CLI::Range(int64_t{1}, int64_t{86400}))
+      ->capture_default_str();
   return [cmd, args]() {
     if (!*cmd) return -1;
+    if (!args->generate.empty()) {
+      bench::SyntheticOptions so;
+      so.duration_ns = args->generate_seconds * 1'000'000'000;
+      const Trace t = bench::make_synthetic_trace(so);
+      write_trace(t, args->generate);
+      fmt::print(stderr, "wrote {} events ({} s) to {}\n", t.events.size(), args->generate_seconds,
+                 args->generate);
+      return 0;
+    }
     if (!args->floor.empty()) {
       fmt::print("{} events\n", bench::run_floor(args->floor));
       return 0;

@@ -65,6 +65,7 @@ CommandRunner add_send_command(CLI::App& app) {
     std::string format = "snail";
     std::string importer = "auto";
     bool quiet = false;
+    uint64_t repeat = 1;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
@@ -85,6 +86,10 @@ CommandRunner add_send_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--importer", args->importer, "Input format: " + importers::importer_names())
       ->capture_default_str();
+  cmd->add_option("--repeat", args->repeat,
+                  "Send the trace N times, each copy later by the trace's span (load tests)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_flag("--quiet,-q", args->quiet, "Print nothing when done");
   return [cmd, args]() {
     if (!*cmd) return -1;
@@ -94,6 +99,7 @@ CommandRunner add_send_command(CLI::App& app) {
     o.speed = parse_speed(args->speed);
     o.workers = parse_workers(args->workers);
     o.jsonl = args->format == "jsonl";
+    o.repeat = args->repeat;
     const Trace trace = importers::import_trace(args->trace, args->importer);
     const serve::SendStats s = serve::send_trace(trace, o);
     if (!args->quiet)

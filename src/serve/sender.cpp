@@ -77,6 +77,29 @@ SendStats send_trace(const Trace& trace, const SendOptions& o) {
   std::stable_sort(order.begin(), order.end(),
                    [&](uint32_t a, uint32_t b) { return trace.events[a].ts < trace.events[b].ts; });
 
+  if (o.repeat == 0) throw std::invalid_argument("--repeat must be at least 1");
+  // Copy r of the trace: timestamps + r * span, correlators + r * their range.
+  int64_t span = 1, corr_range = 1;
+  if (!order.empty()) {
+    span = trace.events[order.back()].ts - trace.events[order.front()].ts + 1;
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (uint32_t i : order)
+      if (trace.events[i].has(kHasCorrelator)) {
+        lo = std::min(lo, trace.events[i].correlator);
+        hi = std::max(hi, trace.events[i].correlator);
+      }
+    if (hi >= lo) corr_range = hi - lo + 1;
+  }
+  const size_t per_copy = order.size();
+  const size_t total = per_copy * o.repeat;
+  auto event_at = [&](size_t g) {
+    Event e = trace.events[order[g % per_copy]];
+    const auto r = static_cast<int64_t>(g / per_copy);
+    e.ts += r * span;
+    if (e.has(kHasCorrelator)) e.correlator += r * corr_range;
+    return e;
+  };
+
   const int fd = connect_to(o.to, o.connect_timeout_s);
   SendStats stats;
   const auto start = Clock::now();
@@ -84,7 +107,7 @@ SendStats send_trace(const Trace& trace, const SendOptions& o) {
   // When event i may leave: paced by event time and/or by rate.
   auto due = [&](size_t i) {
     double s = 0;
-    if (o.speed > 0) s = static_cast<double>(trace.events[order[i]].ts - t0) / 1e9 / o.speed;
+    if (o.speed > 0) s = static_cast<double>(event_at(i).ts - t0) / 1e9 / o.speed;
     if (o.rate > 0) s = std::max(s, static_cast<double>(i) / o.rate);
     return start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
   };
@@ -98,16 +121,16 @@ SendStats send_trace(const Trace& trace, const SendOptions& o) {
   bool first = true;
   try {
     size_t i = 0;
-    while (i < order.size() || first) {
+    while (i < total || first) {
       size_t j = i;
       const auto now = Clock::now();
-      while (j < order.size() && j - i < o.batch_events && due(j) <= now) ++j;
-      if (j == i && i < order.size()) {
+      while (j < total && j - i < o.batch_events && due(j) <= now) ++j;
+      if (j == i && i < total) {
         std::this_thread::sleep_until(std::min(due(i), now + std::chrono::milliseconds(50)));
         continue;
       }
       chunk.events.resize(j - i);
-      for (size_t k = i; k < j; ++k) chunk.events[k - i] = trace.events[order[k]];
+      for (size_t k = i; k < j; ++k) chunk.events[k - i] = event_at(k);
       std::string bytes;
       if (o.jsonl) {
         bytes = to_jsonl(chunk);

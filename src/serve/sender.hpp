@@ -18,6 +18,9 @@ struct SendOptions {
   bool jsonl = false;             // JSONL instead of the .snail stream framing
   size_t batch_events = 4096;     // events per write (and per .snail block), at most
   double connect_timeout_s = 5;   // retries while the server is not up yet
+  // Send the trace this many times, each copy shifted in time by the trace's span (and its
+  // correlators by their range), so that a short trace feeds a long-running load test.
+  uint64_t repeat = 1;
 };
 
 struct SendStats {
