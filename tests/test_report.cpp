@@ -213,6 +213,17 @@ TEST(ReportReducer, JsonHoldsMeansOtherAndHeatmap) {
   EXPECT_DOUBLE_EQ(double(hm["conv"].at(2 * 3 + 0)), 0.125);
 }
 
+TEST(ReportReducer, JsonBeforeTheFirstWindow) {
+  // serve answers /api/report before any window closed.
+  ReportBuilder b{ReportOptions{}};
+  simdjson::dom::parser parser;
+  simdjson::dom::element d = parser.parse(b.json());
+  EXPECT_EQ(int64_t(d["windows"]), 0);
+  EXPECT_EQ(simdjson::dom::array(d["series"]["points"]).size(), 0u);
+  EXPECT_EQ(simdjson::dom::array(d["timelines"]).size(), 0u);
+  EXPECT_EQ(simdjson::dom::array(d["overall"]["heatmap"]["labels"]).size(), 0u);
+}
+
 TEST(ReportReducer, WorkersAreKeyedByIdAcrossPags) {
   // serve cuts a PAG per batch of windows: worker 5 is dense index 0 in the first
   // window's PAG (ids {5, 9}) and 1 in the second's (ids {2, 5, 9}).

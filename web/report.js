@@ -37,6 +37,12 @@
   function esc(s) {
     return String(s).replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' }[c]));
   }
+  // Largest f(x) over a list (no spread: lists may be longer than the argument limit).
+  function maxOf(list, f, init) {
+    let m = init;
+    for (const x of list) { const v = f(x); if (v > m) m = v; }
+    return m;
+  }
   function pct(v) {
     if (v === null || v === undefined) return '–';
     const p = v * 100;
@@ -247,11 +253,11 @@
   // ---------- bar charts (CP beside conventional) ----------
   function drawBars(container, rows, what) {
     if (!rows.length) return empty(container, `No ${what} in this window.`);
-    const rowH = 22, labelW = Math.min(170, 30 + 7 * Math.max(...rows.map((r) => r.name.length)));
+    const rowH = 22, labelW = Math.min(170, 30 + 7 * maxOf(rows, (r) => r.name.length, 1));
     const height = MARGIN.top + rows.length * rowH + MARGIN.bottom;
     const { svg, width } = svgFor(container, height);
     const x0 = labelW, x1 = width - MARGIN.right, y0 = MARGIN.top;
-    const max = Math.max(1e-12, ...rows.map((r) => Math.max(r.cp || 0, r.conv || 0)));
+    const max = maxOf(rows, (r) => Math.max(r.cp || 0, r.conv || 0), 1e-12);
     const top = Math.min(1, niceTicks(0, max, 4).find((v) => v >= max - 1e-12) || max);
     const x = (v) => x0 + v / top * (x1 - x0);
     const axis = el('g', { class: 'axis' }, svg);
@@ -297,13 +303,13 @@
     const n = hm.labels.length;
     if (!n) return empty(container, 'No messages between workers.');
     const values = hm[state.heatmapMeasure];
-    const labelW = Math.min(140, 20 + 7 * Math.max(...hm.labels.map((l) => l.length)));
+    const labelW = Math.min(140, 20 + 7 * maxOf(hm.labels, (l) => l.length, 1));
     const width0 = Math.max(320, container.clientWidth || 600);
     const cell = Math.max(6, Math.min(28, Math.floor((width0 - labelW - 90) / n)));
     const height = labelW + n * cell + 40;
     const { svg } = svgFor(container, height);
     const gx = labelW, gy = labelW;
-    const max = Math.max(1e-300, ...values);
+    const max = maxOf(values, (v) => v, 1e-300);
     const color = (v) => {
       if (!(v > 0)) return '#ffffff';
       const a = Math.sqrt(v / max);  // sqrt: small flows stay visible
@@ -355,10 +361,13 @@
     const len = tl.t1 - tl.t0;
     if (!state.zoom) state.zoom = [0, len];
     const [z0, z1] = state.zoom;
-    const workers = [...new Set(tl.edges.map((e) => e[0]).concat(tl.messages.flatMap((m) => [m[0], m[1]])))].sort((a, b) => a - b);
+    const seen = new Set();
+    for (const e of tl.edges) seen.add(e[0]);
+    for (const m of tl.messages) { seen.add(m[0]); seen.add(m[1]); }
+    const workers = [...seen].sort((a, b) => a - b);
     const row = new Map(workers.map((w, i) => [w, i]));
     const rowH = Math.max(5, Math.min(20, Math.floor(560 / Math.max(1, workers.length))));
-    const labelW = Math.min(150, 24 + 7 * Math.max(4, ...workers.map((w) => workerName(w).length)));
+    const labelW = Math.min(150, 24 + 7 * maxOf(workers, (w) => workerName(w).length, 4));
     const height = MARGIN.top + workers.length * rowH + MARGIN.bottom;
     const { svg, width } = svgFor(container, height);
     const x0 = labelW, x1 = width - MARGIN.right, y0 = MARGIN.top;
@@ -376,7 +385,7 @@
       if (i % 2) el('rect', { x: x0, y: y0 + i * rowH, width: x1 - x0, height: rowH, fill: '#f7f8fa' }, svg);
     });
     el('text', { class: 'axis-title', x: 0, y: 0, transform: `translate(10 ${y0 + workers.length * rowH / 2}) rotate(-90)`, 'text-anchor': 'middle' }, svg, 'worker');
-    const maxCp = Math.max(1e-300, ...tl.edges.map((e) => e[5]), ...tl.messages.map((m) => m[5]));
+    const maxCp = Math.max(maxOf(tl.edges, (e) => e[5], 1e-300), maxOf(tl.messages, (m) => m[5], 1e-300));
     const g = el('g', { 'clip-path': 'url(#tl-clip)' }, svg);
     // Span of the transient paths (V_s .. V_e).
     el('rect', { x: x(tl.span0), y: y0, width: Math.max(0, x(tl.span1) - x(tl.span0)), height: workers.length * rowH, fill: 'none', stroke: '#c8ced4', 'stroke-dasharray': '4 3' }, g);

@@ -544,12 +544,15 @@ std::string ReportBuilder::json() const {
   });
   put(out, ",\"operators\":");
   {
-    // Names of every operator id a point refers to.
+    // Names of every operator id a point or a timeline refers to.
     std::vector<uint32_t> ids;
     for (const SeriesPoint& p : points_)
       for (const auto& g : p.ops) ids.push_back(g.id);
     for (const auto& [id, v] : agg.cp.op) ids.push_back(id);
     for (const auto& [id, v] : agg.conventional.op) ids.push_back(id);
+    for (const Timeline* t : timelines())
+      for (const TimelineEdge& e : t->edges)
+        if (e.op != kNone) ids.push_back(e.op);
     std::sort(ids.begin(), ids.end());
     ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
     out.push_back('{');

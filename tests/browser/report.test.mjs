@@ -144,7 +144,7 @@ test('clicking a window in the time chart updates the other views', async () => 
 });
 
 test('the live dashboard polls api/report and redraws as windows close', async () => {
-  let body = fs.readFileSync(files.partial);
+  let body = 'null';  // serve before its first window
   let reports = 0;
   const server = http.createServer((req, res) => {
     if (req.url === '/') {
@@ -164,6 +164,9 @@ test('the live dashboard polls api/report and redraws as windows close', async (
   try {
     const { page, problems } = await openPage();
     await page.goto(url);
+    await page.waitForFunction(() => /^live: updated/.test(document.getElementById('status').textContent));
+    assert.equal(await page.getAttribute('body', 'data-windows'), null);
+    body = fs.readFileSync(files.partial);
     await page.waitForSelector('body[data-windows="5"]', { timeout: 5000 });
     await assertEveryChartDrawn(page);
     await page.screenshot({ path: path.join(artifacts, 'dashboard-5-windows.png'), fullPage: true });
