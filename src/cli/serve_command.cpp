@@ -35,9 +35,10 @@ CommandRunner add_serve_command(CLI::App& app) {
       ->default_str("127.0.0.1:7878");
   cmd->add_flag("--stdin", args->stdin_source, "Read a stream from stdin");
   cmd->add_option("--follow", args->follow, "Follow FILE as it grows (like tail -f); repeatable");
-  cmd->add_option("--http", args->http,
-                  "Serve the HTTP API (/api/windows, /api/summary/latest, /metrics, /healthz) on "
-                  "HOST:PORT")
+  cmd->add_option(
+         "--http", args->http,
+         "Serve the live dashboard (/) and the HTTP API (/api/windows, /api/summary/latest, "
+         "/api/report, /metrics, /healthz) on HOST:PORT")
       ->expected(0, 1)
       ->default_str("127.0.0.1:7879");
   cmd->add_option("--window,-w", args->window, "Tumbling window width in event time")
@@ -78,6 +79,7 @@ CommandRunner add_serve_command(CLI::App& app) {
     if (cmd->count("--http") > 0) o.http = args->http.empty() ? "127.0.0.1:7879" : args->http;
     o.live.window_ns = parse_duration(args->window);
     if (o.live.window_ns <= 0) throw std::invalid_argument("--window must be positive");
+    o.window_label = args->window;
     o.live.lateness_ns = parse_duration(args->lateness);
     o.idle_timeout_ns = parse_duration(args->idle_timeout);
     o.live.pag.gap_threshold_ns = parse_duration(args->gap_threshold);

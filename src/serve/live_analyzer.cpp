@@ -119,6 +119,8 @@ size_t LiveAnalyzer::close(int64_t k_end, bool last_closed_end) {
                     write_window_json(buf, out.summary, names, options_.selection);
                     out.json.assign(buf.data(), buf.size());
                     ++stats_.windows;
+                    if (on_view_)
+                      on_view_(WindowView{view.pag, view.snapshot, view.cp, out.summary}, names);
                     on_window_(out);
                   });
   next_k_ = k_end;

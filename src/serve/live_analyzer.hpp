@@ -11,6 +11,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "output/names.hpp"
 #include "output/writers.hpp"
 #include "pag/streaming.hpp"
 
@@ -42,6 +43,10 @@ class LiveAnalyzer {
  public:
   LiveAnalyzer(const LiveOptions& options, std::function<void(LiveWindow&)> on_window);
 
+  // Also called for every window, with its PAG cut and names (e.g. for the dashboard's
+  // report, which keeps some windows' timelines).
+  void on_view(std::function<void(const WindowView&, const Names&)> f) { on_view_ = std::move(f); }
+
   void add(const Event& e);
   // Worker and operator names from metadata. Named workers that have not sent events
   // yet hold windows back (until they are idle).
@@ -71,6 +76,7 @@ class LiveAnalyzer {
 
   LiveOptions options_;
   std::function<void(LiveWindow&)> on_window_;
+  std::function<void(const WindowView&, const Names&)> on_view_;
   StreamingPag pag_;
   Trace names_;
   std::unordered_set<uint32_t> idle_;

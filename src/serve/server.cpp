@@ -23,6 +23,7 @@
 
 #include <fmt/format.h>
 
+#include "report/report.hpp"
 #include "serve/ingest.hpp"
 
 namespace snailtrail::serve {
@@ -98,6 +99,7 @@ struct SharedState {
   uint64_t events_analyzed = 0, late = 0, out_of_order = 0;
   double lag_last = 0, lag_max = 0, ingest_rate = 0;
   size_t retained_nodes = 0, retained_messages = 0;
+  std::unique_ptr<report::ReportBuilder> report;  // the dashboard's data
 };
 
 std::string metrics_text(SharedState& s, const IngestCounters& c, const BatchQueue& q) {
@@ -198,6 +200,14 @@ int run_server(const ServeOptions& opt) {
   for (const std::string& a : opt.tcp) listeners.push_back(std::make_unique<Listener>(a));
 
   SharedState shared;
+  {
+    report::ReportOptions ro;
+    ro.source = "live";
+    ro.window_ns = opt.live.window_ns;
+    ro.window_label = opt.window_label;
+    ro.top_k = opt.live.summary.top_k;
+    shared.report = std::make_unique<report::ReportBuilder>(ro);
+  }
   IngestCounters counters;
   BatchQueue queue(opt.queue_events);
   std::atomic<bool> stop{false};
@@ -210,6 +220,18 @@ int run_server(const ServeOptions& opt) {
   if (!opt.http.empty()) {
     auto [host, port] = parse_address(opt.http);
     http = std::make_unique<httplib::Server>();
+    // The live dashboard: the report's page, polling /api/report.
+    http->Get("/", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content(report::render_dashboard_html(), "text/html; charset=utf-8");
+    });
+    http->Get("/api/report", [&](const httplib::Request&, httplib::Response& res) {
+      std::string body;
+      {
+        std::lock_guard lock(shared.mu);
+        body = shared.report->json();
+      }
+      res.set_content(body, "application/json");
+    });
     http->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
       res.set_content("ok\n", "text/plain");
     });
@@ -347,6 +369,11 @@ int run_server(const ServeOptions& opt) {
     }
   };
   LiveAnalyzer live(opt.live, on_window);
+  if (http)
+    live.on_view([&](const WindowView& view, const Names& names) {
+      std::lock_guard lock(shared.mu);
+      shared.report->add(view, names);
+    });
   std::unordered_map<uint32_t, Clock::time_point> last_arrival;
   size_t producers = 0;  // streams that have delivered something (names or events)
   Clock::time_point rate_start = Clock::now();

@@ -17,6 +17,7 @@ struct ServeOptions {
   std::vector<std::string> follow;  // files to follow as they grow
   std::string http;                 // "host:port" of the HTTP API, empty: none
   LiveOptions live;
+  std::string window_label = "1s";  // as given on the command line, for the dashboard
   int64_t idle_timeout_ns = 5'000'000'000;
   std::string out;                // window JSON lines: a file, or "" / "-" for stdout
   size_t retain = 1000;           // windows kept for the HTTP API
