@@ -113,7 +113,16 @@ int run(const AnalyzeArgs& a) {
   const bool keep_summary = a.format == "table";
   analyze_pag_parallel(
       pag, opt, threads,
-      [&](const WindowView& v, RenderedWindow& r) {
+      [&](const WindowView& view, RenderedWindow& r) {
+        // The importer's repairs concern the whole trace: reported with the first window.
+        const bool first = view.summary.index == 0 && !trace.import_diagnostics.empty();
+        WindowSummary with_import;
+        if (first) {
+          with_import = view.summary;
+          for (const auto& [kind, n] : trace.import_diagnostics)
+            with_import.diagnostics.add_input(kind, n);
+        }
+        const WindowView v{view.pag, view.snapshot, view.cp, first ? with_import : view.summary};
         fmt::memory_buffer text;
         if (a.format == "jsonl") {
           write_window_json(text, v.summary, names, sel);
@@ -138,6 +147,9 @@ int run(const AnalyzeArgs& a) {
         }
       },
       [&](RenderedWindow& r) {
+        if (r.summary.index == 0)
+          for (const auto& [kind, n] : trace.import_diagnostics)
+            r.summary.diagnostics.add_input(kind, n);
         if (keep_summary) agg.add(r.summary, a.top);
         out.buf().append(r.text.data(), r.text.data() + r.text.size());
         out.maybe_flush();
