@@ -413,6 +413,23 @@ TEST(ReportCli, PointsMatchAnalyzePerWindow) {
   fs::remove_all(dir);
 }
 
+TEST(ReportCli, SameDataForAnyThreadCount) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("snailtrail-report-j-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string trace = std::string(SNAILTRAIL_SOURCE_DIR) + "/examples/pipeline.jsonl";
+  for (const char* j : {"1", "2", "3"})
+    ASSERT_EQ(report_cli("report " + trace + " -o " + (dir / j).string() +
+                         " -f json --window 500us --timelines 3 -j " + j)
+                  .rc,
+              0);
+  const std::string one = slurp(dir / "1");
+  EXPECT_GT(one.size(), 1000u);
+  EXPECT_EQ(one, slurp(dir / "2"));
+  EXPECT_EQ(one, slurp(dir / "3"));
+  fs::remove_all(dir);
+}
+
 TEST(ReportCli, ErrorsExitWithTheDocumentedCodes) {
   const std::string trace = std::string(SNAILTRAIL_SOURCE_DIR) + "/examples/pipeline.jsonl";
   EXPECT_EQ(report_cli("report /nonexistent/t.snail -o /dev/null").rc, 1);

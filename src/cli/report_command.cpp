@@ -2,8 +2,10 @@
 // (docs/REPORT.md).
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
+#include <thread>
 
 #include "cli/commands.hpp"
 #include "cli/duration.hpp"
@@ -28,6 +30,7 @@ struct ReportArgs {
   report::ReportOptions report;
   bool no_progress = false;
   bool dashboard = false;
+  unsigned threads = 0;
 };
 
 // "123456 bytes, 121 KiB": exact for scripts, rounded for people.
@@ -92,9 +95,22 @@ int run(ReportArgs& a) {
   report::ReportBuilder builder(a.report);
   for (const auto& [kind, n] : trace.import_diagnostics) builder.add_input_diagnostic(kind, n);
   auto last = std::chrono::steady_clock::now();
-  // One thread: the builder needs each window's snapshot for the timelines it keeps.
-  analyze_pag(
-      pag, opt, [&](const WindowView& v) { builder.add(v, names); },
+  // Windows are analyzed on worker threads, each extracting its window's timeline into
+  // its own slot; the builder takes them in window order on this thread.
+  std::vector<report::Timeline> timelines(plan_windows(pag, opt.windows).size());
+  const bool keep_timelines = a.report.timelines > 0;
+  const unsigned threads =
+      a.threads > 0 ? a.threads : std::max(1u, std::thread::hardware_concurrency());
+  analyze_pag_parallel(
+      pag, opt, threads,
+      [&](const WindowView& v, RenderedWindow&) {
+        if (keep_timelines)
+          timelines[v.summary.index] = report::extract_timeline(v, a.report.timeline_edges);
+      },
+      [&](RenderedWindow& r) {
+        builder.add(r.summary, names, std::move(timelines[r.summary.index]));
+        timelines[r.summary.index] = report::Timeline();  // free its memory now
+      },
       [&](size_t done, size_t total) {
         if (!progress) return;
         auto now = std::chrono::steady_clock::now();
@@ -157,6 +173,9 @@ CommandRunner add_report_command(CLI::App& app) {
                   "Edges kept per timeline (most critical first, then longest)")
       ->capture_default_str();
   cmd->add_flag("--no-progress", a.no_progress, "Never print progress on stderr");
+  cmd->add_option("--threads,-j", a.threads,
+                  "Threads analyzing windows (0: one per core); results do not depend on it")
+      ->capture_default_str();
   // For the browser tests of the live view: writes the page `serve` answers GET / with.
   cmd->add_flag("--dashboard", a.dashboard, "Write the live dashboard page instead")->group("");
   return [cmd, args]() { return *cmd ? run(*args) : -1; };

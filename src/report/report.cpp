@@ -341,9 +341,14 @@ void ReportBuilder::add(const WindowSummary& summary, const Names& names) {
 }
 
 void ReportBuilder::add(const WindowView& view, const Names& names) {
-  WindowSummary w = remap(view.summary, names);
+  if (opt_.timelines == 0) return add(view.summary, names);
+  add(view.summary, names, extract_timeline(view, opt_.timeline_edges));
+}
+
+void ReportBuilder::add(const WindowSummary& summary, const Names& names, Timeline&& timeline) {
+  WindowSummary w = remap(summary, names);
   add_summary(w);
-  if (opt_.timelines > 0) maybe_keep_timeline(view, w);
+  if (opt_.timelines > 0) maybe_keep_timeline(std::move(timeline), w);
 }
 
 WindowSummary ReportBuilder::remap(const WindowSummary& w, const Names& names) {
@@ -434,8 +439,7 @@ void ReportBuilder::merge_pairs() {
   bucket_windows_ *= 2;
 }
 
-void ReportBuilder::maybe_keep_timeline(const WindowView& view, const WindowSummary& remapped) {
-  Timeline t = extract_timeline(view, opt_.timeline_edges);
+void ReportBuilder::maybe_keep_timeline(Timeline&& t, const WindowSummary& remapped) {
   t.summary = remapped;
   for (TimelineEdge& e : t.edges) {
     e.worker = slot_map_[e.worker];

@@ -75,6 +75,9 @@ class ReportBuilder {
   void add(const WindowView& view, const Names& names);
   // Adds a window known only by its summary (no timeline).
   void add(const WindowSummary& summary, const Names& names);
+  // Adds a window whose timeline was extracted already (extract_timeline with
+  // options.timeline_edges, e.g. on the thread that analyzed the window).
+  void add(const WindowSummary& summary, const Names& names, Timeline&& timeline);
   // Counts a recoverable input problem of the whole trace (e.g. an importer's repairs,
   // Trace::import_diagnostics); shown in the diagnostics panel.
   void add_input_diagnostic(const std::string& kind, uint64_t n) {
@@ -95,7 +98,7 @@ class ReportBuilder {
   // The summary with dense worker indices replaced by this builder's stable slots.
   WindowSummary remap(const WindowSummary& w, const Names& names);
   void add_summary(const WindowSummary& w);
-  void maybe_keep_timeline(const WindowView& view, const WindowSummary& remapped);
+  void maybe_keep_timeline(Timeline&& t, const WindowSummary& remapped);
   void merge_pairs();
 
   std::unordered_map<uint32_t, uint32_t> slot_of_;  // worker id -> slot
