@@ -13,6 +13,7 @@
 #include <cctype>
 #include <charconv>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -301,7 +302,7 @@ class LogParser {
   }
 
   uint32_t executor(std::string_view id) {
-    auto it = executor_index_.find(std::string(id));
+    auto it = executor_index_.find(id);  // heterogeneous: no string built per task
     if (it != executor_index_.end()) return it->second;
     const auto index = static_cast<uint32_t>(executors.size());
     executors.push_back(ExecutorRec{std::string(id), 0, {}});
@@ -372,7 +373,11 @@ class LogParser {
   }
 
   dom::parser parser_;
-  std::unordered_map<std::string, uint32_t> executor_index_;
+  struct StringHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>> executor_index_;
   std::unordered_map<uint64_t, uint32_t> stage_index_;
   std::unordered_map<int64_t, uint32_t> job_index_;
 };
