@@ -32,7 +32,7 @@ inline std::string slurp(const std::filesystem::path& p) {
 class Process {
  public:
   Process(const std::vector<std::string>& args, const std::filesystem::path& out,
-          const std::filesystem::path& err)
+          const std::filesystem::path& err, const std::filesystem::path& in = "/dev/null")
       : out_(out), err_(err) {
     std::vector<std::string> strings = {SNAILTRAIL_BINARY};
     strings.insert(strings.end(), args.begin(), args.end());
@@ -41,7 +41,7 @@ class Process {
     argv.push_back(nullptr);
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, in.c_str(), O_RDONLY, 0);
     posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(),
                                      O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err.c_str(),

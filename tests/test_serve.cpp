@@ -553,6 +553,21 @@ TEST_F(ServeCli, HttpApiServesRetainedWindows) {
   EXPECT_EQ(lines_of(server->out()).size(), 20u) << "stdout has every window";
 }
 
+// Without listeners, serve reads stdin to its end, emits every window and exits.
+TEST_F(ServeCli, StdinStreamEndsWithTheStream) {
+  const sim::SimResult sim = testing::simulate_example("spark-microbatch", 300'000'000, 5);
+  const fs::path trace = path("trace.jsonl");
+  write_trace(sim.trace, trace.string());
+  auto analyze = start("analyze", {"analyze", trace.string(), "--window", "5ms", "--format",
+                                   "jsonl", "--no-progress"});
+  ASSERT_EQ(analyze->wait(), 0) << analyze->err();
+  Process serve({"serve", "--stdin", "--window", "5ms", "--quiet"}, path("serve.out"),
+                path("serve.err"), trace);
+  ASSERT_EQ(serve.wait(), 0) << serve.err();
+  EXPECT_EQ(serve.out(), analyze->out());
+  EXPECT_GT(lines_of(serve.out()).size(), 50u);
+}
+
 TEST_F(ServeCli, UsageErrors) {
   auto no_source = start("a", {"serve"});
   EXPECT_EQ(no_source->wait(), 2);

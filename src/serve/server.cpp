@@ -427,8 +427,9 @@ int run_server(const ServeOptions& opt) {
         rate_start = Clock::now();
       }
     }
-    // Without listeners the server ends with its sources (stdin at its end).
-    if (listeners.empty() && readers.load() == 0 && !batch && queue.queued_events() == 0) break;
+    // Without listeners and HTTP the server ends with its sources (stdin at its end).
+    if (listeners.empty() && !http && readers.load() == 0 && !batch && queue.queued_events() == 0)
+      break;
     if (stop.load() && readers.load() == 0 && !batch && queue.queued_events() == 0) break;
   }
   live.hold(false);
