@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
       cli::add_convert_command(app),
       cli::add_bench_command(app),
       cli::add_simulate_command(app),
+      cli::add_scale_command(app),
       cli::add_serve_command(app),
       cli::add_send_command(app),
       cli::add_report_command(app),

@@ -32,6 +32,7 @@ class EventQueue {
     heap_.pop_back();
     return e;
   }
+  const SimEvent& top() const { return heap_.front(); }  // the next to pop; not empty
   bool empty() const { return heap_.empty(); }
   size_t size() const { return heap_.size(); }
 

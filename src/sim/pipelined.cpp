@@ -18,9 +18,13 @@
 #include <algorithm>
 #include <cmath>
 
+#include <stdexcept>
+#include <unordered_map>
+
 #include "sim/engines.hpp"
 #include "sim/event_queue.hpp"
 #include "sim/network.hpp"
+#include "sim/session.hpp"
 #include "sim/source_curve.hpp"
 
 namespace snailtrail::sim {
@@ -109,6 +113,8 @@ struct Instance {
   double read = 0;  // source: records read so far
   Rng rng;
   InstanceTruth stats;
+  int64_t blocked_since = 0;  // when the current wait for credit began
+  int64_t blocked_ns = 0;     // time spent waiting for credit (backpressure)
 };
 
 // A message between its send and its arrival (buffers: until the receiver takes them
@@ -123,27 +129,81 @@ struct Msg {
   Ctl kind;
 };
 
+// One deployment of a pipelined job: from `start_ns` until the run ends or the job is
+// halted for a redeployment (session.cpp). A plain run is one deployment from 0.
 class Pipelined {
  public:
-  Pipelined(const Scenario& s, Recorder& rec, Truth& truth)
-      : s_(s), rec_(rec), truth_(truth), net_(s.network, worker_count(s)) {}
+  // `source_read[op]`: records the source operator's earlier deployments read in total
+  // (what this deployment's instances start from; the rest that arrived is backlog).
+  // `generation` > 0 gives every worker a fresh random stream.
+  Pipelined(const Scenario& s, Recorder& rec, int64_t start_ns = 0,
+            std::vector<double> source_read = {}, uint64_t generation = 0)
+      : s_(s),
+        rec_(rec),
+        net_(s.network, worker_count(s)),
+        start_ns_(start_ns),
+        initial_read_(std::move(source_read)),
+        generation_(generation) {}
 
-  void run() {
+  void start() {
     build();
     for (uint32_t w = 0; w < inst_.size(); ++w) {
       if (inst_[w].source)
-        next_step(w, 0);
+        next_step(w, start_ns_);
       else
-        go_idle(w, 0);
+        go_idle(w, start_ns_);
     }
-    while (!q_.empty()) {
+  }
+
+  // Handles every event before `t`.
+  void run_until(int64_t t) {
+    while (!q_.empty() && q_.top().time < t) {
       const SimEvent e = q_.pop();
       if (e.kind == kWake)
         on_wake(e.arg, e.time);
       else
         on_arrival(e.arg, e.time);
     }
-    for (Instance& x : inst_) truth_.instances.push_back(std::move(x.stats));
+  }
+
+  void run(Truth& truth) {
+    start();
+    run_until(INT64_MAX);
+    for (Instance& x : inst_) truth.instances.push_back(std::move(x.stats));
+  }
+
+  // Stops the deployment at `t` (a savepoint, then the job halts): records in flight are
+  // dropped, the trace ends cleanly there (Recorder::halt). Call after run_until(t).
+  void halt(int64_t t) {
+    std::vector<int64_t> in_flight;
+    while (!q_.empty()) {
+      const SimEvent e = q_.pop();
+      if (e.kind == kArrival) in_flight.push_back(msgs_[e.arg].correlator);
+    }
+    for (Instance& x : inst_)
+      if (x.state == State::blocked) {
+        x.blocked_ns += t - x.blocked_since;
+        x.blocked_since = t;
+      }
+    rec_.halt(t, in_flight);
+  }
+
+  size_t instance_count() const { return inst_.size(); }
+  uint32_t worker_of(size_t i) const { return worker_ids_[i]; }
+  const InstanceTruth& stats(size_t i) const { return inst_[i].stats; }
+  // Credit waiting up to `now`, including a wait still in progress.
+  int64_t blocked_ns(size_t i, int64_t now) const {
+    const Instance& x = inst_[i];
+    return x.blocked_ns +
+           (x.state == State::blocked ? std::max<int64_t>(0, now - x.blocked_since) : 0);
+  }
+  uint32_t op_of(size_t i) const { return inst_[i].op; }
+  // Records read by this deployment's instances of source `op` plus the initial count.
+  double source_read(uint32_t op) const {
+    double r = 0;
+    for (const Instance& x : inst_)
+      if (x.op == op) r += x.read;
+    return r;
   }
 
  private:
@@ -158,8 +218,11 @@ class Pipelined {
         x.op = op;
         x.source = o.is_source;
         const std::string name = o.name + "-" + std::to_string(i);
-        const uint32_t w = rec_.add_worker(name);
-        x.rng = Rng(s_.seed, w);
+        const uint32_t w = rec_.worker(name);
+        worker_ids_.push_back(w);
+        x.rng = Rng(s_.seed ^ (generation_ * 0x9e3779b97f4a7c15ULL), w);
+        if (o.is_source && op < initial_read_.size())
+          x.read = initial_read_[op] / static_cast<double>(o.parallelism);
         x.stats.worker = name;
         x.stats.op = o.name;
         x.stats.instance = i;
@@ -199,6 +262,7 @@ class Pipelined {
     }
   }
 
+  uint32_t id(uint32_t w) const { return worker_ids_[w]; }  // recorder worker of instance w
   const OperatorSpec& spec(const Instance& x) const { return s_.operators[x.op]; }
   static int64_t ns(double v) { return static_cast<int64_t>(std::llround(v)); }
   bool ended(int64_t t) const { return t >= s_.duration_ns; }
@@ -288,10 +352,10 @@ class Pipelined {
       int64_t corr;
       uint64_t bytes;
       if (pb.kind != Ctl::data) {
-        corr = rec_.send(w, ActivityType::control_message, t, ch.target);
+        corr = rec_.send(id(w), ActivityType::control_message, t, id(ch.target));
         bytes = net_.control_bytes();
       } else {
-        corr = rec_.send(w, ActivityType::data_message, t, ch.target, pb.records);
+        corr = rec_.send(id(w), ActivityType::data_message, t, id(ch.target), pb.records);
         bytes = uint64_t{pb.records} * spec(inst_[w]).record_bytes;
       }
       msgs_[m] = Msg{corr, pb.value, w, ch.target, c, pb.records, false, pb.kind};
@@ -321,16 +385,17 @@ class Pipelined {
   // a blocked worker still sends buffers as credits trickle in.
   void go_idle(uint32_t w, int64_t t) {
     inst_[w].state = State::idle;
-    rec_.open(w, ActivityType::waiting, t, inst_[w].op);
+    rec_.open(id(w), ActivityType::waiting, t, inst_[w].op);
   }
 
   void block(uint32_t w, int64_t t) {
     inst_[w].state = State::blocked;
-    rec_.open(w, ActivityType::waiting, t, inst_[w].op);
+    inst_[w].blocked_since = t;
+    rec_.open(id(w), ActivityType::waiting, t, inst_[w].op);
   }
 
   // Ends the current waiting at `t`, where this worker receives a message.
-  void end_wait(uint32_t w, int64_t t) { rec_.close(w, t); }
+  void end_wait(uint32_t w, int64_t t) { rec_.close(id(w), t); }
 
   void schedule_wake(uint32_t w, int64_t t) {
     inst_[w].state = State::busy;
@@ -367,27 +432,29 @@ class Pipelined {
     Instance& x = inst_[w];
     if (msg.is_credit) {
       free_msgs_.push_back(m);
-      rec_.recv(w, ActivityType::control_message, t, msg.from, msg.correlator);
+      rec_.recv(id(w), ActivityType::control_message, t, id(msg.from), msg.correlator);
       OutChannel& ch = x.out[msg.channel];
       ++ch.credits;
       --ch.credit_msgs_in_flight;
       if (x.state != State::blocked) return;
       if (ended(t)) {
+        x.blocked_ns += t - x.blocked_since;
         end_wait(w, t);
         x.state = State::stopped;
         return;
       }
       transmit(w, msg.channel, t);
       if (has_pending_data(x)) return;  // still blocked on another channel
+      x.blocked_ns += t - x.blocked_since;
       end_wait(w, t);
       x.state = State::busy;
       next_step(w, t);
       return;
     }
     if (msg.kind != Ctl::data)
-      rec_.recv(w, ActivityType::control_message, t, msg.from, msg.correlator);
+      rec_.recv(id(w), ActivityType::control_message, t, id(msg.from), msg.correlator);
     else
-      rec_.recv(w, ActivityType::data_message, t, msg.from, msg.correlator, msg.records);
+      rec_.recv(id(w), ActivityType::data_message, t, id(msg.from), msg.correlator, msg.records);
     x.queue.push(m);  // the slot is freed when the worker takes the buffer
     if (x.state == State::idle) {
       end_wait(w, t);
@@ -408,7 +475,7 @@ class Pipelined {
     if (inst_[msg.from].state == State::blocked && ch.pending_data > ch.credit_msgs_in_flight) {
       ++ch.credit_msgs_in_flight;
       const uint32_t m = alloc_msg();
-      const int64_t corr = rec_.send(w, ActivityType::control_message, t, msg.from);
+      const int64_t corr = rec_.send(id(w), ActivityType::control_message, t, id(msg.from));
       msgs_[m] = Msg{corr, 0, w, msg.from, msg.channel, 0, true, Ctl::data};
       q_.push(net_.arrival(w, t, net_.control_bytes()), kArrival, m);
     } else {
@@ -449,7 +516,7 @@ class Pipelined {
   int64_t buffers(Instance& x, uint32_t w, uint64_t cut, int64_t t) {
     if (cut == 0 || s_.pipelined.buffer_cost.is_zero()) return t;
     const int64_t end = t + ns(s_.pipelined.buffer_cost.sum(cut, x.rng));
-    rec_.activity(w, ActivityType::buffer, t, end, x.op);
+    rec_.activity(id(w), ActivityType::buffer, t, end, x.op);
     return end;
   }
 
@@ -473,18 +540,18 @@ class Pipelined {
     const int64_t t1 = t + ns(o.cost.deserialization.sum(n, x.rng));
     const int64_t t2 = t1 + ns(o.cost.processing.sum(n, x.rng));
     const uint64_t out = stochastic_round(o.selectivity.sum(n, x.rng), x.rng);
-    rec_.activity(w, ActivityType::deserialization, t, t1, x.op);
-    rec_.activity(w, ActivityType::processing, t1, t2, x.op, n);
+    rec_.activity(id(w), ActivityType::deserialization, t, t1, x.op);
+    rec_.activity(id(w), ActivityType::processing, t1, t2, x.op, n);
     int64_t end;
     if (!x.out.empty()) {
       const int64_t t3 = t2 + ns(o.cost.serialization.sum(out, x.rng));
-      rec_.activity(w, ActivityType::serialization, t2, t3, x.op, static_cast<int64_t>(out));
+      rec_.activity(id(w), ActivityType::serialization, t2, t3, x.op, static_cast<int64_t>(out));
       x.stats.useful_ns += t3 - t;
       end = buffers(x, w, partition(x, out, t3), t3);
     } else {
       x.stats.useful_ns += t2 - t;
       end = t2 + ns(o.cost.io.sum(out, x.rng));
-      rec_.activity(w, ActivityType::io, t2, end, x.op, static_cast<int64_t>(out));
+      rec_.activity(id(w), ActivityType::io, t2, end, x.op, static_cast<int64_t>(out));
     }
     x.stats.records_in += n;
     x.stats.records_out += out;
@@ -508,8 +575,8 @@ class Pipelined {
     current = low;
     const Distribution& cost = wm ? s_.pipelined.watermark_cost : s_.pipelined.checkpoint_cost;
     const int64_t end = t + std::max<int64_t>(1, ns(cost.sample(x.rng)));
-    rec_.activity(w, wm ? ActivityType::barrier_processing : ActivityType::fault_tolerance, t, end,
-                  x.op);
+    rec_.activity(id(w), wm ? ActivityType::barrier_processing : ActivityType::fault_tolerance, t,
+                  end, x.op);
     if (!x.out.empty()) (wm ? x.forward_wm : x.forward_cp) = low;
     schedule_wake(w, end);
     return true;
@@ -540,7 +607,7 @@ class Pipelined {
       }
       if (ended(close)) {
         // No more input within the run: the source waits on its input to the end.
-        rec_.activity(w, ActivityType::input, t, s_.duration_ns, x.op, 0);
+        rec_.activity(id(w), ActivityType::input, t, s_.duration_ns, x.op, 0);
         x.state = State::stopped;
         return;
       }
@@ -549,12 +616,12 @@ class Pipelined {
     }
     x.read += static_cast<double>(n);
     const int64_t t1 = close + ns(o.cost.input.sum(n, x.rng));
-    rec_.activity(w, ActivityType::input, t, t1, x.op, static_cast<int64_t>(n));
+    rec_.activity(id(w), ActivityType::input, t, t1, x.op, static_cast<int64_t>(n));
     const int64_t t2 = t1 + ns(o.cost.processing.sum(n, x.rng));
-    rec_.activity(w, ActivityType::processing, t1, t2, x.op, static_cast<int64_t>(n));
+    rec_.activity(id(w), ActivityType::processing, t1, t2, x.op, static_cast<int64_t>(n));
     const uint64_t out = stochastic_round(o.selectivity.sum(n, x.rng), x.rng);
     const int64_t t3 = t2 + ns(o.cost.serialization.sum(out, x.rng));
-    rec_.activity(w, ActivityType::serialization, t2, t3, x.op, static_cast<int64_t>(out));
+    rec_.activity(id(w), ActivityType::serialization, t2, t3, x.op, static_cast<int64_t>(out));
     x.stats.records_in += n;
     x.stats.records_out += out;
     x.stats.useful_ns += t3 - t1;
@@ -569,7 +636,7 @@ class Pipelined {
       // The source snapshots its read position, then sends the barrier downstream.
       const int64_t snap =
           end + std::max<int64_t>(1, ns(s_.pipelined.checkpoint_cost.sample(x.rng)));
-      rec_.activity(w, ActivityType::fault_tolerance, end, snap, x.op);
+      rec_.activity(id(w), ActivityType::fault_tolerance, end, snap, x.op);
       x.checkpoint = end / ci + 1;
       x.forward_cp = x.checkpoint;
       x.next_checkpoint = (end / ci + 1) * ci;
@@ -580,10 +647,13 @@ class Pipelined {
 
   const Scenario& s_;
   Recorder& rec_;
-  Truth& truth_;
   Network net_;
+  int64_t start_ns_ = 0;
+  std::vector<double> initial_read_;
+  uint64_t generation_ = 0;
+  std::vector<uint32_t> worker_ids_;  // recorder worker of each instance
   EventQueue q_;
-  std::vector<Instance> inst_;  // index = worker id
+  std::vector<Instance> inst_;  // index = instance (worker id in a plain run)
   std::vector<SourceCurve> curves_;
   std::vector<uint32_t> source_curve_;
   std::vector<Msg> msgs_;
@@ -594,7 +664,127 @@ class Pipelined {
 }  // namespace
 
 void run_pipelined(const Scenario& scenario, Recorder& recorder, Truth& truth) {
-  Pipelined(scenario, recorder, truth).run();
+  Pipelined(scenario, recorder).run(truth);
+}
+
+// ---- Session: deployments of the pipelined engine (session.hpp) ------------------------
+
+struct Session::Engine {
+  Engine(Scenario s, Recorder& rec, int64_t start, std::vector<double> read, uint64_t gen)
+      : scenario(std::move(s)), job(scenario, rec, start, std::move(read), gen) {}
+  Scenario scenario;  // the deployed configuration (the job refers to it)
+  Pipelined job;
+};
+
+Session::Session(Scenario scenario, bool record_trace) : scenario_(std::move(scenario)) {
+  if (scenario_.model != Model::pipelined)
+    throw std::invalid_argument("reconfiguration needs a pipelined scenario, not " +
+                                std::string(name_of(scenario_.model)));
+  recorder_.set_recording(record_trace);
+  for (uint32_t op = 0; op < scenario_.operators.size(); ++op)
+    recorder_.name_operator(op, scenario_.operators[op].name);
+  for (const OperatorSpec& o : scenario_.operators) parallelism_.push_back(o.parallelism);
+  read_.assign(scenario_.operators.size(), 0.0);
+  deploy();
+}
+
+Session::~Session() = default;
+
+void Session::deploy() {
+  Scenario s = scenario_;
+  for (size_t op = 0; op < s.operators.size(); ++op) s.operators[op].parallelism = parallelism_[op];
+  engine_ = std::make_unique<Engine>(std::move(s), recorder_, deployed_at_, read_, generation_);
+  engine_->job.start();
+}
+
+void Session::run_until(int64_t t) {
+  t = std::min(t, scenario_.duration_ns);
+  if (t <= now_) return;
+  if (!engine_ && t >= deployed_at_) {
+    now_ = deployed_at_;
+    deploy();
+  }
+  if (engine_) engine_->job.run_until(t);
+  now_ = t;
+}
+
+std::vector<InstanceCounters> Session::counters() const {
+  std::vector<InstanceCounters> out;
+  if (!engine_) return out;
+  const Pipelined& job = engine_->job;
+  for (size_t i = 0; i < job.instance_count(); ++i) {
+    const InstanceTruth& st = job.stats(i);
+    out.push_back({st.worker, job.op_of(i), st.instance, st.records_in, st.records_out,
+                   st.useful_ns, job.blocked_ns(i, now_)});
+  }
+  return out;
+}
+
+double Session::source_arrived(uint32_t op, int64_t t) const {
+  return SourceCurve(scenario_.operators.at(op), 1).arrived(t);
+}
+
+double Session::source_read(uint32_t op) const {
+  return engine_ ? engine_->job.source_read(op) : read_.at(op);
+}
+
+void Session::retire() {
+  if (!engine_) return;
+  Pipelined& job = engine_->job;
+  job.halt(now_);
+  for (uint32_t op = 0; op < scenario_.operators.size(); ++op)
+    if (scenario_.operators[op].is_source) read_[op] = job.source_read(op);
+  for (size_t i = 0; i < job.instance_count(); ++i) done_.push_back(job.stats(i));
+  engine_.reset();
+}
+
+void Session::reconfigure(const std::vector<uint32_t>& parallelism, int64_t pause_ns) {
+  if (parallelism.size() != scenario_.operators.size())
+    throw std::invalid_argument("reconfigure: " + std::to_string(parallelism.size()) +
+                                " parallelism values for " +
+                                std::to_string(scenario_.operators.size()) + " operators");
+  for (size_t op = 0; op < parallelism.size(); ++op)
+    if (parallelism[op] < 1 || parallelism[op] > 100000)
+      throw std::invalid_argument("reconfigure: parallelism of '" + scenario_.operators[op].name +
+                                  "' must be in [1, 100000]");
+  if (pause_ns < 0) throw std::invalid_argument("reconfigure: negative pause");
+  for (const EdgeSpec& e : scenario_.edges)
+    if (e.partitioning == Partitioning::forward && parallelism[e.from] != parallelism[e.to])
+      throw std::invalid_argument("reconfigure: the forward edge " +
+                                  scenario_.operators[e.from].name + " -> " +
+                                  scenario_.operators[e.to].name + " needs equal parallelism");
+  retire();
+  parallelism_ = parallelism;
+  deployed_at_ = now_ + pause_ns;
+  ++generation_;
+}
+
+SimResult Session::finish() {
+  run_until(scenario_.duration_ns);
+  if (engine_) {
+    Pipelined& job = engine_->job;
+    for (size_t i = 0; i < job.instance_count(); ++i) done_.push_back(job.stats(i));
+    engine_.reset();
+  }
+  SimResult r;
+  r.truth = expected_truth(scenario_);
+  // One entry per worker, summed over deployments, in order of first deployment.
+  std::unordered_map<std::string, size_t> at;
+  for (InstanceTruth& x : done_) {
+    auto [it, fresh] = at.emplace(x.worker, r.truth.instances.size());
+    if (fresh) {
+      r.truth.instances.push_back(std::move(x));
+      continue;
+    }
+    InstanceTruth& y = r.truth.instances[it->second];
+    y.records_in += x.records_in;
+    y.records_out += x.records_out;
+    y.useful_ns += x.useful_ns;
+  }
+  done_.clear();
+  r.trace = recorder_.finish(scenario_.duration_ns);
+  r.trace.source = scenario_.source;
+  return r;
 }
 
 }  // namespace snailtrail::sim

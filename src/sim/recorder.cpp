@@ -23,8 +23,15 @@ Event start_event(uint32_t worker, ActivityType type, int64_t start, uint32_t op
 }  // namespace
 
 uint32_t Recorder::add_worker(std::string name) {
+  const auto id = static_cast<uint32_t>(workers_.size());
+  by_name_.emplace(name, id);
   workers_.push_back(Worker{std::move(name), {}, {}});
-  return static_cast<uint32_t>(workers_.size() - 1);
+  return id;
+}
+
+uint32_t Recorder::worker(const std::string& name) {
+  auto it = by_name_.find(name);
+  return it != by_name_.end() ? it->second : add_worker(name);
 }
 
 void Recorder::name_operator(uint32_t op, std::string name) {
@@ -33,7 +40,7 @@ void Recorder::name_operator(uint32_t op, std::string name) {
 
 void Recorder::activity(uint32_t worker, ActivityType type, int64_t start, int64_t end, uint32_t op,
                         int64_t records) {
-  if (end <= start) return;
+  if (end <= start || !recording_) return;
   Event e = start_event(worker, type, start, op);
   std::vector<Event>& out = workers_[worker].local;
   out.push_back(e);
@@ -48,6 +55,7 @@ void Recorder::activity(uint32_t worker, ActivityType type, int64_t start, int64
 }
 
 void Recorder::open(uint32_t worker, ActivityType type, int64_t start, uint32_t op) {
+  if (!recording_) return;
   Worker& w = workers_[worker];
   w.open = w.local.size();
   w.local.push_back(start_event(worker, type, start, op));
@@ -55,6 +63,7 @@ void Recorder::open(uint32_t worker, ActivityType type, int64_t start, uint32_t 
 }
 
 void Recorder::close(uint32_t worker, int64_t end) {
+  if (!recording_) return;
   Worker& w = workers_[worker];
   if (w.open == SIZE_MAX) return;
   Event e = w.local[w.open];
@@ -79,6 +88,7 @@ int64_t Recorder::send(uint32_t worker, ActivityType type, int64_t ts, uint32_t 
   e.activity = type;
   e.kind = EventKind::send;
   e.correlator = next_correlator_++;
+  if (!recording_) return e.correlator;
   e.remote = to;
   e.flags = kHasCorrelator | kHasRemote;
   if (records >= 0) {
@@ -92,6 +102,7 @@ int64_t Recorder::send(uint32_t worker, ActivityType type, int64_t ts, uint32_t 
 
 void Recorder::recv(uint32_t worker, ActivityType type, int64_t ts, uint32_t from,
                     int64_t correlator, int64_t records) {
+  if (!recording_) return;
   Event e;
   e.ts = ts;
   e.worker = worker;
@@ -152,6 +163,41 @@ void Recorder::cut(int64_t cutoff) {
   }
 }
 
+void Recorder::halt(int64_t t, const std::vector<int64_t>& in_flight) {
+  if (!recording_) return;
+  const std::unordered_set<int64_t> dropped(in_flight.begin(), in_flight.end());
+  for (Worker& w : workers_) {
+    if (w.open != SIZE_MAX) {
+      // A wait that no receive ends: the worker stopped.
+      w.local.erase(w.local.begin() + static_cast<ptrdiff_t>(w.open));
+      --events_;
+      w.open = SIZE_MAX;
+    }
+    std::vector<Event>& v = w.local;
+    size_t out = w.halted;
+    bool dropping = false;
+    for (size_t i = w.halted; i < v.size(); ++i) {
+      Event e = v[i];
+      if (e.kind == EventKind::send) {
+        if (dropped.count(e.correlator) || e.ts > t) continue;
+      } else if (e.kind == EventKind::start) {
+        dropping = e.ts >= t;
+        if (dropping) continue;
+      } else if (e.kind == EventKind::end) {
+        if (dropping) {
+          dropping = false;
+          continue;
+        }
+        e.ts = std::min(e.ts, t);
+      }
+      v[out++] = e;
+    }
+    events_ -= v.size() - out;
+    v.resize(out);
+    w.halted = v.size();
+  }
+}
+
 Trace Recorder::finish(int64_t cutoff) {
   Trace trace;
   trace.source = "<simulation>";
@@ -199,6 +245,7 @@ Trace Recorder::finish(int64_t cutoff) {
   for (uint32_t i = 0; i < workers_.size(); ++i) trace.worker_names[i] = workers_[i].name;
   trace.operator_names = std::move(operator_names_);
   workers_.clear();
+  by_name_.clear();
   operator_names_.clear();
   events_ = 0;
   return trace;

@@ -23,6 +23,9 @@ inline constexpr uint32_t kNoOp = UINT32_MAX;
 class Recorder {
  public:
   uint32_t add_worker(std::string name);
+  // The worker with this name; added if there is none (a redeployed instance keeps its
+  // worker).
+  uint32_t worker(const std::string& name);
   void name_operator(uint32_t op, std::string name);
 
   // A worker-local activity [start, end]; nothing is written when end <= start.
@@ -39,6 +42,16 @@ class Recorder {
   int64_t send(uint32_t worker, ActivityType type, int64_t ts, uint32_t to, int64_t records = -1);
   void recv(uint32_t worker, ActivityType type, int64_t ts, uint32_t from, int64_t correlator,
             int64_t records = -1);
+
+  // A job halted at `t` for a redeployment (the simulator's reconfiguration): messages
+  // whose correlators are in `in_flight` are dropped (their sends), waiting still open is
+  // dropped, and activities are cut at `t` (those that start at or after it dropped).
+  // Only events written since the previous halt are touched.
+  void halt(int64_t t, const std::vector<int64_t>& in_flight);
+
+  // Off: nothing is kept (the simulator runs only for its counters; send() still returns
+  // fresh correlators). On by default.
+  void set_recording(bool on) { recording_ = on; }
 
   size_t worker_count() const { return workers_.size(); }
   uint64_t event_count() const { return events_; }
@@ -57,9 +70,12 @@ class Recorder {
     std::vector<Event> local;  // activities and sends, in time order
     std::vector<Event> recvs;  // receives, in time order
     size_t open = SIZE_MAX;    // index in `local` of an open activity's start
+    size_t halted = 0;         // `local` before this index precedes the last halt
   };
   std::vector<Worker> workers_;
   std::unordered_map<uint32_t, std::string> operator_names_;
+  std::unordered_map<std::string, uint32_t> by_name_;
+  bool recording_ = true;
   int64_t next_correlator_ = 1;
   uint64_t events_ = 0;
 };

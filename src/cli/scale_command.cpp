@@ -1,0 +1,587 @@
+// `snailtrail scale`: DS2 autoscaling (docs/AUTOSCALING.md).
+//   scale policy  - the optimal parallelism of every operator, per epoch of metrics
+//   scale manage  - the scaling manager (DS2 or a Dhalion-like baseline) in a loop over
+//                   the simulator, a DS2 metrics directory being written, or a trace
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <thread>
+
+#include "cli/commands.hpp"
+#include "cli/duration.hpp"
+#include "cli/output_file.hpp"
+#include "importers/importer.hpp"
+#include "scale/ds2_files.hpp"
+#include "scale/manager.hpp"
+#include "scale/rate_collector.hpp"
+#include "scale/simulation.hpp"
+#include "scale/svg.hpp"
+#include "sim/scenario.hpp"
+#include "trace/trace_io.hpp"
+
+namespace snailtrail::cli {
+namespace {
+
+using namespace snailtrail::scale;
+
+// Shortest round-trip form; null for NaN/inf (JSON has neither).
+std::string num(double v) {
+  return std::isfinite(v) ? fmt::format("{}", v) : "null";
+}
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\', out += c;
+    else if (static_cast<unsigned char>(c) < 0x20)
+      out += fmt::format("\\u{:04x}", c);
+    else
+      out += c;
+  }
+  return out + "\"";
+}
+
+std::string json_map(const Topology& t, const std::vector<uint32_t>& v) {
+  std::string s = "{";
+  for (size_t i = 0; i < v.size(); ++i)
+    s += fmt::format("{}{}: {}", i ? ", " : "", json_string(t.names[i]), v[i]);
+  return s + "}";
+}
+
+std::string json_map(const Topology& t, const std::vector<double>& v) {
+  std::string s = "{";
+  for (size_t i = 0; i < v.size(); ++i)
+    s += fmt::format("{}{}: {}", i ? ", " : "", json_string(t.names[i]), num(v[i]));
+  return s + "}";
+}
+
+int64_t duration_arg(const std::string& text, const char* flag, bool zero_ok = false) {
+  int64_t v = 0;
+  try {
+    v = parse_duration(text);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string(flag) + ": " + e.what());
+  }
+  if (v < 0 || (v == 0 && !zero_ok))
+    throw std::invalid_argument(std::string(flag) + " must be " + (zero_ok ? ">= 0" : "positive"));
+  return v;
+}
+
+System system_arg(const std::string& s) {
+  auto v = parse_system(s);
+  if (!v) throw std::invalid_argument("--system must be flink, heron or timely");
+  return *v;
+}
+
+// ---- scale policy -----------------------------------------------------------------
+
+struct PolicyArgs {
+  std::string topology, rates, source_rates, trace, importer = "auto";
+  std::string interval = "10s";
+  std::string system = "flink";
+  double threshold = 0;
+  double factor = 1.0;
+  std::string format = "table";
+  std::string output;
+};
+
+struct EpochResult {
+  int64_t epoch;
+  std::string timestamp;
+  std::vector<uint32_t> current;
+  std::vector<OperatorRates> rates;
+  Decision decision;
+};
+
+void write_policy(OutputFile& out, const PolicyArgs& a, const Topology& t,
+                  const std::vector<EpochResult>& epochs, const std::string& extra) {
+  auto& b = out.buf();
+  if (a.format == "json") {
+    b.push_back('[');
+    for (size_t i = 0; i < epochs.size(); ++i) {
+      const EpochResult& e = epochs[i];
+      const Decision& d = e.decision;
+      fmt::format_to(std::back_inserter(b),
+                     "{}\n{{\"epoch\": {}, \"parallelism\": {}, \"target_rate\": {}", i ? "," : "",
+                     e.epoch, json_map(t, d.parallelism), json_map(t, d.target_rate));
+      if (d.total_workers)
+        fmt::format_to(std::back_inserter(b), ", \"total_workers\": {}", *d.total_workers);
+      fmt::format_to(std::back_inserter(b),
+                     ", \"current\": {}, \"output_rate\": {}, \"achieved_ratio\": {}, "
+                     "\"compensation\": {}, \"notes\": [",
+                     json_map(t, e.current), json_map(t, d.output_rate), num(d.achieved_ratio),
+                     num(d.compensation));
+      for (size_t k = 0; k < d.notes.size(); ++k)
+        fmt::format_to(std::back_inserter(b), "{}{}", k ? ", " : "", json_string(d.notes[k]));
+      b.append(std::string_view("]}"));
+    }
+    b.append(std::string_view("\n]\n"));
+    return;
+  }
+  fmt::format_to(std::back_inserter(b), "snailtrail scale policy ({}, {} epochs{})\n", a.system,
+                 epochs.size(), extra);
+  size_t w = 8;
+  for (const std::string& n : t.names) w = std::max(w, n.size());
+  for (const EpochResult& e : epochs) {
+    const Decision& d = e.decision;
+    fmt::format_to(std::back_inserter(b), "\nepoch {}{}", e.epoch,
+                   e.timestamp.empty() ? "" : " (" + e.timestamp + ")");
+    if (std::isfinite(d.achieved_ratio))
+      fmt::format_to(std::back_inserter(b), ": sources at {:.1f}% of their target",
+                     100 * d.achieved_ratio);
+    if (d.compensation > 1)
+      fmt::format_to(std::back_inserter(b), ", targets raised {:.3f}x", d.compensation);
+    fmt::format_to(std::back_inserter(b), "\n  {:<{}}  {:>7}  {:>7}  {:>14}  {:>14}\n", "operator",
+                   w, "current", "optimal", "target rate/s", "true rate/inst");
+    for (uint32_t op : t.topological_order()) {
+      const OperatorRates& r = e.rates[op];
+      const double per = r.measured > 0 ? r.true_processing / r.measured : NAN;
+      fmt::format_to(std::back_inserter(b), "  {:<{}}  {:>7}  {:>7}  {:>14.1f}  {:>14}\n",
+                     t.names[op], w, e.current[op], d.parallelism[op], d.target_rate[op],
+                     t.is_source(op) || !std::isfinite(per) ? "-" : fmt::format("{:.1f}", per));
+    }
+    if (d.total_workers)
+      fmt::format_to(std::back_inserter(b), "  total workers (timely): {}\n", *d.total_workers);
+    for (const std::string& n : d.notes) fmt::format_to(std::back_inserter(b), "  note: {}\n", n);
+  }
+}
+
+int run_policy(const PolicyArgs& a) {
+  PolicyOptions po;
+  po.system = system_arg(a.system);
+  po.threshold = a.threshold;
+  po.factor = a.factor;
+  if (!(a.factor > 0)) throw std::invalid_argument("--factor must be positive");
+  if (a.threshold < 0) throw std::invalid_argument("--threshold must be >= 0");
+  if (a.trace.empty() == (a.rates.empty() || a.topology.empty()))
+    throw std::invalid_argument(
+        "give either --topology and --rates (DS2 files) or --trace (any trace)");
+  Topology t;
+  std::vector<EpochResult> out;
+  std::string extra;
+  std::vector<double> per_instance;
+  auto decide = [&](int64_t epoch, std::string ts, const std::vector<InstanceRates>& inst,
+                    const std::vector<uint32_t>& par) {
+    Topology cur = t;
+    cur.parallelism = par;
+    EpochResult e{epoch, std::move(ts), par, aggregate(cur, inst), {}};
+    e.decision = ds2_policy(cur, e.rates, total_source_rates(per_instance, par), po);
+    out.push_back(std::move(e));
+  };
+  if (!a.trace.empty()) {
+    const int64_t interval = duration_arg(a.interval, "--interval");
+    Trace trace = importers::import_trace(a.trace, a.importer);
+    if (trace.events.empty()) throw TraceError(trace.source, "input", "the trace has no events");
+    int64_t origin = INT64_MAX;
+    for (const Event& e : trace.events) origin = std::min(origin, e.ts);
+    RateCollector c(interval, origin);
+    for (const Event& e : trace.events) c.add(e);
+    std::vector<IntervalMetrics> intervals = c.finish();
+    t = c.topology([&](uint32_t op) { return trace.operator_name(op); });
+    if (t.size() == 0)
+      throw TraceError(trace.source, "input",
+                       "no operator has useful time or records (DS2 needs deserialization, "
+                       "processing or serialization activities with operators)");
+    if (!a.source_rates.empty()) per_instance = read_source_rates_csv(a.source_rates, t);
+    for (size_t i = 0; i < intervals.size(); ++i) {
+      IntervalRates r = interval_rates(intervals[i], t);
+      decide(static_cast<int64_t>(i), fmt::format("{}s", (intervals[i].start_ns - origin) / 1e9),
+             r.instances, r.parallelism);
+    }
+    extra = fmt::format(", {} s intervals of {}", interval / 1e9, a.trace);
+  } else {
+    t = read_topology_csv(a.topology);
+    if (!a.source_rates.empty()) per_instance = read_source_rates_csv(a.source_rates, t);
+    RatesDiagnostics diag;
+    for (RatesEpoch& e : read_rates(a.rates, t, &diag))
+      decide(e.epoch, e.timestamp, e.instances, e.parallelism);
+    if (diag.undefined_rates)
+      extra += fmt::format(", {} rows without true rates", diag.undefined_rates);
+    if (diag.duplicate_rows) extra += fmt::format(", {} duplicate rows", diag.duplicate_rows);
+    if (diag.skipped_files) extra += fmt::format(", {} files skipped", diag.skipped_files);
+  }
+  OutputFile o(a.output);
+  write_policy(o, a, t, out, extra);
+  o.flush();
+  return 0;
+}
+
+// ---- scale manage -----------------------------------------------------------------
+
+struct ManageArgs {
+  std::string simulate, metrics_dir, trace, importer = "auto";
+  std::string topology, source_rates;
+  std::string controller = "ds2";
+  std::string interval = "60s";
+  std::string duration, pause = "30s";
+  uint32_t warmup = 0, activation = 1, min_change = 0;
+  uint32_t max_decisions = UINT32_MAX;
+  std::string combine = "max";
+  double threshold = 0.95, factor = 1.0, rollback_drop = 0.1;
+  bool no_rollback = false;
+  std::string system = "flink";
+  std::string apply;
+  std::string format = "table";
+  std::string svg, trace_out;
+  std::string poll = "1s", idle_exit = "0s";
+  double dhalion_max_factor = 2.0;
+  std::string output;
+  bool quiet = false;
+};
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// Runs --apply with the configuration as arguments (name=N ...) and as JSON on stdin.
+void apply_command(const std::string& cmd, const Topology& t, double time_s,
+                   const std::vector<uint32_t>& p, std::optional<uint32_t> total) {
+  std::string line = cmd;
+  for (size_t i = 0; i < p.size(); ++i)
+    line += " " + shell_quote(fmt::format("{}={}", t.names[i], p[i]));
+  std::string json =
+      fmt::format("{{\"time_s\": {}, \"parallelism\": {}", num(time_s), json_map(t, p));
+  if (total) json += fmt::format(", \"total_workers\": {}", *total);
+  json += "}\n";
+  std::fflush(stdout);
+  FILE* f = ::popen(line.c_str(), "w");
+  if (!f) throw std::runtime_error("--apply: cannot run " + cmd);
+  std::fwrite(json.data(), 1, json.size(), f);
+  const int rc = ::pclose(f);
+  if (rc != 0)
+    fmt::print(stderr, "snailtrail: warning: --apply command exited with status {}\n",
+               WIFEXITED(rc) ? WEXITSTATUS(rc) : rc);
+}
+
+std::unique_ptr<Controller> make_controller(const ManageArgs& a, const Topology& t) {
+  if (a.controller == "dhalion") {
+    DhalionOptions d;
+    d.warmup = a.warmup;
+    d.max_decisions = a.max_decisions;
+    d.max_factor = a.dhalion_max_factor;
+    if (!(d.max_factor > 1)) throw std::invalid_argument("--dhalion-max-factor must be > 1");
+    return std::make_unique<DhalionController>(t, d);
+  }
+  ManagerOptions m;
+  m.warmup = a.warmup;
+  m.activation = a.activation;
+  if (a.activation == 0) throw std::invalid_argument("--activation must be at least 1");
+  m.combine = a.combine == "median" ? Combine::median : Combine::max;
+  m.threshold = a.threshold;
+  m.factor = a.factor;
+  if (!(a.factor > 0)) throw std::invalid_argument("--factor must be positive");
+  m.min_change = a.min_change;
+  m.max_decisions = a.max_decisions;
+  m.rollback = !a.no_rollback;
+  m.rollback_drop = a.rollback_drop;
+  m.system = system_arg(a.system);
+  return std::make_unique<Ds2Manager>(t, m);
+}
+
+std::string par_text(const Topology& t, const std::vector<uint32_t>& p) {
+  std::string s;
+  for (size_t i = 0; i < p.size(); ++i) s += fmt::format("{}{}={}", i ? " " : "", t.names[i], p[i]);
+  return s;
+}
+
+void write_run(OutputFile& out, const ManageArgs& a, const ControlledRun& r) {
+  auto& b = out.buf();
+  const std::vector<uint32_t>& final_p =
+      r.decisions.empty() ? r.topology.parallelism : r.decisions.back().parallelism;
+  const double converged = r.decisions.empty() ? 0 : r.decisions.back().effective_s;
+  if (a.format == "json") {
+    fmt::format_to(std::back_inserter(b), "{{\"controller\": {}, \"decisions\": [",
+                   json_string(a.controller));
+    for (size_t i = 0; i < r.decisions.size(); ++i) {
+      const DecisionRecord& d = r.decisions[i];
+      fmt::format_to(std::back_inserter(b),
+                     "{}\n  {{\"time_s\": {}, \"effective_s\": {}, \"parallelism\": {}, "
+                     "\"reason\": {}}}",
+                     i ? "," : "", num(d.time_s), num(d.effective_s),
+                     json_map(r.topology, d.parallelism), json_string(d.reason));
+    }
+    b.append(std::string_view("],\n\"timeline\": ["));
+    for (size_t i = 0; i < r.timeline.size(); ++i) {
+      const TimelinePoint& p = r.timeline[i];
+      fmt::format_to(std::back_inserter(b),
+                     "{}\n  {{\"time_s\": {}, \"source_rate\": {}, \"target_rate\": {}, "
+                     "\"backlog\": {}, \"paused\": {}, \"parallelism\": {}}}",
+                     i ? "," : "", num(p.time_s), num(p.source_rate), num(p.target_rate),
+                     num(p.backlog), p.paused, json_map(r.topology, p.parallelism));
+    }
+    fmt::format_to(std::back_inserter(b),
+                   "],\n\"summary\": {{\"steps\": {}, \"converged_s\": {}, \"final\": {}}}}}\n",
+                   r.decisions.size(), num(converged), json_map(r.topology, final_p));
+    return;
+  }
+  fmt::format_to(std::back_inserter(b), "snailtrail scale manage --simulate {} --controller {}\n\n",
+                 a.simulate, a.controller);
+  b.append(std::string_view("decisions\n"));
+  if (r.decisions.empty()) b.append(std::string_view("  (none)\n"));
+  for (const DecisionRecord& d : r.decisions)
+    fmt::format_to(std::back_inserter(b), "  {:>7.0f} s  {}  (running from {:.0f} s)\n    {}\n",
+                   d.time_s, par_text(r.topology, d.parallelism), d.effective_s, d.reason);
+  fmt::format_to(std::back_inserter(b), "\n  {:>7}  {:>10}  {:>10}  {:>11}  {}\n", "time s",
+                 "target/s", "achieved/s", "backlog", "parallelism");
+  for (const TimelinePoint& p : r.timeline)
+    fmt::format_to(std::back_inserter(b), "  {:>7.0f}  {:>10.0f}  {:>10.0f}  {:>11.0f}  {}{}\n",
+                   p.time_s, p.target_rate, p.source_rate, p.backlog,
+                   par_text(r.topology, p.parallelism), p.paused ? "  (redeploying)" : "");
+  fmt::format_to(std::back_inserter(b),
+                 "\nsteps: {}; final configuration {} running from {:.0f} s\n", r.decisions.size(),
+                 par_text(r.topology, final_p), converged);
+}
+
+int manage_simulated(const ManageArgs& a) {
+  sim::Scenario s = sim::load_scenario(a.simulate);
+  sim::Overrides ov;
+  if (!a.duration.empty()) ov.duration_ns = duration_arg(a.duration, "--duration");
+  sim::apply_overrides(s, ov);
+  if (s.model != sim::Model::pipelined)
+    throw std::invalid_argument("--simulate needs a pipelined scenario (reconfiguration of " +
+                                std::string(sim::name_of(s.model)) + " is not simulated)");
+  const Topology t = topology_of(s);
+  std::unique_ptr<Controller> c = make_controller(a, t);
+  SimControlOptions so;
+  so.interval_ns = duration_arg(a.interval, "--interval");
+  so.pause_ns = duration_arg(a.pause, "--redeploy-pause", true);
+  so.record_trace = !a.trace_out.empty();
+  ControlledRun r = run_controlled(s, *c, so, [&](const DecisionRecord& d) {
+    if (!a.apply.empty()) apply_command(a.apply, t, d.time_s, d.parallelism, std::nullopt);
+  });
+  OutputFile out(a.output);
+  write_run(out, a, r);
+  out.flush();
+  if (!a.svg.empty()) {
+    OutputFile svg(a.svg);
+    const std::string text =
+        timeline_svg(r, fmt::format("{} on {} ({} s interval, {} s redeploy pause)", a.controller,
+                                    s.name, so.interval_ns / 1e9, so.pause_ns / 1e9));
+    svg.buf().append(text.data(), text.data() + text.size());
+  }
+  if (!a.trace_out.empty()) write_trace(r.result.trace, a.trace_out);
+  return 0;
+}
+
+// DS2 metrics directory or a trace: decisions are printed (and applied) as they come.
+int manage_stream(const ManageArgs& a) {
+  if (a.controller != "ds2")
+    throw std::invalid_argument("the dhalion baseline needs backpressure metrics: use --simulate");
+  const double interval_s = static_cast<double>(duration_arg(a.interval, "--interval")) * 1e-9;
+  OutputFile out(a.output);
+  auto& b = out.buf();
+  bool first = true;
+  if (a.format == "json") b.append(std::string_view("{\"decisions\": ["));
+  Topology t;
+  auto report = [&](const Action& act, double time_s, int64_t epoch) {
+    if (a.format == "json") {
+      fmt::format_to(std::back_inserter(b),
+                     "{}\n  {{\"time_s\": {}, \"epoch\": {}, \"parallelism\": {}", first ? "" : ",",
+                     num(time_s), epoch, json_map(t, act.parallelism));
+      if (act.total_workers)
+        fmt::format_to(std::back_inserter(b), ", \"total_workers\": {}", *act.total_workers);
+      fmt::format_to(std::back_inserter(b), ", \"reason\": {}}}", json_string(act.reason));
+    } else {
+      fmt::format_to(std::back_inserter(b), "epoch {} ({:.0f} s): {}\n  {}\n", epoch, time_s,
+                     par_text(t, act.parallelism), act.reason);
+    }
+    first = false;
+    out.flush();
+    if (!a.apply.empty()) apply_command(a.apply, t, time_s, act.parallelism, act.total_workers);
+  };
+  if (!a.trace.empty()) {
+    Trace trace = importers::import_trace(a.trace, a.importer);
+    if (trace.events.empty()) throw TraceError(trace.source, "input", "the trace has no events");
+    int64_t origin = INT64_MAX;
+    for (const Event& e : trace.events) origin = std::min(origin, e.ts);
+    RateCollector rc(static_cast<int64_t>(interval_s * 1e9), origin);
+    for (const Event& e : trace.events) rc.add(e);
+    std::vector<IntervalMetrics> intervals = rc.finish();
+    t = rc.topology([&](uint32_t op) { return trace.operator_name(op); });
+    std::vector<double> per_instance;
+    if (!a.source_rates.empty()) per_instance = read_source_rates_csv(a.source_rates, t);
+    std::unique_ptr<Controller> c = make_controller(a, t);
+    for (size_t i = 0; i < intervals.size(); ++i) {
+      IntervalRates r = interval_rates(intervals[i], t);
+      Observation o;
+      o.time_s = static_cast<double>(intervals[i].end_ns - origin) * 1e-9;
+      o.rates = r.instances;
+      o.parallelism = r.parallelism;
+      o.source_target = total_source_rates(per_instance, r.parallelism);
+      if (auto act = c->observe(o)) report(*act, o.time_s, static_cast<int64_t>(i));
+    }
+  } else {
+    if (a.topology.empty()) throw std::invalid_argument("--ds2-metrics needs --topology");
+    t = read_topology_csv(a.topology);
+    std::vector<double> per_instance;
+    if (!a.source_rates.empty()) per_instance = read_source_rates_csv(a.source_rates, t);
+    std::unique_ptr<Controller> c = make_controller(a, t);
+    RatesDirectoryWatcher w(a.metrics_dir, t);
+    const int64_t poll = duration_arg(a.poll, "--poll");
+    const int64_t idle = duration_arg(a.idle_exit, "--idle-exit", true);
+    auto last_new = std::chrono::steady_clock::now();
+    while (true) {
+      std::vector<RatesEpoch> epochs = w.poll();
+      const bool idle_over =
+          idle > 0 && std::chrono::steady_clock::now() - last_new > std::chrono::nanoseconds(idle);
+      if (idle_over) {
+        for (RatesEpoch& e : w.flush()) epochs.push_back(std::move(e));
+      }
+      if (!epochs.empty()) last_new = std::chrono::steady_clock::now();
+      for (const RatesEpoch& e : epochs) {
+        Observation o;
+        o.time_s = static_cast<double>(e.epoch + 1) * interval_s;
+        o.rates = e.instances;
+        o.parallelism = e.parallelism;
+        o.source_target = total_source_rates(per_instance, e.parallelism);
+        if (!a.quiet && a.format == "table")
+          fmt::print(stderr, "epoch {}: {} instances\n", e.epoch, e.instances.size());
+        if (auto act = c->observe(o)) report(*act, o.time_s, e.epoch);
+      }
+      if (idle_over) break;
+      std::this_thread::sleep_for(std::chrono::nanoseconds(poll));
+    }
+  }
+  if (a.format == "json")
+    b.append(std::string_view("]}\n"));
+  else if (first)
+    b.append(std::string_view("no scaling decision\n"));
+  out.flush();
+  return 0;
+}
+
+int run_manage(const ManageArgs& a) {
+  const int sources = !a.simulate.empty() + !a.metrics_dir.empty() + !a.trace.empty();
+  if (sources != 1)
+    throw std::invalid_argument("give exactly one of --simulate, --ds2-metrics and --trace");
+  if (a.threshold < 0) throw std::invalid_argument("--threshold must be >= 0");
+  if (!(a.rollback_drop >= 0 && a.rollback_drop < 1))
+    throw std::invalid_argument("--rollback-drop must be in [0, 1)");
+  if (!a.simulate.empty()) return manage_simulated(a);
+  if (!a.svg.empty() || !a.trace_out.empty())
+    throw std::invalid_argument("--svg and --trace-out need --simulate");
+  return manage_stream(a);
+}
+
+}  // namespace
+
+CommandRunner add_scale_command(CLI::App& app) {
+  CLI::App* scale =
+      app.add_subcommand("scale", "DS2 autoscaling: optimal parallelism, scaling manager");
+  scale->require_subcommand(1);
+
+  auto pa = std::make_shared<PolicyArgs>();
+  CLI::App* policy = scale->add_subcommand(
+      "policy", "Optimal parallelism of every operator per epoch of metrics (DS2, one step)");
+  policy->add_option("--topology", pa->topology, "DS2 topology CSV (one edge per line)");
+  policy->add_option("--rates", pa->rates,
+                     "DS2 rates CSV, or a directory of NAME-EPOCH.EXT rate files");
+  policy->add_option("--trace", pa->trace,
+                     "A trace instead of DS2 files (any importer; uses the records field)");
+  policy->add_option("--importer", pa->importer, "Trace format: " + importers::importer_names())
+      ->capture_default_str();
+  policy->add_option("--interval", pa->interval, "With --trace: policy interval (epoch length)")
+      ->capture_default_str();
+  policy->add_option("--source-rates", pa->source_rates,
+                     "DS2 source rates CSV (source_operator_name,output_rate_per_instance): "
+                     "target rates instead of the measured ones");
+  policy
+      ->add_option("--system", pa->system,
+                   "flink, heron (per-operator parallelism) or timely (total workers = sum)")
+      ->check(CLI::IsMember({"flink", "heron", "timely"}))
+      ->capture_default_str();
+  policy
+      ->add_option("--threshold", pa->threshold,
+                   "Target-rate ratio: below it, with the current configuration judged "
+                   "sufficient, targets are raised by target/achieved (0 = off)")
+      ->capture_default_str();
+  policy->add_option("--factor", pa->factor, "Scaling factor: provision for F x the target rate")
+      ->capture_default_str();
+  policy->add_option("--format,-f", pa->format, "Output: table or json")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+  policy->add_option("--output,-o", pa->output, "Write to FILE instead of stdout");
+
+  auto ma = std::make_shared<ManageArgs>();
+  CLI::App* manage = scale->add_subcommand(
+      "manage", "Scaling manager: DS2 (or the Dhalion-like baseline) in a loop of intervals");
+  manage->add_option("--simulate", ma->simulate,
+                     "Run this pipelined scenario (TOML) with the controller in the loop");
+  manage->add_option("--ds2-metrics", ma->metrics_dir,
+                     "Follow a directory of DS2 rate files (NAME-EPOCH.EXT) as it is written");
+  manage->add_option("--trace", ma->trace, "Replay the metrics of a trace (any importer)");
+  manage->add_option("--importer", ma->importer, "Trace format for --trace")->capture_default_str();
+  manage->add_option("--topology", ma->topology, "DS2 topology CSV (with --ds2-metrics)");
+  manage->add_option("--source-rates", ma->source_rates, "DS2 source rates CSV (target rates)");
+  manage->add_option("--controller", ma->controller, "ds2 or dhalion (rule-based baseline)")
+      ->check(CLI::IsMember({"ds2", "dhalion"}))
+      ->capture_default_str();
+  manage->add_option("--interval", ma->interval, "Policy interval")->capture_default_str();
+  manage->add_option("--duration,-d", ma->duration,
+                     "With --simulate: simulated time (default: the scenario's)");
+  manage
+      ->add_option("--redeploy-pause", ma->pause,
+                   "With --simulate: time a reconfiguration takes (sources back up meanwhile)")
+      ->capture_default_str();
+  manage->add_option("--warmup", ma->warmup, "Intervals ignored after a change")
+      ->capture_default_str();
+  manage->add_option("--activation", ma->activation, "Consecutive decisions combined before acting")
+      ->capture_default_str();
+  manage->add_option("--combine", ma->combine, "How activation combines decisions: max or median")
+      ->check(CLI::IsMember({"max", "median"}))
+      ->capture_default_str();
+  manage->add_option("--threshold", ma->threshold, "Target-rate ratio (see scale policy); 0 = off")
+      ->capture_default_str();
+  manage->add_option("--factor", ma->factor, "Scaling factor")->capture_default_str();
+  manage
+      ->add_option("--min-change", ma->min_change,
+                   "Ignore per-operator changes of at most this many instances")
+      ->capture_default_str();
+  manage->add_option("--max-decisions", ma->max_decisions,
+                     "Stop reconfiguring after this many decisions");
+  manage->add_flag("--no-rollback", ma->no_rollback,
+                   "Never roll back a change after which the sources' rate dropped");
+  manage
+      ->add_option("--rollback-drop", ma->rollback_drop,
+                   "Roll back when the achieved source rate falls by this fraction")
+      ->capture_default_str();
+  manage->add_option("--system", ma->system, "flink, heron or timely")
+      ->check(CLI::IsMember({"flink", "heron", "timely"}))
+      ->capture_default_str();
+  manage
+      ->add_option("--dhalion-max-factor", ma->dhalion_max_factor,
+                   "Dhalion baseline: most a step multiplies an operator's parallelism by")
+      ->capture_default_str();
+  manage->add_option("--apply", ma->apply,
+                     "Run COMMAND for every decision: arguments name=N..., JSON on stdin");
+  manage->add_option("--poll", ma->poll, "With --ds2-metrics: how often to look for new files")
+      ->capture_default_str();
+  manage
+      ->add_option("--idle-exit", ma->idle_exit,
+                   "With --ds2-metrics: exit after this long without a new epoch (0: never)")
+      ->capture_default_str();
+  manage->add_option("--format,-f", ma->format, "Output: table or json")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+  manage->add_option("--svg", ma->svg, "With --simulate: plot rates and parallelism to FILE");
+  manage->add_option("--trace-out", ma->trace_out,
+                     "With --simulate: write the run's trace (.jsonl or .snail; short runs)");
+  manage->add_option("--output,-o", ma->output, "Write to FILE instead of stdout");
+  manage->add_flag("--quiet,-q", ma->quiet, "No progress on stderr");
+
+  return [scale, policy, manage, pa, ma]() {
+    if (!*scale) return -1;
+    if (*policy) return run_policy(*pa);
+    if (*manage) return run_manage(*ma);
+    return -1;
+  };
+}
+
+}  // namespace snailtrail::cli

@@ -1,0 +1,180 @@
+#include "scale/manager.hpp"
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace snailtrail::scale {
+
+double achieved_source_rate(const Topology& t, const Observation& o) {
+  double r = 0;
+  if (!o.rates.empty()) {
+    for (const InstanceRates& x : o.rates)
+      if (x.op < t.size() && t.is_source(x.op)) r += x.observed_output;
+    return r;
+  }
+  for (const InstanceMetrics& x : o.instances)
+    if (x.op < t.size() && t.is_source(x.op) && x.window_s > 0) r += x.records_out / x.window_s;
+  return r;
+}
+
+namespace {
+
+std::string describe(const Topology& t, const std::vector<uint32_t>& p) {
+  std::string s;
+  for (size_t i = 0; i < p.size(); ++i) s += fmt::format("{}{}={}", i ? " " : "", t.names[i], p[i]);
+  return s;
+}
+
+}  // namespace
+
+Ds2Manager::Ds2Manager(Topology topology, ManagerOptions options)
+    : topology_(std::move(topology)), opt_(options) {
+  if (opt_.activation == 0) throw std::invalid_argument("activation must be at least 1");
+  topology_.topological_order();  // rejects cycles up front
+}
+
+std::optional<Action> Ds2Manager::observe(const Observation& o) {
+  if (o.parallelism.size() != topology_.size())
+    throw std::invalid_argument("observation for a different topology");
+  if (warmup_left_ > 0) {
+    --warmup_left_;
+    return std::nullopt;
+  }
+  const double achieved = achieved_source_rate(topology_, o);
+  if (evaluating_) {
+    evaluating_ = false;
+    if (opt_.rollback && achieved < rate_before_ * (1 - opt_.rollback_drop) &&
+        decisions_ < opt_.max_decisions) {
+      ++decisions_;
+      history_.clear();
+      warmup_left_ = opt_.warmup;
+      return Action{before_, std::nullopt,
+                    fmt::format("rollback: sources at {:.0f}/s, {:.0f}/s before the change",
+                                achieved, rate_before_)};
+    }
+  }
+  Topology now = topology_;
+  now.parallelism = o.parallelism;
+  std::vector<InstanceRates> rates = o.rates;
+  if (rates.empty())
+    for (const InstanceMetrics& x : o.instances) rates.push_back(x.rates());
+  PolicyOptions po;
+  po.system = opt_.system;
+  po.factor = opt_.factor;
+  po.threshold = opt_.threshold;
+  last_ = ds2_policy(now, aggregate(now, rates), o.source_target, po);
+  history_.push_back(last_->parallelism);
+  if (history_.size() > opt_.activation) history_.erase(history_.begin());
+  if (history_.size() < opt_.activation || decisions_ >= opt_.max_decisions) return std::nullopt;
+  std::vector<uint32_t> next(topology_.size());
+  for (size_t op = 0; op < next.size(); ++op) {
+    std::vector<uint32_t> v;
+    for (const auto& h : history_) v.push_back(h[op]);
+    std::sort(v.begin(), v.end());
+    next[op] = opt_.combine == Combine::max ? v.back() : v[v.size() / 2];
+    const uint32_t cur = o.parallelism[op];
+    const uint32_t diff = next[op] > cur ? next[op] - cur : cur - next[op];
+    if (diff <= opt_.min_change) next[op] = cur;
+  }
+  if (next == o.parallelism) return std::nullopt;
+  ++decisions_;
+  history_.clear();
+  warmup_left_ = opt_.warmup;
+  evaluating_ = true;
+  before_ = o.parallelism;
+  rate_before_ = achieved;
+  Action a{next, std::nullopt, ""};
+  if (opt_.system == System::timely) {
+    uint64_t total = 0;
+    for (uint32_t p : next) total += p;
+    a.total_workers = static_cast<uint32_t>(std::min<uint64_t>(total, UINT32_MAX));
+  }
+  a.reason = fmt::format(
+      "ds2: {} (sources at {:.0f}/s = {:.1f}% of the target{})", describe(topology_, next),
+      achieved, 100 * (std::isfinite(last_->achieved_ratio) ? last_->achieved_ratio : 0),
+      last_->compensation > 1 ? fmt::format(", targets raised {:.3f}x", last_->compensation) : "");
+  return a;
+}
+
+DhalionController::DhalionController(Topology topology, DhalionOptions options)
+    : topology_(std::move(topology)), opt_(options) {
+  topology_.topological_order();
+}
+
+std::optional<Action> DhalionController::observe(const Observation& o) {
+  if (o.parallelism.size() != topology_.size())
+    throw std::invalid_argument("observation for a different topology");
+  if (warmup_left_ > 0) {
+    --warmup_left_;
+    return std::nullopt;
+  }
+  const size_t n = topology_.size();
+  const double achieved = achieved_source_rate(topology_, o);
+  if (last_op_) {
+    // Did the last step help? If not, that operator is not scaled again until a step on
+    // another operator helps (the dataflow's bottleneck moved).
+    if (achieved < rate_before_ * (1 + opt_.improvement))
+      blacklist_.push_back(*last_op_);
+    else
+      blacklist_.clear();
+    last_op_.reset();
+  }
+  // Mean busy (useful) and blocked shares per operator.
+  std::vector<double> busy(n, 0), blocked(n, 0), count(n, 0);
+  for (const InstanceMetrics& x : o.instances) {
+    if (x.op >= n || !(x.window_s > 0)) continue;
+    busy[x.op] += x.useful_s / x.window_s;
+    blocked[x.op] += std::isfinite(x.blocked_s) ? x.blocked_s / x.window_s : 0;
+    count[x.op] += 1;
+  }
+  for (size_t i = 0; i < n; ++i)
+    if (count[i] > 0) busy[i] /= count[i], blocked[i] /= count[i];
+  // Backpressure: the sources are held back by the dataflow.
+  bool backpressure = false;
+  for (uint32_t op = 0; op < n; ++op)
+    if (topology_.is_source(op) && blocked[op] >= opt_.backpressure) backpressure = true;
+  // While the sources read faster than records arrive they are working off a backlog:
+  // backpressure then says nothing about the capacity the input needs.
+  double target = 0;
+  bool known = true;
+  for (uint32_t op = 0; op < n; ++op)
+    if (topology_.is_source(op)) {
+      const double r = op < o.source_target.size() ? o.source_target[op] : kUndefined;
+      known &= std::isfinite(r);
+      target += std::isfinite(r) ? r : 0;
+    }
+  if (known && target > 0 && achieved >= target * (1 - opt_.backpressure)) backpressure = false;
+  if (!backpressure || decisions_ >= opt_.max_decisions) return std::nullopt;
+  // The operator that causes it: busy and not itself held back; ties go upstream.
+  std::optional<uint32_t> culprit;
+  double best = -2;
+  for (uint32_t op : topology_.topological_order()) {
+    if (topology_.is_source(op) || count[op] == 0) continue;
+    if (std::find(blacklist_.begin(), blacklist_.end(), op) != blacklist_.end()) continue;
+    const double score = busy[op] - blocked[op];
+    if (score > best + 1e-3) best = score, culprit = op;
+  }
+  if (!culprit) return std::nullopt;
+  // Speculative factor: the upstream operators were held back a share b of the time, so
+  // the culprit would need about 1 / (1 - b) times its capacity; at most max_factor.
+  double b = 0, k = 0;
+  for (uint32_t u : topology_.upstream(*culprit)) b += blocked[u], k += 1;
+  b = k > 0 ? std::clamp(b / k, 0.0, 0.99) : 0;
+  const double factor = std::clamp(1 / (1 - b), 1.0, opt_.max_factor);
+  std::vector<uint32_t> next = o.parallelism;
+  const uint32_t p = next[*culprit];
+  next[*culprit] = std::max(p + 1, ceil_parallelism(p * factor));
+  ++decisions_;
+  warmup_left_ = opt_.warmup;
+  last_op_ = culprit;
+  rate_before_ = achieved;
+  return Action{
+      next, std::nullopt,
+      fmt::format("dhalion: backpressure from {} (busy {:.0f}%, upstream blocked "
+                  "{:.0f}%): {} -> {}",
+                  topology_.names[*culprit], 100 * busy[*culprit], 100 * b, p, next[*culprit])};
+}
+
+}  // namespace snailtrail::scale

@@ -1,0 +1,203 @@
+#include "scale/rate_collector.hpp"
+
+#include <algorithm>
+#include <set>
+#include <stdexcept>
+
+namespace snailtrail::scale {
+namespace {
+
+bool is_useful(ActivityType t) {
+  return t == ActivityType::deserialization || t == ActivityType::processing ||
+         t == ActivityType::serialization;
+}
+
+uint64_t key(uint32_t a, uint32_t b) {
+  return (uint64_t{a} << 32) | b;
+}
+
+int64_t floor_div(int64_t a, int64_t b) {
+  const int64_t q = a / b;
+  return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+}  // namespace
+
+RateCollector::RateCollector(int64_t interval_ns, int64_t origin_ns)
+    : interval_ns_(interval_ns), origin_ns_(origin_ns) {
+  if (interval_ns <= 0) throw std::invalid_argument("the policy interval must be positive");
+}
+
+int64_t RateCollector::interval_of(int64_t ts) const {
+  return floor_div(ts - origin_ns_, interval_ns_);
+}
+
+RateCollector::Acc& RateCollector::acc(int64_t k, uint32_t op, uint32_t worker) {
+  const uint64_t id = key(op, worker);
+  if (!instance_of_.count(id)) instance_of_[id] = instances_per_op_[op]++;
+  return open_[k][id];
+}
+
+// Useful time [from, to) of an instance, split over the intervals it spans.
+void RateCollector::credit(uint32_t op, uint32_t worker, int64_t from, int64_t to) {
+  while (from < to) {
+    const int64_t k = interval_of(from);
+    const int64_t end = std::min(to, origin_ns_ + (k + 1) * interval_ns_);
+    if (k >= closed_) acc(k, op, worker).useful_ns += end - from;
+    from = end;
+  }
+}
+
+void RateCollector::link(uint64_t k, int64_t src, int64_t dst) {
+  Link& l = links_[k];
+  if (src >= 0) l.src = src;
+  if (dst >= 0) l.dst = dst;
+  if (l.src < 0 || l.dst < 0) return;
+  if (l.src != l.dst) {
+    const std::pair<uint32_t, uint32_t> e{static_cast<uint32_t>(l.src),
+                                          static_cast<uint32_t>(l.dst)};
+    if (std::find(edges_.begin(), edges_.end(), e) == edges_.end()) edges_.push_back(e);
+  }
+  links_.erase(k);
+}
+
+void RateCollector::add(const Event& e) {
+  last_ts_ = std::max(last_ts_, e.ts);
+  const int64_t k = interval_of(e.ts);
+  const bool late = e.ts < origin_ns_ || k < closed_;
+  if (late) ++late_;
+  WorkerState& w = workers_[e.worker];
+  const bool has_op = e.has(kHasOperator);
+  switch (e.kind) {
+    case EventKind::start:
+      if (has_op) {
+        w.has_op = true;
+        w.last_op = e.op;
+        for (uint64_t m : w.inbound) link(m, -1, e.op);
+        w.inbound.clear();
+      }
+      if (is_useful(e.activity) && has_op) {
+        w.open = true;
+        w.type = e.activity;
+        w.op = e.op;
+        w.since = std::max(e.ts, origin_ns_ + closed_ * interval_ns_);
+      }
+      break;
+    case EventKind::end: {
+      if (is_useful(e.activity) && w.open && w.type == e.activity) {
+        w.open = false;
+        credit(w.op, e.worker, w.since, std::max(w.since, e.ts));
+      } else if (is_useful(e.activity)) {
+        ++unmatched_ends_;
+      }
+      if (late || !has_op || !e.has(kHasRecords)) break;
+      Acc& a = acc(k, e.op, e.worker);
+      if (e.activity == ActivityType::processing) a.processed += e.records;
+      if (e.activity == ActivityType::input) a.input += e.records;
+      if (e.activity == ActivityType::serialization || e.activity == ActivityType::io)
+        a.serialized += e.records;
+      break;
+    }
+    case EventKind::send:
+      if (e.activity != ActivityType::data_message || !e.has(kHasCorrelator)) break;
+      if (w.has_op) {
+        link(key(e.worker, static_cast<uint32_t>(e.correlator)) ^
+                 (static_cast<uint64_t>(e.correlator) & 0xffffffff00000000ULL),
+             w.last_op, -1);
+        if (!late && e.has(kHasRecords)) acc(k, w.last_op, e.worker).sent += e.records;
+      }
+      break;
+    case EventKind::recv:
+      if (e.activity != ActivityType::data_message || !e.has(kHasCorrelator) || !e.has(kHasRemote))
+        break;
+      w.inbound.push_back(key(e.remote, static_cast<uint32_t>(e.correlator)) ^
+                          (static_cast<uint64_t>(e.correlator) & 0xffffffff00000000ULL));
+      break;
+  }
+}
+
+IntervalMetrics RateCollector::close(int64_t k, int64_t end_ns) {
+  IntervalMetrics m;
+  m.start_ns = origin_ns_ + k * interval_ns_;
+  m.end_ns = end_ns;
+  // Activities still running get their part up to the interval's end.
+  for (auto& [worker, w] : workers_)
+    if (w.open && w.since < end_ns) {
+      credit(w.op, worker, w.since, end_ns);
+      w.since = end_ns;
+    }
+  auto it = open_.find(k);
+  if (it != open_.end()) {
+    std::vector<std::pair<uint64_t, Acc>> rows(it->second.begin(), it->second.end());
+    std::sort(rows.begin(), rows.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    const double window_s = static_cast<double>(end_ns - m.start_ns) * 1e-9;
+    for (const auto& [id, a] : rows) {
+      InstanceMetrics x;
+      x.op = static_cast<uint32_t>(id >> 32);
+      x.instance = instance_of_[id];
+      x.worker = std::to_string(static_cast<uint32_t>(id));
+      x.window_s = window_s;
+      x.useful_s = static_cast<double>(a.useful_ns) * 1e-9;
+      // Sources read (input) rather than process; sinks write (io).
+      x.records_in = static_cast<double>(a.processed > 0 ? a.processed : a.input);
+      x.records_out = static_cast<double>(a.serialized > 0 ? a.serialized : a.sent);
+      m.instances.push_back(std::move(x));
+    }
+    open_.erase(it);
+  }
+  return m;
+}
+
+std::vector<IntervalMetrics> RateCollector::advance(int64_t watermark_ns) {
+  std::vector<IntervalMetrics> out;
+  while (origin_ns_ + (closed_ + 1) * interval_ns_ <= watermark_ns) {
+    out.push_back(close(closed_, origin_ns_ + (closed_ + 1) * interval_ns_));
+    ++closed_;
+  }
+  return out;
+}
+
+std::vector<IntervalMetrics> RateCollector::finish() {
+  std::vector<IntervalMetrics> out;
+  if (last_ts_ == INT64_MIN) return out;
+  const int64_t last = interval_of(last_ts_);
+  while (closed_ <= last) {
+    const int64_t end = std::min(origin_ns_ + (closed_ + 1) * interval_ns_, last_ts_);
+    if (end > origin_ns_ + closed_ * interval_ns_) out.push_back(close(closed_, end));
+    ++closed_;
+  }
+  return out;
+}
+
+Topology RateCollector::topology(const std::function<std::string(uint32_t)>& name) const {
+  std::set<uint32_t> ops;
+  for (const auto& [op, n] : instances_per_op_) ops.insert(op);
+  for (const auto& [a, b] : edges_) ops.insert(a), ops.insert(b);
+  Topology t;
+  for (uint32_t op : ops) {
+    auto it = instances_per_op_.find(op);
+    t.add_operator(name(op), it == instances_per_op_.end() ? 1 : it->second, std::to_string(op));
+  }
+  for (const auto& [a, b] : edges_)
+    t.add_edge(*t.find_id(std::to_string(a)), *t.find_id(std::to_string(b)));
+  return t;
+}
+
+IntervalRates interval_rates(const IntervalMetrics& m, const Topology& t) {
+  IntervalRates r;
+  r.parallelism.assign(t.size(), 0);
+  for (const InstanceMetrics& x : m.instances) {
+    auto op = t.find_id(std::to_string(x.op));
+    if (!op) continue;
+    InstanceRates ir = x.rates();
+    ir.op = *op;
+    r.instances.push_back(ir);
+    ++r.parallelism[*op];
+  }
+  for (size_t i = 0; i < t.size(); ++i)
+    if (r.parallelism[i] == 0) r.parallelism[i] = t.parallelism[i];
+  return r;
+}
+
+}  // namespace snailtrail::scale

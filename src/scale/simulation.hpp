@@ -1,0 +1,61 @@
+// A controller in the loop of the simulator (docs/AUTOSCALING.md): every policy interval
+// the controller sees the counters of the running deployment and the sources' offered
+// rates; a new configuration halts the job, and after the redeploy pause it runs with the
+// new parallelism while the sources work off their backlog (sim/session.hpp).
+//
+//   sim::Scenario s = sim::load_scenario("examples/dhalion-wordcount.toml");
+//   Ds2Manager m(topology_of(s), {});
+//   ControlledRun r = run_controlled(s, m, {.interval_ns = 60'000'000'000});
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "scale/manager.hpp"
+#include "scale/topology.hpp"
+#include "sim/scenario.hpp"
+#include "sim/simulator.hpp"
+
+namespace snailtrail::scale {
+
+// The scenario's dataflow with its initial parallelism (operator index = scenario's).
+Topology topology_of(const sim::Scenario& scenario);
+
+struct SimControlOptions {
+  int64_t interval_ns = 60'000'000'000;  // policy interval
+  int64_t pause_ns = 30'000'000'000;     // redeploy pause
+  bool record_trace = false;             // keep the trace (short runs only)
+};
+
+struct DecisionRecord {
+  double time_s = 0;       // when the controller decided (the job halts then)
+  double effective_s = 0;  // when the new deployment starts
+  std::vector<uint32_t> parallelism;
+  std::string reason;
+};
+
+struct TimelinePoint {
+  double time_s = 0;       // end of the interval
+  double source_rate = 0;  // records/s the sources read (achieved throughput)
+  double target_rate = 0;  // records/s that arrived at the sources (offered)
+  double backlog = 0;      // records arrived but not read, at time_s
+  bool paused = false;     // the interval was a redeploy pause
+  std::vector<uint32_t> parallelism;
+};
+
+struct ControlledRun {
+  Topology topology;
+  std::vector<DecisionRecord> decisions;
+  std::vector<TimelinePoint> timeline;
+  sim::SimResult result;  // trace (if recorded) and truth
+};
+
+// Runs the scenario (pipelined) for its duration. `on_decision` is called as decisions
+// are made (e.g. to run --apply). Throws std::invalid_argument for other models.
+ControlledRun run_controlled(const sim::Scenario& scenario, Controller& controller,
+                             const SimControlOptions& options,
+                             const std::function<void(const DecisionRecord&)>& on_decision = {});
+
+}  // namespace snailtrail::scale

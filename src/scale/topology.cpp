@@ -1,0 +1,65 @@
+#include "scale/topology.hpp"
+
+#include <algorithm>
+#include <queue>
+#include <stdexcept>
+
+namespace snailtrail::scale {
+
+uint32_t Topology::add_operator(std::string name, uint32_t p, std::string id) {
+  if (id.empty()) id = name;
+  names.push_back(std::move(name));
+  ids.push_back(std::move(id));
+  parallelism.push_back(p);
+  return static_cast<uint32_t>(names.size() - 1);
+}
+
+void Topology::add_edge(uint32_t from, uint32_t to) {
+  if (from == to) return;
+  const std::pair<uint32_t, uint32_t> e{from, to};
+  if (std::find(edges.begin(), edges.end(), e) == edges.end()) edges.push_back(e);
+}
+
+std::optional<uint32_t> Topology::find_name(std::string_view name) const {
+  for (uint32_t i = 0; i < names.size(); ++i)
+    if (names[i] == name) return i;
+  return std::nullopt;
+}
+
+std::optional<uint32_t> Topology::find_id(std::string_view id) const {
+  for (uint32_t i = 0; i < ids.size(); ++i)
+    if (ids[i] == id) return i;
+  return std::nullopt;
+}
+
+bool Topology::is_source(uint32_t op) const {
+  return std::none_of(edges.begin(), edges.end(), [&](const auto& e) { return e.second == op; });
+}
+
+std::vector<uint32_t> Topology::upstream(uint32_t op) const {
+  std::vector<uint32_t> up;
+  for (const auto& [from, to] : edges)
+    if (to == op) up.push_back(from);
+  return up;
+}
+
+std::vector<uint32_t> Topology::topological_order() const {
+  std::vector<uint32_t> indegree(size(), 0);
+  for (const auto& e : edges) ++indegree[e.second];
+  std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<>> ready;
+  for (uint32_t i = 0; i < size(); ++i)
+    if (indegree[i] == 0) ready.push(i);
+  std::vector<uint32_t> order;
+  while (!ready.empty()) {
+    const uint32_t op = ready.top();
+    ready.pop();
+    order.push_back(op);
+    for (const auto& [from, to] : edges)
+      if (from == op && --indegree[to] == 0) ready.push(to);
+  }
+  if (order.size() != size())
+    throw std::invalid_argument("the dataflow has a cycle; DS2 needs a DAG");
+  return order;
+}
+
+}  // namespace snailtrail::scale
