@@ -86,13 +86,12 @@ FUZZ_SECONDS ?= 60
 fuzz: deps
 	@cmake --preset fuzz >/dev/null
 	@cmake --build --preset fuzz -j $(JOBS)
-	@mkdir -p fuzz-corpus/jsonl fuzz-corpus/snail fuzz-corpus/scenario fuzz-corpus/stream
+	@mkdir -p fuzz-corpus/jsonl fuzz-corpus/scenario
 	@cp -n examples/*.jsonl fuzz-corpus/jsonl/ 2>/dev/null || true
 	@cp -n examples/*.toml fuzz-corpus/scenario/ 2>/dev/null || true
-	build-fuzz/bin/fuzz_jsonl -max_total_time=$(FUZZ_SECONDS) fuzz-corpus/jsonl
-	build-fuzz/bin/fuzz_snail -max_total_time=$(FUZZ_SECONDS) fuzz-corpus/snail
-	build-fuzz/bin/fuzz_scenario -max_total_time=$(FUZZ_SECONDS) fuzz-corpus/scenario
-	build-fuzz/bin/fuzz_stream -max_total_time=$(FUZZ_SECONDS) fuzz-corpus/stream
+	@# Every target in fuzz/CMakeLists.txt, each with its own corpus folder.
+	@for f in build-fuzz/bin/fuzz_*; do name=$${f##*/fuzz_}; mkdir -p fuzz-corpus/$$name; \
+	  echo "== $$f ($(FUZZ_SECONDS) s)"; $$f -max_total_time=$(FUZZ_SECONDS) fuzz-corpus/$$name || exit 1; done
 
 FORMAT_FILES = $(shell git ls-files '*.cpp' '*.hpp')
 format:
