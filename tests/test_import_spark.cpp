@@ -253,9 +253,10 @@ TEST(SparkImport, DelaySplitMovesTheSlotStart) {
   // 0:1: the task starts at its launch.
   t = spark::parse_event_log(text, "fixture", spark::parse_delay_split("0:1"));
   EXPECT_EQ(activities(t, 1).front(), act(1, ActivityType::deserialization, 20, 22));
-  // 1:0: it ends exactly when the driver gets the result.
+  // 1:0: it ends when the driver gets the result, less 1 ns (no zero-duration result).
   t = spark::parse_event_log(text, "fixture", spark::parse_delay_split("1:0"));
-  EXPECT_EQ(activities(t, 1).back(), act(1, ActivityType::serialization, 45, 46));
+  EXPECT_EQ(activities(t, 1).back(),
+            (Activity{1, ActivityType::serialization, 45 * kMs, 46 * kMs - 1}));
   // Through the registry option, as the CLI passes it.
   importers::ImportOptions o;
   o.spark_delay_split = "1:1";
@@ -412,7 +413,8 @@ TEST(SparkImport, ExecutorTimeBeyondTheTaskIsShrunkToFit) {
   // Launch 0, finish 10 ms, but deserialize 2 + run 10 + serialize 1 = 13 ms (millisecond
   // rounding in real logs). Scaled by 10/13: deserialize 1538461 ns, run 7692307 ns,
   // serialization the remaining 769232 ns; no scheduler delay left, so the task starts at
-  // its launch and ends at its finish.
+  // its launch and would end at its finish: 1 ns is taken off the serialization so that
+  // the result message does not take zero time.
   const std::string log = executor_added("1", 1) + task_end(0, 0, "1", 0, 10, metrics(2, 10, 1));
   const Trace t = spark::parse_event_log(log, "x");
   EXPECT_EQ(diagnostic(t, "spark.executor_time_exceeds_task_time"), 1u);
@@ -429,7 +431,7 @@ TEST(SparkImport, ExecutorTimeBeyondTheTaskIsShrunkToFit) {
   EXPECT_EQ(got, (std::vector<std::tuple<A, int64_t, int64_t>>{
                      {A::deserialization, 0, 1538461},
                      {A::processing, 1538461, 1538461 + 7692307},
-                     {A::serialization, 9230768, 10'000'000}}));
+                     {A::serialization, 9230768, 9'999'999}}));
 }
 
 TEST(SparkImport, CountedProblems) {
@@ -442,6 +444,7 @@ TEST(SparkImport, CountedProblems) {
       "Name\":\"s\",\"Number of Tasks\":1,\"Submission Time\":0}}\n"
       "{\"Event\":\"SparkListenerJobStart\",\"Job ID\":3,\"Submission Time\":0}\n" +
       task_end(5, 0, "1", 1, 9, "") + task_end(5, 1, "1", 9, 8, metrics(0, 0, 0)) +
+      task_end(5, 4, "1", 9, 9, metrics(0, 0, 0)) +  // zero duration: dropped
       "{\"Event\":\"SparkListenerTaskStart\",\"Stage ID\":5,\"Task Info\":{\"Task ID\":2}}\n";
   const Trace t = spark::parse_event_log(log, "x");
   EXPECT_EQ(diagnostic(t, "spark.tasks_without_metrics"), 1u);
@@ -449,7 +452,8 @@ TEST(SparkImport, CountedProblems) {
   EXPECT_EQ(diagnostic(t, "spark.tasks_without_end"), 1u);
   EXPECT_EQ(diagnostic(t, "spark.stages_without_completion"), 1u);
   EXPECT_EQ(diagnostic(t, "spark.jobs_without_end"), 1u);
-  // The metric-less task: recv at 1, unknown 1-9, send at 9.
+  EXPECT_EQ(diagnostic(t, "spark.zero_duration_tasks"), 1u);
+  // The metric-less task: recv at 1, unknown from 1 to 1 ns before 9, send there.
   std::vector<Activity> slot;
   std::optional<Event> open;
   for (const Event& e : t.events)
@@ -457,9 +461,9 @@ TEST(SparkImport, CountedProblems) {
       if (e.kind == EventKind::start)
         open = e;
       else
-        slot.push_back({1, e.activity, open->ts / kMs, e.ts / kMs});
+        slot.push_back({1, e.activity, open->ts, e.ts});
     }
-  EXPECT_EQ(slot, (std::vector<Activity>{{1, ActivityType::unknown, 1, 9}}));
+  EXPECT_EQ(slot, (std::vector<Activity>{{1, ActivityType::unknown, 1 * kMs, 9 * kMs - 1}}));
 }
 
 TEST(SparkImport, UnsupportedCodecIsExplained) {
@@ -599,7 +603,10 @@ TEST(SparkImportGenerated, EveryTaskFitsItsExecutorAndCpSumsToOne) {
   ASSERT_GT(windows.size(), 10u);
   for (const WindowSummary& w : windows) {
     for (uint64_t n : w.diagnostics.issues) EXPECT_EQ(n, 0u) << "window " << w.index;
-    if (!w.has_paths) continue;
+    // Results never take zero time, so launches and results never form zero-duration
+    // cycles (which would make CP drop messages and could leave no transient path).
+    EXPECT_EQ(w.diagnostics.zero_duration_cycles, 0u) << "window " << w.index;
+    ASSERT_TRUE(w.has_paths) << "window " << w.index;
     double sum = 0;
     for (double v : w.cp.activity) sum += v;
     EXPECT_NEAR(sum, 1.0, 1e-9) << "window " << w.index;

@@ -125,6 +125,7 @@ enum Problem {
   kBadStageTimes,
   kJobsWithoutEnd,
   kBadJobTimes,
+  kZeroDurationTasks,
   kProblemCount,
 };
 constexpr const char* kProblemNames[kProblemCount] = {
@@ -142,6 +143,7 @@ constexpr const char* kProblemNames[kProblemCount] = {
     "spark.bad_stage_times",
     "spark.jobs_without_end",
     "spark.bad_job_times",
+    "spark.zero_duration_tasks",
 };
 
 // ---------------------------------------------------------------------------------------
@@ -452,6 +454,11 @@ class Builder {
         ++problems_[kTasksFinishedBeforeLaunch];
         continue;
       }
+      if (t.finish == t.launch) {
+        // Nothing to draw, and its launch and result would meet in one instant.
+        ++problems_[kZeroDurationTasks];
+        continue;
+      }
       if (t.getting_result != 0 && (t.getting_result < t.launch || t.getting_result > t.finish)) {
         ++problems_[kBadGettingResultTime];
         t.getting_result = 0;
@@ -474,9 +481,40 @@ class Builder {
         t.start = t.launch + scale(scheduler_delay, lw, lw + rw);
         t.end = t.start + executor_time;
       }
+      end_before_finish(t);
       log_.tasks[kept++] = t;
     }
     log_.tasks.resize(kept);
+  }
+
+  // Every result message lasts at least 1 ns. Otherwise, with millisecond times, a slot
+  // would often send a result and receive its next launch in the same instant while the
+  // driver receives that result and sends the launch in that instant too: a cycle of
+  // zero-duration messages, which CP has to break by dropping messages. Only the driver
+  // sends launches and only results go back to it, so this rules such cycles out.
+  static void end_before_finish(TaskRec& t) {
+    if (t.end < t.finish) return;
+    if (t.end == t.start) {  // nothing done on the slot: move the empty task back
+      t.start = t.end = t.finish - 1;
+      return;
+    }
+    --t.end;
+    if (!t.has_metrics) return;
+    // Take the nanosecond from the last piece on the slot that has one.
+    // Order on the slot: deserialize, fetch wait, processing, GC, shuffle write, serialize.
+    if (t.serialize > 0) {
+      --t.serialize;
+    } else if (t.shuffle_write > 0) {
+      --t.shuffle_write, --t.run;
+    } else if (t.gc > 0) {
+      --t.gc, --t.run;
+    } else if (t.run > t.fetch_wait) {
+      --t.run;  // processing
+    } else if (t.fetch_wait > 0) {
+      --t.fetch_wait, --t.run;
+    } else {
+      --t.deserialize;
+    }
   }
 
   // Greedy placement (thesis §3.3.2): in order of start, each task goes to the free slot of
