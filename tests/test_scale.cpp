@@ -301,8 +301,9 @@ TEST(ScaleRateCollector, SplitsUsefulTimeOverIntervals) {
   using K = EventKind;
   // Worker 0 (operator 1): processing [0.5 s, 1.5 s] of 100 records, serialization
   // [1.5 s, 1.75 s] pushing 300; waiting [1.75 s, 2 s] is not useful.
-  // Interval 0: useful 0.5 s, no records (they end in interval 1).
-  // Interval 1: useful 0.5 + 0.25 = 0.75 s, 100 in, 300 out -> true rates 133.3 / 400.
+  // Records are split in proportion to the activity's time in each interval.
+  // Interval 0: useful 0.5 s, 50 records in.
+  // Interval 1: useful 0.5 + 0.25 = 0.75 s, 50 in, 300 out -> true rates 66.7 / 400.
   c.add(ev(kSec / 2, 0, A::processing, K::start, 1));
   c.add(ev(3 * kSec / 2, 0, A::processing, K::end, 1, 100));
   c.add(ev(3 * kSec / 2, 0, A::serialization, K::start, 1));
@@ -322,16 +323,17 @@ TEST(ScaleRateCollector, SplitsUsefulTimeOverIntervals) {
   ASSERT_EQ(first.size(), 1u);
   ASSERT_EQ(first[0].instances.size(), 1u);
   EXPECT_DOUBLE_EQ(first[0].instances[0].useful_s, 0.5);
-  EXPECT_EQ(first[0].instances[0].records_in, 0);
+  EXPECT_DOUBLE_EQ(first[0].instances[0].records_in, 50);
   auto rest = c.finish();
   ASSERT_EQ(rest.size(), 1u);
   ASSERT_EQ(rest[0].instances.size(), 2u);
   const InstanceMetrics& m = rest[0].instances[0];
   EXPECT_EQ(m.op, 1u);
   EXPECT_DOUBLE_EQ(m.useful_s, 0.75);
-  EXPECT_EQ(m.records_in, 100);
-  EXPECT_EQ(m.records_out, 300);
-  EXPECT_NEAR(m.rates().true_processing, 100 / 0.75, 1e-9);
+  EXPECT_DOUBLE_EQ(m.records_in, 50);
+  EXPECT_DOUBLE_EQ(m.records_out, 300);
+  EXPECT_NEAR(m.rates().true_processing, 50 / 0.75, 1e-9);
+  EXPECT_NEAR(m.rates().true_output, 300 / 0.75, 1e-9);
   EXPECT_DOUBLE_EQ(m.rates().observed_output, 300);
   EXPECT_NEAR(rest[0].instances[1].useful_s, 0.1, 1e-12);
   const Topology t = c.topology([](uint32_t op) { return "op" + std::to_string(op); });
@@ -342,6 +344,25 @@ TEST(ScaleRateCollector, SplitsUsefulTimeOverIntervals) {
   // An event in a closed interval is late.
   c.add(ev(kSec / 4, 0, A::processing, K::start, 1));
   EXPECT_EQ(c.late_events(), 1u);
+}
+
+TEST(ScaleRateCollector, ActivityOpenWhenItsIntervalCloses) {
+  // Processing [0.9 s, 1.1 s] of 10 records; interval 0 closes at 1 s (the watermark)
+  // before the end arrives: it gets 0.1 s of useful time, and the 5 records of its part
+  // go to interval 1 with the other 5 (a closed interval never changes).
+  RateCollector c(kSec);
+  c.add(ev(900'000'000, 0, ActivityType::processing, EventKind::start, 1));
+  auto first = c.advance(kSec);
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_EQ(first[0].instances.size(), 1u);
+  EXPECT_NEAR(first[0].instances[0].useful_s, 0.1, 1e-12);
+  EXPECT_DOUBLE_EQ(first[0].instances[0].records_in, 0);
+  c.add(ev(1100'000'000, 0, ActivityType::processing, EventKind::end, 1, 10));
+  auto rest = c.finish();
+  ASSERT_EQ(rest.size(), 1u);
+  EXPECT_NEAR(rest[0].instances[0].useful_s, 0.1, 1e-12);
+  EXPECT_NEAR(rest[0].instances[0].records_in, 10, 1e-12);
+  EXPECT_EQ(c.late_events(), 0u);
 }
 
 TEST(ScaleRateCollector, MatchesTheSimulatorsTruth) {

@@ -48,6 +48,27 @@ void RateCollector::credit(uint32_t op, uint32_t worker, int64_t from, int64_t t
   }
 }
 
+void RateCollector::count(double Acc::*field, uint32_t op, uint32_t worker, int64_t from,
+                          int64_t to, double records) {
+  from = std::min(from, to);
+  const int64_t first_open = origin_ns_ + closed_ * interval_ns_;
+  double carried = 0;  // share of parts in closed intervals
+  const double span = static_cast<double>(to - from);
+  while (true) {
+    const int64_t k = interval_of(from);
+    const int64_t end = std::min(to, origin_ns_ + (k + 1) * interval_ns_);
+    const double share = span > 0 ? records * static_cast<double>(end - from) / span : records;
+    if (end <= first_open && end < to) {
+      carried += share;
+    } else {
+      acc(std::max(k, closed_), op, worker).*field += share + carried;
+      carried = 0;
+    }
+    if (end >= to) break;
+    from = end;
+  }
+}
+
 void RateCollector::link(uint64_t k, int64_t src, int64_t dst) {
   Link& l = links_[k];
   if (src >= 0) l.src = src;
@@ -70,6 +91,8 @@ void RateCollector::add(const Event& e) {
   const bool has_op = e.has(kHasOperator);
   switch (e.kind) {
     case EventKind::start:
+      w.last_type = e.activity;
+      w.last_start = e.ts;
       if (has_op) {
         w.has_op = true;
         w.last_op = e.op;
@@ -91,11 +114,13 @@ void RateCollector::add(const Event& e) {
         ++unmatched_ends_;
       }
       if (late || !has_op || !e.has(kHasRecords)) break;
-      Acc& a = acc(k, e.op, e.worker);
-      if (e.activity == ActivityType::processing) a.processed += e.records;
-      if (e.activity == ActivityType::input) a.input += e.records;
+      const int64_t start = w.last_type == e.activity ? w.last_start : e.ts;
+      const double n = e.records;
+      if (e.activity == ActivityType::processing)
+        count(&Acc::processed, e.op, e.worker, start, e.ts, n);
+      if (e.activity == ActivityType::input) count(&Acc::input, e.op, e.worker, start, e.ts, n);
       if (e.activity == ActivityType::serialization || e.activity == ActivityType::io)
-        a.serialized += e.records;
+        count(&Acc::serialized, e.op, e.worker, start, e.ts, n);
       break;
     }
     case EventKind::send:
@@ -104,7 +129,7 @@ void RateCollector::add(const Event& e) {
         link(key(e.worker, static_cast<uint32_t>(e.correlator)) ^
                  (static_cast<uint64_t>(e.correlator) & 0xffffffff00000000ULL),
              w.last_op, -1);
-        if (!late && e.has(kHasRecords)) acc(k, w.last_op, e.worker).sent += e.records;
+        if (!late && e.has(kHasRecords)) acc(k, w.last_op, e.worker).sent += e.records;  // a point
       }
       break;
     case EventKind::recv:
@@ -140,8 +165,8 @@ IntervalMetrics RateCollector::close(int64_t k, int64_t end_ns) {
       x.window_s = window_s;
       x.useful_s = static_cast<double>(a.useful_ns) * 1e-9;
       // Sources read (input) rather than process; sinks write (io).
-      x.records_in = static_cast<double>(a.processed > 0 ? a.processed : a.input);
-      x.records_out = static_cast<double>(a.serialized > 0 ? a.serialized : a.sent);
+      x.records_in = a.processed > 0 ? a.processed : a.input;
+      x.records_out = a.serialized > 0 ? a.serialized : a.sent;
       m.instances.push_back(std::move(x));
     }
     open_.erase(it);

@@ -57,13 +57,15 @@ class RateCollector {
  private:
   struct Acc {
     int64_t useful_ns = 0;
-    uint64_t processed = 0, input = 0, serialized = 0, sent = 0;
+    double processed = 0, input = 0, serialized = 0, sent = 0;
   };
   struct WorkerState {
     bool open = false;  // a deserialization, processing or serialization in progress
     ActivityType type = ActivityType::unknown;
     uint32_t op = 0;
-    int64_t since = 0;  // start of the part not yet credited
+    int64_t since = 0;                               // start of the part not yet credited
+    ActivityType last_type = ActivityType::unknown;  // of the latest start event
+    int64_t last_start = 0;
     bool has_op = false;
     uint32_t last_op = 0;           // operator of the latest activity with one
     std::vector<uint64_t> inbound;  // messages received whose consumer op is pending
@@ -75,6 +77,10 @@ class RateCollector {
   int64_t interval_of(int64_t ts) const;
   Acc& acc(int64_t k, uint32_t op, uint32_t worker);
   void credit(uint32_t op, uint32_t worker, int64_t from, int64_t to);
+  // Records of an activity [from, to], split over its intervals in proportion to time
+  // (parts in closed intervals go to the first open one).
+  void count(double Acc::*field, uint32_t op, uint32_t worker, int64_t from, int64_t to,
+             double records);
   void link(uint64_t key, int64_t src, int64_t dst);
   IntervalMetrics close(int64_t k, int64_t end_ns);
 

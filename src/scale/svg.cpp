@@ -64,9 +64,9 @@ std::string timeline_svg(const ControlledRun& run, const std::string& title) {
     const double r = rate_max * i / 4, p = par_top * i / 4;
     s += fmt::format(
         "<line x1=\"{0}\" x2=\"{1}\" y1=\"{2:.1f}\" y2=\"{2:.1f}\" stroke=\"#ddd\"/>"
-        "<text x=\"{3}\" y=\"{4:.1f}\" text-anchor=\"end\">{5:.4g}</text>\n"
+        "<text x=\"{3}\" y=\"{4:.1f}\" text-anchor=\"end\">{5:.6g}</text>\n"
         "<line x1=\"{0}\" x2=\"{1}\" y1=\"{6:.1f}\" y2=\"{6:.1f}\" stroke=\"#ddd\"/>"
-        "<text x=\"{3}\" y=\"{7:.1f}\" text-anchor=\"end\">{8:.4g}</text>\n",
+        "<text x=\"{3}\" y=\"{7:.1f}\" text-anchor=\"end\">{8:.6g}</text>\n",
         left, left + pw, Yr(r), left - 5, Yr(r) + 4, r, Yp(p), Yp(p) + 4, p);
   }
   for (int i = 0; i <= 6; ++i) {
