@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <random>
 #include <string>
@@ -566,6 +567,36 @@ TEST_F(ServeCli, StdinStreamEndsWithTheStream) {
   ASSERT_EQ(serve.wait(), 0) << serve.err();
   EXPECT_EQ(serve.out(), analyze->out());
   EXPECT_GT(lines_of(serve.out()).size(), 50u);
+}
+
+// --follow reads a file as it grows, from before it exists to SIGTERM.
+TEST_F(ServeCli, FollowsAGrowingFile) {
+  const std::string text =
+      testing::slurp(std::string(SNAILTRAIL_SOURCE_DIR) + "/examples/pipeline.jsonl");
+  auto analyze =
+      start("analyze", {"analyze", std::string(SNAILTRAIL_SOURCE_DIR) + "/examples/pipeline.jsonl",
+                        "--window", "1ms", "--format", "jsonl", "--no-progress"});
+  ASSERT_EQ(analyze->wait(), 0) << analyze->err();
+  const fs::path file = path("growing.jsonl");
+  auto server = start(
+      "serve", {"serve", "--follow", file.string(), "--window", "1ms", "--http", "127.0.0.1:0",
+                "--port-file", path("ports").string(), "--out", path("windows.jsonl").string()});
+  const int http = testing::wait_for_port(path("ports"), "http");
+  ASSERT_GT(http, 0) << server->err();
+  {
+    std::ofstream out(file, std::ios::binary);
+    const size_t cut = text.find('\n', text.size() / 2) + 1;
+    out << text.substr(0, cut) << std::flush;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    out << text.substr(cut) << std::flush;
+  }
+  for (int i = 0; i < 100; ++i) {
+    if (metric(http_get(http, "/metrics"), "snailtrail_events_ingested_total") == 320) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  server->signal(SIGTERM);
+  ASSERT_EQ(server->wait(), 0) << server->err();
+  EXPECT_EQ(testing::slurp(path("windows.jsonl")), analyze->out());
 }
 
 TEST_F(ServeCli, UsageErrors) {

@@ -168,9 +168,15 @@ void follow_file(const std::string& path, BatchQueue& queue, IngestCounters& cou
       }
       if (stop.load()) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      struct stat st {};
-      if (::stat(path.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) < offset) {
-        if (log) fmt::print(stderr, "snailtrail serve: {} shrank: reading it again\n", path);
+      // Truncated in place, or replaced by a new file (log rotation): start over.
+      struct stat now {
+      }, open_file{};
+      if (::stat(path.c_str(), &now) == 0 && ::fstat(fd, &open_file) == 0 &&
+          (now.st_ino != open_file.st_ino || now.st_dev != open_file.st_dev ||
+           static_cast<uint64_t>(now.st_size) < offset)) {
+        if (log)
+          fmt::print(stderr, "snailtrail serve: {} was truncated or replaced: reading it again\n",
+                     path);
         restart = true;
       }
     }
