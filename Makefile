@@ -73,7 +73,7 @@ test-asan: build-asan
 # build/browser-artifacts/.
 test-browser: build
 	@SNAILTRAIL_BIN=build/bin/snailtrail SNAILTRAIL_ARTIFACTS=build/browser-artifacts \
-	  node --test tests/browser/
+	  node --test tests/browser/report.test.mjs
 
 # Whole-process suite against the paper and the floor (docs/PERFORMANCE.md), then the
 # Google Benchmark micro-benchmarks.

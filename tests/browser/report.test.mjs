@@ -1,6 +1,6 @@
 // Browser tests of the report page and the live dashboard (docs/REPORT.md), in Debian's
 // chromium driven by playwright-core. Run by `make test` (after ctest) or directly:
-//   SNAILTRAIL_BIN=build/bin/snailtrail node --test tests/browser/
+//   SNAILTRAIL_BIN=build/bin/snailtrail node --test tests/browser/report.test.mjs
 // Screenshots go to $SNAILTRAIL_ARTIFACTS (default build/browser-artifacts/).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
