@@ -594,6 +594,14 @@ class Builder {
     std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
       return worker_of(tasks[a]) < worker_of(tasks[b]);
     });
+    // Sized once: two messages and at most six activities (two events each) per task.
+    size_t events = 0;
+    for (const TaskRec& t : tasks)
+      events += t.has_metrics ? 2 + 2 * ((t.deserialize > 0) + (t.fetch_wait > 0) +
+                                         (t.run > t.fetch_wait + t.gc + t.shuffle_write) +
+                                         (t.gc > 0) + (t.shuffle_write > 0) + (t.serialize > 0))
+                              : 4;
+    trace.events.reserve(events + 2 * tasks.size());  // + the driver's messages
     for (uint32_t i : order) {
       const TaskRec& t = tasks[i];
       const uint32_t w = worker_of(t);
@@ -729,6 +737,7 @@ class Builder {
     }
 
     // Merge activity boundaries and messages by time.
+    trace.events.reserve(trace.events.size() + messages.size() + 2 * runs.size());
     size_t m = 0;
     auto flush_messages = [&](int64_t up_to) {
       for (; m < messages.size() && messages[m].ts <= up_to; ++m)
