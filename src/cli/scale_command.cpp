@@ -141,9 +141,11 @@ void write_policy(OutputFile& out, const PolicyArgs& a, const Topology& t,
     for (uint32_t op : t.topological_order()) {
       const OperatorRates& r = e.rates[op];
       const double per = r.measured > 0 ? r.true_processing / r.measured : NAN;
-      fmt::format_to(std::back_inserter(b), "  {:<{}}  {:>7}  {:>7}  {:>14.1f}  {:>14}\n",
-                     t.names[op], w, e.current[op], d.parallelism[op], d.target_rate[op],
-                     t.is_source(op) || !std::isfinite(per) ? "-" : fmt::format("{:.1f}", per));
+      fmt::format_to(
+          std::back_inserter(b), "  {:<{}}  {:>7}  {:>7}  {:>14}  {:>14}\n", t.names[op], w,
+          e.current[op], d.parallelism[op],
+          std::isfinite(d.target_rate[op]) ? fmt::format("{:.1f}", d.target_rate[op]) : "-",
+          t.is_source(op) || !std::isfinite(per) ? "-" : fmt::format("{:.1f}", per));
     }
     if (d.total_workers)
       fmt::format_to(std::back_inserter(b), "  total workers (timely): {}\n", *d.total_workers);

@@ -763,6 +763,9 @@ SimResult Session::finish() {
   run_until(scenario_.duration_ns);
   if (engine_) {
     Pipelined& job = engine_->job;
+    // As in a plain run: messages in flight arrive (workers no longer act), so that the
+    // recorder can drop those received after the end with their sends.
+    job.run_until(INT64_MAX);
     for (size_t i = 0; i < job.instance_count(); ++i) done_.push_back(job.stats(i));
     engine_.reset();
   }
