@@ -70,10 +70,15 @@ class Process {
       while (waitpid(pid_, &status, 0) < 0)
         if (errno != EINTR) return -1;
       reaped_ = true;
-      code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      exited_ = WIFEXITED(status);
+      signal_ = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+      code_ = exited_ ? WEXITSTATUS(status) : 128 + signal_;
     }
     return code_;
   }
+  // After wait(): a normal exit, or the signal that killed it.
+  bool exited() const { return exited_; }
+  int killed_by() const { return signal_; }
   std::string out() const { return slurp(out_); }
   std::string err() const { return slurp(err_); }
 
@@ -81,6 +86,8 @@ class Process {
   std::filesystem::path out_, err_;
   pid_t pid_ = -1;
   bool reaped_ = false;
+  bool exited_ = false;
+  int signal_ = 0;
   int code_ = -1;
 };
 

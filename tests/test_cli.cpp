@@ -3,8 +3,6 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <simdjson.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -23,7 +21,7 @@
 #include <string_view>
 #include <vector>
 
-extern char** environ;
+#include "process_util.hpp"
 
 namespace {
 
@@ -132,41 +130,16 @@ RunResult run_snailtrail(const std::vector<std::string>& args, const fs::path& d
   const std::string err_path = (dir / ("run" + std::to_string(id) + ".err")).string();
   const std::string in_path = stdin_path.empty() ? "/dev/null" : stdin_path.string();
 
-  std::vector<std::string> argv_strings;
-  argv_strings.push_back(kBinary.string());
-  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& s : argv_strings) argv.push_back(s.data());
-  argv.push_back(nullptr);
-
   RunResult r;
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, in_path.c_str(), O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = 0;
-  const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) {
-    r.err = std::string("posix_spawn failed: ") + std::strerror(rc);
+  snailtrail::testing::Process p(args, out_path, err_path, in_path);
+  if (!p.started()) {
+    r.err = "cannot start " + kBinary.string();
     return r;
   }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) {
-      r.err = std::string("waitpid failed: ") + std::strerror(errno);
-      return r;
-    }
-  }
-  if (WIFEXITED(status)) {
-    r.exited = true;
-    r.exit_code = WEXITSTATUS(status);
-  } else if (WIFSIGNALED(status)) {
-    r.signal = WTERMSIG(status);
-  }
+  p.wait();
+  r.exited = p.exited();
+  r.exit_code = p.exited() ? p.wait() : -1;
+  r.signal = p.killed_by();
   r.out = read_file(out_path);
   r.err = read_file(err_path);
   return r;

@@ -342,6 +342,20 @@ class ServeCli : public ::testing::Test {
     if (!HasFailure()) fs::remove_all(dir_);
   }
   fs::path path(const std::string& name) const { return dir_ / name; }
+  // Simulates examples/NAME.toml into FILE in the test's folder.
+  fs::path simulated(const std::string& name, int64_t duration_ns, uint64_t seed,
+                     const std::string& file) const {
+    const sim::SimResult sim = testing::simulate_example(name, duration_ns, seed);
+    write_trace(sim.trace, path(file).string());
+    return path(file);
+  }
+  // What `analyze TRACE --window WINDOW --format jsonl` prints.
+  std::string analyze_jsonl(const fs::path& trace, const std::string& window) {
+    Process p({"analyze", trace.string(), "--window", window, "--format", "jsonl", "--no-progress"},
+              path("analyze.out"), path("analyze.err"));
+    EXPECT_EQ(p.wait(), 0) << p.err();
+    return p.out();
+  }
   std::unique_ptr<Process> start(const std::string& name, const std::vector<std::string>& args) {
     return std::make_unique<Process>(args, path(name + ".out"), path(name + ".err"));
   }
@@ -358,13 +372,9 @@ std::vector<std::string> lines_of(const std::string& text) {
 // Issue #5's acceptance test: 4 producers, each carrying a quarter of the workers, into
 // `serve --window 1ms`; after SIGTERM its output equals `analyze --window 1ms`.
 TEST_F(ServeCli, FourProducersGiveAnalyzesWindows) {
-  const sim::SimResult sim = testing::simulate_example("wordcount-skew-30", 300'000'000, 7);
-  const fs::path trace = path("trace.snail");
-  write_trace(sim.trace, trace.string());
-  auto analyze = start("analyze", {"analyze", trace.string(), "--window", "1ms", "--format",
-                                   "jsonl", "--no-progress"});
-  ASSERT_EQ(analyze->wait(), 0) << analyze->err();
-  const auto expected = lines_of(analyze->out());
+  const fs::path trace = simulated("wordcount-skew-30", 300'000'000, 7, "trace.snail");
+  const Trace events = read_trace(trace.string());
+  const auto expected = lines_of(analyze_jsonl(trace, "1ms"));
   ASSERT_GT(expected.size(), 250u);
 
   auto server =
@@ -374,7 +384,7 @@ TEST_F(ServeCli, FourProducersGiveAnalyzesWindows) {
   const int tcp = testing::wait_for_port(path("ports"), "tcp");
   ASSERT_GT(tcp, 0) << server->err();
   std::vector<uint32_t> ids;
-  for (const Event& e : sim.trace.events)
+  for (const Event& e : events.events)
     if (std::find(ids.begin(), ids.end(), e.worker) == ids.end()) ids.push_back(e.worker);
   std::sort(ids.begin(), ids.end());
   ASSERT_GE(ids.size(), 4u);
@@ -511,9 +521,7 @@ TEST_F(ServeCli, BadStreamsAreCountedAndCompleteEventsKept) {
 }
 
 TEST_F(ServeCli, HttpApiServesRetainedWindows) {
-  const sim::SimResult sim = testing::simulate_example("wordcount-skew-30", 200'000'000, 3);
-  const fs::path trace = path("trace.jsonl");
-  write_trace(sim.trace, trace.string());
+  const fs::path trace = simulated("wordcount-skew-30", 200'000'000, 3, "trace.jsonl");
   auto server =
       start("serve", {"serve", "--tcp", "127.0.0.1:0", "--http", "127.0.0.1:0", "--window", "10ms",
                       "--lateness", "1ms", "--retain", "5", "--idle-timeout", "200ms",
@@ -556,16 +564,12 @@ TEST_F(ServeCli, HttpApiServesRetainedWindows) {
 
 // Without listeners, serve reads stdin to its end, emits every window and exits.
 TEST_F(ServeCli, StdinStreamEndsWithTheStream) {
-  const sim::SimResult sim = testing::simulate_example("spark-microbatch", 300'000'000, 5);
-  const fs::path trace = path("trace.jsonl");
-  write_trace(sim.trace, trace.string());
-  auto analyze = start("analyze", {"analyze", trace.string(), "--window", "5ms", "--format",
-                                   "jsonl", "--no-progress"});
-  ASSERT_EQ(analyze->wait(), 0) << analyze->err();
+  const fs::path trace = simulated("spark-microbatch", 300'000'000, 5, "trace.jsonl");
+  const std::string expected = analyze_jsonl(trace, "5ms");
   Process serve({"serve", "--stdin", "--window", "5ms", "--quiet"}, path("serve.out"),
                 path("serve.err"), trace);
   ASSERT_EQ(serve.wait(), 0) << serve.err();
-  EXPECT_EQ(serve.out(), analyze->out());
+  EXPECT_EQ(serve.out(), expected);
   EXPECT_GT(lines_of(serve.out()).size(), 50u);
 }
 
@@ -573,10 +577,8 @@ TEST_F(ServeCli, StdinStreamEndsWithTheStream) {
 TEST_F(ServeCli, FollowsAGrowingFile) {
   const std::string text =
       testing::slurp(std::string(SNAILTRAIL_SOURCE_DIR) + "/examples/pipeline.jsonl");
-  auto analyze =
-      start("analyze", {"analyze", std::string(SNAILTRAIL_SOURCE_DIR) + "/examples/pipeline.jsonl",
-                        "--window", "1ms", "--format", "jsonl", "--no-progress"});
-  ASSERT_EQ(analyze->wait(), 0) << analyze->err();
+  const std::string expected =
+      analyze_jsonl(std::string(SNAILTRAIL_SOURCE_DIR) + "/examples/pipeline.jsonl", "1ms");
   const fs::path file = path("growing.jsonl");
   auto server = start(
       "serve", {"serve", "--follow", file.string(), "--window", "1ms", "--http", "127.0.0.1:0",
@@ -596,7 +598,7 @@ TEST_F(ServeCli, FollowsAGrowingFile) {
   }
   server->signal(SIGTERM);
   ASSERT_EQ(server->wait(), 0) << server->err();
-  EXPECT_EQ(testing::slurp(path("windows.jsonl")), analyze->out());
+  EXPECT_EQ(testing::slurp(path("windows.jsonl")), expected);
 }
 
 TEST_F(ServeCli, UsageErrors) {
