@@ -69,7 +69,10 @@ void RateCollector::count(double Acc::*field, uint32_t op, uint32_t worker, int6
   }
 }
 
-void RateCollector::link(uint64_t k, int64_t src, int64_t dst) {
+void RateCollector::link(const MessageKey& k, int64_t src, int64_t dst) {
+  // Messages never matched (lost, or sent to uninstrumented workers) must not make a
+  // live stream's memory grow: the edges found so far are kept.
+  if (links_.size() >= (1u << 20)) links_.clear();
   Link& l = links_[k];
   if (src >= 0) l.src = src;
   if (dst >= 0) l.dst = dst;
@@ -96,7 +99,7 @@ void RateCollector::add(const Event& e) {
       if (has_op) {
         w.has_op = true;
         w.last_op = e.op;
-        for (uint64_t m : w.inbound) link(m, -1, e.op);
+        for (const MessageKey& m : w.inbound) link(m, -1, e.op);
         w.inbound.clear();
       }
       if (is_useful(e.activity) && has_op) {
@@ -126,17 +129,14 @@ void RateCollector::add(const Event& e) {
     case EventKind::send:
       if (e.activity != ActivityType::data_message || !e.has(kHasCorrelator)) break;
       if (w.has_op) {
-        link(key(e.worker, static_cast<uint32_t>(e.correlator)) ^
-                 (static_cast<uint64_t>(e.correlator) & 0xffffffff00000000ULL),
-             w.last_op, -1);
+        link({e.worker, e.correlator}, w.last_op, -1);
         if (!late && e.has(kHasRecords)) acc(k, w.last_op, e.worker).sent += e.records;  // a point
       }
       break;
     case EventKind::recv:
       if (e.activity != ActivityType::data_message || !e.has(kHasCorrelator) || !e.has(kHasRemote))
         break;
-      w.inbound.push_back(key(e.remote, static_cast<uint32_t>(e.correlator)) ^
-                          (static_cast<uint64_t>(e.correlator) & 0xffffffff00000000ULL));
+      if (w.inbound.size() < 4096) w.inbound.push_back({e.remote, e.correlator});
       break;
   }
 }

@@ -67,8 +67,8 @@ class RateCollector {
     ActivityType last_type = ActivityType::unknown;  // of the latest start event
     int64_t last_start = 0;
     bool has_op = false;
-    uint32_t last_op = 0;           // operator of the latest activity with one
-    std::vector<uint64_t> inbound;  // messages received whose consumer op is pending
+    uint32_t last_op = 0;                               // operator of the latest activity with one
+    std::vector<std::pair<uint32_t, int64_t>> inbound;  // received, consumer op pending
   };
   struct Link {
     int64_t src = -1, dst = -1;  // operators at both ends, -1 unknown yet
@@ -81,7 +81,8 @@ class RateCollector {
   // (parts in closed intervals go to the first open one).
   void count(double Acc::*field, uint32_t op, uint32_t worker, int64_t from, int64_t to,
              double records);
-  void link(uint64_t key, int64_t src, int64_t dst);
+  using MessageKey = std::pair<uint32_t, int64_t>;  // (sender, correlator)
+  void link(const MessageKey& m, int64_t src, int64_t dst);
   IntervalMetrics close(int64_t k, int64_t end_ns);
 
   int64_t interval_ns_, origin_ns_;
@@ -91,7 +92,7 @@ class RateCollector {
   std::unordered_map<uint32_t, WorkerState> workers_;
   std::unordered_map<uint64_t, uint32_t> instance_of_;  // (op, worker) -> rank
   std::unordered_map<uint32_t, uint32_t> instances_per_op_;
-  std::unordered_map<uint64_t, Link> links_;  // by (sender, correlator)
+  std::map<MessageKey, Link> links_;  // messages with one end known
   std::vector<std::pair<uint32_t, uint32_t>> edges_;
   uint64_t late_ = 0, unmatched_ends_ = 0;
 };
