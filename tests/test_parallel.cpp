@@ -59,6 +59,10 @@ TEST(Parallel, WindowPipelineIsBitIdenticalForAnyThreadCount) {
     for (unsigned threads : {1u, 2u, 3u, 5u})
       ASSERT_EQ(render_all(trace, opt, threads), want)
           << "width " << width << ", threads " << threads;
+    // Large windows compute edge CPs, top-k and Property 2 on a second thread: force it.
+    AnalysisOptions split = opt;
+    split.summary.split_min_nodes = 0;
+    ASSERT_EQ(render_sequential(trace, split), want) << "width " << width << ", split";
   }
 }
 

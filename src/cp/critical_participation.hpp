@@ -44,7 +44,11 @@ class CpComputer {
   // Empty when the snapshot has no path.
   std::vector<uint32_t> sample_path(const Snapshot& snap, const CpResult& r, uint64_t seed) const;
 
+  // Snapshots with at least this many nodes compute edge CPs on two threads (same results).
+  void set_split_min_nodes(size_t n) { split_min_nodes_ = n; }
+
  private:
+  size_t split_min_nodes_ = size_t{1} << 20;
   BigVector<uint32_t> out_begin_;  // CSR of message edges by source node
   BigVector<uint32_t> out_msg_;
   BigVector<uint32_t> msg_in_;  // incoming messages not yet processed

@@ -15,7 +15,9 @@ namespace {
 class WindowAnalyzer {
  public:
   WindowAnalyzer(const Pag& pag, const AnalysisOptions& options)
-      : pag_(pag), options_(options), snapshotter_(pag), summarizer_(pag) {}
+      : pag_(pag), options_(options), snapshotter_(pag), summarizer_(pag) {
+    computer_.set_split_min_nodes(options.summary.split_min_nodes);
+  }
 
   template <typename F>
   void run(const Window& window, size_t index, F&& with_view) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <thread>
 
 namespace snailtrail {
 namespace {
@@ -192,6 +193,49 @@ void Summarizer::summarize(const Snapshot& snap, const CpResult& cp,
   acc_single.reset(W, ops);
   std::vector<uint32_t> op_workers(ops, 0), op_last_worker(ops, kNone);
 
+  // Top-k activities and Property 2 do not depend on the groupings: on large windows they
+  // run on a second thread meanwhile. Each computation keeps its order, so the results are
+  // the same either way.
+  std::vector<TopActivity> top_result;
+  Diagnostics property2;
+  auto side_work = [&] {
+    // Top-k: consecutive timeline edges of one activity instance are one activity.
+    if (options.top_k > 0 && cp.has_paths()) {
+      TopK top(options.top_k);
+      size_t v = 0;
+      while (v + 1 < n) {
+        if (snap.edge[v] == kNone) {
+          ++v;
+          continue;
+        }
+        const uint32_t g = snap.edge[v];
+        TopActivity a{snap.worker[v],   kNone,      static_cast<ActivityType>(snap.type[v]),
+                      pag_.edge_op[g],  snap.ts[v], snap.ts[v + 1],
+                      cp.timeline_cp[v]};
+        size_t u = v + 1;
+        while (u + 1 < n && snap.edge[u] != kNone &&
+               pag_.edge_instance[snap.edge[u]] == pag_.edge_instance[g] &&
+               snap.type[u] == snap.type[v]) {
+          a.end = snap.ts[u + 1];
+          a.cp += cp.timeline_cp[u];
+          ++u;
+        }
+        top.offer(a);
+        v = u;
+      }
+      for (size_t k = 0; k < snap.msg_src.size(); ++k) {
+        if (cp.message_cp[k] <= 0) continue;
+        const Message& m = pag_.messages[snap.msg_index[k]];
+        top.offer({m.src_worker, m.dst_worker, m.type, kNone, snap.ts[snap.msg_src[k]],
+                   snap.ts[snap.msg_dst[k]], cp.message_cp[k]});
+      }
+      top_result = top.take();
+    }
+    if (n > 0) count_property2(snap, cp, property2);
+  };
+  std::thread side;
+  if (n >= options.split_min_nodes) side = std::thread(side_work);
+
   // Total duration of all edges, for conventional shares.
   double total = 0, unknown = 0, waiting = 0, timeline_total = 0;
   for (size_t v = 0; v + 1 < n; ++v)
@@ -277,39 +321,11 @@ void Summarizer::summarize(const Snapshot& snap, const CpResult& cp,
   out.conventional = acc_conv.groups;
   out.single_path = acc_single.groups;
 
-  // Top-k: consecutive timeline edges of one activity instance are one activity.
-  out.top.clear();
-  if (options.top_k > 0 && cp.has_paths()) {
-    TopK top(options.top_k);
-    size_t v = 0;
-    while (v + 1 < n) {
-      if (snap.edge[v] == kNone) {
-        ++v;
-        continue;
-      }
-      const uint32_t g = snap.edge[v];
-      TopActivity a{snap.worker[v],   kNone,      static_cast<ActivityType>(snap.type[v]),
-                    pag_.edge_op[g],  snap.ts[v], snap.ts[v + 1],
-                    cp.timeline_cp[v]};
-      size_t u = v + 1;
-      while (u + 1 < n && snap.edge[u] != kNone &&
-             pag_.edge_instance[snap.edge[u]] == pag_.edge_instance[g] &&
-             snap.type[u] == snap.type[v]) {
-        a.end = snap.ts[u + 1];
-        a.cp += cp.timeline_cp[u];
-        ++u;
-      }
-      top.offer(a);
-      v = u;
-    }
-    for (size_t k = 0; k < snap.msg_src.size(); ++k) {
-      if (cp.message_cp[k] <= 0) continue;
-      const Message& m = pag_.messages[snap.msg_index[k]];
-      top.offer({m.src_worker, m.dst_worker, m.type, kNone, snap.ts[snap.msg_src[k]],
-                 snap.ts[snap.msg_dst[k]], cp.message_cp[k]});
-    }
-    out.top = top.take();
-  }
+  if (side.joinable())
+    side.join();
+  else
+    side_work();
+  out.top = std::move(top_result);
 
   // Diagnostics.
   Diagnostics& d = out.diagnostics;
@@ -319,7 +335,8 @@ void Summarizer::summarize(const Snapshot& snap, const CpResult& cp,
   d.zero_duration_cycles = cp.zero_duration_cycles;
   d.unknown_share = timeline_total > 0 ? unknown / timeline_total : 0;
   d.waiting_share = timeline_total > 0 ? waiting / timeline_total : 0;
-  if (n > 0) count_property2(snap, cp, d);
+  d.property2_violations = property2.property2_violations;
+  d.property2_ns = property2.property2_ns;
   const auto& issues = pag_.issues;
   while (issue_cursor_ < issues.size() && issues[issue_cursor_].ts < snap.window.start)
     ++issue_cursor_;

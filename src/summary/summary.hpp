@@ -76,6 +76,9 @@ struct WindowSummary {
 struct SummaryOptions {
   size_t top_k = 10;
   uint64_t seed = 1;
+  // Windows with at least this many nodes use a second thread for CP and summaries; the
+  // results are the same either way (tests set it to 0 to check).
+  size_t split_min_nodes = size_t{1} << 20;
 };
 
 class Summarizer {
