@@ -27,6 +27,7 @@ struct AnalyzeArgs {
   std::string dump_edges;
   std::string importer = "auto";
   std::string spark_delay_split = "1:2";
+  std::string map_file;
   uint64_t seed = 1;
   bool per_window = false;
   std::string output;
@@ -70,6 +71,7 @@ int run(const AnalyzeArgs& a) {
   if (progress) fmt::print(stderr, "\rreading {}...", a.trace);
   importers::ImportOptions import_options;
   import_options.spark_delay_split = a.spark_delay_split;
+  import_options.map_file = a.map_file;
   Trace trace = importers::import_trace(a.trace, a.importer, import_options);
   const auto t_read = Clock::now();
   if (trace.events.empty()) throw TraceError(trace.source, "input", "the trace has no events");
@@ -220,6 +222,9 @@ CommandRunner add_analyze_command(CLI::App& app) {
   cmd->add_option("--spark-delay-split", an.spark_delay_split,
                   "Spark: share of each task's scheduler delay on its launch:result messages")
       ->capture_default_str();
+  cmd->add_option("--map", an.map_file,
+                  "chrome/otlp/jaeger: TOML rules mapping names to activity types "
+                  "(docs/IMPORTERS.md)");
   cmd->add_option("--seed", an.seed, "Seed of the sampled single critical path")
       ->capture_default_str();
   cmd->add_flag("--per-window", an.per_window, "Table: also print every window's table");

@@ -16,6 +16,7 @@ CommandRunner add_convert_command(CLI::App& app);
 CommandRunner add_bench_command(CLI::App& app);
 CommandRunner add_simulate_command(CLI::App& app);
 CommandRunner add_scale_command(CLI::App& app);
+CommandRunner add_critical_path_command(CLI::App& app);
 CommandRunner add_serve_command(CLI::App& app);
 CommandRunner add_send_command(CLI::App& app);
 CommandRunner add_report_command(CLI::App& app);

@@ -16,6 +16,7 @@ CommandRunner add_convert_command(CLI::App& app) {
     int level = 3;
     std::string importer = "auto";
     std::string spark_delay_split = "1:2";
+    std::string map_file;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
@@ -31,6 +32,9 @@ CommandRunner add_convert_command(CLI::App& app) {
   cmd->add_option("--spark-delay-split", args->spark_delay_split,
                   "Spark: share of each task's scheduler delay on its launch:result messages")
       ->capture_default_str();
+  cmd->add_option("--map", args->map_file,
+                  "chrome/otlp/jaeger: TOML rules mapping names to activity types "
+                  "(docs/IMPORTERS.md)");
   cmd->add_flag("--compress,-z", args->compress, "zstd-compress .snail event blocks");
   cmd->add_option("--level", args->level, "zstd level (1-19)")
       ->check(CLI::Range(1, 19))
@@ -39,6 +43,7 @@ CommandRunner add_convert_command(CLI::App& app) {
     if (!*cmd) return -1;
     importers::ImportOptions import_options;
     import_options.spark_delay_split = args->spark_delay_split;
+    import_options.map_file = args->map_file;
     Trace t = importers::import_trace(args->in, args->importer, import_options);
     SnailWriteOptions o;
     o.compress = args->compress;

@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "importers/chrome/chrome_importer.hpp"
+#include "importers/otel/otel_importer.hpp"
 #include "importers/msgpack/msgpack_importer.hpp"
 #include "importers/spark/spark_importer.hpp"
 #include "trace/trace_io.hpp"
@@ -91,6 +93,10 @@ const std::vector<Importer>& all_importers() {
       {"spark", "Spark event log (JSON lines, plain or zstd)", spark::sniff, spark::import},
       {"snailtrail-msgpack", "original SnailTrail MessagePack log", msgpack_log::sniff,
        msgpack_log::import},
+      {"chrome", "Chrome Trace Event Format JSON (TensorFlow, PyTorch, Perfetto)", sniff_chrome,
+       read_chrome},
+      {"otlp", "OpenTelemetry OTLP/JSON spans (resourceSpans)", sniff_otlp, read_otlp},
+      {"jaeger", "Jaeger JSON spans (query API /api/traces)", sniff_jaeger, read_jaeger},
   };
   return importers;
 }

@@ -1,0 +1,526 @@
+// Chrome Trace Event Format importer (chrome_importer.hpp, docs/IMPORTERS.md).
+#include "importers/chrome/chrome_importer.hpp"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include "importers/chrome/json_util.hpp"
+#include "importers/chrome/slices.hpp"
+
+namespace snailtrail::importers {
+namespace {
+
+namespace dom = simdjson::dom;
+constexpr uint32_t kNone32 = UINT32_MAX;
+
+// What a slice carries besides its interval: flow bindings and TensorFlow dependencies.
+struct SliceInfo {
+  uint32_t bind = kNone32;  // bind_id flow key
+  bool flow_in = false, flow_out = false;
+  uint32_t tf_node = kNone32;                 // args.name: the TensorFlow node this op executed
+  uint32_t inputs_begin = 0, inputs_end = 0;  // range of tf_inputs_
+};
+
+struct BeginEnd {
+  int64_t ts;
+  uint32_t group, name, cat, index;
+  bool begin;
+  SliceInfo info;
+};
+
+struct FlowPoint {
+  uint32_t key;
+  int64_t ts;
+  uint32_t group;
+  uint8_t phase;    // 0 s, 1 t, 2 f
+  bool next_slice;  // "bp": "e": binds to the next slice starting at or after ts
+  uint32_t index;
+};
+
+struct Counts {
+  uint64_t unmatched_ends = 0, unclosed_begins = 0, negative_durations = 0,
+           complete_without_dur = 0, flow_without_id = 0, flow_without_start = 0,
+           flow_without_end = 0, inputs_without_producer = 0, ignored_events = 0;
+};
+
+std::string_view skip_space(std::string_view s) {
+  while (!s.empty() &&
+         (s.front() == ' ' || s.front() == '\t' || s.front() == '\r' || s.front() == '\n' ||
+          s.front() == '\xEF' || s.front() == '\xBB' || s.front() == '\xBF'))
+    s.remove_prefix(1);
+  return s;
+}
+
+// "node:1" and "^node" both name the node "node"; '^' marks a control dependency.
+std::string_view tf_node_of(std::string_view input, bool& control) {
+  control = !input.empty() && input.front() == '^';
+  if (control) input.remove_prefix(1);
+  const size_t colon = input.rfind(':');
+  if (colon != std::string_view::npos && colon + 1 < input.size() &&
+      std::all_of(input.begin() + colon + 1, input.end(),
+                  [](char c) { return c >= '0' && c <= '9'; }))
+    input = input.substr(0, colon);
+  return input;
+}
+
+class ChromeReader {
+ public:
+  ChromeReader(const std::string& source, const ActivityMap& map) : source_(source), map_(map) {}
+
+  Trace run(std::string_view text) {
+    dom::parser parser;
+    dom::element root;
+    simdjson::padded_string padded(text);
+    simdjson::error_code err = parser.parse(padded).get(root);
+    if (err) {
+      // The JSON Array Format may omit the closing bracket (a trace cut while recording).
+      std::string_view s = skip_space(text);
+      if (!s.starts_with("[")) json::throw_syntax_error(source_, text, err);
+      while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' ||
+                            s.back() == '\t' || s.back() == ','))
+        s.remove_suffix(1);
+      std::string closed(s);
+      closed += ']';
+      padded = simdjson::padded_string(closed);
+      if (parser.parse(padded).get(root)) json::throw_syntax_error(source_, text, err);
+    }
+    dom::array events;
+    if (root.type() == dom::element_type::ARRAY) {
+      events = dom::array(root);
+    } else if (root.type() == dom::element_type::OBJECT) {
+      dom::element te;
+      if (dom::object(root).at_key("traceEvents").get(te) || te.type() != dom::element_type::ARRAY)
+        throw TraceError(source_, "top level", "an object without a \"traceEvents\" array");
+      events = dom::array(te);
+    } else {
+      throw TraceError(source_, "top level", "neither an array of events nor an object");
+    }
+    size_t index = 0;
+    for (dom::element ev : events) {
+      if (ev.type() != dom::element_type::OBJECT) fail(index, "an event must be an object");
+      event(dom::object(ev), index++);
+    }
+    return build();
+  }
+
+ private:
+  [[noreturn]] void fail(size_t index, const std::string& what) const {
+    throw TraceError(source_, "traceEvents[" + std::to_string(index) + "]", what);
+  }
+
+  std::string_view string_field(dom::element v, size_t index, const char* key) const {
+    if (v.type() != dom::element_type::STRING)
+      fail(index, std::string("\"") + key + "\" must be a string");
+    return std::string_view(v);
+  }
+
+  void event(dom::object obj, size_t index) {
+    std::string_view ph, name, cat, bp;
+    dom::element ts, dur, pid, tid, id, id2, bind, args;
+    bool has_ts = false, has_dur = false, has_id = false, has_id2 = false, has_bind = false,
+         has_args = false, flow_in = false, flow_out = false;
+    pid_.assign("0");
+    tid_.assign("0");
+    for (auto [key, value] : obj) {
+      if (key == "ph") {
+        ph = string_field(value, index, "ph");
+      } else if (key == "name") {
+        name = string_field(value, index, "name");
+      } else if (key == "cat") {
+        cat = string_field(value, index, "cat");
+      } else if (key == "ts") {
+        ts = value, has_ts = true;
+      } else if (key == "dur") {
+        dur = value, has_dur = true;
+      } else if (key == "pid") {
+        if (!json::scalar_text(value, pid_)) fail(index, "\"pid\" must be a number or string");
+      } else if (key == "tid") {
+        if (!json::scalar_text(value, tid_)) fail(index, "\"tid\" must be a number or string");
+      } else if (key == "id") {
+        id = value, has_id = true;
+      } else if (key == "id2") {
+        id2 = value, has_id2 = true;
+      } else if (key == "bind_id") {
+        bind = value, has_bind = true;
+      } else if (key == "flow_in") {
+        flow_in = value.type() == dom::element_type::BOOL && bool(value);
+      } else if (key == "flow_out") {
+        flow_out = value.type() == dom::element_type::BOOL && bool(value);
+      } else if (key == "bp") {
+        if (value.type() == dom::element_type::STRING) bp = std::string_view(value);
+      } else if (key == "args") {
+        args = value, has_args = true;
+      }
+    }
+    if (ph.empty()) fail(index, "missing \"ph\" (event phase)");
+    key_.assign(pid_).push_back('\x1f');
+    key_ += tid_;
+    if (ph == "M") return metadata(name, has_args ? args : dom::element(), has_args);
+    const bool slice_begin = ph == "X" || ph == "B";
+    if (!(slice_begin || ph == "E" || ph == "s" || ph == "t" || ph == "f")) {
+      ++counts_.ignored_events;
+      return;
+    }
+    if (!has_ts) fail(index, "missing \"ts\"");
+    int64_t t = 0;
+    if (!json::number_to_ns(ts, 1000, t))
+      fail(index, "\"ts\" must be a number of microseconds in range");
+    const uint32_t group = group_id();
+    if (ph == "s" || ph == "t" || ph == "f") {
+      std::string text;
+      if (has_id2 && id2.type() == dom::element_type::OBJECT) {
+        dom::element v;
+        if (!dom::object(id2).at_key("global").get(v) && json::scalar_text(v, text)) {
+          text.insert(0, "g:");
+        } else if (!dom::object(id2).at_key("local").get(v) && json::scalar_text(v, text)) {
+          text.insert(0, "l:" + pid_ + ":");
+        } else {
+          text.clear();
+        }
+      } else if (has_id && json::scalar_text(id, text)) {
+        text.insert(0, "i:");
+      }
+      if (text.empty()) {
+        ++counts_.flow_without_id;
+        return;
+      }
+      text.insert(0, std::string(cat) + '\x1f');
+      flows_.push_back({flow_keys_.id(text), t, group,
+                        static_cast<uint8_t>(ph == "s"   ? 0
+                                             : ph == "t" ? 1
+                                                         : 2),
+                        ph != "s" && bp == "e", static_cast<uint32_t>(index)});
+      return;
+    }
+    SliceInfo info;
+    if (slice_begin) {
+      if (has_bind && (flow_in || flow_out)) {
+        std::string text;
+        if (json::scalar_text(bind, text)) {
+          info.bind = bind_keys_.id(text);
+          info.flow_in = flow_in;
+          info.flow_out = flow_out;
+        }
+      }
+      if (has_args && args.type() == dom::element_type::OBJECT) tf_args(dom::object(args), info);
+    }
+    if (ph == "E") {
+      be_.push_back({t, group, 0, 0, static_cast<uint32_t>(index), false, info});
+      return;
+    }
+    const uint32_t name_id = names_.id(name);
+    const uint32_t cat_id = cats_.id(cat);
+    if (ph == "X") {
+      if (!has_dur) {
+        ++counts_.complete_without_dur;
+        return;
+      }
+      int64_t d = 0;
+      if (!json::number_to_ns(dur, 1000, d))
+        fail(index, "\"dur\" must be a number of microseconds in range");
+      if (d < 0) {
+        ++counts_.negative_durations;
+        return;
+      }
+      int64_t end = 0;
+      if (__builtin_add_overflow(t, d, &end)) fail(index, "\"ts\" + \"dur\" is out of range");
+      add_slice(t, end, group, name_id, cat_id, info);
+    } else {
+      be_.push_back({t, group, name_id, cat_id, static_cast<uint32_t>(index), true, info});
+    }
+  }
+
+  void tf_args(dom::object args, SliceInfo& info) {
+    info.inputs_begin = static_cast<uint32_t>(tf_inputs_.size());
+    for (auto [key, value] : args) {
+      if (value.type() != dom::element_type::STRING) continue;
+      if (key == "name") {
+        info.tf_node = tf_nodes_.id(std::string_view(value));
+      } else if (key.starts_with("input") && key.size() > 5 &&
+                 std::all_of(key.begin() + 5, key.end(),
+                             [](char c) { return c >= '0' && c <= '9'; })) {
+        bool control = false;
+        const std::string_view node = tf_node_of(std::string_view(value), control);
+        tf_inputs_.push_back(tf_nodes_.id(node) << 1 | (control ? 1u : 0u));
+      }
+    }
+    info.inputs_end = static_cast<uint32_t>(tf_inputs_.size());
+  }
+
+  void metadata(std::string_view name, dom::element args, bool has_args) {
+    if (!has_args || args.type() != dom::element_type::OBJECT) return;
+    dom::element v;
+    if (dom::object(args).at_key("name").get(v) || v.type() != dom::element_type::STRING) return;
+    if (name == "process_name") process_names_[pid_] = std::string(std::string_view(v));
+    if (name == "thread_name") thread_names_[key_] = std::string(std::string_view(v));
+  }
+
+  uint32_t group_id() {
+    const uint32_t before = static_cast<uint32_t>(groups_.names.size());
+    const uint32_t g = groups_.id(key_);
+    if (g == before) {
+      group_pid_.push_back(pid_);
+      group_tid_.push_back(tid_);
+    }
+    return g;
+  }
+
+  void add_slice(int64_t start, int64_t end, uint32_t group, uint32_t name, uint32_t cat,
+                 const SliceInfo& info) {
+    Slice s;
+    s.start = start;
+    s.end = end;
+    s.group = group;
+    s.op = name;
+    s.type = activity(name, cat);
+    slices_.push_back(s);
+    infos_.push_back(info);
+  }
+
+  ActivityType activity(uint32_t name, uint32_t cat) {
+    const uint64_t key = uint64_t(name) << 32 | cat;
+    auto it = activity_cache_.find(key);
+    if (it != activity_cache_.end()) return it->second;
+    const std::string& n = names_.names[name];
+    const ActivityType t =
+        map_.match(n, cats_.names[cat], "", "").value_or(default_chrome_activity(n));
+    activity_cache_.emplace(key, t);
+    return t;
+  }
+
+  void match_begin_end() {
+    std::stable_sort(be_.begin(), be_.end(), [](const BeginEnd& a, const BeginEnd& b) {
+      return a.group != b.group ? a.group < b.group : a.ts < b.ts;
+    });
+    std::vector<size_t> open;
+    for (size_t i = 0; i < be_.size(); ++i) {
+      if (i > 0 && be_[i].group != be_[i - 1].group) {
+        counts_.unclosed_begins += open.size();
+        open.clear();
+      }
+      const BeginEnd& e = be_[i];
+      if (e.begin) {
+        open.push_back(i);
+      } else if (open.empty()) {
+        ++counts_.unmatched_ends;
+      } else {
+        const BeginEnd& b = be_[open.back()];
+        open.pop_back();
+        add_slice(b.ts, e.ts, b.group, b.name, b.cat, b.info);
+      }
+    }
+    counts_.unclosed_begins += open.size();
+  }
+
+  // s -> t -> ... -> f chains with one id become messages between consecutive points.
+  void flow_messages(Lanes& lanes, EventSink& sink) {
+    std::sort(flows_.begin(), flows_.end(), [](const FlowPoint& a, const FlowPoint& b) {
+      if (a.key != b.key) return a.key < b.key;
+      if (a.ts != b.ts) return a.ts < b.ts;
+      if (a.phase != b.phase) return a.phase < b.phase;
+      return a.index < b.index;
+    });
+    bool open = false, continued = false;
+    uint32_t open_worker = 0;
+    int64_t open_ts = 0;
+    for (size_t i = 0; i < flows_.size(); ++i) {
+      const FlowPoint& p = flows_[i];
+      if (i > 0 && p.key != flows_[i - 1].key) {
+        if (open && !continued) ++counts_.flow_without_end;
+        open = false;
+      }
+      const uint32_t worker = lanes.first_lane(p.group);
+      int64_t ts = p.ts;
+      if (p.next_slice) {
+        const std::vector<uint32_t>& on_lane = lanes.slices[worker];
+        auto it = std::lower_bound(on_lane.begin(), on_lane.end(), ts,
+                                   [&](uint32_t s, int64_t t) { return slices_[s].start < t; });
+        if (it != on_lane.end()) ts = slices_[*it].start;
+      }
+      if (p.phase == 0) {
+        if (open && !continued) ++counts_.flow_without_end;
+        open = true, continued = false;
+      } else {
+        if (open) {
+          sink.add_message(open_worker, open_ts, worker, ts);
+        } else {
+          ++counts_.flow_without_start;
+        }
+        open = p.phase == 1;
+        continued = true;
+      }
+      open_worker = worker, open_ts = ts;
+    }
+    if (open && !continued) ++counts_.flow_without_end;
+  }
+
+  // bind_id flows: a flow_out slice sends to the next flow_in slice with the same id.
+  void bind_messages(const Lanes& lanes, EventSink& sink) {
+    struct Point {
+      uint32_t key;
+      int64_t ts;
+      uint8_t order;  // 0 out, 1 in, 2 out of a slice that also has an in
+      uint32_t slice;
+    };
+    std::vector<Point> points;
+    for (uint32_t i = 0; i < slices_.size(); ++i) {
+      const SliceInfo& in = infos_[i];
+      if (in.bind == kNone32) continue;
+      if (in.flow_in) points.push_back({in.bind, slices_[i].start, 1, i});
+      if (in.flow_out)
+        points.push_back({in.bind, slices_[i].start, uint8_t(in.flow_in ? 2 : 0), i});
+    }
+    std::sort(points.begin(), points.end(), [](const Point& a, const Point& b) {
+      if (a.key != b.key) return a.key < b.key;
+      if (a.ts != b.ts) return a.ts < b.ts;
+      if (a.order != b.order) return a.order < b.order;
+      return a.slice < b.slice;
+    });
+    uint32_t open = kNone32;
+    for (size_t i = 0; i < points.size(); ++i) {
+      const Point& p = points[i];
+      if (i > 0 && p.key != points[i - 1].key) {
+        if (open != kNone32) ++counts_.flow_without_end;
+        open = kNone32;
+      }
+      if (p.order != 1) {
+        if (open != kNone32) ++counts_.flow_without_end;
+        open = p.slice;
+        continue;
+      }
+      if (open == kNone32) {
+        ++counts_.flow_without_start;
+        continue;
+      }
+      // The source may still run when the destination starts: the message leaves then.
+      const Slice& src = slices_[open];
+      const Slice& dst = slices_[p.slice];
+      sink.add_message(lanes.lane_of[open], std::min(src.end, dst.start), lanes.lane_of[p.slice],
+                       dst.start);
+      open = kNone32;
+    }
+    if (open != kNone32) ++counts_.flow_without_end;
+  }
+
+  // TensorFlow: an op's inputs were produced by the latest execution of the input node
+  // that ended before the op started; on another worker that is a message from the
+  // producer's end to the consumer's start (thesis §3.4).
+  void input_messages(const Lanes& lanes, EventSink& sink) {
+    std::vector<std::vector<uint32_t>> producers(tf_nodes_.names.size());
+    bool any_inputs = false;
+    for (uint32_t i = 0; i < slices_.size(); ++i) {
+      if (infos_[i].tf_node != kNone32) producers[infos_[i].tf_node].push_back(i);
+      any_inputs |= infos_[i].inputs_end > infos_[i].inputs_begin;
+    }
+    if (!any_inputs) return;
+    for (auto& p : producers)
+      std::sort(p.begin(), p.end(), [&](uint32_t a, uint32_t b) {
+        return slices_[a].end != slices_[b].end ? slices_[a].end < slices_[b].end : a < b;
+      });
+    for (uint32_t c = 0; c < slices_.size(); ++c) {
+      for (uint32_t k = infos_[c].inputs_begin; k < infos_[c].inputs_end; ++k) {
+        const std::vector<uint32_t>& p = producers[tf_inputs_[k] >> 1];
+        auto it = std::upper_bound(p.begin(), p.end(), slices_[c].start,
+                                   [&](int64_t t, uint32_t s) { return t < slices_[s].end; });
+        if (it == p.begin()) {
+          ++counts_.inputs_without_producer;
+          continue;
+        }
+        const uint32_t prod = *(it - 1);
+        if (lanes.lane_of[prod] == lanes.lane_of[c]) continue;  // same worker: program order
+        sink.add_message(
+            lanes.lane_of[prod], slices_[prod].end, lanes.lane_of[c], slices_[c].start,
+            (tf_inputs_[k] & 1) ? ActivityType::control_message : ActivityType::data_message);
+      }
+    }
+  }
+
+  Trace build() {
+    match_begin_end();
+    Lanes lanes = assign_lanes(slices_, static_cast<uint32_t>(groups_.names.size()), false);
+    EventSink sink;
+    sink.add_timelines(slices_, lanes, nullptr);
+    const bool has_flows =
+        !flows_.empty() || std::any_of(infos_.begin(), infos_.end(),
+                                       [](const SliceInfo& i) { return i.bind != kNone32; });
+    flow_messages(lanes, sink);
+    bind_messages(lanes, sink);
+    // Explicit flows already carry the dependencies: inferring them again would double them.
+    if (!has_flows) input_messages(lanes, sink);
+
+    Trace trace;
+    trace.source = source_;
+    sink.finish(trace);
+    for (uint32_t lane = 0; lane < lanes.group_of.size(); ++lane) {
+      const uint32_t g = lanes.group_of[lane];
+      auto p = process_names_.find(group_pid_[g]);
+      auto t = thread_names_.find(groups_.names[g]);
+      std::string name = (p != process_names_.end() ? p->second : "pid " + group_pid_[g]) + "/" +
+                         (t != thread_names_.end() ? t->second : "tid " + group_tid_[g]);
+      if (lanes.index_in_group[lane] > 0)
+        name += " (lane " + std::to_string(lanes.index_in_group[lane]) + ")";
+      trace.worker_names[lane] = std::move(name);
+    }
+    for (const Slice& s : slices_) trace.operator_names.emplace(s.op, names_.names[s.op]);
+    auto diag = [&](const char* key, uint64_t n) {
+      if (n) trace.import_diagnostics.emplace_back(std::string("chrome.") + key, n);
+    };
+    diag("overlapping_slices_moved", lanes.moved);
+    diag("unmatched_ends", counts_.unmatched_ends);
+    diag("unclosed_begins", counts_.unclosed_begins);
+    diag("negative_durations", counts_.negative_durations);
+    diag("complete_without_dur", counts_.complete_without_dur);
+    diag("flows_without_id", counts_.flow_without_id);
+    diag("flows_without_start", counts_.flow_without_start);
+    diag("flows_without_end", counts_.flow_without_end);
+    diag("inputs_without_producer", counts_.inputs_without_producer);
+    diag("ignored_events", counts_.ignored_events);
+    return trace;
+  }
+
+  const std::string& source_;
+  const ActivityMap& map_;
+  std::string pid_, tid_, key_;
+  json::Interner groups_, names_, cats_, flow_keys_, bind_keys_, tf_nodes_;
+  std::vector<std::string> group_pid_, group_tid_;
+  std::unordered_map<std::string, std::string> process_names_, thread_names_;
+  std::unordered_map<uint64_t, ActivityType> activity_cache_;
+  std::vector<Slice> slices_;
+  std::vector<SliceInfo> infos_;
+  std::vector<BeginEnd> be_;
+  std::vector<FlowPoint> flows_;
+  std::vector<uint32_t> tf_inputs_;  // node id << 1 | control
+  Counts counts_;
+};
+
+bool has_extension(std::string_view path, std::string_view ext) {
+  if (path.size() < ext.size()) return false;
+  return std::equal(ext.begin(), ext.end(), path.end() - ext.size(), [](char a, char b) {
+    return a == std::tolower(static_cast<unsigned char>(b));
+  });
+}
+
+}  // namespace
+
+Trace parse_chrome(std::string_view text, const std::string& source, const ActivityMap& map) {
+  return ChromeReader(source, map).run(text);
+}
+
+int sniff_chrome(std::string_view path, std::string_view head) {
+  const std::string_view s = skip_space(head);
+  if (s.starts_with("{") && s.find("\"traceEvents\"") != std::string_view::npos) return 90;
+  if (s.starts_with("[") && s.find("\"ph\"") != std::string_view::npos) return 80;
+  if (s.starts_with("[") && has_extension(path, ".json")) return 10;
+  return 0;
+}
+
+Trace read_chrome(const std::string& path, const ImportOptions& options) {
+  const ActivityMap map = load_activity_map(options.map_file);
+  const std::string bytes = read_file_bytes(path);
+  return parse_chrome(bytes, path == "-" ? "<stdin>" : path, map);
+}
+
+}  // namespace snailtrail::importers

@@ -1,0 +1,426 @@
+// OTLP/JSON and Jaeger JSON parsers (otel_importer.hpp).
+#include "importers/otel/otel_importer.hpp"
+
+#include <simdjson.h>
+
+#include <algorithm>
+
+namespace snailtrail::importers {
+namespace {
+
+namespace dom = simdjson::dom;
+
+std::string_view skip_space(std::string_view s) {
+  while (!s.empty() &&
+         (s.front() == ' ' || s.front() == '\t' || s.front() == '\r' || s.front() == '\n' ||
+          s.front() == '\xEF' || s.front() == '\xBB' || s.front() == '\xBF'))
+    s.remove_prefix(1);
+  return s;
+}
+
+// Optional member of the given type; absent and null are "not there", another type is
+// an error reported by the caller.
+bool member(dom::object o, std::string_view key, dom::element& out) {
+  if (o.at_key(key).get(out)) return false;
+  return out.type() != dom::element_type::NULL_VALUE;
+}
+
+class SpanReader {
+ public:
+  SpanReader(const std::string& source, const char* format) {
+    set_.source = source;
+    set_.format = format;
+  }
+
+  [[noreturn]] void fail(const std::string& where, const std::string& what) const {
+    throw TraceError(set_.source, where, what);
+  }
+
+  // An absent optional array is empty (a default dom::array is not iterable: no tape).
+  std::vector<dom::element> array_of(dom::object o, std::string_view key, const std::string& where,
+                                     bool required) {
+    dom::element e;
+    if (!member(o, key, e)) {
+      if (required) fail(where, "missing \"" + std::string(key) + "\"");
+      return {};
+    }
+    if (e.type() != dom::element_type::ARRAY)
+      fail(where, "\"" + std::string(key) + "\" must be an array");
+    std::vector<dom::element> items;
+    for (dom::element x : dom::array(e)) items.push_back(x);
+    return items;
+  }
+  dom::object object_at(dom::element e, const std::string& where) {
+    if (e.type() != dom::element_type::OBJECT) fail(where, "must be an object");
+    return dom::object(e);
+  }
+  std::string_view string_of(dom::object o, std::string_view key, const std::string& where,
+                             bool required) {
+    dom::element e;
+    if (!member(o, key, e)) {
+      if (required) fail(where, "missing \"" + std::string(key) + "\"");
+      return {};
+    }
+    if (e.type() != dom::element_type::STRING)
+      fail(where, "\"" + std::string(key) + "\" must be a string");
+    return std::string_view(e);
+  }
+  uint32_t intern(std::string_view s) { return set_.strings.id(s); }
+
+  // Adds a span whose refs were appended since refs_begin; negative durations are clamped.
+  void add(Span s, uint32_t refs_begin) {
+    s.refs_begin = refs_begin;
+    s.refs_end = static_cast<uint32_t>(set_.refs.size());
+    if (s.end < s.start) {
+      s.end = s.start;
+      ++negative_;
+    }
+    set_.spans.push_back(s);
+  }
+
+  SpanSet finish() {
+    set_.count("negative_durations", negative_);
+    resolve_spans(set_);
+    return std::move(set_);
+  }
+
+  SpanSet set_;
+  uint64_t negative_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------
+// OTLP
+
+SpanKind otlp_kind(dom::element e) {
+  if (e.type() == dom::element_type::INT64) {
+    const int64_t k = int64_t(e);
+    return k >= 1 && k <= 5 ? static_cast<SpanKind>(k) : SpanKind::unspecified;
+  }
+  if (e.type() != dom::element_type::STRING) return SpanKind::unspecified;
+  const std::string_view s = std::string_view(e);
+  if (s == "SPAN_KIND_INTERNAL") return SpanKind::internal;
+  if (s == "SPAN_KIND_SERVER") return SpanKind::server;
+  if (s == "SPAN_KIND_CLIENT") return SpanKind::client;
+  if (s == "SPAN_KIND_PRODUCER") return SpanKind::producer;
+  if (s == "SPAN_KIND_CONSUMER") return SpanKind::consumer;
+  return SpanKind::unspecified;
+}
+
+// Value of an OTLP AnyValue as text (string, int, double, bool); false otherwise.
+bool any_value_text(dom::element v, std::string& out) {
+  if (v.type() != dom::element_type::OBJECT) return false;
+  dom::element x;
+  for (const char* k : {"stringValue", "intValue", "doubleValue", "boolValue"})
+    if (member(dom::object(v), k, x)) {
+      if (x.type() == dom::element_type::BOOL) {
+        out = bool(x) ? "true" : "false";
+        return true;
+      }
+      return json::scalar_text(x, out);
+    }
+  return false;
+}
+
+// Looks up `keys` in an OTLP attribute list; the first key present wins.
+bool attribute(dom::element attrs, std::initializer_list<std::string_view> keys, std::string& out) {
+  if (attrs.type() != dom::element_type::ARRAY) return false;
+  for (std::string_view want : keys)
+    for (dom::element kv : dom::array(attrs)) {
+      if (kv.type() != dom::element_type::OBJECT) continue;
+      dom::element k, v;
+      if (!member(dom::object(kv), "key", k) || k.type() != dom::element_type::STRING ||
+          std::string_view(k) != want || !member(dom::object(kv), "value", v))
+        continue;
+      if (any_value_text(v, out)) return true;
+    }
+  return false;
+}
+
+class OtlpReader : public SpanReader {
+ public:
+  using SpanReader::SpanReader;
+
+  void document(dom::element root, const std::string& at) {
+    dom::object top = object_at(root, at.empty() ? "top level" : at);
+    const auto rss = array_of(top, "resourceSpans", at.empty() ? "top level" : at, true);
+    size_t i = 0;
+    for (dom::element rs_el : rss) {
+      const std::string where = at + "resourceSpans[" + std::to_string(i++) + "]";
+      dom::object rs = object_at(rs_el, where);
+      std::string service = "unknown_service";
+      dom::element resource, attrs;
+      if (member(rs, "resource", resource) && resource.type() == dom::element_type::OBJECT &&
+          member(dom::object(resource), "attributes", attrs))
+        attribute(attrs, {"service.name"}, service);
+      const uint32_t service_id = intern(service);
+      // "instrumentationLibrarySpans" is the pre-1.0 name of "scopeSpans".
+      dom::element scopes_el;
+      const char* scopes_key =
+          member(rs, "scopeSpans", scopes_el) ? "scopeSpans" : "instrumentationLibrarySpans";
+      const auto scopes = array_of(rs, scopes_key, where, false);
+      size_t j = 0;
+      for (dom::element sc_el : scopes) {
+        const std::string swhere = where + "." + scopes_key + "[" + std::to_string(j++) + "]";
+        const auto spans = array_of(object_at(sc_el, swhere), "spans", swhere, false);
+        size_t k = 0;
+        for (dom::element sp : spans)
+          span(sp, service_id, swhere + ".spans[" + std::to_string(k++) + "]");
+      }
+    }
+  }
+
+  void span(dom::element el, uint32_t service, const std::string& where) {
+    dom::object o = object_at(el, where);
+    Span s;
+    s.service = service;
+    const std::string_view trace = string_of(o, "traceId", where, true);
+    const std::string_view id = string_of(o, "spanId", where, true);
+    if (trace.empty() || id.empty()) fail(where, "empty \"traceId\" or \"spanId\"");
+    s.trace = intern(trace);
+    s.id = intern(id);
+    s.operation = intern(string_of(o, "name", where, false));
+    dom::element e;
+    if (member(o, "kind", e)) s.kind = otlp_kind(e);
+    for (auto [key, out] :
+         {std::pair{"startTimeUnixNano", &s.start}, {"endTimeUnixNano", &s.end}}) {
+      if (!member(o, key, e)) fail(where, std::string("missing \"") + key + "\"");
+      if (!json::integer_or_string(e, *out) || *out < 0)
+        fail(where, std::string("\"") + key +
+                        "\" must be a non-negative integer (or a decimal string) of ns");
+    }
+    std::string thread;
+    if (member(o, "attributes", e) && attribute(e, {"thread.name", "thread.id"}, thread))
+      s.thread = intern(thread);
+    const uint32_t refs_begin = static_cast<uint32_t>(set_.refs.size());
+    const std::string_view parent = string_of(o, "parentSpanId", where, false);
+    if (!parent.empty()) set_.refs.push_back({s.trace, intern(parent), true});
+    const auto links = array_of(o, "links", where, false);
+    size_t n = 0;
+    for (dom::element l : links) {
+      const std::string lwhere = where + ".links[" + std::to_string(n++) + "]";
+      dom::object lo = object_at(l, lwhere);
+      const std::string_view lt = string_of(lo, "traceId", lwhere, false);
+      const std::string_view ls = string_of(lo, "spanId", lwhere, true);
+      set_.refs.push_back({lt.empty() ? s.trace : intern(lt), intern(ls), false});
+    }
+    add(s, refs_begin);
+  }
+};
+
+// ---------------------------------------------------------------------------------------
+// Jaeger
+
+SpanKind jaeger_kind(std::string_view s) {
+  if (s == "server") return SpanKind::server;
+  if (s == "client") return SpanKind::client;
+  if (s == "producer") return SpanKind::producer;
+  if (s == "consumer") return SpanKind::consumer;
+  if (s == "internal") return SpanKind::internal;
+  return SpanKind::unspecified;
+}
+
+class JaegerReader : public SpanReader {
+ public:
+  using SpanReader::SpanReader;
+
+  void trace(dom::element el, const std::string& where) {
+    dom::object t = object_at(el, where);
+    // processID -> service name, from this trace's "processes" map.
+    processes_.clear();
+    dom::element procs;
+    if (member(t, "processes", procs)) {
+      if (procs.type() != dom::element_type::OBJECT) fail(where, "\"processes\" must be an object");
+      for (auto [pid, proc] : dom::object(procs)) {
+        if (proc.type() != dom::element_type::OBJECT) continue;
+        const std::string_view name = string_of(dom::object(proc), "serviceName",
+                                                where + ".processes." + std::string(pid), false);
+        processes_.emplace_back(std::string(pid), intern(name.empty() ? "unknown_service" : name));
+      }
+    }
+    const auto spans = array_of(t, "spans", where, true);
+    size_t k = 0;
+    for (dom::element sp : spans) span(sp, where + ".spans[" + std::to_string(k++) + "]");
+  }
+
+  void span(dom::element el, const std::string& where) {
+    dom::object o = object_at(el, where);
+    Span s;
+    const std::string_view trace = string_of(o, "traceID", where, true);
+    const std::string_view id = string_of(o, "spanID", where, true);
+    if (trace.empty() || id.empty()) fail(where, "empty \"traceID\" or \"spanID\"");
+    s.trace = intern(trace);
+    s.id = intern(id);
+    s.operation = intern(string_of(o, "operationName", where, false));
+    dom::element e;
+    int64_t duration = 0;
+    if (!member(o, "startTime", e) || !json::number_to_ns(e, 1000, s.start))
+      fail(where, "\"startTime\" must be a number of microseconds in range");
+    if (!member(o, "duration", e) || !json::number_to_ns(e, 1000, duration))
+      fail(where, "\"duration\" must be a number of microseconds in range");
+    if (__builtin_add_overflow(s.start, duration, &s.end))
+      fail(where, "\"startTime\" + \"duration\" is out of range");
+    // Service: processID in the trace's processes, or an embedded "process".
+    s.service = kNoSpan;
+    const std::string_view pid = string_of(o, "processID", where, false);
+    for (const auto& [p, service] : processes_)
+      if (p == pid) s.service = service;
+    dom::element proc;
+    if (s.service == kNoSpan && member(o, "process", proc) &&
+        proc.type() == dom::element_type::OBJECT) {
+      const std::string_view name = string_of(dom::object(proc), "serviceName", where, false);
+      if (!name.empty()) s.service = intern(name);
+    }
+    if (s.service == kNoSpan) {
+      ++unknown_process_;
+      s.service = intern("unknown_service");
+    }
+    dom::element tags;
+    if (member(o, "tags", tags) && tags.type() == dom::element_type::ARRAY) {
+      std::string thread_name, thread_id;
+      for (dom::element tag : dom::array(tags)) {
+        if (tag.type() != dom::element_type::OBJECT) continue;
+        dom::element k, v;
+        if (!member(dom::object(tag), "key", k) || k.type() != dom::element_type::STRING ||
+            !member(dom::object(tag), "value", v))
+          continue;
+        const std::string_view key = std::string_view(k);
+        std::string text;
+        if (!json::scalar_text(v, text)) continue;
+        if (key == "span.kind") s.kind = jaeger_kind(text);
+        if (key == "thread.name") thread_name = text;
+        if (key == "thread.id") thread_id = text;
+      }
+      if (!thread_name.empty() || !thread_id.empty())
+        s.thread = intern(thread_name.empty() ? thread_id : thread_name);
+    }
+    const uint32_t refs_begin = static_cast<uint32_t>(set_.refs.size());
+    const auto refs = array_of(o, "references", where, false);
+    size_t n = 0;
+    for (dom::element r : refs) {
+      const std::string rwhere = where + ".references[" + std::to_string(n++) + "]";
+      dom::object ro = object_at(r, rwhere);
+      const std::string_view type = string_of(ro, "refType", rwhere, false);
+      const std::string_view rt = string_of(ro, "traceID", rwhere, false);
+      const std::string_view rs = string_of(ro, "spanID", rwhere, true);
+      set_.refs.push_back({rt.empty() ? s.trace : intern(rt), intern(rs), type != "FOLLOWS_FROM"});
+    }
+    // Old exports carry the parent as "parentSpanID" instead of a reference.
+    const std::string_view parent = string_of(o, "parentSpanID", where, false);
+    if (refs_begin == set_.refs.size() && !parent.empty() && parent != "0")
+      set_.refs.push_back({s.trace, intern(parent), true});
+    add(s, refs_begin);
+  }
+
+  SpanSet done() {
+    set_.count("spans_without_process", unknown_process_);
+    return finish();
+  }
+
+ private:
+  std::vector<std::pair<std::string, uint32_t>> processes_;
+  uint64_t unknown_process_ = 0;
+};
+
+bool has_extension(std::string_view path, std::string_view ext) {
+  if (path.size() < ext.size()) return false;
+  return std::equal(ext.begin(), ext.end(), path.end() - ext.size(), [](char a, char b) {
+    return a == std::tolower(static_cast<unsigned char>(b));
+  });
+}
+
+}  // namespace
+
+SpanSet parse_otlp(std::string_view text, const std::string& source) {
+  OtlpReader reader(source, "otlp");
+  simdjson::padded_string padded(text);
+  dom::parser parser;
+  dom::document_stream docs;
+  // One batch must hold the largest document: a single request can be the whole file.
+  if (auto err =
+          parser.parse_many(padded, std::max<size_t>(text.size() + 1, size_t(1) << 20)).get(docs))
+    json::throw_syntax_error(source, text, err);
+  size_t n = 0;
+  for (auto it = docs.begin(); it != docs.end(); ++it) {
+    dom::element root;
+    if (auto err = (*it).get(root)) {
+      throw TraceError(
+          source, "byte " + std::to_string(n == 0 ? json::error_offset(text) : it.current_index()),
+          std::string("invalid JSON: ") + simdjson::error_message(err));
+    }
+    reader.document(root, n == 0 ? "" : "document " + std::to_string(n + 1) + ": ");
+    ++n;
+  }
+  if (docs.truncated_bytes() > 0) {
+    // simdjson sets aside what it cannot close as "truncated": locate the fault in it.
+    const size_t start = text.size() - docs.truncated_bytes();
+    throw TraceError(source,
+                     "byte " + std::to_string(start + json::error_offset(text.substr(start))),
+                     "invalid JSON: unterminated or malformed document");
+  }
+  if (n == 0) throw TraceError(source, "byte 0", "no JSON document");
+  return reader.finish();
+}
+
+SpanSet parse_jaeger(std::string_view text, const std::string& source) {
+  JaegerReader reader(source, "jaeger");
+  simdjson::padded_string padded(text);
+  dom::parser parser;
+  dom::element root;
+  if (auto err = parser.parse(padded).get(root)) json::throw_syntax_error(source, text, err);
+  if (root.type() != dom::element_type::OBJECT)
+    throw TraceError(source, "top level", "expected an object with \"data\"");
+  dom::element data;
+  if (member(dom::object(root), "data", data)) {
+    if (data.type() != dom::element_type::ARRAY)
+      throw TraceError(source, "top level", "\"data\" must be an array of traces");
+    size_t i = 0;
+    for (dom::element t : dom::array(data)) reader.trace(t, "data[" + std::to_string(i++) + "]");
+  } else {
+    reader.trace(root, "top level");  // a single trace object
+  }
+  return reader.done();
+}
+
+int sniff_otlp(std::string_view path, std::string_view head) {
+  const std::string_view s = skip_space(head);
+  if (s.starts_with("{") && s.find("\"resourceSpans\"") != std::string_view::npos) return 90;
+  (void)path;
+  return 0;
+}
+
+int sniff_jaeger(std::string_view path, std::string_view head) {
+  const std::string_view s = skip_space(head);
+  if (!s.starts_with("{")) return 0;
+  if (s.find("\"traceID\"") != std::string_view::npos &&
+      (s.find("\"spans\"") != std::string_view::npos ||
+       s.find("\"data\"") != std::string_view::npos))
+    return 85;
+  (void)has_extension(path, ".json");
+  return 0;
+}
+
+Trace read_otlp(const std::string& path, const ImportOptions& options) {
+  const ActivityMap map = load_activity_map(options.map_file);
+  return spans_to_trace(parse_otlp(read_file_bytes(path), path == "-" ? "<stdin>" : path), map);
+}
+
+Trace read_jaeger(const std::string& path, const ImportOptions& options) {
+  const ActivityMap map = load_activity_map(options.map_file);
+  return spans_to_trace(parse_jaeger(read_file_bytes(path), path == "-" ? "<stdin>" : path), map);
+}
+
+SpanSet read_spans(const std::string& path, std::string_view importer) {
+  std::string_view name = importer;
+  if (name == "auto") name = detect_importer(path).name;
+  const std::string source = path == "-" ? "<stdin>" : path;
+  if (name == "otlp") return parse_otlp(read_file_bytes(path), source);
+  if (name == "jaeger") return parse_jaeger(read_file_bytes(path), source);
+  if (!find_importer(name))
+    throw std::invalid_argument("unknown importer \"" + std::string(name) + "\"");
+  throw TraceError(source, "format",
+                   "critical paths need a request trace (otlp or jaeger), but this is read by "
+                   "the " +
+                       std::string(name) + " importer");
+}
+
+}  // namespace snailtrail::importers

@@ -1,0 +1,203 @@
+// Span model -> events (spans.hpp).
+#include "importers/otel/spans.hpp"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "importers/chrome/slices.hpp"
+
+namespace snailtrail::importers {
+
+std::string_view name_of(SpanKind k) {
+  switch (k) {
+    case SpanKind::internal:
+      return "internal";
+    case SpanKind::server:
+      return "server";
+    case SpanKind::client:
+      return "client";
+    case SpanKind::producer:
+      return "producer";
+    case SpanKind::consumer:
+      return "consumer";
+    default:
+      return "";
+  }
+}
+
+void SpanSet::count(const std::string& key, uint64_t n) {
+  if (n == 0) return;
+  const std::string full = format + "." + key;
+  for (auto& [k, v] : diagnostics)
+    if (k == full) {
+      v += n;
+      return;
+    }
+  diagnostics.emplace_back(full, n);
+}
+
+void resolve_spans(SpanSet& set) {
+  std::vector<Span>& spans = set.spans;
+  std::unordered_map<uint64_t, uint32_t> index;
+  index.reserve(spans.size());
+  uint64_t duplicates = 0, orphans = 0, cycles = 0;
+  for (uint32_t i = 0; i < spans.size(); ++i)
+    if (!index.emplace(uint64_t(spans[i].trace) << 32 | spans[i].id, i).second) ++duplicates;
+  set.ref_target.assign(set.refs.size(), kNoSpan);
+  for (uint32_t i = 0; i < spans.size(); ++i) {
+    Span& s = spans[i];
+    s.parent = kNoSpan;
+    bool had_parent_ref = false;
+    for (uint32_t r = s.refs_begin; r < s.refs_end; ++r) {
+      const SpanRef& ref = set.refs[r];
+      auto it = index.find(uint64_t(ref.trace) << 32 | ref.span_id);
+      if (it != index.end() && it->second != i) set.ref_target[r] = it->second;
+      if (ref.child_of && !had_parent_ref) {
+        had_parent_ref = true;
+        // A parent in another trace is a link, not a parent: critical paths are per trace.
+        if (set.ref_target[r] != kNoSpan && spans[set.ref_target[r]].trace == s.trace)
+          s.parent = set.ref_target[r];
+        else if (set.ref_target[r] == kNoSpan)
+          ++orphans;
+      }
+    }
+  }
+  // Depths by walking up parent chains; a chain that comes back to itself is a cycle,
+  // broken at the span where it was found.
+  constexpr uint32_t kUnknown = UINT32_MAX, kOnPath = UINT32_MAX - 1;
+  std::vector<uint32_t> depth(spans.size(), kUnknown), path;
+  for (uint32_t i = 0; i < spans.size(); ++i) {
+    uint32_t x = i;
+    path.clear();
+    while (x != kNoSpan && depth[x] == kUnknown) {
+      depth[x] = kOnPath;
+      path.push_back(x);
+      x = spans[x].parent;
+      if (x != kNoSpan && depth[x] == kOnPath) {
+        spans[path.back()].parent = kNoSpan;
+        ++cycles;
+        x = kNoSpan;
+      }
+    }
+    uint32_t d = x == kNoSpan ? 0 : depth[x] + 1;
+    for (size_t k = path.size(); k-- > 0;) {
+      const uint32_t y = path[k];
+      depth[y] = spans[y].parent == kNoSpan ? 0 : d;
+      d = depth[y] + 1;
+    }
+  }
+  for (uint32_t i = 0; i < spans.size(); ++i) spans[i].depth = depth[i];
+  set.count("duplicate_span_ids", duplicates);
+  set.count("orphan_spans", orphans);
+  set.count("parent_cycles", cycles);
+}
+
+Trace spans_to_trace(const SpanSet& set, const ActivityMap& map) {
+  const std::vector<Span>& spans = set.spans;
+  // Workers: one group per (service, thread); lanes inside a group keep spans disjoint.
+  std::unordered_map<uint64_t, uint32_t> group_index;
+  std::vector<std::pair<uint32_t, uint32_t>> groups;  // (service, thread)
+  json::Interner operators;
+  std::unordered_map<uint64_t, ActivityType> activity_cache;
+  std::vector<Slice> slices(spans.size());
+  for (uint32_t i = 0; i < spans.size(); ++i) {
+    const Span& sp = spans[i];
+    const uint64_t key = uint64_t(sp.service) << 32 | sp.thread;
+    auto [it, fresh] = group_index.emplace(key, static_cast<uint32_t>(groups.size()));
+    if (fresh) groups.emplace_back(sp.service, sp.thread);
+    Slice& s = slices[i];
+    s.start = sp.start;
+    s.end = sp.end;
+    s.group = it->second;
+    s.parent = sp.parent;
+    s.depth = sp.depth;
+    const uint64_t op_key = uint64_t(sp.service) << 32 | sp.operation;
+    auto cached = activity_cache.find(op_key << 3 | uint64_t(sp.kind));
+    if (cached == activity_cache.end()) {
+      const ActivityType t =
+          map.match(set.str(sp.operation), "", set.str(sp.service), name_of(sp.kind))
+              .value_or(ActivityType::processing);
+      cached = activity_cache.emplace(op_key << 3 | uint64_t(sp.kind), t).first;
+    }
+    s.type = cached->second;
+    s.op = operators.id(set.str(sp.service) + ": " + set.str(sp.operation));
+  }
+  Lanes lanes = assign_lanes(slices, static_cast<uint32_t>(groups.size()), true);
+
+  // A parent waits while a child that returns before the parent ends runs on another
+  // worker (a synchronous call). A child outliving its parent was not waited for.
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> waits(spans.size());
+  for (uint32_t c = 0; c < spans.size(); ++c) {
+    const uint32_t p = spans[c].parent;
+    if (p == kNoSpan || lanes.lane_of[p] == lanes.lane_of[c] || spans[c].end > spans[p].end)
+      continue;
+    const int64_t a = std::max(spans[c].start, spans[p].start);
+    const int64_t b = std::min(spans[c].end, spans[p].end);
+    if (a < b) waits[p].emplace_back(a, b);
+  }
+  for (auto& w : waits) {
+    if (w.size() < 2) continue;
+    std::sort(w.begin(), w.end());
+    size_t out = 0;
+    for (size_t k = 1; k < w.size(); ++k) {
+      if (w[k].first <= w[out].second)
+        w[out].second = std::max(w[out].second, w[k].second);
+      else
+        w[++out] = w[k];
+    }
+    w.resize(out + 1);
+  }
+  EventSink sink;
+  sink.add_timelines(slices, lanes, &waits);
+
+  uint64_t skewed = 0, links_before_source = 0;
+  for (uint32_t c = 0; c < spans.size(); ++c) {
+    const Span& child = spans[c];
+    const uint32_t p = child.parent;
+    if (p != kNoSpan && lanes.lane_of[p] != lanes.lane_of[c]) {
+      const Span& parent = spans[p];
+      if (child.start >= parent.start)
+        sink.add_message(lanes.lane_of[p], std::min(child.start, parent.end), lanes.lane_of[c],
+                         child.start);
+      else
+        ++skewed;  // clock skew: the call would arrive before it was made
+      if (child.end <= parent.end && child.end >= parent.start)
+        sink.add_message(lanes.lane_of[c], child.end, lanes.lane_of[p], child.end);
+    }
+    // Follows-from references and links: the source's end (or the moment the target
+    // starts, if earlier) causes the target's start.
+    for (uint32_t r = child.refs_begin; r < child.refs_end; ++r) {
+      const uint32_t src = set.ref_target[r];
+      if (src == kNoSpan || src == p || lanes.lane_of[src] == lanes.lane_of[c]) continue;
+      if (child.start < spans[src].start) {
+        ++links_before_source;
+        continue;
+      }
+      sink.add_message(lanes.lane_of[src], std::min(spans[src].end, child.start), lanes.lane_of[c],
+                       child.start);
+    }
+  }
+
+  Trace trace;
+  trace.source = set.source;
+  sink.finish(trace);
+  for (uint32_t lane = 0; lane < lanes.group_of.size(); ++lane) {
+    const auto [service, thread] = groups[lanes.group_of[lane]];
+    std::string name = set.str(service);
+    if (thread != kNoSpan) name += "/" + set.str(thread);
+    if (lanes.index_in_group[lane] > 0)
+      name += " (lane " + std::to_string(lanes.index_in_group[lane]) + ")";
+    trace.worker_names[lane] = std::move(name);
+  }
+  for (uint32_t i = 0; i < operators.names.size(); ++i)
+    trace.operator_names[i] = operators.names[i];
+  trace.import_diagnostics = set.diagnostics;
+  auto diag = [&](const char* key, uint64_t n) {
+    if (n) trace.import_diagnostics.emplace_back(set.format + "." + key, n);
+  };
+  diag("children_starting_before_parent", skewed);
+  diag("links_before_source", links_before_source);
+  return trace;
+}
+
+}  // namespace snailtrail::importers

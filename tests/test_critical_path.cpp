@@ -1,0 +1,291 @@
+// The classic critical path of request traces (importers/otel/critical_path.hpp) against
+// a brute-force oracle that walks time one tick at a time, against hand-computed
+// fixtures, and the `snailtrail critical-path` command end to end (with auto-detection of
+// the new importers by `analyze`).
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <simdjson.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <map>
+#include <random>
+#include <string>
+
+#include "importers/importer.hpp"
+#include "importers/otel/critical_path.hpp"
+#include "importers/otel/otel_importer.hpp"
+
+namespace snailtrail {
+namespace {
+
+using importers::kNoSpan;
+using importers::Span;
+using importers::SpanSet;
+
+const std::string kData = std::string(SNAILTRAIL_SOURCE_DIR) + "/tests/data/";
+
+// A single-trace span set from (start, end, parent) triples; spans named s0, s1, ...
+SpanSet tree(const std::vector<std::array<int64_t, 3>>& spec) {
+  SpanSet set;
+  set.format = "test";
+  const uint32_t trace = set.strings.id("trace");
+  const uint32_t service = set.strings.id("svc");
+  for (size_t i = 0; i < spec.size(); ++i) {
+    Span s;
+    s.trace = trace;
+    s.id = set.strings.id("s" + std::to_string(i));
+    s.service = service;
+    s.operation = s.id;
+    s.start = spec[i][0];
+    s.end = spec[i][1];
+    s.parent = spec[i][2] < 0 ? kNoSpan : static_cast<uint32_t>(spec[i][2]);
+    set.spans.push_back(s);
+  }
+  return set;
+}
+
+std::map<uint32_t, int64_t> fast(const SpanSet& set) {
+  std::map<uint32_t, int64_t> out;
+  const auto paths = importers::critical_paths(set);
+  EXPECT_EQ(paths.size(), 1u);
+  int64_t sum = 0;
+  for (const importers::PathStep& s : paths.at(0).path) {
+    if (s.critical_ns > 0) out[s.span] = s.critical_ns;
+    sum += s.critical_ns;
+  }
+  EXPECT_EQ(sum, paths[0].duration_ns);
+  return out;
+}
+
+// The definition, tick by tick: walking backward from the root's end, at every integer
+// instant p the walk is inside one span X. If an unused child of X (clipped to X) ends
+// exactly at p and is the last-finishing one not after p (ties: earlier start, then lower
+// index), the walk enters it; at X's start it returns to X's parent; otherwise the tick
+// (p-1, p] is X's critical time. Root: span 0.
+std::map<uint32_t, int64_t> oracle(const SpanSet& set) {
+  const size_t n = set.spans.size();
+  std::vector<int64_t> cs(n), ce(n);
+  std::vector<bool> alive(n, false);
+  // Clip recursively from the root (parents have lower indices in the generated trees).
+  alive[0] = true;
+  cs[0] = set.spans[0].start;
+  ce[0] = set.spans[0].end;
+  for (size_t i = 1; i < n; ++i) {
+    const uint32_t p = set.spans[i].parent;
+    if (p == kNoSpan || !alive[p]) continue;
+    if (set.spans[i].start > ce[p] || set.spans[i].end < cs[p]) continue;
+    alive[i] = true;
+    cs[i] = std::max(set.spans[i].start, cs[p]);
+    ce[i] = std::min(set.spans[i].end, ce[p]);
+  }
+  std::map<uint32_t, int64_t> crit;
+  std::vector<bool> used(n, false);
+  std::vector<uint32_t> stack;
+  uint32_t x = 0;
+  int64_t p = ce[0];
+  for (;;) {
+    int best = -1;
+    for (size_t c = 0; c < n; ++c) {
+      if (!alive[c] || used[c] || set.spans[c].parent != x || ce[c] > p) continue;
+      if (best < 0 || ce[c] > ce[best] || (ce[c] == ce[best] && cs[c] < cs[best])) best = int(c);
+    }
+    if (best >= 0 && ce[best] == p) {
+      used[best] = true;
+      stack.push_back(x);
+      x = best;
+      continue;
+    }
+    if (p == cs[x]) {
+      if (stack.empty()) break;
+      x = stack.back();
+      stack.pop_back();
+      continue;
+    }
+    ++crit[x];
+    --p;
+  }
+  return crit;
+}
+
+TEST(CriticalPath, MatchesTheTickOracleOnRandomTrees) {
+  std::mt19937_64 rng(6);
+  for (int iter = 0; iter < 3000; ++iter) {
+    const int n = 1 + int(rng() % 9);
+    std::vector<std::array<int64_t, 3>> spec;
+    spec.push_back({int64_t(rng() % 5), int64_t(10 + rng() % 15), -1});
+    for (int i = 1; i < n; ++i) {
+      // Children mostly inside, sometimes starting before the parent (clock skew),
+      // ending after it (async), entirely outside (dropped) or zero-length.
+      const int64_t a = int64_t(rng() % 30) - 3;
+      const int64_t len = (rng() % 6 == 0) ? 0 : int64_t(rng() % 12);
+      spec.push_back({a, a + len, int64_t(rng() % i)});
+    }
+    const SpanSet set = tree(spec);
+    ASSERT_EQ(fast(set), oracle(set)) << "iteration " << iter;
+  }
+}
+
+TEST(CriticalPath, HandComputedCases) {
+  // Back-to-back children: B then A are both critical (Jaeger UI's strict "<" would
+  // give the parent A's 5 ns instead).
+  EXPECT_EQ(fast(tree({{0, 10, -1}, {0, 5, 0}, {5, 10, 0}})),
+            (std::map<uint32_t, int64_t>{{1, 5}, {2, 5}}));
+  // Overlapping children: the last-finishing one (2: [4,9]) wins; 1 ([1,6]) ends after 2
+  // starts, so it is skipped and the parent runs [0,4] and [9,10].
+  EXPECT_EQ(fast(tree({{0, 10, -1}, {1, 6, 0}, {4, 9, 0}})),
+            (std::map<uint32_t, int64_t>{{0, 5}, {2, 5}}));
+  // A child outliving the parent is clipped to it; one starting before it too (skew).
+  EXPECT_EQ(fast(tree({{10, 20, -1}, {15, 30, 0}, {5, 12, 0}})),
+            (std::map<uint32_t, int64_t>{{0, 3}, {1, 5}, {2, 2}}));
+  // A child entirely after the parent is dropped with its subtree.
+  EXPECT_EQ(fast(tree({{0, 10, -1}, {12, 15, 0}, {13, 14, 1}})),
+            (std::map<uint32_t, int64_t>{{0, 10}}));
+  // Nested: grandchild 2 [3,6] inside child 1 [2,8] inside root [0,10].
+  EXPECT_EQ(fast(tree({{0, 10, -1}, {2, 8, 0}, {3, 6, 1}})),
+            (std::map<uint32_t, int64_t>{{0, 4}, {1, 3}, {2, 3}}));
+}
+
+TEST(CriticalPath, DeepChainNeedsNoRecursion) {
+  // Span i = [i, 2N - i], child of i - 1: every span is critical for 1 ns at each end,
+  // the innermost for 2 ns.
+  constexpr int64_t N = 100000;
+  std::vector<std::array<int64_t, 3>> spec;
+  for (int64_t i = 0; i < N; ++i) spec.push_back({i, 2 * N - i, i - 1});
+  const auto crit = fast(tree(spec));
+  ASSERT_EQ(crit.size(), size_t(N));
+  EXPECT_EQ(crit.at(0), 2);
+  EXPECT_EQ(crit.at(N - 1), 2);
+}
+
+TEST(CriticalPath, OtlpFixture) {
+  // otlp-request.json (ms): A [0,100] has children B [10,80] and F [85,120] (clipped to
+  // [85,100]); B -> C [15,75] -> D [20,50] and E [55,70]. Walking back from 100: F 15,
+  // A 5 (80..85), B 5, C 5, E 15, C 5, D 30, C 5, B 5, A 10. Trace 2: H alone, 10.
+  const SpanSet set = importers::read_spans(kData + "otlp-request.json");
+  const auto paths = importers::critical_paths(set);
+  ASSERT_EQ(paths.size(), 2u);
+  EXPECT_EQ(set.str(paths[0].trace), "5b8efff798038103d269b633813fc60c");
+  EXPECT_EQ(paths[0].duration_ns, 100'000'000);
+  EXPECT_EQ(paths[0].spans, 7u);
+  EXPECT_EQ(paths[0].clipped, 1u);
+  std::vector<std::pair<std::string, int64_t>> got;
+  for (const auto& s : paths[0].path)
+    got.emplace_back(set.str(set.spans[s.span].operation), s.critical_ns / 1'000'000);
+  const std::vector<std::pair<std::string, int64_t>> want = {
+      {"GET /checkout", 15}, {"call backend", 10}, {"POST /price", 15},
+      {"query", 30},         {"render", 15},       {"audit", 15}};
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(paths[1].duration_ns, 10'000'000);
+  const auto services = importers::critical_time_by_service(set, paths);
+  ASSERT_EQ(services.size(), 3u);
+  EXPECT_EQ(set.str(services[0].service), "frontend");
+  EXPECT_EQ(services[0].critical_ns, 50'000'000);  // 15 + 10 + 15 + H's 10
+  EXPECT_EQ(set.str(services[1].service), "backend");
+  EXPECT_EQ(services[1].critical_ns, 30'000'000);
+  EXPECT_EQ(set.str(services[2].service), "db");
+  EXPECT_EQ(services[2].critical_ns, 30'000'000);
+}
+
+TEST(CriticalPath, JaegerFixtureSkipsFollowsFrom) {
+  // jaeger-request.json (us): R [1000,1100]; children Q [1060,1090], K clipped to
+  // [1000,1055], S [1005,1015] (overlapped by K, never critical); W follows from Q and is
+  // not a child. Back from 1100: R 10, Q 30, R 5, K 55.
+  const SpanSet set = importers::read_spans(kData + "jaeger-request.json");
+  const auto paths = importers::critical_paths(set);
+  ASSERT_EQ(paths.size(), 1u);
+  std::vector<std::pair<std::string, int64_t>> got;
+  for (const auto& s : paths[0].path)
+    got.emplace_back(set.str(set.spans[s.span].operation), s.critical_ns / 1000);
+  const std::vector<std::pair<std::string, int64_t>> want = {
+      {"reserve", 55}, {"GET /order", 15}, {"publish", 30}};
+  EXPECT_EQ(got, want);
+}
+
+// ---------------------------------------------------------------------------------------
+// The binary, end to end.
+
+struct CliRun {
+  int code = -1;
+  std::string out;
+};
+
+CliRun run(const std::string& args) {
+  const std::string cmd = std::string(SNAILTRAIL_BINARY) + " " + args + " 2>&1";
+  CliRun r;
+  std::FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+TEST(CriticalPathCli, JsonOutput) {
+  const CliRun r = run("critical-path " + kData + "otlp-request.json --format json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_FALSE(parser.parse(r.out).get(doc)) << r.out;
+  simdjson::dom::array traces = doc["traces"];
+  ASSERT_EQ(traces.size(), 2u);
+  simdjson::dom::element t0 = traces.at(0);
+  EXPECT_EQ(std::string_view(t0["trace_id"]), "5b8efff798038103d269b633813fc60c");
+  EXPECT_EQ(int64_t(t0["duration_ns"]), 100'000'000);
+  EXPECT_EQ(int64_t(t0["clipped_children"]), 1);  // audit outlives GET /checkout
+  EXPECT_EQ(int64_t(t0["dropped_children"]), 0);
+  simdjson::dom::array path = t0["path"];
+  ASSERT_EQ(path.size(), 6u);
+  simdjson::dom::element q = path.at(3);
+  EXPECT_EQ(std::string_view(q["operation"]), "query");
+  EXPECT_EQ(std::string_view(q["service"]), "db");
+  EXPECT_EQ(std::string_view(q["span_id"]), "d000000000000004");
+  EXPECT_EQ(int64_t(q["start_ns"]), 1'700'000'000'020'000'000);
+  EXPECT_EQ(int64_t(q["end_ns"]), 1'700'000'000'050'000'000);
+  EXPECT_EQ(int64_t(q["self_ns"]), 30'000'000);
+  simdjson::dom::array services = doc["services"];
+  ASSERT_EQ(services.size(), 3u);
+  EXPECT_EQ(std::string_view(services.at(0)["service"]), "frontend");
+  EXPECT_NEAR(double(services.at(0)["share"]), 50.0 / 110, 1e-12);
+}
+
+TEST(CriticalPathCli, TableAndErrors) {
+  const CliRun t = run("critical-path " + kData + "jaeger-request.json");
+  ASSERT_EQ(t.code, 0) << t.out;
+  EXPECT_NE(t.out.find("critical time by service"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("(1 children clipped to their parent"), std::string::npos) << t.out;
+  const CliRun chrome = run("critical-path " + kData + "chrome-flows.json");
+  EXPECT_EQ(chrome.code, 1) << chrome.out;
+  EXPECT_NE(chrome.out.find("need a request trace"), std::string::npos) << chrome.out;
+  const CliRun bad = run("critical-path " + kData + "otlp-request.json --format xml");
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  const CliRun forced = run("critical-path " + kData + "otlp-request.json --importer jaeger");
+  EXPECT_EQ(forced.code, 1) << forced.out;
+}
+
+TEST(CriticalPathCli, AnalyzeDetectsTheNewFormats) {
+  // The TensorFlow fixture: processing 19/25, data messages 6/25 (test_import_chrome.cpp).
+  const CliRun r =
+      run("analyze " + kData + "chrome-tf-timeline.json --window whole --format jsonl");
+  ASSERT_EQ(r.code, 0) << r.out;
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_FALSE(parser.parse(r.out).get(doc)) << r.out;
+  EXPECT_NEAR(double(doc["activity"]["processing"]), 0.76, 1e-9);
+  EXPECT_NEAR(double(doc["activity"]["data_message"]), 0.24, 1e-9);
+  const CliRun j = run("analyze " + kData + "jaeger-request.json --window whole --format jsonl");
+  ASSERT_EQ(j.code, 0) << j.out;
+  ASSERT_FALSE(parser.parse(j.out).get(doc)) << j.out;
+  EXPECT_NEAR(double(doc["operator"]["inventory: reserve"]), 60.0 / 155, 1e-9);
+  const CliRun o = run("analyze " + kData + "otlp-request.json --window whole --format jsonl");
+  ASSERT_EQ(o.code, 0) << o.out;
+  ASSERT_FALSE(parser.parse(o.out).get(doc)) << o.out;
+  EXPECT_NEAR(double(doc["operator"]["db: query"]), 30.0 / 210, 1e-9);
+  const CliRun forced = run("analyze " + kData + "otlp-request.json --importer chrome");
+  EXPECT_EQ(forced.code, 1) << forced.out;
+}
+
+}  // namespace
+}  // namespace snailtrail
