@@ -404,6 +404,7 @@ int run_server(const ServeOptions& opt) {
           const int64_t k_new = floor_div(e.ts, width);
           for (int64_t k = std::max(k_old, k_new - 64) + 1; k <= k_new; ++k)
             passed.emplace_back(k * width, now);
+          while (passed.size() > 100'000) passed.pop_front();  // windows held back for long
           max_ts = e.ts;
         }
       }
