@@ -1117,6 +1117,12 @@ TEST_F(Cli, MalformedInputsFailCleanly) {
   expect_clean_failure(run({"analyze", txt.string()}), txt);
   const fs::path jsonl_txt = write("trace.txt", read_file(example_trace()));
   EXPECT_TRUE(run({"analyze", jsonl_txt.string(), "--no-progress"}).ok());
+  // Also without metadata lines: recognised by an event line's keys.
+  const std::string events_only =
+      read_file(example_trace()).substr(read_file(example_trace()).find("{\"ts\""));
+  const fs::path events_txt = write("events.txt", events_only);
+  RunResult r = run({"analyze", events_txt.string(), "--no-progress"});
+  EXPECT_TRUE(r.ok()) << r.describe();
 }
 
 // --importer names the input format when the extension does not (or lies).

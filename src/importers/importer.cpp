@@ -9,8 +9,8 @@
 #include <cstring>
 
 #include "importers/chrome/chrome_importer.hpp"
-#include "importers/otel/otel_importer.hpp"
 #include "importers/msgpack/msgpack_importer.hpp"
+#include "importers/otel/otel_importer.hpp"
 #include "importers/spark/spark_importer.hpp"
 #include "trace/trace_io.hpp"
 
@@ -38,14 +38,15 @@ int sniff_snail(std::string_view path, std::string_view head) {
   return has_extension(path, ".snail") ? 10 : 0;
 }
 
-// Our JSONL: one object per line with "ts", "worker", "activity" and "kind" keys.
+// Our JSONL: one object per line with "ts", "worker", "activity" and "event" keys, or a
+// metadata line.
 int sniff_jsonl(std::string_view path, std::string_view head) {
   std::string_view s = skip_space(head);
   const size_t eol = s.find('\n');
   std::string_view first = s.substr(0, eol);
   if (first.starts_with("{") && (first.find("\"meta\"") != std::string_view::npos ||
                                  (first.find("\"ts\"") != std::string_view::npos &&
-                                  first.find("\"kind\"") != std::string_view::npos)))
+                                  first.find("\"event\"") != std::string_view::npos)))
     return 60;
   if (has_extension(path, ".jsonl") || has_extension(path, ".ndjson")) return 20;
   if (has_extension(path, ".json")) return 5;
@@ -152,9 +153,14 @@ std::string read_file_bytes(const std::string& path) {
   const int fd = is_stdin ? STDIN_FILENO : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw TraceError(path, "cannot open", std::strerror(errno));
   std::string bytes;
+  // A regular file is read into one buffer of its size (one more byte tells if it grew);
+  // pipes grow the buffer by doubling.
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+    bytes.resize(static_cast<size_t>(st.st_size) + 1);
   size_t got = 0;
   for (;;) {
-    if (bytes.size() - got < 65536) bytes.resize(std::max<size_t>(bytes.size() * 2, 1 << 20));
+    if (got == bytes.size()) bytes.resize(std::max<size_t>(bytes.size() * 2, 1 << 20));
     const ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
