@@ -394,6 +394,27 @@ TEST(ScaleRateCollector, MatchesTheSimulatorsTruth) {
   }
 }
 
+TEST(ScaleRateCollector, CorruptTimestampsStayCheap) {
+  // A stray event near the end of the int64 range and an activity spanning 10^12
+  // intervals must neither hang nor allocate per interval: idle gaps are skipped and
+  // overlong activities ignored (counted).
+  RateCollector c(kSec);
+  c.add(ev(0, 0, ActivityType::processing, EventKind::start, 1));
+  c.add(ev(kSec / 2, 0, ActivityType::processing, EventKind::end, 1, 10));
+  c.add(ev(INT64_MAX - 5, 1, ActivityType::processing, EventKind::start, 2));
+  c.add(ev(INT64_MAX - 1, 1, ActivityType::processing, EventKind::end, 2, 1));
+  c.add(ev(3 * kSec, 2, ActivityType::serialization, EventKind::start, 3));
+  c.add(ev(3 * kSec + 1'000'000'000'000'000'000, 2, ActivityType::serialization, EventKind::end, 3,
+           1));
+  EXPECT_EQ(c.overlong_activities(), 2u);  // its time and its records
+  auto out = c.finish();
+  ASSERT_EQ(out.size(), 2u);  // the first second and the stray event's interval
+  EXPECT_EQ(out[0].start_ns, 0);
+  EXPECT_DOUBLE_EQ(out[0].instances[0].records_in, 10);
+  EXPECT_EQ(out[1].instances.size(), 1u);
+  EXPECT_EQ(out[1].instances[0].op, 2u);
+}
+
 // ---- scaling manager ----------------------------------------------------------------------
 
 // source (target 100) -> map; the map's true rate per instance is 100 / wanted.

@@ -16,11 +16,6 @@ uint64_t key(uint32_t a, uint32_t b) {
   return (uint64_t{a} << 32) | b;
 }
 
-int64_t floor_div(int64_t a, int64_t b) {
-  const int64_t q = a / b;
-  return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
-}
-
 }  // namespace
 
 RateCollector::RateCollector(int64_t interval_ns, int64_t origin_ns)
@@ -29,7 +24,23 @@ RateCollector::RateCollector(int64_t interval_ns, int64_t origin_ns)
 }
 
 int64_t RateCollector::interval_of(int64_t ts) const {
-  return floor_div(ts - origin_ns_, interval_ns_);
+  const __int128 d = static_cast<__int128>(ts) - origin_ns_;  // no overflow at the extremes
+  __int128 q = d / interval_ns_;
+  if (d % interval_ns_ != 0 && d < 0) --q;
+  return static_cast<int64_t>(q);
+}
+
+int64_t RateCollector::interval_start(int64_t k) const {
+  const __int128 t = static_cast<__int128>(k) * interval_ns_ + origin_ns_;
+  if (t > INT64_MAX) return INT64_MAX;
+  if (t < INT64_MIN) return INT64_MIN;
+  return static_cast<int64_t>(t);
+}
+
+bool RateCollector::busy() const {
+  for (const auto& [worker, w] : workers_)
+    if (w.open) return true;
+  return false;
 }
 
 RateCollector::Acc& RateCollector::acc(int64_t k, uint32_t op, uint32_t worker) {
@@ -40,9 +51,13 @@ RateCollector::Acc& RateCollector::acc(int64_t k, uint32_t op, uint32_t worker) 
 
 // Useful time [from, to) of an instance, split over the intervals it spans.
 void RateCollector::credit(uint32_t op, uint32_t worker, int64_t from, int64_t to) {
+  if (interval_of(to) - interval_of(from) > kMaxSpan) {
+    ++overlong_;
+    return;
+  }
   while (from < to) {
     const int64_t k = interval_of(from);
-    const int64_t end = std::min(to, origin_ns_ + (k + 1) * interval_ns_);
+    const int64_t end = std::min(to, interval_start(k + 1));
     if (k >= closed_) acc(k, op, worker).useful_ns += end - from;
     from = end;
   }
@@ -51,12 +66,16 @@ void RateCollector::credit(uint32_t op, uint32_t worker, int64_t from, int64_t t
 void RateCollector::count(double Acc::*field, uint32_t op, uint32_t worker, int64_t from,
                           int64_t to, double records) {
   from = std::min(from, to);
-  const int64_t first_open = origin_ns_ + closed_ * interval_ns_;
+  if (interval_of(to) - interval_of(from) > kMaxSpan) {
+    ++overlong_;
+    return;
+  }
+  const int64_t first_open = interval_start(closed_);
   double carried = 0;  // share of parts in closed intervals
   const double span = static_cast<double>(to - from);
   while (true) {
     const int64_t k = interval_of(from);
-    const int64_t end = std::min(to, origin_ns_ + (k + 1) * interval_ns_);
+    const int64_t end = std::min(to, interval_start(k + 1));
     const double share = span > 0 ? records * static_cast<double>(end - from) / span : records;
     if (end <= first_open && end < to) {
       carried += share;
@@ -106,7 +125,7 @@ void RateCollector::add(const Event& e) {
         w.open = true;
         w.type = e.activity;
         w.op = e.op;
-        w.since = std::max(e.ts, origin_ns_ + closed_ * interval_ns_);
+        w.since = std::max(e.ts, interval_start(closed_));
       }
       break;
     case EventKind::end: {
@@ -143,7 +162,7 @@ void RateCollector::add(const Event& e) {
 
 IntervalMetrics RateCollector::close(int64_t k, int64_t end_ns) {
   IntervalMetrics m;
-  m.start_ns = origin_ns_ + k * interval_ns_;
+  m.start_ns = interval_start(k);
   m.end_ns = end_ns;
   // Activities still running get their part up to the interval's end.
   for (auto& [worker, w] : workers_)
@@ -174,24 +193,30 @@ IntervalMetrics RateCollector::close(int64_t k, int64_t end_ns) {
   return m;
 }
 
-std::vector<IntervalMetrics> RateCollector::advance(int64_t watermark_ns) {
-  std::vector<IntervalMetrics> out;
-  while (origin_ns_ + (closed_ + 1) * interval_ns_ <= watermark_ns) {
-    out.push_back(close(closed_, origin_ns_ + (closed_ + 1) * interval_ns_));
+void RateCollector::close_until(int64_t limit, int64_t end_cap, std::vector<IntervalMetrics>& out) {
+  while (closed_ < limit) {
+    if (!busy() && (open_.empty() || open_.begin()->first > closed_)) {
+      // Nothing recorded and nothing running: jump over the idle gap.
+      closed_ = open_.empty() ? limit : std::min(limit, open_.begin()->first);
+      continue;
+    }
+    const int64_t end = std::min(interval_start(closed_ + 1), end_cap);
+    if (end > interval_start(closed_)) out.push_back(close(closed_, end));
     ++closed_;
   }
+}
+
+std::vector<IntervalMetrics> RateCollector::advance(int64_t watermark_ns) {
+  std::vector<IntervalMetrics> out;
+  // Interval k is over when its end, start(k + 1), is at or before the watermark.
+  close_until(interval_of(watermark_ns), INT64_MAX, out);
   return out;
 }
 
 std::vector<IntervalMetrics> RateCollector::finish() {
   std::vector<IntervalMetrics> out;
   if (last_ts_ == INT64_MIN) return out;
-  const int64_t last = interval_of(last_ts_);
-  while (closed_ <= last) {
-    const int64_t end = std::min(origin_ns_ + (closed_ + 1) * interval_ns_, last_ts_);
-    if (end > origin_ns_ + closed_ * interval_ns_) out.push_back(close(closed_, end));
-    ++closed_;
-  }
+  close_until(interval_of(last_ts_) + 1, last_ts_, out);
   return out;
 }
 

@@ -42,7 +42,8 @@ class RateCollector {
   void add(const Event& e);
 
   // Closes every interval that ends at or before `watermark_ns` (no event before it is
-  // still to come) and returns them in time order, empty ones included.
+  // still to come) and returns them in time order. Intervals in which nothing was
+  // recorded and no activity was running are skipped.
   std::vector<IntervalMetrics> advance(int64_t watermark_ns);
   // Closes all intervals up to the last event; the last one ends at the last event.
   std::vector<IntervalMetrics> finish();
@@ -53,6 +54,9 @@ class RateCollector {
 
   uint64_t late_events() const { return late_; }
   uint64_t unmatched_ends() const { return unmatched_ends_; }  // end without its start
+  // Activities spanning more than kMaxSpan intervals (corrupt timestamps): ignored.
+  uint64_t overlong_activities() const { return overlong_; }
+  static constexpr int64_t kMaxSpan = 100'000;
 
  private:
   struct Acc {
@@ -75,6 +79,10 @@ class RateCollector {
   };
 
   int64_t interval_of(int64_t ts) const;
+  int64_t interval_start(int64_t k) const;  // saturating at the int64 range
+  bool busy() const;                        // some useful activity is running
+  // Closes intervals below `limit` (skipping idle gaps); `end_cap` caps the last one's end.
+  void close_until(int64_t limit, int64_t end_cap, std::vector<IntervalMetrics>& out);
   Acc& acc(int64_t k, uint32_t op, uint32_t worker);
   void credit(uint32_t op, uint32_t worker, int64_t from, int64_t to);
   // Records of an activity [from, to], split over its intervals in proportion to time
@@ -94,7 +102,7 @@ class RateCollector {
   std::unordered_map<uint32_t, uint32_t> instances_per_op_;
   std::map<MessageKey, Link> links_;  // messages with one end known
   std::vector<std::pair<uint32_t, uint32_t>> edges_;
-  uint64_t late_ = 0, unmatched_ends_ = 0;
+  uint64_t late_ = 0, unmatched_ends_ = 0, overlong_ = 0;
 };
 
 // Topology and rates of one interval for the policy: instances mapped to topology
