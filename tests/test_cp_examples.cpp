@@ -194,6 +194,20 @@ TEST(CpExamples, ZeroDurationMessageCycleIsBroken) {
   EXPECT_NEAR(sum, 1.0, 1e-12);
 }
 
+// Only the messages on the cycle are dropped: 1 -> 2 at the same instant stays.
+TEST(CpExamples, OnlyMessagesOnAZeroDurationCycleAreDropped) {
+  TraceBuilder b;
+  b.activity(0, P, 0, 8).activity(1, P, 0, 8).activity(2, P, 0, 8);
+  b.message(0, 4, 1, 4, 1);
+  b.message(1, 4, 0, 4, 2);
+  b.message(1, 4, 2, 4, 3);
+  Result r = run(b.build());
+  ASSERT_EQ(r.windows.size(), 1u);
+  EXPECT_EQ(r.windows[0].diagnostics.zero_duration_cycles, 2u);
+  // Paths: each worker's [0-4-8], and 1:[0-4] -> 2:[4-8].
+  EXPECT_EQ(r.paths[0], 4.0);
+}
+
 TEST(CpExamples, SimultaneousEventsOnDifferentWorkers) {
   TraceBuilder b;
   for (uint32_t w = 0; w < 4; ++w) b.activity(w, P, 0, 5).activity(w, P, 5, 10);

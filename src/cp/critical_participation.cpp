@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <thread>
+#include <unordered_map>
 
 namespace snailtrail {
 namespace {
@@ -19,6 +20,83 @@ struct Rng {
 };
 
 }  // namespace
+
+size_t CpComputer::drop_zero_duration_cycles(const Snapshot& snap,
+                                             const std::vector<uint8_t>& done) {
+  // The candidate edges: live zero-duration messages between nodes not yet ordered.
+  const uint32_t m = static_cast<uint32_t>(snap.msg_src.size());
+  std::vector<uint32_t> cand;
+  for (uint32_t k = 0; k < m; ++k)
+    if (!msg_dropped_[k] && !done[snap.msg_src[k]] && !done[snap.msg_dst[k]] &&
+        snap.ts[snap.msg_src[k]] == snap.ts[snap.msg_dst[k]])
+      cand.push_back(k);
+  // Local ids for their endpoints, and a CSR of the candidate edges.
+  std::unordered_map<uint32_t, uint32_t> local;
+  std::vector<uint32_t> node_of;
+  auto id = [&](uint32_t v) {
+    auto [it, inserted] = local.try_emplace(v, static_cast<uint32_t>(node_of.size()));
+    if (inserted) node_of.push_back(v);
+    return it->second;
+  };
+  for (uint32_t k : cand) id(snap.msg_src[k]), id(snap.msg_dst[k]);
+  const uint32_t L = static_cast<uint32_t>(node_of.size());
+  std::vector<uint32_t> begin(L + 1, 0), adj(cand.size());
+  for (uint32_t k : cand) ++begin[local[snap.msg_src[k]] + 1];
+  for (uint32_t i = 0; i < L; ++i) begin[i + 1] += begin[i];
+  {
+    std::vector<uint32_t> fill(begin.begin(), begin.end() - 1);
+    for (uint32_t k : cand) adj[fill[local[snap.msg_src[k]]]++] = local[snap.msg_dst[k]];
+  }
+  // Tarjan's strongly connected components, iteratively.
+  constexpr uint32_t kUnvisited = UINT32_MAX;
+  std::vector<uint32_t> index(L, kUnvisited), low(L, 0), comp(L, kUnvisited), stack, edge_pos(L);
+  std::vector<uint8_t> on_stack(L, 0);
+  std::vector<uint32_t> call;
+  uint32_t next_index = 0, components = 0;
+  for (uint32_t root = 0; root < L; ++root) {
+    if (index[root] != kUnvisited) continue;
+    call.push_back(root);
+    index[root] = low[root] = next_index++;
+    edge_pos[root] = begin[root];
+    stack.push_back(root);
+    on_stack[root] = 1;
+    while (!call.empty()) {
+      const uint32_t v = call.back();
+      if (edge_pos[v] < begin[v + 1]) {
+        const uint32_t w = adj[edge_pos[v]++];
+        if (index[w] == kUnvisited) {
+          index[w] = low[w] = next_index++;
+          edge_pos[w] = begin[w];
+          stack.push_back(w);
+          on_stack[w] = 1;
+          call.push_back(w);
+        } else if (on_stack[w]) {
+          low[v] = std::min(low[v], index[w]);
+        }
+        continue;
+      }
+      call.pop_back();
+      if (!call.empty()) low[call.back()] = std::min(low[call.back()], low[v]);
+      if (low[v] == index[v]) {
+        uint32_t w;
+        do {
+          w = stack.back();
+          stack.pop_back();
+          on_stack[w] = 0;
+          comp[w] = components;
+        } while (w != v);
+        ++components;
+      }
+    }
+  }
+  size_t dropped = 0;
+  for (uint32_t k : cand)
+    if (comp[local[snap.msg_src[k]]] == comp[local[snap.msg_dst[k]]]) {
+      msg_dropped_[k] = 1;
+      ++dropped;
+    }
+  return dropped;
+}
 
 void CpComputer::compute(const Snapshot& snap, CpResult& out) {
   const uint32_t n = static_cast<uint32_t>(snap.node_count());
@@ -96,19 +174,14 @@ void CpComputer::compute(const Snapshot& snap, CpResult& out) {
       }
     }
     if (order_.size() == n) break;
-    // Nodes left over lie on or after a cycle: drop the zero-duration messages between
-    // leftover nodes and retry.
+    // Nodes left over lie on or after a cycle. Timeline edges always move forward in
+    // time, so a cycle is made of zero-duration messages only: drop the zero-duration
+    // messages inside a strongly connected component of those, and retry.
     std::vector<uint8_t> done(n, 0);
     for (uint32_t v : order_) done[v] = 1;
-    bool dropped = false;
-    for (uint32_t k = 0; k < m; ++k)
-      if (!msg_dropped_[k] && !done[snap.msg_src[k]] && !done[snap.msg_dst[k]] &&
-          snap.ts[snap.msg_src[k]] == snap.ts[snap.msg_dst[k]]) {
-        msg_dropped_[k] = 1;
-        ++out.zero_duration_cycles;
-        dropped = true;
-      }
-    if (!dropped) break;  // cannot happen: only zero-duration edges can close cycles
+    const size_t dropped = drop_zero_duration_cycles(snap, done);
+    out.zero_duration_cycles += dropped;
+    if (dropped == 0) break;  // cannot happen: only zero-duration edges can close cycles
     msg_in_.assign(n, 0);
     for (uint32_t k = 0; k < m; ++k)
       if (!msg_dropped_[k]) ++msg_in_[snap.msg_dst[k]];

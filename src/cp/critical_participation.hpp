@@ -48,6 +48,10 @@ class CpComputer {
   void set_split_min_nodes(size_t n) { split_min_nodes_ = n; }
 
  private:
+  // Drops the zero-duration messages that lie on a cycle among the nodes not `done`;
+  // returns how many.
+  size_t drop_zero_duration_cycles(const Snapshot& snap, const std::vector<uint8_t>& done);
+
   size_t split_min_nodes_ = size_t{1} << 20;
   BigVector<uint32_t> out_begin_;  // CSR of message edges by source node
   BigVector<uint32_t> out_msg_;
