@@ -170,25 +170,28 @@ class ChromeReader {
       fail(index, "\"ts\" must be a number of microseconds in range");
     const uint32_t group = group_id();
     if (ph == "s" || ph == "t" || ph == "f") {
-      std::string text;
+      // Key: category, then the id's kind and value (local ids also the pid). Built in
+      // reused buffers: no allocation per flow event.
+      flow_key_.assign(cat).push_back('\x1f');
+      bool has_key = false;
       if (has_id2 && id2.type() == dom::element_type::OBJECT) {
         dom::element v;
-        if (!dom::object(id2).at_key("global").get(v) && json::scalar_text(v, text)) {
-          text.insert(0, "g:");
-        } else if (!dom::object(id2).at_key("local").get(v) && json::scalar_text(v, text)) {
-          text.insert(0, "l:" + pid_ + ":");
-        } else {
-          text.clear();
+        if (!dom::object(id2).at_key("global").get(v) && json::scalar_text(v, id_text_)) {
+          flow_key_.append("g:").append(id_text_);
+          has_key = true;
+        } else if (!dom::object(id2).at_key("local").get(v) && json::scalar_text(v, id_text_)) {
+          flow_key_.append("l:").append(pid_).append(":").append(id_text_);
+          has_key = true;
         }
-      } else if (has_id && json::scalar_text(id, text)) {
-        text.insert(0, "i:");
+      } else if (has_id && json::scalar_text(id, id_text_)) {
+        flow_key_.append("i:").append(id_text_);
+        has_key = true;
       }
-      if (text.empty()) {
+      if (!has_key) {
         ++counts_.flow_without_id;
         return;
       }
-      text.insert(0, std::string(cat) + '\x1f');
-      flows_.push_back({flow_keys_.id(text), t, group,
+      flows_.push_back({flow_keys_.id(flow_key_), t, group,
                         static_cast<uint8_t>(ph == "s"   ? 0
                                              : ph == "t" ? 1
                                                          : 2),
@@ -198,9 +201,8 @@ class ChromeReader {
     SliceInfo info;
     if (slice_begin) {
       if (has_bind && (flow_in || flow_out)) {
-        std::string text;
-        if (json::scalar_text(bind, text)) {
-          info.bind = bind_keys_.id(text);
+        if (json::scalar_text(bind, id_text_)) {
+          info.bind = bind_keys_.id(id_text_);
           info.flow_in = flow_in;
           info.flow_out = flow_out;
         }
@@ -483,7 +485,7 @@ class ChromeReader {
 
   const std::string& source_;
   const ActivityMap& map_;
-  std::string pid_, tid_, key_;
+  std::string pid_, tid_, key_, flow_key_, id_text_;
   json::Interner groups_, names_, cats_, flow_keys_, bind_keys_, tf_nodes_;
   std::vector<std::string> group_pid_, group_tid_;
   std::unordered_map<std::string, std::string> process_names_, thread_names_;

@@ -50,6 +50,24 @@ class SpanReader {
     for (dom::element x : dom::array(e)) items.push_back(x);
     return items;
   }
+  // Per-span arrays without a copy: false if absent.
+  bool array_member(dom::object o, std::string_view key, const std::string& where,
+                    dom::array& out) {
+    dom::element e;
+    if (!member(o, key, e)) return false;
+    if (e.type() != dom::element_type::ARRAY)
+      fail(where, "\"" + std::string(key) + "\" must be an array");
+    out = dom::array(e);
+    return true;
+  }
+  // Where a span or reference is, built in reused buffers (no allocation per span).
+  const std::string& located(std::string& buf, const std::string& outer, const char* key,
+                             size_t i) {
+    buf.assign(outer).append(key).append("[").append(std::to_string(i)).append("]");
+    return buf;
+  }
+  std::string span_where_, ref_where_;
+
   dom::object object_at(dom::element e, const std::string& where) {
     if (e.type() != dom::element_type::OBJECT) fail(where, "must be an object");
     return dom::object(e);
@@ -164,7 +182,7 @@ class OtlpReader : public SpanReader {
         const auto spans = array_of(object_at(sc_el, swhere), "spans", swhere, false);
         size_t k = 0;
         for (dom::element sp : spans)
-          span(sp, service_id, swhere + ".spans[" + std::to_string(k++) + "]");
+          span(sp, service_id, located(span_where_, swhere, ".spans", k++));
       }
     }
   }
@@ -194,15 +212,16 @@ class OtlpReader : public SpanReader {
     const uint32_t refs_begin = static_cast<uint32_t>(set_.refs.size());
     const std::string_view parent = string_of(o, "parentSpanId", where, false);
     if (!parent.empty()) set_.refs.push_back({s.trace, intern(parent), true});
-    const auto links = array_of(o, "links", where, false);
+    dom::array links;
     size_t n = 0;
-    for (dom::element l : links) {
-      const std::string lwhere = where + ".links[" + std::to_string(n++) + "]";
-      dom::object lo = object_at(l, lwhere);
-      const std::string_view lt = string_of(lo, "traceId", lwhere, false);
-      const std::string_view ls = string_of(lo, "spanId", lwhere, true);
-      set_.refs.push_back({lt.empty() ? s.trace : intern(lt), intern(ls), false});
-    }
+    if (array_member(o, "links", where, links))
+      for (dom::element l : links) {
+        const std::string& lwhere = located(ref_where_, where, ".links", n++);
+        dom::object lo = object_at(l, lwhere);
+        const std::string_view lt = string_of(lo, "traceId", lwhere, false);
+        const std::string_view ls = string_of(lo, "spanId", lwhere, true);
+        set_.refs.push_back({lt.empty() ? s.trace : intern(lt), intern(ls), false});
+      }
     add(s, refs_begin);
   }
 };
@@ -239,7 +258,7 @@ class JaegerReader : public SpanReader {
     }
     const auto spans = array_of(t, "spans", where, true);
     size_t k = 0;
-    for (dom::element sp : spans) span(sp, where + ".spans[" + std::to_string(k++) + "]");
+    for (dom::element sp : spans) span(sp, located(span_where_, where, ".spans", k++));
   }
 
   void span(dom::element el, const std::string& where) {
@@ -294,16 +313,18 @@ class JaegerReader : public SpanReader {
         s.thread = intern(thread_name.empty() ? thread_id : thread_name);
     }
     const uint32_t refs_begin = static_cast<uint32_t>(set_.refs.size());
-    const auto refs = array_of(o, "references", where, false);
+    dom::array refs;
     size_t n = 0;
-    for (dom::element r : refs) {
-      const std::string rwhere = where + ".references[" + std::to_string(n++) + "]";
-      dom::object ro = object_at(r, rwhere);
-      const std::string_view type = string_of(ro, "refType", rwhere, false);
-      const std::string_view rt = string_of(ro, "traceID", rwhere, false);
-      const std::string_view rs = string_of(ro, "spanID", rwhere, true);
-      set_.refs.push_back({rt.empty() ? s.trace : intern(rt), intern(rs), type != "FOLLOWS_FROM"});
-    }
+    if (array_member(o, "references", where, refs))
+      for (dom::element r : refs) {
+        const std::string& rwhere = located(ref_where_, where, ".references", n++);
+        dom::object ro = object_at(r, rwhere);
+        const std::string_view type = string_of(ro, "refType", rwhere, false);
+        const std::string_view rt = string_of(ro, "traceID", rwhere, false);
+        const std::string_view rs = string_of(ro, "spanID", rwhere, true);
+        set_.refs.push_back(
+            {rt.empty() ? s.trace : intern(rt), intern(rs), type != "FOLLOWS_FROM"});
+      }
     // Old exports carry the parent as "parentSpanID" instead of a reference.
     const std::string_view parent = string_of(o, "parentSpanID", where, false);
     if (refs_begin == set_.refs.size() && !parent.empty() && parent != "0")
