@@ -224,6 +224,28 @@ TEST(ReportReducer, JsonBeforeTheFirstWindow) {
   EXPECT_EQ(simdjson::dom::array(d["overall"]["heatmap"]["labels"]).size(), 0u);
 }
 
+TEST(ReportReducer, IndicesBeyondTheNamesGetTheirOwnSlot) {
+  // Names for one worker (id 7) but a summary that refers to dense index 3: the index is
+  // taken for the id, nothing is read out of bounds.
+  FakeNames one(std::vector<uint32_t>{7});
+  ReportBuilder b{ReportOptions{}};
+  WindowSummary w = window(0);
+  w.cp.worker = {1.0};
+  w.conventional.worker = {1.0};
+  w.cp.communication = {{0, 3, 0.5}};
+  w.conventional.communication = {};
+  w.top = {{3, 0, ActivityType::data_message, kNone, 0, 5, 0.5}};
+  b.add(w, one.names);
+  simdjson::dom::parser parser;
+  simdjson::dom::element d = parser.parse(b.json());
+  simdjson::dom::array names = d["workers"];
+  ASSERT_EQ(names.size(), 4u);  // 7, then indices 1, 2, 3 as ids
+  EXPECT_EQ(std::string_view(names.at(0)), "7");
+  EXPECT_EQ(std::string_view(names.at(3)), "3");
+  EXPECT_EQ(std::string_view(d["overall"]["top"].at(0)["worker"]), "3");
+  EXPECT_EQ(std::string_view(d["overall"]["top"].at(0)["remote"]), "7");
+}
+
 TEST(ReportReducer, WorkersAreKeyedByIdAcrossPags) {
   // serve cuts a PAG per batch of windows: worker 5 is dense index 0 in the first
   // window's PAG (ids {5, 9}) and 1 in the second's (ids {2, 5, 9}).
@@ -234,10 +256,12 @@ TEST(ReportReducer, WorkersAreKeyedByIdAcrossPags) {
   w0.cp.worker = {0.6, 0.4};
   w0.conventional.worker = {0.5, 0.5};
   w0.cp.communication = {{0, 1, 0.25}};  // 5 -> 9
+  w0.conventional.communication = {{0, 1, 0.125}};
   w0.top = {{1, kNone, ActivityType::processing, kNone, 0, 10, 0.4}};
   w1.cp.worker = {0.0, 0.6, 0.4};
   w1.conventional.worker = {0.2, 0.4, 0.4};
   w1.cp.communication = {{1, 2, 0.5}};  // 5 -> 9
+  w1.conventional.communication = {{1, 2, 0.25}};
   w1.top = {{2, kNone, ActivityType::processing, kNone, 1000, 1010, 0.4}};
   b.add(w0, first.names);
   b.add(w1, second.names);

@@ -346,15 +346,24 @@ void ReportBuilder::add(const WindowView& view, const Names& names) {
 }
 
 void ReportBuilder::add(const WindowSummary& summary, const Names& names, Timeline&& timeline) {
-  WindowSummary w = remap(summary, names);
+  size_t workers = 0;
+  for (const TimelineEdge& e : timeline.edges)
+    workers = std::max<size_t>(workers, std::max(e.worker, e.remote == kNone ? 0 : e.remote) + 1);
+  WindowSummary w = remap(summary, names, workers);
   add_summary(w);
   if (opt_.timelines > 0) maybe_keep_timeline(std::move(timeline), w);
 }
 
-WindowSummary ReportBuilder::remap(const WindowSummary& w, const Names& names) {
+WindowSummary ReportBuilder::remap(const WindowSummary& w, const Names& names, size_t min_workers) {
   for (const auto& [id, name] : names.op_names) op_names_.try_emplace(id, name);
-  const size_t n = std::max({names.worker_ids.size(), w.cp.worker.size(),
-                             w.conventional.worker.size(), w.single_path.worker.size()});
+  // Every dense index the window refers to gets a slot, also one the names do not cover
+  // (then the index is taken for the id): no index can fall outside slot_map_.
+  size_t n = std::max({names.worker_ids.size(), w.cp.worker.size(), w.conventional.worker.size(),
+                       w.single_path.worker.size(), min_workers});
+  for (const Groups* g : {&w.cp, &w.conventional, &w.single_path})
+    for (const CommCell& c : g->communication) n = std::max<size_t>(n, std::max(c.src, c.dst) + 1);
+  for (const TopActivity& a : w.top)
+    n = std::max<size_t>(n, std::max(a.worker, a.remote == kNone ? 0 : a.remote) + 1);
   slot_map_.resize(n);
   for (size_t k = 0; k < n; ++k) {
     const uint32_t id =

@@ -96,7 +96,7 @@ class ReportBuilder {
 
  private:
   // The summary with dense worker indices replaced by this builder's stable slots.
-  WindowSummary remap(const WindowSummary& w, const Names& names);
+  WindowSummary remap(const WindowSummary& w, const Names& names, size_t min_workers = 0);
   void add_summary(const WindowSummary& w);
   void maybe_keep_timeline(Timeline&& t, const WindowSummary& remapped);
   void merge_pairs();
