@@ -15,6 +15,7 @@
 #include "cli/duration.hpp"
 #include "cli/output_file.hpp"
 #include "importers/importer.hpp"
+#include "scale/diagnosis.hpp"
 #include "scale/ds2_files.hpp"
 #include "scale/manager.hpp"
 #include "scale/rate_collector.hpp"
@@ -234,6 +235,8 @@ struct ManageArgs {
   double dhalion_max_factor = 2.0;
   std::string output;
   bool quiet = false;
+  bool diagnose = false;
+  uint32_t diagnose_intervals = 1;
 };
 
 std::string shell_quote(const std::string& s) {
@@ -293,7 +296,32 @@ std::string par_text(const Topology& t, const std::vector<uint32_t>& p) {
   return s;
 }
 
-void write_run(OutputFile& out, const ManageArgs& a, const ControlledRun& r) {
+// JSON object of a diagnosis (docs/AUTOSCALING.md "Skew").
+std::string json_diagnosis(const Diagnosis& d) {
+  std::string s = fmt::format(
+      "{{\"target_met\": {}, \"achieved_rate\": {}, \"target_rate\": {}, \"from_s\": {}, "
+      "\"to_s\": {}, \"cause\": {}",
+      d.target_met, num(d.achieved_rate), num(d.target_rate), num(d.from_s), num(d.to_s),
+      json_string(std::string(name_of(d.cause))));
+  if (d.straggler)
+    s += fmt::format(
+        ", \"straggler\": {}, \"straggler_operator\": {}, \"straggler_cp\": {}, \"peer\": {}, "
+        "\"peer_cp\": {}, \"windows\": {}",
+        json_string(*d.straggler), json_string(d.straggler_operator), num(d.straggler_cp),
+        d.peer.empty() ? "null" : json_string(d.peer), num(d.peer_cp), d.windows);
+  if (!d.workers.empty()) {
+    s += ", \"workers\": [";
+    for (size_t i = 0; i < d.workers.size(); ++i)
+      s += fmt::format("{}{{\"worker\": {}, \"operator\": {}, \"cp\": {}, \"busy\": {}}}",
+                       i ? ", " : "", json_string(d.workers[i].worker),
+                       json_string(d.workers[i].op), num(d.workers[i].cp), num(d.workers[i].busy));
+    s += "]";
+  }
+  return s + fmt::format(", \"explanation\": {}}}", json_string(d.explanation));
+}
+
+void write_run(OutputFile& out, const ManageArgs& a, const ControlledRun& r,
+               const std::optional<Diagnosis>& diag = std::nullopt) {
   auto& b = out.buf();
   const std::vector<uint32_t>& final_p =
       r.decisions.empty() ? r.topology.parallelism : r.decisions.back().parallelism;
@@ -319,8 +347,10 @@ void write_run(OutputFile& out, const ManageArgs& a, const ControlledRun& r) {
                      num(p.backlog), p.paused, json_map(r.topology, p.parallelism));
     }
     fmt::format_to(std::back_inserter(b),
-                   "],\n\"summary\": {{\"steps\": {}, \"converged_s\": {}, \"final\": {}}}}}\n",
+                   "],\n\"summary\": {{\"steps\": {}, \"converged_s\": {}, \"final\": {}}}",
                    r.decisions.size(), num(converged), json_map(r.topology, final_p));
+    if (diag) fmt::format_to(std::back_inserter(b), ",\n\"diagnosis\": {}", json_diagnosis(*diag));
+    b.append(std::string_view("}\n"));
     return;
   }
   fmt::format_to(std::back_inserter(b), "snailtrail scale manage --simulate {} --controller {}\n\n",
@@ -339,6 +369,16 @@ void write_run(OutputFile& out, const ManageArgs& a, const ControlledRun& r) {
   fmt::format_to(std::back_inserter(b),
                  "\nsteps: {}; final configuration {} running from {:.0f} s\n", r.decisions.size(),
                  par_text(r.topology, final_p), converged);
+  if (!diag) return;
+  fmt::format_to(std::back_inserter(b), "\ndiagnosis ({:.0f}-{:.0f} s): {}\n", diag->from_s,
+                 diag->to_s, diag->explanation);
+  if (!diag->straggler) return;
+  fmt::format_to(std::back_inserter(b), "  {:<38} {:>6} {:>6}\n", "worker (trace of that span)",
+                 "CP", "busy");
+  for (size_t i = 0; i < diag->workers.size() && i < 8; ++i)
+    fmt::format_to(std::back_inserter(b), "  {:<38} {:>5.1f}% {:>5.1f}%{}\n",
+                   diag->workers[i].worker, 100 * diag->workers[i].cp, 100 * diag->workers[i].busy,
+                   i == 0 && diag->cause == Cause::skew ? "  <- straggler" : "");
 }
 
 int manage_simulated(const ManageArgs& a) {
@@ -354,12 +394,19 @@ int manage_simulated(const ManageArgs& a) {
   SimControlOptions so;
   so.interval_ns = duration_arg(a.interval, "--interval");
   so.pause_ns = duration_arg(a.pause, "--redeploy-pause", true);
-  so.record_trace = !a.trace_out.empty();
+  so.record_trace = !a.trace_out.empty() || a.diagnose;
   ControlledRun r = run_controlled(s, *c, so, [&](const DecisionRecord& d) {
     if (!a.apply.empty()) apply_command(a.apply, t, d.time_s, d.parallelism, std::nullopt);
   });
+  std::optional<Diagnosis> diag;
+  if (a.diagnose) {
+    DiagnosisOptions dopt;
+    dopt.intervals = a.diagnose_intervals;
+    if (a.threshold > 0) dopt.target_ratio = a.threshold;
+    diag = diagnose(r, dopt);
+  }
   OutputFile out(a.output);
-  write_run(out, a, r);
+  write_run(out, a, r, diag);
   out.flush();
   if (!a.svg.empty()) {
     OutputFile svg(a.svg);
@@ -466,9 +513,10 @@ int run_manage(const ManageArgs& a) {
   if (a.threshold < 0) throw std::invalid_argument("--threshold must be >= 0");
   if (!(a.rollback_drop >= 0 && a.rollback_drop < 1))
     throw std::invalid_argument("--rollback-drop must be in [0, 1)");
+  if (a.diagnose_intervals == 0) throw std::invalid_argument("--diagnose-intervals must be >= 1");
   if (!a.simulate.empty()) return manage_simulated(a);
-  if (!a.svg.empty() || !a.trace_out.empty())
-    throw std::invalid_argument("--svg and --trace-out need --simulate");
+  if (!a.svg.empty() || !a.trace_out.empty() || a.diagnose)
+    throw std::invalid_argument("--svg, --trace-out and --diagnose need --simulate");
   return manage_stream(a);
 }
 
@@ -577,6 +625,13 @@ CommandRunner add_scale_command(CLI::App& app) {
                      "With --simulate: write the run's trace (.jsonl or .snail; short runs)");
   manage->add_option("--output,-o", ma->output, "Write to FILE instead of stdout");
   manage->add_flag("--quiet,-q", ma->quiet, "No progress on stderr");
+  manage->add_flag("--diagnose", ma->diagnose,
+                   "With --simulate: judge the final deployment's last intervals against the "
+                   "target and, if missed, name the straggler by CP (records the trace)");
+  manage
+      ->add_option("--diagnose-intervals", ma->diagnose_intervals,
+                   "With --diagnose: how many of the last policy intervals to judge and analyze")
+      ->capture_default_str();
 
   return [scale, policy, manage, pa, ma]() {
     if (!*scale) return -1;

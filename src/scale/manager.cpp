@@ -45,7 +45,15 @@ std::optional<Action> Ds2Manager::observe(const Observation& o) {
   const double achieved = achieved_source_rate(topology_, o);
   if (evaluating_) {
     evaluating_ = false;
-    if (opt_.rollback && achieved < rate_before_ * (1 - opt_.rollback_drop) &&
+    // A change after which the sources keep up with their target is no regression: after
+    // a scale-down they read less only because no backlog is left to drain.
+    // Unknown targets (NaN or missing) never count as kept up.
+    double target = o.source_target.empty() ? NAN : 0;
+    for (uint32_t op = 0; op < topology_.size(); ++op)
+      if (topology_.is_source(op))
+        target += op < o.source_target.size() ? o.source_target[op] : NAN;
+    const bool keeps_up = achieved >= (1 - opt_.rollback_drop) * target;
+    if (opt_.rollback && !keeps_up && achieved < rate_before_ * (1 - opt_.rollback_drop) &&
         decisions_ < opt_.max_decisions) {
       ++decisions_;
       history_.clear();
