@@ -1,5 +1,5 @@
 // Why a controlled run missed its target rate (thesis §4.3.2, "DS2 in the presence of
-// skew"; docs/AUTOSCALING.md §6). DS2 averages the true rates of an operator's instances,
+// skew"; docs/AUTOSCALING.md §7). DS2 averages the true rates of an operator's instances,
 // so under data skew it settles on a configuration that would suffice without skew and
 // the sources stay below their target: DS2 cannot see why. SnailTrail's critical
 // participation (CP) per worker, on the trace of the final deployment's last policy
