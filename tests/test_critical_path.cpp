@@ -283,6 +283,17 @@ TEST(CriticalPathCli, AnalyzeDetectsTheNewFormats) {
   ASSERT_EQ(o.code, 0) << o.out;
   ASSERT_FALSE(parser.parse(o.out).get(doc)) << o.out;
   EXPECT_NEAR(double(doc["operator"]["db: query"]), 30.0 / 210, 1e-9);
+  // --map re-types the queue's span: io 30/155 (test_import_otel.cpp).
+  const std::string map = ::testing::TempDir() + "cli-map.toml";
+  std::FILE* f = std::fopen(map.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs("[[rule]]\nservice = \"queue\"\nactivity = \"io\"\n", f);
+  std::fclose(f);
+  const CliRun m =
+      run("analyze " + kData + "jaeger-request.json --window whole --format jsonl --map " + map);
+  ASSERT_EQ(m.code, 0) << m.out;
+  ASSERT_FALSE(parser.parse(m.out).get(doc)) << m.out;
+  EXPECT_NEAR(double(doc["activity"]["io"]), 30.0 / 155, 1e-9);
   const CliRun forced = run("analyze " + kData + "otlp-request.json --importer chrome");
   EXPECT_EQ(forced.code, 1) << forced.out;
 }
