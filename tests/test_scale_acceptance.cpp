@@ -2,6 +2,7 @@
 // rises and falls (thesis Fig. 4.6), and DS2 under data skew (thesis §4.3.2), where the
 // CP analysis of the run's trace explains the missed target by naming the straggler.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <cmath>
 #include <cstdio>
@@ -236,6 +237,46 @@ TEST(ScaleSkew, JudgesTheLastIntervalsOfTheFinalDeployment) {
   d = diagnose(r, {.intervals = 2});
   EXPECT_DOUBLE_EQ(d.from_s, 100);
   EXPECT_DOUBLE_EQ(d.achieved_rate, 1480);
+}
+
+// ---- the command ------------------------------------------------------------------------
+
+struct Cmd {
+  int code;
+  std::string out;
+};
+
+Cmd run_cli(const std::string& args) {
+  const std::string cmd = std::string(SNAILTRAIL_BINARY) + " " + args + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  Cmd c{-1, ""};
+  if (!p) return c;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) c.out.append(buf, n);
+  const int rc = ::pclose(p);
+  c.code = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  return c;
+}
+
+TEST(ScaleSkew, ManageDiagnoseReportsTheStragglerInTableAndJson) {
+  const std::string base = "scale manage --simulate " + example("wordcount-skew-80") +
+                           " --duration 120s --interval 20s --redeploy-pause 10s --warmup 1"
+                           " --max-decisions 2 --diagnose --diagnose-intervals 2";
+  Cmd c = run_cli(base);
+  ASSERT_EQ(c.code, 0) << c.out;
+  EXPECT_NE(c.out.find("because of skew: straggler count-0"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("<- straggler"), std::string::npos) << c.out;
+  c = run_cli(base + " --format json");
+  ASSERT_EQ(c.code, 0) << c.out;
+  EXPECT_NE(c.out.find("\"diagnosis\": {\"target_met\": false"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("\"cause\": \"skew\", \"straggler\": \"count-0\""), std::string::npos)
+      << c.out;
+  // Usage errors: --diagnose needs --simulate; at least one interval.
+  c = run_cli("scale manage --ds2-metrics /nonexistent --topology x --diagnose");
+  EXPECT_EQ(c.code, 2) << c.out;
+  c = run_cli(base + " --diagnose-intervals 0");
+  EXPECT_EQ(c.code, 2) << c.out;
 }
 
 }  // namespace
