@@ -239,6 +239,25 @@ TEST(ScaleSkew, JudgesTheLastIntervalsOfTheFinalDeployment) {
   EXPECT_DOUBLE_EQ(d.achieved_rate, 1480);
 }
 
+TEST(ScaleSkew, NotJudgedWithoutARunningIntervalOrATarget) {
+  ControlledRun r;
+  r.topology.add_operator("source", 1);
+  // The last decision's deployment never ran: nothing to judge.
+  r.decisions.push_back({40, 100, {1}, "x"});
+  r.timeline.push_back({40, 500, 1000, 0, false, {1}});
+  r.timeline.push_back({100, 0, 1000, 0, true, {1}});
+  Diagnosis d = diagnose(r, {});
+  EXPECT_TRUE(d.target_met);
+  EXPECT_EQ(d.cause, Cause::none);
+  EXPECT_EQ(d.explanation.rfind("not judged", 0), 0u) << d.explanation;
+  // Sources without a rate (unlimited): no target to miss.
+  r.decisions.clear();
+  r.timeline = {{60, 500, INFINITY, 0, false, {1}}};
+  d = diagnose(r, {});
+  EXPECT_TRUE(d.target_met);
+  EXPECT_EQ(d.explanation, "not judged: the sources have no target rate");
+}
+
 // ---- the command ------------------------------------------------------------------------
 
 struct Cmd {

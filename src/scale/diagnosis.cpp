@@ -54,7 +54,10 @@ Diagnosis diagnose(const ControlledRun& run, const DiagnosisOptions& opt) {
     if (!p.paused && p.time_s > deployed) spans.push_back({prev_end, p.time_s, &p});
     prev_end = p.time_s;
   }
-  if (spans.empty()) return d;  // nothing ran in the final deployment: nothing to judge
+  if (spans.empty()) {
+    d.explanation = "not judged: nothing ran after the last decision";
+    return d;
+  }
   const size_t first = spans.size() > opt.intervals ? spans.size() - opt.intervals : 0;
   double read = 0, arrived = 0;
   for (size_t i = first; i < spans.size(); ++i) {
@@ -67,6 +70,10 @@ Diagnosis diagnose(const ControlledRun& run, const DiagnosisOptions& opt) {
   const double len = d.to_s - d.from_s;
   d.achieved_rate = read / len;
   d.target_rate = arrived / len;
+  if (!std::isfinite(d.target_rate)) {  // sources that read as fast as they can
+    d.explanation = "not judged: the sources have no target rate";
+    return d;
+  }
   d.target_met = !(d.achieved_rate < opt.target_ratio * d.target_rate);
   if (d.target_met) {
     d.explanation =

@@ -45,7 +45,7 @@ struct WorkerCp {
 };
 
 struct Diagnosis {
-  bool target_met = true;
+  bool target_met = true;       // also when not judged (nothing ran, no target): see explanation
   double achieved_rate = 0;     // records/s the sources read, mean over the judged intervals
   double target_rate = 0;       // records/s that arrived at the sources (offered)
   double from_s = 0, to_s = 0;  // the judged and analyzed span (simulated seconds)
