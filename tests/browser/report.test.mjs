@@ -4,7 +4,7 @@
 // Screenshots go to $SNAILTRAIL_ARTIFACTS (default build/browser-artifacts/).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -186,5 +186,39 @@ test('the live dashboard polls api/report and redraws as windows close', async (
     await page.close();
   } finally {
     server.close();
+  }
+});
+
+// The same page served by `snailtrail serve --http`, fed by `snailtrail send`.
+test('snailtrail serve shows the live dashboard while a producer streams', async () => {
+  const ports = path.join(work, 'ports');
+  const trace = path.join(work, 'skew.snail');
+  const server = spawn(bin, ['serve', '--tcp', '127.0.0.1:0', '--http', '127.0.0.1:0',
+    '--window', '1s', '--lateness', '100ms', '--port-file', ports, '--out', '/dev/null', '--quiet']);
+  try {
+    let text = '';
+    for (let i = 0; i < 200 && !/http=/.test(text); ++i) {
+      await new Promise((r) => setTimeout(r, 25));
+      text = fs.existsSync(ports) ? fs.readFileSync(ports, 'utf8') : '';
+    }
+    const tcp = /tcp=(\d+)/.exec(text)[1];
+    const httpPort = /http=(\d+)/.exec(text)[1];
+    const { page, problems } = await openPage();
+    await page.goto(`http://127.0.0.1:${httpPort}/`);
+    await page.waitForFunction(() => /^live: updated/.test(document.getElementById('status').textContent));
+    // 20 s of trace at 5x: windows close while the page is open.
+    const sender = spawn(bin, ['send', trace, '--to', `127.0.0.1:${tcp}`, '--speed', '5x', '--quiet']);
+    await page.waitForFunction(() => Number(document.body.dataset.windows || 0) >= 3, null,
+      { timeout: 20000 });
+    await assertEveryChartDrawn(page);
+    await page.screenshot({ path: path.join(artifacts, 'serve-dashboard.png'), fullPage: true });
+    await new Promise((resolve) => sender.on('exit', resolve));
+    await page.waitForFunction(() => Number(document.body.dataset.windows || 0) >= 15, null,
+      { timeout: 20000 });
+    assert.deepEqual(problems, []);
+    await page.close();
+  } finally {
+    server.kill('SIGTERM');
+    await new Promise((resolve) => server.on('exit', resolve));
   }
 });
