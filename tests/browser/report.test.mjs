@@ -171,9 +171,14 @@ test('the live dashboard polls api/report and redraws as windows close', async (
     await assertEveryChartDrawn(page);
     await page.screenshot({ path: path.join(artifacts, 'dashboard-5-windows.png'), fullPage: true });
     // Select window 2, then more windows close: the selection stays.
+    // A poll may redraw the chart between finding the overlay and clicking it: retry.
     const overlay = page.locator('[data-chart="cp-time"] .overlay');
-    const box = await overlay.boundingBox();
-    await page.mouse.click(box.x + box.width * 0.5, box.y + box.height / 2);
+    for (let attempt = 0; attempt < 50; ++attempt) {
+      const box = await overlay.boundingBox();
+      if (box) await page.mouse.click(box.x + box.width * 0.5, box.y + box.height / 2);
+      if ((await page.getAttribute('body', 'data-selected')) === '2') break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
     assert.equal(await page.getAttribute('body', 'data-selected'), '2');
     body = fs.readFileSync(files.full);
     await page.waitForSelector('body[data-windows="20"]', { timeout: 5000 });
