@@ -98,6 +98,55 @@ size_t CpComputer::drop_zero_duration_cycles(const Snapshot& snap,
   return dropped;
 }
 
+bool CpComputer::backward_in_reverse_order(const Snapshot& snap, int64_t span_end,
+                                           BigVector<WideCount>& backward) {
+  const uint32_t n = static_cast<uint32_t>(snap.node_count());
+  const uint32_t m = static_cast<uint32_t>(snap.msg_src.size());
+  // CSR of message edges by destination, and per node the messages still to finish.
+  in_begin_.assign(n + 1, 0);
+  for (uint32_t k = 0; k < m; ++k) ++in_begin_[snap.msg_dst[k] + 1];
+  for (uint32_t v = 0; v < n; ++v) in_begin_[v + 1] += in_begin_[v];
+  in_msg_.resize(m);
+  {
+    std::vector<uint32_t> fill(in_begin_.begin(), in_begin_.end() - 1);
+    for (uint32_t k = 0; k < m; ++k) in_msg_[fill[snap.msg_dst[k]]++] = k;
+  }
+  msg_out_left_.resize(n);
+  succ_done_.resize(n);
+  back_ready_.clear();
+  for (uint32_t v = 0; v < n; ++v) {
+    msg_out_left_[v] = out_begin_[v + 1] - out_begin_[v];
+    succ_done_[v] = snap.edge[v] == kNone;
+    if (succ_done_[v] && msg_out_left_[v] == 0) back_ready_.push_back(v);
+  }
+  // Kahn's algorithm on the reversed graph at chain granularity: walk a chain backwards
+  // until a node still waits for the destination of one of its messages.
+  uint32_t finished = 0;
+  while (!back_ready_.empty()) {
+    uint32_t v = back_ready_.back();
+    back_ready_.pop_back();
+    for (;;) {
+      WideCount b;
+      if (snap.ts[v] == span_end) b = WideCount::one();
+      if (snap.counts(v)) b += backward[v + 1];
+      for (uint32_t q = out_begin_[v]; q < out_begin_[v + 1]; ++q)
+        b += backward[snap.msg_dst[out_msg_[q]]];
+      backward[v] = b;
+      ++finished;
+      for (uint32_t q = in_begin_[v]; q < in_begin_[v + 1]; ++q) {
+        const uint32_t src = snap.msg_src[in_msg_[q]];
+        if (--msg_out_left_[src] == 0 && succ_done_[src]) back_ready_.push_back(src);
+      }
+      if (v == 0 || snap.edge[v - 1] == kNone) break;
+      const uint32_t prev = v - 1;
+      succ_done_[prev] = 1;
+      if (msg_out_left_[prev] != 0) break;  // resumed by its last message's destination
+      v = prev;
+    }
+  }
+  return finished == n;
+}
+
 void CpComputer::compute(const Snapshot& snap, CpResult& out) {
   const uint32_t n = static_cast<uint32_t>(snap.node_count());
   const uint32_t m = static_cast<uint32_t>(snap.msg_src.size());
@@ -133,6 +182,19 @@ void CpComputer::compute(const Snapshot& snap, CpResult& out) {
     const bool has_pred = v > 0 && snap.edge[v - 1] != kNone;
     if (!has_pred && msg_in_[v] == 0 && snap.ts[v] != out.span_start) ++out.property1_violations;
   }
+
+  // Large snapshots: the backward pass runs at the same time on a second thread, in its
+  // own reverse topological order. It adds the same terms in the same order as the
+  // sequential pass below, so the results are bit-identical; it is discarded (and the
+  // sequential pass runs) when the forward pass has to break zero-duration cycles.
+  std::thread backward_thread;
+  bool backward_done = false;
+  const bool backward_thread_used = n >= split_min_nodes_;
+  if (backward_thread_used) {
+    backward_thread = std::thread(
+        [&] { backward_done = backward_in_reverse_order(snap, out.span_end, out.backward); });
+  }
+  bool had_cycles = false;
 
   // Topological order fused with the forward pass. Timelines are chains (v -> v + 1), so
   // this is Kahn's algorithm at chain granularity: walk a chain until a node still waits
@@ -174,6 +236,10 @@ void CpComputer::compute(const Snapshot& snap, CpResult& out) {
       }
     }
     if (order_.size() == n) break;
+    had_cycles = true;
+    // The concurrent backward pass saw the same cycles and stopped short; msg_dropped_
+    // changes below, so wait for it first.
+    if (backward_thread.joinable()) backward_thread.join();
     // Nodes left over lie on or after a cycle. Timeline edges always move forward in
     // time, so a cycle is made of zero-duration messages only: drop the zero-duration
     // messages inside a strongly connected component of those, and retry.
@@ -186,17 +252,21 @@ void CpComputer::compute(const Snapshot& snap, CpResult& out) {
     for (uint32_t k = 0; k < m; ++k)
       if (!msg_dropped_[k]) ++msg_in_[snap.msg_dst[k]];
   }
+  if (backward_thread.joinable()) backward_thread.join();
   // Backward pass in reverse topological order.
-  for (size_t i = order_.size(); i-- > 0;) {
-    uint32_t v = order_[i];
-    WideCount b;
-    if (snap.ts[v] == out.span_end) b = WideCount::one();
-    if (snap.counts(v)) b += out.backward[v + 1];
-    for (uint32_t q = out_begin_[v]; q < out_begin_[v + 1]; ++q) {
-      uint32_t k = out_msg_[q];
-      if (!msg_dropped_[k]) b += out.backward[snap.msg_dst[k]];
+  if (!backward_done || had_cycles) {
+    if (backward_thread_used) out.backward.assign(n, WideCount());
+    for (size_t i = order_.size(); i-- > 0;) {
+      uint32_t v = order_[i];
+      WideCount b;
+      if (snap.ts[v] == out.span_end) b = WideCount::one();
+      if (snap.counts(v)) b += out.backward[v + 1];
+      for (uint32_t q = out_begin_[v]; q < out_begin_[v + 1]; ++q) {
+        uint32_t k = out_msg_[q];
+        if (!msg_dropped_[k]) b += out.backward[snap.msg_dst[k]];
+      }
+      out.backward[v] = b;
     }
-    out.backward[v] = b;
   }
   for (uint32_t v = 0; v < n; ++v)
     if (snap.ts[v] == out.span_end) out.paths += out.forward[v];

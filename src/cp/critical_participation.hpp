@@ -52,7 +52,18 @@ class CpComputer {
   // returns how many.
   size_t drop_zero_duration_cycles(const Snapshot& snap, const std::vector<uint8_t>& done);
 
+  // The backward pass on its own (a reverse topological order found by Kahn's
+  // algorithm), for running beside the forward pass. No message may be dropped yet.
+  // False if a cycle stopped it.
+  bool backward_in_reverse_order(const Snapshot& snap, int64_t span_end,
+                                 BigVector<WideCount>& backward);
+
   size_t split_min_nodes_ = size_t{1} << 20;
+  BigVector<uint32_t> in_begin_;  // CSR of message edges by destination node
+  BigVector<uint32_t> in_msg_;
+  BigVector<uint32_t> msg_out_left_;
+  BigVector<uint8_t> succ_done_;
+  BigVector<uint32_t> back_ready_;
   BigVector<uint32_t> out_begin_;  // CSR of message edges by source node
   BigVector<uint32_t> out_msg_;
   BigVector<uint32_t> msg_in_;  // incoming messages not yet processed

@@ -8,6 +8,7 @@
 
 #include "pag/radix_sort.hpp"
 #include "pag/timeline_builder.hpp"
+#include "trace/parallel.hpp"
 #include "trace/trace_io_detail.hpp"
 
 namespace snailtrail {
@@ -141,28 +142,45 @@ void match_messages(Pag& pag, std::vector<std::vector<HalfEdge>>& send_lists,
   auto part_of = [&](const HalfEdge& h) -> size_t {
     return bits == 0 ? 0 : key_hash(h.sender, h.receiver, h.correlator) >> (64 - bits);
   };
-  // Scatters the lists (one per scanning thread) into partitions; stable, so each key's
-  // half messages, which all come from one worker and so from one list, keep time order.
+  // Scatters the lists (one per scanning thread, each on its own thread) into
+  // partitions; stable, so each key's half messages, which all come from one worker and
+  // so from one list, keep time order.
   auto scatter = [&](std::vector<std::vector<HalfEdge>>& lists, std::vector<HalfEdge>& out,
                      std::vector<size_t>& begin) {
-    begin.assign(parts + 1, 0);
+    const size_t L = lists.size();
+    std::vector<std::vector<uint16_t>> part(L);  // each element's partition, hashed once
+    std::vector<std::vector<size_t>> fill(L, std::vector<size_t>(parts + 1, 0));
     size_t total = 0;
     for (const auto& l : lists) total += l.size();
-    std::vector<uint16_t> part(total);  // each element's partition, hashed once
-    size_t k = 0;
-    for (const auto& l : lists)
-      for (const HalfEdge& h : l) {
-        part[k] = static_cast<uint16_t>(part_of(h));
-        ++begin[part[k++] + 1];
+    const unsigned threads = total >= (size_t{1} << 16) ? static_cast<unsigned>(L) : 1;
+    run_parallel(threads, [&](unsigned t) {
+      for (size_t l = t; l < L; l += threads) {
+        part[l].resize(lists[l].size());
+        for (size_t k = 0; k < lists[l].size(); ++k) {
+          part[l][k] = static_cast<uint16_t>(part_of(lists[l][k]));
+          ++fill[l][part[l][k]];
+        }
       }
-    for (size_t p = 0; p < parts; ++p) begin[p + 1] += begin[p];
-    out.resize(total);
-    std::vector<size_t> fill(begin.begin(), begin.end() - 1);
-    k = 0;
-    for (auto& l : lists) {
-      for (const HalfEdge& h : l) out[fill[part[k++]]++] = h;
-      std::vector<HalfEdge>().swap(l);
+    });
+    // Partition p holds list 0's elements of p, then list 1's, ...
+    begin.assign(parts + 1, 0);
+    size_t at = 0;
+    for (size_t p = 0; p < parts; ++p) {
+      begin[p] = at;
+      for (size_t l = 0; l < L; ++l) {
+        const size_t count = fill[l][p];
+        fill[l][p] = at;
+        at += count;
+      }
     }
+    begin[parts] = at;
+    out.resize(total);
+    run_parallel(threads, [&](unsigned t) {
+      for (size_t l = t; l < L; l += threads) {
+        for (size_t k = 0; k < lists[l].size(); ++k) out[fill[l][part[l][k]]++] = lists[l][k];
+        std::vector<HalfEdge>().swap(lists[l]);
+      }
+    });
   };
   std::vector<HalfEdge> sends, recvs;
   std::vector<size_t> send_begin, recv_begin;
@@ -208,9 +226,26 @@ void match_messages(Pag& pag, std::vector<std::vector<HalfEdge>>& send_lists,
   for (const Message& m : pag.messages) min_src = std::min(min_src, m.src_ts);
   for (uint32_t i = 0; i < keys.size(); ++i)
     keys[i] = {static_cast<uint64_t>(pag.messages[i].src_ts - min_src), i};
-  radix_sort(keys, scratch);
+  // Two halves radix-sorted on two threads and merged (ties from the first half first)
+  // give the same order as one stable sort.
+  const size_t half = keys.size() >= (size_t{1} << 16) ? keys.size() / 2 : keys.size();
+  std::vector<KeyValue<uint32_t>> upper(keys.begin() + static_cast<std::ptrdiff_t>(half),
+                                        keys.end());
+  keys.resize(half);
+  std::vector<KeyValue<uint32_t>> scratch2;
+  run_parallel(upper.empty() ? 1 : 2, [&](unsigned t) {
+    t == 0 ? radix_sort(keys, scratch) : radix_sort(upper, scratch2);
+  });
+  scratch.resize(keys.size() + upper.size());
+  std::merge(keys.begin(), keys.end(), upper.begin(), upper.end(), scratch.begin(),
+             [](const auto& a, const auto& b) { return a.key < b.key; });
+  keys.swap(scratch);
   BigVector<Message> sorted(pag.messages.size());
-  for (size_t i = 0; i < keys.size(); ++i) sorted[i] = pag.messages[keys[i].value];
+  const unsigned gather_threads = upper.empty() ? 1 : 2;
+  run_parallel(gather_threads, [&](unsigned t) {
+    const size_t lo = keys.size() * t / gather_threads, hi = keys.size() * (t + 1) / gather_threads;
+    for (size_t i = lo; i < hi; ++i) sorted[i] = pag.messages[keys[i].value];
+  });
   for (size_t i = 0; i < sorted.size();) {
     size_t j = i + 1;
     while (j < sorted.size() && sorted[j].src_ts == sorted[i].src_ts) ++j;
@@ -236,75 +271,93 @@ Pag build_pag(const Trace& trace, const PagOptions& options) {
   const size_t n = events.size();
   if (n >= kNone) throw TraceError(trace.source, "input", "too many events");
 
-  // Pass 1: provisional worker indices (first appearance), events per worker, operators.
-  std::vector<uint32_t> table;                    // worker id -> provisional index, for small ids
-  std::unordered_map<uint32_t, uint32_t> sparse;  // id -> index for large ids
-  std::vector<uint32_t> prov_ids;
-  std::vector<uint32_t> counts;
-  std::vector<uint8_t> op_seen;
-  std::vector<uint32_t> large_ops;
-  auto provisional = [&](uint32_t id) -> uint32_t {
-    if (id < (1u << 22)) {
-      if (id >= table.size()) table.resize(std::max<size_t>(id + 1, table.size() * 2), kNone);
-      uint32_t& p = table[id];
-      if (p == kNone) {
-        p = static_cast<uint32_t>(prov_ids.size());
-        prov_ids.push_back(id);
-        counts.push_back(0);
-      }
-      return p;
-    }
-    auto [it, inserted] = sparse.try_emplace(id, static_cast<uint32_t>(prov_ids.size()));
-    if (inserted) {
-      prov_ids.push_back(id);
-      counts.push_back(0);
-    }
-    return it->second;
+  // Pass 1: the workers (ids and event counts) and operators, on threads for large
+  // traces: each counts a contiguous share of the events and the shares are merged.
+  struct Census {
+    std::vector<uint32_t> small_count;  // by worker id, for ids below kSmallId
+    std::unordered_map<uint32_t, uint32_t> large_count;
+    std::vector<uint8_t> op_seen;  // by operator id, for ids below kSmallOp
+    std::vector<uint32_t> large_ops;
   };
-  uint32_t last_id = kNone, last_prov = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const Event& e = events[i];
-    if (e.worker != last_id) {
-      last_id = e.worker;
-      last_prov = provisional(e.worker);
-    }
-    ++counts[last_prov];
-    if (e.has(kHasOperator)) {
-      if (e.op < (1u << 24)) {
-        if (e.op >= op_seen.size())
-          op_seen.resize(std::max<size_t>(e.op + 1, op_seen.size() * 2), 0);
-        op_seen[e.op] = 1;
-      } else {
-        large_ops.push_back(e.op);
+  constexpr uint32_t kSmallId = 1u << 22, kSmallOp = 1u << 24;
+  auto count_events = [&](size_t lo, size_t hi, Census& c) {
+    uint32_t last_id = kNone;
+    uint32_t* last_count = nullptr;
+    for (size_t i = lo; i < hi; ++i) {
+      const Event& e = events[i];
+      if (e.worker != last_id) {
+        last_id = e.worker;
+        if (e.worker < kSmallId) {
+          if (e.worker >= c.small_count.size())
+            c.small_count.resize(std::max<size_t>(e.worker + 1, c.small_count.size() * 2), 0);
+          last_count = &c.small_count[e.worker];
+        } else {
+          last_count = &c.large_count[e.worker];
+        }
+      }
+      ++*last_count;
+      if (e.has(kHasOperator)) {
+        if (e.op < kSmallOp) {
+          if (e.op >= c.op_seen.size())
+            c.op_seen.resize(std::max<size_t>(e.op + 1, c.op_seen.size() * 2), 0);
+          c.op_seen[e.op] = 1;
+        } else {
+          c.large_ops.push_back(e.op);
+        }
       }
     }
+  };
+  const unsigned census_threads =
+      n >= (size_t{1} << 20) ? std::min(4u, std::max(1u, std::thread::hardware_concurrency())) : 1;
+  std::vector<Census> census(census_threads);
+  {
+    std::vector<std::thread> pool;
+    for (unsigned t = 1; t < census_threads; ++t)
+      pool.emplace_back(count_events, n * t / census_threads, n * (t + 1) / census_threads,
+                        std::ref(census[t]));
+    count_events(0, n / census_threads, census[0]);
+    for (std::thread& th : pool) th.join();
   }
-  for (uint32_t op = 0; op < op_seen.size(); ++op)
-    if (op_seen[op]) pag.operator_ids.push_back(op);
-  std::sort(large_ops.begin(), large_ops.end());
-  large_ops.erase(std::unique(large_ops.begin(), large_ops.end()), large_ops.end());
-  pag.operator_ids.insert(pag.operator_ids.end(), large_ops.begin(), large_ops.end());
+  Census& all = census[0];
+  for (unsigned t = 1; t < census_threads; ++t) {
+    Census& c = census[t];
+    if (c.small_count.size() > all.small_count.size())
+      all.small_count.resize(c.small_count.size(), 0);
+    for (size_t id = 0; id < c.small_count.size(); ++id) all.small_count[id] += c.small_count[id];
+    for (const auto& [id, k] : c.large_count) all.large_count[id] += k;
+    if (c.op_seen.size() > all.op_seen.size()) all.op_seen.resize(c.op_seen.size(), 0);
+    for (size_t op = 0; op < c.op_seen.size(); ++op) all.op_seen[op] |= c.op_seen[op];
+    all.large_ops.insert(all.large_ops.end(), c.large_ops.begin(), c.large_ops.end());
+  }
+  for (uint32_t op = 0; op < all.op_seen.size(); ++op)
+    if (all.op_seen[op]) pag.operator_ids.push_back(op);
+  std::sort(all.large_ops.begin(), all.large_ops.end());
+  all.large_ops.erase(std::unique(all.large_ops.begin(), all.large_ops.end()), all.large_ops.end());
+  pag.operator_ids.insert(pag.operator_ids.end(), all.large_ops.begin(), all.large_ops.end());
 
-  // Final worker order: ascending ids, known before the scan so that each worker's
-  // slot range already sits where its nodes end up.
-  const size_t W = prov_ids.size();
-  std::vector<uint32_t> order(W), final_index(W);
-  for (uint32_t w = 0; w < W; ++w) order[w] = w;
-  std::sort(order.begin(), order.end(),
-            [&](uint32_t a, uint32_t b) { return prov_ids[a] < prov_ids[b]; });
-  for (uint32_t k = 0; k < W; ++k) final_index[order[k]] = k;
-  pag.worker_ids.resize(W);
-  pag.event_begin.assign(W + 1, 0);
-  for (uint32_t k = 0; k < W; ++k) {
-    pag.worker_ids[k] = prov_ids[order[k]];
-    pag.event_begin[k + 1] = pag.event_begin[k] + counts[order[k]];
+  // Final worker order: ascending ids. Worker id -> final index through a table for
+  // small ids and a map for large ones.
+  std::vector<uint32_t> table(all.small_count.size(), kNone);
+  std::unordered_map<uint32_t, uint32_t> sparse;
+  std::vector<uint32_t> counts;
+  for (uint32_t id = 0; id < all.small_count.size(); ++id)
+    if (all.small_count[id] > 0) {
+      table[id] = static_cast<uint32_t>(pag.worker_ids.size());
+      pag.worker_ids.push_back(id);
+      counts.push_back(all.small_count[id]);
+    }
+  std::vector<std::pair<uint32_t, uint32_t>> large(all.large_count.begin(), all.large_count.end());
+  std::sort(large.begin(), large.end());
+  for (const auto& [id, k] : large) {
+    sparse.emplace(id, static_cast<uint32_t>(pag.worker_ids.size()));
+    pag.worker_ids.push_back(id);
+    counts.push_back(k);
   }
-  // Worker id -> final index for pass 2, through the same tables as pass 1.
-  for (uint32_t& p : table)
-    if (p != kNone) p = final_index[p];
-  for (auto& entry : sparse) entry.second = final_index[entry.second];
+  const size_t W = pag.worker_ids.size();
+  pag.event_begin.assign(W + 1, 0);
+  for (uint32_t k = 0; k < W; ++k) pag.event_begin[k + 1] = pag.event_begin[k] + counts[k];
   auto final_of = [&](uint32_t id) -> uint32_t {
-    if (id < table.size() && id < (1u << 22)) return table[id];
+    if (id < table.size()) return table[id];
     auto it = sparse.find(id);
     return it != sparse.end() ? it->second : kNone;  // kNone: unreachable, all ids seen
   };
