@@ -59,16 +59,17 @@ void Snapshotter::build(const Window& win, Snapshot& out) {
   out.events = 0;
   for (size_t w = 0; w + 1 < pag_.event_begin.size(); ++w) {
     uint32_t& c = event_cursor_[w];
-    const uint32_t end = pag_.event_begin[w + 1];
-    while (c < end && ev[c] < ts) ++c;
-    uint32_t e = c;
-    while (e < end && (ev[e] < te || (win.closed_end && ev[e] == te))) ++e;
-    out.events += e - c;
-    c = e;
+    const auto first = ev.begin() + c, last = ev.begin() + pag_.event_begin[w + 1];
+    const auto from = std::lower_bound(first, last, ts);
+    const auto to =
+        win.closed_end ? std::upper_bound(from, last, te) : std::lower_bound(from, last, te);
+    out.events += static_cast<uint64_t>(to - from);
+    c = static_cast<uint32_t>(to - ev.begin());
   }
 
-  // Timeline edges overlapping (ts, te), worker by worker. Remember each worker's
-  // first global edge and snapshot offset to place message endpoints in O(1).
+  // Timeline edges overlapping (ts, te), worker by worker: first each worker's range of
+  // edges, then the node arrays in one go. Remember each worker's first global edge and
+  // snapshot offset to place message endpoints in O(1).
   const size_t W = pag_.worker_count();
   struct Range {
     uint32_t first_edge = kNone;  // global node index of the first overlapping edge
@@ -78,35 +79,47 @@ void Snapshotter::build(const Window& win, Snapshot& out) {
   };
   static thread_local std::vector<Range> ranges;
   ranges.assign(W, Range{});
+  const auto& node_ts = pag_.node_ts;
+  uint32_t nodes = 0;
   for (size_t w = 0; w < W; ++w) {
-    uint32_t last = pag_.worker_begin[w + 1];  // one past the worker's last node
+    const uint32_t last = pag_.worker_begin[w + 1];  // one past the worker's last node
     uint32_t i = cursor_[w];
-    // Skip edges that end at or before ts.
-    while (i + 1 < last && pag_.node_ts[i + 1] <= ts) ++i;
+    // Skip edges that end at or before ts: i is the last node at or before ts.
+    if (i + 1 < last && node_ts[i + 1] <= ts)
+      i = static_cast<uint32_t>(
+          std::upper_bound(node_ts.begin() + i + 1, node_ts.begin() + last, ts) - node_ts.begin() -
+          1);
     cursor_[w] = i;
-    if (i + 1 >= last || pag_.node_ts[i] >= te) continue;  // no edge overlaps (ts, te)
+    if (i + 1 >= last || node_ts[i] >= te) continue;  // no edge overlaps (ts, te)
+    // j: the first node at or after te, or the worker's last node.
+    const uint32_t j = static_cast<uint32_t>(
+        std::lower_bound(node_ts.begin() + i + 1, node_ts.begin() + last - 1, te) -
+        node_ts.begin());
     Range& r = ranges[w];
     r.first_edge = i;
-    r.offset = static_cast<uint32_t>(out.ts.size());
-    r.first_ts = std::max(pag_.node_ts[i], ts);
-    out.ts.push_back(r.first_ts);
-    out.worker.push_back(static_cast<uint32_t>(w));
-    out.edge.push_back(i);
-    out.type.push_back(pag_.edge_type[i]);
-    uint32_t j = i + 1;
-    for (; j + 1 < last && pag_.node_ts[j] < te; ++j) {
-      out.ts.push_back(pag_.node_ts[j]);
-      out.worker.push_back(static_cast<uint32_t>(w));
-      out.edge.push_back(j);
-      out.type.push_back(pag_.edge_type[j]);
-    }
-    out.ts.push_back(std::min(pag_.node_ts[j], te));
-    out.worker.push_back(static_cast<uint32_t>(w));
-    out.edge.push_back(kNone);
-    out.type.push_back(kNoEdge);
-    out.timeline_edges += j - i;
     r.last_node = j;
-    r.last_ts = out.ts.back();
+    r.offset = nodes;
+    r.first_ts = std::max(node_ts[i], ts);
+    r.last_ts = std::min(node_ts[j], te);
+    nodes += j - i + 1;
+    out.timeline_edges += j - i;
+  }
+  out.ts.resize(nodes);
+  out.worker.resize(nodes);
+  out.edge.resize(nodes);
+  out.type.resize(nodes);
+  for (size_t w = 0; w < W; ++w) {
+    const Range& r = ranges[w];
+    if (r.first_edge == kNone) continue;
+    const uint32_t i = r.first_edge, j = r.last_node, o = r.offset, k = j - i;
+    std::copy(node_ts.begin() + i, node_ts.begin() + j + 1, out.ts.begin() + o);
+    out.ts[o] = r.first_ts;
+    out.ts[o + k] = r.last_ts;
+    std::fill_n(out.worker.begin() + o, k + 1, static_cast<uint32_t>(w));
+    for (uint32_t x = 0; x < k; ++x) out.edge[o + x] = i + x;
+    out.edge[o + k] = kNone;
+    std::copy(pag_.edge_type.begin() + i, pag_.edge_type.begin() + j, out.type.begin() + o);
+    out.type[o + k] = kNoEdge;
   }
 
   // Messages: admit those sent before the window's end, keep those not yet delivered.
