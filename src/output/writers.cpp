@@ -5,6 +5,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include <fmt/compile.h>
+
 namespace snailtrail {
 namespace {
 
@@ -21,7 +23,9 @@ void put_double(Buf& out, double v) {
     return;
   }
   if (v == 0) v = 0;  // no "-0"
-  fmt::format_to(std::back_inserter(out), "{}", v);
+  char text[32];      // the longest shortest round-trip double is 24 characters
+  const char* end = fmt::format_to(text, FMT_COMPILE("{}"), v);
+  out.append(text, end);
 }
 
 bool active_type(const WindowSummary& w, int a) {
@@ -49,7 +53,7 @@ void put_worker_map(Buf& out, const Groups& g, const WindowSummary& w, const Nam
     if (w.conventional.worker[k] == 0 && w.cp.worker[k] == 0) continue;
     if (!first) out.push_back(',');
     first = false;
-    append_json_string(out, names.worker[k]);
+    put(out, names.worker_json[k]);
     out.push_back(':');
     put_double(out, g.worker[k]);
   }
@@ -68,15 +72,16 @@ void put_op_map(Buf& out, const Groups& g, const Names& names) {
 }
 
 void put_comm(Buf& out, const Groups& g, const Names& names, const char* key) {
+  const std::string key_text = fmt::format(",\"{}\":", key);
   out.push_back('[');
   for (size_t k = 0; k < g.communication.size(); ++k) {
     const CommCell& c = g.communication[k];
     if (k) out.push_back(',');
     put(out, "{\"src\":");
-    append_json_string(out, names.worker[c.src]);
+    put(out, names.worker_json[c.src]);
     put(out, ",\"dst\":");
-    append_json_string(out, names.worker[c.dst]);
-    fmt::format_to(std::back_inserter(out), ",\"{}\":", key);
+    put(out, names.worker_json[c.dst]);
+    put(out, key_text);
     put_double(out, c.value);
     out.push_back('}');
   }

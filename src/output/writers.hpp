@@ -20,8 +20,6 @@ struct SummarySelection {
   static SummarySelection parse(const std::string& list);
 };
 
-void append_json_string(fmt::memory_buffer& out, std::string_view s);
-
 // One JSON object (no trailing newline) for a window.
 void write_window_json(fmt::memory_buffer& out, const WindowSummary& w, const Names& names,
                        const SummarySelection& sel);

@@ -38,6 +38,16 @@ class PairIndex {
     }
   }
   const std::vector<std::pair<uint32_t, uint32_t>>& pairs() const { return pairs_; }
+  // The cells in (src, dst) order.
+  const std::vector<uint32_t>& sorted_cells() {
+    order_keys_.resize(pairs_.size());
+    for (uint32_t c = 0; c < pairs_.size(); ++c)
+      order_keys_[c] = {(uint64_t{pairs_[c].first} << 32) | pairs_[c].second, c};
+    radix_sort(order_keys_, order_scratch_);
+    order_.resize(pairs_.size());
+    for (size_t k = 0; k < order_keys_.size(); ++k) order_[k] = order_keys_[k].value;
+    return order_;
+  }
 
  private:
   static constexpr uint64_t kEmpty = ~uint64_t{0};
@@ -55,6 +65,8 @@ class PairIndex {
   std::vector<uint32_t> cell_;
   std::vector<uint32_t> used_;
   std::vector<std::pair<uint32_t, uint32_t>> pairs_;
+  std::vector<KeyValue<uint32_t>> order_keys_, order_scratch_;
+  std::vector<uint32_t> order_;
   int shift_ = 58;
 };
 
@@ -76,19 +88,16 @@ struct Accumulator {
     if (cell >= comm_values.size()) comm_values.resize(cell + 1, 0.0);
     comm_values[cell] += v;
   }
-  void finish_comm(const PairIndex& index) {
+  // Emits the communication cells in (src, dst) order.
+  void finish_comm(const PairIndex& index, const std::vector<uint32_t>& sorted_cells) {
     const auto& pairs = index.pairs();
-    for (size_t c = 0; c < pairs.size(); ++c)
+    for (uint32_t c : sorted_cells)
       groups.communication.push_back(
           {pairs[c].first, pairs[c].second, c < comm_values.size() ? comm_values[c] : 0.0});
   }
   void finish(const std::vector<uint32_t>& op_ids, const std::vector<uint32_t>& op_workers) {
     for (size_t s = 0; s < op_values.size(); ++s)
       if (op_workers[s] > 0) groups.op.emplace_back(op_ids[s], op_values[s] / op_workers[s]);
-    std::sort(groups.communication.begin(), groups.communication.end(),
-              [](const CommCell& a, const CommCell& b) {
-                return a.src != b.src ? a.src < b.src : a.dst < b.dst;
-              });
   }
 };
 
@@ -311,9 +320,10 @@ void Summarizer::summarize(const Snapshot& snap, const CpResult& cp,
     acc_conv.add_comm(cell, conv);
     acc_single.add_comm(cell, single);
   }
-  acc_cp.finish_comm(pair_index);
-  acc_conv.finish_comm(pair_index);
-  acc_single.finish_comm(pair_index);
+  const std::vector<uint32_t>& sorted_cells = pair_index.sorted_cells();
+  acc_cp.finish_comm(pair_index, sorted_cells);
+  acc_conv.finish_comm(pair_index, sorted_cells);
+  acc_single.finish_comm(pair_index, sorted_cells);
   acc_cp.finish(op_ids_, op_workers);
   acc_conv.finish(op_ids_, op_workers);
   acc_single.finish(op_ids_, op_workers);
