@@ -29,6 +29,16 @@ struct HalfEdge {
   ActivityType type;
 };
 
+// Events and message events of one worker (pass 1).
+struct WorkerCount {
+  uint32_t events = 0, messages = 0;
+  WorkerCount& operator+=(const WorkerCount& o) {
+    events += o.events;
+    messages += o.messages;
+    return *this;
+  }
+};
+
 // Per worker while scanning: its timeline builder, the node being collected, and the
 // message events of that node (their node is known once the node is placed).
 struct WorkerScan {
@@ -145,7 +155,7 @@ void match_messages(Pag& pag, std::vector<std::vector<HalfEdge>>& send_lists,
   // Scatters the lists (one per scanning thread, each on its own thread) into
   // partitions; stable, so each key's half messages, which all come from one worker and
   // so from one list, keep time order.
-  auto scatter = [&](std::vector<std::vector<HalfEdge>>& lists, std::vector<HalfEdge>& out,
+  auto scatter = [&](std::vector<std::vector<HalfEdge>>& lists, BigVector<HalfEdge>& out,
                      std::vector<size_t>& begin) {
     const size_t L = lists.size();
     std::vector<std::vector<uint16_t>> part(L);  // each element's partition, hashed once
@@ -182,7 +192,7 @@ void match_messages(Pag& pag, std::vector<std::vector<HalfEdge>>& send_lists,
       }
     });
   };
-  std::vector<HalfEdge> sends, recvs;
+  BigVector<HalfEdge> sends, recvs;  // BigVector: resize does not zero them
   std::vector<size_t> send_begin, recv_begin;
   scatter(send_lists, sends, send_begin);
   scatter(recv_lists, recvs, recv_begin);
@@ -196,6 +206,8 @@ void match_messages(Pag& pag, std::vector<std::vector<HalfEdge>>& send_lists,
   std::vector<std::vector<Message>> found(threads);
   std::vector<std::vector<IssueAt>> found_issues(threads);
   auto join_range = [&](unsigned t) {
+    const size_t p_begin = parts * t / threads, p_end = parts * (t + 1) / threads;
+    found[t].reserve(send_begin[p_end] - send_begin[p_begin]);  // at most one per send
     for (size_t p = parts * t / threads; p < parts * (t + 1) / threads; ++p)
       join_partition(pag,
                      std::span<const HalfEdge>(sends.data() + send_begin[p],
@@ -274,28 +286,29 @@ Pag build_pag(const Trace& trace, const PagOptions& options) {
   // Pass 1: the workers (ids and event counts) and operators, on threads for large
   // traces: each counts a contiguous share of the events and the shares are merged.
   struct Census {
-    std::vector<uint32_t> small_count;  // by worker id, for ids below kSmallId
-    std::unordered_map<uint32_t, uint32_t> large_count;
+    std::vector<WorkerCount> small_count;  // by worker id, for ids below kSmallId
+    std::unordered_map<uint32_t, WorkerCount> large_count;
     std::vector<uint8_t> op_seen;  // by operator id, for ids below kSmallOp
     std::vector<uint32_t> large_ops;
   };
   constexpr uint32_t kSmallId = 1u << 22, kSmallOp = 1u << 24;
   auto count_events = [&](size_t lo, size_t hi, Census& c) {
     uint32_t last_id = kNone;
-    uint32_t* last_count = nullptr;
+    WorkerCount* last_count = nullptr;
     for (size_t i = lo; i < hi; ++i) {
       const Event& e = events[i];
       if (e.worker != last_id) {
         last_id = e.worker;
         if (e.worker < kSmallId) {
           if (e.worker >= c.small_count.size())
-            c.small_count.resize(std::max<size_t>(e.worker + 1, c.small_count.size() * 2), 0);
+            c.small_count.resize(std::max<size_t>(e.worker + 1, c.small_count.size() * 2));
           last_count = &c.small_count[e.worker];
         } else {
           last_count = &c.large_count[e.worker];
         }
       }
-      ++*last_count;
+      ++last_count->events;
+      last_count->messages += e.is_message();
       if (e.has(kHasOperator)) {
         if (e.op < kSmallOp) {
           if (e.op >= c.op_seen.size())
@@ -321,8 +334,7 @@ Pag build_pag(const Trace& trace, const PagOptions& options) {
   Census& all = census[0];
   for (unsigned t = 1; t < census_threads; ++t) {
     Census& c = census[t];
-    if (c.small_count.size() > all.small_count.size())
-      all.small_count.resize(c.small_count.size(), 0);
+    if (c.small_count.size() > all.small_count.size()) all.small_count.resize(c.small_count.size());
     for (size_t id = 0; id < c.small_count.size(); ++id) all.small_count[id] += c.small_count[id];
     for (const auto& [id, k] : c.large_count) all.large_count[id] += k;
     if (c.op_seen.size() > all.op_seen.size()) all.op_seen.resize(c.op_seen.size(), 0);
@@ -339,15 +351,17 @@ Pag build_pag(const Trace& trace, const PagOptions& options) {
   // small ids and a map for large ones.
   std::vector<uint32_t> table(all.small_count.size(), kNone);
   std::unordered_map<uint32_t, uint32_t> sparse;
-  std::vector<uint32_t> counts;
+  std::vector<WorkerCount> counts;
   for (uint32_t id = 0; id < all.small_count.size(); ++id)
-    if (all.small_count[id] > 0) {
+    if (all.small_count[id].events > 0) {
       table[id] = static_cast<uint32_t>(pag.worker_ids.size());
       pag.worker_ids.push_back(id);
       counts.push_back(all.small_count[id]);
     }
-  std::vector<std::pair<uint32_t, uint32_t>> large(all.large_count.begin(), all.large_count.end());
-  std::sort(large.begin(), large.end());
+  std::vector<std::pair<uint32_t, WorkerCount>> large(all.large_count.begin(),
+                                                      all.large_count.end());
+  std::sort(large.begin(), large.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
   for (const auto& [id, k] : large) {
     sparse.emplace(id, static_cast<uint32_t>(pag.worker_ids.size()));
     pag.worker_ids.push_back(id);
@@ -355,7 +369,7 @@ Pag build_pag(const Trace& trace, const PagOptions& options) {
   }
   const size_t W = pag.worker_ids.size();
   pag.event_begin.assign(W + 1, 0);
-  for (uint32_t k = 0; k < W; ++k) pag.event_begin[k + 1] = pag.event_begin[k] + counts[k];
+  for (uint32_t k = 0; k < W; ++k) pag.event_begin[k + 1] = pag.event_begin[k] + counts[k].events;
   auto final_of = [&](uint32_t id) -> uint32_t {
     if (id < table.size()) return table[id];
     auto it = sparse.find(id);
@@ -394,6 +408,11 @@ Pag build_pag(const Trace& trace, const PagOptions& options) {
     detail::prefault(pag.edge_op.data() + lo, (hi - lo) * sizeof(uint32_t));
     detail::prefault(pag.edge_instance.data() + lo, (hi - lo) * sizeof(uint32_t));
     detail::prefault(pag.edge_type.data() + lo, (hi - lo) * sizeof(uint8_t));
+    // Room for every message event of these workers in either list: no regrowth.
+    size_t messages = 0;
+    for (uint32_t w = w_begin; w < w_end; ++w) messages += counts[w].messages;
+    out.sends.reserve(messages);
+    out.recvs.reserve(messages);
     auto flush = [&](uint32_t w) {
       WorkerScan& ws = scan[w];
       uint32_t node = ws.builder.add(ws.pending, slots_of(w), out.issues, h);
