@@ -153,10 +153,12 @@ void CpComputer::compute(const Snapshot& snap, CpResult& out) {
   out.paths = WideCount();
   out.property1_violations = 0;
   out.zero_duration_cycles = 0;
-  out.forward.assign(n, WideCount());
-  out.backward.assign(n, WideCount());
-  out.timeline_cp.assign(n, 0.0);
-  out.message_cp.assign(m, 0.0);
+  // Not zeroed here: the passes below write every element (BigVector leaves them as
+  // they were), except where noted.
+  out.forward.resize(n);
+  out.backward.resize(n);
+  out.timeline_cp.resize(n);
+  out.message_cp.resize(m);
   if (n == 0) {
     out.span_start = out.span_end = snap.window.start;
     return;
@@ -189,8 +191,7 @@ void CpComputer::compute(const Snapshot& snap, CpResult& out) {
   // sequential pass runs) when the forward pass has to break zero-duration cycles.
   std::thread backward_thread;
   bool backward_done = false;
-  const bool backward_thread_used = n >= split_min_nodes_;
-  if (backward_thread_used) {
+  if (n >= split_min_nodes_) {
     backward_thread = std::thread(
         [&] { backward_done = backward_in_reverse_order(snap, out.span_end, out.backward); });
   }
@@ -255,7 +256,8 @@ void CpComputer::compute(const Snapshot& snap, CpResult& out) {
   if (backward_thread.joinable()) backward_thread.join();
   // Backward pass in reverse topological order.
   if (!backward_done || had_cycles) {
-    if (backward_thread_used) out.backward.assign(n, WideCount());
+    // Nodes left out of the order (none, unless cycles remained) keep b = 0.
+    if (order_.size() != n) out.backward.assign(n, WideCount());
     for (size_t i = order_.size(); i-- > 0;) {
       uint32_t v = order_[i];
       WideCount b;
@@ -270,7 +272,11 @@ void CpComputer::compute(const Snapshot& snap, CpResult& out) {
   }
   for (uint32_t v = 0; v < n; ++v)
     if (snap.ts[v] == out.span_end) out.paths += out.forward[v];
-  if (!out.has_paths()) return;
+  if (!out.has_paths()) {
+    std::fill(out.timeline_cp.begin(), out.timeline_cp.end(), 0.0);
+    std::fill(out.message_cp.begin(), out.message_cp.end(), 0.0);
+    return;
+  }
 
   // CP_e = f(u) b(v) w(e) / (N (te - ts)).
   // Every edge's CP is independent of the others': large windows split the timeline edges
@@ -278,7 +284,10 @@ void CpComputer::compute(const Snapshot& snap, CpResult& out) {
   const double span = static_cast<double>(out.span_end - out.span_start);
   auto timeline_range = [&](uint32_t from, uint32_t to) {
     for (uint32_t v = from; v < to; ++v) {
-      if (!snap.counts(v)) continue;
+      if (!snap.counts(v)) {
+        out.timeline_cp[v] = 0;
+        continue;
+      }
       double share = ratio(out.forward[v] * out.backward[v + 1], out.paths);
       out.timeline_cp[v] = share * static_cast<double>(snap.ts[v + 1] - snap.ts[v]) / span;
     }
@@ -291,8 +300,12 @@ void CpComputer::compute(const Snapshot& snap, CpResult& out) {
     second = std::thread(timeline_range, mid, last);
   }
   timeline_range(0, mid);
+  out.timeline_cp[last] = 0;
   for (uint32_t k = 0; k < m; ++k) {
-    if (msg_dropped_[k]) continue;
+    if (msg_dropped_[k]) {
+      out.message_cp[k] = 0;
+      continue;
+    }
     uint32_t s = snap.msg_src[k], d = snap.msg_dst[k];
     double share = ratio(out.forward[s] * out.backward[d], out.paths);
     out.message_cp[k] = share * static_cast<double>(snap.ts[d] - snap.ts[s]) / span;
