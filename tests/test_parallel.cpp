@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "bench/synthetic.hpp"
 #include "output/writers.hpp"
@@ -11,6 +12,39 @@
 
 namespace snailtrail {
 namespace {
+
+// Asserts that two PAGs are equal, array by array.
+void expect_same_pag(const Pag& p, const Pag& one, unsigned threads) {
+  ASSERT_EQ(p.worker_ids, one.worker_ids);
+  ASSERT_EQ(p.worker_begin, one.worker_begin);
+  ASSERT_EQ(p.event_begin, one.event_begin);
+  ASSERT_EQ(p.operator_ids, one.operator_ids);
+  ASSERT_EQ(p.first_ts, one.first_ts);
+  ASSERT_EQ(p.last_ts, one.last_ts);
+  ASSERT_TRUE(
+      std::equal(p.node_ts.begin(), p.node_ts.end(), one.node_ts.begin(), one.node_ts.end()));
+  ASSERT_TRUE(std::equal(p.edge_type.begin(), p.edge_type.end(), one.edge_type.begin(),
+                         one.edge_type.end()));
+  ASSERT_TRUE(
+      std::equal(p.edge_op.begin(), p.edge_op.end(), one.edge_op.begin(), one.edge_op.end()));
+  ASSERT_TRUE(std::equal(p.edge_instance.begin(), p.edge_instance.end(), one.edge_instance.begin(),
+                         one.edge_instance.end()));
+  ASSERT_TRUE(
+      std::equal(p.event_ts.begin(), p.event_ts.end(), one.event_ts.begin(), one.event_ts.end()));
+  ASSERT_EQ(p.messages.size(), one.messages.size());
+  for (size_t i = 0; i < p.messages.size(); ++i) {  // field by field: structs have padding
+    const Message &a = p.messages[i], &b = one.messages[i];
+    ASSERT_TRUE(a.src_node == b.src_node && a.dst_node == b.dst_node && a.src_ts == b.src_ts &&
+                a.dst_ts == b.dst_ts && a.src_worker == b.src_worker &&
+                a.dst_worker == b.dst_worker && a.type == b.type)
+        << "message " << i << ", " << threads << " threads";
+  }
+  ASSERT_EQ(p.issues.size(), one.issues.size());
+  for (size_t i = 0; i < p.issues.size(); ++i) {
+    ASSERT_EQ(p.issues[i].ts, one.issues[i].ts);
+    ASSERT_EQ(p.issues[i].issue, one.issues[i].issue);
+  }
+}
 
 // Every window rendered as JSONL plus its edge dump, concatenated in window order.
 std::string render_all(const Trace& trace, const AnalysisOptions& opt, unsigned threads) {
@@ -83,6 +117,23 @@ TEST(Parallel, SnailReaderFastPathMatchesAndNamesTheBadRecord) {
   EXPECT_EQ(back.worker_names, trace.worker_names);
   EXPECT_EQ(back.operator_names, trace.operator_names);
   EXPECT_EQ(to_jsonl(back), to_jsonl(trace));
+  // The reader counted workers and operators on the fly, as the PAG builder would, and
+  // the PAG built from its census is the PAG built without one.
+  ASSERT_TRUE(back.census.has_value());
+  ASSERT_FALSE(trace.census.has_value());
+  CensusBuilder counter;
+  for (const Event& e : trace.events) counter.add(e);
+  const TraceCensus want = counter.finish();
+  EXPECT_EQ(back.census->events, want.events);
+  EXPECT_EQ(back.census->operators, want.operators);
+  ASSERT_EQ(back.census->workers.size(), want.workers.size());
+  for (size_t i = 0; i < want.workers.size(); ++i) {
+    EXPECT_EQ(back.census->workers[i].first, want.workers[i].first);
+    EXPECT_EQ(back.census->workers[i].second.events, want.workers[i].second.events);
+    EXPECT_EQ(back.census->workers[i].second.sends, want.workers[i].second.sends);
+    EXPECT_EQ(back.census->workers[i].second.recvs, want.workers[i].second.recvs);
+  }
+  expect_same_pag(build_pag(back), build_pag(trace), 0);
 
   // Corrupt two records; the error names the first in file order, whichever thread saw it.
   const size_t bad1 = trace.events.size() * 3 / 4, bad2 = trace.events.size() / 3;
@@ -106,6 +157,43 @@ TEST(Parallel, SnailReaderFastPathMatchesAndNamesTheBadRecord) {
   }
 }
 
+// Hand-counted: small and large worker ids, operators, merged from two halves.
+TEST(Parallel, CensusCountsWorkersMessagesAndOperators) {
+  auto event = [](uint32_t worker, EventKind kind, std::optional<uint32_t> op) {
+    Event e;
+    e.worker = worker;
+    e.kind = kind;
+    if (op) {
+      e.op = *op;
+      e.flags |= kHasOperator;
+    }
+    return e;
+  };
+  const std::vector<Event> events = {
+      event(7, EventKind::start, 3),        event(4'000'000'000u, EventKind::send, {}),
+      event(7, EventKind::end, 3),          event(2, EventKind::recv, {}),
+      event(7, EventKind::send, {}),        event(4'000'000'000u, EventKind::start, 1u << 30),
+      event(2, EventKind::start, 1u << 30), event(2, EventKind::recv, {}),
+  };
+  CensusBuilder first, second;
+  for (size_t i = 0; i < events.size(); ++i) (i < 3 ? first : second).add(events[i]);
+  first.merge(second);
+  const TraceCensus c = first.finish();
+  EXPECT_EQ(c.events, 8u);
+  EXPECT_EQ(c.operators, (std::vector<uint32_t>{3, 1u << 30}));
+  ASSERT_EQ(c.workers.size(), 3u);
+  EXPECT_EQ(c.workers[0].first, 2u);
+  EXPECT_EQ(c.workers[0].second.events, 3u);
+  EXPECT_EQ(c.workers[0].second.sends, 0u);
+  EXPECT_EQ(c.workers[0].second.recvs, 2u);
+  EXPECT_EQ(c.workers[1].first, 7u);
+  EXPECT_EQ(c.workers[1].second.events, 3u);
+  EXPECT_EQ(c.workers[1].second.sends, 1u);
+  EXPECT_EQ(c.workers[2].first, 4'000'000'000u);
+  EXPECT_EQ(c.workers[2].second.events, 2u);
+  EXPECT_EQ(c.workers[2].second.sends, 1u);
+}
+
 // The PAG built by several threads (each scanning its share of the workers) is the one
 // built by one; so is the error for a worker going back in time.
 TEST(Parallel, PagBuildIsIdenticalForAnyThreadCount) {
@@ -121,31 +209,8 @@ TEST(Parallel, PagBuildIsIdenticalForAnyThreadCount) {
   const Pag one = build(1);
   for (unsigned threads : {2u, 3u, 7u}) {
     const Pag p = build(threads);
-    ASSERT_EQ(p.worker_ids, one.worker_ids);
-    ASSERT_EQ(p.worker_begin, one.worker_begin);
-    ASSERT_TRUE(
-        std::equal(p.node_ts.begin(), p.node_ts.end(), one.node_ts.begin(), one.node_ts.end()));
-    ASSERT_TRUE(std::equal(p.edge_type.begin(), p.edge_type.end(), one.edge_type.begin(),
-                           one.edge_type.end()));
-    ASSERT_TRUE(
-        std::equal(p.edge_op.begin(), p.edge_op.end(), one.edge_op.begin(), one.edge_op.end()));
-    ASSERT_TRUE(std::equal(p.edge_instance.begin(), p.edge_instance.end(),
-                           one.edge_instance.begin(), one.edge_instance.end()));
-    ASSERT_TRUE(
-        std::equal(p.event_ts.begin(), p.event_ts.end(), one.event_ts.begin(), one.event_ts.end()));
-    ASSERT_EQ(p.messages.size(), one.messages.size());
-    for (size_t i = 0; i < p.messages.size(); ++i) {  // field by field: structs have padding
-      const Message &a = p.messages[i], &b = one.messages[i];
-      ASSERT_TRUE(a.src_node == b.src_node && a.dst_node == b.dst_node && a.src_ts == b.src_ts &&
-                  a.dst_ts == b.dst_ts && a.src_worker == b.src_worker &&
-                  a.dst_worker == b.dst_worker && a.type == b.type)
-          << "message " << i << ", " << threads << " threads";
-    }
-    ASSERT_EQ(p.issues.size(), one.issues.size());
-    for (size_t i = 0; i < p.issues.size(); ++i) {
-      ASSERT_EQ(p.issues[i].ts, one.issues[i].ts);
-      ASSERT_EQ(p.issues[i].issue, one.issues[i].issue);
-    }
+    expect_same_pag(p, one, threads);
+    if (::testing::Test::HasFatalFailure()) return;
   }
   // Two workers go back in time; the error names the first offending event in the file.
   Trace bad = trace;

@@ -29,16 +29,6 @@ struct HalfEdge {
   ActivityType type;
 };
 
-// Events and message events of one worker (pass 1).
-struct WorkerCount {
-  uint32_t events = 0, messages = 0;
-  WorkerCount& operator+=(const WorkerCount& o) {
-    events += o.events;
-    messages += o.messages;
-    return *this;
-  }
-};
-
 // Per worker while scanning: its timeline builder, the node being collected, and the
 // message events of that node (their node is known once the node is placed).
 struct WorkerScan {
@@ -283,89 +273,40 @@ Pag build_pag(const Trace& trace, const PagOptions& options) {
   const size_t n = events.size();
   if (n >= kNone) throw TraceError(trace.source, "input", "too many events");
 
-  // Pass 1: the workers (ids and event counts) and operators, on threads for large
-  // traces: each counts a contiguous share of the events and the shares are merged.
-  struct Census {
-    std::vector<WorkerCount> small_count;  // by worker id, for ids below kSmallId
-    std::unordered_map<uint32_t, WorkerCount> large_count;
-    std::vector<uint8_t> op_seen;  // by operator id, for ids below kSmallOp
-    std::vector<uint32_t> large_ops;
-  };
-  constexpr uint32_t kSmallId = 1u << 22, kSmallOp = 1u << 24;
-  auto count_events = [&](size_t lo, size_t hi, Census& c) {
-    uint32_t last_id = kNone;
-    WorkerCount* last_count = nullptr;
-    for (size_t i = lo; i < hi; ++i) {
-      const Event& e = events[i];
-      if (e.worker != last_id) {
-        last_id = e.worker;
-        if (e.worker < kSmallId) {
-          if (e.worker >= c.small_count.size())
-            c.small_count.resize(std::max<size_t>(e.worker + 1, c.small_count.size() * 2));
-          last_count = &c.small_count[e.worker];
-        } else {
-          last_count = &c.large_count[e.worker];
-        }
-      }
-      ++last_count->events;
-      last_count->messages += e.is_message();
-      if (e.has(kHasOperator)) {
-        if (e.op < kSmallOp) {
-          if (e.op >= c.op_seen.size())
-            c.op_seen.resize(std::max<size_t>(e.op + 1, c.op_seen.size() * 2), 0);
-          c.op_seen[e.op] = 1;
-        } else {
-          c.large_ops.push_back(e.op);
-        }
-      }
-    }
-  };
-  const unsigned census_threads =
-      n >= (size_t{1} << 20) ? std::min(4u, std::max(1u, std::thread::hardware_concurrency())) : 1;
-  std::vector<Census> census(census_threads);
-  {
-    std::vector<std::thread> pool;
-    for (unsigned t = 1; t < census_threads; ++t)
-      pool.emplace_back(count_events, n * t / census_threads, n * (t + 1) / census_threads,
-                        std::ref(census[t]));
-    count_events(0, n / census_threads, census[0]);
-    for (std::thread& th : pool) th.join();
+  // Pass 1: the workers (ids and event counts) and operators, from the reader if it
+  // counted them, else counted here on threads, each over a contiguous share.
+  TraceCensus counted;
+  const TraceCensus* census = trace.census && trace.census->events == n ? &*trace.census : nullptr;
+  if (!census) {
+    const unsigned threads = n >= (size_t{1} << 20)
+                                 ? std::min(4u, std::max(1u, std::thread::hardware_concurrency()))
+                                 : 1;
+    std::vector<CensusBuilder> parts(threads);
+    run_parallel(threads, [&](unsigned t) {
+      for (size_t i = n * t / threads; i < n * (t + 1) / threads; ++i) parts[t].add(events[i]);
+    });
+    for (unsigned t = 1; t < threads; ++t) parts[0].merge(parts[t]);
+    counted = parts[0].finish();
+    census = &counted;
   }
-  Census& all = census[0];
-  for (unsigned t = 1; t < census_threads; ++t) {
-    Census& c = census[t];
-    if (c.small_count.size() > all.small_count.size()) all.small_count.resize(c.small_count.size());
-    for (size_t id = 0; id < c.small_count.size(); ++id) all.small_count[id] += c.small_count[id];
-    for (const auto& [id, k] : c.large_count) all.large_count[id] += k;
-    if (c.op_seen.size() > all.op_seen.size()) all.op_seen.resize(c.op_seen.size(), 0);
-    for (size_t op = 0; op < c.op_seen.size(); ++op) all.op_seen[op] |= c.op_seen[op];
-    all.large_ops.insert(all.large_ops.end(), c.large_ops.begin(), c.large_ops.end());
-  }
-  for (uint32_t op = 0; op < all.op_seen.size(); ++op)
-    if (all.op_seen[op]) pag.operator_ids.push_back(op);
-  std::sort(all.large_ops.begin(), all.large_ops.end());
-  all.large_ops.erase(std::unique(all.large_ops.begin(), all.large_ops.end()), all.large_ops.end());
-  pag.operator_ids.insert(pag.operator_ids.end(), all.large_ops.begin(), all.large_ops.end());
+  pag.operator_ids = census->operators;
 
-  // Final worker order: ascending ids. Worker id -> final index through a table for
-  // small ids and a map for large ones.
-  std::vector<uint32_t> table(all.small_count.size(), kNone);
+  // Workers in ascending id order. Worker id -> final index through a table for small
+  // ids and a map for large ones.
+  constexpr uint32_t kTableIds = 1u << 22;
+  std::vector<uint32_t> table;
   std::unordered_map<uint32_t, uint32_t> sparse;
-  std::vector<WorkerCount> counts;
-  for (uint32_t id = 0; id < all.small_count.size(); ++id)
-    if (all.small_count[id].events > 0) {
-      table[id] = static_cast<uint32_t>(pag.worker_ids.size());
-      pag.worker_ids.push_back(id);
-      counts.push_back(all.small_count[id]);
+  std::vector<WorkerCensus> counts;
+  for (const auto& [id, c] : census->workers) {
+    const uint32_t index = static_cast<uint32_t>(pag.worker_ids.size());
+    if (id < kTableIds) {
+      if (id >= table.size()) table.resize(id + 1, kNone);
+      table[id] = index;
+    } else {
+      sparse.emplace(id, index);
     }
-  std::vector<std::pair<uint32_t, WorkerCount>> large(all.large_count.begin(),
-                                                      all.large_count.end());
-  std::sort(large.begin(), large.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (const auto& [id, k] : large) {
-    sparse.emplace(id, static_cast<uint32_t>(pag.worker_ids.size()));
     pag.worker_ids.push_back(id);
-    counts.push_back(k);
+    counts.push_back(c);
   }
   const size_t W = pag.worker_ids.size();
   pag.event_begin.assign(W + 1, 0);
@@ -409,10 +350,10 @@ Pag build_pag(const Trace& trace, const PagOptions& options) {
     detail::prefault(pag.edge_instance.data() + lo, (hi - lo) * sizeof(uint32_t));
     detail::prefault(pag.edge_type.data() + lo, (hi - lo) * sizeof(uint8_t));
     // Room for every message event of these workers in either list: no regrowth.
-    size_t messages = 0;
-    for (uint32_t w = w_begin; w < w_end; ++w) messages += counts[w].messages;
-    out.sends.reserve(messages);
-    out.recvs.reserve(messages);
+    size_t sends = 0, recvs = 0;
+    for (uint32_t w = w_begin; w < w_end; ++w) sends += counts[w].sends, recvs += counts[w].recvs;
+    detail::reserve_prefaulted(out.sends, sends);
+    detail::reserve_prefaulted(out.recvs, recvs);
     auto flush = [&](uint32_t w) {
       WorkerScan& ws = scan[w];
       uint32_t node = ws.builder.add(ws.pending, slots_of(w), out.issues, h);

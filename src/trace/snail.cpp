@@ -192,17 +192,21 @@ class SnailReader {
     Event* out = trace.events.data();
     // Each thread takes every threads-th block and remembers its first bad record.
     std::vector<std::pair<size_t, size_t>> first_bad(threads, {SIZE_MAX, 0});  // (block, i)
+    // The census for the PAG builder, counted while each record is in cache anyway.
+    std::vector<CensusBuilder> census(threads);
     auto work = [&](unsigned t) {
       for (size_t b = t; b < blocks.size(); b += threads) {
         const RawBlock& rb = blocks[b];
         // Mapping the block's pages in one call is cheaper than a fault per page.
         detail::prefault(out + rb.first, size_t{rb.count} * kRecordSize);
         std::memcpy(out + rb.first, p_ + rb.payload, size_t{rb.count} * kRecordSize);
-        for (size_t i = 0; i < rb.count; ++i)
+        for (size_t i = 0; i < rb.count; ++i) {
           if (record_is_bad(out[rb.first + i])) [[unlikely]] {
             if (b < first_bad[t].first) first_bad[t] = {b, i};
             break;
           }
+          census[t].add(out[rb.first + i]);
+        }
       }
     };
     std::vector<std::thread> pool;
@@ -219,6 +223,8 @@ class SnailReader {
            "event record " + std::to_string(rb.first + bad.second) + ": " + describe_record(e));
     }
     for (const auto& [moff, h] : metadata) read_metadata(moff, h, trace);
+    for (unsigned t = 1; t < threads; ++t) census[0].merge(census[t]);
+    trace.census = census[0].finish();
     return true;
   }
 

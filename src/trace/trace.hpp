@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "trace/big_vector.hpp"
+#include "trace/census.hpp"
 #include "trace/event.hpp"
 
 namespace snailtrail {
@@ -31,6 +33,11 @@ struct Trace {
   std::string source = "<memory>";
   TraceFormat format = TraceFormat::jsonl;
   std::vector<uint32_t> lines;  // JSONL: 1-based line of events[i]; empty otherwise
+
+  // Set by readers that count the workers and operators while reading (census.hpp);
+  // describes `events` only while census->events == events.size(). Whoever changes the
+  // events afterwards must reset it.
+  std::optional<TraceCensus> census;
 
   // Recoverable problems an importer repaired or skipped, by kind ("spark.task_without_
   // start" -> 3); shown in the diagnostics of every window's output.
