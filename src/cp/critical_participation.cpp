@@ -19,6 +19,19 @@ struct Rng {
   double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
 };
 
+// Message edges k grouped by node_of[k] (their source or destination) as a CSR: those of
+// node v are list[begin[v] .. begin[v + 1]), in increasing k.
+void build_csr(uint32_t n, const BigVector<uint32_t>& node_of, BigVector<uint32_t>& begin,
+               BigVector<uint32_t>& list) {
+  const uint32_t m = static_cast<uint32_t>(node_of.size());
+  begin.assign(n + 1, 0);
+  for (uint32_t k = 0; k < m; ++k) ++begin[node_of[k] + 1];
+  for (uint32_t v = 0; v < n; ++v) begin[v + 1] += begin[v];
+  list.resize(m);
+  std::vector<uint32_t> fill(begin.begin(), begin.end() - 1);
+  for (uint32_t k = 0; k < m; ++k) list[fill[node_of[k]]++] = k;
+}
+
 }  // namespace
 
 size_t CpComputer::drop_zero_duration_cycles(const Snapshot& snap,
@@ -101,16 +114,8 @@ size_t CpComputer::drop_zero_duration_cycles(const Snapshot& snap,
 bool CpComputer::backward_in_reverse_order(const Snapshot& snap, int64_t span_end,
                                            BigVector<WideCount>& backward) {
   const uint32_t n = static_cast<uint32_t>(snap.node_count());
-  const uint32_t m = static_cast<uint32_t>(snap.msg_src.size());
   // CSR of message edges by destination, and per node the messages still to finish.
-  in_begin_.assign(n + 1, 0);
-  for (uint32_t k = 0; k < m; ++k) ++in_begin_[snap.msg_dst[k] + 1];
-  for (uint32_t v = 0; v < n; ++v) in_begin_[v + 1] += in_begin_[v];
-  in_msg_.resize(m);
-  {
-    std::vector<uint32_t> fill(in_begin_.begin(), in_begin_.end() - 1);
-    for (uint32_t k = 0; k < m; ++k) in_msg_[fill[snap.msg_dst[k]]++] = k;
-  }
+  build_csr(n, snap.msg_dst, in_begin_, in_msg_);
   msg_out_left_.resize(n);
   succ_done_.resize(n);
   back_ready_.clear();
@@ -167,14 +172,7 @@ void CpComputer::compute(const Snapshot& snap, CpResult& out) {
   out.span_end = *std::max_element(snap.ts.begin(), snap.ts.end());
 
   // CSR of message edges by source.
-  out_begin_.assign(n + 1, 0);
-  for (uint32_t k = 0; k < m; ++k) ++out_begin_[snap.msg_src[k] + 1];
-  for (uint32_t v = 0; v < n; ++v) out_begin_[v + 1] += out_begin_[v];
-  out_msg_.resize(m);
-  {
-    std::vector<uint32_t> fill(out_begin_.begin(), out_begin_.end() - 1);
-    for (uint32_t k = 0; k < m; ++k) out_msg_[fill[snap.msg_src[k]]++] = k;
-  }
+  build_csr(n, snap.msg_src, out_begin_, out_msg_);
   msg_dropped_.assign(m, 0);
 
   // Incoming messages per node; Property 1 on the full snapshot (waiting edges included).
