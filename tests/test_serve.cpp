@@ -601,6 +601,71 @@ TEST_F(ServeCli, FollowsAGrowingFile) {
   EXPECT_EQ(testing::slurp(path("windows.jsonl")), expected);
 }
 
+// Issue #8: `scale manage --serve` follows the DS2 rates serve computes from a live
+// stream. A simulated word count streamed into serve gives the same first decision as
+// `scale manage --trace` on the trace file (both start their intervals at the first
+// event, 0 in a simulated trace).
+TEST_F(ServeCli, ScaleManageFollowsServesRates) {
+  const fs::path trace = simulated("wordcount-skew-0", 3'000'000'000, 4, "trace.snail");
+  ASSERT_EQ(read_trace(trace.string()).events.front().ts, 0);
+  Process batch({"scale", "manage", "--trace", trace.string(), "--interval", "1s",
+                 "--max-decisions", "1", "--format", "json"},
+                path("batch.out"), path("batch.err"));
+  ASSERT_EQ(batch.wait(), 0) << batch.err();
+  const std::string expected = batch.out();
+  ASSERT_NE(expected.find("\"epoch\": 0, \"parallelism\": "), std::string::npos) << expected;
+
+  auto server =
+      start("serve", {"serve", "--tcp", "127.0.0.1:0", "--http", "127.0.0.1:0", "--window", "100ms",
+                      "--rate-interval", "1s", "--idle-timeout", "300ms", "--out",
+                      path("windows.jsonl").string(), "--port-file", path("ports").string()});
+  const int tcp = testing::wait_for_port(path("ports"), "tcp");
+  const int http = testing::wait_for_port(path("ports"), "http");
+  ASSERT_GT(http, 0) << server->err();
+  const std::string url = "http://127.0.0.1:" + std::to_string(http);
+  // A manager with a decision limit, and one that runs until serve goes away.
+  auto manager = start("manage", {"scale", "manage", "--serve", url, "--max-decisions", "1",
+                                  "--format", "json", "--poll", "50ms", "--duration", "120s"});
+  auto follower =
+      start("follow", {"scale", "manage", "--serve", url, "--poll", "50ms", "--duration", "120s"});
+  auto producer =
+      start("send", {"send", trace.string(), "--to", "127.0.0.1:" + std::to_string(tcp)});
+  ASSERT_EQ(producer->wait(), 0) << producer->err();
+  ASSERT_EQ(manager->wait(), 0) << manager->err();
+  EXPECT_EQ(manager->out(), expected);
+
+  // The endpoint itself: 1 s intervals with serve's topology (source -> flatmap -> count).
+  const std::string page = http_get(http, "/api/rates");
+  EXPECT_NE(page.find("\"interval_ns\": 1000000000, \"first_event_ns\": 0"), std::string::npos)
+      << page.substr(0, 300);
+  EXPECT_NE(page.find("{\"id\": 1, \"name\": \"flatmap\", \"instances\": 4}"), std::string::npos)
+      << page.substr(0, 300);
+  EXPECT_NE(page.find("\"edges\": [[0, 1], [1, 2]]"), std::string::npos) << page.substr(0, 300);
+  EXPECT_NE(page.find("{\"epoch\": 1, \"start_ns\": 1000000000, \"end_ns\": 2000000000"),
+            std::string::npos);
+  int status = 0;
+  http_get(http, "/api/rates?since=x", &status);
+  EXPECT_EQ(status, 400);
+  const std::string metrics = http_get(http, "/metrics");
+  EXPECT_GE(metric(metrics, "snailtrail_rate_intervals_total"), 2u);
+  EXPECT_NE(metrics.find("snailtrail_operator_true_processing_rate{operator=\"count\"}"),
+            std::string::npos);
+
+  server->signal(SIGTERM);
+  ASSERT_EQ(server->wait(), 0) << server->err();
+  // The follower noticed that serve went away, after printing its decisions.
+  ASSERT_EQ(follower->wait(), 0) << follower->err();
+  EXPECT_NE(follower->err().find("went away"), std::string::npos) << follower->err();
+  EXPECT_NE(follower->out().find("epoch 0 (1 s): "), std::string::npos) << follower->out();
+  // Nothing to follow: a clear error; and only loopback addresses are accepted.
+  auto gone = start("gone", {"scale", "manage", "--serve", url});
+  EXPECT_EQ(gone->wait(), 1);
+  EXPECT_NE(gone->err().find("cannot reach serve at " + url), std::string::npos) << gone->err();
+  auto remote = start("remote", {"scale", "manage", "--serve", "http://192.0.2.1:7879"});
+  EXPECT_EQ(remote->wait(), 2);
+  EXPECT_NE(remote->err().find("only loopback addresses"), std::string::npos) << remote->err();
+}
+
 TEST_F(ServeCli, UsageErrors) {
   auto no_source = start("a", {"serve"});
   EXPECT_EQ(no_source->wait(), 2);
