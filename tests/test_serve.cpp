@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -634,6 +635,25 @@ TEST_F(ServeCli, ScaleManageFollowsServesRates) {
   ASSERT_EQ(manager->wait(), 0) << manager->err();
   EXPECT_EQ(manager->out(), expected);
 
+  // With a DS2 topology file whose ids differ from serve's (1, 2, 3 against 0, 1, 2): the
+  // operators are matched by name, and the decision is the same.
+  {
+    std::ofstream topo(path("topology.csv"));
+    topo << "1,source,4,2,flatmap,4\n2,flatmap,4,3,count,4\n";
+  }
+  auto with_file = start(
+      "file", {"scale", "manage", "--serve", url, "--topology", path("topology.csv").string(),
+               "--max-decisions", "1", "--format", "json", "--poll", "50ms", "--duration", "60s"});
+  ASSERT_EQ(with_file->wait(), 0) << with_file->err();
+  EXPECT_EQ(with_file->out(), expected);
+  // The policy interval is serve's: another --interval is a usage error.
+  auto other_interval =
+      start("interval", {"scale", "manage", "--serve", url.substr(7), "--interval", "5s"});
+  EXPECT_EQ(other_interval->wait(), 2);
+  EXPECT_NE(other_interval->err().find("--interval 5s differs from the rate interval"),
+            std::string::npos)
+      << other_interval->err();
+
   // The endpoint itself: 1 s intervals with serve's topology (source -> flatmap -> count).
   const std::string page = http_get(http, "/api/rates");
   EXPECT_NE(page.find("\"interval_ns\": 1000000000, \"first_event_ns\": 0"), std::string::npos)
@@ -664,6 +684,96 @@ TEST_F(ServeCli, ScaleManageFollowsServesRates) {
   auto remote = start("remote", {"scale", "manage", "--serve", "http://192.0.2.1:7879"});
   EXPECT_EQ(remote->wait(), 2);
   EXPECT_NE(remote->err().find("only loopback addresses"), std::string::npos) << remote->err();
+  for (const char* bad : {"https://127.0.0.1:7879", "127.0.0.1", "http://127.0.0.1:99999",
+                          "http://127.0.0.1:7879/api"}) {
+    auto p = start("bad", {"scale", "manage", "--serve", bad});
+    EXPECT_EQ(p->wait(), 2) << bad;
+    EXPECT_NE(p->err().find("--serve: "), std::string::npos) << p->err();
+  }
+}
+
+// `scale manage --serve` against an HTTP server that is not serve, or answers nonsense:
+// clear errors (exit 1), never a crash.
+TEST_F(ServeCli, ScaleManageRejectsWhatIsNotARatesPage) {
+  std::string body = "<html>not json</html>";
+  httplib::Server fake;
+  fake.Get("/api/rates", [&](const httplib::Request&, httplib::Response& res) {
+    res.set_content(body, "application/json");
+  });
+  const int port = fake.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(port, 0);
+  std::thread thread([&] { fake.listen_after_bind(); });
+  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  auto run = [&](const std::string& name) {
+    auto p =
+        start(name, {"scale", "manage", "--serve", url, "--idle-exit", "1s", "--poll", "50ms"});
+    const int code = p->wait();
+    return std::make_pair(code, p->err());
+  };
+  auto [code, err] = run("html");
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(err.find("serve at " + url + ": rates page: not JSON"), std::string::npos) << err;
+  body = R"({"interval_ns": 1000, "first_event_ns": 0, "topology": {"operators": [
+      {"id": 0, "name": "a", "instances": 1}, {"id": 1, "name": "b", "instances": 1}],
+      "edges": [[0, 1], [1, 0]]}, "intervals": [{"epoch": 0, "start_ns": 0, "end_ns": 1000,
+      "instances": []}]})";
+  std::tie(code, err) = run("cycle");
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(err.find("cycle"), std::string::npos) << err;
+  // A valid page without news: --idle-exit ends the run.
+  body = R"({"interval_ns": 1000, "first_event_ns": 0, "topology": {"operators": [],
+      "edges": []}, "intervals": []})";
+  std::tie(code, err) = run("empty");
+  EXPECT_EQ(code, 0) << err;
+  EXPECT_NE(err.find("no new interval from serve at " + url + " for 1s"), std::string::npos) << err;
+  fake.stop();
+  thread.join();
+}
+
+// `scale manage --serve` on pages by hand: the manager starts over when the stream reveals
+// a new operator, and decides on the rates of the page (source at 250/s, map at 100/s per
+// instance of useful time: 3 maps).
+TEST_F(ServeCli, ScaleManageRestartsWhenTheTopologyGrows) {
+  auto instance = [](int op, const char* name, int worker, double useful, double records) {
+    return fmt::format(
+        R"({{"operator": {}, "operator_name": "{}", "instance": 0, "worker": {}, "window_s": 1,
+            "useful_s": {}, "records_processed": {}, "records_pushed": {}}})",
+        op, name, worker, useful, records, records);
+  };
+  const std::string source_only =
+      R"({"interval_ns": 1000000000, "first_event_ns": 0, "topology": {"operators": [
+          {"id": 0, "name": "source", "instances": 1}], "edges": []}, "intervals": [
+          {"epoch": 0, "start_ns": 0, "end_ns": 1000000000, "instances": [)" +
+      instance(0, "source", 0, 0.1, 250) + "]}]}";
+  const std::string both =
+      R"({"interval_ns": 1000000000, "first_event_ns": 0, "topology": {"operators": [
+          {"id": 0, "name": "source", "instances": 1}, {"id": 1, "name": "map", "instances": 1}],
+          "edges": [[0, 1]]}, "intervals": [
+          {"epoch": 1, "start_ns": 1000000000, "end_ns": 2000000000, "instances": [)" +
+      instance(0, "source", 0, 0.1, 250) + ", " + instance(1, "map", 1, 1, 100) + "]}]}";
+  std::mutex mu;
+  std::string body = source_only;
+  int requests = 0;
+  httplib::Server fake;
+  fake.Get("/api/rates", [&](const httplib::Request&, httplib::Response& res) {
+    std::lock_guard lock(mu);
+    res.set_content(body, "application/json");
+    if (++requests == 2) body = both;  // the second page is seen after the first
+  });
+  const int port = fake.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(port, 0);
+  std::thread thread([&] { fake.listen_after_bind(); });
+  auto p = start("manage", {"scale", "manage", "--serve", "127.0.0.1:" + std::to_string(port),
+                            "--max-decisions", "1", "--poll", "20ms", "--duration", "60s"});
+  EXPECT_EQ(p->wait(), 0) << p->err();
+  fake.stop();
+  thread.join();
+  EXPECT_NE(p->err().find("the stream revealed a new operator or edge: the manager starts over"),
+            std::string::npos)
+      << p->err();
+  EXPECT_EQ(p->out(),
+            "epoch 1 (2 s): source=1 map=3\n  ds2: source=1 map=3 (sources at 250/s = 100.0% of "
+            "the target)\n");
 }
 
 TEST_F(ServeCli, UsageErrors) {

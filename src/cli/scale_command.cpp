@@ -497,12 +497,17 @@ void follow_serve(const ManageArgs& a, Topology& t, const ReportFn& report) {
   const int64_t idle = duration_arg(a.idle_exit, "--idle-exit", true);
   const int64_t wall = a.duration.empty() ? 0 : duration_arg(a.duration, "--duration");
   const int64_t interval = a.interval_given ? duration_arg(a.interval, "--interval") : 0;
+  const std::string where = fmt::format("serve at http://{}:{}", host, port);
   const bool file_topology = !a.topology.empty();
   if (file_topology) t = read_topology_csv(a.topology);
   std::vector<double> per_instance;
   std::unique_ptr<Controller> c;
   auto start_manager = [&] {
-    t.topological_order();  // a cycle is an error
+    try {
+      t.topological_order();
+    } catch (const std::invalid_argument& e) {
+      throw std::runtime_error(fmt::format("{}: {}", where, e.what()));
+    }
     per_instance.clear();
     if (!a.source_rates.empty()) per_instance = read_source_rates_csv(a.source_rates, t);
     c = make_controller(a, t);
@@ -517,7 +522,6 @@ void follow_serve(const ManageArgs& a, Topology& t, const ReportFn& report) {
   uint32_t decisions = 0;
   uint64_t seen = 0, unmapped = 0;
   bool reached = false;
-  const std::string where = fmt::format("serve at http://{}:{}", host, port);
   while (decisions < a.max_decisions) {
     const std::string target =
         since == INT64_MIN ? "/api/rates" : fmt::format("/api/rates?since={}", since);
@@ -536,7 +540,12 @@ void follow_serve(const ManageArgs& a, Topology& t, const ReportFn& report) {
           fmt::format("{}: GET {} answered HTTP {} (is it snailtrail serve with --http?)", where,
                       target, res->status));
     reached = true;
-    const RatesPage page = parse_rates_page(res->body);
+    RatesPage page;
+    try {
+      page = parse_rates_page(res->body);
+    } catch (const std::invalid_argument& e) {
+      throw std::runtime_error(fmt::format("{}: {}", where, e.what()));  // not a usage error
+    }
     if (interval > 0 && page.interval_ns != interval)
       throw std::invalid_argument(
           fmt::format("--interval {} differs from the rate interval of {} ({} s): start serve with "
@@ -823,7 +832,8 @@ CommandRunner add_scale_command(CLI::App& app) {
   manage->add_flag("--quiet,-q", ma->quiet, "No progress on stderr");
   manage->add_flag("--diagnose", ma->diagnose,
                    "With --simulate: judge the final deployment's last intervals against the "
-                   "target and, if missed, name the straggler by CP (records the trace)");
+                   "target and, if missed, name the straggler by CP (keeps the trace of the last "
+                   "intervals)");
   manage
       ->add_option("--diagnose-intervals", ma->diagnose_intervals,
                    "With --diagnose: how many of the last policy intervals to judge and analyze")
