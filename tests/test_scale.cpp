@@ -20,10 +20,13 @@
 #include "scale/manager.hpp"
 #include "scale/policy.hpp"
 #include "scale/rate_collector.hpp"
+#include "scale/rates_json.hpp"
 #include "scale/simulation.hpp"
+#include "serve/live_rates.hpp"
 #include "sim/session.hpp"
 #include "sim/simulator.hpp"
 #include "trace/trace.hpp"
+#include "trace/trace_io.hpp"
 
 namespace snailtrail {
 namespace {
@@ -413,6 +416,198 @@ TEST(ScaleRateCollector, CorruptTimestampsStayCheap) {
   EXPECT_DOUBLE_EQ(out[0].instances[0].records_in, 10);
   EXPECT_EQ(out[1].instances.size(), 1u);
   EXPECT_EQ(out[1].instances[0].op, 2u);
+}
+
+// ---- rates of a live stream (serve's /api/rates) -------------------------------------
+
+Event message(int64_t ts, uint32_t worker, uint32_t remote, EventKind k, int64_t corr,
+              int64_t records = -1) {
+  Event e = ev(ts, worker, ActivityType::data_message, k, -1, records);
+  e.remote = remote, e.correlator = corr, e.flags |= kHasRemote | kHasCorrelator;
+  return e;
+}
+
+// source (operator 0, worker 0) -> map (operator 1, worker 1), by hand, 1 s intervals.
+// Interval 0: the source reads 100 records [0, 0.2 s] and serializes them [0.2, 0.4 s]
+// (useful 0.2 s); the map deserializes [0.5, 0.6], processes 100 [0.6, 0.9] and
+// serializes 200 [0.9, 1.0] (useful 0.5 s). Interval 1 ends at the last event, 1.6 s:
+// the source reads 50 [1.0, 1.1] and serializes them [1.1, 1.2] (useful 0.1 s); the map
+// deserializes [1.3, 1.35], processes 50 [1.35, 1.5], serializes 100 [1.5, 1.6]
+// (useful 0.3 s).
+std::vector<std::vector<Event>> two_operator_stream() {
+  using A = ActivityType;
+  using K = EventKind;
+  const int64_t ms = 1'000'000;
+  std::vector<Event> source = {
+      ev(0, 0, A::input, K::start, 0),
+      ev(200 * ms, 0, A::input, K::end, 0, 100),
+      ev(200 * ms, 0, A::serialization, K::start, 0),
+      ev(400 * ms, 0, A::serialization, K::end, 0, 100),
+      message(400 * ms, 0, 1, K::send, 1, 100),
+      ev(1000 * ms, 0, A::input, K::start, 0),
+      ev(1100 * ms, 0, A::input, K::end, 0, 50),
+      ev(1100 * ms, 0, A::serialization, K::start, 0),
+      ev(1200 * ms, 0, A::serialization, K::end, 0, 50),
+      message(1200 * ms, 0, 1, K::send, 2, 50),
+  };
+  std::vector<Event> map = {
+      message(500 * ms, 1, 0, K::recv, 1, 100),
+      ev(500 * ms, 1, A::deserialization, K::start, 1),
+      ev(600 * ms, 1, A::deserialization, K::end, 1),
+      ev(600 * ms, 1, A::processing, K::start, 1),
+      ev(900 * ms, 1, A::processing, K::end, 1, 100),
+      ev(900 * ms, 1, A::serialization, K::start, 1),
+      ev(1000 * ms, 1, A::serialization, K::end, 1, 200),
+      message(1300 * ms, 1, 0, K::recv, 2, 50),
+      ev(1300 * ms, 1, A::deserialization, K::start, 1),
+      ev(1350 * ms, 1, A::deserialization, K::end, 1),
+      ev(1350 * ms, 1, A::processing, K::start, 1),
+      ev(1500 * ms, 1, A::processing, K::end, 1, 50),
+      ev(1500 * ms, 1, A::serialization, K::start, 1),
+      ev(1600 * ms, 1, A::serialization, K::end, 1, 100),
+  };
+  return {source, map};
+}
+
+TEST(ScaleLiveRates, HandComputedRatesOfAStream) {
+  const auto workers = two_operator_stream();
+  serve::LiveRates live(kSec, 10);
+  Trace names;
+  names.operator_names = {{0, "source"}, {1, "map"}};
+  names.worker_names = {{0, "source-0"}, {1, "map-0"}};
+  live.add_names(names);
+  // Workers interleaved worker by worker: the map's events of interval 0, then the
+  // source's, then the watermark passes 1 s; then the rest.
+  for (const Event& e : workers[1])
+    if (e.ts <= kSec) live.add(e);
+  for (const Event& e : workers[0])
+    if (e.ts < kSec) live.add(e);
+  live.advance(kSec);
+  const RatesPage first = parse_rates_page(live.page(INT64_MIN));
+  ASSERT_EQ(first.intervals.size(), 1u);
+  for (const Event& e : workers[0])
+    if (e.ts >= kSec) live.add(e);
+  for (const Event& e : workers[1])
+    if (e.ts > kSec) live.add(e);
+  live.finish();
+  const RatesPage page = parse_rates_page(live.page(INT64_MIN));
+  EXPECT_EQ(page.interval_ns, kSec);
+  EXPECT_EQ(page.first_event_ns, 0);
+  // The topology: names from the metadata, the edge from message 1.
+  EXPECT_EQ(page.topology.names, (std::vector<std::string>{"source", "map"}));
+  EXPECT_EQ(page.topology.ids, (std::vector<std::string>{"0", "1"}));
+  EXPECT_EQ(page.topology.edges, (std::vector<std::pair<uint32_t, uint32_t>>{{0, 1}}));
+  ASSERT_EQ(page.intervals.size(), 2u);
+  const auto& i0 = page.intervals[0];
+  const auto& i1 = page.intervals[1];
+  EXPECT_EQ(i0.epoch, 0);
+  EXPECT_EQ(i1.epoch, 1);
+  EXPECT_EQ(i0.metrics.start_ns, 0);
+  EXPECT_EQ(i0.metrics.end_ns, kSec);
+  EXPECT_EQ(i1.metrics.start_ns, kSec);
+  EXPECT_EQ(i1.metrics.end_ns, 1600'000'000);  // the last event
+  ASSERT_EQ(i0.metrics.instances.size(), 2u);
+  ASSERT_EQ(i1.metrics.instances.size(), 2u);
+  EXPECT_EQ(i0.operator_names, (std::vector<std::string>{"source", "map"}));
+  auto check = [](const InstanceMetrics& m, double window, double useful, double in, double out,
+                  double tp, double to) {
+    EXPECT_DOUBLE_EQ(m.window_s, window);
+    EXPECT_NEAR(m.useful_s, useful, 1e-12);
+    EXPECT_DOUBLE_EQ(m.records_in, in);
+    EXPECT_DOUBLE_EQ(m.records_out, out);
+    const InstanceRates r = m.rates();
+    EXPECT_NEAR(r.true_processing, tp, 1e-9);
+    EXPECT_NEAR(r.true_output, to, 1e-9);
+    EXPECT_NEAR(r.observed_processing, in / window, 1e-9);
+    EXPECT_NEAR(r.observed_output, out / window, 1e-9);
+  };
+  // Source: 100 read and pushed in 0.2 s of useful time; map: 100 in, 200 out in 0.5 s.
+  check(i0.metrics.instances[0], 1, 0.2, 100, 100, 500, 500);
+  check(i0.metrics.instances[1], 1, 0.5, 100, 200, 200, 400);
+  // Interval 1 is 0.6 s long: source 50/50 in 0.1 s; map 50 in, 100 out in 0.3 s.
+  check(i1.metrics.instances[0], 0.6, 0.1, 50, 50, 500, 500);
+  check(i1.metrics.instances[1], 0.6, 0.3, 50, 100, 50 / 0.3, 100 / 0.3);
+  // The page also carries DS2's four rates as numbers, and the workers' names.
+  const std::string json = live.page(kSec);
+  EXPECT_NE(json.find("\"records_processed\": 50, \"records_pushed\": 100, "
+                      "\"true_processing_rate\": 166.6"),
+            std::string::npos)
+      << json;
+  EXPECT_EQ(json.find("\"epoch\": 0"), std::string::npos) << "since=1 s keeps interval 0 out";
+  EXPECT_NE(json.find("\"worker_name\": \"map-0\""), std::string::npos) << json;
+  // /metrics: totals over both intervals, the latest interval per operator.
+  const std::string metrics = live.metrics();
+  EXPECT_NE(metrics.find("snailtrail_rate_intervals_total 2\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("snailtrail_rate_records_processed_total 300\n"), std::string::npos);
+  EXPECT_NE(metrics.find("snailtrail_rate_records_pushed_total 450\n"), std::string::npos);
+  EXPECT_NE(metrics.find("snailtrail_operator_instances{operator=\"map\"} 1\n"), std::string::npos);
+  EXPECT_NE(metrics.find("snailtrail_operator_true_processing_rate{operator=\"source\"} 500"),
+            std::string::npos)
+      << metrics;
+
+  // The same events in a file, through `scale manage --trace`'s path (a RateCollector
+  // whose origin is the first event): the same intervals, to the last bit.
+  const fs::path file = fs::temp_directory_path() /
+                        ("snailtrail-live-rates-" + std::to_string(::getpid()) + ".jsonl");
+  Trace trace = names;
+  for (const auto& w : workers) trace.events.insert(trace.events.end(), w.begin(), w.end());
+  std::stable_sort(trace.events.begin(), trace.events.end(),
+                   [](const Event& a, const Event& b) { return a.ts < b.ts; });
+  write_trace(trace, file.string());
+  const Trace back = read_trace(file.string());
+  fs::remove(file);
+  RateCollector c(kSec, back.events.front().ts);
+  for (const Event& e : back.events) c.add(e);
+  const std::vector<IntervalMetrics> batch = c.finish();
+  ASSERT_EQ(batch.size(), page.intervals.size());
+  for (size_t k = 0; k < batch.size(); ++k) {
+    const IntervalMetrics& m = page.intervals[k].metrics;
+    EXPECT_EQ(m.start_ns, batch[k].start_ns);
+    EXPECT_EQ(m.end_ns, batch[k].end_ns);
+    ASSERT_EQ(m.instances.size(), batch[k].instances.size());
+    for (size_t i = 0; i < m.instances.size(); ++i) {
+      EXPECT_EQ(m.instances[i].op, batch[k].instances[i].op);
+      EXPECT_EQ(m.instances[i].worker, batch[k].instances[i].worker);
+      EXPECT_EQ(m.instances[i].window_s, batch[k].instances[i].window_s);
+      EXPECT_EQ(m.instances[i].useful_s, batch[k].instances[i].useful_s);
+      EXPECT_EQ(m.instances[i].records_in, batch[k].instances[i].records_in);
+      EXPECT_EQ(m.instances[i].records_out, batch[k].instances[i].records_out);
+    }
+  }
+}
+
+TEST(ScaleLiveRates, BadPagesAreClearErrors) {
+  auto error = [](const std::string& json) {
+    try {
+      parse_rates_page(json);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error("<html>").find("not JSON"), std::string::npos);
+  EXPECT_NE(error("[]").find("not a JSON object"), std::string::npos);
+  const std::string topo =
+      R"("topology": {"operators": [{"id": 0, "name": "a", "instances": 1}], "edges": []})";
+  EXPECT_NE(error(R"({"first_event_ns": 0, )" + topo + R"(, "intervals": []})")
+                .find("no \"interval_ns\""),
+            std::string::npos);
+  EXPECT_NE(error(R"({"interval_ns": 0, "first_event_ns": 0, )" + topo + R"(, "intervals": []})")
+                .find("must be positive"),
+            std::string::npos);
+  EXPECT_NE(
+      error(
+          R"({"interval_ns": 1, "first_event_ns": 0, "topology": {"operators": [], "edges": [[0, 1]]}, "intervals": []})")
+          .find("unknown operator"),
+      std::string::npos);
+  EXPECT_NE(
+      error(
+          R"({"interval_ns": 1, "first_event_ns": 0, )" + topo +
+          R"(, "intervals": [{"epoch": 0, "start_ns": 0, "end_ns": 1, "instances": [{"operator": 0, "operator_name": "a", "instance": 0, "worker": 0, "window_s": 1, "useful_s": -1, "records_processed": 0, "records_pushed": 0}]}]})")
+          .find("interval 0: \"useful_s\" is not a number >= 0"),
+      std::string::npos);
+  EXPECT_EQ(error(R"({"interval_ns": 1, "first_event_ns": 0, )" + topo + R"(, "intervals": []})"),
+            "no error");
 }
 
 // ---- scaling manager ----------------------------------------------------------------------

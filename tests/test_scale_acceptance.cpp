@@ -146,13 +146,16 @@ struct SkewRun {
 // examples/wordcount-skew-80.toml: 80 % of the words carry one hot key, owned by
 // count-0. count-0 then needs 0.8 x 20,000 words/s x 130 us = 2.08 s of work per second
 // whatever the parallelism, so no configuration meets the target of 2,000 sentences/s.
-SkewRun skew_run(uint32_t max_decisions) {
+SkewRun skew_run(uint32_t max_decisions, uint32_t trace_intervals = 0) {
   sim::Scenario s = sim::load_scenario(example("wordcount-skew-80"));
   s.duration_ns = 300 * kSec;
   SkewRun out;
   out.truth = sim::expected_truth(s);
   Ds2Manager m(topology_of(s), {.warmup = 1, .max_decisions = max_decisions});
-  SimControlOptions o{.interval_ns = 20 * kSec, .pause_ns = 10 * kSec, .record_trace = true};
+  SimControlOptions o{.interval_ns = 20 * kSec,
+                      .pause_ns = 10 * kSec,
+                      .record_trace = true,
+                      .trace_intervals = trace_intervals};
   out.run = run_controlled(s, m, o);
   out.diagnosis = diagnose(out.run, {.intervals = 2});
   return out;
@@ -191,6 +194,41 @@ TEST(ScaleSkew, DiagnosisNamesTheHotWorkerAsTheStraggler) {
   // The ranking lists every count instance: the straggler first.
   ASSERT_FALSE(d.workers.empty());
   EXPECT_EQ(d.workers.front().worker, "count-0");
+}
+
+// `--diagnose` keeps only the trace of the last intervals (trace_intervals): the
+// diagnosis is the same, field by field, as on the whole run's trace.
+TEST(ScaleSkew, BoundedTraceGivesTheSameDiagnosis) {
+  const SkewRun full = skew_run(2);
+  const SkewRun bounded = skew_run(2, 2);
+  // The last 2 running intervals and one before them: 240-300 s of the 300 s run (plus
+  // the rest of activities running at 240 s).
+  ASSERT_FALSE(bounded.run.result.trace.events.empty());
+  EXPECT_GE(bounded.run.result.trace.events.front().ts, 239 * kSec);
+  EXPECT_LT(full.run.result.trace.events.front().ts, kSec);
+  EXPECT_LT(bounded.run.result.trace.events.size(), full.run.result.trace.events.size() / 3);
+  const Diagnosis& a = full.diagnosis;
+  const Diagnosis& b = bounded.diagnosis;
+  EXPECT_EQ(b.cause, Cause::skew);
+  EXPECT_EQ(b.target_met, a.target_met);
+  EXPECT_EQ(b.achieved_rate, a.achieved_rate);
+  EXPECT_EQ(b.target_rate, a.target_rate);
+  EXPECT_EQ(b.from_s, a.from_s);
+  EXPECT_EQ(b.to_s, a.to_s);
+  EXPECT_EQ(b.straggler, a.straggler);
+  EXPECT_EQ(b.straggler_operator, a.straggler_operator);
+  EXPECT_EQ(b.straggler_cp, a.straggler_cp);
+  EXPECT_EQ(b.peer, a.peer);
+  EXPECT_EQ(b.peer_cp, a.peer_cp);
+  EXPECT_EQ(b.windows, a.windows);
+  ASSERT_EQ(b.workers.size(), a.workers.size());
+  for (size_t i = 0; i < a.workers.size(); ++i) {
+    EXPECT_EQ(b.workers[i].worker, a.workers[i].worker);
+    EXPECT_EQ(b.workers[i].op, a.workers[i].op);
+    EXPECT_EQ(b.workers[i].cp, a.workers[i].cp) << a.workers[i].worker;
+    EXPECT_EQ(b.workers[i].busy, a.workers[i].busy) << a.workers[i].worker;
+  }
+  EXPECT_EQ(b.explanation, a.explanation);
 }
 
 TEST(ScaleSkew, NoDiagnosisWhenTheTargetIsMet) {

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -599,6 +600,180 @@ TEST_F(ServeCli, FollowsAGrowingFile) {
   server->signal(SIGTERM);
   ASSERT_EQ(server->wait(), 0) << server->err();
   EXPECT_EQ(testing::slurp(path("windows.jsonl")), expected);
+}
+
+// Issue #8: `scale manage --serve` follows the DS2 rates serve computes from a live
+// stream. A simulated word count streamed into serve gives the same first decision as
+// `scale manage --trace` on the trace file (both start their intervals at the first
+// event, 0 in a simulated trace).
+TEST_F(ServeCli, ScaleManageFollowsServesRates) {
+  const fs::path trace = simulated("wordcount-skew-0", 3'000'000'000, 4, "trace.snail");
+  ASSERT_EQ(read_trace(trace.string()).events.front().ts, 0);
+  Process batch({"scale", "manage", "--trace", trace.string(), "--interval", "1s",
+                 "--max-decisions", "1", "--format", "json"},
+                path("batch.out"), path("batch.err"));
+  ASSERT_EQ(batch.wait(), 0) << batch.err();
+  const std::string expected = batch.out();
+  ASSERT_NE(expected.find("\"epoch\": 0, \"parallelism\": "), std::string::npos) << expected;
+
+  auto server =
+      start("serve", {"serve", "--tcp", "127.0.0.1:0", "--http", "127.0.0.1:0", "--window", "100ms",
+                      "--rate-interval", "1s", "--idle-timeout", "300ms", "--out",
+                      path("windows.jsonl").string(), "--port-file", path("ports").string()});
+  const int tcp = testing::wait_for_port(path("ports"), "tcp");
+  const int http = testing::wait_for_port(path("ports"), "http");
+  ASSERT_GT(http, 0) << server->err();
+  const std::string url = "http://127.0.0.1:" + std::to_string(http);
+  // A manager with a decision limit, and one that runs until serve goes away.
+  auto manager = start("manage", {"scale", "manage", "--serve", url, "--max-decisions", "1",
+                                  "--format", "json", "--poll", "50ms", "--duration", "120s"});
+  auto follower =
+      start("follow", {"scale", "manage", "--serve", url, "--poll", "50ms", "--duration", "120s"});
+  auto producer =
+      start("send", {"send", trace.string(), "--to", "127.0.0.1:" + std::to_string(tcp)});
+  ASSERT_EQ(producer->wait(), 0) << producer->err();
+  ASSERT_EQ(manager->wait(), 0) << manager->err();
+  EXPECT_EQ(manager->out(), expected);
+
+  // With a DS2 topology file whose ids differ from serve's (1, 2, 3 against 0, 1, 2): the
+  // operators are matched by name, and the decision is the same.
+  {
+    std::ofstream topo(path("topology.csv"));
+    topo << "1,source,4,2,flatmap,4\n2,flatmap,4,3,count,4\n";
+  }
+  auto with_file = start(
+      "file", {"scale", "manage", "--serve", url, "--topology", path("topology.csv").string(),
+               "--max-decisions", "1", "--format", "json", "--poll", "50ms", "--duration", "60s"});
+  ASSERT_EQ(with_file->wait(), 0) << with_file->err();
+  EXPECT_EQ(with_file->out(), expected);
+  // The policy interval is serve's: another --interval is a usage error.
+  auto other_interval =
+      start("interval", {"scale", "manage", "--serve", url.substr(7), "--interval", "5s"});
+  EXPECT_EQ(other_interval->wait(), 2);
+  EXPECT_NE(other_interval->err().find("--interval 5s differs from the rate interval"),
+            std::string::npos)
+      << other_interval->err();
+
+  // The endpoint itself: 1 s intervals with serve's topology (source -> flatmap -> count).
+  const std::string page = http_get(http, "/api/rates");
+  EXPECT_NE(page.find("\"interval_ns\": 1000000000, \"first_event_ns\": 0"), std::string::npos)
+      << page.substr(0, 300);
+  EXPECT_NE(page.find("{\"id\": 1, \"name\": \"flatmap\", \"instances\": 4}"), std::string::npos)
+      << page.substr(0, 300);
+  EXPECT_NE(page.find("\"edges\": [[0, 1], [1, 2]]"), std::string::npos) << page.substr(0, 300);
+  EXPECT_NE(page.find("{\"epoch\": 1, \"start_ns\": 1000000000, \"end_ns\": 2000000000"),
+            std::string::npos);
+  int status = 0;
+  http_get(http, "/api/rates?since=x", &status);
+  EXPECT_EQ(status, 400);
+  const std::string metrics = http_get(http, "/metrics");
+  EXPECT_GE(metric(metrics, "snailtrail_rate_intervals_total"), 2u);
+  EXPECT_NE(metrics.find("snailtrail_operator_true_processing_rate{operator=\"count\"}"),
+            std::string::npos);
+
+  server->signal(SIGTERM);
+  ASSERT_EQ(server->wait(), 0) << server->err();
+  // The follower noticed that serve went away, after printing its decisions.
+  ASSERT_EQ(follower->wait(), 0) << follower->err();
+  EXPECT_NE(follower->err().find("went away"), std::string::npos) << follower->err();
+  EXPECT_NE(follower->out().find("epoch 0 (1 s): "), std::string::npos) << follower->out();
+  // Nothing to follow: a clear error; and only loopback addresses are accepted.
+  auto gone = start("gone", {"scale", "manage", "--serve", url});
+  EXPECT_EQ(gone->wait(), 1);
+  EXPECT_NE(gone->err().find("cannot reach serve at " + url), std::string::npos) << gone->err();
+  auto remote = start("remote", {"scale", "manage", "--serve", "http://192.0.2.1:7879"});
+  EXPECT_EQ(remote->wait(), 2);
+  EXPECT_NE(remote->err().find("only loopback addresses"), std::string::npos) << remote->err();
+  for (const char* bad : {"https://127.0.0.1:7879", "127.0.0.1", "http://127.0.0.1:99999",
+                          "http://127.0.0.1:7879/api"}) {
+    auto p = start("bad", {"scale", "manage", "--serve", bad});
+    EXPECT_EQ(p->wait(), 2) << bad;
+    EXPECT_NE(p->err().find("--serve: "), std::string::npos) << p->err();
+  }
+}
+
+// `scale manage --serve` against an HTTP server that is not serve, or answers nonsense:
+// clear errors (exit 1), never a crash.
+TEST_F(ServeCli, ScaleManageRejectsWhatIsNotARatesPage) {
+  std::string body = "<html>not json</html>";
+  httplib::Server fake;
+  fake.Get("/api/rates", [&](const httplib::Request&, httplib::Response& res) {
+    res.set_content(body, "application/json");
+  });
+  const int port = fake.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(port, 0);
+  std::thread thread([&] { fake.listen_after_bind(); });
+  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  auto run = [&](const std::string& name) {
+    auto p =
+        start(name, {"scale", "manage", "--serve", url, "--idle-exit", "1s", "--poll", "50ms"});
+    const int code = p->wait();
+    return std::make_pair(code, p->err());
+  };
+  auto [code, err] = run("html");
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(err.find("serve at " + url + ": rates page: not JSON"), std::string::npos) << err;
+  body = R"({"interval_ns": 1000, "first_event_ns": 0, "topology": {"operators": [
+      {"id": 0, "name": "a", "instances": 1}, {"id": 1, "name": "b", "instances": 1}],
+      "edges": [[0, 1], [1, 0]]}, "intervals": [{"epoch": 0, "start_ns": 0, "end_ns": 1000,
+      "instances": []}]})";
+  std::tie(code, err) = run("cycle");
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(err.find("cycle"), std::string::npos) << err;
+  // A valid page without news: --idle-exit ends the run.
+  body = R"({"interval_ns": 1000, "first_event_ns": 0, "topology": {"operators": [],
+      "edges": []}, "intervals": []})";
+  std::tie(code, err) = run("empty");
+  EXPECT_EQ(code, 0) << err;
+  EXPECT_NE(err.find("no new interval from serve at " + url + " for 1s"), std::string::npos) << err;
+  fake.stop();
+  thread.join();
+}
+
+// `scale manage --serve` on pages by hand: the manager starts over when the stream reveals
+// a new operator, and decides on the rates of the page (source at 250/s, map at 100/s per
+// instance of useful time: 3 maps).
+TEST_F(ServeCli, ScaleManageRestartsWhenTheTopologyGrows) {
+  auto instance = [](int op, const char* name, int worker, double useful, double records) {
+    return fmt::format(
+        R"({{"operator": {}, "operator_name": "{}", "instance": 0, "worker": {}, "window_s": 1,
+            "useful_s": {}, "records_processed": {}, "records_pushed": {}}})",
+        op, name, worker, useful, records, records);
+  };
+  const std::string source_only =
+      R"({"interval_ns": 1000000000, "first_event_ns": 0, "topology": {"operators": [
+          {"id": 0, "name": "source", "instances": 1}], "edges": []}, "intervals": [
+          {"epoch": 0, "start_ns": 0, "end_ns": 1000000000, "instances": [)" +
+      instance(0, "source", 0, 0.1, 250) + "]}]}";
+  const std::string both =
+      R"({"interval_ns": 1000000000, "first_event_ns": 0, "topology": {"operators": [
+          {"id": 0, "name": "source", "instances": 1}, {"id": 1, "name": "map", "instances": 1}],
+          "edges": [[0, 1]]}, "intervals": [
+          {"epoch": 1, "start_ns": 1000000000, "end_ns": 2000000000, "instances": [)" +
+      instance(0, "source", 0, 0.1, 250) + ", " + instance(1, "map", 1, 1, 100) + "]}]}";
+  std::mutex mu;
+  std::string body = source_only;
+  int requests = 0;
+  httplib::Server fake;
+  fake.Get("/api/rates", [&](const httplib::Request&, httplib::Response& res) {
+    std::lock_guard lock(mu);
+    res.set_content(body, "application/json");
+    if (++requests == 2) body = both;  // the second page is seen after the first
+  });
+  const int port = fake.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(port, 0);
+  std::thread thread([&] { fake.listen_after_bind(); });
+  auto p = start("manage", {"scale", "manage", "--serve", "127.0.0.1:" + std::to_string(port),
+                            "--max-decisions", "1", "--poll", "20ms", "--duration", "60s"});
+  EXPECT_EQ(p->wait(), 0) << p->err();
+  fake.stop();
+  thread.join();
+  EXPECT_NE(p->err().find("the stream revealed a new operator or edge: the manager starts over"),
+            std::string::npos)
+      << p->err();
+  EXPECT_EQ(p->out(),
+            "epoch 1 (2 s): source=1 map=3\n  ds2: source=1 map=3 (sources at 250/s = 100.0% of "
+            "the target)\n");
 }
 
 TEST_F(ServeCli, UsageErrors) {

@@ -1,13 +1,16 @@
 // `snailtrail scale`: DS2 autoscaling (docs/AUTOSCALING.md).
 //   scale policy  - the optimal parallelism of every operator, per epoch of metrics
 //   scale manage  - the scaling manager (DS2 or a Dhalion-like baseline) in a loop over
-//                   the simulator, a DS2 metrics directory being written, or a trace
+//                   the simulator, a DS2 metrics directory being written, a trace, or
+//                   the rates of a running `snailtrail serve`
 #include <fmt/format.h>
+#include <httplib.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <thread>
 
@@ -19,6 +22,7 @@
 #include "scale/ds2_files.hpp"
 #include "scale/manager.hpp"
 #include "scale/rate_collector.hpp"
+#include "scale/rates_json.hpp"
 #include "scale/simulation.hpp"
 #include "scale/svg.hpp"
 #include "sim/scenario.hpp"
@@ -217,7 +221,8 @@ int run_policy(const PolicyArgs& a) {
 // ---- scale manage -----------------------------------------------------------------
 
 struct ManageArgs {
-  std::string simulate, metrics_dir, trace, importer = "auto";
+  std::string simulate, metrics_dir, trace, serve, importer = "auto";
+  bool interval_given = false;  // --interval on the command line
   std::string topology, source_rates;
   std::string controller = "ds2";
   std::string interval = "60s";
@@ -395,6 +400,9 @@ int manage_simulated(const ManageArgs& a) {
   so.interval_ns = duration_arg(a.interval, "--interval");
   so.pause_ns = duration_arg(a.pause, "--redeploy-pause", true);
   so.record_trace = !a.trace_out.empty() || a.diagnose;
+  // The diagnosis needs only the end of the trace: keep memory bounded unless the whole
+  // trace is to be written.
+  if (a.trace_out.empty()) so.trace_intervals = a.diagnose_intervals;
   ControlledRun r = run_controlled(s, *c, so, [&](const DecisionRecord& d) {
     if (!a.apply.empty()) apply_command(a.apply, t, d.time_s, d.parallelism, std::nullopt);
   });
@@ -419,7 +427,192 @@ int manage_simulated(const ManageArgs& a) {
   return 0;
 }
 
-// DS2 metrics directory or a trace: decisions are printed (and applied) as they come.
+// --serve: "http://HOST:PORT" (or "HOST:PORT", optionally ending in "/") of a loopback
+// address; scale manage never talks to anything else.
+std::pair<std::string, int> loopback_url(const std::string& url) {
+  std::string rest = url;
+  if (rest.rfind("http://", 0) == 0) rest = rest.substr(7);
+  if (!rest.empty() && rest.back() == '/') rest.pop_back();
+  const size_t colon = rest.rfind(':');
+  std::string host = colon == std::string::npos ? "" : rest.substr(0, colon);
+  const std::string port_text = colon == std::string::npos ? "" : rest.substr(colon + 1);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  int port = 0;
+  for (char c : port_text)
+    port = c >= '0' && c <= '9' && port <= 65535 ? port * 10 + (c - '0') : 100000;
+  if (url.find("://") != std::string::npos && url.rfind("http://", 0) != 0)
+    throw std::invalid_argument("--serve: only http:// URLs of snailtrail serve are supported");
+  if (host.empty() || port_text.empty() || port < 1 || port > 65535 ||
+      host.find('/') != std::string::npos)
+    throw std::invalid_argument("--serve: expected http://HOST:PORT, got \"" + url + "\"");
+  const bool loopback = host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+  if (!loopback)
+    throw std::invalid_argument(
+        "--serve: only loopback addresses (127.0.0.1, localhost, ::1) "
+        "are allowed, got \"" +
+        host + "\"");
+  return {host, port};
+}
+
+// What a failed request means, in words.
+std::string request_error(httplib::Error e) {
+  switch (e) {
+    case httplib::Error::Connection:
+      return "connection refused";
+    case httplib::Error::ConnectionTimeout:
+      return "connection timed out";
+    case httplib::Error::Read:
+    case httplib::Error::Write:
+      return "connection closed";
+    default:
+      return httplib::to_string(e);
+  }
+}
+
+using ReportFn = std::function<void(const Action&, double time_s, int64_t epoch)>;
+
+// One interval's observation for the manager from measured rates.
+Observation observation(double time_s, std::vector<InstanceRates> rates,
+                        std::vector<uint32_t> parallelism,
+                        const std::vector<double>& per_instance) {
+  Observation o;
+  o.time_s = time_s;
+  o.source_target = total_source_rates(per_instance, parallelism);
+  o.rates = std::move(rates);
+  o.parallelism = std::move(parallelism);
+  return o;
+}
+
+bool same_dataflow(const Topology& x, const Topology& y) {
+  return x.names == y.names && x.ids == y.ids && x.edges == y.edges;
+}
+
+// Polls serve's GET /api/rates and feeds every new interval to the manager, until
+// --max-decisions decisions, --duration of wall time, --idle-exit without a new interval,
+// or serve going away.
+void follow_serve(const ManageArgs& a, Topology& t, const ReportFn& report) {
+  const auto [host, port] = loopback_url(a.serve);
+  const int64_t poll = duration_arg(a.poll, "--poll");
+  const int64_t idle = duration_arg(a.idle_exit, "--idle-exit", true);
+  const int64_t wall = a.duration.empty() ? 0 : duration_arg(a.duration, "--duration");
+  const int64_t interval = a.interval_given ? duration_arg(a.interval, "--interval") : 0;
+  const std::string where = fmt::format("serve at http://{}:{}", host, port);
+  const bool file_topology = !a.topology.empty();
+  if (file_topology) t = read_topology_csv(a.topology);
+  std::vector<double> per_instance;
+  std::unique_ptr<Controller> c;
+  auto start_manager = [&] {
+    try {
+      t.topological_order();
+    } catch (const std::invalid_argument& e) {
+      throw std::runtime_error(fmt::format("{}: {}", where, e.what()));
+    }
+    per_instance.clear();
+    if (!a.source_rates.empty()) per_instance = read_source_rates_csv(a.source_rates, t);
+    c = make_controller(a, t);
+  };
+  if (file_topology) start_manager();
+  httplib::Client client(host, port);
+  client.set_connection_timeout(2);
+  client.set_read_timeout(10);
+  const auto started = std::chrono::steady_clock::now();
+  auto last_new = started;
+  int64_t since = INT64_MIN, last_epoch = -1;
+  uint32_t decisions = 0;
+  uint64_t seen = 0, unmapped = 0;
+  bool reached = false;
+  while (decisions < a.max_decisions) {
+    const std::string target =
+        since == INT64_MIN ? "/api/rates" : fmt::format("/api/rates?since={}", since);
+    httplib::Result res = client.Get(target);
+    if (!res) {
+      if (!reached)
+        throw std::runtime_error(
+            fmt::format("cannot reach {} ({})", where, request_error(res.error())));
+      if (!a.quiet)
+        fmt::print(stderr, "snailtrail: {} went away ({}); stopping after {} intervals\n", where,
+                   request_error(res.error()), seen);
+      return;
+    }
+    if (res->status != 200)
+      throw std::runtime_error(
+          fmt::format("{}: GET {} answered HTTP {} (is it snailtrail serve with --http?)", where,
+                      target, res->status));
+    reached = true;
+    RatesPage page;
+    try {
+      page = parse_rates_page(res->body);
+    } catch (const std::invalid_argument& e) {
+      throw std::runtime_error(fmt::format("{}: {}", where, e.what()));  // not a usage error
+    }
+    if (interval > 0 && page.interval_ns != interval)
+      throw std::invalid_argument(
+          fmt::format("--interval {} differs from the rate interval of {} ({} s): start serve with "
+                      "--rate-interval {} or leave out --interval",
+                      a.interval, where, page.interval_ns / 1e9, a.interval));
+    for (const RatesPage::Interval& in : page.intervals) {
+      if (in.epoch <= last_epoch) continue;
+      if (last_epoch >= 0 && in.epoch > last_epoch + 1 && !a.quiet)
+        fmt::print(stderr, "snailtrail: missed intervals {}-{} (serve --retain is too small)\n",
+                   last_epoch + 1, in.epoch - 1);
+      last_epoch = in.epoch;
+      since = in.metrics.start_ns + 1;
+      ++seen;
+      last_new = std::chrono::steady_clock::now();
+      IntervalRates r;
+      if (file_topology) {
+        // Operators of the stream matched to the file's by name, else by id.
+        IntervalMetrics m{in.metrics.start_ns, in.metrics.end_ns, {}};
+        for (size_t i = 0; i < in.metrics.instances.size(); ++i) {
+          auto op = t.find_name(in.operator_names[i]);
+          if (!op) op = t.find_id(std::to_string(in.metrics.instances[i].op));
+          if (!op) {
+            if (unmapped++ == 0 && !a.quiet)
+              fmt::print(stderr, "snailtrail: operator '{}' of the stream is not in {}: ignored\n",
+                         in.operator_names[i], a.topology);
+            continue;
+          }
+          m.instances.push_back(in.metrics.instances[i]);
+          m.instances.back().op = *op;
+        }
+        r = interval_rates_by_index(m, t);
+      } else {
+        if (!c || !same_dataflow(t, page.topology)) {
+          if (c && !a.quiet)
+            fmt::print(stderr,
+                       "snailtrail: the stream revealed a new operator or edge: the manager "
+                       "starts over\n");
+          t = page.topology;
+          if (t.size() == 0) continue;
+          start_manager();
+        }
+        r = interval_rates(in.metrics, t);
+      }
+      const Observation o =
+          observation(static_cast<double>(in.metrics.end_ns - page.first_event_ns) * 1e-9,
+                      std::move(r.instances), std::move(r.parallelism), per_instance);
+      if (!a.quiet && a.format == "table")
+        fmt::print(stderr, "epoch {}: {} instances\n", in.epoch, in.metrics.instances.size());
+      if (auto act = c->observe(o)) {
+        report(*act, o.time_s, in.epoch);
+        if (++decisions >= a.max_decisions) return;
+      }
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (wall > 0 && now - started >= std::chrono::nanoseconds(wall)) return;
+    if (idle > 0 && now - last_new >= std::chrono::nanoseconds(idle)) {
+      if (!a.quiet)
+        fmt::print(stderr, "snailtrail: no new interval from {} for {}; stopping\n", where,
+                   a.idle_exit);
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::nanoseconds(poll));
+  }
+}
+
+// DS2 metrics directory, a trace or serve: decisions are printed (and applied) as they
+// come.
 int manage_stream(const ManageArgs& a) {
   if (a.controller != "ds2")
     throw std::invalid_argument("the dhalion baseline needs backpressure metrics: use --simulate");
@@ -445,7 +638,9 @@ int manage_stream(const ManageArgs& a) {
     out.flush();
     if (!a.apply.empty()) apply_command(a.apply, t, time_s, act.parallelism, act.total_workers);
   };
-  if (!a.trace.empty()) {
+  if (!a.serve.empty()) {
+    follow_serve(a, t, report);
+  } else if (!a.trace.empty()) {
     Trace trace = importers::import_trace(a.trace, a.importer);
     if (trace.events.empty()) throw TraceError(trace.source, "input", "the trace has no events");
     int64_t origin = INT64_MAX;
@@ -459,11 +654,9 @@ int manage_stream(const ManageArgs& a) {
     std::unique_ptr<Controller> c = make_controller(a, t);
     for (size_t i = 0; i < intervals.size(); ++i) {
       IntervalRates r = interval_rates(intervals[i], t);
-      Observation o;
-      o.time_s = static_cast<double>(intervals[i].end_ns - origin) * 1e-9;
-      o.rates = r.instances;
-      o.parallelism = r.parallelism;
-      o.source_target = total_source_rates(per_instance, r.parallelism);
+      const Observation o =
+          observation(static_cast<double>(intervals[i].end_ns - origin) * 1e-9,
+                      std::move(r.instances), std::move(r.parallelism), per_instance);
       if (auto act = c->observe(o)) report(*act, o.time_s, static_cast<int64_t>(i));
     }
   } else {
@@ -485,11 +678,8 @@ int manage_stream(const ManageArgs& a) {
       }
       if (!epochs.empty()) last_new = std::chrono::steady_clock::now();
       for (const RatesEpoch& e : epochs) {
-        Observation o;
-        o.time_s = static_cast<double>(e.epoch + 1) * interval_s;
-        o.rates = e.instances;
-        o.parallelism = e.parallelism;
-        o.source_target = total_source_rates(per_instance, e.parallelism);
+        const Observation o = observation(static_cast<double>(e.epoch + 1) * interval_s,
+                                          e.instances, e.parallelism, per_instance);
         if (!a.quiet && a.format == "table")
           fmt::print(stderr, "epoch {}: {} instances\n", e.epoch, e.instances.size());
         if (auto act = c->observe(o)) report(*act, o.time_s, e.epoch);
@@ -507,9 +697,11 @@ int manage_stream(const ManageArgs& a) {
 }
 
 int run_manage(const ManageArgs& a) {
-  const int sources = !a.simulate.empty() + !a.metrics_dir.empty() + !a.trace.empty();
+  const int sources =
+      !a.simulate.empty() + !a.metrics_dir.empty() + !a.trace.empty() + !a.serve.empty();
   if (sources != 1)
-    throw std::invalid_argument("give exactly one of --simulate, --ds2-metrics and --trace");
+    throw std::invalid_argument(
+        "give exactly one of --simulate, --ds2-metrics, --trace and --serve");
   if (a.threshold < 0) throw std::invalid_argument("--threshold must be >= 0");
   if (!(a.rollback_drop >= 0 && a.rollback_drop < 1))
     throw std::invalid_argument("--rollback-drop must be in [0, 1)");
@@ -567,15 +759,25 @@ CommandRunner add_scale_command(CLI::App& app) {
   manage->add_option("--ds2-metrics", ma->metrics_dir,
                      "Follow a directory of DS2 rate files (NAME-EPOCH.EXT) as it is written");
   manage->add_option("--trace", ma->trace, "Replay the metrics of a trace (any importer)");
+  manage->add_option("--serve", ma->serve,
+                     "Follow the DS2 rates of a running `snailtrail serve` (its HTTP API, "
+                     "http://127.0.0.1:PORT; loopback only)");
   manage->add_option("--importer", ma->importer, "Trace format for --trace")->capture_default_str();
-  manage->add_option("--topology", ma->topology, "DS2 topology CSV (with --ds2-metrics)");
+  manage->add_option("--topology", ma->topology,
+                     "DS2 topology CSV (with --ds2-metrics; with --serve instead of the "
+                     "topology serve learns from the stream)");
   manage->add_option("--source-rates", ma->source_rates, "DS2 source rates CSV (target rates)");
   manage->add_option("--controller", ma->controller, "ds2 or dhalion (rule-based baseline)")
       ->check(CLI::IsMember({"ds2", "dhalion"}))
       ->capture_default_str();
-  manage->add_option("--interval", ma->interval, "Policy interval")->capture_default_str();
+  manage
+      ->add_option("--interval", ma->interval,
+                   "Policy interval (with --serve: serve's --rate-interval; if given, it must "
+                   "match)")
+      ->capture_default_str();
   manage->add_option("--duration,-d", ma->duration,
-                     "With --simulate: simulated time (default: the scenario's)");
+                     "With --simulate: simulated time (default: the scenario's); with --serve: "
+                     "how long to follow (wall time, default: until serve goes away)");
   manage
       ->add_option("--redeploy-pause", ma->pause,
                    "With --simulate: time a reconfiguration takes (sources back up meanwhile)")
@@ -595,7 +797,7 @@ CommandRunner add_scale_command(CLI::App& app) {
                    "Ignore per-operator changes of at most this many instances")
       ->capture_default_str();
   manage->add_option("--max-decisions", ma->max_decisions,
-                     "Stop reconfiguring after this many decisions");
+                     "Stop reconfiguring after this many decisions (--serve: and exit)");
   manage->add_flag("--no-rollback", ma->no_rollback,
                    "Never roll back a change after which the sources' rate dropped");
   manage
@@ -611,11 +813,14 @@ CommandRunner add_scale_command(CLI::App& app) {
       ->capture_default_str();
   manage->add_option("--apply", ma->apply,
                      "Run COMMAND for every decision: arguments name=N..., JSON on stdin");
-  manage->add_option("--poll", ma->poll, "With --ds2-metrics: how often to look for new files")
+  manage
+      ->add_option("--poll", ma->poll,
+                   "With --ds2-metrics or --serve: how often to look for new metrics")
       ->capture_default_str();
   manage
       ->add_option("--idle-exit", ma->idle_exit,
-                   "With --ds2-metrics: exit after this long without a new epoch (0: never)")
+                   "With --ds2-metrics or --serve: exit after this long without a new epoch "
+                   "(0: never)")
       ->capture_default_str();
   manage->add_option("--format,-f", ma->format, "Output: table or json")
       ->check(CLI::IsMember({"table", "json"}))
@@ -627,7 +832,8 @@ CommandRunner add_scale_command(CLI::App& app) {
   manage->add_flag("--quiet,-q", ma->quiet, "No progress on stderr");
   manage->add_flag("--diagnose", ma->diagnose,
                    "With --simulate: judge the final deployment's last intervals against the "
-                   "target and, if missed, name the straggler by CP (records the trace)");
+                   "target and, if missed, name the straggler by CP (keeps the trace of the last "
+                   "intervals)");
   manage
       ->add_option("--diagnose-intervals", ma->diagnose_intervals,
                    "With --diagnose: how many of the last policy intervals to judge and analyze")
@@ -636,7 +842,10 @@ CommandRunner add_scale_command(CLI::App& app) {
   return [scale, policy, manage, pa, ma]() {
     if (!*scale) return -1;
     if (*policy) return run_policy(*pa);
-    if (*manage) return run_manage(*ma);
+    if (*manage) {
+      ma->interval_given = manage->count("--interval") > 0;
+      return run_manage(*ma);
+    }
     return -1;
   };
 }

@@ -13,6 +13,7 @@ CommandRunner add_serve_command(CLI::App& app) {
     bool stdin_source = false;
     std::vector<std::string> follow;
     std::string http;
+    std::string rate_interval;
     std::string window = "1s", lateness = "200ms", idle_timeout = "5s", gap_threshold = "100us";
     std::string out;
     size_t retain = 1000;
@@ -38,7 +39,7 @@ CommandRunner add_serve_command(CLI::App& app) {
   cmd->add_option(
          "--http", args->http,
          "Serve the live dashboard (/) and the HTTP API (/api/windows, /api/summary/latest, "
-         "/api/report, /metrics, /healthz) on HOST:PORT")
+         "/api/report, /api/rates, /metrics, /healthz) on HOST:PORT")
       ->expected(0, 1)
       ->default_str("127.0.0.1:7879");
   cmd->add_option("--window,-w", args->window, "Tumbling window width in event time")
@@ -53,8 +54,12 @@ CommandRunner add_serve_command(CLI::App& app) {
                   "Gaps shorter than this are closed by alignment (docs/PAG.md)")
       ->capture_default_str();
   cmd->add_option("--out,-o", args->out, "Write window JSON lines to FILE (default: stdout)");
-  cmd->add_option("--retain", args->retain, "Windows kept in memory for the HTTP API")
+  cmd->add_option("--retain", args->retain,
+                  "Windows (and DS2 rate intervals) kept in memory for the HTTP API")
       ->capture_default_str();
+  cmd->add_option("--rate-interval", args->rate_interval,
+                  "DS2 policy interval of /api/rates (rates per operator instance, for "
+                  "`scale manage --serve`); default: the window width");
   cmd->add_option("--wait-for", args->wait_for,
                   "Close no window before this many producers have sent their first data")
       ->capture_default_str();
@@ -88,6 +93,10 @@ CommandRunner add_serve_command(CLI::App& app) {
     o.live.summary.seed = args->seed;
     o.out = args->out;
     o.retain = args->retain;
+    if (!args->rate_interval.empty()) {
+      o.rate_interval_ns = parse_duration(args->rate_interval);
+      if (o.rate_interval_ns <= 0) throw std::invalid_argument("--rate-interval must be positive");
+    }
     o.wait_for_producers = args->wait_for;
     o.port_file = args->port_file;
     o.quiet = args->quiet;

@@ -234,20 +234,29 @@ Topology RateCollector::topology(const std::function<std::string(uint32_t)>& nam
   return t;
 }
 
-IntervalRates interval_rates(const IntervalMetrics& m, const Topology& t) {
+IntervalRates interval_rates_by_index(const IntervalMetrics& m, const Topology& t) {
   IntervalRates r;
   r.parallelism.assign(t.size(), 0);
   for (const InstanceMetrics& x : m.instances) {
-    auto op = t.find_id(std::to_string(x.op));
-    if (!op) continue;
+    if (x.op >= t.size()) continue;
     InstanceRates ir = x.rates();
-    ir.op = *op;
+    ir.op = x.op;
     r.instances.push_back(ir);
-    ++r.parallelism[*op];
+    ++r.parallelism[x.op];
   }
   for (size_t i = 0; i < t.size(); ++i)
     if (r.parallelism[i] == 0) r.parallelism[i] = t.parallelism[i];
   return r;
+}
+
+IntervalRates interval_rates(const IntervalMetrics& m, const Topology& t) {
+  IntervalMetrics by_index{m.start_ns, m.end_ns, {}};
+  for (const InstanceMetrics& x : m.instances)
+    if (auto op = t.find_id(std::to_string(x.op))) {
+      by_index.instances.push_back(x);
+      by_index.instances.back().op = *op;
+    }
+  return interval_rates_by_index(by_index, t);
 }
 
 }  // namespace snailtrail::scale

@@ -112,5 +112,7 @@ struct IntervalRates {
   std::vector<uint32_t> parallelism;
 };
 IntervalRates interval_rates(const IntervalMetrics& m, const Topology& topology);
+// The same when the instances' `op` are already topology indices (out of range: skipped).
+IntervalRates interval_rates_by_index(const IntervalMetrics& m, const Topology& topology);
 
 }  // namespace snailtrail::scale

@@ -37,6 +37,7 @@ ControlledRun run_controlled(const sim::Scenario& scenario, Controller& controll
     return r;
   };
   std::vector<sim::InstanceCounters> prev;  // counters at the interval's start
+  std::vector<int64_t> running_starts;      // starts of the running intervals so far
   int64_t t = 0;
   while (t < end) {
     if (s.paused()) {
@@ -89,6 +90,16 @@ ControlledRun run_controlled(const sim::Scenario& scenario, Controller& controll
     p.parallelism = o.parallelism;
     run.timeline.push_back(p);
     prev = std::move(now);
+    if (opt.record_trace && opt.trace_intervals > 0) {
+      // Whatever decisions follow, the diagnosis reads at most the last trace_intervals
+      // running intervals; one more before them is kept as a margin, so that messages and
+      // activities crossing into the analyzed span are whole.
+      running_starts.push_back(t);
+      if (running_starts.size() > opt.trace_intervals + 1) {
+        running_starts.erase(running_starts.begin());
+        s.discard_trace_before(running_starts.front());
+      }
+    }
     t = next;
     if (!full || next == end) break;  // no decision on a partial interval or at the end
     std::optional<Action> a = controller.observe(o);

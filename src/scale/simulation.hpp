@@ -26,7 +26,12 @@ Topology topology_of(const sim::Scenario& scenario);
 struct SimControlOptions {
   int64_t interval_ns = 60'000'000'000;  // policy interval
   int64_t pause_ns = 30'000'000'000;     // redeploy pause
-  bool record_trace = false;             // keep the trace (short runs only)
+  bool record_trace = false;             // keep the trace
+  // With record_trace: keep only the events of the last `trace_intervals` running
+  // (non-paused) intervals and of the running interval before them, which is all the
+  // diagnosis of the final deployment's last intervals needs (diagnosis.hpp); memory is
+  // then bounded by the interval, not the run. 0 keeps the whole run.
+  uint32_t trace_intervals = 0;
 };
 
 struct DecisionRecord {

@@ -25,12 +25,12 @@ LiveAnalyzer::LiveAnalyzer(const LiveOptions& options, std::function<void(LiveWi
   if (options_.lateness_ns < 0) throw std::invalid_argument("the lateness must not be negative");
 }
 
-void LiveAnalyzer::add(const Event& e) {
+bool LiveAnalyzer::add(const Event& e) {
   if (!idle_.empty()) idle_.erase(e.worker);
   switch (pag_.add(e)) {
     case StreamingPag::Added::ok:
       ++stats_.events;
-      break;
+      return true;
     case StreamingPag::Added::before_horizon:
       ++stats_.late_events;
       ++late_since_last_window_;
@@ -40,6 +40,7 @@ void LiveAnalyzer::add(const Event& e) {
       ++out_of_order_since_last_window_;
       break;
   }
+  return false;
 }
 
 void LiveAnalyzer::add_names(const Trace& names) {

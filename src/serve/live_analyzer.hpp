@@ -47,7 +47,8 @@ class LiveAnalyzer {
   // report, which keeps some windows' timelines).
   void on_view(std::function<void(const WindowView&, const Names&)> f) { on_view_ = std::move(f); }
 
-  void add(const Event& e);
+  // True when the event was accepted (not late, not out of order).
+  bool add(const Event& e);
   // Worker and operator names from metadata. Named workers that have not sent events
   // yet hold windows back (until they are idle).
   void add_names(const Trace& names);

@@ -25,6 +25,7 @@
 
 #include "report/report.hpp"
 #include "serve/ingest.hpp"
+#include "serve/live_rates.hpp"
 
 namespace snailtrail::serve {
 namespace {
@@ -155,6 +156,22 @@ std::string metrics_text(SharedState& s, const IngestCounters& c, const BatchQue
   return out;
 }
 
+// The `since` parameter (ns) of /api/windows and /api/rates: INT64_MIN without it, nullopt
+// (and a 400 answer) when it is not an integer.
+std::optional<int64_t> since_param(const httplib::Request& req, httplib::Response& res) {
+  if (!req.has_param("since")) return INT64_MIN;
+  try {
+    size_t used = 0;
+    const std::string text = req.get_param_value("since");
+    const int64_t v = std::stoll(text, &used);
+    if (used == text.size()) return v;
+  } catch (const std::exception&) {
+  }
+  res.status = 400;
+  res.set_content("{\"error\":\"since must be an integer (ns)\"}\n", "application/json");
+  return std::nullopt;
+}
+
 int64_t floor_div(int64_t a, int64_t b) {
   return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
 }
@@ -210,6 +227,8 @@ int run_server(const ServeOptions& opt) {
   }
   IngestCounters counters;
   BatchQueue queue(opt.queue_events);
+  if (opt.rate_interval_ns < 0) throw std::invalid_argument("--rate-interval must be positive");
+  LiveRates rates(opt.rate_interval_ns > 0 ? opt.rate_interval_ns : opt.live.window_ns, opt.retain);
   std::atomic<bool> stop{false};
   std::atomic<int> readers{0};  // source threads still running
 
@@ -236,19 +255,17 @@ int run_server(const ServeOptions& opt) {
       res.set_content("ok\n", "text/plain");
     });
     http->Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
-      res.set_content(metrics_text(shared, counters, queue), "text/plain; version=0.0.4");
+      res.set_content(metrics_text(shared, counters, queue) + rates.metrics(),
+                      "text/plain; version=0.0.4");
+    });
+    http->Get("/api/rates", [&](const httplib::Request& req, httplib::Response& res) {
+      if (std::optional<int64_t> since = since_param(req, res))
+        res.set_content(rates.page(*since), "application/json");
     });
     http->Get("/api/windows", [&](const httplib::Request& req, httplib::Response& res) {
-      int64_t since = INT64_MIN;
-      if (req.has_param("since")) {
-        try {
-          since = std::stoll(req.get_param_value("since"));
-        } catch (const std::exception&) {
-          res.status = 400;
-          res.set_content("{\"error\":\"since must be an integer (ns)\"}\n", "application/json");
-          return;
-        }
-      }
+      const std::optional<int64_t> since_or = since_param(req, res);
+      if (!since_or) return;
+      const int64_t since = *since_or;
       std::string body = "[";
       {
         std::lock_guard lock(shared.mu);
@@ -389,10 +406,12 @@ int run_server(const ServeOptions& opt) {
     if (batch) {
       producers += batch->first;
       live.add_names(batch->names);
+      rates.add_names(batch->names);
       for (const auto& [id, name] : batch->names.worker_names) last_arrival.try_emplace(id, now);
       uint32_t last_worker = UINT32_MAX;
       for (const Event& e : batch->events) {
-        live.add(e);
+        // The rates see exactly the events the windows accept.
+        if (live.add(e)) rates.add(e);
         if (e.worker != last_worker) {
           last_worker = e.worker;
           last_arrival[e.worker] = now;
@@ -414,6 +433,7 @@ int run_server(const ServeOptions& opt) {
       if (now - t > idle && !live.is_idle(id)) live.set_idle(id);
     live.hold(producers < opt.wait_for_producers);
     live.advance();
+    rates.advance(live.closed_until());
     {
       std::lock_guard lock(shared.mu);
       shared.events_analyzed = live.stats().events;
@@ -435,6 +455,7 @@ int run_server(const ServeOptions& opt) {
   }
   live.hold(false);
   live.finish();
+  rates.finish();
   {
     std::lock_guard lock(shared.mu);
     shared.events_analyzed = live.stats().events;

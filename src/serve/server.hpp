@@ -20,7 +20,8 @@ struct ServeOptions {
   std::string window_label = "1s";  // as given on the command line, for the dashboard
   int64_t idle_timeout_ns = 5'000'000'000;
   std::string out;                // window JSON lines: a file, or "" / "-" for stdout
-  size_t retain = 1000;           // windows kept for the HTTP API
+  size_t retain = 1000;           // windows (and rate intervals) kept for the HTTP API
+  int64_t rate_interval_ns = 0;   // DS2 policy interval of /api/rates; 0: the window width
   size_t wait_for_producers = 0;  // no window closes before this many have connected
   size_t queue_events = 1 << 20;  // events decoded but not yet analyzed, at most
   std::string port_file;          // written once listening: "tcp=PORT\nhttp=PORT\n"

@@ -198,6 +198,25 @@ void Recorder::halt(int64_t t, const std::vector<int64_t>& in_flight) {
   }
 }
 
+void Recorder::discard_before(int64_t t) {
+  for (Worker& w : workers_) {
+    // The prefix ends where no activity is open and the next event is at or after t.
+    size_t keep_from = 0;
+    int depth = 0;
+    for (size_t i = 0; i < w.local.size() && w.local[i].ts < t; ++i) {
+      const Event& e = w.local[i];
+      if (e.kind == EventKind::start) ++depth;
+      if (e.kind == EventKind::end) --depth;
+      if (depth == 0) keep_from = i + 1;
+    }
+    if (w.open != SIZE_MAX && w.open < keep_from) keep_from = w.open;
+    w.local.erase(w.local.begin(), w.local.begin() + static_cast<ptrdiff_t>(keep_from));
+    if (w.open != SIZE_MAX) w.open -= keep_from;
+    w.halted = w.halted > keep_from ? w.halted - keep_from : 0;
+    events_ -= keep_from + std::erase_if(w.recvs, [&](const Event& e) { return e.ts < t; });
+  }
+}
+
 Trace Recorder::finish(int64_t cutoff) {
   Trace trace;
   trace.source = "<simulation>";

@@ -49,6 +49,12 @@ class Recorder {
   // Only events written since the previous halt are touched.
   void halt(int64_t t, const std::vector<int64_t>& in_flight);
 
+  // Forgets what lies entirely before `t`, for runs that need only the end of their trace
+  // (bounded memory): per worker the longest prefix of activities and sends before `t`
+  // with no activity open across its end, and the receives before `t`. Messages whose
+  // send is forgotten are unmatched receives in what is kept.
+  void discard_before(int64_t t);
+
   // Off: nothing is kept (the simulator runs only for its counters; send() still returns
   // fresh correlators). On by default.
   void set_recording(bool on) { recording_ = on; }

@@ -69,6 +69,10 @@ class Session {
   // after `pause_ns`. Throws std::invalid_argument for a bad configuration.
   void reconfigure(const std::vector<uint32_t>& parallelism, int64_t pause_ns);
 
+  // Forgets the recorded trace before `t` (Recorder::discard_before): long runs that need
+  // only the trace of their end keep memory bounded.
+  void discard_trace_before(int64_t t) { recorder_.discard_before(t); }
+
   // The trace up to the scenario's duration (empty without recording) and the truth:
   // `instances` sums each worker's counters over all deployments.
   SimResult finish();
