@@ -576,6 +576,33 @@ TEST(ScaleLiveRates, HandComputedRatesOfAStream) {
   }
 }
 
+// A live stream at epoch time (far from the collector's origin, 0): the idle intervals
+// before it are skipped, also while an activity is open when the watermark advances.
+TEST(ScaleLiveRates, StreamFarFromTheOriginSkipsTheIdleGap) {
+  const int64_t shift = 1'700'000'000 * kSec;
+  auto workers = two_operator_stream();
+  for (auto& w : workers)
+    for (Event& e : w) e.ts += shift;
+  serve::LiveRates live(kSec, 10);
+  for (const Event& e : workers[1])
+    if (e.ts <= shift + kSec) live.add(e);
+  for (const Event& e : workers[0])
+    if (e.ts < shift + kSec) live.add(e);
+  live.advance(shift + kSec);
+  for (const Event& e : workers[0])
+    if (e.ts >= shift + kSec) live.add(e);
+  for (const Event& e : workers[1])
+    if (e.ts > shift + kSec) live.add(e);
+  live.finish();
+  const RatesPage page = parse_rates_page(live.page(INT64_MIN));
+  ASSERT_EQ(page.intervals.size(), 2u);
+  EXPECT_EQ(page.intervals[0].metrics.start_ns, shift);
+  EXPECT_EQ(page.intervals[1].metrics.end_ns, shift + 1600'000'000);
+  ASSERT_EQ(page.intervals[0].metrics.instances.size(), 2u);
+  EXPECT_NEAR(page.intervals[0].metrics.instances[1].useful_s, 0.5, 1e-9);
+  EXPECT_NEAR(page.intervals[1].metrics.instances[1].useful_s, 0.3, 1e-9);
+}
+
 TEST(ScaleLiveRates, BadPagesAreClearErrors) {
   auto error = [](const std::string& json) {
     try {

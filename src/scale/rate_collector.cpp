@@ -37,12 +37,6 @@ int64_t RateCollector::interval_start(int64_t k) const {
   return static_cast<int64_t>(t);
 }
 
-bool RateCollector::busy() const {
-  for (const auto& [worker, w] : workers_)
-    if (w.open) return true;
-  return false;
-}
-
 RateCollector::Acc& RateCollector::acc(int64_t k, uint32_t op, uint32_t worker) {
   const uint64_t id = key(op, worker);
   if (!instance_of_.count(id)) instance_of_[id] = instances_per_op_[op]++;
@@ -195,9 +189,13 @@ IntervalMetrics RateCollector::close(int64_t k, int64_t end_ns) {
 
 void RateCollector::close_until(int64_t limit, int64_t end_cap, std::vector<IntervalMetrics>& out) {
   while (closed_ < limit) {
-    if (!busy() && (open_.empty() || open_.begin()->first > closed_)) {
-      // Nothing recorded and nothing running: jump over the idle gap.
-      closed_ = open_.empty() ? limit : std::min(limit, open_.begin()->first);
+    // The first interval with something recorded or running: the intervals before it
+    // are idle and skipped (a stream may start far from the origin, e.g. at epoch time).
+    int64_t next = open_.empty() ? INT64_MAX : open_.begin()->first;
+    for (const auto& [worker, w] : workers_)
+      if (w.open) next = std::min(next, interval_of(w.since));
+    if (next > closed_) {
+      closed_ = std::min(limit, next);
       continue;
     }
     const int64_t end = std::min(interval_start(closed_ + 1), end_cap);

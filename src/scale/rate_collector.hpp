@@ -80,7 +80,6 @@ class RateCollector {
 
   int64_t interval_of(int64_t ts) const;
   int64_t interval_start(int64_t k) const;  // saturating at the int64 range
-  bool busy() const;                        // some useful activity is running
   // Closes intervals below `limit` (skipping idle gaps); `end_cap` caps the last one's end.
   void close_until(int64_t limit, int64_t end_cap, std::vector<IntervalMetrics>& out);
   Acc& acc(int64_t k, uint32_t op, uint32_t worker);
