@@ -20,27 +20,33 @@ bool is_record_array(std::string_view key, std::initializer_list<std::string_vie
   return std::find(names.begin(), names.end(), key) != names.end();
 }
 
-}  // namespace
+struct Scan {
+  bool ends_inside = false;  // balanced so far, something still open at the end
+  size_t cut = 0;            // after the last complete record; 0 = none
+  std::string closers;       // what closes the brackets open at `cut`, innermost first
+};
 
-std::optional<CutDocument> close_cut_document(
-    std::string_view text, std::initializer_list<std::string_view> record_arrays) {
+Scan scan(std::string_view text, std::initializer_list<std::string_view> record_arrays) {
+  Scan out;
   std::vector<Frame> stack;
-  bool done = false;    // the top-level value is complete
-  size_t cut = 0;       // bytes kept: 0 = no cut point yet
-  std::string closers;  // what closes the brackets open at `cut`, innermost first
+  bool done = false;  // the top-level value is complete
   auto remember_cut = [&](size_t at) {
-    cut = at;
-    closers.clear();
-    for (auto f = stack.rbegin(); f != stack.rend(); ++f) closers += f->object ? '}' : ']';
+    out.cut = at;
+    out.closers.clear();
+    for (auto f = stack.rbegin(); f != stack.rend(); ++f) out.closers += f->object ? '}' : ']';
   };
+  bool in_string = false;
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
-    if (done) return std::nullopt;  // text after the complete value: not a cut
+    if (done) return Scan{};  // text after the complete value: not a cut
     if (c == '"') {
       const size_t begin = ++i;
       while (i < text.size() && text[i] != '"') i += text[i] == '\\' ? 2 : 1;
-      if (i >= text.size()) break;  // cut inside a string
+      if (i >= text.size()) {
+        in_string = true;  // cut inside a string
+        break;
+      }
       if (!stack.empty() && stack.back().object && stack.back().expect_key) {
         stack.back().key = text.substr(begin, i - begin);
         stack.back().expect_key = false;
@@ -58,7 +64,7 @@ std::optional<CutDocument> close_cut_document(
       stack.push_back(f);
       if (f.record) remember_cut(i + 1);
     } else if (c == '}' || c == ']') {
-      if (stack.empty() || stack.back().object != (c == '}')) return std::nullopt;
+      if (stack.empty() || stack.back().object != (c == '}')) return Scan{};
       stack.pop_back();
       if (stack.empty())
         done = true;
@@ -67,15 +73,28 @@ std::optional<CutDocument> close_cut_document(
     } else if (c == ',') {
       if (!stack.empty() && stack.back().object) stack.back().expect_key = true;
     } else if (stack.empty()) {
-      done = true;  // a top-level literal: nothing to cut
+      done = true;  // a top-level literal
     }
   }
-  if (stack.empty() || cut == 0) return std::nullopt;
+  out.ends_inside = !stack.empty() || (in_string && !done);
+  return out;
+}
+
+}  // namespace
+
+bool ends_inside_value(std::string_view text) {
+  return scan(text, {}).ends_inside;
+}
+
+std::optional<CutDocument> close_cut_document(
+    std::string_view text, std::initializer_list<std::string_view> record_arrays) {
+  const Scan s = scan(text, record_arrays);
+  if (!s.ends_inside || s.cut == 0) return std::nullopt;
   CutDocument out;
-  out.kept = cut;
-  out.closed.reserve(cut + closers.size());
-  out.closed.assign(text.substr(0, cut));
-  out.closed += closers;
+  out.kept = s.cut;
+  out.closed.reserve(s.cut + s.closers.size());
+  out.closed.assign(text.substr(0, s.cut));
+  out.closed += s.closers;
   return out;
 }
 

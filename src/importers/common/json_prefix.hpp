@@ -33,6 +33,10 @@ struct CutDocument {
 std::optional<CutDocument> close_cut_document(
     std::string_view text, std::initializer_list<std::string_view> record_arrays);
 
+// True if `text` is the start of one JSON value cut off inside it: brackets balanced so
+// far and some still open (or a string unterminated) at the end, nothing after the value.
+bool ends_inside_value(std::string_view text);
+
 // For a text whose parse failed with `error`: parses its complete records
 // (close_cut_document) into `root` and returns the number of bytes kept. Throws the
 // syntax error of the whole text (TraceError "byte N: invalid JSON") if it is not a cut

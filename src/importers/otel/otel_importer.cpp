@@ -404,7 +404,7 @@ SpanSet parse_otlp(std::string_view text, const std::string& source) {
       // One line, cut: nothing but white space after its last newline-free stretch.
       const size_t last = rest.find_last_not_of(" \t\r\n");
       if (rest.substr(0, last).find('\n') != std::string_view::npos ||
-          !json::close_cut_document(rest, {"resourceSpans"}))
+          !json::ends_inside_value(rest))
         fail();
       reader.set_.count("truncated_last_line", 1);
     } else {
