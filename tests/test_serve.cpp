@@ -17,11 +17,13 @@
 #include <thread>
 #include <vector>
 
+#include "importers/importer.hpp"
 #include "output/writers.hpp"
 #include "pag/streaming.hpp"
 #include "process_util.hpp"
 #include "serve/live_analyzer.hpp"
 #include "sim_test_util.hpp"
+#include "spark_log_util.hpp"
 #include "summary/analysis.hpp"
 #include "trace/trace_io.hpp"
 
@@ -599,6 +601,80 @@ TEST_F(ServeCli, FollowsAGrowingFile) {
   server->signal(SIGTERM);
   ASSERT_EQ(server->wait(), 0) << server->err();
   EXPECT_EQ(testing::slurp(path("windows.jsonl")), expected);
+}
+
+// A running Spark application appends to its event log: serve follows it (the format
+// sniffed from its first line) and its windows equal `analyze --importer spark` of the
+// final file. The log is written in pieces cut inside lines, a job's events reach the
+// server when the job ends (docs/SERVE.md, "Following foreign formats").
+TEST_F(ServeCli, FollowsAGrowingSparkEventLog) {
+  const testing::spark_log::GeneratedLog g =
+      testing::spark_log::generate_log(3, 2, 12, 20, 11, /*task_starts=*/true);
+  const fs::path whole = path("app-whole");
+  {
+    std::ofstream out(whole, std::ios::binary);
+    out << g.text;
+  }
+  const size_t events = importers::import_trace(whole.string(), "spark").events.size();
+  Process analyze({"analyze", whole.string(), "--importer", "spark", "--window", "10ms", "--format",
+                   "jsonl", "--no-progress"},
+                  path("analyze.out"), path("analyze.err"));
+  ASSERT_EQ(analyze.wait(), 0) << analyze.err();
+  const std::string expected = analyze.out();
+  ASSERT_GT(lines_of(expected).size(), 50u);
+
+  const fs::path file = path("app-20240101000000-0001.inprogress");
+  auto server = start(
+      "serve", {"serve", "--follow", file.string(), "--window", "10ms", "--http", "127.0.0.1:0",
+                "--port-file", path("ports").string(), "--out", path("windows.jsonl").string()});
+  const int http = testing::wait_for_port(path("ports"), "http");
+  ASSERT_GT(http, 0) << server->err();
+  uint64_t seen_midway = 0;
+  {
+    std::ofstream out(file, std::ios::binary);
+    const size_t pieces = 5;
+    for (size_t i = 0; i < pieces; ++i) {
+      const size_t from = g.text.size() * i / pieces, to = g.text.size() * (i + 1) / pieces;
+      out << g.text.substr(from, to - from) << std::flush;
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      if (i == 2)
+        seen_midway = metric(http_get(http, "/metrics"), "snailtrail_events_ingested_total");
+    }
+  }
+  for (int i = 0; i < 100; ++i) {
+    if (metric(http_get(http, "/metrics"), "snailtrail_events_ingested_total") == events) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  // Jobs that ended in the first three fifths were analyzed while the log grew.
+  EXPECT_GT(seen_midway, 0u);
+  EXPECT_LT(seen_midway, events);
+  server->signal(SIGTERM);
+  ASSERT_EQ(server->wait(), 0) << server->err();
+  EXPECT_EQ(testing::slurp(path("windows.jsonl")), expected);
+}
+
+// Chrome and Jaeger traces are single JSON documents: following one is refused with the
+// reason, at start (an existing file, or --importer) or when the file appears.
+TEST_F(ServeCli, FollowRefusesSingleDocumentFormats) {
+  const std::string chrome = std::string(SNAILTRAIL_SOURCE_DIR) + "/tests/data/chrome-flows.json";
+  auto existing = start("a", {"serve", "--follow", chrome, "--quiet"});
+  EXPECT_EQ(existing->wait(), 2);
+  EXPECT_NE(existing->err().find("cannot read " + chrome +
+                                 " as chrome: a chrome trace is one JSON document"),
+            std::string::npos)
+      << existing->err();
+  auto named = start("b", {"serve", "--follow", path("x.json").string(), "--importer", "jaeger"});
+  EXPECT_EQ(named->wait(), 2);
+  EXPECT_NE(named->err().find("as jaeger: a jaeger trace is one JSON document"), std::string::npos)
+      << named->err();
+  // Appears later: logged, not followed; with no other source the server ends.
+  const fs::path later = path("later.json");
+  auto server = start("c", {"serve", "--follow", later.string()});
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  fs::copy_file(chrome, later);
+  EXPECT_EQ(server->wait(), 0);
+  EXPECT_NE(server->err().find("not following it: serve --follow cannot read"), std::string::npos)
+      << server->err();
 }
 
 TEST_F(ServeCli, UsageErrors) {
