@@ -352,14 +352,24 @@ class ServeCli : public ::testing::Test {
     return path(file);
   }
   // What `analyze TRACE --window WINDOW --format jsonl` prints.
-  std::string analyze_jsonl(const fs::path& trace, const std::string& window) {
-    Process p({"analyze", trace.string(), "--window", window, "--format", "jsonl", "--no-progress"},
+  std::string analyze_jsonl(const fs::path& trace, const std::string& window,
+                            const std::string& importer = "auto") {
+    Process p({"analyze", trace.string(), "--importer", importer, "--window", window, "--format",
+               "jsonl", "--no-progress"},
               path("analyze.out"), path("analyze.err"));
     EXPECT_EQ(p.wait(), 0) << p.err();
     return p.out();
   }
   std::unique_ptr<Process> start(const std::string& name, const std::vector<std::string>& args) {
     return std::make_unique<Process>(args, path(name + ".out"), path(name + ".err"));
+  }
+  // `serve --follow FILE` writing windows.jsonl, with the HTTP API on a free port, which
+  // is returned (0 if it never listened).
+  int follow(const fs::path& file, const std::string& window, std::unique_ptr<Process>& server) {
+    server = start(
+        "serve", {"serve", "--follow", file.string(), "--window", window, "--http", "127.0.0.1:0",
+                  "--port-file", path("ports").string(), "--out", path("windows.jsonl").string()});
+    return testing::wait_for_port(path("ports"), "http");
   }
   fs::path dir_;
 };
@@ -582,10 +592,8 @@ TEST_F(ServeCli, FollowsAGrowingFile) {
   const std::string expected =
       analyze_jsonl(std::string(SNAILTRAIL_SOURCE_DIR) + "/examples/pipeline.jsonl", "1ms");
   const fs::path file = path("growing.jsonl");
-  auto server = start(
-      "serve", {"serve", "--follow", file.string(), "--window", "1ms", "--http", "127.0.0.1:0",
-                "--port-file", path("ports").string(), "--out", path("windows.jsonl").string()});
-  const int http = testing::wait_for_port(path("ports"), "http");
+  std::unique_ptr<Process> server;
+  const int http = follow(file, "1ms", server);
   ASSERT_GT(http, 0) << server->err();
   {
     std::ofstream out(file, std::ios::binary);
@@ -616,18 +624,12 @@ TEST_F(ServeCli, FollowsAGrowingSparkEventLog) {
     out << g.text;
   }
   const size_t events = importers::import_trace(whole.string(), "spark").events.size();
-  Process analyze({"analyze", whole.string(), "--importer", "spark", "--window", "10ms", "--format",
-                   "jsonl", "--no-progress"},
-                  path("analyze.out"), path("analyze.err"));
-  ASSERT_EQ(analyze.wait(), 0) << analyze.err();
-  const std::string expected = analyze.out();
+  const std::string expected = analyze_jsonl(whole, "10ms", "spark");
   ASSERT_GT(lines_of(expected).size(), 50u);
 
   const fs::path file = path("app-20240101000000-0001.inprogress");
-  auto server = start(
-      "serve", {"serve", "--follow", file.string(), "--window", "10ms", "--http", "127.0.0.1:0",
-                "--port-file", path("ports").string(), "--out", path("windows.jsonl").string()});
-  const int http = testing::wait_for_port(path("ports"), "http");
+  std::unique_ptr<Process> server;
+  const int http = follow(file, "10ms", server);
   ASSERT_GT(http, 0) << server->err();
   uint64_t seen_midway = 0;
   {
