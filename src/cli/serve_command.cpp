@@ -37,11 +37,12 @@ CommandRunner add_serve_command(CLI::App& app) {
       ->default_str("127.0.0.1:7878");
   cmd->add_flag("--stdin", args->stdin_source, "Read a stream from stdin");
   cmd->add_option("--follow", args->follow,
-                  "Follow FILE as it grows (like tail -f): our JSONL or .snail, or a Spark "
-                  "event log still being written; repeatable");
+                  "Follow FILE as it grows (like tail -f): our JSONL or .snail, a Spark event "
+                  "log still being written, an original SnailTrail MessagePack log; repeatable");
   cmd->add_option("--importer", args->importer,
                   "Format of the --follow files: auto (sniffed from their first bytes), jsonl, "
-                  "snail, spark. Single-document formats (chrome, jaeger) cannot be followed")
+                  "snail, spark, snailtrail-msgpack. Single-document formats (chrome, jaeger) "
+                  "and otlp cannot be followed")
       ->capture_default_str();
   cmd->add_option("--spark-delay-split", args->spark_delay_split,
                   "Followed Spark logs: LAUNCH:RESULT share of each task's scheduler delay")

@@ -154,13 +154,14 @@ Trace import_trace(const std::string& path, std::string_view importer,
 }
 
 std::string streaming_importer_names() {
-  return "spark";
+  return "spark, snailtrail-msgpack";
 }
 
 std::unique_ptr<StreamImporter> make_stream_importer(std::string_view name,
                                                      const std::string& source,
                                                      const ImportOptions& options) {
   if (name == "spark") return spark::make_stream(source, options);
+  if (name == "snailtrail-msgpack") return msgpack_log::make_stream(source);
   return nullptr;
 }
 

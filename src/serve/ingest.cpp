@@ -177,7 +177,10 @@ std::string followed_format(const std::string& path, const std::string& importer
         (document ? "a " + name +
                         " trace is one JSON document, complete only at its end, so there is "
                         "nothing to analyze while it grows"
-                  : "the " + name + " importer reads whole files only") +
+         : name == "otlp" ? std::string("a span's parent, children and links may come "
+                                        "in any later line, so no part of an OTLP file "
+                                        "is final before its end")
+                          : "the " + name + " importer reads whole files only") +
         ". Analyze the finished file with `snailtrail analyze " + path +
         "`, or convert it (`snailtrail convert`) and replay it with `snailtrail send`. "
         "Formats serve can follow: jsonl, snail, " +
