@@ -611,6 +611,29 @@ TEST(SparkStream, GeneratedLogsInRandomChunksEqualBatch) {
   }
 }
 
+TEST(SparkStream, ZstdLogInRandomChunksEqualsPlainBatch) {
+  // Two frames (zstd logs are written frame by frame), cut anywhere.
+  const GeneratedLog g = generate_log(3, 2, 12, 20, 7, true);
+  const size_t half = g.text.find('\n', g.text.size() / 2) + 1;
+  std::string z;
+  for (std::string_view part :
+       {std::string_view(g.text).substr(0, half), std::string_view(g.text).substr(half)}) {
+    std::string frame(ZSTD_compressBound(part.size()), '\0');
+    frame.resize(ZSTD_compress(frame.data(), frame.size(), part.data(), part.size(), 3));
+    z += frame;
+  }
+  const Trace batch = spark::parse_event_log(g.text, "x");
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    const Streamed s = stream_in_chunks(z, seed, seed % 2 ? 3 : 5000);
+    expect_same_trace(s.trace, batch);
+  }
+  // Cut inside the second frame: the first frame's jobs, and the cut counted at the end.
+  const Streamed cut = stream_in_chunks(z.substr(0, z.size() - 200), 1, 4000);
+  EXPECT_GT(cut.trace.events.size(), 0u);
+  EXPECT_LT(cut.trace.events.size(), batch.events.size());
+  EXPECT_EQ(diagnostic(cut.trace, "spark.truncated_compressed_data"), 1u);
+}
+
 TEST(SparkStream, AJobsEventsComeWhenItEnds) {
   // Job 0 = stages 0-2. Feed the log up to its JobEnd line: exactly job 0's tasks are
   // emitted (2 messages per task on each side), all before the job's end; nothing of

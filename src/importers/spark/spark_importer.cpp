@@ -822,6 +822,16 @@ class Builder {
   std::vector<uint32_t> placement_order_;
 };
 
+// The codec's explanation, for logs Spark compressed with one we cannot read.
+[[noreturn]] void unsupported(const std::string& source, std::string_view codec) {
+  throw TraceError(source, "compression",
+                   "Spark event logs compressed with " + std::string(codec) +
+                       " are not supported: decompress the file, or have Spark write zstd "
+                       "(spark.eventLog.compression.codec=zstd)");
+}
+
+// Lines -> records -> epochs, from plain or zstd bytes (recognised by the magic number;
+// all frames, decoded as they arrive).
 class SparkStream final : public StreamImporter {
  public:
   SparkStream(const std::string& source, const SparkOptions& options)
@@ -831,13 +841,20 @@ class SparkStream final : public StreamImporter {
   }
 
   void feed(std::string_view bytes, Trace& out) override {
-    lines_.feed(bytes, [&](const char* data, size_t len, uint64_t line_no) {
-      log_.line(data, len, line_no, false);
-      if (log_.epoch_complete()) Builder(log_, options_, state_).build(out, false);
-    });
+    if (!started_) {
+      // The first bytes tell plain from compressed.
+      head_.append(bytes);
+      if (head_.size() < 8) return;
+      start(out);
+      return;
+    }
+    input(bytes, out);
   }
 
   void finish(Trace& out) override {
+    if (!started_) start(out);
+    // A log still being written ends inside a frame: what decoded is used.
+    if (dctx_ && zstd_left_ != 0) ++log_.problems_[kTruncatedCompressedData];
     lines_.finish([&](const char* data, size_t len, uint64_t line_no) {
       log_.line(data, len, line_no, true);
     });
@@ -851,20 +868,60 @@ class SparkStream final : public StreamImporter {
     return out;
   }
 
-  void count(Problem p) { ++log_.problems_[p]; }
-
  private:
+  void start(Trace& out) {
+    started_ = true;
+    const std::string_view codec = unsupported_codec(log_.source_, head_);
+    if (!codec.empty()) unsupported(log_.source_, codec);
+    if (starts_with_zstd_magic(head_)) {
+      dctx_.reset(ZSTD_createDCtx());
+      if (!dctx_) throw std::bad_alloc();
+      zstd_out_.resize(ZSTD_DStreamOutSize());
+    }
+    const std::string head = std::move(head_);
+    head_.clear();
+    input(head, out);
+  }
+
+  void input(std::string_view bytes, Trace& out) {
+    if (!dctx_) return lines(bytes, out);
+    ZSTD_inBuffer in{bytes.data(), bytes.size(), 0};
+    for (;;) {
+      ZSTD_outBuffer o{zstd_out_.data(), zstd_out_.size(), 0};
+      const size_t before = in.pos;
+      const size_t ret = ZSTD_decompressStream(dctx_.get(), &o, &in);
+      if (ZSTD_isError(ret))
+        throw TraceError(log_.source_, "byte " + std::to_string(compressed_ + before),
+                         std::string("corrupt zstd data: ") + ZSTD_getErrorName(ret));
+      zstd_left_ = ret;
+      if (o.pos > 0) lines(std::string_view(zstd_out_.data(), o.pos), out);
+      if (in.pos == in.size && o.pos < o.size) break;
+    }
+    compressed_ += bytes.size();
+  }
+
+  void lines(std::string_view bytes, Trace& out) {
+    lines_.feed(bytes, [&](const char* data, size_t len, uint64_t line_no) {
+      log_.line(data, len, line_no, false);
+      if (log_.epoch_complete()) Builder(log_, options_, state_).build(out, false);
+    });
+  }
+
   LogParser log_;
   SparkOptions options_;
   StreamState state_;
   LineSplitter lines_;
+  bool started_ = false;
+  std::string head_;  // the first bytes, until there are enough to sniff
+  std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx_{nullptr, ZSTD_freeDCtx};
+  std::string zstd_out_;
+  size_t zstd_left_ = 0;  // ZSTD_decompressStream's last hint: 0 = at a frame's end
+  uint64_t compressed_ = 0;
 };
 
-// The whole (plain) log through the stream.
-Trace parse_all(std::string_view text, const std::string& source, const SparkOptions& options,
-                bool truncated_compressed_data) {
+// The whole log through the stream.
+Trace parse_all(std::string_view text, const std::string& source, const SparkOptions& options) {
   SparkStream stream(source, options);
-  if (truncated_compressed_data) stream.count(kTruncatedCompressedData);
   Trace trace;
   trace.source = source;
   trace.format = TraceFormat::snail;  // events are generated: "record N" locations
@@ -872,32 +929,6 @@ Trace parse_all(std::string_view text, const std::string& source, const SparkOpt
   stream.finish(trace);
   trace.import_diagnostics = stream.diagnostics();
   return trace;
-}
-
-// Streams through all frames; output grows as needed. A frame cut short (a log still
-// being written) keeps what was decoded and is counted; corrupt data is an error.
-std::string decompress_zstd(std::string_view in, const std::string& source, bool& truncated) {
-  std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
-  if (!dctx) throw std::bad_alloc();
-  std::string out;
-  out.resize(std::max<size_t>(in.size() * 4, size_t{1} << 20));
-  size_t produced = 0;
-  ZSTD_inBuffer ib{in.data(), in.size(), 0};
-  size_t last = 0;
-  for (;;) {
-    if (out.size() - produced < ZSTD_DStreamOutSize()) out.resize(out.size() * 2);
-    ZSTD_outBuffer ob{out.data() + produced, out.size() - produced, 0};
-    const size_t before = ib.pos;
-    last = ZSTD_decompressStream(dctx.get(), &ob, &ib);
-    if (ZSTD_isError(last))
-      throw TraceError(source, "byte " + std::to_string(before),
-                       std::string("corrupt zstd data: ") + ZSTD_getErrorName(last));
-    produced += ob.pos;
-    if (ib.pos == ib.size && ob.pos < ob.size) break;
-  }
-  truncated = last != 0;
-  out.resize(produced);
-  return out;
 }
 
 }  // namespace
@@ -921,21 +952,16 @@ SparkOptions parse_delay_split(std::string_view text) {
 
 Trace parse_event_log(std::string_view text, const std::string& source,
                       const SparkOptions& options) {
-  return parse_all(text, source, options, false);
+  return parse_all(text, source, options);
 }
 
 Trace read_event_log(const std::string& path, const SparkOptions& options) {
-  std::string bytes = read_file_bytes(path);
+  const std::string bytes = read_file_bytes(path);
   const std::string source = path == "-" ? "<stdin>" : path;
+  // By name too: an lz4 log's first bytes need not say so.
   const std::string_view codec = unsupported_codec(path, bytes);
-  if (!codec.empty())
-    throw TraceError(source, "compression",
-                     "Spark event logs compressed with " + std::string(codec) +
-                         " are not supported: decompress the file, or have Spark write zstd "
-                         "(spark.eventLog.compression.codec=zstd)");
-  bool truncated = false;
-  if (starts_with_zstd_magic(bytes)) bytes = decompress_zstd(bytes, source, truncated);
-  return parse_all(bytes, source, options, truncated);
+  if (!codec.empty()) unsupported(source, codec);
+  return parse_all(bytes, source, options);
 }
 
 std::unique_ptr<StreamImporter> make_stream(const std::string& source,

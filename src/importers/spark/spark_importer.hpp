@@ -33,9 +33,9 @@ Trace parse_event_log(std::string_view text, const std::string& source,
 // Reads a file, decompressing it first if it is zstd (by its magic bytes).
 Trace read_event_log(const std::string& path, const SparkOptions& options = {});
 
-// The log as a stream of lines (plain only, not zstd): the events of a job are emitted
-// when it ends with nothing else open (no job, stage or started task); the rest at the
-// end. parse_event_log is this stream fed the whole log.
+// The log as a stream of lines (plain, or zstd decoded as it arrives): a job's events
+// are emitted when it ends with nothing else open (no job, stage or started task); the
+// rest at the end. parse_event_log and read_event_log are this stream fed the whole log.
 std::unique_ptr<StreamImporter> make_stream(const std::string& source,
                                             const ImportOptions& options);
 
