@@ -192,7 +192,7 @@ int run_server(const ServeOptions& opt) {
     throw std::invalid_argument("--importer applies to --follow files only");
   // Files that cannot be followed fail here (those that do not exist yet, when they appear).
   for (const std::string& path : opt.follow) check_followable(path, opt.follow_importer);
-  if (opt.follow_importer == "spark") importers::spark::parse_delay_split(opt.spark_delay_split);
+  if (!opt.follow.empty()) importers::spark::parse_delay_split(opt.spark_delay_split);
   const bool log = !opt.quiet;
 
   // Outputs first, so that a bad path fails before anything listens.
