@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <map>
+#include <random>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -262,6 +263,31 @@ TEST(CutFiles, DamageBeforeTheEndIsStillAnError) {
   jaeger_text.resize(jaeger_text.size() - 10);
   EXPECT_NE(error_of([&] { importers::parse_jaeger(jaeger_text, "j.json"); }).find("j.json: byte "),
             std::string::npos);
+}
+
+// Damaged and cut at once, at random: every outcome is a trace or a TraceError (under
+// the sanitizers: no invalid memory access either).
+TEST(CutFiles, RandomDamageAndCutsNeverCrash) {
+  std::mt19937_64 rng(17);
+  const std::string structural = "{}[]\",:\\ 0a";
+  for (const char* name : {"chrome-flows.json", "chrome-tf-timeline.json", "otlp-request.json",
+                           "jaeger-request.json"}) {
+    const std::string text = testing::slurp(kData + name);
+    for (int round = 0; round < 400; ++round) {
+      std::string t = text;
+      for (uint64_t k = rng() % 4; k-- > 0;)
+        t[rng() % t.size()] = structural[rng() % structural.size()];
+      t.resize(rng() % (t.size() + 1));
+      for (int format = 0; format < 3; ++format) {
+        try {
+          if (format == 0) importers::parse_chrome(t, "r.json");
+          if (format == 1) importers::spans_to_trace(importers::parse_otlp(t, "r.json"), {});
+          if (format == 2) importers::spans_to_trace(importers::parse_jaeger(t, "r.json"), {});
+        } catch (const TraceError&) {
+        }
+      }
+    }
+  }
 }
 
 TEST(CutFiles, CloseCutDocumentFindsTheLastCompleteRecord) {
