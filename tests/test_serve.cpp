@@ -655,6 +655,59 @@ TEST_F(ServeCli, FollowsAGrowingSparkEventLog) {
   EXPECT_EQ(testing::slurp(path("windows.jsonl")), expected);
 }
 
+// An original SnailTrail MessagePack log is binary (no lines): a small one is sniffed
+// as soon as its bytes are read, and followed record by record.
+TEST_F(ServeCli, FollowsAMessagePackLog) {
+  // Records of 7 integers: ts (uint64), worker, activity, event, correlator, remote,
+  // operator. Two workers process in turns and message each other.
+  std::string log;
+  auto record = [&](uint64_t ts, int worker, int activity, int event, int corr, int remote) {
+    log += '\xcf';
+    for (int b = 7; b >= 0; --b) log += static_cast<char>((ts >> (8 * b)) & 0xff);
+    log += static_cast<char>(worker);
+    log += static_cast<char>(activity);
+    log += static_cast<char>(event);
+    log += static_cast<char>(corr < 0 ? 0xff : corr);  // -1: negative fixint
+    log += static_cast<char>(remote < 0 ? 0xff : remote);
+    log += '\xff';  // operator: none
+  };
+  const uint64_t t0 = 1'000'000'000;
+  for (int i = 0; i < 20; ++i) {
+    const uint64_t t = t0 + uint64_t(i) * 1'000'000;
+    const int w = i % 2;
+    record(t, w, 4, 1, -1, -1);               // processing start
+    record(t + 800'000, w, 4, 2, -1, -1);     // end
+    record(t + 800'000, w, 10, 3, i, 1 - w);  // data message sent
+    record(t + 900'000, 1 - w, 10, 4, i, w);  // received
+  }
+  const fs::path whole = path("whole.msgpack");
+  {
+    std::ofstream out(whole, std::ios::binary);
+    out << log;
+  }
+  const std::string expected = analyze_jsonl(whole, "2ms", "snailtrail-msgpack");
+  ASSERT_GT(lines_of(expected).size(), 5u);
+  const fs::path file = path("growing.msgpack");
+  std::unique_ptr<Process> server;
+  const int http = follow(file, "2ms", server);
+  ASSERT_GT(http, 0) << server->err();
+  {
+    std::ofstream out(file, std::ios::binary);
+    out << log.substr(0, 301) << std::flush;  // inside a record
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    out << log.substr(301) << std::flush;
+  }
+  uint64_t ingested = 0;
+  for (int i = 0; i < 100 && ingested < 80; ++i) {
+    ingested = metric(http_get(http, "/metrics"), "snailtrail_events_ingested_total");
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(ingested, 80u);  // before shutdown: the file has no newline to wait for
+  server->signal(SIGTERM);
+  ASSERT_EQ(server->wait(), 0) << server->err();
+  EXPECT_EQ(testing::slurp(path("windows.jsonl")), expected);
+}
+
 // Chrome and Jaeger traces are single JSON documents: following one is refused with the
 // reason, at start (an existing file, or --importer) or when the file appears.
 TEST_F(ServeCli, FollowRefusesSingleDocumentFormats) {

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -80,7 +81,7 @@ class Pump {
     hand_over();
     if (foreign_)
       for (const auto& [key, n] : foreign_->diagnostics())
-        if (key.ends_with(".truncated_last_line")) counters_.truncated += n;
+        if (key.find(".truncated_") != std::string::npos) counters_.truncated += n;
   }
 
   bool broken() const { return foreign_ ? !foreign_error_.empty() : decoder_.broken(); }
@@ -250,11 +251,15 @@ void follow_file(const std::string& path, const FollowFormat& format, BatchQueue
     }
     std::unique_ptr<Pump> pump;
     std::string head;  // the first bytes, until the format is known
-    // Picks the decoder once the head suffices to sniff (a line, or kSniffBytes, or the
-    // end of the file at shutdown); false if the file cannot be followed.
-    auto start_pump = [&](bool at_end) {
-      if (format.importer == "auto" && !at_end && head.size() < importers::kSniffBytes &&
-          head.find('\n') == std::string::npos)
+    // Picks the decoder once the head suffices to sniff: a line, or kSniffBytes, or, at
+    // the end of what is written so far, binary data (.snail, MessagePack, zstd: no
+    // lines), or the end of the file at shutdown. False if the file cannot be followed.
+    auto start_pump = [&](bool at_eof, bool at_end) {
+      const bool binary = std::any_of(head.begin(), head.end(), [](char c) {
+        return static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r';
+      });
+      if (format.importer == "auto" && !at_end && !(at_eof && binary) &&
+          head.size() < importers::kSniffBytes && head.find('\n') == std::string::npos)
         return true;  // wait for more
       try {
         const std::string name = followed_format(path, format.importer, head);
@@ -281,16 +286,11 @@ void follow_file(const std::string& path, const FollowFormat& format, BatchQueue
           ok = pump->feed(buf.data(), static_cast<size_t>(n));
         } else {
           head.append(reinterpret_cast<const char*>(buf.data()), static_cast<size_t>(n));
-          ok = start_pump(false);
-        }
-        if (!ok && pump) {
-          ++counters.broken_streams;
-          if (log)
-            fmt::print(stderr, "snailtrail serve: {}: stopped following: {}\n", path,
-                       pump->broken_reason());
+          ok = start_pump(false, false);
         }
         continue;
       }
+      if (!pump && !head.empty() && !(ok = start_pump(true, false))) break;
       if (stop.load()) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       // Truncated in place, or replaced by a new file (log rotation): start over.
@@ -307,11 +307,17 @@ void follow_file(const std::string& path, const FollowFormat& format, BatchQueue
     }
     ::close(fd);
     if (!ok) {
-      if (pump) pump->log_end(log);
+      if (pump) {  // (without a pump, start_pump has said why)
+        ++counters.broken_streams;
+        if (log)
+          fmt::print(stderr, "snailtrail serve: {}: stopped following: {}\n", path,
+                     pump->broken_reason());
+        pump->log_end(log);
+      }
       return;
     }
     if (!restart) {
-      if (!pump && !head.empty() && !start_pump(true)) return;
+      if (!pump && !head.empty() && !start_pump(true, true)) return;
       if (pump) {
         if (!pump->broken()) pump->finish();
         pump->log_end(log);
