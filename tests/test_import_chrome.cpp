@@ -8,8 +8,8 @@
 #include <map>
 #include <string>
 
-#include "importers/chrome/activity_map.hpp"
 #include "importers/chrome/chrome_importer.hpp"
+#include "importers/common/activity_map.hpp"
 #include "importers/importer.hpp"
 #include "summary/analysis.hpp"
 

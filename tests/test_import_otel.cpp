@@ -8,7 +8,7 @@
 #include <map>
 #include <string>
 
-#include "importers/chrome/activity_map.hpp"
+#include "importers/common/activity_map.hpp"
 #include "importers/importer.hpp"
 #include "importers/otel/otel_importer.hpp"
 #include "summary/analysis.hpp"

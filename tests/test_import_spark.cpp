@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -20,6 +21,8 @@
 
 #include "importers/importer.hpp"
 #include "importers/spark/spark_importer.hpp"
+#include "importers/streaming.hpp"
+#include "spark_log_util.hpp"
 #include "summary/analysis.hpp"
 #include "trace/trace_io.hpp"
 
@@ -28,6 +31,7 @@ namespace {
 using namespace snailtrail;
 namespace fs = std::filesystem;
 namespace spark = snailtrail::importers::spark;
+using namespace snailtrail::testing::spark_log;
 
 constexpr int64_t kMs = 1'000'000;
 constexpr int64_t kT0 = 1'700'000'000'000 * kMs;  // the fixture's epoch, ns
@@ -346,33 +350,6 @@ TEST(SparkImport, ErrorsNameTheLine) {
   EXPECT_NE(error_of("not json").find("line 1: invalid JSON"), std::string::npos);
 }
 
-// Lines for hand-made edge cases (Spark 1.6 style: no attempt ids, no shuffle metrics).
-std::string task_end(int stage, int id, const std::string& executor, int64_t launch_ms,
-                     int64_t finish_ms, const std::string& metrics) {
-  return "{\"Event\":\"SparkListenerTaskEnd\",\"Stage ID\":" + std::to_string(stage) +
-         ",\"Task Type\":\"ResultTask\",\"Task End Reason\":{\"Reason\":\"Success\"},"
-         "\"Task Info\":{\"Task ID\":" +
-         std::to_string(id) +
-         ",\"Index\":0,\"Attempt\":0,\"Launch Time\":" + std::to_string(launch_ms) +
-         ",\"Executor ID\":\"" + executor +
-         "\",\"Host\":\"h\",\"Locality\":\"ANY\",\"Speculative\":false,\"Getting Result "
-         "Time\":0,\"Finish Time\":" +
-         std::to_string(finish_ms) + ",\"Failed\":false,\"Accumulables\":[]}" +
-         (metrics.empty() ? "" : ",\"Task Metrics\":" + metrics) + "}\n";
-}
-std::string metrics(int deser, int run, int ser, int gc = 0) {
-  return "{\"Host Name\":\"h\",\"Executor Deserialize Time\":" + std::to_string(deser) +
-         ",\"Executor Run Time\":" + std::to_string(run) +
-         ",\"Result Size\":1,\"JVM GC Time\":" + std::to_string(gc) +
-         ",\"Result Serialization Time\":" + std::to_string(ser) +
-         ",\"Memory Bytes Spilled\":0,\"Disk Bytes Spilled\":0}";
-}
-std::string executor_added(const std::string& id, int cores) {
-  return "{\"Event\":\"SparkListenerExecutorAdded\",\"Timestamp\":0,\"Executor ID\":\"" + id +
-         "\",\"Executor Info\":{\"Host\":\"h\",\"Total Cores\":" + std::to_string(cores) +
-         ",\"Log Urls\":{}}}\n";
-}
-
 TEST(SparkImport, LocalModeExecutorGetsSlotsOnDemand) {
   // No ExecutorAdded for "driver" (local mode): two overlapping tasks need two slots.
   const std::string log = task_end(0, 0, "driver", 100, 200, metrics(0, 97, 0)) +
@@ -530,61 +507,8 @@ TEST(SparkImportCli, AnalyzeDetectsTheLogAndGivesTheHandComputedCp) {
 }
 
 // ---------------------------------------------------------------------------------------
-// Generated larger logs: a small Spark-like scheduler (cores freed on results, tasks
-// launched on the free core with a random delay) writes the log; the importer must place
-// every task without extra slots, and the analysis must hold its invariants.
-
-struct GeneratedLog {
-  std::string text;
-  size_t tasks = 0;
-};
-
-GeneratedLog generate_log(int executors, int cores, int stages, int tasks_per_stage,
-                          uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-  GeneratedLog g;
-  const int64_t t0 = 1'700'000'000'000;
-  for (int e = 0; e < executors; ++e) g.text += executor_added(std::to_string(e + 1), cores);
-  std::vector<int64_t> core_free(static_cast<size_t>(executors * cores), t0);
-  int64_t now = t0 + 5;
-  int task_id = 0;
-  for (int s = 0; s < stages; ++s) {
-    if (s % 3 == 0)
-      g.text += "{\"Event\":\"SparkListenerJobStart\",\"Job ID\":" + std::to_string(s / 3) +
-                ",\"Submission Time\":" + std::to_string(now) + "}\n";
-    const int64_t submitted = now + uniform(0, 3);
-    g.text += "{\"Event\":\"SparkListenerStageSubmitted\",\"Stage Info\":{\"Stage ID\":" +
-              std::to_string(s) +
-              ",\"Stage Attempt ID\":0,\"Stage Name\":\"s\",\"Number of "
-              "Tasks\":1,\"Submission Time\":" +
-              std::to_string(submitted) + "}}\n";
-    int64_t last = submitted;
-    for (int k = 0; k < tasks_per_stage; ++k) {
-      // The core that frees first takes the next task.
-      auto it = std::min_element(core_free.begin(), core_free.end());
-      const int64_t launch = std::max(*it, submitted) + uniform(0, 2);
-      const int deser = uniform(0, 3), run = uniform(1, 40), ser = uniform(0, 2);
-      const int64_t finish = launch + deser + run + ser + uniform(0, 5);
-      *it = finish;
-      const auto executor = static_cast<int>(it - core_free.begin()) / cores;
-      g.text += task_end(s, task_id++, std::to_string(executor + 1), launch, finish,
-                         metrics(deser, run, ser, uniform(0, run / 4)));
-      last = std::max(last, finish);
-    }
-    g.text += "{\"Event\":\"SparkListenerStageCompleted\",\"Stage Info\":{\"Stage ID\":" +
-              std::to_string(s) +
-              ",\"Stage Attempt ID\":0,\"Submission Time\":" + std::to_string(submitted) +
-              ",\"Completion Time\":" + std::to_string(last + 1) + "}}\n";
-    now = last + 1 + uniform(0, 4);
-    if (s % 3 == 2 || s + 1 == stages)
-      g.text += "{\"Event\":\"SparkListenerJobEnd\",\"Job ID\":" + std::to_string(s / 3) +
-                ",\"Completion Time\":" + std::to_string(now) + "}\n";
-    std::fill(core_free.begin(), core_free.end(), now);
-  }
-  g.tasks = static_cast<size_t>(task_id);
-  return g;
-}
+// Generated larger logs (spark_log_util.hpp): the importer must place every task without
+// extra slots, and the analysis must hold its invariants.
 
 TEST(SparkImportGenerated, EveryTaskFitsItsExecutorAndCpSumsToOne) {
   const GeneratedLog g = generate_log(4, 4, 30, 200, 7);
@@ -611,6 +535,161 @@ TEST(SparkImportGenerated, EveryTaskFitsItsExecutorAndCpSumsToOne) {
     for (double v : w.cp.activity) sum += v;
     EXPECT_NEAR(sum, 1.0, 1e-9) << "window " << w.index;
   }
+}
+
+// ---------------------------------------------------------------------------------------
+// Streaming (spark::make_stream, serve --follow --importer spark): the batch importer is
+// the stream fed the whole log; fed in pieces of any size the stream gives the same
+// events, names and diagnostics, a job's events as soon as the job has ended.
+
+struct Streamed {
+  Trace trace;            // everything, in the order the stream emitted it
+  size_t before_end = 0;  // events emitted before finish()
+};
+
+Streamed stream_in_chunks(const std::string& text, uint64_t seed, size_t max_chunk) {
+  std::mt19937_64 rng(seed);
+  auto stream = spark::make_stream("chunks", importers::ImportOptions{});
+  Streamed out;
+  for (size_t pos = 0; pos < text.size();) {
+    const size_t n = std::uniform_int_distribution<size_t>(1, max_chunk)(rng);
+    stream->feed(std::string_view(text).substr(pos, n), out.trace);
+    pos += n;
+  }
+  out.before_end = out.trace.events.size();
+  stream->finish(out.trace);
+  out.trace.import_diagnostics = stream->diagnostics();
+  return out;
+}
+
+// Same events as a multiset per worker (the batch trace orders workers differently only
+// if epochs interleave them: each worker's own sequence must be identical).
+void expect_same_trace(const Trace& streamed, const Trace& batch) {
+  ASSERT_EQ(streamed.events.size(), batch.events.size());
+  std::map<uint32_t, std::vector<Event>> a, b;
+  for (const Event& e : streamed.events) a[e.worker].push_back(e);
+  for (const Event& e : batch.events) b[e.worker].push_back(e);
+  ASSERT_EQ(a.size(), b.size());
+  for (auto& [w, events] : a) {
+    const std::vector<Event>& other = b[w];
+    ASSERT_EQ(events.size(), other.size()) << "worker " << w;
+    for (size_t i = 0; i < events.size(); ++i)
+      ASSERT_EQ(std::memcmp(&events[i], &other[i], sizeof(Event)), 0)
+          << "worker " << w << " event " << i;
+    for (size_t i = 1; i < events.size(); ++i)
+      ASSERT_LE(events[i - 1].ts, events[i].ts) << "worker " << w << " event " << i;
+  }
+  EXPECT_EQ(streamed.worker_names, batch.worker_names);
+  EXPECT_EQ(streamed.operator_names, batch.operator_names);
+  EXPECT_EQ(streamed.import_diagnostics, batch.import_diagnostics);
+}
+
+TEST(SparkStream, FixtureInRandomChunksEqualsBatch) {
+  const std::string text = read_text(kFixture);
+  const Trace batch = spark::parse_event_log(text, "x");
+  EXPECT_EQ(batch.events.size(), 82u);
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    const Streamed s = stream_in_chunks(text, seed, seed % 2 ? 7 : 700);
+    expect_same_trace(s.trace, batch);
+    // One job, ended by its JobEnd line before ApplicationEnd: emitted before the end.
+    EXPECT_EQ(s.before_end, 82u);
+  }
+}
+
+TEST(SparkStream, GeneratedLogsInRandomChunksEqualBatch) {
+  for (bool starts : {false, true}) {
+    const GeneratedLog g = generate_log(3, 2, 12, 20, 11, starts);
+    const Trace batch = spark::parse_event_log(g.text, "x");
+    EXPECT_TRUE(batch.import_diagnostics.empty());
+    for (uint64_t seed = 1; seed <= 5; ++seed) {
+      const Streamed s = stream_in_chunks(g.text, seed, seed * 300);
+      expect_same_trace(s.trace, batch);
+      // Four jobs of three stages, the log's last line ends the last: all emitted before
+      // the end of the input (AJobsEventsComeWhenItEnds checks a job at a time).
+      EXPECT_EQ(s.before_end, batch.events.size());
+    }
+  }
+}
+
+TEST(SparkStream, ZstdLogInRandomChunksEqualsPlainBatch) {
+  // Two frames (zstd logs are written frame by frame), cut anywhere.
+  const GeneratedLog g = generate_log(3, 2, 12, 20, 7, true);
+  const size_t half = g.text.find('\n', g.text.size() / 2) + 1;
+  std::string z;
+  for (std::string_view part :
+       {std::string_view(g.text).substr(0, half), std::string_view(g.text).substr(half)}) {
+    std::string frame(ZSTD_compressBound(part.size()), '\0');
+    frame.resize(ZSTD_compress(frame.data(), frame.size(), part.data(), part.size(), 3));
+    z += frame;
+  }
+  const Trace batch = spark::parse_event_log(g.text, "x");
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    const Streamed s = stream_in_chunks(z, seed, seed % 2 ? 3 : 5000);
+    expect_same_trace(s.trace, batch);
+  }
+  // Cut inside the second frame: the first frame's jobs, and the cut counted at the end.
+  const Streamed cut = stream_in_chunks(z.substr(0, z.size() - 200), 1, 4000);
+  EXPECT_GT(cut.trace.events.size(), 0u);
+  EXPECT_LT(cut.trace.events.size(), batch.events.size());
+  EXPECT_EQ(diagnostic(cut.trace, "spark.truncated_compressed_data"), 1u);
+}
+
+TEST(SparkStream, AJobsEventsComeWhenItEnds) {
+  // Job 0 = stages 0-2. Feed the log up to its JobEnd line: exactly job 0's tasks are
+  // emitted (2 messages per task on each side), all before the job's end; nothing of
+  // job 1; the driver is named once.
+  const GeneratedLog g = generate_log(2, 2, 6, 10, 3, true);
+  const size_t job_end = g.text.find("\"SparkListenerJobEnd\"");
+  const size_t line_end = g.text.find('\n', job_end) + 1;
+  auto stream = spark::make_stream("x", importers::ImportOptions{});
+  Trace out;
+  stream->feed(std::string_view(g.text).substr(0, line_end - 1), out);
+  EXPECT_EQ(out.events.size(), 0u);  // the JobEnd line is not complete yet
+  stream->feed(std::string_view(g.text).substr(line_end - 1, 1), out);
+  size_t sends = 0;
+  int64_t latest = 0;
+  for (const Event& e : out.events) {
+    sends += e.kind == EventKind::send;
+    latest = std::max(latest, e.ts);
+  }
+  EXPECT_EQ(sends, 2u * 30);  // 3 stages x 10 tasks: a launch and a result each
+  const int64_t end_ms = std::stoll(g.text.substr(g.text.find("Completion Time", job_end) + 17));
+  EXPECT_LE(latest, end_ms * kMs);
+  EXPECT_EQ(out.worker_names.at(0), "driver");
+  Trace rest;
+  stream->feed(std::string_view(g.text).substr(line_end), rest);
+  stream->finish(rest);
+  EXPECT_EQ(rest.worker_names.count(0), 0u);
+  for (const Event& e : rest.events) EXPECT_GE(e.ts, latest);
+}
+
+TEST(SparkStream, TaskEndedAfterItsJobIsCountedNotDrawnOutOfOrder) {
+  // A job ends while nothing is open; then a TaskEnd (no TaskStart in the log) for a task
+  // launched before that end: its time was already emitted, so it is dropped, counted.
+  const std::string log =
+      executor_added("1", 1) +
+      "{\"Event\":\"SparkListenerJobStart\",\"Job ID\":0,\"Submission Time\":0}\n" +
+      task_end(0, 0, "1", 1, 10, metrics(0, 8, 0)) +
+      "{\"Event\":\"SparkListenerJobEnd\",\"Job ID\":0,\"Completion Time\":12}\n" +
+      task_end(0, 1, "1", 5, 20, metrics(0, 8, 0));
+  const Trace t = spark::parse_event_log(log, "x");
+  EXPECT_EQ(diagnostic(t, "spark.tasks_ended_after_their_job"), 1u);
+  size_t sends = 0;
+  for (const Event& e : t.events) sends += e.kind == EventKind::send;
+  EXPECT_EQ(sends, 2u);  // task 0 only
+}
+
+TEST(SparkStream, CutLastLineIsCountedAtTheEnd) {
+  std::string text = read_text(kFixture);
+  text.resize(text.size() - 30);
+  auto stream = spark::make_stream("x", importers::ImportOptions{});
+  Trace out;
+  stream->feed(text, out);
+  EXPECT_TRUE(stream->diagnostics().empty());  // the unterminated line may still grow
+  stream->finish(out);
+  EXPECT_EQ(stream->diagnostics(),
+            (std::vector<std::pair<std::string, uint64_t>>{{"spark.truncated_last_line", 1}}));
+  EXPECT_EQ(out.events.size(), 82u);
 }
 
 // Writes a large generated log for measuring the importer by hand:

@@ -18,11 +18,13 @@
 #include <thread>
 #include <vector>
 
+#include "importers/importer.hpp"
 #include "output/writers.hpp"
 #include "pag/streaming.hpp"
 #include "process_util.hpp"
 #include "serve/live_analyzer.hpp"
 #include "sim_test_util.hpp"
+#include "spark_log_util.hpp"
 #include "summary/analysis.hpp"
 #include "trace/trace_io.hpp"
 
@@ -351,14 +353,24 @@ class ServeCli : public ::testing::Test {
     return path(file);
   }
   // What `analyze TRACE --window WINDOW --format jsonl` prints.
-  std::string analyze_jsonl(const fs::path& trace, const std::string& window) {
-    Process p({"analyze", trace.string(), "--window", window, "--format", "jsonl", "--no-progress"},
+  std::string analyze_jsonl(const fs::path& trace, const std::string& window,
+                            const std::string& importer = "auto") {
+    Process p({"analyze", trace.string(), "--importer", importer, "--window", window, "--format",
+               "jsonl", "--no-progress"},
               path("analyze.out"), path("analyze.err"));
     EXPECT_EQ(p.wait(), 0) << p.err();
     return p.out();
   }
   std::unique_ptr<Process> start(const std::string& name, const std::vector<std::string>& args) {
     return std::make_unique<Process>(args, path(name + ".out"), path(name + ".err"));
+  }
+  // `serve --follow FILE` writing windows.jsonl, with the HTTP API on a free port, which
+  // is returned (0 if it never listened).
+  int follow(const fs::path& file, const std::string& window, std::unique_ptr<Process>& server) {
+    server = start(
+        "serve", {"serve", "--follow", file.string(), "--window", window, "--http", "127.0.0.1:0",
+                  "--port-file", path("ports").string(), "--out", path("windows.jsonl").string()});
+    return testing::wait_for_port(path("ports"), "http");
   }
   fs::path dir_;
 };
@@ -581,10 +593,8 @@ TEST_F(ServeCli, FollowsAGrowingFile) {
   const std::string expected =
       analyze_jsonl(std::string(SNAILTRAIL_SOURCE_DIR) + "/examples/pipeline.jsonl", "1ms");
   const fs::path file = path("growing.jsonl");
-  auto server = start(
-      "serve", {"serve", "--follow", file.string(), "--window", "1ms", "--http", "127.0.0.1:0",
-                "--port-file", path("ports").string(), "--out", path("windows.jsonl").string()});
-  const int http = testing::wait_for_port(path("ports"), "http");
+  std::unique_ptr<Process> server;
+  const int http = follow(file, "1ms", server);
   ASSERT_GT(http, 0) << server->err();
   {
     std::ofstream out(file, std::ios::binary);
@@ -774,6 +784,127 @@ TEST_F(ServeCli, ScaleManageRestartsWhenTheTopologyGrows) {
   EXPECT_EQ(p->out(),
             "epoch 1 (2 s): source=1 map=3\n  ds2: source=1 map=3 (sources at 250/s = 100.0% of "
             "the target)\n");
+}
+
+// A running Spark application appends to its event log: serve follows it (the format
+// sniffed from its first line) and its windows equal `analyze --importer spark` of the
+// final file. The log is written in pieces cut inside lines, a job's events reach the
+// server when the job ends (docs/SERVE.md, "Following foreign formats").
+TEST_F(ServeCli, FollowsAGrowingSparkEventLog) {
+  const testing::spark_log::GeneratedLog g =
+      testing::spark_log::generate_log(3, 2, 12, 20, 11, /*task_starts=*/true);
+  const fs::path whole = path("app-whole");
+  {
+    std::ofstream out(whole, std::ios::binary);
+    out << g.text;
+  }
+  const size_t events = importers::import_trace(whole.string(), "spark").events.size();
+  const std::string expected = analyze_jsonl(whole, "10ms", "spark");
+  ASSERT_GT(lines_of(expected).size(), 50u);
+
+  const fs::path file = path("app-20240101000000-0001.inprogress");
+  std::unique_ptr<Process> server;
+  const int http = follow(file, "10ms", server);
+  ASSERT_GT(http, 0) << server->err();
+  uint64_t seen_midway = 0;
+  {
+    std::ofstream out(file, std::ios::binary);
+    const size_t pieces = 5;
+    for (size_t i = 0; i < pieces; ++i) {
+      const size_t from = g.text.size() * i / pieces, to = g.text.size() * (i + 1) / pieces;
+      out << g.text.substr(from, to - from) << std::flush;
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      if (i == 2)
+        seen_midway = metric(http_get(http, "/metrics"), "snailtrail_events_ingested_total");
+    }
+  }
+  for (int i = 0; i < 100; ++i) {
+    if (metric(http_get(http, "/metrics"), "snailtrail_events_ingested_total") == events) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  // Jobs that ended in the first three fifths were analyzed while the log grew.
+  EXPECT_GT(seen_midway, 0u);
+  EXPECT_LT(seen_midway, events);
+  server->signal(SIGTERM);
+  ASSERT_EQ(server->wait(), 0) << server->err();
+  EXPECT_EQ(testing::slurp(path("windows.jsonl")), expected);
+}
+
+// An original SnailTrail MessagePack log is binary (no lines): a small one is sniffed
+// as soon as its bytes are read, and followed record by record.
+TEST_F(ServeCli, FollowsAMessagePackLog) {
+  // Records of 7 integers: ts (uint64), worker, activity, event, correlator, remote,
+  // operator. Two workers process in turns and message each other.
+  std::string log;
+  auto record = [&](uint64_t ts, int worker, int activity, int event, int corr, int remote) {
+    log += '\xcf';
+    for (int b = 7; b >= 0; --b) log += static_cast<char>((ts >> (8 * b)) & 0xff);
+    log += static_cast<char>(worker);
+    log += static_cast<char>(activity);
+    log += static_cast<char>(event);
+    log += static_cast<char>(corr < 0 ? 0xff : corr);  // -1: negative fixint
+    log += static_cast<char>(remote < 0 ? 0xff : remote);
+    log += '\xff';  // operator: none
+  };
+  const uint64_t t0 = 1'000'000'000;
+  for (int i = 0; i < 20; ++i) {
+    const uint64_t t = t0 + uint64_t(i) * 1'000'000;
+    const int w = i % 2;
+    record(t, w, 4, 1, -1, -1);               // processing start
+    record(t + 800'000, w, 4, 2, -1, -1);     // end
+    record(t + 800'000, w, 10, 3, i, 1 - w);  // data message sent
+    record(t + 900'000, 1 - w, 10, 4, i, w);  // received
+  }
+  const fs::path whole = path("whole.msgpack");
+  {
+    std::ofstream out(whole, std::ios::binary);
+    out << log;
+  }
+  const std::string expected = analyze_jsonl(whole, "2ms", "snailtrail-msgpack");
+  ASSERT_GT(lines_of(expected).size(), 5u);
+  const fs::path file = path("growing.msgpack");
+  std::unique_ptr<Process> server;
+  const int http = follow(file, "2ms", server);
+  ASSERT_GT(http, 0) << server->err();
+  {
+    std::ofstream out(file, std::ios::binary);
+    out << log.substr(0, 301) << std::flush;  // inside a record
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    out << log.substr(301) << std::flush;
+  }
+  uint64_t ingested = 0;
+  for (int i = 0; i < 100 && ingested < 80; ++i) {
+    ingested = metric(http_get(http, "/metrics"), "snailtrail_events_ingested_total");
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(ingested, 80u);  // before shutdown: the file has no newline to wait for
+  server->signal(SIGTERM);
+  ASSERT_EQ(server->wait(), 0) << server->err();
+  EXPECT_EQ(testing::slurp(path("windows.jsonl")), expected);
+}
+
+// Chrome and Jaeger traces are single JSON documents: following one is refused with the
+// reason, at start (an existing file, or --importer) or when the file appears.
+TEST_F(ServeCli, FollowRefusesSingleDocumentFormats) {
+  const std::string chrome = std::string(SNAILTRAIL_SOURCE_DIR) + "/tests/data/chrome-flows.json";
+  auto existing = start("a", {"serve", "--follow", chrome, "--quiet"});
+  EXPECT_EQ(existing->wait(), 2);
+  EXPECT_NE(existing->err().find("cannot read " + chrome +
+                                 " as chrome: a chrome trace is one JSON document"),
+            std::string::npos)
+      << existing->err();
+  auto named = start("b", {"serve", "--follow", path("x.json").string(), "--importer", "jaeger"});
+  EXPECT_EQ(named->wait(), 2);
+  EXPECT_NE(named->err().find("as jaeger: a jaeger trace is one JSON document"), std::string::npos)
+      << named->err();
+  // Appears later: logged, not followed; with no other source the server ends.
+  const fs::path later = path("later.json");
+  auto server = start("c", {"serve", "--follow", later.string()});
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  fs::copy_file(chrome, later);
+  EXPECT_EQ(server->wait(), 0);
+  EXPECT_NE(server->err().find("not following it: serve --follow cannot read"), std::string::npos)
+      << server->err();
 }
 
 TEST_F(ServeCli, UsageErrors) {

@@ -12,6 +12,8 @@ CommandRunner add_serve_command(CLI::App& app) {
     std::vector<std::string> tcp;
     bool stdin_source = false;
     std::vector<std::string> follow;
+    std::string importer = "auto";
+    std::string spark_delay_split = "1:2";
     std::string http;
     std::string rate_interval;
     std::string window = "1s", lateness = "200ms", idle_timeout = "5s", gap_threshold = "100us";
@@ -35,7 +37,17 @@ CommandRunner add_serve_command(CLI::App& app) {
       ->expected(0, 1)
       ->default_str("127.0.0.1:7878");
   cmd->add_flag("--stdin", args->stdin_source, "Read a stream from stdin");
-  cmd->add_option("--follow", args->follow, "Follow FILE as it grows (like tail -f); repeatable");
+  cmd->add_option("--follow", args->follow,
+                  "Follow FILE as it grows (like tail -f): our JSONL or .snail, a Spark event "
+                  "log still being written, an original SnailTrail MessagePack log; repeatable");
+  cmd->add_option("--importer", args->importer,
+                  "Format of the --follow files: auto (sniffed from their first bytes), jsonl, "
+                  "snail, spark, snailtrail-msgpack. Single-document formats (chrome, jaeger) "
+                  "and otlp cannot be followed")
+      ->capture_default_str();
+  cmd->add_option("--spark-delay-split", args->spark_delay_split,
+                  "Followed Spark logs: LAUNCH:RESULT share of each task's scheduler delay")
+      ->capture_default_str();
   cmd->add_option(
          "--http", args->http,
          "Serve the live dashboard (/) and the HTTP API (/api/windows, /api/summary/latest, "
@@ -81,6 +93,8 @@ CommandRunner add_serve_command(CLI::App& app) {
     if (cmd->count("--tcp") > 0 && o.tcp.empty()) o.tcp.push_back("127.0.0.1:7878");
     o.stdin_source = args->stdin_source;
     o.follow = args->follow;
+    o.follow_importer = args->importer;
+    o.spark_delay_split = args->spark_delay_split;
     if (cmd->count("--http") > 0) o.http = args->http.empty() ? "127.0.0.1:7879" : args->http;
     o.live.window_ns = parse_duration(args->window);
     if (o.live.window_ns <= 0) throw std::invalid_argument("--window must be positive");

@@ -12,6 +12,7 @@
 #include "importers/msgpack/msgpack_importer.hpp"
 #include "importers/otel/otel_importer.hpp"
 #include "importers/spark/spark_importer.hpp"
+#include "importers/streaming.hpp"
 #include "trace/trace_io.hpp"
 
 namespace snailtrail::importers {
@@ -114,6 +115,16 @@ std::string importer_names() {
   return names;
 }
 
+const Importer* sniff_importer(std::string_view path, std::string_view head) {
+  const Importer* best = nullptr;
+  int best_score = 0;
+  for (const Importer& imp : all_importers()) {
+    const int score = imp.sniff(path, head);
+    if (score > best_score) best = &imp, best_score = score;
+  }
+  return best;
+}
+
 const Importer& detect_importer(const std::string& path) {
   if (path == "-") return *find_importer("jsonl");  // stdin: JSONL or a piped .snail image
   if (has_extension(path, ".toml"))
@@ -121,13 +132,7 @@ const Importer& detect_importer(const std::string& path) {
         path, "file name",
         "this looks like a simulator scenario, not a trace: run `snailtrail simulate " + path +
             " -o trace.snail` and analyze trace.snail");
-  const std::string head = read_head(path);
-  const Importer* best = nullptr;
-  int best_score = 0;
-  for (const Importer& imp : all_importers()) {
-    const int score = imp.sniff(path, head);
-    if (score > best_score) best = &imp, best_score = score;
-  }
+  const Importer* best = sniff_importer(path, read_head(path));
   if (!best)
     throw TraceError(path, "format",
                      "not a trace format snailtrail recognises; name one with --importer (" +
@@ -146,6 +151,18 @@ Trace import_trace(const std::string& path, std::string_view importer,
     throw std::invalid_argument("unknown importer \"" + std::string(importer) +
                                 "\" (available: " + importer_names() + ")");
   return imp->read(path, options);
+}
+
+std::string streaming_importer_names() {
+  return "spark, snailtrail-msgpack";
+}
+
+std::unique_ptr<StreamImporter> make_stream_importer(std::string_view name,
+                                                     const std::string& source,
+                                                     const ImportOptions& options) {
+  if (name == "spark") return spark::make_stream(source, options);
+  if (name == "snailtrail-msgpack") return msgpack_log::make_stream(source);
+  return nullptr;
 }
 
 std::string read_file_bytes(const std::string& path) {

@@ -37,6 +37,10 @@ const Importer* find_importer(std::string_view name);
 // "auto, jsonl, snail, ..." for help texts and errors.
 std::string importer_names();
 
+// The importer whose sniff score for a file's name and first bytes is highest (ties: the
+// earlier one); nullptr if every importer says 0.
+const Importer* sniff_importer(std::string_view path, std::string_view head);
+
 // Picks the importer for a file: the highest sniff score wins. Throws TraceError if no
 // importer recognises it.
 const Importer& detect_importer(const std::string& path);

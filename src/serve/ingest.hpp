@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "importers/importer.hpp"
 #include "trace/stream_decoder.hpp"
 
 namespace snailtrail::serve {
@@ -60,9 +61,20 @@ struct IngestCounters {
 void pump_stream(int fd, const std::string& name, BatchQueue& queue, IngestCounters& counters,
                  const std::atomic<bool>& stop, bool log);
 
+// How a followed file is read: "auto" sniffs its first bytes (our JSONL and .snail, or a
+// foreign format that can stream, e.g. a Spark event log), or an importer's name.
+struct FollowFormat {
+  std::string importer = "auto";
+  importers::ImportOptions options;
+};
+
+// Throws std::invalid_argument if `importer` cannot be followed (unknown, or a format
+// that is one JSON document, like chrome and jaeger): says why and what to do instead.
+void check_followable(const std::string& path, const std::string& importer);
+
 // Like pump_stream for a file that keeps growing: reads to its end, then polls for more
 // until `stop`. A file that shrinks (truncated or replaced) is read again from its start.
-void follow_file(const std::string& path, BatchQueue& queue, IngestCounters& counters,
-                 const std::atomic<bool>& stop, bool log);
+void follow_file(const std::string& path, const FollowFormat& format, BatchQueue& queue,
+                 IngestCounters& counters, const std::atomic<bool>& stop, bool log);
 
 }  // namespace snailtrail::serve

@@ -23,6 +23,7 @@
 
 #include <fmt/format.h>
 
+#include "importers/spark/spark_importer.hpp"
 #include "report/report.hpp"
 #include "serve/ingest.hpp"
 #include "serve/live_rates.hpp"
@@ -201,6 +202,14 @@ int run_server(const ServeOptions& opt) {
   if (opt.tcp.empty() && !opt.stdin_source && opt.follow.empty())
     throw std::invalid_argument("no source: give --tcp, --stdin or --follow");
   if (opt.retain == 0) throw std::invalid_argument("--retain must be at least 1");
+  FollowFormat follow_format;
+  follow_format.importer = opt.follow_importer;
+  follow_format.options.spark_delay_split = opt.spark_delay_split;
+  if (opt.follow_importer != "auto" && opt.follow.empty())
+    throw std::invalid_argument("--importer applies to --follow files only");
+  // Files that cannot be followed fail here (those that do not exist yet, when they appear).
+  for (const std::string& path : opt.follow) check_followable(path, opt.follow_importer);
+  if (!opt.follow.empty()) importers::spark::parse_delay_split(opt.spark_delay_split);
   const bool log = !opt.quiet;
 
   // Outputs first, so that a bad path fails before anything listens.
@@ -346,7 +355,7 @@ int run_server(const ServeOptions& opt) {
   if (opt.stdin_source)
     spawn([&] { pump_stream(STDIN_FILENO, "stdin", queue, counters, stop, log); });
   for (const std::string& path : opt.follow)
-    spawn([&, path] { follow_file(path, queue, counters, stop, log); });
+    spawn([&, path] { follow_file(path, follow_format, queue, counters, stop, log); });
 
   if (!opt.port_file.empty()) {
     // Written whole, then renamed: a reader never sees half of it.

@@ -4,11 +4,13 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <unordered_map>
 
-#include "importers/chrome/json_util.hpp"
-#include "importers/chrome/slices.hpp"
+#include "importers/common/json_prefix.hpp"
+#include "importers/common/json_util.hpp"
+#include "importers/common/slices.hpp"
 
 namespace snailtrail::importers {
 namespace {
@@ -43,7 +45,8 @@ struct FlowPoint {
 struct Counts {
   uint64_t unmatched_ends = 0, unclosed_begins = 0, negative_durations = 0,
            complete_without_dur = 0, flow_without_id = 0, flow_without_start = 0,
-           flow_without_end = 0, inputs_without_producer = 0, ignored_events = 0;
+           flow_without_end = 0, inputs_without_producer = 0, ignored_events = 0,
+           truncated_file = 0;
 };
 
 std::string_view skip_space(std::string_view s) {
@@ -76,16 +79,24 @@ class ChromeReader {
     simdjson::padded_string padded(text);
     simdjson::error_code err = parser.parse(padded).get(root);
     if (err) {
-      // The JSON Array Format may omit the closing bracket (a trace cut while recording).
+      // The JSON Array Format may omit the closing bracket (a trace cut while recording,
+      // after a complete event): that is the format, not a problem.
       std::string_view s = skip_space(text);
-      if (!s.starts_with("[")) json::throw_syntax_error(source_, text, err);
-      while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' ||
-                            s.back() == '\t' || s.back() == ','))
-        s.remove_suffix(1);
-      std::string closed(s);
-      closed += ']';
-      padded = simdjson::padded_string(closed);
-      if (parser.parse(padded).get(root)) json::throw_syntax_error(source_, text, err);
+      bool closed_array = false;
+      if (s.starts_with("[")) {
+        while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' ||
+                              s.back() == '\t' || s.back() == ','))
+          s.remove_suffix(1);
+        std::string closed(s);
+        closed += ']';
+        padded = simdjson::padded_string(closed);
+        closed_array = !parser.parse(padded).get(root);
+      }
+      if (!closed_array) {
+        // Cut inside an event (or after the events of an object): the complete events.
+        json::parse_cut_document(parser, text, source_, {"", "traceEvents"}, err, root);
+        counts_.truncated_file = 1;
+      }
     }
     dom::array events;
     if (root.type() == dom::element_type::ARRAY) {
@@ -470,6 +481,7 @@ class ChromeReader {
     auto diag = [&](const char* key, uint64_t n) {
       if (n) trace.import_diagnostics.emplace_back(std::string("chrome.") + key, n);
     };
+    diag("truncated_file", counts_.truncated_file);
     diag("overlapping_slices_moved", lanes.moved);
     diag("unmatched_ends", counts_.unmatched_ends);
     diag("unclosed_begins", counts_.unclosed_begins);
@@ -523,6 +535,20 @@ Trace read_chrome(const std::string& path, const ImportOptions& options) {
   const ActivityMap map = load_activity_map(options.map_file);
   const std::string bytes = read_file_bytes(path);
   return parse_chrome(bytes, path == "-" ? "<stdin>" : path, map);
+}
+
+ActivityType default_chrome_activity(std::string_view name) {
+  auto contains = [&](std::string_view needle) {
+    return std::search(name.begin(), name.end(), needle.begin(), needle.end(), [](char a, char b) {
+             return std::tolower(static_cast<unsigned char>(a)) == b;
+           }) != name.end();
+  };
+  if (contains("wait") || contains("idle") || contains("sleep")) return ActivityType::waiting;
+  if (contains("deserializ")) return ActivityType::deserialization;
+  if (contains("serializ")) return ActivityType::serialization;
+  if (contains("memcpy")) return ActivityType::io;
+  if (contains("barrier")) return ActivityType::barrier_processing;
+  return ActivityType::processing;
 }
 
 }  // namespace snailtrail::importers

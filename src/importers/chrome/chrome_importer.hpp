@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "importers/chrome/activity_map.hpp"
+#include "importers/common/activity_map.hpp"
 #include "importers/importer.hpp"
 
 namespace snailtrail::importers {
@@ -14,6 +14,11 @@ namespace snailtrail::importers {
 // Parses a whole Chrome trace (object with "traceEvents" or a bare array, which may lack
 // its closing bracket). Throws TraceError naming `source` and the byte or event index.
 Trace parse_chrome(std::string_view text, const std::string& source, const ActivityMap& map = {});
+
+// The documented default for Chrome trace slices (case-insensitive substrings of the name):
+// wait/idle/sleep -> waiting, deserializ -> deserialization, serializ -> serialization,
+// memcpy -> io, barrier -> barrier_processing, anything else -> processing.
+ActivityType default_chrome_activity(std::string_view name);
 
 int sniff_chrome(std::string_view path, std::string_view head);
 Trace read_chrome(const std::string& path, const ImportOptions& options);

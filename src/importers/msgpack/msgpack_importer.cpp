@@ -12,6 +12,7 @@
 #include <array>
 #include <cctype>
 #include <limits>
+#include <memory>
 #include <optional>
 
 namespace snailtrail::importers::msgpack_log {
@@ -203,17 +204,80 @@ bool has_extension(std::string_view path, std::string_view ext) {
 
 }  // namespace
 
+namespace {
+
+// Records as their bytes arrive: complete records are decoded at once, a record cut by
+// the end of a piece waits (copied) for the next.
+class MsgpackStream final : public StreamImporter {
+ public:
+  explicit MsgpackStream(const std::string& source) : source_(source) {}
+
+  void feed(std::string_view bytes, Trace& out) override {
+    if (!carry_.empty()) {
+      // Complete the cut record (at most kMaxRecord bytes) from the new piece, then
+      // decode the rest of the piece in place.
+      const size_t held = carry_.size();
+      carry_.append(bytes.substr(0, kMaxRecord));
+      const std::string piece = std::move(carry_);
+      carry_.clear();
+      const size_t used = decode_piece(piece, out);
+      if (used < held) return;  // still inside the record: all of it is carried again
+      bytes.remove_prefix(used - held);
+      carry_.clear();
+    }
+    decode_piece(bytes, out);
+  }
+
+  void finish(Trace&) override {
+    // A log still being written ends inside a record: keep the complete ones.
+    if (!carry_.empty()) counts_.truncated = 1;
+    carry_.clear();
+  }
+
+  std::vector<std::pair<std::string, uint64_t>> diagnostics() const override {
+    std::vector<std::pair<std::string, uint64_t>> d;
+    if (counts_.truncated) d.emplace_back("msgpack.truncated_record", 1);
+    if (counts_.bogus) d.emplace_back("msgpack.bogus_events", counts_.bogus);
+    if (counts_.mismatched) d.emplace_back("msgpack.mismatched_event_types", counts_.mismatched);
+    return d;
+  }
+
+ private:
+  // Decodes the complete records of `piece`, carries the cut one; returns the bytes used.
+  size_t decode_piece(std::string_view piece, Trace& out) {
+    Decoder d{};
+    uint64_t records = 0;
+    const Status s = decode(
+        std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(piece.data()), piece.size()),
+        &out.events, counts_, d, records);
+    if (s == Status::error)
+      throw TraceError(source_, "byte " + std::to_string(offset_ + d.error_at), d.error);
+    const size_t used = static_cast<size_t>(d.p - d.begin);
+    offset_ += used;
+    if (s == Status::truncated) carry_.assign(piece.substr(used));
+    return used;
+  }
+
+  static constexpr size_t kMaxRecord = 1 + 7 * 9;  // array marker, 7 integers of 9 bytes
+  std::string source_;
+  std::string carry_;    // the start of a record cut by the end of the last piece
+  uint64_t offset_ = 0;  // of carry_ (or the next piece) in the whole stream
+  Counts counts_;
+};
+
+}  // namespace
+
+std::unique_ptr<StreamImporter> make_stream(const std::string& source) {
+  return std::make_unique<MsgpackStream>(source);
+}
+
 Trace parse_log(std::span<const uint8_t> bytes, const std::string& source) {
   Trace trace;
   trace.source = source;
   trace.format = TraceFormat::snail;  // binary: locations are "record N"
-  Counts counts;
-  Decoder d{};
-  uint64_t records = 0;
-  const Status s = decode(bytes, &trace.events, counts, d, records);
-  if (s == Status::error) throw TraceError(source, "byte " + std::to_string(d.error_at), d.error);
-  // A log still being written ends inside a record: keep the complete ones.
-  if (s == Status::truncated) counts.truncated = 1;
+  MsgpackStream stream(source);
+  stream.feed(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), trace);
+  stream.finish(trace);
   // Original logs are ordered by whoever wrote them (often by time across workers, but
   // converters wrote task by task); the PAG needs each worker's events in time order.
   auto& ev = trace.events;
@@ -223,10 +287,7 @@ Trace parse_log(std::span<const uint8_t> bytes, const std::string& source) {
     std::stable_sort(ev.begin(), ev.end(), [](const Event& a, const Event& b) {
       return a.worker != b.worker ? a.worker < b.worker : a.ts < b.ts;
     });
-  if (counts.truncated) trace.import_diagnostics.emplace_back("msgpack.truncated_record", 1);
-  if (counts.bogus) trace.import_diagnostics.emplace_back("msgpack.bogus_events", counts.bogus);
-  if (counts.mismatched)
-    trace.import_diagnostics.emplace_back("msgpack.mismatched_event_types", counts.mismatched);
+  trace.import_diagnostics = stream.diagnostics();
   return trace;
 }
 

@@ -6,11 +6,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 
 #include "importers/importer.hpp"
+#include "importers/streaming.hpp"
 #include "trace/trace.hpp"
 
 namespace snailtrail::importers::msgpack_log {
@@ -19,6 +21,11 @@ namespace snailtrail::importers::msgpack_log {
 // writers emit) or a 7-element array. Events are returned grouped by worker, in time order
 // (the original logs need not be). Throws TraceError(source, "byte N", what).
 Trace parse_log(std::span<const uint8_t> bytes, const std::string& source);
+
+// The log as a stream: each complete record's event is emitted as it arrives, in the
+// order of the file (parse_log is this stream fed the whole log, then sorted by worker
+// and time if the file is not in time order).
+std::unique_ptr<StreamImporter> make_stream(const std::string& source);
 
 // Importer registry hooks.
 Trace import(const std::string& path, const ImportOptions& options);

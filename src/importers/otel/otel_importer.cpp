@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "importers/common/json_prefix.hpp"
+
 namespace snailtrail::importers {
 namespace {
 
@@ -247,7 +249,8 @@ class JaegerReader : public SpanReader {
     // processID -> service name, from this trace's "processes" map.
     processes_.clear();
     dom::element procs;
-    if (member(t, "processes", procs)) {
+    has_processes_ = member(t, "processes", procs);
+    if (has_processes_) {
       if (procs.type() != dom::element_type::OBJECT) fail(where, "\"processes\" must be an object");
       for (auto [pid, proc] : dom::object(procs)) {
         if (proc.type() != dom::element_type::OBJECT) continue;
@@ -288,6 +291,10 @@ class JaegerReader : public SpanReader {
         proc.type() == dom::element_type::OBJECT) {
       const std::string_view name = string_of(dom::object(proc), "serviceName", where, false);
       if (!name.empty()) s.service = intern(name);
+    }
+    if (s.service == kNoSpan && cut_ && !has_processes_ && !pid.empty()) {
+      // The file was cut before this trace's "processes": the process id stands in.
+      s.service = intern(pid);
     }
     if (s.service == kNoSpan) {
       ++unknown_process_;
@@ -337,7 +344,10 @@ class JaegerReader : public SpanReader {
     return finish();
   }
 
+  bool cut_ = false;  // the file was cut short: a trace may have lost its "processes"
+
  private:
+  bool has_processes_ = false;
   std::vector<std::pair<std::string, uint32_t>> processes_;
   uint64_t unknown_process_ = 0;
 };
@@ -361,22 +371,52 @@ SpanSet parse_otlp(std::string_view text, const std::string& source) {
           parser.parse_many(padded, std::max<size_t>(text.size() + 1, size_t(1) << 20)).get(docs))
     json::throw_syntax_error(source, text, err);
   size_t n = 0;
+  size_t tail = text.size();  // start of a document that does not parse
+  simdjson::error_code tail_error = simdjson::SUCCESS;
   for (auto it = docs.begin(); it != docs.end(); ++it) {
     dom::element root;
     if (auto err = (*it).get(root)) {
-      throw TraceError(
-          source, "byte " + std::to_string(n == 0 ? json::error_offset(text) : it.current_index()),
-          std::string("invalid JSON: ") + simdjson::error_message(err));
+      tail = n == 0 ? 0 : it.current_index();
+      tail_error = err;
+      break;
     }
     reader.document(root, n == 0 ? "" : "document " + std::to_string(n + 1) + ": ");
     ++n;
   }
-  if (docs.truncated_bytes() > 0) {
-    // simdjson sets aside what it cannot close as "truncated": locate the fault in it.
-    const size_t start = text.size() - docs.truncated_bytes();
-    throw TraceError(source,
-                     "byte " + std::to_string(start + json::error_offset(text.substr(start))),
-                     "invalid JSON: unterminated or malformed document");
+  if (!tail_error && docs.truncated_bytes() > 0) {
+    // simdjson sets aside what it cannot close as "truncated".
+    tail = text.size() - docs.truncated_bytes();
+    tail_error = simdjson::INCOMPLETE_ARRAY_OR_OBJECT;
+  }
+  if (tail_error && text.find_first_not_of(" \t\r\n", tail) == std::string_view::npos)
+    tail_error = simdjson::SUCCESS;  // only white space left
+  if (tail_error) {
+    // Only a document cut at the end of the file is forgiven: requests one per line (the
+    // collector appending to its file) lose the cut last line; a single request keeps
+    // its complete spans. Anything else is located and reported.
+    const std::string_view rest = text.substr(tail);
+    auto fail = [&] {
+      const size_t at = n == 0 ? json::error_offset(text) : tail + json::error_offset(rest);
+      throw TraceError(source, "byte " + std::to_string(at),
+                       std::string("invalid JSON: ") + simdjson::error_message(tail_error));
+    };
+    if (n > 0) {
+      // One line, cut: nothing but white space after its last newline-free stretch.
+      const size_t last = rest.find_last_not_of(" \t\r\n");
+      if (rest.substr(0, last).find('\n') != std::string_view::npos ||
+          !json::ends_inside_value(rest))
+        fail();
+      reader.set_.count("truncated_last_line", 1);
+    } else {
+      dom::element root;
+      json::parse_cut_document(
+          parser, text, source,
+          {"resourceSpans", "scopeSpans", "instrumentationLibrarySpans", "spans"}, tail_error,
+          root);
+      reader.document(root, "");
+      reader.set_.count("truncated_file", 1);
+      ++n;
+    }
   }
   if (n == 0) throw TraceError(source, "byte 0", "no JSON document");
   return reader.finish();
@@ -387,7 +427,12 @@ SpanSet parse_jaeger(std::string_view text, const std::string& source) {
   simdjson::padded_string padded(text);
   dom::parser parser;
   dom::element root;
-  if (auto err = parser.parse(padded).get(root)) json::throw_syntax_error(source, text, err);
+  if (auto err = parser.parse(padded).get(root)) {
+    // Cut short: the complete traces, and the complete spans of the cut one.
+    json::parse_cut_document(parser, text, source, {"data", "spans"}, err, root);
+    reader.set_.count("truncated_file", 1);
+    reader.cut_ = true;
+  }
   if (root.type() != dom::element_type::OBJECT)
     throw TraceError(source, "top level", "expected an object with \"data\"");
   dom::element data;

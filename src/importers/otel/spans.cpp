@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "importers/chrome/slices.hpp"
+#include "importers/common/slices.hpp"
 
 namespace snailtrail::importers {
 

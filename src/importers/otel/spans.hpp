@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "importers/chrome/activity_map.hpp"
-#include "importers/chrome/json_util.hpp"
+#include "importers/common/activity_map.hpp"
+#include "importers/common/json_util.hpp"
 #include "trace/trace.hpp"
 
 namespace snailtrail::importers {

@@ -1,9 +1,12 @@
 // Spark event log importer (docs/IMPORTERS.md "Spark").
 //
-// Two passes: the log is parsed line by line (simdjson DOM, one reused parser) into flat
-// records of executors, jobs, stages and finished tasks; then tasks are placed on executor
-// slots and the events of every slot and of the driver are generated, each worker's events
-// contiguous and in time order (so no sort of the events is needed).
+// Two passes per epoch: the log is parsed line by line (simdjson DOM, one reused parser)
+// into flat records of executors, jobs, stages and finished tasks; then tasks are placed
+// on executor slots and the events of every slot and of the driver are generated, each
+// worker's events contiguous and in time order (so no sort of the events is needed).
+// An epoch ends when a job ends with nothing else open (no job, stage or started task):
+// its events are final then, so a followed log (serve --follow) yields them at once.
+// The batch importer is the same stream fed the whole log.
 #include "importers/spark/spark_importer.hpp"
 
 #include <simdjson.h>
@@ -19,9 +22,11 @@
 #include <optional>
 #include <stdexcept>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
+#include "importers/common/lines.hpp"
 #include "importers/importer.hpp"
 
 namespace snailtrail::importers::spark {
@@ -91,6 +96,7 @@ struct TaskRec {
 struct Slot {
   int64_t busy_until = std::numeric_limits<int64_t>::min();  // min: never used
   uint32_t worker = 0;
+  bool named = false;  // its name was emitted
 };
 
 struct ExecutorRec {
@@ -103,6 +109,8 @@ struct StageRec {
   uint32_t id = 0;
   uint32_t attempt = 0;
   int64_t submitted = -1, completed = -1;  // ns; -1 = not in the log
+  bool in_epoch = false;                   // touched since the last epoch ended
+  bool drawn = false;                      // on the driver's timeline already
 };
 
 struct JobRec {
@@ -126,6 +134,7 @@ enum Problem {
   kJobsWithoutEnd,
   kBadJobTimes,
   kZeroDurationTasks,
+  kTasksEndedAfterTheirJob,
   kProblemCount,
 };
 constexpr const char* kProblemNames[kProblemCount] = {
@@ -144,6 +153,7 @@ constexpr const char* kProblemNames[kProblemCount] = {
     "spark.jobs_without_end",
     "spark.bad_job_times",
     "spark.zero_duration_tasks",
+    "spark.tasks_ended_after_their_job",
 };
 
 // ---------------------------------------------------------------------------------------
@@ -153,47 +163,59 @@ class LogParser {
  public:
   explicit LogParser(const std::string& source) : source_(source) {}
 
-  // `data` must have SIMDJSON_PADDING readable bytes after data[len].
-  void parse(const char* data, size_t len) {
-    size_t pos = 0;
-    uint64_t line_no = 0;
-    bool parsed_any = false;
-    while (pos < len) {
-      ++line_no;
-      const char* nl = static_cast<const char*>(std::memchr(data + pos, '\n', len - pos));
-      const size_t end = nl ? static_cast<size_t>(nl - data) : len;
-      size_t b = pos, e = end;
-      while (b < e && (data[b] == ' ' || data[b] == '\t' || data[b] == '\r')) ++b;
-      while (e > b && (data[e - 1] == ' ' || data[e - 1] == '\t' || data[e - 1] == '\r')) --e;
-      if (line_no == 1 && e - b >= 3 && std::memcmp(data + b, "\xEF\xBB\xBF", 3) == 0) b += 3;
-      line_ = line_no;
-      if (b < e) {
-        dom::element doc;
-        const auto err = parser_.parse(data + b, e - b, false).get(doc);
-        if (err) {
-          // A log still being written ends inside a line: keep what came before.
-          if (!nl && parsed_any) {
-            ++problems_[kTruncatedLastLine];
-            break;
-          }
-          fail(std::string("invalid JSON: ") + simdjson::error_message(err));
-        }
-        event(doc);
-        parsed_any = true;
+  // One line (without its '\n'); SIMDJSON_PADDING readable bytes must follow data[len].
+  // `unterminated`: the last line of the input, without '\n' (maybe cut short).
+  void line(const char* data, size_t len, uint64_t line_no, bool unterminated) {
+    size_t b = 0, e = len;
+    while (b < e && (data[b] == ' ' || data[b] == '\t' || data[b] == '\r')) ++b;
+    while (e > b && (data[e - 1] == ' ' || data[e - 1] == '\t' || data[e - 1] == '\r')) --e;
+    if (line_no == 1 && e - b >= 3 && std::memcmp(data + b, "\xEF\xBB\xBF", 3) == 0) b += 3;
+    line_ = line_no;
+    job_ended_ = false;
+    if (b == e) return;
+    dom::element doc;
+    const auto err = parser_.parse(data + b, e - b, false).get(doc);
+    if (err) {
+      // A log still being written ends inside a line: keep what came before.
+      if (unterminated && parsed_any_) {
+        ++problems_[kTruncatedLastLine];
+        return;
       }
-      pos = end + 1;
+      fail(std::string("invalid JSON: ") + simdjson::error_message(err));
     }
+    event(doc);
+    parsed_any_ = true;
+  }
+
+  // After a job's end with no job, stage or started task open: the epoch is complete.
+  bool epoch_complete() const {
+    if (!job_ended_ || !running_.empty()) return false;
+    for (const JobRec& j : jobs)
+      if (j.submitted >= 0 && j.completed < 0) return false;
+    for (uint32_t s : epoch_stages_)
+      if (!stages[s].drawn && stages[s].submitted >= 0 && stages[s].completed < 0) return false;
+    return true;
+  }
+
+  // Forgets the epoch's tasks and jobs (executors, slots and stages stay).
+  void end_epoch() {
+    tasks.clear();
+    jobs.clear();
+    job_index_.clear();
+    for (uint32_t s : epoch_stages_) stages[s].in_epoch = false;
+    epoch_stages_.clear();
   }
 
   std::string source_;
   uint64_t line_ = 0;
   uint64_t problems_[kProblemCount] = {};
-  std::vector<TaskRec> tasks;
+  std::vector<TaskRec> tasks;  // of the epoch
   std::vector<ExecutorRec> executors;
   std::vector<StageRec> stages;
   std::vector<std::string> stage_names;  // by stage index
-  std::vector<JobRec> jobs;
-  std::vector<int64_t> started_task_ids, ended_task_ids;
+  std::vector<JobRec> jobs;              // of the epoch
+  std::vector<uint32_t> epoch_stages_;   // stages touched in the epoch
+  std::unordered_set<int64_t> running_;  // task ids started, not ended yet
   uint32_t task_cpus = 1;
 
  private:
@@ -275,13 +297,14 @@ class LogParser {
     if (name == "SparkListenerTaskEnd") {
       task_end(obj);
     } else if (name == "SparkListenerTaskStart") {
-      started_task_ids.push_back(need_int(need_object(obj, "Task Info"), "Task ID"));
+      running_.insert(need_int(need_object(obj, "Task Info"), "Task ID"));
     } else if (name == "SparkListenerStageSubmitted" || name == "SparkListenerStageCompleted") {
       stage_event(need_object(obj, "Stage Info"), name == "SparkListenerStageCompleted");
     } else if (name == "SparkListenerJobStart") {
       job(need_int(obj, "Job ID")).submitted = need_ms(obj, "Submission Time");
     } else if (name == "SparkListenerJobEnd") {
       job(need_int(obj, "Job ID")).completed = need_ms(obj, "Completion Time");
+      job_ended_ = true;
     } else if (name == "SparkListenerExecutorAdded") {
       const std::string_view id = need_string(obj, "Executor ID");
       const uint32_t cores = need_u32(need_object(obj, "Executor Info"), "Total Cores");
@@ -319,6 +342,11 @@ class LogParser {
       stages.push_back(StageRec{id, attempt});
       stage_names.emplace_back();
     }
+    StageRec& st = stages[it->second];
+    if (!st.in_epoch) {
+      st.in_epoch = true;
+      epoch_stages_.push_back(it->second);
+    }
     return it->second;
   }
 
@@ -348,7 +376,7 @@ class LogParser {
     const uint32_t attempt = field(obj, "Stage Attempt ID") ? need_u32(obj, "Stage Attempt ID") : 0;
     t.stage = stage(stage_id, attempt);
     dom::object info = need_object(obj, "Task Info");
-    ended_task_ids.push_back(need_int(info, "Task ID"));
+    running_.erase(need_int(info, "Task ID"));
     t.executor = executor(need_string(info, "Executor ID"));
     t.launch = need_ms(info, "Launch Time");
     t.finish = need_ms(info, "Finish Time");
@@ -382,6 +410,8 @@ class LogParser {
   std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>> executor_index_;
   std::unordered_map<uint64_t, uint32_t> stage_index_;
   std::unordered_map<int64_t, uint32_t> job_index_;
+  bool parsed_any_ = false;
+  bool job_ended_ = false;  // by the current line
 };
 
 // ---------------------------------------------------------------------------------------
@@ -409,63 +439,66 @@ bool fit(int64_t* const (&parts)[N], int64_t total) {
   return true;
 }
 
+// What lasts from one epoch to the next.
+struct StreamState {
+  uint32_t next_worker = kDriver + 1;
+  int64_t task_base = 0;  // tasks of earlier epochs: correlators go on from there
+  int64_t driver_until = std::numeric_limits<int64_t>::min();  // the driver's last event
+  std::unordered_set<uint32_t> named_ops;
+  std::vector<bool> unsized_counted;  // per executor: counted as without cores
+  bool driver_named = false;
+};
+
+// Room for `extra` more events; grows geometrically, as epochs append again and again.
+void reserve_more(BigVector<Event>& v, size_t extra) {
+  if (v.capacity() - v.size() < extra) v.reserve(std::max(v.size() + extra, 2 * v.capacity()));
+}
+
 class Builder {
  public:
-  Builder(LogParser& log, const SparkOptions& options) : log_(log), options_(options) {}
+  Builder(LogParser& log, const SparkOptions& options, StreamState& state)
+      : log_(log), options_(options), state_(state) {}
 
-  Trace build() {
-    for (int p = 0; p < kProblemCount; ++p) problems_[p] = log_.problems_[p];
-    count_tasks_without_end();
+  // Appends the epoch's events and new names to `out` and forgets the epoch. `last`: the
+  // end of the log, so tasks still started are counted as never ending.
+  void build(Trace& out, bool last) {
+    if (last) log_.problems_[kTasksWithoutEnd] += log_.running_.size();
     shape_tasks();
     place_tasks();
-    Trace trace;
-    trace.source = log_.source_;
-    trace.format = TraceFormat::snail;  // events are generated: "record N" locations
-    emit_slots(trace);
-    emit_driver(trace);
-    name_workers_and_stages(trace);
-    for (int p = 0; p < kProblemCount; ++p)
-      if (problems_[p] > 0) trace.import_diagnostics.emplace_back(kProblemNames[p], problems_[p]);
-    return trace;
+    emit_slots(out);
+    emit_driver(out);
+    name_workers_and_stages(out);
+    state_.task_base += static_cast<int64_t>(log_.tasks.size());
+    log_.end_epoch();
   }
 
  private:
-  void count_tasks_without_end() {
-    auto& s = log_.started_task_ids;
-    auto& e = log_.ended_task_ids;
-    std::sort(s.begin(), s.end());
-    std::sort(e.begin(), e.end());
-    s.erase(std::unique(s.begin(), s.end()), s.end());
-    e.erase(std::unique(e.begin(), e.end()), e.end());
-    size_t missing = 0, j = 0;
-    for (int64_t id : s) {
-      while (j < e.size() && e[j] < id) ++j;
-      if (j == e.size() || e[j] != id) ++missing;
-    }
-    problems_[kTasksWithoutEnd] += missing;
-  }
-
   // Durations on the slot and the split of the scheduler delay; drops impossible tasks.
   void shape_tasks() {
     const int64_t lw = options_.launch_weight, rw = options_.result_weight;
     size_t kept = 0;
     for (TaskRec& t : log_.tasks) {
+      if (t.launch < state_.driver_until) {
+        // Ended (without a start in the log) after its job's epoch was emitted.
+        ++log_.problems_[kTasksEndedAfterTheirJob];
+        continue;
+      }
       if (t.finish < t.launch) {
-        ++problems_[kTasksFinishedBeforeLaunch];
+        ++log_.problems_[kTasksFinishedBeforeLaunch];
         continue;
       }
       if (t.finish == t.launch) {
         // Nothing to draw, and its launch and result would meet in one instant.
-        ++problems_[kZeroDurationTasks];
+        ++log_.problems_[kZeroDurationTasks];
         continue;
       }
       if (t.getting_result != 0 && (t.getting_result < t.launch || t.getting_result > t.finish)) {
-        ++problems_[kBadGettingResultTime];
+        ++log_.problems_[kBadGettingResultTime];
         t.getting_result = 0;
       }
       if (!t.has_metrics) {
         // Whatever the slot did is unknown: it held the task from launch to finish.
-        ++problems_[kTasksWithoutMetrics];
+        ++log_.problems_[kTasksWithoutMetrics];
         t.start = t.launch;
         t.end = t.finish;
       } else {
@@ -473,9 +506,9 @@ class Builder {
         const int64_t available = t.finish - getting - t.launch;
         // Millisecond rounding can make the executor's own times exceed the driver's.
         if (fit({&t.deserialize, &t.run, &t.serialize}, available))
-          ++problems_[kExecutorTimeExceedsTaskTime];
+          ++log_.problems_[kExecutorTimeExceedsTaskTime];
         if (fit({&t.fetch_wait, &t.gc, &t.shuffle_write}, t.run))
-          ++problems_[kRunTimePartsExceedRunTime];
+          ++log_.problems_[kRunTimePartsExceedRunTime];
         const int64_t executor_time = t.deserialize + t.run + t.serialize;
         const int64_t scheduler_delay = available - executor_time;
         t.start = t.launch + scale(scheduler_delay, lw, lw + rw);
@@ -530,11 +563,15 @@ class Builder {
       if (x.launch != y.launch) return x.launch < y.launch;
       return a < b;
     });
+    // Worker ids in order of the slots' creation: the announced cores of each executor
+    // when it is first seen here, extra slots as they are needed.
     for (ExecutorRec& ex : log_.executors) {
       if (ex.cores == 0) continue;
-      ex.slots.resize(std::max<uint32_t>(1, ex.cores / log_.task_cpus));
+      while (ex.slots.size() < std::max<uint32_t>(1, ex.cores / log_.task_cpus))
+        ex.slots.push_back(Slot{std::numeric_limits<int64_t>::min(), state_.next_worker++});
     }
-    std::vector<bool> unsized_counted(log_.executors.size(), false);
+    std::vector<bool>& unsized_counted = state_.unsized_counted;
+    unsized_counted.resize(log_.executors.size(), false);
     for (uint32_t i : order) {
       TaskRec& t = tasks[i];
       ExecutorRec& ex = log_.executors[t.executor];
@@ -545,19 +582,16 @@ class Builder {
       }
       if (best == ex.slots.size()) {
         if (ex.cores == 0) {
-          if (!unsized_counted[t.executor]) ++problems_[kExecutorsWithoutCores];
+          if (!unsized_counted[t.executor]) ++log_.problems_[kExecutorsWithoutCores];
           unsized_counted[t.executor] = true;
         } else {
-          ++problems_[kTasksBeyondExecutorCores];
+          ++log_.problems_[kTasksBeyondExecutorCores];
         }
-        ex.slots.emplace_back();
+        ex.slots.push_back(Slot{std::numeric_limits<int64_t>::min(), state_.next_worker++});
       }
       ex.slots[best].busy_until = t.end;
       t.slot = static_cast<uint32_t>(best);
     }
-    uint32_t next = kDriver + 1;
-    for (ExecutorRec& ex : log_.executors)
-      for (Slot& s : ex.slots) s.worker = next++;
     placement_order_ = std::move(order);
   }
 
@@ -601,12 +635,13 @@ class Builder {
                                          (t.run > t.fetch_wait + t.gc + t.shuffle_write) +
                                          (t.gc > 0) + (t.shuffle_write > 0) + (t.serialize > 0))
                               : 4;
-    trace.events.reserve(events + 2 * tasks.size());  // + the driver's messages
+    reserve_more(trace.events, events + 2 * tasks.size());  // + the driver's messages
     for (uint32_t i : order) {
       const TaskRec& t = tasks[i];
       const uint32_t w = worker_of(t);
       const uint32_t op = log_.stages[t.stage].id;
-      trace.events.push_back(message(w, t.start, EventKind::recv, kDriver, 2 * int64_t{i}));
+      trace.events.push_back(
+          message(w, t.start, EventKind::recv, kDriver, 2 * (state_.task_base + i)));
       int64_t at = t.start;
       auto piece = [&](ActivityType type, int64_t duration) {
         if (duration <= 0) return;
@@ -624,7 +659,8 @@ class Builder {
         piece(ActivityType::io, t.shuffle_write);
         piece(ActivityType::serialization, t.serialize);
       }
-      trace.events.push_back(message(w, t.end, EventKind::send, kDriver, 2 * int64_t{i} + 1));
+      trace.events.push_back(
+          message(w, t.end, EventKind::send, kDriver, 2 * (state_.task_base + i) + 1));
     }
   }
 
@@ -657,25 +693,28 @@ class Builder {
       const TaskRec& t = tasks[i];
       points.push_back({t.launch, +1, 0, 0, false});
       points.push_back({t.finish, -1, 0, 0, true});
-      messages.push_back(message(kDriver, t.launch, EventKind::send, worker_of(t), 2 * int64_t{i}));
       messages.push_back(
-          message(kDriver, t.finish, EventKind::recv, worker_of(t), 2 * int64_t{i} + 1));
+          message(kDriver, t.launch, EventKind::send, worker_of(t), 2 * (state_.task_base + i)));
+      messages.push_back(message(kDriver, t.finish, EventKind::recv, worker_of(t),
+                                 2 * (state_.task_base + i) + 1));
       int64_t& first = stage_first_launch[t.stage];
       if (first < 0 || t.launch < first) first = t.launch;
       stage_last_result[t.stage] = std::max(stage_last_result[t.stage], t.finish);
     }
-    for (size_t s = 0; s < log_.stages.size(); ++s) {
+    for (uint32_t s : log_.epoch_stages_) {
       StageRec& st = log_.stages[s];
+      if (st.drawn) continue;  // in an earlier epoch
       int64_t begin = st.submitted >= 0 ? st.submitted : stage_first_launch[s];
       int64_t end = st.completed;
       if (begin < 0) continue;  // neither submitted nor any task: nothing to draw
       if (end < 0) {
-        ++problems_[kStagesWithoutCompletion];
+        ++log_.problems_[kStagesWithoutCompletion];
         end = stage_last_result[s];
         if (end < 0) continue;
       }
+      st.drawn = true;
       if (end < begin) {
-        ++problems_[kBadStageTimes];
+        ++log_.problems_[kBadStageTimes];
         continue;
       }
       points.push_back({begin, 0, 0, +1, false});
@@ -688,11 +727,11 @@ class Builder {
     }
     for (const JobRec& j : log_.jobs) {
       if (j.submitted < 0 || j.completed < 0) {
-        ++problems_[kJobsWithoutEnd];  // (a job end without start is as unusable)
+        ++log_.problems_[kJobsWithoutEnd];  // (a job end without start is as unusable)
         continue;
       }
       if (j.completed < j.submitted) {
-        ++problems_[kBadJobTimes];
+        ++log_.problems_[kBadJobTimes];
         continue;
       }
       points.push_back({j.submitted, 0, 0, +1, false});
@@ -737,30 +776,40 @@ class Builder {
     }
 
     // Merge activity boundaries and messages by time.
-    trace.events.reserve(trace.events.size() + messages.size() + 2 * runs.size());
+    reserve_more(trace.events, messages.size() + 2 * runs.size());
     size_t m = 0;
     auto flush_messages = [&](int64_t up_to) {
       for (; m < messages.size() && messages[m].ts <= up_to; ++m)
         trace.events.push_back(messages[m]);
     };
-    for (const Run& r : runs) {
+    for (Run& r : runs) {
+      // Never before what an earlier epoch emitted (tasks ended after their job are
+      // dropped above, so only activities can reach back).
+      r.from = std::max(r.from, state_.driver_until);
+      if (r.from >= r.to) continue;
       flush_messages(r.from);
       trace.events.push_back(local(kDriver, r.from, r.type, EventKind::start, std::nullopt));
       flush_messages(r.to);
       trace.events.push_back(local(kDriver, r.to, r.type, EventKind::end, std::nullopt));
     }
     flush_messages(std::numeric_limits<int64_t>::max());
+    for (const Run& r : runs) state_.driver_until = std::max(state_.driver_until, r.to);
+    for (const Event& e : messages) state_.driver_until = std::max(state_.driver_until, e.ts);
   }
 
+  // Names not emitted before: the driver, slots used for the first time, stages.
   void name_workers_and_stages(Trace& trace) {
-    trace.worker_names[kDriver] = "driver";
-    for (const ExecutorRec& ex : log_.executors)
+    if (!state_.driver_named) trace.worker_names[kDriver] = "driver";
+    state_.driver_named = true;
+    for (ExecutorRec& ex : log_.executors)
       for (size_t s = 0; s < ex.slots.size(); ++s)
-        if (ex.slots[s].busy_until != std::numeric_limits<int64_t>::min())
+        if (!ex.slots[s].named && ex.slots[s].busy_until != std::numeric_limits<int64_t>::min()) {
           trace.worker_names[ex.slots[s].worker] = "exec " + ex.id + " slot " + std::to_string(s);
-    for (size_t s = 0; s < log_.stages.size(); ++s) {
+          ex.slots[s].named = true;
+        }
+    for (uint32_t s : log_.epoch_stages_) {
       const uint32_t id = log_.stages[s].id;
-      if (trace.operator_names.count(id)) continue;
+      if (!state_.named_ops.insert(id).second) continue;
       const std::string& name = log_.stage_names[s];
       trace.operator_names[id] = name.empty() ? "stage " + std::to_string(id)
                                               : "stage " + std::to_string(id) + " (" + name + ")";
@@ -769,45 +818,117 @@ class Builder {
 
   LogParser& log_;
   SparkOptions options_;
-  uint64_t problems_[kProblemCount] = {};
+  StreamState& state_;
   std::vector<uint32_t> placement_order_;
 };
 
-Trace parse_padded(const char* data, size_t len, const std::string& source,
-                   const SparkOptions& options, uint64_t extra_problems[kProblemCount]) {
-  if (options.launch_weight == 0 && options.result_weight == 0)
-    throw std::invalid_argument("the scheduler delay split needs a non-zero part");
-  LogParser log(source);
-  log.parse(data, len);
-  if (extra_problems)
-    for (int p = 0; p < kProblemCount; ++p) log.problems_[p] += extra_problems[p];
-  return Builder(log, options).build();
+// The codec's explanation, for logs Spark compressed with one we cannot read.
+[[noreturn]] void unsupported(const std::string& source, std::string_view codec) {
+  throw TraceError(source, "compression",
+                   "Spark event logs compressed with " + std::string(codec) +
+                       " are not supported: decompress the file, or have Spark write zstd "
+                       "(spark.eventLog.compression.codec=zstd)");
 }
 
-// Streams through all frames; output grows as needed. A frame cut short (a log still
-// being written) keeps what was decoded and is counted; corrupt data is an error.
-std::string decompress_zstd(std::string_view in, const std::string& source, bool& truncated) {
-  std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
-  if (!dctx) throw std::bad_alloc();
-  std::string out;
-  out.resize(std::max<size_t>(in.size() * 4, size_t{1} << 20));
-  size_t produced = 0;
-  ZSTD_inBuffer ib{in.data(), in.size(), 0};
-  size_t last = 0;
-  for (;;) {
-    if (out.size() - produced < ZSTD_DStreamOutSize()) out.resize(out.size() * 2);
-    ZSTD_outBuffer ob{out.data() + produced, out.size() - produced, 0};
-    const size_t before = ib.pos;
-    last = ZSTD_decompressStream(dctx.get(), &ob, &ib);
-    if (ZSTD_isError(last))
-      throw TraceError(source, "byte " + std::to_string(before),
-                       std::string("corrupt zstd data: ") + ZSTD_getErrorName(last));
-    produced += ob.pos;
-    if (ib.pos == ib.size && ob.pos < ob.size) break;
+// Lines -> records -> epochs, from plain or zstd bytes (recognised by the magic number;
+// all frames, decoded as they arrive).
+class SparkStream final : public StreamImporter {
+ public:
+  SparkStream(const std::string& source, const SparkOptions& options)
+      : log_(source), options_(options) {
+    if (options.launch_weight == 0 && options.result_weight == 0)
+      throw std::invalid_argument("the scheduler delay split needs a non-zero part");
   }
-  truncated = last != 0;
-  out.resize(produced);
-  return out;
+
+  void feed(std::string_view bytes, Trace& out) override {
+    if (!started_) {
+      // The first bytes tell plain from compressed.
+      head_.append(bytes);
+      if (head_.size() < 8) return;
+      start(out);
+      return;
+    }
+    input(bytes, out);
+  }
+
+  void finish(Trace& out) override {
+    if (!started_) start(out);
+    // A log still being written ends inside a frame: what decoded is used.
+    if (dctx_ && zstd_left_ != 0) ++log_.problems_[kTruncatedCompressedData];
+    lines_.finish([&](const char* data, size_t len, uint64_t line_no) {
+      log_.line(data, len, line_no, true);
+    });
+    Builder(log_, options_, state_).build(out, true);
+  }
+
+  std::vector<std::pair<std::string, uint64_t>> diagnostics() const override {
+    std::vector<std::pair<std::string, uint64_t>> out;
+    for (int p = 0; p < kProblemCount; ++p)
+      if (log_.problems_[p] > 0) out.emplace_back(kProblemNames[p], log_.problems_[p]);
+    return out;
+  }
+
+ private:
+  void start(Trace& out) {
+    started_ = true;
+    const std::string_view codec = unsupported_codec(log_.source_, head_);
+    if (!codec.empty()) unsupported(log_.source_, codec);
+    if (starts_with_zstd_magic(head_)) {
+      dctx_.reset(ZSTD_createDCtx());
+      if (!dctx_) throw std::bad_alloc();
+      zstd_out_.resize(ZSTD_DStreamOutSize());
+    }
+    const std::string head = std::move(head_);
+    head_.clear();
+    input(head, out);
+  }
+
+  void input(std::string_view bytes, Trace& out) {
+    if (!dctx_) return lines(bytes, out);
+    ZSTD_inBuffer in{bytes.data(), bytes.size(), 0};
+    for (;;) {
+      ZSTD_outBuffer o{zstd_out_.data(), zstd_out_.size(), 0};
+      const size_t before = in.pos;
+      const size_t ret = ZSTD_decompressStream(dctx_.get(), &o, &in);
+      if (ZSTD_isError(ret))
+        throw TraceError(log_.source_, "byte " + std::to_string(compressed_ + before),
+                         std::string("corrupt zstd data: ") + ZSTD_getErrorName(ret));
+      zstd_left_ = ret;
+      if (o.pos > 0) lines(std::string_view(zstd_out_.data(), o.pos), out);
+      if (in.pos == in.size && o.pos < o.size) break;
+    }
+    compressed_ += bytes.size();
+  }
+
+  void lines(std::string_view bytes, Trace& out) {
+    lines_.feed(bytes, [&](const char* data, size_t len, uint64_t line_no) {
+      log_.line(data, len, line_no, false);
+      if (log_.epoch_complete()) Builder(log_, options_, state_).build(out, false);
+    });
+  }
+
+  LogParser log_;
+  SparkOptions options_;
+  StreamState state_;
+  LineSplitter lines_;
+  bool started_ = false;
+  std::string head_;  // the first bytes, until there are enough to sniff
+  std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx_{nullptr, ZSTD_freeDCtx};
+  std::string zstd_out_;
+  size_t zstd_left_ = 0;  // ZSTD_decompressStream's last hint: 0 = at a frame's end
+  uint64_t compressed_ = 0;
+};
+
+// The whole log through the stream.
+Trace parse_all(std::string_view text, const std::string& source, const SparkOptions& options) {
+  SparkStream stream(source, options);
+  Trace trace;
+  trace.source = source;
+  trace.format = TraceFormat::snail;  // events are generated: "record N" locations
+  stream.feed(text, trace);
+  stream.finish(trace);
+  trace.import_diagnostics = stream.diagnostics();
+  return trace;
 }
 
 }  // namespace
@@ -831,30 +952,21 @@ SparkOptions parse_delay_split(std::string_view text) {
 
 Trace parse_event_log(std::string_view text, const std::string& source,
                       const SparkOptions& options) {
-  std::unique_ptr<char[]> buf(new char[text.size() + simdjson::SIMDJSON_PADDING]);
-  std::memcpy(buf.get(), text.data(), text.size());
-  std::memset(buf.get() + text.size(), 0, simdjson::SIMDJSON_PADDING);
-  return parse_padded(buf.get(), text.size(), source, options, nullptr);
+  return parse_all(text, source, options);
 }
 
 Trace read_event_log(const std::string& path, const SparkOptions& options) {
-  std::string bytes = read_file_bytes(path);
+  const std::string bytes = read_file_bytes(path);
   const std::string source = path == "-" ? "<stdin>" : path;
+  // By name too: an lz4 log's first bytes need not say so.
   const std::string_view codec = unsupported_codec(path, bytes);
-  if (!codec.empty())
-    throw TraceError(source, "compression",
-                     "Spark event logs compressed with " + std::string(codec) +
-                         " are not supported: decompress the file, or have Spark write zstd "
-                         "(spark.eventLog.compression.codec=zstd)");
-  uint64_t problems[kProblemCount] = {};
-  if (starts_with_zstd_magic(bytes)) {
-    bool truncated = false;
-    bytes = decompress_zstd(bytes, source, truncated);
-    if (truncated) ++problems[kTruncatedCompressedData];
-  }
-  const size_t len = bytes.size();
-  bytes.resize(len + simdjson::SIMDJSON_PADDING, '\0');
-  return parse_padded(bytes.data(), len, source, options, problems);
+  if (!codec.empty()) unsupported(source, codec);
+  return parse_all(bytes, source, options);
+}
+
+std::unique_ptr<StreamImporter> make_stream(const std::string& source,
+                                            const ImportOptions& options) {
+  return std::make_unique<SparkStream>(source, parse_delay_split(options.spark_delay_split));
 }
 
 Trace import(const std::string& path, const ImportOptions& options) {

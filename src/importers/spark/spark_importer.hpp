@@ -6,10 +6,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
 #include "importers/importer.hpp"
+#include "importers/streaming.hpp"
 #include "trace/trace.hpp"
 
 namespace snailtrail::importers::spark {
@@ -30,6 +32,12 @@ Trace parse_event_log(std::string_view text, const std::string& source,
 
 // Reads a file, decompressing it first if it is zstd (by its magic bytes).
 Trace read_event_log(const std::string& path, const SparkOptions& options = {});
+
+// The log as a stream of lines (plain, or zstd decoded as it arrives): a job's events
+// are emitted when it ends with nothing else open (no job, stage or started task); the
+// rest at the end. parse_event_log and read_event_log are this stream fed the whole log.
+std::unique_ptr<StreamImporter> make_stream(const std::string& source,
+                                            const ImportOptions& options);
 
 // Importer registry hooks: read_event_log with options.spark_delay_split.
 Trace import(const std::string& path, const ImportOptions& options);

@@ -1,5 +1,5 @@
 // simdjson helpers (json_util.hpp).
-#include "importers/chrome/json_util.hpp"
+#include "importers/common/json_util.hpp"
 
 #include <charconv>
 #include <cmath>

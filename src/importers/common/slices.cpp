@@ -1,5 +1,5 @@
 // Lane packing and per-lane timelines (slices.hpp).
-#include "importers/chrome/slices.hpp"
+#include "importers/common/slices.hpp"
 
 #include <algorithm>
 #include <functional>

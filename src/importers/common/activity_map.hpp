@@ -34,9 +34,4 @@ ActivityMap parse_activity_map(std::string_view text, const std::string& source)
 // Empty path: no rules.
 ActivityMap load_activity_map(const std::string& path);
 
-// The documented default for Chrome trace slices (case-insensitive substrings of the name):
-// wait/idle/sleep -> waiting, deserializ -> deserialization, serializ -> serialization,
-// memcpy -> io, barrier -> barrier_processing, anything else -> processing.
-ActivityType default_chrome_activity(std::string_view name);
-
 }  // namespace snailtrail::importers

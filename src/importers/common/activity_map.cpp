@@ -1,5 +1,5 @@
 // The --map rule file and the built-in activity defaults.
-#include "importers/chrome/activity_map.hpp"
+#include "importers/common/activity_map.hpp"
 
 #include <toml++/toml.h>
 #include <algorithm>
@@ -106,20 +106,6 @@ ActivityMap parse_activity_map(std::string_view text, const std::string& source)
 ActivityMap load_activity_map(const std::string& path) {
   if (path.empty()) return {};
   return parse_activity_map(read_file_bytes(path), path);
-}
-
-ActivityType default_chrome_activity(std::string_view name) {
-  auto contains = [&](std::string_view needle) {
-    return std::search(name.begin(), name.end(), needle.begin(), needle.end(), [](char a, char b) {
-             return std::tolower(static_cast<unsigned char>(a)) == b;
-           }) != name.end();
-  };
-  if (contains("wait") || contains("idle") || contains("sleep")) return ActivityType::waiting;
-  if (contains("deserializ")) return ActivityType::deserialization;
-  if (contains("serializ")) return ActivityType::serialization;
-  if (contains("memcpy")) return ActivityType::io;
-  if (contains("barrier")) return ActivityType::barrier_processing;
-  return ActivityType::processing;
 }
 
 }  // namespace snailtrail::importers
