@@ -24,6 +24,11 @@ RateCollector::RateCollector(int64_t interval_ns, int64_t origin_ns)
 }
 
 int64_t RateCollector::interval_of(int64_t ts) const {
+  int64_t d64;
+  if (!__builtin_sub_overflow(ts, origin_ns_, &d64)) {  // the common case: 64-bit division
+    const int64_t q = d64 / interval_ns_;
+    return d64 % interval_ns_ != 0 && d64 < 0 ? q - 1 : q;
+  }
   const __int128 d = static_cast<__int128>(ts) - origin_ns_;  // no overflow at the extremes
   __int128 q = d / interval_ns_;
   if (d % interval_ns_ != 0 && d < 0) --q;
@@ -103,7 +108,12 @@ void RateCollector::add(const Event& e) {
   const int64_t k = interval_of(e.ts);
   const bool late = e.ts < origin_ns_ || k < closed_;
   if (late) ++late_;
-  WorkerState& w = workers_[e.worker];
+  // Events come in runs per worker: remember the last one's state (map nodes are stable).
+  if (!last_worker_.state || last_worker_.id != e.worker) {
+    last_worker_.id = e.worker;
+    last_worker_.state = &workers_[e.worker];
+  }
+  WorkerState& w = *last_worker_.state;
   const bool has_op = e.has(kHasOperator);
   switch (e.kind) {
     case EventKind::start:

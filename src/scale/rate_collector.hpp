@@ -97,6 +97,18 @@ class RateCollector {
   int64_t last_ts_ = INT64_MIN;
   std::map<int64_t, std::unordered_map<uint64_t, Acc>> open_;  // by interval index
   std::unordered_map<uint32_t, WorkerState> workers_;
+  // workers_[id] of the last event's worker; a copy of the collector starts without it.
+  struct WorkerCache {
+    uint32_t id = 0;
+    WorkerState* state = nullptr;
+    WorkerCache() = default;
+    WorkerCache(const WorkerCache&) {}
+    WorkerCache& operator=(const WorkerCache&) {
+      state = nullptr;
+      return *this;
+    }
+  };
+  WorkerCache last_worker_;
   std::unordered_map<uint64_t, uint32_t> instance_of_;  // (op, worker) -> rank
   std::unordered_map<uint32_t, uint32_t> instances_per_op_;
   std::map<MessageKey, Link> links_;  // messages with one end known
