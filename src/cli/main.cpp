@@ -11,14 +11,10 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "0.1.0");
   app.require_subcommand(1);
   std::vector<cli::CommandRunner> commands = {
-      cli::add_analyze_command(app),
-      cli::add_convert_command(app),
-      cli::add_bench_command(app),
-      cli::add_simulate_command(app),
-      cli::add_scale_command(app),
-      cli::add_critical_path_command(app),
-      cli::add_serve_command(app),
-      cli::add_send_command(app),
+      cli::add_analyze_command(app), cli::add_convert_command(app),
+      cli::add_bench_command(app),   cli::add_simulate_command(app),
+      cli::add_scale_command(app),   cli::add_critical_path_command(app),
+      cli::add_serve_command(app),   cli::add_send_command(app),
       cli::add_report_command(app),
   };
   try {
