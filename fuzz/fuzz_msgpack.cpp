@@ -1,13 +1,17 @@
 // libFuzzer target for the original SnailTrail MessagePack importer. TraceError is the only
 // acceptable failure. A log that imports must give valid events grouped by worker in time
-// order (so the PAG builds) that survive a JSONL round trip.
+// order (so the PAG builds) that survive a JSONL round trip, and the streaming importer fed
+// the log in pieces must give the same events.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "importers/msgpack/msgpack_importer.hpp"
+#include "importers/streaming.hpp"
 #include "pag/timeline.hpp"
 #include "trace/trace_io.hpp"
 
@@ -24,5 +28,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!trace.events.empty()) build_pag(trace);
   const std::string once = to_jsonl(trace);
   if (to_jsonl(parse_jsonl(once, "again.jsonl")) != once) std::abort();
+
+  // The same log as a stream (serve --follow), fed in pieces whose sizes come from the
+  // input itself: the same events.
+  Trace streamed;
+  try {
+    auto stream = importers::msgpack_log::make_stream("fuzz");
+    const std::string_view bytes(reinterpret_cast<const char*>(data), size);
+    for (size_t at = 0, k = 0; at < size; ++k) {
+      const size_t piece = std::min<size_t>(size - at, 1 + data[k % size] % 61);
+      stream->feed(bytes.substr(at, piece), streamed);
+      at += piece;
+    }
+    stream->finish(streamed);
+  } catch (const TraceError&) {
+    std::abort();  // the whole log imported, so its pieces must too
+  }
+  if (to_jsonl(streamed) != once) std::abort();
   return 0;
 }

@@ -1,6 +1,8 @@
 // libFuzzer target for the Spark event log importer. TraceError is the only acceptable
 // failure. A log that imports must give valid events that build a PAG (each worker's events
-// in time order, every message type on send/recv) and survive a JSONL round trip.
+// in time order, every message type on send/recv) and survive a JSONL round trip, and the
+// streaming importer fed the log in pieces must give the same events.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -8,6 +10,7 @@
 #include <string_view>
 
 #include "importers/spark/spark_importer.hpp"
+#include "importers/streaming.hpp"
 #include "pag/timeline.hpp"
 #include "trace/trace_io.hpp"
 
@@ -33,5 +36,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!trace.events.empty()) build_pag(trace);
   const std::string once = to_jsonl(trace);
   if (to_jsonl(parse_jsonl(once, "again.jsonl")) != once) std::abort();
+
+  // The same log as a stream (serve --follow), fed in pieces whose sizes come from the
+  // input itself: the same events.
+  importers::ImportOptions stream_options;
+  stream_options.spark_delay_split =
+      std::to_string(options.launch_weight) + ":" + std::to_string(options.result_weight);
+  Trace streamed;
+  try {
+    auto stream = importers::spark::make_stream("fuzz", stream_options);
+    for (size_t at = 0, k = 0; at < text.size(); ++k) {
+      const size_t piece = std::min<size_t>(text.size() - at, 1 + data[k % size] % 97);
+      stream->feed(text.substr(at, piece), streamed);
+      at += piece;
+    }
+    stream->finish(streamed);
+  } catch (const TraceError&) {
+    std::abort();  // the whole log imported, so its pieces must too
+  }
+  streamed.worker_names = trace.worker_names;
+  streamed.operator_names = trace.operator_names;
+  if (to_jsonl(streamed) != once) std::abort();
   return 0;
 }

@@ -834,6 +834,28 @@ EdgeStats check_edge_dump(const std::string& text) {
   return s;
 }
 
+// A log still being written ends inside a record: analyze, convert and report read up to
+// the last complete record, count the cut in the diagnostics and warn on stderr.
+TEST_F(Cli, CutFileIsReadUpToItsLastCompleteRecordWithAWarning) {
+  const std::string whole = read_file(kSourceDir / "tests" / "data" / "chrome-flows.json");
+  const size_t cut = whole.size() * 2 / 3;
+  const fs::path file = write("cut.json", whole.substr(0, cut));
+  RunResult r = run({"analyze", file.string(), "--no-progress", "--format", "jsonl"});
+  ASSERT_TRUE(r.ok()) << r.describe();
+  EXPECT_TRUE(contains(r.err, "warning: " + file.string() + ": the input ends inside a record"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "chrome.truncated_file")) << r.err;
+  EXPECT_TRUE(contains(r.out, "\"chrome.truncated_file\":1")) << r.out;
+  // The whole file: no warning.
+  const fs::path complete = write("whole.json", whole);
+  RunResult w = run({"analyze", complete.string(), "--no-progress", "--format", "jsonl"});
+  ASSERT_TRUE(w.ok()) << w.describe();
+  EXPECT_FALSE(contains(w.err, "warning")) << w.err;
+  RunResult c = run({"convert", file.string(), (tmp_ / "cut.snail").string()});
+  ASSERT_TRUE(c.ok()) << c.describe();
+  EXPECT_TRUE(contains(c.err, "the input ends inside a record")) << c.err;
+}
+
 TEST_F(Cli, DumpEdges) {
   const fs::path trace = example_trace();
   const fs::path dump = tmp_ / "edges.jsonl";

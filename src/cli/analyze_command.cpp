@@ -8,6 +8,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/duration.hpp"
+#include "cli/import_warnings.hpp"
 #include "cli/output_file.hpp"
 #include "importers/importer.hpp"
 #include "output/writers.hpp"
@@ -73,6 +74,7 @@ int run(const AnalyzeArgs& a) {
   import_options.spark_delay_split = a.spark_delay_split;
   import_options.map_file = a.map_file;
   Trace trace = importers::import_trace(a.trace, a.importer, import_options);
+  cli::warn_if_cut(trace);
   const auto t_read = Clock::now();
   if (trace.events.empty()) throw TraceError(trace.source, "input", "the trace has no events");
   if (progress) fmt::print(stderr, "\rbuilding the PAG of {} events...", trace.events.size());

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/import_warnings.hpp"
 #include "importers/importer.hpp"
 #include "trace/trace_io.hpp"
 
@@ -45,6 +46,7 @@ CommandRunner add_convert_command(CLI::App& app) {
     import_options.spark_delay_split = args->spark_delay_split;
     import_options.map_file = args->map_file;
     Trace t = importers::import_trace(args->in, args->importer, import_options);
+    cli::warn_if_cut(t);
     SnailWriteOptions o;
     o.compress = args->compress;
     o.compression_level = args->level;

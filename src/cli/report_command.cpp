@@ -9,6 +9,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/duration.hpp"
+#include "cli/import_warnings.hpp"
 #include "cli/output_file.hpp"
 #include "importers/importer.hpp"
 #include "report/report.hpp"
@@ -65,6 +66,7 @@ int run(ReportArgs& a) {
   const bool progress = !a.no_progress && isatty(STDERR_FILENO);
   if (progress) fmt::print(stderr, "\rreading {}...", a.trace);
   Trace trace = importers::import_trace(a.trace, a.importer);
+  cli::warn_if_cut(trace);
   if (trace.events.empty()) throw TraceError(trace.source, "input", "the trace has no events");
   if (progress) fmt::print(stderr, "\rbuilding the PAG of {} events...", trace.events.size());
   Pag pag = build_pag(trace, opt.pag);

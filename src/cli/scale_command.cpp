@@ -16,6 +16,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/duration.hpp"
+#include "cli/import_warnings.hpp"
 #include "cli/output_file.hpp"
 #include "importers/importer.hpp"
 #include "scale/diagnosis.hpp"
@@ -183,6 +184,7 @@ int run_policy(const PolicyArgs& a) {
   if (!a.trace.empty()) {
     const int64_t interval = duration_arg(a.interval, "--interval");
     Trace trace = importers::import_trace(a.trace, a.importer);
+    cli::warn_if_cut(trace);
     if (trace.events.empty()) throw TraceError(trace.source, "input", "the trace has no events");
     int64_t origin = INT64_MAX;
     for (const Event& e : trace.events) origin = std::min(origin, e.ts);
@@ -642,6 +644,7 @@ int manage_stream(const ManageArgs& a) {
     follow_serve(a, t, report);
   } else if (!a.trace.empty()) {
     Trace trace = importers::import_trace(a.trace, a.importer);
+    cli::warn_if_cut(trace);
     if (trace.events.empty()) throw TraceError(trace.source, "input", "the trace has no events");
     int64_t origin = INT64_MAX;
     for (const Event& e : trace.events) origin = std::min(origin, e.ts);

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/import_warnings.hpp"
 #include "importers/importer.hpp"
 #include "serve/sender.hpp"
 
@@ -101,6 +102,7 @@ CommandRunner add_send_command(CLI::App& app) {
     o.jsonl = args->format == "jsonl";
     o.repeat = args->repeat;
     const Trace trace = importers::import_trace(args->trace, args->importer);
+    cli::warn_if_cut(trace);
     const serve::SendStats s = serve::send_trace(trace, o);
     if (!args->quiet)
       fmt::print(stderr, "sent {} events ({} bytes) to {} in {:.3f} s ({:.0f} events/s)\n",

@@ -30,7 +30,7 @@ class StreamImporter {
   virtual std::vector<std::pair<std::string, uint64_t>> diagnostics() const = 0;
 };
 
-// Names of the importers that can stream ("spark, otlp").
+// Names of the importers that can stream ("spark, snailtrail-msgpack").
 std::string streaming_importer_names();
 
 // The streaming importer `name` for input named `source`; nullptr if that format cannot

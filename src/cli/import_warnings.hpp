@@ -1,0 +1,23 @@
+// Warnings on stderr about what an importer repaired that a user must not miss.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <cstdio>
+
+#include "trace/trace.hpp"
+
+namespace snailtrail::cli {
+
+// A file cut off mid-record (a job still writing its log) is read up to its last complete
+// record; the count is in the diagnostics, and this says so where people look first.
+inline void warn_if_cut(const Trace& trace) {
+  for (const auto& [kind, n] : trace.import_diagnostics)
+    if (n > 0 && kind.find("truncated") != std::string::npos)
+      fmt::print(stderr,
+                 "snailtrail: warning: {}: the input ends inside a record (still being "
+                 "written?); read up to the last complete record ({})\n",
+                 trace.source, kind);
+}
+
+}  // namespace snailtrail::cli
