@@ -5,6 +5,7 @@
 
 #include <cstdio>
 
+#include "importers/importer.hpp"
 #include "trace/trace.hpp"
 
 namespace snailtrail::cli {
@@ -13,7 +14,7 @@ namespace snailtrail::cli {
 // record; the count is in the diagnostics, and this says so where people look first.
 inline void warn_if_cut(const Trace& trace) {
   for (const auto& [kind, n] : trace.import_diagnostics)
-    if (n > 0 && kind.find("truncated") != std::string::npos)
+    if (n > 0 && importers::is_cut_input(kind))
       fmt::print(stderr,
                  "snailtrail: warning: {}: the input ends inside a record (still being "
                  "written?); read up to the last complete record ({})\n",

@@ -30,6 +30,12 @@ struct Importer {
 
 inline constexpr size_t kSniffBytes = 4096;
 
+// Whether an import diagnostic kind ("chrome.truncated_file", "spark.truncated_last_line",
+// ...) says that the input ended inside a record, i.e. it was cut off while being written.
+inline bool is_cut_input(std::string_view kind) {
+  return kind.find(".truncated_") != std::string_view::npos;
+}
+
 // Every importer, in the order they are tried when two sniff equally.
 const std::vector<Importer>& all_importers();
 // nullptr if unknown.

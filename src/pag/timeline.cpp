@@ -206,12 +206,7 @@ void match_messages(Pag& pag, std::vector<std::vector<HalfEdge>>& send_lists,
                                                recv_begin[p + 1] - recv_begin[p]),
                      found_issues[t], found[t]);
   };
-  {
-    std::vector<std::thread> pool;
-    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(join_range, t);
-    join_range(0);
-    for (std::thread& th : pool) th.join();
-  }
+  run_parallel(threads, join_range);
   size_t total = 0;
   for (const auto& f : found) total += f.size();
   pag.messages.reserve(total);
@@ -419,13 +414,8 @@ Pag build_pag(const Trace& trace, const PagOptions& options) {
   split.push_back(static_cast<uint32_t>(W));
   split.erase(std::unique(split.begin(), split.end()), split.end());
   std::vector<ScanOutput> outputs(split.size() - 1);
-  {
-    std::vector<std::thread> pool;
-    for (size_t t = 1; t < outputs.size(); ++t)
-      pool.emplace_back(scan_workers, split[t], split[t + 1], std::ref(outputs[t]));
-    scan_workers(split[0], split[1], outputs[0]);
-    for (std::thread& th : pool) th.join();
-  }
+  run_parallel(static_cast<unsigned>(outputs.size()),
+               [&](unsigned t) { scan_workers(split[t], split[t + 1], outputs[t]); });
   size_t bad = SIZE_MAX;
   for (const ScanOutput& o : outputs) bad = std::min(bad, o.bad_event);
   if (bad != SIZE_MAX) {

@@ -108,12 +108,11 @@ void RateCollector::add(const Event& e) {
   const int64_t k = interval_of(e.ts);
   const bool late = e.ts < origin_ns_ || k < closed_;
   if (late) ++late_;
-  // Events come in runs per worker: remember the last one's state (map nodes are stable).
-  if (!last_worker_.state || last_worker_.id != e.worker) {
-    last_worker_.id = e.worker;
-    last_worker_.state = &workers_[e.worker];
+  if (!last_worker_ || last_worker_id_ != e.worker) {
+    last_worker_id_ = e.worker;
+    last_worker_ = &workers_[e.worker];
   }
-  WorkerState& w = *last_worker_.state;
+  WorkerState& w = *last_worker_;
   const bool has_op = e.has(kHasOperator);
   switch (e.kind) {
     case EventKind::start:

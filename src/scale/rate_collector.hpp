@@ -35,6 +35,10 @@ class RateCollector {
  public:
   // Intervals are [origin + k * interval, origin + (k + 1) * interval).
   explicit RateCollector(int64_t interval_ns, int64_t origin_ns = 0);
+  RateCollector(const RateCollector&) = delete;
+  RateCollector& operator=(const RateCollector&) = delete;
+  RateCollector(RateCollector&&) = default;
+  RateCollector& operator=(RateCollector&&) = default;
 
   // One event. Each worker's events must come in time order; workers may interleave in
   // any way. Events before the origin or in an interval already closed are counted in
@@ -97,18 +101,10 @@ class RateCollector {
   int64_t last_ts_ = INT64_MIN;
   std::map<int64_t, std::unordered_map<uint64_t, Acc>> open_;  // by interval index
   std::unordered_map<uint32_t, WorkerState> workers_;
-  // workers_[id] of the last event's worker; a copy of the collector starts without it.
-  struct WorkerCache {
-    uint32_t id = 0;
-    WorkerState* state = nullptr;
-    WorkerCache() = default;
-    WorkerCache(const WorkerCache&) {}
-    WorkerCache& operator=(const WorkerCache&) {
-      state = nullptr;
-      return *this;
-    }
-  };
-  WorkerCache last_worker_;
+  // workers_[last_worker_id_]: events come in runs per worker. Map nodes never move (also
+  // when the collector is moved); copying is deleted so the pointer never dangles.
+  uint32_t last_worker_id_ = 0;
+  WorkerState* last_worker_ = nullptr;
   std::unordered_map<uint64_t, uint32_t> instance_of_;  // (op, worker) -> rank
   std::unordered_map<uint32_t, uint32_t> instances_per_op_;
   std::map<MessageKey, Link> links_;  // messages with one end known

@@ -81,7 +81,7 @@ class Pump {
     hand_over();
     if (foreign_)
       for (const auto& [key, n] : foreign_->diagnostics())
-        if (key.find(".truncated_") != std::string::npos) counters_.truncated += n;
+        if (importers::is_cut_input(key)) counters_.truncated += n;
   }
 
   bool broken() const { return foreign_ ? !foreign_error_.empty() : decoder_.broken(); }

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "trace/parallel.hpp"
 #include "trace/trace_io.hpp"
 #include "trace/trace_io_detail.hpp"
 
@@ -209,10 +210,7 @@ class SnailReader {
         }
       }
     };
-    std::vector<std::thread> pool;
-    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work, t);
-    work(0);
-    for (std::thread& th : pool) th.join();
+    run_parallel(threads, work);
     std::pair<size_t, size_t> bad = {SIZE_MAX, 0};
     for (const auto& fb : first_bad) bad = std::min(bad, fb);
     if (bad.first != SIZE_MAX) {
