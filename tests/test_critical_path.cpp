@@ -187,19 +187,173 @@ TEST(CriticalPath, OtlpFixture) {
   EXPECT_EQ(services[2].critical_ns, 30'000'000);
 }
 
-TEST(CriticalPath, JaegerFixtureSkipsFollowsFrom) {
+TEST(CriticalPath, JaegerFixture) {
   // jaeger-request.json (us): R [1000,1100]; children Q [1060,1090], K clipped to
-  // [1000,1055], S [1005,1015] (overlapped by K, never critical); W follows from Q and is
-  // not a child. Back from 1100: R 10, Q 30, R 5, K 55.
+  // [1000,1055], S [1005,1015] (overlapped by K, never critical); W follows from Q, so it
+  // is Q's child in Jaeger UI's tree, but starts after Q ends: dropped. Back from 1100:
+  // R 10, Q 30, R 5, K 55.
   const SpanSet set = importers::read_spans(kData + "jaeger-request.json");
   const auto paths = importers::critical_paths(set);
   ASSERT_EQ(paths.size(), 1u);
+  EXPECT_EQ(paths[0].roots, 1u);
+  EXPECT_EQ(paths[0].dropped, 1u);
   std::vector<std::pair<std::string, int64_t>> got;
   for (const auto& s : paths[0].path)
     got.emplace_back(set.str(set.spans[s.span].operation), s.critical_ns / 1000);
   const std::vector<std::pair<std::string, int64_t>> want = {
       {"reserve", 55}, {"GET /order", 15}, {"publish", 30}};
   EXPECT_EQ(got, want);
+}
+
+// ---------------------------------------------------------------------------------------
+// Jaeger UI's rules (packages/jaeger-ui/src/components/TracePage/CriticalPath): the
+// situations of its test traces rebuilt as Jaeger JSON and OTLP files, read by the real
+// importers. Times in microseconds (Jaeger) or nanoseconds (OTLP).
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + name;
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  EXPECT_NE(f, nullptr);
+  std::fputs(text.c_str(), f);
+  std::fclose(f);
+  return path;
+}
+
+// A Jaeger span: id (also its operation), start (+1000 us), duration, references
+// "CHILD_OF:x,FOLLOWS_FROM:y", span.kind ("" = none).
+std::string jspan(const std::string& id, int64_t start, int64_t duration, const std::string& refs,
+                  const std::string& kind) {
+  std::string r;
+  for (size_t at = 0; at < refs.size();) {
+    size_t end = refs.find(',', at);
+    if (end == std::string::npos) end = refs.size();
+    const std::string one = refs.substr(at, end - at);
+    const size_t colon = one.find(':');
+    if (!r.empty()) r += ", ";
+    r += "{\"refType\": \"" + one.substr(0, colon) + "\", \"traceID\": \"t1\", \"spanID\": \"" +
+         one.substr(colon + 1) + "\"}";
+    at = end + 1;
+  }
+  std::string tags;
+  if (!kind.empty())
+    tags = "{\"key\": \"span.kind\", \"type\": \"string\", \"value\": \"" + kind + "\"}";
+  return "{\"traceID\": \"t1\", \"spanID\": \"" + id + "\", \"operationName\": \"" + id +
+         "\", \"references\": [" + r + "], \"startTime\": " + std::to_string(1000 + start) +
+         ", \"duration\": " + std::to_string(duration) + ", \"processID\": \"p1\", \"tags\": [" +
+         tags + "]}";
+}
+
+std::string jaeger_trace(const std::vector<std::string>& spans) {
+  std::string s = "{\"data\": [{\"traceID\": \"t1\", \"spans\": [";
+  for (size_t i = 0; i < spans.size(); ++i) s += (i ? ",\n" : "\n") + spans[i];
+  return s + "], \"processes\": {\"p1\": {\"serviceName\": \"svc\", \"tags\": []}}}]}\n";
+}
+
+// (operation, self time) along the path, in path order.
+std::vector<std::pair<std::string, int64_t>> path_of(const SpanSet& set,
+                                                     const importers::CriticalPath& p,
+                                                     int64_t unit) {
+  std::vector<std::pair<std::string, int64_t>> out;
+  for (const auto& s : p.path)
+    out.emplace_back(set.str(set.spans[s.span].operation), s.critical_ns / unit);
+  return out;
+}
+
+using Path = std::vector<std::pair<std::string, int64_t>>;
+
+TEST(CriticalPathJaegerRules, ConsumerChildOfProducerIsNotBlocking) {
+  // A [0,100] server; P [10,30] producer child of A; C [20,90] consumer, CHILD_OF P, with
+  // its own child D [40,80]; Q [35,45] consumer child of A (A is no producer: blocking).
+  // C and D are left out: back from 100, A 55 (45..100), Q 10, A 5 (30..35), P 20, A 10.
+  const std::string path = write_temp(
+      "cp-producer.json",
+      jaeger_trace({jspan("A", 0, 100, "", "server"), jspan("P", 10, 20, "CHILD_OF:A", "producer"),
+                    jspan("C", 20, 70, "CHILD_OF:P", "consumer"),
+                    jspan("D", 40, 40, "CHILD_OF:C", "internal"),
+                    jspan("Q", 35, 10, "CHILD_OF:A", "consumer")}));
+  const SpanSet set = importers::read_spans(path);
+  const auto paths = importers::critical_paths(set);
+  ASSERT_EQ(paths.size(), 1u);
+  EXPECT_EQ(paths[0].nonblocking, 1u);
+  EXPECT_EQ(paths[0].duration_ns, 100'000);
+  EXPECT_EQ(path_of(set, paths[0], 1000), (Path{{"A", 70}, {"P", 20}, {"Q", 10}}));
+
+  // The same with FOLLOWS_FROM from the consumer to the producer: also not blocking.
+  const std::string ff = write_temp(
+      "cp-producer-ff.json",
+      jaeger_trace({jspan("A", 0, 100, "", "server"), jspan("P", 10, 20, "CHILD_OF:A", "producer"),
+                    jspan("C", 20, 70, "FOLLOWS_FROM:P", "consumer")}));
+  const SpanSet set2 = importers::read_spans(ff);
+  const auto paths2 = importers::critical_paths(set2);
+  ASSERT_EQ(paths2.size(), 1u);
+  EXPECT_EQ(paths2[0].nonblocking, 1u);
+  EXPECT_EQ(path_of(set2, paths2[0], 1000), (Path{{"A", 80}, {"P", 20}}));
+
+  // OTLP has no FOLLOWS_FROM: a consumer span whose parentSpanId is a producer span.
+  const std::string otlp = write_temp(
+      "cp-producer-otlp.json",
+      R"({"resourceSpans": [{"resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "svc"}}]},
+  "scopeSpans": [{"spans": [
+   {"traceId": "aa", "spanId": "01", "name": "A", "kind": 2, "startTimeUnixNano": "1000", "endTimeUnixNano": "1100"},
+   {"traceId": "aa", "spanId": "02", "parentSpanId": "01", "name": "P", "kind": 4, "startTimeUnixNano": "1010", "endTimeUnixNano": "1030"},
+   {"traceId": "aa", "spanId": "03", "parentSpanId": "02", "name": "C", "kind": 5, "startTimeUnixNano": "1020", "endTimeUnixNano": "1090"}]}]}]}
+)");
+  const SpanSet set3 = importers::read_spans(otlp);
+  const auto paths3 = importers::critical_paths(set3);
+  ASSERT_EQ(paths3.size(), 1u);
+  EXPECT_EQ(paths3[0].nonblocking, 1u);
+  EXPECT_EQ(path_of(set3, paths3[0], 1), (Path{{"A", 80}, {"P", 20}}));
+}
+
+TEST(CriticalPathJaegerRules, EveryRootGetsAPathConcatenatedByStart) {
+  // Two parentless spans, R2 [60,100] first in the file, R1 [0,50] with child X [10,20];
+  // O [120,130] has a CHILD_OF to a span not in the file (an orphan: a root too). Paths
+  // by root start: R1 (R1 40, X 10), R2 40, O 10; duration = 50 + 40 + 10.
+  const std::string path = write_temp(
+      "cp-roots.json", jaeger_trace({jspan("R2", 60, 40, "", ""), jspan("R1", 0, 50, "", ""),
+                                     jspan("X", 10, 10, "CHILD_OF:R1", ""),
+                                     jspan("O", 120, 10, "CHILD_OF:missing", "")}));
+  const SpanSet set = importers::read_spans(path);
+  const auto paths = importers::critical_paths(set);
+  ASSERT_EQ(paths.size(), 1u);
+  EXPECT_EQ(paths[0].roots, 3u);
+  EXPECT_EQ(paths[0].duration_ns, 100'000);
+  EXPECT_EQ(set.str(set.spans[paths[0].root].operation), "R1");
+  EXPECT_EQ(path_of(set, paths[0], 1000), (Path{{"R1", 40}, {"X", 10}, {"R2", 40}, {"O", 10}}));
+  int64_t sum = 0;
+  for (const auto& s : paths[0].path) sum += s.critical_ns;
+  EXPECT_EQ(sum, paths[0].duration_ns);
+}
+
+TEST(CriticalPathJaegerRules, FollowsFromSpanIsAChildInTheTree) {
+  // A [0,100]; F [40,80] FOLLOWS_FROM A (no CHILD_OF): in Jaeger UI's tree F is A's child
+  // and blocking (no producer/consumer pair): A 60, F 40. G [110,120] FOLLOWS_FROM A lies
+  // after A: dropped, not a root of its own.
+  const std::string path =
+      write_temp("cp-follows.json",
+                 jaeger_trace({jspan("A", 0, 100, "", ""), jspan("F", 40, 40, "FOLLOWS_FROM:A", ""),
+                               jspan("G", 110, 10, "FOLLOWS_FROM:A", "")}));
+  const SpanSet set = importers::read_spans(path);
+  const auto paths = importers::critical_paths(set);
+  ASSERT_EQ(paths.size(), 1u);
+  EXPECT_EQ(paths[0].roots, 1u);
+  EXPECT_EQ(paths[0].dropped, 1u);
+  EXPECT_EQ(path_of(set, paths[0], 1000), (Path{{"A", 60}, {"F", 40}}));
+}
+
+TEST(CriticalPathJaegerRules, FollowsFromCycleIsBroken) {
+  // A follows from B and B from A: no root until the cycle is broken; every span is on
+  // some path, none twice.
+  const std::string path =
+      write_temp("cp-cycle.json", jaeger_trace({jspan("A", 0, 10, "FOLLOWS_FROM:B", ""),
+                                                jspan("B", 2, 5, "FOLLOWS_FROM:A", "")}));
+  const SpanSet set = importers::read_spans(path);
+  const auto paths = importers::critical_paths(set);
+  ASSERT_EQ(paths.size(), 1u);
+  EXPECT_EQ(paths[0].roots, 1u);
+  int64_t sum = 0;
+  for (const auto& s : paths[0].path) sum += s.critical_ns;
+  EXPECT_EQ(sum, paths[0].duration_ns);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -235,7 +389,11 @@ TEST(CriticalPathCli, JsonOutput) {
   EXPECT_EQ(std::string_view(t0["trace_id"]), "5b8efff798038103d269b633813fc60c");
   EXPECT_EQ(int64_t(t0["duration_ns"]), 100'000'000);
   EXPECT_EQ(int64_t(t0["clipped_children"]), 1);  // audit outlives GET /checkout
-  EXPECT_EQ(int64_t(t0["dropped_children"]), 0);
+  // notify (linked to audit, no parent) is audit's child in Jaeger UI's tree and starts
+  // after audit's clipped end: dropped.
+  EXPECT_EQ(int64_t(t0["dropped_children"]), 1);
+  EXPECT_EQ(int64_t(t0["roots"]), 1);
+  EXPECT_EQ(int64_t(t0["nonblocking_children"]), 0);
   simdjson::dom::array path = t0["path"];
   ASSERT_EQ(path.size(), 6u);
   simdjson::dom::element q = path.at(3);

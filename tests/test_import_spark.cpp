@@ -444,15 +444,22 @@ TEST(SparkImport, CountedProblems) {
 }
 
 TEST(SparkImport, UnsupportedCodecIsExplained) {
-  const fs::path path = temp_path("app-20231114-0001.lz4");
-  write_text(path, "LZ4Block\x26\x00\x00\x00");
+  // lz4 is read now (test_import_spark_codecs.cpp); lzf, Spark's other codec, is not.
+  const fs::path path = temp_path("app-20231114-0001.lzf");
+  write_text(path, std::string_view("ZV\x01\x00\x26\x00\x00\x00", 8));
   EXPECT_EQ(importers::detect_importer(path.string()).name, "spark");
   try {
     importers::import_trace(path.string());
-    ADD_FAILURE() << "lz4 accepted";
+    ADD_FAILURE() << "lzf accepted";
   } catch (const TraceError& e) {
-    EXPECT_NE(std::string(e.what()).find("compressed with lz4"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("compressed with lzf"), std::string::npos) << e.what();
   }
+  // A cut LZ4Block header: read, nothing decoded, the cut counted.
+  const fs::path lz4 = temp_path("app-20231114-0001.lz4");
+  write_text(lz4, std::string_view("LZ4Block\x26\x00\x00\x00", 12));
+  const Trace t = importers::import_trace(lz4.string(), "spark");
+  EXPECT_EQ(diagnostic(t, "spark.truncated_compressed_data"), 1u);
+  EXPECT_TRUE(t.events.empty());
 }
 
 TEST(SparkImport, SniffScores) {

@@ -37,8 +37,9 @@ void write_json(fmt::memory_buffer& out, const importers::SpanSet& set,
     append_json_string(out, set.str(p.trace));
     fmt::format_to(it,
                    ", \"duration_ns\": {}, \"spans\": {}, \"clipped_children\": {}, "
-                   "\"dropped_children\": {}, \"path\": [",
-                   p.duration_ns, p.spans, p.clipped, p.dropped);
+                   "\"dropped_children\": {}, \"roots\": {}, \"nonblocking_children\": {}, "
+                   "\"path\": [",
+                   p.duration_ns, p.spans, p.clipped, p.dropped, p.roots, p.nonblocking);
     for (size_t k = 0; k < p.path.size(); ++k) {
       const importers::Span& s = set.spans[p.path[k].span];
       fmt::format_to(it, "{}{{\"span_id\": ", k ? ", " : "");
@@ -86,7 +87,7 @@ void write_table(fmt::memory_buffer& out, const CriticalPathArgs& a, const impor
   if (order.size() > a.traces) order.resize(a.traces);
   for (size_t i : order) {
     const importers::CriticalPath& p = paths[i];
-    const int64_t t0 = set.spans[p.root].start;
+    const int64_t t0 = p.start_ns;
     fmt::format_to(it, "\ntrace {}  {} ms, {} spans, {} on the critical path\n", set.str(p.trace),
                    ms(p.duration_ns), p.spans, p.path.size());
     if (p.clipped || p.dropped)
@@ -94,6 +95,14 @@ void write_table(fmt::memory_buffer& out, const CriticalPathArgs& a, const impor
                      "  ({} children clipped to their parent: clock skew or async work; {} "
                      "entirely outside it, left out)\n",
                      p.clipped, p.dropped);
+    if (p.roots > 1)
+      fmt::format_to(it, "  ({} roots: one path per root, concatenated; duration is their sum)\n",
+                     p.roots);
+    if (p.nonblocking)
+      fmt::format_to(it,
+                     "  ({} consumer children of producers: not blocking, left out with their "
+                     "subtree)\n",
+                     p.nonblocking);
     fmt::format_to(it, "  {:>10} {:>10} {:>10} {:>6}  {:<16} {}\n", "start_ms", "end_ms", "crit_ms",
                    "crit%", "service", "operation");
     for (const importers::PathStep& s : p.path) {

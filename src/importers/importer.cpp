@@ -7,8 +7,10 @@
 
 #include <cerrno>
 #include <cstring>
+#include <span>
 
 #include "importers/chrome/chrome_importer.hpp"
+#include "importers/common/compressed.hpp"
 #include "importers/msgpack/msgpack_importer.hpp"
 #include "importers/otel/otel_importer.hpp"
 #include "importers/spark/spark_importer.hpp"
@@ -61,8 +63,10 @@ Trace read_jsonl(const std::string& path, const ImportOptions&) {
   return read_trace(path, TraceFormat::jsonl);
 }
 
-// Reads up to kSniffBytes from the start of a regular file (stdin is not sniffed: it
-// cannot be rewound).
+// Reads up to kSniffBytes from the start of a regular file, or up to kCompressedSniffBytes
+// if it starts with a compression magic: sniffers decode the head, and a codec's first
+// block can be larger than kSniffBytes (zstd-jni writes 128 KiB blocks). stdin is not
+// sniffed here: it cannot be rewound (import_trace reads it whole).
 std::string read_head(const std::string& path) {
   std::string head;
   if (path == "-") return head;
@@ -73,17 +77,31 @@ std::string read_head(const std::string& path) {
     ::close(fd);
     throw TraceError(path, "cannot read", std::strerror(EISDIR));
   }
-  head.resize(kSniffBytes);
   size_t got = 0;
-  while (got < head.size()) {
-    const ssize_t n = ::read(fd, head.data() + got, head.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    got += static_cast<size_t>(n);
-  }
+  auto fill = [&](size_t want) {
+    head.resize(want);
+    while (got < head.size()) {
+      const ssize_t n = ::read(fd, head.data() + got, head.size() - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+    }
+    head.resize(got);
+  };
+  fill(kSniffBytes);
+  if (got == kSniffBytes && codec_of(head) != Codec::none) fill(kCompressedSniffBytes);
   ::close(fd);
-  head.resize(got);
   return head;
+}
+
+// "looks gzip-compressed" and what to do, for inputs no importer takes.
+std::string compressed_hint(std::string_view head) {
+  const Codec c = codec_of(head);
+  if (c == Codec::none) return "";
+  std::string hint = "it looks " + std::string(codec_name(c)) + "-compressed";
+  if (decodable(c))
+    hint += ", and its decoded start is not a Spark event log (the only format read compressed)";
+  return hint + ": decompress it first, or name the importer with --importer";
 }
 
 }  // namespace
@@ -92,7 +110,10 @@ const std::vector<Importer>& all_importers() {
   static const std::vector<Importer> importers = {
       {"snail", "snailtrail binary trace (.snail)", sniff_snail, read_snail},
       {"jsonl", "snailtrail JSON lines (.jsonl)", sniff_jsonl, read_jsonl},
-      {"spark", "Spark event log (JSON lines, plain or zstd)", spark::sniff, spark::import},
+      {"spark",
+       "Spark event log (JSON lines; plain, zstd, lz4, snappy or gzip; or a rolling "
+       "eventlog_v2_* directory)",
+       spark::sniff, spark::import},
       {"snailtrail-msgpack", "original SnailTrail MessagePack log", msgpack_log::sniff,
        msgpack_log::import},
       {"chrome", "Chrome Trace Event Format JSON (TensorFlow, PyTorch, Perfetto)", sniff_chrome,
@@ -132,18 +153,50 @@ const Importer& detect_importer(const std::string& path) {
         path, "file name",
         "this looks like a simulator scenario, not a trace: run `snailtrail simulate " + path +
             " -o trace.snail` and analyze trace.snail");
-  const Importer* best = sniff_importer(path, read_head(path));
-  if (!best)
+  if (spark::is_rolling_dir(path)) return *find_importer("spark");
+  const std::string head = read_head(path);
+  const Importer* best = sniff_importer(path, head);
+  if (!best) {
+    const std::string hint = compressed_hint(head);
     throw TraceError(path, "format",
-                     "not a trace format snailtrail recognises; name one with --importer (" +
-                         importer_names() + ")");
+                     (hint.empty() ? "not a trace format snailtrail recognises"
+                                   : "not a trace format snailtrail recognises: " + hint) +
+                         "; name one with --importer (" + importer_names() + ")");
+  }
   return *best;
+}
+
+// stdin with --importer auto, read whole: a .snail image (by its magic), a Spark event log
+// (plain or compressed) when its first line says so, else snailtrail JSONL.
+static Trace import_stdin(const ImportOptions& options) {
+  const std::string bytes = read_file_bytes("-");
+  const std::string source = "<stdin>";
+  const std::string_view head = std::string_view(bytes).substr(0, kCompressedSniffBytes);
+  if (head.starts_with("SNAILTRC"))
+    return parse_snail(
+        std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()),
+        source);
+  if (spark::sniff("-", head) >= 90)
+    return spark::parse_event_log(bytes, source,
+                                  spark::parse_delay_split(options.spark_delay_split));
+  const std::string hint = compressed_hint(head);
+  if (!hint.empty())
+    throw TraceError(
+        source, "format",
+        "stdin is read as snailtrail JSONL, a .snail image or a Spark event log, but " + hint);
+  try {
+    return parse_jsonl(bytes, source);
+  } catch (const TraceError& e) {
+    throw TraceError(e.what(), "note",
+                     "stdin is read as snailtrail JSONL (or a .snail image, or a Spark event "
+                     "log); for another format pass --importer NAME or give the file's path");
+  }
 }
 
 Trace import_trace(const std::string& path, std::string_view importer,
                    const ImportOptions& options) {
   if (importer == "auto") {
-    if (path == "-") return read_trace(path);  // recognises a .snail image by its magic
+    if (path == "-") return import_stdin(options);
     return detect_importer(path).read(path, options);
   }
   const Importer* imp = find_importer(importer);

@@ -29,6 +29,8 @@ struct Importer {
 };
 
 inline constexpr size_t kSniffBytes = 4096;
+// The head of a file that starts with a compression magic: enough for its first block.
+inline constexpr size_t kCompressedSniffBytes = size_t{1} << 20;
 
 // Whether an import diagnostic kind ("chrome.truncated_file", "spark.truncated_last_line",
 // ...) says that the input ended inside a record, i.e. it was cut off while being written.

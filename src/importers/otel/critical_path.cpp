@@ -10,33 +10,68 @@ namespace snailtrail::importers {
 std::vector<CriticalPath> critical_paths(const SpanSet& set) {
   const std::vector<Span>& spans = set.spans;
   const uint32_t n = static_cast<uint32_t>(spans.size());
-  // Children (CHILD_OF only) as CSR.
+  // The tree, as Jaeger UI builds it: a span's parent is its CHILD_OF parent, else the
+  // first reference of any kind (FOLLOWS_FROM, an OTLP link) to a span of the same trace.
+  std::vector<uint32_t> tree_parent(n, kNoSpan);
+  for (uint32_t i = 0; i < n; ++i) {
+    tree_parent[i] = spans[i].parent;
+    if (tree_parent[i] != kNoSpan) continue;
+    for (uint32_t r = spans[i].refs_begin; r < spans[i].refs_end && r < set.ref_target.size();
+         ++r) {
+      const uint32_t t = set.ref_target[r];
+      if (t != kNoSpan && t != i && spans[t].trace == spans[i].trace) {
+        tree_parent[i] = t;
+        break;
+      }
+    }
+  }
+  // Follows-from parents can close a cycle: break it where it is found.
+  {
+    constexpr uint8_t kUnknown = 0, kOnPath = 1, kDone = 2;
+    std::vector<uint8_t> state(n, kUnknown);
+    std::vector<uint32_t> chain;
+    for (uint32_t i = 0; i < n; ++i) {
+      chain.clear();
+      for (uint32_t x = i; x != kNoSpan && state[x] == kUnknown; x = tree_parent[x]) {
+        state[x] = kOnPath;
+        chain.push_back(x);
+        if (tree_parent[x] != kNoSpan && state[tree_parent[x]] == kOnPath) tree_parent[x] = kNoSpan;
+      }
+      for (uint32_t x : chain) state[x] = kDone;
+    }
+  }
+  // Children as CSR. A consumer child of a producer runs on its own (Jaeger UI: not
+  // blocking, whatever the reference), so it and its subtree are left out.
+  auto blocking = [&](uint32_t child) {
+    const uint32_t p = tree_parent[child];
+    return !(spans[p].kind == SpanKind::producer && spans[child].kind == SpanKind::consumer);
+  };
   std::vector<uint32_t> child_begin(n + 1, 0), children(n);
-  for (const Span& s : spans)
-    if (s.parent != kNoSpan) ++child_begin[s.parent + 1];
+  for (uint32_t i = 0; i < n; ++i)
+    if (tree_parent[i] != kNoSpan && blocking(i)) ++child_begin[tree_parent[i] + 1];
   std::partial_sum(child_begin.begin(), child_begin.end(), child_begin.begin());
   {
     std::vector<uint32_t> fill(child_begin.begin(), child_begin.end() - 1);
     for (uint32_t i = 0; i < n; ++i)
-      if (spans[i].parent != kNoSpan) children[fill[spans[i].parent]++] = i;
+      if (tree_parent[i] != kNoSpan && blocking(i)) children[fill[tree_parent[i]]++] = i;
   }
-  // Traces in order of first appearance, each with its root.
+  // Traces in order of first appearance; each root (a span without a parent in the tree)
+  // gets its own path, in order of start time, and the paths are concatenated.
   std::unordered_map<uint32_t, uint32_t> trace_slot;
   std::vector<CriticalPath> paths;
-  auto better_root = [&](uint32_t a, uint32_t b) {  // is a a better root than b?
-    const Span &x = spans[a], &y = spans[b];
-    const bool xr = x.refs_begin != x.refs_end, yr = y.refs_begin != y.refs_end;
-    if (xr != yr) return !xr;
-    if (x.start != y.start) return x.start < y.start;
-    if (x.end - x.start != y.end - y.start) return x.end - x.start > y.end - y.start;
-    return a < b;
-  };
+  std::vector<std::vector<uint32_t>> roots;
   for (uint32_t i = 0; i < n; ++i) {
     auto [it, fresh] = trace_slot.emplace(spans[i].trace, static_cast<uint32_t>(paths.size()));
-    if (fresh) paths.push_back({spans[i].trace, kNoSpan, 0, 0, 0, 0, {}});
+    if (fresh) {
+      paths.push_back({spans[i].trace, kNoSpan, 0, 0, 0, 0, {}});
+      roots.emplace_back();
+    }
     CriticalPath& p = paths[it->second];
     ++p.spans;
-    if (spans[i].parent == kNoSpan && (p.root == kNoSpan || better_root(i, p.root))) p.root = i;
+    if (tree_parent[i] == kNoSpan)
+      roots[it->second].push_back(i);
+    else if (!blocking(i))
+      ++p.nonblocking;
   }
 
   std::vector<int64_t> cs(n), ce(n);  // clipped intervals
@@ -49,73 +84,79 @@ std::vector<CriticalPath> critical_paths(const SpanSet& set) {
     uint32_t begin, end;  // the span's sorted children in `order`
   };
   std::vector<Frame> stack;
-  for (CriticalPath& path : paths) {
-    if (path.root == kNoSpan) continue;  // every span has a parent: a cycle was broken elsewhere
-    const uint32_t root = path.root;
-    // Clip top-down; children entirely outside their parent are dropped with their subtree.
-    reached.assign(1, root);
-    cs[root] = spans[root].start;
-    ce[root] = spans[root].end;
-    for (size_t k = 0; k < reached.size(); ++k) {
-      const uint32_t x = reached[k];
-      for (uint32_t c = child_begin[x]; c < child_begin[x + 1]; ++c) {
-        const uint32_t y = children[c];
-        if (spans[y].start > ce[x] || spans[y].end < cs[x]) {
-          ++path.dropped;
+  for (size_t t = 0; t < paths.size(); ++t) {
+    CriticalPath& path = paths[t];
+    std::vector<uint32_t>& rs = roots[t];
+    std::stable_sort(rs.begin(), rs.end(),
+                     [&](uint32_t a, uint32_t b) { return spans[a].start < spans[b].start; });
+    path.roots = static_cast<uint32_t>(rs.size());
+    if (rs.empty()) continue;  // cannot happen: cycles are broken above
+    path.root = rs.front();
+    path.start_ns = spans[rs.front()].start;
+    for (const uint32_t root : rs) {
+      // Clip top-down; children entirely outside their parent are dropped with their subtree.
+      reached.assign(1, root);
+      cs[root] = spans[root].start;
+      ce[root] = spans[root].end;
+      for (size_t k = 0; k < reached.size(); ++k) {
+        const uint32_t x = reached[k];
+        for (uint32_t c = child_begin[x]; c < child_begin[x + 1]; ++c) {
+          const uint32_t y = children[c];
+          if (spans[y].start > ce[x] || spans[y].end < cs[x]) {
+            ++path.dropped;
+            continue;
+          }
+          path.clipped += spans[y].start < cs[x] || spans[y].end > ce[x];
+          cs[y] = std::max(spans[y].start, cs[x]);
+          ce[y] = std::min(spans[y].end, ce[x]);
+          reached.push_back(y);
+        }
+      }
+      // The walk, with explicit frames (traces can be deep).
+      order.clear();
+      auto push = [&](uint32_t x, int64_t point) {
+        const uint32_t b = static_cast<uint32_t>(order.size());
+        for (uint32_t c = child_begin[x]; c < child_begin[x + 1]; ++c) {
+          const uint32_t y = children[c];
+          if (spans[y].start > ce[x] || spans[y].end < cs[x]) continue;  // dropped
+          order.push_back(y);
+        }
+        std::sort(order.begin() + b, order.end(), [&](uint32_t a, uint32_t c) {
+          if (ce[a] != ce[c]) return ce[a] > ce[c];
+          if (cs[a] != cs[c]) return cs[a] < cs[c];
+          return a < c;
+        });
+        stack.push_back({x, point, b, b, static_cast<uint32_t>(order.size())});
+      };
+      auto credit = [&](uint32_t x, int64_t a, int64_t b) {
+        if (b <= a) return;
+        if (crit[x] == 0 || a < first[x]) first[x] = a;
+        crit[x] += b - a;
+      };
+      push(root, ce[root]);
+      while (!stack.empty()) {
+        Frame& f = stack.back();
+        while (f.next < f.end && ce[order[f.next]] > f.point) ++f.next;
+        if (f.next == f.end) {
+          credit(f.span, cs[f.span], f.point);
+          stack.pop_back();
           continue;
         }
-        path.clipped += spans[y].start < cs[x] || spans[y].end > ce[x];
-        cs[y] = std::max(spans[y].start, cs[x]);
-        ce[y] = std::min(spans[y].end, ce[x]);
-        reached.push_back(y);
+        const uint32_t child = order[f.next++];
+        credit(f.span, ce[child], f.point);
+        f.point = cs[child];
+        push(child, ce[child]);  // may reallocate: f is not used after this
       }
+      path.duration_ns += spans[root].end - spans[root].start;
+      const size_t from = path.path.size();
+      for (uint32_t x : reached)
+        if (crit[x] > 0) path.path.push_back({x, crit[x], first[x]});
+      std::sort(path.path.begin() + static_cast<std::ptrdiff_t>(from), path.path.end(),
+                [](const PathStep& a, const PathStep& b) { return a.first_ns < b.first_ns; });
+      if (path.path.size() == from) path.path.push_back({root, 0, spans[root].start});
+      for (uint32_t x : reached) crit[x] = 0;
     }
-    // The walk, with explicit frames (traces can be deep).
-    order.clear();
-    auto push = [&](uint32_t x, int64_t point) {
-      const uint32_t b = static_cast<uint32_t>(order.size());
-      for (uint32_t c = child_begin[x]; c < child_begin[x + 1]; ++c) {
-        const uint32_t y = children[c];
-        if (spans[y].start > ce[x] || spans[y].end < cs[x]) continue;  // dropped
-        order.push_back(y);
-      }
-      std::sort(order.begin() + b, order.end(), [&](uint32_t a, uint32_t c) {
-        if (ce[a] != ce[c]) return ce[a] > ce[c];
-        if (cs[a] != cs[c]) return cs[a] < cs[c];
-        return a < c;
-      });
-      stack.push_back({x, point, b, b, static_cast<uint32_t>(order.size())});
-    };
-    auto credit = [&](uint32_t x, int64_t a, int64_t b) {
-      if (b <= a) return;
-      if (crit[x] == 0 || a < first[x]) first[x] = a;
-      crit[x] += b - a;
-    };
-    push(root, ce[root]);
-    while (!stack.empty()) {
-      Frame& f = stack.back();
-      while (f.next < f.end && ce[order[f.next]] > f.point) ++f.next;
-      if (f.next == f.end) {
-        credit(f.span, cs[f.span], f.point);
-        stack.pop_back();
-        continue;
-      }
-      const uint32_t child = order[f.next++];
-      credit(f.span, ce[child], f.point);
-      f.point = cs[child];
-      push(child, ce[child]);  // may reallocate: f is not used after this
-    }
-    path.duration_ns = spans[root].end - spans[root].start;
-    for (uint32_t x : reached)
-      if (crit[x] > 0) path.path.push_back({x, crit[x], first[x]});
-    std::sort(path.path.begin(), path.path.end(),
-              [](const PathStep& a, const PathStep& b) { return a.first_ns < b.first_ns; });
-    if (path.path.empty()) path.path.push_back({root, 0, spans[root].start});
-    for (uint32_t x : reached) crit[x] = 0;
   }
-  paths.erase(std::remove_if(paths.begin(), paths.end(),
-                             [](const CriticalPath& p) { return p.root == kNoSpan; }),
-              paths.end());
   return paths;
 }
 

@@ -1,11 +1,14 @@
 // The classic critical path of a request trace: the chain of spans that determines its
 // latency, as Jaeger UI and CRISP compute it (docs/IMPORTERS.md, "Critical path").
 //
-// Walk backward from the root's end: at each point the critical span is the current one
-// until the last child that finished at or before the point; jump into that child at its
-// end, follow it recursively, and come back to the parent at the child's start. Before,
-// children are clipped to their parent (clock skew, async children outliving the parent)
-// and children entirely outside it are dropped; follows-from spans are not children.
+// The tree is Jaeger UI's: the CHILD_OF parent, else the first reference of any kind to a
+// span of the trace; a consumer child of a producer is not blocking and is left out with
+// its subtree. Every root (span without a parent in the tree) gets a path, by start time,
+// concatenated. Walk backward from a root's end: at each point the critical span is the
+// current one until the last child that finished at or before the point; jump into that
+// child at its end, follow it recursively, and come back to the parent at the child's
+// start. Before, children are clipped to their parent (clock skew, async children
+// outliving the parent) and children entirely outside it are dropped.
 #pragma once
 
 #include <cstdint>
@@ -22,19 +25,21 @@ struct PathStep {
 };
 
 struct CriticalPath {
-  uint32_t trace;  // interned trace id
-  uint32_t root;   // span index
-  int64_t duration_ns;
+  uint32_t trace;              // interned trace id
+  uint32_t root;               // span index of the first root
+  int64_t duration_ns;         // sum of the roots' durations
   uint32_t spans;              // spans in the trace
   uint32_t clipped = 0;        // children clipped to their parent (clock skew, async children)
   uint32_t dropped = 0;        // children entirely outside their parent, dropped with their subtree
-  std::vector<PathStep> path;  // by first_ns; critical_ns sums to duration_ns
+  std::vector<PathStep> path;  // per root, by first_ns; critical_ns sums to duration_ns
+  uint32_t roots = 0;          // spans without a parent in the tree, one path each
+  uint32_t nonblocking = 0;    // consumer children of producers, left out with their subtree
+  int64_t start_ns = 0;        // the first root's start
 };
 
-// One critical path per trace id, in order of the traces' first span in the file.
-// Root: the earliest span without references (else the earliest whose parent is
-// missing), ties to the longest. Ties between children ending together go to the
-// one that started first.
+// One critical path per trace id, in order of the traces' first span in the file: the
+// concatenated paths of its roots. Ties between children ending together go to the one
+// that started first.
 std::vector<CriticalPath> critical_paths(const SpanSet& set);
 
 struct ServiceTime {

@@ -9,11 +9,13 @@
 // The batch importer is the same stream fed the whole log.
 #include "importers/spark/spark_importer.hpp"
 
+#include <dirent.h>
 #include <simdjson.h>
-#include <zstd.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <cstring>
 #include <functional>
@@ -26,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "importers/common/compressed.hpp"
 #include "importers/common/lines.hpp"
 #include "importers/importer.hpp"
 
@@ -36,28 +39,22 @@ namespace dom = simdjson::dom;
 
 constexpr int64_t kNsPerMs = 1'000'000;
 constexpr uint32_t kDriver = 0;
-constexpr char kZstdMagic[4] = {'\x28', '\xB5', '\x2F', '\xFD'};
-
-bool starts_with_zstd_magic(std::string_view s) {
-  return s.size() >= 4 && std::memcmp(s.data(), kZstdMagic, 4) == 0;
-}
-
-bool ends_with(std::string_view s, std::string_view suffix) {
-  if (s.size() < suffix.size()) return false;
-  for (size_t i = 0; i < suffix.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(s[s.size() - suffix.size() + i])) != suffix[i])
-      return false;
-  return true;
-}
-
-// Spark names compressed logs after the codec (app-1234.lz4, ....lz4.inprogress).
-std::string_view unsupported_codec(std::string_view path, std::string_view head) {
-  std::string_view p = path;
-  if (ends_with(p, ".inprogress")) p.remove_suffix(11);
-  if (head.starts_with("LZ4Block") || ends_with(p, ".lz4")) return "lz4";
-  if (ends_with(p, ".lzf") || head.starts_with("ZV")) return "lzf";
-  if (ends_with(p, ".snappy") || head.starts_with("\x82SNAPPY")) return "snappy";
-  return "";
+// Why a log cannot be read: a codec we do not decode (by magic, else by the name Spark
+// gives compressed logs: app-1234.lzf, ....lz4.inprogress), or a name promising a codec
+// whose magic is missing. Empty if readable.
+std::string unreadable_codec(std::string_view path, std::string_view head) {
+  const Codec magic = codec_of(head);
+  if (magic != Codec::none)
+    return decodable(magic) ? "" : "compressed with " + std::string(codec_name(magic));
+  const Codec named = codec_of_name(path);
+  if (named == Codec::none || head.empty()) return "";
+  if (!decodable(named)) return "compressed with " + std::string(codec_name(named));
+  // Named like a compressed log but plain JSON (renamed, or decompressed in place): fine.
+  size_t i = 0;
+  while (i < head.size() && (head[i] == ' ' || head[i] == '\n' || head[i] == '\r')) ++i;
+  if (i < head.size() && head[i] == '{') return "";
+  return "named as " + std::string(codec_name(named)) +
+         " but not starting with its magic bytes (corrupt, or another framing)";
 }
 
 // True if the first line is a JSON object whose "Event" names a Spark listener event.
@@ -114,7 +111,9 @@ struct StageRec {
 };
 
 struct JobRec {
-  int64_t submitted = -1, completed = -1;
+  int64_t submitted = -1, completed = -1;  // ns; -1 = not in the log (Spark 1.x: inferred)
+  bool started = false, ended = false;     // its start / end event was seen
+  std::vector<uint32_t> stage_ids;         // "Stage IDs" of the job start
 };
 
 // Recoverable problems, in the order they are reported.
@@ -135,6 +134,8 @@ enum Problem {
   kBadJobTimes,
   kZeroDurationTasks,
   kTasksEndedAfterTheirJob,
+  kJobsWithoutSubmissionTime,
+  kJobsWithoutCompletionTime,
   kProblemCount,
 };
 constexpr const char* kProblemNames[kProblemCount] = {
@@ -154,6 +155,8 @@ constexpr const char* kProblemNames[kProblemCount] = {
     "spark.bad_job_times",
     "spark.zero_duration_tasks",
     "spark.tasks_ended_after_their_job",
+    "spark.jobs_without_submission_time",
+    "spark.jobs_without_completion_time",
 };
 
 // ---------------------------------------------------------------------------------------
@@ -191,7 +194,7 @@ class LogParser {
   bool epoch_complete() const {
     if (!job_ended_ || !running_.empty()) return false;
     for (const JobRec& j : jobs)
-      if (j.submitted >= 0 && j.completed < 0) return false;
+      if (j.started && !j.ended) return false;
     for (uint32_t s : epoch_stages_)
       if (!stages[s].drawn && stages[s].submitted >= 0 && stages[s].completed < 0) return false;
     return true;
@@ -301,9 +304,25 @@ class LogParser {
     } else if (name == "SparkListenerStageSubmitted" || name == "SparkListenerStageCompleted") {
       stage_event(need_object(obj, "Stage Info"), name == "SparkListenerStageCompleted");
     } else if (name == "SparkListenerJobStart") {
-      job(need_int(obj, "Job ID")).submitted = need_ms(obj, "Submission Time");
+      // Spark 1.x logs have neither "Submission Time" nor, on the end, "Completion Time":
+      // they are inferred from the job's stages (Builder).
+      JobRec& j = job(need_int(obj, "Job ID"));
+      j.started = true;
+      if (auto t = opt_ms(obj, "Submission Time")) j.submitted = *t;
+      if (auto ids = field(obj, "Stage IDs")) {
+        dom::array a;
+        if (ids->get_array().get(a) != simdjson::SUCCESS) fail("\"Stage IDs\" must be an array");
+        for (dom::element e : a) {
+          int64_t v = 0;
+          if (e.get_int64().get(v) != simdjson::SUCCESS || v < 0 || v > UINT32_MAX)
+            fail("\"Stage IDs\" must hold non-negative integers");
+          j.stage_ids.push_back(static_cast<uint32_t>(v));
+        }
+      }
     } else if (name == "SparkListenerJobEnd") {
-      job(need_int(obj, "Job ID")).completed = need_ms(obj, "Completion Time");
+      JobRec& j = job(need_int(obj, "Job ID"));
+      j.ended = true;
+      if (auto t = opt_ms(obj, "Completion Time")) j.completed = *t;
       job_ended_ = true;
     } else if (name == "SparkListenerExecutorAdded") {
       const std::string_view id = need_string(obj, "Executor ID");
@@ -725,10 +744,34 @@ class Builder {
         points.push_back({end, 0, -1, 0, false});
       }
     }
-    for (const JobRec& j : log_.jobs) {
-      if (j.submitted < 0 || j.completed < 0) {
+    for (JobRec& j : log_.jobs) {
+      if (!j.started || !j.ended) {
         ++log_.problems_[kJobsWithoutEnd];  // (a job end without start is as unusable)
         continue;
+      }
+      if (j.submitted < 0 || j.completed < 0) {
+        // Spark 1.x: the job spans its stages (submission or first task launch to
+        // completion or last result); all of the epoch's stages if it names none.
+        int64_t first = -1, last = -1;
+        for (uint32_t s : log_.epoch_stages_) {
+          const StageRec& st = log_.stages[s];
+          if (!j.stage_ids.empty() &&
+              std::find(j.stage_ids.begin(), j.stage_ids.end(), st.id) == j.stage_ids.end())
+            continue;
+          const int64_t b = st.submitted >= 0 ? st.submitted : stage_first_launch[s];
+          const int64_t e = st.completed >= 0 ? st.completed : stage_last_result[s];
+          if (b >= 0 && (first < 0 || b < first)) first = b;
+          if (e >= 0) last = std::max(last, e);
+        }
+        if (j.submitted < 0) {
+          ++log_.problems_[kJobsWithoutSubmissionTime];
+          j.submitted = first;
+        }
+        if (j.completed < 0) {
+          ++log_.problems_[kJobsWithoutCompletionTime];
+          j.completed = last;
+        }
+        if (j.submitted < 0 || j.completed < 0) continue;  // no stage ran: nothing to draw
       }
       if (j.completed < j.submitted) {
         ++log_.problems_[kBadJobTimes];
@@ -822,16 +865,18 @@ class Builder {
   std::vector<uint32_t> placement_order_;
 };
 
-// The codec's explanation, for logs Spark compressed with one we cannot read.
-[[noreturn]] void unsupported(const std::string& source, std::string_view codec) {
+// The codec's explanation, for logs we cannot decode.
+[[noreturn]] void unsupported(const std::string& source, const std::string& why) {
   throw TraceError(source, "compression",
-                   "Spark event logs compressed with " + std::string(codec) +
-                       " are not supported: decompress the file, or have Spark write zstd "
-                       "(spark.eventLog.compression.codec=zstd)");
+                   "this Spark event log is " + why +
+                       ": snailtrail reads plain, zstd, lz4 (Spark's LZ4Block), snappy "
+                       "(snappy-java) and gzip logs; decompress it, or have Spark write one of "
+                       "those (spark.eventLog.compression.codec)");
 }
 
-// Lines -> records -> epochs, from plain or zstd bytes (recognised by the magic number;
-// all frames, decoded as they arrive).
+// Lines -> records -> epochs, from plain or compressed bytes (recognised by the magic
+// number, decoded as they arrive). A rolling log's parts go through one stream, each part
+// with its own codec (next_part).
 class SparkStream final : public StreamImporter {
  public:
   SparkStream(const std::string& source, const SparkOptions& options)
@@ -844,17 +889,29 @@ class SparkStream final : public StreamImporter {
     if (!started_) {
       // The first bytes tell plain from compressed.
       head_.append(bytes);
-      if (head_.size() < 8) return;
+      if (head_.size() < 16) return;
       start(out);
       return;
     }
     input(bytes, out);
   }
 
+  // Ends one part of a rolling log (its last line, its codec) and starts the next, named
+  // `next_source` in errors.
+  void next_part(const std::string& next_source, Trace& out) {
+    end_part(out);
+    lines_.finish([&](const char* data, size_t len, uint64_t line_no) {
+      log_.line(data, len, line_no, true);
+      if (log_.epoch_complete()) Builder(log_, options_, state_).build(out, false);
+    });
+    lines_ = LineSplitter{};
+    log_.source_ = next_source;
+    started_ = false;
+    decoder_.reset();
+  }
+
   void finish(Trace& out) override {
-    if (!started_) start(out);
-    // A log still being written ends inside a frame: what decoded is used.
-    if (dctx_ && zstd_left_ != 0) ++log_.problems_[kTruncatedCompressedData];
+    end_part(out);
     lines_.finish([&](const char* data, size_t len, uint64_t line_no) {
       log_.line(data, len, line_no, true);
     });
@@ -869,14 +926,19 @@ class SparkStream final : public StreamImporter {
   }
 
  private:
+  void end_part(Trace& out) {
+    if (!started_) start(out);  // a part under 16 bytes
+    // A log still being written ends inside a frame or block: what decoded is used.
+    if (decoder_ && decoder_->cut()) ++log_.problems_[kTruncatedCompressedData];
+  }
+
   void start(Trace& out) {
     started_ = true;
-    const std::string_view codec = unsupported_codec(log_.source_, head_);
-    if (!codec.empty()) unsupported(log_.source_, codec);
-    if (starts_with_zstd_magic(head_)) {
-      dctx_.reset(ZSTD_createDCtx());
-      if (!dctx_) throw std::bad_alloc();
-      zstd_out_.resize(ZSTD_DStreamOutSize());
+    const Codec codec = codec_of(head_);
+    if (codec != Codec::none) {
+      if (!decodable(codec))
+        unsupported(log_.source_, "compressed with " + std::string(codec_name(codec)));
+      decoder_ = std::make_unique<Decoder>(codec, log_.source_);
     }
     const std::string head = std::move(head_);
     head_.clear();
@@ -884,20 +946,8 @@ class SparkStream final : public StreamImporter {
   }
 
   void input(std::string_view bytes, Trace& out) {
-    if (!dctx_) return lines(bytes, out);
-    ZSTD_inBuffer in{bytes.data(), bytes.size(), 0};
-    for (;;) {
-      ZSTD_outBuffer o{zstd_out_.data(), zstd_out_.size(), 0};
-      const size_t before = in.pos;
-      const size_t ret = ZSTD_decompressStream(dctx_.get(), &o, &in);
-      if (ZSTD_isError(ret))
-        throw TraceError(log_.source_, "byte " + std::to_string(compressed_ + before),
-                         std::string("corrupt zstd data: ") + ZSTD_getErrorName(ret));
-      zstd_left_ = ret;
-      if (o.pos > 0) lines(std::string_view(zstd_out_.data(), o.pos), out);
-      if (in.pos == in.size && o.pos < o.size) break;
-    }
-    compressed_ += bytes.size();
+    if (!decoder_) return lines(bytes, out);
+    decoder_->feed(bytes, [&](std::string_view decoded) { lines(decoded, out); });
   }
 
   void lines(std::string_view bytes, Trace& out) {
@@ -913,10 +963,7 @@ class SparkStream final : public StreamImporter {
   LineSplitter lines_;
   bool started_ = false;
   std::string head_;  // the first bytes, until there are enough to sniff
-  std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx_{nullptr, ZSTD_freeDCtx};
-  std::string zstd_out_;
-  size_t zstd_left_ = 0;  // ZSTD_decompressStream's last hint: 0 = at a frame's end
-  uint64_t compressed_ = 0;
+  std::unique_ptr<Decoder> decoder_;
 };
 
 // The whole log through the stream.
@@ -955,12 +1002,73 @@ Trace parse_event_log(std::string_view text, const std::string& source,
   return parse_all(text, source, options);
 }
 
+std::vector<std::string> rolling_parts(const std::string& dir) {
+  // events_<n>_<appId>[.codec] (Spark 3 rolling event logs, EventLogFileWriters.scala);
+  // appstatus_* only says whether the application has finished.
+  std::vector<std::pair<uint64_t, std::string>> parts;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) throw TraceError(dir, "cannot open", std::strerror(errno));
+  while (const dirent* e = ::readdir(d)) {
+    std::string_view name(e->d_name);
+    if (!name.starts_with("events_")) continue;
+    std::string_view rest = name.substr(7);
+    uint64_t n = 0;
+    const auto [ptr, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), n);
+    if (ec != std::errc() || ptr == rest.data() || ptr == rest.data() + rest.size() || *ptr != '_')
+      continue;
+    parts.emplace_back(n, std::string(name));
+  }
+  ::closedir(d);
+  std::sort(parts.begin(), parts.end());
+  for (size_t i = 1; i < parts.size(); ++i)
+    if (parts[i].first == parts[i - 1].first)
+      throw TraceError(dir, "rolling event log",
+                       "two parts numbered " + std::to_string(parts[i].first) + ": " +
+                           parts[i - 1].second + " and " + parts[i].second);
+  std::vector<std::string> out;
+  for (auto& [n, name] : parts) out.push_back(dir + (dir.ends_with('/') ? "" : "/") + name);
+  return out;
+}
+
+bool is_rolling_dir(const std::string& path) {
+  struct stat st {};
+  if (path == "-" || ::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return false;
+  std::string_view base(path);
+  while (base.ends_with('/')) base.remove_suffix(1);
+  base = base.substr(base.rfind('/') == std::string_view::npos ? 0 : base.rfind('/') + 1);
+  if (base.starts_with("eventlog_v2_")) return true;
+  try {
+    return !rolling_parts(path).empty();
+  } catch (const TraceError&) {
+    return false;
+  }
+}
+
 Trace read_event_log(const std::string& path, const SparkOptions& options) {
+  if (is_rolling_dir(path)) {
+    const std::vector<std::string> parts = rolling_parts(path);
+    if (parts.empty())
+      throw TraceError(path, "rolling event log", "no events_<n>_<appId> files in the directory");
+    SparkStream stream(parts[0], options);
+    Trace trace;
+    trace.source = path;
+    trace.format = TraceFormat::snail;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      if (i > 0) stream.next_part(parts[i], trace);
+      const std::string bytes = read_file_bytes(parts[i]);
+      const std::string why = unreadable_codec(parts[i], bytes.substr(0, 16));
+      if (!why.empty()) unsupported(parts[i], why);
+      stream.feed(bytes, trace);
+    }
+    stream.finish(trace);
+    trace.import_diagnostics = stream.diagnostics();
+    return trace;
+  }
   const std::string bytes = read_file_bytes(path);
   const std::string source = path == "-" ? "<stdin>" : path;
-  // By name too: an lz4 log's first bytes need not say so.
-  const std::string_view codec = unsupported_codec(path, bytes);
-  if (!codec.empty()) unsupported(source, codec);
+  // By name too: a log whose name promises a codec must carry its magic.
+  const std::string why = unreadable_codec(path, std::string_view(bytes).substr(0, 16));
+  if (!why.empty()) unsupported(source, why);
   return parse_all(bytes, source, options);
 }
 
@@ -974,21 +1082,18 @@ Trace import(const std::string& path, const ImportOptions& options) {
 }
 
 int sniff(std::string_view path, std::string_view head) {
-  if (starts_with_zstd_magic(head)) {
-    // Decode what the head holds (a frame's start decodes without its end).
-    std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
-    if (!dctx) return 0;
-    std::string out(4096, '\0');
-    ZSTD_inBuffer ib{head.data(), head.size(), 0};
-    ZSTD_outBuffer ob{out.data(), out.size(), 0};
-    if (ZSTD_isError(ZSTD_decompressStream(dctx.get(), &ob, &ib))) return 0;
-    return looks_like_spark(std::string_view(out.data(), ob.pos)) ? 95 : 0;
-  }
+  const Codec codec = codec_of(head);
+  if (decodable(codec))
+    // The head is larger for compressed files (importer.cpp): a whole first block.
+    return looks_like_spark(decode_prefix(codec, head, 4096)) ? 95 : 0;
   if (looks_like_spark(head)) return 90;
-  if (!unsupported_codec(path, head).empty() &&
-      (path.find("app-") != std::string_view::npos ||
-       path.find("application_") != std::string_view::npos ||
-       path.find("local-") != std::string_view::npos || head.starts_with("LZ4Block")))
+  const bool spark_name = path.find("app-") != std::string_view::npos ||
+                          path.find("application_") != std::string_view::npos ||
+                          path.find("local-") != std::string_view::npos ||
+                          path.find("events_") != std::string_view::npos;
+  if (codec != Codec::none && spark_name) return 60;  // to explain the codec
+  if (codec == Codec::none && codec_of_name(path) != Codec::none && spark_name &&
+      !unreadable_codec(path, head).empty())
     return 60;
   return 0;
 }

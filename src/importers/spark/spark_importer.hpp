@@ -30,10 +30,17 @@ SparkOptions parse_delay_split(std::string_view text);
 Trace parse_event_log(std::string_view text, const std::string& source,
                       const SparkOptions& options = {});
 
-// Reads a file, decompressing it first if it is zstd (by its magic bytes).
+// Reads a file, decoding it as it is read if it is compressed (zstd, gzip, lz4 in Spark's
+// LZ4Block framing, snappy in snappy-java's stream framing; by its magic bytes), or a
+// rolling event log directory (eventlog_v2_<appId>/events_<n>_<appId>[.codec]), whose
+// parts are read in order of n as one log.
 Trace read_event_log(const std::string& path, const SparkOptions& options = {});
 
-// The log as a stream of lines (plain, or zstd decoded as it arrives): a job's events
+// Whether `path` is a directory of a rolling event log: named eventlog_v2_*, or holding
+// events_<n>_* files.
+bool is_rolling_dir(const std::string& path);
+
+// The log as a stream of lines (plain, or compressed and decoded as it arrives): a job's events
 // are emitted when it ends with nothing else open (no job, stage or started task); the
 // rest at the end. parse_event_log and read_event_log are this stream fed the whole log.
 std::unique_ptr<StreamImporter> make_stream(const std::string& source,
@@ -42,7 +49,8 @@ std::unique_ptr<StreamImporter> make_stream(const std::string& source,
 // Importer registry hooks: read_event_log with options.spark_delay_split.
 Trace import(const std::string& path, const ImportOptions& options);
 // Importer registry hook: 90 for a JSON line naming a SparkListener event, 95 for the same
-// inside a zstd frame, 60 for logs in a codec we cannot read (to explain why), else 0.
+// compressed (the head must hold the first block: importer.cpp reads more of compressed
+// files), 60 for logs in a codec we cannot read (to explain why), else 0.
 int sniff(std::string_view path, std::string_view head);
 
 }  // namespace snailtrail::importers::spark
