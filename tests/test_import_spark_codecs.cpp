@@ -133,6 +133,22 @@ TEST(Compressed, EveryCodecDecodesInAnyPieces) {
   EXPECT_EQ(decode_in_pieces(Codec::snappy_java, s2, 1), "ab\ncd\n");
 }
 
+TEST(Compressed, ConcatenatedStreamsDecodeByteByByte) {
+  // Two streams back to back (a repeated snappy-java header, an lz4 stream after an end
+  // block, two zstd frames, two gzip members), fed one byte at a time.
+  const std::string text = "line one\nline two\n";
+  for (const CodecCase& c : kCodecs) {
+    const std::string bytes = c.encode(text.substr(0, 9)).bytes + c.encode(text.substr(9)).bytes;
+    importers::Decoder d(importers::codec_of(bytes), "t");
+    std::string out;
+    for (char ch : bytes) {
+      d.feed(std::string_view(&ch, 1), [&](std::string_view s) { out += s; });
+    }
+    EXPECT_EQ(out, text) << c.name;
+    EXPECT_FALSE(d.cut()) << c.name;
+  }
+}
+
 TEST(Compressed, EveryCodecIsDetectedWithoutImporterAndGivesThePlainTrace) {
   const GeneratedLog g = generate_log(3, 2, 12, 40, 9, true);
   const Trace plain = spark::parse_event_log(g.text, "x");

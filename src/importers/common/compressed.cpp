@@ -271,8 +271,9 @@ struct Decoder::Impl {
       const size_t left = pending.size() - pos;
       const char* p = pending.data() + pos;
       const uint64_t at = pending_at + pos;
-      // A header starts the stream; concatenated streams repeat it.
-      if (!snappy_header || (left >= 8 && std::memcmp(p, kSnappyMagic, 8) == 0)) {
+      // A header starts the stream; concatenated streams repeat it (a chunk length never
+      // starts with 0x82: lengths are at most kMaxChunk), so wait for 8 bytes to tell.
+      if (!snappy_header || std::memcmp(p, kSnappyMagic, std::min<size_t>(left, 8)) == 0) {
         if (left < kSnappyHeader) break;
         if (std::memcmp(p, kSnappyMagic, 8) != 0)
           fail(at, "snappy: not a snappy-java stream header");
