@@ -188,9 +188,12 @@ TEST(ScaleSkew, DiagnosisNamesTheHotWorkerAsTheStraggler) {
   EXPECT_GT(d.straggler_cp, 0.5);
   EXPECT_LT(d.peer_cp, d.straggler_cp / 3);
   EXPECT_GT(d.windows, 0u);
-  // The analyzed span is the final deployment's last two 20 s intervals.
+  // The analyzed span is the final deployment's last two intervals. It runs from 30 s
+  // (decided at 20 s, 10 s pause; count is saturated on count-0 and not scaled down, so
+  // no second decision follows), so its intervals end at 50, 70, ..., 290 and at the run's
+  // end, 300 s: the last two are 270-290 and 290-300.
   EXPECT_DOUBLE_EQ(d.to_s, 300);
-  EXPECT_DOUBLE_EQ(d.from_s, 260);
+  EXPECT_DOUBLE_EQ(d.from_s, 270);
   // The ranking lists every count instance: the straggler first.
   ASSERT_FALSE(d.workers.empty());
   EXPECT_EQ(d.workers.front().worker, "count-0");

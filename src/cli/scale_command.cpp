@@ -92,9 +92,36 @@ struct PolicyArgs {
   std::string system = "flink";
   double threshold = 0;
   double factor = 1.0;
+  double target_utilization = 1.0;
+  double saturation = 0.95;
+  std::string source_target;  // "" = per input: true for DS2 files, observed for traces
   std::string format = "table";
   std::string output;
 };
+
+// --source-target, or its default for the input: DS2's definition (the sources' true
+// output rate) for DS2's files; the observed rate for traces, where a source's useful
+// time is only its own (de)serialization and processing, so its true output rate is its
+// capacity, not the rate records arrive at (docs/AUTOSCALING.md §1).
+SourceTarget source_target_arg(const std::string& s, bool ds2_files) {
+  if (s.empty()) return ds2_files ? SourceTarget::true_output : SourceTarget::observed_output;
+  auto v = parse_source_target(s);
+  if (!v) throw std::invalid_argument("--source-target must be true or observed");
+  return *v;
+}
+
+std::string json_saturated(const Topology& t, const Decision& d) {
+  std::string s = "[";
+  for (size_t i = 0; i < d.saturated.size(); ++i) {
+    const SaturatedInstance& x = d.saturated[i];
+    s += fmt::format(
+        "{}{{\"operator\": {}, \"instance\": {}, \"busy\": {}, \"others_busy\": {}, "
+        "\"skew\": {}, \"model\": {}}}",
+        i ? ", " : "", json_string(t.names[x.op]), x.instance, num(x.busy), num(x.others_busy),
+        x.skew, x.model);
+  }
+  return s + "]";
+}
 
 struct EpochResult {
   int64_t epoch;
@@ -105,7 +132,8 @@ struct EpochResult {
 };
 
 void write_policy(OutputFile& out, const PolicyArgs& a, const Topology& t,
-                  const std::vector<EpochResult>& epochs, const std::string& extra) {
+                  const std::vector<EpochResult>& epochs, const std::string& extra,
+                  SourceTarget source_target) {
   auto& b = out.buf();
   if (a.format == "json") {
     b.push_back('[');
@@ -119,9 +147,11 @@ void write_policy(OutputFile& out, const PolicyArgs& a, const Topology& t,
         fmt::format_to(std::back_inserter(b), ", \"total_workers\": {}", *d.total_workers);
       fmt::format_to(std::back_inserter(b),
                      ", \"current\": {}, \"output_rate\": {}, \"achieved_ratio\": {}, "
-                     "\"compensation\": {}, \"notes\": [",
+                     "\"compensation\": {}, \"source_target\": {}, \"saturated\": {}, "
+                     "\"skew\": {}, \"notes\": [",
                      json_map(t, e.current), json_map(t, d.output_rate), num(d.achieved_ratio),
-                     num(d.compensation));
+                     num(d.compensation), json_string(std::string(name_of(source_target))),
+                     json_saturated(t, d), d.skew.empty() ? "null" : json_string(d.skew));
       for (size_t k = 0; k < d.notes.size(); ++k)
         fmt::format_to(std::back_inserter(b), "{}{}", k ? ", " : "", json_string(d.notes[k]));
       b.append(std::string_view("]}"));
@@ -129,8 +159,10 @@ void write_policy(OutputFile& out, const PolicyArgs& a, const Topology& t,
     b.append(std::string_view("\n]\n"));
     return;
   }
-  fmt::format_to(std::back_inserter(b), "snailtrail scale policy ({}, {} epochs{})\n", a.system,
-                 epochs.size(), extra);
+  fmt::format_to(std::back_inserter(b),
+                 "snailtrail scale policy ({}, {} epochs{}; sources without --source-rates: "
+                 "{} output rate)\n",
+                 a.system, epochs.size(), extra, name_of(source_target));
   size_t w = 8;
   for (const std::string& n : t.names) w = std::max(w, n.size());
   for (const EpochResult& e : epochs) {
@@ -156,6 +188,7 @@ void write_policy(OutputFile& out, const PolicyArgs& a, const Topology& t,
     if (d.total_workers)
       fmt::format_to(std::back_inserter(b), "  total workers (timely): {}\n", *d.total_workers);
     for (const std::string& n : d.notes) fmt::format_to(std::back_inserter(b), "  note: {}\n", n);
+    if (!d.skew.empty()) fmt::format_to(std::back_inserter(b), "  {}\n", d.skew);
   }
 }
 
@@ -163,8 +196,13 @@ int run_policy(const PolicyArgs& a) {
   PolicyOptions po;
   po.system = system_arg(a.system);
   po.threshold = a.threshold;
-  po.factor = a.factor;
   if (!(a.factor > 0)) throw std::invalid_argument("--factor must be positive");
+  if (!(a.target_utilization > 0 && a.target_utilization <= 1))
+    throw std::invalid_argument("--target-utilization must be in (0, 1]");
+  if (!(a.saturation >= 0)) throw std::invalid_argument("--saturation must be >= 0");
+  po.factor = a.factor / a.target_utilization;
+  po.saturation = a.saturation;
+  po.source_target = source_target_arg(a.source_target, a.trace.empty());
   if (a.threshold < 0) throw std::invalid_argument("--threshold must be >= 0");
   if (a.trace.empty() == (a.rates.empty() || a.topology.empty()))
     throw std::invalid_argument(
@@ -174,11 +212,12 @@ int run_policy(const PolicyArgs& a) {
   std::string extra;
   std::vector<double> per_instance;
   auto decide = [&](int64_t epoch, std::string ts, const std::vector<InstanceRates>& inst,
-                    const std::vector<uint32_t>& par) {
+                    const std::vector<uint32_t>& par,
+                    const std::function<std::string(uint32_t, uint32_t)>& label) {
     Topology cur = t;
     cur.parallelism = par;
     EpochResult e{epoch, std::move(ts), par, aggregate(cur, inst), {}};
-    e.decision = ds2_policy(cur, e.rates, total_source_rates(per_instance, par), po);
+    e.decision = ds2_decide(cur, inst, total_source_rates(per_instance, par), po, label);
     out.push_back(std::move(e));
   };
   if (!a.trace.empty()) {
@@ -199,8 +238,15 @@ int run_policy(const PolicyArgs& a) {
     if (!a.source_rates.empty()) per_instance = read_source_rates_csv(a.source_rates, t);
     for (size_t i = 0; i < intervals.size(); ++i) {
       IntervalRates r = interval_rates(intervals[i], t);
+      // Saturated instances are named by their worker.
+      auto label = [&, i](uint32_t op, uint32_t instance) {
+        for (const InstanceMetrics& x : intervals[i].instances)
+          if (x.instance == instance && t.find_id(std::to_string(x.op)) == op)
+            return trace.worker_name(static_cast<uint32_t>(std::stoul(x.worker)));
+        return fmt::format("{}-{}", t.names[op], instance);
+      };
       decide(static_cast<int64_t>(i), fmt::format("{}s", (intervals[i].start_ns - origin) / 1e9),
-             r.instances, r.parallelism);
+             r.instances, r.parallelism, label);
     }
     extra = fmt::format(", {} s intervals of {}", interval / 1e9, a.trace);
   } else {
@@ -208,14 +254,14 @@ int run_policy(const PolicyArgs& a) {
     if (!a.source_rates.empty()) per_instance = read_source_rates_csv(a.source_rates, t);
     RatesDiagnostics diag;
     for (RatesEpoch& e : read_rates(a.rates, t, &diag))
-      decide(e.epoch, e.timestamp, e.instances, e.parallelism);
+      decide(e.epoch, e.timestamp, e.instances, e.parallelism, {});
     if (diag.undefined_rates)
       extra += fmt::format(", {} rows without true rates", diag.undefined_rates);
     if (diag.duplicate_rows) extra += fmt::format(", {} duplicate rows", diag.duplicate_rows);
     if (diag.skipped_files) extra += fmt::format(", {} files skipped", diag.skipped_files);
   }
   OutputFile o(a.output);
-  write_policy(o, a, t, out, extra);
+  write_policy(o, a, t, out, extra, po.source_target);
   o.flush();
   return 0;
 }
@@ -233,6 +279,9 @@ struct ManageArgs {
   uint32_t max_decisions = UINT32_MAX;
   std::string combine = "max";
   double threshold = 0.95, factor = 1.0, rollback_drop = 0.1;
+  double target_utilization = 1.0, saturation = 0.95;
+  std::string catch_up = "0s";
+  std::string source_target;  // "" = per input (source_target_arg)
   bool no_rollback = false;
   std::string system = "flink";
   std::string apply;
@@ -294,6 +343,16 @@ std::unique_ptr<Controller> make_controller(const ManageArgs& a, const Topology&
   m.rollback = !a.no_rollback;
   m.rollback_drop = a.rollback_drop;
   m.system = system_arg(a.system);
+  m.source_target = source_target_arg(a.source_target, !a.metrics_dir.empty());
+  m.saturation = a.saturation;
+  if (!(a.saturation >= 0)) throw std::invalid_argument("--saturation must be >= 0");
+  m.target_utilization = a.target_utilization;
+  if (!(a.target_utilization > 0 && a.target_utilization <= 1))
+    throw std::invalid_argument("--target-utilization must be in (0, 1]");
+  m.catch_up_s = static_cast<double>(duration_arg(a.catch_up, "--catch-up", true)) * 1e-9;
+  // The redeploy pause is known when simulating; elsewhere the restart time is not.
+  if (!a.simulate.empty())
+    m.restart_s = static_cast<double>(duration_arg(a.pause, "--redeploy-pause", true)) * 1e-9;
   return std::make_unique<Ds2Manager>(t, m);
 }
 
@@ -327,9 +386,28 @@ std::string json_diagnosis(const Diagnosis& d) {
   return s + fmt::format(", \"explanation\": {}}}", json_string(d.explanation));
 }
 
+// The warning when the backlog keeps growing under the final configuration.
+std::string backlog_warning(const BacklogTrend& bt, const std::string& skew) {
+  if (!bt.growing) return "";
+  std::string w = fmt::format(
+      "the backlog keeps growing under the final configuration ({:+.0f} records/s, {:.0f} -> "
+      "{:.0f} from {:.0f} to {:.0f} s; sources at {:.0f}/s of {:.0f}/s offered): it does not "
+      "keep up, although no further decision is made",
+      bt.growth_per_s, bt.backlog_from, bt.backlog_to, bt.from_s, bt.to_s, bt.achieved_rate,
+      bt.offered_rate);
+  if (!skew.empty())
+    w += "; " + skew;
+  else
+    w += ". Give headroom (e.g. --target-utilization 0.9) and/or work the backlog off "
+         "(e.g. --catch-up 5m)";
+  return w;
+}
+
 void write_run(OutputFile& out, const ManageArgs& a, const ControlledRun& r,
-               const std::optional<Diagnosis>& diag = std::nullopt) {
+               const std::optional<Diagnosis>& diag = std::nullopt, const std::string& skew = "") {
   auto& b = out.buf();
+  const BacklogTrend bt = backlog_trend(r);
+  const std::string warning = backlog_warning(bt, skew);
   const std::vector<uint32_t>& final_p =
       r.decisions.empty() ? r.topology.parallelism : r.decisions.back().parallelism;
   const double converged = r.decisions.empty() ? 0 : r.decisions.back().effective_s;
@@ -354,8 +432,12 @@ void write_run(OutputFile& out, const ManageArgs& a, const ControlledRun& r,
                      num(p.backlog), p.paused, json_map(r.topology, p.parallelism));
     }
     fmt::format_to(std::back_inserter(b),
-                   "],\n\"summary\": {{\"steps\": {}, \"converged_s\": {}, \"final\": {}}}",
-                   r.decisions.size(), num(converged), json_map(r.topology, final_p));
+                   "],\n\"summary\": {{\"steps\": {}, \"converged_s\": {}, \"final\": {}, "
+                   "\"backlog_judged\": {}, \"backlog_growing\": {}, "
+                   "\"backlog_growth_per_s\": {}, \"warning\": {}}}",
+                   r.decisions.size(), num(converged), json_map(r.topology, final_p), bt.judged,
+                   bt.growing, bt.judged ? num(bt.growth_per_s) : "null",
+                   warning.empty() ? "null" : json_string(warning));
     if (diag) fmt::format_to(std::back_inserter(b), ",\n\"diagnosis\": {}", json_diagnosis(*diag));
     b.append(std::string_view("}\n"));
     return;
@@ -376,6 +458,12 @@ void write_run(OutputFile& out, const ManageArgs& a, const ControlledRun& r,
   fmt::format_to(std::back_inserter(b),
                  "\nsteps: {}; final configuration {} running from {:.0f} s\n", r.decisions.size(),
                  par_text(r.topology, final_p), converged);
+  if (!warning.empty())
+    fmt::format_to(std::back_inserter(b), "warning: {}\n", warning);
+  else if (bt.judged)
+    fmt::format_to(std::back_inserter(b),
+                   "backlog: not growing ({:+.0f} records/s from {:.0f} to {:.0f} s)\n",
+                   bt.growth_per_s, bt.from_s, bt.to_s);
   if (!diag) return;
   fmt::format_to(std::back_inserter(b), "\ndiagnosis ({:.0f}-{:.0f} s): {}\n", diag->from_s,
                  diag->to_s, diag->explanation);
@@ -415,8 +503,11 @@ int manage_simulated(const ManageArgs& a) {
     if (a.threshold > 0) dopt.target_ratio = a.threshold;
     diag = diagnose(r, dopt);
   }
+  std::string skew;
+  if (auto* m = dynamic_cast<Ds2Manager*>(c.get()); m && m->last_decision())
+    skew = m->last_decision()->skew;
   OutputFile out(a.output);
-  write_run(out, a, r, diag);
+  write_run(out, a, r, diag, skew);
   out.flush();
   if (!a.svg.empty()) {
     OutputFile svg(a.svg);
@@ -749,6 +840,21 @@ CommandRunner add_scale_command(CLI::App& app) {
       ->capture_default_str();
   policy->add_option("--factor", pa->factor, "Scaling factor: provision for F x the target rate")
       ->capture_default_str();
+  policy
+      ->add_option("--target-utilization", pa->target_utilization,
+                   "Headroom: size operators to be busy this share of the time (0-1; 0.7 = "
+                   "provision 1/0.7 x)")
+      ->capture_default_str();
+  policy
+      ->add_option("--source-target", pa->source_target,
+                   "Sources without --source-rates: their true output rate (DS2's definition; "
+                   "default for DS2 files) or their observed one (default for traces)")
+      ->check(CLI::IsMember({"true", "observed"}));
+  policy
+      ->add_option("--saturation", pa->saturation,
+                   "An instance at least this busy is saturated: its operator is never scaled "
+                   "down and skew is reported (0 = off)")
+      ->capture_default_str();
   policy->add_option("--format,-f", pa->format, "Output: table or json")
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
@@ -795,6 +901,25 @@ CommandRunner add_scale_command(CLI::App& app) {
   manage->add_option("--threshold", ma->threshold, "Target-rate ratio (see scale policy); 0 = off")
       ->capture_default_str();
   manage->add_option("--factor", ma->factor, "Scaling factor")->capture_default_str();
+  manage
+      ->add_option("--target-utilization", ma->target_utilization,
+                   "Headroom: size operators to be busy this share of the time (0-1, e.g. 0.7)")
+      ->capture_default_str();
+  manage
+      ->add_option("--catch-up", ma->catch_up,
+                   "Raise the sources' targets by (backlog + rate x redeploy pause) / D, to work a "
+                   "backlog off within D (e.g. 5m; 0s = off; needs a known backlog: --simulate)")
+      ->capture_default_str();
+  manage
+      ->add_option("--source-target", ma->source_target,
+                   "Sources without a target: their true output rate (default with "
+                   "--ds2-metrics) or their observed one (default otherwise)")
+      ->check(CLI::IsMember({"true", "observed"}));
+  manage
+      ->add_option("--saturation", ma->saturation,
+                   "An instance at least this busy is saturated: its operator is never scaled "
+                   "down (0 = off)")
+      ->capture_default_str();
   manage
       ->add_option("--min-change", ma->min_change,
                    "Ignore per-operator changes of at most this many instances")

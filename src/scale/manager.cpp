@@ -32,6 +32,10 @@ std::string describe(const Topology& t, const std::vector<uint32_t>& p) {
 Ds2Manager::Ds2Manager(Topology topology, ManagerOptions options)
     : topology_(std::move(topology)), opt_(options) {
   if (opt_.activation == 0) throw std::invalid_argument("activation must be at least 1");
+  if (!(opt_.target_utilization > 0 && opt_.target_utilization <= 1))
+    throw std::invalid_argument("the target utilization must be in (0, 1]");
+  if (!(opt_.catch_up_s >= 0)) throw std::invalid_argument("the catch-up time must be >= 0");
+  if (!(opt_.restart_s >= 0)) throw std::invalid_argument("the restart time must be >= 0");
   topology_.topological_order();  // rejects cycles up front
 }
 
@@ -70,9 +74,21 @@ std::optional<Action> Ds2Manager::observe(const Observation& o) {
     for (const InstanceMetrics& x : o.instances) rates.push_back(x.rates());
   PolicyOptions po;
   po.system = opt_.system;
-  po.factor = opt_.factor;
+  po.factor = opt_.factor / opt_.target_utilization;
   po.threshold = opt_.threshold;
-  last_ = ds2_policy(now, aggregate(now, rates), o.source_target, po);
+  po.source_target = opt_.source_target;
+  po.saturation = opt_.saturation;
+  std::vector<double> targets = o.source_target;
+  double catch_up = 0;  // records/s added to the targets
+  if (opt_.catch_up_s > 0)
+    for (size_t op = 0; op < targets.size() && op < o.source_backlog.size(); ++op)
+      if (std::isfinite(targets[op]) && std::isfinite(o.source_backlog[op])) {
+        const double extra =
+            (std::max(0.0, o.source_backlog[op]) + targets[op] * opt_.restart_s) / opt_.catch_up_s;
+        targets[op] += extra;
+        catch_up += extra;
+      }
+  last_ = ds2_decide(now, rates, targets, po);
   history_.push_back(last_->parallelism);
   if (history_.size() > opt_.activation) history_.erase(history_.begin());
   if (history_.size() < opt_.activation || decisions_ >= opt_.max_decisions) return std::nullopt;
@@ -103,6 +119,8 @@ std::optional<Action> Ds2Manager::observe(const Observation& o) {
       "ds2: {} (sources at {:.0f}/s = {:.1f}% of the target{})", describe(topology_, next),
       achieved, 100 * (std::isfinite(last_->achieved_ratio) ? last_->achieved_ratio : 0),
       last_->compensation > 1 ? fmt::format(", targets raised {:.3f}x", last_->compensation) : "");
+  if (catch_up > 0) a.reason += fmt::format(" (catch-up: +{:.0f}/s for the backlog)", catch_up);
+  if (!last_->skew.empty()) a.reason += "; " + last_->skew;
   return a;
 }
 

@@ -36,6 +36,9 @@ struct Observation {
   // Per operator: a source's target output rate, records/s over all instances (NaN:
   // unknown, the policy then uses the observed rate).
   std::vector<double> source_target;
+  // Per operator: records that arrived at a source but were not read yet, at time_s (NaN
+  // or missing: unknown). Used by ManagerOptions::catch_up_s.
+  std::vector<double> source_backlog;
 };
 
 struct Action {
@@ -66,6 +69,18 @@ struct ManagerOptions {
   double rollback_drop = 0.1;  // roll back when, after the warm-up, the sources' achieved
                                // rate is this fraction below what it was before the change
   System system = System::flink;
+  SourceTarget source_target = SourceTarget::true_output;  // PolicyOptions::source_target
+  double saturation = 0.95;                                // PolicyOptions::saturation
+  // Headroom (the Flink autoscaler's target utilization): size every operator so that its
+  // instances would be busy this share of the time, i.e. provision factor / u.
+  double target_utilization = 1.0;
+  // Catch-up (the Flink autoscaler's catch-up duration): the sources' targets are raised
+  // by backlog / catch_up_s, so that a backlog is worked off within that time. 0: off.
+  double catch_up_s = 0;
+  // With catch_up_s: how long a redeployment takes. Records keep arriving meanwhile, so
+  // (as the Flink autoscaler does) the targets also get rate x restart_s / catch_up_s,
+  // or every change would leave a backlog to be caught up by the next one.
+  double restart_s = 0;
 };
 
 class Ds2Manager : public Controller {

@@ -1,5 +1,7 @@
 #include "scale/policy.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -58,6 +60,16 @@ std::string_view name_of(System s) {
   return "?";
 }
 
+std::optional<SourceTarget> parse_source_target(std::string_view s) {
+  if (s == "true") return SourceTarget::true_output;
+  if (s == "observed") return SourceTarget::observed_output;
+  return std::nullopt;
+}
+
+std::string_view name_of(SourceTarget s) {
+  return s == SourceTarget::true_output ? "true" : "observed";
+}
+
 uint32_t ceil_parallelism(double x) {
   if (!(x > 0)) return 1;
   const double c = std::ceil(x - 1e-9 * x);
@@ -79,7 +91,21 @@ Decision traverse(const Topology& t, const std::vector<OperatorRates>& rates,
     const OperatorRates& r = rates[op];
     if (t.is_source(op)) {
       double target = op < source_rates.size() ? source_rates[op] : kUndefined;
-      if (!std::isfinite(target)) target = r.instances > 0 ? r.observed_output : kUndefined;
+      if (!std::isfinite(target) && r.instances > 0) {
+        // Eq. 4.6: the source's own output rate. DS2's reference takes the true one (what
+        // the source would push without waiting on its output); the observed one is what
+        // it achieved.
+        if (opt.source_target == SourceTarget::true_output && r.measured > 0 &&
+            std::isfinite(r.true_output)) {
+          target = r.true_output;
+        } else {
+          target = r.observed_output;
+          if (opt.source_target == SourceTarget::true_output)
+            d.notes.push_back(t.names[op] +
+                              ": no true output rate measured; its observed output rate is "
+                              "the target");
+        }
+      }
       d.target_rate[op] = target * boost;
       d.output_rate[op] = target * boost;  // Eq. 4.6, j < n
       if (opt.system == System::timely && r.measured > 0 && r.true_output > 0 &&
@@ -140,6 +166,96 @@ Decision ds2_policy(const Topology& t, const std::vector<OperatorRates>& rates,
     b.target_rate = d.target_rate;
     b.output_rate = d.output_rate;
     return b;
+  }
+  return d;
+}
+
+Decision ds2_decide(const Topology& t, const std::vector<InstanceRates>& instances,
+                    const std::vector<double>& source_rates, const PolicyOptions& opt,
+                    const std::function<std::string(uint32_t, uint32_t)>& label) {
+  const std::vector<OperatorRates> agg = aggregate(t, instances);
+  if (!(opt.saturation > 0)) return ds2_policy(t, agg, source_rates, opt);
+  // Busy share of every instance: useful time / interval = observed / true rate.
+  auto busy_of = [](const InstanceRates& r) {
+    if (std::isfinite(r.true_processing) && r.true_processing > 0)
+      return r.observed_processing / r.true_processing;
+    if (std::isfinite(r.true_output) && r.true_output > 0) return r.observed_output / r.true_output;
+    return kUndefined;
+  };
+  const size_t n = t.size();
+  std::vector<int64_t> busiest(n, -1);
+  std::vector<double> top(n, -1), sum(n, 0), count(n, 0);
+  for (size_t i = 0; i < instances.size(); ++i) {
+    const InstanceRates& r = instances[i];
+    const double b = busy_of(r);
+    if (!std::isfinite(b)) continue;
+    sum[r.op] += b;  // r.op < n: aggregate() checked
+    count[r.op] += 1;
+    if (b > top[r.op]) top[r.op] = b, busiest[r.op] = static_cast<int64_t>(i);
+  }
+  std::vector<SaturatedInstance> saturated;
+  bool any_skew = false;
+  for (uint32_t op : t.topological_order()) {
+    if (busiest[op] < 0 || top[op] < opt.saturation) continue;
+    SaturatedInstance s;
+    s.op = op;
+    s.instance = instances[static_cast<size_t>(busiest[op])].instance;
+    s.busy = top[op];
+    s.others_busy = count[op] > 1 ? (sum[op] - top[op]) / (count[op] - 1) : kUndefined;
+    const uint32_t current = op < t.parallelism.size() ? t.parallelism[op] : 1;
+    // Skew: the other instances are on average less than half as busy, or idle (none
+    // measured although the operator has several).
+    s.skew = count[op] > 1 ? s.others_busy < 0.5 * s.busy : current > 1;
+    any_skew |= s.skew;
+    saturated.push_back(s);
+  }
+  // The target-rate ratio raises all targets for an overhead the instrumentation does not
+  // see; skew is seen, explains the shortfall, and more instances would not help.
+  PolicyOptions po = opt;
+  if (any_skew) po.threshold = 0;
+  Decision d = ds2_policy(t, agg, source_rates, po);
+  auto name = [&](uint32_t op, uint32_t instance) {
+    return label ? label(op, instance) : fmt::format("{}-{}", t.names[op], instance);
+  };
+  std::string skewed;
+  bool changed = false;
+  for (SaturatedInstance& s : saturated) {
+    const uint32_t op = s.op;
+    const uint32_t current = op < t.parallelism.size() ? t.parallelism[op] : 1;
+    s.model = d.parallelism[op];
+    const std::string who = name(op, s.instance);
+    if (d.parallelism[op] < current) {
+      d.parallelism[op] = current;
+      changed = true;
+      d.notes.push_back(
+          fmt::format("{}: {} is saturated ({:.1f}% busy): not scaled down to the model's {}",
+                      t.names[op], who, 100 * s.busy, s.model));
+    }
+    if (s.skew) {
+      if (!skewed.empty()) skewed += "; ";
+      skewed +=
+          std::isfinite(s.others_busy)
+              ? fmt::format("{} is {:.1f}% busy, the other instances of {} {:.1f}% on average", who,
+                            100 * s.busy, t.names[op], 100 * s.others_busy)
+              : fmt::format("{} is {:.1f}% busy, the other {} instances of {} idle", who,
+                            100 * s.busy, current - 1, t.names[op]);
+    }
+  }
+  d.saturated = std::move(saturated);
+  if (changed && d.total_workers) {
+    uint64_t total = 0;
+    for (uint32_t p : d.parallelism) total += p;
+    d.total_workers = static_cast<uint32_t>(std::min<uint64_t>(total, UINT32_MAX));
+  }
+  if (!skewed.empty()) {
+    const bool missed = std::isfinite(d.achieved_ratio) && d.achieved_ratio < 0.995;
+    d.skew = (missed ? fmt::format("target missed (sources at {:.1f}% of their target) because of "
+                                   "skew: ",
+                                   100 * d.achieved_ratio)
+                     : std::string("skew: ")) +
+             skewed +
+             ". DS2 averages an operator's instances: more instances do not relieve the hot "
+             "one (repartition its keys)";
   }
   return d;
 }

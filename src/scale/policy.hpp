@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -64,8 +65,24 @@ enum class System : uint8_t { flink, heron, timely };
 std::optional<System> parse_system(std::string_view s);
 std::string_view name_of(System s);
 
+// What a source must output when no target rate is given (thesis Eq. 4.6: o_j[λo]* is
+// the source's output rate).
+enum class SourceTarget : uint8_t {
+  true_output,      // its true output rate o_j[λo] (DS2's reference; default)
+  observed_output,  // its observed output rate (what it achieved in the interval)
+};
+std::optional<SourceTarget> parse_source_target(std::string_view s);  // "true", "observed"
+std::string_view name_of(SourceTarget s);
+
 struct PolicyOptions {
   System system = System::flink;
+  // A source's target when `source_rates` has none for it. With true_output, a source
+  // without a defined true output rate falls back to its observed one (and a note says so).
+  SourceTarget source_target = SourceTarget::true_output;
+  // An instance at least this busy (useful time / interval: observed / true processing
+  // rate) is saturated; its operator is never scaled down (skew, see SaturatedInstance).
+  // 0 disables the guard.
+  double saturation = 0.95;
   // Scaling factor: provision for factor x the target rates (headroom; 1 = exact).
   double factor = 1.0;
   // Target-rate ratio: when the sources achieve less than threshold x their target
@@ -73,6 +90,19 @@ struct PolicyOptions {
   // overhead the instrumentation does not see, and the targets are raised by
   // target / achieved (thesis §4.3.2). 0 disables it.
   double threshold = 0;
+};
+
+// An operator instance that was busy for at least PolicyOptions::saturation of the
+// interval. DS2 averages an operator's instances, so when its other instances idle the
+// model may call the operator over-provisioned while this instance holds the dataflow back.
+struct SaturatedInstance {
+  uint32_t op = 0;
+  uint32_t instance = 0;
+  double busy = 0;         // useful time / interval of this instance
+  double others_busy = 0;  // mean of the operator's other measured instances (NaN: none)
+  // Skew: the operator has other instances and they are on average less than half as busy.
+  bool skew = false;
+  uint32_t model = 0;  // the parallelism Eq. 4.5 gave the operator (before the guard)
 };
 
 struct Decision {
@@ -85,18 +115,31 @@ struct Decision {
   double achieved_ratio = kUndefined;     // Σ sources' observed output / Σ targets
   double compensation = 1.0;              // factor the targets were raised by (threshold)
   std::vector<std::string> notes;         // operators the model could not size, and why
+  // Saturated instances (at most one per operator: the busiest). Their operators keep at
+  // least their current parallelism.
+  std::vector<SaturatedInstance> saturated;
+  // Non-empty when an operator is skewed: why the target is (or may be) missed.
+  std::string skew;
 };
 
 // Eq. 4.5 and 4.6 in topological order. `source_rates[op]`: target output rate of source
 // `op` (records/s over all its instances); NaN or a missing entry uses the source's
-// observed output rate. Sources keep their parallelism (flink, heron); for timely every
-// operator, sources included, is sized and the total is their sum. An operator without
-// measured true rates keeps its parallelism and gets a note.
+// true (or observed: options.source_target) output rate. Sources keep their parallelism (flink,
+// heron); for timely every operator, sources included, is sized and the total is their sum. An
+// operator without measured true rates keeps its parallelism and gets a note.
 Decision ds2_policy(const Topology& topology, const std::vector<OperatorRates>& rates,
                     const std::vector<double>& source_rates, const PolicyOptions& options = {});
 
 // ceil(x) that ignores a relative excess of 1e-9 (rates measured from integer
 // nanoseconds make exact quotients like 10 come out as 10.000000000001).
 uint32_t ceil_parallelism(double x);
+
+// The policy plus the saturation guard: `instances` are the interval's per-instance rates
+// (aggregated here); an operator with a saturated instance is not scaled below its
+// current parallelism, and skew is explained (Decision::saturated, Decision::skew).
+// `label(op, instance)` names an instance in the explanation (default: NAME-INSTANCE).
+Decision ds2_decide(const Topology& topology, const std::vector<InstanceRates>& instances,
+                    const std::vector<double>& source_rates, const PolicyOptions& options = {},
+                    const std::function<std::string(uint32_t, uint32_t)>& label = {});
 
 }  // namespace snailtrail::scale

@@ -1,5 +1,7 @@
 #include "scale/simulation.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 #include "sim/session.hpp"
@@ -65,8 +67,11 @@ ControlledRun run_controlled(const sim::Scenario& scenario, Controller& controll
     o.time_s = static_cast<double>(next) / 1e9;
     o.parallelism = s.parallelism();
     o.source_target.assign(n, kUndefined);
-    for (uint32_t op : sources)
+    o.source_backlog.assign(n, kUndefined);
+    for (uint32_t op : sources) {
       o.source_target[op] = (s.source_arrived(op, next) - s.source_arrived(op, t)) / dt;
+      o.source_backlog[op] = std::max(0.0, s.source_arrived(op, next) - s.source_read(op));
+    }
     for (size_t i = 0; i < now.size(); ++i) {
       const sim::InstanceCounters& c = now[i];
       const sim::InstanceCounters z{};
@@ -113,6 +118,42 @@ ControlledRun run_controlled(const sim::Scenario& scenario, Controller& controll
   }
   run.result = s.finish();
   return run;
+}
+
+BacklogTrend backlog_trend(const ControlledRun& run, double tolerance) {
+  BacklogTrend b;
+  const double deployed = run.decisions.empty() ? 0 : run.decisions.back().effective_s;
+  // The final deployment's running intervals; the first one reads what piled up during the
+  // pause (or the start) and is left out.
+  std::vector<const TimelinePoint*> pts;
+  for (const TimelinePoint& p : run.timeline)
+    if (!p.paused && p.time_s > deployed) pts.push_back(&p);
+  if (pts.size() < 3) return b;
+  pts.erase(pts.begin());
+  // Least-squares slope of the backlog over the interval ends.
+  double mt = 0, mb = 0, offered = 0, read = 0;
+  for (const TimelinePoint* p : pts) mt += p->time_s, mb += p->backlog;
+  mt /= static_cast<double>(pts.size());
+  mb /= static_cast<double>(pts.size());
+  double num = 0, den = 0;
+  for (const TimelinePoint* p : pts) {
+    num += (p->time_s - mt) * (p->backlog - mb);
+    den += (p->time_s - mt) * (p->time_s - mt);
+    offered += p->target_rate;
+    read += p->source_rate;
+  }
+  if (!(den > 0)) return b;
+  b.judged = true;
+  b.from_s = pts.front()->time_s;
+  b.to_s = pts.back()->time_s;
+  b.backlog_from = pts.front()->backlog;
+  b.backlog_to = pts.back()->backlog;
+  b.growth_per_s = num / den;
+  b.offered_rate = offered / static_cast<double>(pts.size());
+  b.achieved_rate = read / static_cast<double>(pts.size());
+  b.growing = std::isfinite(b.offered_rate) && b.growth_per_s > tolerance * b.offered_rate &&
+              b.backlog_to > b.backlog_from;
+  return b;
 }
 
 }  // namespace snailtrail::scale

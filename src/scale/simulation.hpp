@@ -63,4 +63,20 @@ ControlledRun run_controlled(const sim::Scenario& scenario, Controller& controll
                              const SimControlOptions& options,
                              const std::function<void(const DecisionRecord&)>& on_decision = {});
 
+// Is the backlog at the sources still growing under the final configuration? A manager
+// can settle on a configuration with exactly the capacity the input needs (or a bit less:
+// rates measured over an interval are averages) and then makes no further decision while
+// records pile up. Judged over the final deployment's running intervals without its
+// first (which works off the pause's backlog), at least two of them.
+struct BacklogTrend {
+  bool judged = false;          // enough intervals under the final configuration
+  bool growing = false;         // slope above tolerance x the offered rate, and a net rise
+  double growth_per_s = 0;      // least-squares slope of the backlog, records/s
+  double from_s = 0, to_s = 0;  // the judged interval ends
+  double backlog_from = 0, backlog_to = 0;
+  double offered_rate = 0;   // records/s arriving at the sources (mean over the intervals)
+  double achieved_rate = 0;  // records/s the sources read
+};
+BacklogTrend backlog_trend(const ControlledRun& run, double tolerance = 0.001);
+
 }  // namespace snailtrail::scale
