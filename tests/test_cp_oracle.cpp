@@ -206,8 +206,9 @@ OracleResult oracle(const Scenario& sc, int64_t ts, int64_t te, bool closed_end)
 // The segmented rule of docs/PAG.md §4, from the activity intervals: a worker is active
 // from its first to its last node in the window; idle intervals are the stretches of
 // [earliest node, latest node] covered by no non-waiting activity and no message in
-// flight; segment borders are their ends, the ends of active intervals and both ends of
-// waiting edges at whose end no message arrives (unless the window cuts them); each segment
+// flight; segment borders are their ends, the start of an active interval where no
+// message arrives and the end of a waiting edge where no message arrives (unless the
+// window cuts it); each segment
 // is brute-forced as a window of its own (V_s / V_e at its borders) and the segments
 // with paths are combined weighted by their length.
 struct SegmentedOracle {
@@ -247,15 +248,18 @@ SegmentedOracle segmented_oracle(const Scenario& sc, int64_t ts, int64_t te, boo
     if (now && !before) ++out.idle;
     if (now != before) borders.insert(t);
   }
-  for (const auto& [w, ab] : active) borders.insert(ab.first), borders.insert(ab.second);
-  // Waits that no message ends (and that the window does not cut).
+  // Where messages arrive.
   std::set<std::pair<uint32_t, int64_t>> receives;
   for (const auto& e : edges)
     if (std::get<4>(e.key)) receives.insert({std::get<2>(e.key), std::get<3>(e.key)});
+  // Workers that start with no message arriving.
+  for (const auto& [w, ab] : active)
+    if (ab.first > lo && !receives.count({w, ab.first})) borders.insert(ab.first);
+  // Waits that no message ends (and that the window does not cut).
   for (const auto& e : edges) {
     auto [sw, st, dw, dt, msg] = e.key;
     if (!msg && e.type == ActivityType::waiting && !e.cut_end && !receives.count({dw, dt}))
-      borders.insert(st), borders.insert(dt);
+      borders.insert(dt);
   }
   std::vector<std::pair<int64_t, int64_t>> segs;
   for (auto it = borders.begin(); std::next(it) != borders.end(); ++it)

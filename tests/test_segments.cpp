@@ -66,30 +66,32 @@ TEST(Segments, ThreadsThatStartLateAndEndEarlyShareTheCp) {
   ASSERT_EQ(thesis.windows.size(), 1u);
   EXPECT_TRUE(thesis.windows[0].diagnostics.no_paths);
 
-  // Segments [0, 40] (early alone), [40, 50] (both: one path each), [50, 100] (late).
+  // "late" starts with no message arriving: a border at 40. Segments [0, 40] (early
+  // alone) and [40, 100], whose only path is late's ("early" stops at 50 with nothing
+  // after it: a dead end, as in the thesis).
   const Result r = analyze(json, 0);
   ASSERT_EQ(r.windows.size(), 1u);
   const WindowSummary& w = r.windows[0];
   EXPECT_FALSE(w.diagnostics.no_paths);
-  EXPECT_EQ(w.diagnostics.segments, 3u);
+  EXPECT_EQ(w.diagnostics.segments, 2u);
   EXPECT_EQ(w.diagnostics.no_path_segments, 0u);
   EXPECT_EQ(w.diagnostics.property2_violations, 0u);
   EXPECT_EQ(w.diagnostics.property1_violations, 0u);
   EXPECT_EQ(w.cp_ns, 100'000'000);
-  EXPECT_NEAR(r.worker_cp.at("app/early"), (40 + 5) / 100.0, 1e-12);
-  EXPECT_NEAR(r.worker_cp.at("app/late"), (5 + 50) / 100.0, 1e-12);
-  // One activity across the segment borders stays one top activity.
+  EXPECT_NEAR(r.worker_cp.at("app/early"), 40 / 100.0, 1e-12);
+  EXPECT_NEAR(r.worker_cp.at("app/late"), 60 / 100.0, 1e-12);
+  // "load" runs across the border at 40: still one top activity.
   ASSERT_EQ(w.top.size(), 2u);
-  EXPECT_EQ(w.top[0].start, 40'000'000);
-  EXPECT_EQ(w.top[0].end, 100'000'000);
-  EXPECT_NEAR(w.top[0].cp, 0.55, 1e-12);
+  EXPECT_EQ(w.top[1].start, 0);
+  EXPECT_EQ(w.top[1].end, 50'000'000);
+  EXPECT_NEAR(w.top[1].cp, 0.4, 1e-12);
 }
 
 // "main" runs [0, 100 ms] but sleeps [40, 70]; "early" ends at 30; "late" starts at 60.
-// Idle (everyone waits, nothing in flight): [40, 60]. Segments: [0, 30] main + early,
-// [30, 40] main, [60, 70] late (main's sleep, which no message ends, is a border),
-// [70, 100] main + late. T = 80 ms: main (15 + 10 + 15) / 80, late (10 + 15) / 80,
-// early 15 / 80.
+// Idle (everyone waits, nothing in flight): [40, 60]. Borders: 60 (late starts, no message
+// arrives), 70 (main's sleep ends, no message arrives). Segments: [0, 40] (one path: main;
+// early stops at 30, a dead end), [60, 70] (late; main sleeps), [70, 100] (main + late,
+// one path each). T = 80 ms: main (40 + 15) / 80, late (10 + 15) / 80, early 0.
 TEST(Segments, ASleepingThreadAndAnIdleInstant) {
   const std::string json =
       document(thread_names() + slice("parse", 0, 30'000, 1) + slice("step", 0, 40'000, 3) +
@@ -104,11 +106,11 @@ TEST(Segments, ASleepingThreadAndAnIdleInstant) {
   EXPECT_FALSE(w.diagnostics.no_paths);
   EXPECT_EQ(w.diagnostics.property2_violations, 1u);
   EXPECT_EQ(w.diagnostics.property2_ns, 20'000'000);
-  EXPECT_EQ(w.diagnostics.segments, 4u);
+  EXPECT_EQ(w.diagnostics.segments, 3u);
   EXPECT_EQ(w.cp_ns, 80'000'000);
-  EXPECT_NEAR(r.worker_cp.at("app/main"), 40 / 80.0, 1e-12);
+  EXPECT_NEAR(r.worker_cp.at("app/main"), 55 / 80.0, 1e-12);
   EXPECT_NEAR(r.worker_cp.at("app/late"), 25 / 80.0, 1e-12);
-  EXPECT_NEAR(r.worker_cp.at("app/early"), 15 / 80.0, 1e-12);
+  EXPECT_NEAR(r.worker_cp.at("app/early"), 0.0, 1e-12);
   double total = 0;
   for (double v : w.cp.activity) total += v;
   EXPECT_NEAR(total, 1.0, 1e-12);

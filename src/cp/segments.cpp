@@ -23,25 +23,22 @@ void plan_segments(const Pag& pag, const Snapshot& snap, SegmentPlan& plan) {
   // uncovered stretch of [span_start, span_end] is idle (a Property 2 violation).
   static thread_local std::vector<KeyValue<int64_t>> busy, scratch;  // (start, end)
   static thread_local std::vector<int64_t> borders;
-  static thread_local std::vector<uint8_t> receives;  // per node: a message arrives there
+  static thread_local std::vector<uint8_t> flags;  // per node: 1 if a message arrives
   busy.clear();
   borders.clear();
-  receives.assign(n, 0);
-  for (size_t k = 0; k < snap.msg_dst.size(); ++k) receives[snap.msg_dst[k]] = 1;
+  flags.assign(n, 0);
+  for (size_t k = 0; k < snap.msg_dst.size(); ++k) flags[snap.msg_dst[k]] = 1;
   constexpr uint8_t kWaiting = static_cast<uint8_t>(ActivityType::waiting);
   for (size_t v = 0; v + 1 < n; ++v) {
     if (snap.edge[v] == kNone) continue;
-    // A worker's timeline that begins late or ends early is a segment border.
-    if ((v == 0 || snap.edge[v - 1] == kNone) && snap.ts[v] > span_start)
+    // A worker that starts with no message arriving: nothing in the trace leads to it.
+    if ((v == 0 || snap.edge[v - 1] == kNone) && snap.ts[v] > span_start && !(flags[v] & 1))
       borders.push_back(snap.ts[v]);
-    if (snap.edge[v + 1] == kNone && snap.ts[v + 1] < span_end) borders.push_back(snap.ts[v + 1]);
     if (snap.type[v] == kWaiting) {
       // A wait that ends with no message arriving (and not cut by the window's end): the
-      // worker stops, then resumes for no reason the trace shows. Both ends are borders.
-      if (!receives[v + 1] && snap.ts[v + 1] == pag.node_ts[snap.edge[v] + 1]) {
-        borders.push_back(snap.ts[v]);
+      // worker resumes for no reason the trace shows, like a worker that starts.
+      if (!(flags[v + 1] & 1) && snap.ts[v + 1] == pag.node_ts[snap.edge[v] + 1])
         borders.push_back(snap.ts[v + 1]);
-      }
       continue;
     }
     const int64_t s = snap.ts[v], e = snap.ts[v + 1];

@@ -1,7 +1,7 @@
 // Segmented critical participation (docs/PAG.md §4): a window is cut into segments at
-// its idle intervals (Property 2 violations), where a worker's timeline begins or ends
-// and around waits that no message ends; each segment gets the thesis' CP with its own V_s / V_e,
-// and the segments are combined weighted by their duration.
+// its idle intervals (Property 2 violations), where a worker's timeline begins with no
+// message arriving, and where a wait ends with no message arriving; each segment gets the thesis'
+// CP with its own V_s / V_e, and the segments are combined weighted by their duration.
 //
 // Combining by duration is the thesis formula applied to concatenated paths: a path of
 // the window is one transient path of every segment with paths, so N = prod_k N_k,
@@ -35,9 +35,9 @@ struct SegmentPlan {
 };
 
 // Finds the idle intervals and segments of a window snapshot of `pag`. Segment borders:
-// the span's ends, the ends of idle intervals, the first and last node of every worker
-// timeline that begins after span_start or ends before span_end, and both ends of every
-// waiting edge that ends (not cut by the window) at a node where no message arrives.
+// the span's ends, the ends of idle intervals, the first node of a worker's timeline
+// after span_start where no message arrives, and the end of every waiting edge that ends
+// (not cut by the window) at a node where no message arrives.
 void plan_segments(const Pag& pag, const Snapshot& snap, SegmentPlan& plan);
 
 // Computes the CP of a window cut into segments (plan not whole): every segment is

@@ -492,8 +492,7 @@ void write_table(Buf& out, const Aggregate& agg, const Names& names, const Summa
                      d.property2_violations, format_ns(d.property2_ns));
     if (d.segments > agg.windows || d.no_path_segments)
       fmt::format_to(std::back_inserter(out),
-                     "  CP computed in {} segment(s) (cut at idle intervals and where a worker "
-                     "starts or stops), {} without any path\n",
+                     "  CP in {} segment(s), {} of them without any path\n",
                      d.segments, d.no_path_segments);
     if (d.zero_duration_cycles)
       fmt::format_to(std::back_inserter(out),
