@@ -262,10 +262,10 @@ void write_window_json(Buf& out, const WindowSummary& w, const Names& names,
                        const SummarySelection& sel) {
   fmt::format_to(std::back_inserter(out),
                  "{{\"window\":{{\"index\":{},\"start_ns\":{},\"end_ns\":{}}},"
-                 "\"span\":{{\"start_ns\":{},\"end_ns\":{}}},\"events\":{},\"nodes\":{},"
-                 "\"edges\":{},\"paths_log10\":",
-                 w.index, w.window.start, w.window.end, w.span_start, w.span_end, w.events, w.nodes,
-                 w.edges);
+                 "\"span\":{{\"start_ns\":{},\"end_ns\":{},\"cp_ns\":{}}},\"events\":{},"
+                 "\"nodes\":{},\"edges\":{},\"paths_log10\":",
+                 w.index, w.window.start, w.window.end, w.span_start, w.span_end, w.cp_ns, w.events,
+                 w.nodes, w.edges);
   if (w.has_paths)
     put_double(out, w.paths_log10);
   else
@@ -492,8 +492,8 @@ void write_table(Buf& out, const Aggregate& agg, const Names& names, const Summa
                      d.property2_violations, format_ns(d.property2_ns));
     if (d.segments > agg.windows || d.no_path_segments)
       fmt::format_to(std::back_inserter(out),
-                     "  CP in {} segment(s), {} of them without any path\n",
-                     d.segments, d.no_path_segments);
+                     "  CP in {} segment(s), {} of them without any path\n", d.segments,
+                     d.no_path_segments);
     if (d.zero_duration_cycles)
       fmt::format_to(std::back_inserter(out),
                      "  {} zero-duration message(s) dropped to break cycles\n",
