@@ -268,9 +268,9 @@ SegmentedOracle segmented_oracle(const Scenario& sc, int64_t ts, int64_t te, boo
   int64_t total = 0;
   for (size_t k = 0; k < segs.size(); ++k) {
     const auto [p, q] = segs[k];
-    // A segment owns its end instant unless the next segment (or window) starts there.
-    const bool next_here = k + 1 < segs.size() && segs[k + 1].first == q;
-    const bool closed = !next_here && !(q == te && !closed_end);
+    // Only the last part of the span (segment or idle) owns its end instant, unless the
+    // next window starts there.
+    const bool closed = q == hi && !(q == te && !closed_end);
     // Inside a segment every active worker spans it: V_s is at p and V_e at q.
     int64_t slo = INT64_MAX, shi = INT64_MIN;
     for (const auto& e : window_edges(sc, p, q, closed)) {

@@ -111,6 +111,11 @@ TEST(Segments, ASleepingThreadAndAnIdleInstant) {
   EXPECT_NEAR(r.worker_cp.at("app/main"), 55 / 80.0, 1e-12);
   EXPECT_NEAR(r.worker_cp.at("app/late"), 25 / 80.0, 1e-12);
   EXPECT_NEAR(r.worker_cp.at("app/early"), 0.0, 1e-12);
+  // The conventional profile still covers the whole window, idle interval included:
+  // 30 ms of waiting in 170 ms of timelines, as with the thesis' single span.
+  EXPECT_NEAR(w.diagnostics.waiting_share, 30.0 / 170, 1e-12);
+  EXPECT_NEAR(w.conventional.activity[static_cast<int>(ActivityType::waiting)], 30.0 / 170, 1e-12);
+  EXPECT_EQ(w.diagnostics.waiting_share, thesis.windows.at(0).diagnostics.waiting_share);
   double total = 0;
   for (double v : w.cp.activity) total += v;
   EXPECT_NEAR(total, 1.0, 1e-12);

@@ -8,7 +8,8 @@ namespace snailtrail {
 
 void plan_segments(const Pag& pag, const Snapshot& snap, SegmentPlan& plan) {
   plan.idle.clear();
-  plan.segments.clear();
+  plan.parts.clear();
+  plan.segments = 0;
   const size_t n = snap.node_count();
   if (n == 0) {
     plan.span_start = plan.span_end = snap.window.start;
@@ -62,8 +63,11 @@ void plan_segments(const Pag& pag, const Snapshot& snap, SegmentPlan& plan) {
   }
   if (covered < span_end) plan.idle.emplace_back(covered, span_end);
 
+  // The last part owns span_end unless the next window starts there.
+  const bool closed = span_end < snap.window.end || snap.window.closed_end;
   if (plan.idle.empty() && borders.empty()) {  // the thesis case: one segment
-    if (span_end > span_start) plan.segments.push_back({span_start, span_end, true});
+    if (span_end > span_start) plan.parts.push_back({{span_start, span_end, closed}, false});
+    plan.segments = plan.parts.size();
     return;
   }
   borders.push_back(span_start);
@@ -75,20 +79,16 @@ void plan_segments(const Pag& pag, const Snapshot& snap, SegmentPlan& plan) {
   for (size_t k = 0; k + 1 < borders.size(); ++k) {
     const int64_t p = borders[k], q = borders[k + 1];
     while (i < plan.idle.size() && plan.idle[i].second <= p) ++i;
-    if (i < plan.idle.size() && plan.idle[i].first <= p && q <= plan.idle[i].second) continue;
-    // Owns its end instant unless the next segment starts there or the next window does.
-    if (!plan.segments.empty() && plan.segments.back().end == p)
-      plan.segments.back().closed_end = false;
-    plan.segments.push_back({p, q, true});
+    const bool idle = i < plan.idle.size() && plan.idle[i].first <= p && q <= plan.idle[i].second;
+    plan.parts.push_back({{p, q, false}, idle});
+    plan.segments += !idle;
   }
-  if (!plan.segments.empty() && plan.segments.back().end == snap.window.end &&
-      !snap.window.closed_end)
-    plan.segments.back().closed_end = false;
+  if (!plan.parts.empty()) plan.parts.back().window.closed_end = closed;
 }
 
 void SegmentedCp::compute(const SegmentPlan& plan, Snapshot& snap, CpResult& out,
                           const uint64_t* sample_seed, std::vector<uint32_t>& sampled) {
-  const size_t S = plan.segments.size();
+  const size_t S = plan.parts.size();
   if (snaps_.size() < S) {
     snaps_.resize(S);
     results_.resize(S);
@@ -98,8 +98,18 @@ void SegmentedCp::compute(const SegmentPlan& plan, Snapshot& snap, CpResult& out
   int64_t T = 0;
   uint64_t property1 = 0, cycles = 0, without = 0;
   for (size_t k = 0; k < S; ++k) {
-    snapshotter_.build(plan.segments[k], snaps_[k]);
+    snapshotter_.build(plan.parts[k].window, snaps_[k]);
     CpResult& r = results_[k];
+    if (plan.parts[k].idle) {  // no CP: only its edges, for the conventional profile
+      r.paths = WideCount();
+      r.cp_ns = 0;
+      r.timeline_cp.assign(snaps_[k].node_count(), 0.0);
+      r.message_cp.assign(snaps_[k].msg_src.size(), 0.0);
+      r.forward.resize(snaps_[k].node_count());
+      r.backward.resize(snaps_[k].node_count());
+      paths_[k].clear();
+      continue;
+    }
     computer_.compute(snaps_[k], r);
     property1 += r.property1_violations;
     cycles += r.zero_duration_cycles;
@@ -198,11 +208,16 @@ void SegmentedCp::compute(const SegmentPlan& plan, Snapshot& snap, CpResult& out
   }
   std::swap(snap, c);
 
-  out.span_start = S > 0 ? plan.segments.front().start : plan.span_start;
-  out.span_end = S > 0 ? plan.segments.back().end : plan.span_start;
+  // V_s of the first segment and V_e of the last one.
+  out.span_start = out.span_end = plan.span_start;
+  for (size_t k = 0; k < S; ++k)
+    if (!plan.parts[k].idle) {
+      if (out.span_end == plan.span_start) out.span_start = plan.parts[k].window.start;
+      out.span_end = plan.parts[k].window.end;
+    }
   out.paths = N;
   out.cp_ns = T;
-  out.segments = S;
+  out.segments = plan.segments;
   out.no_path_segments = without;
   out.property1_violations = property1;
   out.zero_duration_cycles = cycles;

@@ -24,14 +24,17 @@ struct SegmentPlan {
   // Property 2 violations: maximal intervals of [span_start, span_end] where no timeline
   // edge but waiting ones is present and no message is in flight.
   std::vector<std::pair<int64_t, int64_t>> idle;
-  // Segments in time order: [start, end], closed_end when it owns the instant `end`
-  // (zero-duration messages there belong to it).
-  std::vector<Window> segments;
+  // [span_start, span_end] cut at every border, in time order: the segments and the idle
+  // intervals. Only the last part may own its end instant (closed_end: zero-duration
+  // messages there belong to it), when the window does.
+  struct Part {
+    Window window;
+    bool idle;
+  };
+  std::vector<Part> parts;
+  size_t segments = 0;  // parts that are not idle
   // True when the window is one segment spanning [span_start, span_end]: the thesis case.
-  bool whole() const {
-    return idle.empty() && segments.size() == 1 && segments[0].start == span_start &&
-           segments[0].end == span_end;
-  }
+  bool whole() const { return parts.size() <= 1 && idle.empty(); }
 };
 
 // Finds the idle intervals and segments of a window snapshot of `pag`. Segment borders:
@@ -40,11 +43,12 @@ struct SegmentPlan {
 // (not cut by the window) at a node where no message arrives.
 void plan_segments(const Pag& pag, const Snapshot& snap, SegmentPlan& plan);
 
-// Computes the CP of a window cut into segments (plan not whole): every segment is
-// snapshotted from the PAG like a window and analyzed on its own; `snap` is then
-// replaced by the segments' snapshots laid side by side (worker by worker, segment by
-// segment: a worker's timeline is broken at each border by a pair of nodes at the same
-// time) and `out` by the combined result (see above). `sample_seed` (if not null) samples
+// Computes the CP of a window cut into segments (plan not whole): every part is
+// snapshotted from the PAG like a window and every segment analyzed on its own; `snap`
+// is then replaced by the parts' snapshots laid side by side (worker by worker, part by
+// part: a worker's timeline is broken at each border by a pair of nodes at the same
+// time; idle parts keep their edges, with CP 0, for the conventional profile) and `out`
+// by the combined result (see above). `sample_seed` (if not null) samples
 // one path per segment into `sampled` (edges of the combined snapshot).
 class SegmentedCp {
  public:
