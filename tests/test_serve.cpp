@@ -177,7 +177,8 @@ std::vector<std::string> live_windows(const Trace& trace, const LiveOptions& lo,
   return out;
 }
 
-void check_live_equals_batch(bool idle, uint64_t seed, size_t* segmented = nullptr) {
+void check_live_equals_batch(bool idle, uint64_t seed, size_t* segmented = nullptr,
+                             size_t* with_idle = nullptr) {
   std::mt19937_64 rng(seed);
   size_t compared = 0, incremental = 0;
   for (int round = 0; round < 300; ++round) {
@@ -210,6 +211,9 @@ void check_live_equals_batch(bool idle, uint64_t seed, size_t* segmented = nullp
         if (w.find("\"segments\":1,") == std::string::npos &&
             w.find("\"segments\":0,") == std::string::npos)
           ++*segmented;
+    if (with_idle)
+      for (const std::string& w : expected)
+        if (w.find("\"property2_violations\":0,") == std::string::npos) ++*with_idle;
   }
   EXPECT_GT(compared, 1000u);
   EXPECT_GT(incremental, 250u);
@@ -222,9 +226,10 @@ TEST(LiveAnalyzer, RandomTracesEqualBatchAnalysis) {
 // Windows cut into segments (idle intervals, workers starting late or stopping early,
 // waits that no message ends) come out of serve as out of analyze.
 TEST(LiveAnalyzer, SegmentedWindowsEqualBatchAnalysis) {
-  size_t segmented = 0;
-  check_live_equals_batch(true, 20261124, &segmented);
+  size_t segmented = 0, with_idle = 0;
+  check_live_equals_batch(true, 20261124, &segmented, &with_idle);
   EXPECT_GT(segmented, 500u);
+  EXPECT_GT(with_idle, 50u);
 }
 
 // Windows close while the stream goes on, and memory does not grow with the stream.
