@@ -48,6 +48,7 @@ WindowSummary window(uint64_t k) {
   w.window = {static_cast<int64_t>(k) * 1000, static_cast<int64_t>(k + 1) * 1000, false};
   w.span_start = w.window.start;
   w.span_end = w.window.end;
+  w.cp_ns = w.span_end - w.span_start;  // no idle interval
   w.has_paths = true;
   w.events = 10;
   w.cp.activity[static_cast<int>(ActivityType::processing)] = static_cast<double>(k) / 10;

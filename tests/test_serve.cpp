@@ -63,7 +63,9 @@ Event half(uint32_t w, uint32_t remote, int64_t ts, EventKind k, int64_t corr, b
 // and longer than the threshold, messages that are unmatched, duplicated, without
 // correlator or received "before" they were sent (clock skew) — all within `max_delay`,
 // so that a live stream with that lateness can know everything `analyze` knows.
-Trace random_trace(std::mt19937_64& rng, int64_t max_delay) {
+// With `idle`: workers that start late and stop early, and explicit waiting activities
+// that no message ends, so that windows are cut into segments (docs/PAG.md §4).
+Trace random_trace(std::mt19937_64& rng, int64_t max_delay, bool idle = false) {
   auto uni = [&](int64_t lo, int64_t hi) {
     return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
   };
@@ -74,8 +76,14 @@ Trace random_trace(std::mt19937_64& rng, int64_t max_delay) {
                                 ActivityType::deserialization, ActivityType::scheduling};
   for (uint32_t w = 0; w < workers; ++w) {
     int64_t t = uni(0, 50'000);
-    while (t < horizon) {
-      const ActivityType a = types[uni(0, 3)];
+    int64_t end = horizon;
+    if (idle) {
+      t = uni(0, horizon / 2);
+      end = uni(t, horizon);
+    }
+    while (t < end) {
+      ActivityType a = types[uni(0, 3)];
+      if (idle && uni(0, 3) == 0) a = ActivityType::waiting;
       const uint32_t op = uni(0, 3) == 0 ? kNone : static_cast<uint32_t>(uni(1, 3));
       const int64_t len = uni(0, 3) == 0 ? uni(1, 200) : uni(1'000, 150'000);
       if (uni(0, 9) != 0) events.push_back(local(w * 7, t, a, EventKind::start, op));
@@ -169,13 +177,14 @@ std::vector<std::string> live_windows(const Trace& trace, const LiveOptions& lo,
   return out;
 }
 
-TEST(LiveAnalyzer, RandomTracesEqualBatchAnalysis) {
-  std::mt19937_64 rng(20261122);
+void check_live_equals_batch(bool idle, uint64_t seed, size_t* segmented = nullptr,
+                             size_t* with_idle = nullptr) {
+  std::mt19937_64 rng(seed);
   size_t compared = 0, incremental = 0;
   for (int round = 0; round < 300; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
     const int64_t max_delay = 60'000;
-    const Trace trace = random_trace(rng, max_delay);
+    const Trace trace = random_trace(rng, max_delay, idle);
     LiveOptions lo;
     lo.window_ns = std::uniform_int_distribution<int64_t>(20'000, 700'000)(rng);
     lo.lateness_ns = max_delay + 1;
@@ -197,9 +206,30 @@ TEST(LiveAnalyzer, RandomTracesEqualBatchAnalysis) {
     }
     compared += got.size();
     if (stats.windows > 1) ++incremental;
+    if (segmented)
+      for (const std::string& w : expected)
+        if (w.find("\"segments\":1,") == std::string::npos &&
+            w.find("\"segments\":0,") == std::string::npos)
+          ++*segmented;
+    if (with_idle)
+      for (const std::string& w : expected)
+        if (w.find("\"property2_violations\":0,") == std::string::npos) ++*with_idle;
   }
   EXPECT_GT(compared, 1000u);
   EXPECT_GT(incremental, 250u);
+}
+
+TEST(LiveAnalyzer, RandomTracesEqualBatchAnalysis) {
+  check_live_equals_batch(false, 20261122);
+}
+
+// Windows cut into segments (idle intervals, workers starting late or stopping early,
+// waits that no message ends) come out of serve as out of analyze.
+TEST(LiveAnalyzer, SegmentedWindowsEqualBatchAnalysis) {
+  size_t segmented = 0, with_idle = 0;
+  check_live_equals_batch(true, 20261124, &segmented, &with_idle);
+  EXPECT_GT(segmented, 500u);
+  EXPECT_GT(with_idle, 50u);
 }
 
 // Windows close while the stream goes on, and memory does not grow with the stream.

@@ -158,6 +158,8 @@ void CpComputer::compute(const Snapshot& snap, CpResult& out) {
   out.paths = WideCount();
   out.property1_violations = 0;
   out.zero_duration_cycles = 0;
+  out.cp_ns = 0;
+  out.segments = out.no_path_segments = 0;
   // Not zeroed here: the passes below write every element (BigVector leaves them as
   // they were), except where noted.
   out.forward.resize(n);
@@ -170,6 +172,7 @@ void CpComputer::compute(const Snapshot& snap, CpResult& out) {
   }
   out.span_start = *std::min_element(snap.ts.begin(), snap.ts.end());
   out.span_end = *std::max_element(snap.ts.begin(), snap.ts.end());
+  out.cp_ns = out.span_end - out.span_start;
 
   // CSR of message edges by source.
   build_csr(n, snap.msg_src, out_begin_, out_msg_);
@@ -270,6 +273,8 @@ void CpComputer::compute(const Snapshot& snap, CpResult& out) {
   }
   for (uint32_t v = 0; v < n; ++v)
     if (snap.ts[v] == out.span_end) out.paths += out.forward[v];
+  out.segments = out.cp_ns > 0;
+  out.no_path_segments = out.segments && !out.has_paths();
   if (!out.has_paths()) {
     std::fill(out.timeline_cp.begin(), out.timeline_cp.end(), 0.0);
     std::fill(out.message_cp.begin(), out.message_cp.end(), 0.0);

@@ -17,8 +17,9 @@ namespace snailtrail {
 struct CpResult {
   int64_t span_start = 0;  // time of V_s
   int64_t span_end = 0;    // time of V_e
-  WideCount paths;         // N
-  bool has_paths() const { return !paths.is_zero() && span_end > span_start; }
+  WideCount paths;         // N (a segmented window: the product of its segments' N)
+  int64_t cp_ns = 0;       // time CP is spread over: te - ts, or the segments with paths
+  bool has_paths() const { return !paths.is_zero() && cp_ns > 0; }
 
   BigVector<WideCount> forward;   // f per node
   BigVector<WideCount> backward;  // b per node
@@ -27,6 +28,12 @@ struct CpResult {
 
   uint64_t property1_violations = 0;  // nodes other than V_s with in-degree 0
   uint64_t zero_duration_cycles = 0;  // zero-duration messages dropped to break cycles
+  // Segments (cp/segments.hpp): how many the window was cut into, how many have no path,
+  // and the window's Property 2 violations (idle intervals) that cut it.
+  uint64_t segments = 0;
+  uint64_t no_path_segments = 0;
+  uint64_t property2_violations = 0;
+  int64_t property2_ns = 0;
 };
 
 // Per-edge centrality c(e) = f(src) * b(dst).

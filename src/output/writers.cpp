@@ -105,9 +105,10 @@ void put_groups(Buf& out, const Groups& g, const WindowSummary& w, const Names& 
 void put_diagnostics(Buf& out, const Diagnostics& d) {
   fmt::format_to(std::back_inserter(out),
                  "{{\"no_paths\":{},\"property1_violations\":{},\"property2_violations\":{},"
-                 "\"property2_ns\":{},\"zero_duration_cycles\":{}",
+                 "\"property2_ns\":{},\"zero_duration_cycles\":{},\"segments\":{},"
+                 "\"no_path_segments\":{}",
                  d.no_paths, d.property1_violations, d.property2_violations, d.property2_ns,
-                 d.zero_duration_cycles);
+                 d.zero_duration_cycles, d.segments, d.no_path_segments);
   for (int i = 0; i < kIssueCount; ++i)
     fmt::format_to(std::back_inserter(out), ",\"{}\":{}", kIssueNames[i], d.issues[i]);
   put(out, ",\"unknown_share\":");
@@ -261,10 +262,10 @@ void write_window_json(Buf& out, const WindowSummary& w, const Names& names,
                        const SummarySelection& sel) {
   fmt::format_to(std::back_inserter(out),
                  "{{\"window\":{{\"index\":{},\"start_ns\":{},\"end_ns\":{}}},"
-                 "\"span\":{{\"start_ns\":{},\"end_ns\":{}}},\"events\":{},\"nodes\":{},"
-                 "\"edges\":{},\"paths_log10\":",
-                 w.index, w.window.start, w.window.end, w.span_start, w.span_end, w.events, w.nodes,
-                 w.edges);
+                 "\"span\":{{\"start_ns\":{},\"end_ns\":{},\"cp_ns\":{}}},\"events\":{},"
+                 "\"nodes\":{},\"edges\":{},\"paths_log10\":",
+                 w.index, w.window.start, w.window.end, w.span_start, w.span_end, w.cp_ns, w.events,
+                 w.nodes, w.edges);
   if (w.has_paths)
     put_double(out, w.paths_log10);
   else
@@ -489,6 +490,10 @@ void write_table(Buf& out, const Aggregate& agg, const Names& names, const Summa
       fmt::format_to(std::back_inserter(out),
                      "  property 2: {} interval(s), {} in all, of only waiting and no message\n",
                      d.property2_violations, format_ns(d.property2_ns));
+    if (d.segments > agg.windows || d.no_path_segments)
+      fmt::format_to(std::back_inserter(out),
+                     "  CP in {} segment(s), {} of them without any path\n", d.segments,
+                     d.no_path_segments);
     if (d.zero_duration_cycles)
       fmt::format_to(std::back_inserter(out),
                      "  {} zero-duration message(s) dropped to break cycles\n",

@@ -407,7 +407,7 @@ void ReportBuilder::add_summary(const WindowSummary& w) {
     top_.resize(opt_.top_k);
   }
   const int64_t length = w.window.end - w.window.start;
-  const int64_t span = w.has_paths ? w.span_end - w.span_start : 0;
+  const int64_t span = w.has_paths ? w.cp_ns : 0;
   SeriesPoint p;
   p.first_window = p.last_window = w.index;
   p.start = w.window.start;

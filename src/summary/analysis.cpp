@@ -8,6 +8,8 @@
 #include <mutex>
 #include <thread>
 
+#include "cp/segments.hpp"
+
 namespace snailtrail {
 namespace {
 
@@ -15,8 +17,9 @@ namespace {
 class WindowAnalyzer {
  public:
   WindowAnalyzer(const Pag& pag, const AnalysisOptions& options)
-      : pag_(pag), options_(options), snapshotter_(pag), summarizer_(pag) {
+      : pag_(pag), options_(options), snapshotter_(pag), segmented_(pag), summarizer_(pag) {
     computer_.set_split_min_nodes(options.summary.split_min_nodes);
+    segmented_.set_split_min_nodes(options.summary.split_min_nodes);
   }
 
   template <typename F>
@@ -29,15 +32,22 @@ class WindowAnalyzer {
       t0 = now;
     };
     snapshotter_.build(window, snap_);
+    plan_segments(pag_, snap_, plan_);
     lap(times_.snapshot_s);
-    computer_.compute(snap_, cp_);
+    // One independent stream per window, so results do not depend on which windows ran.
+    const uint64_t seed =
+        options_.summary.seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(window.start);
     sampled_.clear();
-    if (options_.sample_single_path) {
-      // One independent stream per window, so results do not depend on which windows ran.
-      uint64_t seed =
-          options_.summary.seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(window.start);
-      sampled_ = computer_.sample_path(snap_, cp_, seed);
+    if (!options_.segments || plan_.whole()) {
+      computer_.compute(snap_, cp_);
+      if (options_.sample_single_path) sampled_ = computer_.sample_path(snap_, cp_, seed);
+    } else {
+      segmented_.compute(plan_, snap_, cp_, options_.sample_single_path ? &seed : nullptr,
+                         sampled_);
     }
+    cp_.property2_violations = plan_.idle.size();
+    cp_.property2_ns = 0;
+    for (const auto& [a, b] : plan_.idle) cp_.property2_ns += b - a;
     lap(times_.cp_s);
     summary_.index = index;
     summarizer_.summarize(snap_, cp_, sampled_, options_.summary, summary_);
@@ -61,6 +71,8 @@ class WindowAnalyzer {
   const AnalysisOptions& options_;
   Snapshotter snapshotter_;
   CpComputer computer_;
+  SegmentedCp segmented_;
+  SegmentPlan plan_;
   Summarizer summarizer_;
   Snapshot snap_;
   CpResult cp_;

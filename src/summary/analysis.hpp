@@ -17,6 +17,10 @@ struct AnalysisOptions {
   WindowSpec windows;
   SummaryOptions summary;
   bool sample_single_path = true;
+  // Cut windows into segments at idle intervals and where a worker's timeline begins or
+  // ends (docs/PAG.md §4). Off: the thesis' single span from the earliest to the latest
+  // node of the window (kept for comparison with it).
+  bool segments = true;
   StageTimes* times = nullptr;  // optional
 };
 

@@ -101,43 +101,6 @@ struct Accumulator {
   }
 };
 
-void count_property2(const Snapshot& snap, const CpResult& cp, Diagnostics& d) {
-  // Intervals covered by some non-waiting activity or message in flight; every
-  // uncovered stretch of [span_start, span_end] is a Property 2 violation.
-  static thread_local std::vector<KeyValue<int64_t>> busy, scratch;  // (start, end)
-  busy.clear();
-  const size_t n = snap.node_count();
-  const int64_t base = cp.span_start;
-  for (size_t v = 0; v + 1 < n; ++v) {
-    if (snap.edge[v] == kNone || snap.type[v] == kWaiting) continue;
-    const int64_t s = snap.ts[v], e = snap.ts[v + 1];
-    // Merge runs of consecutive busy edges of one worker.
-    if (!busy.empty() && busy.back().value == s && v > 0 && snap.edge[v - 1] != kNone)
-      busy.back().value = e;
-    else
-      busy.push_back({static_cast<uint64_t>(s - base), e});
-  }
-  for (size_t k = 0; k < snap.msg_src.size(); ++k) {
-    const int64_t s = snap.ts[snap.msg_src[k]], e = snap.ts[snap.msg_dst[k]];
-    if (e > s) busy.push_back({static_cast<uint64_t>(s - base), e});
-  }
-  radix_sort(busy, scratch);
-  int64_t covered = cp.span_start;
-  for (const auto& kv : busy) {
-    const int64_t s = static_cast<int64_t>(kv.key) + base;
-    if (s > covered) {
-      ++d.property2_violations;
-      d.property2_ns += s - covered;
-    }
-    covered = std::max(covered, kv.value);
-    if (covered >= cp.span_end) break;
-  }
-  if (covered < cp.span_end) {
-    ++d.property2_violations;
-    d.property2_ns += cp.span_end - covered;
-  }
-}
-
 // Keeps the k largest activities seen, as a min-heap on CP (ties: earlier first).
 class TopK {
  public:
@@ -188,6 +151,7 @@ void Summarizer::summarize(const Snapshot& snap, const CpResult& cp,
   out.window = snap.window;
   out.span_start = cp.span_start;
   out.span_end = cp.span_end;
+  out.cp_ns = cp.cp_ns;
   out.events = snap.events;
   out.nodes = n;
   out.edges = snap.edge_count();
@@ -202,11 +166,10 @@ void Summarizer::summarize(const Snapshot& snap, const CpResult& cp,
   acc_single.reset(W, ops);
   std::vector<uint32_t> op_workers(ops, 0), op_last_worker(ops, kNone);
 
-  // Top-k activities and Property 2 do not depend on the groupings: on large windows they
-  // run on a second thread meanwhile. Each computation keeps its order, so the results are
-  // the same either way.
+  // Top-k activities do not depend on the groupings: on large windows they run on a
+  // second thread meanwhile. The computation keeps its order, so the results are the same
+  // either way.
   std::vector<TopActivity> top_result;
-  Diagnostics property2;
   auto side_work = [&] {
     // Top-k: consecutive timeline edges of one activity instance are one activity.
     if (options.top_k > 0 && cp.has_paths()) {
@@ -222,9 +185,18 @@ void Summarizer::summarize(const Snapshot& snap, const CpResult& cp,
                       pag_.edge_op[g],  snap.ts[v], snap.ts[v + 1],
                       cp.timeline_cp[v]};
         size_t u = v + 1;
-        while (u + 1 < n && snap.edge[u] != kNone &&
-               pag_.edge_instance[snap.edge[u]] == pag_.edge_instance[g] &&
-               snap.type[u] == snap.type[v]) {
+        for (;;) {
+          // A segmented window breaks a timeline at a segment border into two nodes at
+          // one instant: the activity goes on across it.
+          if (u + 2 < n && snap.edge[u] == kNone && snap.edge[u + 1] != kNone &&
+              snap.worker[u + 1] == snap.worker[u] && snap.ts[u + 1] == snap.ts[u] &&
+              pag_.edge_instance[snap.edge[u + 1]] == pag_.edge_instance[g] &&
+              snap.type[u + 1] == snap.type[v])
+            ++u;
+          if (!(u + 1 < n && snap.edge[u] != kNone &&
+                pag_.edge_instance[snap.edge[u]] == pag_.edge_instance[g] &&
+                snap.type[u] == snap.type[v]))
+            break;
           a.end = snap.ts[u + 1];
           a.cp += cp.timeline_cp[u];
           ++u;
@@ -240,7 +212,6 @@ void Summarizer::summarize(const Snapshot& snap, const CpResult& cp,
       }
       top_result = top.take();
     }
-    if (n > 0) count_property2(snap, cp, property2);
   };
   std::thread side;
   if (n >= options.split_min_nodes) side = std::thread(side_work);
@@ -263,7 +234,8 @@ void Summarizer::summarize(const Snapshot& snap, const CpResult& cp,
   for (size_t k = 0; k < snap.msg_src.size(); ++k)
     total += static_cast<double>(snap.ts[snap.msg_dst[k]] - snap.ts[snap.msg_src[k]]);
   const double inv_total = total > 0 ? 1.0 / total : 0.0;
-  const double span = static_cast<double>(cp.span_end - cp.span_start);
+  // The single path covers the time CP is spread over (the segments with paths).
+  const double span = static_cast<double>(cp.cp_ns);
   const double inv_span = span > 0 ? 1.0 / span : 0.0;
 
   std::vector<uint8_t> on_path_tl;
@@ -345,8 +317,10 @@ void Summarizer::summarize(const Snapshot& snap, const CpResult& cp,
   d.zero_duration_cycles = cp.zero_duration_cycles;
   d.unknown_share = timeline_total > 0 ? unknown / timeline_total : 0;
   d.waiting_share = timeline_total > 0 ? waiting / timeline_total : 0;
-  d.property2_violations = property2.property2_violations;
-  d.property2_ns = property2.property2_ns;
+  d.property2_violations = cp.property2_violations;
+  d.property2_ns = cp.property2_ns;
+  d.segments = cp.segments;
+  d.no_path_segments = cp.no_path_segments;
   const auto& issues = pag_.issues;
   while (issue_cursor_ < issues.size() && issues[issue_cursor_].ts < snap.window.start)
     ++issue_cursor_;
@@ -400,6 +374,8 @@ void Aggregate::add(const WindowSummary& w, size_t top_k) {
   d.property2_violations += x.property2_violations;
   d.property2_ns += x.property2_ns;
   d.zero_duration_cycles += x.zero_duration_cycles;
+  d.segments += x.segments;
+  d.no_path_segments += x.no_path_segments;
   for (int i = 0; i < kIssueCount; ++i) d.issues[i] += x.issues[i];
   for (const auto& [kind, n] : x.input) d.add_input(kind, n);
   const int64_t length = w.window.end - w.window.start;
@@ -408,7 +384,7 @@ void Aggregate::add(const WindowSummary& w, size_t top_k) {
   d.waiting_share += x.waiting_share * static_cast<double>(length);
   if (!w.has_paths) return;
   ++windows_with_paths;
-  const int64_t span = w.span_end - w.span_start;
+  const int64_t span = w.cp_ns;
   weight_ns += span;
   const double s = static_cast<double>(span);
   add_groups(cp, w.cp, s);

@@ -39,10 +39,12 @@ struct TopActivity {
 };
 
 struct Diagnostics {
-  bool no_paths = false;  // N = 0: no CP for this window
+  bool no_paths = false;  // N = 0 in every segment: no CP for this window
   uint64_t property1_violations = 0;
   uint64_t property2_violations = 0;  // maximal intervals without any non-waiting activity
   int64_t property2_ns = 0;
+  uint64_t segments = 0;          // parts the window's CP was computed in (docs/PAG.md §4)
+  uint64_t no_path_segments = 0;  // of which without any transient path (no CP)
   uint64_t zero_duration_cycles = 0;
   std::array<uint64_t, kIssueCount> issues{};
   double unknown_share = 0;  // of timeline time
@@ -65,6 +67,7 @@ struct WindowSummary {
   uint64_t index = 0;
   Window window;
   int64_t span_start = 0, span_end = 0;
+  int64_t cp_ns = 0;  // time CP is spread over: span minus idle intervals and no-path segments
   uint64_t events = 0, nodes = 0, edges = 0;
   bool has_paths = false;
   double paths_log10 = 0;
@@ -99,7 +102,7 @@ class Summarizer {
 // for the table view of a whole run.
 struct Aggregate {
   uint64_t windows = 0, windows_with_paths = 0, events = 0, edges = 0;
-  int64_t weight_ns = 0;       // total span of windows with paths (weights CP)
+  int64_t weight_ns = 0;       // total cp_ns of windows with paths (weights CP)
   int64_t diag_weight_ns = 0;  // total length of all windows (weights shares)
   Groups cp, conventional, single_path;
   Diagnostics diagnostics;  // counts summed; shares time-weighted

@@ -46,7 +46,7 @@ struct Counts {
   uint64_t unmatched_ends = 0, unclosed_begins = 0, negative_durations = 0,
            complete_without_dur = 0, flow_without_id = 0, flow_without_start = 0,
            flow_without_end = 0, inputs_without_producer = 0, ignored_events = 0,
-           truncated_file = 0;
+           truncated_file = 0, envelope_events = 0;
 };
 
 std::string_view skip_space(std::string_view s) {
@@ -55,6 +55,25 @@ std::string_view skip_space(std::string_view s) {
           s.front() == '\xEF' || s.front() == '\xBB' || s.front() == '\xBF'))
     s.remove_prefix(1);
   return s;
+}
+
+// A slice that the tracer writes about the recording itself, not work of the program:
+// the PyTorch profiler's (Kineto's) whole-trace span `{"ph":"X","cat":"Trace","name":
+// "PyTorch Profiler (0)"}` on its own "Spans" thread, Chrome's `__metadata` category and
+// its tracing bookkeeping events. Taken as an activity it would span the trace and hold
+// all of its CP.
+bool is_envelope(std::string_view name, std::string_view cat) {
+  if (cat == "Trace" || cat == "__metadata") return true;
+  if (name.starts_with("PyTorch Profiler")) return true;
+  static constexpr std::string_view kNames[] = {"TracingStartedInBrowser",
+                                                "TracingStartedInPage",
+                                                "TracingSessionIdForWorker",
+                                                "CpuProfile",
+                                                "Profile",
+                                                "ProfileChunk"};
+  for (std::string_view n : kNames)
+    if (name == n) return true;
+  return false;
 }
 
 // "node:1" and "^node" both name the node "node"; '^' marks a control dependency.
@@ -173,6 +192,10 @@ class ChromeReader {
     const bool slice_begin = ph == "X" || ph == "B";
     if (!(slice_begin || ph == "E" || ph == "s" || ph == "t" || ph == "f")) {
       ++counts_.ignored_events;
+      return;
+    }
+    if ((slice_begin || ph == "E") && is_envelope(name, cat)) {
+      ++counts_.envelope_events;
       return;
     }
     if (!has_ts) fail(index, "missing \"ts\"");
@@ -492,6 +515,7 @@ class ChromeReader {
     diag("flows_without_end", counts_.flow_without_end);
     diag("inputs_without_producer", counts_.inputs_without_producer);
     diag("ignored_events", counts_.ignored_events);
+    diag("envelope_events", counts_.envelope_events);
     return trace;
   }
 

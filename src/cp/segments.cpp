@@ -1,0 +1,226 @@
+#include "cp/segments.hpp"
+
+#include <algorithm>
+
+#include "pag/radix_sort.hpp"
+
+namespace snailtrail {
+
+void plan_segments(const Pag& pag, const Snapshot& snap, SegmentPlan& plan) {
+  plan.idle.clear();
+  plan.parts.clear();
+  plan.segments = 0;
+  const size_t n = snap.node_count();
+  if (n == 0) {
+    plan.span_start = plan.span_end = snap.window.start;
+    return;
+  }
+  const auto [lo, hi] = std::minmax_element(snap.ts.begin(), snap.ts.end());
+  const int64_t span_start = *lo, span_end = *hi;
+  plan.span_start = span_start;
+  plan.span_end = span_end;
+
+  // Intervals covered by some non-waiting timeline edge or message in flight; every
+  // uncovered stretch of [span_start, span_end] is idle (a Property 2 violation).
+  static thread_local std::vector<KeyValue<int64_t>> busy, scratch;  // (start, end)
+  static thread_local std::vector<int64_t> borders;
+  static thread_local std::vector<uint8_t> flags;  // per node: 1 if a message arrives
+  busy.clear();
+  borders.clear();
+  flags.assign(n, 0);
+  for (size_t k = 0; k < snap.msg_dst.size(); ++k) flags[snap.msg_dst[k]] = 1;
+  constexpr uint8_t kWaiting = static_cast<uint8_t>(ActivityType::waiting);
+  for (size_t v = 0; v + 1 < n; ++v) {
+    if (snap.edge[v] == kNone) continue;
+    // A worker that starts with no message arriving: nothing in the trace leads to it.
+    if ((v == 0 || snap.edge[v - 1] == kNone) && snap.ts[v] > span_start && !(flags[v] & 1))
+      borders.push_back(snap.ts[v]);
+    if (snap.type[v] == kWaiting) {
+      // A wait that ends with no message arriving (and not cut by the window's end): the
+      // worker resumes for no reason the trace shows, like a worker that starts.
+      if (!(flags[v + 1] & 1) && snap.ts[v + 1] == pag.node_ts[snap.edge[v] + 1])
+        borders.push_back(snap.ts[v + 1]);
+      continue;
+    }
+    const int64_t s = snap.ts[v], e = snap.ts[v + 1];
+    // Merge runs of consecutive busy edges of one worker.
+    if (!busy.empty() && busy.back().value == s && v > 0 && snap.edge[v - 1] != kNone)
+      busy.back().value = e;
+    else
+      busy.push_back({static_cast<uint64_t>(s - span_start), e});
+  }
+  for (size_t k = 0; k < snap.msg_src.size(); ++k) {
+    const int64_t s = snap.ts[snap.msg_src[k]], e = snap.ts[snap.msg_dst[k]];
+    if (e > s) busy.push_back({static_cast<uint64_t>(s - span_start), e});
+  }
+  radix_sort(busy, scratch);
+  int64_t covered = span_start;
+  for (const auto& kv : busy) {
+    const int64_t s = static_cast<int64_t>(kv.key) + span_start;
+    if (s > covered) plan.idle.emplace_back(covered, s);
+    covered = std::max(covered, kv.value);
+    if (covered >= span_end) break;
+  }
+  if (covered < span_end) plan.idle.emplace_back(covered, span_end);
+
+  // The last part owns span_end unless the next window starts there.
+  const bool closed = span_end < snap.window.end || snap.window.closed_end;
+  if (plan.idle.empty() && borders.empty()) {  // the thesis case: one segment
+    if (span_end > span_start) plan.parts.push_back({{span_start, span_end, closed}, false});
+    plan.segments = plan.parts.size();
+    return;
+  }
+  borders.push_back(span_start);
+  borders.push_back(span_end);
+  for (const auto& [a, b] : plan.idle) borders.push_back(a), borders.push_back(b);
+  std::sort(borders.begin(), borders.end());
+  borders.erase(std::unique(borders.begin(), borders.end()), borders.end());
+  size_t i = 0;  // first idle interval that may contain [p, q]
+  for (size_t k = 0; k + 1 < borders.size(); ++k) {
+    const int64_t p = borders[k], q = borders[k + 1];
+    while (i < plan.idle.size() && plan.idle[i].second <= p) ++i;
+    const bool idle = i < plan.idle.size() && plan.idle[i].first <= p && q <= plan.idle[i].second;
+    plan.parts.push_back({{p, q, false}, idle});
+    plan.segments += !idle;
+  }
+  if (!plan.parts.empty()) plan.parts.back().window.closed_end = closed;
+}
+
+void SegmentedCp::compute(const SegmentPlan& plan, Snapshot& snap, CpResult& out,
+                          const uint64_t* sample_seed, std::vector<uint32_t>& sampled) {
+  const size_t S = plan.parts.size();
+  if (snaps_.size() < S) {
+    snaps_.resize(S);
+    results_.resize(S);
+    paths_.resize(S);
+  }
+  // Each segment on its own, as a window of the PAG.
+  int64_t T = 0;
+  uint64_t property1 = 0, cycles = 0, without = 0;
+  for (size_t k = 0; k < S; ++k) {
+    snapshotter_.build(plan.parts[k].window, snaps_[k]);
+    CpResult& r = results_[k];
+    if (plan.parts[k].idle) {  // no CP: only its edges, for the conventional profile
+      r.paths = WideCount();
+      r.cp_ns = 0;
+      r.timeline_cp.assign(snaps_[k].node_count(), 0.0);
+      r.message_cp.assign(snaps_[k].msg_src.size(), 0.0);
+      r.forward.resize(snaps_[k].node_count());
+      r.backward.resize(snaps_[k].node_count());
+      paths_[k].clear();
+      continue;
+    }
+    computer_.compute(snaps_[k], r);
+    property1 += r.property1_violations;
+    cycles += r.zero_duration_cycles;
+    paths_[k].clear();
+    if (!r.has_paths()) {
+      ++without;
+      continue;
+    }
+    T += r.cp_ns;
+    if (sample_seed)
+      paths_[k] = computer_.sample_path(snaps_[k], r, *sample_seed + k * 0xd1b54a32d192ed03ULL);
+  }
+
+  // N = product of the segments' N; f and b of segment k's nodes scale by the product of
+  // the earlier and of the later segments' N, so that f(u) b(v) = c_k(e) prod_{j != k} N_j.
+  std::vector<WideCount> before(S), after(S);
+  WideCount N = T > 0 ? WideCount::one() : WideCount();
+  for (size_t k = 0; k < S; ++k) {
+    before[k] = results_[k].has_paths() ? N : WideCount();
+    if (results_[k].has_paths()) N = N * results_[k].paths;
+  }
+  WideCount acc = WideCount::one();
+  for (size_t k = S; k-- > 0;) {
+    after[k] = results_[k].has_paths() ? acc : WideCount();
+    if (results_[k].has_paths()) acc = acc * results_[k].paths;
+  }
+
+  // Lay the segments' nodes out worker by worker, each worker's in segment order, then
+  // every segment's standalone message endpoints.
+  const size_t W = pag_.worker_count();
+  std::vector<uint32_t> count(W + 1, 0), timeline_end(S), node_base(S + 1, 0), msg_base(S + 1, 0);
+  for (size_t k = 0; k < S; ++k) {
+    const Snapshot& s = snaps_[k];
+    uint32_t u = 0;
+    const uint32_t nk = static_cast<uint32_t>(s.node_count());
+    while (u < nk && (s.edge[u] != kNone || (u > 0 && s.edge[u - 1] != kNone))) {
+      ++count[s.worker[u] + 1];
+      ++u;
+    }
+    timeline_end[k] = u;
+    node_base[k + 1] = node_base[k] + nk;
+    msg_base[k + 1] = msg_base[k] + static_cast<uint32_t>(s.msg_src.size());
+  }
+  for (size_t w = 0; w < W; ++w) count[w + 1] += count[w];
+  uint32_t extra = count[W];
+  std::vector<uint32_t> place(node_base[S]);  // (segment, node) -> combined index
+  for (size_t k = 0; k < S; ++k) {
+    const Snapshot& s = snaps_[k];
+    for (uint32_t u = 0; u < s.node_count(); ++u)
+      place[node_base[k] + u] = u < timeline_end[k] ? count[s.worker[u]]++ : extra++;
+  }
+
+  Snapshot& c = combined_;
+  const uint32_t n = node_base[S], m = msg_base[S];
+  c.window = snap.window;
+  c.events = snap.events;
+  c.timeline_edges = 0;
+  c.ts.resize(n);
+  c.worker.resize(n);
+  c.edge.resize(n);
+  c.type.resize(n);
+  c.msg_src.resize(m);
+  c.msg_dst.resize(m);
+  c.msg_index.resize(m);
+  out.forward.resize(n);
+  out.backward.resize(n);
+  out.timeline_cp.resize(n);
+  out.message_cp.resize(m);
+  const double inv_T = T > 0 ? 1.0 / static_cast<double>(T) : 0.0;
+  sampled.clear();
+  for (size_t k = 0; k < S; ++k) {
+    const Snapshot& s = snaps_[k];
+    const CpResult& r = results_[k];
+    const bool paths = r.has_paths();
+    const double weight = paths ? static_cast<double>(r.cp_ns) * inv_T : 0.0;
+    c.timeline_edges += s.timeline_edges;
+    const uint32_t* at = place.data() + node_base[k];
+    for (uint32_t u = 0; u < s.node_count(); ++u) {
+      const uint32_t x = at[u];
+      c.ts[x] = s.ts[u];
+      c.worker[x] = s.worker[u];
+      c.edge[x] = s.edge[u];
+      c.type[x] = s.type[u];
+      out.forward[x] = paths ? r.forward[u] * before[k] : WideCount();
+      out.backward[x] = paths ? r.backward[u] * after[k] : WideCount();
+      out.timeline_cp[x] = r.timeline_cp[u] * weight;
+    }
+    for (uint32_t j = 0; j < s.msg_src.size(); ++j) {
+      const uint32_t y = msg_base[k] + j;
+      c.msg_src[y] = at[s.msg_src[j]];
+      c.msg_dst[y] = at[s.msg_dst[j]];
+      c.msg_index[y] = s.msg_index[j];
+      out.message_cp[y] = r.message_cp[j] * weight;
+    }
+    for (uint32_t e : paths_[k]) sampled.push_back(e & 0x80000000u ? ~(msg_base[k] + ~e) : at[e]);
+  }
+  std::swap(snap, c);
+
+  // V_s of the first segment and V_e of the last one.
+  out.span_start = out.span_end = plan.span_start;
+  for (size_t k = 0; k < S; ++k)
+    if (!plan.parts[k].idle) {
+      if (out.span_end == plan.span_start) out.span_start = plan.parts[k].window.start;
+      out.span_end = plan.parts[k].window.end;
+    }
+  out.paths = N;
+  out.cp_ns = T;
+  out.segments = plan.segments;
+  out.no_path_segments = without;
+  out.property1_violations = property1;
+  out.zero_duration_cycles = cycles;
+}
+
+}  // namespace snailtrail

@@ -1,0 +1,70 @@
+// Segmented critical participation (docs/PAG.md §4): a window is cut into segments at
+// its idle intervals (Property 2 violations), where a worker's timeline begins with no
+// message arriving, and where a wait ends with no message arriving; each segment gets the thesis'
+// CP with its own V_s / V_e, and the segments are combined weighted by their duration.
+//
+// Combining by duration is the thesis formula applied to concatenated paths: a path of
+// the window is one transient path of every segment with paths, so N = prod_k N_k,
+// c(e) = c_k(e) * prod_{j != k} N_j for an edge e of segment k, and
+//   CP_e = c(e) w(e) / (N T) = CP_k(e) * T_k / T,   T = sum_k T_k (segments with paths),
+// which sums to 1 over the window whenever one segment has a path.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "cp/critical_participation.hpp"
+
+namespace snailtrail {
+
+// The segments of one window snapshot.
+struct SegmentPlan {
+  int64_t span_start = 0, span_end = 0;  // earliest and latest node time
+  // Property 2 violations: maximal intervals of [span_start, span_end] where no timeline
+  // edge but waiting ones is present and no message is in flight.
+  std::vector<std::pair<int64_t, int64_t>> idle;
+  // [span_start, span_end] cut at every border, in time order: the segments and the idle
+  // intervals. Only the last part may own its end instant (closed_end: zero-duration
+  // messages there belong to it), when the window does.
+  struct Part {
+    Window window;
+    bool idle;
+  };
+  std::vector<Part> parts;
+  size_t segments = 0;  // parts that are not idle
+  // True when the window is one segment spanning [span_start, span_end]: the thesis case.
+  bool whole() const { return parts.size() <= 1 && idle.empty(); }
+};
+
+// Finds the idle intervals and segments of a window snapshot of `pag`. Segment borders:
+// the span's ends, the ends of idle intervals, the first node of a worker's timeline
+// after span_start where no message arrives, and the end of every waiting edge that ends
+// (not cut by the window) at a node where no message arrives.
+void plan_segments(const Pag& pag, const Snapshot& snap, SegmentPlan& plan);
+
+// Computes the CP of a window cut into segments (plan not whole): every part is
+// snapshotted from the PAG like a window and every segment analyzed on its own; `snap`
+// is then replaced by the parts' snapshots laid side by side (worker by worker, part by
+// part: a worker's timeline is broken at each border by a pair of nodes at the same
+// time; idle parts keep their edges, with CP 0, for the conventional profile) and `out`
+// by the combined result (see above). `sample_seed` (if not null) samples
+// one path per segment into `sampled` (edges of the combined snapshot).
+class SegmentedCp {
+ public:
+  explicit SegmentedCp(const Pag& pag) : pag_(pag), snapshotter_(pag) {}
+  void set_split_min_nodes(size_t n) { computer_.set_split_min_nodes(n); }
+  void compute(const SegmentPlan& plan, Snapshot& snap, CpResult& out, const uint64_t* sample_seed,
+               std::vector<uint32_t>& sampled);
+
+ private:
+  const Pag& pag_;
+  Snapshotter snapshotter_;
+  CpComputer computer_;
+  std::vector<Snapshot> snaps_;
+  std::vector<CpResult> results_;
+  std::vector<std::vector<uint32_t>> paths_;
+  Snapshot combined_;
+};
+
+}  // namespace snailtrail
