@@ -450,7 +450,7 @@ TEST(ScaleBacklog, CatchUpRaisesTheTargetsByTheBacklog) {
   // Catch-up 300 s, restart 30 s: the first decision (at 60 s) targets
   // rate + (backlog + rate x 30) / 300, taken from the run's own timeline.
   const ControlledRun r =
-      wordcount({.warmup = 1, .min_change = 2, .catch_up_s = 300, .restart_s = 30}, 1200);
+      wordcount({.warmup = 1, .min_change = 2, .catch_up_s = 300, .restart_s = 30});
   ASSERT_GE(r.decisions.size(), 1u);
   const TimelinePoint& at = r.timeline[0];
   ASSERT_DOUBLE_EQ(at.time_s, 60);
