@@ -9,9 +9,11 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "importers/importer.hpp"
@@ -43,6 +45,23 @@ class BatchQueue {
   size_t capacity_;
 };
 
+// Bytes shared by every TCP connection's undecoded input (`serve --ingest-buffer`).
+// Reservations are all or nothing, so a connection that holds one can always complete
+// the block (or line) it is receiving, and one that cannot get one holds (almost) nothing.
+class MemoryBudget {
+ public:
+  explicit MemoryBudget(size_t limit) : limit_(limit) {}
+  bool try_reserve(size_t n);
+  void release(size_t n);
+  size_t used() const { return used_.load(); }
+  size_t peak() const { return peak_.load(); }
+  size_t limit() const { return limit_; }
+
+ private:
+  std::atomic<size_t> used_{0}, peak_{0};
+  size_t limit_;
+};
+
 // Counters shared by every source, read by /metrics.
 struct IngestCounters {
   std::atomic<uint64_t> bytes{0};
@@ -53,6 +72,56 @@ struct IngestCounters {
   std::atomic<uint64_t> broken_streams{0};  // framing lost: the connection was closed
   std::atomic<uint64_t> connections_total{0};
   std::atomic<uint64_t> connections_open{0};
+  std::atomic<uint64_t> connections_refused{0};    // over --max-connections
+  std::atomic<uint64_t> connections_timed_out{0};  // silent for --connection-timeout
+  std::atomic<int64_t> buffered_bytes{0};          // TCP input received, not decoded yet
+  std::atomic<int64_t> buffered_peak{0};           // the largest buffered_bytes so far
+  std::atomic<uint64_t> paused_connections{0};     // waiting for the buffer budget
+};
+
+// Limits of the TCP ingestion (docs/SERVE.md, "Robustness").
+struct TcpLimits {
+  size_t max_connections = 1024;             // more are accepted and closed at once
+  int64_t idle_timeout_ns = 60'000'000'000;  // a connection silent this long is closed
+  size_t buffer_bytes = size_t{256} << 20;   // budget of undecoded input, all connections
+  unsigned threads = 2;                      // event loops decoding the connections
+};
+
+// Accepts producers on `listen_fds` and reads them with `limits.threads` event loops
+// (epoll): a connection costs a few hundred bytes plus what it has sent but not yet
+// completed; idle connections cost no thread. Each connection's input is bounded by a
+// free allowance (64 KiB) plus what it reserves from the shared budget for the block or
+// line it receives; a connection that cannot reserve is not read (TCP backpressure)
+// until others have decoded theirs. A full queue stops every loop (backpressure too).
+// Runs until `stop`, then reads what is readable without waiting, ends every stream and
+// returns from join().
+class TcpIngest {
+ public:
+  TcpIngest(std::vector<std::pair<int, std::string>> listeners, BatchQueue& queue,
+            IngestCounters& counters, const TcpLimits& limits, const std::atomic<bool>& stop,
+            bool log);
+  ~TcpIngest();
+  TcpIngest(const TcpIngest&) = delete;
+  TcpIngest& operator=(const TcpIngest&) = delete;
+  void join();
+  // Every loop has ended its streams (after `stop`).
+  bool finished() const { return running_.load() == 0; }
+  const MemoryBudget& budget() const { return budget_; }
+
+ private:
+  struct Loop;
+  void accept_loop();
+  std::vector<std::pair<int, std::string>> listeners_;
+  BatchQueue& queue_;
+  IngestCounters& counters_;
+  TcpLimits limits_;
+  const std::atomic<bool>& stop_;
+  bool log_;
+  MemoryBudget budget_;
+  std::atomic<bool> accepting_{true};
+  std::atomic<unsigned> running_{0};
+  std::vector<std::unique_ptr<Loop>> loops_;
+  std::thread acceptor_;
 };
 
 // Reads `fd` until end of stream (or until `stop` is set, after draining what is

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "serve/ingest.hpp"
 #include "serve/live_analyzer.hpp"
 
 namespace snailtrail::serve {
@@ -26,6 +27,9 @@ struct ServeOptions {
   int64_t rate_interval_ns = 0;   // DS2 policy interval of /api/rates; 0: the window width
   size_t wait_for_producers = 0;  // no window closes before this many have connected
   size_t queue_events = 1 << 20;  // events decoded but not yet analyzed, at most
+  TcpLimits tcp_limits;           // connections, their idle timeout, the input buffer budget
+  size_t http_max_connections = 256;  // HTTP clients at once (more are refused)
+  unsigned http_threads = 4;          // threads answering complete HTTP requests
   std::string port_file;          // written once listening: "tcp=PORT\nhttp=PORT\n"
   bool quiet = false;             // no log lines on stderr
 };
