@@ -162,7 +162,8 @@ struct HttpFront::Impl {
       sep = 2;
     }
     if (head_end == std::string::npos) {
-      if (c.in.size() > kMaxHead) respond_and_close(c, simple_response(431, "Request Header Fields Too Large"));
+      if (c.in.size() > kMaxHead)
+        respond_and_close(c, simple_response(431, "Request Header Fields Too Large"));
       return;
     }
     if (head_end > kMaxHead)

@@ -53,10 +53,11 @@ constexpr size_t kReadSize = 1 << 18;
 // Events decoded per batch handed to the queue (a .snail block is decoded whole, so a
 // batch holds at most this plus one block).
 constexpr size_t kBatchEvents = 1 << 16;
-// What every TCP connection may buffer without reserving from the budget.
-constexpr size_t kFreeBytes = 1 << 16;
+constexpr size_t kFreeBytes = ConnectionInput::kFreeBytes;
 // A JSONL line longer than this is skipped by the decoder (StreamDecoder's kMaxLine).
 constexpr size_t kMaxLine = size_t{1} << 20;
+
+}  // namespace
 
 // Decodes one piece of a stream and queues what it completed: our own formats
 // (StreamDecoder), or a foreign format through its streaming importer.
@@ -188,6 +189,8 @@ class Pump {
   StreamStats seen_;
   bool first_ = true;
 };
+
+namespace {
 
 // The importer that reads a followed file: `importer`, or sniffed from its first bytes.
 // "" for our own formats (the stream decoder tells JSONL and .snail apart itself).
@@ -358,7 +361,6 @@ void follow_file(const std::string& path, const FollowFormat& format, BatchQueue
   }
 }
 
-
 bool MemoryBudget::try_reserve(size_t n) {
   size_t used = used_.load();
   do {
@@ -409,15 +411,74 @@ void add_buffered(IngestCounters& c, int64_t delta) {
 
 }  // namespace
 
+ConnectionInput::ConnectionInput(const std::string& name, BatchQueue& queue,
+                                 IngestCounters& counters, MemoryBudget& budget)
+    : pump_(std::make_unique<Pump>(name, queue, counters)), counters_(counters), budget_(budget) {}
+
+ConnectionInput::~ConnectionInput() {
+  add_buffered(counters_, -static_cast<int64_t>(accounted_));
+  budget_.release(reserved_);
+}
+
+bool ConnectionInput::admit() {
+  const size_t need = pump_->need();
+  if (need <= std::max(kFreeBytes, reserved_)) return true;
+  const size_t want = pump_->jsonl() ? kMaxLine + kFreeBytes : need;
+  if (want > reserved_ && budget_.try_reserve(want - reserved_)) {
+    reserved_ = want;
+    return true;
+  }
+  return false;
+}
+
+size_t ConnectionInput::room() const {
+  const size_t allowance = std::max(kFreeBytes, reserved_);
+  const size_t have = pump_->buffered();
+  return allowance > have ? allowance - have : 0;
+}
+
+bool ConnectionInput::feed(const uint8_t* data, size_t n) {
+  const bool ok = pump_->feed(data, n);
+  account();
+  return ok;
+}
+
+void ConnectionInput::finish() {
+  pump_->finish();
+  account();
+}
+
+void ConnectionInput::account() {
+  const size_t now = pump_->buffered();
+  add_buffered(counters_, static_cast<int64_t>(now) - static_cast<int64_t>(accounted_));
+  accounted_ = now;
+  // Done with the large unit: back to the free allowance.
+  if (reserved_ && now <= kFreeBytes && pump_->need() <= kFreeBytes) {
+    budget_.release(reserved_);
+    reserved_ = 0;
+  }
+}
+
+size_t ConnectionInput::buffered() const {
+  return pump_->buffered();
+}
+bool ConnectionInput::broken() const {
+  return pump_->broken();
+}
+const std::string& ConnectionInput::broken_reason() const {
+  return pump_->broken_reason();
+}
+void ConnectionInput::log_end(bool log) const {
+  pump_->log_end(log);
+}
+
 // One event loop: an epoll set of connections, read with one buffer.
 struct TcpIngest::Loop {
   struct Conn {
     int fd = -1;
     std::string name;
-    std::unique_ptr<Pump> pump;
-    size_t reserved = 0;  // from the budget
-    size_t accounted = 0;  // buffered bytes counted in buffered_bytes
-    bool paused = false;   // waiting for the budget: not in the epoll set's interest
+    std::unique_ptr<ConnectionInput> input;
+    bool paused = false;  // waiting for the budget: not in the epoll set's interest
     Clock::time_point last;
   };
 
@@ -466,37 +527,14 @@ struct TcpIngest::Loop {
       auto c = std::make_unique<Conn>();
       c->fd = fd;
       c->name = std::move(name);
-      c->pump = std::make_unique<Pump>(c->name, owner.queue_, owner.counters_);
+      c->input =
+          std::make_unique<ConnectionInput>(c->name, owner.queue_, owner.counters_, owner.budget_);
       c->last = Clock::now();
       epoll_event ev{};
       ev.events = EPOLLIN;
       ev.data.ptr = c.get();
       ::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev);
       conns.emplace(fd, std::move(c));
-    }
-  }
-
-  // May `c` read now? Reserves from the budget, all or nothing, what the unit it receives
-  // needs beyond the free allowance.
-  bool admit(Conn& c) {
-    const size_t need = c.pump->need();
-    if (need <= std::max(kFreeBytes, c.reserved)) return true;
-    const size_t want = c.pump->jsonl() ? kMaxLine + kFreeBytes : need;
-    if (want > c.reserved && owner.budget_.try_reserve(want - c.reserved)) {
-      c.reserved = want;
-      return true;
-    }
-    return false;
-  }
-
-  void account(Conn& c) {
-    const size_t now = c.pump->buffered();
-    add_buffered(owner.counters_, static_cast<int64_t>(now) - static_cast<int64_t>(c.accounted));
-    c.accounted = now;
-    // Done with the large unit: back to the free allowance.
-    if (c.reserved && now <= kFreeBytes && c.pump->need() <= kFreeBytes) {
-      owner.budget_.release(c.reserved);
-      c.reserved = 0;
     }
   }
 
@@ -516,11 +554,9 @@ struct TcpIngest::Loop {
   }
 
   void close_conn(Conn& c, bool finish) {
-    if (finish && !c.pump->broken()) c.pump->finish();
-    c.pump->log_end(owner.log_);
+    if (finish && !c.input->broken()) c.input->finish();
+    c.input->log_end(owner.log_);
     if (c.paused) --owner.counters_.paused_connections;
-    add_buffered(owner.counters_, -static_cast<int64_t>(c.accounted));
-    owner.budget_.release(c.reserved);
     ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, c.fd, nullptr);
     ::close(c.fd);
     --owner.counters_.connections_open;
@@ -529,12 +565,11 @@ struct TcpIngest::Loop {
 
   // One read. False if the connection was closed.
   bool read_once(Conn& c) {
-    if (!admit(c)) {
+    if (!c.input->admit()) {
       set_paused(c, true);
       return true;
     }
-    const size_t room = std::max(kFreeBytes, c.reserved) - c.pump->buffered();
-    const ssize_t n = ::read(c.fd, buf.data(), std::min(buf.size(), room));
+    const ssize_t n = ::read(c.fd, buf.data(), std::min(buf.size(), c.input->room()));
     if (n < 0) {
       if (errno == EINTR || errno == EAGAIN) return true;
       if (owner.log_)
@@ -547,15 +582,14 @@ struct TcpIngest::Loop {
       return false;
     }
     c.last = Clock::now();
-    if (!c.pump->feed(buf.data(), static_cast<size_t>(n))) {
+    if (!c.input->feed(buf.data(), static_cast<size_t>(n))) {
       ++owner.counters_.broken_streams;
       if (owner.log_)
         fmt::print(stderr, "snailtrail serve: {}: closing the stream: {}\n", c.name,
-                   c.pump->broken_reason());
+                   c.input->broken_reason());
       close_conn(c, false);
       return false;
     }
-    account(c);
     return true;
   }
 
@@ -587,7 +621,7 @@ struct TcpIngest::Loop {
         for (auto& [fd, c] : conns)
           if (c->paused) paused.push_back(c.get());
         for (Conn* c : paused)
-          if (admit(*c)) set_paused(*c, false);
+          if (c->input->admit()) set_paused(*c, false);
       }
       const auto now = Clock::now();
       if (now - last_sweep > std::chrono::milliseconds(200)) {
@@ -614,7 +648,7 @@ struct TcpIngest::Loop {
       bool open = true;
       for (;;) {
         pollfd p{c->fd, POLLIN, 0};
-        if (::poll(&p, 1, 0) <= 0 || !admit(*c)) break;
+        if (::poll(&p, 1, 0) <= 0 || !c->input->admit()) break;
         if (!(open = read_once(*c))) break;
       }
       if (open) close_conn(*c, true);

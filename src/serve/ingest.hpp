@@ -62,6 +62,43 @@ class MemoryBudget {
   size_t limit_;
 };
 
+struct IngestCounters;
+class Pump;
+
+// The input of one TCP connection: its decoder and what it holds of the shared budget.
+// Protocol, per read: admit() (false: do not read now, retry later), read at most room()
+// bytes, feed() them. Invariant: buffered() <= max(kFreeBytes, reserved()).
+class ConnectionInput {
+ public:
+  static constexpr size_t kFreeBytes = size_t{1} << 16;  // without reserving
+  ConnectionInput(const std::string& name, BatchQueue& queue, IngestCounters& counters,
+                  MemoryBudget& budget);
+  ~ConnectionInput();  // gives its reservation and buffered bytes back
+  ConnectionInput(const ConnectionInput&) = delete;
+  ConnectionInput& operator=(const ConnectionInput&) = delete;
+
+  // May the connection read now? Reserves what the unit it receives (a .snail block, a
+  // JSONL line up to the decoder's 1 MiB limit) needs beyond kFreeBytes, all or nothing.
+  bool admit();
+  size_t room() const;
+  // Decodes the bytes and queues the events (blocks while the queue is full). False once
+  // the stream is broken.
+  bool feed(const uint8_t* data, size_t n);
+  void finish();  // end of stream (not after broken())
+  size_t buffered() const;
+  size_t reserved() const { return reserved_; }
+  bool broken() const;
+  const std::string& broken_reason() const;
+  void log_end(bool log) const;
+
+ private:
+  void account();
+  std::unique_ptr<Pump> pump_;
+  IngestCounters& counters_;
+  MemoryBudget& budget_;
+  size_t reserved_ = 0, accounted_ = 0;
+};
+
 // Counters shared by every source, read by /metrics.
 struct IngestCounters {
   std::atomic<uint64_t> bytes{0};

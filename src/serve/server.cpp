@@ -255,8 +255,9 @@ int run_server(const ServeOptions& opt) {
   TcpLimits tcp_limits = opt.tcp_limits;
   if (tcp_limits.max_connections == 0 || opt.http_max_connections == 0)
     throw std::invalid_argument("connection limits must be at least 1");
-  if (tcp_limits.buffer_bytes < (size_t{2} << 20))
-    throw std::invalid_argument("--ingest-buffer must be at least 2MiB (a JSONL line is up to 1 MiB)");
+  if (tcp_limits.buffer_bytes < (size_t{17} << 20))
+    throw std::invalid_argument(
+        "--ingest-buffer must be at least 17 (MiB): room for the largest .snail block (16 MiB)");
   if (tcp_limits.idle_timeout_ns <= 0)
     throw std::invalid_argument("--connection-timeout must be positive");
   {
@@ -323,10 +324,10 @@ int run_server(const ServeOptions& opt) {
       res.set_content("ok\n", "text/plain");
     });
     http->Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
-      res.set_content(metrics_text(shared, counters, queue, http->counters(),
-                                   tcp_limits.buffer_bytes) +
-                          rates.metrics(),
-                      "text/plain; version=0.0.4");
+      res.set_content(
+          metrics_text(shared, counters, queue, http->counters(), tcp_limits.buffer_bytes) +
+              rates.metrics(),
+          "text/plain; version=0.0.4");
     });
     http->Get("/api/rates", [&](const httplib::Request& req, httplib::Response& res) {
       if (std::optional<int64_t> since = since_param(req, res))

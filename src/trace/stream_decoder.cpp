@@ -148,9 +148,8 @@ void StreamDecoder::decode_snail(Trace& out) {
     // Oversized blocks are refused before their payload is buffered (a bomb, or not ours).
     if (count > kMaxBlockEvents || stored > kMaxBlockBytes)
       return fail("block of " + std::to_string(count) + " records, " + std::to_string(stored) +
-                  " bytes exceeds the limits (" + std::to_string(kMaxBlockEvents) +
-                  " records, " + std::to_string(kMaxBlockBytes) +
-                  " bytes per block; docs/FORMATS.md)");
+                  " bytes exceeds the limits (" + std::to_string(kMaxBlockEvents) + " records, " +
+                  std::to_string(kMaxBlockBytes) + " bytes per block; docs/FORMATS.md)");
     if (kind == kBlockEvents && codec == kCodecRaw && uint64_t{count} * kRecordSize != stored)
       return fail("raw block of " + std::to_string(count) + " records holds " +
                   std::to_string(stored) + " bytes");
