@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -53,7 +54,6 @@ constexpr size_t kReadSize = 1 << 18;
 // Events decoded per batch handed to the queue (a .snail block is decoded whole, so a
 // batch holds at most this plus one block).
 constexpr size_t kBatchEvents = 1 << 16;
-constexpr size_t kFreeBytes = ConnectionInput::kFreeBytes;
 // A JSONL line longer than this is skipped by the decoder (StreamDecoder's kMaxLine).
 constexpr size_t kMaxLine = size_t{1} << 20;
 
@@ -98,6 +98,7 @@ class Pump {
   // Our own formats: bytes received, not decoded yet; and the bytes the unit being
   // received needs in total (one more than buffered for a JSONL line).
   size_t buffered() const { return decoder_.buffered(); }
+  uint64_t bytes() const { return foreign_bytes_; }  // fed so far
   size_t need() const {
     const size_t unit = decoder_.unit_bytes();
     return unit ? unit : decoder_.buffered() + 1;
@@ -459,6 +460,10 @@ void ConnectionInput::account() {
   }
 }
 
+uint64_t ConnectionInput::bytes() const {
+  return pump_->bytes();
+}
+
 size_t ConnectionInput::buffered() const {
   return pump_->buffered();
 }
@@ -645,8 +650,12 @@ struct TcpIngest::Loop {
     std::vector<Conn*> all;
     for (auto& [fd, c] : conns) all.push_back(c.get());
     for (Conn* c : all) {
+      // What is queued in the socket now, not what a fast producer keeps sending.
+      int queued = 0;
+      if (::ioctl(c->fd, FIONREAD, &queued) != 0) queued = 0;
+      uint64_t until = c->input->bytes() + static_cast<uint64_t>(std::max(queued, 0));
       bool open = true;
-      for (;;) {
+      while (c->input->bytes() < until) {
         pollfd p{c->fd, POLLIN, 0};
         if (::poll(&p, 1, 0) <= 0 || !c->input->admit()) break;
         if (!(open = read_once(*c))) break;

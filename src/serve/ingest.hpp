@@ -86,6 +86,7 @@ class ConnectionInput {
   bool feed(const uint8_t* data, size_t n);
   void finish();  // end of stream (not after broken())
   size_t buffered() const;
+  uint64_t bytes() const;  // received so far
   size_t reserved() const { return reserved_; }
   bool broken() const;
   const std::string& broken_reason() const;
