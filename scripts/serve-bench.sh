@@ -3,8 +3,12 @@
 #   ingest   sustained TCP ingest: one producer sends as fast as it can
 #   lag      lag from a window's end (in the stream) to its result at 1x, 10x and max speed
 #   soak     SOAK_SECONDS (default 600) at SOAK_RATE events/s (default 1000000), RSS every 10 s
-# Usage: scripts/serve-bench.sh [ingest|lag|soak|all]   (default: all)
-# Needs build/bin/snailtrail and curl. Writes its traces to a temporary directory.
+#   http     /healthz and /metrics latency (p50, p99, max) with 200 slow and 50 idle HTTP clients
+#   hostile  1,000 idle producer connections and block/decompression bombs while a producer
+#            streams: threads, peak RSS, and that the producer's events are all analyzed
+# Usage: scripts/serve-bench.sh [ingest|lag|soak|http|hostile|all]   (default: all)
+# Needs build/bin/snailtrail, curl and python3 (scripts/serve-hostile.py). Writes its traces
+# to a temporary directory. Loopback only; every phase is bounded in count and time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-$PWD/build/bin/snailtrail}
@@ -71,5 +75,47 @@ if [ "$WHAT" = soak ] || [ "$WHAT" = all ]; then
   done
   kill "$SENDER" 2>/dev/null || true
   wait "$SENDER" 2>/dev/null || true
+  stop_server
+fi
+
+if [ "$WHAT" = http ] || [ "$WHAT" = all ]; then
+  ulimit -n 4096 2>/dev/null || true
+  echo "== http: 200 slow clients (one byte per second) and 50 idle sockets; a producer streams"
+  start_server --window 1s --lateness 200ms
+  "$BIN" send "$WORK/syn.snail" --to "127.0.0.1:$TCP" --rate 200000 --quiet &
+  SENDER=$!
+  python3 scripts/serve-hostile.py http "$HTTP" 200 50
+  echo "HTTP clients dropped for slowness or idling: $(metric snailtrail_http_timeouts_total)"
+  kill "$SENDER" 2>/dev/null || true
+  wait "$SENDER" 2>/dev/null || true
+  stop_server
+fi
+
+if [ "$WHAT" = hostile ] || [ "$WHAT" = all ]; then
+  ulimit -n 4096 2>/dev/null || true
+  echo "== hostile: 1,000 idle producer connections, then bombs, while one producer streams 3 copies"
+  start_server --window 1s --lateness 200ms --wait-for 1 --max-connections 1100
+  "$BIN" send "$WORK/syn.snail" --to "127.0.0.1:$TCP" --rate 300000 --repeat 3 --quiet &
+  SENDER=$!
+  sleep 0.3
+  python3 scripts/serve-hostile.py idle "$TCP" 1000 8 &
+  IDLE=$!
+  sleep 2
+  echo "with 1,000 idle connections: threads $(awk '/^Threads/ {print $2}' "/proc/$SERVER/status"), RSS $(awk '/VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$SERVER/status") MB, open $(metric snailtrail_connections_open)"
+  python3 scripts/serve-hostile.py bombs "$TCP" 5 &
+  BOMBS=$!
+  for t in 1 2 3 4 5; do
+    sleep 1
+    echo "  bombs +${t}s: RSS $(awk '/VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$SERVER/status") MB, buffered $(metric snailtrail_ingest_buffered_bytes) B, paused $(metric snailtrail_ingest_paused_connections), bad blocks $(metric snailtrail_invalid_blocks_total), broken $(metric snailtrail_broken_streams_total)"
+  done
+  wait "$BOMBS" "$IDLE"
+  if wait "$SENDER"; then sent=ok; else sent=FAILED; fi
+  total=$((EVENTS_PER_COPY * 3))
+  for _ in $(seq 200); do
+    [ "$(metric snailtrail_events_analyzed_total | cut -d. -f1)" -ge "$((total - 100000))" ] && break
+    sleep 0.05
+  done
+  echo "producer: $sent; events analyzed $(metric snailtrail_events_analyzed_total) of $total (the last window closes at shutdown)"
+  echo "peak RSS: $(awk '/VmHWM/ {printf "%.0f", $2 / 1024}' "/proc/$SERVER/status") MB; buffered max $(metric snailtrail_ingest_buffered_bytes_max) B; threads $(awk '/^Threads/ {print $2}' "/proc/$SERVER/status")"
   stop_server
 fi

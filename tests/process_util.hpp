@@ -59,6 +59,7 @@ class Process {
   Process& operator=(const Process&) = delete;
 
   bool started() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
   void signal(int sig) const {
     if (pid_ > 0 && !reaped_) ::kill(pid_, sig);
   }

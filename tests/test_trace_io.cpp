@@ -610,8 +610,8 @@ TEST(TraceIoSnail, BlockErrors) {
               HasSubstr("byte 72: block payload of 40 bytes extends beyond"));
   EXPECT_THAT(snail_error(h + block(1, 0, 0xFFFFFFFFu, "", 0xFFFFFFF0u)),
               HasSubstr("byte 16: block payload"));
-  EXPECT_THAT(snail_error(h + block(1, 1, (1u << 25) + 1, "xx")),
-              HasSubstr("byte 16: event block claims 33554433 records (at most 33554432"));
+  EXPECT_THAT(snail_error(h + block(1, 1, (1u << 18) + 1, "xx")),
+              HasSubstr("byte 16: event block claims 262145 records (at most 262144"));
 }
 
 TEST(TraceIoSnail, RecordErrors) {

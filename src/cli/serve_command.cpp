@@ -25,6 +25,9 @@ CommandRunner add_serve_command(CLI::App& app) {
     uint64_t seed = 1;
     std::string port_file;
     bool quiet = false;
+    size_t max_connections = 1024;
+    std::string connection_timeout = "60s";
+    size_t ingest_buffer_mib = 256;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
@@ -84,6 +87,18 @@ CommandRunner add_serve_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--port-file", args->port_file,
                   "Once listening, write the bound ports to FILE (tcp=PORT, http=PORT)");
+  cmd->add_option("--max-connections", args->max_connections,
+                  "Producer connections at once; more are closed at once, counted and logged")
+      ->capture_default_str();
+  cmd->add_option("--connection-timeout", args->connection_timeout,
+                  "Close a producer connection that sends nothing for this long (what it "
+                  "completed is kept)")
+      ->capture_default_str();
+  cmd->add_option("--ingest-buffer", args->ingest_buffer_mib,
+                  "MiB of received but undecoded input (incomplete blocks and lines) all "
+                  "connections may hold beyond 64 KiB each; over it, connections are not read "
+                  "(TCP backpressure)")
+      ->capture_default_str();
   cmd->add_flag("--quiet,-q", args->quiet, "No log lines on stderr");
   return [cmd, args]() {
     if (!*cmd) return -1;
@@ -114,6 +129,11 @@ CommandRunner add_serve_command(CLI::App& app) {
     o.wait_for_producers = args->wait_for;
     o.port_file = args->port_file;
     o.quiet = args->quiet;
+    o.tcp_limits.max_connections = args->max_connections;
+    o.tcp_limits.idle_timeout_ns = parse_duration(args->connection_timeout);
+    if (args->ingest_buffer_mib > (size_t{1} << 20))
+      throw std::invalid_argument("--ingest-buffer is in MiB: at most 1048576");
+    o.tcp_limits.buffer_bytes = args->ingest_buffer_mib << 20;
     return serve::run_server(o);
   };
 }

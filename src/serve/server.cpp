@@ -4,6 +4,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -25,6 +26,7 @@
 
 #include "importers/spark/spark_importer.hpp"
 #include "report/report.hpp"
+#include "serve/http_front.hpp"
 #include "serve/ingest.hpp"
 #include "serve/live_rates.hpp"
 
@@ -58,7 +60,7 @@ class Listener {
       if (fd < 0) continue;
       const int one = 1;
       ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-      if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, 64) == 0) {
+      if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, 1024) == 0) {
         fd_ = fd;
         break;
       }
@@ -104,7 +106,8 @@ struct SharedState {
   std::unique_ptr<report::ReportBuilder> report;  // the dashboard's data
 };
 
-std::string metrics_text(SharedState& s, const IngestCounters& c, const BatchQueue& q) {
+std::string metrics_text(SharedState& s, const IngestCounters& c, const BatchQueue& q,
+                         const HttpFront::Counters& h, size_t budget) {
   std::string out;
   auto metric = [&](const char* name, const char* type, const char* help, double value) {
     fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} {}\n{} {}\n", name, help, name,
@@ -143,6 +146,31 @@ std::string metrics_text(SharedState& s, const IngestCounters& c, const BatchQue
          static_cast<double>(c.connections_total.load()));
   metric("snailtrail_connections_open", "gauge", "TCP connections open now.",
          static_cast<double>(c.connections_open.load()));
+  metric("snailtrail_connections_refused_total", "counter",
+         "TCP connections closed at once: --max-connections were open.",
+         static_cast<double>(c.connections_refused.load()));
+  metric("snailtrail_connections_timed_out_total", "counter",
+         "TCP connections closed after --connection-timeout of silence.",
+         static_cast<double>(c.connections_timed_out.load()));
+  metric("snailtrail_ingest_buffered_bytes", "gauge",
+         "TCP input received but not decoded yet (incomplete blocks and lines).",
+         static_cast<double>(c.buffered_bytes.load()));
+  metric("snailtrail_ingest_buffered_bytes_max", "gauge", "The largest buffered input so far.",
+         static_cast<double>(c.buffered_peak.load()));
+  metric("snailtrail_ingest_buffer_budget_bytes", "gauge",
+         "--ingest-buffer: the budget of buffered input beyond 64 KiB per connection.",
+         static_cast<double>(budget));
+  metric("snailtrail_ingest_paused_connections", "gauge",
+         "TCP connections not read now: waiting for the input buffer budget.",
+         static_cast<double>(c.paused_connections.load()));
+  metric("snailtrail_http_connections_open", "gauge", "HTTP clients connected now.",
+         static_cast<double>(h.connections_open.load()));
+  metric("snailtrail_http_connections_refused_total", "counter",
+         "HTTP clients closed at once: the HTTP connection limit was reached.",
+         static_cast<double>(h.refused.load()));
+  metric("snailtrail_http_timeouts_total", "counter",
+         "HTTP clients closed for sending a request or taking a response too slowly, or idle.",
+         static_cast<double>(h.timed_out.load()));
   metric("snailtrail_queued_events", "gauge", "Events decoded, waiting for analysis.",
          static_cast<double>(q.queued_events()));
   metric("snailtrail_retained_nodes", "gauge", "PAG nodes kept for windows not yet closed.",
@@ -224,6 +252,38 @@ int run_server(const ServeOptions& opt) {
 
   std::vector<std::unique_ptr<Listener>> listeners;
   for (const std::string& a : opt.tcp) listeners.push_back(std::make_unique<Listener>(a));
+  TcpLimits tcp_limits = opt.tcp_limits;
+  if (tcp_limits.max_connections == 0 || opt.http_max_connections == 0)
+    throw std::invalid_argument("connection limits must be at least 1");
+  if (tcp_limits.buffer_bytes < (size_t{17} << 20))
+    throw std::invalid_argument(
+        "--ingest-buffer must be at least 17 (MiB): room for the largest .snail block (16 MiB)");
+  if (tcp_limits.idle_timeout_ns <= 0)
+    throw std::invalid_argument("--connection-timeout must be positive");
+  {
+    // Every connection is a file descriptor: raise the soft limit as far as needed (and
+    // allowed), else lower the connection limit to what fits.
+    const rlim_t want = tcp_limits.max_connections + opt.http_max_connections + 64;
+    rlimit rl{};
+    if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < want) {
+      rl.rlim_cur = std::min(want, rl.rlim_max);
+      ::setrlimit(RLIMIT_NOFILE, &rl);
+      ::getrlimit(RLIMIT_NOFILE, &rl);
+      if (rl.rlim_cur < want) {
+        const size_t fit = rl.rlim_cur > opt.http_max_connections + 128
+                               ? rl.rlim_cur - opt.http_max_connections - 64
+                               : 64;
+        if (fit < tcp_limits.max_connections) {
+          if (log)
+            fmt::print(stderr,
+                       "snailtrail serve: the open-file limit ({}) allows {} producer "
+                       "connections, not {}\n",
+                       rl.rlim_cur, fit, tcp_limits.max_connections);
+          tcp_limits.max_connections = fit;
+        }
+      }
+    }
+  }
 
   SharedState shared;
   {
@@ -242,12 +302,12 @@ int run_server(const ServeOptions& opt) {
   std::atomic<int> readers{0};  // source threads still running
 
   // The HTTP API.
-  std::unique_ptr<httplib::Server> http;
-  std::thread http_thread;
+  std::unique_ptr<HttpFront> http;
+  std::unique_ptr<Listener> http_listener;
   int http_port = 0;
   if (!opt.http.empty()) {
     auto [host, port] = parse_address(opt.http);
-    http = std::make_unique<httplib::Server>();
+    http = std::make_unique<HttpFront>();
     // The live dashboard: the report's page, polling /api/report.
     http->Get("/", [](const httplib::Request&, httplib::Response& res) {
       res.set_content(report::render_dashboard_html(), "text/html; charset=utf-8");
@@ -264,8 +324,10 @@ int run_server(const ServeOptions& opt) {
       res.set_content("ok\n", "text/plain");
     });
     http->Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
-      res.set_content(metrics_text(shared, counters, queue) + rates.metrics(),
-                      "text/plain; version=0.0.4");
+      res.set_content(
+          metrics_text(shared, counters, queue, http->counters(), tcp_limits.buffer_bytes) +
+              rates.metrics(),
+          "text/plain; version=0.0.4");
     });
     http->Get("/api/rates", [&](const httplib::Request& req, httplib::Response& res) {
       if (std::optional<int64_t> since = since_param(req, res))
@@ -298,10 +360,9 @@ int run_server(const ServeOptions& opt) {
       }
       res.set_content(shared.windows.back().second + "\n", "application/json");
     });
-    http_port =
-        port == 0 ? http->bind_to_any_port(host) : (http->bind_to_port(host, port) ? port : -1);
-    if (http_port < 0) throw std::runtime_error("cannot listen on " + opt.http + " (HTTP)");
-    http_thread = std::thread([&] { http->listen_after_bind(); });
+    http_listener = std::make_unique<Listener>(opt.http);
+    http_port = http_listener->port();
+    http->start(http_listener->fd(), opt.http_max_connections, opt.http_threads);
     if (log) fmt::print(stderr, "snailtrail serve: HTTP API on http://{}:{}/\n", host, http_port);
   }
 
@@ -327,30 +388,14 @@ int run_server(const ServeOptions& opt) {
       --readers;
     });
   };
-  for (auto& l : listeners) {
-    if (log) fmt::print(stderr, "snailtrail serve: listening for traces on tcp {}\n", l->name());
-    Listener* listener = l.get();
-    spawn([&, listener] {
-      uint64_t n = 0;
-      while (!stop.load()) {
-        pollfd p{listener->fd(), POLLIN, 0};
-        if (::poll(&p, 1, 100) <= 0) continue;
-        sockaddr_storage peer{};
-        socklen_t len = sizeof peer;
-        const int fd =
-            ::accept4(listener->fd(), reinterpret_cast<sockaddr*>(&peer), &len, SOCK_CLOEXEC);
-        if (fd < 0) continue;
-        ++counters.connections_total;
-        ++counters.connections_open;
-        const std::string name = fmt::format("tcp {} connection {}", listener->name(), ++n);
-        if (log) fmt::print(stderr, "snailtrail serve: {} opened\n", name);
-        spawn([&, fd, name] {
-          pump_stream(fd, name, queue, counters, stop, log);
-          ::close(fd);
-          --counters.connections_open;
-        });
-      }
-    });
+  std::unique_ptr<TcpIngest> tcp;
+  if (!listeners.empty()) {
+    std::vector<std::pair<int, std::string>> fds;
+    for (auto& l : listeners) {
+      if (log) fmt::print(stderr, "snailtrail serve: listening for traces on tcp {}\n", l->name());
+      fds.emplace_back(l->fd(), l->name());
+    }
+    tcp = std::make_unique<TcpIngest>(std::move(fds), queue, counters, tcp_limits, stop, log);
   }
   if (opt.stdin_source)
     spawn([&] { pump_stream(STDIN_FILENO, "stdin", queue, counters, stop, log); });
@@ -460,7 +505,9 @@ int run_server(const ServeOptions& opt) {
     // Without listeners and HTTP the server ends with its sources (stdin at its end).
     if (listeners.empty() && !http && readers.load() == 0 && !batch && queue.queued_events() == 0)
       break;
-    if (stop.load() && readers.load() == 0 && !batch && queue.queued_events() == 0) break;
+    if (stop.load() && readers.load() == 0 && (!tcp || tcp->finished()) && !batch &&
+        queue.queued_events() == 0)
+      break;
   }
   live.hold(false);
   live.finish();
@@ -471,10 +518,8 @@ int run_server(const ServeOptions& opt) {
   }
   stop = true;
   for (std::thread& t : threads) t.join();
-  if (http) {
-    http->stop();
-    http_thread.join();
-  }
+  if (tcp) tcp->join();
+  if (http) http->shutdown();
   ::sigaction(SIGINT, &old_int, nullptr);
   ::sigaction(SIGTERM, &old_term, nullptr);
   if (log) {

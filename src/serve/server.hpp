@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "serve/ingest.hpp"
 #include "serve/live_analyzer.hpp"
 
 namespace snailtrail::serve {
@@ -21,13 +22,16 @@ struct ServeOptions {
   LiveOptions live;
   std::string window_label = "1s";  // as given on the command line, for the dashboard
   int64_t idle_timeout_ns = 5'000'000'000;
-  std::string out;                // window JSON lines: a file, or "" / "-" for stdout
-  size_t retain = 1000;           // windows (and rate intervals) kept for the HTTP API
-  int64_t rate_interval_ns = 0;   // DS2 policy interval of /api/rates; 0: the window width
-  size_t wait_for_producers = 0;  // no window closes before this many have connected
-  size_t queue_events = 1 << 20;  // events decoded but not yet analyzed, at most
-  std::string port_file;          // written once listening: "tcp=PORT\nhttp=PORT\n"
-  bool quiet = false;             // no log lines on stderr
+  std::string out;                    // window JSON lines: a file, or "" / "-" for stdout
+  size_t retain = 1000;               // windows (and rate intervals) kept for the HTTP API
+  int64_t rate_interval_ns = 0;       // DS2 policy interval of /api/rates; 0: the window width
+  size_t wait_for_producers = 0;      // no window closes before this many have connected
+  size_t queue_events = 1 << 20;      // events decoded but not yet analyzed, at most
+  TcpLimits tcp_limits;               // connections, their idle timeout, the input buffer budget
+  size_t http_max_connections = 256;  // HTTP clients at once (more are refused)
+  unsigned http_threads = 4;          // threads answering complete HTTP requests
+  std::string port_file;              // written once listening: "tcp=PORT\nhttp=PORT\n"
+  bool quiet = false;                 // no log lines on stderr
 };
 
 // Runs until SIGINT or SIGTERM (or, without TCP and HTTP, until every source has ended),

@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -37,6 +38,9 @@ constexpr size_t kScratchRecords = 4096;  // streaming zstd output buffer: 160 K
 constexpr size_t kMaxTrustedRatio = 64;
 // Larger blocks are streamed too, so the scratch buffer never doubles the memory of a trace.
 constexpr size_t kMaxOneShotBytes = size_t{16} << 20;
+// The largest zstd window accepted when streaming: 16 MiB, above any block's decoded size.
+constexpr int kMaxWindowLog = 24;
+static_assert(size_t{kMaxBlockEvents} * kRecordSize <= (size_t{1} << kMaxWindowLog));
 
 inline uint32_t load_u32(const uint8_t* p) {
   uint32_t v;
@@ -127,6 +131,11 @@ class SnailReader {
       }
       const BlockHeader h = load_block_header(p_ + off);
       const size_t payload = off + kBlockHeaderSize;
+      if (h.stored_size > kMaxBlockBytes) {
+        fail(off, "block payload of " + std::to_string(h.stored_size) +
+                      " bytes exceeds the limit of " + std::to_string(kMaxBlockBytes) +
+                      " bytes per block");
+      }
       if (h.stored_size > n_ - payload) {
         fail(off, "block payload of " + std::to_string(h.stored_size) +
                       " bytes extends beyond the end of the file (" + std::to_string(n_ - payload) +
@@ -171,7 +180,7 @@ class SnailReader {
       if (n_ - off < kBlockHeaderSize) return false;
       const BlockHeader h = load_block_header(p_ + off);
       const size_t payload = off + kBlockHeaderSize;
-      if (h.stored_size > n_ - payload) return false;
+      if (h.stored_size > n_ - payload || h.stored_size > kMaxBlockBytes) return false;
       if (h.kind == kBlockEvents) {
         if (h.codec != kCodecRaw || h.count > kMaxBlockEvents ||
             uint64_t{h.count} * kRecordSize != h.stored_size)
@@ -300,6 +309,9 @@ class SnailReader {
     if (!dctx_) {
       dctx_.reset(ZSTD_createDCtx());
       if (!dctx_) fail(off, "cannot allocate a zstd decompression context");
+      // A frame may ask for a window of up to 2 GiB; no block needs more than its decoded
+      // size (at most 10 MiB), so larger windows are refused instead of allocated.
+      ZSTD_DCtx_setParameter(dctx_.get(), ZSTD_d_windowLogMax, kMaxWindowLog);
     } else {
       ZSTD_DCtx_reset(dctx_.get(), ZSTD_reset_session_only);
     }
@@ -422,23 +434,40 @@ void append_block_header(std::string& out, uint32_t kind, uint32_t codec, uint32
   store_u32(out, stored_size);
 }
 
-template <typename Map>
-void append_meta_entries(std::string& payload, const Map& names, uint8_t kind,
-                         const std::string& source) {
-  std::vector<std::pair<uint32_t, const std::string*>> sorted;
-  sorted.reserve(names.size());
-  for (const auto& [id, name] : names) sorted.emplace_back(id, &name);
-  std::sort(sorted.begin(), sorted.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (const auto& [id, name] : sorted) {
-    if (name->size() > std::numeric_limits<uint32_t>::max())
-      throw TraceError(source, "metadata", "name too long for .snail");
+// Appends the metadata block(s): entries sorted by id, workers first, split into blocks of
+// at most kMaxBlockBytes.
+void append_metadata(std::string& out, const Trace& trace) {
+  std::vector<std::tuple<uint8_t, uint32_t, const std::string*>> sorted;
+  sorted.reserve(trace.worker_names.size() + trace.operator_names.size());
+  for (const auto& [id, name] : trace.worker_names) sorted.emplace_back(0, id, &name);
+  for (const auto& [id, name] : trace.operator_names) sorted.emplace_back(1, id, &name);
+  std::sort(sorted.begin(), sorted.end());
+  std::string payload;
+  uint32_t entries = 0;
+  auto flush = [&] {
+    if (entries == 0) return;
+    append_block_header(out, kBlockMetadata, kCodecRaw, entries,
+                        static_cast<uint32_t>(payload.size()));
+    out.append(payload);
+    payload.clear();
+    entries = 0;
+  };
+  for (const auto& [kind, id, name] : sorted) {
+    const size_t size = kMetaEntryHeader + name->size();
+    if (size > kMaxBlockBytes)
+      throw TraceError(trace.source, "metadata",
+                       "a name of " + std::to_string(name->size()) +
+                           " bytes is too long for .snail (a block holds at most " +
+                           std::to_string(kMaxBlockBytes) + " bytes)");
+    if (payload.size() + size > kMaxBlockBytes) flush();
     payload.push_back(static_cast<char>(kind));
     payload.append(3, '\0');
     store_u32(payload, id);
     store_u32(payload, static_cast<uint32_t>(name->size()));
     payload.append(*name);
+    ++entries;
   }
+  flush();
 }
 
 }  // namespace
@@ -453,19 +482,7 @@ std::string to_snail(const Trace& trace, const SnailWriteOptions& options) {
   store_u32(out, kVersion);
   store_u32(out, 0);
 
-  const size_t entries = trace.worker_names.size() + trace.operator_names.size();
-  if (entries > 0) {
-    if (entries > std::numeric_limits<uint32_t>::max())
-      throw TraceError(trace.source, "metadata", "too many names for .snail");
-    std::string payload;
-    append_meta_entries(payload, trace.worker_names, 0, trace.source);
-    append_meta_entries(payload, trace.operator_names, 1, trace.source);
-    if (payload.size() > std::numeric_limits<uint32_t>::max())
-      throw TraceError(trace.source, "metadata", "metadata block too large for .snail");
-    append_block_header(out, kBlockMetadata, kCodecRaw, static_cast<uint32_t>(entries),
-                        static_cast<uint32_t>(payload.size()));
-    out.append(payload);
-  }
+  append_metadata(out, trace);
 
   const size_t per_block = std::clamp<uint32_t>(options.events_per_block, 1, kMaxBlockEvents);
   const size_t total = trace.events.size();

@@ -10,7 +10,8 @@ namespace snailtrail {
 namespace {
 
 using namespace detail::snail;
-constexpr size_t kMaxBlockBytes = size_t{1} << 31;
+// A buffer that held a large block is given back once it is mostly empty.
+constexpr size_t kKeepCapacity = size_t{1} << 20;
 // A JSONL "line" longer than this without a newline is not a trace line: it is
 // skipped (up to the next newline) rather than buffered without bound.
 constexpr size_t kMaxLine = size_t{1} << 20;
@@ -36,7 +37,15 @@ void StreamDecoder::merge(Trace& from, Trace& out) {
     out.operator_names[id] = std::move(name), ++stats_.metadata;
 }
 
+size_t StreamDecoder::unit_bytes() const {
+  if (format_ == Format::jsonl) return 0;
+  if (format_ == Format::unknown || !header_seen_) return kHeaderSize;
+  if (pending_.size() < kBlockHeaderSize) return kBlockHeaderSize;
+  return kBlockHeaderSize + load_u32(pending_.data() + 12);
+}
+
 bool StreamDecoder::feed(std::span<const uint8_t> bytes, Trace& out) {
+  more_ = false;
   if (broken()) return false;
   stats_.bytes += bytes.size();
   pending_.insert(pending_.end(), bytes.begin(), bytes.end());
@@ -81,6 +90,7 @@ void StreamDecoder::decode_jsonl(Trace& out, bool at_end) {
            std::to_string(kMaxLine) + " bytes; skipped");
       consumed_ += pending_.size();
       pending_.clear();
+      pending_.shrink_to_fit();
     }
     return;
   }
@@ -103,6 +113,8 @@ void StreamDecoder::decode_jsonl(Trace& out, bool at_end) {
   line_ += static_cast<uint64_t>(std::count(text.begin(), text.end(), '\n'));
   consumed_ += complete;
   pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(complete));
+  if (pending_.capacity() > kKeepCapacity && pending_.size() < kKeepCapacity / 4)
+    pending_.shrink_to_fit();
 }
 
 void StreamDecoder::decode_snail(Trace& out) {
@@ -119,7 +131,12 @@ void StreamDecoder::decode_snail(Trace& out) {
     pos = kHeaderSize;
   }
   std::vector<uint8_t> image;
+  const uint64_t events_before = stats_.events;
   while (pending_.size() - pos >= kBlockHeaderSize) {
+    if (stats_.events - events_before >= output_limit_) {
+      more_ = true;  // the rest waits for the next call
+      break;
+    }
     const uint8_t* h = pending_.data() + pos;
     const uint32_t kind = load_u32(h), codec = load_u32(h + 4), count = load_u32(h + 8),
                    stored = load_u32(h + 12);
@@ -128,9 +145,11 @@ void StreamDecoder::decode_snail(Trace& out) {
       return fail("unknown block kind " + std::to_string(kind));
     if (codec != kCodecRaw && codec != kCodecZstd)
       return fail("unknown codec " + std::to_string(codec));
+    // Oversized blocks are refused before their payload is buffered (a bomb, or not ours).
     if (count > kMaxBlockEvents || stored > kMaxBlockBytes)
-      return fail("implausible block size (" + std::to_string(count) + " records, " +
-                  std::to_string(stored) + " bytes)");
+      return fail("block of " + std::to_string(count) + " records, " + std::to_string(stored) +
+                  " bytes exceeds the limits (" + std::to_string(kMaxBlockEvents) + " records, " +
+                  std::to_string(kMaxBlockBytes) + " bytes per block; docs/FORMATS.md)");
     if (kind == kBlockEvents && codec == kCodecRaw && uint64_t{count} * kRecordSize != stored)
       return fail("raw block of " + std::to_string(count) + " records holds " +
                   std::to_string(stored) + " bytes");
@@ -151,6 +170,8 @@ void StreamDecoder::decode_snail(Trace& out) {
   }
   consumed_ += pos;
   pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(pos));
+  if (pending_.capacity() > kKeepCapacity && pending_.size() < kKeepCapacity / 4)
+    pending_.shrink_to_fit();
 }
 
 }  // namespace snailtrail

@@ -37,9 +37,23 @@ class StreamDecoder {
 
   // Decodes what `bytes` completes; new events and names are appended to `out`
   // (events in stream order). Returns false once the stream is broken (see `broken()`).
+  // Stops decoding .snail blocks once a call has appended `output_limit()` events or more:
+  // `more()` then says complete blocks wait, decoded by the next call (bytes may be empty).
   bool feed(std::span<const uint8_t> bytes, Trace& out);
   // End of stream: counts a partial trailing line or block.
   void finish(Trace& out);
+
+  // Events one feed() appends before it stops at a block boundary (a block is decoded
+  // whole, so up to one block more). Unlimited by default.
+  void set_output_limit(size_t events) { output_limit_ = events; }
+  size_t output_limit() const { return output_limit_; }
+  bool more() const { return more_; }
+  // Bytes received but not decoded yet.
+  size_t buffered() const { return pending_.size(); }
+  // Bytes the unit being received needs in total before it can be decoded: the .snail
+  // header, a block header, or a block (header and payload, at most 16 + kMaxBlockBytes);
+  // 0 for JSONL, whose lines have no announced size.
+  size_t unit_bytes() const;
 
   Format format() const { return format_; }
   bool broken() const { return !broken_reason_.empty(); }
@@ -58,6 +72,8 @@ class StreamDecoder {
   uint64_t consumed_ = 0;         // stream offset of pending_[0]
   uint64_t line_ = 1;             // JSONL: number of the first pending line
   bool header_seen_ = false;      // .snail: the 16-byte header was checked
+  size_t output_limit_ = SIZE_MAX;
+  bool more_ = false;
   std::string broken_reason_;
   StreamStats stats_;
 };

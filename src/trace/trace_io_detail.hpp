@@ -22,7 +22,11 @@ inline constexpr uint32_t kBlockEvents = 1;
 inline constexpr uint32_t kBlockMetadata = 2;
 inline constexpr uint32_t kCodecRaw = 0;
 inline constexpr uint32_t kCodecZstd = 1;
-inline constexpr uint32_t kMaxBlockEvents = 1u << 25;  // bounds memory per block (1.25 GiB)
+// Limits of one block (docs/FORMATS.md), which bound the memory a reader needs per block,
+// whatever its header or zstd frame claims: at most 2^18 records (10 MiB decoded) in an
+// event block, at most 2^24 bytes (16 MiB) of payload in any block.
+inline constexpr uint32_t kMaxBlockEvents = 1u << 18;
+inline constexpr uint32_t kMaxBlockBytes = 1u << 24;
 }  // namespace snail
 
 // Bytes that must be readable (and zero) after the end of a buffer handed to

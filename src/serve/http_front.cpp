@@ -1,0 +1,388 @@
+#include "serve/http_front.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <unordered_map>
+
+namespace snailtrail::serve {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr size_t kMaxRequestsPerConnection = 1000;
+
+// A whole request in memory, the response into a string: what httplib reads and writes.
+class MemoryStream : public httplib::Stream {
+ public:
+  MemoryStream(const std::string& in, std::string& out, int fd) : in_(in), out_(out), fd_(fd) {}
+  bool is_readable() const override { return pos_ < in_.size(); }
+  bool is_writable() const override { return true; }
+  ssize_t read(char* p, size_t n) override {
+    n = std::min(n, in_.size() - pos_);
+    std::memcpy(p, in_.data() + pos_, n);
+    pos_ += n;
+    return static_cast<ssize_t>(n);
+  }
+  ssize_t write(const char* p, size_t n) override {
+    out_.append(p, n);
+    return static_cast<ssize_t>(n);
+  }
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    address(::getpeername, ip, port);
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    address(::getsockname, ip, port);
+  }
+  socket_t socket() const override { return fd_; }
+
+ private:
+  template <class F>
+  void address(F f, std::string& ip, int& port) const {
+    sockaddr_storage a{};
+    socklen_t len = sizeof a;
+    port = 0;
+    if (f(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0) return;
+    char text[INET6_ADDRSTRLEN] = {};
+    if (a.ss_family == AF_INET) {
+      const auto* v4 = reinterpret_cast<sockaddr_in*>(&a);
+      ::inet_ntop(AF_INET, &v4->sin_addr, text, sizeof text);
+      port = ntohs(v4->sin_port);
+    } else if (a.ss_family == AF_INET6) {
+      const auto* v6 = reinterpret_cast<sockaddr_in6*>(&a);
+      ::inet_ntop(AF_INET6, &v6->sin6_addr, text, sizeof text);
+      port = ntohs(v6->sin6_port);
+    }
+    ip = text;
+  }
+  const std::string& in_;
+  std::string& out_;
+  size_t pos_ = 0;
+  int fd_;
+};
+
+bool iequals_prefix(std::string_view line, std::string_view name) {
+  if (line.size() < name.size()) return false;
+  for (size_t i = 0; i < name.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(line[i])) != name[i]) return false;
+  return true;
+}
+
+std::string simple_response(int status, const char* reason) {
+  return "HTTP/1.1 " + std::to_string(status) + " " + reason +
+         "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+}
+
+}  // namespace
+
+struct HttpFront::Impl {
+  struct Conn {
+    uint64_t id;
+    int fd;
+    std::string in, out;
+    size_t out_pos = 0;
+    size_t requests = 0;
+    bool busy = false;         // a worker has its request
+    bool close_after = false;  // close once `out` is written
+    Clock::time_point deadline;
+  };
+  struct Task {
+    uint64_t id;
+    int fd;
+    std::string request;
+    bool last;
+  };
+  struct Done {
+    uint64_t id;
+    std::string response;
+    bool close;
+  };
+
+  HttpFront& front;
+  int listen_fd = -1, epoll_fd = -1, wake_fd = -1;
+  size_t max_connections = 256;
+  std::atomic<bool> stopping{false};
+  std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns;
+  uint64_t next_id = 2;  // 0: the listener, 1: the wake-up eventfd
+  std::mutex mu;
+  std::condition_variable task_ready;
+  std::deque<Task> tasks;
+  std::deque<Done> done;
+  std::thread loop;
+  std::vector<std::thread> workers;
+
+  explicit Impl(HttpFront& f) : front(f) {}
+
+  void watch(Conn& c, uint32_t events, int op) {
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.u64 = c.id;
+    ::epoll_ctl(epoll_fd, op, c.fd, &ev);
+  }
+
+  void close_conn(uint64_t id) {
+    auto it = conns.find(id);
+    if (it == conns.end()) return;
+    ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, it->second->fd, nullptr);
+    ::close(it->second->fd);
+    conns.erase(it);
+    --front.counters_.connections_open;
+  }
+
+  void respond_and_close(Conn& c, std::string response) {
+    ++front.counters_.bad_requests;
+    c.in.clear();
+    c.out = std::move(response);
+    c.out_pos = 0;
+    c.close_after = true;
+    c.deadline = Clock::now() + std::chrono::seconds(kResponseSeconds);
+    watch(c, EPOLLOUT, EPOLL_CTL_MOD);
+  }
+
+  // If `c.in` starts with a whole request, hands it to a worker.
+  void try_dispatch(Conn& c) {
+    if (c.busy || c.out_pos < c.out.size()) return;
+    size_t head_end = c.in.find("\r\n\r\n");
+    size_t sep = 4;
+    if (head_end == std::string::npos) {
+      head_end = c.in.find("\n\n");
+      sep = 2;
+    }
+    if (head_end == std::string::npos) {
+      if (c.in.size() > kMaxHead)
+        respond_and_close(c, simple_response(431, "Request Header Fields Too Large"));
+      return;
+    }
+    if (head_end > kMaxHead)
+      return respond_and_close(c, simple_response(431, "Request Header Fields Too Large"));
+    size_t body = 0;
+    const std::string_view head(c.in.data(), head_end);
+    for (size_t at = 0; at < head.size();) {
+      size_t nl = head.find('\n', at);
+      if (nl == std::string_view::npos) nl = head.size();
+      const std::string_view line = head.substr(at, nl - at);
+      if (iequals_prefix(line, "transfer-encoding:"))
+        return respond_and_close(c, simple_response(501, "Not Implemented"));
+      if (iequals_prefix(line, "content-length:")) {
+        const std::string value(line.substr(15));
+        char* end = nullptr;
+        const unsigned long long n = std::strtoull(value.c_str(), &end, 10);
+        if (n > kMaxBody) return respond_and_close(c, simple_response(413, "Payload Too Large"));
+        body = static_cast<size_t>(n);
+      }
+      at = nl + 1;
+    }
+    const size_t total = head_end + sep + body;
+    if (c.in.size() < total) return;  // the body is still coming
+    Task t{c.id, c.fd, c.in.substr(0, total), ++c.requests >= kMaxRequestsPerConnection};
+    c.in.erase(0, total);
+    c.busy = true;
+    watch(c, 0, EPOLL_CTL_MOD);
+    {
+      std::lock_guard lock(mu);
+      tasks.push_back(std::move(t));
+    }
+    task_ready.notify_one();
+  }
+
+  void on_readable(Conn& c) {
+    char buf[16384];
+    for (;;) {
+      const ssize_t n = ::read(c.fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && errno == EAGAIN) break;
+      if (n <= 0) return close_conn(c.id);
+      if (c.in.empty()) c.deadline = Clock::now() + std::chrono::seconds(kRequestSeconds);
+      c.in.append(buf, static_cast<size_t>(n));
+      if (c.in.size() > kMaxHead + kMaxBody + 4) break;
+      if (static_cast<size_t>(n) < sizeof buf) break;
+    }
+    try_dispatch(c);
+  }
+
+  void on_writable(Conn& c) {
+    while (c.out_pos < c.out.size()) {
+      const ssize_t n =
+          ::send(c.fd, c.out.data() + c.out_pos, c.out.size() - c.out_pos, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && errno == EAGAIN) return;
+      if (n <= 0) return close_conn(c.id);
+      c.out_pos += static_cast<size_t>(n);
+    }
+    if (c.close_after) return close_conn(c.id);
+    c.out.clear();
+    c.out.shrink_to_fit();
+    c.out_pos = 0;
+    // Keep-alive: the next request (maybe already here), or idle until kIdleSeconds.
+    c.deadline = Clock::now() + std::chrono::seconds(c.in.empty() ? kIdleSeconds : kRequestSeconds);
+    watch(c, EPOLLIN, EPOLL_CTL_MOD);
+    try_dispatch(c);
+  }
+
+  void accept_all() {
+    for (;;) {
+      const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd < 0) return;
+      if (conns.size() >= max_connections) {
+        ::close(fd);
+        ++front.counters_.refused;
+        continue;
+      }
+      const int one = 1;
+      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      auto c = std::make_unique<Conn>();
+      c->id = next_id++;
+      c->fd = fd;
+      c->deadline = Clock::now() + std::chrono::seconds(kIdleSeconds);
+      watch(*c, EPOLLIN, EPOLL_CTL_ADD);
+      conns.emplace(c->id, std::move(c));
+      ++front.counters_.connections_total;
+      ++front.counters_.connections_open;
+    }
+  }
+
+  void collect_done() {
+    uint64_t v;
+    [[maybe_unused]] ssize_t n = ::read(wake_fd, &v, sizeof v);
+    std::deque<Done> ready;
+    {
+      std::lock_guard lock(mu);
+      ready.swap(done);
+    }
+    for (Done& d : ready) {
+      auto it = conns.find(d.id);
+      if (it == conns.end()) continue;
+      Conn& c = *it->second;
+      c.busy = false;
+      c.out = std::move(d.response);
+      c.out_pos = 0;
+      c.close_after = d.close;
+      c.deadline = Clock::now() + std::chrono::seconds(kResponseSeconds);
+      watch(c, EPOLLOUT, EPOLL_CTL_MOD);
+      on_writable(c);
+    }
+  }
+
+  void run_loop() {
+    std::vector<epoll_event> events(128);
+    while (!stopping.load()) {
+      const int n = ::epoll_wait(epoll_fd, events.data(), static_cast<int>(events.size()), 100);
+      for (int i = 0; i < n; ++i) {
+        const uint64_t id = events[i].data.u64;
+        if (id == 0) {
+          accept_all();
+          continue;
+        }
+        if (id == 1) {
+          collect_done();
+          continue;
+        }
+        auto it = conns.find(id);
+        if (it == conns.end()) continue;
+        Conn& c = *it->second;
+        if (events[i].events & EPOLLOUT)
+          on_writable(c);
+        else if (events[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP))
+          on_readable(c);
+      }
+      // Clients that take too long to send a request, to take a response, or idle.
+      const auto now = Clock::now();
+      std::vector<uint64_t> late;
+      for (const auto& [id, c] : conns)
+        if (!c->busy && now > c->deadline) late.push_back(id);
+      for (uint64_t id : late) {
+        ++front.counters_.timed_out;
+        close_conn(id);
+      }
+    }
+  }
+
+  void run_worker() {
+    for (;;) {
+      Task t;
+      {
+        std::unique_lock lock(mu);
+        task_ready.wait(lock, [&] { return stopping.load() || !tasks.empty(); });
+        if (tasks.empty()) return;
+        t = std::move(tasks.front());
+        tasks.pop_front();
+      }
+      bool close = false;
+      std::string response = front.answer(t.request, t.fd, t.last, close);
+      {
+        std::lock_guard lock(mu);
+        done.push_back({t.id, std::move(response), close});
+      }
+      const uint64_t one = 1;
+      [[maybe_unused]] ssize_t n = ::write(wake_fd, &one, sizeof one);
+    }
+  }
+};
+
+std::string HttpFront::answer(const std::string& request, int fd, bool last, bool& close) {
+  std::string out;
+  MemoryStream stream(request, out, fd);
+  bool closed = false;
+  process_request(stream, last, closed, [](httplib::Request&) {});
+  close = closed || last || out.empty();
+  if (out.empty()) out = simple_response(400, "Bad Request");
+  return out;
+}
+
+void HttpFront::start(int listen_fd, size_t max_connections, unsigned threads) {
+  impl_ = std::make_unique<Impl>(*this);
+  Impl& m = *impl_;
+  m.listen_fd = listen_fd;
+  m.max_connections = max_connections;
+  const int flags = ::fcntl(listen_fd, F_GETFL);
+  ::fcntl(listen_fd, F_SETFL, flags | O_NONBLOCK);
+  m.epoll_fd = ::epoll_create1(EPOLL_CLOEXEC);
+  m.wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (m.epoll_fd < 0 || m.wake_fd < 0)
+    throw std::runtime_error(std::string("cannot create an event loop: ") + std::strerror(errno));
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = 0;
+  ::epoll_ctl(m.epoll_fd, EPOLL_CTL_ADD, listen_fd, &ev);
+  ev.data.u64 = 1;
+  ::epoll_ctl(m.epoll_fd, EPOLL_CTL_ADD, m.wake_fd, &ev);
+  for (unsigned i = 0; i < std::max(1u, threads); ++i)
+    m.workers.emplace_back([&m] { m.run_worker(); });
+  m.loop = std::thread([&m] { m.run_loop(); });
+}
+
+void HttpFront::shutdown() {
+  if (!impl_) return;
+  Impl& m = *impl_;
+  m.stopping = true;
+  m.task_ready.notify_all();
+  if (m.loop.joinable()) m.loop.join();
+  for (std::thread& t : m.workers) t.join();
+  std::vector<uint64_t> ids;
+  for (const auto& [id, c] : m.conns) ids.push_back(id);
+  for (uint64_t id : ids) m.close_conn(id);
+  ::close(m.epoll_fd);
+  ::close(m.wake_fd);
+  impl_.reset();
+}
+
+HttpFront::HttpFront() = default;
+
+HttpFront::~HttpFront() {
+  shutdown();
+}
+
+}  // namespace snailtrail::serve

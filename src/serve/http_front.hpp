@@ -1,0 +1,51 @@
+// The HTTP side of `snailtrail serve`: cpp-httplib's routing and responses behind an
+// event-driven front. One epoll thread accepts clients and reads their requests; only a
+// request that has arrived whole (head and body) goes to one of a few worker threads,
+// which run httplib on it in memory; the response is written back by the event loop. So
+// idle, slow or stalled clients cost a buffer each, never a thread, and `/healthz` and
+// `/metrics` answer at once whatever other clients do. Requests must arrive within
+// kRequestSeconds of their first byte, responses be taken within kResponseSeconds, and a
+// keep-alive connection idle for kIdleSeconds is closed.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <httplib.h>
+
+namespace snailtrail::serve {
+
+class HttpFront : public httplib::Server {
+ public:
+  static constexpr int kRequestSeconds = 5;
+  static constexpr int kResponseSeconds = 30;
+  static constexpr int kIdleSeconds = 5;
+  static constexpr size_t kMaxHead = 16 << 10;  // request line and headers
+  static constexpr size_t kMaxBody = 64 << 10;
+
+  struct Counters {
+    std::atomic<uint64_t> connections_total{0}, connections_open{0}, refused{0}, timed_out{0},
+        bad_requests{0};
+  };
+
+  HttpFront();
+  ~HttpFront() override;
+  // Starts answering on the listening socket `fd` (owned by the caller).
+  void start(int listen_fd, size_t max_connections, unsigned threads);
+  // Stops every thread and closes every client.
+  void shutdown();
+  const Counters& counters() const { return counters_; }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  Counters counters_;
+  // What a worker runs on one whole request: httplib's parsing, routing and response.
+  std::string answer(const std::string& request, int fd, bool last, bool& close);
+};
+
+}  // namespace snailtrail::serve
