@@ -250,21 +250,25 @@
     return s + '</table>';
   }
 
-  // Shortens a label to n characters keeping what tells names apart (as the table output
-  // does, src/output/writers.cpp): the leading identifier with its number ("stage 50 (")
-  // and the end, else only the end.
+  // Shortens a label to n characters keeping what tells names apart, like the table
+  // output (src/output/writers.cpp): the end, or, when the end alone would lose the first
+  // number (the identifier: "stage 50", "exec 3"), that leading identifier and the end.
   function abbrev(name, n) {
     if (name.length <= n) return name;
-    const m = /^\D*?\d+( \(|: |\(|:)?/.exec(name);
-    if (m && m[0].length <= (2 * n / 3) && name.length > m[0].length) {
-      const head = m[0].length + 1 + 6 <= n ? m[0] : m[0].slice(0, m[0].length - (m[1] || '').length);
-      return head.trimEnd() + '…' + name.slice(name.length - (n - 1 - head.length));
+    const tailOf = (room) => name.slice(name.length - room).replace(/^[\s:,;]+/, '');
+    const m = /^(\D*?)(\d+)( \(|: |\(|:)?/.exec(name);
+    if (m) {
+      const numEnd = m[1].length + m[2].length;
+      if (name.length - (n - 1) > m[1].length && numEnd + 2 <= n) {
+        const head = m[3] && numEnd + m[3].length + 7 <= n ? m[0] : name.slice(0, numEnd);
+        return head.trimEnd() + '…' + tailOf(n - 1 - head.length);
+      }
     }
-    return '…' + name.slice(name.length - (n - 1));
+    return '…' + tailOf(n - 1);
   }
 
   // ---------- bar charts (CP beside conventional) ----------
-  // convName: what the second bar is (workers: busy-time share; others: time share).
+  // convName: what the second bar is (workers and operators: busy-time share).
   function drawBars(container, rows, what, convName = 'time share') {
     if (!rows.length) return empty(container, `No ${what} in this window.`);
     const rowH = 22, labelW = Math.min(170, 30 + 7 * maxOf(rows, (r) => r.name.length, 1));
@@ -570,7 +574,7 @@
     document.getElementById('sel-label-o').textContent = label ? 'selected: ' + label : '';
     if (p) {
       drawBars(document.getElementById('chart-workers-sel'), pointRows(p, 'workers', workerName, 'workers'), 'workers', 'busy-time share');
-      drawBars(document.getElementById('chart-ops-sel'), pointRows(p, 'ops', opName, 'operators'), 'operators');
+      drawBars(document.getElementById('chart-ops-sel'), pointRows(p, 'ops', opName, 'operators'), 'operators', 'busy-time share');
     } else {
       empty(document.getElementById('chart-workers-sel'), 'No window selected.');
       empty(document.getElementById('chart-ops-sel'), 'No window selected.');
@@ -607,10 +611,10 @@
       (live ? '' : '');
     legend(document.getElementById('legend-types'), activeTypes().map((t) => [d.types[t], TYPE_COLORS[t]]).concat(d.series.points.some((p) => !p.cp) ? [['no transient paths', '#f0f0f0']] : []));
     legend(document.getElementById('legend-workers'), [['critical participation', CP_COLOR], ['busy-time share (conventional)', CONV_COLOR]]);
-    legend(document.getElementById('legend-ops'), [['critical participation (all the operator\'s activities)', CP_COLOR], ['time share (conventional)', CONV_COLOR]]);
+    legend(document.getElementById('legend-ops'), [['critical participation (all the operator\'s activities)', CP_COLOR], ['busy-time share (conventional)', CONV_COLOR]]);
     legend(document.getElementById('legend-timeline'), activeTypes().map((t) => [d.types[t], TYPE_COLORS[t]]).concat([['critical message', CP_COLOR], ['opacity: CP of the edge', '#999']]));
     drawBars(document.getElementById('chart-workers-all'), rankedRows(d.overall.workers, 'workers'), 'workers', 'busy-time share');
-    drawBars(document.getElementById('chart-ops-all'), rankedRows(d.overall.operators, 'operators'), 'operators');
+    drawBars(document.getElementById('chart-ops-all'), rankedRows(d.overall.operators, 'operators'), 'operators', 'busy-time share');
     topTable(document.getElementById('top-all'), d.overall.top, 0);
     drawTimeCharts();
     drawSelection();

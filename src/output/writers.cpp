@@ -413,7 +413,9 @@ std::string abbreviate(std::string_view name, size_t width) {
         }
       }
     }
-    while (t < name.size() && name[t] == ' ') ++t;
+    while (t < name.size() &&
+           (name[t] == ' ' || name[t] == ':' || name[t] == ',' || name[t] == ';'))
+      ++t;
     return t;
   };
   std::vector<Cut> cuts;
@@ -442,7 +444,8 @@ std::string abbreviate(std::string_view name, size_t width) {
       add_cut(d + 1, 1);
   }
   // Best: the most whole numbers kept, then the first number (usually the identifier),
-  // then the most of the name, then a head with a number, a head, the end only.
+  // then an end that starts at a word boundary, then a head followed by a good part of
+  // the end (a third of the width), then the end alone, then the most of the name.
   auto kept = [&](const Cut& c) {
     int n = 0;
     for (const auto& [rs, re] : runs) n += re <= c.head || rs >= c.tail;
@@ -454,8 +457,13 @@ std::string abbreviate(std::string_view name, size_t width) {
   auto shown = [&](const Cut& c) {
     return display_width(name.substr(0, c.head)) + display_width(name.substr(c.tail));
   };
+  auto clean = [&](const Cut& c) {
+    return c.tail == 0 || c.tail >= name.size() || !is_word(name[c.tail - 1]) ||
+           !is_word(name[c.tail]);
+  };
   auto rank = [&](const Cut& c) {
-    return std::make_tuple(kept(c), first_kept(c), shown(c), c.kind);
+    const int pref = c.kind == 0 ? 1 : 3 * display_width(name.substr(c.tail)) >= width ? 2 : 0;
+    return std::make_tuple(kept(c), first_kept(c), clean(c), pref, shown(c));
   };
   const Cut* best = &cuts[0];
   for (const Cut& c : cuts)
@@ -713,44 +721,45 @@ void write_table(Buf& out, const Aggregate& agg, const Names& names, const Summa
     if (sel.top && !agg.top.empty()) {
       const size_t k_max = std::min(ctx.top_k, agg.top.size());
       fmt::format_to(std::back_inserter(out), "\nTOP {} CRITICAL ACTIVITIES\n", k_max);
-      // Columns sized to what is shown; the operator takes the rest of 80 columns.
-      // Fixed: "  " CP(6) "  " type "  " worker "  " operator "  " duration(9) "  " at(10).
-      size_t type_w = 4, who_w = 6, op_w = 8;
-      std::vector<std::string> who(k_max), op(k_max);
+      // "  CP(6)  type  worker  operator  duration(8)  at": 36 columns plus the type,
+      // worker and operator columns, sized to what is shown, within 79. Messages have no
+      // operator: their "sender->receiver" spans the worker and operator columns.
+      size_t type_w = 4, who_w = 6, op_w = 8, msg_w = 0;
       for (size_t k = 0; k < k_max; ++k) {
         const TopActivity& a = agg.top[k];
         type_w = std::max(type_w, display_width(name_of(a.type)));
-        who_w = std::max(who_w,
-                         display_width(names.worker[a.worker]) +
-                             (a.remote != kNone ? 2 + display_width(names.worker[a.remote]) : 0));
-        op[k] = a.op == kNone ? "-" : names.op(a.op);
-        op_w = std::max(op_w, display_width(op[k]));
+        if (a.remote != kNone) {
+          msg_w = std::max(msg_w, display_width(names.worker[a.worker]) + 2 +
+                                      display_width(names.worker[a.remote]));
+        } else {
+          who_w = std::max(who_w, display_width(names.worker[a.worker]));
+          if (a.op != kNone) op_w = std::max(op_w, display_width(names.op(a.op)));
+        }
       }
-      const size_t room = 79 - (2 + 6 + 2 + type_w + 2 + 2 + 2 + 9 + 2 + 10);
+      const size_t room = 79 - 36 - type_w;  // for worker + operator
       if (who_w + op_w > room) {
-        const size_t half = room / 2;
-        if (who_w <= half)
-          op_w = room - who_w;
-        else if (op_w <= room - half)
-          who_w = room - op_w;
-        else
-          who_w = half, op_w = room - half;
+        // The worker keeps its name when it can; the operator (whose identifier comes
+        // first, "stage 50 (…") takes the rest, at least half.
+        who_w = std::min(who_w, std::max(room / 2, room - op_w));
+        op_w = room - who_w;
+      } else if (msg_w > who_w + 2 + op_w) {
+        op_w = std::min(room, msg_w - 2) - who_w;
       }
-      for (size_t k = 0; k < k_max; ++k) {
-        const TopActivity& a = agg.top[k];
-        who[k] = a.remote == kNone
-                     ? names.worker[a.worker]
-                     : abbreviate_pair(names.worker[a.worker], "->", names.worker[a.remote], who_w);
-      }
-      fmt::format_to(std::back_inserter(out), "  {:>6}  {}  {}  {}  {:>9}  {}\n", "CP",
+      fmt::format_to(std::back_inserter(out), "  {:>6}  {}  {}  {}  {:>8}  {}\n", "CP",
                      fit_column("type", type_w), fit_column("worker", who_w),
                      fit_column("operator", op_w), "duration", "at");
       for (size_t k = 0; k < k_max; ++k) {
         const TopActivity& a = agg.top[k];
-        const std::string at = "+" + format_ns(a.start - ctx.origin_ns);
-        fmt::format_to(std::back_inserter(out), "  {}  {}  {}  {}  {:>9}  {}\n", percent(a.cp),
-                       fit_column(name_of(a.type), type_w), fit_column(who[k], who_w),
-                       fit_column(op[k], op_w), format_ns(a.end - a.start), at);
+        const std::string where =
+            a.remote != kNone
+                ? fit_column(abbreviate_pair(names.worker[a.worker], "->", names.worker[a.remote],
+                                             who_w + 2 + op_w),
+                             who_w + 2 + op_w)
+                : fit_column(names.worker[a.worker], who_w) + "  " +
+                      fit_column(a.op == kNone ? "-" : names.op(a.op), op_w);
+        fmt::format_to(std::back_inserter(out), "  {}  {}  {}  {:>8}  +{}\n", percent(a.cp),
+                       fit_column(name_of(a.type), type_w), where, format_ns(a.end - a.start),
+                       format_ns(a.start - ctx.origin_ns));
       }
     }
   }
