@@ -385,8 +385,30 @@ TEST(TableOutput, LongRealisticNamesFit80ColumnsWithPaddingBeforeBars) {
       EXPECT_EQ(display_width(line), display_width(op_header)) << line;
       EXPECT_EQ(line.back(), '%');
     }
-  // The top list: stage ids and slots kept, columns within 80.
-  EXPECT_NE(out.find("TOP "), std::string::npos);
+  // The top list: every row names its worker (slot) and its stage by id.
+  size_t top = 0;
+  while (top < lines.size() && lines[top].rfind("TOP ", 0) != 0) ++top;
+  ASSERT_LT(top + 2, lines.size()) << out;
+  size_t top_rows = 0;
+  for (size_t i = top + 2; i < lines.size() && !lines[i].empty(); ++i, ++top_rows) {
+    const std::string& row = lines[i];
+    EXPECT_TRUE(row.find("exec 1") != std::string::npos) << row;
+    if (row.find("->") != std::string::npos) continue;  // a message: no operator
+    const bool stage = row.find("stage 50") != std::string::npos ||
+                       row.find("stage 51") != std::string::npos ||
+                       row.find("stage 7") != std::string::npos;
+    EXPECT_TRUE(stage || row.find("Std. Out") != std::string::npos) << row;
+  }
+  EXPECT_GT(top_rows, 5u) << out;
+
+  // Without the key (per-window tables): the same sections, no "Columns:" line.
+  TableContext no_key;
+  no_key.column_key = false;
+  fmt::memory_buffer again;
+  write_table(again, agg, names, SummarySelection{}, no_key, "== window 0");
+  const std::string plain(again.data(), again.size());
+  EXPECT_EQ(plain.find("Columns:"), std::string::npos) << plain;
+  EXPECT_NE(plain.find("OPERATOR (all its activities)"), std::string::npos) << plain;
 }
 
 }  // namespace

@@ -662,7 +662,7 @@ void write_table(Buf& out, const Aggregate& agg, const Names& names, const Summa
     // What the columns mean, for the sections shown.
     const bool op_shown = sel.op && !agg.cp.op.empty();
     const bool time_col = sel.activity || (sel.communication && !agg.cp.communication.empty());
-    if (sel.activity || sel.worker || op_shown || sel.communication) {
+    if (ctx.column_key && (sel.activity || sel.worker || op_shown || sel.communication)) {
       std::string key = "Columns: CP = critical participation (share of the critical paths)";
       if (op_shown) key += "; CP/worker = an operator's CP over the number of workers that ran it";
       const bool busy_col = sel.worker || op_shown;
