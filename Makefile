@@ -51,7 +51,7 @@ demo: build
 	@$(BIN) analyze $(DEMO).snail --window 1s --summary activity,worker,operator,diagnostics --no-progress
 	@echo
 	@echo "Ground truth: $$(grep -o '"hot_worker": "[^"]*"' $(DEMO).truth.json). CP (WORKER, first column)"
-	@echo "puts it far ahead of every other worker; busy time (conv.) ranks it first only by ~2x."
+	@echo "puts it far ahead of every other worker; busy time (busy) ranks it first only by ~2x."
 	@echo "Next: docs/SIMULATOR.md (scenarios, the thesis' use cases) and docs/PAG.md (what CP is);"
 	@echo "      other scenarios: examples/*.toml, e.g. $(BIN) simulate examples/spark-microbatch.toml -o spark.snail;"
 	@echo "      per-window results for scripts: $(BIN) analyze $(DEMO).snail --format jsonl"

@@ -649,7 +649,8 @@ TEST_F(Cli, Csv) {
     if (cells[3] == "activity" && !cells[5].empty())
       activity_cp[std::stoll(cells[0])] += std::stod(cells[5]);
   }
-  EXPECT_EQ(summaries, (std::set<std::string>{"activity", "worker", "operator", "communication"}));
+  EXPECT_EQ(summaries, (std::set<std::string>{"activity", "worker", "operator",
+                                              "operator_per_worker", "communication"}));
   ASSERT_FALSE(activity_cp.empty());
   for (const auto& [window, sum] : activity_cp)
     EXPECT_NEAR(sum, 1.0, kTolerance) << "window " << window;

@@ -360,7 +360,7 @@ std::vector<ActivityType> expected_types(const std::string& model) {
   return common;
 }
 
-// Together the models emit every activity type of DESIGN.md §2 but `unknown` (which
+// Together the models emit every activity type of docs/FORMATS.md but `unknown` (which
 // is what gap filling assigns to uninstrumented time).
 TEST(SimInvariants, ModelsCoverEveryActivityType) {
   std::set<ActivityType> all;

@@ -250,8 +250,26 @@
     return s + '</table>';
   }
 
+  // Shortens a label to n characters keeping what tells names apart, like the table
+  // output (src/output/writers.cpp): the end, or, when the end alone would lose the first
+  // number (the identifier: "stage 50", "exec 3"), that leading identifier and the end.
+  function abbrev(name, n) {
+    if (name.length <= n) return name;
+    const tailOf = (room) => name.slice(name.length - room).replace(/^[\s:,;]+/, '');
+    const m = /^(\D*?)(\d+)( \(|: |\(|:)?/.exec(name);
+    if (m) {
+      const numEnd = m[1].length + m[2].length;
+      if (name.length - (n - 1) > m[1].length && numEnd + 2 <= n) {
+        const head = m[3] && numEnd + m[3].length + 7 <= n ? m[0] : name.slice(0, numEnd);
+        return head.trimEnd() + '…' + tailOf(n - 1 - head.length);
+      }
+    }
+    return '…' + tailOf(n - 1);
+  }
+
   // ---------- bar charts (CP beside conventional) ----------
-  function drawBars(container, rows, what) {
+  // convName: what the second bar is (workers and operators: busy-time share).
+  function drawBars(container, rows, what, convName = 'time share') {
     if (!rows.length) return empty(container, `No ${what} in this window.`);
     const rowH = 22, labelW = Math.min(170, 30 + 7 * maxOf(rows, (r) => r.name.length, 1));
     const height = MARGIN.top + rows.length * rowH + MARGIN.bottom;
@@ -266,23 +284,24 @@
       el('line', { class: 'gridline', x1: x(v), x2: x(v), y1: y0, y2: yb }, axis);
       el('text', { x: x(v), y: yb + 14, 'text-anchor': 'middle' }, axis, +(v * 100).toPrecision(4) + '%');
     }
-    el('text', { class: 'axis-title', x: x1, y: yb + 28, 'text-anchor': 'end' }, axis, 'share (%): CP of the critical paths, conventional of the time');
+    el('text', { class: 'axis-title', x: x1, y: yb + 28, 'text-anchor': 'end' }, axis, `share (%): CP of the critical paths, ${convName}`);
     rows.forEach((r, i) => {
       const y = y0 + i * rowH;
-      el('text', { class: 'label', x: x0 - 6, y: y + 14, 'text-anchor': 'end' }, svg, r.name.length > 24 ? r.name.slice(0, 23) + '…' : r.name);
+      el('text', { class: 'label', x: x0 - 6, y: y + 14, 'text-anchor': 'end' }, svg, abbrev(r.name, 24));
       const g = el('g', { class: 'bar-row', 'data-i': i }, svg);
       el('rect', { x: x0, y: y + 2, width: Math.max(0, x(r.cp || 0) - x0), height: 9, fill: CP_COLOR, class: 'mark bar-cp' }, g);
       el('rect', { x: x0, y: y + 11, width: Math.max(0, x(r.conv || 0) - x0), height: 9, fill: CONV_COLOR, class: 'mark bar-conv' }, g);
       el('rect', { x: 0, y, width: x1, height: rowH, fill: 'transparent', class: 'hit' }, g);
       g.addEventListener('mousemove', (evt) => showTip(evt,
         `<b>${esc(r.name)}</b><table><tr><td>${swatch(CP_COLOR)}CP</td><td class="num">${r.cp === null ? 'no transient paths' : pct(r.cp)}</td></tr>` +
-        `<tr><td>${swatch(CONV_COLOR)}conventional</td><td class="num">${pct(r.conv)}</td></tr>` +
+        (r.perWorker !== undefined ? `<tr><td>CP per worker</td><td class="num">${pct(r.perWorker)}</td></tr>` : '') +
+        `<tr><td>${swatch(CONV_COLOR)}${convName}</td><td class="num">${pct(r.conv)}</td></tr>` +
         (r.note ? `<tr><td colspan="2">${esc(r.note)}</td></tr>` : '') + '</table>'));
       g.addEventListener('mouseleave', hideTip);
     });
   }
   function rankedRows(ranked, kind) {
-    const rows = ranked.groups.map((g) => ({ name: g.name, cp: g.cp, conv: g.conv }));
+    const rows = ranked.groups.map((g) => ({ name: g.name, cp: g.cp, conv: g.conv, perWorker: g.cp_per_worker }));
     if (ranked.other.count > 0)
       rows.push({ name: `other (${ranked.other.count} ${kind})`, cp: ranked.other.cp, conv: ranked.other.conv, note: 'the remaining groups, summed' });
     return rows;
@@ -554,8 +573,8 @@
     document.getElementById('sel-label-w').textContent = label ? 'selected: ' + label : '';
     document.getElementById('sel-label-o').textContent = label ? 'selected: ' + label : '';
     if (p) {
-      drawBars(document.getElementById('chart-workers-sel'), pointRows(p, 'workers', workerName, 'workers'), 'workers');
-      drawBars(document.getElementById('chart-ops-sel'), pointRows(p, 'ops', opName, 'operators'), 'operators (processing)');
+      drawBars(document.getElementById('chart-workers-sel'), pointRows(p, 'workers', workerName, 'workers'), 'workers', 'busy-time share');
+      drawBars(document.getElementById('chart-ops-sel'), pointRows(p, 'ops', opName, 'operators'), 'operators', 'busy-time share');
     } else {
       empty(document.getElementById('chart-workers-sel'), 'No window selected.');
       empty(document.getElementById('chart-ops-sel'), 'No window selected.');
@@ -591,10 +610,11 @@
       (d.series.windows_per_point > 1 ? `; time charts: ${d.series.windows_per_point} windows per point` : '') +
       (live ? '' : '');
     legend(document.getElementById('legend-types'), activeTypes().map((t) => [d.types[t], TYPE_COLORS[t]]).concat(d.series.points.some((p) => !p.cp) ? [['no transient paths', '#f0f0f0']] : []));
-    for (const c of document.querySelectorAll('.legend-cpconv')) legend(c, [['critical participation', CP_COLOR], ['conventional (time share)', CONV_COLOR]]);
+    legend(document.getElementById('legend-workers'), [['critical participation', CP_COLOR], ['busy-time share (conventional)', CONV_COLOR]]);
+    legend(document.getElementById('legend-ops'), [['critical participation (all the operator\'s activities)', CP_COLOR], ['busy-time share (conventional)', CONV_COLOR]]);
     legend(document.getElementById('legend-timeline'), activeTypes().map((t) => [d.types[t], TYPE_COLORS[t]]).concat([['critical message', CP_COLOR], ['opacity: CP of the edge', '#999']]));
-    drawBars(document.getElementById('chart-workers-all'), rankedRows(d.overall.workers, 'workers'), 'workers');
-    drawBars(document.getElementById('chart-ops-all'), rankedRows(d.overall.operators, 'operators'), 'operators (processing)');
+    drawBars(document.getElementById('chart-workers-all'), rankedRows(d.overall.workers, 'workers'), 'workers', 'busy-time share');
+    drawBars(document.getElementById('chart-ops-all'), rankedRows(d.overall.operators, 'operators'), 'operators', 'busy-time share');
     topTable(document.getElementById('top-all'), d.overall.top, 0);
     drawTimeCharts();
     drawSelection();

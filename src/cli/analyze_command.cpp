@@ -137,7 +137,9 @@ int run(const AnalyzeArgs& a) {
           Aggregate one;
           one.add(v.summary, a.top);
           one.finish();
-          write_table(text, one, names, sel, ctx,
+          TableContext window_ctx = ctx;
+          window_ctx.column_key = false;  // once, in the table of the whole run
+          write_table(text, one, names, sel, window_ctx,
                       fmt::format("== window {} [{}, {}]", v.summary.index, v.summary.window.start,
                                   v.summary.window.end)
                           .c_str());

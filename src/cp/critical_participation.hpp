@@ -46,7 +46,7 @@ class CpComputer {
   // Computes path counts and CP for one snapshot. Reuses internal buffers.
   void compute(const Snapshot& snap, CpResult& out);
 
-  // Samples one transient critical path uniformly at random (DESIGN.md §2) and returns
+  // Samples one transient critical path uniformly at random (docs/PAG.md §4) and returns
   // its edges: timeline edges as their source node v, messages as ~message index.
   // Empty when the snapshot has no path.
   std::vector<uint32_t> sample_path(const Snapshot& snap, const CpResult& r, uint64_t seed) const;

@@ -16,6 +16,26 @@ namespace snailtrail {
 // Appends `s` as a JSON string literal (quoted, escaped). In writers.cpp.
 void append_json_string(fmt::memory_buffer& out, std::string_view s);
 
+// Terminal columns `s` takes: UTF-8 code points, East Asian wide ones count 2, combining
+// marks 0; invalid bytes count 1 each. In writers.cpp.
+size_t display_width(std::string_view s);
+
+// Shortens a name to at most `width` columns (never more), keeping what tells names apart:
+// the leading identifier with its number ("stage 50", "exec 3") and the informative end
+// ("stage 50 (…at <console>:24)"); names without a number near the start keep a short
+// head up to its first delimiter ("Source:", "Window(") or only their end ("…Sink:
+// Print"). Whichever candidate keeps more whole numbers wins. The cut is marked with
+// "…" (one column). Names that fit are returned unchanged. In writers.cpp.
+std::string abbreviate(std::string_view name, size_t width);
+
+// abbreviate() then padded with spaces to exactly `width` columns.
+std::string fit_column(std::string_view name, size_t width);
+
+// "a<sep>b" in at most `width` columns, shortening each side with abbreviate() so that
+// both stay recognisable (the shorter side keeps its full name when it can).
+std::string abbreviate_pair(std::string_view a, std::string_view sep, std::string_view b,
+                            size_t width);
+
 struct Names {
   std::vector<std::string> worker;       // by dense worker index
   std::vector<std::string> worker_json;  // the same as JSON string literals

@@ -1,9 +1,11 @@
 #include "output/writers.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
+#include <tuple>
 
 #include <fmt/compile.h>
 
@@ -60,13 +62,13 @@ void put_worker_map(Buf& out, const Groups& g, const WindowSummary& w, const Nam
   out.push_back('}');
 }
 
-void put_op_map(Buf& out, const Groups& g, const Names& names) {
+void put_op_map(Buf& out, const std::vector<std::pair<uint32_t, double>>& ops, const Names& names) {
   out.push_back('{');
-  for (size_t k = 0; k < g.op.size(); ++k) {
+  for (size_t k = 0; k < ops.size(); ++k) {
     if (k) out.push_back(',');
-    append_json_string(out, names.op(g.op[k].first));
+    append_json_string(out, names.op(ops[k].first));
     out.push_back(':');
-    put_double(out, g.op[k].second);
+    put_double(out, ops[k].second);
   }
   out.push_back('}');
 }
@@ -98,7 +100,10 @@ void put_groups(Buf& out, const Groups& g, const WindowSummary& w, const Names& 
   };
   if (sel.activity) key("activity"), put_activity_map(out, g, w);
   if (sel.worker) key("worker"), put_worker_map(out, g, w, names);
-  if (sel.op) key("operator"), put_op_map(out, g, names);
+  if (sel.op) {
+    key("operator"), put_op_map(out, g.op, names);
+    key("operator_per_worker"), put_op_map(out, g.op_per_worker, names);
+  }
   if (sel.communication) key("communication"), put_comm(out, g, names, comm_key);
 }
 
@@ -147,41 +152,87 @@ std::string bar(double v, int width) {
   return s;
 }
 
-// Pads or shortens to `width` columns. Long names lose their middle, not their end,
-// which usually tells instances apart ("flatmap-2 -> sour~ink-3"). Byte-based: names
-// are expected to be ASCII; others are cut at a byte but never overflow the column.
-std::string fit(std::string s, size_t width) {
-  if (s.size() > width) {
-    const size_t head = (width - 1) / 2, tail = width - 1 - head;
-    s = s.substr(0, head) + "~" + s.substr(s.size() - tail);
-  }
-  s.append(width - std::min(width, s.size()), ' ');
-  return s;
-}
+// Ranked sections: "  NAME<pad> BAR VALUE  VALUE ...". The name column is followed by at
+// least one space, so a name never touches its bar; every line fits 80 columns (the
+// widest section, OPERATOR, is 79).
+constexpr size_t kNameWidth = 30;
+constexpr int kBarWidth = 20;
 
 struct Row {
   std::string name;
-  double cp;
-  double conv;
+  std::vector<double> values;  // values[0] (CP) is drawn as the bar; NaN prints "-"
 };
 
-void put_rows(Buf& out, const char* title, std::vector<Row> rows, size_t max_rows) {
-  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
-    return a.cp != b.cp ? a.cp > b.cp : a.conv > b.conv;
-  });
-  fmt::format_to(std::back_inserter(out), "\n{}{}{:>7}  {:>7}\n", fit(title, 26), fit("", 32), "CP",
-                 "conv.");
-  size_t shown = std::min(rows.size(), max_rows);
-  for (size_t i = 0; i < shown; ++i)
-    fmt::format_to(std::back_inserter(out), "  {}{} {}  {}\n", fit(rows[i].name, 24),
-                   bar(rows[i].cp, 32), percent(rows[i].cp), percent(rows[i].conv));
-  if (rows.size() > shown) {
-    double cp = 0, conv = 0;
-    for (size_t i = shown; i < rows.size(); ++i) cp += rows[i].cp, conv += rows[i].conv;
-    fmt::format_to(std::back_inserter(out), "  {}{} {}  {}\n",
-                   fit(fmt::format("({} more)", rows.size() - shown), 24), bar(cp, 32), percent(cp),
-                   percent(conv));
+size_t column_width(const char* header) {
+  return std::max<size_t>(6, std::string_view(header).size());
+}
+
+void put_values(Buf& out, const std::vector<double>& values,
+                const std::vector<const char*>& headers) {
+  for (size_t c = 0; c < headers.size(); ++c) {
+    const double v = c < values.size() ? values[c] : NAN;
+    fmt::format_to(std::back_inserter(out), "{}{:>{}}", c == 0 ? " " : "  ",
+                   std::isnan(v) ? std::string("-") : percent(v), column_width(headers[c]));
   }
+  out.push_back('\n');
+}
+
+void put_row(Buf& out, const Row& row, const std::vector<const char*>& headers) {
+  fmt::format_to(std::back_inserter(out), "  {} {}", fit_column(row.name, kNameWidth),
+                 bar(row.values.empty() ? 0.0 : row.values[0], kBarWidth));
+  put_values(out, row.values, headers);
+}
+
+// Sorts by the first value, then the last, and prints at most max_rows rows; the rest
+// is summed into one "(n more)" row.
+void put_rows(Buf& out, const char* title, const std::vector<const char*>& headers,
+              std::vector<Row> rows, size_t max_rows) {
+  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+    return a.values[0] != b.values[0] ? a.values[0] > b.values[0]
+                                      : a.values.back() > b.values.back();
+  });
+  fmt::format_to(std::back_inserter(out), "\n{}",
+                 fit_column(title, 2 + kNameWidth + 1 + kBarWidth));
+  for (size_t c = 0; c < headers.size(); ++c)
+    fmt::format_to(std::back_inserter(out), "{}{:>{}}", c == 0 ? " " : "  ", headers[c],
+                   column_width(headers[c]));
+  out.push_back('\n');
+  const size_t shown = std::min(rows.size(), max_rows);
+  for (size_t i = 0; i < shown; ++i) put_row(out, rows[i], headers);
+  if (rows.size() > shown) {
+    Row more{fmt::format("({} more)", rows.size() - shown), std::vector<double>(headers.size(), 0)};
+    for (size_t i = shown; i < rows.size(); ++i)
+      for (size_t c = 0; c < headers.size(); ++c)
+        if (c < rows[i].values.size() && !std::isnan(rows[i].values[c]))
+          more.values[c] += rows[i].values[c];
+    put_row(out, more, headers);
+  }
+}
+
+// Word-wraps `text` to lines of at most `width` columns, each continuation indented.
+void put_wrapped(Buf& out, std::string_view text, size_t width, std::string_view indent) {
+  size_t col = 0;
+  bool line_start = true;
+  while (!text.empty()) {
+    const size_t sp = text.find(' ');
+    const std::string_view word = text.substr(0, sp);
+    text = sp == std::string_view::npos ? std::string_view() : text.substr(sp + 1);
+    const size_t w = display_width(word);
+    if (!line_start && col + 1 + w > width) {
+      out.push_back('\n');
+      put(out, indent);
+      col = display_width(indent);
+      line_start = true;
+    }
+    if (!line_start) {
+      out.push_back(' ');
+      ++col;
+    }
+    put(out, word);
+    col += w;
+    line_start = false;
+  }
+  out.push_back('\n');
 }
 
 // At most 4 significant digits and a unit: "423us", "3.096ms", "12.5s", "2.8h".
@@ -256,6 +307,192 @@ void append_json_string(Buf& out, std::string_view s) {
     }
   }
   out.push_back('"');
+}
+
+namespace {
+
+// Decodes the UTF-8 code point at s[i]; sets `len` to its bytes (1 for an invalid byte,
+// which then counts as one column).
+uint32_t decode_utf8(std::string_view s, size_t i, size_t& len) {
+  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = b(i);
+  size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+  if (n == 0 || i + n > s.size()) {
+    len = 1;
+    return c;
+  }
+  uint32_t cp = n == 1 ? c : n == 2 ? (c & 0x1f) : n == 3 ? (c & 0x0f) : (c & 0x07);
+  for (size_t k = 1; k < n; ++k) {
+    if ((b(i + k) >> 6) != 2) {
+      len = 1;
+      return c;
+    }
+    cp = (cp << 6) | (b(i + k) & 0x3f);
+  }
+  len = n;
+  return cp;
+}
+
+size_t code_point_width(uint32_t cp) {
+  if ((cp >= 0x300 && cp <= 0x36f) || (cp >= 0x200b && cp <= 0x200f) || cp == 0xfe0f) return 0;
+  const bool wide = (cp >= 0x1100 && cp <= 0x115f) || (cp >= 0x2e80 && cp <= 0xa4cf) ||
+                    (cp >= 0xac00 && cp <= 0xd7a3) || (cp >= 0xf900 && cp <= 0xfaff) ||
+                    (cp >= 0xfe30 && cp <= 0xfe4f) || (cp >= 0xff00 && cp <= 0xff60) ||
+                    (cp >= 0xffe0 && cp <= 0xffe6) || (cp >= 0x1f300 && cp <= 0x1f64f) ||
+                    (cp >= 0x1f900 && cp <= 0x1f9ff) || (cp >= 0x20000 && cp <= 0x3fffd);
+  return wide ? 2 : 1;
+}
+
+// Byte offset where the longest suffix of at most `cols` columns starts (code points are
+// decoded forwards, so the offsets are boundaries).
+size_t suffix_start(std::string_view s, size_t cols) {
+  std::vector<std::pair<size_t, size_t>> points;  // (offset, width)
+  for (size_t i = 0, len; i < s.size(); i += len)
+    points.emplace_back(i, code_point_width(decode_utf8(s, i, len)));
+  size_t w = 0, start = s.size();
+  for (size_t k = points.size(); k-- > 0;) {
+    if (w + points[k].second > cols) break;
+    w += points[k].second;
+    start = points[k].first;
+  }
+  return start;
+}
+
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+bool is_word(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' ||
+         (static_cast<unsigned char>(c) & 0x80);
+}
+
+// A candidate abbreviation: name[0, head) + "…" + name[tail, end).
+struct Cut {
+  size_t head, tail;
+  int kind;  // preference on ties: 2 head with number, 1 head up to a delimiter, 0 end only
+};
+
+}  // namespace
+
+size_t display_width(std::string_view s) {
+  size_t w = 0;
+  for (size_t i = 0, len; i < s.size(); i += len) w += code_point_width(decode_utf8(s, i, len));
+  return w;
+}
+
+std::string abbreviate(std::string_view name, size_t width) {
+  if (display_width(name) <= width) return std::string(name);
+  if (width == 0) return "";
+  static constexpr std::string_view kEllipsis = "…";
+  if (width == 1) return std::string(kEllipsis);
+  // Runs of digits: numbers tell instances, stages and partitions apart.
+  std::vector<std::pair<size_t, size_t>> runs;
+  for (size_t i = 0; i < name.size();) {
+    if (!is_digit(name[i])) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < name.size() && is_digit(name[j])) ++j;
+    runs.emplace_back(i, j);
+    i = j;
+  }
+  // The end after a head of `head` bytes, starting at a word boundary when one is near.
+  auto tail_after = [&](size_t head) {
+    const size_t head_w = display_width(name.substr(0, head));
+    const size_t room = width - 1 - head_w;
+    size_t t = std::max(head, suffix_start(name, room));
+    if (t > 0 && t < name.size() && is_word(name[t - 1]) && is_word(name[t])) {
+      // Mid-word: skip to the next boundary if it is within the first third of the end
+      // and skips no digit.
+      const size_t limit = t + room / 3;
+      for (size_t k = t; k < name.size() && k <= limit; ++k) {
+        if (is_digit(name[k])) break;
+        if (!is_word(name[k])) {
+          t = k;
+          break;
+        }
+      }
+    }
+    while (t < name.size() &&
+           (name[t] == ' ' || name[t] == ':' || name[t] == ',' || name[t] == ';'))
+      ++t;
+    return t;
+  };
+  std::vector<Cut> cuts;
+  auto add_cut = [&](size_t head, int kind) {
+    const size_t tail = tail_after(head);
+    while (head > 0 && name[head - 1] == ' ') --head;
+    cuts.push_back({head, tail, kind});
+  };
+  add_cut(0, 0);
+  // The leading identifier: up to the end of the first number, if "…" and a bit of the
+  // end still fit after it.
+  if (!runs.empty() && display_width(name.substr(0, runs[0].second)) + 2 <= width) {
+    size_t head = runs[0].second;
+    // Keep a delimiter right after the number ("stage 50 (") when room remains.
+    for (std::string_view d : {" (", ": ", " - ", "(", ":"})
+      if (name.substr(head, d.size()) == d) {
+        if (display_width(name.substr(0, head + d.size())) + 1 + 6 <= width) head += d.size();
+        break;
+      }
+    add_cut(head, 2);
+  }
+  {
+    // A short head up to the first delimiter: "Source:", "Window(".
+    const size_t d = name.find_first_of(":(");
+    if (d != std::string_view::npos && d >= 2 && display_width(name.substr(0, d + 1)) <= width / 3)
+      add_cut(d + 1, 1);
+  }
+  // Best: the most whole numbers kept, then the first number (usually the identifier),
+  // then an end that starts at a word boundary, then a head followed by a good part of
+  // the end (a third of the width), then the end alone, then the most of the name.
+  auto kept = [&](const Cut& c) {
+    int n = 0;
+    for (const auto& [rs, re] : runs) n += re <= c.head || rs >= c.tail;
+    return n;
+  };
+  auto first_kept = [&](const Cut& c) {
+    return !runs.empty() && (runs[0].second <= c.head || runs[0].first >= c.tail);
+  };
+  auto shown = [&](const Cut& c) {
+    return display_width(name.substr(0, c.head)) + display_width(name.substr(c.tail));
+  };
+  auto clean = [&](const Cut& c) {
+    return c.tail == 0 || c.tail >= name.size() || !is_word(name[c.tail - 1]) ||
+           !is_word(name[c.tail]);
+  };
+  auto rank = [&](const Cut& c) {
+    const int pref = c.kind == 0 ? 1 : 3 * display_width(name.substr(c.tail)) >= width ? 2 : 0;
+    return std::make_tuple(kept(c), first_kept(c), clean(c), pref, shown(c));
+  };
+  const Cut* best = &cuts[0];
+  for (const Cut& c : cuts)
+    if (rank(c) > rank(*best)) best = &c;
+  std::string out(name.substr(0, best->head));
+  out += kEllipsis;
+  out += name.substr(best->tail);
+  return out;
+}
+
+std::string fit_column(std::string_view name, size_t width) {
+  std::string s = abbreviate(name, width);
+  s.append(width - std::min(width, display_width(s)), ' ');
+  return s;
+}
+
+std::string abbreviate_pair(std::string_view a, std::string_view sep, std::string_view b,
+                            size_t width) {
+  const size_t aw = display_width(a), bw = display_width(b), sw = display_width(sep);
+  if (aw + sw + bw <= width) return std::string(a) + std::string(sep) + std::string(b);
+  if (width < sw + 2) return abbreviate(std::string(a) + std::string(sep) + std::string(b), width);
+  const size_t room = width - sw;
+  size_t a_room = (room + 1) / 2;
+  if (aw <= a_room)
+    a_room = aw;
+  else if (bw <= room - a_room)
+    a_room = room - bw;
+  return abbreviate(a, a_room) + std::string(sep) + abbreviate(b, room - a_room);
 }
 
 void write_window_json(Buf& out, const WindowSummary& w, const Names& names,
@@ -351,10 +588,15 @@ void write_window_csv(Buf& out, const WindowSummary& w, const Names& names,
       if (w.cp.worker[k] != 0 || w.conventional.worker[k] != 0)
         csv_row(out, w, "worker", names.worker[k], w.cp.worker[k], w.conventional.worker[k],
                 w.single_path.worker[k]);
-  if (sel.op)
+  if (sel.op) {
     for (size_t k = 0; k < w.cp.op.size(); ++k)
       csv_row(out, w, "operator", names.op(w.cp.op[k].first), w.cp.op[k].second,
               w.conventional.op[k].second, w.single_path.op[k].second);
+    for (size_t k = 0; k < w.cp.op_per_worker.size(); ++k)
+      csv_row(out, w, "operator_per_worker", names.op(w.cp.op_per_worker[k].first),
+              w.cp.op_per_worker[k].second, w.conventional.op_per_worker[k].second,
+              w.single_path.op_per_worker[k].second);
+  }
   if (sel.communication)
     for (size_t k = 0; k < w.cp.communication.size(); ++k) {
       const CommCell& c = w.cp.communication[k];
@@ -413,62 +655,112 @@ void write_table(Buf& out, const Aggregate& agg, const Names& names, const Summa
   if (agg.windows_with_paths == 0)
     put(out, "\nno transient critical path in any window (see diagnostics): no CP to show\n");
   else {
+    auto value_of = [](const std::vector<std::pair<uint32_t, double>>& list, uint32_t id) {
+      auto it = std::lower_bound(list.begin(), list.end(), id,
+                                 [](const auto& p, uint32_t x) { return p.first < x; });
+      return it != list.end() && it->first == id ? it->second : 0.0;
+    };
+    // What the columns mean, for the sections shown.
+    const bool op_shown = sel.op && !agg.cp.op.empty();
+    const bool time_col = sel.activity || (sel.communication && !agg.cp.communication.empty());
+    if (ctx.column_key && (sel.activity || sel.worker || op_shown || sel.communication)) {
+      std::string key = "Columns: CP = critical participation (share of the critical paths)";
+      if (op_shown) key += "; CP/worker = an operator's CP over the number of workers that ran it";
+      const bool busy_col = sel.worker || op_shown;
+      key += "; conventional profile:";
+      if (time_col) key += " time = share of all activity time";
+      if (time_col && busy_col) key += ",";
+      if (busy_col) key += " busy = share of all workers' busy (non-waiting) time";
+      put_wrapped(out, key + ".", 79, "  ");
+    }
     if (sel.activity) {
       std::vector<Row> rows;
       for (int a = 0; a < kActivityTypeCount; ++a)
         if (agg.cp.activity[a] != 0 || agg.conventional.activity[a] != 0)
-          rows.push_back({std::string(name_of(static_cast<ActivityType>(a))), agg.cp.activity[a],
-                          agg.conventional.activity[a]});
-      put_rows(out, "ACTIVITY TYPE", rows, ctx.max_rows);
+          rows.push_back({std::string(name_of(static_cast<ActivityType>(a))),
+                          {agg.cp.activity[a], agg.conventional.activity[a]}});
+      put_rows(out, "ACTIVITY TYPE", {"CP", "time"}, rows, ctx.max_rows);
     }
     if (sel.worker) {
       std::vector<Row> rows;
       for (size_t k = 0; k < agg.cp.worker.size(); ++k)
         if (agg.cp.worker[k] != 0 || agg.conventional.worker[k] != 0)
-          rows.push_back({names.worker[k], agg.cp.worker[k], agg.conventional.worker[k]});
-      double comm_cp = agg.cp.activity[static_cast<int>(ActivityType::data_message)] +
-                       agg.cp.activity[static_cast<int>(ActivityType::control_message)];
-      double comm_conv = agg.conventional.activity[static_cast<int>(ActivityType::data_message)] +
-                         agg.conventional.activity[static_cast<int>(ActivityType::control_message)];
-      put_rows(out, "WORKER (straggler)", rows, ctx.max_rows);
-      if (comm_cp != 0 || comm_conv != 0)
-        fmt::format_to(std::back_inserter(out), "  {}{} {}  {}\n", fit("(communication)", 24),
-                       bar(comm_cp, 32), percent(comm_cp), percent(comm_conv));
+          rows.push_back({names.worker[k], {agg.cp.worker[k], agg.conventional.worker[k]}});
+      const double comm_cp = agg.cp.activity[static_cast<int>(ActivityType::data_message)] +
+                             agg.cp.activity[static_cast<int>(ActivityType::control_message)];
+      const double comm_time =
+          agg.conventional.activity[static_cast<int>(ActivityType::data_message)] +
+          agg.conventional.activity[static_cast<int>(ActivityType::control_message)];
+      put_rows(out, "WORKER (straggler)", {"CP", "busy"}, rows, ctx.max_rows);
+      // Messages are on no worker's timeline: their CP is shown apart; they have no busy
+      // share (their time share is in ACTIVITY TYPE and COMMUNICATION).
+      if (comm_cp != 0 || comm_time != 0)
+        put_row(out, {"(communication)", {comm_cp, NAN}}, {"CP", "busy"});
     }
-    if (sel.op && !agg.cp.op.empty()) {
+    if (op_shown) {
       std::vector<Row> rows;
-      for (size_t k = 0; k < agg.cp.op.size(); ++k) {
-        double conv = 0;
-        for (const auto& p : agg.conventional.op)
-          if (p.first == agg.cp.op[k].first) conv = p.second;
-        rows.push_back({names.op(agg.cp.op[k].first), agg.cp.op[k].second, conv});
-      }
-      put_rows(out, "OPERATOR (per worker)", rows, ctx.max_rows);
+      for (const auto& [id, cp] : agg.cp.op)
+        rows.push_back(
+            {names.op(id),
+             {cp, value_of(agg.cp.op_per_worker, id), value_of(agg.conventional.op, id)}});
+      put_rows(out, "OPERATOR (all its activities)", {"CP", "CP/worker", "busy"}, rows,
+               ctx.max_rows);
     }
     if (sel.communication && !agg.cp.communication.empty()) {
       std::vector<Row> rows;
       for (size_t k = 0; k < agg.cp.communication.size(); ++k) {
         const CommCell& c = agg.cp.communication[k];
-        double conv = 0;
+        double time = 0;
         for (const CommCell& x : agg.conventional.communication)
-          if (x.src == c.src && x.dst == c.dst) conv = x.value;
-        rows.push_back({names.worker[c.src] + " -> " + names.worker[c.dst], c.value, conv});
+          if (x.src == c.src && x.dst == c.dst) time = x.value;
+        rows.push_back(
+            {abbreviate_pair(names.worker[c.src], " -> ", names.worker[c.dst], kNameWidth),
+             {c.value, time}});
       }
-      put_rows(out, "COMMUNICATION", rows, ctx.max_rows);
+      put_rows(out, "COMMUNICATION", {"CP", "time"}, rows, ctx.max_rows);
     }
     if (sel.top && !agg.top.empty()) {
-      fmt::format_to(std::back_inserter(out), "\nTOP {} CRITICAL ACTIVITIES\n",
-                     std::min(ctx.top_k, agg.top.size()));
-      fmt::format_to(std::back_inserter(out), "  {:>6}  {:<16} {:<16} {:<12} {:>9}  {}\n", "CP",
-                     "type", "worker", "operator", "duration", "at");
-      for (size_t k = 0; k < std::min(ctx.top_k, agg.top.size()); ++k) {
+      const size_t k_max = std::min(ctx.top_k, agg.top.size());
+      fmt::format_to(std::back_inserter(out), "\nTOP {} CRITICAL ACTIVITIES\n", k_max);
+      // "  CP(6)  type  worker  operator  duration(8)  at": 36 columns plus the type,
+      // worker and operator columns, sized to what is shown, within 79. Messages have no
+      // operator: their "sender->receiver" spans the worker and operator columns.
+      size_t type_w = 4, who_w = 6, op_w = 8, msg_w = 0;
+      for (size_t k = 0; k < k_max; ++k) {
         const TopActivity& a = agg.top[k];
-        std::string who = names.worker[a.worker];
-        if (a.remote != kNone) who += "->" + names.worker[a.remote];
-        fmt::format_to(std::back_inserter(out), "  {}  {} {} {} {:>9}  {}\n", percent(a.cp),
-                       fit(std::string(name_of(a.type)), 16), fit(who, 16),
-                       fit(a.op == kNone ? "-" : names.op(a.op), 12), format_ns(a.end - a.start),
-                       fit("+" + format_ns(a.start - ctx.origin_ns), 11));
+        type_w = std::max(type_w, display_width(name_of(a.type)));
+        if (a.remote != kNone) {
+          msg_w = std::max(msg_w, display_width(names.worker[a.worker]) + 2 +
+                                      display_width(names.worker[a.remote]));
+        } else {
+          who_w = std::max(who_w, display_width(names.worker[a.worker]));
+          if (a.op != kNone) op_w = std::max(op_w, display_width(names.op(a.op)));
+        }
+      }
+      const size_t room = 79 - 36 - type_w;  // for worker + operator
+      if (who_w + op_w > room) {
+        // The worker keeps its name when it can; the operator (whose identifier comes
+        // first, "stage 50 (…") takes the rest, at least half.
+        who_w = std::min(who_w, std::max(room / 2, room - op_w));
+        op_w = room - who_w;
+      } else if (msg_w > who_w + 2 + op_w) {
+        op_w = std::min(room, msg_w - 2) - who_w;
+      }
+      fmt::format_to(std::back_inserter(out), "  {:>6}  {}  {}  {}  {:>8}  {}\n", "CP",
+                     fit_column("type", type_w), fit_column("worker", who_w),
+                     fit_column("operator", op_w), "duration", "at");
+      for (size_t k = 0; k < k_max; ++k) {
+        const TopActivity& a = agg.top[k];
+        const std::string where =
+            a.remote != kNone
+                ? fit_column(abbreviate_pair(names.worker[a.worker], "->", names.worker[a.remote],
+                                             who_w + 2 + op_w),
+                             who_w + 2 + op_w)
+                : fit_column(names.worker[a.worker], who_w) + "  " +
+                      fit_column(a.op == kNone ? "-" : names.op(a.op), op_w);
+        fmt::format_to(std::back_inserter(out), "  {}  {}  {}  {:>8}  +{}\n", percent(a.cp),
+                       fit_column(name_of(a.type), type_w), where, format_ns(a.end - a.start),
+                       format_ns(a.start - ctx.origin_ns));
       }
     }
   }

@@ -137,9 +137,11 @@ void put_activity(Buf& out, const Groups& cp, const Groups& conv) {
 }
 
 // {"groups":[{"id","name","cp","conv"}...], "other": {"cp","conv","count"}}: the `keep`
-// groups with the largest cp + conv, by CP descending, the rest summed.
+// groups with the largest cp + conv, by CP descending, the rest summed. With
+// `cp_per_worker` (operators), each group also has "cp_per_worker".
 void put_ranked(Buf& out, std::vector<SeriesPoint::Group> g, size_t keep,
-                const std::function<std::string(uint32_t)>& name) {
+                const std::function<std::string(uint32_t)>& name,
+                const std::vector<std::pair<uint32_t, double>>* cp_per_worker = nullptr) {
   const size_t total = g.size();
   double ocp = 0, oconv = 0;
   keep_largest(g, keep, ocp, oconv);
@@ -154,6 +156,12 @@ void put_ranked(Buf& out, std::vector<SeriesPoint::Group> g, size_t keep,
     num(out, x.cp);
     put(out, ",\"conv\":");
     num(out, x.conv);
+    if (cp_per_worker) {
+      auto it = std::lower_bound(cp_per_worker->begin(), cp_per_worker->end(), x.id,
+                                 [](const auto& p, uint32_t id) { return p.first < id; });
+      put(out, ",\"cp_per_worker\":");
+      num(out, it != cp_per_worker->end() && it->first == x.id ? it->second : 0.0);
+    }
     out.push_back('}');
   });
   put(out, ",\"other\":{\"cp\":");
@@ -596,7 +604,7 @@ std::string ReportBuilder::json() const {
     tmp.cp.op = agg.cp.op;
     tmp.conventional.op = agg.conventional.op;
     put(out, ",\"operators\":");
-    put_ranked(out, op_groups(tmp, 1.0, 1.0), opt_.top_groups, op_name);
+    put_ranked(out, op_groups(tmp, 1.0, 1.0), opt_.top_groups, op_name, &agg.cp.op_per_worker);
   }
   put(out, ",\"heatmap\":");
   put_heatmap(out, agg.cp, agg.conventional, opt_.heatmap_workers, names);
@@ -636,7 +644,7 @@ std::string ReportBuilder::json() const {
     put(out, ",\"workers\":");
     put_ranked(out, worker_groups(w, 1.0, 1.0), opt_.top_groups, worker_name);
     put(out, ",\"operators\":");
-    put_ranked(out, op_groups(w, 1.0, 1.0), opt_.top_groups, op_name);
+    put_ranked(out, op_groups(w, 1.0, 1.0), opt_.top_groups, op_name, &w.cp.op_per_worker);
     put(out, ",\"heatmap\":");
     put_heatmap(out, w.cp, w.conventional, opt_.heatmap_workers, names);
     put(out, ",\"top\":");

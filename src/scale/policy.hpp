@@ -1,4 +1,4 @@
-// DS2's scaling policy (thesis §4.2.2, Eq. 4.1-4.6; DESIGN.md §3): from the true
+// DS2's scaling policy (thesis §4.2.2, Eq. 4.1-4.6; docs/AUTOSCALING.md §1): from the true
 // processing and output rates of every operator instance, the parallelism every operator
 // needs to keep up with its sources, computed for all operators in one traversal.
 //

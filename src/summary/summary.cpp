@@ -10,7 +10,6 @@ namespace snailtrail {
 namespace {
 
 constexpr uint8_t kWaiting = static_cast<uint8_t>(ActivityType::waiting);
-constexpr uint8_t kProcessing = static_cast<uint8_t>(ActivityType::processing);
 constexpr uint8_t kUnknown = static_cast<uint8_t>(ActivityType::unknown);
 
 // Dense cell numbers for (sender, receiver) pairs of one window: an open-addressing
@@ -80,6 +79,7 @@ struct Accumulator {
     groups.activity.fill(0);
     groups.worker.assign(workers, 0);
     groups.op.clear();
+    groups.op_per_worker.clear();
     groups.communication.clear();
     op_values.assign(ops, 0);
     comm_values.clear();
@@ -97,7 +97,10 @@ struct Accumulator {
   }
   void finish(const std::vector<uint32_t>& op_ids, const std::vector<uint32_t>& op_workers) {
     for (size_t s = 0; s < op_values.size(); ++s)
-      if (op_workers[s] > 0) groups.op.emplace_back(op_ids[s], op_values[s] / op_workers[s]);
+      if (op_workers[s] > 0) {
+        groups.op.emplace_back(op_ids[s], op_values[s]);
+        groups.op_per_worker.emplace_back(op_ids[s], op_values[s] / op_workers[s]);
+      }
   }
 };
 
@@ -227,8 +230,9 @@ void Summarizer::summarize(const Snapshot& snap, const CpResult& cp,
       if (t == kWaiting) waiting += w;
     }
   total = timeline_total;
-  // The worker grouping of the conventional profile ranks busy (non-waiting) time: every
-  // worker's timeline spans the whole window, so plain durations would all be equal.
+  // The worker and operator groupings of the conventional profile rank busy (non-waiting)
+  // time: every worker's timeline spans the whole window, so plain durations would all be
+  // equal (and an operator's instances wait with its id in many traces).
   const double busy_total = timeline_total - waiting;
   const double inv_busy = busy_total > 0 ? 1.0 / busy_total : 0.0;
   for (size_t k = 0; k < snap.msg_src.size(); ++k)
@@ -251,6 +255,8 @@ void Summarizer::summarize(const Snapshot& snap, const CpResult& cp,
     }
   }
 
+  uint32_t last_op = kNone;  // consecutive edges mostly share their operator
+  size_t last_slot = 0;
   for (size_t v = 0; v + 1 < n; ++v) {
     if (snap.edge[v] == kNone) continue;
     const uint32_t g = snap.edge[v];
@@ -266,10 +272,16 @@ void Summarizer::summarize(const Snapshot& snap, const CpResult& cp,
     acc_cp.groups.worker[w] += c;
     acc_conv.groups.worker[w] += type == kWaiting ? 0.0 : dur * inv_busy;
     acc_single.groups.worker[w] += single;
-    if (type == kProcessing && pag_.edge_op[g] != kNone) {
-      size_t s = slot_of(pag_.edge_op[g]);
+    // Operators: every edge carrying the operator id, whatever its type.
+    if (const uint32_t op = pag_.edge_op[g]; op != kNone) {
+      if (op != last_op) {
+        last_op = op;
+        last_slot = slot_of(op);
+      }
+      const size_t s = last_slot;
       acc_cp.op_values[s] += c;
-      acc_conv.op_values[s] += conv;
+      // Like workers, operators rank by busy time: their instances' waiting is not work.
+      acc_conv.op_values[s] += type == kWaiting ? 0.0 : dur * inv_busy;
       acc_single.op_values[s] += single;
       if (op_last_worker[s] != w) {
         op_last_worker[s] = w;
@@ -335,16 +347,21 @@ void Summarizer::summarize(const Snapshot& snap, const CpResult& cp,
 // ---- Aggregate over windows ----
 
 namespace {
+void add_by_id(std::vector<std::pair<uint32_t, double>>& into,
+               const std::vector<std::pair<uint32_t, double>>& from, double weight) {
+  for (const auto& [op, v] : from) {
+    auto it = std::lower_bound(into.begin(), into.end(), op,
+                               [](const auto& p, uint32_t id) { return p.first < id; });
+    if (it == into.end() || it->first != op) it = into.insert(it, {op, 0.0});
+    it->second += v * weight;
+  }
+}
 void add_groups(Groups& into, const Groups& g, double weight) {
   for (int a = 0; a < kActivityTypeCount; ++a) into.activity[a] += g.activity[a] * weight;
   if (into.worker.size() < g.worker.size()) into.worker.resize(g.worker.size(), 0);
   for (size_t w = 0; w < g.worker.size(); ++w) into.worker[w] += g.worker[w] * weight;
-  for (const auto& [op, v] : g.op) {
-    auto it = std::lower_bound(into.op.begin(), into.op.end(), op,
-                               [](const auto& p, uint32_t id) { return p.first < id; });
-    if (it == into.op.end() || it->first != op) it = into.op.insert(it, {op, 0.0});
-    it->second += v * weight;
-  }
+  add_by_id(into.op, g.op, weight);
+  add_by_id(into.op_per_worker, g.op_per_worker, weight);
   for (const CommCell& c : g.communication) {
     auto it = std::lower_bound(into.communication.begin(), into.communication.end(), c,
                                [](const CommCell& a, const CommCell& b) {
@@ -359,6 +376,7 @@ void scale_groups(Groups& g, double s) {
   for (double& v : g.activity) v *= s;
   for (double& v : g.worker) v *= s;
   for (auto& p : g.op) p.second *= s;
+  for (auto& p : g.op_per_worker) p.second *= s;
   for (auto& c : g.communication) c.value *= s;
 }
 }  // namespace

@@ -20,12 +20,19 @@ struct CommCell {
   double value;
 };
 
-// One measure summed over the four groupings.
+// One measure summed over the four groupings. In the conventional profile, `worker`,
+// `op` and `op_per_worker` are shares of busy (non-waiting) time, the others shares of
+// all edge time.
 struct Groups {
   std::array<double, kActivityTypeCount> activity{};
-  std::vector<double> worker;                   // dense worker index -> value
-  std::vector<std::pair<uint32_t, double>> op;  // operator id -> value, by id
-  std::vector<CommCell> communication;          // by (src, dst)
+  std::vector<double> worker;  // dense worker index -> value
+  // Operator id -> value of all timeline edges carrying the operator id (every activity
+  // type), by id.
+  std::vector<std::pair<uint32_t, double>> op;
+  // The same ids in the same order, each value divided by the number of workers with an
+  // edge of the operator in the window (the thesis' per-worker normalisation).
+  std::vector<std::pair<uint32_t, double>> op_per_worker;
+  std::vector<CommCell> communication;  // by (src, dst)
 };
 
 struct TopActivity {
@@ -94,8 +101,7 @@ class Summarizer {
  private:
   const Pag& pag_;
   size_t issue_cursor_ = 0;
-  std::vector<uint32_t> op_dense_;  // operator id -> slot, via sorted ids
-  std::vector<uint32_t> op_ids_;
+  std::vector<uint32_t> op_ids_;  // sorted: operator id -> slot by binary search
 };
 
 // Time-weighted mean of the summaries of many windows (each weighted by its span),

@@ -1,4 +1,4 @@
-// The canonical trace event (DESIGN.md §2) and the activity vocabulary.
+// The canonical trace event and the activity vocabulary (docs/FORMATS.md, "Event lines").
 #pragma once
 
 #include <array>

@@ -103,7 +103,8 @@ test('hovering shows tooltips with exact values', async () => {
   await page.goto(pathToFileURL(files.html).href);
   await page.waitForSelector('body[data-windows]');
   await hoverShowsTooltip(page, '[data-chart="cp-time"] .overlay', /window \d+.*processing\s*\d+\.\d\d %/s);
-  await hoverShowsTooltip(page, '[data-chart="workers-trace"] .bar-row', /CP\s*\d+\.\d\d %.*conventional/s);
+  await hoverShowsTooltip(page, '[data-chart="workers-trace"] .bar-row', /CP\s*\d+\.\d\d %.*busy-time share/s);
+  await hoverShowsTooltip(page, '[data-chart="operators-trace"] .bar-row', /CP\s*\d+\.\d\d %.*CP per worker\s*\d+\.\d\d %.*busy-time share/s);
   await hoverShowsTooltip(page, '[data-chart="timeline"] .edge', /on .*duration.*CP/s);
   await hoverShowsTooltip(page, '[data-chart="heatmap"] .mark', /→.*CP of messages/s);
   await page.mouse.move(1, 1);
