@@ -145,6 +145,7 @@ TEST(OperatorSummary, AggregateWeightsBothFiguresBySpan) {
   a.has_paths = b.has_paths = true;
   a.span_start = 0, a.span_end = 100;
   b.span_start = 100, b.span_end = 400;
+  a.cp_ns = 100, b.cp_ns = 300;  // windows are weighted by the time their CP covers
   a.window = {0, 100, false};
   b.window = {100, 400, true};
   a.cp.op = {{1, 0.8}};
