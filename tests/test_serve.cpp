@@ -446,7 +446,7 @@ TEST(LiveAnalyzer, AbsurdGapsCostNothingAndEqualBatch) {
     std::mt19937_64 rng(1);
     LiveStats stats;
     const auto got = live_windows(t, lo, rng, &stats);
-    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5);
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 20);
     // Windows 0, 1 (no events, after one with events: analyzed), 2, 3 to 18 (the first 16
     // without events: analyzed), one run up to the last window, which holds the last event
     // (at its closed end for 1e16).
@@ -1143,7 +1143,7 @@ TEST_F(ServeCli, AbsurdTimestampsFinishFastWithBoundedOutput) {
     Process analyze({"analyze", path("t.jsonl").string(), "--format", "jsonl", "--no-progress"},
                     path("a.out"), path("a.err"));
     ASSERT_EQ(wait_within(analyze, 30, &took), 0) << analyze.err();
-    EXPECT_LT(took, 10);
+    EXPECT_LT(took, 20);
     const auto expected = lines_of(analyze.out());
     EXPECT_EQ(expected.size(), 21u) << analyze.out();  // 3 with events, 17 without, 1 run
     EXPECT_NE(analyze.out().find("{\"empty_windows\":{\"first_index\":19,"), std::string::npos)
@@ -1159,14 +1159,14 @@ TEST_F(ServeCli, AbsurdTimestampsFinishFastWithBoundedOutput) {
     Process serve({"serve", "--stdin", "--max-jump", "0", "--out", path("w.jsonl").string()},
                   path("s.out"), path("s.err"), path("t.jsonl"));
     ASSERT_EQ(wait_within(serve, 30, &took), 0) << serve.err();
-    EXPECT_LT(took, 10);
+    EXPECT_LT(took, 20);
     EXPECT_EQ(lines_of(testing::slurp(path("w.jsonl"))), expected) << serve.err();
 
     // Default flags: the jump is refused, logged and counted; the rest is analyzed.
     Process refusing({"serve", "--stdin", "--out", path("w2.jsonl").string()}, path("r.out"),
                      path("r.err"), path("t.jsonl"));
     ASSERT_EQ(wait_within(refusing, 30, &took), 0) << refusing.err();
-    EXPECT_LT(took, 10);
+    EXPECT_LT(took, 20);
     EXPECT_NE(refusing.err().find("refused an event of worker 0 at ts " + std::to_string(last)),
               std::string::npos)
         << refusing.err();

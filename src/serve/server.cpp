@@ -533,7 +533,7 @@ int run_server(const ServeOptions& opt) {
   if (live.stats().unterminated_at_shutdown > 0 && log)
     fmt::print(stderr,
                "snailtrail serve: {} activities still open at shutdown, reported as "
-               "unterminated_activities in the last window\n",
+               "unterminated_activities (docs/SERVE.md)\n",
                live.stats().unterminated_at_shutdown);
   rates.finish();
   {
