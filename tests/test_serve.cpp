@@ -2,12 +2,16 @@
 // windows a live stream emits equal `analyze`'s, whatever the arrival interleaving and
 // however the windows are grouped into cuts.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +23,7 @@
 #include <vector>
 
 #include "importers/importer.hpp"
+#include "output/empty_windows.hpp"
 #include "output/writers.hpp"
 #include "pag/streaming.hpp"
 #include "process_util.hpp"
@@ -135,7 +140,10 @@ std::vector<std::string> batch_windows(const Trace& trace, const LiveOptions& lo
   std::vector<std::string> out;
   analyze_pag(pag, opt, [&](const WindowView& v) {
     fmt::memory_buffer buf;
-    write_window_json(buf, v.summary, names, lo.selection);
+    if (v.summary.window.empty_run > 0)
+      write_empty_windows_json(buf, v.summary);
+    else
+      write_window_json(buf, v.summary, names, lo.selection);
     out.emplace_back(buf.data(), buf.size());
   });
   return out;
@@ -280,7 +288,10 @@ TEST(LiveAnalyzer, SimulatedTraceEqualsBatchInGlobalTimeOrder) {
     std::vector<std::string> expected;
     analyze_pag(pag, opt, [&](const WindowView& v) {
       fmt::memory_buffer buf;
-      write_window_json(buf, v.summary, names, lo.selection);
+      if (v.summary.window.empty_run > 0)
+        write_empty_windows_json(buf, v.summary);
+      else
+        write_window_json(buf, v.summary, names, lo.selection);
       expected.emplace_back(buf.data(), buf.size());
     });
     ASSERT_EQ(got.size(), expected.size());
@@ -348,6 +359,194 @@ TEST(LiveAnalyzer, IdleWorkersStopHoldingWindowsBack) {
   // Worker 1's nodes up to 12000 are final: windows ending at 10000, 11000, 12000 close.
   EXPECT_EQ(live.advance(), 3u);
   EXPECT_EQ(emitted, 12u);
+}
+
+// A trace of `events`, ordered as build_pag wants them (by worker, then time).
+Trace trace_of(std::vector<Event> events) {
+  std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
+    return a.worker != b.worker ? a.worker < b.worker : a.ts < b.ts;
+  });
+  Trace trace;
+  trace.events.resize(events.size());
+  std::copy(events.begin(), events.end(), trace.events.begin());
+  return trace;
+}
+
+// Issue 25 item 1: the window plan, checked against a brute force that lists every
+// window of the range and counts its events. Entries cover the windows in order; a
+// window is analyzed unless it and the kEmptyWindowsAnalyzed before it have no events;
+// the others form maximal runs.
+TEST(PlanWindows, RunsOfEmptyWindowsMatchBruteForce) {
+  std::mt19937_64 rng(25);
+  size_t runs = 0;
+  for (int round = 0; round < 400; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    std::vector<Event> events;
+    const int64_t w = std::uniform_int_distribution<int64_t>(1, 50)(rng);
+    const int workers = std::uniform_int_distribution<int>(1, 3)(rng);
+    for (int k = 0; k < workers; ++k) {
+      int64_t ts = std::uniform_int_distribution<int64_t>(-200, 200)(rng);
+      const int n = std::uniform_int_distribution<int>(1, 4)(rng);
+      for (int i = 0; i < n; ++i) {
+        events.push_back(local(k, ts, ActivityType::processing, EventKind::start));
+        ts += std::uniform_int_distribution<int64_t>(0, 3)(rng) == 0
+                  ? std::uniform_int_distribution<int64_t>(0, 600)(rng)
+                  : std::uniform_int_distribution<int64_t>(0, 20)(rng);
+        events.push_back(local(k, ts, ActivityType::processing, EventKind::end));
+        ts += std::uniform_int_distribution<int64_t>(0, 30)(rng);
+      }
+    }
+    const Pag pag = build_pag(trace_of(events));
+    WindowSpec spec;
+    spec.width_ns = w;
+    if (round % 3 == 1) spec.from_ns = std::uniform_int_distribution<int64_t>(-250, 100)(rng);
+    if (round % 3 == 2) spec.to_ns = std::uniform_int_distribution<int64_t>(0, 500)(rng);
+    if (spec.from_ns && spec.to_ns && *spec.to_ns <= *spec.from_ns) continue;
+    // Brute force: every window, as before the compaction.
+    int64_t lo = pag.first_ts, hi = pag.last_ts;
+    if (spec.from_ns) lo = std::max(lo, *spec.from_ns);
+    if (spec.to_ns) hi = std::min(hi, *spec.to_ns);
+    const int64_t origin = spec.from_ns.value_or(0);
+    auto fdiv = [](int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); };
+    struct W {
+      int64_t start, end;
+      bool closed;
+      uint64_t events;
+    };
+    std::vector<W> all;
+    if (hi >= lo) {
+      int64_t k0 = fdiv(lo - origin, w), k1 = fdiv(hi - origin, w);
+      if (k1 > k0 && origin + k1 * w == hi) --k1;
+      for (int64_t k = k0; k <= k1; ++k) {
+        W x{origin + k * w, origin + k * w + w, k == k1, 0};
+        if (spec.to_ns && x.end > *spec.to_ns) x.end = *spec.to_ns;
+        for (int64_t ts : pag.event_ts)
+          if (ts >= x.start && (ts < x.end || (x.closed && ts == x.end))) ++x.events;
+        all.push_back(x);
+      }
+    }
+    std::vector<bool> analyzed(all.size());
+    uint64_t empty_before = 0;
+    for (size_t j = 0; j < all.size(); ++j) {
+      analyzed[j] = all[j].events > 0 || empty_before < kEmptyWindowsAnalyzed;
+      empty_before = all[j].events > 0 ? 0 : empty_before + 1;
+    }
+    const std::vector<Window> plan = plan_windows(pag, spec);
+    size_t i = 0;
+    for (const Window& e : plan) {
+      ASSERT_LT(i, all.size());
+      if (e.empty_run == 0) {
+        EXPECT_EQ(e.start, all[i].start);
+        EXPECT_EQ(e.end, all[i].end);
+        EXPECT_EQ(e.closed_end, all[i].closed);
+        EXPECT_TRUE(analyzed[i]) << "window " << i;
+        ++i;
+        continue;
+      }
+      EXPECT_TRUE(i > 0 && analyzed[i - 1]) << "runs are maximal";
+      EXPECT_EQ(e.start, all[i].start);
+      for (uint64_t j = 0; j < e.empty_run; ++j, ++i) {
+        ASSERT_LT(i, all.size());
+        EXPECT_FALSE(analyzed[i]) << "window " << i << " is in a run";
+        EXPECT_EQ(all[i].events, 0u);
+      }
+      EXPECT_EQ(e.end, all[i - 1].end);
+      EXPECT_TRUE(i == all.size() || analyzed[i]) << "runs are maximal";
+      ++runs;
+    }
+    EXPECT_EQ(i, all.size());
+  }
+  EXPECT_GT(runs, 50u);
+}
+
+// Issue 25 item 1: two events at 0 and 2^63 - 1 (and a gap of 1e16 ns): the live analyzer
+// and the batch analysis finish at once, with a handful of lines, and agree.
+TEST(LiveAnalyzer, AbsurdGapsCostNothingAndEqualBatch) {
+  const int64_t far[] = {10'000'000'000'000'000, INT64_MAX};
+  for (int64_t last : far) {
+    SCOPED_TRACE(last);
+    const Trace t = trace_of({local(0, 0, ActivityType::processing, EventKind::start),
+                              local(1, 500, ActivityType::processing, EventKind::start),
+                              local(1, 2'500'000, ActivityType::processing, EventKind::end),
+                              local(0, last, ActivityType::processing, EventKind::end)});
+    LiveOptions lo;
+    lo.window_ns = 1'000'000;  // 1 ms: 1e10 to 1e13 windows
+    const auto start = std::chrono::steady_clock::now();
+    const auto expected = batch_windows(t, lo);
+    std::mt19937_64 rng(1);
+    LiveStats stats;
+    const auto got = live_windows(t, lo, rng, &stats);
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 20);
+    // Windows 0, 1 (no events, after one with events: analyzed), 2, 3 to 18 (the first 16
+    // without events: analyzed), one run up to the last window, which holds the last event
+    // (at its closed end for 1e16).
+    const int64_t k_last = last / lo.window_ns - (last % lo.window_ns == 0 ? 1 : 0);
+    ASSERT_EQ(expected.size(), 21u);
+    for (int i = 0; i < 19; ++i)
+      EXPECT_EQ(expected[i].rfind("{\"window\":{\"index\":" + std::to_string(i) + ",", 0), 0u)
+          << expected[i];
+    EXPECT_EQ(expected[19],
+              fmt::format("{{\"empty_windows\":{{\"first_index\":19,\"count\":{},\"start_ns\":"
+                          "19000000,\"end_ns\":{}}}}}",
+                          k_last - 19, k_last * lo.window_ns));
+    EXPECT_EQ(expected[20].rfind("{\"window\":{\"index\":" + std::to_string(k_last) + ",", 0), 0u)
+        << expected[20];
+    EXPECT_NE(expected[20].find("\"end_ns\":" + std::to_string(last) + "}"), std::string::npos)
+        << "the last window ends at the last event, saturated at INT64_MAX: " << expected[20];
+    ASSERT_EQ(got, expected);
+    EXPECT_EQ(stats.empty_windows, static_cast<uint64_t>(k_last - 19));
+    EXPECT_EQ(stats.empty_runs, 1u);
+  }
+}
+
+// --max-jump: an event far ahead of everything seen is refused and counted; the stream
+// goes on.
+TEST(LiveAnalyzer, JumpsBeyondMaxJumpAreRefused) {
+  LiveOptions lo;
+  lo.window_ns = 1000;
+  lo.lateness_ns = 0;
+  lo.max_jump_ns = 1'000'000;
+  std::vector<LiveWindow> got;
+  LiveAnalyzer live(lo, [&](LiveWindow& w) { got.push_back(w); });
+  EXPECT_TRUE(live.add(local(0, 0, ActivityType::processing, EventKind::start)));
+  EXPECT_FALSE(live.add(local(0, INT64_MAX, ActivityType::processing, EventKind::end)));
+  EXPECT_FALSE(live.add(local(1, 1'000'001, ActivityType::processing, EventKind::start)));
+  EXPECT_TRUE(live.add(local(1, 1'000'000, ActivityType::processing, EventKind::start)));
+  EXPECT_TRUE(live.add(local(0, 1'500'000, ActivityType::processing, EventKind::end)));
+  EXPECT_TRUE(live.add(local(1, 1'600'000, ActivityType::processing, EventKind::end)));
+  EXPECT_EQ(live.stats().time_jumps, 2u);
+  live.advance();
+  live.finish();
+  ASSERT_FALSE(got.empty());
+  EXPECT_NE(got[0].json.find("\"time_jumps\":2"), std::string::npos) << got[0].json;
+  // Windows 0 to 1599 (the last event, 1600000, at the closed end of the last): those with
+  // events, the 16 after each, and three runs.
+  EXPECT_EQ(live.stats().windows + live.stats().empty_windows, 1600u);
+  EXPECT_EQ(got.size(), 55u);
+}
+
+// Issue 25 item 8: an activity left open by a producer that was cut off, whose windows
+// closed while the others went on, is reported at shutdown (in the last window).
+TEST(LiveAnalyzer, ActivitiesOpenAtShutdownAreReported) {
+  LiveOptions lo;
+  lo.window_ns = 1000;
+  lo.lateness_ns = 0;
+  std::vector<LiveWindow> got;
+  LiveAnalyzer live(lo, [&](LiveWindow& w) { got.push_back(w); });
+  live.add(local(1, 100, ActivityType::processing, EventKind::start));  // never ends
+  for (int64_t t = 0; t <= 10'500; t += 500)                            // ends with an end
+    live.add(local(2, t, ActivityType::processing, t % 1000 ? EventKind::end : EventKind::start));
+  live.set_idle(1);  // its producer is gone
+  live.advance();
+  ASSERT_GE(got.size(), 5u) << "windows closed past worker 1's last node";
+  live.finish();
+  EXPECT_EQ(live.stats().unterminated_at_shutdown, 1u);
+  uint64_t reported = 0;
+  for (const LiveWindow& w : got)
+    reported += w.summary.diagnostics.issues[static_cast<int>(Issue::unterminated_activity)];
+  EXPECT_EQ(reported, 1u);
+  EXPECT_NE(got.back().json.find("\"unterminated_activities\":1"), std::string::npos)
+      << got.back().json;
 }
 
 }  // namespace
@@ -935,6 +1134,200 @@ TEST_F(ServeCli, FollowRefusesSingleDocumentFormats) {
   EXPECT_EQ(server->wait(), 0);
   EXPECT_NE(server->err().find("not following it: serve --follow cannot read"), std::string::npos)
       << server->err();
+}
+
+// Waits for `p` at most `limit_s` seconds (then kills it: a hang fails, it does not block
+// the suite); returns the exit code and the time it took.
+int wait_within(Process& p, double limit_s, double* took = nullptr) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::atomic<bool> done{false};
+  std::thread watchdog([&] {
+    while (!done.load() &&
+           std::chrono::steady_clock::now() - t0 < std::chrono::duration<double>(limit_s))
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (!done.load()) p.signal(SIGKILL);
+  });
+  const int code = p.wait();
+  done = true;
+  watchdog.join();
+  if (took) *took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return code;
+}
+
+std::string event_line(uint32_t worker, int64_t ts, const char* kind,
+                       const char* activity = "processing") {
+  return fmt::format("{{\"ts\":{},\"worker\":{},\"activity\":\"{}\",\"event\":\"{}\"}}\n", ts,
+                     worker, activity, kind);
+}
+
+// Issue 25 item 1: one absurd timestamp (2^63 - 1), or a gap of 1e16 ns, after an event at
+// 0. `serve` and `analyze` finish within seconds with a few lines, and agree; by default
+// serve refuses the jump (--max-jump) and says so.
+TEST_F(ServeCli, AbsurdTimestampsFinishFastWithBoundedOutput) {
+  for (int64_t last : {INT64_MAX, int64_t{10'000'000'000'000'000}}) {
+    SCOPED_TRACE(last);
+    std::ofstream(path("t.jsonl"))
+        << event_line(0, 0, "start") << event_line(1, 10, "start")
+        << event_line(1, 2'000'000'000, "end") << event_line(0, last, "end");
+    double took = 0;
+    Process analyze({"analyze", path("t.jsonl").string(), "--format", "jsonl", "--no-progress"},
+                    path("a.out"), path("a.err"));
+    ASSERT_EQ(wait_within(analyze, 30, &took), 0) << analyze.err();
+    EXPECT_LT(took, 20);
+    const auto expected = lines_of(analyze.out());
+    EXPECT_EQ(expected.size(), 21u) << analyze.out();  // 3 with events, 17 without, 1 run
+    EXPECT_NE(analyze.out().find("{\"empty_windows\":{\"first_index\":19,"), std::string::npos)
+        << analyze.out();
+    EXPECT_NE(analyze.err().find("were not analyzed"), std::string::npos) << analyze.err();
+    // The table and CSV too.
+    for (const char* format : {"table", "csv"}) {
+      Process other({"analyze", path("t.jsonl").string(), "--format", format, "--no-progress"},
+                    path("o.out"), path("o.err"));
+      EXPECT_EQ(wait_within(other, 30), 0) << other.err();
+    }
+
+    Process serve({"serve", "--stdin", "--max-jump", "0", "--out", path("w.jsonl").string()},
+                  path("s.out"), path("s.err"), path("t.jsonl"));
+    ASSERT_EQ(wait_within(serve, 30, &took), 0) << serve.err();
+    EXPECT_LT(took, 20);
+    EXPECT_EQ(lines_of(testing::slurp(path("w.jsonl"))), expected) << serve.err();
+
+    // Default flags: the jump is refused, logged and counted; the rest is analyzed.
+    Process refusing({"serve", "--stdin", "--out", path("w2.jsonl").string()}, path("r.out"),
+                     path("r.err"), path("t.jsonl"));
+    ASSERT_EQ(wait_within(refusing, 30, &took), 0) << refusing.err();
+    EXPECT_LT(took, 20);
+    EXPECT_NE(refusing.err().find("refused an event of worker 0 at ts " + std::to_string(last)),
+              std::string::npos)
+        << refusing.err();
+    EXPECT_NE(refusing.err().find("1 refused jumps"), std::string::npos) << refusing.err();
+    const auto windows = lines_of(testing::slurp(path("w2.jsonl")));
+    ASSERT_EQ(windows.size(), 2u);  // [0 s, 1 s) and [1 s, 2 s], the last event at its end
+    EXPECT_NE(windows[0].find("\"time_jumps\":1"), std::string::npos) << windows[0];
+  }
+}
+
+// Issue 25 item 1: a shutdown that cannot finish (here: the reader of --out's FIFO stopped
+// reading) ends at the second SIGTERM.
+TEST_F(ServeCli, SecondSignalForcesExit) {
+  const fs::path trace = simulated("wordcount-skew-30", 100'000'000, 3, "trace.jsonl");
+  const fs::path fifo = path("out.fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);  // never reads
+  ASSERT_GE(reader, 0);
+  Process serve({"serve", "--stdin", "--tcp", "127.0.0.1:0", "--window", "10us", "--start-grace",
+                 "0", "--out", fifo.string(), "--port-file", path("ports").string()},
+                path("s.out"), path("s.err"), trace);
+  ASSERT_GT(testing::wait_for_port(path("ports"), "tcp"), 0) << serve.err();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the pipe fills up
+  serve.signal(SIGTERM);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  serve.signal(SIGTERM);
+  double took = 0;
+  EXPECT_EQ(wait_within(serve, 20, &took), 128 + SIGTERM) << serve.err();
+  EXPECT_TRUE(serve.exited()) << "ended by its handler, not killed";
+  EXPECT_NE(serve.err().find("second signal"), std::string::npos) << serve.err();
+  ::close(reader);
+}
+
+// Issue 25 item 6: the reader of --out goes away: serve reports it and exits non-zero
+// instead of analyzing into nothing.
+TEST_F(ServeCli, LostOutputReaderFailsTheServer) {
+  const fs::path fifo = path("out.fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  ASSERT_GE(reader, 0);
+  Process serve(
+      {"serve", "--tcp", "127.0.0.1:0", "--window", "1ms", "--lateness", "0ns", "--start-grace",
+       "0", "--out", fifo.string(), "--port-file", path("ports").string()},
+      path("s.out"), path("s.err"));
+  const int tcp = testing::wait_for_port(path("ports"), "tcp");
+  ASSERT_GT(tcp, 0) << serve.err();
+  ::close(reader);  // the consumer is gone before the first window
+  std::string text;
+  for (int64_t t = 0; t < 20'000'000; t += 500'000)
+    text += event_line(0, t, (t / 500'000) % 2 ? "end" : "start");
+  send_bytes(tcp, text);
+  const int code = wait_within(serve, 20);
+  EXPECT_EQ(code, 1) << serve.err();
+  EXPECT_NE(serve.err().find("cannot write the windows to " + fifo.string() + ": Broken pipe"),
+            std::string::npos)
+      << serve.err();
+}
+
+double metric_value(const std::string& text, const std::string& name) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(name + " ", 0) == 0) return std::stod(line.substr(name.size() + 1));
+  ADD_FAILURE() << "no metric " << name << " in\n" << text;
+  return -1;
+}
+
+// Issue 25 item 7: a producer that connects after another has sent everything loses its
+// events as late; serve warns on stderr and in /metrics. With the default start grace,
+// producers connecting together lose nothing.
+TEST_F(ServeCli, LateProducersAreWarnedAbout) {
+  auto worker_text = [](uint32_t w) {
+    std::string text;
+    for (int64_t t = 0; t <= 10'000'000; t += 100'000)
+      text += event_line(w, t, (t / 100'000) % 2 ? "end" : "start");
+    return text;
+  };
+  for (bool grace : {false, true}) {
+    SCOPED_TRACE(grace ? "default grace" : "no grace");
+    fs::remove(path("ports"));
+    std::vector<std::string> args = {
+        "serve",    "--tcp",       "127.0.0.1:0",          "--http", "127.0.0.1:0",
+        "--window", "1ms",         "--lateness",           "0ns",    "--idle-timeout",
+        "60s",      "--port-file", path("ports").string(), "--out",  path("w.jsonl").string()};
+    if (!grace) args.insert(args.end(), {"--start-grace", "0"});
+    auto server = start(grace ? "grace" : "nograce", args);
+    const int tcp = testing::wait_for_port(path("ports"), "tcp");
+    const int http = testing::wait_for_port(path("ports"), "http");
+    ASSERT_GT(http, 0) << server->err();
+    send_bytes(tcp, worker_text(0));
+    if (!grace) {  // wait until worker 0's windows have closed
+      for (int i = 0;
+           i < 500 && metric(http_get(http, "/metrics"), "snailtrail_windows_emitted_total") == 0;
+           ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    send_bytes(tcp, worker_text(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(grace ? 1500 : 300));
+    const std::string m = http_get(http, "/metrics");
+    server->signal(SIGTERM);
+    ASSERT_EQ(wait_within(*server, 30), 0) << server->err();
+    if (grace) {
+      EXPECT_EQ(metric(m, "snailtrail_late_events_total"), 0u) << m;
+      EXPECT_EQ(metric(m, "snailtrail_late_events_warning"), 0u) << m;
+      EXPECT_EQ(server->err().find("warning"), std::string::npos) << server->err();
+    } else {
+      EXPECT_GT(metric(m, "snailtrail_late_events_total"), 50u) << m;
+      EXPECT_GT(metric_value(m, "snailtrail_late_event_share"), 0.25) << m;
+      EXPECT_EQ(metric(m, "snailtrail_late_events_warning"), 1u) << m;
+      EXPECT_NE(server->err().find("were dropped (late): producers that start after others "
+                                   "need --wait-for N"),
+                std::string::npos)
+          << server->err();
+    }
+  }
+}
+
+// Issue 25 item 8: --help shows no default address for --http (there is no HTTP server
+// unless it is given), and without it none listens.
+TEST_F(ServeCli, HttpHelpMatchesBehaviour) {
+  auto help = start("help", {"serve", "--help"});
+  ASSERT_EQ(help->wait(), 0);
+  const std::string text = help->out();
+  EXPECT_EQ(text.find("TEXT=127.0.0.1:7879"), std::string::npos) << text;
+  EXPECT_EQ(text.find("TEXT=127.0.0.1:7878"), std::string::npos) << text;
+  EXPECT_NE(text.find("no HTTP server without this option"), std::string::npos) << text;
+  std::ofstream(path("t.jsonl")) << event_line(0, 0, "start") << event_line(0, 5, "end");
+  Process serve({"serve", "--stdin", "--port-file", path("ports").string()}, path("s.out"),
+                path("s.err"), path("t.jsonl"));
+  ASSERT_EQ(wait_within(serve, 30), 0) << serve.err();
+  EXPECT_EQ(testing::slurp(path("ports")).find("http="), std::string::npos);
+  EXPECT_EQ(serve.err().find("HTTP API"), std::string::npos) << serve.err();
 }
 
 TEST_F(ServeCli, UsageErrors) {

@@ -231,6 +231,30 @@ TEST(TraceIoJsonl, ParsesEventsMetadataAndLines) {
   EXPECT_EQ(t.operator_names.at(3), "map");
 }
 
+// docs/FORMATS.md: an unknown key's value may nest 128 arrays or objects, empty or not;
+// 129 is an error (issue 25 item 8: an empty innermost array used to allow 129).
+TEST(TraceIoJsonl, NestingLimitOfIgnoredValuesIs128) {
+  auto line = [](int depth, const std::string& inner, bool objects) {
+    std::string v = inner;
+    for (int i = 0; i < depth; ++i)
+      v = objects ? "{\"k\":" + (v.empty() ? "0" : v) + "}" : "[" + v + "]";
+    return "{\"ts\":1,\"worker\":0,\"activity\":\"processing\",\"event\":\"start\",\"x\":" + v +
+           "}\n";
+  };
+  for (bool objects : {false, true})
+    for (const std::string inner : {"", "1"}) {
+      SCOPED_TRACE(std::string(objects ? "objects" : "arrays") + " around '" + inner + "'");
+      EXPECT_EQ(parse_jsonl(line(128, inner, objects), "t.jsonl").events.size(), 1u);
+      EXPECT_EQ(parse_jsonl(line(1, inner, objects), "t.jsonl").events.size(), 1u);
+      try {
+        parse_jsonl(line(129, inner, objects), "t.jsonl");
+        ADD_FAILURE() << "129 levels were accepted";
+      } catch (const TraceError& e) {
+        EXPECT_THAT(e.what(), HasSubstr("nested too deeply"));
+      }
+    }
+}
+
 TEST(TraceIoJsonl, EmptyAndBlankInputs) {
   for (const char* text : {"", "\n", "\n\n  \n", "\r\n", " \t\r\n\r\n"}) {
     Trace t = parse_jsonl(text, "e");

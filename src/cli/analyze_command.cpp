@@ -11,6 +11,7 @@
 #include "cli/import_warnings.hpp"
 #include "cli/output_file.hpp"
 #include "importers/importer.hpp"
+#include "output/empty_windows.hpp"
 #include "output/writers.hpp"
 #include "trace/trace_io.hpp"
 
@@ -115,9 +116,26 @@ int run(const AnalyzeArgs& a) {
   const unsigned threads =
       a.threads > 0 ? a.threads : std::max(1u, std::thread::hardware_concurrency());
   const bool keep_summary = a.format == "table";
+  uint64_t empty_runs = 0, empty_windows = 0;
   analyze_pag_parallel(
       pag, opt, threads,
       [&](const WindowView& view, RenderedWindow& r) {
+        if (view.summary.window.empty_run > 0) {  // a run of windows without events
+          fmt::memory_buffer text;
+          if (a.format == "jsonl") {
+            write_empty_windows_json(text, view.summary);
+            text.push_back('\n');
+          } else if (a.format == "table" && a.per_window) {
+            fmt::format_to(std::back_inserter(text),
+                           "== windows {} to {} [{}, {}]: no events, not analyzed\n\n",
+                           view.summary.index,
+                           view.summary.index + view.summary.window.empty_run - 1,
+                           view.summary.window.start, view.summary.window.end);
+          }
+          r.text.assign(text.data(), text.size());
+          r.edges.clear();
+          return;
+        }
         // The importer's repairs concern the whole trace: reported with the first window.
         const bool first = view.summary.index == 0 && !trace.import_diagnostics.empty();
         WindowSummary with_import;
@@ -153,6 +171,13 @@ int run(const AnalyzeArgs& a) {
         }
       },
       [&](RenderedWindow& r) {
+        if (r.summary.window.empty_run > 0) {
+          ++empty_runs;
+          empty_windows += r.summary.window.empty_run;
+          out.buf().append(r.text.data(), r.text.data() + r.text.size());
+          out.maybe_flush();
+          return;
+        }
         if (r.summary.index == 0)
           for (const auto& [kind, n] : trace.import_diagnostics)
             r.summary.diagnostics.add_input(kind, n);
@@ -173,6 +198,12 @@ int run(const AnalyzeArgs& a) {
                      done == total ? "\n" : "");
         }
       });
+  if (empty_windows > 0)
+    fmt::print(stderr,
+               "snailtrail: note: {} windows without events (in {} run(s) following a window "
+               "without events) were not analyzed{}\n",
+               empty_windows, empty_runs,
+               a.format == "jsonl" ? ": one \"empty_windows\" line per run (docs/OUTPUT.md)" : "");
   if (a.format == "table") {
     agg.finish();
     write_table(out.buf(), agg, names, sel, ctx,

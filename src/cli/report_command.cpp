@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <thread>
+#include <unordered_map>
 
 #include "cli/commands.hpp"
 #include "cli/duration.hpp"
@@ -99,19 +101,33 @@ int run(ReportArgs& a) {
   auto last = std::chrono::steady_clock::now();
   // Windows are analyzed on worker threads, each extracting its window's timeline into
   // its own slot; the builder takes them in window order on this thread.
-  std::vector<report::Timeline> timelines(plan_windows(pag, opt.windows).size());
+  // By window index (runs of windows without events make indexes sparse).
+  std::unordered_map<uint64_t, report::Timeline> timelines;
+  std::mutex timelines_mu;
   const bool keep_timelines = a.report.timelines > 0;
   const unsigned threads =
       a.threads > 0 ? a.threads : std::max(1u, std::thread::hardware_concurrency());
   analyze_pag_parallel(
       pag, opt, threads,
       [&](const WindowView& v, RenderedWindow&) {
-        if (keep_timelines)
-          timelines[v.summary.index] = report::extract_timeline(v, a.report.timeline_edges);
+        if (keep_timelines && v.summary.window.empty_run == 0) {
+          report::Timeline t = report::extract_timeline(v, a.report.timeline_edges);
+          std::lock_guard lock(timelines_mu);
+          timelines[v.summary.index] = std::move(t);
+        }
       },
       [&](RenderedWindow& r) {
-        builder.add(r.summary, names, std::move(timelines[r.summary.index]));
-        timelines[r.summary.index] = report::Timeline();  // free its memory now
+        if (r.summary.window.empty_run > 0) return;  // windows without events: not analyzed
+        report::Timeline t;
+        {
+          std::lock_guard lock(timelines_mu);
+          auto it = timelines.find(r.summary.index);
+          if (it != timelines.end()) {
+            t = std::move(it->second);
+            timelines.erase(it);  // free its memory now
+          }
+        }
+        builder.add(r.summary, names, std::move(t));
       },
       [&](size_t done, size_t total) {
         if (!progress) return;

@@ -20,6 +20,8 @@ CommandRunner add_serve_command(CLI::App& app) {
     std::string out;
     size_t retain = 1000;
     size_t wait_for = 0;
+    std::string start_grace = "1s";
+    std::string max_jump = "24h";
     std::string summary = "all";
     size_t top = 10;
     uint64_t seed = 1;
@@ -36,9 +38,9 @@ CommandRunner add_serve_command(CLI::App& app) {
       "HTTP API");
   cmd->add_option("--tcp", args->tcp,
                   "Accept producers on HOST:PORT (JSONL or .snail stream, sniffed per "
-                  "connection; port 0 picks a free one); repeatable")
-      ->expected(0, 1)
-      ->default_str("127.0.0.1:7878");
+                  "connection; port 0 picks a free one; --tcp alone: 127.0.0.1:7878); "
+                  "repeatable")
+      ->expected(0, 1);
   cmd->add_flag("--stdin", args->stdin_source, "Read a stream from stdin");
   cmd->add_option("--follow", args->follow,
                   "Follow FILE as it grows (like tail -f): our JSONL or .snail, a Spark event "
@@ -54,9 +56,9 @@ CommandRunner add_serve_command(CLI::App& app) {
   cmd->add_option(
          "--http", args->http,
          "Serve the live dashboard (/) and the HTTP API (/api/windows, /api/summary/latest, "
-         "/api/report, /api/rates, /metrics, /healthz) on HOST:PORT")
-      ->expected(0, 1)
-      ->default_str("127.0.0.1:7879");
+         "/api/report, /api/rates, /metrics, /healthz) on HOST:PORT (--http alone: "
+         "127.0.0.1:7879); no HTTP server without this option")
+      ->expected(0, 1);
   cmd->add_option("--window,-w", args->window, "Tumbling window width in event time")
       ->capture_default_str();
   cmd->add_option("--lateness", args->lateness,
@@ -76,7 +78,17 @@ CommandRunner add_serve_command(CLI::App& app) {
                   "DS2 policy interval of /api/rates (rates per operator instance, for "
                   "`scale manage --serve`); default: the window width");
   cmd->add_option("--wait-for", args->wait_for,
-                  "Close no window before this many producers have sent their first data")
+                  "Close no window before this many producers have sent their first data "
+                  "(give the number of producers when they may start at different times)")
+      ->capture_default_str();
+  cmd->add_option("--start-grace", args->start_grace,
+                  "Close no window within this wall time after the first data, so that "
+                  "producers started together all connect first (0: no grace)")
+      ->capture_default_str();
+  cmd->add_option("--max-jump", args->max_jump,
+                  "Refuse (count, log) an event more than this ahead of the latest event "
+                  "(event time): one absurd timestamp must not close every window (0: no "
+                  "limit)")
       ->capture_default_str();
   cmd->add_option("--summary", args->summary,
                   "Comma list of activity, worker, operator, communication, top, diagnostics, "
@@ -127,6 +139,12 @@ CommandRunner add_serve_command(CLI::App& app) {
       if (o.rate_interval_ns <= 0) throw std::invalid_argument("--rate-interval must be positive");
     }
     o.wait_for_producers = args->wait_for;
+    // "0" (no grace, no limit) needs no unit.
+    auto duration_or_zero = [](const std::string& t) { return t == "0" ? 0 : parse_duration(t); };
+    o.start_grace_ns = duration_or_zero(args->start_grace);
+    if (o.start_grace_ns < 0) throw std::invalid_argument("--start-grace must not be negative");
+    o.live.max_jump_ns = duration_or_zero(args->max_jump);
+    if (o.live.max_jump_ns < 0) throw std::invalid_argument("--max-jump must not be negative");
     o.port_file = args->port_file;
     o.quiet = args->quiet;
     o.tcp_limits.max_connections = args->max_connections;

@@ -4,6 +4,88 @@
 
 namespace snailtrail {
 
+namespace {
+
+// Floor division that is correct for negative offsets too.
+int64_t floor_div(int64_t a, int64_t b) {
+  return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
+}
+
+// origin + k * w, saturated to the int64 range.
+int64_t border(int64_t origin, int64_t k, int64_t w) {
+  const __int128 t = static_cast<__int128>(origin) + static_cast<__int128>(k) * w;
+  if (t > INT64_MAX) return INT64_MAX;
+  if (t < INT64_MIN) return INT64_MIN;
+  return static_cast<int64_t>(t);
+}
+
+// The number of the window [origin + k w, origin + (k + 1) w) holding t.
+int64_t window_of(int64_t t, int64_t origin, int64_t w) {
+  int64_t d;
+  if (!__builtin_sub_overflow(t, origin, &d)) return floor_div(d, w);
+  const __int128 x = static_cast<__int128>(t) - origin;
+  return static_cast<int64_t>(x / w - ((x % w != 0) && x < 0));
+}
+
+}  // namespace
+
+std::vector<Window> plan_window_range(const Pag& pag, int64_t origin, int64_t w, int64_t k0,
+                                      int64_t k1, bool last_closed, std::optional<int64_t> to,
+                                      uint64_t& empty_before) {
+  std::vector<Window> windows;
+  if (k1 < k0) return windows;
+  auto window = [&](int64_t k) {
+    Window x{border(origin, k, w), border(origin, k + 1, w), last_closed && k == k1};
+    if (to && x.end > *to) x.end = *to;
+    return x;
+  };
+  // The windows that hold events: each worker's events are in time order, so one binary
+  // search per such window and worker finds them. O(windows with events * log).
+  const Window last = window(k1);
+  const int64_t lo = border(origin, k0, w);
+  std::vector<int64_t> busy;
+  for (size_t wk = 0; wk + 1 < pag.event_begin.size(); ++wk) {
+    const auto first = pag.event_ts.begin() + pag.event_begin[wk];
+    const auto end = pag.event_ts.begin() + pag.event_begin[wk + 1];
+    for (auto it = std::lower_bound(first, end, lo); it != end;) {
+      const int64_t t = *it;
+      if (t > last.end || (t == last.end && !last.closed_end)) break;
+      const int64_t k =
+          std::min(window_of(t, origin, w), k1);  // an event at the closed end of the last window
+      if (busy.empty() || busy.back() != k) busy.push_back(k);
+      if (k == k1) break;
+      it = std::lower_bound(it, end, border(origin, k + 1, w));
+    }
+  }
+  std::sort(busy.begin(), busy.end());
+  busy.erase(std::unique(busy.begin(), busy.end()), busy.end());
+  // Walk the windows, jumping over runs: window k is analyzed unless it has no events and
+  // neither have the kEmptyWindowsAnalyzed windows before it.
+  size_t b = 0;
+  int64_t k = k0;
+  for (;;) {
+    const bool has = b < busy.size() && busy[b] == k;
+    if (has || empty_before < kEmptyWindowsAnalyzed) {
+      windows.push_back(window(k));
+      empty_before = has ? 0 : empty_before + 1;
+      if (has) ++b;
+      if (k == k1) break;
+      ++k;
+      continue;
+    }
+    // A run from k to the next window with events (exclusive) or to k1 (inclusive).
+    const int64_t run_last = b < busy.size() ? busy[b] - 1 : k1;
+    Window run = window(k);
+    run.end = window(run_last).end;
+    run.closed_end = false;
+    run.empty_run = static_cast<uint64_t>(static_cast<__int128>(run_last) - k + 1);
+    windows.push_back(run);
+    if (run_last == k1) break;
+    k = run_last + 1;
+  }
+  return windows;
+}
+
 std::vector<Window> plan_windows(const Pag& pag, const WindowSpec& spec) {
   std::vector<Window> windows;
   if (pag.event_ts.empty()) return windows;
@@ -18,21 +100,12 @@ std::vector<Window> plan_windows(const Pag& pag, const WindowSpec& spec) {
   }
   const int64_t w = spec.width_ns;
   const int64_t origin = spec.from_ns.value_or(0);
-  // Floor division that is correct for negative offsets too.
-  auto floor_div = [](int64_t a, int64_t b) {
-    return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
-  };
-  int64_t k0 = floor_div(lo - origin, w);
-  int64_t k1 = floor_div(hi - origin, w);
+  const int64_t k0 = window_of(lo, origin, w);
+  int64_t k1 = window_of(hi, origin, w);
   // A range ending exactly on a border does not open a window of zero length.
-  if (k1 > k0 && origin + k1 * w == hi) --k1;
-  for (int64_t k = k0; k <= k1; ++k) {
-    int64_t s = origin + k * w;
-    int64_t e = s + w;
-    if (spec.to_ns && e > *spec.to_ns) e = *spec.to_ns;
-    windows.push_back({s, e, k == k1});
-  }
-  return windows;
+  if (k1 > k0 && border(origin, k1, w) == hi) --k1;
+  uint64_t empty_before = 0;
+  return plan_window_range(pag, origin, w, k0, k1, true, spec.to_ns, empty_before);
 }
 
 Snapshotter::Snapshotter(const Pag& pag)

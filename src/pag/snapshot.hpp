@@ -23,11 +23,34 @@ struct Window {
   int64_t start = 0;
   int64_t end = 0;
   bool closed_end = false;
+  // 0: a window to analyze. n > 0: a run of n consecutive windows [start, end) without
+  // any event, following kEmptyWindowsAnalyzed windows without events: not analyzed,
+  // written as one `empty_windows` record (docs/OUTPUT.md), so that a gap costs nothing.
+  uint64_t empty_run = 0;
+  uint64_t count() const { return empty_run > 0 ? empty_run : 1; }  // windows it stands for
 };
+
+// In a stretch of windows without events, the first this many are analyzed (long
+// activities spanning them have CP like any other); the rest of the stretch is one run.
+constexpr uint64_t kEmptyWindowsAnalyzed = 16;
 
 // Tumbling windows aligned to multiples of the width (or to --from), covering the
 // trace's time range clipped to [from, to]. Empty when there is nothing to analyze.
+// A window without events that follows kEmptyWindowsAnalyzed windows without events
+// starts a run: the run up to the next window with events is one entry
+// (Window::empty_run), so the plan has at most kEmptyWindowsAnalyzed + 2 entries per
+// window with events, however long the gaps.
 std::vector<Window> plan_windows(const Pag& pag, const WindowSpec& spec);
+
+// Windows k0..k1 (inclusive) of width w aligned to `origin`: [origin + k w, origin +
+// (k + 1) w), ends saturated at INT64_MAX and capped at `to`; the last one has a closed
+// end when `last_closed`. Empty windows are run-length compacted as in plan_windows;
+// `empty_before` is the number of windows without events right before k0 (for a plan
+// continued in pieces: serve's windows; at most kEmptyWindowsAnalyzed matters), updated
+// to the number right after k1.
+std::vector<Window> plan_window_range(const Pag& pag, int64_t origin, int64_t w, int64_t k0,
+                                      int64_t k1, bool last_closed, std::optional<int64_t> to,
+                                      uint64_t& empty_before);
 
 // One window's snapshot. Nodes of one worker are contiguous and in time order; the
 // timeline edge leaving node v (if any) goes to node v + 1. Nodes that only carry

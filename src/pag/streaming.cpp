@@ -150,13 +150,19 @@ void StreamingPag::flush_all() {
     if (!w.pending.empty) flush_pending(w);
 }
 
-void StreamingPag::finish() {
+size_t StreamingPag::finish() {
+  const size_t before = issues_.size();
   for (Worker& w : workers_) {
     if (!w.pending.empty) flush_pending(w);
     if (w.builder.empty()) continue;
     const detail::NodeSlots slots{w.node_ts.data(), w.type.data(), w.op.data(), w.instance.data()};
     w.builder.finish(slots, issues_);
   }
+  // An activity whose worker went quiet before windows already cut (a producer cut off)
+  // is reported at the horizon: in the first window still to be cut, not lost.
+  for (size_t i = before; i < issues_.size(); ++i)
+    issues_[i].ts = std::max(issues_[i].ts, horizon_);
+  return issues_.size() - before;
 }
 
 int64_t StreamingPag::watermark(uint32_t worker_id) const {

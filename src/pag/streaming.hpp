@@ -40,8 +40,10 @@ class StreamingPag {
   void flush(uint32_t worker_id);
   void flush_all();
   // End of the stream: every worker's last node is closed, and activities still open
-  // are reported (unterminated_activity), as the batch builder does at a trace's end.
-  void finish();
+  // are reported (unterminated_activity), as the batch builder does at a trace's end;
+  // those of workers silent since before the horizon at the horizon (the next window
+  // cut). Returns how many were reported.
+  size_t finish();
 
   // Makes a worker known before its first event (from a producer's metadata), so that it
   // holds windows back like any other active worker.

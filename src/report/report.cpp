@@ -345,15 +345,18 @@ ReportBuilder::ReportBuilder(ReportOptions options) : opt_(std::move(options)) {
 }
 
 void ReportBuilder::add(const WindowSummary& summary, const Names& names) {
+  if (summary.window.empty_run > 0) return;  // windows without events: not analyzed
   add_summary(remap(summary, names));
 }
 
 void ReportBuilder::add(const WindowView& view, const Names& names) {
+  if (view.summary.window.empty_run > 0) return;
   if (opt_.timelines == 0) return add(view.summary, names);
   add(view.summary, names, extract_timeline(view, opt_.timeline_edges));
 }
 
 void ReportBuilder::add(const WindowSummary& summary, const Names& names, Timeline&& timeline) {
+  if (summary.window.empty_run > 0) return;
   size_t workers = 0;
   for (const TimelineEdge& e : timeline.edges)
     workers = std::max<size_t>(workers, std::max(e.worker, e.remote == kNone ? 0 : e.remote) + 1);

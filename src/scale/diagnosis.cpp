@@ -92,7 +92,9 @@ Diagnosis diagnose(const ControlledRun& run, const DiagnosisOptions& opt) {
   ao.windows.from_ns = static_cast<int64_t>(std::llround(d.from_s * 1e9));
   ao.windows.to_ns = static_cast<int64_t>(std::llround(d.to_s * 1e9));
   Aggregate agg;
-  analyze_pag(pag, ao, [&](const WindowView& v) { agg.add(v.summary, 0); });
+  analyze_pag(pag, ao, [&](const WindowView& v) {
+    if (v.summary.window.empty_run == 0) agg.add(v.summary, 0);
+  });
   agg.finish();
   d.windows = static_cast<uint32_t>(agg.windows_with_paths);
 

@@ -98,7 +98,7 @@ void RateCollector::link(const MessageKey& k, int64_t src, int64_t dst) {
   if (l.src != l.dst) {
     const std::pair<uint32_t, uint32_t> e{static_cast<uint32_t>(l.src),
                                           static_cast<uint32_t>(l.dst)};
-    if (std::find(edges_.begin(), edges_.end(), e) == edges_.end()) edges_.push_back(e);
+    if (edge_set_.insert(key(e.first, e.second)).second) edges_.push_back(e);
   }
   links_.erase(k);
 }
@@ -197,6 +197,15 @@ IntervalMetrics RateCollector::close(int64_t k, int64_t end_ns) {
 }
 
 void RateCollector::close_until(int64_t limit, int64_t end_cap, std::vector<IntervalMetrics>& out) {
+  // An activity still running across more than kMaxSpan intervals (a worker silent
+  // while the others' timestamps jumped far ahead) is ignored like an overlong one:
+  // closing its intervals one by one would take as long as the jump.
+  if (static_cast<__int128>(limit) - closed_ > kMaxSpan)
+    for (auto& [worker, w] : workers_)
+      if (w.open && static_cast<__int128>(limit) - interval_of(w.since) > kMaxSpan) {
+        w.open = false;
+        ++overlong_;
+      }
   while (closed_ < limit) {
     // The first interval with something recorded or running: the intervals before it
     // are idle and skipped (a stream may start far from the origin, e.g. at epoch time).

@@ -16,6 +16,7 @@
 #include <map>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "scale/policy.hpp"
@@ -109,6 +110,7 @@ class RateCollector {
   std::unordered_map<uint32_t, uint32_t> instances_per_op_;
   std::map<MessageKey, Link> links_;  // messages with one end known
   std::vector<std::pair<uint32_t, uint32_t>> edges_;
+  std::unordered_set<uint64_t> edge_set_;  // edges_ as (from << 32 | to), for O(1) lookups
   uint64_t late_ = 0, unmatched_ends_ = 0, overlong_ = 0;
 };
 

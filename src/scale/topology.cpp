@@ -8,25 +8,48 @@ namespace snailtrail::scale {
 
 uint32_t Topology::add_operator(std::string name, uint32_t p, std::string id) {
   if (id.empty()) id = name;
+  const auto index = static_cast<uint32_t>(names.size());
+  // The first operator of a name or id wins, as the scans below find it.
+  if (id_index_.size() == index - dup_ids_) {
+    if (!id_index_.try_emplace(id, index).second) ++dup_ids_;
+  }
+  if (name_index_.size() == index - dup_names_) {
+    if (!name_index_.try_emplace(name, index).second) ++dup_names_;
+  }
   names.push_back(std::move(name));
   ids.push_back(std::move(id));
   parallelism.push_back(p);
-  return static_cast<uint32_t>(names.size() - 1);
+  return index;
 }
 
 void Topology::add_edge(uint32_t from, uint32_t to) {
   if (from == to) return;
   const std::pair<uint32_t, uint32_t> e{from, to};
+  const uint64_t key = (uint64_t{from} << 32) | to;
+  if (edge_index_.size() == edges.size()) {
+    if (edge_index_.insert(key).second) edges.push_back(e);
+    return;
+  }
   if (std::find(edges.begin(), edges.end(), e) == edges.end()) edges.push_back(e);
 }
 
 std::optional<uint32_t> Topology::find_name(std::string_view name) const {
+  if (name_index_.size() + dup_names_ == names.size()) {
+    auto it = name_index_.find(std::string(name));
+    if (it == name_index_.end()) return std::nullopt;
+    return it->second;
+  }
   for (uint32_t i = 0; i < names.size(); ++i)
     if (names[i] == name) return i;
   return std::nullopt;
 }
 
 std::optional<uint32_t> Topology::find_id(std::string_view id) const {
+  if (id_index_.size() + dup_ids_ == ids.size()) {
+    auto it = id_index_.find(std::string(id));
+    if (it == id_index_.end()) return std::nullopt;
+    return it->second;
+  }
   for (uint32_t i = 0; i < ids.size(); ++i)
     if (ids[i] == id) return i;
   return std::nullopt;

@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "output/empty_windows.hpp"
 #include "output/names.hpp"
 
 namespace snailtrail {
@@ -17,6 +18,19 @@ int64_t saturating_add(int64_t a, int64_t b) {
   return a + b;
 }
 
+// Window numbers stay below INT64_MAX, so that k + 1 never overflows (1 ns windows).
+int64_t window_of(int64_t ts, int64_t w) {
+  return std::min(floor_div(ts, w), std::numeric_limits<int64_t>::max() - 1);
+}
+
+// k * w saturated to the int64 range: window borders near the ends of the time range.
+int64_t border(int64_t k, int64_t w) {
+  const __int128 t = static_cast<__int128>(k) * w;
+  if (t > INT64_MAX) return INT64_MAX;
+  if (t < INT64_MIN) return INT64_MIN;
+  return static_cast<int64_t>(t);
+}
+
 }  // namespace
 
 LiveAnalyzer::LiveAnalyzer(const LiveOptions& options, std::function<void(LiveWindow&)> on_window)
@@ -25,7 +39,17 @@ LiveAnalyzer::LiveAnalyzer(const LiveOptions& options, std::function<void(LiveWi
   if (options_.lateness_ns < 0) throw std::invalid_argument("the lateness must not be negative");
 }
 
+int64_t LiveAnalyzer::closed_until() const {
+  return started_ ? border(next_k_, options_.window_ns) : INT64_MIN;
+}
+
 bool LiveAnalyzer::add(const Event& e) {
+  if (options_.max_jump_ns > 0 && !pag_.empty() && e.ts > pag_.last_ts() &&
+      static_cast<__int128>(e.ts) - pag_.last_ts() > options_.max_jump_ns) {
+    ++stats_.time_jumps;
+    ++jumps_since_last_window_;
+    return false;
+  }
   if (!idle_.empty()) idle_.erase(e.worker);
   switch (pag_.add(e)) {
     case StreamingPag::Added::ok:
@@ -74,36 +98,67 @@ size_t LiveAnalyzer::advance() {
   if (held_ || pag_.empty()) return 0;
   const int64_t w = options_.window_ns;
   if (!started_) {
-    k0_ = next_k_ = floor_div(pag_.first_ts(), w);
+    k0_ = next_k_ = window_of(pag_.first_ts(), w);
   }
-  int64_t k = next_k_;
-  while (ready((k + 1) * w)) ++k;
-  if (k == next_k_) return 0;
+  // ready() is monotone in the window's end: find the first window k that is not ready
+  // by galloping and bisection, so a jump over many windows costs O(log) checks.
+  const int64_t k_max = window_of(std::numeric_limits<int64_t>::max(), w);  // ends at INT64_MAX
+  auto ok = [&](int64_t k) { return k <= k_max && ready(border(k + 1, w)); };
+  int64_t lo = next_k_;  // windows before lo are ready
+  if (!ok(lo)) return 0;
+  int64_t hi = lo;  // ok(hi)
+  for (int64_t step = 1;; step = step > k_max / 2 ? k_max : step * 2) {
+    const int64_t next = hi > k_max - step ? k_max + 1 : hi + step;
+    if (!ok(next)) {
+      lo = hi;
+      hi = next;  // ok(lo), !ok(hi)
+      break;
+    }
+    hi = next;
+  }
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    (ok(mid) ? lo : hi) = mid;
+  }
   started_ = true;
-  return close(k, false);
+  return close(hi, false);
 }
 
 size_t LiveAnalyzer::finish() {
-  pag_.finish();
+  stats_.unterminated_at_shutdown += pag_.finish();
   if (pag_.empty()) return 0;
   const int64_t w = options_.window_ns;
-  if (!started_) k0_ = next_k_ = floor_div(pag_.first_ts(), w);
+  if (!started_) k0_ = next_k_ = window_of(pag_.first_ts(), w);
   started_ = true;
   // The same last window as plan_windows: a range ending exactly on a border does not
   // open a window of zero length.
-  int64_t k1 = floor_div(pag_.last_ts(), w);
-  if (k1 > k0_ && k1 * w == pag_.last_ts()) --k1;
-  if (k1 < next_k_) return 0;
+  int64_t k1 = window_of(pag_.last_ts(), w);
+  if (k1 > k0_ && border(k1, w) == pag_.last_ts()) --k1;
+  if (k1 < next_k_) {
+    emit_run();
+    return 0;
+  }
   return close(k1 + 1, true);
 }
 
-// Emits windows [next_k_, k_end).
+void LiveAnalyzer::emit_run() {
+  if (run_.summary.window.empty_run == 0) return;
+  fmt::memory_buffer buf;
+  write_empty_windows_json(buf, run_.summary);
+  run_.json.assign(buf.data(), buf.size());
+  stats_.empty_windows += run_.summary.window.empty_run;
+  ++stats_.empty_runs;
+  on_window_(run_);
+  run_ = LiveWindow{};
+}
+
+// Emits windows [next_k_, k_end); returns how many (runs of windows without events count
+// their windows).
 size_t LiveAnalyzer::close(int64_t k_end, bool last_closed_end) {
   const int64_t w = options_.window_ns;
-  std::vector<Window> windows;
-  for (int64_t k = next_k_; k < k_end; ++k)
-    windows.push_back({k * w, (k + 1) * w, last_closed_end && k + 1 == k_end});
-  const Pag cut = pag_.cut(windows.front().start, windows.back().end, last_closed_end);
+  const Pag cut = pag_.cut(border(next_k_, w), border(k_end, w), last_closed_end);
+  const std::vector<Window> windows = plan_window_range(
+      cut, 0, w, next_k_, k_end - 1, last_closed_end, std::nullopt, empty_before_);
   const Names names(names_, cut);
   AnalysisOptions options;
   options.pag = options_.pag;
@@ -111,11 +166,26 @@ size_t LiveAnalyzer::close(int64_t k_end, bool last_closed_end) {
   LiveWindow out;
   analyze_windows(cut, windows, static_cast<size_t>(next_k_ - k0_), options,
                   [&](const WindowView& view) {
+                    if (view.summary.window.empty_run > 0) {
+                      // Runs are merged across calls and emitted before the next window
+                      // with events (or at the end), as analyze writes them.
+                      if (run_.summary.window.empty_run == 0) {
+                        run_.summary = view.summary;
+                      } else {
+                        run_.summary.window.end = view.summary.window.end;
+                        run_.summary.window.empty_run += view.summary.window.empty_run;
+                      }
+                      return;
+                    }
+                    emit_run();
                     out.summary = view.summary;
                     Diagnostics& d = out.summary.diagnostics;
                     d.add_input("late_events", late_since_last_window_);
                     d.add_input("out_of_order_events", out_of_order_since_last_window_);
+                    if (options_.max_jump_ns > 0)
+                      d.add_input("time_jumps", jumps_since_last_window_);
                     late_since_last_window_ = out_of_order_since_last_window_ = 0;
+                    jumps_since_last_window_ = 0;
                     fmt::memory_buffer buf;
                     write_window_json(buf, out.summary, names, options_.selection);
                     out.json.assign(buf.data(), buf.size());
@@ -124,9 +194,11 @@ size_t LiveAnalyzer::close(int64_t k_end, bool last_closed_end) {
                       on_view_(WindowView{view.pag, view.snapshot, view.cp, out.summary}, names);
                     on_window_(out);
                   });
+  if (last_closed_end) emit_run();
+  const size_t n = static_cast<size_t>(k_end - next_k_);
   next_k_ = k_end;
-  pag_.retire(k_end * w);
-  return windows.size();
+  pag_.retire(border(k_end, w));
+  return n;
 }
 
 }  // namespace snailtrail

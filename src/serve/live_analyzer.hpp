@@ -21,19 +21,28 @@ struct LiveOptions {
   PagOptions pag;
   int64_t window_ns = 1'000'000'000;
   int64_t lateness_ns = 200'000'000;
+  // An event more than this ahead of the latest event accepted so far (from any worker)
+  // is refused and counted (time_jumps): one absurd timestamp must not close every
+  // window up to it. 0: no limit.
+  int64_t max_jump_ns = 0;
   SummaryOptions summary;
   SummarySelection selection;
 };
 
 struct LiveStats {
-  uint64_t events = 0;        // accepted
-  uint64_t late_events = 0;   // before the start of the first open window: dropped
-  uint64_t out_of_order = 0;  // older than the worker's previous event: dropped
-  uint64_t windows = 0;       // emitted
+  uint64_t events = 0;         // accepted
+  uint64_t late_events = 0;    // before the start of the first open window: dropped
+  uint64_t out_of_order = 0;   // older than the worker's previous event: dropped
+  uint64_t windows = 0;        // emitted (analyzed)
+  uint64_t time_jumps = 0;     // more than max_jump_ns ahead of the latest event: dropped
+  uint64_t empty_windows = 0;  // in runs of windows without events (not analyzed)
+  uint64_t empty_runs = 0;     // `empty_windows` records emitted
+  uint64_t unterminated_at_shutdown = 0;  // activities still open at finish()
 };
 
 // One analyzed window: its summary and its JSON line (the schema of `analyze --format
-// jsonl`, no newline).
+// jsonl`, no newline). For a run of windows without events (summary.window.empty_run >
+// 0) the line is its `empty_windows` record, as `analyze` writes it.
 struct LiveWindow {
   WindowSummary summary;
   std::string json;
@@ -69,11 +78,12 @@ class LiveAnalyzer {
   const LiveStats& stats() const { return stats_; }
   const StreamingPag& pag() const { return pag_; }
   // End of the last emitted window (INT64_MIN before the first).
-  int64_t closed_until() const { return started_ ? next_k_ * options_.window_ns : INT64_MIN; }
+  int64_t closed_until() const;
 
  private:
   bool ready(int64_t end) const;
   size_t close(int64_t k_end, bool last_closed_end);
+  void emit_run();  // the pending run of windows without events, if any
 
   LiveOptions options_;
   std::function<void(LiveWindow&)> on_window_;
@@ -87,6 +97,9 @@ class LiveAnalyzer {
   int64_t next_k_ = 0;  // first window not emitted yet
   uint64_t late_since_last_window_ = 0;
   uint64_t out_of_order_since_last_window_ = 0;
+  uint64_t jumps_since_last_window_ = 0;
+  uint64_t empty_before_ = 0;  // windows without events right before next_k_
+  LiveWindow run_;             // pending run of windows without events (empty_run > 0)
   LiveStats stats_;
 };
 

@@ -34,8 +34,14 @@ namespace snailtrail::serve {
 namespace {
 
 std::atomic<bool> g_signalled{false};
-extern "C" void on_signal(int) {
-  g_signalled.store(true);
+extern "C" void on_signal(int sig) {
+  // The first signal stops the server cleanly; a second one ends it at once (a shutdown
+  // that takes too long must not need SIGKILL).
+  if (g_signalled.exchange(true)) {
+    static const char msg[] = "snailtrail serve: second signal: exiting without flushing\n";
+    [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
+    ::_exit(128 + sig);
+  }
 }
 
 using Clock = std::chrono::steady_clock;
@@ -92,6 +98,9 @@ class Listener {
   std::string host_;
 };
 
+// Late events above this share of the events warn on stderr and in /metrics.
+constexpr double kLateWarnShare = 0.01;
+
 // What the HTTP API reads, written by the analysis thread.
 struct SharedState {
   std::mutex mu;
@@ -100,7 +109,8 @@ struct SharedState {
   bool has_latest = false;
   int64_t latest_start = 0;
   uint64_t windows_emitted = 0;
-  uint64_t events_analyzed = 0, late = 0, out_of_order = 0;
+  uint64_t events_analyzed = 0, late = 0, out_of_order = 0, time_jumps = 0, empty_windows = 0;
+  double late_share = 0;  // late / (analyzed + late) events so far
   double lag_last = 0, lag_max = 0, ingest_rate = 0;
   size_t retained_nodes = 0, retained_messages = 0;
   std::unique_ptr<report::ReportBuilder> report;  // the dashboard's data
@@ -130,6 +140,18 @@ std::string metrics_text(SharedState& s, const IngestCounters& c, const BatchQue
   metric("snailtrail_window_lag_seconds_max", "gauge", "The largest window lag so far.", s.lag_max);
   metric("snailtrail_late_events_total", "counter",
          "Events for windows already emitted: counted, not merged.", static_cast<double>(s.late));
+  metric("snailtrail_late_event_share", "gauge",
+         "Share of events dropped as late so far (late / (analyzed + late)).", s.late_share);
+  metric("snailtrail_late_events_warning", "gauge",
+         "1 when more than 1% of the events were dropped as late: start producers together "
+         "or use --wait-for.",
+         s.late_share > kLateWarnShare ? 1 : 0);
+  metric("snailtrail_time_jump_events_total", "counter",
+         "Events refused for jumping more than --max-jump ahead of the latest event.",
+         static_cast<double>(s.time_jumps));
+  metric("snailtrail_empty_windows_total", "counter",
+         "Windows without events written as empty_windows records (not analyzed).",
+         static_cast<double>(s.empty_windows));
   metric("snailtrail_out_of_order_events_total", "counter",
          "Events older than their worker's previous event: dropped.",
          static_cast<double>(s.out_of_order));
@@ -370,6 +392,7 @@ int run_server(const ServeOptions& opt) {
   g_signalled = false;
   struct sigaction sa {};
   sa.sa_handler = on_signal;
+  sa.sa_flags = SA_RESTART;  // a write blocked on a slow reader stays blocked, not an error
   sigemptyset(&sa.sa_mask);
   struct sigaction old_int {
   }, old_term{};
@@ -419,10 +442,22 @@ int run_server(const ServeOptions& opt) {
   std::deque<std::pair<int64_t, Clock::time_point>>
       passed;  // window end -> when the stream passed it
   int64_t max_ts = INT64_MIN;
+  // A failed write (disk full, the reader of a pipe or FIFO gone: EPIPE, SIGPIPE being
+  // ignored) stops the server; it exits non-zero instead of analyzing into nothing.
+  const std::string out_name = out_file ? opt.out : "stdout";
+  std::string out_error;
   auto on_window = [&](LiveWindow& w) {
-    std::fwrite(w.json.data(), 1, w.json.size(), out);
-    std::fputc('\n', out);
-    std::fflush(out);
+    if (out_error.empty()) {
+      errno = 0;
+      if (std::fwrite(w.json.data(), 1, w.json.size(), out) != w.json.size() ||
+          std::fputc('\n', out) == EOF || std::fflush(out) != 0 || std::ferror(out)) {
+        out_error = fmt::format("cannot write the windows to {}: {}", out_name,
+                                errno ? std::strerror(errno) : "write error");
+        if (log) fmt::print(stderr, "snailtrail serve: {}; stopping\n", out_error);
+        stop = true;
+      }
+    }
+    if (w.summary.window.empty_run > 0) return;  // a run of windows without events
     double lag = -1;
     const int64_t end = w.summary.window.end;
     while (!passed.empty() && passed.front().first < end) passed.pop_front();
@@ -447,6 +482,10 @@ int run_server(const ServeOptions& opt) {
     });
   std::unordered_map<uint32_t, Clock::time_point> last_arrival;
   size_t producers = 0;  // streams that have delivered something (names or events)
+  std::optional<Clock::time_point> first_data;  // when the first stream delivered
+  const auto grace = std::chrono::nanoseconds(opt.start_grace_ns);
+  bool late_warned = false;
+  uint64_t jumps_logged = 0;
   Clock::time_point rate_start = Clock::now();
   uint64_t rate_events = 0;
   const auto idle = std::chrono::nanoseconds(opt.idle_timeout_ns);
@@ -459,13 +498,23 @@ int run_server(const ServeOptions& opt) {
     const auto now = Clock::now();
     if (batch) {
       producers += batch->first;
+      if (!first_data && batch->first) first_data = now;
       live.add_names(batch->names);
       rates.add_names(batch->names);
       for (const auto& [id, name] : batch->names.worker_names) last_arrival.try_emplace(id, now);
       uint32_t last_worker = UINT32_MAX;
       for (const Event& e : batch->events) {
         // The rates see exactly the events the windows accept.
-        if (live.add(e)) rates.add(e);
+        if (live.add(e)) {
+          rates.add(e);
+        } else if (log && live.stats().time_jumps > jumps_logged) {
+          if (++jumps_logged <= 10)
+            fmt::print(stderr,
+                       "snailtrail serve: refused an event of worker {} at ts {}: more than "
+                       "--max-jump ahead of the latest event (ts {}){}\n",
+                       e.worker, e.ts, live.pag().last_ts(),
+                       jumps_logged == 10 ? "; not logging more of these" : "");
+        }
         if (e.worker != last_worker) {
           last_worker = e.worker;
           last_arrival[e.worker] = now;
@@ -485,7 +534,10 @@ int run_server(const ServeOptions& opt) {
     }
     for (const auto& [id, t] : last_arrival)
       if (now - t > idle && !live.is_idle(id)) live.set_idle(id);
-    live.hold(producers < opt.wait_for_producers);
+    // Hold the windows until the expected producers are there, and for a grace period
+    // after the first one: producers started together connect within it.
+    live.hold(producers < opt.wait_for_producers || !first_data ||
+              (!stop.load() && now - *first_data < grace));
     live.advance();
     rates.advance(live.closed_until());
     {
@@ -493,6 +545,20 @@ int run_server(const ServeOptions& opt) {
       shared.events_analyzed = live.stats().events;
       shared.late = live.stats().late_events;
       shared.out_of_order = live.stats().out_of_order;
+      shared.time_jumps = live.stats().time_jumps;
+      shared.empty_windows = live.stats().empty_windows;
+      const double seen = static_cast<double>(live.stats().events + live.stats().late_events);
+      shared.late_share = seen > 0 ? static_cast<double>(live.stats().late_events) / seen : 0;
+      if (!late_warned && shared.late_share > kLateWarnShare && live.stats().late_events >= 10) {
+        late_warned = true;
+        if (log)
+          fmt::print(stderr,
+                     "snailtrail serve: warning: {} of {} events ({:.1f}%) came for windows "
+                     "already emitted and were dropped (late): producers that start after "
+                     "others need --wait-for N (docs/SERVE.md)\n",
+                     live.stats().late_events, static_cast<uint64_t>(seen),
+                     100 * shared.late_share);
+      }
       shared.retained_nodes = live.pag().retained_nodes();
       shared.retained_messages = live.pag().retained_messages();
       const double dt = seconds_since(rate_start);
@@ -511,10 +577,17 @@ int run_server(const ServeOptions& opt) {
   }
   live.hold(false);
   live.finish();
+  if (live.stats().unterminated_at_shutdown > 0 && log)
+    fmt::print(stderr,
+               "snailtrail serve: {} activities still open at shutdown, reported as "
+               "unterminated_activities (docs/SERVE.md)\n",
+               live.stats().unterminated_at_shutdown);
   rates.finish();
   {
     std::lock_guard lock(shared.mu);
     shared.events_analyzed = live.stats().events;
+    shared.late = live.stats().late_events;
+    shared.empty_windows = live.stats().empty_windows;
   }
   stop = true;
   for (std::thread& t : threads) t.join();
@@ -525,13 +598,17 @@ int run_server(const ServeOptions& opt) {
   if (log) {
     const LiveStats& s = live.stats();
     fmt::print(stderr,
-               "snailtrail serve: {} events analyzed in {} windows; {} late, {} out of order, "
-               "{} bad lines, {} bad blocks\n",
-               s.events, s.windows, s.late_events, s.out_of_order, counters.bad_lines.load(),
-               counters.bad_blocks.load());
+               "snailtrail serve: {} events analyzed in {} windows ({} more without events, "
+               "not analyzed); {} late, {} out of order, {} refused jumps, {} bad lines, {} "
+               "bad blocks\n",
+               s.events, s.windows, s.empty_windows, s.late_events, s.out_of_order, s.time_jumps,
+               counters.bad_lines.load(), counters.bad_blocks.load());
   }
-  if (out_file && std::fflush(out_file.get()) != 0)
-    throw std::runtime_error("cannot write " + opt.out + ": " + std::strerror(errno));
+  if (out_error.empty() && (std::fflush(out) != 0 || std::ferror(out)))
+    out_error = fmt::format("cannot write the windows to {}: {}", out_name, std::strerror(errno));
+  if (out_file && std::fclose(out_file.release()) != 0 && out_error.empty())
+    out_error = fmt::format("cannot write the windows to {}: {}", out_name, std::strerror(errno));
+  if (!out_error.empty()) throw std::runtime_error(out_error);
   return 0;
 }
 

@@ -26,6 +26,7 @@ struct ServeOptions {
   size_t retain = 1000;               // windows (and rate intervals) kept for the HTTP API
   int64_t rate_interval_ns = 0;       // DS2 policy interval of /api/rates; 0: the window width
   size_t wait_for_producers = 0;      // no window closes before this many have connected
+  int64_t start_grace_ns = 0;         // nor within this wall time after the first data
   size_t queue_events = 1 << 20;      // events decoded but not yet analyzed, at most
   TcpLimits tcp_limits;               // connections, their idle timeout, the input buffer budget
   size_t http_max_connections = 256;  // HTTP clients at once (more are refused)
@@ -35,7 +36,9 @@ struct ServeOptions {
 };
 
 // Runs until SIGINT or SIGTERM (or, without TCP and HTTP, until every source has ended),
-// then closes the open windows, flushes the outputs and returns 0. Throws
+// then closes the open windows, flushes the outputs and returns 0; a second signal exits
+// at once (status 128 + signal). A failed write of the windows stops the server and
+// throws std::runtime_error. Throws
 // std::invalid_argument for bad options and std::runtime_error when it cannot listen.
 int run_server(const ServeOptions& options);
 

@@ -24,6 +24,16 @@ class WindowAnalyzer {
 
   template <typename F>
   void run(const Window& window, size_t index, F&& with_view) {
+    if (window.empty_run > 0) {
+      // A run of windows without events: not analyzed; the summary only says where.
+      summary_ = WindowSummary{};
+      summary_.index = index;
+      summary_.window = window;
+      summary_.span_start = window.start;
+      summary_.span_end = window.end;
+      with_view(WindowView{pag_, snap_, cp_, summary_});
+      return;
+    }
     using Clock = std::chrono::steady_clock;
     auto t0 = Clock::now();
     auto lap = [&](double& into) {
@@ -82,13 +92,24 @@ class WindowAnalyzer {
 
 }  // namespace
 
+std::vector<size_t> window_indexes(const std::vector<Window>& windows, size_t first_index) {
+  std::vector<size_t> index(windows.size());
+  size_t next = first_index;
+  for (size_t i = 0; i < windows.size(); ++i) {
+    index[i] = next;
+    next += windows[i].count();
+  }
+  return index;
+}
+
 void analyze_pag(const Pag& pag, const AnalysisOptions& options,
                  const std::function<void(const WindowView&)>& on_window,
                  const std::function<void(size_t, size_t)>& on_progress) {
   const std::vector<Window> windows = plan_windows(pag, options.windows);
+  const std::vector<size_t> index = window_indexes(windows, 0);
   WindowAnalyzer analyzer(pag, options);
   for (size_t i = 0; i < windows.size(); ++i) {
-    analyzer.run(windows[i], i, on_window);
+    analyzer.run(windows[i], index[i], on_window);
     if (on_progress) on_progress(i + 1, windows.size());
   }
   analyzer.report_times(options.times);
@@ -97,8 +118,9 @@ void analyze_pag(const Pag& pag, const AnalysisOptions& options,
 void analyze_windows(const Pag& pag, const std::vector<Window>& windows, size_t first_index,
                      const AnalysisOptions& options,
                      const std::function<void(const WindowView&)>& on_window) {
+  const std::vector<size_t> index = window_indexes(windows, first_index);
   WindowAnalyzer analyzer(pag, options);
-  for (size_t i = 0; i < windows.size(); ++i) analyzer.run(windows[i], first_index + i, on_window);
+  for (size_t i = 0; i < windows.size(); ++i) analyzer.run(windows[i], index[i], on_window);
   analyzer.report_times(options.times);
 }
 
@@ -107,6 +129,7 @@ void analyze_pag_parallel(const Pag& pag, const AnalysisOptions& options, unsign
                           const std::function<void(RenderedWindow&)>& consume,
                           const std::function<void(size_t, size_t)>& on_progress) {
   const std::vector<Window> windows = plan_windows(pag, options.windows);
+  const std::vector<size_t> index = window_indexes(windows, 0);
   const size_t n = windows.size();
   if (threads <= 1 || n < 2) {
     WindowAnalyzer analyzer(pag, options);
@@ -114,7 +137,7 @@ void analyze_pag_parallel(const Pag& pag, const AnalysisOptions& options, unsign
     for (size_t i = 0; i < n; ++i) {
       out.text.clear();
       out.edges.clear();
-      analyzer.run(windows[i], i, [&](const WindowView& v) {
+      analyzer.run(windows[i], index[i], [&](const WindowView& v) {
         render(v, out);
         out.summary = v.summary;
       });
@@ -155,7 +178,7 @@ void analyze_pag_parallel(const Pag& pag, const AnalysisOptions& options, unsign
         std::vector<RenderedWindow> items(std::min(chunk, n - k * chunk));
         for (size_t j = 0; j < items.size(); ++j) {
           const size_t i = k * chunk + j;
-          analyzer.run(windows[i], i, [&](const WindowView& v) {
+          analyzer.run(windows[i], index[i], [&](const WindowView& v) {
             render(v, items[j]);
             items[j].summary = v.summary;
           });

@@ -32,6 +32,12 @@ struct WindowView {
   const WindowSummary& summary;
 };
 
+// Every entry of the window plan reaches the callbacks, also runs of windows without
+// events (summary.window.empty_run > 0: only index and window are set, the view's
+// snapshot and CP are not this window's); summary.index numbers windows, counting each
+// run's windows, so indexes stay those of the uncompacted plan.
+std::vector<size_t> window_indexes(const std::vector<Window>& windows, size_t first_index);
+
 // Calls `on_window` for every window in time order, on the calling thread.
 // `on_progress` (optional) is called with (windows done, windows total).
 void analyze_pag(const Pag& pag, const AnalysisOptions& options,

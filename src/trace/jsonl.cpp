@@ -364,10 +364,14 @@ class JsonlReader {
   }
 
   // Fully walks a value we otherwise ignore, so malformed JSON is reported even there.
+  // `depth`: the arrays and objects around `v` (0 for a key's value); a value may nest
+  // kMaxIgnoredDepth of them (docs/FORMATS.md), empty or not.
   void validate_value(od::value v, int depth) {
-    if (depth > kMaxIgnoredDepth) fail("invalid JSON (values nested too deeply)");
     od::json_type type;
     if (auto err = v.type().get(type)) fail_json(err);
+    if ((type == od::json_type::object || type == od::json_type::array) &&
+        depth >= kMaxIgnoredDepth)
+      fail("invalid JSON (values nested too deeply)");
     switch (type) {
       case od::json_type::object: {
         od::object obj;
