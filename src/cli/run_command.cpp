@@ -146,9 +146,9 @@ int run(const RunArgs& a) {
                static_cast<double>(flow::percentile(h, 1.0)) * 1e-6, digest);
   }
   if (r.counters.early_records || r.counters.frontier_regressions)
-    throw std::runtime_error(fmt::format(
-        "progress tracking violated: {} early records, {} frontier regressions",
-        r.counters.early_records, r.counters.frontier_regressions));
+    throw std::runtime_error(
+        fmt::format("progress tracking violated: {} early records, {} frontier regressions",
+                    r.counters.early_records, r.counters.frontier_regressions));
   if (cfg.trace) {
     Trace t;
     t.source = "snailtrail run " + a.job;

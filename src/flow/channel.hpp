@@ -147,7 +147,8 @@ class Fabric {
     auto rings = get<T>(channel);
     std::vector<std::unique_ptr<Pusher<T>>> out;
     for (uint32_t to = 0; to < workers_; ++to)
-      out.push_back(std::make_unique<RingPusher<T>>(rings->rings[size_t{from} * workers_ + to].get()));
+      out.push_back(
+          std::make_unique<RingPusher<T>>(rings->rings[size_t{from} * workers_ + to].get()));
     return out;
   }
   template <class T>

@@ -30,8 +30,12 @@ struct ProgressUpdate {
 };
 
 // Locations: operator `op`'s output is 2*op, edge `e` is 2*e+1.
-inline uint32_t output_location(uint32_t op) { return 2 * op; }
-inline uint32_t edge_location(uint32_t edge) { return 2 * edge + 1; }
+inline uint32_t output_location(uint32_t op) {
+  return 2 * op;
+}
+inline uint32_t edge_location(uint32_t edge) {
+  return 2 * edge + 1;
+}
 
 class ChangeBatch {
  public:

@@ -20,11 +20,14 @@ int64_t since(Clock::time_point start) {
 }
 
 // Steps the worker until its dataflow is complete (or another worker failed). Idle
-// rounds yield, then sleep briefly; traced as `waiting`.
+// rounds yield, then sleep briefly; traced as `input` while a source of this worker is
+// still running (the worker waits for its next record to be due, as the simulator's
+// timely workers wait on their input), otherwise as `waiting`.
 void drive(Worker& w, const std::atomic<bool>& abort) {
   Recorder& rec = w.recorder();
   int idle = 0;
   int64_t wait_start = -1;
+  ActivityType wait_type = ActivityType::waiting;
   while (!w.done() && !abort.load(std::memory_order_relaxed)) {
     const size_t mark = rec.on() ? rec.events().size() : 0;
     const int64_t t_step = rec.on() ? rec.now() : 0;
@@ -34,7 +37,7 @@ void drive(Worker& w, const std::atomic<bool>& abort) {
         s.ts = wait_start;
         e.ts = t_step;
         s.worker = e.worker = w.index();
-        s.activity = e.activity = ActivityType::waiting;
+        s.activity = e.activity = wait_type;
         s.kind = EventKind::start;
         e.kind = EventKind::end;
         auto& ev = rec.events();
@@ -43,7 +46,10 @@ void drive(Worker& w, const std::atomic<bool>& abort) {
       wait_start = -1;
       idle = 0;
     } else {
-      if (wait_start < 0 && rec.on()) wait_start = t_step;
+      if (wait_start < 0 && rec.on()) {
+        wait_start = t_step;
+        wait_type = w.awaiting_input() ? ActivityType::input : ActivityType::waiting;
+      }
       if (++idle < 64)
         std::this_thread::yield();
       else
@@ -120,19 +126,18 @@ RunResult run_job(const RunConfig& cfg) {
     try {
       on_threads(W, abort, [&](uint32_t i) {
         Worker w(i, fabric, recorders[i]);
-        JobContext ctx{cfg, w, start, generated[i], last_time, nullptr, nullptr};
-        if (i == 0)
-          ctx.on_probe = [&](Time old, Time now_f) {
-            const int64_t now = since(start);
-            const auto epoch = static_cast<Time>(cfg.epoch_ns);
-            const Time last = last_time.load(std::memory_order_relaxed);
-            for (Time t = old / epoch * epoch; t < now_f && t <= last; t += epoch) {
-              const int64_t lat = now - static_cast<int64_t>(t + epoch);
-              hist.record(lat > 0 ? static_cast<uint64_t>(lat) : 0);
-            }
-          };
-        else
-          ctx.on_probe = [](Time, Time) {};
+        JobContext ctx{cfg, w, start, generated[i], last_time, nullptr, 0, nullptr};
+        ctx.on_probe = [&, i, c = &ctx](Time old, Time now_f) {
+          c->probe_frontier = now_f;
+          if (i != 0) return;  // one worker measures latency: every worker sees the same
+          const int64_t now = since(start);
+          const auto epoch = static_cast<Time>(cfg.epoch_ns);
+          const Time last = last_time.load(std::memory_order_relaxed);
+          for (Time t = old / epoch * epoch; t < now_f && t <= last; t += epoch) {
+            const int64_t lat = now - static_cast<int64_t>(t + epoch);
+            hist.record(lat > 0 ? static_cast<uint64_t>(lat) : 0);
+          }
+        };
         ctx.emit_result = [&](KeyCounts&& part) {
           std::lock_guard<std::mutex> lock(mu);
           result.output.insert(result.output.end(), part.begin(), part.end());
@@ -272,7 +277,8 @@ double rss_mb() {
   const int n = std::fscanf(f, "%ld %ld", &pages, &resident);
   std::fclose(f);
   if (n != 2) return 0;
-  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
+  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) /
+         (1024.0 * 1024.0);
 }
 
 }  // namespace snailtrail::flow

@@ -1,9 +1,10 @@
 // Streams, ports and the generic operators every other operator is made of:
 // source, unary and binary (docs/RUNTIME.md "API").
 //
-//   Stream<uint64_t> keys = source<uint64_t>(w, "source", [](Capability& cap, Output<uint64_t>& out) {...});
-//   auto counted = keys.unary<uint64_t>(Exchange(key_of), "count",
-//       [](Input<uint64_t>& in, Output<uint64_t>& out) { in.for_each([&](Time t, auto& data) {...}); });
+//   Stream<uint64_t> keys = source<uint64_t>(w, "source", [](Capability& cap, Output<uint64_t>&
+//   out) {...}); auto counted = keys.unary<uint64_t>(Exchange(key_of), "count",
+//       [](Input<uint64_t>& in, Output<uint64_t>& out) { in.for_each([&](Time t, auto& data)
+//       {...}); });
 #pragma once
 
 #include <cstdint>
@@ -228,8 +229,8 @@ class Input {
       if (!m) break;
       if (m->time < f || m->time < seen_) ++w_.counters().early_records;
       if (rec.on() && m->correlator != 0)
-        rec.message(rec.now(), ActivityType::data_message, EventKind::recv, m->from,
-                    m->correlator, static_cast<int64_t>(m->data.size()));
+        rec.message(rec.now(), ActivityType::data_message, EventKind::recv, m->from, m->correlator,
+                    static_cast<int64_t>(m->data.size()));
       records += m->data.size();
       staged_.push_back(std::move(m));
     }
@@ -435,8 +436,8 @@ template <class Out, class Pact, class Logic>
 Stream<Out> Stream<T>::unary(Pact pact, std::string name, Logic logic) const {
   const uint32_t op = w_->add_operator(std::move(name));
   auto in = connect(op, std::move(pact));
-  auto impl = std::make_unique<detail::UnaryOp<T, Out, Logic>>(*w_, op, std::move(in),
-                                                               std::move(logic));
+  auto impl =
+      std::make_unique<detail::UnaryOp<T, Out, Logic>>(*w_, op, std::move(in), std::move(logic));
   Output<Out>* out = &impl->output();
   w_->set_operator(op, std::move(impl));
   return Stream<Out>(*w_, op, out);
@@ -450,8 +451,8 @@ Stream<Out> binary(const Stream<A>& a, PactA pa, const Stream<B>& b, PactB pb, s
   const uint32_t op = w.add_operator(std::move(name));
   auto in1 = a.connect(op, std::move(pa));
   auto in2 = b.connect(op, std::move(pb));
-  auto impl = std::make_unique<detail::BinaryOp<A, B, Out, Logic>>(w, op, std::move(in1),
-                                                                   std::move(in2), std::move(logic));
+  auto impl = std::make_unique<detail::BinaryOp<A, B, Out, Logic>>(
+      w, op, std::move(in1), std::move(in2), std::move(logic));
   Output<Out>* out = &impl->output();
   w.set_operator(op, std::move(impl));
   return Stream<Out>(w, op, out);

@@ -108,8 +108,10 @@ bool Worker::step() {
     worked = true;
   }
   // 2. Every operator once.
+  active_sources_ = 0;
   for (auto& op : ops_)
     if (op->schedule()) worked = true;
+  last_active_sources_ = active_sources_;
   // 3. Messages that found a full ring.
   for (auto& f : flushers_) f();
   // 4. This round's progress to everyone.

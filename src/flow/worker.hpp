@@ -103,6 +103,10 @@ class Worker {
     return Capability(this, op, t);
   }
   void note_change() { ++pending_count_; }
+  // Sources that wait for their next record to be due (set by such sources every
+  // round): an idle worker with one waits on its input, not on the dataflow.
+  void set_source_active(bool active) { active_sources_ += active ? 1 : 0; }
+  bool awaiting_input() const { return last_active_sources_ > 0; }
 
  private:
   uint32_t index_;
@@ -117,6 +121,7 @@ class Worker {
   uint64_t next_channel_ = 1;  // channel 0 carries progress
   ChangeBatch changes_;
   size_t pending_count_ = 0;
+  uint32_t active_sources_ = 0, last_active_sources_ = 0;
   ProgressTracker tracker_;
   std::vector<std::unique_ptr<Pusher<ProgressUpdate>>> progress_out_;
   std::unique_ptr<Puller<ProgressUpdate>> progress_in_;

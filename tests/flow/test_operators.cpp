@@ -84,8 +84,8 @@ TEST(FlowOperators, TumblingWindowCountsMatchTheOracle) {
     std::vector<std::vector<std::tuple<Time, uint64_t, uint64_t>>> got(workers);
     run_dataflow(workers, [&](Worker& w) {
       auto s = replay(w);
-      auto win = tumbling_window<uint64_t>(s, "window", width, [](uint64_t k) { return k; },
-                                           [](uint64_t& acc, uint64_t) { ++acc; });
+      auto win = tumbling_window<uint64_t>(
+          s, "window", width, [](uint64_t k) { return k; }, [](uint64_t& acc, uint64_t) { ++acc; });
       sink(win, "sink", [&, i = w.index()](Time t, const std::pair<uint64_t, uint64_t>& kv) {
         got[i].emplace_back(t, kv.first, kv.second);
       });

@@ -32,9 +32,15 @@ std::vector<Rec> source_records(uint64_t seed, uint32_t s, uint32_t w) {
 
 enum Stage { kMap, kFilter, kExchange, kDelay, kStage_count };
 
-uint64_t map_fn(uint64_t v) { return v * 3 + 1; }
-bool keep_fn(uint64_t v) { return mix64(v) % 5 != 0; }
-Time delay_of(uint64_t v) { return v % 3; }
+uint64_t map_fn(uint64_t v) {
+  return v * 3 + 1;
+}
+bool keep_fn(uint64_t v) {
+  return mix64(v) % 5 != 0;
+}
+Time delay_of(uint64_t v) {
+  return v % 3;
+}
 
 std::vector<Rec> oracle_apply(std::vector<Rec> in, Stage st) {
   std::vector<Rec> out;
