@@ -88,12 +88,14 @@ Stream<T> open_loop_source(JobContext& ctx, std::string name, Gen gen) {
                               std::chrono::steady_clock::now() - ctx->start)
                               .count();
       const auto epoch = static_cast<Time>(c.epoch_ns);
-      if (now >= c.duration_ns || produced >= limit) {
+      const bool over = now >= c.duration_ns;
+      if (produced >= limit || (over && per_ns <= 0)) {
         cap.drop();
         return;
       }
       const uint32_t w = ctx->worker.index();
-      uint64_t n;
+      uint64_t n = 0;
+      Time last_given = 0;
       if (per_ns <= 0) {
         const Time t = std::max<Time>(cap.time(), static_cast<Time>(now) / epoch * epoch);
         cap.downgrade(t);  // time moves on (releasing the frontier) even while waiting
@@ -101,9 +103,12 @@ Stream<T> open_loop_source(JobContext& ctx, std::string name, Gen gen) {
         if (t > lag && ctx->probe_frontier < t - lag) return;  // wait for the dataflow
         n = std::min<uint64_t>(4 * kBatch, limit - produced);
         for (uint64_t k = 0; k < n; ++k) out.give(t, gen(w, produced + k));
+        last_given = t;
       } else {
-        const auto due =
-            std::min<uint64_t>(limit, static_cast<uint64_t>(static_cast<double>(now) * per_ns) + 1);
+        // Every record whose intended time is before the end is given, however late.
+        const int64_t upto = over ? c.duration_ns - 1 : now;
+        const auto due = std::min<uint64_t>(
+            limit, static_cast<uint64_t>(static_cast<double>(upto) * per_ns) + 1);
         n = due > produced ? std::min<uint64_t>(due - produced, 16 * kBatch) : 0;
         for (uint64_t k = 0; k < n; ++k) {
           const uint64_t i = produced + k;
@@ -111,19 +116,27 @@ Stream<T> open_loop_source(JobContext& ctx, std::string name, Gen gen) {
           const Time t = std::max<Time>(cap.time(), intended / epoch * epoch);
           if (t != cap.time()) cap.downgrade(t);
           out.give(t, gen(w, i));
+          last_given = t;
+        }
+        if (over && produced + n >= due) {
+          account(n, last_given);
+          cap.drop();
+          return;
         }
         // Nothing else is due before the next record's intended time.
         const auto next = static_cast<Time>(static_cast<double>(produced + n) / per_ns);
         cap.downgrade(std::max<Time>(cap.time(), next / epoch * epoch));
         ctx->worker.set_source_active(true);
       }
+      account(n, last_given);
+    }
+    void account(uint64_t n, Time last_given) {
       produced += n;
-      if (n > 0) {
-        ctx->generated.fetch_add(n, std::memory_order_relaxed);
-        Time last = ctx->last_time.load(std::memory_order_relaxed);
-        while (cap.time() > last &&
-               !ctx->last_time.compare_exchange_weak(last, cap.time(), std::memory_order_relaxed)) {
-        }
+      if (n == 0) return;
+      ctx->generated.fetch_add(n, std::memory_order_relaxed);
+      Time last = ctx->last_time.load(std::memory_order_relaxed);
+      while (last_given > last &&
+             !ctx->last_time.compare_exchange_weak(last, last_given, std::memory_order_relaxed)) {
       }
     }
   };
