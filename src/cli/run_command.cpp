@@ -185,8 +185,9 @@ CommandRunner add_run_command(CLI::App& app) {
   cmd->add_option("--workers,-w", a.workers, "Worker threads (default 1)")
       ->check(CLI::Range(1u, 1024u));
   cmd->add_option("--rate", a.rate,
-                  "Offered load in records/s over all workers (open loop), or 'max' "
-                  "(default: as fast as the sources can)");
+                  "Offered load in records/s over all workers (open loop), or 'max' (the "
+                  "default: closed loop, as fast as the dataflow keeps up; sources stay within "
+                  "2 epochs of the output probe)");
   cmd->add_option("--duration,-d", a.duration, "How long the sources run (default 10s)");
   cmd->add_option("--records", a.records,
                   "Stop the sources after this many records in total (default: no limit)");
