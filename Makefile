@@ -11,7 +11,7 @@ DEB_PACKAGES := cmake ninja-build g++ make git clang-14 libclang-rt-14-dev clang
   libcpp-httplib-dev libmsgpack-cxx-dev python3 \
   chromium nodejs
 
-.PHONY: deps build build-asan demo test test-release test-asan test-browser bench fuzz format format-check clean
+.PHONY: deps build build-asan demo test test-release test-asan test-tsan test-browser bench fuzz format format-check clean
 
 # Installs only what is missing; silent and fast when everything is present.
 deps:
@@ -69,6 +69,13 @@ test-asan: build-asan
 	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --output-on-failure -j $(JOBS)
 
+# The runtime's tests (src/flow) under ThreadSanitizer: builds only them, in build-tsan/.
+test-tsan: deps
+	@cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSNAILTRAIL_TSAN=ON \
+	  -DSNAILTRAIL_BENCH=OFF >/dev/null
+	@cmake --build build-tsan -j $(JOBS) --target snailtrail_flow_tests
+	@TSAN_OPTIONS=halt_on_error=1 build-tsan/bin/snailtrail_flow_tests
+
 # The report and the live dashboard in Debian's chromium (playwright-core); screenshots in
 # build/browser-artifacts/.
 test-browser: build
@@ -101,4 +108,4 @@ format-check:
 	@clang-format --dry-run --Werror $(FORMAT_FILES)
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-fuzz build-tsan

@@ -1,0 +1,219 @@
+// `snailtrail run JOB`: runs a built-in job on the embedded dataflow runtime (src/flow,
+// docs/RUNTIME.md): statistics every 250 ms, optional trace of its own execution,
+// --verify against the plain single-threaded loop, --reference (the COST baseline).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "cli/duration.hpp"
+#include "cli/output_file.hpp"
+#include "flow/jobs/jobs.hpp"
+#include "flow/runtime.hpp"
+#include "trace/trace_io.hpp"
+
+namespace snailtrail::cli {
+namespace {
+
+struct RunArgs {
+  std::string job;
+  uint32_t workers = 1;
+  std::string rate = "max";
+  std::string duration = "10s";
+  uint64_t records = 0;
+  uint64_t seed = 1;
+  uint64_t keys = 1'000'000;
+  double skew = 0;
+  std::string epoch = "1ms";
+  std::string trace;
+  std::string stats_json;
+  bool verify = false;
+  bool reference = false;
+  bool quiet = false;
+};
+
+double parse_rate(const std::string& text) {
+  if (text == "max") return 0;
+  size_t used = 0;
+  double r = 0;
+  try {
+    r = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || !std::isfinite(r))
+    throw std::invalid_argument("--rate: '" + text + "' is not a number or 'max'");
+  if (r < 1 || r > 1e10)
+    throw std::invalid_argument("--rate: " + text + " is out of range [1, 1e10] records/s");
+  return r;
+}
+
+std::string json_number(double v) {
+  if (!std::isfinite(v)) return "0";
+  return fmt::format("{:.6g}", v);
+}
+
+void write_stats_json(const std::string& path, double throughput,
+                      const std::vector<flow::IntervalStats>& intervals,
+                      const std::vector<uint64_t>& latency, const std::string& digest) {
+  OutputFile f(path);
+  auto out = std::back_inserter(f.buf());
+  fmt::format_to(out, "{{\"throughput\": {}, \"intervals\": [", json_number(throughput));
+  for (size_t i = 0; i < intervals.size(); ++i) {
+    const auto& s = intervals[i];
+    fmt::format_to(out,
+                   "{}{{\"t_s\": {}, \"records\": {}, \"p50_ms\": {}, \"p99_ms\": {}, "
+                   "\"p999_ms\": {}, \"max_ms\": {}, \"rss_mb\": {}}}",
+                   i ? ", " : "", json_number(s.t_s), s.records, json_number(s.p50_ms),
+                   json_number(s.p99_ms), json_number(s.p999_ms), json_number(s.max_ms),
+                   json_number(s.rss_mb));
+  }
+  fmt::format_to(out, "], \"ccdf\": [");
+  const auto c = flow::ccdf(latency);
+  for (size_t i = 0; i < c.size(); ++i)
+    fmt::format_to(out, "{}[{}, {}]", i ? ", " : "",
+                   json_number(static_cast<double>(c[i].first) * 1e-6), json_number(c[i].second));
+  fmt::format_to(out, "], \"output_digest\": \"{}\"}}\n", digest);
+  f.flush();
+}
+
+int run(const RunArgs& a) {
+  if (!flow::find_job(a.job)) {
+    std::string known;
+    for (const auto& n : flow::job_names()) known += (known.empty() ? "" : ", ") + n;
+    throw std::invalid_argument("unknown job '" + a.job + "' (jobs: " + known + ")");
+  }
+  flow::RunConfig cfg;
+  cfg.job = a.job;
+  cfg.workers = a.workers;
+  cfg.rate = parse_rate(a.rate);
+  try {
+    cfg.duration_ns = parse_duration(a.duration);
+    cfg.epoch_ns = parse_duration(a.epoch);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("--duration/--epoch: ") + e.what());
+  }
+  if (cfg.duration_ns <= 0) throw std::invalid_argument("--duration must be positive");
+  if (cfg.epoch_ns <= 0) throw std::invalid_argument("--epoch must be positive");
+  cfg.records = a.records;
+  cfg.seed = a.seed;
+  cfg.keys = a.keys;
+  cfg.skew = a.skew;
+  cfg.trace = !a.trace.empty();
+  if (a.reference && (a.verify || cfg.trace))
+    throw std::invalid_argument("--reference runs only the plain loop: no --verify or --trace");
+  if (cfg.trace) {
+    try {
+      format_from_path(a.trace);
+    } catch (const TraceError& e) {
+      throw std::invalid_argument(std::string("--trace: ") + e.what());
+    }
+  }
+  std::unique_ptr<OutputFile> check;  // fail on an unwritable path before running
+  if (!a.stats_json.empty()) check = std::make_unique<OutputFile>(a.stats_json);
+  check.reset();
+
+  if (a.reference) {
+    flow::KeyCounts out;
+    auto [records, seconds] = flow::reference_throughput(cfg, &out);
+    const double tput = seconds > 0 ? static_cast<double>(records) / seconds : 0;
+    if (!a.quiet)
+      fmt::print(stderr, "{} reference loop: {} records in {:.2f} s ({:.3g} records/s)\n", a.job,
+                 records, seconds, tput);
+    if (!a.stats_json.empty())
+      write_stats_json(a.stats_json, tput, {}, {}, flow::output_digest(out));
+    return 0;
+  }
+
+  if (!a.quiet) {
+    cfg.on_stats_line = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
+    if (a.job == "wordcount" && cfg.skew > 0)
+      fmt::print(stderr, "wordcount: the hot word is counted on worker-{}\n",
+                 flow::worker_of(flow::jobs::kHotWord, cfg.workers));
+  }
+  flow::RunResult r = flow::run_job(cfg);
+  const std::string digest = flow::output_digest(r.output);
+  if (!a.quiet) {
+    const auto& h = r.latency;
+    fmt::print(stderr,
+               "{}: {} records in {:.2f} s ({:.3g} records/s) on {} workers; latency p50 "
+               "{:.3f} ms, p99 {:.3f} ms, max {:.3f} ms; output digest {}\n",
+               a.job, r.records, r.seconds, r.throughput(), cfg.workers,
+               static_cast<double>(flow::percentile(h, 0.5)) * 1e-6,
+               static_cast<double>(flow::percentile(h, 0.99)) * 1e-6,
+               static_cast<double>(flow::percentile(h, 1.0)) * 1e-6, digest);
+  }
+  if (r.counters.early_records || r.counters.frontier_regressions)
+    throw std::runtime_error(
+        fmt::format("progress tracking violated: {} early records, {} frontier regressions",
+                    r.counters.early_records, r.counters.frontier_regressions));
+  if (cfg.trace) {
+    Trace t;
+    t.source = "snailtrail run " + a.job;
+    t.events.resize(r.events.size());
+    std::copy(r.events.begin(), r.events.end(), t.events.begin());
+    for (uint32_t i = 0; i < r.worker_names.size(); ++i) t.worker_names[i] = r.worker_names[i];
+    for (uint32_t i = 0; i < r.operator_names.size(); ++i)
+      t.operator_names[i] = r.operator_names[i];
+    write_trace(t, a.trace);
+  }
+  if (!a.stats_json.empty())
+    write_stats_json(a.stats_json, r.throughput(), r.intervals, r.latency, digest);
+  if (a.verify) {
+    const flow::KeyCounts want = flow::reference_output(cfg, r.generated);
+    const std::string diff = flow::first_difference(r.output, want);
+    if (!diff.empty()) {
+      fmt::print(stderr, "snailtrail: verify: output differs from the plain loop: {}\n", diff);
+      return 1;
+    }
+    if (!a.quiet)
+      fmt::print(stderr, "verify: {} keys equal to the plain single-threaded loop\n", want.size());
+  }
+  return 0;
+}
+
+}  // namespace
+
+CommandRunner add_run_command(CLI::App& app) {
+  auto args = std::make_shared<RunArgs>();
+  RunArgs& a = *args;
+  CLI::App* cmd = app.add_subcommand(
+      "run", "Run a built-in job on the embedded dataflow runtime (docs/RUNTIME.md)");
+  cmd->add_option("JOB", a.job, "Job: keycount or wordcount")->required();
+  cmd->add_option("--workers,-w", a.workers, "Worker threads (default 1)")
+      ->check(CLI::Range(1u, 1024u));
+  cmd->add_option("--rate", a.rate,
+                  "Offered load in records/s over all workers (open loop), or 'max' (the "
+                  "default: closed loop, as fast as the dataflow keeps up; sources stay within "
+                  "2 epochs of the output probe)");
+  cmd->add_option("--duration,-d", a.duration, "How long the sources run (default 10s)");
+  cmd->add_option("--records", a.records,
+                  "Stop the sources after this many records in total (default: no limit)");
+  cmd->add_option("--seed", a.seed, "Seed of the generated input (default 1)");
+  cmd->add_option("--keys", a.keys,
+                  "Key domain (keycount) or vocabulary (wordcount) size (default 1000000)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 62));
+  cmd->add_option("--skew", a.skew,
+                  "wordcount: share of all words that are the hot word, in [0, 1] (default 0)")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--epoch", a.epoch,
+                  "Logical time granularity: records generated within one epoch share a "
+                  "timestamp (default 1ms)");
+  cmd->add_option("--trace", a.trace,
+                  "Record the run's own activity and write it as a trace (.snail or .jsonl) "
+                  "that analyze, report and scale read");
+  cmd->add_option("--stats-json", a.stats_json,
+                  "Write throughput, 250 ms intervals, the latency CCDF and the output digest "
+                  "as JSON");
+  cmd->add_flag("--verify", a.verify,
+                "Also run the plain single-threaded loop over the same input; exit 1 with the "
+                "first difference if the outputs differ");
+  cmd->add_flag("--reference", a.reference,
+                "Run only the plain single-threaded loop at full speed (the COST baseline)");
+  cmd->add_flag("--quiet,-q", a.quiet, "No statistics lines or summary on stderr");
+  return [cmd, args]() { return *cmd ? run(*args) : -1; };
+}
+
+}  // namespace snailtrail::cli

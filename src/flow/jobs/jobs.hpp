@@ -1,0 +1,32 @@
+// The built-in jobs of `snailtrail run` (docs/RUNTIME.md "Jobs"). A job is a builder
+// (the dataflow every worker runs) plus the plain single-threaded loop over the same
+// generated input, for --verify and --reference.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "flow/runtime.hpp"
+
+namespace snailtrail::flow::jobs {
+
+// Record i of worker w's input stream: a counter-based random number (no shared state,
+// the same for the dataflow and the reference loop).
+inline uint64_t record_random(uint64_t seed, uint32_t w, uint64_t i) {
+  return mix64(mix64(seed * 0x2545f4914f6cdd1dull + w) ^ i);
+}
+
+inline constexpr uint32_t kWordsPerLine = 8;
+struct Line {
+  std::array<uint64_t, kWordsPerLine> words;
+};
+
+uint64_t keycount_key(const RunConfig& cfg, uint32_t w, uint64_t i);
+Line wordcount_line(const RunConfig& cfg, uint32_t w, uint64_t i);
+// The hot word of wordcount.
+inline constexpr uint64_t kHotWord = 0;
+
+JobSpec keycount_job();
+JobSpec wordcount_job();
+
+}  // namespace snailtrail::flow::jobs

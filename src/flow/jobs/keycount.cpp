@@ -1,0 +1,35 @@
+// keycount (Megaphone's micro-benchmark): uniformly random u64 keys from a domain of
+// cfg.keys, a running count per key.
+//   source -> count (exchange by key, per-key state) -> probe
+#include "flow/jobs/jobs.hpp"
+
+namespace snailtrail::flow::jobs {
+
+uint64_t keycount_key(const RunConfig& cfg, uint32_t w, uint64_t i) {
+  return record_random(cfg.seed, w, i) % cfg.keys;
+}
+
+JobSpec keycount_job() {
+  JobSpec j;
+  j.name = "keycount";
+  j.description = "uniform random keys from --keys N, running count per key";
+  j.build = [](JobContext& ctx) {
+    const RunConfig& cfg = ctx.cfg;
+    auto keys = open_loop_source<uint64_t>(
+        ctx, "source", [&cfg](uint32_t w, uint64_t i) { return keycount_key(cfg, w, i); });
+    auto counted = stateful_unary<char, uint64_t>(
+        keys, "count", [](uint64_t k) { return k; },
+        [](Time, uint64_t, uint64_t&, uint64_t& count, Output<char>&) { ++count; },
+        [&ctx](std::unordered_map<uint64_t, uint64_t>& states) {
+          ctx.emit_result(KeyCounts(states.begin(), states.end()));
+        });
+    probe(counted, "probe", ctx.on_probe);
+  };
+  j.reference = [](const RunConfig& cfg, uint32_t w, uint64_t from, uint64_t to,
+                   std::unordered_map<uint64_t, uint64_t>& state) {
+    for (uint64_t i = from; i < to; ++i) ++state[keycount_key(cfg, w, i)];
+  };
+  return j;
+}
+
+}  // namespace snailtrail::flow::jobs

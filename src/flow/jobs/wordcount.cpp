@@ -1,0 +1,46 @@
+// wordcount: lines of kWordsPerLine words from a vocabulary of cfg.keys words; a share
+// cfg.skew of all words is the hot word (word 0, like the simulator's hot key), the rest
+// uniform. source (lines) -> flat_map (words) -> count (exchange by word) -> probe.
+#include "flow/jobs/jobs.hpp"
+
+namespace snailtrail::flow::jobs {
+
+Line wordcount_line(const RunConfig& cfg, uint32_t w, uint64_t i) {
+  Line line;
+  const auto hot_below = static_cast<uint64_t>(cfg.skew * 18446744073709551616.0);
+  for (uint32_t k = 0; k < kWordsPerLine; ++k) {
+    const uint64_t r = record_random(cfg.seed, w, i * kWordsPerLine + k);
+    const bool hot = cfg.skew >= 1.0 || mix64(r) < hot_below;
+    line.words[k] = hot ? 0 : r % cfg.keys;
+  }
+  return line;
+}
+
+JobSpec wordcount_job() {
+  JobSpec j;
+  j.name = "wordcount";
+  j.description = "lines of 8 words (--keys vocabulary, --skew hot word), count per word";
+  j.build = [](JobContext& ctx) {
+    const RunConfig& cfg = ctx.cfg;
+    auto lines = open_loop_source<Line>(
+        ctx, "source", [&cfg](uint32_t w, uint64_t i) { return wordcount_line(cfg, w, i); });
+    auto words = flat_map<uint64_t>(lines, "split", [](const Line& l, auto&& emit) {
+      for (uint64_t word : l.words) emit(word);
+    });
+    auto counted = stateful_unary<char, uint64_t>(
+        words, "count", [](uint64_t word) { return word; },
+        [](Time, uint64_t, uint64_t&, uint64_t& count, Output<char>&) { ++count; },
+        [&ctx](std::unordered_map<uint64_t, uint64_t>& states) {
+          ctx.emit_result(KeyCounts(states.begin(), states.end()));
+        });
+    probe(counted, "probe", ctx.on_probe);
+  };
+  j.reference = [](const RunConfig& cfg, uint32_t w, uint64_t from, uint64_t to,
+                   std::unordered_map<uint64_t, uint64_t>& state) {
+    for (uint64_t i = from; i < to; ++i)
+      for (uint64_t word : wordcount_line(cfg, w, i).words) ++state[word];
+  };
+  return j;
+}
+
+}  // namespace snailtrail::flow::jobs

@@ -1,0 +1,165 @@
+// Operators built on the generic ones (stream.hpp): stateless per-record operators,
+// probe, per-key state applied in timestamp order, tumbling windows.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <unordered_map>
+#include <utility>
+
+#include "flow/stream.hpp"
+
+namespace snailtrail::flow {
+
+template <class Out, class T, class F>
+Stream<Out> map(const Stream<T>& s, std::string name, F f) {
+  return s.template unary<Out>(Pipeline{}, std::move(name), [f](Input<T>& in, Output<Out>& out) {
+    in.for_each([&](Time t, std::vector<T>& data) {
+      for (T& r : data) out.give(t, f(r));
+    });
+  });
+}
+
+// f(record, emit) calls emit(out_record) any number of times.
+template <class Out, class T, class F>
+Stream<Out> flat_map(const Stream<T>& s, std::string name, F f) {
+  return s.template unary<Out>(Pipeline{}, std::move(name), [f](Input<T>& in, Output<Out>& out) {
+    in.for_each([&](Time t, std::vector<T>& data) {
+      for (T& r : data) f(r, [&](Out o) { out.give(t, std::move(o)); });
+    });
+  });
+}
+
+template <class T, class F>
+Stream<T> filter(const Stream<T>& s, std::string name, F keep) {
+  return s.template unary<T>(Pipeline{}, std::move(name), [keep](Input<T>& in, Output<T>& out) {
+    in.for_each([&](Time t, std::vector<T>& data) {
+      for (T& r : data)
+        if (keep(r)) out.give(t, std::move(r));
+    });
+  });
+}
+
+// Routes records to worker_of(key(record)) and passes them on unchanged.
+template <class T, class KeyFn>
+Stream<T> exchange_by(const Stream<T>& s, std::string name, KeyFn key) {
+  return s.template unary<T>(exchange(std::move(key)), std::move(name),
+                             [](Input<T>& in, Output<T>& out) {
+                               in.for_each([&](Time t, std::vector<T>& data) {
+                                 for (T& r : data) out.give(t, std::move(r));
+                               });
+                             });
+}
+
+// Consumes a stream; fn(time, record) sees every record; returns nothing downstream.
+template <class T, class F>
+void sink(const Stream<T>& s, std::string name, F fn) {
+  s.template unary<char>(Pipeline{}, std::move(name), [fn](Input<T>& in, Output<char>&) mutable {
+    in.for_each([&](Time t, std::vector<T>& data) {
+      for (T& r : data) fn(t, r);
+    });
+  });
+}
+
+// The frontier of a stream as seen by this worker (readable from the worker's thread).
+struct ProbeState {
+  Time frontier = 0;
+};
+using ProbeHandle = std::shared_ptr<const ProbeState>;
+
+// on_advance(old, new) is called whenever the stream's frontier moves (new may be
+// kTimeMax: the stream is complete).
+template <class T, class F>
+ProbeHandle probe(const Stream<T>& s, std::string name, F on_advance) {
+  auto state = std::make_shared<ProbeState>();
+  s.template unary<char>(Pipeline{}, std::move(name),
+                         [state, on_advance](Input<T>& in, Output<char>&) mutable {
+                           in.for_each([](Time, std::vector<T>&) {});
+                           const Time f = in.frontier();
+                           if (f != state->frontier) {
+                             on_advance(state->frontier, f);
+                             state->frontier = f;
+                           }
+                         });
+  return state;
+}
+
+// Per-key state, records applied in timestamp order (Megaphone's S, without bins):
+// records are exchanged by key(record); those of time t wait until the input frontier
+// passes t, then fold(t, key, record, state_of_key, out) runs for each in arrival order
+// and may give output at t. done(states) runs once, when the input is complete.
+template <class Out, class State, class T, class KeyFn, class Fold, class Done>
+Stream<Out> stateful_unary(const Stream<T>& s, std::string name, KeyFn key, Fold fold, Done done) {
+  struct Logic {
+    KeyFn key;
+    Fold fold;
+    Done done;
+    std::map<Time, std::vector<T>> pending;
+    Notificator notes;
+    std::unordered_map<uint64_t, State> states;
+    bool finished = false;
+    void operator()(Input<T>& in, Output<Out>& out) {
+      in.for_each([&](Time t, std::vector<T>& data) {
+        auto [it, inserted] = pending.try_emplace(t);
+        if (inserted) notes.notify_at(in.retain(t));
+        if (it->second.empty())
+          it->second.swap(data);
+        else
+          it->second.insert(it->second.end(), std::make_move_iterator(data.begin()),
+                            std::make_move_iterator(data.end()));
+      });
+      notes.for_each(in.frontier(), [&](Capability& cap) {
+        auto it = pending.find(cap.time());
+        if (it == pending.end()) return;
+        for (T& r : it->second) {
+          const uint64_t k = key(r);
+          fold(cap.time(), k, r, states[k], out);
+        }
+        pending.erase(it);
+      });
+      if (!finished && pending.empty() && in.frontier() == kTimeMax) {
+        finished = true;
+        done(states);
+      }
+    }
+  };
+  auto k = key;
+  return s.template unary<Out>(exchange(std::move(k)), std::move(name),
+                               Logic{std::move(key), std::move(fold), std::move(done), {}, {}, {}});
+}
+
+// Tumbling windows of `width` time units: records of time t count toward the window
+// ending at e = (t / width + 1) * width - 1; when the frontier passes e, every key's
+// aggregate is given as (key, acc) at time e. add(acc, record) folds a record in.
+template <class Acc, class T, class KeyFn, class Add>
+Stream<std::pair<uint64_t, Acc>> tumbling_window(const Stream<T>& s, std::string name, Time width,
+                                                 KeyFn key, Add add) {
+  using Out = std::pair<uint64_t, Acc>;
+  struct Logic {
+    Time width;
+    KeyFn key;
+    Add add;
+    std::map<Time, std::unordered_map<uint64_t, Acc>> windows;
+    Notificator notes;
+    void operator()(Input<T>& in, Output<Out>& out) {
+      in.for_each([&](Time t, std::vector<T>& data) {
+        const Time end = (t / width + 1) * width - 1;
+        auto [it, inserted] = windows.try_emplace(end);
+        if (inserted) notes.notify_at(in.retain(end));
+        for (T& r : data) add(it->second[key(r)], r);
+      });
+      notes.for_each(in.frontier(), [&](Capability& cap) {
+        auto it = windows.find(cap.time());
+        if (it == windows.end()) return;
+        for (auto& [k, acc] : it->second) out.give(cap.time(), Out(k, std::move(acc)));
+        windows.erase(it);
+      });
+    }
+  };
+  auto k = key;
+  return s.template unary<Out>(exchange(std::move(k)), std::move(name),
+                               Logic{width, std::move(key), std::move(add), {}, {}});
+}
+
+}  // namespace snailtrail::flow

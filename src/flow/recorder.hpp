@@ -1,0 +1,70 @@
+// Native instrumentation: each worker appends SnailTrail events (trace/event.hpp) to its
+// own buffer, no locks; the runtime merges the buffers into a Trace at the end.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "trace/event.hpp"
+
+namespace snailtrail::flow {
+
+class Recorder {
+ public:
+  Recorder(uint32_t worker, bool on, std::chrono::steady_clock::time_point origin)
+      : worker_(worker), on_(on), origin_(origin) {
+    if (on_) events_.reserve(1 << 16);
+  }
+  bool on() const { return on_; }
+  int64_t now() const {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
+                                                                origin_)
+        .count();
+  }
+  void activity(int64_t ts, ActivityType a, EventKind k, uint32_t op, bool has_op,
+                int64_t records = -1) {
+    Event e;
+    e.ts = ts;
+    e.worker = worker_;
+    e.activity = a;
+    e.kind = k;
+    if (has_op) {
+      e.op = op;
+      e.flags |= kHasOperator;
+    }
+    if (records >= 0) {
+      e.records = static_cast<uint32_t>(records);
+      e.flags |= kHasRecords;
+    }
+    events_.push_back(e);
+  }
+  void message(int64_t ts, ActivityType a, EventKind k, uint32_t remote, int64_t correlator,
+               int64_t records = -1) {
+    Event e;
+    e.ts = ts;
+    e.worker = worker_;
+    e.activity = a;
+    e.kind = k;
+    e.remote = remote;
+    e.correlator = correlator;
+    e.flags = kHasRemote | kHasCorrelator;
+    if (records >= 0) {
+      e.records = static_cast<uint32_t>(records);
+      e.flags |= kHasRecords;
+    }
+    events_.push_back(e);
+  }
+  // Correlators unique over all workers: worker in the high bits.
+  int64_t next_correlator() { return static_cast<int64_t>((uint64_t{worker_} + 1) << 40 | ++seq_); }
+  std::vector<Event>& events() { return events_; }
+
+ private:
+  uint32_t worker_;
+  bool on_;
+  std::chrono::steady_clock::time_point origin_;
+  std::vector<Event> events_;
+  uint64_t seq_ = 0;
+};
+
+}  // namespace snailtrail::flow

@@ -1,0 +1,188 @@
+// Running a job: W worker threads over one in-process fabric, latency and throughput
+// statistics every interval, the merged trace, the job's final per-key output
+// (docs/RUNTIME.md).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "flow/histogram.hpp"
+#include "flow/operators.hpp"
+#include "trace/event.hpp"
+
+namespace snailtrail::flow {
+
+struct RunConfig {
+  std::string job;
+  uint32_t workers = 1;
+  double rate = 0;  // records/s over all workers; 0: as fast as possible
+  int64_t duration_ns = 10'000'000'000;
+  uint64_t records = 0;  // stop after this many records in total (0: no limit)
+  uint64_t seed = 1;
+  uint64_t keys = 1'000'000;     // key domain (keycount) / vocabulary (wordcount)
+  double skew = 0;               // wordcount: share of words that are the hot word
+  int64_t epoch_ns = 1'000'000;  // logical time granularity
+  bool trace = false;
+  int64_t stats_interval_ns = 250'000'000;
+  std::function<void(const std::string&)> on_stats_line;  // each interval's line
+};
+
+using KeyCounts = std::vector<std::pair<uint64_t, uint64_t>>;  // sorted by key
+
+// What a job's builder gets on each worker; lives as long as the worker.
+struct JobContext {
+  const RunConfig& cfg;
+  Worker& worker;
+  std::chrono::steady_clock::time_point start;
+  std::atomic<uint64_t>& generated;              // records this worker's sources produced
+  std::atomic<Time>& last_time;                  // greatest timestamp any source gave
+  std::function<void(Time, Time)> on_probe;      // give the job's output probe this
+  Time probe_frontier = 0;                       // the output probe's frontier (kept by on_probe)
+  std::function<void(KeyCounts&&)> emit_result;  // this worker's part of the final output
+
+  uint64_t record_limit() const {  // this worker's share of cfg.records
+    if (cfg.records == 0) return ~uint64_t{0};
+    return cfg.records / cfg.workers + (worker.index() < cfg.records % cfg.workers ? 1 : 0);
+  }
+};
+
+// A built-in job: its dataflow, and the plain single-threaded implementation over the
+// same input (worker w's stream, records [0, n_w)).
+struct JobSpec {
+  std::string name;
+  std::string description;
+  std::function<void(JobContext&)> build;
+  // Adds records [from, to) of worker `stream`'s input to `state` (a per-key map).
+  std::function<void(const RunConfig&, uint32_t stream, uint64_t from, uint64_t to,
+                     std::unordered_map<uint64_t, uint64_t>& state)>
+      reference;
+};
+
+const JobSpec* find_job(const std::string& name);
+std::vector<std::string> job_names();
+
+// A job's source: worker w gives gen(w, i) for i = 0, 1, ... until cfg.duration or its
+// share of cfg.records. With cfg.rate: open loop at cfg.rate / workers records/s
+// (timestamps: the intended generation time, in epochs; an idle worker waits on its
+// input). With --rate max: closed loop, as fast as the dataflow keeps up (timestamps:
+// the current time), never more than kMaxLagEpochs ahead of the output probe's frontier
+// (timely's "while probe.less_than(time) step()"), so queues stay bounded and a slow
+// worker makes the others wait.
+inline constexpr Time kMaxLagEpochs = 2;
+template <class T, class Gen>
+Stream<T> open_loop_source(JobContext& ctx, std::string name, Gen gen) {
+  struct Logic {
+    JobContext* ctx;
+    Gen gen;
+    uint64_t produced = 0, limit = 0;
+    double per_ns = 0;  // records per ns for this worker (0: max)
+    void operator()(Capability& cap, Output<T>& out) {
+      const RunConfig& c = ctx->cfg;
+      const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                              std::chrono::steady_clock::now() - ctx->start)
+                              .count();
+      const auto epoch = static_cast<Time>(c.epoch_ns);
+      const bool over = now >= c.duration_ns;
+      if (produced >= limit || (over && per_ns <= 0)) {
+        cap.drop();
+        return;
+      }
+      const uint32_t w = ctx->worker.index();
+      uint64_t n = 0;
+      Time last_given = 0;
+      if (per_ns <= 0) {
+        const Time t = std::max<Time>(cap.time(), static_cast<Time>(now) / epoch * epoch);
+        cap.downgrade(t);  // time moves on (releasing the frontier) even while waiting
+        const Time lag = kMaxLagEpochs * epoch;
+        if (t > lag && ctx->probe_frontier < t - lag) return;  // wait for the dataflow
+        n = std::min<uint64_t>(4 * kBatch, limit - produced);
+        for (uint64_t k = 0; k < n; ++k) out.give(t, gen(w, produced + k));
+        last_given = t;
+      } else {
+        // Every record whose intended time is before the end is given, however late.
+        const int64_t upto = over ? c.duration_ns - 1 : now;
+        const auto due = std::min<uint64_t>(
+            limit, static_cast<uint64_t>(static_cast<double>(upto) * per_ns) + 1);
+        n = due > produced ? std::min<uint64_t>(due - produced, 16 * kBatch) : 0;
+        for (uint64_t k = 0; k < n; ++k) {
+          const uint64_t i = produced + k;
+          const auto intended = static_cast<Time>(static_cast<double>(i) / per_ns);
+          const Time t = std::max<Time>(cap.time(), intended / epoch * epoch);
+          if (t != cap.time()) cap.downgrade(t);
+          out.give(t, gen(w, i));
+          last_given = t;
+        }
+        if (over && produced + n >= due) {
+          account(n, last_given);
+          cap.drop();
+          return;
+        }
+        // Nothing else is due before the next record's intended time.
+        const auto next = static_cast<Time>(static_cast<double>(produced + n) / per_ns);
+        cap.downgrade(std::max<Time>(cap.time(), next / epoch * epoch));
+        ctx->worker.set_source_active(true);
+      }
+      account(n, last_given);
+    }
+    void account(uint64_t n, Time last_given) {
+      produced += n;
+      if (n == 0) return;
+      ctx->generated.fetch_add(n, std::memory_order_relaxed);
+      Time last = ctx->last_time.load(std::memory_order_relaxed);
+      while (last_given > last &&
+             !ctx->last_time.compare_exchange_weak(last, last_given, std::memory_order_relaxed)) {
+      }
+    }
+  };
+  Logic l{&ctx, std::move(gen)};
+  l.limit = ctx.record_limit();
+  l.per_ns = ctx.cfg.rate > 0 ? ctx.cfg.rate / ctx.cfg.workers * 1e-9 : 0;
+  return source<T>(ctx.worker, std::move(name), std::move(l));
+}
+
+struct IntervalStats {
+  double t_s = 0;
+  uint64_t records = 0;
+  double p50_ms = 0, p99_ms = 0, p999_ms = 0, max_ms = 0, rss_mb = 0;
+};
+
+struct RunResult {
+  double seconds = 0;
+  uint64_t records = 0;             // generated by all sources
+  std::vector<uint64_t> generated;  // per worker
+  std::vector<IntervalStats> intervals;
+  std::vector<uint64_t> latency;  // histogram buckets (ns) over the whole run
+  KeyCounts output;
+  WorkerCounters counters;  // summed over workers
+  // With cfg.trace: every worker's events in time order, and the names to give them.
+  std::vector<Event> events;
+  std::vector<std::string> worker_names, operator_names;
+  double throughput() const { return seconds > 0 ? static_cast<double>(records) / seconds : 0; }
+};
+
+// Runs cfg.job (throws std::invalid_argument for an unknown job).
+RunResult run_job(const RunConfig& cfg);
+// Runs a dataflow on cfg.workers threads until every operator is complete (tests).
+void run_dataflow(uint32_t workers, const std::function<void(Worker&)>& build,
+                  std::vector<WorkerCounters>* counters = nullptr);
+
+// The plain loop over the same input as the run: worker w's stream, records [0, n_w).
+KeyCounts reference_output(const RunConfig& cfg, const std::vector<uint64_t>& per_worker);
+// The COST baseline: the plain loop alone at full speed for cfg.duration (or
+// cfg.records); returns records processed and seconds taken.
+std::pair<uint64_t, double> reference_throughput(const RunConfig& cfg, KeyCounts* out);
+
+// Order-independent digest of a per-key output (hex).
+std::string output_digest(const KeyCounts& out);
+// "" if equal, else the first difference in key order.
+std::string first_difference(const KeyCounts& got, const KeyCounts& want);
+// Current resident set size in MiB.
+double rss_mb();
+
+}  // namespace snailtrail::flow

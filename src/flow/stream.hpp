@@ -1,0 +1,461 @@
+// Streams, ports and the generic operators every other operator is made of:
+// source, unary and binary (docs/RUNTIME.md "API").
+//
+//   Stream<uint64_t> keys = source<uint64_t>(w, "source", [](Capability& cap, Output<uint64_t>&
+//   out) {...}); auto counted = keys.unary<uint64_t>(Exchange(key_of), "count",
+//       [](Input<uint64_t>& in, Output<uint64_t>& out) { in.for_each([&](Time t, auto& data)
+//       {...}); });
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "flow/worker.hpp"
+
+namespace snailtrail::flow {
+
+// splitmix64's finalizer: a well-mixed hash of a key.
+inline uint64_t mix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+// The worker that owns `key` on an exchange among `workers`: the high bits of its hash.
+inline uint32_t worker_of(uint64_t key, uint32_t workers) {
+  return static_cast<uint32_t>((static_cast<unsigned __int128>(mix64(key)) * workers) >> 64);
+}
+
+inline constexpr size_t kBatch = 1024;  // records per message at most
+
+// Records of one time into a channel; implemented by pipeline and exchange edges.
+template <class T>
+class Target {
+ public:
+  virtual ~Target() = default;
+  virtual void send(Time t, std::vector<T>& batch) = 0;  // may take the batch's contents
+};
+
+// Same-worker queue (a pipeline edge): no synchronization, same interfaces.
+template <class T>
+struct LocalQueue {
+  std::deque<std::unique_ptr<Message<T>>> q;
+};
+template <class T>
+class LocalPuller final : public Puller<T> {
+ public:
+  explicit LocalPuller(std::shared_ptr<LocalQueue<T>> q) : q_(std::move(q)) {}
+  std::unique_ptr<Message<T>> pull() override {
+    if (q_->q.empty()) return nullptr;
+    auto m = std::move(q_->q.front());
+    q_->q.pop_front();
+    return m;
+  }
+
+ private:
+  std::shared_ptr<LocalQueue<T>> q_;
+};
+
+template <class T>
+class PipelineTarget final : public Target<T> {
+ public:
+  PipelineTarget(Worker& w, uint32_t edge, std::shared_ptr<LocalQueue<T>> q)
+      : w_(w), edge_(edge), q_(std::move(q)) {}
+  void send(Time t, std::vector<T>& batch) override {
+    if (t < w_.frontier(edge_)) ++w_.counters().early_records;
+    auto m = std::make_unique<Message<T>>();
+    m->time = t;
+    m->from = w_.index();
+    m->data = std::move(batch);
+    batch.clear();
+    w_.change(edge_location(edge_), t, +1);
+    q_->q.push_back(std::move(m));
+  }
+
+ private:
+  Worker& w_;
+  uint32_t edge_;
+  std::shared_ptr<LocalQueue<T>> q_;
+};
+
+// Routes each record to worker_of(key(record)); one message per destination and batch.
+// Instrumented as serialization (the partitioning) and one data message per remote batch.
+template <class T, class KeyFn>
+class ExchangeTarget final : public Target<T> {
+ public:
+  ExchangeTarget(Worker& w, uint32_t op, uint32_t edge, KeyFn key, uint64_t channel)
+      : w_(w), op_(op), edge_(edge), key_(std::move(key)), bufs_(w.peers()) {
+    pushers_ = w.fabric().pushers<T>(channel, w.index());
+    w.add_flusher([this] {
+      bool all = true;
+      for (auto& p : pushers_) all = p->flush() && all;
+      return all;
+    });
+  }
+  void send(Time t, std::vector<T>& batch) override {
+    if (t < w_.frontier(edge_)) ++w_.counters().early_records;
+    Recorder& rec = w_.recorder();
+    const uint32_t W = w_.peers();
+    const int64_t t0 = rec.on() ? rec.now() : 0;
+    if (W == 1) {
+      bufs_[0].swap(batch);
+    } else {
+      for (auto& r : batch) bufs_[worker_of(key_(r), W)].push_back(std::move(r));
+    }
+    const size_t n = W == 1 ? bufs_[0].size() : batch.size();
+    batch.clear();
+    int64_t t1 = 0;
+    if (rec.on()) {
+      t1 = rec.now();
+      rec.activity(t0, ActivityType::serialization, EventKind::start, op_, true);
+      rec.activity(t1, ActivityType::serialization, EventKind::end, op_, true,
+                   static_cast<int64_t>(n));
+    }
+    for (uint32_t d = 0; d < W; ++d) {
+      if (bufs_[d].empty()) continue;
+      auto m = std::make_unique<Message<T>>();
+      m->time = t;
+      m->from = w_.index();
+      m->data.swap(bufs_[d]);
+      bufs_[d].reserve(kBatch);
+      if (rec.on() && d != w_.index()) {
+        m->correlator = rec.next_correlator();
+        rec.message(t1, ActivityType::data_message, EventKind::send, d, m->correlator,
+                    static_cast<int64_t>(m->data.size()));
+      }
+      w_.change(edge_location(edge_), t, +1);
+      pushers_[d]->push(std::move(m));
+    }
+  }
+
+ private:
+  Worker& w_;
+  uint32_t op_, edge_;
+  KeyFn key_;
+  std::vector<std::vector<T>> bufs_;
+  std::vector<std::unique_ptr<Pusher<T>>> pushers_;
+};
+
+// An operator's output: buffers records of one time, hands full batches to every edge.
+template <class T>
+class Output {
+ public:
+  Output(Worker& w, uint32_t op) : w_(w), op_(op) {}
+  // Give a record at time t; the operator must hold a capability (or be processing a
+  // message) at a time <= t.
+  void give(Time t, T rec) {
+    if (t != time_ && !buf_.empty()) seal();
+    time_ = t;
+    buf_.push_back(std::move(rec));
+    ++given_;
+    if (buf_.size() >= kBatch) seal();
+  }
+  // Sends every batch given since the last flush (after the operator's activity, so
+  // that exchange work is traced apart from processing).
+  void flush() {
+    seal();
+    for (auto& [t, batch] : ready_) {
+      for (size_t i = 0; i < targets_.size(); ++i) {
+        if (i + 1 == targets_.size()) {
+          targets_[i]->send(t, batch);
+        } else {
+          std::vector<T> copy(batch);
+          targets_[i]->send(t, copy);
+        }
+      }
+    }
+    ready_.clear();
+  }
+  uint64_t take_given() {
+    uint64_t g = given_;
+    given_ = 0;
+    return g;
+  }
+  uint32_t op() const { return op_; }
+  Worker& worker() { return w_; }
+  void add_target(std::unique_ptr<Target<T>> t) { targets_.push_back(std::move(t)); }
+
+ private:
+  Worker& w_;
+  uint32_t op_;
+  void seal() {
+    if (buf_.empty()) return;
+    ready_.emplace_back(time_, std::move(buf_));
+    buf_ = {};
+    buf_.reserve(kBatch);
+  }
+  Time time_ = 0;
+  std::vector<T> buf_;
+  std::vector<std::pair<Time, std::vector<T>>> ready_;
+  std::vector<std::unique_ptr<Target<T>>> targets_;
+  uint64_t given_ = 0;
+};
+
+// An operator's input: the messages of one edge.
+template <class T>
+class Input {
+ public:
+  Input(Worker& w, uint32_t op, uint32_t edge, std::unique_ptr<Puller<T>> puller)
+      : w_(w), op_(op), edge_(edge), puller_(std::move(puller)) {}
+  // Least time that may still arrive (kTimeMax: the input is complete).
+  Time frontier() const { return w_.frontier(edge_); }
+  // Calls fn(time, data) for every message taken this activation; data may be moved from.
+  // A message counts as consumed (its time no longer held) only once fn has seen it.
+  template <class F>
+  void for_each(F&& fn) {
+    while (!staged_.empty()) {
+      auto m = std::move(staged_.front());
+      staged_.pop_front();
+      w_.change(edge_location(edge_), m->time, -1);
+      w_.note_change();
+      fn(m->time, m->data);
+    }
+  }
+  // A capability for output at t >= the time of a message being processed.
+  Capability retain(Time t) { return w_.mint(op_, t); }
+
+  // Runtime side: takes up to `limit` messages (traced receipts), counts them consumed.
+  uint64_t stage(size_t limit = 256) {
+    uint64_t records = 0;
+    Recorder& rec = w_.recorder();
+    const Time f = frontier();
+    for (size_t i = 0; i < limit; ++i) {
+      auto m = puller_->pull();
+      if (!m) break;
+      if (m->time < f || m->time < seen_) ++w_.counters().early_records;
+      if (rec.on() && m->correlator != 0)
+        rec.message(rec.now(), ActivityType::data_message, EventKind::recv, m->from, m->correlator,
+                    static_cast<int64_t>(m->data.size()));
+      records += m->data.size();
+      staged_.push_back(std::move(m));
+    }
+    seen_ = std::max(seen_, f);
+    return records;
+  }
+  bool has_staged() const { return !staged_.empty(); }
+
+ private:
+  Worker& w_;
+  uint32_t op_, edge_;
+  std::unique_ptr<Puller<T>> puller_;
+  std::deque<std::unique_ptr<Message<T>>> staged_;
+  Time seen_ = 0;  // the greatest frontier observed (records below it are early)
+};
+
+// Delivers requested times once every input's frontier has passed them.
+class Notificator {
+ public:
+  void notify_at(Capability cap) {
+    const Time t = cap.time();
+    auto it = pending_.find(t);
+    if (it == pending_.end()) pending_.emplace(t, std::move(cap));
+  }
+  // fn(cap) for each requested t < frontier, in time order; the capability is dropped
+  // after fn returns unless fn moved it away.
+  template <class F>
+  bool for_each(Time frontier, F&& fn) {
+    bool any = false;
+    while (!pending_.empty() && pending_.begin()->first < frontier) {
+      Capability cap = std::move(pending_.begin()->second);
+      pending_.erase(pending_.begin());
+      fn(cap);
+      any = true;
+    }
+    return any;
+  }
+  bool empty() const { return pending_.empty(); }
+  size_t size() const { return pending_.size(); }
+
+ private:
+  std::map<Time, Capability> pending_;
+};
+
+struct Pipeline {};
+template <class KeyFn>
+struct Exchange {
+  KeyFn key;
+};
+template <class KeyFn>
+Exchange<KeyFn> exchange(KeyFn key) {
+  return Exchange<KeyFn>{std::move(key)};
+}
+
+template <class T>
+class Stream {
+ public:
+  Stream(Worker& w, uint32_t op, Output<T>* out) : w_(&w), op_(op), out_(out) {}
+  Worker& worker() const { return *w_; }
+  uint32_t op() const { return op_; }
+
+  // Connects this stream to operator `to_op`; returns its input.
+  std::unique_ptr<Input<T>> connect(uint32_t to_op, Pipeline) const {
+    const uint32_t edge = w_->add_edge(op_, to_op);
+    auto q = std::make_shared<LocalQueue<T>>();
+    out_->add_target(std::make_unique<PipelineTarget<T>>(*w_, edge, q));
+    return std::make_unique<Input<T>>(*w_, to_op, edge, std::make_unique<LocalPuller<T>>(q));
+  }
+  template <class KeyFn>
+  std::unique_ptr<Input<T>> connect(uint32_t to_op, Exchange<KeyFn> ex) const {
+    const uint32_t edge = w_->add_edge(op_, to_op);
+    const uint64_t channel = w_->new_channel();
+    out_->add_target(
+        std::make_unique<ExchangeTarget<T, KeyFn>>(*w_, op_, edge, std::move(ex.key), channel));
+    return std::make_unique<Input<T>>(*w_, to_op, edge,
+                                      w_->fabric().puller<T>(channel, w_->index()));
+  }
+
+  // The generic single-input operator: logic(Input<T>&, Output<Out>&) runs every round.
+  template <class Out, class Pact, class Logic>
+  Stream<Out> unary(Pact pact, std::string name, Logic logic) const;
+
+ private:
+  Worker* w_;
+  uint32_t op_;
+  Output<T>* out_;
+};
+
+namespace detail {
+
+inline void trace_processing(Recorder& rec, int64_t t0, uint32_t op, uint64_t records) {
+  rec.activity(t0, ActivityType::processing, EventKind::start, op, true);
+  rec.activity(rec.now(), ActivityType::processing, EventKind::end, op, true,
+               static_cast<int64_t>(records));
+}
+
+template <class T, class Logic>
+class SourceOp final : public OperatorBase {
+ public:
+  SourceOp(Worker& w, uint32_t op, Logic logic)
+      : w_(w), op_(op), out_(w, op), cap_(w.initial_capability(op)), logic_(std::move(logic)) {}
+  bool schedule() override {
+    if (!cap_.valid()) return false;
+    Recorder& rec = w_.recorder();
+    const int64_t t0 = rec.on() ? rec.now() : 0;
+    const size_t before = w_.pending_changes();
+    logic_(cap_, out_);
+    const uint64_t n = out_.take_given();
+    if (rec.on() && n > 0) {
+      rec.activity(t0, ActivityType::input, EventKind::start, op_, true);
+      rec.activity(rec.now(), ActivityType::input, EventKind::end, op_, true,
+                   static_cast<int64_t>(n));
+    }
+    out_.flush();
+    return n > 0 || w_.pending_changes() != before;
+  }
+  Output<T>& output() { return out_; }
+
+ private:
+  Worker& w_;
+  uint32_t op_;
+  Output<T> out_;
+  Capability cap_;
+  Logic logic_;
+};
+
+template <class In, class Out, class Logic>
+class UnaryOp final : public OperatorBase {
+ public:
+  UnaryOp(Worker& w, uint32_t op, std::unique_ptr<Input<In>> in, Logic logic)
+      : w_(w), op_(op), in_(std::move(in)), out_(w, op), logic_(std::move(logic)) {}
+  bool schedule() override {
+    Recorder& rec = w_.recorder();
+    const uint64_t n = in_->stage();
+    const int64_t t0 = rec.on() ? rec.now() : 0;
+    const size_t before = w_.pending_changes();
+    logic_(*in_, out_);
+    const bool work = n > 0 || w_.pending_changes() != before;
+    if (rec.on() && work) trace_processing(rec, t0, op_, n);
+    out_.flush();
+    out_.take_given();
+    return work;
+  }
+  Output<Out>& output() { return out_; }
+
+ private:
+  Worker& w_;
+  uint32_t op_;
+  std::unique_ptr<Input<In>> in_;
+  Output<Out> out_;
+  Logic logic_;
+};
+
+template <class In1, class In2, class Out, class Logic>
+class BinaryOp final : public OperatorBase {
+ public:
+  BinaryOp(Worker& w, uint32_t op, std::unique_ptr<Input<In1>> in1, std::unique_ptr<Input<In2>> in2,
+           Logic logic)
+      : w_(w),
+        op_(op),
+        in1_(std::move(in1)),
+        in2_(std::move(in2)),
+        out_(w, op),
+        logic_(std::move(logic)) {}
+  bool schedule() override {
+    Recorder& rec = w_.recorder();
+    const uint64_t n = in1_->stage() + in2_->stage();
+    const int64_t t0 = rec.on() ? rec.now() : 0;
+    const size_t before = w_.pending_changes();
+    logic_(*in1_, *in2_, out_);
+    const bool work = n > 0 || w_.pending_changes() != before;
+    if (rec.on() && work) trace_processing(rec, t0, op_, n);
+    out_.flush();
+    out_.take_given();
+    return work;
+  }
+  Output<Out>& output() { return out_; }
+
+ private:
+  Worker& w_;
+  uint32_t op_;
+  std::unique_ptr<Input<In1>> in1_;
+  std::unique_ptr<Input<In2>> in2_;
+  Output<Out> out_;
+  Logic logic_;
+};
+
+}  // namespace detail
+
+// A source: logic(Capability& cap, Output<T>& out) runs every round until it drops cap
+// (it starts at time 0; downgrade it as time advances, drop it when done).
+template <class T, class Logic>
+Stream<T> source(Worker& w, std::string name, Logic logic) {
+  const uint32_t op = w.add_operator(std::move(name));
+  auto impl = std::make_unique<detail::SourceOp<T, Logic>>(w, op, std::move(logic));
+  Output<T>* out = &impl->output();
+  w.set_operator(op, std::move(impl));
+  return Stream<T>(w, op, out);
+}
+
+template <class T>
+template <class Out, class Pact, class Logic>
+Stream<Out> Stream<T>::unary(Pact pact, std::string name, Logic logic) const {
+  const uint32_t op = w_->add_operator(std::move(name));
+  auto in = connect(op, std::move(pact));
+  auto impl =
+      std::make_unique<detail::UnaryOp<T, Out, Logic>>(*w_, op, std::move(in), std::move(logic));
+  Output<Out>* out = &impl->output();
+  w_->set_operator(op, std::move(impl));
+  return Stream<Out>(*w_, op, out);
+}
+
+// The generic two-input operator: logic(Input<A>&, Input<B>&, Output<Out>&).
+template <class Out, class A, class B, class PactA, class PactB, class Logic>
+Stream<Out> binary(const Stream<A>& a, PactA pa, const Stream<B>& b, PactB pb, std::string name,
+                   Logic logic) {
+  Worker& w = a.worker();
+  const uint32_t op = w.add_operator(std::move(name));
+  auto in1 = a.connect(op, std::move(pa));
+  auto in2 = b.connect(op, std::move(pb));
+  auto impl = std::make_unique<detail::BinaryOp<A, B, Out, Logic>>(
+      w, op, std::move(in1), std::move(in2), std::move(logic));
+  Output<Out>* out = &impl->output();
+  w.set_operator(op, std::move(impl));
+  return Stream<Out>(w, op, out);
+}
+
+}  // namespace snailtrail::flow

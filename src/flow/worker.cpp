@@ -1,0 +1,142 @@
+#include "flow/worker.hpp"
+
+#include <stdexcept>
+
+namespace snailtrail::flow {
+
+Capability::Capability(const Capability& o) : w_(o.w_), op_(o.op_), time_(o.time_) {
+  if (w_) w_->change(output_location(op_), time_, +1), w_->note_change();
+}
+Capability::Capability(Capability&& o) noexcept : w_(o.w_), op_(o.op_), time_(o.time_) {
+  o.w_ = nullptr;
+}
+Capability& Capability::operator=(const Capability& o) {
+  if (this != &o) {
+    Capability copy(o);
+    *this = std::move(copy);
+  }
+  return *this;
+}
+Capability& Capability::operator=(Capability&& o) noexcept {
+  if (this != &o) {
+    drop();
+    w_ = o.w_;
+    op_ = o.op_;
+    time_ = o.time_;
+    o.w_ = nullptr;
+  }
+  return *this;
+}
+Capability Capability::delayed(Time t) const {
+  if (!w_) throw std::logic_error("delayed() on a dropped capability");
+  if (t < time_) throw std::logic_error("capability delayed to an earlier time");
+  return w_->mint(op_, t);
+}
+void Capability::downgrade(Time t) {
+  if (!w_) throw std::logic_error("downgrade() on a dropped capability");
+  if (t < time_) throw std::logic_error("capability downgraded to an earlier time");
+  if (t == time_) return;
+  w_->change(output_location(op_), t, +1);
+  w_->change(output_location(op_), time_, -1);
+  w_->note_change();
+  time_ = t;
+}
+void Capability::drop() {
+  if (!w_) return;
+  w_->change(output_location(op_), time_, -1);
+  w_->note_change();
+  w_ = nullptr;
+}
+
+Worker::Worker(uint32_t index, Fabric& fabric, Recorder& recorder)
+    : index_(index), fabric_(fabric), rec_(recorder) {
+  progress_out_ = fabric_.pushers<ProgressUpdate>(0, index_);
+  progress_in_ = fabric_.puller<ProgressUpdate>(0, index_);
+}
+
+Worker::~Worker() {
+  // Operators (and the capabilities they hold) go first, while the worker is alive.
+  ops_.clear();
+}
+
+uint32_t Worker::add_operator(std::string name) {
+  if (built_) throw std::logic_error("dataflow already built");
+  names_.push_back(std::move(name));
+  ops_.emplace_back();
+  return static_cast<uint32_t>(names_.size() - 1);
+}
+
+void Worker::set_operator(uint32_t op, std::unique_ptr<OperatorBase> impl) {
+  ops_.at(op) = std::move(impl);
+}
+
+uint32_t Worker::add_edge(uint32_t from_op, uint32_t to_op) {
+  if (from_op >= to_op) throw std::logic_error("edges must go from an earlier operator");
+  edges_.push_back({from_op, to_op});
+  return static_cast<uint32_t>(edges_.size() - 1);
+}
+
+Capability Worker::initial_capability(uint32_t op) {
+  initial_caps_.push_back(op);
+  return Capability(this, op, 0);
+}
+
+void Worker::finish_build() {
+  tracker_.init(static_cast<uint32_t>(ops_.size()), edges_);
+  // Every worker's copy of every source starts with a capability at time 0.
+  std::vector<ProgressUpdate> seed;
+  for (uint32_t op : initial_caps_) seed.push_back({output_location(op), 0, int64_t{peers()}});
+  tracker_.apply(seed.data(), seed.size());
+  tracker_.recompute();
+  built_ = true;
+}
+
+bool Worker::step() {
+  ++counters_.steps;
+  bool worked = false;
+  // 1. Progress from every worker (own batches included), in each sender's order.
+  bool changed = false;
+  while (auto m = progress_in_->pull()) {
+    if (rec_.on() && m->from != index_)
+      rec_.message(rec_.now(), ActivityType::control_message, EventKind::recv, m->from,
+                   m->correlator);
+    tracker_.apply(m->data.data(), m->data.size());
+    changed = true;
+  }
+  if (changed) {
+    counters_.frontier_regressions += tracker_.recompute();
+    worked = true;
+  }
+  // 2. Every operator once.
+  active_sources_ = 0;
+  for (auto& op : ops_)
+    if (op->schedule()) worked = true;
+  last_active_sources_ = active_sources_;
+  // 3. Messages that found a full ring.
+  for (auto& f : flushers_) f();
+  // 4. This round's progress to everyone.
+  if (!changes_.empty()) {
+    std::vector<ProgressUpdate> updates = changes_.drain();
+    pending_count_ = 0;
+    if (!updates.empty()) {
+      const int64_t ts = rec_.on() ? rec_.now() : 0;
+      for (uint32_t to = 0; to < peers(); ++to) {
+        auto m = std::make_unique<Message<ProgressUpdate>>();
+        m->from = index_;
+        m->data = updates;
+        if (rec_.on() && to != index_) {
+          m->correlator = rec_.next_correlator();
+          rec_.message(ts, ActivityType::control_message, EventKind::send, to, m->correlator,
+                       static_cast<int64_t>(updates.size()));
+        }
+        progress_out_[to]->push(std::move(m));
+      }
+      worked = true;
+    }
+  }
+  for (auto& p : progress_out_) p->flush();
+  if (!worked) ++counters_.idle_steps;
+  return worked;
+}
+
+}  // namespace snailtrail::flow

@@ -1,0 +1,131 @@
+// A worker: one thread running its copy of the whole dataflow (docs/RUNTIME.md).
+//
+// Every worker builds the same dataflow (the job's builder runs once per worker), so
+// operator, edge and channel numbers agree across workers. step() runs one round:
+// apply the progress batches that arrived, schedule every operator once in creation
+// (topological) order, retry undelivered messages, broadcast this round's progress.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "flow/channel.hpp"
+#include "flow/progress.hpp"
+#include "flow/recorder.hpp"
+
+namespace snailtrail::flow {
+
+class Worker;
+
+// A right to produce records at `time` (and later) from operator `op`'s output. Copies
+// and drops are counted as progress changes (+1/-1 at (output, time)).
+class Capability {
+ public:
+  Capability() = default;
+  Capability(const Capability& o);
+  Capability(Capability&& o) noexcept;
+  Capability& operator=(const Capability& o);
+  Capability& operator=(Capability&& o) noexcept;
+  ~Capability() { drop(); }
+
+  bool valid() const { return w_ != nullptr; }
+  Time time() const { return time_; }
+  uint32_t op() const { return op_; }
+  // A new capability at t >= time().
+  Capability delayed(Time t) const;
+  // Moves this capability to t >= time().
+  void downgrade(Time t);
+  void drop();
+
+ private:
+  friend class Worker;
+  Capability(Worker* w, uint32_t op, Time t) : w_(w), op_(op), time_(t) {}
+  Worker* w_ = nullptr;
+  uint32_t op_ = 0;
+  Time time_ = 0;
+};
+
+class OperatorBase {
+ public:
+  virtual ~OperatorBase() = default;
+  // Runs once per round; returns true if it did anything (records, notifications).
+  virtual bool schedule() = 0;
+};
+
+struct WorkerCounters {
+  uint64_t frontier_regressions = 0;  // a frontier moved backwards (must stay 0)
+  uint64_t early_records = 0;         // a record arrived at a time its frontier had passed
+  uint64_t steps = 0, idle_steps = 0;
+};
+
+class Worker {
+ public:
+  Worker(uint32_t index, Fabric& fabric, Recorder& recorder);
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+  ~Worker();
+
+  uint32_t index() const { return index_; }
+  uint32_t peers() const { return fabric_.workers(); }
+  Fabric& fabric() { return fabric_; }
+  Recorder& recorder() { return rec_; }
+  WorkerCounters& counters() { return counters_; }
+
+  // --- building (the same calls in the same order on every worker) ---
+  uint32_t add_operator(std::string name);  // returns the operator id
+  void set_operator(uint32_t op, std::unique_ptr<OperatorBase> impl);
+  uint32_t add_edge(uint32_t from_op, uint32_t to_op);
+  uint64_t new_channel() { return next_channel_++; }
+  // The capability at time 0 every worker's copy of a source starts with.
+  Capability initial_capability(uint32_t op);
+  // Called for work that must be retried each round (undelivered messages).
+  void add_flusher(std::function<bool()> f) { flushers_.push_back(std::move(f)); }
+  // Ends building: sets up progress tracking.
+  void finish_build();
+
+  const std::vector<std::string>& operator_names() const { return names_; }
+
+  // --- running ---
+  bool step();
+  // Nothing held anywhere: every operator is complete.
+  bool done() const { return built_ && tracker_.all_empty() && changes_.empty(); }
+  Time frontier(uint32_t edge) const { return tracker_.frontier(edge); }
+  const ProgressTracker& tracker() const { return tracker_; }
+  void change(uint32_t loc, Time t, int64_t delta) { changes_.add(loc, t, delta); }
+  size_t pending_changes() const { return pending_count_; }
+  // A capability justified by a message at time <= t the operator is processing.
+  Capability mint(uint32_t op, Time t) {
+    change(output_location(op), t, +1);
+    ++pending_count_;
+    return Capability(this, op, t);
+  }
+  void note_change() { ++pending_count_; }
+  // Sources that wait for their next record to be due (set by such sources every
+  // round): an idle worker with one waits on its input, not on the dataflow.
+  void set_source_active(bool active) { active_sources_ += active ? 1 : 0; }
+  bool awaiting_input() const { return last_active_sources_ > 0; }
+
+ private:
+  uint32_t index_;
+  Fabric& fabric_;
+  Recorder& rec_;
+  WorkerCounters counters_;
+  std::vector<std::string> names_;
+  std::vector<std::unique_ptr<OperatorBase>> ops_;
+  std::vector<EdgeSpec> edges_;
+  std::vector<uint32_t> initial_caps_;
+  std::vector<std::function<bool()>> flushers_;
+  uint64_t next_channel_ = 1;  // channel 0 carries progress
+  ChangeBatch changes_;
+  size_t pending_count_ = 0;
+  uint32_t active_sources_ = 0, last_active_sources_ = 0;
+  ProgressTracker tracker_;
+  std::vector<std::unique_ptr<Pusher<ProgressUpdate>>> progress_out_;
+  std::unique_ptr<Puller<ProgressUpdate>> progress_in_;
+  bool built_ = false;
+};
+
+}  // namespace snailtrail::flow

@@ -1,0 +1,175 @@
+// `snailtrail run` end to end (docs/RUNTIME.md): --verify on every job and several
+// worker counts, the --stats-json shape, bad input, and the runtime's own trace analyzed
+// like any other: the straggler of a skewed wordcount is the worker owning the hot word.
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <filesystem>
+#include <map>
+
+#include "process_util.hpp"
+#include "sim_test_util.hpp"
+#include "trace/trace_io.hpp"
+
+namespace snailtrail {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::Process;
+
+struct Ran {
+  int code;
+  std::string out, err;
+};
+
+Ran run_cli(const std::vector<std::string>& args) {
+  const fs::path dir = fs::temp_directory_path();
+  const std::string tag = std::to_string(::getpid()) + "-" +
+                          std::to_string(reinterpret_cast<uintptr_t>(&args) & 0xffff);
+  const fs::path out = dir / ("st-run-" + tag + ".out"), err = dir / ("st-run-" + tag + ".err");
+  Process p(args, out, err);
+  Ran r{p.wait(), p.out(), p.err()};
+  fs::remove(out);
+  fs::remove(err);
+  return r;
+}
+
+fs::path temp_file(const std::string& name) {
+  return fs::temp_directory_path() / (std::to_string(::getpid()) + "-" + name);
+}
+
+TEST(RunCommand, VerifyPassesForEveryJobAndWorkerCount) {
+  for (std::string job : {"keycount", "wordcount"})
+    for (std::string w : {"1", "2", "3"}) {
+      Ran r = run_cli({"run", job, "--workers", w, "--records", "50000", "--keys", "1000", "--skew",
+                       "0.4", "--verify", "--quiet"});
+      EXPECT_EQ(r.code, 0) << job << " " << w << ": " << r.err;
+    }
+  // Open loop at a rate, bounded by time.
+  Ran r = run_cli(
+      {"run", "keycount", "--workers", "2", "--rate", "100000", "--duration", "300ms", "--verify"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("verify: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("p99="), std::string::npos) << r.err;  // the 250 ms lines
+}
+
+TEST(RunCommand, StatsJsonHasTheDocumentedShapeAndAStableDigest) {
+  const fs::path a = temp_file("a.json"), b = temp_file("b.json"), c = temp_file("c.json");
+  ASSERT_EQ(run_cli({"run", "keycount", "--workers", "2", "--records", "40000", "--keys", "300",
+                     "--stats-json", a.string(), "-q"})
+                .code,
+            0);
+  ASSERT_EQ(run_cli({"run", "keycount", "--workers", "3", "--records", "40000", "--keys", "300",
+                     "--stats-json", b.string(), "-q"})
+                .code,
+            0);
+  ASSERT_EQ(run_cli({"run", "keycount", "--reference", "--records", "40000", "--keys", "300",
+                     "--stats-json", c.string(), "-q"})
+                .code,
+            0);
+  simdjson::dom::parser parser;
+  auto da = parser.load(a.string());
+  ASSERT_FALSE(da.error());
+  simdjson::dom::element ea = da.value();
+  EXPECT_TRUE(ea["throughput"].is_number());
+  simdjson::dom::array intervals = ea["intervals"].get_array();
+  for (auto iv : intervals)
+    for (const char* k : {"t_s", "records", "p50_ms", "p99_ms", "p999_ms", "max_ms", "rss_mb"})
+      EXPECT_FALSE(iv[k].error()) << k;
+  simdjson::dom::array ccdf = ea["ccdf"].get_array();
+  ASSERT_GT(ccdf.size(), 0u);
+  double prev = 2;
+  for (auto p : ccdf) {
+    const double frac = p.at(1).get_double();
+    EXPECT_LT(frac, prev);
+    prev = frac;
+  }
+  const std::string digest_a(ea["output_digest"].get_string().value());
+  EXPECT_EQ(digest_a.size(), 16u);
+  // Worker counts split the input differently (per-worker streams): the digest is the
+  // reference's over the same streams, checked by --verify; one worker equals the
+  // reference loop's stream 0.
+  const fs::path d = temp_file("d.json");
+  ASSERT_EQ(run_cli({"run", "keycount", "--records", "40000", "--keys", "300", "--stats-json",
+                     d.string(), "-q"})
+                .code,
+            0);
+  simdjson::dom::parser p2, p3;
+  const std::string digest_c(p2.load(c.string())["output_digest"].get_string().value());
+  const std::string digest_d(p3.load(d.string())["output_digest"].get_string().value());
+  EXPECT_EQ(digest_c, digest_d);
+  for (const auto& f : {a, b, c, d}) fs::remove(f);
+}
+
+TEST(RunCommand, BadInputIsAClearUsageError) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"run", "nosuchjob"}, "unknown job 'nosuchjob'"},
+      {{"run", "keycount", "--rate", "0"}, "out of range"},
+      {{"run", "keycount", "--rate", "fast"}, "not a number"},
+      {{"run", "keycount", "--keys", "0"}, "--keys"},
+      {{"run", "keycount", "--workers", "0"}, "--workers"},
+      {{"run", "keycount", "--skew", "1.5"}, "--skew"},
+      {{"run", "keycount", "--duration", "-1s"}, "duration"},
+      {{"run", "keycount", "--trace", "x.txt"}, "--trace"},
+      {{"run", "keycount", "--nosuchflag"}, "nosuchflag"},
+  };
+  for (const Case& c : cases) {
+    Ran r = run_cli(c.args);
+    EXPECT_EQ(r.code, 2) << c.args.back() << ": " << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
+  }
+}
+
+// The simulator's use case on a real run: half of all words are one word. At --rate
+// max the sources run closed loop (never far ahead of the output probe), so the other
+// workers wait for the one that counts the hot word: analyze names it the straggler.
+TEST(RunCommand, AnalyzeNamesTheWorkerOwningTheHotWordAsStraggler) {
+  const fs::path trace = temp_file("wc.snail");
+  Ran r = run_cli({"run", "wordcount", "--workers", "4", "--skew", "0.5", "--keys", "100000",
+                   "--rate", "max", "--duration", "3s", "--trace", trace.string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string marker = "counted on worker-";
+  const size_t at = r.err.find(marker);
+  ASSERT_NE(at, std::string::npos) << r.err;
+  const std::string hot = "worker-" + r.err.substr(at + marker.size(), 1);
+  Trace t = read_trace(trace.string());
+  EXPECT_EQ(t.worker_names.size(), 4u);
+  bool named_count = false;
+  for (const auto& [id, name] : t.operator_names) named_count |= name == "count";
+  EXPECT_TRUE(named_count);
+  // Per 250 ms window, the worker with the most CP; the hot worker must lead most
+  // windows (a window where the OS descheduled another worker's thread for a long time
+  // can go to that worker, so the test counts windows rather than summing them).
+  Pag pag = build_pag(t);
+  AnalysisOptions opt;
+  opt.windows.width_ns = 250'000'000;
+  opt.sample_single_path = false;
+  std::map<std::string, int> leads;
+  int windows = 0;
+  analyze_pag(pag, opt, [&](const WindowView& v) {
+    const WindowSummary& w = v.summary;
+    if (!w.has_paths || w.cp.worker.empty()) return;
+    ++windows;
+    size_t best = 0;
+    for (size_t i = 1; i < w.cp.worker.size(); ++i)
+      if (w.cp.worker[i] > w.cp.worker[best]) best = i;
+    ++leads[t.worker_name(pag.worker_ids[best])];
+  });
+  ASSERT_GE(windows, 6);
+  std::string tally;
+  for (const auto& [name, n] : leads) tally += name + "=" + std::to_string(n) + " ";
+  for (const auto& [name, n] : leads) {
+    if (name != hot) {
+      EXPECT_GT(leads[hot], n) << "windows led: " << tally;
+    }
+  }
+  EXPECT_GE(leads[hot], windows / 2) << "windows led: " << tally;
+  fs::remove(trace);
+}
+
+}  // namespace
+}  // namespace snailtrail
