@@ -59,7 +59,7 @@ demo: build
 	@echo "== snailtrail report $(DEMO).snail -o build/demo/report.html  (open it in a browser)"
 	@$(BIN) report $(DEMO).snail -o build/demo/report.html --no-progress
 
-test: test-release test-asan
+test: test-release test-asan test-tsan
 	@$(MAKE) --no-print-directory test-browser
 
 test-release: build
