@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -104,6 +105,25 @@ inline int wait_for_port(const std::filesystem::path& path, const std::string& k
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return -1;
+}
+
+// What `SNAILTRAIL_BINARY args 2>&1` printed and its exit code (-1: it did not exit).
+struct CommandResult {
+  int code = -1;
+  std::string out;
+};
+
+inline CommandResult run_binary(const std::string& args) {
+  const std::string cmd = std::string(SNAILTRAIL_BINARY) + " " + args + " 2>&1";
+  CommandResult r;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = ::pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
 }
 
 }  // namespace snailtrail::testing

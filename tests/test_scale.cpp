@@ -18,6 +18,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "process_util.hpp"
 #include "scale/ds2_files.hpp"
 #include "scale/manager.hpp"
 #include "scale/policy.hpp"
@@ -944,21 +945,9 @@ TEST(ScaleControlled, DhalionNeedsSeveralStepsOfOneOperator) {
 
 // ---- the command ------------------------------------------------------------------------
 
-struct Cmd {
-  int code;
-  std::string out;
-};
-
+using Cmd = testing::CommandResult;
 Cmd run(const std::string& args) {
-  const std::string cmd = std::string(SNAILTRAIL_BINARY) + " " + args + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  Cmd r{-1, ""};
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = ::pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return testing::run_binary(args);
 }
 
 TEST(ScaleCli, PolicyJson) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "process_util.hpp"
 #include "scale/diagnosis.hpp"
 #include "scale/manager.hpp"
 #include "scale/simulation.hpp"
@@ -301,22 +302,9 @@ TEST(ScaleSkew, NotJudgedWithoutARunningIntervalOrATarget) {
 
 // ---- the command ------------------------------------------------------------------------
 
-struct Cmd {
-  int code;
-  std::string out;
-};
-
+using Cmd = testing::CommandResult;
 Cmd run_cli(const std::string& args) {
-  const std::string cmd = std::string(SNAILTRAIL_BINARY) + " " + args + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  Cmd c{-1, ""};
-  if (!p) return c;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) c.out.append(buf, n);
-  const int rc = ::pclose(p);
-  c.code = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-  return c;
+  return testing::run_binary(args);
 }
 
 TEST(ScaleSkew, ManageDiagnoseReportsTheStragglerInTableAndJson) {

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "process_util.hpp"
 #include "scale/ds2_files.hpp"
 #include "scale/manager.hpp"
 #include "scale/policy.hpp"
@@ -37,21 +38,9 @@ std::string example(const std::string& name) {
   return std::string(SNAILTRAIL_SOURCE_DIR) + "/examples/" + name + ".toml";
 }
 
-struct Cmd {
-  int code;
-  std::string out;
-};
-
+using Cmd = testing::CommandResult;
 Cmd run(const std::string& args) {
-  const std::string cmd = std::string(SNAILTRAIL_BINARY) + " " + args + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  Cmd r{-1, ""};
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = ::pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return testing::run_binary(args);
 }
 
 // A scratch directory removed at the end of the test.
