@@ -23,8 +23,9 @@ int64_t since(Clock::time_point start) {
 // rounds yield, then sleep briefly; traced as `input` while a source of this worker is
 // still running (the worker waits for its next record to be due, as the simulator's
 // timely workers wait on their input), otherwise as `waiting`.
-// With `sink`, the recorded events go to it every `flush_ns` (between waits, so a wait's
-// events, inserted when it ends, are never split from their step) and at the end.
+// With `sink`, the recorded events go to it every `flush_ns` (also during a wait: an idle
+// round records nothing, so the wait's events, inserted when it ends, still come after
+// everything flushed) and at the end.
 using TraceSink = std::function<void(std::vector<Event>&&, const std::vector<std::string>&)>;
 void drive(Worker& w, const std::atomic<bool>& abort, const TraceSink* sink = nullptr,
            int64_t flush_ns = 0) {
@@ -45,7 +46,7 @@ void drive(Worker& w, const std::atomic<bool>& abort, const TraceSink* sink = nu
     (*sink)(std::move(out), w.operator_names());
   };
   while (!w.done() && !abort.load(std::memory_order_relaxed)) {
-    if (streaming && wait_start < 0 && rec.now() >= next_flush) {
+    if (streaming && rec.now() >= next_flush) {
       flush();
       next_flush = rec.now() + flush_ns;
     }
