@@ -88,6 +88,7 @@ bench: build
 	@mkdir -p build/bench
 	build/bin/snailtrail bench --svg build/bench/latency.svg --json build/bench/results.json
 	build/bin/snailtrail_bench
+	scripts/run-bench.sh
 
 FUZZ_SECONDS ?= 60
 fuzz: deps

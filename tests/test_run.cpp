@@ -1,11 +1,17 @@
 // `snailtrail run` end to end (docs/RUNTIME.md): --verify on every job and several
 // worker counts, the --stats-json shape, bad input, and the runtime's own trace analyzed
 // like any other: the straggler of a skewed wordcount is the worker owning the hot word.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <simdjson.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <csignal>
 #include <filesystem>
 #include <map>
+#include <sstream>
 
 #include "process_util.hpp"
 #include "sim_test_util.hpp"
@@ -169,6 +175,89 @@ TEST(RunCommand, AnalyzeNamesTheWorkerOwningTheHotWordAsStraggler) {
   }
   EXPECT_GE(leads[hot], windows / 2) << "windows led: " << tally;
   fs::remove(trace);
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// --trace-to streams the run's events live to `serve --tcp`; with --trace the same run
+// also writes them to a file, and serve's windows must equal `analyze` on that file.
+TEST(RunCommand, TraceToStreamsTheRunToServe) {
+  const fs::path ports = temp_file("tt-ports"), windows = temp_file("tt-windows.jsonl"),
+                 file = temp_file("tt-run.snail"), sout = temp_file("tt-serve.out"),
+                 serr = temp_file("tt-serve.err");
+  fs::remove(ports);
+  Process serve({"serve", "--tcp", "127.0.0.1:0", "--window", "100ms", "--lateness", "10s",
+                 "--port-file", ports.string(), "--out", windows.string(), "--quiet"},
+                sout, serr);
+  const int tcp = testing::wait_for_port(ports, "tcp");
+  ASSERT_GT(tcp, 0) << serve.err();
+  Ran r = run_cli({"run", "wordcount", "--workers", "2", "--rate", "200000", "--duration", "600ms",
+                   "--keys", "1000", "--skew", "0.3", "--trace", file.string(), "--trace-to",
+                   "127.0.0.1:" + std::to_string(tcp)});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("trace-to: sent "), std::string::npos) << r.err;
+  serve.signal(SIGTERM);
+  ASSERT_EQ(serve.wait(), 0) << serve.err();
+  const auto got = lines_of(testing::slurp(windows));
+  // A 600 ms run in 100 ms windows: several windows, naming the run's workers.
+  ASSERT_GE(got.size(), 5u) << serve.err();
+  const std::string all = testing::slurp(windows);
+  EXPECT_NE(all.find("worker-0"), std::string::npos);
+  EXPECT_NE(all.find("worker-1"), std::string::npos);
+  EXPECT_NE(all.find("split"), std::string::npos);  // operator names arrived too
+  // The oracle: the same events read from the file by the offline analyzer.
+  const fs::path aout = temp_file("tt-analyze.out"), aerr = temp_file("tt-analyze.err");
+  Process analyze(
+      {"analyze", file.string(), "--window", "100ms", "--format", "jsonl", "--no-progress"}, aout,
+      aerr);
+  ASSERT_EQ(analyze.wait(), 0) << analyze.err();
+  const auto want = lines_of(analyze.out());
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], want[i]) << "window " << i;
+  for (const auto& f : {ports, windows, file, sout, serr, aout, aerr}) fs::remove(f);
+}
+
+TEST(RunCommand, TraceToAnUnreachableTargetIsAClearError) {
+  // A port nothing listens on: bind one, learn its number, close it.
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const int port = ntohs(addr.sin_port);
+  ::close(fd);
+  Ran r = run_cli({"run", "keycount", "--records", "1000", "--trace-to",
+                   "127.0.0.1:" + std::to_string(port), "-q"});
+  EXPECT_EQ(r.code, 1) << r.err;  // as `send` to an unreachable target
+  EXPECT_NE(r.err.find("cannot connect to 127.0.0.1:" + std::to_string(port)), std::string::npos)
+      << r.err;
+  // Not with --reference (nothing to trace).
+  r = run_cli({"run", "keycount", "--reference", "--trace-to", "127.0.0.1:1", "-q"});
+  EXPECT_EQ(r.code, 2) << r.err;
+}
+
+TEST(RunCommand, PrintsTheLatencyCcdfSummary) {
+  Ran r = run_cli({"run", "keycount", "--workers", "2", "--rate", "100000", "--duration", "300ms",
+                   "--keys", "1000"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const size_t at = r.err.find("latency CCDF over ");
+  ASSERT_NE(at, std::string::npos) << r.err;
+  for (const char* q : {"p50", "p90", "p99", "p99.9", "max"})
+    EXPECT_NE(r.err.find(q, at), std::string::npos) << q << "\n" << r.err;
+  // The max line: the largest latency, which only its own bucket reaches (> 0 %).
+  const size_t max_at = r.err.find("   max ", at);
+  ASSERT_NE(max_at, std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("  0.0000 %", max_at), std::string::npos) << r.err;
+  // -q prints none of it.
+  r = run_cli({"run", "keycount", "--records", "20000", "--keys", "100", "-q"});
+  EXPECT_EQ(r.err.find("CCDF"), std::string::npos) << r.err;
 }
 
 }  // namespace

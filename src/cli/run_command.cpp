@@ -5,13 +5,17 @@
 
 #include <algorithm>
 #include <cmath>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
+#include <thread>
 
 #include "cli/commands.hpp"
 #include "cli/duration.hpp"
 #include "cli/output_file.hpp"
 #include "flow/jobs/jobs.hpp"
 #include "flow/runtime.hpp"
+#include "serve/sender.hpp"
 #include "trace/trace_io.hpp"
 
 namespace snailtrail::cli {
@@ -28,6 +32,7 @@ struct RunArgs {
   double skew = 0;
   std::string epoch = "1ms";
   std::string trace;
+  std::string trace_to;
   std::string stats_json;
   bool verify = false;
   bool reference = false;
@@ -79,6 +84,109 @@ void write_stats_json(const std::string& path, double throughput,
   f.flush();
 }
 
+// --trace-to: the workers' flushed events go into a queue; a thread sends what arrived
+// every 50 ms as one time-ordered chunk of the .snail stream (so src/flow knows nothing
+// of the network). With --trace too, the chunks are also kept for the file.
+class LiveTrace {
+ public:
+  LiveTrace(const std::string& address, uint32_t workers, bool keep)
+      : stream_(address, 1.0), keep_(keep) {
+    for (uint32_t i = 0; i < workers; ++i) names_.worker_names[i] = fmt::format("worker-{}", i);
+    thread_ = std::thread([this] { loop(); });
+  }
+  ~LiveTrace() { stop(); }
+  void add(std::vector<Event>&& events, const std::vector<std::string>& ops) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!have_ops_) {
+      for (uint32_t i = 0; i < ops.size(); ++i) names_.operator_names[i] = ops[i];
+      have_ops_ = true;
+    }
+    queued_.insert(queued_.end(), events.begin(), events.end());
+  }
+  // Sends what is left, closes the stream; rethrows a send error.
+  void finish() {
+    stop();
+    if (error_) std::rethrow_exception(error_);
+  }
+  const serve::SendStats& stats() const { return stream_.stats(); }
+  std::vector<Event>& kept() { return kept_; }
+  const Trace& names() const { return names_; }
+
+ private:
+  void stop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) return;
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void loop() {
+    bool last = false;
+    bool named = false;
+    while (!last) {
+      Trace chunk;
+      std::vector<Event> events;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait_for(lock, std::chrono::milliseconds(50), [this] { return stopping_; });
+        last = stopping_;
+        events.swap(queued_);
+        if (!named && have_ops_) {
+          chunk.worker_names = names_.worker_names;
+          chunk.operator_names = names_.operator_names;
+          named = true;
+        }
+      }
+      if (error_) continue;  // the connection broke: keep draining, report at the end
+      std::stable_sort(events.begin(), events.end(),
+                       [](const Event& x, const Event& y) { return x.ts < y.ts; });
+      chunk.events.resize(events.size());
+      std::copy(events.begin(), events.end(), chunk.events.begin());
+      try {
+        if (!chunk.events.empty() || !chunk.worker_names.empty()) stream_.send(chunk);
+        if (last) stream_.close();
+      } catch (...) {
+        error_ = std::current_exception();
+      }
+      if (keep_) kept_.insert(kept_.end(), events.begin(), events.end());
+    }
+  }
+
+  serve::TraceStream stream_;
+  bool keep_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Event> queued_;
+  std::vector<Event> kept_;
+  Trace names_;
+  bool have_ops_ = false, stopping_ = false;
+  std::exception_ptr error_;
+  std::thread thread_;
+};
+
+void print_ccdf_summary(const std::vector<uint64_t>& latency) {
+  static constexpr std::pair<double, const char*> kQ[] = {
+      {0.5, "p50"}, {0.9, "p90"}, {0.99, "p99"}, {0.999, "p99.9"}, {1.0, "max"}};
+  uint64_t n = 0;
+  for (uint64_t c : latency) n += c;
+  if (n == 0) return;
+  const auto c = flow::ccdf(latency);
+  fmt::print(stderr, "latency CCDF over {} epochs:\n", n);
+  for (const auto& [q, label] : kQ) {
+    const uint64_t v = flow::percentile(latency, q);
+    double above = 0;  // share of epochs whose latency is at or above v (bucket bound)
+    for (const auto& [ns, share] : c)
+      if (ns >= v) {
+        above = share;
+        break;
+      }
+    fmt::print(stderr, "  {:>6} {:>10.3f} ms   {:>8.4f} % of epochs at or above\n", label,
+               static_cast<double>(v) * 1e-6, 100.0 * above);
+  }
+}
+
 int run(const RunArgs& a) {
   if (!flow::find_job(a.job)) {
     std::string known;
@@ -101,10 +209,11 @@ int run(const RunArgs& a) {
   cfg.seed = a.seed;
   cfg.keys = a.keys;
   cfg.skew = a.skew;
-  cfg.trace = !a.trace.empty();
+  cfg.trace = !a.trace.empty() || !a.trace_to.empty();
   if (a.reference && (a.verify || cfg.trace))
-    throw std::invalid_argument("--reference runs only the plain loop: no --verify or --trace");
-  if (cfg.trace) {
+    throw std::invalid_argument(
+        "--reference runs only the plain loop: no --verify, --trace or --trace-to");
+  if (!a.trace.empty()) {
     try {
       format_from_path(a.trace);
     } catch (const TraceError& e) {
@@ -133,7 +242,24 @@ int run(const RunArgs& a) {
       fmt::print(stderr, "wordcount: the hot word is counted on worker-{}\n",
                  flow::worker_of(flow::jobs::kHotWord, cfg.workers));
   }
+  std::unique_ptr<LiveTrace> live;  // connects now: an unreachable target fails before the run
+  if (!a.trace_to.empty()) {
+    live = std::make_unique<LiveTrace>(a.trace_to, cfg.workers, !a.trace.empty());
+    cfg.on_trace_events = [l = live.get()](std::vector<Event>&& ev,
+                                           const std::vector<std::string>& ops) {
+      l->add(std::move(ev), ops);
+    };
+  }
   flow::RunResult r = flow::run_job(cfg);
+  if (live) {
+    live->finish();
+    r.events = std::move(live->kept());
+    std::stable_sort(r.events.begin(), r.events.end(),
+                     [](const Event& x, const Event& y) { return x.ts < y.ts; });
+    if (!a.quiet)
+      fmt::print(stderr, "trace-to: sent {} events ({} bytes) to {}\n", live->stats().events,
+                 live->stats().bytes, a.trace_to);
+  }
   const std::string digest = flow::output_digest(r.output);
   if (!a.quiet) {
     const auto& h = r.latency;
@@ -144,12 +270,13 @@ int run(const RunArgs& a) {
                static_cast<double>(flow::percentile(h, 0.5)) * 1e-6,
                static_cast<double>(flow::percentile(h, 0.99)) * 1e-6,
                static_cast<double>(flow::percentile(h, 1.0)) * 1e-6, digest);
+    print_ccdf_summary(h);
   }
   if (r.counters.early_records || r.counters.frontier_regressions)
     throw std::runtime_error(
         fmt::format("progress tracking violated: {} early records, {} frontier regressions",
                     r.counters.early_records, r.counters.frontier_regressions));
-  if (cfg.trace) {
+  if (!a.trace.empty()) {
     Trace t;
     t.source = "snailtrail run " + a.job;
     t.events.resize(r.events.size());
@@ -204,6 +331,9 @@ CommandRunner add_run_command(CLI::App& app) {
   cmd->add_option("--trace", a.trace,
                   "Record the run's own activity and write it as a trace (.snail or .jsonl) "
                   "that analyze, report and scale read");
+  cmd->add_option("--trace-to", a.trace_to,
+                  "Stream the run's own activity live to `snailtrail serve --tcp HOST:PORT` "
+                  "(.snail stream, flushed every 50 ms); exit 1 if it cannot connect within 1 s");
   cmd->add_option("--stats-json", a.stats_json,
                   "Write throughput, 250 ms intervals, the latency CCDF and the output digest "
                   "as JSON");

@@ -23,12 +23,33 @@ int64_t since(Clock::time_point start) {
 // rounds yield, then sleep briefly; traced as `input` while a source of this worker is
 // still running (the worker waits for its next record to be due, as the simulator's
 // timely workers wait on their input), otherwise as `waiting`.
-void drive(Worker& w, const std::atomic<bool>& abort) {
+// With `sink`, the recorded events go to it every `flush_ns` (also during a wait: an idle
+// round records nothing, so the wait's events, inserted when it ends, still come after
+// everything flushed) and at the end.
+using TraceSink = std::function<void(std::vector<Event>&&, const std::vector<std::string>&)>;
+void drive(Worker& w, const std::atomic<bool>& abort, const TraceSink* sink = nullptr,
+           int64_t flush_ns = 0) {
   Recorder& rec = w.recorder();
   int idle = 0;
   int64_t wait_start = -1;
   ActivityType wait_type = ActivityType::waiting;
+  const bool streaming = sink && *sink && rec.on();
+  int64_t next_flush = streaming ? rec.now() + flush_ns : 0;
+  auto flush = [&] {
+    auto& ev = rec.events();
+    if (ev.empty()) return;
+    std::stable_sort(ev.begin(), ev.end(),
+                     [](const Event& a, const Event& b) { return a.ts < b.ts; });
+    std::vector<Event> out;
+    out.reserve(ev.capacity());
+    out.swap(ev);
+    (*sink)(std::move(out), w.operator_names());
+  };
   while (!w.done() && !abort.load(std::memory_order_relaxed)) {
+    if (streaming && rec.now() >= next_flush) {
+      flush();
+      next_flush = rec.now() + flush_ns;
+    }
     const size_t mark = rec.on() ? rec.events().size() : 0;
     const int64_t t_step = rec.on() ? rec.now() : 0;
     if (w.step()) {
@@ -56,6 +77,7 @@ void drive(Worker& w, const std::atomic<bool>& abort) {
         std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
   }
+  if (streaming) flush();
 }
 
 // Runs `body(index)` on `n` threads; the first exception stops the others and is rethrown.
@@ -148,7 +170,7 @@ RunResult run_job(const RunConfig& cfg) {
           std::lock_guard<std::mutex> lock(mu);
           op_names = w.operator_names();
         }
-        drive(w, abort);
+        drive(w, abort, &cfg.on_trace_events, cfg.trace_flush_ns);
         std::lock_guard<std::mutex> lock(mu);
         add(result.counters, w.counters());
         result.generated[i] = generated[i].load();

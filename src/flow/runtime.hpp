@@ -31,6 +31,13 @@ struct RunConfig {
   bool trace = false;
   int64_t stats_interval_ns = 250'000'000;
   std::function<void(const std::string&)> on_stats_line;  // each interval's line
+  // With `trace` and this set, each worker hands its events (in time order, with the
+  // dataflow's operator names) to this sink about every trace_flush_ns and at its end,
+  // instead of keeping them for RunResult::events (live streaming). Called from the
+  // worker threads, concurrently.
+  std::function<void(std::vector<Event>&&, const std::vector<std::string>& operator_names)>
+      on_trace_events;
+  int64_t trace_flush_ns = 50'000'000;
 };
 
 using KeyCounts = std::vector<std::pair<uint64_t, uint64_t>>;  // sorted by key

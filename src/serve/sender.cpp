@@ -162,4 +162,35 @@ SendStats send_trace(const Trace& trace, const SendOptions& o) {
   return stats;
 }
 
+TraceStream::TraceStream(std::string address, double connect_timeout_s)
+    : address_(std::move(address)), fd_(connect_to(address_, connect_timeout_s)) {}
+
+TraceStream::~TraceStream() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void TraceStream::send(const Trace& chunk) {
+  if (fd_ < 0) throw std::runtime_error("stream to " + address_ + " is closed");
+  if (chunk.events.empty() && chunk.worker_names.empty() && chunk.operator_names.empty() && !first_)
+    return;
+  SnailWriteOptions w;
+  std::string bytes = to_snail(chunk, w);
+  if (!first_) bytes.erase(0, detail::snail::kHeaderSize);  // one header per stream
+  write_all(fd_, bytes, address_);
+  first_ = false;
+  stats_.bytes += bytes.size();
+  stats_.events += chunk.events.size();
+}
+
+void TraceStream::close() {
+  if (fd_ < 0) return;
+  if (first_) send(Trace{});  // a stream with no events still has its header
+  ::shutdown(fd_, SHUT_WR);
+  char sink[256];
+  while (::recv(fd_, sink, sizeof sink, 0) > 0) {
+  }
+  ::close(fd_);
+  fd_ = -1;
+}
+
 }  // namespace snailtrail::serve

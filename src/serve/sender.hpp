@@ -32,4 +32,27 @@ struct SendStats {
 // Throws std::runtime_error when it cannot connect or the connection breaks.
 SendStats send_trace(const Trace& trace, const SendOptions& options);
 
+// A live producer's connection: one .snail stream to serve's --tcp listener, written
+// chunk by chunk as the events happen (`snailtrail run --trace-to`). Not thread-safe.
+class TraceStream {
+ public:
+  // Connects (retrying up to `connect_timeout_s`); throws std::runtime_error if it cannot.
+  explicit TraceStream(std::string address, double connect_timeout_s = 0);
+  ~TraceStream();
+  TraceStream(const TraceStream&) = delete;
+  TraceStream& operator=(const TraceStream&) = delete;
+  // Sends the chunk's events (in time order) and names as .snail blocks; throws
+  // std::runtime_error when the connection breaks.
+  void send(const Trace& chunk);
+  // Ends the stream and waits for the server to read it all.
+  void close();
+  const SendStats& stats() const { return stats_; }
+
+ private:
+  std::string address_;
+  int fd_ = -1;
+  bool first_ = true;
+  SendStats stats_;
+};
+
 }  // namespace snailtrail::serve

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <mutex>
 #include <random>
 
 #include "flow/histogram.hpp"
@@ -170,6 +171,65 @@ TEST(FlowJobs, DigestIsOrderIndependentAndSeesEveryCount) {
   EXPECT_EQ(first_difference(a, c), "key 3: run has 4, reference has 5");
   EXPECT_EQ(first_difference(a, {{1, 2}}), "key 3: run has 4, reference has none");
 }
+
+// The trace sink (--trace-to): every worker hands over its events in time order, several
+// times during a run and nothing stays in RunResult::events; every start has its end in
+// the same worker's stream, and the data message sends and receives pair up.
+// Busy (150 K/s) and mostly idle (3 K/s: long waits, flushed while they last).
+class TraceSink : public ::testing::TestWithParam<double> {};
+TEST_P(TraceSink, GetsEveryWorkersEventsInOrderDuringTheRun) {
+  RunConfig cfg;
+  cfg.job = "wordcount";
+  cfg.workers = 3;
+  cfg.rate = GetParam();
+  cfg.duration_ns = 400'000'000;
+  cfg.keys = 200;
+  cfg.trace = true;
+  cfg.trace_flush_ns = 20'000'000;
+  std::mutex mu;
+  std::map<uint32_t, std::vector<Event>> per_worker;
+  std::map<uint32_t, int> calls;
+  std::vector<std::string> ops;
+  cfg.on_trace_events = [&](std::vector<Event>&& ev, const std::vector<std::string>& names) {
+    ASSERT_FALSE(ev.empty());
+    std::lock_guard<std::mutex> lock(mu);
+    const uint32_t w = ev.front().worker;
+    for (const Event& e : ev) ASSERT_EQ(e.worker, w);
+    for (size_t i = 1; i < ev.size(); ++i) ASSERT_LE(ev[i - 1].ts, ev[i].ts);
+    // Chunks of one worker follow each other in time.
+    if (!per_worker[w].empty()) {
+      ASSERT_LE(per_worker[w].back().ts, ev.front().ts);
+    }
+    per_worker[w].insert(per_worker[w].end(), ev.begin(), ev.end());
+    ++calls[w];
+    ops = names;
+  };
+  RunResult r = run_job(cfg);
+  EXPECT_TRUE(r.events.empty());
+  ASSERT_EQ(per_worker.size(), 3u);
+  EXPECT_EQ(ops, (std::vector<std::string>{"source", "split", "count", "probe"}));
+  std::map<int64_t, int> messages;  // correlator -> sends - receives
+  for (auto& [w, ev] : per_worker) {
+    EXPECT_GE(calls[w], 5) << "worker " << w;     // 400 ms in 20 ms flushes
+    std::map<std::pair<int, int64_t>, int> open;  // (activity, operator) -> depth
+    for (const Event& e : ev) {
+      if (e.kind == EventKind::start || e.kind == EventKind::end) {
+        const auto key =
+            std::make_pair(static_cast<int>(e.activity), e.has(kHasOperator) ? int64_t{e.op} : -1);
+        if (e.kind == EventKind::start) {
+          ++open[key];
+        } else {
+          ASSERT_GT(open[key]--, 0) << "worker " << w << ": an end without its start";
+        }
+      }
+      if (e.activity == ActivityType::data_message)
+        messages[e.correlator] += e.kind == EventKind::send ? 1 : -1;
+    }
+    for (auto& [key, depth] : open) EXPECT_EQ(depth, 0) << "worker " << w;
+  }
+  for (auto& [c, n] : messages) ASSERT_EQ(n, 0) << "correlator " << c;
+}
+INSTANTIATE_TEST_SUITE_P(Rates, TraceSink, ::testing::Values(150000.0, 3000.0));
 
 }  // namespace
 }  // namespace snailtrail::flow
