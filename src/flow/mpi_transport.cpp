@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
@@ -69,7 +70,6 @@ class MpiTransport final : public Transport {
   void finish() override {
     done_ = true;
     thread_.join();
-    if (error_) std::rethrow_exception(error_);
   }
 
   std::vector<uint64_t> gather(const std::vector<uint64_t>& mine) override {
@@ -169,8 +169,10 @@ class MpiTransport final : public Transport {
           std::this_thread::sleep_for(std::chrono::microseconds(20));
         }
       }
-    } catch (...) {
-      error_ = std::current_exception();
+    } catch (const std::exception& e) {
+      // The local workers may wait for frames that will never come: end the whole job.
+      std::fprintf(stderr, "snailtrail: rank %u: communication thread: %s\n", rank_, e.what());
+      MPI_Abort(comm_, 1);
     }
   }
 
@@ -180,7 +182,6 @@ class MpiTransport final : public Transport {
   std::vector<std::vector<char>> out_;  // per destination process, frames back to back
   std::atomic<bool> queued_{false}, done_{false};
   std::thread thread_;
-  std::exception_ptr error_;
 };
 
 }  // namespace
