@@ -14,6 +14,7 @@
 #include "cli/duration.hpp"
 #include "cli/output_file.hpp"
 #include "flow/jobs/jobs.hpp"
+#include "flow/mpi_transport.hpp"
 #include "flow/runtime.hpp"
 #include "serve/sender.hpp"
 #include "trace/trace_io.hpp"
@@ -236,11 +237,15 @@ int run(const RunArgs& a) {
     return 0;
   }
 
-  if (!a.quiet) {
+  // Under mpirun -np P: P processes of cfg.workers threads; rank 0 reports (RUNTIME.md).
+  const std::unique_ptr<flow::Transport> mpi = flow::mpi_transport_if_launched();
+  cfg.transport = mpi.get();
+  const bool rank0 = !mpi || mpi->rank() == 0;
+  if (!a.quiet && rank0) {
     cfg.on_stats_line = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
     if (a.job == "wordcount" && cfg.skew > 0)
       fmt::print(stderr, "wordcount: the hot word is counted on worker-{}\n",
-                 flow::worker_of(flow::jobs::kHotWord, cfg.workers));
+                 flow::worker_of(flow::jobs::kHotWord, cfg.workers * (mpi ? mpi->procs() : 1)));
   }
   std::unique_ptr<LiveTrace> live;  // connects now: an unreachable target fails before the run
   if (!a.trace_to.empty()) {
@@ -250,7 +255,20 @@ int run(const RunArgs& a) {
       l->add(std::move(ev), ops);
     };
   }
-  flow::RunResult r = flow::run_job(cfg);
+  flow::RunResult r;
+  try {
+    r = flow::run_job(cfg);
+  } catch (const std::exception& e) {
+    if (!mpi) throw;
+    fmt::print(stderr, "snailtrail: rank {}: {}\n", mpi->rank(), e.what());
+    flow::mpi_abort(1);  // the other processes must not wait for this one
+  }
+  std::string trace_path = a.trace;
+  if (cfg.trace && mpi && mpi->rank() > 0) {  // a.snail -> a.rank1.snail
+    const size_t dot = trace_path.rfind('.');
+    trace_path.insert(dot == std::string::npos ? trace_path.size() : dot,
+                      fmt::format(".rank{}", mpi->rank()));
+  }
   if (live) {
     live->finish();
     r.events = std::move(live->kept());
@@ -261,12 +279,12 @@ int run(const RunArgs& a) {
                  live->stats().bytes, a.trace_to);
   }
   const std::string digest = flow::output_digest(r.output);
-  if (!a.quiet) {
+  if (!a.quiet && rank0) {
     const auto& h = r.latency;
     fmt::print(stderr,
                "{}: {} records in {:.2f} s ({:.3g} records/s) on {} workers; latency p50 "
                "{:.3f} ms, p99 {:.3f} ms, max {:.3f} ms; output digest {}\n",
-               a.job, r.records, r.seconds, r.throughput(), cfg.workers,
+               a.job, r.records, r.seconds, r.throughput(), r.generated.size(),
                static_cast<double>(flow::percentile(h, 0.5)) * 1e-6,
                static_cast<double>(flow::percentile(h, 0.99)) * 1e-6,
                static_cast<double>(flow::percentile(h, 1.0)) * 1e-6, digest);
@@ -284,8 +302,9 @@ int run(const RunArgs& a) {
     for (uint32_t i = 0; i < r.worker_names.size(); ++i) t.worker_names[i] = r.worker_names[i];
     for (uint32_t i = 0; i < r.operator_names.size(); ++i)
       t.operator_names[i] = r.operator_names[i];
-    write_trace(t, a.trace);
+    write_trace(t, trace_path);
   }
+  if (!rank0) return 0;
   if (!a.stats_json.empty())
     write_stats_json(a.stats_json, r.throughput(), r.intervals, r.latency, digest);
   if (a.verify) {

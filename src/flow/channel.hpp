@@ -10,9 +10,13 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -135,29 +139,192 @@ class RingPuller final : public Puller<T> {
   size_t next_ = 0;
 };
 
-// The in-process fabric: hands every worker its endpoints of a channel. Channels are
-// identified by the order in which each worker's (identical) dataflow creates them.
+// Between processes (docs/RUNTIME.md "Several processes"): a Transport moves byte
+// frames to other processes; src/flow/mpi_transport.cpp implements it with Open MPI and
+// one communication thread per process, so nothing here depends on MPI. A frame is a
+// FrameHeader followed by `bytes` bytes of records (trivially copyable types only).
+struct FrameHeader {
+  uint64_t channel = 0;
+  uint32_t from = 0, to = 0;  // global worker indices
+  Time time = 0;
+  int64_t correlator = 0;
+  uint64_t bytes = 0;
+};
+
+// Frames received for one (channel, local worker); filled by the communication thread.
+struct Inbox {
+  std::mutex mu;
+  std::deque<std::vector<char>> frames;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual uint32_t procs() const = 0;
+  virtual uint32_t rank() const = 0;
+  // Thread-safe: queues a frame for process `proc` (sent in order by the comm thread).
+  virtual void send(uint32_t proc, std::vector<char>&& frame) = 0;
+  // Before the workers start: all processes meet, then the comm thread starts.
+  virtual void start() = 0;
+  // After this process's workers are done: sends what is queued, then returns once
+  // every process has got there (the termination agreement); the comm thread stops.
+  virtual void finish() = 0;
+  // After finish(): the concatenation of every process's `mine` in rank order on rank 0
+  // (empty elsewhere).
+  virtual std::vector<uint64_t> gather(const std::vector<uint64_t>& mine) = 0;
+  // Called while tracing: how long (de)serialization took, per worker (set by the runtime).
+  std::function<void(uint32_t worker, int64_t t0, int64_t t1, bool ser, uint64_t records)> on_codec;
+  std::function<int64_t()> now;
+  // The inbox of (channel, global worker `to`), created on first use by either side.
+  std::shared_ptr<Inbox> inbox(uint64_t channel, uint32_t to) {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    auto& slot = inboxes_[(channel << 20) ^ to];
+    if (!slot) slot = std::make_shared<Inbox>();
+    return slot;
+  }
+  // Splits a received buffer of frames into the inboxes.
+  void deliver(const char* p, size_t n) {
+    while (n >= sizeof(FrameHeader)) {
+      FrameHeader h;
+      std::memcpy(&h, p, sizeof h);
+      const size_t len = sizeof h + h.bytes;
+      if (len > n) throw std::runtime_error("transport: truncated frame");
+      auto box = inbox(h.channel, h.to);
+      std::vector<char> frame(p, p + len);
+      {
+        std::lock_guard<std::mutex> lock(box->mu);
+        box->frames.push_back(std::move(frame));
+      }
+      p += len;
+      n -= len;
+    }
+  }
+
+ private:
+  std::mutex inbox_mu_;
+  std::unordered_map<uint64_t, std::shared_ptr<Inbox>> inboxes_;
+};
+
+// A push to a worker of another process: serializes the batch into a frame.
+template <class T>
+class RemotePusher final : public Pusher<T> {
+ public:
+  RemotePusher(Transport* t, uint64_t channel, uint32_t to, uint32_t proc)
+      : t_(t), channel_(channel), to_(to), proc_(proc) {}
+  void push(std::unique_ptr<Message<T>> m) override {
+    if constexpr (std::is_trivially_copyable_v<T>) {
+      const bool traced = static_cast<bool>(t_->on_codec);
+      const int64_t t0 = traced ? t_->now() : 0;
+      FrameHeader h;
+      h.channel = channel_;
+      h.from = m->from;
+      h.to = to_;
+      h.time = m->time;
+      h.correlator = m->correlator;
+      h.bytes = m->data.size() * sizeof(T);
+      std::vector<char> frame(sizeof h + h.bytes);
+      std::memcpy(frame.data(), &h, sizeof h);
+      if (h.bytes) std::memcpy(frame.data() + sizeof h, m->data.data(), h.bytes);
+      t_->send(proc_, std::move(frame));
+      if (traced) t_->on_codec(m->from, t0, t_->now(), true, m->data.size());
+    } else {
+      throw std::logic_error("records of this type cannot cross processes");
+    }
+  }
+  bool flush() override { return true; }
+
+ private:
+  Transport* t_;
+  uint64_t channel_;
+  uint32_t to_, proc_;
+};
+
+// Pulls from the local rings, then deserializes frames from other processes.
+template <class T>
+class MixedPuller final : public Puller<T> {
+ public:
+  MixedPuller(std::unique_ptr<Puller<T>> local, Transport* t, std::shared_ptr<Inbox> box)
+      : local_(std::move(local)), t_(t), box_(std::move(box)) {}
+  std::unique_ptr<Message<T>> pull() override {
+    if (!turn_) {
+      turn_ = true;
+      if (auto m = local_->pull()) return m;
+    }
+    turn_ = false;
+    if (auto m = remote()) return m;
+    return local_->pull();
+  }
+
+ private:
+  std::unique_ptr<Message<T>> remote() {
+    std::vector<char> frame;
+    {
+      std::lock_guard<std::mutex> lock(box_->mu);
+      if (box_->frames.empty()) return nullptr;
+      frame = std::move(box_->frames.front());
+      box_->frames.pop_front();
+    }
+    if constexpr (std::is_trivially_copyable_v<T>) {
+      const bool traced = static_cast<bool>(t_->on_codec);
+      const int64_t t0 = traced ? t_->now() : 0;
+      FrameHeader h;
+      std::memcpy(&h, frame.data(), sizeof h);
+      auto m = std::make_unique<Message<T>>();
+      m->time = h.time;
+      m->from = h.from;
+      m->correlator = h.correlator;
+      m->data.resize(h.bytes / sizeof(T));
+      if (h.bytes) std::memcpy(m->data.data(), frame.data() + sizeof h, h.bytes);
+      if (traced) t_->on_codec(h.to, t0, t_->now(), false, m->data.size());
+      return m;
+    } else {
+      throw std::logic_error("records of this type cannot cross processes");
+    }
+  }
+  std::unique_ptr<Puller<T>> local_;
+  Transport* t_;
+  std::shared_ptr<Inbox> box_;
+  bool turn_ = false;
+};
+
+// The fabric: hands every worker its endpoints of a channel. Channels are identified by
+// the order in which each worker's (identical) dataflow creates them. With a transport
+// of P processes, this process runs workers [rank*W, rank*W + W) of P*W (global indices).
 class Fabric {
  public:
-  explicit Fabric(uint32_t workers) : workers_(workers) {}
-  uint32_t workers() const { return workers_; }
+  explicit Fabric(uint32_t workers, Transport* transport = nullptr)
+      : local_(workers),
+        procs_(transport ? transport->procs() : 1),
+        base_(transport ? transport->rank() * workers : 0),
+        transport_(transport) {}
+  // All workers, over every process.
+  uint32_t workers() const { return local_ * procs_; }
+  uint32_t local_workers() const { return local_; }
+  uint32_t base() const { return base_; }
 
   template <class T>
   std::vector<std::unique_ptr<Pusher<T>>> pushers(uint64_t channel, uint32_t from) {
     auto rings = get<T>(channel);
     std::vector<std::unique_ptr<Pusher<T>>> out;
-    for (uint32_t to = 0; to < workers_; ++to)
-      out.push_back(
-          std::make_unique<RingPusher<T>>(rings->rings[size_t{from} * workers_ + to].get()));
+    for (uint32_t to = 0; to < workers(); ++to) {
+      if (to >= base_ && to < base_ + local_)
+        out.push_back(std::make_unique<RingPusher<T>>(
+            rings->rings[size_t{from - base_} * local_ + (to - base_)].get()));
+      else
+        out.push_back(std::make_unique<RemotePusher<T>>(transport_, channel, to, to / local_));
+    }
     return out;
   }
   template <class T>
   std::unique_ptr<Puller<T>> puller(uint64_t channel, uint32_t to) {
     auto rings = get<T>(channel);
     std::vector<SpscRing<Message<T>>*> in;
-    for (uint32_t from = 0; from < workers_; ++from)
-      in.push_back(rings->rings[size_t{from} * workers_ + to].get());
-    return std::make_unique<RingPuller<T>>(std::move(in));
+    for (uint32_t from = 0; from < local_; ++from)
+      in.push_back(rings->rings[size_t{from} * local_ + (to - base_)].get());
+    auto local = std::make_unique<RingPuller<T>>(std::move(in));
+    if (procs_ == 1) return local;
+    return std::make_unique<MixedPuller<T>>(std::move(local), transport_,
+                                            transport_->inbox(channel, to));
   }
 
  private:
@@ -165,10 +332,11 @@ class Fabric {
   std::shared_ptr<ChannelRings<T>> get(uint64_t channel) {
     std::lock_guard<std::mutex> lock(mu_);  // only while dataflows are built
     auto& slot = channels_[channel];
-    if (!slot) slot = std::make_shared<ChannelRings<T>>(workers_);
+    if (!slot) slot = std::make_shared<ChannelRings<T>>(local_);
     return std::static_pointer_cast<ChannelRings<T>>(slot);
   }
-  uint32_t workers_;
+  uint32_t local_, procs_, base_;
+  Transport* transport_;
   std::mutex mu_;
   std::unordered_map<uint64_t, std::shared_ptr<void>> channels_;
 };

@@ -127,8 +127,10 @@ void run_dataflow(uint32_t workers, const std::function<void(Worker&)>& build,
 RunResult run_job(const RunConfig& cfg) {
   const JobSpec* job = find_job(cfg.job);
   if (!job) throw std::invalid_argument("unknown job '" + cfg.job + "'");
-  const uint32_t W = cfg.workers;
-  Fabric fabric(W);
+  const uint32_t W = cfg.workers;  // threads of this process
+  Transport* tr = cfg.transport;
+  Fabric fabric(W, tr);
+  const uint32_t base = fabric.base(), G = fabric.workers();
   std::atomic<bool> abort{false};
   std::vector<std::atomic<uint64_t>> generated(W);
   std::atomic<Time> last_time{0};
@@ -141,17 +143,30 @@ RunResult run_job(const RunConfig& cfg) {
   std::vector<std::string> op_names;
   const auto start = Clock::now();
   recorders.reserve(W);
-  for (uint32_t i = 0; i < W; ++i) recorders.emplace_back(i, cfg.trace, start);
+  for (uint32_t i = 0; i < W; ++i) recorders.emplace_back(base + i, cfg.trace, start);
+  if (tr) {
+    if (cfg.trace) {
+      tr->now = [&recorders] { return recorders[0].now(); };
+      tr->on_codec = [&recorders, base](uint32_t w, int64_t t0, int64_t t1, bool ser,
+                                        uint64_t records) {
+        const auto a = ser ? ActivityType::serialization : ActivityType::deserialization;
+        Recorder& r = recorders[w - base];  // called on worker w's own thread
+        r.activity(t0, a, EventKind::start, 0, false);
+        r.activity(t1, a, EventKind::end, 0, false, static_cast<int64_t>(records));
+      };
+    }
+    tr->start();  // every process is here: the clocks start together
+  }
 
   std::exception_ptr error;
   std::thread runner([&] {
     try {
       on_threads(W, abort, [&](uint32_t i) {
-        Worker w(i, fabric, recorders[i]);
+        Worker w(base + i, fabric, recorders[i]);
         JobContext ctx{cfg, w, start, generated[i], last_time, nullptr, 0, nullptr};
         ctx.on_probe = [&, i, c = &ctx](Time old, Time now_f) {
           c->probe_frontier = now_f;
-          if (i != 0) return;  // one worker measures latency: every worker sees the same
+          if (base + i != 0) return;  // one worker measures latency: every worker sees the same
           const int64_t now = since(start);
           const auto epoch = static_cast<Time>(cfg.epoch_ns);
           const Time last = last_time.load(std::memory_order_relaxed);
@@ -218,10 +233,39 @@ RunResult run_job(const RunConfig& cfg) {
   }
   runner.join();
   if (error) std::rethrow_exception(error);
+  if (tr) tr->finish();  // every process agrees that the dataflow is complete
   const int64_t end = since(start);
   result.seconds = static_cast<double>(end) * 1e-9;
   if (end > next - cfg.stats_interval_ns) interval(end);
   result.latency = hist.snapshot();
+  if (tr) {  // rank 0 gets every process's counts, output and end time
+    std::vector<uint64_t> mine = {static_cast<uint64_t>(end), result.counters.frontier_regressions,
+                                  result.counters.early_records, result.counters.steps,
+                                  result.counters.idle_steps};
+    mine.insert(mine.end(), result.generated.begin(), result.generated.end());
+    for (const auto& [k, v] : result.output) {
+      mine.push_back(k);
+      mine.push_back(v);
+    }
+    const std::vector<uint64_t> all = tr->gather(mine);
+    const std::vector<uint64_t> sizes = tr->gather({static_cast<uint64_t>(mine.size())});
+    if (tr->rank() == 0) {
+      result.counters = {};
+      result.generated.clear();
+      result.output.clear();
+      uint64_t last_end = 0;
+      size_t at = 0;
+      for (uint64_t n : sizes) {
+        const uint64_t* p = all.data() + at;
+        last_end = std::max(last_end, p[0]);
+        add(result.counters, {p[1], p[2], p[3], p[4]});
+        result.generated.insert(result.generated.end(), p + 5, p + 5 + W);
+        for (size_t k = 5 + W; k + 1 < n; k += 2) result.output.emplace_back(p[k], p[k + 1]);
+        at += n;
+      }
+      result.seconds = static_cast<double>(last_end) * 1e-9;
+    }
+  }
   for (uint64_t g : result.generated) result.records += g;
   std::sort(result.output.begin(), result.output.end());
   if (cfg.trace) {
@@ -232,7 +276,7 @@ RunResult run_job(const RunConfig& cfg) {
       result.events.insert(result.events.end(), r.events().begin(), r.events().end());
     std::stable_sort(result.events.begin(), result.events.end(),
                      [](const Event& a, const Event& b) { return a.ts < b.ts; });
-    for (uint32_t i = 0; i < W; ++i) result.worker_names.push_back(fmt::format("worker-{}", i));
+    for (uint32_t i = 0; i < G; ++i) result.worker_names.push_back(fmt::format("worker-{}", i));
     result.operator_names = op_names;
   }
   return result;

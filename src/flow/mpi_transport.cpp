@@ -1,0 +1,199 @@
+// The Open MPI transport: one communication thread per process moves frames (serialized
+// record and progress batches, channel.hpp) between processes (docs/RUNTIME.md "Several
+// processes"). MPI is initialized with MPI_THREAD_SERIALIZED: while the workers run only
+// the communication thread calls MPI; before start() and after finish() only the main
+// thread does.
+#include "flow/mpi_transport.hpp"
+
+#include <mpi.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+namespace snailtrail::flow {
+namespace {
+
+constexpr int kTagFrames = 17;
+
+void check(int rc, const char* what) {
+  if (rc != MPI_SUCCESS) throw std::runtime_error(std::string("MPI: ") + what + " failed");
+}
+
+class MpiTransport final : public Transport {
+ public:
+  MpiTransport() {
+    int provided = 0;
+    check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
+    if (provided < MPI_THREAD_SERIALIZED) {
+      MPI_Finalize();
+      throw std::runtime_error("MPI: MPI_THREAD_SERIALIZED is not supported");
+    }
+    check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
+    int r = 0, n = 0;
+    MPI_Comm_rank(comm_, &r);
+    MPI_Comm_size(comm_, &n);
+    rank_ = static_cast<uint32_t>(r);
+    procs_ = static_cast<uint32_t>(n);
+    out_.resize(procs_);
+  }
+  ~MpiTransport() override {
+    if (thread_.joinable()) {
+      done_ = true;
+      thread_.join();
+    }
+    MPI_Comm_free(&comm_);
+    MPI_Finalize();
+  }
+  uint32_t procs() const override { return procs_; }
+  uint32_t rank() const override { return rank_; }
+
+  void send(uint32_t proc, std::vector<char>&& frame) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& buf = out_[proc];
+    if (buf.empty())
+      buf = std::move(frame);
+    else
+      buf.insert(buf.end(), frame.begin(), frame.end());
+    queued_ = true;
+  }
+
+  void start() override {
+    check(MPI_Barrier(comm_), "MPI_Barrier");
+    thread_ = std::thread([this] { loop(); });
+  }
+
+  void finish() override {
+    done_ = true;
+    thread_.join();
+  }
+
+  std::vector<uint64_t> gather(const std::vector<uint64_t>& mine) override {
+    int n = static_cast<int>(mine.size());
+    std::vector<int> counts(procs_), displs(procs_);
+    check(MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, comm_), "MPI_Gather");
+    std::vector<uint64_t> all;
+    if (rank_ == 0) {
+      int total = 0;
+      for (uint32_t p = 0; p < procs_; ++p) {
+        displs[p] = total;
+        total += counts[p];
+      }
+      all.resize(static_cast<size_t>(total));
+    }
+    check(MPI_Gatherv(mine.data(), n, MPI_UINT64_T, all.data(), counts.data(), displs.data(),
+                      MPI_UINT64_T, 0, comm_),
+          "MPI_Gatherv");
+    return all;
+  }
+
+ private:
+  struct Pending {
+    MPI_Request req;
+    std::vector<char> buf;
+  };
+
+  // Sends queued frames (one synchronous-mode message per destination and turn, so a
+  // completed send has been matched), receives whatever arrived, and after finish() meets
+  // the other processes in a non-blocking barrier once nothing of ours is in flight.
+  void loop() {
+    try {
+      std::vector<Pending> pending;
+      std::vector<std::vector<char>> batch(procs_);
+      std::vector<char> in;
+      MPI_Request barrier = MPI_REQUEST_NULL;
+      bool in_barrier = false;
+      int idle = 0;
+      for (;;) {
+        bool worked = false;
+        // The flag is read before the queue: a finish() seen here follows every push.
+        const bool closing = done_.load();
+        if (queued_.load()) {
+          std::lock_guard<std::mutex> lock(mu_);
+          for (uint32_t p = 0; p < procs_; ++p) batch[p].swap(out_[p]);
+          queued_ = false;
+        }
+        for (uint32_t p = 0; p < procs_; ++p) {
+          if (batch[p].empty()) continue;
+          pending.push_back({MPI_REQUEST_NULL, std::move(batch[p])});
+          batch[p].clear();
+          auto& b = pending.back();
+          check(MPI_Issend(b.buf.data(), static_cast<int>(b.buf.size()), MPI_BYTE,
+                           static_cast<int>(p), kTagFrames, comm_, &b.req),
+                "MPI_Issend");
+          worked = true;
+        }
+        for (size_t i = 0; i < pending.size();) {
+          int flag = 0;
+          check(MPI_Test(&pending[i].req, &flag, MPI_STATUS_IGNORE), "MPI_Test");
+          if (flag) {
+            pending[i] = std::move(pending.back());
+            pending.pop_back();
+            worked = true;
+          } else {
+            ++i;
+          }
+        }
+        for (;;) {
+          int flag = 0;
+          MPI_Status st;
+          check(MPI_Iprobe(MPI_ANY_SOURCE, kTagFrames, comm_, &flag, &st), "MPI_Iprobe");
+          if (!flag) break;
+          int n = 0;
+          MPI_Get_count(&st, MPI_BYTE, &n);
+          in.resize(static_cast<size_t>(n));
+          check(
+              MPI_Recv(in.data(), n, MPI_BYTE, st.MPI_SOURCE, kTagFrames, comm_, MPI_STATUS_IGNORE),
+              "MPI_Recv");
+          deliver(in.data(), in.size());
+          worked = true;
+        }
+        if (closing && !queued_.load() && pending.empty()) {
+          if (!in_barrier) {
+            check(MPI_Ibarrier(comm_, &barrier), "MPI_Ibarrier");
+            in_barrier = true;
+          }
+          int flag = 0;
+          check(MPI_Test(&barrier, &flag, MPI_STATUS_IGNORE), "MPI_Test");
+          if (flag) return;  // every process's sends have been matched: nothing in flight
+        }
+        if (worked) {
+          idle = 0;
+        } else if (++idle < 64) {
+          std::this_thread::yield();
+        } else {
+          std::this_thread::sleep_for(std::chrono::microseconds(20));
+        }
+      }
+    } catch (const std::exception& e) {
+      // The local workers may wait for frames that will never come: end the whole job.
+      std::fprintf(stderr, "snailtrail: rank %u: communication thread: %s\n", rank_, e.what());
+      MPI_Abort(comm_, 1);
+    }
+  }
+
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  uint32_t rank_ = 0, procs_ = 1;
+  std::mutex mu_;
+  std::vector<std::vector<char>> out_;  // per destination process, frames back to back
+  std::atomic<bool> queued_{false}, done_{false};
+  std::thread thread_;
+};
+
+}  // namespace
+
+std::unique_ptr<Transport> mpi_transport_if_launched() {
+  const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
+  if (!size || std::atoi(size) <= 1) return nullptr;
+  return std::make_unique<MpiTransport>();
+}
+
+void mpi_abort(int code) {
+  MPI_Abort(MPI_COMM_WORLD, code);
+}
+
+}  // namespace snailtrail::flow

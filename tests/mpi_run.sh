@@ -1,0 +1,25 @@
+#!/bin/sh
+# CTest driver of the multi-process runtime (docs/RUNTIME.md "Several processes"):
+#   mpi_run.sh BINARY PROCS WORKERS RUN-ARGS...
+# runs `mpirun -np PROCS BINARY run RUN-ARGS --workers WORKERS --verify` on loopback only
+# and requires exit 0, the verify line and "on PROCS*WORKERS workers" in rank 0's summary.
+# Exit 77 (skipped) when mpirun is missing.
+bin=$1 procs=$2 workers=$3
+shift 3
+if ! command -v mpirun >/dev/null 2>&1; then
+  echo "SKIP: mpirun not found (apt-get install openmpi-bin libopenmpi-dev)"
+  exit 77
+fi
+out=$(mpirun --oversubscribe -np "$procs" --mca btl self,vader,tcp \
+  --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo \
+  "$bin" run "$@" --workers "$workers" --verify 2>&1)
+rc=$?
+echo "$out"
+if [ $rc -ne 0 ]; then echo "FAIL: mpirun exited $rc"; exit 1; fi
+all=$((procs * workers))
+echo "$out" | grep -q "on $all workers;" || { echo "FAIL: no 'on $all workers' summary"; exit 1; }
+echo "$out" | grep -q "^verify: .* equal to the plain single-threaded loop" ||
+  { echo "FAIL: no verify line"; exit 1; }
+n=$(echo "$out" | grep -c "^verify:")
+[ "$n" -eq 1 ] || { echo "FAIL: $n verify lines (only rank 0 reports)"; exit 1; }
+echo "PASS"
