@@ -561,19 +561,9 @@ namespace {
 namespace fs = std::filesystem;
 using testing::Process;
 
-class ServeCli : public ::testing::Test {
+class ServeCli : public testing::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("snailtrail-serve-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    if (!HasFailure()) fs::remove_all(dir_);
-  }
-  fs::path path(const std::string& name) const { return dir_ / name; }
+  ServeCli() : TempDirTest("serve") {}
   // Simulates examples/NAME.toml into FILE in the test's folder.
   fs::path simulated(const std::string& name, int64_t duration_ns, uint64_t seed,
                      const std::string& file) const {
@@ -601,7 +591,6 @@ class ServeCli : public ::testing::Test {
                   "--port-file", path("ports").string(), "--out", path("windows.jsonl").string()});
     return testing::wait_for_port(path("ports"), "http");
   }
-  fs::path dir_;
 };
 
 std::vector<std::string> lines_of(const std::string& text) {

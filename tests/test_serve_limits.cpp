@@ -280,19 +280,9 @@ TEST(BlockLimits, BudgetBoundsBufferedInputAndNeverDeadlocks) {
 
 // ---- Process tests: serve under bombs, many connections, slow HTTP clients.
 
-class ServeLimits : public ::testing::Test {
+class ServeLimits : public testing::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("snailtrail-limits-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    if (!HasFailure()) fs::remove_all(dir_);
-  }
-  fs::path path(const std::string& name) const { return dir_ / name; }
+  ServeLimits() : TempDirTest("limits") {}
   std::unique_ptr<Process> start(const std::string& name, const std::vector<std::string>& args) {
     return std::make_unique<Process>(args, path(name + ".out"), path(name + ".err"));
   }
@@ -307,7 +297,6 @@ class ServeLimits : public ::testing::Test {
     expected = p.out();
     return path("trace.snail");
   }
-  fs::path dir_;
 };
 
 int connect_to(int port) {

@@ -26,6 +26,19 @@ Line wordcount_line(const RunConfig& cfg, uint32_t w, uint64_t i);
 // The hot word of wordcount.
 inline constexpr uint64_t kHotWord = 0;
 
+// The end both jobs share: a running count per key (records exchanged by key), the final
+// counts as the job's result, and the probe that measures latency.
+template <class KeyStream>
+void count_per_key_and_probe(JobContext& ctx, KeyStream&& keys) {
+  auto counted = stateful_unary<char, uint64_t>(
+      keys, "count", [](uint64_t k) { return k; },
+      [](Time, uint64_t, uint64_t&, uint64_t& count, Output<char>&) { ++count; },
+      [&ctx](std::unordered_map<uint64_t, uint64_t>& states) {
+        ctx.emit_result(KeyCounts(states.begin(), states.end()));
+      });
+  probe(counted, "probe", ctx.on_probe);
+}
+
 JobSpec keycount_job();
 JobSpec wordcount_job();
 

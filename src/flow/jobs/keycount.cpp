@@ -17,13 +17,7 @@ JobSpec keycount_job() {
     const RunConfig& cfg = ctx.cfg;
     auto keys = open_loop_source<uint64_t>(
         ctx, "source", [&cfg](uint32_t w, uint64_t i) { return keycount_key(cfg, w, i); });
-    auto counted = stateful_unary<char, uint64_t>(
-        keys, "count", [](uint64_t k) { return k; },
-        [](Time, uint64_t, uint64_t&, uint64_t& count, Output<char>&) { ++count; },
-        [&ctx](std::unordered_map<uint64_t, uint64_t>& states) {
-          ctx.emit_result(KeyCounts(states.begin(), states.end()));
-        });
-    probe(counted, "probe", ctx.on_probe);
+    count_per_key_and_probe(ctx, keys);
   };
   j.reference = [](const RunConfig& cfg, uint32_t w, uint64_t from, uint64_t to,
                    std::unordered_map<uint64_t, uint64_t>& state) {

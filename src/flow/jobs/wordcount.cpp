@@ -27,13 +27,7 @@ JobSpec wordcount_job() {
     auto words = flat_map<uint64_t>(lines, "split", [](const Line& l, auto&& emit) {
       for (uint64_t word : l.words) emit(word);
     });
-    auto counted = stateful_unary<char, uint64_t>(
-        words, "count", [](uint64_t word) { return word; },
-        [](Time, uint64_t, uint64_t&, uint64_t& count, Output<char>&) { ++count; },
-        [&ctx](std::unordered_map<uint64_t, uint64_t>& states) {
-          ctx.emit_result(KeyCounts(states.begin(), states.end()));
-        });
-    probe(counted, "probe", ctx.on_probe);
+    count_per_key_and_probe(ctx, words);
   };
   j.reference = [](const RunConfig& cfg, uint32_t w, uint64_t from, uint64_t to,
                    std::unordered_map<uint64_t, uint64_t>& state) {
