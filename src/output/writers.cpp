@@ -1,5 +1,7 @@
 #include "output/writers.hpp"
 
+#include "summary/verdict.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -249,7 +251,7 @@ std::string format_ns(int64_t ns) {
 }  // namespace
 
 SummarySelection SummarySelection::parse(const std::string& list) {
-  SummarySelection s{false, false, false, false, false, false};
+  SummarySelection s{false, false, false, false, false, false, false};
   std::stringstream ss(list);
   std::string item;
   bool any = false;
@@ -270,10 +272,12 @@ SummarySelection SummarySelection::parse(const std::string& list) {
       s.top = true;
     else if (item == "diagnostics")
       s.diagnostics = true;
+    else if (item == "verdict")
+      s.verdict = true;
     else
       throw std::invalid_argument("unknown summary \"" + item +
                                   "\" (expected activity, worker, operator, communication, top, "
-                                  "diagnostics or all)");
+                                  "diagnostics, verdict or all)");
   }
   if (!any) throw std::invalid_argument("empty summary list");
   return s;
@@ -518,6 +522,124 @@ void put_what_if(Buf& out, const WhatIf& x, const Names& names) {
                  x.peer_median ? "peer_median" : "factor", std::llround(x.saved_ns));
 }
 
+// The next step for a dominant activity type.
+const char* activity_advice(ActivityType t) {
+  switch (t) {
+    case ActivityType::scheduling:
+      return "cut the scheduling delay (fewer, larger tasks; a less loaded driver or scheduler)";
+    case ActivityType::serialization:
+    case ActivityType::deserialization:
+      return "make records cheaper to (de)serialize, or avoid the exchange that needs it";
+    case ActivityType::buffer:
+      return "look at buffer management (buffer sizes, memory pressure)";
+    case ActivityType::io:
+      return "make the I/O cheaper (faster storage, fewer or larger reads and writes)";
+    case ActivityType::fault_tolerance:
+      return "make checkpoints cheaper or less frequent";
+    case ActivityType::barrier_processing:
+      return "shorten the barriers (alignment, checkpoint barriers)";
+    case ActivityType::busy_waiting:
+      return "replace the busy waiting, or find what it waits for";
+    default:
+      return "make it cheaper";
+  }
+}
+
+std::string verdict_name(const Verdict& v, const Names& names) {
+  switch (v.kind) {
+    case VerdictKind::straggler:
+    case VerdictKind::balanced:
+      return v.id < names.worker.size() ? names.worker[v.id] : std::string();
+    case VerdictKind::op:
+      return names.op(v.id);
+    case VerdictKind::no_cp:
+      return {};
+    default:
+      return std::string(name_of(static_cast<ActivityType>(v.id)));
+  }
+}
+
+std::string pct(double v) {
+  return fmt::format("{:.1f}%", v * 100);
+}
+
+std::string rank_text(uint32_t rank) {
+  return rank == 1 ? "first" : fmt::format("#{}", rank);
+}
+
+std::string saving_text(const WhatIf* w, const char* subject) {
+  if (!w) return {};
+  const std::string how = w->peer_median    ? "As fast as its peers' median"
+                          : w->speedup == 2 ? "Twice as fast"
+                                            : fmt::format("{:g} times as fast", w->speedup);
+  return fmt::format(" {}, {} would shorten the critical path by {}.", how, subject,
+                     format_ns(std::llround(w->saved_ns)));
+}
+
+std::string verdict_text(const Verdict& v, const Names& names) {
+  const std::string name = verdict_name(v, names);
+  switch (v.kind) {
+    case VerdictKind::no_cp:
+      return "No transient critical path: at some instant every worker waits with no message "
+             "in flight, or messages are unmatched; nothing can be ranked (see DIAGNOSTICS).";
+    case VerdictKind::instrumentation:
+      return fmt::format(
+          "Most critical time is unknown ({} of the critical paths): the trace misses "
+          "activities. Next: instrument the gaps, or map names to activity types with --map.",
+          pct(v.cp));
+    case VerdictKind::activity:
+      return fmt::format(
+          "{} limits latency: {} of the critical paths, {} of all time (conventional profiling "
+          "ranks it {}); most on {} ({}).{} Next: {}.",
+          name, pct(v.cp), pct(v.busy), rank_text(v.busy_rank),
+          v.top_worker < names.worker.size() ? names.worker[v.top_worker] : "?",
+          pct(v.top_worker_cp), saving_text(v.what_if, "it"),
+          activity_advice(static_cast<ActivityType>(v.id)));
+    case VerdictKind::straggler:
+      return fmt::format(
+          "{} is the straggler: on {} of the critical paths while doing {} of the work "
+          "(conventional profiling ranks it {}).{} Next: look for a hot key or a skewed "
+          "partition on it (split the key, rebalance).",
+          name, pct(v.cp), pct(v.busy), rank_text(v.busy_rank), saving_text(v.what_if, "it"));
+    case VerdictKind::op:
+      return fmt::format(
+          "Operator {} is the bottleneck: {} of the critical paths, {} of the busy time "
+          "(conventional profiling ranks it {}).{} Next: add instances of {} (`snailtrail "
+          "scale policy` gives the number when rates are known).",
+          name, pct(v.cp), pct(v.busy), rank_text(v.busy_rank), saving_text(v.what_if, "it"), name);
+    case VerdictKind::communication:
+      return fmt::format(
+          "Communication limits latency: messages are {} of the critical paths. Next: "
+          "co-locate the operators that talk most, batch messages, or check the network.",
+          pct(v.cp));
+    case VerdictKind::input:
+      return fmt::format(
+          "The job keeps up with its input: {} of the critical paths are sources reading "
+          "input; no worker or operator stands out.",
+          pct(v.cp));
+    case VerdictKind::balanced:
+      return fmt::format(
+          "Nothing stands out: the critical paths spread over workers, operators and "
+          "activities (the most critical worker, {}, holds {}).",
+          name, pct(v.cp));
+  }
+  return {};
+}
+
+void put_verdict(Buf& out, const Verdict& v, const Names& names) {
+  put(out, "{\"kind\":");
+  append_json_string(out, name_of(v.kind));
+  put(out, ",\"name\":");
+  const std::string name = verdict_name(v, names);
+  if (name.empty())
+    put(out, "null");
+  else
+    append_json_string(out, name);
+  put(out, ",\"text\":");
+  append_json_string(out, verdict_text(v, names));
+  out.push_back('}');
+}
+
 void write_window_json(Buf& out, const WindowSummary& w, const Names& names,
                        const SummarySelection& sel) {
   fmt::format_to(std::back_inserter(out),
@@ -559,6 +681,10 @@ void write_window_json(Buf& out, const WindowSummary& w, const Names& names,
       out.push_back('}');
     }
     out.push_back(']');
+  }
+  if (sel.verdict) {
+    put(out, ",\"verdict\":");
+    put_verdict(out, decide_verdict(w.cp, w.conventional, w.has_paths, w.what_if), names);
   }
   if (sel.what_if) {
     put(out, ",\"what_if\":[");
@@ -706,6 +832,13 @@ void write_table(Buf& out, const Aggregate& agg, const Names& names, const Summa
                  agg.windows == 1 ? "" : "s", ctx.window_label, agg.events, agg.edges);
   fmt::format_to(std::back_inserter(out), "CP: mean over the {} window{} with transient paths\n",
                  agg.windows_with_paths, agg.windows_with_paths == 1 ? "" : "s");
+  if (sel.verdict) {
+    const Verdict v =
+        decide_verdict(agg.cp, agg.conventional, agg.windows_with_paths > 0, agg.what_if);
+    out.push_back('\n');
+    put_wrapped(out, "VERDICT: " + verdict_text(v, names), 79, "  ");
+    out.push_back('\n');
+  }
   if (agg.windows_with_paths == 0)
     put(out, "\nno transient critical path in any window (see diagnostics): no CP to show\n");
   else {

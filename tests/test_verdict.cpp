@@ -1,0 +1,120 @@
+// The verdict (summary/verdict.hpp): on the simulator's use cases it names the planted
+// cause (the hot worker under skew, the bottleneck operator), says that a job keeping up
+// with its input has nothing standing out, and every JSONL window carries one.
+#include <gtest/gtest.h>
+
+#include "process_util.hpp"
+#include "summary/summary.hpp"
+#include "summary/verdict.hpp"
+
+namespace snailtrail {
+namespace {
+
+using testing::CommandResult;
+using testing::run_binary;
+using testing::slurp;
+using testing::TempDirTest;
+
+class VerdictCli : public TempDirTest {
+ protected:
+  VerdictCli() : TempDirTest("verdict") {}
+  // The table's verdict for a simulated example; also checks the truth file says `truth`.
+  std::string verdict(const std::string& example, const std::string& truth) {
+    const std::string trace = path(example + ".snail").string();
+    const std::string truth_file = path(example + ".json").string();
+    const CommandResult sim =
+        run_binary("simulate " + std::string(SNAILTRAIL_SOURCE_DIR) + "/examples/" + example +
+                   ".toml -d 4s --seed 5 -q -o " + trace + " --truth " + truth_file);
+    EXPECT_EQ(sim.code, 0) << sim.out;
+    if (!truth.empty()) {
+      EXPECT_NE(slurp(truth_file).find(truth), std::string::npos) << example;
+    }
+    const CommandResult r = run_binary("analyze " + trace + " --no-progress");
+    EXPECT_EQ(r.code, 0) << r.out;
+    const size_t v = r.out.find("VERDICT: ");
+    if (v == std::string::npos) return r.out;
+    return r.out.substr(v + 9, r.out.find("\n\n", v) - v - 9);
+  }
+};
+
+TEST_F(VerdictCli, NamesThePlantedCause) {
+  for (const char* skew : {"wordcount-skew-30", "wordcount-skew-50", "wordcount-skew-80"})
+    EXPECT_EQ(verdict(skew, "\"hot_worker\": \"count-0\"").rfind("count-0 is the straggler", 0), 0u)
+        << skew;
+  for (const char* op : {"wordcount-1-2-4", "wordcount-4-2-4"})
+    EXPECT_EQ(verdict(op, "\"bottleneck_operator\": \"flatmap\"")
+                  .rfind("Operator flatmap is the bottleneck", 0),
+              0u)
+        << op;
+  EXPECT_EQ(verdict("dhalion-wordcount", "\"bottleneck_operator\": \"count\"")
+                .rfind("Operator count is the bottleneck", 0),
+            0u);
+  // Balanced jobs whose sources pace them: nothing stands out.
+  for (const char* balanced : {"wordcount-4-4-4", "wordcount-skew-0"}) {
+    const std::string v = verdict(balanced, "\"hot_worker\": null");
+    EXPECT_EQ(v.rfind("The job keeps up with its input", 0), 0u) << balanced << ": " << v;
+    EXPECT_NE(v.find("no worker or operator stands out"), std::string::npos);
+  }
+}
+
+TEST_F(VerdictCli, EveryJsonlWindowHasOne) {
+  const std::string trace = path("t.snail").string();
+  ASSERT_EQ(run_binary("simulate " + std::string(SNAILTRAIL_SOURCE_DIR) +
+                       "/examples/wordcount-skew-50.toml -d 3s -q -o " + trace)
+                .code,
+            0);
+  const CommandResult r = run_binary("analyze " + trace + " -f jsonl --no-progress");
+  ASSERT_EQ(r.code, 0);
+  size_t lines = 0, verdicts = 0;
+  for (size_t p = 0; (p = r.out.find('\n', p)) != std::string::npos; ++p) ++lines;
+  for (size_t p = 0; (p = r.out.find("\"verdict\":{\"kind\":\"straggler\",\"name\":\"count-0\"",
+                                     p)) != std::string::npos;
+       ++p)
+    ++verdicts;
+  EXPECT_EQ(lines, 3u);
+  EXPECT_EQ(verdicts, 3u);
+  // --summary without verdict leaves it out.
+  EXPECT_EQ(run_binary("analyze " + trace + " -f jsonl --no-progress --summary worker")
+                .out.find("verdict"),
+            std::string::npos);
+}
+
+// The rules on hand-made summaries.
+TEST(Verdict, Rules) {
+  Groups cp, conv;
+  cp.worker = {0.1, 0.1, 0.1};
+  conv.worker = {0.33, 0.33, 0.34};
+  EXPECT_EQ(decide_verdict(cp, conv, false, {}).kind, VerdictKind::no_cp);
+  EXPECT_EQ(decide_verdict(cp, conv, true, {}).kind, VerdictKind::balanced);
+  cp.activity[static_cast<int>(ActivityType::unknown)] = 0.6;
+  EXPECT_EQ(decide_verdict(cp, conv, true, {}).kind, VerdictKind::instrumentation);
+  cp.activity[static_cast<int>(ActivityType::unknown)] = 0;
+  cp.activity[static_cast<int>(ActivityType::scheduling)] = 0.45;
+  Verdict v = decide_verdict(cp, conv, true, {});
+  EXPECT_EQ(v.kind, VerdictKind::activity);
+  EXPECT_EQ(v.id, static_cast<uint32_t>(ActivityType::scheduling));
+  cp.activity[static_cast<int>(ActivityType::scheduling)] = 0;
+  // A worker with most CP, twice the next and twice its work share: a straggler.
+  cp.worker = {0.7, 0.2, 0.1};
+  conv.worker = {0.3, 0.35, 0.35};
+  std::vector<WhatIf> wi = {{WhatIfKind::worker, 0, true, 2.5, 1e6}};
+  v = decide_verdict(cp, conv, true, wi);
+  EXPECT_EQ(v.kind, VerdictKind::straggler);
+  EXPECT_EQ(v.id, 0u);
+  ASSERT_NE(v.what_if, nullptr);
+  EXPECT_EQ(v.what_if->saved_ns, 1e6);
+  EXPECT_EQ(v.busy_rank, 3u);  // 0.3 is the least busy of the three
+  // As busy as it is critical: not a straggler; its operator holds the paths.
+  conv.worker = {0.7, 0.2, 0.1};
+  cp.op = {{3, 0.9}};
+  conv.op = {{3, 0.8}};
+  v = decide_verdict(cp, conv, true, {});
+  EXPECT_EQ(v.kind, VerdictKind::op);
+  EXPECT_EQ(v.id, 3u);
+  cp.op = {{3, 0.2}};
+  cp.activity[static_cast<int>(ActivityType::data_message)] = 0.35;
+  EXPECT_EQ(decide_verdict(cp, conv, true, {}).kind, VerdictKind::communication);
+}
+
+}  // namespace
+}  // namespace snailtrail
