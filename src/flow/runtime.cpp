@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <mutex>
 #include <stdexcept>
@@ -27,8 +28,11 @@ int64_t since(Clock::time_point start) {
 // round records nothing, so the wait's events, inserted when it ends, still come after
 // everything flushed) and at the end.
 using TraceSink = std::function<void(std::vector<Event>&&, const std::vector<std::string>&)>;
+// With fail_at_ns >= 0 (the test-only SNAILTRAIL_FLOW_FAIL_WORKER), the worker throws once
+// its clock passes it: how the tests make a worker fail in the middle of a run.
 void drive(Worker& w, const std::atomic<bool>& abort, const TraceSink* sink = nullptr,
-           int64_t flush_ns = 0) {
+           int64_t flush_ns = 0, int64_t fail_at_ns = -1,
+           Clock::time_point origin = Clock::time_point{}) {
   Recorder& rec = w.recorder();
   int idle = 0;
   int64_t wait_start = -1;
@@ -46,6 +50,10 @@ void drive(Worker& w, const std::atomic<bool>& abort, const TraceSink* sink = nu
     (*sink)(std::move(out), w.operator_names());
   };
   while (!w.done() && !abort.load(std::memory_order_relaxed)) {
+    if (fail_at_ns >= 0 && since(origin) >= fail_at_ns)
+      throw std::runtime_error(
+          fmt::format("injected failure after {} ms (SNAILTRAIL_FLOW_FAIL_WORKER, a test hook)",
+                      fail_at_ns / 1'000'000));
     if (streaming && rec.now() >= next_flush) {
       flush();
       next_flush = rec.now() + flush_ns;
@@ -104,6 +112,19 @@ void add(WorkerCounters& a, const WorkerCounters& b) {
   a.early_records += b.early_records;
   a.steps += b.steps;
   a.idle_steps += b.idle_steps;
+}
+
+// SNAILTRAIL_FLOW_FAIL_WORKER=G[:MS] (test-only, docs/RUNTIME.md): global worker G
+// throws MS ms (default 200) after the start. Returns the failure time for worker g, or -1.
+int64_t injected_failure(uint32_t g) {
+  const char* v = std::getenv("SNAILTRAIL_FLOW_FAIL_WORKER");
+  if (!v || !*v) return -1;
+  char* end = nullptr;
+  const unsigned long w = std::strtoul(v, &end, 10);
+  if (end == v || w != g) return -1;
+  long ms = 200;
+  if (*end == ':') ms = std::strtol(end + 1, nullptr, 10);
+  return std::max<long>(ms, 0) * 1'000'000;
 }
 
 }  // namespace
@@ -185,7 +206,12 @@ RunResult run_job(const RunConfig& cfg) {
           std::lock_guard<std::mutex> lock(mu);
           op_names = w.operator_names();
         }
-        drive(w, abort, &cfg.on_trace_events, cfg.trace_flush_ns);
+        try {
+          drive(w, abort, &cfg.on_trace_events, cfg.trace_flush_ns, injected_failure(base + i),
+                start);
+        } catch (const std::exception& e) {  // name the worker (and its process) that failed
+          throw std::runtime_error(fmt::format("worker-{}: {}", base + i, e.what()));
+        }
         std::lock_guard<std::mutex> lock(mu);
         add(result.counters, w.counters());
         result.generated[i] = generated[i].load();
