@@ -2,13 +2,17 @@
 // docs/RUNTIME.md): statistics every 250 ms, optional trace of its own execution,
 // --verify against the plain single-threaded loop, --reference (the COST baseline).
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <condition_variable>
+#include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 
 #include "cli/commands.hpp"
 #include "cli/duration.hpp"
@@ -167,6 +171,52 @@ class LiveTrace {
   std::thread thread_;
 };
 
+// Under mpirun: rank 0 gathers every rank's events into one trace (a cross-process
+// message's send and recv in the same file). Event times are relative to each process's
+// clock origin, taken right after the start barrier; when every rank runs on the same
+// host (equal host names) they are shifted onto one steady clock exactly, else the
+// barrier is the alignment (skew: how unevenly the processes leave it).
+std::vector<Event> gather_trace(flow::Transport& tr, std::vector<Event>&& mine,
+                                int64_t origin_ns) {
+  static_assert(sizeof(Event) % sizeof(uint64_t) == 0 && std::is_trivially_copyable_v<Event>);
+  constexpr size_t kWords = sizeof(Event) / sizeof(uint64_t);
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  std::vector<uint64_t> words = {static_cast<uint64_t>(origin_ns),
+                                 std::hash<std::string>{}(host), mine.size()};
+  words.resize(3 + mine.size() * kWords);
+  if (!mine.empty()) std::memcpy(words.data() + 3, mine.data(), mine.size() * sizeof(Event));
+  std::vector<Event>().swap(mine);
+  const std::vector<uint64_t> all = tr.gather(words);
+  std::vector<Event> out;
+  if (tr.rank() != 0) return out;
+  // Pass 1: the ranks' origins and hosts.
+  std::vector<std::pair<int64_t, uint64_t>> heads;
+  size_t total = 0;
+  for (size_t at = 0; at + 3 <= all.size(); at += 3 + all[at + 2] * kWords) {
+    heads.emplace_back(static_cast<int64_t>(all[at]), all[at + 1]);
+    total += all[at + 2];
+  }
+  bool one_host = true;
+  int64_t first = heads.empty() ? 0 : heads[0].first;
+  for (const auto& [origin, h] : heads) {
+    one_host = one_host && h == heads[0].second;
+    first = std::min(first, origin);
+  }
+  out.resize(total);
+  size_t n = 0, rank = 0;
+  for (size_t at = 0; at + 3 <= all.size(); at += 3 + all[at + 2] * kWords, ++rank) {
+    const size_t count = all[at + 2];
+    std::memcpy(static_cast<void*>(out.data() + n), all.data() + at + 3, count * sizeof(Event));
+    const int64_t shift = one_host ? heads[rank].first - first : 0;
+    for (size_t i = n; i < n + count; ++i) out[i].ts += shift;
+    n += count;
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Event& x, const Event& y) { return x.ts < y.ts; });
+  return out;
+}
+
 void print_ccdf_summary(const std::vector<uint64_t>& latency) {
   static constexpr std::pair<double, const char*> kQ[] = {
       {0.5, "p50"}, {0.9, "p90"}, {0.99, "p99"}, {0.999, "p99.9"}, {1.0, "max"}};
@@ -263,12 +313,6 @@ int run(const RunArgs& a) {
     fmt::print(stderr, "snailtrail: rank {}: {}\n", mpi->rank(), e.what());
     flow::mpi_abort(1);  // the other processes must not wait for this one
   }
-  std::string trace_path = a.trace;
-  if (cfg.trace && mpi && mpi->rank() > 0) {  // a.snail -> a.rank1.snail
-    const size_t dot = trace_path.rfind('.');
-    trace_path.insert(dot == std::string::npos ? trace_path.size() : dot,
-                      fmt::format(".rank{}", mpi->rank()));
-  }
   if (live) {
     live->finish();
     r.events = std::move(live->kept());
@@ -278,6 +322,7 @@ int run(const RunArgs& a) {
       fmt::print(stderr, "trace-to: sent {} events ({} bytes) to {}\n", live->stats().events,
                  live->stats().bytes, a.trace_to);
   }
+  if (!a.trace.empty() && mpi) r.events = gather_trace(*mpi, std::move(r.events), r.clock_origin_ns);
   const std::string digest = flow::output_digest(r.output);
   if (!a.quiet && rank0) {
     const auto& h = r.latency;
@@ -294,7 +339,7 @@ int run(const RunArgs& a) {
     throw std::runtime_error(
         fmt::format("progress tracking violated: {} early records, {} frontier regressions",
                     r.counters.early_records, r.counters.frontier_regressions));
-  if (!a.trace.empty()) {
+  if (!a.trace.empty() && rank0) {
     Trace t;
     t.source = "snailtrail run " + a.job;
     t.events.resize(r.events.size());
@@ -302,7 +347,7 @@ int run(const RunArgs& a) {
     for (uint32_t i = 0; i < r.worker_names.size(); ++i) t.worker_names[i] = r.worker_names[i];
     for (uint32_t i = 0; i < r.operator_names.size(); ++i)
       t.operator_names[i] = r.operator_names[i];
-    write_trace(t, trace_path);
+    write_trace(t, a.trace);
   }
   if (!rank0) return 0;
   if (!a.stats_json.empty())
