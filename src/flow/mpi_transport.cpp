@@ -6,11 +6,13 @@
 #include "flow/mpi_transport.hpp"
 
 #include <mpi.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -64,8 +66,21 @@ class MpiTransport final : public Transport {
 
   void start() override {
     check(MPI_Barrier(comm_), "MPI_Barrier");
+    // One clock for all when every process is on the same host (steady_clock is then
+    // system-wide): rank 0's, so that intervals and trace times agree exactly.
+    long long now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        std::chrono::steady_clock::now().time_since_epoch())
+                        .count();
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    unsigned long long mine = std::hash<std::string>{}(host), lo = mine, hi = mine;
+    check(MPI_Allreduce(&mine, &lo, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, comm_), "MPI_Allreduce");
+    check(MPI_Allreduce(&mine, &hi, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm_), "MPI_Allreduce");
+    check(MPI_Bcast(&now, 1, MPI_LONG_LONG, 0, comm_), "MPI_Bcast");
+    origin_ = lo == hi ? static_cast<int64_t>(now) : -1;
     thread_ = std::thread([this] { loop(); });
   }
+  int64_t origin_ns() const override { return origin_; }
 
   void finish() override {
     done_ = true;
@@ -178,6 +193,7 @@ class MpiTransport final : public Transport {
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   uint32_t rank_ = 0, procs_ = 1;
+  int64_t origin_ = -1;
   std::mutex mu_;
   std::vector<std::vector<char>> out_;  // per destination process, frames back to back
   std::atomic<bool> queued_{false}, done_{false};

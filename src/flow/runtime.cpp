@@ -183,7 +183,9 @@ RunResult run_job(const RunConfig& cfg) {
     }
     tr->start();  // every process is here: the clocks start together
   }
-  const auto start = Clock::now();
+  const auto start = tr && tr->origin_ns() >= 0
+                         ? Clock::time_point(std::chrono::nanoseconds(tr->origin_ns()))
+                         : Clock::now();
   result.clock_origin_ns = start.time_since_epoch().count();
   for (uint32_t i = 0; i < W; ++i) recorders.emplace_back(base + i, cfg.trace, start);
 
