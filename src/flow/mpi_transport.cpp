@@ -8,6 +8,7 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -123,6 +124,8 @@ class MpiTransport final : public Transport {
       MPI_Request barrier = MPI_REQUEST_NULL;
       bool in_barrier = false;
       int idle = 0;
+      const char* y = std::getenv("SNAILTRAIL_FLOW_IDLE_YIELDS");
+      const int idle_yields = y ? std::max(0, std::atoi(y)) : 0;
       for (;;) {
         bool worked = false;
         // The flag is read before the queue: a finish() seen here follows every push.
@@ -178,7 +181,8 @@ class MpiTransport final : public Transport {
         }
         if (worked) {
           idle = 0;
-        } else if (++idle < 64) {
+        } else if (idle < idle_yields) {  // as the workers (runtime.cpp): sleep at once
+          ++idle;
           std::this_thread::yield();
         } else {
           std::this_thread::sleep_for(std::chrono::microseconds(20));

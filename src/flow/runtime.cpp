@@ -23,6 +23,17 @@ using Clock = std::chrono::steady_clock;
 // n, then n (bucket, count) pairs; FrameHeader::time = the interval's number.
 constexpr uint64_t kStatsChannel = uint64_t{1} << 40;
 
+// Idle rounds yield this many times before they sleep 20 us (default 0: sleep at once).
+// Yielding used to come first (64 times), but on a loaded machine a yield hands the core
+// to every other runnable thread and costs milliseconds, where a sleeper is woken
+// promptly: p50 latency of a 50 K/s keycount fell from ~3.5 ms to ~0.2 ms at load 25
+// (docs/RUNTIME.md "Measured"). SNAILTRAIL_FLOW_IDLE_YIELDS=N restores N yields (for
+// experiments on a quiet machine).
+const int kIdleYields = [] {
+  const char* v = std::getenv("SNAILTRAIL_FLOW_IDLE_YIELDS");
+  return v ? std::max(0, std::atoi(v)) : 0;
+}();
+
 int64_t since(Clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
 }
@@ -86,10 +97,12 @@ void drive(Worker& w, const std::atomic<bool>& abort, const TraceSink* sink = nu
         wait_start = t_step;
         wait_type = w.awaiting_input() ? ActivityType::input : ActivityType::waiting;
       }
-      if (++idle < 64)
+      if (idle < kIdleYields) {
+        ++idle;
         std::this_thread::yield();
-      else
+      } else {
         std::this_thread::sleep_for(std::chrono::microseconds(20));
+      }
     }
   }
   if (streaming) flush();
