@@ -418,7 +418,8 @@ CommandRunner add_run_command(CLI::App& app) {
                   "timestamp (default 1ms)");
   cmd->add_option("--trace", a.trace,
                   "Record the run's own activity and write it as a trace (.snail or .jsonl) "
-                  "that analyze, report and scale read");
+                  "that analyze, report and scale read (under mpirun: rank 0 writes one trace "
+                  "of every rank's workers)");
   cmd->add_option("--trace-to", a.trace_to,
                   "Stream the run's own activity live to `snailtrail serve --tcp HOST:PORT` "
                   "(.snail stream, flushed every 50 ms); exit 1 if it cannot connect within 1 s");

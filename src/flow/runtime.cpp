@@ -296,8 +296,8 @@ RunResult run_job(const RunConfig& cfg) {
   // (all of them with `all`, at the end).
   auto collect = [&](bool all) {
     if (rank != 0) return;
-    auto box = tr ? tr->inbox(kStatsChannel, 0) : std::make_shared<Inbox>();
-    for (;;) {
+    auto box = tr ? tr->inbox(kStatsChannel, 0) : nullptr;
+    while (box) {
       std::vector<char> frame;
       {
         std::lock_guard<std::mutex> lock(box->mu);
