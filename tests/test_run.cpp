@@ -8,10 +8,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include "process_util.hpp"
 #include "sim_test_util.hpp"
@@ -241,6 +243,74 @@ TEST(RunCommand, TraceToAnUnreachableTargetIsAClearError) {
   // Not with --reference (nothing to trace).
   r = run_cli({"run", "keycount", "--reference", "--trace-to", "127.0.0.1:1", "-q"});
   EXPECT_EQ(r.code, 2) << r.err;
+}
+
+// --trace-to with a receiver that does not read during the run, and a queue bound of 1
+// event (every chunk is larger): chunks are dropped instead of blocking the workers,
+// counted and reported at the end; sent + dropped is every event of the run (the --trace
+// file has them all). A bound that only a stalled receiver reaches depends on socket
+// buffer sizes and the machine's speed; bound 1 exercises the same path every time.
+TEST(RunCommand, TraceToDropsWhatASlowReceiverCannotTakeAndCountsIt) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  const int small = 4096;  // no receive-buffer autotuning: the sender fills up quickly
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(fd, 4), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const int port = ntohs(addr.sin_port);
+  std::thread reader([fd] {  // accepts, reads nothing for 1.5 s (the run), then drains
+    const int c = ::accept(fd, nullptr, nullptr);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    char buf[1 << 16];
+    while (c >= 0 && ::read(c, buf, sizeof buf) > 0) {
+    }
+    if (c >= 0) ::close(c);
+  });
+  const fs::path file = temp_file("drop-run.snail");
+  Ran r = run_cli({"run", "wordcount", "--workers", "2", "--rate", "200000", "--duration", "500ms",
+                   "--keys", "1000", "--trace", file.string(), "--trace-to",
+                   "127.0.0.1:" + std::to_string(port), "--trace-to-queue", "1"});
+  reader.join();
+  ::close(fd);
+  ASSERT_EQ(r.code, 0) << r.err;
+  unsigned long long sent = 0, dropped = 0;
+  const size_t at_sent = r.err.find("trace-to: sent "), at_drop = r.err.find("trace-to: dropped ");
+  ASSERT_NE(at_sent, std::string::npos) << r.err;
+  ASSERT_NE(at_drop, std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("queue bound 1 events"), std::string::npos) << r.err;
+  ASSERT_EQ(std::sscanf(r.err.c_str() + at_sent, "trace-to: sent %llu", &sent), 1);
+  ASSERT_EQ(std::sscanf(r.err.c_str() + at_drop, "trace-to: dropped %llu", &dropped), 1);
+  const Trace t = read_trace(file.string());  // every event of the run
+  EXPECT_GT(dropped, 0u);
+  EXPECT_EQ(sent + dropped, t.events.size());
+  r = run_cli({"run", "keycount", "--records", "20000", "--keys", "100", "--trace-to",
+               "127.0.0.1:1", "--trace-to-queue", "0", "-q"});
+  EXPECT_EQ(r.code, 2) << r.err;  // the bound is at least 1
+  fs::remove(file);
+}
+
+// A worker that throws (the test-only SNAILTRAIL_FLOW_FAIL_WORKER hook) stops the others:
+// the run ends at once (not after its 20 s), exit 1, naming the worker.
+TEST(RunCommand, AFailingWorkerStopsTheRunNamingIt) {
+  ::setenv("SNAILTRAIL_FLOW_FAIL_WORKER", "2:200", 1);
+  const auto t0 = std::chrono::steady_clock::now();
+  Ran r = run_cli({"run", "keycount", "--workers", "3", "--duration", "20s", "--keys", "1000"});
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ::unsetenv("SNAILTRAIL_FLOW_FAIL_WORKER");
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("snailtrail: error: worker-2: injected failure"), std::string::npos)
+      << r.err;
+  EXPECT_LT(took, 10.0) << r.err;
+  // Open loop too: the others stop while waiting for their next record.
+  ::setenv("SNAILTRAIL_FLOW_FAIL_WORKER", "0:100", 1);
+  r = run_cli({"run", "wordcount", "--workers", "2", "--rate", "1000", "--duration", "20s", "-q"});
+  ::unsetenv("SNAILTRAIL_FLOW_FAIL_WORKER");
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("worker-0: injected failure"), std::string::npos) << r.err;
 }
 
 TEST(RunCommand, PrintsTheLatencyCcdfSummary) {

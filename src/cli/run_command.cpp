@@ -2,13 +2,17 @@
 // docs/RUNTIME.md): statistics every 250 ms, optional trace of its own execution,
 // --verify against the plain single-threaded loop, --reference (the COST baseline).
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <condition_variable>
+#include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 
 #include "cli/commands.hpp"
 #include "cli/duration.hpp"
@@ -34,6 +38,7 @@ struct RunArgs {
   std::string epoch = "1ms";
   std::string trace;
   std::string trace_to;
+  uint64_t trace_to_queue = 2'000'000;
   std::string stats_json;
   bool verify = false;
   bool reference = false;
@@ -87,12 +92,16 @@ void write_stats_json(const std::string& path, double throughput,
 
 // --trace-to: the workers' flushed events go into a queue; a thread sends what arrived
 // every 50 ms as one time-ordered chunk of the .snail stream (so src/flow knows nothing
-// of the network). With --trace too, the chunks are also kept for the file.
+// of the network). With --trace too, every event is also kept for the file. The queue
+// is bounded (`max_queued` events): a chunk that does not fit while the receiver is
+// slow is dropped and counted, never blocking the workers (docs/RUNTIME.md).
 class LiveTrace {
  public:
-  LiveTrace(const std::string& address, uint32_t workers, bool keep)
-      : stream_(address, 1.0), keep_(keep) {
-    for (uint32_t i = 0; i < workers; ++i) names_.worker_names[i] = fmt::format("worker-{}", i);
+  LiveTrace(const std::string& address, uint32_t first_worker, uint32_t workers, bool keep,
+            uint64_t max_queued)
+      : stream_(address, 1.0), keep_(keep), max_queued_(max_queued) {
+    for (uint32_t i = first_worker; i < first_worker + workers; ++i)
+      names_.worker_names[i] = fmt::format("worker-{}", i);
     thread_ = std::thread([this] { loop(); });
   }
   ~LiveTrace() { stop(); }
@@ -102,8 +111,14 @@ class LiveTrace {
       for (uint32_t i = 0; i < ops.size(); ++i) names_.operator_names[i] = ops[i];
       have_ops_ = true;
     }
+    if (keep_) kept_.insert(kept_.end(), events.begin(), events.end());
+    if (queued_.size() + events.size() > max_queued_) {
+      dropped_ += events.size();
+      return;
+    }
     queued_.insert(queued_.end(), events.begin(), events.end());
   }
+  uint64_t dropped() const { return dropped_; }
   // Sends what is left, closes the stream; rethrows a send error.
   void finish() {
     stop();
@@ -151,12 +166,12 @@ class LiveTrace {
       } catch (...) {
         error_ = std::current_exception();
       }
-      if (keep_) kept_.insert(kept_.end(), events.begin(), events.end());
     }
   }
 
   serve::TraceStream stream_;
   bool keep_;
+  uint64_t max_queued_, dropped_ = 0;
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<Event> queued_;
@@ -166,6 +181,51 @@ class LiveTrace {
   std::exception_ptr error_;
   std::thread thread_;
 };
+
+// Under mpirun: rank 0 gathers every rank's events into one trace (a cross-process
+// message's send and recv in the same file). Event times are relative to each process's
+// clock origin, taken right after the start barrier; when every rank runs on the same
+// host (equal host names) they are shifted onto one steady clock exactly, else the
+// barrier is the alignment (skew: how unevenly the processes leave it).
+std::vector<Event> gather_trace(flow::Transport& tr, std::vector<Event>&& mine, int64_t origin_ns) {
+  static_assert(sizeof(Event) % sizeof(uint64_t) == 0 && std::is_trivially_copyable_v<Event>);
+  constexpr size_t kWords = sizeof(Event) / sizeof(uint64_t);
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  std::vector<uint64_t> words = {static_cast<uint64_t>(origin_ns), std::hash<std::string>{}(host),
+                                 mine.size()};
+  words.resize(3 + mine.size() * kWords);
+  if (!mine.empty()) std::memcpy(words.data() + 3, mine.data(), mine.size() * sizeof(Event));
+  std::vector<Event>().swap(mine);
+  const std::vector<uint64_t> all = tr.gather(words);
+  std::vector<Event> out;
+  if (tr.rank() != 0) return out;
+  // Pass 1: the ranks' origins and hosts.
+  std::vector<std::pair<int64_t, uint64_t>> heads;
+  size_t total = 0;
+  for (size_t at = 0; at + 3 <= all.size(); at += 3 + all[at + 2] * kWords) {
+    heads.emplace_back(static_cast<int64_t>(all[at]), all[at + 1]);
+    total += all[at + 2];
+  }
+  bool one_host = true;
+  int64_t first = heads.empty() ? 0 : heads[0].first;
+  for (const auto& [origin, h] : heads) {
+    one_host = one_host && h == heads[0].second;
+    first = std::min(first, origin);
+  }
+  out.resize(total);
+  size_t n = 0, rank = 0;
+  for (size_t at = 0; at + 3 <= all.size(); at += 3 + all[at + 2] * kWords, ++rank) {
+    const size_t count = all[at + 2];
+    std::memcpy(static_cast<void*>(out.data() + n), all.data() + at + 3, count * sizeof(Event));
+    const int64_t shift = one_host ? heads[rank].first - first : 0;
+    for (size_t i = n; i < n + count; ++i) out[i].ts += shift;
+    n += count;
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Event& x, const Event& y) { return x.ts < y.ts; });
+  return out;
+}
 
 void print_ccdf_summary(const std::vector<uint64_t>& latency) {
   static constexpr std::pair<double, const char*> kQ[] = {
@@ -249,7 +309,14 @@ int run(const RunArgs& a) {
   }
   std::unique_ptr<LiveTrace> live;  // connects now: an unreachable target fails before the run
   if (!a.trace_to.empty()) {
-    live = std::make_unique<LiveTrace>(a.trace_to, cfg.workers, !a.trace.empty());
+    try {
+      live = std::make_unique<LiveTrace>(a.trace_to, mpi ? mpi->rank() * cfg.workers : 0,
+                                         cfg.workers, !a.trace.empty(), a.trace_to_queue);
+    } catch (const std::exception& e) {
+      if (!mpi) throw;
+      fmt::print(stderr, "snailtrail: rank {}: {}\n", mpi->rank(), e.what());
+      flow::mpi_abort(1);  // the other processes must not wait for this one
+    }
     cfg.on_trace_events = [l = live.get()](std::vector<Event>&& ev,
                                            const std::vector<std::string>& ops) {
       l->add(std::move(ev), ops);
@@ -263,21 +330,23 @@ int run(const RunArgs& a) {
     fmt::print(stderr, "snailtrail: rank {}: {}\n", mpi->rank(), e.what());
     flow::mpi_abort(1);  // the other processes must not wait for this one
   }
-  std::string trace_path = a.trace;
-  if (cfg.trace && mpi && mpi->rank() > 0) {  // a.snail -> a.rank1.snail
-    const size_t dot = trace_path.rfind('.');
-    trace_path.insert(dot == std::string::npos ? trace_path.size() : dot,
-                      fmt::format(".rank{}", mpi->rank()));
-  }
   if (live) {
     live->finish();
     r.events = std::move(live->kept());
     std::stable_sort(r.events.begin(), r.events.end(),
                      [](const Event& x, const Event& y) { return x.ts < y.ts; });
+    const std::string who = mpi ? fmt::format("rank {}: ", mpi->rank()) : "";
     if (!a.quiet)
-      fmt::print(stderr, "trace-to: sent {} events ({} bytes) to {}\n", live->stats().events,
+      fmt::print(stderr, "{}trace-to: sent {} events ({} bytes) to {}\n", who, live->stats().events,
                  live->stats().bytes, a.trace_to);
+    if (live->dropped())
+      fmt::print(stderr,
+                 "{}trace-to: dropped {} events: the receiver did not keep up (queue bound "
+                 "{} events, --trace-to-queue)\n",
+                 who, live->dropped(), a.trace_to_queue);
   }
+  if (!a.trace.empty() && mpi)
+    r.events = gather_trace(*mpi, std::move(r.events), r.clock_origin_ns);
   const std::string digest = flow::output_digest(r.output);
   if (!a.quiet && rank0) {
     const auto& h = r.latency;
@@ -294,7 +363,7 @@ int run(const RunArgs& a) {
     throw std::runtime_error(
         fmt::format("progress tracking violated: {} early records, {} frontier regressions",
                     r.counters.early_records, r.counters.frontier_regressions));
-  if (!a.trace.empty()) {
+  if (!a.trace.empty() && rank0) {
     Trace t;
     t.source = "snailtrail run " + a.job;
     t.events.resize(r.events.size());
@@ -302,7 +371,7 @@ int run(const RunArgs& a) {
     for (uint32_t i = 0; i < r.worker_names.size(); ++i) t.worker_names[i] = r.worker_names[i];
     for (uint32_t i = 0; i < r.operator_names.size(); ++i)
       t.operator_names[i] = r.operator_names[i];
-    write_trace(t, trace_path);
+    write_trace(t, a.trace);
   }
   if (!rank0) return 0;
   if (!a.stats_json.empty())
@@ -349,10 +418,15 @@ CommandRunner add_run_command(CLI::App& app) {
                   "timestamp (default 1ms)");
   cmd->add_option("--trace", a.trace,
                   "Record the run's own activity and write it as a trace (.snail or .jsonl) "
-                  "that analyze, report and scale read");
+                  "that analyze, report and scale read (under mpirun: rank 0 writes one trace "
+                  "of every rank's workers)");
   cmd->add_option("--trace-to", a.trace_to,
                   "Stream the run's own activity live to `snailtrail serve --tcp HOST:PORT` "
                   "(.snail stream, flushed every 50 ms); exit 1 if it cannot connect within 1 s");
+  cmd->add_option("--trace-to-queue", a.trace_to_queue,
+                  "--trace-to: events queued for the receiver at most (default 2000000); "
+                  "events that do not fit are dropped and counted, never blocking the run")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 32));
   cmd->add_option("--stats-json", a.stats_json,
                   "Write throughput, 250 ms intervals, the latency CCDF and the output digest "
                   "as JSON");

@@ -166,6 +166,10 @@ class Transport {
   virtual void send(uint32_t proc, std::vector<char>&& frame) = 0;
   // Before the workers start: all processes meet, then the comm thread starts.
   virtual void start() = 0;
+  // After start(): the run's clock origin (steady_clock ns since its epoch) if every
+  // process shares one (all on one host: rank 0's clock when they left the barrier),
+  // else -1 (each process takes its own origin after the barrier).
+  virtual int64_t origin_ns() const { return -1; }
   // After this process's workers are done: sends what is queued, then returns once
   // every process has got there (the termination agreement); the comm thread stops.
   virtual void finish() = 0;

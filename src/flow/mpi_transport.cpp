@@ -6,11 +6,14 @@
 #include "flow/mpi_transport.hpp"
 
 #include <mpi.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -64,8 +67,21 @@ class MpiTransport final : public Transport {
 
   void start() override {
     check(MPI_Barrier(comm_), "MPI_Barrier");
+    // One clock for all when every process is on the same host (steady_clock is then
+    // system-wide): rank 0's, so that intervals and trace times agree exactly.
+    long long now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        std::chrono::steady_clock::now().time_since_epoch())
+                        .count();
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    unsigned long long mine = std::hash<std::string>{}(host), lo = mine, hi = mine;
+    check(MPI_Allreduce(&mine, &lo, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, comm_), "MPI_Allreduce");
+    check(MPI_Allreduce(&mine, &hi, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm_), "MPI_Allreduce");
+    check(MPI_Bcast(&now, 1, MPI_LONG_LONG, 0, comm_), "MPI_Bcast");
+    origin_ = lo == hi ? static_cast<int64_t>(now) : -1;
     thread_ = std::thread([this] { loop(); });
   }
+  int64_t origin_ns() const override { return origin_; }
 
   void finish() override {
     done_ = true;
@@ -108,6 +124,8 @@ class MpiTransport final : public Transport {
       MPI_Request barrier = MPI_REQUEST_NULL;
       bool in_barrier = false;
       int idle = 0;
+      const char* y = std::getenv("SNAILTRAIL_FLOW_IDLE_YIELDS");
+      const int idle_yields = y ? std::max(0, std::atoi(y)) : 0;
       for (;;) {
         bool worked = false;
         // The flag is read before the queue: a finish() seen here follows every push.
@@ -163,7 +181,8 @@ class MpiTransport final : public Transport {
         }
         if (worked) {
           idle = 0;
-        } else if (++idle < 64) {
+        } else if (idle < idle_yields) {  // as the workers (runtime.cpp): sleep at once
+          ++idle;
           std::this_thread::yield();
         } else {
           std::this_thread::sleep_for(std::chrono::microseconds(20));
@@ -178,6 +197,7 @@ class MpiTransport final : public Transport {
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   uint32_t rank_ = 0, procs_ = 1;
+  int64_t origin_ = -1;
   std::mutex mu_;
   std::vector<std::vector<char>> out_;  // per destination process, frames back to back
   std::atomic<bool> queued_{false}, done_{false};

@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <unordered_map>
 #include <utility>
 
@@ -160,6 +161,47 @@ Stream<std::pair<uint64_t, Acc>> tumbling_window(const Stream<T>& s, std::string
   auto k = key;
   return s.template unary<Out>(exchange(std::move(k)), std::move(name),
                                Logic{width, std::move(key), std::move(add), {}, {}});
+}
+
+// Sliding windows of `size` time units every `slide` units: window j covers times
+// [j * slide, j * slide + size) and ends at e_j = j * slide + size - 1 (j >= 0). A record
+// of time t is added to every window that covers it (ceil(size / slide) of them at most;
+// none when slide > size leaves t in a gap); when the frontier passes e_j, every key seen
+// in window j is given as (key, acc) at time e_j. size == slide is tumbling_window.
+// add(acc, record) folds a record in. Throws std::invalid_argument if size or slide is 0.
+template <class Acc, class T, class KeyFn, class Add>
+Stream<std::pair<uint64_t, Acc>> sliding_window(const Stream<T>& s, std::string name, Time size,
+                                                Time slide, KeyFn key, Add add) {
+  if (size == 0 || slide == 0)
+    throw std::invalid_argument("sliding_window: size and slide must be positive");
+  using Out = std::pair<uint64_t, Acc>;
+  struct Logic {
+    Time size, slide;
+    KeyFn key;
+    Add add;
+    std::map<Time, std::unordered_map<uint64_t, Acc>> windows;  // by end time
+    Notificator notes;
+    void operator()(Input<T>& in, Output<Out>& out) {
+      in.for_each([&](Time t, std::vector<T>& data) {
+        const Time first = t + 1 >= size ? (t + 1 - size + slide - 1) / slide : 0;
+        for (Time j = first; j * slide <= t; ++j) {
+          const Time end = j * slide + size - 1;
+          auto [it, inserted] = windows.try_emplace(end);
+          if (inserted) notes.notify_at(in.retain(end));
+          for (T& r : data) add(it->second[key(r)], r);
+        }
+      });
+      notes.for_each(in.frontier(), [&](Capability& cap) {
+        auto it = windows.find(cap.time());
+        if (it == windows.end()) return;
+        for (auto& [k, acc] : it->second) out.give(cap.time(), Out(k, std::move(acc)));
+        windows.erase(it);
+      });
+    }
+  };
+  auto k = key;
+  return s.template unary<Out>(exchange(std::move(k)), std::move(name),
+                               Logic{size, slide, std::move(key), std::move(add), {}, {}});
 }
 
 }  // namespace snailtrail::flow

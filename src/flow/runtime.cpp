@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <exception>
+#include <map>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -14,6 +17,22 @@ namespace snailtrail::flow {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// The statistics frames of rank r > 0 to rank 0 (FrameHeader::channel; the fabric's
+// channels are small numbers). Payload: u64 words end_ns, records, rss (double bits),
+// n, then n (bucket, count) pairs; FrameHeader::time = the interval's number.
+constexpr uint64_t kStatsChannel = uint64_t{1} << 40;
+
+// Idle rounds yield this many times before they sleep 20 us (default 0: sleep at once).
+// Yielding used to come first (64 times), but on a loaded machine a yield hands the core
+// to every other runnable thread and costs milliseconds, where a sleeper is woken
+// promptly: p50 latency of a 50 K/s keycount fell from ~3.5 ms to ~0.2 ms at load 25
+// (docs/RUNTIME.md "Measured"). SNAILTRAIL_FLOW_IDLE_YIELDS=N restores N yields (for
+// experiments on a quiet machine).
+const int kIdleYields = [] {
+  const char* v = std::getenv("SNAILTRAIL_FLOW_IDLE_YIELDS");
+  return v ? std::max(0, std::atoi(v)) : 0;
+}();
 
 int64_t since(Clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
@@ -27,8 +46,11 @@ int64_t since(Clock::time_point start) {
 // round records nothing, so the wait's events, inserted when it ends, still come after
 // everything flushed) and at the end.
 using TraceSink = std::function<void(std::vector<Event>&&, const std::vector<std::string>&)>;
+// With fail_at_ns >= 0 (the test-only SNAILTRAIL_FLOW_FAIL_WORKER), the worker throws once
+// its clock passes it: how the tests make a worker fail in the middle of a run.
 void drive(Worker& w, const std::atomic<bool>& abort, const TraceSink* sink = nullptr,
-           int64_t flush_ns = 0) {
+           int64_t flush_ns = 0, int64_t fail_at_ns = -1,
+           Clock::time_point origin = Clock::time_point{}) {
   Recorder& rec = w.recorder();
   int idle = 0;
   int64_t wait_start = -1;
@@ -46,6 +68,10 @@ void drive(Worker& w, const std::atomic<bool>& abort, const TraceSink* sink = nu
     (*sink)(std::move(out), w.operator_names());
   };
   while (!w.done() && !abort.load(std::memory_order_relaxed)) {
+    if (fail_at_ns >= 0 && since(origin) >= fail_at_ns)
+      throw std::runtime_error(
+          fmt::format("injected failure after {} ms (SNAILTRAIL_FLOW_FAIL_WORKER, a test hook)",
+                      fail_at_ns / 1'000'000));
     if (streaming && rec.now() >= next_flush) {
       flush();
       next_flush = rec.now() + flush_ns;
@@ -71,10 +97,12 @@ void drive(Worker& w, const std::atomic<bool>& abort, const TraceSink* sink = nu
         wait_start = t_step;
         wait_type = w.awaiting_input() ? ActivityType::input : ActivityType::waiting;
       }
-      if (++idle < 64)
+      if (idle < kIdleYields) {
+        ++idle;
         std::this_thread::yield();
-      else
+      } else {
         std::this_thread::sleep_for(std::chrono::microseconds(20));
+      }
     }
   }
   if (streaming) flush();
@@ -104,6 +132,19 @@ void add(WorkerCounters& a, const WorkerCounters& b) {
   a.early_records += b.early_records;
   a.steps += b.steps;
   a.idle_steps += b.idle_steps;
+}
+
+// SNAILTRAIL_FLOW_FAIL_WORKER=G[:MS] (test-only, docs/RUNTIME.md): global worker G
+// throws MS ms (default 200) after the start. Returns the failure time for worker g, or -1.
+int64_t injected_failure(uint32_t g) {
+  const char* v = std::getenv("SNAILTRAIL_FLOW_FAIL_WORKER");
+  if (!v || !*v) return -1;
+  char* end = nullptr;
+  const unsigned long w = std::strtoul(v, &end, 10);
+  if (end == v || w != g) return -1;
+  long ms = 200;
+  if (*end == ':') ms = std::strtol(end + 1, nullptr, 10);
+  return std::max<long>(ms, 0) * 1'000'000;
 }
 
 }  // namespace
@@ -141,9 +182,7 @@ RunResult run_job(const RunConfig& cfg) {
   result.generated.assign(W, 0);
   std::vector<Recorder> recorders;
   std::vector<std::string> op_names;
-  const auto start = Clock::now();
   recorders.reserve(W);
-  for (uint32_t i = 0; i < W; ++i) recorders.emplace_back(base + i, cfg.trace, start);
   if (tr) {
     if (cfg.trace) {
       tr->now = [&recorders] { return recorders[0].now(); };
@@ -157,6 +196,11 @@ RunResult run_job(const RunConfig& cfg) {
     }
     tr->start();  // every process is here: the clocks start together
   }
+  const auto start = tr && tr->origin_ns() >= 0
+                         ? Clock::time_point(std::chrono::nanoseconds(tr->origin_ns()))
+                         : Clock::now();
+  result.clock_origin_ns = start.time_since_epoch().count();
+  for (uint32_t i = 0; i < W; ++i) recorders.emplace_back(base + i, cfg.trace, start);
 
   std::exception_ptr error;
   std::thread runner([&] {
@@ -166,7 +210,8 @@ RunResult run_job(const RunConfig& cfg) {
         JobContext ctx{cfg, w, start, generated[i], last_time, nullptr, 0, nullptr};
         ctx.on_probe = [&, i, c = &ctx](Time old, Time now_f) {
           c->probe_frontier = now_f;
-          if (base + i != 0) return;  // one worker measures latency: every worker sees the same
+          // One worker per process measures latency (every worker sees the same frontier).
+          if (i != 0) return;
           const int64_t now = since(start);
           const auto epoch = static_cast<Time>(cfg.epoch_ns);
           const Time last = last_time.load(std::memory_order_relaxed);
@@ -185,7 +230,12 @@ RunResult run_job(const RunConfig& cfg) {
           std::lock_guard<std::mutex> lock(mu);
           op_names = w.operator_names();
         }
-        drive(w, abort, &cfg.on_trace_events, cfg.trace_flush_ns);
+        try {
+          drive(w, abort, &cfg.on_trace_events, cfg.trace_flush_ns, injected_failure(base + i),
+                start);
+        } catch (const std::exception& e) {  // name the worker (and its process) that failed
+          throw std::runtime_error(fmt::format("worker-{}: {}", base + i, e.what()));
+        }
         std::lock_guard<std::mutex> lock(mu);
         add(result.counters, w.counters());
         result.generated[i] = generated[i].load();
@@ -197,48 +247,141 @@ RunResult run_job(const RunConfig& cfg) {
     }
   });
 
-  // Statistics every interval while the workers run.
-  std::vector<uint64_t> prev_hist(Histogram::kBuckets, 0);
-  uint64_t prev_records = 0;
-  int64_t next = cfg.stats_interval_ns;
-  auto interval = [&](int64_t at) {
-    std::vector<uint64_t> h = hist.snapshot();
-    std::vector<uint64_t> d(h.size());
-    for (size_t b = 0; b < h.size(); ++b) d[b] = h[b] - prev_hist[b];
-    prev_hist = h;
+  // Statistics every interval while the workers run. Interval k covers (k-1, k] x
+  // stats_interval_ns since the start (the last one ends with the run): the records this
+  // process's sources generated in it and the latency histogram of the epochs its first
+  // worker saw complete. Under several processes every rank sends its intervals to rank 0
+  // (a frame on kStatsChannel), which merges them (sums of records and of histogram
+  // buckets, never of percentiles) and prints interval k once every rank has sent it.
+  const uint32_t P = tr ? tr->procs() : 1, rank = tr ? tr->rank() : 0;
+  struct Merged {
+    uint32_t ranks = 0;
+    int64_t at = 0;
     uint64_t records = 0;
-    for (auto& g : generated) records += g.load(std::memory_order_relaxed);
-    IntervalStats s;
-    s.t_s = static_cast<double>(at) * 1e-9;
-    s.records = records - prev_records;
-    prev_records = records;
-    s.p50_ms = static_cast<double>(percentile(d, 0.5)) * 1e-6;
-    s.p99_ms = static_cast<double>(percentile(d, 0.99)) * 1e-6;
-    s.p999_ms = static_cast<double>(percentile(d, 0.999)) * 1e-6;
-    s.max_ms = static_cast<double>(percentile(d, 1.0)) * 1e-6;
-    s.rss_mb = rss_mb();
-    result.intervals.push_back(s);
+    double rss = 0;
+    std::vector<uint64_t> hist;
+  };
+  std::map<uint64_t, Merged> merged;  // rank 0: intervals not yet complete/printed
+  uint64_t printed = 0;               // intervals printed so far (their k)
+  std::vector<uint64_t> total_hist(Histogram::kBuckets, 0);
+  auto publish = [&](uint64_t k, const Merged& m) {
+    IntervalStats st;
+    st.t_s = static_cast<double>(m.at) * 1e-9;
+    st.records = m.records;
+    st.p50_ms = static_cast<double>(percentile(m.hist, 0.5)) * 1e-6;
+    st.p99_ms = static_cast<double>(percentile(m.hist, 0.99)) * 1e-6;
+    st.p999_ms = static_cast<double>(percentile(m.hist, 0.999)) * 1e-6;
+    st.max_ms = static_cast<double>(percentile(m.hist, 1.0)) * 1e-6;
+    st.rss_mb = m.rss;
+    for (size_t b = 0; b < m.hist.size(); ++b) total_hist[b] += m.hist[b];
+    result.intervals.push_back(st);
+    printed = k;
     if (cfg.on_stats_line)
       cfg.on_stats_line(fmt::format(
           "t={:.2f}s records={} p50={:.3f}ms p99={:.3f}ms p99.9={:.3f}ms max={:.3f}ms rss={:.0f}MB",
-          s.t_s, s.records, s.p50_ms, s.p99_ms, s.p999_ms, s.max_ms, s.rss_mb));
+          st.t_s, st.records, st.p50_ms, st.p99_ms, st.p999_ms, st.max_ms, st.rss_mb));
   };
-  while (finished.load() < W) {
-    const int64_t now = since(start);
-    if (now >= next) {
-      interval(next);
-      next += cfg.stats_interval_ns;
+  auto merge = [&](uint64_t k, int64_t at, uint64_t records, double rss, const uint64_t* pairs,
+                   size_t npairs) {
+    Merged& m = merged[k];
+    if (m.hist.empty()) m.hist.assign(Histogram::kBuckets, 0);
+    ++m.ranks;
+    m.at = std::max(m.at, at);
+    m.records += records;
+    m.rss += rss;
+    for (size_t j = 0; j < npairs; ++j)
+      if (pairs[2 * j] < m.hist.size()) m.hist[pairs[2 * j]] += pairs[2 * j + 1];
+  };
+  // Rank 0: takes the other ranks' interval frames; prints the complete ones in order
+  // (all of them with `all`, at the end).
+  auto collect = [&](bool all) {
+    if (rank != 0) return;
+    auto box = tr ? tr->inbox(kStatsChannel, 0) : nullptr;
+    while (box) {
+      std::vector<char> frame;
+      {
+        std::lock_guard<std::mutex> lock(box->mu);
+        if (box->frames.empty()) break;
+        frame = std::move(box->frames.front());
+        box->frames.pop_front();
+      }
+      FrameHeader h;
+      std::memcpy(&h, frame.data(), sizeof h);
+      std::vector<uint64_t> w(h.bytes / 8);
+      std::memcpy(w.data(), frame.data() + sizeof h, w.size() * 8);
+      if (w.size() < 4 || w.size() % 2 != 0 || (w.size() - 4) / 2 != w[3])
+        throw std::runtime_error("transport: malformed statistics frame");
+      double rss = 0;
+      std::memcpy(&rss, &w[2], sizeof rss);
+      merge(h.time, static_cast<int64_t>(w[0]), w[1], rss, w.data() + 4, w[3]);
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    while (!merged.empty() && (all || merged.begin()->second.ranks == P)) {
+      auto it = merged.begin();
+      publish(it->first, it->second);
+      merged.erase(it);
+    }
+  };
+  std::vector<uint64_t> prev_hist(Histogram::kBuckets, 0);
+  uint64_t prev_records = 0, k = 0;
+  int64_t next = cfg.stats_interval_ns;
+  auto interval = [&](int64_t at) {
+    std::vector<uint64_t> h = hist.snapshot();
+    std::vector<uint64_t> pairs;  // (bucket, count) of the interval's samples
+    for (size_t b = 0; b < h.size(); ++b)
+      if (h[b] != prev_hist[b]) {
+        pairs.push_back(b);
+        pairs.push_back(h[b] - prev_hist[b]);
+      }
+    prev_hist = h;
+    uint64_t records = 0;
+    for (auto& g : generated) records += g.load(std::memory_order_relaxed);
+    const uint64_t d = records - prev_records;
+    prev_records = records;
+    const double rss = rss_mb();
+    ++k;
+    if (rank == 0) {
+      merge(k, at, d, rss, pairs.data(), pairs.size() / 2);
+      collect(false);
+      return;
+    }
+    std::vector<uint64_t> w = {static_cast<uint64_t>(at), d, 0, pairs.size() / 2};
+    std::memcpy(&w[2], &rss, sizeof rss);
+    w.insert(w.end(), pairs.begin(), pairs.end());
+    FrameHeader fh;
+    fh.channel = kStatsChannel;
+    fh.from = base;
+    fh.to = 0;
+    fh.time = k;
+    fh.bytes = w.size() * 8;
+    std::vector<char> frame(sizeof fh + fh.bytes);
+    std::memcpy(frame.data(), &fh, sizeof fh);
+    std::memcpy(frame.data() + sizeof fh, w.data(), fh.bytes);
+    tr->send(0, std::move(frame));
+  };
+  try {
+    while (finished.load() < W) {
+      const int64_t now = since(start);
+      if (now >= next) {
+        interval(next);
+        next += cfg.stats_interval_ns;
+      }
+      collect(false);
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  } catch (...) {  // stop the workers before leaving
+    abort = true;
+    runner.join();
+    throw;
   }
   runner.join();
   if (error) std::rethrow_exception(error);
-  if (tr) tr->finish();  // every process agrees that the dataflow is complete
   const int64_t end = since(start);
+  if (end > next - cfg.stats_interval_ns) interval(end);  // sent before finish(): it arrives
+  if (tr) tr->finish();  // every process agrees that the dataflow is complete
+  collect(true);
   result.seconds = static_cast<double>(end) * 1e-9;
-  if (end > next - cfg.stats_interval_ns) interval(end);
-  result.latency = hist.snapshot();
-  if (tr) {  // rank 0 gets every process's counts, output and end time
+  result.latency = total_hist;  // every rank's samples on rank 0
+  if (tr) {                     // rank 0 gets every process's counts, output and end time
     std::vector<uint64_t> mine = {static_cast<uint64_t>(end), result.counters.frontier_regressions,
                                   result.counters.early_records, result.counters.steps,
                                   result.counters.idle_steps};

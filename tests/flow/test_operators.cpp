@@ -104,6 +104,49 @@ TEST(FlowOperators, TumblingWindowCountsMatchTheOracle) {
   }
 }
 
+// Sliding windows against a brute-force oracle: for every window j (start j * slide,
+// size `size`) count each key's records whose time lies in it, straight from the input.
+TEST(FlowOperators, SlidingWindowCountsMatchTheBruteForceOracle) {
+  const std::vector<std::pair<Time, Time>> shapes = {{10, 5}, {10, 3}, {7, 7},
+                                                     {4, 10}, {1, 1},  {25, 1}};
+  for (auto [size, slide] : shapes)
+    for (uint32_t workers : {1u, 2u, 3u}) {
+      std::vector<std::vector<std::tuple<Time, uint64_t, uint64_t>>> got(workers);
+      run_dataflow(workers, [&, size = size, slide = slide](Worker& w) {
+        auto s = replay(w);
+        auto win = sliding_window<uint64_t>(
+            s, "window", size, slide, [](uint64_t k) { return k; },
+            [](uint64_t& acc, uint64_t) { ++acc; });
+        sink(win, "sink", [&, i = w.index()](Time t, const std::pair<uint64_t, uint64_t>& kv) {
+          got[i].emplace_back(t, kv.first, kv.second);
+        });
+      });
+      std::vector<Rec> all;
+      Time last = 0;
+      for (uint32_t w = 0; w < workers; ++w)
+        for (auto r : input_of(w)) all.push_back(r), last = std::max(last, r.first);
+      std::map<std::pair<Time, uint64_t>, uint64_t> want;
+      for (Time j = 0; j * slide <= last; ++j)
+        for (auto [t, k] : all)
+          if (t >= j * slide && t < j * slide + size) ++want[{j * slide + size - 1, k}];
+      std::map<std::pair<Time, uint64_t>, uint64_t> have;
+      for (auto& g : got)
+        for (auto [t, k, n] : g) {
+          EXPECT_EQ(have.count({t, k}), 0u) << "window emitted twice";
+          have[{t, k}] = n;
+        }
+      EXPECT_EQ(have, want) << "size " << size << " slide " << slide << " workers " << workers;
+      EXPECT_FALSE(want.empty());
+    }
+  run_dataflow(1, [](Worker& w) {
+    auto s = replay(w);
+    EXPECT_THROW(sliding_window<uint64_t>(
+                     s, "bad", 5, 0, [](uint64_t k) { return k; }, [](uint64_t&, uint64_t) {}),
+                 std::invalid_argument);
+    sink(s, "sink", [](Time, uint64_t) {});
+  });
+}
+
 TEST(FlowHistogram, BucketsBoundValuesWithinThreePercent) {
   std::mt19937_64 rng(3);
   for (int i = 0; i < 100000; ++i) {

@@ -1,0 +1,74 @@
+#!/bin/sh
+# CTest: a process of a multi-process run fails (docs/RUNTIME.md "Failures"):
+#   mpi_fail.sh BINARY kill    one rank of `mpirun -np 2 ... run keycount --duration 20s`
+#                              is killed with SIGKILL after ~1 s;
+#   mpi_fail.sh BINARY throw   worker 3 (rank 1) throws after 500 ms (the test-only
+#                              SNAILTRAIL_FLOW_FAIL_WORKER hook).
+# Either way mpirun must exit non-zero within 15 s (no hang) and its output must name the
+# failure (the killed rank / the worker that threw). Exit 77 (skipped) without mpirun.
+bin=$1 mode=$2
+if ! command -v mpirun >/dev/null 2>&1; then
+  echo "SKIP: mpirun not found (apt-get install openmpi-bin libopenmpi-dev)"
+  exit 77
+fi
+dir=$(mktemp -d) || exit 1
+out="$dir/out"
+mpid=
+cleanup() {
+  [ -n "$mpid" ] && kill -9 "$mpid" 2>/dev/null
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+pass_env=
+if [ "$mode" = throw ]; then
+  export SNAILTRAIL_FLOW_FAIL_WORKER=3:500
+  pass_env="-x SNAILTRAIL_FLOW_FAIL_WORKER"
+fi
+mpirun --oversubscribe -np 2 --mca btl self,vader,tcp --mca btl_tcp_if_include lo \
+  --mca oob_tcp_if_include lo $pass_env \
+  "$bin" run keycount --workers 2 --duration 20s --keys 1000 >"$out" 2>&1 &
+mpid=$!
+start=$(date +%s)
+if [ "$mode" = kill ]; then
+  # The rank processes are mpirun's children; find rank 1's by its environment.
+  victim=
+  i=0
+  while [ -z "$victim" ] && [ $i -lt 100 ]; do
+    sleep 0.1
+    i=$((i + 1))
+    for p in $(pgrep -P "$mpid"); do
+      if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1; then
+        victim=$p
+      fi
+    done
+  done
+  [ -n "$victim" ] || { cat "$out"; echo "FAIL: no rank 1 process under mpirun $mpid"; exit 1; }
+  sleep 1
+  echo "killing rank 1 (pid $victim) with SIGKILL"
+  kill -9 "$victim"
+fi
+# Wait at most 15 s for mpirun to end.
+i=0
+while kill -0 "$mpid" 2>/dev/null && [ $i -lt 150 ]; do
+  sleep 0.1
+  i=$((i + 1))
+done
+if kill -0 "$mpid" 2>/dev/null; then
+  cat "$out"
+  echo "FAIL: mpirun still running 15 s after the failure (hang)"
+  exit 1
+fi
+wait "$mpid"
+rc=$?
+mpid=
+cat "$out"
+echo "mpirun exited $rc after $(($(date +%s) - start)) s"
+[ $rc -ne 0 ] || { echo "FAIL: mpirun exited 0"; exit 1; }
+if [ "$mode" = kill ]; then
+  grep -q "process rank 1 .*signal 9" "$out" ||
+    { echo "FAIL: the output does not name the killed rank"; exit 1; }
+else
+  grep -q "^snailtrail: rank 1: worker-3: injected failure" "$out" ||
+    { echo "FAIL: the output does not name the worker that failed"; exit 1; }
+fi
+echo PASS

@@ -1,0 +1,58 @@
+#!/bin/sh
+# CTest: `--trace-to` under `mpirun -np 2` (docs/RUNTIME.md "Several processes"): every
+# rank streams its workers' events to one `serve --tcp` (one connection per rank); serve's
+# windows must equal `analyze` of the same run's merged --trace file, line by line. Then a
+# target that refuses the connection: mpirun exits non-zero within 15 s, the output says
+# `cannot connect to`. Exit 77 (skipped) when mpirun is missing.
+bin=$1
+if ! command -v mpirun >/dev/null 2>&1; then
+  echo "SKIP: mpirun not found (apt-get install openmpi-bin libopenmpi-dev)"
+  exit 77
+fi
+dir=$(mktemp -d) || exit 1
+spid=
+cleanup() {
+  [ -n "$spid" ] && kill -9 "$spid" 2>/dev/null
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+mpi="mpirun --oversubscribe -np 2 --mca btl self,vader,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo"
+"$bin" serve --tcp 127.0.0.1:0 --window 100ms --lateness 10s --port-file "$dir/ports" \
+  --out "$dir/windows.jsonl" --quiet 2>"$dir/serve.err" &
+spid=$!
+i=0
+while ! grep -q "tcp" "$dir/ports" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+port=$(sed -n 's/^tcp=\([0-9]*\)$/\1/p' "$dir/ports")
+[ -n "$port" ] || { cat "$dir/serve.err"; echo "FAIL: serve did not start"; exit 1; }
+out=$($mpi "$bin" run wordcount --workers 2 --rate 200000 --duration 600ms --keys 1000 \
+  --skew 0.3 --trace "$dir/t.snail" --trace-to "127.0.0.1:$port" 2>&1)
+rc=$?
+echo "$out" | grep "trace-to"
+[ $rc -eq 0 ] || { echo "$out"; echo "FAIL: mpirun exited $rc"; exit 1; }
+n=$(echo "$out" | grep -c "^rank [01]: trace-to: sent ")
+[ "$n" -eq 2 ] || { echo "FAIL: $n ranks report what they sent (want 2)"; exit 1; }
+kill -TERM "$spid"
+wait "$spid" || { cat "$dir/serve.err"; echo "FAIL: serve exited non-zero"; exit 1; }
+spid=
+"$bin" analyze "$dir/t.snail" --window 100ms --format jsonl --no-progress >"$dir/analyze.jsonl" ||
+  { echo "FAIL: analyze"; exit 1; }
+got=$(wc -l <"$dir/windows.jsonl")
+[ "$got" -ge 5 ] || { echo "FAIL: serve wrote $got windows"; exit 1; }
+for w in 0 1 2 3; do
+  grep -q "worker-$w" "$dir/windows.jsonl" || { echo "FAIL: no worker-$w in serve's windows"; exit 1; }
+done
+cmp "$dir/windows.jsonl" "$dir/analyze.jsonl" ||
+  { diff "$dir/windows.jsonl" "$dir/analyze.jsonl" | head -c 2000; echo "FAIL: serve != analyze"; exit 1; }
+echo "serve's $got windows equal analyze of the merged file"
+
+# A refused connection: the port serve listened on is closed now.
+start=$(date +%s)
+out=$(timeout 15 $mpi "$bin" run keycount --workers 1 --duration 5s -q \
+  --trace-to "127.0.0.1:$port" 2>&1)
+rc=$?
+echo "$out" | head -5
+echo "exit $rc after $(($(date +%s) - start)) s"
+[ $rc -ne 0 ] && [ $rc -ne 124 ] || { echo "FAIL: exit $rc (0: no error, 124: hang)"; exit 1; }
+echo "$out" | grep -q "^snailtrail: rank [01]: cannot connect to 127.0.0.1:$port" ||
+  { echo "FAIL: no 'cannot connect' naming the rank"; exit 1; }
+echo PASS
