@@ -357,12 +357,9 @@ Stream<Out> stateful_unary(const Stream<T>& input, const Stream<ControlUpdate>& 
           owner[u.bin] = dest;
           if (from == me && dest != me) chunks += send_bin(t, u.bin, dest, out);
         }
-        if (rec.on() && chunks > 0) {  // the state's serialization, traced as M's work
-          rec.activity(t0, snailtrail::ActivityType::serialization, snailtrail::EventKind::start,
-                       op, true);
-          rec.activity(rec.now(), snailtrail::ActivityType::serialization,
-                       snailtrail::EventKind::end, op, true, static_cast<int64_t>(chunks));
-        }
+        if (chunks > 0)  // the state's serialization: carved out of M's processing
+          rec.carve(t0, rec.now(), snailtrail::ActivityType::serialization,
+                    static_cast<int64_t>(chunks));
       }
     }
     uint64_t send_bin(Time t, uint32_t bin, uint32_t dest, Output<StateChunk>& out) {
@@ -432,12 +429,9 @@ Stream<Out> stateful_unary(const Stream<T>& input, const Stream<ControlUpdate>& 
           partial.erase(c.bin);
           ++installed;
         }
-        if (rec.on() && installed > 0) {
-          rec.activity(t0, snailtrail::ActivityType::deserialization, snailtrail::EventKind::start,
-                       op, true);
-          rec.activity(rec.now(), snailtrail::ActivityType::deserialization,
-                       snailtrail::EventKind::end, op, true, static_cast<int64_t>(cs.size()));
-        }
+        if (installed > 0)  // installing migrated state, carved out of S's processing
+          rec.carve(t0, rec.now(), snailtrail::ActivityType::deserialization,
+                    static_cast<int64_t>(cs.size()));
       });
       data.for_each([&](Time t, std::vector<Routed<T>>& recs) {
         auto [it, fresh] = s.pending.try_emplace(t);
