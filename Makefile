@@ -89,6 +89,7 @@ bench: build
 	build/bin/snailtrail bench --svg build/bench/latency.svg --json build/bench/results.json
 	build/bin/snailtrail_bench
 	scripts/run-bench.sh
+	scripts/megaphone-bench.py --quick
 
 FUZZ_SECONDS ?= 60
 fuzz: deps
