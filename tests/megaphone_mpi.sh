@@ -1,7 +1,8 @@
 #!/bin/sh
 # CTest driver of Megaphone across processes (docs/MEGAPHONE.md):
 #   megaphone_mpi.sh BINARY STRATEGY
-# mpirun -np 2 (2 workers each) of keycount --bins 256 with two migrations: exit 0, one
+# mpirun -np 2 (2 workers each) of keycount --bins 256 with two migrations at random
+# times (printed; in [100, 400) ms and 100-500 ms later): exit 0, one
 # verify line, both migrations completed, and the output digest equal to the same run
 # without migrations. Exit 77 (skipped) when mpirun is missing.
 bin=$1 strategy=$2
@@ -15,7 +16,10 @@ run() {
     --records 240000 --keys 100000 --verify "$@" 2>&1
 }
 still=$(run) || { echo "$still"; echo "FAIL: mpirun without migrations"; exit 1; }
-out=$(run --migrate-at 200ms,600ms --strategy "$strategy") ||
+times=$(awk 'BEGIN { srand(); a = 100 + int(rand() * 300); b = a + 100 + int(rand() * 400);
+                     printf "%dms,%dms", a, b }')
+echo "migrations at $times"
+out=$(run --migrate-at "$times" --strategy "$strategy") ||
   { echo "$out"; echo "FAIL: mpirun with migrations exited non-zero"; exit 1; }
 echo "$out"
 n=$(echo "$out" | grep -c "^verify: .* equal to the plain single-threaded loop")
