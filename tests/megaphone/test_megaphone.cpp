@@ -322,7 +322,10 @@ TEST_P(MegaphoneJob, MigratesAndMatchesThePlainLoop) {
   EXPECT_EQ(r.counters.frontier_regressions, 0u);
   EXPECT_EQ(flow::first_difference(r.output, flow::reference_output(cfg, r.generated)), "");
   const auto ms = log->records();
-  ASSERT_EQ(ms.size(), 2u);
+  // The second migration starts only once the first is complete and the sources still
+  // run: on a slow machine (or under a sanitizer) fluid may leave no time for it.
+  ASSERT_GE(ms.size(), 1u);
+  ASSERT_LE(ms.size(), 2u);
   for (const auto& m : ms) {
     EXPECT_TRUE(m.completed);
     EXPECT_EQ(m.strategy, mp::strategy_name(strategy));
