@@ -69,12 +69,13 @@ test-asan: build-asan
 	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --output-on-failure -j $(JOBS)
 
-# The runtime's tests (src/flow) under ThreadSanitizer: builds only them, in build-tsan/.
+# The runtime's and Megaphone's tests under ThreadSanitizer: builds only them, in build-tsan/.
 test-tsan: deps
 	@cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSNAILTRAIL_TSAN=ON \
 	  -DSNAILTRAIL_BENCH=OFF >/dev/null
-	@cmake --build build-tsan -j $(JOBS) --target snailtrail_flow_tests
+	@cmake --build build-tsan -j $(JOBS) --target snailtrail_flow_tests snailtrail_megaphone_tests
 	@TSAN_OPTIONS=halt_on_error=1 build-tsan/bin/snailtrail_flow_tests
+	@TSAN_OPTIONS=halt_on_error=1 build-tsan/bin/snailtrail_megaphone_tests
 
 # The report and the live dashboard in Debian's chromium (playwright-core); screenshots in
 # build/browser-artifacts/.
@@ -89,6 +90,7 @@ bench: build
 	build/bin/snailtrail bench --svg build/bench/latency.svg --json build/bench/results.json
 	build/bin/snailtrail_bench
 	scripts/run-bench.sh
+	scripts/megaphone-bench.py --quick
 
 FUZZ_SECONDS ?= 60
 fuzz: deps

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <condition_variable>
 #include <cstring>
@@ -20,6 +21,7 @@
 #include "flow/jobs/jobs.hpp"
 #include "flow/mpi_transport.hpp"
 #include "flow/runtime.hpp"
+#include "megaphone/jobs.hpp"
 #include "serve/sender.hpp"
 #include "trace/trace_io.hpp"
 
@@ -43,6 +45,10 @@ struct RunArgs {
   bool verify = false;
   bool reference = false;
   bool quiet = false;
+  uint32_t bins = 0;  // Megaphone (docs/MEGAPHONE.md): 0 = not binned
+  bool native = false;
+  std::string migrate_at;
+  std::string strategy = "all-at-once";
 };
 
 double parse_rate(const std::string& text) {
@@ -68,7 +74,8 @@ std::string json_number(double v) {
 
 void write_stats_json(const std::string& path, double throughput,
                       const std::vector<flow::IntervalStats>& intervals,
-                      const std::vector<uint64_t>& latency, const std::string& digest) {
+                      const std::vector<uint64_t>& latency, const std::string& digest,
+                      const std::string& migrations = "") {
   OutputFile f(path);
   auto out = std::back_inserter(f.buf());
   fmt::format_to(out, "{{\"throughput\": {}, \"intervals\": [", json_number(throughput));
@@ -86,7 +93,11 @@ void write_stats_json(const std::string& path, double throughput,
   for (size_t i = 0; i < c.size(); ++i)
     fmt::format_to(out, "{}[{}, {}]", i ? ", " : "",
                    json_number(static_cast<double>(c[i].first) * 1e-6), json_number(c[i].second));
-  fmt::format_to(out, "], \"output_digest\": \"{}\"}}\n", digest);
+  if (!migrations.empty())
+    fmt::format_to(out, "], \"migrations\": {}", migrations);
+  else
+    fmt::format_to(out, "]");
+  fmt::format_to(out, ", \"output_digest\": \"{}\"}}\n", digest);
   f.flush();
 }
 
@@ -248,14 +259,57 @@ void print_ccdf_summary(const std::vector<uint64_t>& latency) {
   }
 }
 
+// --bins / --native / hashcount: registers Megaphone's variant of the job and returns its
+// name ("" for the runtime's own jobs).
+std::string megaphone_job(const RunArgs& a, const std::shared_ptr<megaphone::MigrationLog>& log) {
+  const bool mp = a.bins > 0 || a.native || a.job == "hashcount";
+  if (!mp) {
+    if (!a.migrate_at.empty()) throw std::invalid_argument("--migrate-at needs --bins");
+    return "";
+  }
+  if (a.job != "keycount" && a.job != "hashcount")
+    throw std::invalid_argument("--bins/--native: only keycount and hashcount");
+  if (a.bins > 0 && a.native) throw std::invalid_argument("--bins and --native exclude each other");
+  megaphone::JobOptions o;
+  o.base = a.job;
+  o.native = a.bins == 0;
+  if (a.bins > 0) {
+    if ((a.bins & (a.bins - 1)) != 0 || a.bins > (1u << 20))
+      throw std::invalid_argument("--bins: " + std::to_string(a.bins) +
+                                  " is not a power of two in [1, 2^20]");
+    o.log_bins = static_cast<uint32_t>(std::countr_zero(a.bins));
+  }
+  o.strategy = megaphone::parse_strategy(a.strategy);
+  if (!a.migrate_at.empty()) {
+    if (o.native) throw std::invalid_argument("--migrate-at needs --bins");
+    size_t at = 0;
+    while (at <= a.migrate_at.size()) {
+      const size_t comma = std::min(a.migrate_at.find(',', at), a.migrate_at.size());
+      int64_t ns = 0;
+      try {
+        ns = parse_duration(a.migrate_at.substr(at, comma - at));
+      } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(std::string("--migrate-at: ") + e.what());
+      }
+      if (!o.migrate_at_ns.empty() && ns <= o.migrate_at_ns.back())
+        throw std::invalid_argument("--migrate-at: times must increase");
+      o.migrate_at_ns.push_back(ns);
+      at = comma + 1;
+    }
+  }
+  return megaphone::register_job(o, log);
+}
+
 int run(const RunArgs& a) {
-  if (!flow::find_job(a.job)) {
+  auto migrations = std::make_shared<megaphone::MigrationLog>();
+  const std::string mp_job = megaphone_job(a, migrations);
+  if (mp_job.empty() && !flow::find_job(a.job)) {
     std::string known;
     for (const auto& n : flow::job_names()) known += (known.empty() ? "" : ", ") + n;
     throw std::invalid_argument("unknown job '" + a.job + "' (jobs: " + known + ")");
   }
   flow::RunConfig cfg;
-  cfg.job = a.job;
+  cfg.job = mp_job.empty() ? a.job : mp_job;
   cfg.workers = a.workers;
   cfg.rate = parse_rate(a.rate);
   try {
@@ -375,7 +429,15 @@ int run(const RunArgs& a) {
   }
   if (!rank0) return 0;
   if (!a.stats_json.empty())
-    write_stats_json(a.stats_json, r.throughput(), r.intervals, r.latency, digest);
+    write_stats_json(a.stats_json, r.throughput(), r.intervals, r.latency, digest,
+                     a.bins > 0 ? megaphone::migrations_json(migrations->records()) : "");
+  if (a.bins > 0 && !a.quiet)
+    for (const auto& m : migrations->records())
+      fmt::print(stderr,
+                 "migration ({}): {} bins, {} bytes in {} steps, {:.3f} s .. {:.3f} s ({:.3f} s), "
+                 "max latency {:.3f} ms{}\n",
+                 m.strategy, m.bins_moved, m.bytes_moved, m.steps, m.start_s, m.end_s, m.duration_s,
+                 m.max_latency_ms, m.completed ? "" : " (not completed)");
   if (a.verify) {
     const flow::KeyCounts want = flow::reference_output(cfg, r.generated);
     const std::string diff = flow::first_difference(r.output, want);
@@ -396,7 +458,8 @@ CommandRunner add_run_command(CLI::App& app) {
   RunArgs& a = *args;
   CLI::App* cmd = app.add_subcommand(
       "run", "Run a built-in job on the embedded dataflow runtime (docs/RUNTIME.md)");
-  cmd->add_option("JOB", a.job, "Job: keycount or wordcount")->required();
+  cmd->add_option("JOB", a.job, "Job: keycount, wordcount or hashcount (Megaphone's, see --bins)")
+      ->required();
   cmd->add_option("--workers,-w", a.workers, "Worker threads (default 1)")
       ->check(CLI::Range(1u, 1024u));
   cmd->add_option("--rate", a.rate,
@@ -436,6 +499,19 @@ CommandRunner add_run_command(CLI::App& app) {
   cmd->add_flag("--reference", a.reference,
                 "Run only the plain single-threaded loop at full speed (the COST baseline)");
   cmd->add_flag("--quiet,-q", a.quiet, "No statistics lines or summary on stderr");
+  cmd->add_option("--bins", a.bins,
+                  "keycount/hashcount on Megaphone's migratable operator with this many bins (a "
+                  "power of two, e.g. 4096; docs/MEGAPHONE.md)");
+  cmd->add_flag("--native", a.native,
+                "keycount/hashcount on the plain, non-migratable operator (Megaphone's overhead "
+                "baseline; hashcount's default)");
+  cmd->add_option("--migrate-at", a.migrate_at,
+                  "With --bins: start a migration at each of these times since the start "
+                  "(e.g. 10s,20s), alternately from round-robin to worker 0 holding half of the "
+                  "bins and back");
+  cmd->add_option("--strategy", a.strategy,
+                  "Migration strategy: all-at-once (default), fluid (one bin at a time) or "
+                  "batched (rounds in which each worker sends and receives at most one bin)");
   return [cmd, args]() { return *cmd ? run(*args) : -1; };
 }
 

@@ -55,6 +55,18 @@ class Recorder {
     }
     events_.push_back(e);
   }
+  // Part [t0, t1) of the running operator activation was activity `a` (e.g. a state's
+  // serialization inside an operator): the operator's processing span is split around it
+  // when it is traced (stream.hpp), so that activities never overlap.
+  struct Carved {
+    int64_t t0, t1;
+    ActivityType a;
+    int64_t records;
+  };
+  void carve(int64_t t0, int64_t t1, ActivityType a, int64_t records = -1) {
+    if (on_) carved_.push_back({t0, t1, a, records});
+  }
+  std::vector<Carved>& carved() { return carved_; }
   // Correlators unique over all workers: worker in the high bits.
   int64_t next_correlator() { return static_cast<int64_t>((uint64_t{worker_} + 1) << 40 | ++seq_); }
   std::vector<Event>& events() { return events_; }
@@ -64,6 +76,7 @@ class Recorder {
   bool on_;
   std::chrono::steady_clock::time_point origin_;
   std::vector<Event> events_;
+  std::vector<Carved> carved_;
   uint64_t seq_ = 0;
 };
 

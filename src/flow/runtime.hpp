@@ -76,6 +76,9 @@ struct JobSpec {
 
 const JobSpec* find_job(const std::string& name);
 std::vector<std::string> job_names();
+// Adds a job to the table (or replaces the one of the same name), e.g. a later stage's
+// job built with its own options (src/megaphone). Call before run_job, not during a run.
+void register_job(JobSpec job);
 
 // A job's source: worker w gives gen(w, i) for i = 0, 1, ... until cfg.duration or its
 // share of cfg.records. With cfg.rate: open loop at cfg.rate / workers records/s

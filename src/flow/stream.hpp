@@ -321,8 +321,17 @@ class Stream {
 
 namespace detail {
 
+// The operator's activation as processing, minus the parts it carved out as other
+// activities (Recorder::carve), which appear in between.
 inline void trace_processing(Recorder& rec, int64_t t0, uint32_t op, uint64_t records) {
   rec.activity(t0, ActivityType::processing, EventKind::start, op, true);
+  for (const auto& c : rec.carved()) {
+    rec.activity(c.t0, ActivityType::processing, EventKind::end, op, true);
+    rec.activity(c.t0, c.a, EventKind::start, op, true);
+    rec.activity(c.t1, c.a, EventKind::end, op, true, c.records);
+    rec.activity(c.t1, ActivityType::processing, EventKind::start, op, true);
+  }
+  rec.carved().clear();
   rec.activity(rec.now(), ActivityType::processing, EventKind::end, op, true,
                static_cast<int64_t>(records));
 }

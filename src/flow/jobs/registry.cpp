@@ -1,12 +1,14 @@
-// The job table: one line per job.
+// The job table: one line per job; later stages add theirs with register_job.
+#include <deque>
 #include <vector>
 
 #include "flow/jobs/jobs.hpp"
 
 namespace snailtrail::flow {
 
-static const std::vector<JobSpec>& table() {
-  static const std::vector<JobSpec> t = {jobs::keycount_job(), jobs::wordcount_job()};
+// A deque: find_job's pointers stay valid while jobs are added.
+static std::deque<JobSpec>& table() {
+  static std::deque<JobSpec> t = {jobs::keycount_job(), jobs::wordcount_job()};
   return t;
 }
 
@@ -20,6 +22,15 @@ std::vector<std::string> job_names() {
   std::vector<std::string> out;
   for (const JobSpec& j : table()) out.push_back(j.name);
   return out;
+}
+
+void register_job(JobSpec job) {
+  for (JobSpec& j : table())
+    if (j.name == job.name) {
+      j = std::move(job);
+      return;
+    }
+  table().push_back(std::move(job));
 }
 
 }  // namespace snailtrail::flow

@@ -1,0 +1,339 @@
+// Megaphone's jobs (jobs.hpp): the controller on a control source, key-count and
+// hash-count on Megaphone's operators or on the plain operator.
+#include "megaphone/jobs.hpp"
+
+#include <fmt/format.h>
+
+#include <bit>
+#include <chrono>
+#include <deque>
+#include <stdexcept>
+
+#include "flow/jobs/jobs.hpp"
+
+namespace snailtrail::megaphone {
+
+Strategy parse_strategy(const std::string& name) {
+  if (name == "all-at-once") return Strategy::all_at_once;
+  if (name == "fluid") return Strategy::fluid;
+  if (name == "batched") return Strategy::batched;
+  throw std::invalid_argument("--strategy: '" + name + "' is not all-at-once, fluid or batched");
+}
+
+const char* strategy_name(Strategy s) {
+  switch (s) {
+    case Strategy::all_at_once:
+      return "all-at-once";
+    case Strategy::fluid:
+      return "fluid";
+    case Strategy::batched:
+      return "batched";
+  }
+  return "?";
+}
+
+void MigrationLog::start(int64_t now_ns, Strategy s, uint64_t bins, uint64_t steps) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Entry e;
+  e.rec.strategy = strategy_name(s);
+  e.rec.bins_moved = bins;
+  e.rec.steps = steps;
+  e.start_ns = now_ns;
+  bytes_.store(0, std::memory_order_relaxed);
+  entries_.push_back(e);
+}
+
+void MigrationLog::end(int64_t now_ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (entries_.empty()) return;
+  Entry& e = entries_.back();
+  e.end_ns = now_ns;
+  e.rec.completed = true;
+  e.rec.bytes_moved = bytes_.exchange(0, std::memory_order_relaxed);
+}
+
+void MigrationLog::latency(int64_t now_ns, flow::Time t, int64_t latency_ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = entries_.size(); i-- > 0 && i + 2 >= entries_.size();) {
+    Entry& e = entries_[i];
+    if (now_ns < e.start_ns) continue;
+    if (e.end_ns >= 0 && static_cast<int64_t>(t) > e.end_ns) continue;
+    e.max_ns = std::max(e.max_ns, latency_ns);
+  }
+}
+
+std::vector<MigrationRecord> MigrationLog::records() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<MigrationRecord> out;
+  for (const Entry& e : entries_) {
+    MigrationRecord r = e.rec;
+    r.start_s = static_cast<double>(e.start_ns) * 1e-9;
+    r.end_s = e.end_ns >= 0 ? static_cast<double>(e.end_ns) * 1e-9 : 0;
+    r.duration_s = e.end_ns >= 0 ? r.end_s - r.start_s : 0;
+    r.max_latency_ms = static_cast<double>(e.max_ns) * 1e-6;
+    if (!r.completed) r.bytes_moved = bytes_.load(std::memory_order_relaxed);
+    out.push_back(r);
+  }
+  return out;
+}
+
+std::vector<uint32_t> round_robin_config(uint32_t bins, uint32_t workers) {
+  std::vector<uint32_t> c(bins);
+  for (uint32_t b = 0; b < bins; ++b) c[b] = initial_owner(b, workers);
+  return c;
+}
+
+std::vector<uint32_t> half_config(uint32_t bins, uint32_t workers) {
+  std::vector<uint32_t> c(bins);
+  for (uint32_t b = 0; b < bins; ++b)
+    c[b] = workers == 1 || b < bins / 2 ? 0 : 1 + b % (workers - 1);
+  return c;
+}
+
+std::vector<std::vector<std::pair<uint32_t, uint32_t>>> plan_steps(
+    const std::vector<uint32_t>& from, const std::vector<uint32_t>& to, Strategy s,
+    uint32_t workers) {
+  std::vector<std::pair<uint32_t, uint32_t>> moves;
+  for (uint32_t b = 0; b < from.size(); ++b)
+    if (from[b] != to[b]) moves.emplace_back(b, to[b]);
+  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> steps;
+  if (moves.empty()) return steps;
+  switch (s) {
+    case Strategy::all_at_once:
+      steps.push_back(moves);
+      break;
+    case Strategy::fluid:
+      for (const auto& m : moves) steps.push_back({m});
+      break;
+    case Strategy::batched: {
+      std::deque<std::pair<uint32_t, uint32_t>> left(moves.begin(), moves.end());
+      while (!left.empty()) {
+        std::vector<bool> sends(workers, false), receives(workers, false);
+        std::vector<std::pair<uint32_t, uint32_t>> round;
+        std::deque<std::pair<uint32_t, uint32_t>> rest;
+        for (const auto& m : left) {
+          const uint32_t src = from[m.first], dst = m.second;
+          if (!sends[src] && !receives[dst]) {
+            sends[src] = receives[dst] = true;
+            round.push_back(m);
+          } else {
+            rest.push_back(m);
+          }
+        }
+        steps.push_back(std::move(round));
+        left.swap(rest);
+      }
+      break;
+    }
+  }
+  return steps;
+}
+
+namespace {
+
+using flow::JobContext;
+using flow::KeyCounts;
+
+int64_t since(const JobContext& ctx) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
+                                                              ctx.start)
+      .count();
+}
+
+// The control input: every worker's copy starts with a capability; only worker 0's
+// (the controller) gives updates, the others drop theirs at once. The controller moves
+// its capability with the clock (so F can route records of past epochs), starts a
+// migration at each --migrate-at time (alternating between half_config and round-robin),
+// gives the strategy's steps one after the other, each once the previous is complete
+// (the S operators' output frontier has passed its time), and ends when the data
+// sources have ended and no step is in flight.
+struct Controller {
+  JobContext* ctx;
+  JobOptions opts;
+  std::shared_ptr<MigrationLog> log;
+  flow::ProbeHandle data;  // the data sources' frontier (kTimeMax: all ended)
+  std::vector<uint32_t> config;
+  size_t next = 0;
+  std::deque<std::vector<std::pair<uint32_t, uint32_t>>> steps;
+  bool inflight = false;
+  flow::Time inflight_t = 0;
+
+  void operator()(Capability& cap, Output<ControlUpdate>& out) {
+    if (ctx->worker.index() != 0) {
+      cap.drop();
+      return;
+    }
+    const int64_t now = since(*ctx);
+    const auto epoch = static_cast<flow::Time>(ctx->cfg.epoch_ns);
+    const flow::Time tnow =
+        std::max<flow::Time>(cap.time(), static_cast<flow::Time>(now) / epoch * epoch);
+    if (inflight && ctx->probe_frontier > inflight_t) {
+      inflight = false;
+      if (steps.empty()) log->end(now);
+    }
+    const bool data_done = data->frontier == kTimeMax;
+    if (!inflight && steps.empty()) {
+      if (data_done) {
+        cap.drop();
+        return;
+      }
+      if (next < opts.migrate_at_ns.size() && now >= opts.migrate_at_ns[next]) {
+        const uint32_t W = ctx->worker.peers();
+        const auto to = next % 2 == 0 ? half_config(static_cast<uint32_t>(config.size()), W)
+                                      : round_robin_config(static_cast<uint32_t>(config.size()), W);
+        auto plan = plan_steps(config, to, opts.strategy, W);
+        uint64_t bins = 0;
+        for (const auto& s : plan) bins += s.size();
+        log->start(now, opts.strategy, bins, plan.size());
+        steps.assign(plan.begin(), plan.end());
+        ++next;
+        if (steps.empty()) log->end(now);
+      }
+    }
+    if (tnow != cap.time()) cap.downgrade(tnow);
+    if (!inflight && !steps.empty()) {
+      const flow::Time t = cap.time();
+      for (const auto& [bin, worker] : steps.front()) {
+        out.give(t, ControlUpdate{t, bin, worker});
+        config[bin] = worker;
+      }
+      steps.pop_front();
+      inflight = true;
+      inflight_t = t;
+    }
+  }
+};
+
+Stream<ControlUpdate> controller(JobContext& ctx, const JobOptions& opts,
+                                 std::shared_ptr<MigrationLog> log, flow::ProbeHandle data) {
+  Controller c{&ctx, opts, std::move(log), std::move(data), {}, 0, {}, false, 0};
+  c.config = round_robin_config(1u << opts.log_bins, ctx.worker.peers());
+  return flow::source<ControlUpdate>(ctx.worker, "control", std::move(c));
+}
+
+// The output probe: the runtime's latency measurement, and each epoch's latency to the
+// migration log (worker 0, as the runtime).
+template <class S>
+void output_probe(JobContext& ctx, const S& stream, std::shared_ptr<MigrationLog> log) {
+  flow::probe(stream, "probe", [c = &ctx, log](flow::Time old, flow::Time now_f) {
+    c->on_probe(old, now_f);
+    if (c->worker.index() != 0 || !log) return;
+    const int64_t now = since(*c);
+    const auto epoch = static_cast<flow::Time>(c->cfg.epoch_ns);
+    const flow::Time last = c->last_time.load(std::memory_order_relaxed);
+    for (flow::Time t = old / epoch * epoch; t < now_f && t <= last; t += epoch) {
+      const int64_t lat = now - static_cast<int64_t>(t + epoch);
+      log->latency(now, t, lat > 0 ? lat : 0);
+    }
+  });
+}
+
+void emit_dense(JobContext& ctx, const std::vector<uint64_t>& counts, uint64_t base,
+                uint64_t stride) {
+  KeyCounts out;
+  for (uint64_t i = 0; i < counts.size(); ++i)
+    if (counts[i]) out.emplace_back(i * stride + base, counts[i]);
+  if (!out.empty()) ctx.emit_result(std::move(out));
+}
+
+void build(JobContext& ctx, const JobOptions& opts, const std::shared_ptr<MigrationLog>& log) {
+  const flow::RunConfig& cfg = ctx.cfg;
+  auto keys = flow::open_loop_source<uint64_t>(ctx, "source", [&cfg](uint32_t w, uint64_t i) {
+    return flow::jobs::keycount_key(cfg, w, i);
+  });
+  const bool dense = opts.base == "keycount";
+  const uint32_t W = ctx.worker.peers();
+  const uint32_t me = ctx.worker.index();
+  if (opts.native) {
+    if (dense) {
+      const uint64_t size = (cfg.keys + W - 1) / W;
+      auto out = native_unary<std::vector<uint64_t>, char>(
+          keys, "count", [](uint64_t k, uint32_t n) { return static_cast<uint32_t>(k % n); },
+          [size, W](flow::Time, uint64_t k, std::vector<uint64_t>& s, Output<char>&) {
+            if (s.empty()) s.assign(size, 0);
+            ++s[k / W];
+          },
+          [&ctx, me, W](std::vector<uint64_t>& s) { emit_dense(ctx, s, me, W); });
+      output_probe(ctx, out, nullptr);
+    } else {
+      auto out = native_unary<std::unordered_map<uint64_t, uint64_t>, char>(
+          keys, "count", [](uint64_t k, uint32_t n) { return flow::worker_of(k, n); },
+          [](flow::Time, uint64_t k, std::unordered_map<uint64_t, uint64_t>& s, Output<char>&) {
+            ++s[k];
+          },
+          [&ctx](std::unordered_map<uint64_t, uint64_t>& s) {
+            ctx.emit_result(KeyCounts(s.begin(), s.end()));
+          });
+      output_probe(ctx, out, nullptr);
+    }
+    return;
+  }
+  auto data_probe = flow::probe(keys, "source-probe", [](flow::Time, flow::Time) {});
+  auto control = controller(ctx, opts, log, data_probe);
+  Options mo;
+  mo.log_bins = opts.log_bins;
+  mo.on_bin_sent = [log](uint32_t, uint64_t bytes) { log->add_bytes(bytes); };
+  const uint32_t k = opts.log_bins;
+  if (dense) {
+    const uint64_t size = (cfg.keys + (uint64_t{1} << k) - 1) >> k;
+    auto out = stateful_unary<std::vector<uint64_t>, char>(
+        keys, control, "count", mo,
+        [k](uint64_t key) { return std::rotr(key, static_cast<int>(k)); },
+        [size, k](flow::Time, uint64_t key, std::vector<uint64_t>& s, Later<uint64_t>&,
+                  Output<char>&) {
+          if (s.empty()) s.assign(size, 0);
+          ++s[key >> k];
+        },
+        [&ctx, k](uint32_t bin, std::vector<uint64_t>& s) {
+          emit_dense(ctx, s, bin, uint64_t{1} << k);
+        });
+    output_probe(ctx, out, log);
+  } else {
+    auto out = stateful_unary<std::unordered_map<uint64_t, uint64_t>, char>(
+        keys, control, "count", mo, [](uint64_t key) { return flow::mix64(key); },
+        [](flow::Time, uint64_t key, std::unordered_map<uint64_t, uint64_t>& s, Later<uint64_t>&,
+           Output<char>&) { ++s[key]; },
+        [&ctx](uint32_t, std::unordered_map<uint64_t, uint64_t>& s) {
+          if (!s.empty()) ctx.emit_result(KeyCounts(s.begin(), s.end()));
+        });
+    output_probe(ctx, out, log);
+  }
+}
+
+}  // namespace
+
+std::string register_job(const JobOptions& opts, std::shared_ptr<MigrationLog> log) {
+  if (opts.base != "keycount" && opts.base != "hashcount")
+    throw std::invalid_argument("megaphone: no job '" + opts.base + "' (keycount, hashcount)");
+  if (opts.log_bins > 20) throw std::invalid_argument("--bins: at most 2^20");
+  const flow::JobSpec* keycount = flow::find_job("keycount");
+  flow::JobSpec j;
+  j.name = opts.base + (opts.native ? "-native" : "-megaphone");
+  j.description = opts.base == "keycount" ? "key-count, dense arrays (Megaphone §5.3.2)"
+                                          : "hash-count, hash maps (Megaphone §5.3.2)";
+  j.reference = keycount->reference;  // the same input and counts as keycount
+  if (!log) log = std::make_shared<MigrationLog>();
+  j.build = [opts, log](flow::JobContext& ctx) { build(ctx, opts, log); };
+  flow::register_job(std::move(j));
+  return opts.base + (opts.native ? "-native" : "-megaphone");
+}
+
+std::string migrations_json(const std::vector<MigrationRecord>& ms) {
+  auto num = [](double v) {
+    return std::isfinite(v) ? fmt::format("{:.6g}", v) : std::string("0");
+  };
+  std::string out = "[";
+  for (size_t i = 0; i < ms.size(); ++i) {
+    const auto& m = ms[i];
+    out += fmt::format(
+        "{}{{\"strategy\": \"{}\", \"start_s\": {}, \"end_s\": {}, \"duration_s\": {}, "
+        "\"max_latency_ms\": {}, \"bins_moved\": {}, \"bytes_moved\": {}, \"steps\": {}, "
+        "\"completed\": {}}}",
+        i ? ", " : "", m.strategy, num(m.start_s), num(m.end_s), num(m.duration_s),
+        num(m.max_latency_ms), m.bins_moved, m.bytes_moved, m.steps,
+        m.completed ? "true" : "false");
+  }
+  return out + "]";
+}
+
+}  // namespace snailtrail::megaphone

@@ -1,0 +1,349 @@
+// Megaphone (src/megaphone): random migration plans at random times against the plain
+// single-threaded loop; exactly-once application; timestamp order per bin across
+// migrations; pending (scheduled) records travel with their bin; the strategies' plans;
+// the jobs through the runtime with wall-clock migrations, against the plain loop.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+
+#include "flow/runtime.hpp"
+#include "megaphone/jobs.hpp"
+#include "megaphone/megaphone.hpp"
+
+namespace mp = snailtrail::megaphone;
+namespace flow = snailtrail::flow;
+using flow::Time;
+
+namespace {
+
+constexpr uint64_t kEcho = uint64_t{1} << 62;  // marks a scheduled (pending) record
+constexpr uint64_t kLastTime = ~uint64_t{0};   // state slot: the last time folded in the bin
+
+struct Scenario {
+  uint32_t workers = 2;
+  uint32_t log_bins = 3;
+  std::vector<std::vector<std::pair<Time, uint64_t>>> input;  // per worker, time-sorted
+  std::vector<mp::ControlUpdate> plan;                        // time-sorted
+  Time echo_delay = 0;                                        // 0: no scheduled records
+  std::vector<size_t> per_round;  // records a worker's source gives per round (its speed)
+  uint32_t control_every = 1;     // the control source gives one update every this many rounds
+};
+
+Scenario random_scenario(std::mt19937_64& rng, bool with_plan) {
+  Scenario s;
+  s.workers = 1 + static_cast<uint32_t>(rng() % 4);
+  s.log_bins = static_cast<uint32_t>(rng() % 7);
+  const uint64_t keys = 1 + rng() % 200;
+  const Time horizon = 50 + rng() % 200;
+  s.input.resize(s.workers);
+  for (auto& in : s.input) {
+    const size_t n = rng() % 400;
+    Time t = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (rng() % 4 == 0) t += rng() % 5;
+      in.emplace_back(std::min(t, horizon), rng() % keys);
+    }
+  }
+  if (with_plan) {
+    const size_t updates = rng() % 40;
+    for (size_t i = 0; i < updates; ++i)
+      s.plan.push_back({rng() % (horizon + 10), static_cast<uint32_t>(rng() % (1u << s.log_bins)),
+                        static_cast<uint32_t>(rng() % s.workers)});
+    std::sort(
+        s.plan.begin(), s.plan.end(),
+        [](const mp::ControlUpdate& a, const mp::ControlUpdate& b) { return a.time < b.time; });
+  }
+  s.echo_delay = rng() % 3 == 0 ? 0 : 1 + rng() % 20;
+  for (uint32_t w = 0; w < s.workers; ++w) s.per_round.push_back(1 + rng() % 64);
+  s.control_every = 1 + static_cast<uint32_t>(rng() % 16);
+  return s;
+}
+
+struct Outcome {
+  std::map<uint64_t, uint64_t> counts;
+  uint64_t applied = 0;
+  uint64_t bins_sent = 0;
+  uint64_t order_violations = 0;
+  uint64_t misplaced = 0;  // folded on another worker than the plan's for (time, bin)
+  uint64_t early_records = 0, frontier_regressions = 0;
+};
+
+// The plain loop: every record counted once, and once more as its echo.
+std::map<uint64_t, uint64_t> oracle(const Scenario& s) {
+  std::map<uint64_t, uint64_t> out;
+  for (const auto& in : s.input)
+    for (const auto& [t, k] : in) {
+      ++out[k];
+      if (s.echo_delay) ++out[k | kEcho];
+    }
+  return out;
+}
+
+// The plan's configuration: the worker of `bin` at time t (the last update at or before t;
+// of several at one time the last one).
+uint32_t config_at(const Scenario& s, Time t, uint32_t bin) {
+  uint32_t w = mp::initial_owner(bin, s.workers);
+  for (const auto& u : s.plan)
+    if (u.time <= t && u.bin == bin) w = u.worker;
+  return w;
+}
+
+Outcome run(const Scenario& s) {
+  Outcome o;
+  std::mutex mu;
+  std::atomic<uint64_t> applied{0}, sent{0}, violations{0}, misplaced{0};
+  std::vector<flow::WorkerCounters> counters;
+  flow::run_dataflow(
+      s.workers,
+      [&](flow::Worker& w) {
+        const auto* in = &s.input[w.index()];
+        const size_t speed = s.per_round.empty() ? 64 : s.per_round[w.index()];
+        auto data = flow::source<uint64_t>(
+            w, "source",
+            [in, speed, i = size_t{0}](flow::Capability& cap, flow::Output<uint64_t>& out) mutable {
+              for (size_t n = 0; n < speed && i < in->size(); ++n, ++i) {
+                const auto [t, k] = (*in)[i];
+                if (t != cap.time()) cap.downgrade(t);
+                out.give(t, k);
+              }
+              if (i == in->size()) cap.drop();
+            });
+        const auto* plan = &s.plan;
+        auto control = flow::source<mp::ControlUpdate>(
+            w, "control",
+            [plan, every = s.control_every, me = w.index(), i = size_t{0}, round = uint32_t{0}](
+                flow::Capability& cap, flow::Output<mp::ControlUpdate>& out) mutable {
+              if (me != 0) {
+                cap.drop();
+                return;
+              }
+              if (++round % every != 0) return;
+              for (size_t n = 0; n < 1 && i < plan->size(); ++n, ++i) {
+                const auto& u = (*plan)[i];
+                if (u.time != cap.time()) cap.downgrade(u.time);
+                out.give(u.time, u);
+              }
+              if (i == plan->size()) cap.drop();
+            });
+        mp::Options opts;
+        opts.log_bins = s.log_bins;
+        opts.on_bin_sent = [&](uint32_t, uint64_t bytes) {
+          EXPECT_GT(bytes, 0u);
+          sent.fetch_add(1);
+        };
+        const Time delay = s.echo_delay;
+        mp::stateful_unary<std::unordered_map<uint64_t, uint64_t>, char>(
+            data, control, "count", opts, [](uint64_t k) { return flow::mix64(k & ~kEcho); },
+            [&, delay, me = w.index()](Time t, uint64_t k,
+                                       std::unordered_map<uint64_t, uint64_t>& st,
+                                       mp::Later<uint64_t>& later, flow::Output<char>&) {
+              applied.fetch_add(1);
+              if (config_at(s, t, later.bin()) != me) misplaced.fetch_add(1);
+              auto [it, fresh] = st.try_emplace(kLastTime, t);
+              if (!fresh && it->second > t) violations.fetch_add(1);
+              it->second = t;
+              ++st[k];
+              if (delay && !(k & kEcho)) later.schedule(t + delay, k | kEcho);
+            },
+            [&](uint32_t, std::unordered_map<uint64_t, uint64_t>& st) {
+              std::lock_guard<std::mutex> lock(mu);
+              for (const auto& [k, v] : st)
+                if (k != kLastTime) o.counts[k] += v;
+            });
+      },
+      &counters);
+  o.applied = applied;
+  o.bins_sent = sent;
+  o.order_violations = violations;
+  o.misplaced = misplaced;
+  for (const auto& c : counters) {
+    o.early_records += c.early_records;
+    o.frontier_regressions += c.frontier_regressions;
+  }
+  return o;
+}
+
+// How many bins change worker under the plan (an upper bound of what must be sent).
+bool plan_moves_something(const Scenario& s) {
+  std::vector<uint32_t> owner(1u << s.log_bins);
+  for (uint32_t b = 0; b < owner.size(); ++b) owner[b] = mp::initial_owner(b, s.workers);
+  for (const auto& u : s.plan)
+    if (owner[u.bin] != u.worker) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST(Megaphone, RandomPlansAtRandomTimesMatchThePlainLoopExactlyOnce) {
+  std::mt19937_64 rng(16);
+  int moved = 0;
+  for (int iter = 0; iter < 120; ++iter) {
+    const Scenario s = random_scenario(rng, true);
+    SCOPED_TRACE(::testing::Message()
+                 << "iteration " << iter << ": " << s.workers << " workers, 2^" << s.log_bins
+                 << " bins, " << s.plan.size() << " updates, echo " << s.echo_delay);
+    const auto want = oracle(s);
+    uint64_t records = 0;
+    for (const auto& in : s.input) records += in.size();
+    const Outcome got = run(s);
+    EXPECT_EQ(got.counts, want);
+    EXPECT_EQ(got.applied, records * (s.echo_delay ? 2 : 1));  // exactly once
+    EXPECT_EQ(got.order_violations, 0u);
+    EXPECT_EQ(got.misplaced, 0u);
+    EXPECT_EQ(got.early_records, 0u);
+    EXPECT_EQ(got.frontier_regressions, 0u);
+    if (plan_moves_something(s)) {
+      EXPECT_GT(got.bins_sent, 0u);
+      ++moved;
+    }
+    // The same run without migrations gives the same output.
+    Scenario still = s;
+    still.plan.clear();
+    const Outcome base = run(still);
+    EXPECT_EQ(base.counts, got.counts);
+    EXPECT_EQ(base.bins_sent, 0u);
+  }
+  EXPECT_GT(moved, 50);  // the plans did move state
+}
+
+TEST(Megaphone, PendingRecordsTravelWithTheirBin) {
+  // Two workers, one bin moved back and forth while every record schedules an echo far
+  // in the future: the echoes are pending at the migrations and must arrive with the bin.
+  Scenario s;
+  s.workers = 2;
+  s.log_bins = 0;
+  s.echo_delay = 100;
+  s.input.resize(2);
+  for (Time t = 0; t < 60; ++t) s.input[t % 2].emplace_back(t, t % 7);
+  s.plan = {{10, 0, 1}, {30, 0, 0}, {50, 0, 1}};
+  const Outcome got = run(s);
+  EXPECT_EQ(got.counts, oracle(s));
+  EXPECT_EQ(got.applied, 120u);
+  EXPECT_EQ(got.bins_sent, 3u);
+  EXPECT_EQ(got.order_violations, 0u);
+  EXPECT_EQ(got.misplaced, 0u);
+}
+
+TEST(Megaphone, CodecsRoundTrip) {
+  std::vector<char> buf;
+  std::unordered_map<uint64_t, uint64_t> m = {{1, 2}, {3, 4}, {~uint64_t{0}, 5}};
+  std::vector<uint64_t> v = {7, 8, 9};
+  mp::Codec<std::unordered_map<uint64_t, uint64_t>>::encode(m, buf);
+  mp::Codec<std::vector<uint64_t>>::encode(v, buf);
+  const char* p = buf.data();
+  std::unordered_map<uint64_t, uint64_t> m2;
+  std::vector<uint64_t> v2;
+  mp::Codec<std::unordered_map<uint64_t, uint64_t>>::decode(p, buf.data() + buf.size(), m2);
+  mp::Codec<std::vector<uint64_t>>::decode(p, buf.data() + buf.size(), v2);
+  EXPECT_EQ(m2, m);
+  EXPECT_EQ(v2, v);
+  EXPECT_EQ(p, buf.data() + buf.size());
+  const char* q = buf.data();
+  using MapCodec = mp::Codec<std::unordered_map<uint64_t, uint64_t>>;
+  EXPECT_THROW(MapCodec::decode(q, buf.data() + 20, m2), std::runtime_error);
+}
+
+TEST(Megaphone, RouteKeysReachEveryWorker) {
+  for (uint32_t W = 1; W <= 64; ++W) {
+    const auto keys = mp::route_keys(W);
+    for (uint32_t d = 0; d < W; ++d) EXPECT_EQ(flow::worker_of(keys[d], W), d);
+  }
+}
+
+TEST(Megaphone, StrategiesPlanEveryMoveOnce) {
+  for (uint32_t W : {2u, 3u, 5u}) {
+    const uint32_t B = 64;
+    const auto from = mp::round_robin_config(B, W), to = mp::half_config(B, W);
+    std::set<uint32_t> changed;
+    for (uint32_t b = 0; b < B; ++b)
+      if (from[b] != to[b]) changed.insert(b);
+    EXPECT_GE(changed.size() * 4, B);  // at least 25 % of the bins move
+    for (auto s : {mp::Strategy::all_at_once, mp::Strategy::fluid, mp::Strategy::batched}) {
+      const auto steps = mp::plan_steps(from, to, s, W);
+      std::set<uint32_t> seen;
+      for (const auto& step : steps) {
+        std::vector<int> sends(W, 0), receives(W, 0);
+        for (const auto& [bin, worker] : step) {
+          EXPECT_TRUE(seen.insert(bin).second);
+          EXPECT_EQ(worker, to[bin]);
+          ++sends[from[bin]];
+          ++receives[worker];
+        }
+        if (s == mp::Strategy::batched) {
+          for (uint32_t w = 0; w < W; ++w) {
+            EXPECT_LE(sends[w], 1);
+            EXPECT_LE(receives[w], 1);
+          }
+        }
+        if (s == mp::Strategy::fluid) {
+          EXPECT_EQ(step.size(), 1u);
+        }
+      }
+      EXPECT_EQ(seen, changed);
+      if (s == mp::Strategy::all_at_once) {
+        EXPECT_EQ(steps.size(), 1u);
+      }
+      if (s == mp::Strategy::fluid) {
+        EXPECT_EQ(steps.size(), changed.size());
+      }
+      if (s == mp::Strategy::batched) {
+        EXPECT_LT(steps.size(), changed.size());
+        EXPECT_GT(steps.size(), 1u);
+      }
+    }
+  }
+}
+
+// The jobs through the runtime: wall-clock migrations with every strategy, key-count and
+// hash-count, against the plain loop; the migration log records what moved.
+class MegaphoneJob
+    : public ::testing::TestWithParam<std::tuple<std::string, mp::Strategy, uint32_t>> {};
+
+TEST_P(MegaphoneJob, MigratesAndMatchesThePlainLoop) {
+  const auto& [base, strategy, workers] = GetParam();
+  mp::JobOptions o;
+  o.base = base;
+  o.log_bins = 6;
+  o.strategy = strategy;
+  o.migrate_at_ns = {100'000'000, 300'000'000};
+  auto log = std::make_shared<mp::MigrationLog>();
+  flow::RunConfig cfg;
+  cfg.job = mp::register_job(o, log);
+  cfg.workers = workers;
+  cfg.rate = 200'000;
+  cfg.duration_ns = 600'000'000;
+  cfg.keys = 5000;
+  const auto r = flow::run_job(cfg);
+  EXPECT_EQ(r.counters.early_records, 0u);
+  EXPECT_EQ(r.counters.frontier_regressions, 0u);
+  EXPECT_EQ(flow::first_difference(r.output, flow::reference_output(cfg, r.generated)), "");
+  const auto ms = log->records();
+  // The second migration starts only once the first is complete and the sources still
+  // run: on a slow machine (or under a sanitizer) fluid may leave no time for it.
+  ASSERT_GE(ms.size(), 1u);
+  ASSERT_LE(ms.size(), 2u);
+  for (const auto& m : ms) {
+    EXPECT_TRUE(m.completed);
+    EXPECT_EQ(m.strategy, mp::strategy_name(strategy));
+    EXPECT_EQ(m.bins_moved, 32u);  // half of 64 bins, both ways, on 2 workers
+    EXPECT_GT(m.bytes_moved, 32u * 8);
+    EXPECT_GE(m.end_s, m.start_s);
+    EXPECT_GT(m.max_latency_ms, 0);
+  }
+  // The same run on the plain operator gives the same counts.
+  o.native = true;
+  cfg.job = mp::register_job(o, nullptr);
+  const auto n = flow::run_job(cfg);
+  EXPECT_EQ(flow::first_difference(n.output, flow::reference_output(cfg, n.generated)), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Strategies, MegaphoneJob,
+                         ::testing::Combine(::testing::Values("keycount", "hashcount"),
+                                            ::testing::Values(mp::Strategy::all_at_once,
+                                                              mp::Strategy::fluid,
+                                                              mp::Strategy::batched),
+                                            ::testing::Values(2u)));

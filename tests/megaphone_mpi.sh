@@ -1,0 +1,32 @@
+#!/bin/sh
+# CTest driver of Megaphone across processes (docs/MEGAPHONE.md):
+#   megaphone_mpi.sh BINARY STRATEGY
+# mpirun -np 2 (2 workers each) of keycount --bins 256 with two migrations at random
+# times (printed; in [100, 400) ms and 100-500 ms later): exit 0, one
+# verify line, both migrations completed, and the output digest equal to the same run
+# without migrations. Exit 77 (skipped) when mpirun is missing.
+bin=$1 strategy=$2
+if ! command -v mpirun >/dev/null 2>&1; then
+  echo "SKIP: mpirun not found (apt-get install openmpi-bin libopenmpi-dev)"
+  exit 77
+fi
+run() {
+  mpirun --oversubscribe -np 2 --mca btl self,vader,tcp --mca btl_tcp_if_include lo \
+    --mca oob_tcp_if_include lo "$bin" run keycount --bins 256 --workers 2 --rate 200000 \
+    --records 240000 --keys 100000 --verify "$@" 2>&1
+}
+still=$(run) || { echo "$still"; echo "FAIL: mpirun without migrations"; exit 1; }
+times=$(awk 'BEGIN { srand(); a = 100 + int(rand() * 300); b = a + 100 + int(rand() * 400);
+                     printf "%dms,%dms", a, b }')
+echo "migrations at $times"
+out=$(run --migrate-at "$times" --strategy "$strategy") ||
+  { echo "$out"; echo "FAIL: mpirun with migrations exited non-zero"; exit 1; }
+echo "$out"
+n=$(echo "$out" | grep -c "^verify: .* equal to the plain single-threaded loop")
+[ "$n" -eq 1 ] || { echo "FAIL: $n verify lines"; exit 1; }
+m=$(echo "$out" | grep "^migration ($strategy): 191 bins" | grep -vc "not completed")
+[ "$m" -ge 1 ] || { echo "FAIL: no completed migration of 191 bins"; exit 1; }
+d1=$(echo "$still" | sed -n 's/.*output digest \([0-9a-f]*\).*/\1/p')
+d2=$(echo "$out" | sed -n 's/.*output digest \([0-9a-f]*\).*/\1/p')
+[ -n "$d1" ] && [ "$d1" = "$d2" ] || { echo "FAIL: digest $d2 != $d1 without migrations"; exit 1; }
+echo PASS
