@@ -73,6 +73,13 @@ int sniff_perf_sched(std::string_view, std::string_view head) {
 Trace read_perf_sched(const std::string& path, const ImportOptions&) {
   return kernel::to_trace(kernel::load_kernel_model(path, "perf-sched"));
 }
+// A CTF trace is a directory: never sniffed, named with --importer lttng.
+int sniff_lttng(std::string_view, std::string_view) {
+  return 0;
+}
+Trace read_lttng(const std::string& path, const ImportOptions&) {
+  return kernel::to_trace(kernel::load_kernel_model(path, "lttng"));
+}
 
 // Reads up to kSniffBytes from the start of a regular file, or up to kCompressedSniffBytes
 // if it starts with a compression magic: sniffers decode the head, and a codec's first
@@ -133,6 +140,8 @@ const std::vector<Importer>& all_importers() {
       {"jaeger", "Jaeger JSON spans (query API /api/traces)", sniff_jaeger, read_jaeger},
       {"perf-sched", "Linux `perf script` text of sched tracepoints (threads as workers)",
        sniff_perf_sched, read_perf_sched},
+      {"lttng", "LTTng kernel trace (CTF directory, read with libbabeltrace2)", sniff_lttng,
+       read_lttng},
   };
   return importers;
 }

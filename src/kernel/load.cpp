@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "importers/importer.hpp"
+#include "kernel/lttng_ctf.hpp"
 #include "kernel/perf_script.hpp"
 #include "trace/trace.hpp"
 
@@ -19,8 +20,7 @@ KernelModel load_kernel_model(const std::string& path, std::string_view format) 
     const std::string bytes = importers::read_file_bytes(path);
     return build_model(parse_perf_script(bytes, path));
   }
-  if (format == "lttng")
-    throw TraceError(path, "open", "LTTng CTF traces need a build with libbabeltrace2");
+  if (format == "lttng") return build_model(read_lttng_ctf(path));
   throw std::invalid_argument("unknown kernel trace format '" + std::string(format) +
                               "' (auto, perf-sched, lttng)");
 }
