@@ -35,8 +35,8 @@ class PerfText {
             : fmt::format("{}.{:06d}", ns / 1'000'000'000, (ns % 1'000'000'000) / 1000);
     switch (style_) {
       case PerfStyle::kv:
-        text_ +=
-            fmt::format("{:>16} {:>6} [{:03d}] {}: {:>20}: ", c, cur, cpu, time, "sched:" + event);
+        text_ += fmt::format("{:>16} {:>6} [{:03d}] {}: {:>26}: ", c, cur, cpu, time,
+                             system_of(event) + ":" + event);
         break;
       case PerfStyle::compact:
         text_ += fmt::format("{:>16} {:>7} [{:03d}] {}: {:>24}: ", c, cur, cpu, time,

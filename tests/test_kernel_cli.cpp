@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 
+#include "importers/importer.hpp"
 #include "kernel/model.hpp"
 #include "kernel/perf_script.hpp"
 #include "kernel/to_trace.hpp"
@@ -24,7 +25,9 @@ using testing::PerfText;
 using testing::Process;
 
 constexpr int64_t kBase = 777'000'000'000;
-int64_t us(int64_t x) { return kBase + x * 1000; }
+int64_t us(int64_t x) {
+  return kBase + x * 1000;
+}
 
 // A(100) waits on B(200), B sleeps on a timer (the nested case of test_kernel.cpp).
 std::string nested_timer() {
@@ -71,9 +74,9 @@ class KernelCli : public ::testing::Test {
 
 TEST_F(KernelCli, CriticalPathJson) {
   std::string out, err;
-  ASSERT_EQ(run({"kernel", "critical-path", trace_, "--thread", "100", "--format", "json"}, &out,
-                &err),
-            0)
+  ASSERT_EQ(
+      run({"kernel", "critical-path", trace_, "--thread", "100", "--format", "json"}, &out, &err),
+      0)
       << err;
   simdjson::dom::parser parser;
   simdjson::dom::element doc = parser.parse(out);
@@ -81,7 +84,7 @@ TEST_F(KernelCli, CriticalPathJson) {
   EXPECT_EQ(std::string_view(doc["thread"]["comm"]), "client main");
   EXPECT_EQ(int64_t(doc["from_ns"]), us(0));
   EXPECT_EQ(int64_t(doc["to_ns"]), us(50));
-  const char* want[][3] = {{"0", "100", "running"},  {"10", "200", "timer"},
+  const char* want[][3] = {{"0", "100", "running"},    {"10", "200", "timer"},
                            {"30", "200", "preempted"}, {"32", "200", "running"},
                            {"40", "100", "preempted"}, {"41", "100", "running"}};
   simdjson::dom::array path = doc["path"];
@@ -168,6 +171,21 @@ TEST(KernelToTrace, ThreadsWorkersWakeupsMessages) {
   EXPECT_EQ(pag.messages.size(), 2u);
   for (const IssueAt& i : pag.issues)
     ADD_FAILURE() << "PAG issue " << kIssueNames[static_cast<int>(i.issue)];
+}
+
+}  // namespace
+}  // namespace snailtrail
+
+namespace snailtrail {
+namespace {
+
+TEST(KernelSniff, PerfScriptIsRecognisedByContent) {
+  const std::string text = nested_timer();
+  const importers::Importer* imp = importers::sniff_importer("trace.txt", text.substr(0, 4096));
+  ASSERT_NE(imp, nullptr);
+  EXPECT_EQ(imp->name, "perf-sched");
+  EXPECT_EQ(kernel::sniff_perf_script("{\"traceEvents\": []}\n"), 0);
+  EXPECT_EQ(kernel::sniff_perf_script("hello world\nfoo 1 [000] 1.0: cycles: x\n"), 0);
 }
 
 }  // namespace

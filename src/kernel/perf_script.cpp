@@ -373,19 +373,17 @@ KernelEvents parse_perf_script(std::string_view text, const std::string& source)
 }
 
 int sniff_perf_script(std::string_view head) {
-  int hits = 0;
-  for (const EventName& e : kEvents) {
-    if (e.name.starts_with("sched_")) {
-      const std::string needle = std::string(e.name) + ":";
-      if (head.find(needle) != std::string_view::npos) ++hits;
-    }
+  // Read the complete lines of the head as perf script: one scheduler event is enough.
+  const size_t nl = head.rfind('\n');
+  if (nl == std::string_view::npos) return 0;
+  try {
+    const KernelEvents ev = parse_perf_script(head.substr(0, nl + 1), "<head>");
+    for (const KEvent& e : ev.events)
+      if (e.type <= KType::process_exit) return 80;
+    return 0;
+  } catch (const std::exception&) {
+    return head.find("sched:sched_") != std::string_view::npos ? 40 : 0;
   }
-  if (hits == 0) return 0;
-  // A time column "SECONDS.FRACTION:" before the event confirms the sample layout.
-  const size_t at = head.find(": sched:");
-  const size_t at2 = head.find(": sched_");
-  if (at == std::string_view::npos && at2 == std::string_view::npos) return 0;
-  return 70;
 }
 
 }  // namespace snailtrail::kernel
