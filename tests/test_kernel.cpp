@@ -304,6 +304,18 @@ TEST(KernelPerfScript, ErrorsNameTheLine) {
         << e.what();
   }
   EXPECT_THROW(kernel::parse_perf_script("", "empty.txt"), TraceError);
+  // A time past int64 nanoseconds is not a time: the line is no sample.
+  EXPECT_THROW(
+      kernel::parse_perf_script(
+          "a 1 [000] 9999999999.000001: sched:sched_waking: comm=c pid=3 prio=1\n", "big.txt"),
+      TraceError);
+  // Epoch seconds (perf record -k CLOCK_REALTIME) are fine.
+  EXPECT_EQ(
+      kernel::parse_perf_script(
+          "a 1 [000] 1700000000.000001: sched:sched_waking: comm=c pid=3 prio=1\n", "epoch.txt")
+          .events.at(0)
+          .ts,
+      1700000000'000001'000);
   // A cut last line is counted, not an error.
   const auto ev = kernel::parse_perf_script(
       "a 1 [000] 1.000001: sched:sched_waking: comm=c pid=3 prio=120 target_cpu=000\n"

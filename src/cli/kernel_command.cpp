@@ -185,7 +185,7 @@ int run_threads(const KernelArgs& a) {
 
 CommandRunner add_kernel_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
-      "kernel", "Linux kernel traces (perf script sched text): a thread's critical path");
+      "kernel", "Linux kernel traces (perf script text, LTTng CTF): a thread's critical path");
   cmd->require_subcommand(1);
   auto args = std::make_shared<KernelArgs>();
   const std::string formats = "Input format: auto, perf-sched (perf script text), lttng (CTF dir)";
@@ -194,7 +194,9 @@ CommandRunner add_kernel_command(CLI::App& app) {
       "critical-path",
       "Critical path of one thread (Giraldeau's bounded backward algorithm): running, "
       "preempted, and blocked time replaced by the waker's own path, recursively");
-  cp->add_option("TRACE", args->trace, "`perf script` output of sched tracepoints")->required();
+  cp->add_option("TRACE", args->trace,
+                 "`perf script` text of sched tracepoints, or an LTTng CTF directory")
+      ->required();
   cp->add_option("--thread,--tid", args->thread, "The thread: its tid, or its comm if unique")
       ->required();
   cp->add_option("--from", args->from,
@@ -209,7 +211,9 @@ CommandRunner add_kernel_command(CLI::App& app) {
   cp->add_option("--output,-o", args->output, "Write results to FILE instead of stdout");
 
   CLI::App* th = cmd->add_subcommand("threads", "Threads of a kernel trace with their times");
-  th->add_option("TRACE", args->trace, "`perf script` output of sched tracepoints")->required();
+  th->add_option("TRACE", args->trace,
+                 "`perf script` text of sched tracepoints, or an LTTng CTF directory")
+      ->required();
   th->add_option("--input-format", args->input_format, formats)
       ->check(CLI::IsMember({"auto", "perf-sched", "lttng"}));
   th->add_option("--output,-o", args->output, "Write results to FILE instead of stdout");

@@ -48,6 +48,7 @@ bool parse_time(std::string_view tok, int64_t& ns) {
   if (!all_digits(sec) || !all_digits(frac) || frac.size() > 9 || sec.size() > 10) return false;
   int64_t s = 0, f = 0;
   for (char c : sec) s = s * 10 + (c - '0');
+  if (s > INT64_MAX / 1'000'000'000 - 1) return false;  // epoch seconds fit, overflow does not
   for (char c : frac) f = f * 10 + (c - '0');
   for (size_t k = frac.size(); k < 9; ++k) f *= 10;
   ns = s * 1'000'000'000 + f;
