@@ -15,7 +15,8 @@
 #include "kernel/lttng_ctf.hpp"
 #include "kernel/model.hpp"
 #include "kernel/perf_script.hpp"
-#include "kernel_perf_text.hpp"
+#include "kernel_dual_text.hpp"
+#include "kernel_sim.hpp"
 #include "trace/trace.hpp"
 
 namespace snailtrail {
@@ -30,67 +31,8 @@ bool have_bt2_python() {
   return rc == 0;
 }
 
-// One scenario written twice: perf script text and the writer's spec of LTTng events.
-struct Dual {
-  PerfText perf{PerfStyle::kv};
-  std::string spec;
-  std::map<int, std::string> comms;
-
-  std::string c(int tid, int cpu = 0) const { return perf.comm(tid, cpu); }
-  static std::string esc(std::string s) {
-    for (size_t i; (i = s.find(' ')) != std::string::npos;) s.replace(i, 1, "\\s");
-    return s;
-  }
-  void name(int tid, const std::string& comm) { perf.name(tid, comm); }
-  void line(int64_t ns, int cpu, const std::string& rest) {
-    spec += std::to_string(ns) + " " + std::to_string(cpu) + " " + rest + "\n";
-  }
-  void sched_switch(int cpu, int64_t ns, int prev, const std::string& st, int next) {
-    perf.sched_switch(cpu, ns, prev, st, next);
-    const int state = st == "R" ? 0 : st == "R+" ? 0x100 : st == "S" ? 1 : st == "D" ? 2 : 0x10;
-    line(ns, cpu,
-         "sched_switch prev_comm=" + esc(c(prev, cpu)) + " prev_tid=" + std::to_string(prev) +
-             " prev_prio=20 prev_state=" + std::to_string(state) + " next_comm=" +
-             esc(c(next, cpu)) + " next_tid=" + std::to_string(next) + " next_prio=20");
-  }
-  void waking(int cpu, int64_t ns, int cur, int target) {
-    perf.waking(cpu, ns, cur, target, cpu);
-    line(ns, cpu,
-         "sched_waking comm=" + esc(c(target)) + " tid=" + std::to_string(target) +
-             " prio=20 target_cpu=" + std::to_string(cpu));
-  }
-  void fork(int cpu, int64_t ns, int parent, int child) {
-    perf.fork(cpu, ns, parent, child);
-    line(ns, cpu,
-         "sched_process_fork parent_comm=" + esc(c(parent)) +
-             " parent_tid=" + std::to_string(parent) + " parent_pid=" + std::to_string(parent) +
-             " child_comm=" + esc(c(child)) + " child_tid=" + std::to_string(child) +
-             " child_pid=" + std::to_string(child));
-  }
-  void softirq(int cpu, int64_t ns, int cur, int vec, bool entry) {
-    if (entry)
-      perf.softirq_entry(cpu, ns, cur, vec);
-    else
-      perf.softirq_exit(cpu, ns, cur, vec);
-    line(ns, cpu,
-         std::string(entry ? "irq_softirq_entry" : "irq_softirq_exit") +
-             " vec=" + std::to_string(vec));
-  }
-  void hrtimer(int cpu, int64_t ns, int cur, bool entry) {
-    if (entry) {
-      perf.hrtimer_entry(cpu, ns, cur);
-      line(ns, cpu,
-           "timer_hrtimer_expire_entry hrtimer=1234 now=" + std::to_string(ns) + " function=5678");
-    } else {
-      perf.hrtimer_exit(cpu, ns, cur);
-      line(ns, cpu, "timer_hrtimer_expire_exit hrtimer=1234");
-    }
-  }
-  void net_receive(int cpu, int64_t ns, int cur) {
-    perf.net_receive(cpu, ns, cur);
-    line(ns, cpu, "netif_receive_skb skbaddr=1 len=84 name=eth0");
-  }
-};
+using testing::DualText;
+using Dual = DualText;
 
 class KernelLttng : public ::testing::Test {
  protected:
@@ -136,17 +78,17 @@ Dual scenario() {
   d.sched_switch(1, us(1), 0, "R", 200);
   d.sched_switch(1, us(5), 200, "S", 0);
   d.sched_switch(0, us(10), 100, "S", 0);
-  d.softirq(1, us(30), 0, 3, true);
+  d.softirq_entry(1, us(30), 0, 3);
   d.net_receive(1, us(30), 0);
   d.waking(1, us(30), 0, 200);
-  d.softirq(1, us(31), 0, 3, false);
+  d.softirq_exit(1, us(31), 0, 3);
   d.sched_switch(1, us(32), 0, "R", 200);
   d.fork(1, us(33), 200, 300);
   d.waking(1, us(40), 200, 100);
   d.sched_switch(0, us(41), 0, "R", 100);
   d.sched_switch(1, us(42), 200, "R+", 300);
-  d.hrtimer(0, us(44), 100, true);
-  d.hrtimer(0, us(44), 100, false);
+  d.hrtimer_entry(0, us(44), 100);
+  d.hrtimer_exit(0, us(44), 100);
   d.sched_switch(1, us(45), 300, "X", 200);
   d.sched_switch(0, us(50), 100, "S", 0);
   d.sched_switch(1, us(52), 200, "S", 0);
@@ -178,7 +120,7 @@ TEST_F(KernelLttng, SameModelAndCriticalPathAsPerfScript) {
   const std::string ctf = write_ctf(d.spec);
   const kernel::KernelModel from_ctf = kernel::build_model(kernel::read_lttng_ctf(ctf));
   const kernel::KernelModel from_perf =
-      kernel::build_model(kernel::parse_perf_script(d.perf.text(), "s.perf"));
+      kernel::build_model(kernel::parse_perf_script(d.text(), "s.perf"));
   EXPECT_EQ(from_ctf.events, from_perf.events);
   expect_same_models(from_ctf, from_perf);
   EXPECT_TRUE(from_ctf.diagnostics.items().empty()) << from_ctf.diagnostics.items()[0].first;
@@ -224,6 +166,27 @@ TEST_F(KernelLttng, SessionDirectoryAndStatedump) {
   EXPECT_EQ(ivs[0].end, us(20));
   EXPECT_EQ(ivs[0].cause, kernel::WakeCause::thread);
   EXPECT_EQ(m.threads[ivs[0].waker].tid, 200);
+}
+
+// Random schedules (tests/kernel_sim.hpp) written as perf text and as CTF: the two
+// readers give the same model, and the model equals the simulation's truth.
+TEST_F(KernelLttng, RandomSchedulesSameModelBothReaders) {
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    testing::Sim<DualText> sim(seed, PerfStyle::kv, DualText());
+    sim.run(3 + static_cast<int>(seed % 4), 1 + static_cast<int>(seed % 3), 30);
+    const std::string ctf = write_ctf(sim.p.spec, "sim" + std::to_string(seed));
+    const kernel::KernelModel a = kernel::build_model(kernel::read_lttng_ctf(ctf));
+    const kernel::KernelModel b =
+        kernel::build_model(kernel::parse_perf_script(sim.p.text(), "sim.perf"));
+    EXPECT_EQ(a.events, b.events);
+    expect_same_models(a, b);
+    EXPECT_TRUE(a.diagnostics.items().empty()) << a.diagnostics.items()[0].first;
+    size_t truth_intervals = 0, model_intervals = 0;
+    for (const auto& [tid, t] : sim.th) truth_intervals += t.ivs.size();
+    for (const auto& t : a.threads) model_intervals += t.intervals.size();
+    EXPECT_EQ(model_intervals, truth_intervals);
+  }
 }
 
 TEST_F(KernelLttng, BadTracesAreClearErrors) {
