@@ -8,7 +8,7 @@ JOBS ?= $(shell nproc)
 # Debian packages the build, tests, benchmarks and fuzzers need.
 DEB_PACKAGES := cmake ninja-build g++ make git clang-14 libclang-rt-14-dev clang-format \
   libsimdjson-dev libtomlplusplus-dev libcli11-dev libfmt-dev libzstd-dev liblz4-dev libsnappy-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev \
-  libcpp-httplib-dev libmsgpack-cxx-dev python3 \
+  libcpp-httplib-dev libmsgpack-cxx-dev python3 libbabeltrace2-dev python3-bt2 \
   chromium nodejs openmpi-bin libopenmpi-dev
 
 .PHONY: deps build build-asan demo test test-release test-asan test-tsan test-browser bench fuzz format format-check clean

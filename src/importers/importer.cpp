@@ -15,6 +15,9 @@
 #include "importers/otel/otel_importer.hpp"
 #include "importers/spark/spark_importer.hpp"
 #include "importers/streaming.hpp"
+#include "kernel/load.hpp"
+#include "kernel/perf_script.hpp"
+#include "kernel/to_trace.hpp"
 #include "trace/trace_io.hpp"
 
 namespace snailtrail::importers {
@@ -61,6 +64,21 @@ Trace read_snail(const std::string& path, const ImportOptions&) {
 }
 Trace read_jsonl(const std::string& path, const ImportOptions&) {
   return read_trace(path, TraceFormat::jsonl);
+}
+
+// Kernel traces (docs/KERNEL.md): threads as workers, wake-ups as control messages.
+int sniff_perf_sched(std::string_view, std::string_view head) {
+  return kernel::sniff_perf_script(head);
+}
+Trace read_perf_sched(const std::string& path, const ImportOptions&) {
+  return kernel::to_trace(kernel::load_kernel_model(path, "perf-sched"));
+}
+// A CTF trace is a directory: never sniffed, named with --importer lttng.
+int sniff_lttng(std::string_view, std::string_view) {
+  return 0;
+}
+Trace read_lttng(const std::string& path, const ImportOptions&) {
+  return kernel::to_trace(kernel::load_kernel_model(path, "lttng"));
 }
 
 // Reads up to kSniffBytes from the start of a regular file, or up to kCompressedSniffBytes
@@ -120,6 +138,10 @@ const std::vector<Importer>& all_importers() {
        read_chrome},
       {"otlp", "OpenTelemetry OTLP/JSON spans (resourceSpans)", sniff_otlp, read_otlp},
       {"jaeger", "Jaeger JSON spans (query API /api/traces)", sniff_jaeger, read_jaeger},
+      {"perf-sched", "Linux `perf script` text of sched tracepoints (threads as workers)",
+       sniff_perf_sched, read_perf_sched},
+      {"lttng", "LTTng kernel trace (CTF directory, read with libbabeltrace2)", sniff_lttng,
+       read_lttng},
   };
   return importers;
 }

@@ -1,0 +1,156 @@
+// Bounded backward critical path over the thread-state model (critical_path.hpp).
+#include "kernel/critical_path.hpp"
+
+#include <algorithm>
+
+namespace snailtrail::kernel {
+
+std::string_view name_of(PathState s) {
+  switch (s) {
+    case PathState::running:
+      return "running";
+    case PathState::preempted:
+      return "preempted";
+    case PathState::timer:
+      return "timer";
+    case PathState::block_device:
+      return "block_device";
+    case PathState::network:
+      return "network";
+    case PathState::interrupt:
+      return "interrupt";
+    case PathState::blocked:
+      return "blocked";
+    case PathState::unknown:
+      return "unknown";
+  }
+  return "?";
+}
+
+namespace {
+
+PathState path_state(const Interval& iv) {
+  switch (iv.state) {
+    case ThreadState::running:
+      return PathState::running;
+    case ThreadState::preempted:
+      return PathState::preempted;
+    case ThreadState::blocked:
+      break;
+  }
+  switch (iv.cause) {
+    case WakeCause::timer:
+      return PathState::timer;
+    case WakeCause::block_device:
+      return PathState::block_device;
+    case WakeCause::network:
+      return PathState::network;
+    case WakeCause::interrupt:
+      return PathState::interrupt;
+    case WakeCause::none:
+    case WakeCause::thread:
+      return PathState::blocked;
+  }
+  return PathState::blocked;
+}
+
+struct Frame {
+  int32_t thread;
+  int64_t lo;  // the frame covers [lo, t], walking t down to lo
+  int64_t t;
+  bool first;  // t is a wake-up (or fork) time: the thread must be running just before it
+};
+
+}  // namespace
+
+CriticalPathResult critical_path(const KernelModel& model, int32_t target, int64_t from,
+                                 int64_t to) {
+  CriticalPathResult r;
+  if (to <= from || target < 0 || static_cast<size_t>(target) >= model.threads.size()) return r;
+  std::vector<PathSegment>& out = r.path;  // built backwards, reversed at the end
+  auto emit = [&](int32_t thread, int64_t s, int64_t e, PathState st) {
+    if (e <= s) return;
+    if (!out.empty() && out.back().start == e && out.back().thread == thread &&
+        out.back().state == st) {
+      out.back().start = s;
+      return;
+    }
+    out.push_back({s, e, thread, st});
+  };
+  std::vector<Frame> stack;
+  stack.push_back({target, from, to, false});
+  // Each step emits a segment, pushes or pops a frame, or hops to a parent: on a
+  // consistent model far fewer than this; the bound only stops a corrupt one.
+  uint64_t budget = 16;
+  for (const Thread& th : model.threads) budget += 8 * (th.intervals.size() + 1);
+  while (!stack.empty()) {
+    if (budget-- == 0) {
+      ++r.inconsistent;
+      const int64_t lo = stack.front().lo, t = stack.back().t;
+      emit(target, lo, t, PathState::unknown);
+      break;
+    }
+    Frame& f = stack.back();
+    if (f.t <= f.lo) {
+      stack.pop_back();
+      continue;
+    }
+    const Thread& th = model.threads[f.thread];
+    const auto& ivs = th.intervals;
+    // The interval with start < t <= end, if any.
+    auto it = std::lower_bound(ivs.begin(), ivs.end(), f.t,
+                               [](const Interval& iv, int64_t t) { return iv.start < t; });
+    if (it == ivs.begin()) {
+      // Before the thread's history: follow its fork back to the parent.
+      if (th.parent >= 0 && th.birth > INT64_MIN) {
+        if (f.t > th.birth) {
+          const int64_t s = std::max(f.lo, th.birth);
+          emit(f.thread, s, f.t, PathState::unknown);
+          f.t = s;
+          f.first = false;
+          continue;
+        }
+        const Thread& parent = model.threads[th.parent];
+        if (parent.birth == INT64_MIN || parent.birth < th.birth) {
+          f.first = f.t == th.birth;  // the parent runs at the fork, not necessarily before
+          f.thread = th.parent;
+          continue;
+        }
+      }
+      emit(f.thread, f.lo, f.t, PathState::unknown);
+      f.t = f.lo;
+      continue;
+    }
+    const Interval& iv = *(it - 1);
+    if (iv.end < f.t) {  // a gap after this interval (the thread had exited)
+      const int64_t s = std::max(f.lo, iv.end);
+      emit(f.thread, s, f.t, PathState::unknown);
+      f.t = s;
+      f.first = false;
+      continue;
+    }
+    const int64_t s = std::max(f.lo, iv.start);
+    if (iv.state == ThreadState::blocked && iv.cause == WakeCause::thread && iv.waker >= 0) {
+      if (f.first) {
+        // The waker of a wait must run at the wake-up; this one was blocked itself.
+        ++r.inconsistent;
+        emit(f.thread, s, f.t, PathState::blocked);
+        f.t = s;
+        f.first = false;
+        continue;
+      }
+      ++r.waker_hops;
+      const Frame child{iv.waker, s, f.t, f.t == iv.end};
+      f.t = s;
+      stack.push_back(child);  // invalidates f
+      continue;
+    }
+    emit(f.thread, s, f.t, path_state(iv));
+    f.t = s;
+    f.first = false;
+  }
+  std::reverse(out.begin(), out.end());
+  return r;
+}
+
+}  // namespace snailtrail::kernel

@@ -1,0 +1,27 @@
+// Reader for LTTng kernel traces (CTF) through libbabeltrace2 (docs/KERNEL.md "LTTng"):
+// a graph source.ctf.fs -> flt.utils.muxer -> our sink, which keeps the events the model
+// uses (sched_switch, sched_waking/wakeup/wakeup_new, sched_process_fork/exit,
+// irq_handler_*, irq_softirq_*, timer_hrtimer_expire_*, block_rq_*, net_dev_queue,
+// netif_receive_skb, lttng_statedump_process_state) with their payload fields, the CPU
+// from the packet context's cpu_id, and the running thread per CPU from sched_switch
+// (or an event context `tid`/`_tid` field when the session added one).
+#pragma once
+
+#include <string>
+
+#include "kernel/kernel_event.hpp"
+
+namespace snailtrail::kernel {
+
+// Whether this build reads CTF (libbabeltrace2 was found at configure time).
+bool have_lttng_reader();
+
+// Reads the CTF trace(s) under `path` (a trace directory, or a session directory holding
+// several: every directory with a `metadata` file is read). Throws TraceError naming the
+// path and babeltrace2's own error (truncated stream, bad metadata, ...). Events of other
+// names are counted (`lttng.unknown_event`), discarded-event records too
+// (`lttng.discarded_events`), payloads without the fields an event needs are counted
+// (`lttng.missing_field`).
+KernelEvents read_lttng_ctf(const std::string& path);
+
+}  // namespace snailtrail::kernel

@@ -1,0 +1,338 @@
+// Kernel events -> thread-state intervals (model.hpp).
+#include "kernel/model.hpp"
+
+#include <unordered_map>
+
+namespace snailtrail::kernel {
+
+std::string_view name_of(ThreadState s) {
+  switch (s) {
+    case ThreadState::running:
+      return "running";
+    case ThreadState::preempted:
+      return "preempted";
+    case ThreadState::blocked:
+      return "blocked";
+  }
+  return "?";
+}
+
+std::string_view name_of(WakeCause c) {
+  switch (c) {
+    case WakeCause::none:
+      return "none";
+    case WakeCause::thread:
+      return "thread";
+    case WakeCause::timer:
+      return "timer";
+    case WakeCause::block_device:
+      return "block_device";
+    case WakeCause::network:
+      return "network";
+    case WakeCause::interrupt:
+      return "interrupt";
+  }
+  return "?";
+}
+
+std::vector<int32_t> KernelModel::find_tid(int32_t tid) const {
+  std::vector<int32_t> out;
+  for (size_t i = 0; i < threads.size(); ++i)
+    if (threads[i].tid == tid) out.push_back(static_cast<int32_t>(i));
+  return out;
+}
+
+std::vector<int32_t> KernelModel::find_comm(std::string_view name) const {
+  std::vector<int32_t> out;
+  for (size_t i = 0; i < threads.size(); ++i)
+    if (strings.str(threads[i].comm) == name) out.push_back(static_cast<int32_t>(i));
+  return out;
+}
+
+namespace {
+
+enum class Open : uint8_t { none, running, preempted, blocked, dead };
+
+struct Context {
+  KType kind;  // irq_entry, softirq_entry or hrtimer_entry
+  int32_t num;
+  bool block_done = false;  // a block request completed in this context
+  bool net_rx = false;      // a packet was received in this context
+};
+
+struct Cpu {
+  int32_t current = -1;  // tid
+  std::vector<Context> stack;
+};
+
+constexpr size_t kMaxContextDepth = 16;
+constexpr int32_t kMaxCpus = 1 << 16;
+
+class Builder {
+ public:
+  explicit Builder(KernelEvents&& in) : in_(std::move(in)) {
+    m_.source = in_.source;
+    m_.diagnostics = std::move(in_.diagnostics);
+  }
+
+  KernelModel run() {
+    const auto& ev = in_.events;
+    m_.events = ev.size();
+    if (!ev.empty()) {
+      m_.begin = ev.front().ts;
+      m_.end = ev.back().ts;
+    }
+    for (const KEvent& e : ev) step(e);
+    for (size_t i = 0; i < open_.size(); ++i) {
+      const OpenState& o = open_[i];
+      switch (o.state) {
+        case Open::running:
+          add(i, o.since, m_.end, ThreadState::running);
+          break;
+        case Open::preempted:
+          add(i, o.since, m_.end, ThreadState::preempted);
+          break;
+        case Open::blocked:
+          add(i, o.since, m_.end, ThreadState::blocked);
+          break;
+        default:
+          break;
+      }
+    }
+    m_.strings = std::move(in_.strings);
+    return std::move(m_);
+  }
+
+ private:
+  struct OpenState {
+    Open state = Open::none;
+    int64_t since = 0;
+  };
+
+  Cpu* cpu(int32_t c) {
+    if (c < 0 || c >= kMaxCpus) return nullptr;
+    if (static_cast<size_t>(c) >= cpus_.size()) cpus_.resize(c + 1);
+    return &cpus_[c];
+  }
+
+  // The live thread with this tid, created if needed. tid <= 0 (idle) is no thread.
+  int32_t thread(int32_t tid, uint32_t comm) {
+    if (tid <= 0) return -1;
+    auto it = by_tid_.find(tid);
+    if (it != by_tid_.end()) {
+      if (comm && m_.threads[it->second].comm != comm) m_.threads[it->second].comm = comm;
+      return it->second;
+    }
+    const auto idx = static_cast<int32_t>(m_.threads.size());
+    Thread t;
+    t.tid = tid;
+    t.comm = comm;
+    m_.threads.push_back(std::move(t));
+    open_.emplace_back();
+    by_tid_.emplace(tid, idx);
+    return idx;
+  }
+
+  void add(size_t t, int64_t start, int64_t end, ThreadState s, WakeCause c = WakeCause::none,
+           int32_t waker = -1) {
+    if (end <= start) return;
+    auto& ivs = m_.threads[t].intervals;
+    if (!ivs.empty() && ivs.back().end == start && ivs.back().state == s &&
+        s != ThreadState::blocked) {
+      ivs.back().end = end;
+      return;
+    }
+    ivs.push_back({start, end, waker, s, c});
+  }
+
+  // `t` runs at `ts` (it is current on a CPU): repair what we believed otherwise.
+  void ensure_running(int32_t t, int64_t ts) {
+    if (t < 0) return;
+    OpenState& o = open_[t];
+    switch (o.state) {
+      case Open::running:
+        return;
+      case Open::none:
+        break;
+      case Open::preempted:
+        m_.diagnostics.add("kernel.running_without_switch_in");
+        add(t, o.since, ts, ThreadState::preempted);
+        break;
+      case Open::blocked:
+        m_.diagnostics.add("kernel.running_without_wakeup");
+        add(t, o.since, ts, ThreadState::blocked);
+        break;
+      case Open::dead:
+        break;
+    }
+    o = {Open::running, ts};
+  }
+
+  WakeCause cause_at(const Cpu* c, int32_t waker_tid) const {
+    if (c && !c->stack.empty()) {
+      const Context& x = c->stack.back();
+      if (x.kind == KType::hrtimer_entry) return WakeCause::timer;
+      if (x.kind == KType::softirq_entry) {
+        if (x.num == 1 || x.num == 8) return WakeCause::timer;
+        if (x.num == 2 || x.num == 3 || x.net_rx) return WakeCause::network;
+        if (x.num == 4 || x.num == 5 || x.block_done) return WakeCause::block_device;
+        return WakeCause::interrupt;
+      }
+      if (x.block_done) return WakeCause::block_device;
+      if (x.net_rx) return WakeCause::network;
+      return WakeCause::interrupt;
+    }
+    // The idle task wakes nobody on its own: the wake-up came from an interrupt whose
+    // entry was not traced.
+    if (waker_tid == 0) return WakeCause::interrupt;
+    return WakeCause::thread;
+  }
+
+  void wake(const KEvent& e, int32_t waker, Cpu* c) {
+    const int32_t t = thread(e.a, e.comm_a);
+    if (t < 0) return;
+    OpenState& o = open_[t];
+    if (o.state == Open::blocked) {
+      WakeCause cause = cause_at(c, e.tid);
+      if (cause == WakeCause::thread && (waker < 0 || waker == t)) cause = WakeCause::none;
+      add(t, o.since, e.ts, ThreadState::blocked, cause, cause == WakeCause::thread ? waker : -1);
+      ++m_.wakeups;
+      o = {Open::preempted, e.ts};
+    } else if (o.state == Open::none) {
+      o = {Open::preempted, e.ts};
+    }
+  }
+
+  void step(const KEvent& e) {
+    Cpu* c = cpu(e.cpu);
+    int32_t cur = -1;
+    if (e.type != KType::statedump && e.type != KType::process_exit) {
+      cur = thread(e.tid, e.comm);
+      ensure_running(cur, e.ts);
+      if (c && c->current != e.tid) {
+        if (c->current > 0 && e.tid > 0 && e.type != KType::sched_switch)
+          m_.diagnostics.add("kernel.current_changed_without_switch");
+        c->current = e.tid;
+      }
+    }
+    switch (e.type) {
+      case KType::sched_switch: {
+        if (cur >= 0) {
+          OpenState& o = open_[cur];
+          add(cur, o.since, e.ts, ThreadState::running);
+          if (e.state == PrevState::runnable) {
+            o = {Open::preempted, e.ts};
+          } else if (e.state == PrevState::blocked) {
+            o = {Open::blocked, e.ts};
+          } else {
+            o = {Open::dead, e.ts};
+            by_tid_.erase(e.tid);
+          }
+        }
+        const int32_t next = thread(e.a, e.comm_a);
+        if (next >= 0) {
+          OpenState& o = open_[next];
+          if (o.state == Open::preempted) {
+            add(next, o.since, e.ts, ThreadState::preempted);
+          } else if (o.state == Open::blocked) {
+            m_.diagnostics.add("kernel.switch_in_without_wakeup");
+            add(next, o.since, e.ts, ThreadState::blocked);
+          } else if (o.state == Open::running) {
+            m_.diagnostics.add("kernel.switch_in_while_running");
+            add(next, o.since, e.ts, ThreadState::running);
+          }
+          o = {Open::running, e.ts};
+        }
+        if (c) {
+          c->current = e.a;
+          if (!c->stack.empty()) {
+            m_.diagnostics.add("kernel.switch_inside_interrupt");
+            c->stack.clear();
+          }
+        }
+        break;
+      }
+      case KType::sched_waking:
+        wake(e, cur, c);
+        break;
+      case KType::sched_wakeup:
+      case KType::sched_wakeup_new:
+        wake(e, cur, c);
+        break;
+      case KType::process_fork: {
+        const int32_t child = thread(e.a, e.comm_a);
+        if (child >= 0) {
+          Thread& ct = m_.threads[child];
+          if (ct.parent < 0 && cur != child) {
+            ct.parent = cur;
+            ct.birth = e.ts;
+          }
+          if (open_[child].state == Open::none) open_[child] = {Open::preempted, e.ts};
+        }
+        break;
+      }
+      case KType::process_exit:
+        break;  // the thread leaves with its last sched_switch (prev_state X/Z)
+      case KType::irq_entry:
+      case KType::softirq_entry:
+      case KType::hrtimer_entry:
+        if (c) {
+          if (c->stack.size() >= kMaxContextDepth) {
+            m_.diagnostics.add("kernel.interrupt_nesting_too_deep");
+            c->stack.erase(c->stack.begin());
+          }
+          c->stack.push_back({e.type, e.a});
+        }
+        break;
+      case KType::irq_exit:
+      case KType::softirq_exit:
+      case KType::hrtimer_exit: {
+        if (!c) break;
+        const KType entry = e.type == KType::irq_exit       ? KType::irq_entry
+                            : e.type == KType::softirq_exit ? KType::softirq_entry
+                                                            : KType::hrtimer_entry;
+        if (!c->stack.empty() && c->stack.back().kind == entry) {
+          c->stack.pop_back();
+        } else {
+          m_.diagnostics.add("kernel.unbalanced_interrupt_exit");
+          // Drop up to (and including) the innermost matching entry, if any.
+          for (size_t k = c->stack.size(); k-- > 0;)
+            if (c->stack[k].kind == entry) {
+              c->stack.resize(k);
+              break;
+            }
+        }
+        break;
+      }
+      case KType::block_complete:
+        if (c && !c->stack.empty()) c->stack.back().block_done = true;
+        break;
+      case KType::net_receive:
+        if (c && !c->stack.empty()) c->stack.back().net_rx = true;
+        break;
+      case KType::block_issue:
+      case KType::net_queue:
+        break;
+      case KType::statedump: {
+        const int32_t t = thread(e.tid, e.comm);
+        if (t >= 0 && open_[t].state == Open::none)
+          open_[t] = {e.state == PrevState::blocked ? Open::blocked : Open::preempted, e.ts};
+        break;
+      }
+    }
+  }
+
+  KernelEvents in_;
+  KernelModel m_;
+  std::vector<OpenState> open_;
+  std::vector<Cpu> cpus_;
+  std::unordered_map<int32_t, int32_t> by_tid_;
+};
+
+}  // namespace
+
+KernelModel build_model(KernelEvents&& events) {
+  return Builder(std::move(events)).run();
+}
+
+}  // namespace snailtrail::kernel

@@ -1,0 +1,65 @@
+// The thread-state model of a kernel trace (docs/KERNEL.md "Model"): per thread, the
+// intervals it spent running, preempted (runnable, waiting for a CPU) and blocked, each
+// blocked interval labelled by what ended it — a timer, a device (block I/O completion),
+// the network (packet reception), an interrupt, or the thread that woke it.
+//
+// Invariants: a thread's intervals are sorted, do not overlap and have end > start; a
+// blocked interval woken by a thread has waker >= 0 and ends at the wake-up time; a wait
+// whose end was not seen (trace end, missed wake-up) has cause `none` and shows as
+// `blocked` (unresolved). Time before a thread's first event is not modelled (`unknown`).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernel/kernel_event.hpp"
+
+namespace snailtrail::kernel {
+
+enum class ThreadState : uint8_t { running, preempted, blocked };
+
+// What ended a blocked interval.
+enum class WakeCause : uint8_t { none, thread, timer, block_device, network, interrupt };
+
+struct Interval {
+  int64_t start = 0;
+  int64_t end = 0;
+  int32_t waker = -1;  // thread index when cause == thread
+  ThreadState state = ThreadState::running;
+  WakeCause cause = WakeCause::none;
+};
+
+struct Thread {
+  int32_t tid = 0;
+  uint32_t comm = 0;          // string id (latest comm seen)
+  int32_t parent = -1;        // thread index of the forking thread, if the fork was seen
+  int64_t birth = INT64_MIN;  // fork time, if seen
+  std::vector<Interval> intervals;
+};
+
+struct KernelModel {
+  std::vector<Thread> threads;  // a tid reused after its thread died gets a new entry
+  StringTable strings;
+  Counters diagnostics;  // the reader's and the model's
+  std::string source;
+  int64_t begin = 0, end = 0;  // first and last event time
+  uint64_t events = 0;
+  uint64_t wakeups = 0;  // wake-ups that ended a blocked interval
+
+  const std::string& comm(int32_t thread) const { return strings.str(threads[thread].comm); }
+  // Thread indices with this tid (several if the tid was reused), in order of appearance.
+  std::vector<int32_t> find_tid(int32_t tid) const;
+  // Thread indices whose comm equals `name`.
+  std::vector<int32_t> find_comm(std::string_view name) const;
+};
+
+// Replays events (sorted by time) through a per-CPU state machine. Inconsistencies
+// (a thread switched in while we believed it blocked, unbalanced irq exits, ...) are
+// repaired and counted in diagnostics under "kernel.*".
+KernelModel build_model(KernelEvents&& events);
+
+std::string_view name_of(ThreadState s);
+std::string_view name_of(WakeCause c);
+
+}  // namespace snailtrail::kernel

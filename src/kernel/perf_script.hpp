@@ -1,0 +1,28 @@
+// Reader for the text `perf script` prints for scheduler tracepoints (`perf sched record`,
+// `perf record -e 'sched:*' -e 'irq:*' ...`), docs/KERNEL.md "perf script".
+//
+// A sample line is `COMM TID [CPU] [FLAGS] SECONDS.FRACTION: [PERIOD] [SYS:]EVENT: ARGS`,
+// where COMM may contain spaces and TID may be `PID/TID`; the CPU column and flags are
+// optional. Both argument layouts are read: the kernel's `key=value` format and the
+// compact one of libtraceevent's sched plugin (`prev:12 [120] S ==> next:34 [120]`).
+// Events the model does not use are counted (`perf.unknown_event`), lines that are not
+// samples (call-chain frames, warnings) are counted (`perf.skipped_line`), a known event
+// with a missing field is an error naming the line (except a cut last line, counted).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "kernel/kernel_event.hpp"
+
+namespace snailtrail::kernel {
+
+// Parses a whole perf script text; events come back sorted by timestamp (stable), with
+// `perf.out_of_order` counting those that were not. Throws TraceError naming
+// `source:LINE` for a malformed known event, or when no line is a sample at all.
+KernelEvents parse_perf_script(std::string_view text, const std::string& source);
+
+// How sure we are that the first bytes of a file are perf script sched output (0..100).
+int sniff_perf_script(std::string_view head);
+
+}  // namespace snailtrail::kernel
