@@ -11,6 +11,7 @@
 
 #include "importers/chrome/chrome_importer.hpp"
 #include "importers/common/compressed.hpp"
+#include "importers/logs/logs_importer.hpp"
 #include "importers/msgpack/msgpack_importer.hpp"
 #include "importers/otel/otel_importer.hpp"
 #include "importers/spark/spark_importer.hpp"
@@ -120,6 +121,8 @@ const std::vector<Importer>& all_importers() {
        read_chrome},
       {"otlp", "OpenTelemetry OTLP/JSON spans (resourceSpans)", sniff_otlp, read_otlp},
       {"jaeger", "Jaeger JSON spans (query API /api/traces)", sniff_jaeger, read_jaeger},
+      {"logs", "plain-text logs: a file or a directory of files, one per node (docs/LOGS.md)",
+       sniff_logs, read_logs_trace},
   };
   return importers;
 }

@@ -1,0 +1,269 @@
+// Request identifiers and flows (flows.hpp).
+#include "logs/flows.hpp"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <regex>
+#include <stdexcept>
+#include <unordered_map>
+
+namespace snailtrail::logs {
+namespace {
+
+// Small counters (all digits, dots, signs: "12", "0.0", "-3") collide across requests:
+// only values with a letter or at least 6 digits can identify one.
+bool id_like(std::string_view v) {
+  size_t digits = 0;
+  bool letter = false;
+  for (char c : v) {
+    if (c >= '0' && c <= '9')
+      ++digits;
+    else if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
+      letter = true;
+  }
+  return digits > 0 && (letter || digits >= 6);
+}
+
+struct UnionFind {
+  std::vector<uint32_t> parent;
+  uint32_t add() {
+    parent.push_back(static_cast<uint32_t>(parent.size()));
+    return parent.back();
+  }
+  uint32_t find(uint32_t x) {
+    while (parent[x] != x) x = parent[x] = parent[parent[x]];
+    return x;
+  }
+  void unite(uint32_t a, uint32_t b) {
+    a = find(a), b = find(b);
+    if (a != b) parent[std::max(a, b)] = std::min(a, b);
+  }
+};
+
+struct VecHash {
+  size_t operator()(const std::vector<uint32_t>& v) const {
+    uint64_t h = 1469598103934665603ull;
+    for (uint32_t x : v) h = (h ^ x) * 1099511628211ull;
+    return static_cast<size_t>(h);
+  }
+};
+
+}  // namespace
+
+FlowSet build_flows(const LogSet& logs, const FlowOptions& options) {
+  FlowSet out;
+  const size_t n = logs.records.size();
+  constexpr uint32_t kNone = UINT32_MAX;
+  std::vector<uint32_t> key(n, kNone);  // per record: its group key (before union-find)
+  std::vector<std::string> key_names;
+  UnionFind uf;
+  std::vector<Token> tokens;
+  std::vector<std::string_view> params;
+
+  if (!options.id_regex.empty()) {
+    out.id_source = "regex";
+    std::regex re;
+    try {
+      re = std::regex(options.id_regex, std::regex::ECMAScript | std::regex::optimize);
+    } catch (const std::regex_error& e) {
+      throw std::invalid_argument("--id '" + options.id_regex + "': " + e.what());
+    }
+    std::unordered_map<std::string, uint32_t> ids;
+    std::match_results<std::string_view::const_iterator> m;
+    for (size_t r = 0; r < n; ++r) {
+      const std::string_view c = logs.records[r].content;
+      if (!std::regex_search(c.begin(), c.end(), m, re)) continue;
+      const size_t g = m.size() > 1 && m[1].matched ? 1 : 0;
+      std::string v = m[g].str();
+      auto [it, fresh] = ids.try_emplace(v, static_cast<uint32_t>(key_names.size()));
+      if (fresh) key_names.push_back(std::move(v)), uf.add();
+      key[r] = it->second;
+    }
+  } else if (!options.by_thread) {
+    // Pass 1: every id-like parameter value, per slot.
+    const size_t clusters = logs.drain.cluster_count();
+    std::vector<uint32_t> slot_base(clusters + 1, 0);
+    for (size_t c = 0; c < clusters; ++c) {
+      uint32_t k = 0;
+      for (const std::string& t : logs.drain.template_tokens(static_cast<uint32_t>(c)))
+        k += t.find(kWildcard) != std::string::npos;
+      slot_base[c + 1] = slot_base[c] + k;
+    }
+    struct Value {
+      uint64_t records = 0;
+      uint32_t first_cluster = kNone;
+      bool multi_cluster = false;
+      std::vector<uint32_t> slots;  // distinct, at most 32
+    };
+    std::unordered_map<std::string_view, uint32_t> value_ids;
+    std::vector<Value> values;
+    std::vector<std::string_view> value_text;
+    std::vector<uint64_t> rec_begin(n + 1, 0);
+    std::vector<std::pair<uint32_t, uint32_t>> rec_values;  // (value, slot)
+    for (size_t r = 0; r < n; ++r) {
+      const LogRecord& rec = logs.records[r];
+      logs.drain.params(rec.cluster, logs.tokens(rec, tokens), params);
+      for (size_t k = 0; k < params.size(); ++k) {
+        const std::string_view v = params[k];
+        if (!id_like(v)) continue;
+        auto [it, fresh] = value_ids.try_emplace(v, static_cast<uint32_t>(values.size()));
+        if (fresh) values.emplace_back(), value_text.push_back(v);
+        Value& val = values[it->second];
+        const uint32_t slot = slot_base[rec.cluster] + static_cast<uint32_t>(k);
+        // A value counts once per record.
+        bool dup = false;
+        for (uint64_t j = rec_begin[r]; j < rec_values.size(); ++j)
+          dup |= rec_values[j].first == it->second;
+        if (!dup) ++val.records;
+        if (val.first_cluster == kNone)
+          val.first_cluster = rec.cluster;
+        else if (val.first_cluster != rec.cluster)
+          val.multi_cluster = true;
+        if (val.slots.size() < 32 &&
+            std::find(val.slots.begin(), val.slots.end(), slot) == val.slots.end())
+          val.slots.push_back(slot);
+        rec_values.emplace_back(it->second, slot);
+      }
+      rec_begin[r + 1] = rec_values.size();
+    }
+    // Pass 2: identifier slots.
+    const uint64_t hub = std::max<uint64_t>(64, n / 100);
+    const size_t slots = slot_base[clusters];
+    std::vector<IdSlot> stats(slots);
+    for (size_t c = 0; c < clusters; ++c)
+      for (uint32_t s = slot_base[c]; s < slot_base[c + 1]; ++s)
+        stats[s].cluster = static_cast<uint32_t>(c), stats[s].position = s - slot_base[c];
+    for (const Value& v : values)
+      for (uint32_t s : v.slots) {
+        ++stats[s].distinct;
+        stats[s].recurring += v.multi_cluster && v.records <= hub;
+      }
+    for (const auto& [v, s] : rec_values) ++stats[s].records;
+    std::vector<bool> is_id(slots, false);
+    for (size_t s = 0; s < slots; ++s)
+      if (stats[s].recurring > 0 && stats[s].recurring * 10 >= stats[s].distinct * 3) {
+        is_id[s] = true;
+        out.id_slots.push_back(stats[s]);
+      }
+    // Pass 3: union-find over identifier values.
+    std::vector<uint32_t> uf_of(values.size(), kNone);
+    std::vector<uint32_t> ids;
+    for (size_t r = 0; r < n; ++r) {
+      ids.clear();
+      for (uint64_t j = rec_begin[r]; j < rec_begin[r + 1]; ++j) {
+        const auto [v, s] = rec_values[j];
+        if (!is_id[s] || values[v].records > hub) continue;
+        if (std::find(ids.begin(), ids.end(), v) == ids.end()) ids.push_back(v);
+      }
+      if (ids.empty()) continue;
+      for (uint32_t v : ids)
+        if (uf_of[v] == kNone) {
+          uf_of[v] = uf.add();
+          key_names.emplace_back(value_text[v]);
+        }
+      if (ids.size() == 2)
+        uf.unite(uf_of[ids[0]], uf_of[ids[1]]);
+      else if (ids.size() > 2)
+        ++out.multi_id_records;
+      key[r] = uf_of[ids[0]];
+    }
+    out.id_source = out.id_slots.empty() ? "none" : "auto";
+  }
+  if (options.by_thread || (options.id_regex.empty() && out.id_slots.empty())) {
+    // Fallback: (node, thread), if the header has a thread.
+    bool any_thread = false;
+    for (const auto& t : logs.threads) any_thread |= !t.second.empty();
+    key_names.clear();
+    uf = UnionFind{};
+    std::fill(key.begin(), key.end(), kNone);
+    if (any_thread) {
+      out.id_source = "thread";
+      for (const auto& t : logs.threads) {
+        key_names.push_back(logs.nodes[t.first] + "/" + t.second);
+        uf.add();
+      }
+      for (size_t r = 0; r < n; ++r)
+        if (!logs.threads[logs.records[r].thread].second.empty()) key[r] = logs.records[r].thread;
+    } else {
+      out.id_source = "none";
+    }
+  }
+
+  // Flows: components in order of their first record.
+  std::vector<uint32_t> flow_of_root(uf.parent.size(), kNone);
+  for (size_t r = 0; r < n; ++r) {
+    if (key[r] == kNone) {
+      ++out.records_without_id;
+      continue;
+    }
+    const uint32_t root = uf.find(key[r]);
+    if (flow_of_root[root] == kNone) {
+      flow_of_root[root] = static_cast<uint32_t>(out.flows.size());
+      out.flows.emplace_back();
+      out.flows.back().id = key_names[key[r]];
+    }
+    out.flows[flow_of_root[root]].records.push_back(static_cast<uint32_t>(r));
+    ++out.records_in_flows;
+  }
+  std::unordered_map<std::vector<uint32_t>, uint32_t, VecHash> sig_ids;
+  std::unordered_map<uint64_t, uint32_t> edge_ids;
+  std::vector<uint32_t> seq, nodes;
+  for (uint32_t fi = 0; fi < out.flows.size(); ++fi) {
+    Flow& f = out.flows[fi];
+    std::stable_sort(f.records.begin(), f.records.end(), [&](uint32_t a, uint32_t b) {
+      const LogRecord &x = logs.records[a], &y = logs.records[b];
+      if (x.ts != y.ts) return x.ts < y.ts;
+      if (x.file != y.file) return x.file < y.file;
+      return x.line < y.line;
+    });
+    f.start = logs.records[f.records.front()].ts;
+    f.end = logs.records[f.records.back()].ts;
+    seq.clear();
+    nodes.clear();
+    for (size_t k = 0; k < f.records.size(); ++k) {
+      const LogRecord& r = logs.records[f.records[k]];
+      seq.push_back(r.cluster);
+      if (std::find(nodes.begin(), nodes.end(), r.node) == nodes.end()) nodes.push_back(r.node);
+      if (k == 0) continue;
+      const LogRecord& p = logs.records[f.records[k - 1]];
+      const uint64_t ek = (uint64_t{p.cluster} << 32) | r.cluster;
+      auto [it, fresh] = edge_ids.try_emplace(ek, static_cast<uint32_t>(out.edges.size()));
+      if (fresh) out.edges.push_back({p.cluster, r.cluster, 0, 0, 0, 0});
+      FlowEdge& e = out.edges[it->second];
+      ++e.count;
+      e.cross_node += p.node != r.node;
+      e.total_ns += r.ts - p.ts;
+      e.max_ns = std::max(e.max_ns, r.ts - p.ts);
+    }
+    f.node_count = static_cast<uint32_t>(nodes.size());
+    auto [it, fresh] = sig_ids.try_emplace(seq, static_cast<uint32_t>(out.signatures.size()));
+    if (fresh) {
+      out.signatures.emplace_back();
+      out.signatures.back().templates = seq;
+      out.signatures.back().example = fi;
+    }
+    FlowSignature& s = out.signatures[it->second];
+    ++s.count;
+    s.total_ns += f.latency();
+    f.signature = it->second;
+  }
+  std::stable_sort(out.edges.begin(), out.edges.end(),
+                   [](const FlowEdge& a, const FlowEdge& b) { return a.count > b.count; });
+  std::vector<uint32_t> order(out.signatures.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    return out.signatures[a].count > out.signatures[b].count;
+  });
+  std::vector<uint32_t> rank(order.size());
+  std::vector<FlowSignature> sorted;
+  for (uint32_t i = 0; i < order.size(); ++i) {
+    rank[order[i]] = i;
+    sorted.push_back(std::move(out.signatures[order[i]]));
+  }
+  out.signatures = std::move(sorted);
+  for (Flow& f : out.flows) f.signature = rank[f.signature];
+  return out;
+}
+
+}  // namespace snailtrail::logs

@@ -1,0 +1,71 @@
+// Request flows from plain logs, in the manner of lprof (Zhao et al., OSDI 2014) but
+// without the code: the request identifiers are inferred from the logs themselves.
+//
+// Identifiers (id_source "auto"): a template parameter slot (template, position) holds
+// identifiers if most of its values (>= 30 %) also occur in a slot of another template,
+// and its values are not hubs: a value on more than max(64, records / 100) records (a
+// node's address, a job id shared by everything, a small counter) never groups lines.
+// Records are grouped by union-find over the identifier values they hold: a record with
+// one or two values joins (or links) their flows; one with more (a batch: "delete blk_1
+// blk_2 blk_3") is attributed to its first value's flow and counted. --id REGEX instead
+// takes the first match (its first group if any) of every message; without identifiers
+// (or with id_source "thread") a flow is a (node, thread) header pair.
+//
+// A flow's records are ordered by (time, file, line). Its signature is the sequence of
+// its templates (lprof's log-sequence id); its latency last - first time; its steps the
+// intervals between consecutive records, each attributed to the edge (template of the
+// earlier, template of the later record) of the flow graph.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "logs/log_set.hpp"
+
+namespace snailtrail::logs {
+
+struct FlowOptions {
+  std::string id_regex;    // empty = infer
+  bool by_thread = false;  // group by (node, thread) instead
+};
+
+struct IdSlot {
+  uint32_t cluster = 0, position = 0;  // position among the template's parameters
+  uint64_t records = 0, distinct = 0, recurring = 0;
+};
+
+struct Flow {
+  std::string id;                 // the identifier value of its first record
+  std::vector<uint32_t> records;  // by (time, file, line)
+  int64_t start = 0, end = 0;
+  uint32_t node_count = 0;
+  uint32_t signature = 0;  // index into FlowSet::signatures
+  int64_t latency() const { return end - start; }
+};
+
+struct FlowEdge {
+  uint32_t from = 0, to = 0;  // templates
+  uint64_t count = 0, cross_node = 0;
+  int64_t total_ns = 0, max_ns = 0;
+};
+
+struct FlowSignature {
+  std::vector<uint32_t> templates;
+  uint64_t count = 0;
+  int64_t total_ns = 0;
+  uint32_t example = 0;  // a flow
+};
+
+struct FlowSet {
+  std::string id_source;  // "auto", "regex", "thread" or "none"
+  std::vector<IdSlot> id_slots;
+  std::vector<Flow> flows;                // by first record
+  std::vector<FlowEdge> edges;            // by count, descending
+  std::vector<FlowSignature> signatures;  // by count, descending
+  uint64_t records_in_flows = 0, records_without_id = 0, multi_id_records = 0;
+};
+
+FlowSet build_flows(const LogSet& logs, const FlowOptions& options);
+
+}  // namespace snailtrail::logs
