@@ -206,17 +206,59 @@ FlowSet build_flows(const LogSet& logs, const FlowOptions& options) {
     out.flows[flow_of_root[root]].records.push_back(static_cast<uint32_t>(r));
     ++out.records_in_flows;
   }
-  std::unordered_map<std::vector<uint32_t>, uint32_t, VecHash> sig_ids;
-  std::unordered_map<uint64_t, uint32_t> edge_ids;
-  std::vector<uint32_t> seq, nodes;
-  for (uint32_t fi = 0; fi < out.flows.size(); ++fi) {
-    Flow& f = out.flows[fi];
+  // Order within a flow: by time, then file and line. Logs with coarse clocks (seconds)
+  // tie often, across nodes too; ties are then ordered by the precedence of their
+  // templates learnt from the untied pairs of all flows (lprof's temporal order, inferred
+  // instead of read from the code): x goes before y if template(x) was seen strictly
+  // before template(y) more often than after.
+  for (Flow& f : out.flows)
     std::stable_sort(f.records.begin(), f.records.end(), [&](uint32_t a, uint32_t b) {
       const LogRecord &x = logs.records[a], &y = logs.records[b];
       if (x.ts != y.ts) return x.ts < y.ts;
       if (x.file != y.file) return x.file < y.file;
       return x.line < y.line;
     });
+  std::unordered_map<uint64_t, int64_t> before;  // (a, b) -> #(a strictly before b)
+  auto pair_key = [](uint32_t a, uint32_t b) { return (uint64_t{a} << 32) | b; };
+  constexpr size_t kWindow = 8;  // pairs up to 8 records apart
+  for (const Flow& f : out.flows)
+    for (size_t i = 0; i < f.records.size(); ++i)
+      for (size_t j = i + 1; j < f.records.size() && j <= i + kWindow; ++j) {
+        const LogRecord &x = logs.records[f.records[i]], &y = logs.records[f.records[j]];
+        if (x.ts < y.ts && x.cluster != y.cluster) ++before[pair_key(x.cluster, y.cluster)];
+      }
+  std::vector<std::pair<int64_t, uint32_t>> run;
+  for (Flow& f : out.flows)
+    for (size_t i = 0; i < f.records.size();) {
+      size_t j = i + 1;
+      const int64_t ts = logs.records[f.records[i]].ts;
+      while (j < f.records.size() && logs.records[f.records[j]].ts == ts) ++j;
+      if (j - i >= 2 && j - i <= 64) {
+        run.clear();
+        for (size_t a = i; a < j; ++a) {
+          int64_t score = 0;
+          const uint32_t ca = logs.records[f.records[a]].cluster;
+          for (size_t b = i; b < j; ++b) {
+            const uint32_t cb = logs.records[f.records[b]].cluster;
+            if (ca == cb) continue;
+            const auto ab = before.find(pair_key(ca, cb)), ba = before.find(pair_key(cb, ca));
+            const int64_t n_ab = ab == before.end() ? 0 : ab->second;
+            const int64_t n_ba = ba == before.end() ? 0 : ba->second;
+            score += (n_ab > n_ba) - (n_ba > n_ab);
+          }
+          run.emplace_back(-score, f.records[a]);
+        }
+        std::stable_sort(run.begin(), run.end(),
+                         [](const auto& x, const auto& y) { return x.first < y.first; });
+        for (size_t a = i; a < j; ++a) f.records[a] = run[a - i].second;
+      }
+      i = j;
+    }
+  std::unordered_map<std::vector<uint32_t>, uint32_t, VecHash> sig_ids;
+  std::unordered_map<uint64_t, uint32_t> edge_ids;
+  std::vector<uint32_t> seq, nodes;
+  for (uint32_t fi = 0; fi < out.flows.size(); ++fi) {
+    Flow& f = out.flows[fi];
     f.start = logs.records[f.records.front()].ts;
     f.end = logs.records[f.records.back()].ts;
     seq.clear();

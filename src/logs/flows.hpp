@@ -11,8 +11,9 @@
 // takes the first match (its first group if any) of every message; without identifiers
 // (or with id_source "thread") a flow is a (node, thread) header pair.
 //
-// A flow's records are ordered by (time, file, line). Its signature is the sequence of
-// its templates (lprof's log-sequence id); its latency last - first time; its steps the
+// A flow's records are ordered by time; ties (coarse clocks) by the precedence of their
+// templates learnt from the flows' untied pairs, then by (file, line). Its signature is the
+// sequence of its templates (lprof's log-sequence id); its latency last - first time; its steps the
 // intervals between consecutive records, each attributed to the edge (template of the
 // earlier, template of the later record) of the flow graph.
 #pragma once
