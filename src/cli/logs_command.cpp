@@ -246,7 +246,7 @@ int run_flows(const LogsArgs& a) {
                  files_summary(set));
   fmt::format_to(it,
                  "  identifiers: {}; {} records in requests, {} without identifier, {} with "
-                 "several\n",
+                 "conflicting identifiers\n",
                  fs.id_source == "auto"
                      ? fmt::format("inferred ({} parameter slots)", fs.id_slots.size())
                  : fs.id_source == "regex"  ? "--id " + a.id
@@ -269,12 +269,15 @@ int run_flows(const LogsArgs& a) {
     fmt::format_to(it, "  {:>4} {:>7} {:>14}  {}\n", k, s.count,
                    dur(s.total_ns / static_cast<int64_t>(s.count), has_time), seq);
   }
-  fmt::format_to(it, "\nslowest requests\n  {:<28} {:>14} {:>7} {:>5} {:>4}\n", "id", "latency",
-                 "records", "nodes", "flow");
+  size_t id_w = 2;
+  for (size_t k = 0; k < std::min(a.top, slowest.size()); ++k)
+    id_w = std::max(id_w, std::min<size_t>(fs.flows[slowest[k]].id.size(), 48));
+  fmt::format_to(it, "\nslowest requests\n  {:<{}} {:>14} {:>7} {:>5} {:>4}\n", "id", id_w,
+                 "latency", "records", "nodes", "flow");
   for (size_t k = 0; k < std::min(a.top, slowest.size()); ++k) {
     const logs::Flow& f = fs.flows[slowest[k]];
-    fmt::format_to(it, "  {:<28} {:>14} {:>7} {:>5} {:>4}\n", f.id, dur(f.latency(), has_time),
-                   f.records.size(), f.node_count, f.signature);
+    fmt::format_to(it, "  {:<{}} {:>14} {:>7} {:>5} {:>4}\n", f.id, id_w,
+                   dur(f.latency(), has_time), f.records.size(), f.node_count, f.signature);
   }
   fmt::format_to(it,
                  "\nsteps (flow graph edges) by share of request latency\n  {:>5} {:>5} {:>7} "

@@ -146,8 +146,32 @@ FlowSet build_flows(const LogSet& logs, const FlowOptions& options) {
         is_id[s] = true;
         out.id_slots.push_back(stats[s]);
       }
-    // Pass 3: union-find over identifier values.
+    // Kinds of identifier: slots that share a value hold the same kind (block ids,
+    // request ids, node addresses, ...). A kind with more distinct values is finer.
+    UnionFind kinds;
+    for (size_t s = 0; s < slots; ++s) kinds.add();
+    for (const Value& v : values)
+      for (size_t k = 1; k < v.slots.size(); ++k)
+        if (is_id[v.slots[0]] && is_id[v.slots[k]]) kinds.unite(v.slots[0], v.slots[k]);
+    std::vector<uint64_t> kind_values(slots, 0);
+    std::vector<uint32_t> kind_of_value(values.size(), kNone);
+    for (size_t v = 0; v < values.size(); ++v)
+      for (uint32_t s : values[v].slots)
+        if (is_id[s]) {
+          kind_of_value[v] = kinds.find(s);
+          ++kind_values[kind_of_value[v]];
+          break;
+        }
+    // Pass 3: union-find over identifier values, as lprof's request accumulators: two
+    // groups join only if they do not conflict (hold different values of one kind).
     std::vector<uint32_t> uf_of(values.size(), kNone);
+    std::vector<std::vector<std::pair<uint32_t, uint32_t>>> held;  // per uf node: (kind, value)
+    auto compatible = [&](uint32_t a, uint32_t b) {
+      for (const auto& [ka, va] : held[a])
+        for (const auto& [kb, vb] : held[b])
+          if (ka == kb && va != vb) return false;
+      return true;
+    };
     std::vector<uint32_t> ids;
     for (size_t r = 0; r < n; ++r) {
       ids.clear();
@@ -157,15 +181,31 @@ FlowSet build_flows(const LogSet& logs, const FlowOptions& options) {
         if (std::find(ids.begin(), ids.end(), v) == ids.end()) ids.push_back(v);
       }
       if (ids.empty()) continue;
+      // The finest identifier first: the record belongs to its group.
+      std::stable_sort(ids.begin(), ids.end(), [&](uint32_t a, uint32_t b) {
+        return kind_values[kind_of_value[a]] > kind_values[kind_of_value[b]];
+      });
       for (uint32_t v : ids)
         if (uf_of[v] == kNone) {
           uf_of[v] = uf.add();
           key_names.emplace_back(value_text[v]);
+          held.push_back({{kind_of_value[v], v}});
         }
-      if (ids.size() == 2)
-        uf.unite(uf_of[ids[0]], uf_of[ids[1]]);
-      else if (ids.size() > 2)
-        ++out.multi_id_records;
+      bool conflict = false;
+      for (size_t k = 1; k < ids.size(); ++k) {
+        uint32_t a = uf.find(uf_of[ids[0]]), b = uf.find(uf_of[ids[k]]);
+        if (a == b) continue;
+        if (!compatible(a, b)) {
+          conflict = true;
+          continue;
+        }
+        uf.unite(a, b);
+        const uint32_t root = uf.find(a), other = root == a ? b : a;
+        held[root].insert(held[root].end(), held[other].begin(), held[other].end());
+        held[other].clear();
+        held[other].shrink_to_fit();
+      }
+      out.multi_id_records += conflict;
       key[r] = uf_of[ids[0]];
     }
     out.id_source = out.id_slots.empty() ? "none" : "auto";

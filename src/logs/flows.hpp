@@ -5,9 +5,13 @@
 // identifiers if most of its values (>= 30 %) also occur in a slot of another template,
 // and its values are not hubs: a value on more than max(64, records / 100) records (a
 // node's address, a job id shared by everything, a small counter) never groups lines.
-// Records are grouped by union-find over the identifier values they hold: a record with
-// one or two values joins (or links) their flows; one with more (a batch: "delete blk_1
-// blk_2 blk_3") is attributed to its first value's flow and counted. --id REGEX instead
+// Slots that share values hold one kind of identifier (block ids, request ids, order
+// ids); a kind with more distinct values is finer. Records are grouped by union-find over
+// the identifier values they hold, as lprof's request accumulators: two groups join only
+// if they do not conflict (hold different values of one kind), so a line naming a
+// request and a node address links that address to one request at most, and a batch
+// line ("delete blk_1 blk_2") links nothing: it goes to the group of its finest value
+// and is counted (multi_id_records). --id REGEX instead
 // takes the first match (its first group if any) of every message; without identifiers
 // (or with id_source "thread") a flow is a (node, thread) header pair.
 //
