@@ -157,6 +157,7 @@ const Importer& detect_importer(const std::string& path) {
         "this looks like a simulator scenario, not a trace: run `snailtrail simulate " + path +
             " -o trace.snail` and analyze trace.snail");
   if (spark::is_rolling_dir(path)) return *find_importer("spark");
+  if (is_log_dir(path)) return *find_importer("logs");  // one plain log per node
   const std::string head = read_head(path);
   const Importer* best = sniff_importer(path, head);
   if (!best) {

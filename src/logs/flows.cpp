@@ -178,6 +178,8 @@ FlowSet build_flows(const LogSet& logs, const FlowOptions& options) {
       for (uint64_t j = rec_begin[r]; j < rec_begin[r + 1]; ++j) {
         const auto [v, s] = rec_values[j];
         if (!is_id[s] || values[v].records > hub) continue;
+        // (A value seen in more than 32 slots may have this one unrecorded.)
+        if (kind_of_value[v] == kNone) kind_of_value[v] = kinds.find(s);
         if (std::find(ids.begin(), ids.end(), v) == ids.end()) ids.push_back(v);
       }
       if (ids.empty()) continue;

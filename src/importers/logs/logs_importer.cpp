@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 
 #include "importers/common/slices.hpp"
 
@@ -97,6 +98,21 @@ int sniff_logs(std::string_view path, std::string_view head) {
   if (!lines.empty() && logs::detect_format(lines)) return 15;
   const bool dot_log = path.size() > 4 && path.substr(path.size() - 4) == ".log";
   return dot_log ? 5 : 0;
+}
+
+bool is_log_dir(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(path, ec)) return false;
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(path, ec))
+    if (e.is_regular_file(ec)) files.push_back(e.path().string());
+  if (files.empty()) return false;
+  std::sort(files.begin(), files.end());
+  std::ifstream in(files.front(), std::ios::binary);
+  std::string head(kSniffBytes, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  return sniff_logs(files.front(), head) >= 15;
 }
 
 Trace read_logs_trace(const std::string& path, const ImportOptions& options) {

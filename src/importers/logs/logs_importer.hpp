@@ -24,6 +24,9 @@ Trace logs_to_trace(const logs::LogSet& set, const logs::FlowSet& flows, const s
 
 // A score for plain logs whose header a preset recognises (low: other formats win).
 int sniff_logs(std::string_view path, std::string_view head);
+// Whether `path` is a directory whose files (the first few) are plain logs a preset
+// recognises.
+bool is_log_dir(const std::string& path);
 // A file, or a directory of files (one per node). --log-format and --id apply.
 Trace read_logs_trace(const std::string& path, const ImportOptions& options);
 
