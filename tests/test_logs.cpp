@@ -55,6 +55,10 @@ TEST(LogFormat, MatchesLogpaiPatternsByHand) {
   EXPECT_EQ(fields[6], "check pass; user unknown");
   ASSERT_TRUE(r.match("Jun 14 15:16:01 combo logrotate: ALERT exited abnormally", fields));
   EXPECT_EQ(fields[5], "");
+  // Long lines: the regex sees the first 2 KiB, <Content> runs to the end.
+  const std::string long_line = "Jun 14 15:16:01 combo sshd[1]: " + std::string(100000, 'y');
+  ASSERT_TRUE(r.match(long_line, fields));
+  EXPECT_EQ(fields[6].size(), 100000u);
   EXPECT_THROW(LogFormat::compile("<Date> <Time>"), std::invalid_argument);  // no <Content>
   EXPECT_THROW(LogFormat::compile("<Date> (<Content>"), std::invalid_argument);
   EXPECT_THROW(format_from_option("nonsense"), std::invalid_argument);
@@ -92,6 +96,11 @@ TEST(LogFormat, TimestampsAgainstHandComputedEpochs) {
   EXPECT_FALSE(parse_timestamp("2015-13-18 18:01:47"));
   EXPECT_FALSE(parse_timestamp(""));
   EXPECT_FALSE(parse_timestamp("hello 12"));
+  // Outside 1900-2149 (differences of any two times fit in int64 ns).
+  EXPECT_FALSE(parse_timestamp("9999-01-01 00:00:00"));
+  EXPECT_FALSE(parse_timestamp("9999999999"));
+  EXPECT_FALSE(parse_timestamp("9999999999999"));
+  EXPECT_EQ(parse_timestamp("1900-01-01 00:00:00"), -2208988800 * s);
 }
 
 std::vector<std::string> templates_of(const std::vector<std::string>& lines) {

@@ -175,7 +175,8 @@ int run_flows(const LogsArgs& a) {
     return fs.flows[x].latency() > fs.flows[y].latency();
   });
   int64_t total_latency = 0;
-  for (const logs::Flow& f : fs.flows) total_latency += f.latency();
+  for (const logs::Flow& f : fs.flows)
+    total_latency = logs::saturating_add(total_latency, f.latency());
   auto share = [&](int64_t ns) {
     return total_latency > 0 ? static_cast<double>(ns) / static_cast<double>(total_latency) : 0.0;
   };

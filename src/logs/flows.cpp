@@ -317,7 +317,7 @@ FlowSet build_flows(const LogSet& logs, const FlowOptions& options) {
       FlowEdge& e = out.edges[it->second];
       ++e.count;
       e.cross_node += p.node != r.node;
-      e.total_ns += r.ts - p.ts;
+      e.total_ns = saturating_add(e.total_ns, r.ts - p.ts);
       e.max_ns = std::max(e.max_ns, r.ts - p.ts);
     }
     f.node_count = static_cast<uint32_t>(nodes.size());
@@ -329,7 +329,7 @@ FlowSet build_flows(const LogSet& logs, const FlowOptions& options) {
     }
     FlowSignature& s = out.signatures[it->second];
     ++s.count;
-    s.total_ns += f.latency();
+    s.total_ns = saturating_add(s.total_ns, f.latency());
     f.signature = it->second;
   }
   std::stable_sort(out.edges.begin(), out.edges.end(),

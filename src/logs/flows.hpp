@@ -30,6 +30,13 @@
 
 namespace snailtrail::logs {
 
+// a + b, saturated at the int64 limits (sums of many latencies).
+inline int64_t saturating_add(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) return b > 0 ? INT64_MAX : INT64_MIN;
+  return r;
+}
+
 struct FlowOptions {
   std::string id_regex;    // empty = infer
   bool by_thread = false;  // group by (node, thread) instead

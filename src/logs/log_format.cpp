@@ -44,6 +44,8 @@ int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
   return era * 146097 + static_cast<int64_t>(doe) - 719468;
 }
 
+constexpr int64_t kMaxEpochSeconds = 5'680'281'600;  // 2150-01-01
+
 int month_of(std::string_view w) {
   static constexpr std::array<std::string_view, 12> kMonths = {
       "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"};
@@ -183,11 +185,20 @@ bool LogFormat::match_from(size_t e, size_t p, std::string_view line,
 bool LogFormat::match(std::string_view line, std::vector<std::string_view>& fields) const {
   fields.assign(names_.size(), std::string_view());
   if (use_regex_) {
+    // libstdc++'s std::regex recurses per character: only the first kRegexBytes of a
+    // line are matched, and <Content> ending there extends to the end of the line.
+    constexpr size_t kRegexBytes = 2048;
+    const std::string_view head = line.substr(0, kRegexBytes);
     std::match_results<std::string_view::const_iterator> m;
-    if (!std::regex_match(line.begin(), line.end(), m, regex_)) return false;
+    if (!std::regex_match(head.begin(), head.end(), m, regex_)) return false;
     for (size_t i = 0; i < names_.size(); ++i)
       fields[i] =
           line.substr(static_cast<size_t>(m.position(i + 1)), static_cast<size_t>(m.length(i + 1)));
+    if (line.size() > head.size()) {
+      const std::string_view c = fields[content_];
+      if (c.data() + c.size() != head.data() + head.size()) return false;
+      fields[content_] = line.substr(static_cast<size_t>(c.data() - line.data()));
+    }
     return true;
   }
   int budget = 4096;  // pathological lines fail instead of taking exponential time
@@ -329,7 +340,9 @@ std::optional<int64_t> parse_timestamp(std::string_view t) {
     }
     if (!hms(k)) return std::nullopt;
   } else if (n == 1 && (nums[0].digits == 10 || nums[0].digits == 13)) {
-    const int64_t v = nums[0].v;
+    const int64_t v = nums[0].v;  // epoch seconds or milliseconds, up to 2150
+    if (nums[0].digits == 10 ? v >= kMaxEpochSeconds : v >= kMaxEpochSeconds * 1000)
+      return std::nullopt;
     return nums[0].digits == 10 ? v * 1'000'000'000 + frac_ns : v * 1'000'000 + frac_ns;
   } else if (n >= 1 && nums[0].digits == 8) {  // 20240301 12:00:00 or 20240301 120000
     y = nums[0].v / 10000, mo = nums[0].v / 100 % 100, d = nums[0].v % 100;
@@ -351,7 +364,8 @@ std::optional<int64_t> parse_timestamp(std::string_view t) {
   } else {
     return std::nullopt;
   }
-  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 60 || y > 9999)
+  // Years 1900-2149: any two times then differ by less than 2^63 ns.
+  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 60 || y < 1900 || y >= 2150)
     return std::nullopt;
   const int64_t days = days_from_civil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d));
   return ((days * 86400 + h * 3600 + mi * 60 + s) - offset_s) * 1'000'000'000 + frac_ns;

@@ -69,7 +69,8 @@ bool is_level_word(std::string_view s);
 // Parses the concatenated time fields of a header into ns since the epoch (UTC). Accepts
 // ISO-8601 (2024-03-01T12:00:00.123+01:00), log4j (2015-10-18 18:01:47,978), Spark
 // (17/06/09 20:10:40), HDFS (081109 203615), syslog (Jun 14 15:16:01, year 1970),
-// time-only (15:16:01.5) and epoch seconds or milliseconds (1131566461). nullopt if not.
+// time-only (15:16:01.5) and epoch seconds or milliseconds (1131566461). Years 1900 to
+// 2149 only (so that differences never overflow); nullopt if not.
 std::optional<int64_t> parse_timestamp(std::string_view text);
 
 // A line's header, validated: the pattern matches, the time fields (if any) parse and
