@@ -30,6 +30,7 @@ struct AnalyzeArgs {
   std::string importer = "auto";
   std::string spark_delay_split = "1:2";
   std::string map_file;
+  std::string log_format, log_id;  // --importer logs
   uint64_t seed = 1;
   bool per_window = false;
   std::string output;
@@ -78,6 +79,8 @@ int run(const AnalyzeArgs& a) {
   importers::ImportOptions import_options;
   import_options.spark_delay_split = a.spark_delay_split;
   import_options.map_file = a.map_file;
+  import_options.log_format = a.log_format;
+  import_options.log_id = a.log_id;
   Trace trace = importers::import_trace(a.trace, a.importer, import_options);
   cli::warn_if_cut(trace);
   const auto t_read = Clock::now();
@@ -264,6 +267,10 @@ CommandRunner add_analyze_command(CLI::App& app) {
   cmd->add_option("--map", an.map_file,
                   "chrome/otlp/jaeger: TOML rules mapping names to activity types "
                   "(docs/IMPORTERS.md)");
+  cmd->add_option("--log-format", an.log_format,
+                  "logs: header preset or pattern (docs/LOGS.md); default: detected per file");
+  cmd->add_option("--log-id", an.log_id,
+                  "logs: request-id regular expression; default: inferred from the templates");
   cmd->add_option("--seed", an.seed, "Seed of the sampled single critical path")
       ->capture_default_str();
   cmd->add_flag("--per-window", an.per_window, "Table: also print every window's table");

@@ -22,5 +22,6 @@ CommandRunner add_send_command(CLI::App& app);
 CommandRunner add_report_command(CLI::App& app);
 CommandRunner add_run_command(CLI::App& app);
 CommandRunner add_kernel_command(CLI::App& app);
+CommandRunner add_logs_command(CLI::App& app);
 
 }  // namespace snailtrail::cli

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
       cli::add_serve_command(app),   cli::add_send_command(app),
       cli::add_report_command(app),  cli::add_run_command(app),
       cli::add_kernel_command(app),
+      cli::add_logs_command(app),
   };
   try {
     app.parse(argc, argv);

@@ -11,6 +11,7 @@
 
 #include "importers/chrome/chrome_importer.hpp"
 #include "importers/common/compressed.hpp"
+#include "importers/logs/logs_importer.hpp"
 #include "importers/msgpack/msgpack_importer.hpp"
 #include "importers/otel/otel_importer.hpp"
 #include "importers/spark/spark_importer.hpp"
@@ -142,6 +143,8 @@ const std::vector<Importer>& all_importers() {
        sniff_perf_sched, read_perf_sched},
       {"lttng", "LTTng kernel trace (CTF directory, read with libbabeltrace2)", sniff_lttng,
        read_lttng},
+      {"logs", "plain-text logs: a file or a directory of files, one per node (docs/LOGS.md)",
+       sniff_logs, read_logs_trace},
   };
   return importers;
 }
@@ -176,6 +179,7 @@ const Importer& detect_importer(const std::string& path) {
         "this looks like a simulator scenario, not a trace: run `snailtrail simulate " + path +
             " -o trace.snail` and analyze trace.snail");
   if (spark::is_rolling_dir(path)) return *find_importer("spark");
+  if (is_log_dir(path)) return *find_importer("logs");  // one plain log per node
   const std::string head = read_head(path);
   const Importer* best = sniff_importer(path, head);
   if (!best) {

@@ -15,6 +15,8 @@ namespace snailtrail::importers {
 struct ImportOptions {
   std::string map_file;  // --map: activity-type mapping overrides (chrome, otlp, jaeger)
   std::string spark_delay_split = "1:2";  // --spark-delay-split: launch:result share of delay
+  std::string log_format;                 // --log-format: plain logs' header (logs); empty = detect
+  std::string log_id;  // --log-id: request-id regex for plain logs (logs); empty = infer
 };
 
 struct Importer {

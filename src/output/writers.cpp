@@ -928,7 +928,8 @@ void write_table(Buf& out, const Aggregate& agg, const Names& names, const Summa
       if (who_w + op_w > room) {
         // The worker keeps its name when it can; the operator (whose identifier comes
         // first, "stage 50 (…") takes the rest, at least half.
-        who_w = std::min(who_w, std::max(room / 2, room - op_w));
+        // (room - op_w would wrap when the operator alone is wider than the room.)
+        who_w = std::min(who_w, std::max(room / 2, op_w < room ? room - op_w : 0));
         op_w = room - who_w;
       } else if (msg_w > who_w + 2 + op_w) {
         op_w = std::min(room, msg_w - 2) - who_w;

@@ -1,0 +1,222 @@
+// Drain template mining (drain.hpp).
+#include "logs/drain.hpp"
+
+#include <algorithm>
+
+namespace snailtrail::logs {
+namespace {
+
+bool is_ws(char c) {
+  return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v';
+}
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+bool is_hex(char c) {
+  return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+bool opening(char c) {
+  return c == '(' || c == '[' || c == '{' || c == '<' || c == '\'' || c == '"';
+}
+bool closing(char c) {
+  return c == ')' || c == ']' || c == '}' || c == '>' || c == '\'' || c == '"' || c == ',' ||
+         c == ';' || c == '.' || c == ':';
+}
+
+// Masks a token: finds the variable part of its core (the token without surrounding
+// punctuation), after a `key=` prefix whose key has no digit.
+void classify(Token& t) {
+  const std::string_view r = t.raw;
+  size_t b = 0, e = r.size();
+  while (b < e && opening(r[b])) ++b;
+  while (e > b && closing(r[e - 1])) --e;
+  if (b == e) return;
+  std::string_view core = r.substr(b, e - b);
+  // key=value: mask only the value (if the key has no digit).
+  const size_t eq = core.find('=');
+  if (eq != std::string_view::npos && eq + 1 < core.size()) {
+    const std::string_view key = core.substr(0, eq);
+    if (std::none_of(key.begin(), key.end(), is_digit)) {
+      b += eq + 1;
+      core = core.substr(eq + 1);
+      while (!core.empty() && opening(core.front())) core.remove_prefix(1), ++b;
+      if (core.empty()) return;
+    }
+  }
+  bool var = std::any_of(core.begin(), core.end(), is_digit);
+  if (!var && core.size() >= 2 && core[0] == '/' && core.find('/', 1) != std::string_view::npos)
+    var = true;                                                        // a path
+  if (!var && core.find("://") != std::string_view::npos) var = true;  // a URL
+  if (!var && core.size() >= 8 && std::all_of(core.begin(), core.end(), is_hex)) var = true;
+  if (!var) return;
+  t.var = true;
+  t.pre = static_cast<uint16_t>(std::min<size_t>(b, UINT16_MAX));
+  t.suf = static_cast<uint16_t>(std::min<size_t>(r.size() - e, UINT16_MAX));
+  if (size_t(t.pre) + t.suf > r.size()) t.var = false;  // tokens longer than 64 KiB
+}
+
+// Whether template token `tt` equals the (masked) message token.
+bool same(const Token& t, std::string_view tt) {
+  if (!t.var) return t.raw == tt;
+  const std::string_view r = t.raw;
+  return tt.size() == size_t(t.pre) + 3 + t.suf && tt.substr(0, t.pre) == r.substr(0, t.pre) &&
+         tt.substr(t.pre, 3) == kWildcard && tt.substr(t.pre + 3) == r.substr(r.size() - t.suf);
+}
+
+bool has_wildcard(std::string_view tt) {
+  return tt.find(kWildcard) != std::string_view::npos;
+}
+
+}  // namespace
+
+bool tokenize(std::string_view s, std::vector<Token>& out, size_t max_tokens) {
+  out.clear();
+  size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && is_ws(s[i])) ++i;
+    if (i == s.size()) break;
+    if (out.size() == max_tokens) return false;
+    size_t j = i;
+    while (j < s.size() && !is_ws(s[j])) ++j;
+    Token t;
+    t.raw = s.substr(i, j - i);
+    classify(t);
+    out.push_back(t);
+    i = j;
+  }
+  return true;
+}
+
+std::string masked(const Token& t) {
+  if (!t.var) return std::string(t.raw);
+  std::string s(t.raw.substr(0, t.pre));
+  s += kWildcard;
+  s += t.raw.substr(t.raw.size() - t.suf);
+  return s;
+}
+
+Drain::Drain(DrainOptions options) : options_(options) {
+  options_.depth = std::max(options_.depth, 3);
+  options_.max_children = std::max(options_.max_children, 2);
+  nodes_.emplace_back();  // index 0 = "none"
+}
+
+uint32_t Drain::leaf_for(const std::vector<Token>& tokens, bool create) {
+  const size_t n = tokens.size();
+  if (n >= by_length_.size()) {
+    if (!create) return 0;
+    by_length_.resize(n + 1, 0);
+  }
+  if (by_length_[n] == 0) {
+    if (!create) return 0;
+    by_length_[n] = static_cast<uint32_t>(nodes_.size());
+    nodes_.emplace_back();
+  }
+  uint32_t node = by_length_[n];
+  const size_t levels = std::min<size_t>(n, static_cast<size_t>(options_.depth - 2));
+  for (size_t k = 0; k < levels; ++k) {
+    const Token& t = tokens[k];
+    auto& ch = nodes_[node].children;
+    if (!t.var) {
+      if (auto it = ch.find(t.raw); it != ch.end()) {
+        node = it->second;
+        continue;
+      }
+    }
+    if (auto it = ch.find(kWildcard);
+        it != ch.end() && (t.var || !create || ch.size() >= size_t(options_.max_children))) {
+      node = it->second;
+      continue;
+    }
+    if (!create) return 0;
+    const std::string key = t.var || ch.size() + 1 >= size_t(options_.max_children)
+                                ? std::string(kWildcard)
+                                : std::string(t.raw);
+    const uint32_t child = static_cast<uint32_t>(nodes_.size());
+    nodes_[node].children.emplace(key, child);  // `ch` may dangle after emplace_back
+    nodes_.emplace_back();
+    node = child;
+  }
+  return node;
+}
+
+uint32_t Drain::add(std::string_view content) {
+  tokenize(content, scratch_, options_.max_tokens);
+  return add(scratch_);
+}
+
+uint32_t Drain::add(const std::vector<Token>& tokens) {
+  uint32_t leaf = leaf_for(tokens, false);
+  if (leaf) {
+    // The most similar cluster of the leaf.
+    int64_t best = -1;
+    double best_sim = -1;
+    size_t best_params = 0;
+    for (uint32_t c : nodes_[leaf].clusters) {
+      const std::vector<std::string>& tt = clusters_[c].tokens;
+      size_t equal = 0, both_var = 0, params = 0;
+      for (size_t i = 0; i < tokens.size(); ++i) {
+        const std::string_view x = tt[i];
+        if (x == kWildcard) {
+          ++params;
+          both_var += tokens[i].var;
+        } else if (same(tokens[i], x)) {
+          ++equal;
+        }
+      }
+      const size_t denom = tokens.size() - both_var;
+      const double sim = denom == 0 ? 1.0 : static_cast<double>(equal) / static_cast<double>(denom);
+      if (sim > best_sim || (sim == best_sim && params > best_params))
+        best = c, best_sim = sim, best_params = params;
+    }
+    if (best >= 0 && best_sim >= options_.similarity) {
+      Cluster& cl = clusters_[static_cast<size_t>(best)];
+      for (size_t i = 0; i < tokens.size(); ++i)
+        if (cl.tokens[i] != kWildcard && !same(tokens[i], cl.tokens[i]))
+          cl.tokens[i] = std::string(kWildcard);
+      ++cl.size;
+      return static_cast<uint32_t>(best);
+    }
+  }
+  leaf = leaf_for(tokens, true);
+  const uint32_t id = static_cast<uint32_t>(clusters_.size());
+  Cluster cl;
+  cl.tokens.reserve(tokens.size());
+  for (const Token& t : tokens) cl.tokens.push_back(masked(t));
+  cl.size = 1;
+  clusters_.push_back(std::move(cl));
+  nodes_[leaf].clusters.push_back(id);
+  return id;
+}
+
+std::string Drain::template_text(uint32_t c) const {
+  std::string s;
+  for (const std::string& t : clusters_[c].tokens) {
+    if (!s.empty()) s.push_back(' ');
+    s += t;
+  }
+  return s;
+}
+
+void Drain::params(uint32_t c, const std::vector<Token>& tokens,
+                   std::vector<std::string_view>& out) const {
+  out.clear();
+  const std::vector<std::string>& tt = clusters_[c].tokens;
+  const size_t n = std::min(tt.size(), tokens.size());
+  for (size_t i = 0; i < n; ++i) {
+    const std::string_view x = tt[i];
+    if (!has_wildcard(x)) continue;
+    const std::string_view r = tokens[i].raw;
+    const size_t w = x.find(kWildcard);
+    const std::string_view pre = x.substr(0, w), suf = x.substr(w + 3);
+    if (x != kWildcard && r.size() >= pre.size() + suf.size() && r.starts_with(pre) &&
+        r.ends_with(suf))
+      out.push_back(r.substr(pre.size(), r.size() - pre.size() - suf.size()));
+    else if (tokens[i].var && x == kWildcard)
+      out.push_back(tokens[i].value());
+    else
+      out.push_back(r);
+  }
+}
+
+}  // namespace snailtrail::logs

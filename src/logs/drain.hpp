@@ -1,0 +1,88 @@
+// Online log-template mining in the manner of Drain (He et al., ICWS 2017): a message is
+// split into whitespace tokens; tokens that hold variables (anything with a digit:
+// numbers, hex ids, IPs, block/attempt ids, UUIDs, versions; paths; URLs; long hex
+// strings) are masked to <*> (keeping surrounding punctuation and a `key=` prefix:
+// "(size=42)," -> "(size=<*>),"). A fixed-depth tree routes the message by its token
+// count, then by its first depth-2 tokens (a masked token, or a new one under a node
+// that already has max_children, goes to the <*> child). In the leaf, the message joins
+// the cluster whose template is most similar,
+//     sim = (positions where template and message tokens are equal constants)
+//           / (positions, not counting those where both are variables),
+// if sim >= similarity (ties: more <*> positions); the template's differing positions
+// become <*>. Otherwise it starts a new cluster. Cluster ids never change; templates
+// only generalise. No allocation per message once a message's cluster exists.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace snailtrail::logs {
+
+inline constexpr std::string_view kWildcard = "<*>";
+
+// One whitespace token of a message. A variable token's masked form is
+// raw[0, pre) + "<*>" + raw[size - suf, size); its value is the part in between.
+struct Token {
+  std::string_view raw;
+  uint16_t pre = 0, suf = 0;
+  bool var = false;
+  std::string_view value() const { return raw.substr(pre, raw.size() - pre - suf); }
+};
+
+// Splits `content` into at most max_tokens tokens (the rest is dropped; returns false then).
+bool tokenize(std::string_view content, std::vector<Token>& out, size_t max_tokens);
+// The masked form of a token.
+std::string masked(const Token& t);
+
+struct DrainOptions {
+  double similarity = 0.5;  // Drain's st
+  int depth = 4;            // tree depth: token count + (depth - 2) prefix tokens
+  int max_children = 100;
+  size_t max_tokens = 256;  // longer messages are cut (counted by the reader)
+};
+
+class Drain {
+ public:
+  explicit Drain(DrainOptions options = {});
+
+  // Assigns a message (tokens from tokenize) to a cluster; returns its id.
+  uint32_t add(const std::vector<Token>& tokens);
+  uint32_t add(std::string_view content);
+
+  size_t cluster_count() const { return clusters_.size(); }
+  const std::vector<std::string>& template_tokens(uint32_t c) const { return clusters_[c].tokens; }
+  std::string template_text(uint32_t c) const;
+  uint64_t size(uint32_t c) const { return clusters_[c].size; }
+  const DrainOptions& options() const { return options_; }
+
+  // The parameters of a message of cluster c under the cluster's current template: for
+  // every template token holding <*>, the message token's text in the <*>'s place.
+  void params(uint32_t c, const std::vector<Token>& tokens,
+              std::vector<std::string_view>& out) const;
+
+ private:
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  struct Node {
+    std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> children;
+    std::vector<uint32_t> clusters;
+  };
+  struct Cluster {
+    std::vector<std::string> tokens;
+    uint64_t size = 0;
+  };
+  uint32_t leaf_for(const std::vector<Token>& tokens, bool create);
+
+  DrainOptions options_;
+  std::vector<Node> nodes_;
+  std::vector<uint32_t> by_length_;  // token count -> node (0 = none; node 0 is unused)
+  std::vector<Cluster> clusters_;
+  std::vector<Token> scratch_;
+};
+
+}  // namespace snailtrail::logs

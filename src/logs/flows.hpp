@@ -1,0 +1,83 @@
+// Request flows from plain logs, in the manner of lprof (Zhao et al., OSDI 2014) but
+// without the code: the request identifiers are inferred from the logs themselves.
+//
+// Identifiers (id_source "auto"): a template parameter slot (template, position) holds
+// identifiers if most of its values (>= 30 %) also occur in a slot of another template,
+// and its values are not hubs: a value on more than max(64, records / 100) records (a
+// node's address, a job id shared by everything, a small counter) never groups lines.
+// Slots that share values hold one kind of identifier (block ids, request ids, order
+// ids); a kind with more distinct values is finer. Records are grouped by union-find over
+// the identifier values they hold, as lprof's request accumulators: two groups join only
+// if they do not conflict (hold different values of one kind), so a line naming a
+// request and a node address links that address to one request at most, and a batch
+// line ("delete blk_1 blk_2") links nothing: it goes to the group of its finest value
+// and is counted (multi_id_records). --id REGEX instead
+// takes the first match (its first group if any) of every message; without identifiers
+// (or with id_source "thread") a flow is a (node, thread) header pair.
+//
+// A flow's records are ordered by time; ties (coarse clocks) by the precedence of their
+// templates learnt from the flows' untied pairs, then by (file, line). Its signature is the
+// sequence of its templates (lprof's log-sequence id); its latency last - first time; its steps the
+// intervals between consecutive records, each attributed to the edge (template of the
+// earlier, template of the later record) of the flow graph.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "logs/log_set.hpp"
+
+namespace snailtrail::logs {
+
+// a + b, saturated at the int64 limits (sums of many latencies).
+inline int64_t saturating_add(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) return b > 0 ? INT64_MAX : INT64_MIN;
+  return r;
+}
+
+struct FlowOptions {
+  std::string id_regex;    // empty = infer
+  bool by_thread = false;  // group by (node, thread) instead
+};
+
+struct IdSlot {
+  uint32_t cluster = 0, position = 0;  // position among the template's parameters
+  uint64_t records = 0, distinct = 0, recurring = 0;
+};
+
+struct Flow {
+  std::string id;                 // the identifier value of its first record
+  std::vector<uint32_t> records;  // by (time, file, line)
+  int64_t start = 0, end = 0;
+  uint32_t node_count = 0;
+  uint32_t signature = 0;  // index into FlowSet::signatures
+  int64_t latency() const { return end - start; }
+};
+
+struct FlowEdge {
+  uint32_t from = 0, to = 0;  // templates
+  uint64_t count = 0, cross_node = 0;
+  int64_t total_ns = 0, max_ns = 0;
+};
+
+struct FlowSignature {
+  std::vector<uint32_t> templates;
+  uint64_t count = 0;
+  int64_t total_ns = 0;
+  uint32_t example = 0;  // a flow
+};
+
+struct FlowSet {
+  std::string id_source;  // "auto", "regex", "thread" or "none"
+  std::vector<IdSlot> id_slots;
+  std::vector<Flow> flows;                // by first record
+  std::vector<FlowEdge> edges;            // by count, descending
+  std::vector<FlowSignature> signatures;  // by count, descending
+  uint64_t records_in_flows = 0, records_without_id = 0, multi_id_records = 0;
+};
+
+FlowSet build_flows(const LogSet& logs, const FlowOptions& options);
+
+}  // namespace snailtrail::logs

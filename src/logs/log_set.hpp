@@ -1,0 +1,80 @@
+// Plain-text logs of one or more nodes -> records with a time, a node, a thread and a
+// template (docs/LOGS.md). Each file is one node (named by its file name, or by a
+// <Node>/<Host> header field). A file's header format is given or detected from its first
+// lines (log_format.hpp). A record is a line whose header matches; a line that does not
+// match (a stack trace, a multi-line message) is joined to the record before it, unless
+// another preset's header matches it (mixed formats: counted). Bad input is skipped and
+// counted, never fatal: binary lines, lines longer than max_line_bytes (cut), invalid
+// UTF-8, time going backwards, lines before the first header.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "logs/drain.hpp"
+#include "logs/log_format.hpp"
+
+namespace snailtrail::logs {
+
+struct LogOptions {
+  std::string format;  // preset name or pattern; empty = detect per file
+  DrainOptions drain;
+  size_t max_line_bytes = 64 * 1024;  // longer lines: the message is cut for mining
+};
+
+struct LogRecord {
+  uint32_t file = 0;
+  uint32_t line = 0;         // 1-based line of the header
+  uint32_t extra_lines = 0;  // continuation lines joined to it
+  uint32_t thread = 0;       // index into LogSet::threads ((node, thread) pairs)
+  uint32_t node = 0;         // index into LogSet::nodes
+  uint32_t cluster = 0;      // template
+  int64_t ts = 0;            // ns since the epoch (the line number if the file has no time)
+  std::string_view content;  // the message (first line), into LogFile::bytes
+};
+
+// What became of each input line, for per-line output.
+enum class LineKind : uint8_t { record, joined, binary, empty, no_header };
+struct LineInfo {
+  LineKind kind = LineKind::empty;
+  uint32_t record = 0;  // record or joined: the record
+};
+
+struct LogFile {
+  std::string path;
+  std::string bytes;
+  std::string format;  // the format used ("none" if no header was found)
+  bool has_time = false;
+  std::vector<LineInfo> lines;
+};
+
+struct LogSet {
+  std::vector<LogFile> files;
+  std::vector<LogRecord> records;  // file by file, in line order
+  std::vector<std::string> nodes;
+  std::vector<std::pair<uint32_t, std::string>> threads;  // (node, thread name)
+  Drain drain;
+  std::vector<std::pair<std::string, uint64_t>> diagnostics;  // kind -> count, nonzero only
+
+  // The message tokens of a record (into `scratch`), as the miner saw them.
+  const std::vector<Token>& tokens(const LogRecord& r, std::vector<Token>& scratch) const {
+    tokenize(r.content, scratch, drain.options().max_tokens);
+    return scratch;
+  }
+};
+
+// Reads files (throws std::runtime_error naming a file that cannot be read).
+LogSet read_logs(const std::vector<std::string>& paths, const LogOptions& options);
+// The same from in-memory contents: (name, bytes) per file.
+LogSet parse_logs(std::vector<std::pair<std::string, std::string>> files,
+                  const LogOptions& options);
+
+// Whether a line looks binary (NUL, or more than a quarter control characters).
+bool is_binary_line(std::string_view line);
+bool is_valid_utf8(std::string_view s);
+
+}  // namespace snailtrail::logs
