@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
+#include <functional>
 #include <memory>
 #include <thread>
 
@@ -11,6 +13,7 @@
 #include "cli/import_warnings.hpp"
 #include "cli/output_file.hpp"
 #include "importers/importer.hpp"
+#include "mpi/rank_group.hpp"
 #include "output/empty_windows.hpp"
 #include "output/writers.hpp"
 #include "summary/streamed.hpp"
@@ -77,7 +80,47 @@ uint64_t peak_rss_kb() {
   return kb;
 }
 
-int run(const AnalyzeArgs& a) {
+// A window as one rank sends it to rank 0: kind (0 window, 1 run of windows without
+// events), index, start, end, empty_run, text length, text.
+void append_record(std::string& out, const RenderedWindow& r) {
+  auto put = [&](auto v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  const bool run = r.summary.window.empty_run > 0;
+  put(static_cast<uint8_t>(run));
+  put(static_cast<uint64_t>(r.summary.index));
+  put(r.summary.window.start);
+  put(r.summary.window.end);
+  put(r.summary.window.empty_run);
+  put(static_cast<uint64_t>(run ? 0 : r.text.size()));
+  if (!run) out.append(r.text);
+}
+
+// Replays another rank's records (append_record) into `consume`.
+void replay_records(std::string_view in, const std::function<void(RenderedWindow&)>& consume) {
+  size_t pos = 0;
+  auto get = [&](auto& v) {
+    if (in.size() - pos < sizeof v) throw std::runtime_error("MPI: truncated window record");
+    std::memcpy(&v, in.data() + pos, sizeof v);
+    pos += sizeof v;
+  };
+  while (pos < in.size()) {
+    RenderedWindow r;
+    uint8_t run = 0;
+    uint64_t index = 0, len = 0;
+    get(run);
+    get(index);
+    get(r.summary.window.start);
+    get(r.summary.window.end);
+    get(r.summary.window.empty_run);
+    get(len);
+    if (in.size() - pos < len) throw std::runtime_error("MPI: truncated window record");
+    r.summary.index = static_cast<size_t>(index);
+    r.text.assign(in.data() + pos, len);
+    pos += len;
+    consume(r);
+  }
+}
+
+int run(const AnalyzeArgs& a, mpi::RankGroup* group) {
   AnalysisOptions opt;
   opt.pag.gap_threshold_ns = parse_duration(a.gap_threshold);
   if (a.window != "whole") {
@@ -95,7 +138,7 @@ int run(const AnalyzeArgs& a) {
   };
   StageTimes stage;
   if (a.timings) opt.times = &stage;
-  const bool progress = !a.no_progress && isatty(STDERR_FILENO);
+  const bool progress = !a.no_progress && isatty(STDERR_FILENO) && !(group && group->rank() > 0);
   std::unique_ptr<SnailFile> snail = open_streamed(a, opt);
   Trace trace;
   Pag pag;  // in memory: the whole trace's; streamed: only the worker ids, for the names
@@ -141,7 +184,12 @@ int run(const AnalyzeArgs& a) {
     throw std::invalid_argument("--to must be after --from");
   Names names(trace, pag);
 
-  OutputFile out(a.output);
+  // Under mpirun, ranks share the windows of a streamed analysis (not the table, whose
+  // totals need every window's summary): rank 0 writes everything.
+  const bool split = group && snail && a.format != "table";
+  const bool helper_rank = group && group->rank() > 0;
+  if (helper_rank && !split) return 0;  // rank 0 does it all
+  OutputFile out(helper_rank ? "/dev/null" : a.output);
   std::unique_ptr<OutputFile> edges;
   if (!a.dump_edges.empty()) edges = std::make_unique<OutputFile>(a.dump_edges);
   Aggregate agg;
@@ -151,7 +199,7 @@ int run(const AnalyzeArgs& a) {
 
   StreamedPlan splan;
   if (snail) splan = plan_streamed(snail->index().facts, opt.windows);
-  if (snail ? splan.empty() : plan_windows(pag, opt.windows).empty())
+  if (!helper_rank && (snail ? splan.empty() : plan_windows(pag, opt.windows).empty()))
     fmt::print(stderr,
                "snailtrail: warning: no window to analyze: the trace spans [{}, {}] ns, "
                "outside --from/--to\n",
@@ -267,8 +315,27 @@ int run(const AnalyzeArgs& a) {
       flush_run();
       consume_one(r);
     };
-    sstats = analyze_snail_streamed(*snail, opt, splan, splan.k0, splan.k1, threads, render,
-                                    consume, on_progress);
+    if (!split) {
+      sstats = analyze_snail_streamed(*snail, opt, splan, splan.k0, splan.k1, threads, render,
+                                      consume, on_progress);
+    } else {
+      // Rank r takes the r-th of `size` equal shares of the windows, in order.
+      const auto n = static_cast<int64_t>(splan.count());
+      const int64_t size = group->size(), rank = group->rank();
+      const int64_t kb = splan.k0 + n * rank / size, ke = splan.k0 + n * (rank + 1) / size - 1;
+      if (helper_rank) {
+        std::string records;
+        if (ke >= kb)
+          sstats = analyze_snail_streamed(*snail, opt, splan, kb, ke, threads, render,
+                                          [&](RenderedWindow& r) { append_record(records, r); });
+        group->send_to_root(records);
+        return 0;
+      }
+      if (ke >= kb)
+        sstats = analyze_snail_streamed(*snail, opt, splan, kb, ke, threads, render, consume,
+                                        on_progress);
+      for (int r = 1; r < group->size(); ++r) replay_records(group->receive_from(r), consume);
+    }
     flush_run();
   } else {
     analyze_pag_parallel(pag, opt, threads, render, consume_one, on_progress);
@@ -353,7 +420,20 @@ CommandRunner add_analyze_command(CLI::App& app) {
   cmd->add_option("--threads,-j", an.threads,
                   "Threads analyzing windows (0: one per core); results do not depend on it")
       ->capture_default_str();
-  return [cmd, args]() { return *cmd ? run(*args) : -1; };
+  return [cmd, args]() {
+    if (!*cmd) return -1;
+    const std::unique_ptr<mpi::RankGroup> group = mpi::RankGroup::join_if_launched();
+    if (!group) return run(*args, nullptr);
+    try {
+      return run(*args, group.get());
+    } catch (const std::exception& e) {
+      // The other ranks wait for this one: end the job.
+      fmt::print(stderr, "snailtrail: error (rank {} of {}): {}\n", group->rank(), group->size(),
+                 e.what());
+      std::fflush(stderr);
+      group->abort(1);
+    }
+  };
 }
 
 }  // namespace snailtrail::cli

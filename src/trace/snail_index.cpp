@@ -313,6 +313,9 @@ void SnailFile::scan() {
     const uint32_t kind = get<uint32_t>(h), count = get<uint32_t>(h + 8),
                    stored = get<uint32_t>(h + 12);
     if (stored > kMaxBlockBytes || stored > end - off - kBlockHeaderSize) {
+      // A cut index block at the end (a file cut while its index was written, or an
+      // index damaged in place): what precedes it is whole, and the index is rebuilt.
+      if (kind == kBlockIndex && version_ >= kVersion) break;
       // Let the block decoder name the problem.
       buf_.resize(std::min<uint64_t>(end - off, kBlockHeaderSize));
       pread_exact(buf_.data(), buf_.size(), off);
