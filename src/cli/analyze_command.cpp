@@ -288,8 +288,11 @@ int run(const AnalyzeArgs& a, mpi::RankGroup* group) {
     auto now = std::chrono::steady_clock::now();
     if (done == total || now - last > std::chrono::milliseconds(200)) {
       last = now;
-      fmt::print(stderr, "\ranalyzing {}: window {}/{}{}", a.trace, done, total,
-                 done == total ? "\n" : "");
+      // Remaining time at the rate so far (windows of a trace cost about the same).
+      const double spent = seconds(t0, now);
+      const double eta = done > 0 ? spent * static_cast<double>(total - done) / done : 0.0;
+      fmt::print(stderr, "\ranalyzing {}: window {}/{}, {:.0f} s left\033[K{}", a.trace, done,
+                 total, eta, done == total ? "\n" : "");
     }
   };
   StreamedStats sstats;
