@@ -231,6 +231,35 @@ TEST_F(StreamedTest, ExamplesAndSimulatedTraces) {
   expect_same(path("synthetic.snail"), {"--window", "200ms", "--from", "+1100ms", "--to", "+2s"});
 }
 
+TEST_F(StreamedTest, UnsortedInput) {
+  std::mt19937_64 rng(77);
+  for (int i = 0; i < 3; ++i) {
+    // Worker after worker (each in time order): allowed; streaming holds more, same output.
+    Trace t = random_trace(rng);
+    std::stable_sort(t.events.begin(), t.events.end(), [](const Event& a, const Event& b) {
+      return a.worker != b.worker ? a.worker > b.worker : a.ts < b.ts;
+    });
+    SnailWriteOptions o;
+    o.events_per_block = 40;
+    write_trace(t, path("bywork.snail").string(), o);
+    expect_same(path("bywork.snail"), {"--window", "1ms", "--format", "jsonl"});
+    expect_same(path("bywork.snail"),
+                {"--window", "2ms", "--format", "csv", "--from", "+3ms", "--to", "+9ms"});
+  }
+  // A worker going back in time: an error either way (read whole, as before).
+  Trace t;
+  t.events.resize(2);
+  t.events[0] = local(1, 50, ActivityType::processing, EventKind::start);
+  t.events[1] = local(1, 40, ActivityType::processing, EventKind::end);
+  write_trace(t, path("back.snail").string());
+  const Out s = run({"analyze", path("back.snail").string(), "--format", "jsonl"});
+  const Out m = run({"analyze", path("back.snail").string(), "--format", "jsonl", "--in-memory"});
+  EXPECT_NE(s.code, 0);
+  EXPECT_EQ(s.code, m.code);
+  EXPECT_EQ(s.out, m.out);
+  EXPECT_NE(s.err.find("not in time order"), std::string::npos) << s.err;
+}
+
 TEST_F(StreamedTest, FallsBackWhenTheFactsForbidStreaming) {
   // A correlator used twice: read whole (same output, a note says why).
   Trace t;
