@@ -140,6 +140,8 @@ int run(const AnalyzeArgs& a, mpi::RankGroup* group) {
   if (a.timings) opt.times = &stage;
   const bool progress = !a.no_progress && isatty(STDERR_FILENO) && !(group && group->rank() > 0);
   std::unique_ptr<SnailFile> snail = open_streamed(a, opt);
+  // Under mpirun only a streamed analysis is split; otherwise rank 0 does it all.
+  if (group && group->rank() > 0 && !(snail && a.format != "table")) return 0;
   Trace trace;
   Pag pag;  // in memory: the whole trace's; streamed: only the worker ids, for the names
   size_t event_count = 0;
