@@ -260,6 +260,53 @@ TEST_F(StreamedTest, UnsortedInput) {
   EXPECT_NE(s.err.find("not in time order"), std::string::npos) << s.err;
 }
 
+// The lookback before --from grows until every worker's gap-filling state is provably
+// that of a read from the start: worker 1 runs one activity from 0 to 9.5 ms (nothing in
+// any short lookback), worker 2 works back to back without gaps of the threshold (no
+// reset node), worker 3 has reset nodes everywhere.
+TEST_F(StreamedTest, LookbackGrowsUntilTheStateIsKnown) {
+  Trace t;
+  std::vector<Event> ev;
+  ev.push_back(local(1, 0, ActivityType::processing, EventKind::start, 4));
+  ev.push_back(local(1, 9'500'000, ActivityType::processing, EventKind::end, 4));
+  for (int64_t x = 0; x < 10'000'000; x += 50'000) {  // 50 us activities, no gaps
+    ev.push_back(local(2, x, ActivityType::serialization, EventKind::start, 5));
+    ev.push_back(local(2, x + 50'000, ActivityType::serialization, EventKind::end, 5));
+  }
+  for (int64_t x = 0; x < 10'000'000; x += 400'000) {  // 100 us of work, 300 us gaps
+    ev.push_back(local(3, x, ActivityType::deserialization, EventKind::start, 6));
+    ev.push_back(local(3, x + 100'000, ActivityType::deserialization, EventKind::end, 6));
+  }
+  std::stable_sort(ev.begin(), ev.end(),
+                   [](const Event& a, const Event& b) { return a.ts < b.ts; });
+  t.events.resize(ev.size());
+  std::copy(ev.begin(), ev.end(), t.events.begin());
+  SnailWriteOptions o;
+  o.events_per_block = 16;
+  write_trace(t, path("long.snail").string(), o);
+  for (const char* from : {"+6ms", "+8200us"}) {
+    expect_same(path("long.snail"), {"--window", "1ms", "--format", "jsonl", "--from", from});
+    const Out s = run({"analyze", path("long.snail").string(), "--window", "1ms", "--format",
+                       "jsonl", "--from", from, "--timings"});
+    const size_t p = s.err.find("lookback ");
+    ASSERT_NE(p, std::string::npos) << s.err;
+    // Back to the first event: 6 ms or 8.2 ms, not the first try of one window.
+    EXPECT_GE(std::stoll(s.err.substr(p + 9)), 6'000'000) << s.err;
+  }
+  // Without worker 1 and 2's troubles a window of lookback is enough.
+  Trace easy;
+  std::vector<Event> e3;
+  for (const Event& e : ev)
+    if (e.worker == 3) e3.push_back(e);
+  easy.events.resize(e3.size());
+  std::copy(e3.begin(), e3.end(), easy.events.begin());
+  write_trace(easy, path("easy.snail").string(), o);
+  expect_same(path("easy.snail"), {"--window", "1ms", "--format", "jsonl", "--from", "+6ms"});
+  const Out s = run({"analyze", path("easy.snail").string(), "--window", "1ms", "--format", "jsonl",
+                     "--from", "+6ms", "--timings"});
+  EXPECT_NE(s.err.find("lookback 1000000 ns"), std::string::npos) << s.err;
+}
+
 TEST_F(StreamedTest, FallsBackWhenTheFactsForbidStreaming) {
   // A correlator used twice: read whole (same output, a note says why).
   Trace t;
