@@ -188,12 +188,6 @@ void StreamingPag::finish_worker(uint32_t worker_id) {
   w.builder.finish(slots, issues_);
 }
 
-bool StreamingPag::settled_before(uint32_t worker_id, int64_t end) const {
-  const Worker* w = find(worker_id);
-  if (!w || w->builder.empty() || w->finished) return true;
-  return w->node_ts[w->builder.last_node()] >= end;
-}
-
 int64_t StreamingPag::last_node_ts(uint32_t worker_id) const {
   const Worker* w = find(worker_id);
   if (!w || w->builder.empty()) return INT64_MIN;

@@ -59,9 +59,6 @@ class StreamingPag {
   // still open is reported at that node (unterminated_activity), as the batch builder
   // does at the end of a trace. At most once per worker; later events of it are refused.
   void finish_worker(uint32_t worker_id);
-  // With every event before some time F > end added: the worker's nodes before `end` and
-  // the edges leaving them are final (it has a node at or after `end`, or no node yet).
-  bool settled_before(uint32_t worker_id, int64_t end) const;
   // Timestamp of the worker's last closed node (INT64_MIN if none).
   int64_t last_node_ts(uint32_t worker_id) const;
 

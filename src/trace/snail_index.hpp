@@ -90,9 +90,9 @@ std::string encode_snail_index(const SnailIndex& index);
 // A .snail file opened for block-wise reading (pread; no mapping of the whole file).
 class SnailFile {
  public:
-  // Opens the file and loads or rebuilds its index. Problems with the index are reported
-  // through `warn` (or stderr if empty) and the index is rebuilt by a scan; problems with
-  // the file itself throw TraceError. `progress` (optional) is told blocks scanned.
+  // Opens the file and loads or rebuilds its index. A stored index that fails a check is
+  // reported on stderr (a warning naming why) and rebuilt by a scan, as is the missing
+  // index of a version 1 file (silently); problems with the file itself throw TraceError.
   explicit SnailFile(const std::string& path);
   ~SnailFile();
   SnailFile(const SnailFile&) = delete;
