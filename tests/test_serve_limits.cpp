@@ -152,7 +152,7 @@ TEST(BlockLimits, WriterStaysWithinTheLimits) {
     o.compress = compress;
     o.events_per_block = 1u << 25;  // asks for more than allowed: clamped
     const std::string image = to_snail(t, o);
-    size_t off = 16, blocks = 0, meta = 0;
+    size_t off = 16, blocks = 0, meta = 0, index = 0;
     while (off < image.size()) {
       uint32_t kind, count, stored;
       std::memcpy(&kind, image.data() + off, 4);
@@ -163,11 +163,13 @@ TEST(BlockLimits, WriterStaysWithinTheLimits) {
         EXPECT_LE(count, kMaxBlockEvents);
       }
       meta += kind == 2;
+      index += kind == 3;
       ++blocks;
       off += 16 + stored;
     }
     EXPECT_EQ(meta, 2u);
-    EXPECT_EQ(blocks, 4u);
+    EXPECT_EQ(index, 1u);  // the block index, last
+    EXPECT_EQ(blocks, 5u);
     const Trace back =
         parse_snail({reinterpret_cast<const uint8_t*>(image.data()), image.size()}, "w.snail");
     EXPECT_EQ(back.events.size(), n);

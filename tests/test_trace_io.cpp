@@ -540,7 +540,18 @@ TEST(TraceIoSnail, LayoutOfWrittenFile) {
   t.events = {e, e};
   SnailWriteOptions opt;
   opt.events_per_block = 1;
+  opt.version = 1;  // the layout without the block index (test_streamed.cpp has the index)
   const std::string image = to_snail(t, opt);
+  // Version 2: the same blocks, then the index block (kind 3) ending with its offset.
+  opt.version = 2;
+  const std::string indexed = to_snail(t, opt);
+  EXPECT_EQ(indexed.substr(8, 1), std::string(1, '\2'));
+  EXPECT_EQ(indexed.substr(12, image.size() - 12), image.substr(12));
+  uint64_t at = 0;
+  std::memcpy(&at, indexed.data() + indexed.size() - 8, 8);
+  EXPECT_EQ(at, image.size());
+  EXPECT_EQ(indexed.substr(at, 4), std::string("\3\0\0\0", 4));
+  EXPECT_EQ(snail(indexed).events.size(), 2u);
   const std::string expected =
       snail_header() + block(2, 0, 1, meta_entry(0, 5, "w")) +
       block(1, 0, 1, record(0x0102030405060708, 9, 7, kEnd, kHasRecords, 0, 0, 0, 77)) +
@@ -550,7 +561,10 @@ TEST(TraceIoSnail, LayoutOfWrittenFile) {
 }
 
 TEST(TraceIoSnail, HeaderOnlyIsAnEmptyTrace) {
-  EXPECT_EQ(to_snail(Trace{}), snail_header());
+  SnailWriteOptions v1;
+  v1.version = 1;
+  EXPECT_EQ(to_snail(Trace{}, v1), snail_header());
+  EXPECT_TRUE(snail(to_snail(Trace{})).events.empty());  // version 2: header and index
   Trace t = snail(snail_header(), "empty.snail");
   EXPECT_TRUE(t.events.empty());
   EXPECT_EQ(t.source, "empty.snail");
@@ -613,7 +627,7 @@ TEST(TraceIoSnail, HeaderErrors) {
   EXPECT_THAT(snail_error(""), HasSubstr("t.snail: byte 0: empty file (no .snail header)"));
   EXPECT_THAT(snail_error("SNAIL"), HasSubstr("byte 0: truncated header (5 of 16 bytes)"));
   EXPECT_THAT(snail_error("SNAILTRX" + snail_header().substr(8)), HasSubstr("byte 0: bad magic"));
-  EXPECT_THAT(snail_error(snail_header(2)), HasSubstr("byte 8: unsupported version 2"));
+  EXPECT_THAT(snail_error(snail_header(3)), HasSubstr("byte 8: unsupported version 3"));
   EXPECT_THAT(snail_error(snail_header(1, 5)), HasSubstr("byte 12: reserved header field"));
 }
 
@@ -622,8 +636,10 @@ TEST(TraceIoSnail, BlockErrors) {
   const std::string r = record(1, 0, kProcessing, kStart);
   const std::string good = block(1, 0, 1, r);  // 56 bytes: the second block starts at 72
   EXPECT_THAT(snail_error(h + good + "abc"), HasSubstr("byte 72: truncated block header (3 of 16"));
+  EXPECT_THAT(snail_error(h + good + block(4, 0, 0, "")),
+              HasSubstr("byte 72: unknown block kind 4"));
   EXPECT_THAT(snail_error(h + good + block(3, 0, 0, "")),
-              HasSubstr("byte 72: unknown block kind 3"));
+              HasSubstr("byte 72: index block (kind 3) in a version 1 file"));
   EXPECT_THAT(snail_error(h + good + block(1, 2, 1, r)), HasSubstr("byte 72: unknown codec 2"));
   EXPECT_THAT(snail_error(h + good + block(1, 0, 2, r)),
               HasSubstr("byte 72: raw event block of 2 records must hold 80 bytes, not 40"));

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
+#include <functional>
 #include <memory>
 #include <thread>
 
@@ -11,8 +13,11 @@
 #include "cli/import_warnings.hpp"
 #include "cli/output_file.hpp"
 #include "importers/importer.hpp"
+#include "mpi/rank_group.hpp"
 #include "output/empty_windows.hpp"
 #include "output/writers.hpp"
+#include "summary/streamed.hpp"
+#include "trace/snail_index.hpp"
 #include "trace/trace_io.hpp"
 
 namespace snailtrail::cli {
@@ -39,7 +44,31 @@ struct AnalyzeArgs {
   unsigned threads = 0;
   bool what_if = false;
   double what_if_speedup = 2;
+  bool in_memory = false;
 };
+
+// A .snail file read block by block (summary/streamed.hpp), or null if this analysis
+// needs the whole trace in memory (then `why` may say why).
+std::unique_ptr<SnailFile> open_streamed(const AnalyzeArgs& a, const AnalysisOptions& opt) {
+  if (a.in_memory || a.window == "whole" || !a.dump_edges.empty() || a.trace == "-") return nullptr;
+  if (a.importer != "snail" && a.importer != "auto") return nullptr;
+  if (a.importer == "auto") {
+    std::FILE* f = std::fopen(a.trace.c_str(), "rb");
+    if (!f) return nullptr;  // the importer reports it
+    char magic[8] = {};
+    const size_t got = std::fread(magic, 1, sizeof magic, f);
+    std::fclose(f);
+    if (got != sizeof magic || std::string_view(magic, 8) != "SNAILTRC") return nullptr;
+  }
+  auto file = std::make_unique<SnailFile>(a.trace);
+  const std::string why = streamed_analysis_obstacle(file->index().facts, opt);
+  if (!why.empty()) {
+    if (file->index().facts.events > 0)
+      fmt::print(stderr, "snailtrail: note: {}: read whole into memory: {}\n", a.trace, why);
+    return nullptr;
+  }
+  return file;
+}
 
 // This process's peak resident set (VmHWM). Unlike getrusage's ru_maxrss it does not
 // include the parent's memory when the process was spawned with vfork semantics.
@@ -54,7 +83,47 @@ uint64_t peak_rss_kb() {
   return kb;
 }
 
-int run(const AnalyzeArgs& a) {
+// A window as one rank sends it to rank 0: kind (0 window, 1 run of windows without
+// events), index, start, end, empty_run, text length, text.
+void append_record(std::string& out, const RenderedWindow& r) {
+  auto put = [&](auto v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  const bool run = r.summary.window.empty_run > 0;
+  put(static_cast<uint8_t>(run));
+  put(static_cast<uint64_t>(r.summary.index));
+  put(r.summary.window.start);
+  put(r.summary.window.end);
+  put(r.summary.window.empty_run);
+  put(static_cast<uint64_t>(run ? 0 : r.text.size()));
+  if (!run) out.append(r.text);
+}
+
+// Replays another rank's records (append_record) into `consume`.
+void replay_records(std::string_view in, const std::function<void(RenderedWindow&)>& consume) {
+  size_t pos = 0;
+  auto get = [&](auto& v) {
+    if (in.size() - pos < sizeof v) throw std::runtime_error("MPI: truncated window record");
+    std::memcpy(&v, in.data() + pos, sizeof v);
+    pos += sizeof v;
+  };
+  while (pos < in.size()) {
+    RenderedWindow r;
+    uint8_t run = 0;
+    uint64_t index = 0, len = 0;
+    get(run);
+    get(index);
+    get(r.summary.window.start);
+    get(r.summary.window.end);
+    get(r.summary.window.empty_run);
+    get(len);
+    if (in.size() - pos < len) throw std::runtime_error("MPI: truncated window record");
+    r.summary.index = static_cast<size_t>(index);
+    r.text.assign(in.data() + pos, len);
+    pos += len;
+    consume(r);
+  }
+}
+
+int run(const AnalyzeArgs& a, mpi::RankGroup* group) {
   AnalysisOptions opt;
   opt.pag.gap_threshold_ns = parse_duration(a.gap_threshold);
   if (a.window != "whole") {
@@ -74,23 +143,41 @@ int run(const AnalyzeArgs& a) {
   };
   StageTimes stage;
   if (a.timings) opt.times = &stage;
-  const bool progress = !a.no_progress && isatty(STDERR_FILENO);
-  if (progress) fmt::print(stderr, "\rreading {}...", a.trace);
-  importers::ImportOptions import_options;
-  import_options.spark_delay_split = a.spark_delay_split;
-  import_options.map_file = a.map_file;
-  import_options.log_format = a.log_format;
-  import_options.log_id = a.log_id;
-  Trace trace = importers::import_trace(a.trace, a.importer, import_options);
-  cli::warn_if_cut(trace);
+  const bool progress = !a.no_progress && isatty(STDERR_FILENO) && !(group && group->rank() > 0);
+  std::unique_ptr<SnailFile> snail = open_streamed(a, opt);
+  // Under mpirun only a streamed analysis is split; otherwise rank 0 does it all.
+  if (group && group->rank() > 0 && !(snail && a.format != "table")) return 0;
+  Trace trace;
+  Pag pag;  // in memory: the whole trace's; streamed: only the worker ids, for the names
+  size_t event_count = 0;
+  if (snail) {
+    const TraceFacts& facts = snail->index().facts;
+    trace = snail->names();
+    for (const TraceFacts::Worker& w : facts.workers) pag.worker_ids.push_back(w.id);
+    pag.operator_ids = facts.operators;
+    pag.first_ts = facts.first_ts;
+    pag.last_ts = facts.last_ts;
+    event_count = facts.events;
+  } else {
+    if (progress) fmt::print(stderr, "\rreading {}...", a.trace);
+    importers::ImportOptions import_options;
+    import_options.spark_delay_split = a.spark_delay_split;
+    import_options.map_file = a.map_file;
+    import_options.log_format = a.log_format;
+    import_options.log_id = a.log_id;
+    trace = importers::import_trace(a.trace, a.importer, import_options);
+    cli::warn_if_cut(trace);
+  }
   const auto t_read = Clock::now();
-  if (trace.events.empty()) throw TraceError(trace.source, "input", "the trace has no events");
-  if (progress) fmt::print(stderr, "\rbuilding the PAG of {} events...", trace.events.size());
-  Pag pag = build_pag(trace, opt.pag);
-  if (progress) fmt::print(stderr, "\r\033[K");
-  // The events are in the PAG now; their memory is reused for the windows.
-  const size_t event_count = trace.events.size();
-  BigVector<Event>().swap(trace.events);
+  if (!snail) {
+    if (trace.events.empty()) throw TraceError(trace.source, "input", "the trace has no events");
+    if (progress) fmt::print(stderr, "\rbuilding the PAG of {} events...", trace.events.size());
+    pag = build_pag(trace, opt.pag);
+    if (progress) fmt::print(stderr, "\r\033[K");
+    // The events are in the PAG now; their memory is reused for the windows.
+    event_count = trace.events.size();
+    BigVector<Event>().swap(trace.events);
+  }
   const auto t_pag = Clock::now();
   auto instant = [&](const std::string& text, const char* flag) {
     Instant i = parse_instant(text);
@@ -106,7 +193,12 @@ int run(const AnalyzeArgs& a) {
     throw std::invalid_argument("--to must be after --from");
   Names names(trace, pag);
 
-  OutputFile out(a.output);
+  // Under mpirun, ranks share the windows of a streamed analysis (not the table, whose
+  // totals need every window's summary): rank 0 writes everything.
+  const bool split = group && snail && a.format != "table";
+  const bool helper_rank = group && group->rank() > 0;
+  if (helper_rank && !split) return 0;  // rank 0 does it all
+  OutputFile out(helper_rank ? "/dev/null" : a.output);
   std::unique_ptr<OutputFile> edges;
   if (!a.dump_edges.empty()) edges = std::make_unique<OutputFile>(a.dump_edges);
   Aggregate agg;
@@ -114,7 +206,9 @@ int run(const AnalyzeArgs& a) {
   TableContext ctx{a.trace, a.window, a.top, 12, a.per_window, pag.first_ts};
   if (a.format == "csv") write_csv_header(out.buf());
 
-  if (plan_windows(pag, opt.windows).empty())
+  StreamedPlan splan;
+  if (snail) splan = plan_streamed(snail->index().facts, opt.windows);
+  if (!helper_rank && (snail ? splan.empty() : plan_windows(pag, opt.windows).empty()))
     fmt::print(stderr,
                "snailtrail: warning: no window to analyze: the trace spans [{}, {}] ns, "
                "outside --from/--to\n",
@@ -124,87 +218,140 @@ int run(const AnalyzeArgs& a) {
       a.threads > 0 ? a.threads : std::max(1u, std::thread::hardware_concurrency());
   const bool keep_summary = a.format == "table";
   uint64_t empty_runs = 0, empty_windows = 0;
-  analyze_pag_parallel(
-      pag, opt, threads,
-      [&](const WindowView& view, RenderedWindow& r) {
-        if (view.summary.window.empty_run > 0) {  // a run of windows without events
-          fmt::memory_buffer text;
-          if (a.format == "jsonl") {
-            write_empty_windows_json(text, view.summary);
-            text.push_back('\n');
-          } else if (a.format == "table" && a.per_window) {
-            fmt::format_to(std::back_inserter(text),
-                           "== windows {} to {} [{}, {}]: no events, not analyzed\n\n",
-                           view.summary.index,
-                           view.summary.index + view.summary.window.empty_run - 1,
-                           view.summary.window.start, view.summary.window.end);
-          }
-          r.text.assign(text.data(), text.size());
-          r.edges.clear();
-          return;
+  // A run of windows without events.
+  auto render_run = [&](const WindowSummary& summary, RenderedWindow& r) {
+    fmt::memory_buffer text;
+    if (a.format == "jsonl") {
+      write_empty_windows_json(text, summary);
+      text.push_back('\n');
+    } else if (a.format == "table" && a.per_window) {
+      fmt::format_to(std::back_inserter(text),
+                     "== windows {} to {} [{}, {}]: no events, not analyzed\n\n", summary.index,
+                     summary.index + summary.window.empty_run - 1, summary.window.start,
+                     summary.window.end);
+    }
+    r.text.assign(text.data(), text.size());
+    r.edges.clear();
+  };
+  const std::function<void(const WindowView&, RenderedWindow&)> render = [&](const WindowView& view,
+                                                                             RenderedWindow& r) {
+    if (view.summary.window.empty_run > 0) {
+      render_run(view.summary, r);
+      return;
+    }
+    // The importer's repairs concern the whole trace: reported with the first window.
+    const bool first = view.summary.index == 0 && !trace.import_diagnostics.empty();
+    WindowSummary with_import;
+    if (first) {
+      with_import = view.summary;
+      for (const auto& [kind, n] : trace.import_diagnostics)
+        with_import.diagnostics.add_input(kind, n);
+    }
+    const WindowView v{view.pag, view.snapshot, view.cp, first ? with_import : view.summary};
+    fmt::memory_buffer text;
+    if (a.format == "jsonl") {
+      write_window_json(text, v.summary, names, sel);
+      text.push_back('\n');
+    } else if (a.format == "csv") {
+      write_window_csv(text, v.summary, names, sel);
+    } else if (a.per_window) {
+      Aggregate one;
+      one.add(v.summary, a.top);
+      one.finish();
+      TableContext window_ctx = ctx;
+      window_ctx.column_key = false;  // once, in the table of the whole run
+      write_table(text, one, names, sel, window_ctx,
+                  fmt::format("== window {} [{}, {}]", v.summary.index, v.summary.window.start,
+                              v.summary.window.end)
+                      .c_str());
+      text.push_back('\n');
+    }
+    r.text.assign(text.data(), text.size());
+    if (edges) {
+      fmt::memory_buffer e;
+      write_edges_jsonl(e, v);
+      r.edges.assign(e.data(), e.size());
+    }
+  };
+  const std::function<void(RenderedWindow&)> consume_one = [&](RenderedWindow& r) {
+    if (r.summary.window.empty_run > 0) {
+      ++empty_runs;
+      empty_windows += r.summary.window.empty_run;
+      out.buf().append(r.text.data(), r.text.data() + r.text.size());
+      out.maybe_flush();
+      return;
+    }
+    if (r.summary.index == 0)
+      for (const auto& [kind, n] : trace.import_diagnostics)
+        r.summary.diagnostics.add_input(kind, n);
+    if (keep_summary) agg.add(r.summary, a.top);
+    out.buf().append(r.text.data(), r.text.data() + r.text.size());
+    out.maybe_flush();
+    if (edges) {
+      edges->buf().append(r.edges.data(), r.edges.data() + r.edges.size());
+      edges->maybe_flush();
+    }
+  };
+  const std::function<void(size_t, size_t)> on_progress = [&](size_t done, size_t total) {
+    if (!progress) return;
+    auto now = std::chrono::steady_clock::now();
+    if (done == total || now - last > std::chrono::milliseconds(200)) {
+      last = now;
+      // Remaining time at the rate so far (windows of a trace cost about the same).
+      const double spent = seconds(t0, now);
+      const double eta = done > 0 ? spent * static_cast<double>(total - done) / done : 0.0;
+      fmt::print(stderr, "\ranalyzing {}: window {}/{}, {:.0f} s left\033[K{}", a.trace, done,
+                 total, eta, done == total ? "\n" : "");
+    }
+  };
+  StreamedStats sstats;
+  if (snail) {
+    // Runs of windows without events that meet where two cuts meet are one run.
+    RenderedWindow run;
+    auto flush_run = [&] {
+      if (run.summary.window.empty_run == 0) return;
+      render_run(run.summary, run);
+      consume_one(run);
+      run = RenderedWindow{};
+    };
+    const std::function<void(RenderedWindow&)> consume = [&](RenderedWindow& r) {
+      if (r.summary.window.empty_run > 0) {
+        if (run.summary.window.empty_run == 0) {
+          run = std::move(r);
+        } else {
+          run.summary.window.end = r.summary.window.end;
+          run.summary.window.empty_run += r.summary.window.empty_run;
         }
-        // The importer's repairs concern the whole trace: reported with the first window.
-        const bool first = view.summary.index == 0 && !trace.import_diagnostics.empty();
-        WindowSummary with_import;
-        if (first) {
-          with_import = view.summary;
-          for (const auto& [kind, n] : trace.import_diagnostics)
-            with_import.diagnostics.add_input(kind, n);
-        }
-        const WindowView v{view.pag, view.snapshot, view.cp, first ? with_import : view.summary};
-        fmt::memory_buffer text;
-        if (a.format == "jsonl") {
-          write_window_json(text, v.summary, names, sel);
-          text.push_back('\n');
-        } else if (a.format == "csv") {
-          write_window_csv(text, v.summary, names, sel);
-        } else if (a.per_window) {
-          Aggregate one;
-          one.add(v.summary, a.top);
-          one.finish();
-          TableContext window_ctx = ctx;
-          window_ctx.column_key = false;  // once, in the table of the whole run
-          write_table(text, one, names, sel, window_ctx,
-                      fmt::format("== window {} [{}, {}]", v.summary.index, v.summary.window.start,
-                                  v.summary.window.end)
-                          .c_str());
-          text.push_back('\n');
-        }
-        r.text.assign(text.data(), text.size());
-        if (edges) {
-          fmt::memory_buffer e;
-          write_edges_jsonl(e, v);
-          r.edges.assign(e.data(), e.size());
-        }
-      },
-      [&](RenderedWindow& r) {
-        if (r.summary.window.empty_run > 0) {
-          ++empty_runs;
-          empty_windows += r.summary.window.empty_run;
-          out.buf().append(r.text.data(), r.text.data() + r.text.size());
-          out.maybe_flush();
-          return;
-        }
-        if (r.summary.index == 0)
-          for (const auto& [kind, n] : trace.import_diagnostics)
-            r.summary.diagnostics.add_input(kind, n);
-        if (keep_summary) agg.add(r.summary, a.top);
-        out.buf().append(r.text.data(), r.text.data() + r.text.size());
-        out.maybe_flush();
-        if (edges) {
-          edges->buf().append(r.edges.data(), r.edges.data() + r.edges.size());
-          edges->maybe_flush();
-        }
-      },
-      [&](size_t done, size_t total) {
-        if (!progress) return;
-        auto now = std::chrono::steady_clock::now();
-        if (done == total || now - last > std::chrono::milliseconds(200)) {
-          last = now;
-          fmt::print(stderr, "\ranalyzing {}: window {}/{}{}", a.trace, done, total,
-                     done == total ? "\n" : "");
-        }
-      });
+        return;
+      }
+      flush_run();
+      consume_one(r);
+    };
+    if (!split) {
+      sstats = analyze_snail_streamed(*snail, opt, splan, splan.k0, splan.k1, threads, render,
+                                      consume, on_progress);
+    } else {
+      // Rank r takes the r-th of `size` equal shares of the windows, in order.
+      const auto n = static_cast<int64_t>(splan.count());
+      const int64_t size = group->size(), rank = group->rank();
+      const int64_t kb = splan.k0 + n * rank / size, ke = splan.k0 + n * (rank + 1) / size - 1;
+      if (helper_rank) {
+        std::string records;
+        if (ke >= kb)
+          sstats = analyze_snail_streamed(*snail, opt, splan, kb, ke, threads, render,
+                                          [&](RenderedWindow& r) { append_record(records, r); });
+        group->send_to_root(records);
+        return 0;
+      }
+      if (ke >= kb)
+        sstats = analyze_snail_streamed(*snail, opt, splan, kb, ke, threads, render, consume,
+                                        on_progress);
+      for (int r = 1; r < group->size(); ++r) replay_records(group->receive_from(r), consume);
+    }
+    flush_run();
+  } else {
+    analyze_pag_parallel(pag, opt, threads, render, consume_one, on_progress);
+  }
   if (empty_windows > 0)
     fmt::print(stderr,
                "snailtrail: note: {} windows without events (in {} run(s) following a window "
@@ -225,6 +372,12 @@ int run(const AnalyzeArgs& a) {
                "peak_rss_kb={}\n",
                seconds(t0, t_read), seconds(t_read, t_pag), stage.snapshot_s, stage.cp_s,
                stage.summary_s, stage.callback_s, seconds(t0, t_end), event_count, peak_rss_kb());
+    if (snail)
+      fmt::print(stderr,
+                 "streamed: {} of {} bytes read in {} blocks, lookback {} ns, at most {} PAG "
+                 "nodes held\n",
+                 snail->bytes_read(), snail->file_size(), sstats.blocks_read, sstats.lookback_ns,
+                 sstats.peak_retained_nodes);
   }
   return 0;
 }
@@ -284,10 +437,26 @@ CommandRunner add_analyze_command(CLI::App& app) {
   cmd->add_option("--output,-o", an.output, "Write results to FILE instead of stdout");
   cmd->add_flag("--no-progress", an.no_progress, "Never print progress on stderr");
   cmd->add_flag("--timings", an.timings, "Print the time spent in each stage on stderr");
+  cmd->add_flag("--in-memory", an.in_memory,
+                "Read the whole trace before analyzing (default for .snail with tumbling "
+                "windows: block by block, in bounded memory; same output)");
   cmd->add_option("--threads,-j", an.threads,
                   "Threads analyzing windows (0: one per core); results do not depend on it")
       ->capture_default_str();
-  return [cmd, args]() { return *cmd ? run(*args) : -1; };
+  return [cmd, args]() {
+    if (!*cmd) return -1;
+    const std::unique_ptr<mpi::RankGroup> group = mpi::RankGroup::join_if_launched();
+    if (!group) return run(*args, nullptr);
+    try {
+      return run(*args, group.get());
+    } catch (const std::exception& e) {
+      // The other ranks wait for this one: end the job.
+      fmt::print(stderr, "snailtrail: error (rank {} of {}): {}\n", group->rank(), group->size(),
+                 e.what());
+      std::fflush(stderr);
+      group->abort(1);
+    }
+  };
 }
 
 }  // namespace snailtrail::cli

@@ -30,6 +30,7 @@ StreamingPag::Added StreamingPag::add(const Event& e) {
   if (e.ts < horizon_) return Added::before_horizon;
   const uint32_t wi = index_of(e.worker);
   Worker& w = workers_[wi];
+  if (w.finished) return Added::out_of_order;
   if (w.pending.empty || e.ts != w.pending.ts) {
     if (!w.pending.empty) {
       if (e.ts < w.pending.ts) return Added::out_of_order;
@@ -163,6 +164,34 @@ size_t StreamingPag::finish() {
   for (size_t i = before; i < issues_.size(); ++i)
     issues_[i].ts = std::max(issues_[i].ts, horizon_);
   return issues_.size() - before;
+}
+
+void StreamingPag::declare_operator(uint32_t op) {
+  auto pos = std::lower_bound(operator_ids_.begin(), operator_ids_.end(), op);
+  if (pos == operator_ids_.end() || *pos != op) operator_ids_.insert(pos, op);
+}
+
+void StreamingPag::flush_before(int64_t t) {
+  for (Worker& w : workers_)
+    if (!w.pending.empty && w.pending.ts < t) flush_pending(w);
+}
+
+void StreamingPag::finish_worker(uint32_t worker_id) {
+  auto it = index_.find(worker_id);
+  if (it == index_.end()) return;
+  Worker& w = workers_[it->second];
+  if (w.finished) return;
+  w.finished = true;
+  if (!w.pending.empty) flush_pending(w);
+  if (w.builder.empty()) return;
+  const detail::NodeSlots slots{w.node_ts.data(), w.type.data(), w.op.data(), w.instance.data()};
+  w.builder.finish(slots, issues_);
+}
+
+int64_t StreamingPag::last_node_ts(uint32_t worker_id) const {
+  const Worker* w = find(worker_id);
+  if (!w || w->builder.empty()) return INT64_MIN;
+  return w->node_ts[w->builder.last_node()];
 }
 
 int64_t StreamingPag::watermark(uint32_t worker_id) const {

@@ -49,6 +49,19 @@ class StreamingPag {
   // holds windows back like any other active worker.
   void declare(uint32_t worker_id) { index_of(worker_id); }
 
+  // Batch reading of a file whose facts are known up front (summary/streamed.hpp):
+  // an operator id of the whole trace, listed in every cut as the batch PAG lists it.
+  void declare_operator(uint32_t op);
+  // Every event before `t` has been added: nodes of workers collecting events before `t`
+  // are complete, so they are closed now.
+  void flush_before(int64_t t);
+  // The worker's last event has been added: its last node is closed and an activity
+  // still open is reported at that node (unterminated_activity), as the batch builder
+  // does at the end of a trace. At most once per worker; later events of it are refused.
+  void finish_worker(uint32_t worker_id);
+  // Timestamp of the worker's last closed node (INT64_MIN if none).
+  int64_t last_node_ts(uint32_t worker_id) const;
+
   // Latest event timestamp of a worker, or INT64_MIN if it is unknown.
   int64_t watermark(uint32_t worker_id) const;
   bool empty() const { return events_ == 0; }
@@ -112,6 +125,7 @@ class StreamingPag {
     std::vector<uint32_t> op, instance;
     std::vector<int64_t> event_ts;  // retained raw event times
     int64_t watermark = INT64_MIN;
+    bool finished = false;  // finish_worker() was called
   };
 
   uint32_t index_of(uint32_t id);

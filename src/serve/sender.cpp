@@ -137,6 +137,7 @@ SendStats send_trace(const Trace& trace, const SendOptions& o) {
       } else {
         SnailWriteOptions w;
         w.events_per_block = static_cast<uint32_t>(std::max<size_t>(o.batch_events, 1));
+        w.version = 1;  // a stream has no index: chunks are concatenated
         bytes = to_snail(chunk, w);
         if (!first) bytes.erase(0, detail::snail::kHeaderSize);  // one header per stream
       }
@@ -174,6 +175,7 @@ void TraceStream::send(const Trace& chunk) {
   if (chunk.events.empty() && chunk.worker_names.empty() && chunk.operator_names.empty() && !first_)
     return;
   SnailWriteOptions w;
+  w.version = 1;  // a stream has no index: chunks are concatenated
   std::string bytes = to_snail(chunk, w);
   if (!first_) bytes.erase(0, detail::snail::kHeaderSize);  // one header per stream
   write_all(fd_, bytes, address_);

@@ -142,8 +142,16 @@ void analyze_pag_parallel(const Pag& pag, const AnalysisOptions& options, unsign
                           const std::function<void(const WindowView&, RenderedWindow&)>& render,
                           const std::function<void(RenderedWindow&)>& consume,
                           const std::function<void(size_t, size_t)>& on_progress) {
-  const std::vector<Window> windows = plan_windows(pag, options.windows);
-  const std::vector<size_t> index = window_indexes(windows, 0);
+  analyze_windows_parallel(pag, plan_windows(pag, options.windows), 0, options, threads, render,
+                           consume, on_progress);
+}
+
+void analyze_windows_parallel(const Pag& pag, const std::vector<Window>& windows,
+                              size_t first_index, const AnalysisOptions& options, unsigned threads,
+                              const std::function<void(const WindowView&, RenderedWindow&)>& render,
+                              const std::function<void(RenderedWindow&)>& consume,
+                              const std::function<void(size_t, size_t)>& on_progress) {
+  const std::vector<size_t> index = window_indexes(windows, first_index);
   const size_t n = windows.size();
   if (threads <= 1 || n < 2) {
     WindowAnalyzer analyzer(pag, options);

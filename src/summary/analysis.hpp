@@ -68,4 +68,12 @@ void analyze_pag_parallel(const Pag& pag, const AnalysisOptions& options, unsign
                           const std::function<void(RenderedWindow&)>& consume,
                           const std::function<void(size_t, size_t)>& on_progress = {});
 
+// The same for the given windows (increasing time order) of a PAG, the i-th reported
+// with index first_index + i (windows cut from a trace read block by block).
+void analyze_windows_parallel(const Pag& pag, const std::vector<Window>& windows,
+                              size_t first_index, const AnalysisOptions& options, unsigned threads,
+                              const std::function<void(const WindowView&, RenderedWindow&)>& render,
+                              const std::function<void(RenderedWindow&)>& consume,
+                              const std::function<void(size_t, size_t)>& on_progress = {});
+
 }  // namespace snailtrail

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "trace/parallel.hpp"
+#include "trace/snail_index.hpp"
 #include "trace/trace_io.hpp"
 #include "trace/trace_io_detail.hpp"
 
@@ -101,8 +102,13 @@ std::string describe_record(const Event& e) {
 
 class SnailReader {
  public:
-  SnailReader(std::span<const uint8_t> bytes, const std::string& source)
-      : p_(bytes.data()), n_(bytes.size()), source_(source) {}
+  // `base`: file offset of bytes[0] (error messages name offsets in the file).
+  SnailReader(std::span<const uint8_t> bytes, const std::string& source, size_t base = 0)
+      : p_(bytes.data()), n_(bytes.size()), source_(source), base_(base) {}
+
+  // Decodes the blocks in the bytes (no file header: they start at a block header) into
+  // `trace`: events appended, names merged. Index blocks are skipped.
+  void run_blocks(Trace& trace, bool index_allowed) { read_blocks(0, trace, index_allowed); }
 
   Trace run() {
     Trace trace;
@@ -115,15 +121,20 @@ class SnailReader {
     }
     if (std::memcmp(p_, kMagic, sizeof(kMagic)) != 0)
       fail(0, "bad magic (not a .snail file; expected \"SNAILTRC\")");
-    if (const uint32_t version = load_u32(p_ + 8); version != kVersion)
-      fail(8, "unsupported version " + std::to_string(version) + " (expected 1)");
+    const uint32_t version = load_u32(p_ + 8);
+    if (version != kVersion && version != kVersionNoIndex)
+      fail(8, "unsupported version " + std::to_string(version) + " (expected 1 or 2)");
     if (const uint32_t reserved = load_u32(p_ + 12); reserved != 0)
       fail(12, "reserved header field must be 0, got " + std::to_string(reserved));
 
     if (read_raw_in_parallel(trace)) return trace;
     detail::reserve_prefaulted(trace.events, prescan_event_count());
+    read_blocks(kHeaderSize, trace, version >= kVersion);
+    return trace;
+  }
 
-    size_t off = kHeaderSize;
+ private:
+  void read_blocks(size_t off, Trace& trace, bool index_allowed) {
     while (off < n_) {
       if (n_ - off < kBlockHeaderSize) {
         fail(off, "truncated block header (" + std::to_string(n_ - off) + " of " +
@@ -148,18 +159,21 @@ class SnailReader {
         case kBlockMetadata:
           read_metadata(off, h, trace);
           break;
+        case kBlockIndex:
+          // The index only speeds up seeking (snail_index.hpp); whole reads ignore it.
+          if (index_allowed && h.codec == kCodecRaw) break;
+          fail(off, index_allowed ? "index block must use codec 0 (raw)"
+                                  : "index block (kind 3) in a version 1 file");
         default:
           fail(off, "unknown block kind " + std::to_string(h.kind) +
-                        " (expected 1 = events or 2 = metadata)");
+                        " (expected 1 = events, 2 = metadata or 3 = index)");
       }
       off = payload + h.stored_size;
     }
-    return trace;
   }
 
- private:
   [[noreturn]] void fail(size_t offset, const std::string& what) const {
-    throw TraceError(source_, "byte " + std::to_string(offset), what);
+    throw TraceError(source_, "byte " + std::to_string(base_ + offset), what);
   }
 
   // The common case of a large well-formed file whose event blocks are all raw: size the
@@ -189,6 +203,8 @@ class SnailReader {
         total += h.count;
       } else if (h.kind == kBlockMetadata) {
         metadata.emplace_back(off, h);
+      } else if (h.kind == kBlockIndex && h.codec == kCodecRaw && load_u32(p_ + 8) >= kVersion) {
+        // skipped
       } else {
         return false;
       }
@@ -422,6 +438,7 @@ class SnailReader {
   const uint8_t* p_;
   size_t n_;
   const std::string& source_;
+  size_t base_ = 0;
   std::unique_ptr<ZSTD_DCtx, DctxDeleter> dctx_;
   std::vector<uint8_t> scratch_;
 };
@@ -470,7 +487,44 @@ void append_metadata(std::string& out, const Trace& trace) {
   flush();
 }
 
+// Appends the index block (snail_index.hpp) of the blocks already in `out`, whose event
+// blocks hold trace.events in order. Skipped if it would exceed the block size limit.
+void append_index(std::string& out, const Trace& trace) {
+  SnailIndex index;
+  FactsBuilder facts;
+  size_t off = kHeaderSize, next_event = 0;
+  while (off < out.size()) {
+    const BlockHeader h = load_block_header(reinterpret_cast<const uint8_t*>(out.data()) + off);
+    SnailBlock b{off, h.kind, h.count, INT64_MAX, INT64_MIN};
+    if (h.kind == kBlockEvents) {
+      for (size_t i = next_event; i < next_event + h.count; ++i) {
+        b.min_ts = std::min(b.min_ts, trace.events[i].ts);
+        b.max_ts = std::max(b.max_ts, trace.events[i].ts);
+        facts.add(trace.events[i]);
+      }
+      next_event += h.count;
+    }
+    index.blocks.push_back(b);
+    off += kBlockHeaderSize + h.stored_size;
+  }
+  index.facts = facts.finish();
+  const std::string payload = encode_snail_index(index);
+  if (payload.size() + 8 > kMaxBlockBytes) return;  // readers rebuild it by a scan
+  const uint64_t at = out.size();
+  append_block_header(out, kBlockIndex, kCodecRaw, static_cast<uint32_t>(index.blocks.size()),
+                      static_cast<uint32_t>(payload.size() + 8));
+  out.append(payload);
+  char b[8];
+  std::memcpy(b, &at, 8);
+  out.append(b, 8);
+}
+
 }  // namespace
+
+void detail::decode_snail_blocks(std::span<const uint8_t> bytes, size_t base,
+                                 const std::string& source, bool index_allowed, Trace& into) {
+  SnailReader(bytes, source, base).run_blocks(into, index_allowed);
+}
 
 Trace parse_snail(std::span<const uint8_t> bytes, const std::string& source) {
   return SnailReader(bytes, source).run();
@@ -479,7 +533,8 @@ Trace parse_snail(std::span<const uint8_t> bytes, const std::string& source) {
 std::string to_snail(const Trace& trace, const SnailWriteOptions& options) {
   std::string out;
   out.append(kMagic, sizeof(kMagic));
-  store_u32(out, kVersion);
+  const bool with_index = options.version >= kVersion;
+  store_u32(out, with_index ? kVersion : kVersionNoIndex);
   store_u32(out, 0);
 
   append_metadata(out, trace);
@@ -530,6 +585,7 @@ std::string to_snail(const Trace& trace, const SnailWriteOptions& options) {
                         static_cast<uint32_t>(size));
     out.append(compressed.data(), size);
   }
+  if (with_index) append_index(out, trace);
   return out;
 }
 

@@ -125,7 +125,9 @@ void StreamDecoder::decode_snail(Trace& out) {
   };
   if (!header_seen_) {
     if (pending_.size() < kHeaderSize) return;
-    if (load_u32(pending_.data() + 8) != kVersion) return fail("unsupported .snail version");
+    const uint32_t version = load_u32(pending_.data() + 8);
+    if (version != kVersion && version != kVersionNoIndex)
+      return fail("unsupported .snail version");
     if (load_u32(pending_.data() + 12) != 0) return fail("reserved header field is not 0");
     header_seen_ = true;
     pos = kHeaderSize;
@@ -141,7 +143,7 @@ void StreamDecoder::decode_snail(Trace& out) {
     const uint32_t kind = load_u32(h), codec = load_u32(h + 4), count = load_u32(h + 8),
                    stored = load_u32(h + 12);
     // Without a sane block header the framing is lost: stop.
-    if (kind != kBlockEvents && kind != kBlockMetadata)
+    if (kind != kBlockEvents && kind != kBlockMetadata && kind != kBlockIndex)
       return fail("unknown block kind " + std::to_string(kind));
     if (codec != kCodecRaw && codec != kCodecZstd)
       return fail("unknown codec " + std::to_string(codec));

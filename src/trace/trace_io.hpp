@@ -29,6 +29,9 @@ struct SnailWriteOptions {
   bool compress = false;  // zstd-compress event blocks
   int compression_level = 3;
   uint32_t events_per_block = 1u << 16;
+  // 2: ends with a block index (docs/FORMATS.md) for seeking by time and bounded-memory
+  // reads. 1: the format before the index (what older readers accept).
+  uint32_t version = 2;
 };
 
 std::string to_jsonl(const Trace& trace);

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -14,12 +15,14 @@ namespace snailtrail::detail {
 // stream decoder.
 namespace snail {
 inline constexpr char kMagic[8] = {'S', 'N', 'A', 'I', 'L', 'T', 'R', 'C'};
-inline constexpr uint32_t kVersion = 1;
+inline constexpr uint32_t kVersion = 2;         // written: may end with an index block
+inline constexpr uint32_t kVersionNoIndex = 1;  // still read (no index blocks)
 inline constexpr size_t kHeaderSize = 16;
 inline constexpr size_t kBlockHeaderSize = 16;
 inline constexpr size_t kRecordSize = sizeof(Event);
 inline constexpr uint32_t kBlockEvents = 1;
 inline constexpr uint32_t kBlockMetadata = 2;
+inline constexpr uint32_t kBlockIndex = 3;
 inline constexpr uint32_t kCodecRaw = 0;
 inline constexpr uint32_t kCodecZstd = 1;
 // Limits of one block (docs/FORMATS.md), which bound the memory a reader needs per block,
@@ -28,6 +31,12 @@ inline constexpr uint32_t kCodecZstd = 1;
 inline constexpr uint32_t kMaxBlockEvents = 1u << 18;
 inline constexpr uint32_t kMaxBlockBytes = 1u << 24;
 }  // namespace snail
+
+// Decodes the .snail blocks in `bytes` (starting at a block header; `base` is their file
+// offset, for error messages) into `into`, with the full validation of parse_snail.
+// `index_allowed`: the file's version allows index blocks (they are skipped).
+void decode_snail_blocks(std::span<const uint8_t> bytes, size_t base, const std::string& source,
+                         bool index_allowed, Trace& into);
 
 // Bytes that must be readable (and zero) after the end of a buffer handed to
 // parse_jsonl_padded; equal to SIMDJSON_PADDING.

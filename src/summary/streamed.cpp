@@ -1,0 +1,262 @@
+#include "summary/streamed.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "pag/streaming.hpp"
+#include "pag/timeline_builder.hpp"
+
+namespace snailtrail {
+namespace {
+
+int64_t floor_div(int64_t a, int64_t b) {
+  return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
+}
+
+int64_t border(int64_t origin, int64_t k, int64_t w) {
+  const __int128 t = static_cast<__int128>(origin) + static_cast<__int128>(k) * w;
+  if (t > INT64_MAX) return INT64_MAX;
+  if (t < INT64_MIN) return INT64_MIN;
+  return static_cast<int64_t>(t);
+}
+
+int64_t window_of(int64_t t, int64_t origin, int64_t w) {
+  int64_t d;
+  if (!__builtin_sub_overflow(t, origin, &d)) return floor_div(d, w);
+  const __int128 x = static_cast<__int128>(t) - origin;
+  return static_cast<int64_t>(x / w - ((x % w != 0) && x < 0));
+}
+
+int64_t sat_sub(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_sub_overflow(a, b, &r)) return b > 0 ? INT64_MIN : INT64_MAX;
+  return r;
+}
+
+// The lowest started activity has more starts than ends: after this node the builder's
+// open activity is that one whatever was open before (timeline_builder.hpp, apply()).
+bool decides_open_activity(const detail::NodeContent& n) {
+  if (n.start_mask == 0) return false;
+  const int a = __builtin_ctz(n.start_mask);
+  return n.starts[a] > n.ends[a];
+}
+
+// Checks that starting fresh at S gives every worker the state of a read from the start
+// by A (see streamed.hpp). Reads the blocks overlapping [S, A).
+bool check_lookback(SnailFile& file, int64_t S, int64_t A, int64_t h, BigVector<Event>& buf) {
+  struct State {
+    detail::NodeContent cur;
+    int64_t prev_ts = INT64_MIN;
+    bool reset = false;
+  };
+  std::unordered_map<uint32_t, State> states;
+  auto complete = [&](State& st) {
+    if (st.cur.empty) return;
+    if (st.prev_ts != INT64_MIN && st.cur.ts - st.prev_ts >= h && decides_open_activity(st.cur))
+      st.reset = true;
+    st.prev_ts = st.cur.ts;
+  };
+  for (size_t b : file.blocks_overlapping(S, A - 1)) {
+    file.read_block(b, buf);
+    for (const Event& e : buf) {
+      if (e.ts < S || e.ts >= A) continue;
+      State& st = states[e.worker];
+      if (st.cur.empty || e.ts != st.cur.ts) {
+        complete(st);
+        st.cur.reset(e.ts);
+      }
+      st.cur.add(e);
+    }
+  }
+  for (auto& [id, st] : states) complete(st);
+  for (const TraceFacts::Worker& w : file.index().facts.workers) {
+    if (w.first_ts >= S || w.last_ts < S || w.first_ts >= A) continue;
+    auto it = states.find(w.id);
+    if (it == states.end() || !it->second.reset) return false;
+  }
+  return true;
+}
+
+// The latest event before A (INT64_MIN if none), from the index and the blocks that
+// straddle A.
+int64_t latest_event_before(SnailFile& file, int64_t A, BigVector<Event>& buf) {
+  int64_t latest = INT64_MIN;
+  const auto& blocks = file.index().blocks;
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    const SnailBlock& b = blocks[i];
+    if (b.kind != 1 || b.count == 0 || b.min_ts >= A || b.max_ts <= latest) continue;
+    if (b.max_ts < A) {
+      latest = b.max_ts;
+      continue;
+    }
+    file.read_block(i, buf);
+    for (const Event& e : buf)
+      if (e.ts < A) latest = std::max(latest, e.ts);
+  }
+  return latest;
+}
+
+}  // namespace
+
+std::string streamed_analysis_obstacle(const TraceFacts& facts, const AnalysisOptions& options) {
+  if (options.windows.width_ns <= 0) return "--window whole needs the whole trace";
+  if (!facts.worker_sorted) return "some worker's events are not in time order";
+  if (!facts.correlators_increasing) return "correlators are not increasing per worker pair";
+  if (facts.events == 0) return "the trace has no events";
+  return "";
+}
+
+int64_t StreamedPlan::start_of(int64_t k) const {
+  return border(origin, k, width);
+}
+
+StreamedPlan plan_streamed(const TraceFacts& facts, const WindowSpec& spec) {
+  StreamedPlan p;
+  p.width = spec.width_ns;
+  p.origin = spec.from_ns.value_or(0);
+  p.to = spec.to_ns;
+  if (facts.events == 0 || p.width <= 0) return p;
+  int64_t lo = facts.first_ts, hi = facts.last_ts;
+  if (spec.from_ns) lo = std::max(lo, *spec.from_ns);
+  if (spec.to_ns) hi = std::min(hi, *spec.to_ns);
+  if (hi < lo) return p;
+  p.k0 = window_of(lo, p.origin, p.width);
+  p.k1 = window_of(hi, p.origin, p.width);
+  if (p.k1 > p.k0 && border(p.origin, p.k1, p.width) == hi) --p.k1;
+  return p;
+}
+
+StreamedStats analyze_snail_streamed(
+    SnailFile& file, const AnalysisOptions& options, const StreamedPlan& plan, int64_t k_begin,
+    int64_t k_end, unsigned threads,
+    const std::function<void(const WindowView&, RenderedWindow&)>& render,
+    const std::function<void(RenderedWindow&)>& consume,
+    const std::function<void(size_t, size_t)>& on_progress) {
+  StreamedStats stats;
+  const TraceFacts& facts = file.index().facts;
+  if (plan.empty() || k_end < k_begin) return stats;
+  if (k_begin < plan.k0 || k_end > plan.k1) throw std::invalid_argument("windows outside the plan");
+  const int64_t w = plan.width;
+  const int64_t h = options.pag.gap_threshold_ns;
+  const int64_t L = facts.max_delay;
+  BigVector<Event> buf;
+
+  // The lookback: where reading starts (see streamed.hpp).
+  const int64_t A = plan.start_of(k_begin);
+  int64_t S = INT64_MIN;
+  if (A > facts.first_ts) {
+    int64_t lookback = std::max<int64_t>(w, L < INT64_MAX ? L + 1 : L);
+    for (;;) {
+      S = sat_sub(A, lookback);
+      if (S <= facts.first_ts) {
+        S = INT64_MIN;
+        stats.lookback_ns = A - facts.first_ts;
+        break;
+      }
+      if (check_lookback(file, S, A, h, buf)) {
+        stats.lookback_ns = lookback;
+        break;
+      }
+      lookback = lookback > INT64_MAX / 2 ? INT64_MAX : lookback * 2;
+    }
+  }
+  const int64_t latest_before = latest_event_before(file, A, buf);
+
+  StreamingPag pag(options.pag);
+  for (const TraceFacts::Worker& wk : facts.workers) pag.declare(wk.id);
+  for (uint32_t op : facts.operators) pag.declare_operator(op);
+  // Workers in order of their last event, finished as reading passes it.
+  std::vector<std::pair<int64_t, uint32_t>> by_last;
+  for (const TraceFacts::Worker& wk : facts.workers) by_last.emplace_back(wk.last_ts, wk.id);
+  std::sort(by_last.begin(), by_last.end());
+  size_t finished = 0;
+  std::vector<uint32_t> running;  // not finished yet, refreshed as workers finish
+
+  // Event blocks to read (those with events at or after S) and the frontier after each:
+  // every event before it has been read.
+  std::vector<size_t> blocks = file.blocks_overlapping(S, INT64_MAX);
+  std::vector<int64_t> frontier(blocks.size() + 1, INT64_MAX);
+  for (size_t i = blocks.size(); i-- > 0;)
+    frontier[i] = std::min(frontier[i + 1], file.index().blocks[blocks[i]].min_ts);
+
+  int64_t next_k = k_begin;
+  uint64_t empty_before;
+  {
+    // Windows without events right before k_begin, within the plan (at most 16 matter).
+    const int64_t kp =
+        latest_before == INT64_MIN ? INT64_MIN : window_of(latest_before, plan.origin, w);
+    const int64_t first_empty = kp == INT64_MIN ? plan.k0 : std::max(plan.k0, kp + 1);
+    empty_before = static_cast<uint64_t>(
+        std::min<int64_t>(kEmptyWindowsAnalyzed, std::max<int64_t>(0, k_begin - first_empty)));
+  }
+  const size_t total = static_cast<size_t>(k_end - k_begin + 1);
+  size_t done = 0;
+  const int64_t batch = std::max<int64_t>(8, 4 * static_cast<int64_t>(threads));
+
+  auto close = [&](int64_t kb, bool last) {  // windows [next_k, kb)
+    const bool closed = last && kb - 1 == plan.k1;
+    int64_t end = plan.start_of(kb);
+    if (kb - 1 == plan.k1 && plan.to) end = std::min(end, *plan.to);
+    const int64_t start = plan.start_of(next_k);
+    const Pag cut = pag.cut(start, end, closed);
+    const std::vector<Window> windows =
+        plan_window_range(cut, plan.origin, w, next_k, kb - 1, closed, plan.to, empty_before);
+    analyze_windows_parallel(cut, windows, static_cast<size_t>(next_k - plan.k0), options, threads,
+                             render, consume);
+    done += static_cast<size_t>(kb - next_k);
+    next_k = kb;
+    pag.retire(end);
+    if (on_progress) on_progress(done, total);
+  };
+
+  for (size_t i = 0; i < blocks.size() && next_k <= k_end; ++i) {
+    file.read_block(blocks[i], buf);
+    ++stats.blocks_read;
+    for (const Event& e : buf) {
+      if (e.ts < S) continue;
+      if (pag.add(e) != StreamingPag::Added::ok)
+        throw TraceError(
+            file.path(), "block at byte " + std::to_string(file.index().blocks[blocks[i]].offset),
+            "an event out of the order the index promises (at " + std::to_string(e.ts) +
+                " ns, worker " + std::to_string(e.worker) + ")");
+    }
+    const int64_t F = frontier[i + 1];
+    pag.flush_before(F);
+    while (finished < by_last.size() && by_last[finished].first < F)
+      pag.finish_worker(by_last[finished++].second);
+    stats.peak_retained_nodes = std::max(stats.peak_retained_nodes, pag.retained_nodes());
+    if (F == INT64_MAX) break;
+    // Windows ending at or before max_end are final.
+    int64_t max_end = sat_sub(F, L);
+    max_end = max_end == INT64_MIN ? INT64_MIN : max_end - 1;
+    for (size_t j = finished; j < by_last.size(); ++j) {
+      const int64_t t = pag.last_node_ts(by_last[j].second);
+      if (t != INT64_MIN) max_end = std::min(max_end, t);
+    }
+    if (max_end == INT64_MIN) continue;
+    int64_t ready = window_of(max_end, plan.origin, w);  // windows before it end <= max_end
+    if (k_end == plan.k1) {
+      // The last window of the plan (closed end, perhaps cut at --to) once it is final.
+      int64_t last_end = plan.start_of(plan.k1 + 1);
+      if (plan.to) last_end = std::min(last_end, *plan.to);
+      if (last_end <= max_end) {
+        close(k_end + 1, true);
+        break;
+      }
+      ready = std::min(ready, k_end);
+    } else {
+      ready = std::min(ready, k_end + 1);
+    }
+    if (ready > next_k && (ready - next_k >= batch || ready == k_end + 1)) close(ready, false);
+  }
+  if (next_k <= k_end) {
+    // Everything needed has been read: finish the workers and close the rest.
+    for (; finished < by_last.size(); ++finished) pag.finish_worker(by_last[finished].second);
+    close(k_end + 1, true);
+  }
+  return stats;
+}
+
+}  // namespace snailtrail

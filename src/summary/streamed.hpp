@@ -1,0 +1,65 @@
+// Tumbling-window analysis of a .snail file read block by block (docs/PERFORMANCE.md,
+// "Bounded memory"): events go into a StreamingPag (the gap-filling state carried from
+// block to block), windows are cut out and analyzed as soon as every worker has moved
+// past them, and what no later window needs is dropped. Memory is O(window + workers +
+// messages in flight), whatever the trace's length; the output is that of analyze_pag on
+// the whole trace's PAG, window for window.
+//
+// Exactness rests on facts the file's block index states (trace/snail_index.hpp): each
+// worker's events in time order, no correlator used twice, and every message's delay
+// below `max_delay` (the lateness waited for before a window is cut).
+// streamed_analysis_possible() says when they hold; otherwise the caller reads the whole
+// trace.
+//
+// A range of windows (--from/--to, or one MPI rank's share) starts reading a lookback
+// before its first window: long enough that every message crossing into the range and
+// the windows without events before it are read, and that each worker's gap-filling
+// state is provably that of a read from the start: the worker has a "reset node" in the
+// lookback (a node at least the gap threshold after the worker's previous event, whose
+// lowest started activity has more starts than ends, so that the builder's state after it
+// does not depend on anything earlier), or its whole history is in the lookback. If not,
+// the lookback doubles, up to the start of the trace.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "summary/analysis.hpp"
+#include "trace/snail_index.hpp"
+
+namespace snailtrail {
+
+// Empty if the file's facts allow a streamed analysis with these options; else why not.
+std::string streamed_analysis_obstacle(const TraceFacts& facts, const AnalysisOptions& options);
+
+// The window plan of plan_windows(), from the facts alone: windows k0..k1 of width w
+// aligned to `origin`; `to` caps the last one. Empty (k1 < k0) if nothing to analyze.
+struct StreamedPlan {
+  int64_t origin = 0, width = 0, k0 = 0, k1 = -1;
+  std::optional<int64_t> to;
+  bool empty() const { return k1 < k0; }
+  uint64_t count() const { return empty() ? 0 : static_cast<uint64_t>(k1 - k0 + 1); }
+  int64_t start_of(int64_t k) const;  // border of window k (saturated)
+};
+StreamedPlan plan_streamed(const TraceFacts& facts, const WindowSpec& spec);
+
+struct StreamedStats {
+  uint64_t blocks_read = 0;
+  int64_t lookback_ns = 0;  // lookback actually used before the first window (0: none)
+  size_t peak_retained_nodes = 0;
+};
+
+// Analyzes windows k_begin..k_end (inclusive, within the plan) of the file. Callbacks as
+// analyze_windows_parallel: `consume` gets windows in order, with the indexes of the
+// whole plan; runs of windows without events may be split where cuts meet (the caller
+// merges adjacent runs: consecutive RenderedWindows with empty_run > 0). `on_progress`
+// gets (windows done, windows in [k_begin, k_end]).
+StreamedStats analyze_snail_streamed(
+    SnailFile& file, const AnalysisOptions& options, const StreamedPlan& plan, int64_t k_begin,
+    int64_t k_end, unsigned threads,
+    const std::function<void(const WindowView&, RenderedWindow&)>& render,
+    const std::function<void(RenderedWindow&)>& consume,
+    const std::function<void(size_t, size_t)>& on_progress = {});
+
+}  // namespace snailtrail

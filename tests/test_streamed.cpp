@@ -1,0 +1,531 @@
+// Bounded-memory analysis (summary/streamed.hpp) and the .snail block index
+// (trace/snail_index.hpp): `analyze` reading a .snail file block by block prints exactly
+// what it prints with the whole trace in memory (--in-memory), for every format, window,
+// --from/--to; old (version 1) files and files with a cut or corrupt index are read
+// right.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bench/synthetic.hpp"
+#include "pag/timeline.hpp"
+#include "process_util.hpp"
+#include "sim/simulator.hpp"
+#include "trace/snail_index.hpp"
+#include "trace/trace_io.hpp"
+#include "trace/trace_io_detail.hpp"
+
+namespace snailtrail {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::Process;
+
+Event local(uint32_t w, int64_t ts, ActivityType a, EventKind k, uint32_t op = kNone) {
+  Event e;
+  e.ts = ts;
+  e.worker = w;
+  e.activity = a;
+  e.kind = k;
+  if (op != kNone) {
+    e.op = op;
+    e.flags |= kHasOperator;
+  }
+  return e;
+}
+
+Event half(uint32_t w, uint32_t remote, int64_t ts, EventKind k, int64_t corr, bool with_corr) {
+  Event e;
+  e.ts = ts;
+  e.worker = w;
+  e.remote = remote;
+  e.activity = ActivityType::data_message;
+  e.kind = k;
+  e.flags = kHasRemote;
+  if (with_corr) {
+    e.correlator = corr;
+    e.flags |= kHasCorrelator;
+  }
+  return e;
+}
+
+// A messy random trace whose facts allow streaming: activities with gaps shorter and
+// longer than the threshold, missing starts and ends, overlaps, idle stretches of every
+// worker (windows without events, runs of them), workers that start late and stop early,
+// messages (FIFO per worker pair, correlators increasing) that are unmatched, without
+// correlator, received "before" they were sent or with zero duration. Events in time
+// order, as a collector writes them.
+Trace random_trace(std::mt19937_64& rng) {
+  auto uni = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  const uint32_t workers = static_cast<uint32_t>(uni(2, 5));
+  const int64_t horizon = uni(5'000'000, 60'000'000);
+  // Quiet stretches for everyone (windows without events).
+  std::vector<std::pair<int64_t, int64_t>> quiet;
+  for (int q = static_cast<int>(uni(0, 2)); q > 0; --q) {
+    const int64_t a = uni(0, horizon);
+    quiet.emplace_back(a, a + uni(1'000'000, 25'000'000));
+  }
+  auto is_quiet = [&](int64_t t) {
+    for (auto [a, b] : quiet)
+      if (t >= a && t < b) return true;
+    return false;
+  };
+  std::vector<Event> events;
+  const ActivityType types[] = {ActivityType::processing, ActivityType::serialization,
+                                ActivityType::deserialization, ActivityType::scheduling};
+  for (uint32_t w = 0; w < workers; ++w) {
+    int64_t t = uni(0, 50'000);
+    int64_t end = horizon;
+    if (uni(0, 2) == 0) {
+      t = uni(0, horizon / 2);
+      end = uni(t, horizon);
+    }
+    while (t < end) {
+      if (is_quiet(t)) {
+        t += uni(100'000, 2'000'000);
+        continue;
+      }
+      const ActivityType a = types[uni(0, 3)];
+      const uint32_t op = uni(0, 3) == 0 ? kNone : static_cast<uint32_t>(uni(1, 3));
+      const int64_t len = uni(0, 3) == 0 ? uni(1, 200) : uni(1'000, 150'000);
+      if (uni(0, 12) != 0) events.push_back(local(w * 7, t, a, EventKind::start, op));
+      if (uni(0, 12) != 0) events.push_back(local(w * 7, t + len, a, EventKind::end, op));
+      if (uni(0, 25) == 0)
+        events.push_back(local(w * 7, t + len / 2, types[uni(0, 3)], EventKind::start));
+      t += len + (uni(0, 2) == 0 ? uni(0, 90'000) : uni(100'000, 400'000));
+      if (uni(0, 40) == 0) t += uni(1'000'000, 5'000'000);  // a worker idles a while
+    }
+  }
+  // Messages per directed pair, FIFO, so correlators increase in file order.
+  int64_t corr = 0;
+  for (uint32_t s = 0; s < workers; ++s) {
+    for (uint32_t r = 0; r < workers; ++r) {
+      if (uni(0, 2) == 0) continue;
+      std::vector<int64_t> sends;
+      for (int64_t m = uni(0, 30); m > 0; --m) sends.push_back(uni(0, horizon));
+      std::sort(sends.begin(), sends.end());
+      int64_t last_recv = INT64_MIN;
+      for (int64_t ts : sends) {
+        int64_t tr = ts + uni(0, 300'000);
+        if (uni(0, 15) == 0) tr = ts - uni(1, 50'000);  // skew
+        if (uni(0, 10) == 0) tr = ts;                   // zero duration
+        tr = std::max(tr, last_recv + 1);
+        last_recv = tr;
+        const int64_t c = ++corr;
+        const bool with_corr = uni(0, 30) != 0;
+        if (uni(0, 15) != 0)
+          events.push_back(half(s * 7, r * 7, ts, EventKind::send, c, with_corr));
+        if (uni(0, 15) != 0)
+          events.push_back(half(r * 7, s * 7, tr, EventKind::recv, c, with_corr));
+      }
+    }
+  }
+  std::stable_sort(events.begin(), events.end(),
+                   [](const Event& a, const Event& b) { return a.ts < b.ts; });
+  Trace trace;
+  trace.events.resize(events.size());
+  std::copy(events.begin(), events.end(), trace.events.begin());
+  trace.worker_names[0] = "first \"worker\"";
+  trace.operator_names[1] = "map";
+  return trace;
+}
+
+class StreamedTest : public testing::TempDirTest {
+ protected:
+  StreamedTest() : TempDirTest("streamed") {}
+
+  struct Out {
+    int code;
+    std::string out, err;
+  };
+  Out run(std::vector<std::string> args) {
+    args.push_back("--no-progress");
+    Process p(args, path("out"), path("err"));
+    const int code = p.wait();
+    return {code, p.out(), p.err()};
+  }
+
+  // `analyze` streamed and in memory print the same bytes; returns the output.
+  std::string expect_same(const fs::path& trace, std::vector<std::string> args) {
+    std::vector<std::string> a = {"analyze", trace.string()};
+    a.insert(a.end(), args.begin(), args.end());
+    std::vector<std::string> b = a;
+    b.push_back("--in-memory");
+    a.push_back("--timings");
+    const Out streamed = run(a);
+    const Out memory = run(b);
+    std::string what = trace.string();
+    for (const auto& s : args) what += " " + s;
+    EXPECT_EQ(streamed.code, memory.code) << what << "\n" << streamed.err << memory.err;
+    EXPECT_EQ(streamed.out, memory.out) << what;
+    // It really was streamed (the fallback would not say so).
+    if (memory.code == 0) {
+      EXPECT_NE(streamed.err.find("streamed:"), std::string::npos) << what << streamed.err;
+    }
+    return streamed.out;
+  }
+};
+
+TEST_F(StreamedTest, RandomTracesEveryFormatAndRange) {
+  std::mt19937_64 rng(20);
+  for (int i = 0; i < 10; ++i) {
+    const Trace t = random_trace(rng);
+    SnailWriteOptions o;
+    o.events_per_block = static_cast<uint32_t>(1 + rng() % 300);  // many blocks
+    const fs::path file = path("r" + std::to_string(i) + ".snail");
+    write_trace(t, file.string(), o);
+    const std::string window = std::vector<std::string>{"1ms", "2ms", "500us", "3ms"}[i % 4];
+    const std::string out = expect_same(file, {"--window", window, "--format", "jsonl"});
+    EXPECT_FALSE(out.empty());
+    expect_same(file, {"--window", window, "--format", "csv", "--threads", "1"});
+    expect_same(file, {"--window", window, "--per-window", "--top", "3"});
+    // Ranges: from/to inside, across quiet stretches, beyond the ends.
+    for (int r = 0; r < 3; ++r) {
+      const int64_t from = static_cast<int64_t>(rng() % 40'000'000);
+      const int64_t to = from + 1 + static_cast<int64_t>(rng() % 20'000'000);
+      expect_same(file,
+                  {"--window", window, "--format", "jsonl", "--from",
+                   "+" + std::to_string(from) + "ns", "--to", "+" + std::to_string(to) + "ns"});
+    }
+    expect_same(file, {"--window", window, "--format", "jsonl", "--from", "+7ms"});
+  }
+}
+
+TEST_F(StreamedTest, ExamplesAndSimulatedTraces) {
+  // examples/pipeline.jsonl, converted.
+  const Trace pipeline =
+      read_trace(std::string(SNAILTRAIL_SOURCE_DIR) + "/examples/pipeline.jsonl");
+  write_trace(pipeline, path("pipeline.snail").string());
+  for (const char* w : {"1ms", "5ms", "100us"})
+    expect_same(path("pipeline.snail"), {"--window", w, "--format", "jsonl"});
+  expect_same(path("pipeline.snail"), {"--window", "1ms"});
+  // Simulated scenarios (short), and the benchmark's synthetic trace with small blocks.
+  for (const char* name :
+       {"wordcount-skew-30.toml", "spark-microbatch.toml", "timely-iterative.toml"}) {
+    sim::Scenario s = sim::load_scenario(std::string(SNAILTRAIL_SOURCE_DIR) + "/examples/" + name);
+    s.duration_ns = std::min<int64_t>(s.duration_ns, 3'000'000'000);
+    const sim::SimResult r = sim::simulate(s);
+    SnailWriteOptions o;
+    o.events_per_block = 4096;
+    o.compress = std::string(name).find("spark") != std::string::npos;
+    const fs::path file = path(std::string(name) + ".snail");
+    write_trace(r.trace, file.string(), o);
+    expect_same(file, {"--window", "100ms", "--format", "jsonl"});
+    expect_same(file, {"--window", "250ms", "--format", "csv", "--from", "+1s", "--to", "+2s"});
+  }
+  bench::SyntheticOptions so;
+  so.duration_ns = 3'000'000'000;
+  so.workers = 8;
+  SnailWriteOptions o;
+  o.events_per_block = 5000;
+  write_trace(bench::make_synthetic_trace(so), path("synthetic.snail").string(), o);
+  expect_same(path("synthetic.snail"), {"--window", "1s", "--format", "jsonl"});
+  expect_same(path("synthetic.snail"), {"--window", "200ms", "--from", "+1100ms", "--to", "+2s"});
+}
+
+TEST_F(StreamedTest, UnsortedInput) {
+  std::mt19937_64 rng(77);
+  for (int i = 0; i < 3; ++i) {
+    // Worker after worker (each in time order): allowed; streaming holds more, same output.
+    Trace t = random_trace(rng);
+    std::stable_sort(t.events.begin(), t.events.end(), [](const Event& a, const Event& b) {
+      return a.worker != b.worker ? a.worker > b.worker : a.ts < b.ts;
+    });
+    SnailWriteOptions o;
+    o.events_per_block = 40;
+    write_trace(t, path("bywork.snail").string(), o);
+    expect_same(path("bywork.snail"), {"--window", "1ms", "--format", "jsonl"});
+    expect_same(path("bywork.snail"),
+                {"--window", "2ms", "--format", "csv", "--from", "+3ms", "--to", "+9ms"});
+  }
+  // A worker going back in time: an error either way (read whole, as before).
+  Trace t;
+  t.events.resize(2);
+  t.events[0] = local(1, 50, ActivityType::processing, EventKind::start);
+  t.events[1] = local(1, 40, ActivityType::processing, EventKind::end);
+  write_trace(t, path("back.snail").string());
+  const Out s = run({"analyze", path("back.snail").string(), "--format", "jsonl"});
+  const Out m = run({"analyze", path("back.snail").string(), "--format", "jsonl", "--in-memory"});
+  EXPECT_NE(s.code, 0);
+  EXPECT_EQ(s.code, m.code);
+  EXPECT_EQ(s.out, m.out);
+  EXPECT_NE(s.err.find("not in time order"), std::string::npos) << s.err;
+}
+
+// The lookback before --from grows until every worker's gap-filling state is provably
+// that of a read from the start: worker 1 runs one activity from 0 to 9.5 ms (nothing in
+// any short lookback), worker 2 works back to back without gaps of the threshold (no
+// reset node), worker 3 has reset nodes everywhere.
+TEST_F(StreamedTest, LookbackGrowsUntilTheStateIsKnown) {
+  Trace t;
+  std::vector<Event> ev;
+  ev.push_back(local(1, 0, ActivityType::processing, EventKind::start, 4));
+  ev.push_back(local(1, 9'500'000, ActivityType::processing, EventKind::end, 4));
+  for (int64_t x = 0; x < 10'000'000; x += 50'000) {  // 50 us activities, no gaps
+    ev.push_back(local(2, x, ActivityType::serialization, EventKind::start, 5));
+    ev.push_back(local(2, x + 50'000, ActivityType::serialization, EventKind::end, 5));
+  }
+  for (int64_t x = 0; x < 10'000'000; x += 400'000) {  // 100 us of work, 300 us gaps
+    ev.push_back(local(3, x, ActivityType::deserialization, EventKind::start, 6));
+    ev.push_back(local(3, x + 100'000, ActivityType::deserialization, EventKind::end, 6));
+  }
+  std::stable_sort(ev.begin(), ev.end(),
+                   [](const Event& a, const Event& b) { return a.ts < b.ts; });
+  t.events.resize(ev.size());
+  std::copy(ev.begin(), ev.end(), t.events.begin());
+  SnailWriteOptions o;
+  o.events_per_block = 16;
+  write_trace(t, path("long.snail").string(), o);
+  for (const char* from : {"+6ms", "+8200us"}) {
+    expect_same(path("long.snail"), {"--window", "1ms", "--format", "jsonl", "--from", from});
+    const Out s = run({"analyze", path("long.snail").string(), "--window", "1ms", "--format",
+                       "jsonl", "--from", from, "--timings"});
+    const size_t p = s.err.find("lookback ");
+    ASSERT_NE(p, std::string::npos) << s.err;
+    // Back to the first event: 6 ms or 8.2 ms, not the first try of one window.
+    EXPECT_GE(std::stoll(s.err.substr(p + 9)), 6'000'000) << s.err;
+  }
+  // Without worker 1 and 2's troubles a window of lookback is enough.
+  Trace easy;
+  std::vector<Event> e3;
+  for (const Event& e : ev)
+    if (e.worker == 3) e3.push_back(e);
+  easy.events.resize(e3.size());
+  std::copy(e3.begin(), e3.end(), easy.events.begin());
+  write_trace(easy, path("easy.snail").string(), o);
+  expect_same(path("easy.snail"), {"--window", "1ms", "--format", "jsonl", "--from", "+6ms"});
+  const Out s = run({"analyze", path("easy.snail").string(), "--window", "1ms", "--format", "jsonl",
+                     "--from", "+6ms", "--timings"});
+  EXPECT_NE(s.err.find("lookback 1000000 ns"), std::string::npos) << s.err;
+}
+
+TEST_F(StreamedTest, FallsBackWhenTheFactsForbidStreaming) {
+  // A correlator used twice: read whole (same output, a note says why).
+  Trace t;
+  t.events.resize(4);
+  t.events[0] = half(1, 2, 100, EventKind::send, 5, true);
+  t.events[1] = half(2, 1, 200, EventKind::recv, 5, true);
+  t.events[2] = half(1, 2, 300, EventKind::send, 5, true);
+  t.events[3] = half(2, 1, 400, EventKind::recv, 5, true);
+  write_trace(t, path("dup.snail").string());
+  const Out s =
+      run({"analyze", path("dup.snail").string(), "--window", "100ns", "--format", "jsonl"});
+  const Out m = run({"analyze", path("dup.snail").string(), "--window", "100ns", "--format",
+                     "jsonl", "--in-memory"});
+  EXPECT_EQ(s.code, 0) << s.err;
+  EXPECT_EQ(s.out, m.out);
+  EXPECT_NE(s.err.find("correlators"), std::string::npos) << s.err;
+}
+
+// --- the index --------------------------------------------------------------------------
+
+TraceFacts facts_of(const Trace& t) {
+  FactsBuilder b;
+  b.add(t.events.data(), t.events.size());
+  return b.finish();
+}
+
+void expect_same_index(const SnailIndex& a, const SnailIndex& b) {
+  ASSERT_EQ(a.blocks.size(), b.blocks.size());
+  for (size_t i = 0; i < a.blocks.size(); ++i) {
+    EXPECT_EQ(a.blocks[i].offset, b.blocks[i].offset) << i;
+    EXPECT_EQ(a.blocks[i].kind, b.blocks[i].kind) << i;
+    EXPECT_EQ(a.blocks[i].count, b.blocks[i].count) << i;
+    EXPECT_EQ(a.blocks[i].min_ts, b.blocks[i].min_ts) << i;
+    EXPECT_EQ(a.blocks[i].max_ts, b.blocks[i].max_ts) << i;
+  }
+  EXPECT_EQ(encode_snail_index(a), encode_snail_index(b));
+}
+
+TEST_F(StreamedTest, IndexIsWrittenAndMatchesTheBlocks) {
+  std::mt19937_64 rng(3);
+  const Trace t = random_trace(rng);
+  SnailWriteOptions o;
+  o.events_per_block = 97;
+  write_trace(t, path("t.snail").string(), o);
+  SnailFile f(path("t.snail").string());
+  EXPECT_EQ(f.version(), 2u);
+  EXPECT_TRUE(f.index_from_file());
+  const SnailIndex& idx = f.index();
+  // Brute force: the blocks hold the events in order, 97 at a time, with these ranges.
+  size_t next = 0;
+  BigVector<Event> buf;
+  for (size_t i = 0; i < idx.blocks.size(); ++i) {
+    if (idx.blocks[i].kind != 1) continue;
+    f.read_block(i, buf);
+    ASSERT_EQ(buf.size(), std::min<size_t>(97, t.events.size() - next));
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (size_t k = 0; k < buf.size(); ++k) {
+      EXPECT_EQ(buf[k].ts, t.events[next + k].ts);
+      lo = std::min(lo, buf[k].ts);
+      hi = std::max(hi, buf[k].ts);
+    }
+    EXPECT_EQ(idx.blocks[i].min_ts, lo);
+    EXPECT_EQ(idx.blocks[i].max_ts, hi);
+    next += buf.size();
+  }
+  EXPECT_EQ(next, t.events.size());
+  const TraceFacts expect = facts_of(t);
+  EXPECT_EQ(idx.facts.events, t.events.size());
+  EXPECT_EQ(idx.facts.first_ts, expect.first_ts);
+  EXPECT_EQ(idx.facts.max_delay, expect.max_delay);
+  EXPECT_TRUE(idx.facts.worker_sorted);
+  EXPECT_TRUE(idx.facts.correlators_increasing);
+  EXPECT_EQ(f.names().worker_name(0), "first \"worker\"");
+  // The whole-file reader ignores the index: same trace as written.
+  const Trace back = read_trace(path("t.snail").string());
+  ASSERT_EQ(back.events.size(), t.events.size());
+  EXPECT_EQ(std::memcmp(back.events.data(), t.events.data(), t.events.size() * sizeof(Event)), 0);
+}
+
+TEST_F(StreamedTest, FactsByBruteForce) {
+  // max_delay and the order checks against a direct computation on small traces.
+  std::mt19937_64 rng(9);
+  for (int i = 0; i < 20; ++i) {
+    const Trace t = random_trace(rng);
+    int64_t delay = 0;
+    for (size_t a = 0; a < t.events.size(); ++a) {
+      const Event& s = t.events[a];
+      if (s.kind != EventKind::send || !s.has(kHasCorrelator)) continue;
+      for (size_t b = 0; b < t.events.size(); ++b) {
+        const Event& r = t.events[b];
+        if (r.kind == EventKind::recv && r.has(kHasCorrelator) && r.correlator == s.correlator &&
+            r.worker == s.remote && r.remote == s.worker)
+          delay = std::max(delay, std::abs(r.ts - s.ts));
+      }
+    }
+    const TraceFacts f = facts_of(t);
+    EXPECT_EQ(f.max_delay, delay);
+    EXPECT_TRUE(f.worker_sorted);
+    EXPECT_TRUE(f.correlators_increasing);
+  }
+  Trace u;
+  u.events.resize(2);
+  u.events[0] = local(1, 50, ActivityType::processing, EventKind::start);
+  u.events[1] = local(1, 40, ActivityType::processing, EventKind::end);
+  EXPECT_FALSE(facts_of(u).worker_sorted);
+}
+
+TEST_F(StreamedTest, OldFilesWithoutIndexAreRead) {
+  std::mt19937_64 rng(5);
+  const Trace t = random_trace(rng);
+  SnailWriteOptions v1;
+  v1.version = 1;  // the writer before the index
+  v1.events_per_block = 50;
+  SnailWriteOptions v2 = v1;
+  v2.version = 2;
+  write_trace(t, path("old.snail").string(), v1);
+  write_trace(t, path("new.snail").string(), v2);
+  const std::string old_bytes = testing::slurp(path("old.snail"));
+  ASSERT_EQ(old_bytes.substr(8, 4), std::string("\1\0\0\0", 4));
+  // The old file is a prefix of the new one except for the version field.
+  const std::string new_bytes = testing::slurp(path("new.snail"));
+  EXPECT_EQ(new_bytes.substr(12, old_bytes.size() - 12), old_bytes.substr(12));
+  SnailFile old_file(path("old.snail").string());
+  SnailFile new_file(path("new.snail").string());
+  EXPECT_FALSE(old_file.index_from_file());
+  EXPECT_TRUE(old_file.index_problem().empty());
+  expect_same_index(old_file.index(), new_file.index());
+  const std::string a = expect_same(path("old.snail"), {"--window", "1ms", "--format", "jsonl"});
+  const std::string b = expect_same(path("new.snail"), {"--window", "1ms", "--format", "jsonl"});
+  EXPECT_EQ(a, b);
+  // A version 1 file may not hold an index block.
+  std::string forged = new_bytes;
+  forged[8] = 1;
+  std::ofstream(path("forged.snail"), std::ios::binary) << forged;
+  EXPECT_THROW(read_trace(path("forged.snail").string()), TraceError);
+}
+
+TEST_F(StreamedTest, CutOrCorruptIndexIsRebuiltWithAWarning) {
+  std::mt19937_64 rng(11);
+  const Trace t = random_trace(rng);
+  SnailWriteOptions o;
+  o.events_per_block = 64;
+  write_trace(t, path("good.snail").string(), o);
+  const std::string good = testing::slurp(path("good.snail"));
+  SnailFile reference(path("good.snail").string());
+  const std::string expected =
+      expect_same(path("good.snail"), {"--window", "2ms", "--format", "jsonl", "--from", "+5ms"});
+  uint64_t at = 0;
+  std::memcpy(&at, good.data() + good.size() - 8, 8);
+  ASSERT_LT(at, good.size());
+  auto check = [&](const std::string& name, const std::string& bytes, bool readable) {
+    std::ofstream(path(name), std::ios::binary) << bytes;
+    if (!readable) {
+      EXPECT_THROW(SnailFile(path(name).string()), TraceError) << name;
+      return;
+    }
+    SnailFile f(path(name).string());
+    EXPECT_FALSE(f.index_from_file()) << name;
+    EXPECT_FALSE(f.index_problem().empty()) << name;
+    expect_same_index(f.index(), reference.index());
+    const Out s = run(
+        {"analyze", path(name).string(), "--window", "2ms", "--format", "jsonl", "--from", "+5ms"});
+    EXPECT_EQ(s.code, 0) << name << s.err;
+    EXPECT_EQ(s.out, expected) << name;
+    EXPECT_NE(s.err.find("block index unusable"), std::string::npos) << name << s.err;
+  };
+  // A flipped byte in an entry's time range: the checksum catches it.
+  std::string flipped = good;
+  flipped[at + detail::snail::kBlockHeaderSize + 56 + 16] ^= 0x40;
+  check("flipped.snail", flipped, true);
+  // A wrong trailing offset.
+  std::string moved = good;
+  moved[moved.size() - 8] ^= 0x10;
+  check("moved.snail", moved, true);
+  // Cut inside the index block: rebuilt; the cut index block is ignored.
+  check("cut.snail", good.substr(0, good.size() - 20), true);
+  // Without the index at all (cut right before it): a plain version 2 file.
+  check("noindex.snail", good.substr(0, at), true);
+  // An index with a valid checksum that lies about a block's range: the block reader
+  // refuses the block instead of answering wrong.
+  {
+    SnailIndex lying = reference.index();
+    for (SnailBlock& b : lying.blocks)
+      if (b.kind == 1 && b.count > 1) {
+        b.max_ts = b.min_ts;  // claims its events all at the first time
+        break;
+      }
+    std::string bytes = good.substr(0, at + detail::snail::kBlockHeaderSize);
+    bytes += encode_snail_index(lying);
+    bytes += good.substr(good.size() - 8);
+    std::ofstream(path("lying.snail"), std::ios::binary) << bytes;
+    SnailFile f(path("lying.snail").string());
+    EXPECT_TRUE(f.index_from_file());
+    const Out s =
+        run({"analyze", path("lying.snail").string(), "--window", "2ms", "--format", "jsonl"});
+    EXPECT_NE(s.code, 0);
+    EXPECT_NE(s.err.find("outside the block's time range"), std::string::npos) << s.err;
+  }
+}
+
+TEST_F(StreamedTest, SeekReadsOnlyTheBlocksItNeeds) {
+  bench::SyntheticOptions so;
+  so.duration_ns = 60'000'000'000;
+  so.workers = 4;
+  SnailWriteOptions o;
+  o.events_per_block = 2000;
+  write_trace(bench::make_synthetic_trace(so), path("long.snail").string(), o);
+  const Out s = run({"analyze", path("long.snail").string(), "--window", "1s", "--format", "jsonl",
+                     "--from", "+20s", "--to", "+22s", "--timings"});
+  ASSERT_EQ(s.code, 0) << s.err;
+  // "streamed: X of Y bytes read ..."
+  const size_t p = s.err.find("streamed: ");
+  ASSERT_NE(p, std::string::npos) << s.err;
+  const uint64_t read = std::stoull(s.err.substr(p + 10));
+  const uint64_t size = fs::file_size(path("long.snail"));
+  EXPECT_LT(read * 5, size) << s.err;  // 2 s + lookback of 30 s: well under a fifth
+  expect_same(path("long.snail"),
+              {"--window", "1s", "--format", "jsonl", "--from", "+20s", "--to", "+22s"});
+}
+
+}  // namespace
+}  // namespace snailtrail
