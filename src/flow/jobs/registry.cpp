@@ -5,9 +5,13 @@
 
 namespace snailtrail::flow {
 
-static const std::vector<JobSpec>& table() {
-  static const std::vector<JobSpec> t = {jobs::keycount_job(), jobs::wordcount_job()};
+static std::vector<JobSpec>& table() {
+  static std::vector<JobSpec> t = {jobs::keycount_job(), jobs::wordcount_job()};
   return t;
+}
+
+void register_job(JobSpec job) {
+  if (!find_job(job.name)) table().push_back(std::move(job));
 }
 
 const JobSpec* find_job(const std::string& name) {
