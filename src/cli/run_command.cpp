@@ -40,8 +40,8 @@ struct RunArgs {
   bool verify = false;
   bool reference = false;
   bool quiet = false;
-  std::map<std::string, double> params;          // job knobs (NEXMark: docs/NEXMARK.md)
-  std::map<std::string, std::string> durations;  // the same, given as durations
+  std::map<std::string, double> params;  // job knobs (NEXMark: docs/NEXMARK.md)
+  std::map<std::string, std::pair<std::string, std::string>> durations;  // flag: name, text
 };
 
 double parse_rate(const std::string& text) {
@@ -215,11 +215,11 @@ int run(const RunArgs& a) {
   cfg.keys = a.keys;
   cfg.skew = a.skew;
   cfg.params = a.params;
-  for (const auto& [name, text] : a.durations) {
+  for (const auto& [flag, value] : a.durations) {
     try {
-      cfg.params[name] = static_cast<double>(parse_duration(text));
+      cfg.params[value.first] = static_cast<double>(parse_duration(value.second));
     } catch (const std::invalid_argument& e) {
-      throw std::invalid_argument("--" + name + ": " + e.what());
+      throw std::invalid_argument(flag + ": " + e.what());
     }
   }
   if (a.job.rfind("nexmark-", 0) == 0) nexmark::query_config(cfg);  // bad knobs: exit 2 now
@@ -385,7 +385,11 @@ CommandRunner add_run_command(CLI::App& app) {
   };
   auto window = [cmd, p = &a.durations](const char* flag, const char* name, const char* help) {
     cmd->add_option_function<std::string>(
-        flag, [p, name](const std::string& v) { (*p)[name] = v; }, help);
+        flag,
+        [p, flag, name](const std::string& v) {
+          (*p)[flag] = {name, v};
+        },
+        help);
   };
   knob("--dilation", "dilation",
        "nexmark: event time runs this many times faster than wall time (default 1)");
