@@ -34,8 +34,8 @@ class Rng {
   uint64_t s_;
 };
 
-uint64_t next_price(Rng& r) {
-  return static_cast<uint64_t>(std::llround(std::pow(10.0, r.unit() * 6.0) * 100.0));
+uint64_t next_price(Rng& r) {  // round(10^(6u) * 100), u uniform in [0, 1)
+  return static_cast<uint64_t>(std::exp(r.unit() * (6.0 * 2.302585092994046)) * 100.0 + 0.5);
 }
 
 // Beam's StringsGenerator.nextExtra: padding so that current + extra averages `avg`.

@@ -13,8 +13,12 @@ namespace {
 
 using flow::Time;
 
-// Under --rate max a source may run this many epochs ahead of the output probe.
+// Under --rate max a source may run ahead of the output probe by this many epochs, or by
+// the logical time of this many events, whichever is longer: enough records in flight
+// to fill batches when an epoch holds few events (at the default 10^6 events/s of
+// event-time schedule, an epoch of 1 ms holds 1000).
 constexpr Time kMaxLagEpochs = 4;
+constexpr uint64_t kMaxLagEvents = 65536;
 
 // Worker w's events w, w + G, ...: open loop (each given when due, at its logical time)
 // or, under --rate max, as fast as the probe allows, on the nominal schedule.
@@ -35,7 +39,8 @@ flow::Stream<Event> nexmark_source(flow::JobContext& ctx, const QueryConfig& qc)
         cap.drop();
         return;
       }
-      const auto epoch = static_cast<Time>(c.epoch_ns);
+      const Time lag = std::max<Time>(kMaxLagEpochs * static_cast<Time>(c.epoch_ns),
+                                      gen.intended_ns(kMaxLagEvents));
       uint64_t given = 0;
       Time last = 0;
       bool ended = false;
@@ -48,8 +53,7 @@ flow::Stream<Event> nexmark_source(flow::JobContext& ctx, const QueryConfig& qc)
         }
         if (open_loop && due > now) break;
         const Time t = gen.logical_time(n);
-        if (!open_loop && t > kMaxLagEpochs * epoch &&
-            ctx->probe_frontier < t - kMaxLagEpochs * epoch) {
+        if (!open_loop && t > lag && ctx->probe_frontier < t - lag) {
           cap.downgrade(std::max(cap.time(), t));
           break;
         }
