@@ -6,6 +6,8 @@
 # Usage: scripts/nexmark-bench.sh [QUERIES...]   (default: 0 1 2 3 4 5 6 7 8)
 #   RUN_SECONDS per run (default 4), NEXMARK_RATE for the latency runs (default 200000
 #   events/s). Needs build/bin/snailtrail and python3; writes to a temporary directory.
+#   NEXMARK_SUSTAIN=1: instead, the highest rate of the ladder 250K, 500K, 1M, 2M, 4M
+#   events/s that each query sustains with p99 <= 100 ms, on 1 and 2 workers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-$PWD/build/bin/snailtrail}
@@ -33,6 +35,26 @@ run() {
   "$BIN" run "$@" --duration "${SECS}s" --dilation 10 -q --stats-json "$WORK/$name.json"
   stats "$WORK/$name.json"
 }
+
+if [ "${NEXMARK_SUSTAIN:-0}" = 1 ]; then
+  echo "NEXMark, max sustainable rate with p99 <= 100 ms (ladder), ${SECS}s per run," \
+    "--dilation 10, loadavg $(cut -d' ' -f1 /proc/loadavg), $(nproc) cores"
+  printf '%-6s %16s %16s\n' query "1 worker ev/s" "2 workers ev/s"
+  for q in $QUERIES; do
+    best=()
+    for w in 1 2; do
+      ok=0
+      for rate in 250000 500000 1000000 2000000 4000000; do
+        read -r _ p99 _ _ <<<"$(run "s$q-$w-$rate" "nexmark-q$q" --workers $w --rate $rate)"
+        python3 -c "import sys; sys.exit(0 if $p99 <= 100 else 1)" || break
+        ok=$rate
+      done
+      best+=("$ok")
+    done
+    printf '%-6s %16s %16s\n' "q$q" "${best[0]}" "${best[1]}"
+  done
+  exit 0
+fi
 
 echo "NEXMark, ${SECS}s per run, latency runs at ${RATE} events/s, --dilation 10," \
   "loadavg $(cut -d' ' -f1 /proc/loadavg), $(nproc) cores"
