@@ -36,6 +36,8 @@ struct AnalyzeArgs {
   bool no_progress = false;
   bool timings = false;
   unsigned threads = 0;
+  bool what_if = false;
+  double what_if_speedup = 2;
 };
 
 // This process's peak resident set (VmHWM). Unlike getrusage's ru_maxrss it does not
@@ -61,6 +63,8 @@ int run(const AnalyzeArgs& a) {
   SummarySelection sel = SummarySelection::parse(a.summary);
   opt.summary.top_k = a.top;
   opt.summary.seed = a.seed;
+  opt.what_if.enabled = sel.what_if = a.what_if;
+  opt.what_if.speedup = a.what_if_speedup;
 
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
@@ -263,6 +267,13 @@ CommandRunner add_analyze_command(CLI::App& app) {
   cmd->add_option("--seed", an.seed, "Seed of the sampled single critical path")
       ->capture_default_str();
   cmd->add_flag("--per-window", an.per_window, "Table: also print every window's table");
+  cmd->add_flag("--what-if", an.what_if,
+                "For the most critical workers, operators and activity types: how much shorter "
+                "each window's critical path would be if they were faster (docs/OUTPUT.md)");
+  cmd->add_option("--what-if-speedup", an.what_if_speedup,
+                  "With --what-if: the speed-up tried (k times faster)")
+      ->default_val(2)
+      ->check(CLI::Range(1.01, 1e6));
   cmd->add_option("--output,-o", an.output, "Write results to FILE instead of stdout");
   cmd->add_flag("--no-progress", an.no_progress, "Never print progress on stderr");
   cmd->add_flag("--timings", an.timings, "Print the time spent in each stage on stderr");

@@ -495,6 +495,29 @@ std::string abbreviate_pair(std::string_view a, std::string_view sep, std::strin
   return abbreviate(a, a_room) + std::string(sep) + abbreviate(b, room - a_room);
 }
 
+std::string what_if_name(const WhatIf& x, const Names& names) {
+  switch (x.kind) {
+    case WhatIfKind::worker:
+      return names.worker[x.id];
+    case WhatIfKind::op:
+      return names.op(x.id);
+    case WhatIfKind::activity:
+      return std::string(name_of(static_cast<ActivityType>(x.id)));
+  }
+  return {};
+}
+
+void put_what_if(Buf& out, const WhatIf& x, const Names& names) {
+  put(out, "{\"kind\":");
+  append_json_string(out, name_of(x.kind));
+  put(out, ",\"name\":");
+  append_json_string(out, what_if_name(x, names));
+  put(out, ",\"speedup\":");
+  put_double(out, x.speedup);
+  fmt::format_to(std::back_inserter(out), ",\"basis\":\"{}\",\"saved_ns\":{}}}",
+                 x.peer_median ? "peer_median" : "factor", std::llround(x.saved_ns));
+}
+
 void write_window_json(Buf& out, const WindowSummary& w, const Names& names,
                        const SummarySelection& sel) {
   fmt::format_to(std::back_inserter(out),
@@ -534,6 +557,14 @@ void write_window_json(Buf& out, const WindowSummary& w, const Names& names,
                      a.end);
       put_double(out, a.cp);
       out.push_back('}');
+    }
+    out.push_back(']');
+  }
+  if (sel.what_if) {
+    put(out, ",\"what_if\":[");
+    for (size_t k = 0; k < w.what_if.size(); ++k) {
+      if (k) out.push_back(',');
+      put_what_if(out, w.what_if[k], names);
     }
     out.push_back(']');
   }
@@ -642,6 +673,29 @@ void write_edges_jsonl(Buf& out, const WindowView& view) {
     uint32_t u = s.msg_src[k], v = s.msg_dst[k];
     WideCount c = paths ? r.forward[u] * r.backward[v] : WideCount();
     edge(u, v, pag.messages[s.msg_index[k]].type, kNone, c, r.message_cp[k]);
+  }
+}
+
+// What-if: the critical path time each speed-up saves, summed over the windows.
+void write_what_if_table(Buf& out, const Aggregate& agg, const Names& names,
+                         const TableContext& ctx) {
+  put(out, "\nWHAT IF (critical path time saved, summed over windows)\n");
+  if (agg.what_if.empty()) {
+    put(out, "  no speed-up of the most critical items shortens the critical path\n");
+    return;
+  }
+  const size_t rows = std::min(agg.what_if.size(), ctx.max_rows);
+  fmt::format_to(std::back_inserter(out), "  {:>9}  {:>6}  {:<8}  {:<20}  {}\n", "saved", "share",
+                 "kind", "speed-up", "name");
+  for (size_t k = 0; k < rows; ++k) {
+    const WhatIf& x = agg.what_if[k];
+    const std::string how = x.peer_median ? fmt::format("peer median ({:.2f}x)", x.speedup)
+                                          : fmt::format("{:g}x faster", x.speedup);
+    const double share =
+        agg.diag_weight_ns > 0 ? x.saved_ns / static_cast<double>(agg.diag_weight_ns) : 0;
+    fmt::format_to(std::back_inserter(out), "  {:>9}  {}  {:<8}  {:<20}  {}\n",
+                   format_ns(std::llround(x.saved_ns)), percent(share), name_of(x.kind), how,
+                   abbreviate(what_if_name(x, names), 29));
   }
 }
 
@@ -764,6 +818,7 @@ void write_table(Buf& out, const Aggregate& agg, const Names& names, const Summa
       }
     }
   }
+  if (sel.what_if) write_what_if_table(out, agg, names, ctx);
   if (sel.diagnostics) {
     const Diagnostics& d = agg.diagnostics;
     put(out, "\nDIAGNOSTICS\n");

@@ -16,6 +16,7 @@ namespace snailtrail {
 struct SummarySelection {
   bool activity = true, worker = true, op = true, communication = true, top = true,
        diagnostics = true;
+  bool what_if = false;  // analyze --what-if (not part of "all": it costs analysis time)
   // Parses "activity,worker,..." ("all" selects everything). Throws std::invalid_argument.
   static SummarySelection parse(const std::string& list);
 };

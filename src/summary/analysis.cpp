@@ -17,7 +17,12 @@ namespace {
 class WindowAnalyzer {
  public:
   WindowAnalyzer(const Pag& pag, const AnalysisOptions& options)
-      : pag_(pag), options_(options), snapshotter_(pag), segmented_(pag), summarizer_(pag) {
+      : pag_(pag),
+        options_(options),
+        snapshotter_(pag),
+        segmented_(pag),
+        summarizer_(pag),
+        what_if_(pag) {
     computer_.set_split_min_nodes(options.summary.split_min_nodes);
     segmented_.set_split_min_nodes(options.summary.split_min_nodes);
   }
@@ -52,6 +57,9 @@ class WindowAnalyzer {
       computer_.compute(snap_, cp_);
       if (options_.sample_single_path) sampled_ = computer_.sample_path(snap_, cp_, seed);
     } else {
+      // The what-if recomputes the window's longest path on the whole window, not on
+      // the segments laid side by side.
+      if (options_.what_if.enabled) plain_snap_ = snap_;
       segmented_.compute(plan_, snap_, cp_, options_.sample_single_path ? &seed : nullptr,
                          sampled_);
     }
@@ -61,6 +69,10 @@ class WindowAnalyzer {
     lap(times_.cp_s);
     summary_.index = index;
     summarizer_.summarize(snap_, cp_, sampled_, options_.summary, summary_);
+    if (options_.what_if.enabled) {
+      const bool whole = !options_.segments || plan_.whole();
+      what_if_.analyze(whole ? snap_ : plain_snap_, options_.what_if, summary_);
+    }
     lap(times_.summary_s);
     with_view(WindowView{pag_, snap_, cp_, summary_});
     lap(times_.callback_s);
@@ -84,7 +96,9 @@ class WindowAnalyzer {
   SegmentedCp segmented_;
   SegmentPlan plan_;
   Summarizer summarizer_;
+  WhatIfAnalyzer what_if_;
   Snapshot snap_;
+  Snapshot plain_snap_;  // the unsegmented snapshot, kept for the what-if
   CpResult cp_;
   WindowSummary summary_;
   std::vector<uint32_t> sampled_;

@@ -21,6 +21,7 @@ struct AnalysisOptions {
   // ends (docs/PAG.md §4). Off: the thesis' single span from the earliest to the latest
   // node of the window (kept for comparison with it).
   bool segments = true;
+  WhatIfOptions what_if;        // analyze --what-if (summary/what_if.hpp)
   StageTimes* times = nullptr;  // optional
 };
 

@@ -400,6 +400,17 @@ void Aggregate::add(const WindowSummary& w, size_t top_k) {
   diag_weight_ns += length;
   d.unknown_share += x.unknown_share * static_cast<double>(length);
   d.waiting_share += x.waiting_share * static_cast<double>(length);
+  for (const WhatIf& x : w.what_if) {
+    auto it = std::find_if(what_if.begin(), what_if.end(), [&](const WhatIf& y) {
+      return y.kind == x.kind && y.id == x.id && y.peer_median == x.peer_median;
+    });
+    if (it == what_if.end()) {
+      what_if.push_back(x);
+    } else {
+      it->saved_ns += x.saved_ns;
+      it->speedup = std::max(it->speedup, x.speedup);
+    }
+  }
   if (!w.has_paths) return;
   ++windows_with_paths;
   const int64_t span = w.cp_ns;
@@ -421,6 +432,8 @@ void Aggregate::add(const WindowSummary& w, size_t top_k) {
 }
 
 void Aggregate::finish() {
+  std::stable_sort(what_if.begin(), what_if.end(),
+                   [](const WhatIf& a, const WhatIf& b) { return a.saved_ns > b.saved_ns; });
   if (diag_weight_ns > 0) {
     diagnostics.unknown_share /= static_cast<double>(diag_weight_ns);
     diagnostics.waiting_share /= static_cast<double>(diag_weight_ns);

@@ -11,6 +11,7 @@
 
 #include "cp/critical_participation.hpp"
 #include "pag/snapshot.hpp"
+#include "summary/what_if.hpp"
 
 namespace snailtrail {
 
@@ -81,6 +82,7 @@ struct WindowSummary {
   Groups cp, conventional, single_path;
   std::vector<TopActivity> top;
   Diagnostics diagnostics;
+  std::vector<WhatIf> what_if;  // analyze --what-if: largest saving first
 };
 
 struct SummaryOptions {
@@ -113,6 +115,9 @@ struct Aggregate {
   Groups cp, conventional, single_path;
   Diagnostics diagnostics;  // counts summed; shares time-weighted
   std::vector<TopActivity> top;
+  // What-if savings summed over the windows, largest first (peer-median items summed
+  // whatever their factor in each window; `speedup` is then the largest one).
+  std::vector<WhatIf> what_if;
   void add(const WindowSummary& w, size_t top_k);
   void finish();
 };

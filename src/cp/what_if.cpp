@@ -1,0 +1,122 @@
+#include "cp/what_if.hpp"
+
+#include <algorithm>
+
+namespace snailtrail {
+
+void LongestPath::prepare(const Snapshot& snap) {
+  snap_ = &snap;
+  const size_t n = snap.node_count();
+  const size_t m = snap.msg_src.size();
+  start_ = 0;
+  span_ = 0;
+  if (n > 0) {
+    const auto [lo, hi] = std::minmax_element(snap.ts.begin(), snap.ts.end());
+    start_ = *lo;
+    span_ = *hi - *lo;
+  }
+  in_begin_.assign(n + 1, 0);
+  for (size_t i = 0; i < m; ++i) ++in_begin_[snap.msg_dst[i] + 1];
+  for (size_t v = 0; v < n; ++v) in_begin_[v + 1] += in_begin_[v];
+  in_msg_.resize(m);
+  {
+    std::vector<uint32_t> fill(in_begin_.begin(), in_begin_.end() - 1);
+    for (size_t i = 0; i < m; ++i) in_msg_[fill[snap.msg_dst[i]]++] = static_cast<uint32_t>(i);
+  }
+  std::vector<uint8_t> sends(n, 0);
+  for (size_t i = 0; i < m; ++i) sends[snap.msg_src[i]] = 1;
+  timeline_pred_.assign(n, 0);
+  release_.assign(n, 0);
+  std::vector<uint32_t> indegree(n, 0);
+  for (size_t v = 0; v < n; ++v) {
+    const bool pred = v > 0 && snap.has_timeline_edge(static_cast<uint32_t>(v - 1)) &&
+                      snap.worker[v - 1] == snap.worker[v];
+    timeline_pred_[v] = pred;
+    const bool messages = in_begin_[v + 1] > in_begin_[v];
+    const bool after_wait = pred && snap.type[v - 1] == static_cast<uint8_t>(ActivityType::waiting);
+    // Something starts here: an activity or a message. The end of a timeline (a last
+    // wait, or an edge cut by the window) holds nothing back.
+    const bool starts = snap.has_timeline_edge(static_cast<uint32_t>(v)) || sends[v];
+    // Nothing in the window explains when this node happened: it keeps its time.
+    if (starts && !messages && (!pred || after_wait))
+      release_[v] = static_cast<double>(snap.ts[v] - start_);
+    indegree[v] = pred + (in_begin_[v + 1] - in_begin_[v]);
+  }
+  // Kahn's algorithm; timelines are chains and messages the only cross links.
+  std::vector<uint32_t> out_begin(n + 1, 0), out_msg(m);
+  for (size_t i = 0; i < m; ++i) ++out_begin[snap.msg_src[i] + 1];
+  for (size_t v = 0; v < n; ++v) out_begin[v + 1] += out_begin[v];
+  {
+    std::vector<uint32_t> fill(out_begin.begin(), out_begin.end() - 1);
+    for (size_t i = 0; i < m; ++i) out_msg[fill[snap.msg_src[i]]++] = static_cast<uint32_t>(i);
+  }
+  order_.clear();
+  std::vector<uint32_t> ready;
+  for (size_t v = 0; v < n; ++v)
+    if (indegree[v] == 0) ready.push_back(static_cast<uint32_t>(v));
+  std::vector<uint8_t> done(n, 0);
+  while (!ready.empty()) {
+    const uint32_t v = ready.back();
+    ready.pop_back();
+    order_.push_back(v);
+    done[v] = 1;
+    if (v + 1 < n && timeline_pred_[v + 1] && --indegree[v + 1] == 0) ready.push_back(v + 1);
+    for (uint32_t k = out_begin[v]; k < out_begin[v + 1]; ++k) {
+      const uint32_t w = snap.msg_dst[out_msg[k]];
+      if (--indegree[w] == 0) ready.push_back(w);
+    }
+  }
+  // Zero-duration messages can form cycles among nodes at one instant; those nodes and
+  // everything after them are relaxed to a fixed point instead (see length()).
+  rest_.clear();
+  for (size_t v = 0; v < n; ++v)
+    if (!done[v]) rest_.push_back(static_cast<uint32_t>(v));
+  std::stable_sort(rest_.begin(), rest_.end(),
+                   [&](uint32_t a, uint32_t b) { return snap.ts[a] < snap.ts[b]; });
+  dist_.assign(n, 0);
+  base_ = length({}, {});
+}
+
+double LongestPath::length(std::span<const float> timeline_div,
+                           std::span<const float> message_div) {
+  const Snapshot& snap = *snap_;
+  auto relax = [&](uint32_t v) {
+    double d = release_[v];
+    if (timeline_pred_[v]) {
+      const uint32_t u = v - 1;
+      double w = 0;
+      if (snap.type[u] != static_cast<uint8_t>(ActivityType::waiting)) {
+        w = static_cast<double>(snap.ts[v] - snap.ts[u]);
+        if (!timeline_div.empty()) w /= timeline_div[u];
+      }
+      d = std::max(d, dist_[u] + w);
+    }
+    for (uint32_t k = in_begin_[v]; k < in_begin_[v + 1]; ++k) {
+      const uint32_t i = in_msg_[k];
+      double w = static_cast<double>(snap.ts[v] - snap.ts[snap.msg_src[i]]);
+      if (!message_div.empty()) w /= message_div[i];
+      d = std::max(d, dist_[snap.msg_src[i]] + w);
+    }
+    return d;
+  };
+  std::fill(dist_.begin(), dist_.end(), 0.0);
+  for (uint32_t v : order_) dist_[v] = relax(v);
+  // Weights are >= 0 except skewed messages, and a cycle has total weight 0, so relaxing
+  // in time order reaches the fixed point within |rest| + 1 rounds.
+  for (size_t round = 0; round <= rest_.size(); ++round) {
+    bool changed = false;
+    for (uint32_t v : rest_) {
+      const double d = relax(v);
+      if (d != dist_[v]) {
+        dist_[v] = d;
+        changed = true;
+      }
+    }
+    if (!changed) break;
+  }
+  double length = 0;
+  for (double d : dist_) length = std::max(length, d);
+  return length;
+}
+
+}  // namespace snailtrail
