@@ -14,6 +14,7 @@ declare -A allowed=(
   [report]="trace pag cp summary output"
   [sim]="trace"
   [flow]="trace"
+  [nexmark]="flow"
   [scale]="trace importers pag cp summary output sim"
   [serve]="trace importers pag cp summary output report scale"
   [bench]="trace"
