@@ -69,13 +69,16 @@ test-asan: build-asan
 	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --output-on-failure -j $(JOBS)
 
-# The runtime's and Megaphone's tests under ThreadSanitizer: builds only them, in build-tsan/.
+# The runtime's, Megaphone's and NEXMark's tests under ThreadSanitizer: builds only them,
+# in build-tsan/.
 test-tsan: deps
 	@cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSNAILTRAIL_TSAN=ON \
 	  -DSNAILTRAIL_BENCH=OFF >/dev/null
-	@cmake --build build-tsan -j $(JOBS) --target snailtrail_flow_tests snailtrail_megaphone_tests
+	@cmake --build build-tsan -j $(JOBS) --target snailtrail_flow_tests snailtrail_megaphone_tests \
+	  snailtrail_nexmark_tests
 	@TSAN_OPTIONS=halt_on_error=1 build-tsan/bin/snailtrail_flow_tests
 	@TSAN_OPTIONS=halt_on_error=1 build-tsan/bin/snailtrail_megaphone_tests
+	@TSAN_OPTIONS=halt_on_error=1 build-tsan/bin/snailtrail_nexmark_tests
 
 # The report and the live dashboard in Debian's chromium (playwright-core); screenshots in
 # build/browser-artifacts/.

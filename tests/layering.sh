@@ -18,6 +18,7 @@ declare -A allowed=(
   [flow]="trace"
   [megaphone]="trace flow"
   [mpi]=""
+  [nexmark]="flow"
   [scale]="trace importers pag cp summary output sim"
   [serve]="trace importers pag cp summary output report scale"
   [bench]="trace"

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -22,6 +23,7 @@
 #include "flow/mpi_transport.hpp"
 #include "flow/runtime.hpp"
 #include "megaphone/jobs.hpp"
+#include "nexmark/jobs.hpp"
 #include "serve/sender.hpp"
 #include "trace/trace_io.hpp"
 
@@ -49,6 +51,8 @@ struct RunArgs {
   bool native = false;
   std::string migrate_at;
   std::string strategy = "all-at-once";
+  std::map<std::string, double> params;  // job knobs (NEXMark: docs/NEXMARK.md)
+  std::map<std::string, std::pair<std::string, std::string>> durations;  // flag: name, text
 };
 
 double parse_rate(const std::string& text) {
@@ -324,6 +328,15 @@ int run(const RunArgs& a) {
   cfg.seed = a.seed;
   cfg.keys = a.keys;
   cfg.skew = a.skew;
+  cfg.params = a.params;
+  for (const auto& [flag, value] : a.durations) {
+    try {
+      cfg.params[value.first] = static_cast<double>(parse_duration(value.second));
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(flag + ": " + e.what());
+    }
+  }
+  if (a.job.rfind("nexmark-", 0) == 0) nexmark::query_config(cfg);  // bad knobs: exit 2 now
   cfg.trace = !a.trace.empty() || !a.trace_to.empty();
   if (a.reference && (a.verify || cfg.trace))
     throw std::invalid_argument(
@@ -456,9 +469,12 @@ int run(const RunArgs& a) {
 CommandRunner add_run_command(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();
   RunArgs& a = *args;
+  nexmark::register_jobs();
   CLI::App* cmd = app.add_subcommand(
       "run", "Run a built-in job on the embedded dataflow runtime (docs/RUNTIME.md)");
-  cmd->add_option("JOB", a.job, "Job: keycount, wordcount or hashcount (Megaphone's, see --bins)")
+  cmd->add_option("JOB", a.job,
+                  "Job: keycount, wordcount, hashcount (Megaphone's, see --bins), or "
+                  "nexmark-q0 ... nexmark-q8 (docs/NEXMARK.md)")
       ->required();
   cmd->add_option("--workers,-w", a.workers, "Worker threads (default 1)")
       ->check(CLI::Range(1u, 1024u));
@@ -512,6 +528,37 @@ CommandRunner add_run_command(CLI::App& app) {
   cmd->add_option("--strategy", a.strategy,
                   "Migration strategy: all-at-once (default), fluid (one bin at a time) or "
                   "batched (rounds in which each worker sends and receives at most one bin)");
+  // NEXMark knobs (docs/NEXMARK.md), kept in RunConfig::params.
+  auto knob = [cmd, p = &a.params](const char* flag, const char* name, const char* help) {
+    cmd->add_option_function<double>(
+        flag, [p, name](double v) { (*p)[name] = v; }, help);
+  };
+  auto window = [cmd, p = &a.durations](const char* flag, const char* name, const char* help) {
+    cmd->add_option_function<std::string>(
+        flag,
+        [p, flag, name](const std::string& v) {
+          (*p)[flag] = {name, v};
+        },
+        help);
+  };
+  knob("--dilation", "dilation",
+       "nexmark: event time runs this many times faster than wall time (default 1)");
+  knob("--event-rate", "event_rate",
+       "nexmark under --rate max: events/s of the event-time schedule (default 1000000)");
+  knob("--active-people", "active_people",
+       "nexmark: persons that bids and auctions pick from (default 1000)");
+  knob("--in-flight-auctions", "in_flight_auctions",
+       "nexmark: auctions open on average, that bids pick from (default 100)");
+  knob("--hot-auction-ratio", "hot_auction_ratio",
+       "nexmark: a bid goes to the hot auction with probability 1 - 1/ratio (default 2)");
+  knob("--hot-bidder-ratio", "hot_bidder_ratio",
+       "nexmark: a bid comes from the hot bidder with probability 1 - 1/ratio (default 4)");
+  knob("--hot-seller-ratio", "hot_seller_ratio",
+       "nexmark: an auction is by the hot seller with probability 1 - 1/ratio (default 4)");
+  window("--window", "window_ns",
+         "nexmark: Q5's sliding and Q7/Q8's tumbling window in event time (default 10s)");
+  window("--window-slide", "window_slide_ns",
+         "nexmark: Q5's window period in event time, dividing --window (default 5s)");
   return [cmd, args]() { return *cmd ? run(*args) : -1; };
 }
 

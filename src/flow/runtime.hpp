@@ -38,6 +38,7 @@ struct RunConfig {
   std::function<void(std::vector<Event>&&, const std::vector<std::string>& operator_names)>
       on_trace_events;
   int64_t trace_flush_ns = 50'000'000;
+  std::map<std::string, double> params;  // job-specific knobs (NEXMark: docs/NEXMARK.md)
   // Several processes (mpi_transport.hpp): `workers` threads here, of workers x procs.
   Transport* transport = nullptr;
 };
@@ -72,12 +73,16 @@ struct JobSpec {
   std::function<void(const RunConfig&, uint32_t stream, uint64_t from, uint64_t to,
                      std::unordered_map<uint64_t, uint64_t>& state)>
       reference;
+  // Instead of `reference`, for jobs whose output depends on all streams together
+  // (NEXMark): the whole run's output from each stream's record count. Several workers
+  // may emit the same key: the run's output adds their values (mod 2^64).
+  std::function<KeyCounts(const RunConfig&, const std::vector<uint64_t>& per_stream)> reference_run;
 };
 
 const JobSpec* find_job(const std::string& name);
 std::vector<std::string> job_names();
-// Adds a job to the table (or replaces the one of the same name), e.g. a later stage's
-// job built with its own options (src/megaphone). Call before run_job, not during a run.
+// Adds a job to the table (or replaces the one of the same name): a later stage's job
+// (src/megaphone, src/nexmark). Call before run_job, not during a run.
 void register_job(JobSpec job);
 
 // A job's source: worker w gives gen(w, i) for i = 0, 1, ... until cfg.duration or its
