@@ -3,7 +3,19 @@
 
 #include <simdjson.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
 
 #include "importers/common/json_prefix.hpp"
 
@@ -311,6 +323,7 @@ class JaegerReader : public SpanReader {
           continue;
         const std::string_view key = std::string_view(k);
         std::string text;
+        if (key != "span.kind" && key != "thread.name" && key != "thread.id") continue;
         if (!json::scalar_text(v, text)) continue;
         if (key == "span.kind") s.kind = jaeger_kind(text);
         if (key == "thread.name") thread_name = text;
@@ -487,6 +500,408 @@ SpanSet read_spans(const std::string& path, std::string_view importer) {
                    "critical paths need a request trace (otlp or jaeger), but this is read by "
                    "the " +
                        std::string(name) + " importer");
+}
+
+}  // namespace snailtrail::importers
+
+// ---------------------------------------------------------------------------------------
+// Streaming
+
+namespace snailtrail::importers {
+namespace {
+
+// Diagnostics summed over units come out in the order one whole-file import counts them.
+size_t diagnostic_rank(std::string_view key) {
+  static constexpr std::array<std::string_view, 7> kOrder = {
+      "truncated_file",     "truncated_last_line", "spans_without_process", "negative_durations",
+      "duplicate_span_ids", "orphan_spans",        "parent_cycles"};
+  const std::string_view k = key.substr(key.find('.') + 1);
+  for (size_t i = 0; i < kOrder.size(); ++i)
+    if (k == kOrder[i]) return i;
+  return kOrder.size();
+}
+
+// Units of work handed to worker threads through a bounded queue (at most two units per
+// thread wait), so memory holds the units in flight, not the file.
+class UnitWorkers {
+ public:
+  struct Job {
+    size_t index = 0;
+    uint64_t byte = 0;
+    std::string where;
+    simdjson::padded_string text;
+    bool cut = false;  // the file ends inside this unit
+  };
+  using Work = std::function<void(Job&, dom::parser&)>;
+
+  UnitWorkers(unsigned threads, Work work) : work_(std::move(work)) {
+    if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+    capacity_ = 2 * threads;
+    if (threads > 1)
+      for (unsigned t = 0; t < threads; ++t) threads_.emplace_back([this] { loop(); });
+  }
+  ~UnitWorkers() { finish(); }
+
+  void push(Job&& job) {
+    if (threads_.empty()) {
+      run(job, inline_parser_);
+      rethrow();
+      return;
+    }
+    std::unique_lock lock(mutex_);
+    room_.wait(lock, [&] { return queue_.size() < capacity_ || failed_; });
+    if (failed_) {
+      lock.unlock();
+      finish();
+      rethrow();
+    }
+    queue_.push_back(std::move(job));
+    ready_.notify_one();
+  }
+
+  void finish() {
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    ready_.notify_all();
+    for (std::thread& t : threads_) t.join();
+    threads_.clear();
+  }
+  void rethrow() {
+    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+  }
+
+ private:
+  void run(Job& job, dom::parser& parser) {
+    try {
+      work_(job, parser);
+    } catch (...) {
+      std::lock_guard lock(mutex_);
+      if (!error_) error_ = std::current_exception();
+      failed_ = true;
+      room_.notify_all();
+    }
+  }
+  void loop() {
+    dom::parser parser;
+    for (;;) {
+      Job job;
+      {
+        std::unique_lock lock(mutex_);
+        ready_.wait(lock, [&] { return !queue_.empty() || done_; });
+        if (queue_.empty()) return;
+        job = std::move(queue_.front());
+        queue_.pop_front();
+        room_.notify_one();
+      }
+      if (!failed_) run(job, parser);
+    }
+  }
+
+  Work work_;
+  size_t capacity_ = 2;
+  std::vector<std::thread> threads_;
+  dom::parser inline_parser_;
+  std::mutex mutex_;
+  std::condition_variable ready_, room_;
+  std::deque<Job> queue_;
+  bool done_ = false;
+  std::atomic<bool> failed_ = false;
+  std::exception_ptr error_;
+};
+
+// Reads a file or stdin in chunks, appending to a buffer.
+class ChunkReader {
+ public:
+  explicit ChunkReader(const std::string& path) : stdin_(path == "-") {
+    fd_ = stdin_ ? STDIN_FILENO : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) throw TraceError(path, "cannot open", std::strerror(errno));
+    source_ = stdin_ ? "<stdin>" : path;
+  }
+  ~ChunkReader() {
+    if (!stdin_ && fd_ >= 0) ::close(fd_);
+  }
+  ChunkReader(const ChunkReader&) = delete;
+  ChunkReader& operator=(const ChunkReader&) = delete;
+  // Appends up to `chunk` bytes; 0 at the end.
+  size_t append(std::string& buf, size_t chunk) {
+    const size_t at = buf.size();
+    buf.resize(at + chunk);
+    for (;;) {
+      const ssize_t n = ::read(fd_, buf.data() + at, chunk);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        buf.resize(at);
+        throw TraceError(source_, "cannot read", std::strerror(errno));
+      }
+      buf.resize(at + static_cast<size_t>(n));
+      return static_cast<size_t>(n);
+    }
+  }
+  const std::string& source() const { return source_; }
+
+ private:
+  bool stdin_;
+  int fd_ = -1;
+  std::string source_;
+};
+
+constexpr size_t kChunk = size_t(1) << 22;
+
+// Collects what the units report: summed diagnostics, skipped units.
+struct StreamSink {
+  std::mutex mutex;
+  std::vector<std::pair<std::string, uint64_t>> diagnostics;
+  std::vector<SpanStream::Skipped> skipped;
+  std::vector<size_t> skipped_index;
+  void add(const std::vector<std::pair<std::string, uint64_t>>& d) {
+    std::lock_guard lock(mutex);
+    for (const auto& [key, n] : d) {
+      auto it = std::find_if(diagnostics.begin(), diagnostics.end(),
+                             [&](const auto& e) { return e.first == key; });
+      if (it == diagnostics.end())
+        diagnostics.emplace_back(key, n);
+      else
+        it->second += n;
+    }
+  }
+  void skip(size_t index, std::string where, uint64_t byte, std::string error) {
+    std::lock_guard lock(mutex);
+    skipped.push_back({std::move(where), byte, std::move(error)});
+    skipped_index.push_back(index);
+  }
+  void finish(SpanStream& out) {
+    std::stable_sort(diagnostics.begin(), diagnostics.end(), [](const auto& a, const auto& b) {
+      return diagnostic_rank(a.first) < diagnostic_rank(b.first);
+    });
+    std::vector<size_t> order(skipped.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(),
+              [&](size_t a, size_t b) { return skipped_index[a] < skipped_index[b]; });
+    for (size_t i : order) out.skipped.push_back(std::move(skipped[i]));
+    if (!out.skipped.empty())
+      diagnostics.emplace_back(out.format + ".skipped_traces", out.skipped.size());
+    out.diagnostics = std::move(diagnostics);
+  }
+};
+
+// Jaeger: the elements of the top-level "data" array, found by a scan that follows
+// strings and brackets only; each is parsed on its own. A file of another shape (one
+// trace object, "data" not an array, not an object at the top) is read whole, as
+// parse_jaeger does.
+void stream_jaeger(const std::string& path, unsigned threads, const SpanUnitFn& fn,
+                   SpanStream& out) {
+  ChunkReader reader(path);
+  const std::string& source = reader.source();
+  out.source = source;
+  out.format = "jaeger";
+  StreamSink sink;
+  UnitWorkers workers(threads, [&](UnitWorkers::Job& job, dom::parser& parser) {
+    SpanSet set;
+    try {
+      if (job.cut) {
+        // The file ends inside this trace: its complete spans, as parse_jaeger keeps them.
+        std::string text = "{\"data\": [";
+        text.append(job.text.data(), job.text.size());
+        set = parse_jaeger(text, source);
+      } else {
+        dom::element root;
+        if (auto err = parser.parse(job.text).get(root)) {
+          const std::string_view text(job.text.data(), job.text.size());
+          sink.skip(job.index, job.where, job.byte,
+                    source + ": byte " + std::to_string(job.byte + json::error_offset(text)) +
+                        ": invalid JSON: " + simdjson::error_message(err));
+          return;
+        }
+        JaegerReader r(source, "jaeger");
+        r.trace(root, job.where);
+        set = r.done();
+      }
+    } catch (const TraceError& e) {
+      sink.skip(job.index, job.where, job.byte, e.what());
+      return;
+    }
+    fn(job.index, set);
+    sink.add(set.diagnostics);
+  });
+
+  std::string buf;
+  size_t pos = 0;     // scan position in buf
+  uint64_t base = 0;  // file offset of buf[0]
+  enum class Mode { prefix, data, after, whole } mode = Mode::prefix;
+  std::array<char, 3> open{};  // bracket kinds at depths 0..2
+  int depth = 0;
+  bool in_string = false, eof = false, bad_element = false;
+  size_t string_start = 0;
+  std::string last_string;  // prefix mode: the last string at depth 1 (a key)
+  size_t unit_start = std::string::npos, index = 0;
+  auto fail = [&](size_t at, const char* what) {
+    throw TraceError(source, "byte " + std::to_string(base + at),
+                     std::string("invalid JSON: ") + what);
+  };
+  for (;;) {
+    if (pos == buf.size()) {
+      if (eof) break;
+      if (mode == Mode::data || mode == Mode::after) {
+        const size_t keep = unit_start != std::string::npos ? unit_start : pos;
+        buf.erase(0, keep);
+        base += keep;
+        pos -= keep;
+        if (unit_start != std::string::npos) unit_start = 0;
+      }
+      if (reader.append(buf, kChunk) == 0) eof = true;
+      continue;
+    }
+    const char* p = buf.data() + pos;
+    const char* const end = buf.data() + buf.size();
+    if (in_string) {
+      while (p < end && *p != '"' && *p != '\\') ++p;
+      if (p == end) {
+        pos = buf.size();
+        continue;
+      }
+      if (*p == '\\') {
+        if (p + 1 == end) {  // the escaped byte is in the next chunk
+          if (eof) break;
+          pos = static_cast<size_t>(p - buf.data());  // before append moves the buffer
+          if (reader.append(buf, kChunk) == 0) eof = true;
+          continue;
+        }
+        pos = static_cast<size_t>(p - buf.data()) + 2;
+        continue;
+      }
+      in_string = false;
+      pos = static_cast<size_t>(p - buf.data());
+      if (mode == Mode::prefix && depth == 1)
+        last_string.assign(buf, string_start, pos - string_start);
+      ++pos;
+      continue;
+    }
+    const char c = *p;
+    switch (c) {
+      case ' ':
+      case '\t':
+      case '\r':
+      case '\n':
+        break;
+      case '"':
+        in_string = true;
+        string_start = pos + 1;
+        if (mode == Mode::data && depth == 2 && unit_start == std::string::npos) bad_element = true;
+        break;
+      case '{':
+      case '[':
+        if (depth == 0 && mode == Mode::prefix && c != '{') mode = Mode::whole;
+        if (mode == Mode::prefix && depth == 1 && c == '[' && last_string == "data") {
+          mode = Mode::data;
+          last_string.clear();
+        } else if (mode == Mode::data && depth == 2 && unit_start == std::string::npos) {
+          if (c == '{')
+            unit_start = pos;
+          else
+            bad_element = true;
+        }
+        if (depth < 3) open[static_cast<size_t>(depth)] = c;
+        ++depth;
+        break;
+      case '}':
+      case ']':
+        if (depth == 0) fail(pos, "unbalanced closing bracket");
+        --depth;
+        if (depth < 3 && open[static_cast<size_t>(depth)] != (c == '}' ? '{' : '['))
+          fail(pos, "mismatched closing bracket");
+        if (mode == Mode::data && depth == 2 && unit_start != std::string::npos) {
+          UnitWorkers::Job job;
+          job.index = index++;
+          job.byte = base + unit_start;
+          job.where = "data[" + std::to_string(job.index) + "]";
+          job.text = simdjson::padded_string(buf.data() + unit_start, pos + 1 - unit_start);
+          unit_start = std::string::npos;
+          workers.push(std::move(job));
+        } else if (mode == Mode::data && depth == 1) {
+          if (bad_element) {
+            sink.skip(index, "data[" + std::to_string(index) + "]", base + pos,
+                      source + ": data[" + std::to_string(index) + "]: must be an object");
+            ++index;
+            bad_element = false;
+          }
+          mode = Mode::after;
+        }
+        break;
+      case ',':
+        if (mode == Mode::data && depth == 2 && bad_element) {
+          sink.skip(index, "data[" + std::to_string(index) + "]", base + pos,
+                    source + ": data[" + std::to_string(index) + "]: must be an object");
+          ++index;
+          bad_element = false;
+        }
+        break;
+      default:
+        if (depth == 0) {
+          if (mode == Mode::prefix && (c == '\xEF' || c == '\xBB' || c == '\xBF')) break;  // BOM
+          if (mode == Mode::prefix) mode = Mode::whole;
+          if (mode == Mode::after) fail(pos, "text after the document");
+        }
+        if (mode == Mode::data && depth == 2 && unit_start == std::string::npos) bad_element = true;
+        break;
+    }
+    if (mode == Mode::whole) break;
+    if (depth == 0 && mode == Mode::prefix && (c == '}' || c == ']')) {
+      mode = Mode::whole;  // a document without a "data" array
+      break;
+    }
+    ++pos;
+  }
+  if (mode == Mode::prefix || mode == Mode::whole) {
+    // Not a stream of traces: the whole file at once (an error is the file's).
+    workers.finish();
+    while (reader.append(buf, kChunk) > 0) {
+    }
+    SpanSet set = parse_jaeger(buf, source);
+    fn(0, set);
+    out.units = 1;
+    out.diagnostics = set.diagnostics;
+    return;
+  }
+  if (depth > 0) {
+    if (unit_start != std::string::npos) {
+      UnitWorkers::Job job;
+      job.index = index++;
+      job.byte = base + unit_start;
+      job.where = "data[" + std::to_string(job.index) + "]";
+      job.text = simdjson::padded_string(buf.data() + unit_start, buf.size() - unit_start);
+      job.cut = true;
+      workers.push(std::move(job));
+    } else {
+      sink.add({{"jaeger.truncated_file", 1}});
+    }
+  }
+  workers.finish();
+  workers.rethrow();
+  out.units = index;
+  sink.finish(out);
+}
+
+}  // namespace
+
+SpanStream stream_spans(const std::string& path, std::string_view importer, unsigned threads,
+                        const SpanUnitFn& fn) {
+  std::string_view name = importer;
+  if (name == "auto") name = detect_importer(path).name;
+  SpanStream out;
+  if (name == "jaeger") {
+    stream_jaeger(path, threads, fn, out);
+    return out;
+  }
+  // OTLP (and the errors of other formats): the whole file is one unit.
+  SpanSet set = read_spans(path, name);
+  out.source = set.source;
+  out.format = set.format;
+  fn(0, set);
+  out.units = 1;
+  out.diagnostics = set.diagnostics;
+  return out;
 }
 
 }  // namespace snailtrail::importers
