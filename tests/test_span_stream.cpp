@@ -145,6 +145,9 @@ TEST(SpanStream, SameAsTheWholeFileOnFixtures) {
 TEST(SpanStream, SameAsTheWholeFileOnRandomExports) {
   std::mt19937 rng(7);
   for (int round = 0; round < 40; ++round) {
+    // Tiny read chunks: strings, escapes and traces across chunk ends; traces larger
+    // than 4 chunks handed over with the buffer.
+    importers::set_stream_chunk_bytes(round % 2 ? 7 + round : size_t(1) << 22);
     const std::string path = write_temp("stream-random.json", random_jaeger(rng, 1 + round % 13));
     const std::string want = whole(path);
     ASSERT_NE(want.find("trace t0"), std::string::npos) << want;
@@ -154,6 +157,7 @@ TEST(SpanStream, SameAsTheWholeFileOnRandomExports) {
       EXPECT_EQ(got.stream.units, static_cast<size_t>(1 + round % 13));
     }
   }
+  importers::set_stream_chunk_bytes(size_t(1) << 22);
 }
 
 TEST(SpanStream, FilesCutAnywhereGiveWhatTheWholeFileGives) {
@@ -163,6 +167,7 @@ TEST(SpanStream, FilesCutAnywhereGiveWhatTheWholeFileGives) {
   // Every byte near both ends (the head before "data", the trailer after it), every 7th
   // in between.
   for (size_t cut = 1; cut < text.size(); cut += cut < 400 || cut + 400 > text.size() ? 1 : 7) {
+    importers::set_stream_chunk_bytes(cut % 3 ? size_t(1) << 22 : 5 + cut % 61);
     const std::string path = write_temp("stream-cut.json", text.substr(0, cut));
     std::string want, got;
     bool whole_failed = false, stream_failed = false;
@@ -184,6 +189,7 @@ TEST(SpanStream, FilesCutAnywhereGiveWhatTheWholeFileGives) {
       ++compared;
     }
   }
+  importers::set_stream_chunk_bytes(size_t(1) << 22);
   EXPECT_GT(compared, text.size() / 10);
 }
 

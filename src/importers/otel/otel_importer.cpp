@@ -4,6 +4,7 @@
 #include <simdjson.h>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -529,7 +530,10 @@ class UnitWorkers {
     size_t index = 0;
     uint64_t byte = 0;
     std::string where;
-    simdjson::padded_string text;
+    // The unit is bytes[off, off + len), followed by simdjson::SIMDJSON_PADDING readable bytes.
+    std::string bytes;
+    size_t off = 0, len = 0;
+    std::string_view text() const { return std::string_view(bytes).substr(off, len); }
     bool cut = false;  // the file ends inside this unit
   };
   using Work = std::function<void(Job&, dom::parser&)>;
@@ -623,6 +627,13 @@ class ChunkReader {
     if (!stdin_ && fd_ >= 0) ::close(fd_);
   }
   ChunkReader(const ChunkReader&) = delete;
+  // Bytes left to read in a regular file (0 if unknown).
+  size_t remaining() const {
+    struct stat st {};
+    if (stdin_ || ::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
+    const off_t at = ::lseek(fd_, 0, SEEK_CUR);
+    return at >= 0 && st.st_size > at ? static_cast<size_t>(st.st_size - at) : 0;
+  }
   ChunkReader& operator=(const ChunkReader&) = delete;
   // Appends up to `chunk` bytes; 0 at the end.
   size_t append(std::string& buf, size_t chunk) {
@@ -647,7 +658,7 @@ class ChunkReader {
   std::string source_;
 };
 
-constexpr size_t kChunk = size_t(1) << 22;
+size_t kChunk = size_t(1) << 22;  // stream_chunk_bytes
 
 // Collects what the units report: summed diagnostics, skipped units.
 struct StreamSink {
@@ -703,12 +714,12 @@ void stream_jaeger(const std::string& path, unsigned threads, const SpanUnitFn& 
       if (job.cut) {
         // The file ends inside this trace: its complete spans, as parse_jaeger keeps them.
         std::string text = "{\"data\": [";
-        text.append(job.text.data(), job.text.size());
+        text.append(job.text());
         set = parse_jaeger(text, source);
       } else {
         dom::element root;
-        if (auto err = parser.parse(job.text).get(root)) {
-          const std::string_view text(job.text.data(), job.text.size());
+        if (auto err = parser.parse(job.bytes.data() + job.off, job.len, false).get(root)) {
+          const std::string_view text = job.text();
           sink.skip(job.index, job.where, job.byte,
                     source + ": byte " + std::to_string(job.byte + json::error_offset(text)) +
                         ": invalid JSON: " + simdjson::error_message(err));
@@ -750,6 +761,10 @@ void stream_jaeger(const std::string& path, unsigned threads, const SpanUnitFn& 
         pos -= keep;
         if (unit_start != std::string::npos) unit_start = 0;
       }
+      // A trace larger than a few chunks: room for the rest of the file at once, so that
+      // growing the buffer never holds two copies (pages not read into cost nothing).
+      if (buf.size() >= 16 * kChunk && buf.size() + kChunk > buf.capacity())
+        buf.reserve(buf.size() + reader.remaining() + kChunk + simdjson::SIMDJSON_PADDING);
       if (reader.append(buf, kChunk) == 0) eof = true;
       continue;
     }
@@ -816,7 +831,21 @@ void stream_jaeger(const std::string& path, unsigned threads, const SpanUnitFn& 
           job.index = index++;
           job.byte = base + unit_start;
           job.where = "data[" + std::to_string(job.index) + "]";
-          job.text = simdjson::padded_string(buf.data() + unit_start, pos + 1 - unit_start);
+          job.len = pos + 1 - unit_start;
+          if (job.len < 4 * kChunk) {
+            job.bytes.reserve(job.len + simdjson::SIMDJSON_PADDING);
+            job.bytes.assign(buf, unit_start, job.len);
+          } else {
+            // A large trace is not copied: the buffer goes with it, the rest stays.
+            std::string rest(buf, pos + 1);
+            job.bytes = std::move(buf);
+            job.bytes.resize(pos + 1);
+            job.off = unit_start;
+            buf = std::move(rest);
+            base += pos + 1;
+            pos = static_cast<size_t>(-1);  // ++pos below: 0
+          }
+          job.bytes.append(simdjson::SIMDJSON_PADDING, ' ');
           unit_start = std::string::npos;
           workers.push(std::move(job));
         } else if (mode == Mode::data && depth == 1) {
@@ -870,7 +899,8 @@ void stream_jaeger(const std::string& path, unsigned threads, const SpanUnitFn& 
       job.index = index++;
       job.byte = base + unit_start;
       job.where = "data[" + std::to_string(job.index) + "]";
-      job.text = simdjson::padded_string(buf.data() + unit_start, buf.size() - unit_start);
+      job.len = buf.size() - unit_start;
+      job.bytes.assign(buf, unit_start, job.len);
       job.cut = true;
       workers.push(std::move(job));
     } else {
@@ -884,6 +914,10 @@ void stream_jaeger(const std::string& path, unsigned threads, const SpanUnitFn& 
 }
 
 }  // namespace
+
+void set_stream_chunk_bytes(size_t bytes) {
+  kChunk = std::max<size_t>(bytes, 1);
+}
 
 SpanStream stream_spans(const std::string& path, std::string_view importer, unsigned threads,
                         const SpanUnitFn& fn) {

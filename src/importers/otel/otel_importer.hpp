@@ -48,5 +48,8 @@ struct SpanStream {
 using SpanUnitFn = std::function<void(size_t unit, const SpanSet& set)>;
 SpanStream stream_spans(const std::string& path, std::string_view importer, unsigned threads,
                         const SpanUnitFn& fn);
+// The read chunk (default 4 MiB); a trace of 4 chunks or more is handed over with the
+// read buffer instead of being copied. For tests: not thread-safe.
+void set_stream_chunk_bytes(size_t bytes);
 
 }  // namespace snailtrail::importers
