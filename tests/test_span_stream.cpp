@@ -261,6 +261,142 @@ TEST(SpanStream, RepeatedTraceIdsAreCounted) {
   EXPECT_EQ(all.repeated_trace_ids(), 1u);
 }
 
+// OTLP requests one per line (the collector's file exporter): `traces` random traces whose
+// spans are spread over `lines` lines (each line a request, spans grouped by service).
+std::string random_otlp(std::mt19937& rng, int traces, int lines) {
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  std::vector<std::map<int, std::string>> grouped(lines);  // line -> service -> spans
+  for (int t = 0; t < traces; ++t) {
+    const int n = 1 + pick(8);
+    const int first = pick(lines);
+    for (int i = 0; i < n; ++i) {
+      const int line = std::min(lines - 1, first + pick(3));  // a trace spans a few lines
+      const int64_t start = 1'000'000 + 1000 * pick(200);
+      const int64_t end = start + (pick(10) == 0 ? -5000 : 1000 * pick(150));
+      const std::string parent =
+          i > 0 && pick(5) != 0 ? "s" + std::to_string(pick(i)) : (pick(4) == 0 ? "gone" : "");
+      std::string& out = grouped[line][pick(3)];
+      if (!out.empty()) out += ",";
+      out += "{\"traceId\":\"" + std::to_string(1000 + t) + "\",\"spanId\":\"s" +
+             std::to_string(i) + "\",\"parentSpanId\":\"" + parent + "\",\"name\":\"op" +
+             std::to_string(pick(4)) + "\",\"kind\":" + std::to_string(1 + pick(5)) +
+             ",\"startTimeUnixNano\":\"" + std::to_string(start) + "\",\"endTimeUnixNano\":\"" +
+             std::to_string(std::max<int64_t>(end, 0)) + "\"}";
+    }
+  }
+  std::string s;
+  for (int l = 0; l < lines; ++l) {
+    s += "{\"resourceSpans\":[";
+    bool first = true;
+    for (const auto& [service, spans] : grouped[l]) {
+      s += std::string(first ? "" : ",") +
+           "{\"resource\":{\"attributes\":[{\"key\":\"service.name\",\"value\":{\"stringValue\":"
+           "\"svc" +
+           std::to_string(service) + "\"}}]},\"scopeSpans\":[{\"spans\":[" + spans + "]}]}";
+      first = false;
+    }
+    s += "]}\n";
+  }
+  return s;
+}
+
+TEST(SpanStream, OtlpLinesTraceByTrace) {
+  std::mt19937 rng(23);
+  for (int round = 0; round < 20; ++round) {
+    importers::set_stream_chunk_bytes(round % 2 ? 11 + round : size_t(1) << 22);
+    const std::string path = write_temp("stream-otlp.jsonl", random_otlp(rng, 2 + round, 6));
+    const std::string want = whole(path);
+    for (unsigned threads : {1u, 2u}) {
+      const Streamed got = streamed(path, threads);
+      EXPECT_EQ(got.text, want) << "round " << round;
+      EXPECT_EQ(got.stream.units, static_cast<size_t>(2 + round));
+    }
+  }
+  importers::set_stream_chunk_bytes(size_t(1) << 22);
+}
+
+TEST(SpanStream, OtlpTraceGapCutsTracesAndCountsThem) {
+  // Trace 7's spans on lines 1 and 4: with a gap of 2 lines it is complete after line 3
+  // and its later span is a piece of its own; with a gap of 3 it stays whole.
+  auto line = [](const std::string& spans) {
+    return "{\"resourceSpans\":[{\"resource\":{\"attributes\":[{\"key\":\"service.name\","
+           "\"value\":{\"stringValue\":\"svc\"}}]},\"scopeSpans\":[{\"spans\":[" +
+           spans + "]}]}]}\n";
+  };
+  auto span = [](const std::string& trace, const std::string& id, const std::string& parent,
+                 int start, int end) {
+    return "{\"traceId\":\"" + trace + "\",\"spanId\":\"" + id + "\",\"parentSpanId\":\"" + parent +
+           "\",\"name\":\"" + id + "\",\"startTimeUnixNano\":\"" + std::to_string(start) +
+           "\",\"endTimeUnixNano\":\"" + std::to_string(end) + "\"}";
+  };
+  const std::string path =
+      write_temp("stream-gap.jsonl",
+                 line(span("7", "root", "", 0, 100)) + line(span("8", "a", "", 0, 10)) +
+                     line(span("9", "b", "", 0, 10)) + line(span("7", "child", "root", 10, 90)));
+  std::vector<std::pair<std::string, int64_t>> got;  // trace id, duration
+  auto run_gap = [&](size_t gap) {
+    got.clear();
+    PathCollection all;
+    std::map<size_t, importers::UnitPaths> units;
+    const auto s = importers::stream_spans(
+        path, "otlp", 1,
+        [&](size_t unit, const SpanSet& set) {
+          std::vector<uint32_t> tp;
+          const auto paths = importers::critical_paths(set, &tp);
+          units.emplace(unit, importers::summarize_paths(set, paths, tp, false));
+        },
+        gap);
+    for (const auto& [i, u] : units) all.add(u);
+    for (const auto& t : all.traces()) got.emplace_back(t.trace_id(), t.duration_ns);
+    return s;
+  };
+  const auto cut = run_gap(2);
+  EXPECT_EQ(got, (std::vector<std::pair<std::string, int64_t>>{
+                     {"7", 100}, {"8", 10}, {"9", 10}, {"7", 80}}));
+  EXPECT_EQ(cut.diagnostics, (std::vector<std::pair<std::string, uint64_t>>{
+                                 {"otlp.orphan_spans", 1}, {"otlp.cut_traces", 1}}));
+  const auto whole3 = run_gap(3);
+  EXPECT_EQ(got, (std::vector<std::pair<std::string, int64_t>>{{"7", 100}, {"8", 10}, {"9", 10}}));
+  EXPECT_TRUE(whole3.diagnostics.empty());
+}
+
+TEST(SpanStream, OtlpCutAndBrokenLines) {
+  std::mt19937 rng(29);
+  const std::string text = random_otlp(rng, 5, 4);
+  // Cut anywhere: as the whole-file import (the cut last line dropped and counted).
+  for (size_t cut = 1; cut < text.size(); cut += 13) {
+    const std::string path = write_temp("stream-otlp-cut.jsonl", text.substr(0, cut));
+    std::string want, got;
+    bool whole_failed = false, stream_failed = false;
+    try {
+      want = whole(path);
+    } catch (const TraceError&) {
+      whole_failed = true;
+    }
+    try {
+      const Streamed s = streamed(path, 2);
+      got = s.text;
+      stream_failed = !s.stream.skipped.empty();
+    } catch (const TraceError&) {
+      stream_failed = true;
+    }
+    EXPECT_EQ(whole_failed, stream_failed) << "cut at " << cut;
+    if (!whole_failed) {
+      EXPECT_EQ(got, want) << "cut at " << cut;
+    }
+  }
+  // A broken line in the middle: the others still computed, the bad one named.
+  std::string broken = text;
+  const size_t second = broken.find('\n') + 1;
+  broken.insert(second + 1, "@");
+  const Streamed s = streamed(write_temp("stream-otlp-broken.jsonl", broken), 2);
+  ASSERT_EQ(s.stream.skipped.size(), 1u);
+  EXPECT_EQ(s.stream.skipped[0].where, "document 2");
+  EXPECT_EQ(s.stream.skipped[0].byte, second);
+  EXPECT_NE(s.stream.skipped[0].error.find("invalid JSON"), std::string::npos);
+  EXPECT_NE(s.text.find("diag otlp.skipped_traces 1"), std::string::npos) << s.text;
+}
+
 // ---------------------------------------------------------------------------------------
 // Folded stacks
 

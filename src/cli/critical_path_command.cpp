@@ -24,6 +24,7 @@ struct CriticalPathArgs {
   std::string output;
   size_t traces = 10;
   unsigned threads = 0;
+  size_t trace_gap = 64;
   double percentile = 0;  // folded: 0 = all traces
   double bucket = 1;      // percentile points either side
   std::vector<double> diff;
@@ -152,7 +153,8 @@ int run(const CriticalPathArgs& a) {
   size_t next = 0;
   PathCollection all;
   importers::SpanStream stream = importers::stream_spans(
-      a.trace, a.importer, a.threads, [&](size_t unit, const importers::SpanSet& set) {
+      a.trace, a.importer, a.threads,
+      [&](size_t unit, const importers::SpanSet& set) {
         std::vector<uint32_t> tree_parent;
         const std::vector<importers::CriticalPath> paths =
             importers::critical_paths(set, &tree_parent);
@@ -164,7 +166,8 @@ int run(const CriticalPathArgs& a) {
         while (ready < pending.size() && pending[ready]) all.add(*pending[ready++]);
         pending.erase(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(ready));
         next += ready;
-      });
+      },
+      a.trace_gap);
   // Units skipped (bad traces) leave holes: merge what is left, in order.
   for (auto& u : pending)
     if (u) all.add(*u);
@@ -232,6 +235,11 @@ CommandRunner add_critical_path_command(CLI::App& app) {
       ->expected(2)
       ->check(CLI::Range(0.0, 100.0));
   cmd->add_option("--threads", args->threads, "Worker threads across traces (0: one per core)")
+      ->capture_default_str();
+  cmd->add_option("--trace-gap", args->trace_gap,
+                  "OTLP: a trace is complete once N requests (lines) follow its last span; "
+                  "later spans of it form a new piece, counted as otlp.cut_traces")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   return [cmd, args]() { return *cmd ? run(*args) : -1; };
 }

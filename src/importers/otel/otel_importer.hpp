@@ -29,9 +29,9 @@ SpanSet read_spans(const std::string& path, std::string_view importer = "auto");
 
 // Streaming import (docs/IMPORTERS.md, "Streaming"): the file is read in chunks and cut
 // into units, each a SpanSet of its own: a Jaeger export's `data` entries one by one (a
-// file of another shape, and OTLP, is one unit). `fn(unit, set)` is called for every unit,
-// from `threads` worker threads (0: one per core; 1: the calling thread), units in any
-// order; `unit` numbers them in file order. Memory: the units being worked on, not the
+// file of another shape is one unit); OTLP's traces, gathered over the requests. `fn(unit, set)` is
+// called for every unit, from `threads` worker threads (0: one per core; 1: the calling thread),
+// units in any order; `unit` numbers them in file order. Memory: the units being worked on, not the
 // file. A unit that does not parse or is invalid is skipped and listed in `skipped` (the
 // others are still computed); an error outside any unit throws TraceError.
 struct SpanStream {
@@ -46,8 +46,11 @@ struct SpanStream {
   size_t units = 0;
 };
 using SpanUnitFn = std::function<void(size_t unit, const SpanSet& set)>;
+// OTLP: a trace is complete once `trace_gap` documents (requests, lines of the
+// collector's file) have followed its last span; a span of it arriving later starts a
+// new piece, computed as a trace of its own and counted (`otlp.cut_traces`).
 SpanStream stream_spans(const std::string& path, std::string_view importer, unsigned threads,
-                        const SpanUnitFn& fn);
+                        const SpanUnitFn& fn, size_t trace_gap = 64);
 // The read chunk (default 4 MiB); a trace of 4 chunks or more is handed over with the
 // read buffer instead of being copied. For tests: not thread-safe.
 void set_stream_chunk_bytes(size_t bytes);
