@@ -662,6 +662,57 @@ class ChunkReader {
 
 size_t kChunk = size_t(1) << 22;  // stream_chunk_bytes
 
+// The scans below look at every byte, eight at a time: the first byte of a word that
+// is a quote or backslash (in strings), or a quote or bracket (inside a unit).
+constexpr uint64_t kOnes = 0x0101010101010101ull, kHighs = 0x8080808080808080ull;
+inline uint64_t zero_bytes(uint64_t v) {
+  return (v - kOnes) & ~v & kHighs;
+}  // first is exact
+inline uint64_t load8(const char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+// Bytes that are '"' or '\\'.
+inline uint64_t string_stops(uint64_t v) {
+  return zero_bytes(v ^ (kOnes * '"')) | zero_bytes(v ^ (kOnes * '\\'));
+}
+// Bytes that are '"', '{', '}', '[' or ']' ('[' and ']' are '{' and '}' without 0x20).
+inline uint64_t structural_stops(uint64_t v) {
+  const uint64_t lower = v | (kOnes * 0x20);
+  return zero_bytes(v ^ (kOnes * '"')) | zero_bytes(lower ^ (kOnes * '{')) |
+         zero_bytes(lower ^ (kOnes * '}'));
+}
+template <typename Stops, typename IsStop>
+inline const char* find_stop(const char* p, const char* end, Stops stops, IsStop is_stop) {
+  for (; end - p >= 8; p += 8)
+    if (const uint64_t m = stops(load8(p))) return p + (__builtin_ctzll(m) >> 3);
+  while (p < end && !is_stop(*p)) ++p;
+  return p;
+}
+// The closing quote of a string whose content starts at p, or end if it is not in
+// [p, end); `escaped`: the previous chunk ended with a backslash (kept across calls).
+const char* string_end(const char* p, const char* end, bool& escaped) {
+  if (escaped) {
+    if (p == end) return end;
+    ++p;
+    escaped = false;
+  }
+  for (;;) {
+    p = find_stop(p, end, string_stops, [](char c) { return c == '"' || c == '\\'; });
+    if (p == end || *p == '"') return p;
+    if (p + 1 == end) {  // a backslash ends the chunk
+      escaped = true;
+      return end;
+    }
+    p += 2;
+  }
+}
+const char* skip_plain(const char* p, const char* end) {
+  return find_stop(p, end, structural_stops,
+                   [](char c) { return c == '"' || c == '{' || c == '}' || c == '[' || c == ']'; });
+}
+
 // Collects what the units report: summed diagnostics, skipped units.
 struct StreamSink {
   std::mutex mutex;
@@ -745,7 +796,7 @@ void stream_jaeger(const std::string& path, unsigned threads, const SpanUnitFn& 
   enum class Mode { prefix, data, after, whole } mode = Mode::prefix;
   std::array<char, 3> open{};  // bracket kinds at depths 0..2
   int depth = 0;
-  bool in_string = false, eof = false, bad_element = false;
+  bool in_string = false, escaped = false, eof = false, bad_element = false;
   size_t string_start = 0;
   std::string last_string;  // prefix mode: the last string at depth 1 (a key)
   size_t unit_start = std::string::npos, index = 0;
@@ -773,27 +824,41 @@ void stream_jaeger(const std::string& path, unsigned threads, const SpanUnitFn& 
     const char* p = buf.data() + pos;
     const char* const end = buf.data() + buf.size();
     if (in_string) {
-      while (p < end && *p != '"' && *p != '\\') ++p;
-      if (p == end) {
-        pos = buf.size();
-        continue;
-      }
-      if (*p == '\\') {
-        if (p + 1 == end) {  // the escaped byte is in the next chunk
-          if (eof) break;
-          pos = static_cast<size_t>(p - buf.data());  // before append moves the buffer
-          if (reader.append(buf, kChunk) == 0) eof = true;
-          continue;
-        }
-        pos = static_cast<size_t>(p - buf.data()) + 2;
-        continue;
-      }
-      in_string = false;
+      p = string_end(p, end, escaped);
       pos = static_cast<size_t>(p - buf.data());
+      if (p == end) continue;
+      in_string = false;
       if (mode == Mode::prefix && depth == 1)
         last_string.assign(buf, string_start, pos - string_start);
       ++pos;
       continue;
+    }
+    if (depth >= 3) {
+      // Inside a trace, its brackets and strings only, in a tight loop up to the bracket
+      // that brings the depth back to 3 (handled below).
+      while (p < end) {
+        p = skip_plain(p, end);
+        if (p == end) break;
+        const char x = *p;
+        if (x == '"') {
+          p = string_end(p + 1, end, escaped);
+          if (p == end) {
+            in_string = true;
+            break;
+          }
+          ++p;
+        } else if (x == '{' || x == '[') {
+          ++depth;
+          ++p;
+        } else if (depth > 3) {
+          --depth;
+          ++p;
+        } else {
+          break;  // closes a member of the trace object at depth 3, or the trace itself
+        }
+      }
+      pos = static_cast<size_t>(p - buf.data());
+      if (p == end) continue;
     }
     const char c = *p;
     switch (c) {
@@ -1012,7 +1077,7 @@ void stream_otlp(const std::string& path, unsigned threads, size_t gap, const Sp
   size_t pos = 0, doc_start = std::string::npos;
   uint64_t base = 0;
   int depth = 0;
-  bool in_string = false, eof = false, scalar = false;
+  bool in_string = false, escaped = false, eof = false, scalar = false;
   for (;;) {
     if (pos == buf.size()) {
       if (eof) break;
@@ -1026,15 +1091,20 @@ void stream_otlp(const std::string& path, unsigned threads, size_t gap, const Sp
       if (reader.append(buf, kChunk) == 0) eof = true;
       continue;
     }
-    const char c = buf[pos];
     if (in_string) {
-      if (c == '\\')
-        ++pos;
-      else if (c == '"')
+      const char* q = string_end(buf.data() + pos, buf.data() + buf.size(), escaped);
+      pos = static_cast<size_t>(q - buf.data());
+      if (pos < buf.size()) {
         in_string = false;
-      pos = std::min(pos + 1, buf.size());
+        ++pos;
+      }
       continue;
     }
+    if (depth > 0 && !scalar) {
+      pos = static_cast<size_t>(skip_plain(buf.data() + pos, buf.data() + buf.size()) - buf.data());
+      if (pos == buf.size()) continue;
+    }
+    const char c = buf[pos];
     if (doc_start == std::string::npos) {
       if (c == ' ' || c == '\t' || c == '\r' || c == '\n' ||
           (docs == 0 && (c == '\xEF' || c == '\xBB' || c == '\xBF'))) {
