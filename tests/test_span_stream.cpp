@@ -475,6 +475,9 @@ TEST(FoldedStacks, HandComputedPercentilesAndDiff) {
             "frontend:GET /checkout 60 110\n"
             "frontend:GET /checkout;db:query 40 40\n"
             "frontend:GET /checkout;inventory:Reserve;inventory-db:SELECT stock 0 850\n");
+  EXPECT_EQ(run("critical-path " + path + " --diff p50 p99").out, diff.out);
+  EXPECT_EQ(run("critical-path " + path + " --format folded --percentile p99").out, p99.out);
+  EXPECT_EQ(run("critical-path " + path + " --diff 50 101").code, 2);
   // A bucket of 50 points around p50 takes in all ten.
   const CliRun wide = run("critical-path " + path + " --format folded --percentile 50 --bucket 50");
   EXPECT_EQ(wide.out, all.out);

@@ -204,6 +204,11 @@ int run(const CriticalPathArgs& a) {
 
 CommandRunner add_critical_path_command(CLI::App& app) {
   auto args = std::make_shared<CriticalPathArgs>();
+  // Percentiles as 99 or p99.
+  const auto strip_p = [](std::string s) {
+    if (!s.empty() && (s[0] == 'p' || s[0] == 'P')) s.erase(0, 1);
+    return s;
+  };
   CLI::App* cmd = app.add_subcommand(
       "critical-path",
       "Critical path of every request in an OTLP or Jaeger trace, and critical time per service");
@@ -222,7 +227,8 @@ CommandRunner add_critical_path_command(CLI::App& app) {
   cmd->add_option("--output,-o", args->output, "Write results to FILE instead of stdout");
   cmd->add_option("--percentile", args->percentile,
                   "Folded: only the traces around this percentile of end-to-end duration "
-                  "(e.g. 50, 95, 99; see --bucket)")
+                  "(e.g. 50, 95, 99 or p99; see --bucket)")
+      ->transform(strip_p)
       ->check(CLI::Range(0.0, 100.0));
   cmd->add_option("--bucket", args->bucket,
                   "Folded, diff: the traces between the (P-W)th and (P+W)th percentile "
@@ -233,6 +239,7 @@ CommandRunner add_critical_path_command(CLI::App& app) {
                   "Two percentiles A B: folded stacks with the mean critical us per trace "
                   "around A and around B (stack a b, as difffolded)")
       ->expected(2)
+      ->transform(strip_p)
       ->check(CLI::Range(0.0, 100.0));
   cmd->add_option("--threads", args->threads, "Worker threads across traces (0: one per core)")
       ->capture_default_str();
