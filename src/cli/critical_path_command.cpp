@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <memory>
+#include <mutex>
+#include <optional>
 
 #include "cli/commands.hpp"
 #include "cli/output_file.hpp"
 #include "importers/otel/critical_path.hpp"
+#include "importers/otel/folded.hpp"
 #include "importers/otel/otel_importer.hpp"
 #include "output/writers.hpp"
 
@@ -20,65 +23,80 @@ struct CriticalPathArgs {
   std::string importer = "auto";
   std::string output;
   size_t traces = 10;
+  unsigned threads = 0;
+  size_t trace_gap = 64;
+  double percentile = 0;  // folded: 0 = all traces
+  double bucket = 1;      // percentile points either side
+  std::vector<double> diff;
 };
+
+using importers::PathCollection;
+using importers::ServiceTime;
 
 std::string ms(int64_t ns) {
   return fmt::format("{:.3f}", static_cast<double>(ns) / 1e6);
 }
 
-void write_json(fmt::memory_buffer& out, const importers::SpanSet& set,
-                const std::vector<importers::CriticalPath>& paths,
-                const std::vector<importers::ServiceTime>& services) {
+void write_diagnostics_json(fmt::memory_buffer& out,
+                            const std::vector<std::pair<std::string, uint64_t>>& diagnostics) {
+  auto it = std::back_inserter(out);
+  for (size_t k = 0; k < diagnostics.size(); ++k) {
+    fmt::format_to(it, "{}", k ? ", " : "");
+    append_json_string(out, diagnostics[k].first);
+    fmt::format_to(it, ": {}", diagnostics[k].second);
+  }
+}
+
+void write_json(fmt::memory_buffer& out, const PathCollection& all,
+                const std::vector<ServiceTime>& services,
+                const std::vector<std::pair<std::string, uint64_t>>& diagnostics) {
   auto it = std::back_inserter(out);
   fmt::format_to(it, "{{\"traces\": [");
-  for (size_t t = 0; t < paths.size(); ++t) {
-    const importers::CriticalPath& p = paths[t];
+  for (size_t t = 0; t < all.traces().size(); ++t) {
+    const PathCollection::TracePaths& p = all.traces()[t];
     fmt::format_to(it, "{}{{\"trace_id\": ", t ? ", " : "");
-    append_json_string(out, set.str(p.trace));
+    append_json_string(out, p.trace_id());
     fmt::format_to(it,
                    ", \"duration_ns\": {}, \"spans\": {}, \"clipped_children\": {}, "
                    "\"dropped_children\": {}, \"roots\": {}, \"nonblocking_children\": {}, "
                    "\"path\": [",
                    p.duration_ns, p.spans, p.clipped, p.dropped, p.roots, p.nonblocking);
     for (size_t k = 0; k < p.path.size(); ++k) {
-      const importers::Span& s = set.spans[p.path[k].span];
+      const PathCollection::Step& s = p.path[k];
       fmt::format_to(it, "{}{{\"span_id\": ", k ? ", " : "");
-      append_json_string(out, set.str(s.id));
+      append_json_string(out, p.span_id(s));
       fmt::format_to(it, ", \"operation\": ");
-      append_json_string(out, set.str(s.operation));
+      append_json_string(out, all.name(s.operation));
       fmt::format_to(it, ", \"service\": ");
-      append_json_string(out, set.str(s.service));
-      fmt::format_to(it, ", \"start_ns\": {}, \"end_ns\": {}, \"self_ns\": {}}}", s.start, s.end,
-                     p.path[k].critical_ns);
+      append_json_string(out, all.name(s.service));
+      fmt::format_to(it, ", \"start_ns\": {}, \"end_ns\": {}, \"self_ns\": {}}}", s.start_ns,
+                     s.end_ns, s.self_ns);
     }
     fmt::format_to(it, "]}}");
   }
   int64_t total = 0;
-  for (const importers::ServiceTime& s : services) total += s.critical_ns;
+  for (const ServiceTime& s : services) total += s.critical_ns;
   fmt::format_to(it, "], \"services\": [");
   for (size_t k = 0; k < services.size(); ++k) {
     fmt::format_to(it, "{}{{\"service\": ", k ? ", " : "");
-    append_json_string(out, set.str(services[k].service));
+    append_json_string(out, all.name(services[k].service));
     fmt::format_to(it, ", \"critical_ns\": {}, \"share\": {}, \"spans_on_path\": {}}}",
                    services[k].critical_ns,
                    total > 0 ? static_cast<double>(services[k].critical_ns) / total : 0.0,
                    services[k].spans_on_path);
   }
   fmt::format_to(it, "], \"import_diagnostics\": {{");
-  for (size_t k = 0; k < set.diagnostics.size(); ++k) {
-    fmt::format_to(it, "{}", k ? ", " : "");
-    append_json_string(out, set.diagnostics[k].first);
-    fmt::format_to(it, ": {}", set.diagnostics[k].second);
-  }
+  write_diagnostics_json(out, diagnostics);
   fmt::format_to(it, "}}}}\n");
 }
 
-void write_table(fmt::memory_buffer& out, const CriticalPathArgs& a, const importers::SpanSet& set,
-                 const std::vector<importers::CriticalPath>& paths,
-                 const std::vector<importers::ServiceTime>& services) {
+void write_table(fmt::memory_buffer& out, const CriticalPathArgs& a, const PathCollection& all,
+                 const std::vector<ServiceTime>& services,
+                 const std::vector<std::pair<std::string, uint64_t>>& diagnostics) {
   auto it = std::back_inserter(out);
+  const auto& paths = all.traces();
   fmt::format_to(it, "snailtrail critical-path {}: {} traces, {} spans\n", a.trace, paths.size(),
-                 set.spans.size());
+                 all.total_spans());
   // The slowest requests first: they are the ones worth explaining.
   std::vector<size_t> order(paths.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -86,9 +104,9 @@ void write_table(fmt::memory_buffer& out, const CriticalPathArgs& a, const impor
                    [&](size_t x, size_t y) { return paths[x].duration_ns > paths[y].duration_ns; });
   if (order.size() > a.traces) order.resize(a.traces);
   for (size_t i : order) {
-    const importers::CriticalPath& p = paths[i];
+    const PathCollection::TracePaths& p = paths[i];
     const int64_t t0 = p.start_ns;
-    fmt::format_to(it, "\ntrace {}  {} ms, {} spans, {} on the critical path\n", set.str(p.trace),
+    fmt::format_to(it, "\ntrace {}  {} ms, {} spans, {} on the critical path\n", p.trace_id(),
                    ms(p.duration_ns), p.spans, p.path.size());
     if (p.clipped || p.dropped)
       fmt::format_to(it,
@@ -105,41 +123,79 @@ void write_table(fmt::memory_buffer& out, const CriticalPathArgs& a, const impor
                      p.nonblocking);
     fmt::format_to(it, "  {:>10} {:>10} {:>10} {:>6}  {:<16} {}\n", "start_ms", "end_ms", "crit_ms",
                    "crit%", "service", "operation");
-    for (const importers::PathStep& s : p.path) {
-      const importers::Span& sp = set.spans[s.span];
-      fmt::format_to(it, "  {:>10} {:>10} {:>10} {:>5.1f}%  {:<16} {}\n", ms(sp.start - t0),
-                     ms(sp.end - t0), ms(s.critical_ns),
-                     p.duration_ns > 0 ? 100.0 * s.critical_ns / p.duration_ns : 100.0,
-                     set.str(sp.service), set.str(sp.operation));
-    }
+    for (const PathCollection::Step& s : p.path)
+      fmt::format_to(it, "  {:>10} {:>10} {:>10} {:>5.1f}%  {:<16} {}\n", ms(s.start_ns - t0),
+                     ms(s.end_ns - t0), ms(s.self_ns),
+                     p.duration_ns > 0 ? 100.0 * s.self_ns / p.duration_ns : 100.0,
+                     all.name(s.service), all.name(s.operation));
   }
   if (paths.size() > order.size())
     fmt::format_to(it, "\n({} more traces; --traces N shows more, --format json shows all)\n",
                    paths.size() - order.size());
   int64_t total = 0;
-  for (const importers::ServiceTime& s : services) total += s.critical_ns;
+  for (const ServiceTime& s : services) total += s.critical_ns;
   fmt::format_to(it, "\ncritical time by service (all {} traces)\n", paths.size());
   fmt::format_to(it, "  {:<16} {:>12} {:>7} {:>8}\n", "service", "crit_ms", "share", "spans");
-  for (const importers::ServiceTime& s : services)
-    fmt::format_to(it, "  {:<16} {:>12} {:>6.1f}% {:>8}\n", set.str(s.service), ms(s.critical_ns),
+  for (const ServiceTime& s : services)
+    fmt::format_to(it, "  {:<16} {:>12} {:>6.1f}% {:>8}\n", all.name(s.service), ms(s.critical_ns),
                    total > 0 ? 100.0 * s.critical_ns / total : 0.0, s.spans_on_path);
-  if (!set.diagnostics.empty()) {
+  if (!diagnostics.empty()) {
     fmt::format_to(it, "\nimport diagnostics\n");
-    for (const auto& [key, n] : set.diagnostics) fmt::format_to(it, "  {:<40} {}\n", key, n);
+    for (const auto& [key, n] : diagnostics) fmt::format_to(it, "  {:<40} {}\n", key, n);
   }
 }
 
 int run(const CriticalPathArgs& a) {
-  const importers::SpanSet set = importers::read_spans(a.trace, a.importer);
-  if (set.spans.empty()) throw TraceError(set.source, "input", "the trace has no spans");
-  const std::vector<importers::CriticalPath> paths = importers::critical_paths(set);
-  const std::vector<importers::ServiceTime> services =
-      importers::critical_time_by_service(set, paths);
+  const bool contexts = a.format == "folded" || !a.diff.empty();
+  // Units are computed in parallel and merged in file order as soon as they are next.
+  std::mutex mutex;
+  std::vector<std::optional<importers::UnitPaths>> pending;
+  size_t next = 0;
+  PathCollection all;
+  importers::SpanStream stream = importers::stream_spans(
+      a.trace, a.importer, a.threads,
+      [&](size_t unit, const importers::SpanSet& set) {
+        std::vector<uint32_t> tree_parent;
+        const std::vector<importers::CriticalPath> paths =
+            importers::critical_paths(set, &tree_parent);
+        importers::UnitPaths u = importers::summarize_paths(set, paths, tree_parent, contexts);
+        std::lock_guard lock(mutex);
+        if (pending.size() <= unit - next) pending.resize(unit - next + 1);
+        pending[unit - next] = std::move(u);
+        size_t ready = 0;
+        while (ready < pending.size() && pending[ready]) all.add(*pending[ready++]);
+        pending.erase(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(ready));
+        next += ready;
+      },
+      a.trace_gap);
+  // Units skipped (bad traces) leave holes: merge what is left, in order.
+  for (auto& u : pending)
+    if (u) all.add(*u);
+  constexpr size_t kShown = 20;
+  for (size_t i = 0; i < stream.skipped.size() && i < kShown; ++i)
+    fmt::print(stderr, "snailtrail: warning: trace {} at byte {} skipped: {}\n",
+               stream.skipped[i].where, stream.skipped[i].byte, stream.skipped[i].error);
+  if (stream.skipped.size() > kShown)
+    fmt::print(stderr, "snailtrail: warning: {} more traces skipped\n",
+               stream.skipped.size() - kShown);
+  std::vector<std::pair<std::string, uint64_t>> diagnostics = std::move(stream.diagnostics);
+  if (all.repeated_trace_ids())
+    diagnostics.emplace_back(stream.format + ".repeated_trace_ids", all.repeated_trace_ids());
+  if (all.total_spans() == 0) throw TraceError(stream.source, "input", "the trace has no spans");
   OutputFile out(a.output);
-  if (a.format == "json")
-    write_json(out.buf(), set, paths, services);
-  else
-    write_table(out.buf(), a, set, paths, services);
+  if (!a.diff.empty()) {
+    const std::string text = importers::folded_diff(all, a.diff[0], a.diff[1], a.bucket);
+    out.buf().append(text.data(), text.data() + text.size());
+  } else if (a.format == "folded") {
+    const std::string text = importers::folded_stacks(all, a.percentile, a.bucket);
+    out.buf().append(text.data(), text.data() + text.size());
+  } else {
+    const std::vector<ServiceTime> services = all.by_service();
+    if (a.format == "json")
+      write_json(out.buf(), all, services, diagnostics);
+    else
+      write_table(out.buf(), a, all, services, diagnostics);
+  }
   out.flush();
   return 0;
 }
@@ -148,12 +204,19 @@ int run(const CriticalPathArgs& a) {
 
 CommandRunner add_critical_path_command(CLI::App& app) {
   auto args = std::make_shared<CriticalPathArgs>();
+  // Percentiles as 99 or p99.
+  const auto strip_p = [](std::string s) {
+    if (!s.empty() && (s[0] == 'p' || s[0] == 'P')) s.erase(0, 1);
+    return s;
+  };
   CLI::App* cmd = app.add_subcommand(
       "critical-path",
       "Critical path of every request in an OTLP or Jaeger trace, and critical time per service");
   cmd->add_option("TRACE", args->trace, "Span trace: OTLP/JSON or Jaeger JSON")->required();
-  cmd->add_option("--format,-f", args->format, "Output: table or json")
-      ->check(CLI::IsMember({"table", "json"}))
+  cmd->add_option("--format,-f", args->format,
+                  "Output: table, json, or folded (calling-context stacks of the critical "
+                  "path summed over traces: service:operation;... critical_us)")
+      ->check(CLI::IsMember({"table", "json", "folded"}))
       ->capture_default_str();
   cmd->add_option("--importer", args->importer,
                   "Input format: auto, otlp or jaeger (auto: recognised by content)")
@@ -162,6 +225,29 @@ CommandRunner add_critical_path_command(CLI::App& app) {
   cmd->add_option("--traces", args->traces, "Table: show the N slowest traces")
       ->capture_default_str();
   cmd->add_option("--output,-o", args->output, "Write results to FILE instead of stdout");
+  cmd->add_option("--percentile", args->percentile,
+                  "Folded: only the traces around this percentile of end-to-end duration "
+                  "(e.g. 50, 95, 99 or p99; see --bucket)")
+      ->transform(strip_p)
+      ->check(CLI::Range(0.0, 100.0));
+  cmd->add_option("--bucket", args->bucket,
+                  "Folded, diff: the traces between the (P-W)th and (P+W)th percentile "
+                  "durations, W in percentile points")
+      ->check(CLI::Range(0.0, 100.0))
+      ->capture_default_str();
+  cmd->add_option("--diff", args->diff,
+                  "Two percentiles A B: folded stacks with the mean critical us per trace "
+                  "around A and around B (stack a b, as difffolded)")
+      ->expected(2)
+      ->transform(strip_p)
+      ->check(CLI::Range(0.0, 100.0));
+  cmd->add_option("--threads", args->threads, "Worker threads across traces (0: one per core)")
+      ->capture_default_str();
+  cmd->add_option("--trace-gap", args->trace_gap,
+                  "OTLP: a trace is complete once N requests (lines) follow its last span; "
+                  "later spans of it form a new piece, counted as otlp.cut_traces")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   return [cmd, args]() { return *cmd ? run(*args) : -1; };
 }
 

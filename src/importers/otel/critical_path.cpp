@@ -7,7 +7,8 @@
 
 namespace snailtrail::importers {
 
-std::vector<CriticalPath> critical_paths(const SpanSet& set) {
+std::vector<CriticalPath> critical_paths(const SpanSet& set,
+                                         std::vector<uint32_t>* tree_parent_out) {
   const std::vector<Span>& spans = set.spans;
   const uint32_t n = static_cast<uint32_t>(spans.size());
   // The tree, as Jaeger UI builds it: a span's parent is its CHILD_OF parent, else the
@@ -157,6 +158,7 @@ std::vector<CriticalPath> critical_paths(const SpanSet& set) {
       for (uint32_t x : reached) crit[x] = 0;
     }
   }
+  if (tree_parent_out) *tree_parent_out = std::move(tree_parent);
   return paths;
 }
 
@@ -175,6 +177,147 @@ std::vector<ServiceTime> critical_time_by_service(const SpanSet& set,
   std::stable_sort(out.begin(), out.end(), [&](const ServiceTime& a, const ServiceTime& b) {
     if (a.critical_ns != b.critical_ns) return a.critical_ns > b.critical_ns;
     return set.str(a.service) < set.str(b.service);
+  });
+  return out;
+}
+
+}  // namespace snailtrail::importers
+
+namespace snailtrail::importers {
+
+UnitPaths summarize_paths(const SpanSet& set, const std::vector<CriticalPath>& paths,
+                          const std::vector<uint32_t>& tree_parent, bool contexts) {
+  UnitPaths u;
+  std::unordered_map<uint32_t, uint32_t> local;  // the set's string id -> u.names
+  auto name = [&](uint32_t id) {
+    auto [it, fresh] = local.emplace(id, static_cast<uint32_t>(u.names.size()));
+    if (fresh) u.names.push_back(set.str(id));
+    return it->second;
+  };
+  // Calling contexts: a trie of service:operation frames, one node per distinct chain of
+  // ancestors, memoized per span (each span is walked once).
+  std::vector<uint32_t> node;
+  std::unordered_map<uint64_t, uint32_t> frames, trie;
+  std::vector<uint32_t> chain;
+  if (contexts) node.assign(set.spans.size(), kNoSpan);
+  auto context_of = [&](uint32_t x) {
+    chain.clear();
+    while (x != kNoSpan && node[x] == kNoSpan) {
+      chain.push_back(x);
+      x = tree_parent[x];
+    }
+    uint32_t parent = x == kNoSpan ? kNoSpan : node[x];
+    for (size_t k = chain.size(); k-- > 0;) {
+      const Span& s = set.spans[chain[k]];
+      const uint32_t service = name(s.service), operation = name(s.operation);
+      const uint64_t frame =
+          frames.emplace(uint64_t(service) << 32 | operation, static_cast<uint32_t>(frames.size()))
+              .first->second;
+      const uint64_t key = uint64_t(static_cast<uint32_t>(parent + 1)) << 32 | frame;
+      auto [it, fresh] = trie.emplace(key, static_cast<uint32_t>(u.contexts.size()));
+      if (fresh) u.contexts.push_back({parent, service, operation});
+      parent = node[chain[k]] = it->second;
+    }
+    return parent;
+  };
+  u.traces.reserve(paths.size());
+  for (const CriticalPath& p : paths) {
+    UnitPaths::TracePaths t{};
+    t.id_begin = static_cast<uint32_t>(u.ids.size());
+    u.ids += set.str(p.trace);
+    t.id_len = static_cast<uint32_t>(u.ids.size()) - t.id_begin;
+    t.duration_ns = p.duration_ns;
+    t.start_ns = p.start_ns;
+    t.spans = p.spans;
+    t.clipped = p.clipped;
+    t.dropped = p.dropped;
+    t.roots = p.roots;
+    t.nonblocking = p.nonblocking;
+    t.steps_begin = static_cast<uint32_t>(u.steps.size());
+    for (const PathStep& step : p.path) {
+      const Span& s = set.spans[step.span];
+      UnitPaths::Step out{};
+      out.service = name(s.service);
+      out.operation = name(s.operation);
+      out.context = contexts ? context_of(step.span) : kNoSpan;
+      out.id_begin = static_cast<uint32_t>(u.ids.size());
+      u.ids += set.str(s.id);
+      out.id_len = static_cast<uint32_t>(u.ids.size()) - out.id_begin;
+      out.start_ns = s.start;
+      out.end_ns = s.end;
+      out.self_ns = step.critical_ns;
+      u.steps.push_back(out);
+    }
+    t.steps_end = static_cast<uint32_t>(u.steps.size());
+    u.traces.push_back(t);
+  }
+  return u;
+}
+
+uint32_t PathCollection::intern(const std::string& s) {
+  auto [it, fresh] = name_ids_.emplace(s, static_cast<uint32_t>(names_.size()));
+  if (fresh) names_.push_back(s);
+  return it->second;
+}
+
+void PathCollection::add(const UnitPaths& unit) {
+  std::vector<uint32_t> name(unit.names.size());
+  for (size_t i = 0; i < name.size(); ++i) name[i] = intern(unit.names[i]);
+  std::vector<uint32_t> context(unit.contexts.size());
+  for (size_t i = 0; i < context.size(); ++i) {
+    const UnitPaths::Context& c = unit.contexts[i];
+    const uint32_t parent = c.parent == kNoSpan ? kNoSpan : context[c.parent];
+    const uint32_t service = name[c.service], operation = name[c.operation];
+    const uint64_t frame =
+        frame_ids_
+            .emplace(uint64_t(service) << 32 | operation, static_cast<uint32_t>(frame_ids_.size()))
+            .first->second;
+    const uint64_t key = uint64_t(static_cast<uint32_t>(parent + 1)) << 32 | frame;
+    auto [it, fresh] = context_ids_.emplace(key, static_cast<uint32_t>(contexts_.size()));
+    if (fresh) contexts_.push_back({parent, service, operation});
+    context[i] = it->second;
+  }
+  for (const UnitPaths::TracePaths& t : unit.traces) {
+    TracePaths g;
+    g.ids.assign(unit.ids, t.id_begin, t.id_len);
+    g.id_len = t.id_len;
+    if (!trace_ids_.emplace(g.ids, 0).second) ++repeated_;
+    g.duration_ns = t.duration_ns;
+    g.start_ns = t.start_ns;
+    g.spans = t.spans;
+    g.clipped = t.clipped;
+    g.dropped = t.dropped;
+    g.roots = t.roots;
+    g.nonblocking = t.nonblocking;
+    g.path.reserve(t.steps_end - t.steps_begin);
+    for (uint32_t k = t.steps_begin; k < t.steps_end; ++k) {
+      Step s = unit.steps[k];
+      s.service = name[s.service];
+      s.operation = name[s.operation];
+      if (s.context != kNoSpan) s.context = context[s.context];
+      const uint32_t at = static_cast<uint32_t>(g.ids.size());
+      g.ids.append(unit.ids, s.id_begin, s.id_len);
+      s.id_begin = at;
+      g.path.push_back(s);
+    }
+    total_spans_ += t.spans;
+    traces_.push_back(std::move(g));
+  }
+}
+
+std::vector<ServiceTime> PathCollection::by_service() const {
+  std::unordered_map<uint32_t, size_t> slot;
+  std::vector<ServiceTime> out;
+  for (const TracePaths& p : traces_)
+    for (const Step& s : p.path) {
+      auto [it, fresh] = slot.emplace(s.service, out.size());
+      if (fresh) out.push_back({s.service, 0, 0});
+      out[it->second].critical_ns += s.self_ns;
+      ++out[it->second].spans_on_path;
+    }
+  std::stable_sort(out.begin(), out.end(), [&](const ServiceTime& a, const ServiceTime& b) {
+    if (a.critical_ns != b.critical_ns) return a.critical_ns > b.critical_ns;
+    return names_[a.service] < names_[b.service];
   });
   return out;
 }

@@ -12,6 +12,9 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "importers/otel/spans.hpp"
@@ -40,7 +43,9 @@ struct CriticalPath {
 // One critical path per trace id, in order of the traces' first span in the file: the
 // concatenated paths of its roots. Ties between children ending together go to the one
 // that started first.
-std::vector<CriticalPath> critical_paths(const SpanSet& set);
+// `tree_parent`, if given, receives each span's parent in the tree (kNoSpan for roots).
+std::vector<CriticalPath> critical_paths(const SpanSet& set,
+                                         std::vector<uint32_t>* tree_parent = nullptr);
 
 struct ServiceTime {
   uint32_t service;  // interned service name
@@ -50,5 +55,75 @@ struct ServiceTime {
 // Critical time per service over all paths, most critical first.
 std::vector<ServiceTime> critical_time_by_service(const SpanSet& set,
                                                   const std::vector<CriticalPath>& paths);
+
+// ---------------------------------------------------------------------------------------
+// Paths kept once their spans are gone: traces are imported one at a time (streaming,
+// otel_importer.hpp) and only these compact results stay for the outputs.
+
+// The results of one unit of import (a Jaeger trace entry, a whole file), with the unit's
+// own names; built by summarize_paths on a worker thread, merged in file order.
+struct UnitPaths {
+  struct Step {
+    uint32_t service, operation;  // into names
+    uint32_t context;             // calling context (into contexts), kNoSpan if not asked for
+    uint32_t id_begin, id_len;    // span id in ids
+    int64_t start_ns, end_ns, self_ns;
+  };
+  struct TracePaths {
+    uint32_t id_begin, id_len;  // trace id in ids
+    int64_t duration_ns, start_ns;
+    uint32_t spans, clipped, dropped, roots, nonblocking;
+    uint32_t steps_begin, steps_end;  // into steps
+  };
+  struct Context {
+    uint32_t parent;  // kNoSpan at a root
+    uint32_t service, operation;
+  };
+  std::vector<std::string> names;
+  std::string ids;
+  std::vector<Step> steps;
+  std::vector<TracePaths> traces;
+  std::vector<Context> contexts;  // parents before children
+};
+// `contexts`: also the calling context of every step (its chain of tree ancestors,
+// service:operation frames), for the folded stacks.
+UnitPaths summarize_paths(const SpanSet& set, const std::vector<CriticalPath>& paths,
+                          const std::vector<uint32_t>& tree_parent, bool contexts);
+
+// All traces' paths, in file order, with names interned once.
+class PathCollection {
+ public:
+  using Step = UnitPaths::Step;  // service, operation, context: global ids here
+  struct TracePaths {
+    std::string ids;  // the trace id, then the steps' span ids
+    uint32_t id_len;
+    int64_t duration_ns, start_ns;
+    uint32_t spans, clipped, dropped, roots, nonblocking;
+    std::vector<Step> path;
+    std::string_view trace_id() const { return std::string_view(ids).substr(0, id_len); }
+    std::string_view span_id(const Step& s) const {
+      return std::string_view(ids).substr(s.id_begin, s.id_len);
+    }
+  };
+  void add(const UnitPaths& unit);
+  const std::string& name(uint32_t id) const { return names_[id]; }
+  const std::vector<TracePaths>& traces() const { return traces_; }
+  const std::vector<UnitPaths::Context>& contexts() const { return contexts_; }
+  uint64_t total_spans() const { return total_spans_; }
+  uint64_t repeated_trace_ids() const { return repeated_; }
+  // Critical time per service over all paths, most critical first (then by name).
+  std::vector<ServiceTime> by_service() const;
+
+ private:
+  uint32_t intern(const std::string& s);
+  std::vector<std::string> names_;
+  std::unordered_map<std::string, uint32_t> name_ids_;
+  std::unordered_map<std::string, uint32_t> trace_ids_;
+  std::unordered_map<uint64_t, uint32_t> frame_ids_;    // service << 32 | operation
+  std::unordered_map<uint64_t, uint32_t> context_ids_;  // (parent + 1) << 32 | frame
+  std::vector<UnitPaths::Context> contexts_;
+  std::vector<TracePaths> traces_;
+  uint64_t total_spans_ = 0, repeated_ = 0;
+};
 
 }  // namespace snailtrail::importers

@@ -3,7 +3,21 @@
 
 #include <simdjson.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <unordered_set>
 
 #include "importers/common/json_prefix.hpp"
 
@@ -311,6 +325,7 @@ class JaegerReader : public SpanReader {
           continue;
         const std::string_view key = std::string_view(k);
         std::string text;
+        if (key != "span.kind" && key != "thread.name" && key != "thread.id") continue;
         if (!json::scalar_text(v, text)) continue;
         if (key == "span.kind") s.kind = jaeger_kind(text);
         if (key == "thread.name") thread_name = text;
@@ -487,6 +502,698 @@ SpanSet read_spans(const std::string& path, std::string_view importer) {
                    "critical paths need a request trace (otlp or jaeger), but this is read by "
                    "the " +
                        std::string(name) + " importer");
+}
+
+}  // namespace snailtrail::importers
+
+// ---------------------------------------------------------------------------------------
+// Streaming
+
+namespace snailtrail::importers {
+namespace {
+
+// Diagnostics summed over units come out in the order one whole-file import counts them.
+size_t diagnostic_rank(std::string_view key) {
+  static constexpr std::array<std::string_view, 7> kOrder = {
+      "truncated_file",     "truncated_last_line", "spans_without_process", "negative_durations",
+      "duplicate_span_ids", "orphan_spans",        "parent_cycles"};
+  const std::string_view k = key.substr(key.find('.') + 1);
+  for (size_t i = 0; i < kOrder.size(); ++i)
+    if (k == kOrder[i]) return i;
+  return kOrder.size();
+}
+
+// Units of work handed to worker threads through a bounded queue (at most two units per
+// thread wait), so memory holds the units in flight, not the file.
+class UnitWorkers {
+ public:
+  struct Job {
+    size_t index = 0;
+    uint64_t byte = 0;
+    std::string where;
+    // The unit is bytes[off, off + len), followed by simdjson::SIMDJSON_PADDING readable bytes.
+    std::string bytes;
+    size_t off = 0, len = 0;
+    std::string_view text() const { return std::string_view(bytes).substr(off, len); }
+    bool cut = false;  // the file ends inside this unit
+    SpanSet set;       // OTLP: the trace, already read
+  };
+  using Work = std::function<void(Job&, dom::parser&)>;
+
+  UnitWorkers(unsigned threads, Work work) : work_(std::move(work)) {
+    if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+    capacity_ = 2 * threads;
+    if (threads > 1)
+      for (unsigned t = 0; t < threads; ++t) threads_.emplace_back([this] { loop(); });
+  }
+  ~UnitWorkers() { finish(); }
+
+  void push(Job&& job) {
+    if (threads_.empty()) {
+      run(job, inline_parser_);
+      rethrow();
+      return;
+    }
+    std::unique_lock lock(mutex_);
+    room_.wait(lock, [&] { return queue_.size() < capacity_ || failed_; });
+    if (failed_) {
+      lock.unlock();
+      finish();
+      rethrow();
+    }
+    queue_.push_back(std::move(job));
+    ready_.notify_one();
+  }
+
+  void finish() {
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    ready_.notify_all();
+    for (std::thread& t : threads_) t.join();
+    threads_.clear();
+  }
+  void rethrow() {
+    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+  }
+
+ private:
+  void run(Job& job, dom::parser& parser) {
+    try {
+      work_(job, parser);
+    } catch (...) {
+      std::lock_guard lock(mutex_);
+      if (!error_) error_ = std::current_exception();
+      failed_ = true;
+      room_.notify_all();
+    }
+  }
+  void loop() {
+    dom::parser parser;
+    for (;;) {
+      Job job;
+      {
+        std::unique_lock lock(mutex_);
+        ready_.wait(lock, [&] { return !queue_.empty() || done_; });
+        if (queue_.empty()) return;
+        job = std::move(queue_.front());
+        queue_.pop_front();
+        room_.notify_one();
+      }
+      if (!failed_) run(job, parser);
+    }
+  }
+
+  Work work_;
+  size_t capacity_ = 2;
+  std::vector<std::thread> threads_;
+  dom::parser inline_parser_;
+  std::mutex mutex_;
+  std::condition_variable ready_, room_;
+  std::deque<Job> queue_;
+  bool done_ = false;
+  std::atomic<bool> failed_ = false;
+  std::exception_ptr error_;
+};
+
+// Reads a file or stdin in chunks, appending to a buffer.
+class ChunkReader {
+ public:
+  explicit ChunkReader(const std::string& path) : stdin_(path == "-") {
+    fd_ = stdin_ ? STDIN_FILENO : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) throw TraceError(path, "cannot open", std::strerror(errno));
+    source_ = stdin_ ? "<stdin>" : path;
+  }
+  ~ChunkReader() {
+    if (!stdin_ && fd_ >= 0) ::close(fd_);
+  }
+  ChunkReader(const ChunkReader&) = delete;
+  // Bytes left to read in a regular file (0 if unknown).
+  size_t remaining() const {
+    struct stat st {};
+    if (stdin_ || ::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
+    const off_t at = ::lseek(fd_, 0, SEEK_CUR);
+    return at >= 0 && st.st_size > at ? static_cast<size_t>(st.st_size - at) : 0;
+  }
+  ChunkReader& operator=(const ChunkReader&) = delete;
+  // Appends up to `chunk` bytes; 0 at the end.
+  size_t append(std::string& buf, size_t chunk) {
+    const size_t at = buf.size();
+    buf.resize(at + chunk);
+    for (;;) {
+      const ssize_t n = ::read(fd_, buf.data() + at, chunk);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        buf.resize(at);
+        throw TraceError(source_, "cannot read", std::strerror(errno));
+      }
+      buf.resize(at + static_cast<size_t>(n));
+      return static_cast<size_t>(n);
+    }
+  }
+  const std::string& source() const { return source_; }
+
+ private:
+  bool stdin_;
+  int fd_ = -1;
+  std::string source_;
+};
+
+size_t kChunk = size_t(1) << 22;  // stream_chunk_bytes
+
+// The scans below look at every byte, eight at a time: the first byte of a word that
+// is a quote or backslash (in strings), or a quote or bracket (inside a unit).
+constexpr uint64_t kOnes = 0x0101010101010101ull, kHighs = 0x8080808080808080ull;
+inline uint64_t zero_bytes(uint64_t v) {
+  return (v - kOnes) & ~v & kHighs;
+}  // first is exact
+inline uint64_t load8(const char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+// Bytes that are '"' or '\\'.
+inline uint64_t string_stops(uint64_t v) {
+  return zero_bytes(v ^ (kOnes * '"')) | zero_bytes(v ^ (kOnes * '\\'));
+}
+// Bytes that are '"', '{', '}', '[' or ']' ('[' and ']' are '{' and '}' without 0x20).
+inline uint64_t structural_stops(uint64_t v) {
+  const uint64_t lower = v | (kOnes * 0x20);
+  return zero_bytes(v ^ (kOnes * '"')) | zero_bytes(lower ^ (kOnes * '{')) |
+         zero_bytes(lower ^ (kOnes * '}'));
+}
+template <typename Stops, typename IsStop>
+inline const char* find_stop(const char* p, const char* end, Stops stops, IsStop is_stop) {
+  for (; end - p >= 8; p += 8)
+    if (const uint64_t m = stops(load8(p))) return p + (__builtin_ctzll(m) >> 3);
+  while (p < end && !is_stop(*p)) ++p;
+  return p;
+}
+// The closing quote of a string whose content starts at p, or end if it is not in
+// [p, end); `escaped`: the previous chunk ended with a backslash (kept across calls).
+const char* string_end(const char* p, const char* end, bool& escaped) {
+  if (escaped) {
+    if (p == end) return end;
+    ++p;
+    escaped = false;
+  }
+  for (;;) {
+    p = find_stop(p, end, string_stops, [](char c) { return c == '"' || c == '\\'; });
+    if (p == end || *p == '"') return p;
+    if (p + 1 == end) {  // a backslash ends the chunk
+      escaped = true;
+      return end;
+    }
+    p += 2;
+  }
+}
+const char* skip_plain(const char* p, const char* end) {
+  return find_stop(p, end, structural_stops,
+                   [](char c) { return c == '"' || c == '{' || c == '}' || c == '[' || c == ']'; });
+}
+
+// Collects what the units report: summed diagnostics, skipped units.
+struct StreamSink {
+  std::mutex mutex;
+  std::vector<std::pair<std::string, uint64_t>> diagnostics;
+  std::vector<SpanStream::Skipped> skipped;
+  std::vector<size_t> skipped_index;
+  void add(const std::vector<std::pair<std::string, uint64_t>>& d) {
+    std::lock_guard lock(mutex);
+    for (const auto& [key, n] : d) {
+      auto it = std::find_if(diagnostics.begin(), diagnostics.end(),
+                             [&](const auto& e) { return e.first == key; });
+      if (it == diagnostics.end())
+        diagnostics.emplace_back(key, n);
+      else
+        it->second += n;
+    }
+  }
+  void skip(size_t index, std::string where, uint64_t byte, std::string error) {
+    std::lock_guard lock(mutex);
+    skipped.push_back({std::move(where), byte, std::move(error)});
+    skipped_index.push_back(index);
+  }
+  void finish(SpanStream& out) {
+    std::stable_sort(diagnostics.begin(), diagnostics.end(), [](const auto& a, const auto& b) {
+      return diagnostic_rank(a.first) < diagnostic_rank(b.first);
+    });
+    std::vector<size_t> order(skipped.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(),
+              [&](size_t a, size_t b) { return skipped_index[a] < skipped_index[b]; });
+    for (size_t i : order) out.skipped.push_back(std::move(skipped[i]));
+    if (!out.skipped.empty())
+      diagnostics.emplace_back(out.format + ".skipped_traces", out.skipped.size());
+    out.diagnostics = std::move(diagnostics);
+  }
+};
+
+// Jaeger: the elements of the top-level "data" array, found by a scan that follows
+// strings and brackets only; each is parsed on its own. A file of another shape (one
+// trace object, "data" not an array, not an object at the top) is read whole, as
+// parse_jaeger does.
+void stream_jaeger(const std::string& path, unsigned threads, const SpanUnitFn& fn,
+                   SpanStream& out) {
+  ChunkReader reader(path);
+  const std::string& source = reader.source();
+  out.source = source;
+  out.format = "jaeger";
+  StreamSink sink;
+  UnitWorkers workers(threads, [&](UnitWorkers::Job& job, dom::parser& parser) {
+    SpanSet set;
+    try {
+      if (job.cut) {
+        // The file ends inside this trace: its complete spans, as parse_jaeger keeps them.
+        std::string text = "{\"data\": [";
+        text.append(job.text());
+        set = parse_jaeger(text, source);
+      } else {
+        dom::element root;
+        if (auto err = parser.parse(job.bytes.data() + job.off, job.len, false).get(root)) {
+          const std::string_view text = job.text();
+          sink.skip(job.index, job.where, job.byte,
+                    source + ": byte " + std::to_string(job.byte + json::error_offset(text)) +
+                        ": invalid JSON: " + simdjson::error_message(err));
+          return;
+        }
+        JaegerReader r(source, "jaeger");
+        r.trace(root, job.where);
+        set = r.done();
+      }
+    } catch (const TraceError& e) {
+      sink.skip(job.index, job.where, job.byte, e.what());
+      return;
+    }
+    fn(job.index, set);
+    sink.add(set.diagnostics);
+  });
+
+  std::string buf;
+  size_t pos = 0;     // scan position in buf
+  uint64_t base = 0;  // file offset of buf[0]
+  enum class Mode { prefix, data, after, whole } mode = Mode::prefix;
+  std::array<char, 3> open{};  // bracket kinds at depths 0..2
+  int depth = 0;
+  bool in_string = false, escaped = false, eof = false, bad_element = false;
+  size_t string_start = 0;
+  std::string last_string;  // prefix mode: the last string at depth 1 (a key)
+  size_t unit_start = std::string::npos, index = 0;
+  auto fail = [&](size_t at, const char* what) {
+    throw TraceError(source, "byte " + std::to_string(base + at),
+                     std::string("invalid JSON: ") + what);
+  };
+  for (;;) {
+    if (pos == buf.size()) {
+      if (eof) break;
+      if (mode == Mode::data || mode == Mode::after) {
+        const size_t keep = unit_start != std::string::npos ? unit_start : pos;
+        buf.erase(0, keep);
+        base += keep;
+        pos -= keep;
+        if (unit_start != std::string::npos) unit_start = 0;
+      }
+      // A trace larger than a few chunks: room for the rest of the file at once, so that
+      // growing the buffer never holds two copies (pages not read into cost nothing).
+      if (buf.size() >= 16 * kChunk && buf.size() + kChunk > buf.capacity())
+        buf.reserve(buf.size() + reader.remaining() + kChunk + simdjson::SIMDJSON_PADDING);
+      if (reader.append(buf, kChunk) == 0) eof = true;
+      continue;
+    }
+    const char* p = buf.data() + pos;
+    const char* const end = buf.data() + buf.size();
+    if (in_string) {
+      p = string_end(p, end, escaped);
+      pos = static_cast<size_t>(p - buf.data());
+      if (p == end) continue;
+      in_string = false;
+      if (mode == Mode::prefix && depth == 1)
+        last_string.assign(buf, string_start, pos - string_start);
+      ++pos;
+      continue;
+    }
+    if (depth >= 3) {
+      // Inside a trace, its brackets and strings only, in a tight loop up to the bracket
+      // that brings the depth back to 3 (handled below).
+      while (p < end) {
+        p = skip_plain(p, end);
+        if (p == end) break;
+        const char x = *p;
+        if (x == '"') {
+          p = string_end(p + 1, end, escaped);
+          if (p == end) {
+            in_string = true;
+            break;
+          }
+          ++p;
+        } else if (x == '{' || x == '[') {
+          ++depth;
+          ++p;
+        } else if (depth > 3) {
+          --depth;
+          ++p;
+        } else {
+          break;  // closes a member of the trace object at depth 3, or the trace itself
+        }
+      }
+      pos = static_cast<size_t>(p - buf.data());
+      if (p == end) continue;
+    }
+    const char c = *p;
+    switch (c) {
+      case ' ':
+      case '\t':
+      case '\r':
+      case '\n':
+        break;
+      case '"':
+        in_string = true;
+        string_start = pos + 1;
+        if (mode == Mode::data && depth == 2 && unit_start == std::string::npos) bad_element = true;
+        break;
+      case '{':
+      case '[':
+        if (depth == 0 && mode == Mode::prefix && c != '{') mode = Mode::whole;
+        if (mode == Mode::prefix && depth == 1 && c == '[' && last_string == "data") {
+          mode = Mode::data;
+          last_string.clear();
+        } else if (mode == Mode::data && depth == 2 && unit_start == std::string::npos) {
+          if (c == '{')
+            unit_start = pos;
+          else
+            bad_element = true;
+        }
+        if (depth < 3) open[static_cast<size_t>(depth)] = c;
+        ++depth;
+        break;
+      case '}':
+      case ']':
+        if (depth == 0) fail(pos, "unbalanced closing bracket");
+        --depth;
+        if (depth < 3 && open[static_cast<size_t>(depth)] != (c == '}' ? '{' : '['))
+          fail(pos, "mismatched closing bracket");
+        if (mode == Mode::data && depth == 2 && unit_start != std::string::npos) {
+          UnitWorkers::Job job;
+          job.index = index++;
+          job.byte = base + unit_start;
+          job.where = "data[" + std::to_string(job.index) + "]";
+          job.len = pos + 1 - unit_start;
+          if (job.len < 4 * kChunk) {
+            job.bytes.reserve(job.len + simdjson::SIMDJSON_PADDING);
+            job.bytes.assign(buf, unit_start, job.len);
+          } else {
+            // A large trace is not copied: the buffer goes with it, the rest stays.
+            std::string rest(buf, pos + 1);
+            job.bytes = std::move(buf);
+            job.bytes.resize(pos + 1);
+            job.off = unit_start;
+            buf = std::move(rest);
+            base += pos + 1;
+            pos = static_cast<size_t>(-1);  // ++pos below: 0
+          }
+          job.bytes.append(simdjson::SIMDJSON_PADDING, ' ');
+          unit_start = std::string::npos;
+          workers.push(std::move(job));
+        } else if (mode == Mode::data && depth == 1) {
+          if (bad_element) {
+            sink.skip(index, "data[" + std::to_string(index) + "]", base + pos,
+                      source + ": data[" + std::to_string(index) + "]: must be an object");
+            ++index;
+            bad_element = false;
+          }
+          mode = Mode::after;
+        }
+        break;
+      case ',':
+        if (mode == Mode::data && depth == 2 && bad_element) {
+          sink.skip(index, "data[" + std::to_string(index) + "]", base + pos,
+                    source + ": data[" + std::to_string(index) + "]: must be an object");
+          ++index;
+          bad_element = false;
+        }
+        break;
+      default:
+        if (depth == 0) {
+          if (mode == Mode::prefix && (c == '\xEF' || c == '\xBB' || c == '\xBF')) break;  // BOM
+          if (mode == Mode::prefix) mode = Mode::whole;
+          if (mode == Mode::after) fail(pos, "text after the document");
+        }
+        if (mode == Mode::data && depth == 2 && unit_start == std::string::npos) bad_element = true;
+        break;
+    }
+    if (mode == Mode::whole) break;
+    if (depth == 0 && mode == Mode::prefix && (c == '}' || c == ']')) {
+      mode = Mode::whole;  // a document without a "data" array
+      break;
+    }
+    ++pos;
+  }
+  if (mode == Mode::prefix || mode == Mode::whole) {
+    // Not a stream of traces: the whole file at once (an error is the file's).
+    workers.finish();
+    while (reader.append(buf, kChunk) > 0) {
+    }
+    SpanSet set = parse_jaeger(buf, source);
+    fn(0, set);
+    out.units = 1;
+    out.diagnostics = set.diagnostics;
+    return;
+  }
+  if (depth > 0) {
+    if (unit_start != std::string::npos) {
+      UnitWorkers::Job job;
+      job.index = index++;
+      job.byte = base + unit_start;
+      job.where = "data[" + std::to_string(job.index) + "]";
+      job.len = buf.size() - unit_start;
+      job.bytes.assign(buf, unit_start, job.len);
+      job.cut = true;
+      workers.push(std::move(job));
+    } else {
+      sink.add({{"jaeger.truncated_file", 1}});
+    }
+  }
+  workers.finish();
+  workers.rethrow();
+  out.units = index;
+  sink.finish(out);
+}
+
+// OTLP: top-level documents (one request per line, or one request over the whole file),
+// each parsed on its own; their spans are gathered per trace id, and a trace is complete
+// once `gap` documents have followed its last span (or at the end of the file).
+void stream_otlp(const std::string& path, unsigned threads, size_t gap, const SpanUnitFn& fn,
+                 SpanStream& out) {
+  ChunkReader reader(path);
+  const std::string& source = reader.source();
+  out.source = source;
+  out.format = "otlp";
+  StreamSink sink;
+  UnitWorkers workers(threads, [&](UnitWorkers::Job& job, dom::parser&) {
+    fn(job.index, job.set);
+    sink.add(job.set.diagnostics);
+  });
+  struct Pending {
+    SpanSet set;
+    size_t index = 0, last_doc = 0;
+  };
+  std::unordered_map<std::string, Pending> pending;
+  std::unordered_set<std::string> closed;
+  size_t next_index = 0, docs = 0;
+  uint64_t negative = 0, cut_traces = 0;
+  auto close = [&](Pending& p) {
+    resolve_spans(p.set);
+    UnitWorkers::Job job;
+    job.index = p.index;
+    job.set = std::move(p.set);
+    workers.push(std::move(job));
+  };
+  auto take = [&](const SpanSet& from) {
+    for (const Span& s : from.spans) {
+      const std::string& trace = from.str(s.trace);
+      auto it = pending.find(trace);
+      if (it == pending.end()) {
+        if (closed.count(trace)) ++cut_traces;  // a later piece of a trace already computed
+        it = pending.emplace(trace, Pending{}).first;
+        it->second.index = next_index++;
+        it->second.set.source = source;
+        it->second.set.format = "otlp";
+      }
+      Pending& p = it->second;
+      p.last_doc = docs;
+      SpanSet& to = p.set;
+      auto id = [&](uint32_t x) { return to.strings.id(from.str(x)); };
+      Span t = s;
+      t.trace = id(s.trace);
+      t.id = id(s.id);
+      t.service = id(s.service);
+      t.operation = id(s.operation);
+      if (s.thread != kNoSpan) t.thread = id(s.thread);
+      t.refs_begin = static_cast<uint32_t>(to.refs.size());
+      for (uint32_t r = s.refs_begin; r < s.refs_end; ++r)
+        to.refs.push_back(
+            {id(from.refs[r].trace), id(from.refs[r].span_id), from.refs[r].child_of});
+      t.refs_end = static_cast<uint32_t>(to.refs.size());
+      to.spans.push_back(t);
+    }
+  };
+  auto close_quiet = [&] {
+    for (auto it = pending.begin(); it != pending.end();) {
+      if (docs - it->second.last_doc > gap) {
+        close(it->second);
+        closed.insert(it->first);
+        it = pending.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  };
+  dom::parser parser;
+  auto document = [&](std::string_view text, uint64_t byte) {
+    const std::string where = docs == 0 ? "" : "document " + std::to_string(docs + 1) + ": ";
+    const std::string name = "document " + std::to_string(docs + 1);
+    simdjson::padded_string padded(text);
+    dom::element root;
+    if (auto err = parser.parse(padded).get(root)) {
+      sink.skip(docs, name, byte,
+                source + ": byte " + std::to_string(byte + json::error_offset(text)) +
+                    ": invalid JSON: " + simdjson::error_message(err));
+    } else {
+      try {
+        OtlpReader r(source, "otlp");
+        r.document(root, where);
+        negative += r.negative_;
+        take(r.set_);
+      } catch (const TraceError& e) {
+        sink.skip(docs, name, byte, e.what());
+      }
+    }
+    ++docs;
+    close_quiet();
+  };
+
+  std::string buf;
+  size_t pos = 0, doc_start = std::string::npos;
+  uint64_t base = 0;
+  int depth = 0;
+  bool in_string = false, escaped = false, eof = false, scalar = false;
+  for (;;) {
+    if (pos == buf.size()) {
+      if (eof) break;
+      if (docs > 0) {  // before the first document ends, all is kept (see the end)
+        const size_t keep = doc_start != std::string::npos ? doc_start : pos;
+        buf.erase(0, keep);
+        base += keep;
+        pos -= keep;
+        if (doc_start != std::string::npos) doc_start = 0;
+      }
+      if (reader.append(buf, kChunk) == 0) eof = true;
+      continue;
+    }
+    if (in_string) {
+      const char* q = string_end(buf.data() + pos, buf.data() + buf.size(), escaped);
+      pos = static_cast<size_t>(q - buf.data());
+      if (pos < buf.size()) {
+        in_string = false;
+        ++pos;
+      }
+      continue;
+    }
+    if (depth > 0 && !scalar) {
+      pos = static_cast<size_t>(skip_plain(buf.data() + pos, buf.data() + buf.size()) - buf.data());
+      if (pos == buf.size()) continue;
+    }
+    const char c = buf[pos];
+    if (doc_start == std::string::npos) {
+      if (c == ' ' || c == '\t' || c == '\r' || c == '\n' ||
+          (docs == 0 && (c == '\xEF' || c == '\xBB' || c == '\xBF'))) {
+        ++pos;
+        continue;
+      }
+      doc_start = pos;
+      scalar = c != '{' && c != '[';
+    }
+    if (scalar) {  // not a request: up to the end of its line, reported as it fails to parse
+      if (c == '\n') {
+        document(std::string_view(buf).substr(doc_start, pos - doc_start), base + doc_start);
+        doc_start = std::string::npos;
+      }
+      ++pos;
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      if (--depth == 0) {
+        document(std::string_view(buf).substr(doc_start, pos + 1 - doc_start), base + doc_start);
+        doc_start = std::string::npos;
+      }
+    }
+    ++pos;
+  }
+  if (docs == 0) {
+    // No complete document: the whole file as parse_otlp reads it (a single request cut
+    // short, or the error of a file that is not OTLP).
+    workers.finish();
+    SpanSet set = parse_otlp(buf, source);
+    fn(0, set);
+    out.units = 1;
+    out.diagnostics = set.diagnostics;
+    return;
+  }
+  if (doc_start != std::string::npos) {
+    // The last request cut short: dropped if it is one line (the collector appending),
+    // else reported.
+    const std::string_view rest = std::string_view(buf).substr(doc_start);
+    const size_t last = rest.find_last_not_of(" \t\r\n");
+    if (rest.substr(0, last).find('\n') == std::string_view::npos && json::ends_inside_value(rest))
+      sink.add({{"otlp.truncated_last_line", 1}});
+    else
+      document(rest, base + doc_start);
+  }
+  std::vector<Pending*> left;
+  for (auto& [trace, p] : pending) left.push_back(&p);
+  std::sort(left.begin(), left.end(),
+            [](const Pending* a, const Pending* b) { return a->index < b->index; });
+  for (Pending* p : left) close(*p);
+  pending.clear();
+  workers.finish();
+  workers.rethrow();
+  if (negative) sink.add({{"otlp.negative_durations", negative}});
+  if (cut_traces) sink.add({{"otlp.cut_traces", cut_traces}});
+  out.units = next_index;
+  sink.finish(out);
+}
+}  // namespace
+
+void set_stream_chunk_bytes(size_t bytes) {
+  kChunk = std::max<size_t>(bytes, 1);
+}
+
+SpanStream stream_spans(const std::string& path, std::string_view importer, unsigned threads,
+                        const SpanUnitFn& fn, size_t trace_gap) {
+  std::string_view name = importer;
+  if (name == "auto") name = detect_importer(path).name;
+  SpanStream out;
+  if (name == "jaeger") {
+    stream_jaeger(path, threads, fn, out);
+    return out;
+  }
+  if (name == "otlp") {
+    stream_otlp(path, threads, std::max<size_t>(trace_gap, 1), fn, out);
+    return out;
+  }
+  // The errors of other formats, as read_spans gives them.
+  SpanSet set = read_spans(path, name);
+  out.source = set.source;
+  out.format = set.format;
+  fn(0, set);
+  out.units = 1;
+  out.diagnostics = set.diagnostics;
+  return out;
 }
 
 }  // namespace snailtrail::importers

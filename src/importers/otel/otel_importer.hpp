@@ -1,8 +1,11 @@
 // OpenTelemetry OTLP/JSON and Jaeger JSON importers (docs/IMPORTERS.md, "Spans").
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "importers/importer.hpp"
 #include "importers/otel/spans.hpp"
@@ -23,5 +26,33 @@ Trace read_jaeger(const std::string& path, const ImportOptions& options);
 // The resolved spans of a file in either format ("auto" detects it). Throws TraceError if
 // the file is not a span trace.
 SpanSet read_spans(const std::string& path, std::string_view importer = "auto");
+
+// Streaming import (docs/IMPORTERS.md, "Streaming"): the file is read in chunks and cut
+// into units, each a SpanSet of its own: a Jaeger export's `data` entries one by one (a
+// file of another shape is one unit); OTLP's traces, gathered over the requests. `fn(unit, set)` is
+// called for every unit, from `threads` worker threads (0: one per core; 1: the calling thread),
+// units in any order; `unit` numbers them in file order. Memory: the units being worked on, not the
+// file. A unit that does not parse or is invalid is skipped and listed in `skipped` (the
+// others are still computed); an error outside any unit throws TraceError.
+struct SpanStream {
+  std::string source, format;
+  std::vector<std::pair<std::string, uint64_t>> diagnostics;  // summed over the units
+  struct Skipped {
+    std::string where;  // "data[12]"
+    uint64_t byte;      // offset of the unit in the file
+    std::string error;
+  };
+  std::vector<Skipped> skipped;  // in file order
+  size_t units = 0;
+};
+using SpanUnitFn = std::function<void(size_t unit, const SpanSet& set)>;
+// OTLP: a trace is complete once `trace_gap` documents (requests, lines of the
+// collector's file) have followed its last span; a span of it arriving later starts a
+// new piece, computed as a trace of its own and counted (`otlp.cut_traces`).
+SpanStream stream_spans(const std::string& path, std::string_view importer, unsigned threads,
+                        const SpanUnitFn& fn, size_t trace_gap = 64);
+// The read chunk (default 4 MiB); a trace of 4 chunks or more is handed over with the
+// read buffer instead of being copied. For tests: not thread-safe.
+void set_stream_chunk_bytes(size_t bytes);
 
 }  // namespace snailtrail::importers
