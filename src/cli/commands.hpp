@@ -21,5 +21,6 @@ CommandRunner add_serve_command(CLI::App& app);
 CommandRunner add_send_command(CLI::App& app);
 CommandRunner add_report_command(CLI::App& app);
 CommandRunner add_run_command(CLI::App& app);
+CommandRunner add_flamegraph_command(CLI::App& app);
 
 }  // namespace snailtrail::cli

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
       cli::add_serve_command(app),   cli::add_send_command(app),
       cli::add_report_command(app),  cli::add_run_command(app),
   };
+  commands.push_back(cli::add_flamegraph_command(app));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

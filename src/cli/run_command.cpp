@@ -13,6 +13,7 @@
 #include "cli/commands.hpp"
 #include "cli/duration.hpp"
 #include "cli/output_file.hpp"
+#include "cli/profile_samples.hpp"
 #include "flow/jobs/jobs.hpp"
 #include "flow/mpi_transport.hpp"
 #include "flow/runtime.hpp"
@@ -38,6 +39,8 @@ struct RunArgs {
   bool verify = false;
   bool reference = false;
   bool quiet = false;
+  bool profile = false;
+  double profile_hz = 99;
 };
 
 double parse_rate(const std::string& text) {
@@ -221,6 +224,13 @@ int run(const RunArgs& a) {
       throw std::invalid_argument(std::string("--trace: ") + e.what());
     }
   }
+  std::unique_ptr<flow::profile::Profiler> profiler;  // --profile (docs/FLAME.md)
+  if (a.profile) {
+    if (a.trace.empty() || format_from_path(a.trace) != TraceFormat::snail)
+      throw std::invalid_argument("--profile needs --trace FILE.snail (the samples go into it)");
+    profiler = std::make_unique<flow::profile::Profiler>(a.profile_hz);
+    cfg.profiler = profiler.get();
+  }
   std::unique_ptr<OutputFile> check;  // fail on an unwritable path before running
   if (!a.stats_json.empty()) check = std::make_unique<OutputFile>(a.stats_json);
   check.reset();
@@ -302,6 +312,7 @@ int run(const RunArgs& a) {
     for (uint32_t i = 0; i < r.worker_names.size(); ++i) t.worker_names[i] = r.worker_names[i];
     for (uint32_t i = 0; i < r.operator_names.size(); ++i)
       t.operator_names[i] = r.operator_names[i];
+    if (profiler) attach_profile(profiler->finish(), t, a.quiet || !rank0);
     write_trace(t, trace_path);
   }
   if (!rank0) return 0;
@@ -362,6 +373,12 @@ CommandRunner add_run_command(CLI::App& app) {
   cmd->add_flag("--reference", a.reference,
                 "Run only the plain single-threaded loop at full speed (the COST baseline)");
   cmd->add_flag("--quiet,-q", a.quiet, "No statistics lines or summary on stderr");
+  cmd->add_flag("--profile", a.profile,
+                "Sample the workers' stacks (on-CPU every 1/--profile-hz s of a thread's CPU "
+                "time; off-CPU where a worker starts waiting) into the --trace .snail file, "
+                "for `snailtrail flamegraph` (docs/FLAME.md)");
+  cmd->add_option("--profile-hz", a.profile_hz, "On-CPU samples per second of CPU time, 1..10000")
+      ->capture_default_str();
   return [cmd, args]() { return *cmd ? run(*args) : -1; };
 }
 

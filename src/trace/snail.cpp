@@ -115,8 +115,10 @@ class SnailReader {
     }
     if (std::memcmp(p_, kMagic, sizeof(kMagic)) != 0)
       fail(0, "bad magic (not a .snail file; expected \"SNAILTRC\")");
-    if (const uint32_t version = load_u32(p_ + 8); version != kVersion)
-      fail(8, "unsupported version " + std::to_string(version) + " (expected 1)");
+    version_ = load_u32(p_ + 8);
+    if (version_ != kVersion && version_ != kVersionProfile)
+      fail(8, "unsupported version " + std::to_string(version_) +
+                  " (expected 1, or 2 with a profile)");
     if (const uint32_t reserved = load_u32(p_ + 12); reserved != 0)
       fail(12, "reserved header field must be 0, got " + std::to_string(reserved));
 
@@ -148,9 +150,12 @@ class SnailReader {
         case kBlockMetadata:
           read_metadata(off, h, trace);
           break;
+        case kBlockProfile:
+          read_profile(off, h, trace);
+          break;
         default:
           fail(off, "unknown block kind " + std::to_string(h.kind) +
-                        " (expected 1 = events or 2 = metadata)");
+                        " (expected 1 = events, 2 = metadata or 3 = profile)");
       }
       off = payload + h.stored_size;
     }
@@ -158,6 +163,15 @@ class SnailReader {
   }
 
  private:
+  // Profile blocks are kept as bytes (src/flame/profile_io.hpp decodes them).
+  void read_profile(size_t off, const BlockHeader& h, Trace& trace) {
+    if (version_ < kVersionProfile) fail(off, "profile block in a version 1 file");
+    if (h.codec != kCodecRaw)
+      fail(off, "profile block must use codec 0 (raw), got " + std::to_string(h.codec));
+    const char* b = reinterpret_cast<const char*>(p_ + off + kBlockHeaderSize);
+    trace.profile_blocks.push_back({off, h.count, std::string(b, h.stored_size)});
+  }
+
   [[noreturn]] void fail(size_t offset, const std::string& what) const {
     throw TraceError(source_, "byte " + std::to_string(offset), what);
   }
@@ -187,7 +201,7 @@ class SnailReader {
           return false;
         blocks.push_back({payload, h.count, total});
         total += h.count;
-      } else if (h.kind == kBlockMetadata) {
+      } else if (h.kind == kBlockMetadata || h.kind == kBlockProfile) {
         metadata.emplace_back(off, h);
       } else {
         return false;
@@ -229,7 +243,12 @@ class SnailReader {
       fail(rb.payload + bad.second * kRecordSize,
            "event record " + std::to_string(rb.first + bad.second) + ": " + describe_record(e));
     }
-    for (const auto& [moff, h] : metadata) read_metadata(moff, h, trace);
+    for (const auto& [moff, h] : metadata) {
+      if (h.kind == kBlockProfile)
+        read_profile(moff, h, trace);
+      else
+        read_metadata(moff, h, trace);
+    }
     for (unsigned t = 1; t < threads; ++t) census[0].merge(census[t]);
     trace.census = census[0].finish();
     return true;
@@ -422,6 +441,7 @@ class SnailReader {
   const uint8_t* p_;
   size_t n_;
   const std::string& source_;
+  uint32_t version_ = 0;
   std::unique_ptr<ZSTD_DCtx, DctxDeleter> dctx_;
   std::vector<uint8_t> scratch_;
 };
@@ -479,10 +499,17 @@ Trace parse_snail(std::span<const uint8_t> bytes, const std::string& source) {
 std::string to_snail(const Trace& trace, const SnailWriteOptions& options) {
   std::string out;
   out.append(kMagic, sizeof(kMagic));
-  store_u32(out, kVersion);
+  store_u32(out, trace.profile_blocks.empty() ? kVersion : kVersionProfile);
   store_u32(out, 0);
 
   append_metadata(out, trace);
+  for (const Trace::ProfileBlock& b : trace.profile_blocks) {
+    if (b.bytes.size() > kMaxBlockBytes)
+      throw TraceError(trace.source, "profile", "profile block over 16 MiB");
+    append_block_header(out, kBlockProfile, kCodecRaw, b.count,
+                        static_cast<uint32_t>(b.bytes.size()));
+    out += b.bytes;
+  }
 
   const size_t per_block = std::clamp<uint32_t>(options.events_per_block, 1, kMaxBlockEvents);
   const size_t total = trace.events.size();

@@ -125,7 +125,8 @@ void StreamDecoder::decode_snail(Trace& out) {
   };
   if (!header_seen_) {
     if (pending_.size() < kHeaderSize) return;
-    if (load_u32(pending_.data() + 8) != kVersion) return fail("unsupported .snail version");
+    if (const uint32_t v = load_u32(pending_.data() + 8); v != kVersion && v != kVersionProfile)
+      return fail("unsupported .snail version");
     if (load_u32(pending_.data() + 12) != 0) return fail("reserved header field is not 0");
     header_seen_ = true;
     pos = kHeaderSize;
@@ -141,7 +142,7 @@ void StreamDecoder::decode_snail(Trace& out) {
     const uint32_t kind = load_u32(h), codec = load_u32(h + 4), count = load_u32(h + 8),
                    stored = load_u32(h + 12);
     // Without a sane block header the framing is lost: stop.
-    if (kind != kBlockEvents && kind != kBlockMetadata)
+    if (kind != kBlockEvents && kind != kBlockMetadata && kind != kBlockProfile)
       return fail("unknown block kind " + std::to_string(kind));
     if (codec != kCodecRaw && codec != kCodecZstd)
       return fail("unknown codec " + std::to_string(codec));
@@ -154,6 +155,10 @@ void StreamDecoder::decode_snail(Trace& out) {
       return fail("raw block of " + std::to_string(count) + " records holds " +
                   std::to_string(stored) + " bytes");
     if (pending_.size() - pos < kBlockHeaderSize + stored) break;  // wait for the payload
+    if (kind == kBlockProfile) {  // stack samples are not analyzed live: skipped
+      pos += kBlockHeaderSize + stored;
+      continue;
+    }
     // Decode the block as a one-block .snail image with the full validation of the reader.
     image.assign(kMagic, kMagic + sizeof(kMagic));
     image.resize(kHeaderSize, 0);

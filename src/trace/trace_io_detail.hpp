@@ -15,11 +15,15 @@ namespace snailtrail::detail {
 namespace snail {
 inline constexpr char kMagic[8] = {'S', 'N', 'A', 'I', 'L', 'T', 'R', 'C'};
 inline constexpr uint32_t kVersion = 1;
+// Files with profile blocks (kind 3) are version 2, so that readers of version 1 refuse
+// them with "unsupported version" instead of failing on an unknown block kind.
+inline constexpr uint32_t kVersionProfile = 2;
 inline constexpr size_t kHeaderSize = 16;
 inline constexpr size_t kBlockHeaderSize = 16;
 inline constexpr size_t kRecordSize = sizeof(Event);
 inline constexpr uint32_t kBlockEvents = 1;
 inline constexpr uint32_t kBlockMetadata = 2;
+inline constexpr uint32_t kBlockProfile = 3;
 inline constexpr uint32_t kCodecRaw = 0;
 inline constexpr uint32_t kCodecZstd = 1;
 // Limits of one block (docs/FORMATS.md), which bound the memory a reader needs per block,
