@@ -13,6 +13,7 @@
 #include "flame/import.hpp"
 #include "flame/profile_io.hpp"
 #include "process_util.hpp"
+#include "trace/stream_decoder.hpp"
 #include "trace/trace_io.hpp"
 #include "trace_builder.hpp"
 
@@ -333,16 +334,17 @@ TEST(FlameCritical, WeightsPerWindow) {
   // 150 ns. [150, 300]: paths from the nodes at 150: A-D, A-msg-C; N = 2, edges A (50 ns
   // left), D and C (100 ns) each have CP 1/3: 50 ns each.
   SampleSet set;
-  add_sample(set, 0, 50);   // window 1, A: 150
-  add_sample(set, 0, 150);  // window 2, A: 50
-  add_sample(set, 0, 250);  // D: 50
-  add_sample(set, 1, 210);  // C: 25
-  add_sample(set, 1, 220);  // C: 25
-  add_sample(set, 1, 50);   // B: 0
+  add_sample(set, 0, 50);    // window 1, A: 150
+  add_sample(set, 0, 150);   // window 2, A: 50
+  add_sample(set, 0, 250);   // D: 50
+  add_sample(set, 1, 210);   // C: 25
+  add_sample(set, 1, 220);   // C: 25
+  add_sample(set, 1, 50);    // B: 0
+  set.samples[4].count = 3;  // 3 periods of CPU: C's 50 ns go 1:3 to the two samples
   AnalysisOptions o;
   o.windows.width_ns = 150;
   CriticalResult r = critical_weights(cp_trace(), set, o);
-  std::vector<double> expected = {150, 50, 50, 25, 25, 0};
+  std::vector<double> expected = {150, 50, 50, 12.5, 37.5, 0};
   for (size_t i = 0; i < expected.size(); ++i) EXPECT_NEAR(r.weight[i], expected[i], 1e-9) << i;
   EXPECT_EQ(r.windows, 2u);
   EXPECT_NEAR(r.timeline_critical_ns, 300, 1e-9);
@@ -478,6 +480,23 @@ TEST(FlameProfile, RoundTripsThroughSnailAsVersion2) {
   EXPECT_EQ(folded_of(split, Mode::mixed), folded_of(set, Mode::mixed));
   // A profile cannot go to JSONL.
   EXPECT_THROW(write_trace(back, "/tmp/never-written.jsonl"), TraceError);
+}
+
+TEST(FlameProfile, StreamsSkipTheProfile) {
+  Trace t = cp_trace();
+  samples_to_trace(profile_fixture(), t);
+  const std::string bytes = to_snail(t);
+  StreamDecoder d("tcp");
+  Trace out;
+  for (size_t pos = 0; pos < bytes.size(); pos += 7) {  // in pieces, as from a socket
+    const std::string piece = bytes.substr(pos, 7);
+    d.feed({reinterpret_cast<const uint8_t*>(piece.data()), piece.size()}, out);
+  }
+  d.finish(out);
+  EXPECT_FALSE(d.broken()) << d.broken_reason();
+  EXPECT_EQ(d.stats().bad_blocks, 0u);
+  EXPECT_EQ(out.events.size(), t.events.size());
+  EXPECT_TRUE(out.profile_blocks.empty());
 }
 
 TEST(FlameProfile, BadProfilesAreRefusedWithTheirOffset) {

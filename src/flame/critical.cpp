@@ -92,10 +92,13 @@ CriticalResult critical_weights(const Trace& trace, SampleSet& set,
       double crit = cp.has_paths() ? cp.timeline_cp[v] * cp_ns : 0.0;
       r.attributed_ns += crit;
       uint32_t global = snap.edge[v];
+      double periods = 0;  // a sample stands for `count` periods of CPU time
+      for (size_t k = a; k < b; ++k)
+        periods += static_cast<double>(set.samples[hits[k].second].count);
       for (size_t k = a; k < b; ++k) {
         uint32_t i = hits[k].second;
         StackSample& s = set.samples[i];
-        r.weight[i] = crit / static_cast<double>(b - a);
+        r.weight[i] = periods > 0 ? crit * static_cast<double>(s.count) / periods : 0.0;
         placed[i] = 1;
         if (s.op == kNoId && global != kNone && pag.edge_op[global] != kNone)
           s.op = pag.edge_op[global];

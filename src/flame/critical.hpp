@@ -13,8 +13,9 @@ namespace snailtrail::flame {
 struct CriticalResult {
   // Per sample of the set: ns of critical time it stands for. An edge e of a window
   // with CP_e carries CP_e x cp_ns (cp_ns: the time CP is spread over, the window's
-  // length without idle gaps) ns of critical time; it is split evenly over the on-CPU
-  // samples whose (worker, ts) fall in e: ts[v] <= ts < ts[v + 1]. Off-CPU samples, and
+  // length without idle gaps) ns of critical time; it is split over the on-CPU samples
+  // whose (worker, ts) fall in e (ts[v] <= ts < ts[v + 1]) in proportion to their counts
+  // (periods of CPU time). Off-CPU samples, and
   // samples without a worker or a time, weigh 0.
   std::vector<double> weight;
   double timeline_critical_ns = 0;  // sum of CP_e x cp_ns over all timeline edges

@@ -111,12 +111,11 @@ void drain(ThreadState* s) {
   const uint32_t h = s->head.load(std::memory_order_acquire);
   for (; t != h; ++t) {
     const RawSample& r = s->ring[t % kRing];
-    // Skip the handler's own frame and the signal trampoline (__restore_rt).
-    const int skip = std::min(r.n, 2);
+    // Every frame, the handler's own included: finish() cuts them by name.
     const uint32_t first = static_cast<uint32_t>(s->addrs.size());
-    s->addrs.insert(s->addrs.end(), r.pc + skip, r.pc + r.n);
+    s->addrs.insert(s->addrs.end(), r.pc, r.pc + r.n);
     s->taken.push_back({r.mono_ns - s->origin_ns, static_cast<uint64_t>(r.periods), false, 0xff,
-                        first, static_cast<uint32_t>(r.n - skip)});
+                        first, static_cast<uint32_t>(r.n)});
   }
   s->tail.store(t, std::memory_order_release);
 }
@@ -131,6 +130,13 @@ int masked_backtrace(void** pc, int max) {
   const int n = backtrace(pc, max);
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   return n;
+}
+
+bool is_sampler_frame(const std::string& f) {
+  return f.starts_with("snailtrail::flow::profile::") || f.starts_with("__tsan") ||
+         f.starts_with("__sanitizer") || f.starts_with("__asan") || f.starts_with("__ubsan") ||
+         f == "backtrace" || f == "__backtrace" || f.starts_with("backtrace@") ||
+         f == "__restore_rt" || f.find("::on_sigprof") != std::string::npos;
 }
 
 }  // namespace
@@ -204,12 +210,11 @@ void wait_begins(int64_t ts, uint8_t activity) {
 void wait_ends(int64_t ts) {
   ThreadState* s = tls_state;
   if (!s || s->wait_start < 0) return;
-  if (ts - s->wait_start >= 1000) {           // as the trace: waits under 1 us are not recorded
-    const int skip = std::min(s->wait_n, 1);  // wait_begins itself
+  if (ts - s->wait_start >= 1000) {  // as the trace: waits under 1 us are not recorded
     const uint32_t first = static_cast<uint32_t>(s->addrs.size());
-    s->addrs.insert(s->addrs.end(), s->wait_pc + skip, s->wait_pc + s->wait_n);
+    s->addrs.insert(s->addrs.end(), s->wait_pc, s->wait_pc + s->wait_n);
     s->taken.push_back({s->wait_start, static_cast<uint64_t>(ts - s->wait_start), true,
-                        s->wait_activity, first, static_cast<uint32_t>(s->wait_n - skip)});
+                        s->wait_activity, first, static_cast<uint32_t>(s->wait_n)});
   }
   s->wait_start = -1;
   drain(s);
@@ -261,6 +266,7 @@ Profile Profiler::finish() {
     by_addr.emplace(key, it->second);
     return it->second;
   };
+  std::vector<uint32_t> leaf_first;
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& t : threads_) {
     out.dropped += t->dropped.load();
@@ -271,11 +277,25 @@ Profile Profiler::finish() {
       s.activity = k.activity;
       s.ts = k.ts;
       s.count = k.count;
+      // Leaf first; cut the sampler's own frames: everything up to the signal trampoline
+      // (__restore_rt) among the first frames, then any frames of the sampler or of a
+      // sanitizer runtime (which may call the handler itself, e.g. TSan's deferred signals).
+      leaf_first.clear();
+      for (uint32_t i = 0; i < k.n; ++i)
+        leaf_first.push_back(frame_of(reinterpret_cast<uintptr_t>(t->addrs[k.first + i]), false));
+      uint32_t cut = 0;
+      // (The trampoline's address is its first byte, not a return address: looked up exactly.)
+      for (uint32_t i = 0; i < std::min<uint32_t>(k.n, 16); ++i)
+        if (out.frames[frame_of(reinterpret_cast<uintptr_t>(t->addrs[k.first + i]), true)] ==
+            "__restore_rt")
+          cut = i + 1;
+      while (cut < k.n && is_sampler_frame(out.frames[leaf_first[cut]])) ++cut;
+      // The interrupted instruction is exact, not a return address.
+      if (!k.off && cut < k.n)
+        leaf_first[cut] = frame_of(reinterpret_cast<uintptr_t>(t->addrs[k.first + cut]), true);
       s.first = static_cast<uint32_t>(out.stack.size());
-      s.depth = k.n;
-      for (uint32_t i = k.n; i-- > 0;)  // root first
-        out.stack.push_back(
-            frame_of(reinterpret_cast<uintptr_t>(t->addrs[k.first + i]), !k.off && i == 0));
+      s.depth = k.n - cut;
+      for (uint32_t i = k.n; i-- > cut;) out.stack.push_back(leaf_first[i]);  // root first
       out.samples.push_back(s);
     }
   }
