@@ -68,7 +68,13 @@ TEST(FlowProfile, HotFunctionOnTopAndWaitingCallOffCpu) {
   // 150 ms of CPU at 1000 Hz: about 150 periods (a loaded machine changes nothing: the
   // clock is the thread's own CPU time; the kernel fires CPU timers once a tick and the
   // overruns count the periods in between).
+#if defined(__SANITIZE_THREAD__)
+  // ThreadSanitizer defers signals to its next interceptor and merges pending ones, so
+  // periods get lost there; the stacks are still right.
+  EXPECT_GE(on, 30) << on;
+#else
   EXPECT_GE(on, 120) << on;
+#endif
   EXPECT_LE(on, 200) << on;
   std::string top;
   int top_n = 0;

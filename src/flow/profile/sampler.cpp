@@ -135,8 +135,9 @@ int masked_backtrace(void** pc, int max) {
 bool is_sampler_frame(const std::string& f) {
   return f.starts_with("snailtrail::flow::profile::") || f.starts_with("__tsan") ||
          f.starts_with("__sanitizer") || f.starts_with("__asan") || f.starts_with("__ubsan") ||
-         f == "backtrace" || f == "__backtrace" || f.starts_with("backtrace@") ||
-         f == "__restore_rt" || f.find("::on_sigprof") != std::string::npos;
+         f.starts_with("__interceptor_") || f.starts_with("___interceptor_") || f == "backtrace" ||
+         f == "__backtrace" || f.starts_with("backtrace@") || f == "__restore_rt" ||
+         f.find("::on_sigprof") != std::string::npos;
 }
 
 }  // namespace
