@@ -200,7 +200,7 @@ CommandRunner add_flamegraph_command(CLI::App& app) {
       "Flame graphs of stack samples per operator: on-CPU, off-CPU, mixed, or weighted by "
       "critical participation (code on the critical path)");
   cmd->add_option("INPUT", a->input,
-                  "Samples: a trace written by `run --profile` (.snail/.jsonl), `perf script` "
+                  "Samples: a trace written by `run --profile` (.snail), `perf script` "
                   "output, or folded stacks ('a;b;c 12')")
       ->required();
   cmd->add_option("--trace", a->trace,

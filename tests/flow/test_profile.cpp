@@ -73,7 +73,9 @@ TEST(FlowProfile, HotFunctionOnTopAndWaitingCallOffCpu) {
   // periods get lost there; the stacks are still right.
   EXPECT_GE(on, 30) << on;
 #else
-  EXPECT_GE(on, 120) << on;
+  // Seen: >= 120 in three runs alone, 117 beside a parallel test run at load 18 (periods lost
+  // when the thread is descheduled with a signal pending).
+  EXPECT_GE(on, 90) << on;
 #endif
   EXPECT_LE(on, 200) << on;
   std::string top;
@@ -112,25 +114,27 @@ TEST(FlowProfile, ProfiledJobSamplesEveryWorker) {
   Profile p = prof.finish();
   int64_t last = 0;
   for (const Event& e : r.events) last = std::max(last, e.ts);
-  uint64_t per_worker[2] = {0, 0}, off = 0;
+  uint64_t per_worker[2] = {0, 0}, off[2] = {0, 0};
   for (const Profile::Sample& s : p.samples) {
     ASSERT_LT(s.worker, 2u);
     EXPECT_GE(s.ts, 0);
     EXPECT_LE(s.ts, last + 50'000'000);
     if (s.off_cpu) {
-      ++off;
+      ++off[s.worker];
       EXPECT_GE(s.count, 1000u);
       EXPECT_TRUE(s.activity == 6 || s.activity == 9) << int(s.activity);  // input, waiting
     } else {
       per_worker[s.worker] += s.count;
     }
   }
-  EXPECT_GT(per_worker[0], 0u);  // as much CPU as a loaded machine gave them
-  EXPECT_GT(per_worker[1], 0u);
+  // On-CPU samples as the kernel's tick catches the workers running (under the load of a
+  // parallel test run one of them may get none); every worker waits at some point.
+  EXPECT_GT(per_worker[0] + per_worker[1], 0u);
+  EXPECT_GT(off[0], 0u);
+  EXPECT_GT(off[1], 0u);
   bool runtime_frames = false;
   for (const std::string& f : p.frames) runtime_frames |= f.find("snailtrail::flow::") == 0;
   EXPECT_TRUE(runtime_frames);
-  (void)off;
 }
 
 }  // namespace
