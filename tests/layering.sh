@@ -14,6 +14,7 @@ declare -A allowed=(
   [summary]="trace pag cp"
   [output]="trace pag cp summary"
   [report]="trace pag cp summary output"
+  [flame]="trace pag cp summary output"
   [sim]="trace"
   [flow]="trace"
   [megaphone]="trace flow"

@@ -627,6 +627,7 @@ TEST(TraceIoSnail, HeaderErrors) {
   EXPECT_THAT(snail_error(""), HasSubstr("t.snail: byte 0: empty file (no .snail header)"));
   EXPECT_THAT(snail_error("SNAIL"), HasSubstr("byte 0: truncated header (5 of 16 bytes)"));
   EXPECT_THAT(snail_error("SNAILTRX" + snail_header().substr(8)), HasSubstr("byte 0: bad magic"));
+  // Version 2 (with an index or profile blocks, docs/FORMATS.md) is read; 3 is not.
   EXPECT_THAT(snail_error(snail_header(3)), HasSubstr("byte 8: unsupported version 3"));
   EXPECT_THAT(snail_error(snail_header(1, 5)), HasSubstr("byte 12: reserved header field"));
 }
@@ -636,10 +637,12 @@ TEST(TraceIoSnail, BlockErrors) {
   const std::string r = record(1, 0, kProcessing, kStart);
   const std::string good = block(1, 0, 1, r);  // 56 bytes: the second block starts at 72
   EXPECT_THAT(snail_error(h + good + "abc"), HasSubstr("byte 72: truncated block header (3 of 16"));
-  EXPECT_THAT(snail_error(h + good + block(4, 0, 0, "")),
-              HasSubstr("byte 72: unknown block kind 4"));
+  EXPECT_THAT(snail_error(h + good + block(5, 0, 0, "")),
+              HasSubstr("byte 72: unknown block kind 5"));
   EXPECT_THAT(snail_error(h + good + block(3, 0, 0, "")),
               HasSubstr("byte 72: index block (kind 3) in a version 1 file"));
+  EXPECT_THAT(snail_error(h + good + block(4, 0, 0, "")),
+              HasSubstr("byte 72: profile block (kind 4) in a version 1 file"));
   EXPECT_THAT(snail_error(h + good + block(1, 2, 1, r)), HasSubstr("byte 72: unknown codec 2"));
   EXPECT_THAT(snail_error(h + good + block(1, 0, 2, r)),
               HasSubstr("byte 72: raw event block of 2 records must hold 80 bytes, not 40"));

@@ -23,5 +23,6 @@ CommandRunner add_report_command(CLI::App& app);
 CommandRunner add_run_command(CLI::App& app);
 CommandRunner add_kernel_command(CLI::App& app);
 CommandRunner add_logs_command(CLI::App& app);
+CommandRunner add_flamegraph_command(CLI::App& app);
 
 }  // namespace snailtrail::cli

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
       cli::add_kernel_command(app),
       cli::add_logs_command(app),
   };
+  commands.push_back(cli::add_flamegraph_command(app));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

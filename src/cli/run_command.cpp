@@ -19,6 +19,7 @@
 #include "cli/commands.hpp"
 #include "cli/duration.hpp"
 #include "cli/output_file.hpp"
+#include "cli/profile_samples.hpp"
 #include "flow/jobs/jobs.hpp"
 #include "flow/mpi_transport.hpp"
 #include "flow/runtime.hpp"
@@ -53,6 +54,8 @@ struct RunArgs {
   std::string strategy = "all-at-once";
   std::map<std::string, double> params;  // job knobs (NEXMark: docs/NEXMARK.md)
   std::map<std::string, std::pair<std::string, std::string>> durations;  // flag: name, text
+  bool profile = false;
+  double profile_hz = 99;
 };
 
 double parse_rate(const std::string& text) {
@@ -348,6 +351,13 @@ int run(const RunArgs& a) {
       throw std::invalid_argument(std::string("--trace: ") + e.what());
     }
   }
+  std::unique_ptr<flow::profile::Profiler> profiler;  // --profile (docs/FLAME.md)
+  if (a.profile) {
+    if (a.trace.empty() || format_from_path(a.trace) != TraceFormat::snail)
+      throw std::invalid_argument("--profile needs --trace FILE.snail (the samples go into it)");
+    profiler = std::make_unique<flow::profile::Profiler>(a.profile_hz);
+    cfg.profiler = profiler.get();
+  }
   std::unique_ptr<OutputFile> check;  // fail on an unwritable path before running
   if (!a.stats_json.empty()) check = std::make_unique<OutputFile>(a.stats_json);
   check.reset();
@@ -438,6 +448,8 @@ int run(const RunArgs& a) {
     for (uint32_t i = 0; i < r.worker_names.size(); ++i) t.worker_names[i] = r.worker_names[i];
     for (uint32_t i = 0; i < r.operator_names.size(); ++i)
       t.operator_names[i] = r.operator_names[i];
+    // Under mpirun only rank 0's samples are kept (the others' are not gathered yet).
+    if (profiler) attach_profile(profiler->finish(), t, a.quiet);
     write_trace(t, a.trace);
   }
   if (!rank0) return 0;
@@ -559,6 +571,12 @@ CommandRunner add_run_command(CLI::App& app) {
          "nexmark: Q5's sliding and Q7/Q8's tumbling window in event time (default 10s)");
   window("--window-slide", "window_slide_ns",
          "nexmark: Q5's window period in event time, dividing --window (default 5s)");
+  cmd->add_flag("--profile", a.profile,
+                "Sample the workers' stacks (on-CPU every 1/--profile-hz s of a thread's CPU "
+                "time; off-CPU where a worker starts waiting) into the --trace .snail file, "
+                "for `snailtrail flamegraph` (docs/FLAME.md)");
+  cmd->add_option("--profile-hz", a.profile_hz, "On-CPU samples per second of CPU time, 1..10000")
+      ->capture_default_str();
   return [cmd, args]() { return *cmd ? run(*args) : -1; };
 }
 

@@ -1,4 +1,5 @@
 #include "flow/runtime.hpp"
+#include "flow/profile/sampler.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -79,6 +80,7 @@ void drive(Worker& w, const std::atomic<bool>& abort, const TraceSink* sink = nu
     const size_t mark = rec.on() ? rec.events().size() : 0;
     const int64_t t_step = rec.on() ? rec.now() : 0;
     if (w.step()) {
+      if (wait_start >= 0) profile::wait_ends(t_step);
       if (wait_start >= 0 && t_step - wait_start >= 1000) {
         Event s, e;
         s.ts = wait_start;
@@ -96,6 +98,7 @@ void drive(Worker& w, const std::atomic<bool>& abort, const TraceSink* sink = nu
       if (wait_start < 0 && rec.on()) {
         wait_start = t_step;
         wait_type = w.awaiting_input() ? ActivityType::input : ActivityType::waiting;
+        profile::wait_begins(t_step, static_cast<uint8_t>(wait_type));
       }
       if (idle < kIdleYields) {
         ++idle;
@@ -206,6 +209,8 @@ RunResult run_job(const RunConfig& cfg) {
   std::thread runner([&] {
     try {
       on_threads(W, abort, [&](uint32_t i) {
+        auto sampling =
+            cfg.profiler ? cfg.profiler->attach(base + i, start) : profile::Profiler::Guard{};
         Worker w(base + i, fabric, recorders[i]);
         JobContext ctx{cfg, w, start, generated[i], last_time, nullptr, 0, nullptr};
         ctx.on_probe = [&, i, c = &ctx](Time old, Time now_f) {

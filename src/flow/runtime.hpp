@@ -18,6 +18,10 @@
 
 namespace snailtrail::flow {
 
+namespace profile {
+class Profiler;
+}
+
 struct RunConfig {
   std::string job;
   uint32_t workers = 1;
@@ -41,6 +45,8 @@ struct RunConfig {
   std::map<std::string, double> params;  // job-specific knobs (NEXMark: docs/NEXMARK.md)
   // Several processes (mpi_transport.hpp): `workers` threads here, of workers x procs.
   Transport* transport = nullptr;
+  // Stack sampling of every worker thread (profile/sampler.hpp, `run --profile`).
+  profile::Profiler* profiler = nullptr;
 };
 
 using KeyCounts = std::vector<std::pair<uint64_t, uint64_t>>;  // sorted by key

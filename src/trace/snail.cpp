@@ -121,15 +121,15 @@ class SnailReader {
     }
     if (std::memcmp(p_, kMagic, sizeof(kMagic)) != 0)
       fail(0, "bad magic (not a .snail file; expected \"SNAILTRC\")");
-    const uint32_t version = load_u32(p_ + 8);
-    if (version != kVersion && version != kVersionNoIndex)
-      fail(8, "unsupported version " + std::to_string(version) + " (expected 1 or 2)");
+    version_ = load_u32(p_ + 8);
+    if (version_ != kVersion && version_ != kVersionNoIndex)
+      fail(8, "unsupported version " + std::to_string(version_) + " (expected 1 or 2)");
     if (const uint32_t reserved = load_u32(p_ + 12); reserved != 0)
       fail(12, "reserved header field must be 0, got " + std::to_string(reserved));
 
     if (read_raw_in_parallel(trace)) return trace;
     detail::reserve_prefaulted(trace.events, prescan_event_count());
-    read_blocks(kHeaderSize, trace, version >= kVersion);
+    read_blocks(kHeaderSize, trace, version_ >= kVersion);
     return trace;
   }
 
@@ -164,12 +164,25 @@ class SnailReader {
           if (index_allowed && h.codec == kCodecRaw) break;
           fail(off, index_allowed ? "index block must use codec 0 (raw)"
                                   : "index block (kind 3) in a version 1 file");
+        case kBlockProfile:
+          read_profile(off, h, trace, index_allowed);
+          break;
         default:
           fail(off, "unknown block kind " + std::to_string(h.kind) +
-                        " (expected 1 = events, 2 = metadata or 3 = index)");
+                        " (expected 1 = events, 2 = metadata, 3 = index or 4 = profile)");
       }
       off = payload + h.stored_size;
     }
+  }
+
+ private:
+  // Profile blocks are kept as bytes (src/flame/profile_io.hpp decodes them).
+  void read_profile(size_t off, const BlockHeader& h, Trace& trace, bool version2) {
+    if (!version2) fail(off, "profile block (kind 4) in a version 1 file");
+    if (h.codec != kCodecRaw)
+      fail(off, "profile block must use codec 0 (raw), got " + std::to_string(h.codec));
+    const char* b = reinterpret_cast<const char*>(p_ + off + kBlockHeaderSize);
+    trace.profile_blocks.push_back({off, h.count, std::string(b, h.stored_size)});
   }
 
   [[noreturn]] void fail(size_t offset, const std::string& what) const {
@@ -201,7 +214,7 @@ class SnailReader {
           return false;
         blocks.push_back({payload, h.count, total});
         total += h.count;
-      } else if (h.kind == kBlockMetadata) {
+      } else if (h.kind == kBlockMetadata || h.kind == kBlockProfile) {
         metadata.emplace_back(off, h);
       } else if (h.kind == kBlockIndex && h.codec == kCodecRaw && load_u32(p_ + 8) >= kVersion) {
         // skipped
@@ -245,7 +258,12 @@ class SnailReader {
       fail(rb.payload + bad.second * kRecordSize,
            "event record " + std::to_string(rb.first + bad.second) + ": " + describe_record(e));
     }
-    for (const auto& [moff, h] : metadata) read_metadata(moff, h, trace);
+    for (const auto& [moff, h] : metadata) {
+      if (h.kind == kBlockProfile)
+        read_profile(moff, h, trace, version_ >= kVersion);
+      else
+        read_metadata(moff, h, trace);
+    }
     for (unsigned t = 1; t < threads; ++t) census[0].merge(census[t]);
     trace.census = census[0].finish();
     return true;
@@ -439,6 +457,7 @@ class SnailReader {
   size_t n_;
   const std::string& source_;
   size_t base_ = 0;
+  uint32_t version_ = 0;
   std::unique_ptr<ZSTD_DCtx, DctxDeleter> dctx_;
   std::vector<uint8_t> scratch_;
 };
@@ -535,9 +554,18 @@ std::string to_snail(const Trace& trace, const SnailWriteOptions& options) {
   out.append(kMagic, sizeof(kMagic));
   const bool with_index = options.version >= kVersion;
   store_u32(out, with_index ? kVersion : kVersionNoIndex);
+  if (!with_index && !trace.profile_blocks.empty())
+    throw TraceError(trace.source, "profile", "profile blocks need a version 2 file");
   store_u32(out, 0);
 
   append_metadata(out, trace);
+  for (const Trace::ProfileBlock& b : trace.profile_blocks) {
+    if (b.bytes.size() > kMaxBlockBytes)
+      throw TraceError(trace.source, "profile", "profile block over 16 MiB");
+    append_block_header(out, kBlockProfile, kCodecRaw, b.count,
+                        static_cast<uint32_t>(b.bytes.size()));
+    out += b.bytes;
+  }
 
   const size_t per_block = std::clamp<uint32_t>(options.events_per_block, 1, kMaxBlockEvents);
   const size_t total = trace.events.size();

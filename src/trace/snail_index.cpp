@@ -268,7 +268,8 @@ bool SnailFile::load_index(std::string& problem) {
     pread_exact(h, kBlockHeaderSize, b.offset);
     const uint32_t hstored = get<uint32_t>(h + 12);
     if (get<uint32_t>(h) != b.kind || get<uint32_t>(h + 8) != b.count ||
-        (b.kind != kBlockEvents && b.kind != kBlockMetadata) || hstored > at - b.offset) {
+        (b.kind != kBlockEvents && b.kind != kBlockMetadata && b.kind != kBlockProfile) ||
+        hstored > at - b.offset) {
       problem = "index entry " + std::to_string(i) + " does not match the block at byte " +
                 std::to_string(b.offset);
       return false;
@@ -334,7 +335,7 @@ void SnailFile::scan() {
       }
       facts.add(scratch_.events.data(), scratch_.events.size());
       index_.blocks.push_back(b);
-    } else if (kind == kBlockMetadata) {
+    } else if (kind == kBlockMetadata || (kind == kBlockProfile && version_ >= kVersion)) {
       index_.blocks.push_back(b);
     } else if (kind == kBlockIndex && version_ >= kVersion) {
       // a stored index (unusable, or we would not scan): skipped

@@ -143,7 +143,8 @@ void StreamDecoder::decode_snail(Trace& out) {
     const uint32_t kind = load_u32(h), codec = load_u32(h + 4), count = load_u32(h + 8),
                    stored = load_u32(h + 12);
     // Without a sane block header the framing is lost: stop.
-    if (kind != kBlockEvents && kind != kBlockMetadata && kind != kBlockIndex)
+    if (kind != kBlockEvents && kind != kBlockMetadata && kind != kBlockIndex &&
+        kind != kBlockProfile)
       return fail("unknown block kind " + std::to_string(kind));
     if (codec != kCodecRaw && codec != kCodecZstd)
       return fail("unknown codec " + std::to_string(codec));
@@ -156,6 +157,10 @@ void StreamDecoder::decode_snail(Trace& out) {
       return fail("raw block of " + std::to_string(count) + " records holds " +
                   std::to_string(stored) + " bytes");
     if (pending_.size() - pos < kBlockHeaderSize + stored) break;  // wait for the payload
+    if (kind == kBlockProfile) {  // stack samples are not analyzed live: skipped
+      pos += kBlockHeaderSize + stored;
+      continue;
+    }
     // Decode the block as a one-block .snail image with the full validation of the reader.
     image.assign(kMagic, kMagic + sizeof(kMagic));
     image.resize(kHeaderSize, 0);

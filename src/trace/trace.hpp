@@ -43,6 +43,15 @@ struct Trace {
   // start" -> 3); shown in the diagnostics of every window's output.
   std::vector<std::pair<std::string, uint64_t>> import_diagnostics;
 
+  // Profile blocks of a .snail file (kind 3, docs/FORMATS.md), kept as bytes: decoded
+  // by src/flame/profile_io.hpp. `offset`: the block header's byte offset (0 if built).
+  struct ProfileBlock {
+    uint64_t offset = 0;
+    uint32_t count = 0;
+    std::string bytes;
+  };
+  std::vector<ProfileBlock> profile_blocks;
+
   // "file:LINE" for JSONL, "file: record N" for binary input.
   std::string location(size_t event_index) const {
     if (format == TraceFormat::jsonl && event_index < lines.size())

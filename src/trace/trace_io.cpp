@@ -204,6 +204,9 @@ Trace read_trace(const std::string& path, TraceFormat format) {
 }
 
 void write_trace(const Trace& trace, const std::string& path, const SnailWriteOptions& options) {
+  if (!trace.profile_blocks.empty() &&
+      (path == "-" || format_from_path(path) == TraceFormat::jsonl))
+    throw TraceError(path, "cannot write", "the trace holds a profile, which only .snail can hold");
   if (path == "-") {
     write_all(STDOUT_FILENO, to_jsonl(trace), "<stdout>");
     return;

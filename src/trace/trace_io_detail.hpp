@@ -23,6 +23,9 @@ inline constexpr size_t kRecordSize = sizeof(Event);
 inline constexpr uint32_t kBlockEvents = 1;
 inline constexpr uint32_t kBlockMetadata = 2;
 inline constexpr uint32_t kBlockIndex = 3;
+// Stack samples of `run --profile` (src/flame/profile_io.hpp); version 2 files only, so
+// that readers of version 1 refuse them with "unsupported version".
+inline constexpr uint32_t kBlockProfile = 4;
 inline constexpr uint32_t kCodecRaw = 0;
 inline constexpr uint32_t kCodecZstd = 1;
 // Limits of one block (docs/FORMATS.md), which bound the memory a reader needs per block,
