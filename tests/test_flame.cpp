@@ -445,7 +445,7 @@ SampleSet profile_fixture() {
 TEST(FlameProfile, RoundTripsThroughSnailAsVersion2) {
   Trace t = cp_trace();
   t.worker_names = {{0, "worker-0"}, {1, "worker-1"}};
-  EXPECT_EQ(to_snail(t)[8], 1);  // no profile: still version 1
+  EXPECT_EQ(to_snail(t)[8], 2);  // every file is version 2 (block index), profile or not
   SampleSet set = profile_fixture();
   samples_to_trace(set, t);
   ASSERT_EQ(t.profile_blocks.size(), 1u);
@@ -516,10 +516,10 @@ TEST(FlameProfile, BadProfilesAreRefusedWithTheirOffset) {
   EXPECT_EQ(parse(good), "ok");
   std::string v1 = good;
   v1[8] = 1;  // a version 1 file may not hold profile blocks
-  EXPECT_EQ(parse(v1), "p.snail: byte 16: profile block in a version 1 file");
+  EXPECT_EQ(parse(v1), "p.snail: byte 16: profile block (kind 4) in a version 1 file");
   std::string v3 = good;
   v3[8] = 3;
-  EXPECT_EQ(parse(v3), "p.snail: byte 8: unsupported version 3 (expected 1, or 2 with a profile)");
+  EXPECT_EQ(parse(v3), "p.snail: byte 8: unsupported version 3 (expected 1 or 2)");
   // The profile block is the first block (no names): its payload starts at byte 32 with
   // the period entry.
   std::string kind = good;
