@@ -16,8 +16,7 @@ int main(int argc, char** argv) {
       cli::add_scale_command(app),   cli::add_critical_path_command(app),
       cli::add_serve_command(app),   cli::add_send_command(app),
       cli::add_report_command(app),  cli::add_run_command(app),
-      cli::add_kernel_command(app),
-      cli::add_logs_command(app),
+      cli::add_kernel_command(app),  cli::add_logs_command(app),
   };
   commands.push_back(cli::add_flamegraph_command(app));
   try {
