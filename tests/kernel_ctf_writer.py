@@ -3,11 +3,18 @@
 # (tests/test_kernel_lttng.cpp), through babeltrace2's own CTF writer (sink.ctf.fs) fed
 # by a Python source component (Debian python3-bt2). LTTng itself cannot run here.
 #
-# Usage: kernel_ctf_writer.py OUT_DIR < SPEC
+# Usage: kernel_ctf_writer.py OUT_DIR [HOSTNAME] < SPEC
 # SPEC: one event per line, "TS_NS CPU EVENT_NAME key=value ...": an integer value
 # becomes a signed 64-bit integer field, anything else a string (no spaces; '\s' stands
 # for a space). Streams: one per CPU, with the CPU in the packet context's `cpu_id`, as
-# LTTng writes them; the trace environment says domain=kernel, tracer_name=lttng-modules.
+# LTTng writes them; the trace environment says domain=kernel, tracer_name=lttng-modules
+# and, given HOSTNAME, hostname=HOSTNAME (as lttng-relayd's per-host traces do).
+# The key `tcp=SADDR:SPORT>DADDR:DPORT,SEQ,ACK,FLAGS` (IPv4) writes lttng-modules'
+# extended network header of net_dev_queue / net_if_receive_skb: `network_header_type`
+# (an enumeration selecting) `network_header`, a variant whose `ipv4` option holds the IP
+# header fields, `saddr`/`daddr` as arrays of 4 bytes, and `transport_header_type`
+# selecting the `transport_header` variant whose `tcp` option holds the TCP header.
+# An event of such a class without `tcp=` selects the empty `unknown` options.
 import sys
 
 import bt2
@@ -33,6 +40,84 @@ def parse_spec(text):
     return events
 
 
+def parse_tcp(text):
+    ends, seq, ack, flags = text.split(",")
+    src, _, dst = ends.partition(">")
+    saddr, _, sport = src.partition(":")
+    daddr, _, dport = dst.partition(":")
+    return {
+        "saddr": [int(x) for x in saddr.split(".")],
+        "daddr": [int(x) for x in daddr.split(".")],
+        "source_port": int(sport),
+        "dest_port": int(dport),
+        "seq": int(seq),
+        "ack_seq": int(ack),
+        "flags": int(flags, 0),
+    }
+
+
+def selector(tc, labels):
+    fc = tc.create_unsigned_enumeration_field_class(8)
+    for i, label in enumerate(labels):
+        fc.add_mapping(label, bt2.UnsignedIntegerRangeSet([(i, i)]))
+    return fc
+
+
+def network_header_classes(tc, payload):
+    """Appends lttng-modules' network_header_type / network_header members."""
+    u = tc.create_unsigned_integer_field_class
+    tcp = tc.create_structure_field_class()
+    for name, bits in [("source_port", 16), ("dest_port", 16), ("seq", 32), ("ack_seq", 32),
+                       ("data_offset", 4), ("reserved", 3), ("flags", 9),
+                       ("window_size", 16), ("checksum", 16), ("urg_ptr", 16)]:
+        tcp.append_member(name, u(bits))
+    th_type = selector(tc, ["_unknown", "_tcp"])
+    th = tc.create_variant_field_class(th_type)
+    th.append_option("unknown", tc.create_structure_field_class(),
+                     bt2.UnsignedIntegerRangeSet([(0, 0)]))
+    th.append_option("tcp", tcp, bt2.UnsignedIntegerRangeSet([(1, 1)]))
+    ipv4 = tc.create_structure_field_class()
+    for name, bits in [("version", 4), ("ihl", 4), ("tos", 8), ("tot_len", 16), ("id", 16),
+                       ("frag_off", 16), ("ttl", 8), ("protocol", 8), ("checksum", 16)]:
+        ipv4.append_member(name, u(bits))
+    ipv4.append_member("saddr", tc.create_static_array_field_class(u(8), 4))
+    ipv4.append_member("daddr", tc.create_static_array_field_class(u(8), 4))
+    ipv4.append_member("transport_header_type", th_type)
+    ipv4.append_member("transport_header", th)
+    nh_type = selector(tc, ["_unknown", "_ipv4"])
+    nh = tc.create_variant_field_class(nh_type)
+    nh.append_option("unknown", tc.create_structure_field_class(),
+                     bt2.UnsignedIntegerRangeSet([(0, 0)]))
+    nh.append_option("ipv4", ipv4, bt2.UnsignedIntegerRangeSet([(1, 1)]))
+    payload.append_member("network_header_type", nh_type)
+    payload.append_member("network_header", nh)
+
+
+def set_network_header(payload, tcp):
+    if tcp is None:
+        payload["network_header_type"] = 0
+        payload["network_header"].selected_option_index = 0
+        return
+    payload["network_header_type"] = 1
+    nh = payload["network_header"]
+    nh.selected_option_index = 1
+    ip = nh.selected_option
+    for name, value in [("version", 4), ("ihl", 5), ("tos", 0), ("tot_len", 52), ("id", 1),
+                        ("frag_off", 0), ("ttl", 64), ("protocol", 6), ("checksum", 0)]:
+        ip[name] = value
+    ip["saddr"] = tcp["saddr"]
+    ip["daddr"] = tcp["daddr"]
+    ip["transport_header_type"] = 1
+    th = ip["transport_header"]
+    th.selected_option_index = 1
+    t = th.selected_option
+    for name in ["source_port", "dest_port", "seq", "ack_seq", "flags"]:
+        t[name] = tcp[name]
+    for name, value in [("data_offset", 8), ("reserved", 0), ("window_size", 512),
+                        ("checksum", 0), ("urg_ptr", 0)]:
+        t[name] = value
+
+
 class Iter(bt2._UserMessageIterator):
     def __init__(self, config, port):
         comp = port.user_data
@@ -46,7 +131,7 @@ class Iter(bt2._UserMessageIterator):
 
 class Source(bt2._UserSourceComponent, message_iterator_class=Iter):
     def __init__(self, config, params, obj):
-        self._events = obj
+        self._events, self._hostname = obj
         self._add_output_port("out", self)
 
     def build(self, it):
@@ -62,18 +147,27 @@ class Source(bt2._UserSourceComponent, message_iterator_class=Iter):
             packet_context_field_class=pctx,
         )
         classes = {}
+        with_tcp = {name for _, _, name, fields in self._events
+                    if any(k == "tcp" for k, _ in fields)}
         for _, _, name, fields in self._events:
             if name in classes:
                 continue
             payload = tc.create_structure_field_class()
             for key, value in fields:
+                if key == "tcp":
+                    continue
                 if isinstance(value, int):
                     payload.append_member(key, tc.create_signed_integer_field_class(64))
                 else:
                     payload.append_member(key, tc.create_string_field_class())
+            if name in with_tcp:
+                network_header_classes(tc, payload)
             classes[name] = sc.create_event_class(name=name, payload_field_class=payload)
-        trace = tc(environment={"domain": "kernel", "tracer_name": "lttng-modules",
-                                "tracer_major": 2, "tracer_minor": 13})
+        env = {"domain": "kernel", "tracer_name": "lttng-modules", "tracer_major": 2,
+               "tracer_minor": 13}
+        if self._hostname:
+            env["hostname"] = self._hostname
+        trace = tc(environment=env)
         cpus = sorted({cpu for _, cpu, _, _ in self._events})
         first = self._events[0][0] if self._events else 0
         last = self._events[-1][0] if self._events else 0
@@ -88,8 +182,14 @@ class Source(bt2._UserSourceComponent, message_iterator_class=Iter):
             msgs.append(it._create_packet_beginning_message(p, first))
         for ts, cpu, name, fields in self._events:
             msg = it._create_event_message(classes[name], packets[cpu], ts)
+            tcp = None
             for key, value in fields:
-                msg.event.payload_field[key] = value
+                if key == "tcp":
+                    tcp = parse_tcp(value)
+                else:
+                    msg.event.payload_field[key] = value
+            if name in with_tcp:
+                set_network_header(msg.event.payload_field, tcp)
             msgs.append(msg)
         for cpu in cpus:
             msgs.append(it._create_packet_end_message(packets[cpu], last))
@@ -99,9 +199,10 @@ class Source(bt2._UserSourceComponent, message_iterator_class=Iter):
 
 def main():
     out = sys.argv[1]
+    hostname = sys.argv[2] if len(sys.argv) > 2 else None
     events = parse_spec(sys.stdin.read())
     graph = bt2.Graph()
-    src = graph.add_component(Source, "src", obj=events)
+    src = graph.add_component(Source, "src", obj=(events, hostname))
     ctf = bt2.find_plugin("ctf")
     sink = graph.add_component(ctf.sink_component_classes["fs"], "sink",
                                params={"path": out, "assume-single-trace": True})

@@ -15,6 +15,7 @@
 #include "kernel/lttng_ctf.hpp"
 #include "kernel/model.hpp"
 #include "kernel/perf_script.hpp"
+#include "kernel/to_trace.hpp"
 #include "kernel_dual_text.hpp"
 #include "kernel_sim.hpp"
 #include "trace/trace.hpp"
@@ -49,13 +50,14 @@ class KernelLttng : public ::testing::Test {
     if (!dir_.empty()) fs::remove_all(dir_);
   }
   // Writes the CTF trace of a spec; returns its directory.
-  std::string write_ctf(const std::string& spec, const std::string& name = "trace") {
+  std::string write_ctf(const std::string& spec, const std::string& name = "trace",
+                        const std::string& hostname = "") {
     const fs::path spec_file = dir_ / (name + ".spec");
     std::ofstream(spec_file) << spec;
     const fs::path out = dir_ / name;
-    const std::string cmd = "/usr/bin/python3 " SNAILTRAIL_SOURCE_DIR
-                            "/tests/kernel_ctf_writer.py '" +
-                            out.string() + "' < '" + spec_file.string() + "' >/dev/null 2>&1";
+    const std::string cmd =
+        "/usr/bin/python3 " SNAILTRAIL_SOURCE_DIR "/tests/kernel_ctf_writer.py '" + out.string() +
+        "' " + hostname + " < '" + spec_file.string() + "' >/dev/null 2>&1";
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
     return out.string();
   }
@@ -187,6 +189,107 @@ TEST_F(KernelLttng, RandomSchedulesSameModelBothReaders) {
     for (const auto& t : a.threads) model_intervals += t.intervals.size();
     EXPECT_EQ(model_intervals, truth_intervals);
   }
+}
+
+// Seed 002's client and server on two hosts over the network, as lttng-relayd stores a
+// two-host session (one trace per host, each with its `hostname`), with lttng-modules'
+// extended network headers on net_dev_queue / net_if_receive_skb. Host B's clock reads
+// `skew_ns` more than host A's.
+std::string two_host_spec(bool host_b, int64_t skew_ns) {
+  auto t = [&](int64_t us_) { return std::to_string(kBase + us_ * 1000 + (host_b ? skew_ns : 0)); };
+  auto sw = [&](int64_t at, int prev, const char* pcomm, int pstate, int next, const char* ncomm) {
+    return t(at) + " 0 sched_switch prev_comm=" + pcomm + " prev_tid=" + std::to_string(prev) +
+           " prev_prio=20 prev_state=" + std::to_string(pstate) + " next_comm=" + ncomm +
+           " next_tid=" + std::to_string(next) + " next_prio=20\n";
+  };
+  auto net = [&](int64_t at, const char* event, const char* tcp) {
+    return t(at) + " 0 " + event + " skbaddr=1 len=100 name=eth0 tcp=" + tcp + "\n";
+  };
+  auto rx_wake = [&](int64_t at, const char* tcp, int tid, const char* comm) {
+    return t(at) + " 0 irq_softirq_entry vec=3\n" + net(at, "net_if_receive_skb", tcp) + t(at) +
+           " 0 sched_waking comm=" + comm + " tid=" + std::to_string(tid) +
+           " prio=20 target_cpu=0\n" + t(at) + " 0 irq_softirq_exit vec=3\n";
+  };
+  const char* request = "10.0.0.1:40000>10.0.0.2:80,1000,5000,0x18";
+  const char* reply = "10.0.0.2:80>10.0.0.1:40000,5000,1100,0x18";
+  if (!host_b)  // the client: sends the request at 10, blocks at 11, the reply wakes it at 35
+    return sw(0, 0, "swapper/0", 0, 100, "client") + net(10, "net_dev_queue", request) +
+           sw(11, 100, "client", 1, 0, "swapper/0") + rx_wake(35, reply, 100, "client") +
+           sw(36, 0, "swapper/0", 0, 100, "client") + sw(40, 100, "client", 1, 0, "swapper/0");
+  // The server: blocked from 1 until the request arrives at 15, replies at 30.
+  return sw(0, 0, "swapper/0", 0, 200, "server") + sw(1, 200, "server", 1, 0, "swapper/0") +
+         rx_wake(15, request, 200, "server") + sw(16, 0, "swapper/0", 0, 200, "server") +
+         net(30, "net_dev_queue", reply) + sw(31, 200, "server", 1, 0, "swapper/0");
+}
+
+using PathRow = std::tuple<int64_t, int64_t, std::string, std::string>;
+std::vector<PathRow> path_rows(const kernel::KernelModel& m, int32_t thread, int64_t from,
+                               int64_t to) {
+  std::vector<PathRow> got;
+  for (const auto& s : kernel::critical_path(m, thread, from, to).path)
+    got.emplace_back((s.start - kBase) / 1000, (s.end - kBase) / 1000, m.thread_label(s.thread),
+                     std::string(kernel::name_of(s.state)));
+  return got;
+}
+
+TEST_F(KernelLttng, ClientAndServerOnTwoHostsOverTheNetwork) {
+  for (const int64_t skew : {int64_t{0}, int64_t{1'000'000'000}, int64_t{-250'000'000}}) {
+    SCOPED_TRACE("host b's clock ahead by " + std::to_string(skew) + " ns");
+    const fs::path session = dir_ / ("relayd" + std::to_string(skew));
+    fs::create_directories(session / "a" / "s");
+    fs::create_directories(session / "b" / "s");
+    write_ctf(two_host_spec(false, skew), session.filename().string() + "/a/s/kernel", "hosta");
+    write_ctf(two_host_spec(true, skew), session.filename().string() + "/b/s/kernel", "hostb");
+    const kernel::KernelModel m = kernel::build_model(kernel::read_lttng_ctf(session.string()));
+    ASSERT_EQ(m.hosts.size(), 2u);
+    EXPECT_TRUE(m.multi_host());
+    // Both packets match their sender; host b's clock is brought back onto host a's (the
+    // minimum delays are 5 us both ways, so the estimate is exact).
+    EXPECT_EQ(m.packets_matched, 2u);
+    ASSERT_EQ(m.host_offsets_ns.size(), 2u);
+    const size_t b = m.hosts[0] == "hostb" ? 0 : 1;
+    EXPECT_EQ(m.host_offsets_ns[b] - m.host_offsets_ns[1 - b], -skew);
+    const auto client = m.find_comm("client");
+    ASSERT_EQ(client.size(), 1u);
+    EXPECT_EQ(m.thread_label(client[0]), "hosta/client:100");
+    // By hand: the client runs 0-11 and waits for the reply 11-35. The reply left the
+    // server at 30 (network 30-35); before, the server ran 16-30, was runnable 15-16 after
+    // the request's arrival woke it, and the request was in flight over 11-15 (it left the
+    // client at 10, before the wait began: no further hop).
+    const int64_t shift = m.host_offsets_ns[m.threads[client[0]].host];
+    const std::vector<PathRow> want = {
+        {0, 11, "hosta/client:100", "running"},    {11, 15, "hostb/server:200", "network"},
+        {15, 16, "hostb/server:200", "preempted"}, {16, 30, "hostb/server:200", "running"},
+        {30, 35, "hosta/client:100", "network"},   {35, 36, "hosta/client:100", "preempted"},
+        {36, 40, "hosta/client:100", "running"}};
+    EXPECT_EQ(path_rows(m, client[0], kBase + shift, kBase + shift + 40'000), want);
+    // The CP view: the packets become data messages between the two hosts' threads.
+    const Trace tr = kernel::to_trace(m);
+    int data_messages = 0;
+    for (const Event& e : tr.events)
+      if (e.kind == EventKind::send && e.activity == ActivityType::data_message) {
+        ++data_messages;
+        EXPECT_NE(tr.worker_names.at(e.worker).substr(0, 6),
+                  tr.worker_names.at(e.remote).substr(0, 6));
+      }
+    EXPECT_EQ(data_messages, 2);
+  }
+}
+
+// Without the other host's trace the reply's sender is unknown: the wait stays `network`
+// (as with perf script text, which has no packet identity), and nothing is shifted.
+TEST_F(KernelLttng, PacketFromAnUntracedHostEndsThePathInNetwork) {
+  const std::string ctf = write_ctf(two_host_spec(false, 0), "alone", "hosta");
+  const kernel::KernelModel m = kernel::build_model(kernel::read_lttng_ctf(ctf));
+  EXPECT_FALSE(m.multi_host());
+  EXPECT_EQ(m.packets_matched, 0u);
+  const auto client = m.find_comm("client");
+  ASSERT_EQ(client.size(), 1u);
+  const std::vector<PathRow> want = {{0, 11, "client:100", "running"},
+                                     {11, 35, "client:100", "network"},
+                                     {35, 36, "client:100", "preempted"},
+                                     {36, 40, "client:100", "running"}};
+  EXPECT_EQ(path_rows(m, client[0], kBase, kBase + 40'000), want);
 }
 
 TEST_F(KernelLttng, BadTracesAreClearErrors) {

@@ -34,21 +34,37 @@ std::string secs(int64_t ns) {
   return fmt::format("{}.{:09d}", ns / 1'000'000'000, ns % 1'000'000'000);
 }
 
-int32_t pick_thread(const kernel::KernelModel& m, const std::string& sel) {
+int32_t pick_thread(const kernel::KernelModel& m, std::string sel) {
+  // HOST/TID or HOST/NAME picks among the threads of one machine.
+  int host = -1;
+  const size_t slash = sel.find('/');
+  if (m.multi_host() && slash != std::string::npos) {
+    const std::string name = sel.substr(0, slash);
+    for (size_t h = 0; h < m.hosts.size(); ++h)
+      if (m.hosts[h] == name) host = static_cast<int>(h);
+    if (host < 0) throw std::invalid_argument("no host '" + name + "' in " + m.source);
+    sel = sel.substr(slash + 1);
+  }
   std::vector<int32_t> found;
   const bool numeric = !sel.empty() && std::all_of(sel.begin(), sel.end(),
                                                    [](char c) { return c >= '0' && c <= '9'; });
   if (numeric) found = m.find_tid(static_cast<int32_t>(std::stol(sel)));
   if (found.empty()) found = m.find_comm(sel);
+  if (host >= 0) std::erase_if(found, [&](int32_t t) { return m.threads[t].host != host; });
   if (found.empty())
     throw std::invalid_argument("no thread with tid or comm '" + sel + "' in " + m.source +
                                 " (see `snailtrail kernel threads`)");
   if (found.size() > 1 && !numeric) {
     std::string tids;
-    for (int32_t t : found) tids += (tids.empty() ? "" : ", ") + std::to_string(m.threads[t].tid);
+    for (int32_t t : found) tids += (tids.empty() ? "" : ", ") + m.thread_label(t);
     throw std::invalid_argument("comm '" + sel + "' names " + std::to_string(found.size()) +
-                                " threads (tids " + tids + "): pick one with --thread TID");
+                                " threads (" + tids + "): pick one with --thread " +
+                                (m.multi_host() ? "HOST/TID" : "TID"));
   }
+  if (found.size() > 1 && numeric && m.multi_host() && host < 0 &&
+      m.threads[found.front()].host != m.threads[found.back()].host)
+    throw std::invalid_argument("tid " + sel + " is on several hosts: pick one with --thread " +
+                                "HOST/" + sel);
   return found.front();  // a reused tid: its first thread
 }
 
@@ -99,8 +115,15 @@ int run_critical_path(const KernelArgs& a) {
   auto& buf = out.buf();
   auto it = std::back_inserter(buf);
   if (a.format == "json") {
+    // "host" fields only when the trace holds several machines.
+    auto host = [&](int32_t thr) {
+      if (!m.multi_host()) return;
+      fmt::format_to(it, ", \"host\": ");
+      append_json_string(buf, m.hosts[m.threads[thr].host]);
+    };
     fmt::format_to(it, "{{\"thread\": {{\"tid\": {}, \"comm\": ", th.tid);
     append_json_string(buf, m.comm(t));
+    host(t);
     fmt::format_to(it, "}}, \"from_ns\": {}, \"to_ns\": {}, \"path\": [", from, to);
     for (size_t k = 0; k < r.path.size(); ++k) {
       const kernel::PathSegment& s = r.path[k];
@@ -108,6 +131,7 @@ int run_critical_path(const KernelArgs& a) {
                      "{}{{\"start_ns\": {}, \"end_ns\": {}, \"tid\": {}, \"comm\": ", k ? ", " : "",
                      s.start, s.end, m.threads[s.thread].tid);
       append_json_string(buf, m.comm(s.thread));
+      host(s.thread);
       fmt::format_to(it, ", \"state\": \"{}\"}}", kernel::name_of(s.state));
       out.maybe_flush();
     }
@@ -116,6 +140,7 @@ int run_critical_path(const KernelArgs& a) {
       fmt::format_to(it, "{}{{\"tid\": {}, \"comm\": ", k ? ", " : "",
                      m.threads[threads[k].first].tid);
       append_json_string(buf, m.comm(threads[k].first));
+      host(threads[k].first);
       fmt::format_to(it, ", \"ns\": {}, \"share\": {:.6f}}}", threads[k].second,
                      threads[k].second / total);
     }
@@ -123,30 +148,44 @@ int run_critical_path(const KernelArgs& a) {
     for (int s = 0; s < kernel::kPathStateCount; ++s)
       fmt::format_to(it, "{}\"{}\": {}", s ? ", " : "",
                      kernel::name_of(static_cast<kernel::PathState>(s)), per_state[s]);
-    fmt::format_to(it, "}}, \"waker_hops\": {}, \"inconsistent_wakers\": {}, \"diagnostics\": ",
-                   r.waker_hops, r.inconsistent);
+    fmt::format_to(it, "}}, \"waker_hops\": {}, \"inconsistent_wakers\": {}, ", r.waker_hops,
+                   r.inconsistent);
+    if (m.multi_host() || r.packet_hops) {
+      fmt::format_to(it, "\"packet_hops\": {}, \"hosts\": [", r.packet_hops);
+      for (size_t h = 0; h < m.hosts.size(); ++h) {
+        fmt::format_to(it, "{}{{\"name\": ", h ? ", " : "");
+        append_json_string(buf, m.hosts[h]);
+        fmt::format_to(it, ", \"clock_offset_ns\": {}}}",
+                       h < m.host_offsets_ns.size() ? m.host_offsets_ns[h] : 0);
+      }
+      fmt::format_to(it, "], ");
+    }
+    fmt::format_to(it, "\"diagnostics\": ");
     write_diagnostics(buf, m);
     fmt::format_to(it, "}}\n");
     return 0;
   }
-  fmt::format_to(it, "critical path of {}:{} from {} to {} ({} ms, {} segments, {} waker hops)\n",
-                 m.comm(t), th.tid, secs(from), secs(to), ms(to - from), r.path.size(),
+  fmt::format_to(it, "critical path of {} from {} to {} ({} ms, {} segments, {} waker hops",
+                 m.thread_label(t), secs(from), secs(to), ms(to - from), r.path.size(),
                  r.waker_hops);
+  if (r.packet_hops) fmt::format_to(it, ", {} packet hops", r.packet_hops);
+  fmt::format_to(it, ")\n");
+  for (size_t h = 0; m.multi_host() && h < m.hosts.size(); ++h)
+    fmt::format_to(it, "host {}: clock offset {} ms\n", m.hosts[h],
+                   ms(h < m.host_offsets_ns.size() ? m.host_offsets_ns[h] : 0));
   fmt::format_to(it, "\n{:>20} {:>12}  {:<24} {}\n", "start (s)", "ms", "thread", "state");
   const size_t shown = std::min(r.path.size(), a.limit);
   for (size_t k = 0; k < shown; ++k) {
     const kernel::PathSegment& s = r.path[k];
     fmt::format_to(it, "{:>20} {:>12}  {:<24} {}\n", secs(s.start), ms(s.end - s.start),
-                   fmt::format("{}:{}", m.comm(s.thread), m.threads[s.thread].tid),
-                   kernel::name_of(s.state));
+                   m.thread_label(s.thread), kernel::name_of(s.state));
   }
   if (shown < r.path.size())
     fmt::format_to(it, "{:>20} ({} more segments; --limit N, or --format json)\n", "...",
                    r.path.size() - shown);
   fmt::format_to(it, "\nshare per thread\n");
   for (const auto& [thr, ns] : threads)
-    fmt::format_to(it, "  {:<24} {:>12} ms {:>6.1f} %\n",
-                   fmt::format("{}:{}", m.comm(thr), m.threads[thr].tid), ms(ns),
+    fmt::format_to(it, "  {:<24} {:>12} ms {:>6.1f} %\n", m.thread_label(thr), ms(ns),
                    100.0 * ns / total);
   fmt::format_to(it, "\nshare per state\n");
   for (int s = 0; s < kernel::kPathStateCount; ++s)
@@ -167,16 +206,23 @@ int run_threads(const KernelArgs& a) {
   const kernel::KernelModel m = kernel::load_kernel_model(a.trace, a.input_format);
   OutputFile out(a.output);
   auto it = std::back_inserter(out.buf());
-  fmt::format_to(it, "{} events, {} threads, {} wake-ups, {} .. {} s\n\n", m.events,
-                 m.threads.size(), m.wakeups, secs(m.begin), secs(m.end));
+  fmt::format_to(it, "{} events, {} threads, {} wake-ups, {} .. {} s\n", m.events, m.threads.size(),
+                 m.wakeups, secs(m.begin), secs(m.end));
+  if (m.multi_host())
+    fmt::format_to(it, "{} hosts, {} packet wake-ups matched to their sender\n", m.hosts.size(),
+                   m.packets_matched);
+  fmt::format_to(it, "\n");
   fmt::format_to(it, "{:>8}  {:<24} {:>12} {:>12} {:>12}\n", "tid", "comm", "running ms",
                  "preempted ms", "blocked ms");
   for (size_t t = 0; t < m.threads.size(); ++t) {
     int64_t by[3] = {0, 0, 0};
     for (const kernel::Interval& iv : m.threads[t].intervals)
       by[static_cast<int>(iv.state)] += iv.end - iv.start;
-    fmt::format_to(it, "{:>8}  {:<24} {:>12} {:>12} {:>12}\n", m.threads[t].tid,
-                   m.comm(static_cast<int32_t>(t)), ms(by[0]), ms(by[1]), ms(by[2]));
+    const std::string comm =
+        m.multi_host() ? m.hosts[m.threads[t].host] + "/" + m.comm(static_cast<int32_t>(t))
+                       : m.comm(static_cast<int32_t>(t));
+    fmt::format_to(it, "{:>8}  {:<24} {:>12} {:>12} {:>12}\n", m.threads[t].tid, comm, ms(by[0]),
+                   ms(by[1]), ms(by[2]));
   }
   return 0;
 }
@@ -197,7 +243,9 @@ CommandRunner add_kernel_command(CLI::App& app) {
   cp->add_option("TRACE", args->trace,
                  "`perf script` text of sched tracepoints, or an LTTng CTF directory")
       ->required();
-  cp->add_option("--thread,--tid", args->thread, "The thread: its tid, or its comm if unique")
+  cp->add_option(
+        "--thread,--tid", args->thread,
+        "The thread: its tid, or its comm if unique (several hosts: HOST/TID or HOST/COMM)")
       ->required();
   cp->add_option("--from", args->from,
                  "Start of the range: '12345.6s' (trace clock), '+1s' (from the first "

@@ -145,6 +145,20 @@ CriticalPathResult critical_path(const KernelModel& model, int32_t target, int64
       stack.push_back(child);  // invalidates f
       continue;
     }
+    if (iv.state == ThreadState::blocked && iv.cause == WakeCause::network && iv.waker >= 0 &&
+        iv.sent > INT64_MIN) {
+      // A packet woke us: after it was sent, the network; before, whatever kept its
+      // sender from sending it sooner (the sender runs at the send).
+      const int64_t net_from = std::clamp(iv.sent, s, f.t);
+      emit(f.thread, net_from, f.t, PathState::network);
+      f.t = s;
+      f.first = false;
+      if (net_from > s) {
+        ++r.packet_hops;
+        stack.push_back({iv.waker, s, net_from, net_from == iv.sent});  // invalidates f
+      }
+      continue;
+    }
     emit(f.thread, s, f.t, path_state(iv));
     f.t = s;
     f.first = false;

@@ -5,7 +5,9 @@
 // From the end of the range backwards, each interval of the thread is appended as it is
 // (running, preempted, or blocked on a timer / device / network / interrupt), except a
 // blocked interval that another thread woke: it is replaced by the waker's own critical
-// path over that interval (recursively, bounded by the interval). Walking back past a
+// path over that interval (recursively, bounded by the interval). A wait that a packet
+// ended, when the packet's sending thread is known (model.hpp), is `network` from the
+// send on and the sender's own critical path before it. Walking back past a
 // thread's first interval follows its fork to the parent; time with no information is
 // `unknown`. The result partitions [from, to] into segments in time order:
 //   Σ (end - start) = to - from, segments contiguous, adjacent ones never equal.
@@ -44,6 +46,7 @@ struct PathSegment {
 struct CriticalPathResult {
   std::vector<PathSegment> path;
   uint64_t waker_hops = 0;    // blocked intervals replaced by a waker's path
+  uint64_t packet_hops = 0;   // packet waits followed to the sending thread
   uint64_t inconsistent = 0;  // wakers found not running at the wake-up (kept as blocked)
 };
 

@@ -45,7 +45,11 @@ struct KEvent {
   uint32_t comm_a = 0;  // string id: comm of `a` (next_comm, child_comm, woken comm)
   KType type = KType::sched_switch;
   PrevState state = PrevState::runnable;
+  uint16_t host = 0;  // index in KernelEvents::hosts (traces of several machines)
   uint32_t line = 0;  // 1-based input line (0 = not from a text file)
+  // net_queue / net_receive: the packet's identity across hosts (a hash of the IP
+  // addresses, TCP ports, sequence and acknowledgement numbers and flags), 0 = unknown.
+  uint64_t packet = 0;
 };
 
 // Interned strings: ids stay valid and stable; 0 is the empty string.
@@ -94,6 +98,9 @@ class Counters {
 // count the ones that arrived out of order), the comm strings and the counters.
 struct KernelEvents {
   std::vector<KEvent> events;
+  // The machines the events come from (a trace's `hostname`), by KEvent::host; empty or
+  // one entry for a single machine.
+  std::vector<std::string> hosts;
   StringTable strings;
   Counters diagnostics;
   std::string source = "<memory>";

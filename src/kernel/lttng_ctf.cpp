@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "trace/trace.hpp"
@@ -42,7 +43,15 @@ bool have_lttng_reader() {
 
 namespace {
 
+// A variant's selected option (through nested variants); other fields as they are.
+const bt_field* unwrap(const bt_field* f) {
+  while (f && bt_field_class_type_is(bt_field_get_class_type(f), BT_FIELD_CLASS_TYPE_VARIANT))
+    f = bt_field_variant_borrow_selected_option_field_const(f);
+  return f;
+}
+
 const bt_field* member(const bt_field* st, const char* name) {
+  st = unwrap(st);
   if (!st || bt_field_get_class_type(st) != BT_FIELD_CLASS_TYPE_STRUCTURE) return nullptr;
   return bt_field_structure_borrow_member_field_by_name_const(st, name);
 }
@@ -85,6 +94,52 @@ PrevState lttng_prev_state(int64_t v) {
   return PrevState::blocked;
 }
 
+uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  h *= 0xbf58476d1ce4e5b9ull;
+  return h ^ (h >> 31);
+}
+
+// Mixes an integer field, or every element of an array of integers (an IP address).
+bool mix_field(const bt_field* f, uint64_t& h) {
+  f = unwrap(f);
+  if (!f) return false;
+  const bt_field_class_type t = bt_field_get_class_type(f);
+  if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_UNSIGNED_INTEGER)) {
+    h = mix(h, bt_field_integer_unsigned_get_value(f));
+    return true;
+  }
+  if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_SIGNED_INTEGER)) {
+    h = mix(h, static_cast<uint64_t>(bt_field_integer_signed_get_value(f)));
+    return true;
+  }
+  if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_ARRAY)) {
+    const uint64_t n = bt_field_array_get_length(f);
+    h = mix(h, n);
+    for (uint64_t i = 0; i < n; ++i)
+      if (!mix_field(bt_field_array_borrow_element_field_by_index_const(f, i), h)) return false;
+    return true;
+  }
+  return false;
+}
+
+// A TCP packet's identity from lttng-modules' extended network header (net_dev_queue,
+// net_if_receive_skb): network_header (variant: ipv4/ipv6 struct) holds the addresses and
+// transport_header (variant: tcp struct) the ports, sequence and acknowledgement numbers
+// and flags — equal on the sending and the receiving host. 0 when absent (older
+// lttng-modules, not IP, not TCP).
+uint64_t packet_identity(const bt_field* payload) {
+  const bt_field* ip = unwrap(member(payload, "network_header"));
+  const bt_field* tcp = unwrap(member(ip, "transport_header"));
+  if (!tcp || !member(tcp, "seq")) return 0;
+  uint64_t h = 0x5eed;
+  for (const char* name : {"saddr", "daddr"})
+    if (!mix_field(member(ip, name), h)) return 0;
+  for (const char* name : {"source_port", "dest_port", "seq", "ack_seq", "flags"})
+    if (!mix_field(member(tcp, name), h)) return 0;
+  return h ? h : 1;
+}
+
 struct EventName {
   const char* name;
   KType type;
@@ -113,13 +168,37 @@ constexpr EventName kEvents[] = {
 struct Sink {
   KernelEvents out;
   bt_message_iterator* it = nullptr;
-  std::vector<int32_t> current;  // running tid per CPU, from sched_switch
+  std::vector<int32_t> current;  // running tid per CPU of the trace read (sched_switch)
+  std::unordered_map<const bt_trace*, uint16_t> host_of_trace;
 
   int32_t& current_of(int32_t cpu) {
     static int32_t none = -1;
     if (cpu < 0 || cpu >= (1 << 16)) return none = -1;
     if (static_cast<size_t>(cpu) >= current.size()) current.resize(cpu + 1, -1);
     return current[cpu];
+  }
+
+  // The machine a trace comes from: its environment's `hostname` (traces without one
+  // share the unnamed host).
+  uint16_t host(const bt_event* ev) {
+    const bt_trace* trace = bt_stream_borrow_trace_const(bt_event_borrow_stream_const(ev));
+    auto it = host_of_trace.find(trace);
+    if (it != host_of_trace.end()) return it->second;
+    std::string name;
+    const bt_value* v = bt_trace_borrow_environment_entry_value_by_name_const(trace, "hostname");
+    if (v && bt_value_get_type(v) == BT_VALUE_TYPE_STRING) name = bt_value_string_get(v);
+    uint16_t id = 0;
+    while (id < out.hosts.size() && out.hosts[id] != name) ++id;
+    if (id == out.hosts.size()) {
+      if (id == UINT16_MAX) {
+        out.diagnostics.add("lttng.too_many_hosts");
+        id = 0;
+      } else {
+        out.hosts.push_back(name);
+      }
+    }
+    host_of_trace.emplace(trace, id);
+    return id;
   }
 
   void event(const bt_message* msg) {
@@ -141,6 +220,7 @@ struct Sink {
     int64_t cpu = -1;
     if (pkt) get_int(bt_packet_borrow_context_field_const(pkt), "cpu_id", cpu);
     k.cpu = cpu >= 0 && cpu < (1 << 16) ? static_cast<int32_t>(cpu) : -1;
+    k.host = host(ev);
     int32_t& cur = current_of(k.cpu);
     k.tid = cur;
     int32_t ctx_tid;
@@ -183,6 +263,10 @@ struct Sink {
       case KType::softirq_entry:
       case KType::softirq_exit:
         ok = get_i32(p, "vec", k.a);
+        break;
+      case KType::net_queue:
+      case KType::net_receive:
+        k.packet = packet_identity(p);
         break;
       case KType::statedump: {
         int64_t status = 0;
@@ -270,6 +354,72 @@ struct GraphGuard {
   ~GraphGuard() { bt_graph_put_ref(g); }
 };
 
+// Reads one CTF trace into the sink through its own graph (source.ctf.fs -> muxer ->
+// sink): traces of different hosts have unrelated clocks and UUIDs, which one source
+// component refuses to merge; the model aligns the hosts' clocks itself.
+void read_one_trace(const std::string& trace, Sink& sink) {
+  GraphGuard graph{bt_graph_create(0)};
+  const bt_plugin* ctf = nullptr;
+  const bt_plugin* utils = nullptr;
+  if (bt_plugin_find("ctf", BT_TRUE, BT_TRUE, BT_TRUE, BT_TRUE, BT_FALSE, &ctf) !=
+          BT_PLUGIN_FIND_STATUS_OK ||
+      bt_plugin_find("utils", BT_TRUE, BT_TRUE, BT_TRUE, BT_TRUE, BT_FALSE, &utils) !=
+          BT_PLUGIN_FIND_STATUS_OK) {
+    bt_plugin_put_ref(ctf);
+    throw TraceError(trace, "open", "babeltrace2's ctf and utils plugins are not installed");
+  }
+  const bt_component_class_source* src_cls =
+      bt_plugin_borrow_source_component_class_by_name_const(ctf, "fs");
+  const bt_component_class_filter* mux_cls =
+      bt_plugin_borrow_filter_component_class_by_name_const(utils, "muxer");
+  bt_value* params = bt_value_map_create();
+  bt_value* inputs = nullptr;
+  bt_value_map_insert_empty_array_entry(params, "inputs", &inputs);
+  bt_value_array_append_string_element(inputs, trace.c_str());
+  const bt_component_source* src = nullptr;
+  const bt_component_filter* mux = nullptr;
+  const bt_component_sink* snk = nullptr;
+  bt_graph_add_component_status added;
+  {
+#ifdef SNAILTRAIL_ASAN
+    // babeltrace2 2.0.4's CTF metadata parser leaks a few bytes when metadata does not
+    // parse (seen under LeakSanitizer): its allocation, not ours to report.
+    __lsan::ScopedDisabler no_leak_check;
+#endif
+    added =
+        bt_graph_add_source_component(graph.g, src_cls, "src", params, BT_LOGGING_LEVEL_NONE, &src);
+  }
+  bt_value_put_ref(params);
+  if (added != BT_GRAPH_ADD_COMPONENT_STATUS_OK) {
+    bt_plugin_put_ref(ctf);
+    bt_plugin_put_ref(utils);
+    throw TraceError(trace, "open", take_error("source.ctf.fs cannot open it"));
+  }
+  bt_graph_add_filter_component(graph.g, mux_cls, "mux", nullptr, BT_LOGGING_LEVEL_NONE, &mux);
+  bt_plugin_put_ref(ctf);
+  bt_plugin_put_ref(utils);
+  bt_graph_add_simple_sink_component(graph.g, "sink", sink_init, sink_consume, nullptr, &sink,
+                                     &snk);
+  const uint64_t ports = bt_component_source_get_output_port_count(src);
+  for (uint64_t i = 0; i < ports; ++i) {
+    const bt_port_input* in = bt_component_filter_borrow_input_port_by_index_const(mux, i);
+    if (!in || bt_graph_connect_ports(graph.g,
+                                      bt_component_source_borrow_output_port_by_index_const(src, i),
+                                      in, nullptr) != BT_GRAPH_CONNECT_PORTS_STATUS_OK)
+      throw TraceError(trace, "open", take_error("cannot connect the CTF streams"));
+  }
+  if (bt_graph_connect_ports(graph.g, bt_component_filter_borrow_output_port_by_index_const(mux, 0),
+                             bt_component_sink_borrow_input_port_by_index_const(snk, 0),
+                             nullptr) != BT_GRAPH_CONNECT_PORTS_STATUS_OK)
+    throw TraceError(trace, "open", take_error("cannot connect the muxer"));
+  bt_graph_run_status st;
+  do {
+    st = bt_graph_run(graph.g);
+  } while (st == BT_GRAPH_RUN_STATUS_AGAIN);
+  if (st != BT_GRAPH_RUN_STATUS_OK)
+    throw TraceError(trace, "read", take_error("babeltrace2 could not read the trace"));
+}
+
 }  // namespace
 
 KernelEvents read_lttng_ctf(const std::string& path) {
@@ -290,75 +440,19 @@ KernelEvents read_lttng_ctf(const std::string& path) {
 
   Sink sink;
   sink.out.source = path;
-  GraphGuard graph{bt_graph_create(0)};
-  const bt_plugin* ctf = nullptr;
-  const bt_plugin* utils = nullptr;
-  if (bt_plugin_find("ctf", BT_TRUE, BT_TRUE, BT_TRUE, BT_TRUE, BT_FALSE, &ctf) !=
-          BT_PLUGIN_FIND_STATUS_OK ||
-      bt_plugin_find("utils", BT_TRUE, BT_TRUE, BT_TRUE, BT_TRUE, BT_FALSE, &utils) !=
-          BT_PLUGIN_FIND_STATUS_OK) {
-    bt_plugin_put_ref(ctf);
-    throw TraceError(path, "open", "babeltrace2's ctf and utils plugins are not installed");
-  }
-  const bt_component_class_source* src_cls =
-      bt_plugin_borrow_source_component_class_by_name_const(ctf, "fs");
-  const bt_component_class_filter* mux_cls =
-      bt_plugin_borrow_filter_component_class_by_name_const(utils, "muxer");
-  bt_value* params = bt_value_map_create();
-  bt_value* inputs = nullptr;
-  bt_value_map_insert_empty_array_entry(params, "inputs", &inputs);
-  for (const std::string& t : traces) bt_value_array_append_string_element(inputs, t.c_str());
-  const bt_component_source* src = nullptr;
-  const bt_component_filter* mux = nullptr;
-  const bt_component_sink* snk = nullptr;
-  bt_graph_add_component_status added;
-  {
-#ifdef SNAILTRAIL_ASAN
-    // babeltrace2 2.0.4's CTF metadata parser leaks a few bytes when metadata does not
-    // parse (seen under LeakSanitizer): its allocation, not ours to report.
-    __lsan::ScopedDisabler no_leak_check;
-#endif
-    added =
-        bt_graph_add_source_component(graph.g, src_cls, "src", params, BT_LOGGING_LEVEL_NONE, &src);
-  }
-  bt_value_put_ref(params);
-  if (added != BT_GRAPH_ADD_COMPONENT_STATUS_OK) {
-    bt_plugin_put_ref(ctf);
-    bt_plugin_put_ref(utils);
-    throw TraceError(path, "open", take_error("source.ctf.fs cannot open it"));
-  }
-  bt_graph_add_filter_component(graph.g, mux_cls, "mux", nullptr, BT_LOGGING_LEVEL_NONE, &mux);
-  bt_plugin_put_ref(ctf);
-  bt_plugin_put_ref(utils);
-  bt_graph_add_simple_sink_component(graph.g, "sink", sink_init, sink_consume, nullptr, &sink,
-                                     &snk);
-  const uint64_t ports = bt_component_source_get_output_port_count(src);
-  for (uint64_t i = 0; i < ports; ++i) {
-    const bt_port_input* in = bt_component_filter_borrow_input_port_by_index_const(mux, i);
-    if (!in || bt_graph_connect_ports(graph.g,
-                                      bt_component_source_borrow_output_port_by_index_const(src, i),
-                                      in, nullptr) != BT_GRAPH_CONNECT_PORTS_STATUS_OK)
-      throw TraceError(path, "open", take_error("cannot connect the CTF streams"));
-  }
-  if (bt_graph_connect_ports(graph.g, bt_component_filter_borrow_output_port_by_index_const(mux, 0),
-                             bt_component_sink_borrow_input_port_by_index_const(snk, 0),
-                             nullptr) != BT_GRAPH_CONNECT_PORTS_STATUS_OK)
-    throw TraceError(path, "open", take_error("cannot connect the muxer"));
-  bt_graph_run_status st;
-  do {
-    st = bt_graph_run(graph.g);
-  } while (st == BT_GRAPH_RUN_STATUS_AGAIN);
-  if (st != BT_GRAPH_RUN_STATUS_OK)
-    throw TraceError(path, "read", take_error("babeltrace2 could not read the trace"));
   auto& ev = sink.out.events;
   uint64_t inversions = 0;
-  for (size_t i = 1; i < ev.size(); ++i)
-    if (ev[i].ts < ev[i - 1].ts) ++inversions;
-  if (inversions) {
-    sink.out.diagnostics.add("lttng.out_of_order", inversions);
+  for (const std::string& trace : traces) {
+    const size_t first = ev.size();
+    sink.current.clear();
+    read_one_trace(trace, sink);
+    for (size_t i = first + 1; i < ev.size(); ++i)
+      if (ev[i].ts < ev[i - 1].ts) ++inversions;
+  }
+  if (inversions) sink.out.diagnostics.add("lttng.out_of_order", inversions);
+  if (traces.size() > 1 || inversions)
     std::stable_sort(ev.begin(), ev.end(),
                      [](const KEvent& a, const KEvent& b) { return a.ts < b.ts; });
-  }
   return std::move(sink.out);
 }
 

@@ -1,6 +1,7 @@
 // Kernel events -> thread-state intervals (model.hpp).
 #include "kernel/model.hpp"
 
+#include <algorithm>
 #include <unordered_map>
 
 namespace snailtrail::kernel {
@@ -42,6 +43,13 @@ std::vector<int32_t> KernelModel::find_tid(int32_t tid) const {
   return out;
 }
 
+std::string KernelModel::thread_label(int32_t thread) const {
+  const Thread& t = threads[thread];
+  std::string label = strings.str(t.comm) + ":" + std::to_string(t.tid);
+  if (multi_host()) label = hosts[t.host] + "/" + label;
+  return label;
+}
+
 std::vector<int32_t> KernelModel::find_comm(std::string_view name) const {
   std::vector<int32_t> out;
   for (size_t i = 0; i < threads.size(); ++i)
@@ -58,6 +66,7 @@ struct Context {
   int32_t num;
   bool block_done = false;  // a block request completed in this context
   bool net_rx = false;      // a packet was received in this context
+  uint64_t packet = 0;      // the identity of the last one, if known
 };
 
 struct Cpu {
@@ -72,6 +81,7 @@ class Builder {
  public:
   explicit Builder(KernelEvents&& in) : in_(std::move(in)) {
     m_.source = in_.source;
+    m_.hosts = in_.hosts;
     m_.diagnostics = std::move(in_.diagnostics);
   }
 
@@ -108,17 +118,28 @@ class Builder {
     Open state = Open::none;
     int64_t since = 0;
   };
+  struct Send {
+    int32_t thread;
+    int64_t ts;
+  };
 
-  Cpu* cpu(int32_t c) {
+  Cpu* cpu(uint16_t host, int32_t c) {
     if (c < 0 || c >= kMaxCpus) return nullptr;
-    if (static_cast<size_t>(c) >= cpus_.size()) cpus_.resize(c + 1);
-    return &cpus_[c];
+    if (host >= cpus_.size()) cpus_.resize(host + 1);
+    auto& cpus = cpus_[host];
+    if (static_cast<size_t>(c) >= cpus.size()) cpus.resize(c + 1);
+    return &cpus[c];
   }
 
-  // The live thread with this tid, created if needed. tid <= 0 (idle) is no thread.
-  int32_t thread(int32_t tid, uint32_t comm) {
+  static uint64_t tid_key(uint16_t host, int32_t tid) {
+    return (uint64_t{host} << 32) | static_cast<uint32_t>(tid);
+  }
+
+  // The live thread with this tid on this host, created if needed. tid <= 0 (idle) is no
+  // thread.
+  int32_t thread(uint16_t host, int32_t tid, uint32_t comm) {
     if (tid <= 0) return -1;
-    auto it = by_tid_.find(tid);
+    auto it = by_tid_.find(tid_key(host, tid));
     if (it != by_tid_.end()) {
       if (comm && m_.threads[it->second].comm != comm) m_.threads[it->second].comm = comm;
       return it->second;
@@ -126,15 +147,16 @@ class Builder {
     const auto idx = static_cast<int32_t>(m_.threads.size());
     Thread t;
     t.tid = tid;
+    t.host = host;
     t.comm = comm;
     m_.threads.push_back(std::move(t));
     open_.emplace_back();
-    by_tid_.emplace(tid, idx);
+    by_tid_.emplace(tid_key(host, tid), idx);
     return idx;
   }
 
   void add(size_t t, int64_t start, int64_t end, ThreadState s, WakeCause c = WakeCause::none,
-           int32_t waker = -1) {
+           int32_t waker = -1, int64_t sent = INT64_MIN) {
     if (end <= start) return;
     auto& ivs = m_.threads[t].intervals;
     if (!ivs.empty() && ivs.back().end == start && ivs.back().state == s &&
@@ -142,7 +164,22 @@ class Builder {
       ivs.back().end = end;
       return;
     }
-    ivs.push_back({start, end, waker, s, c});
+    ivs.push_back({start, end, sent, waker, s, c});
+  }
+
+  // A packet wake-up of thread `t` at `ts`: the thread that sent the packet received in
+  // this interrupt context, if its sending was traced.
+  void packet_sender(const Cpu* c, int32_t t, int64_t ts, int32_t& by, int64_t& sent) {
+    if (!c || c->stack.empty() || c->stack.back().packet == 0) return;
+    auto it = sends_.find(c->stack.back().packet);
+    if (it == sends_.end() || it->second.ts > ts) {
+      if (m_.multi_host()) m_.diagnostics.add("kernel.packet_sender_not_traced");
+      return;
+    }
+    if (it->second.thread == t) return;
+    by = it->second.thread;
+    sent = it->second.ts;
+    ++m_.packets_matched;
   }
 
   // `t` runs at `ts` (it is current on a CPU): repair what we believed otherwise.
@@ -189,13 +226,16 @@ class Builder {
   }
 
   void wake(const KEvent& e, int32_t waker, Cpu* c) {
-    const int32_t t = thread(e.a, e.comm_a);
+    const int32_t t = thread(e.host, e.a, e.comm_a);
     if (t < 0) return;
     OpenState& o = open_[t];
     if (o.state == Open::blocked) {
       WakeCause cause = cause_at(c, e.tid);
       if (cause == WakeCause::thread && (waker < 0 || waker == t)) cause = WakeCause::none;
-      add(t, o.since, e.ts, ThreadState::blocked, cause, cause == WakeCause::thread ? waker : -1);
+      int32_t by = cause == WakeCause::thread ? waker : -1;
+      int64_t sent = INT64_MIN;
+      if (cause == WakeCause::network) packet_sender(c, t, e.ts, by, sent);
+      add(t, o.since, e.ts, ThreadState::blocked, cause, by, sent);
       ++m_.wakeups;
       o = {Open::preempted, e.ts};
     } else if (o.state == Open::none) {
@@ -204,10 +244,10 @@ class Builder {
   }
 
   void step(const KEvent& e) {
-    Cpu* c = cpu(e.cpu);
+    Cpu* c = cpu(e.host, e.cpu);
     int32_t cur = -1;
     if (e.type != KType::statedump && e.type != KType::process_exit) {
-      cur = thread(e.tid, e.comm);
+      cur = thread(e.host, e.tid, e.comm);
       ensure_running(cur, e.ts);
       if (c && c->current != e.tid) {
         if (c->current > 0 && e.tid > 0 && e.type != KType::sched_switch)
@@ -226,10 +266,10 @@ class Builder {
             o = {Open::blocked, e.ts};
           } else {
             o = {Open::dead, e.ts};
-            by_tid_.erase(e.tid);
+            by_tid_.erase(tid_key(e.host, e.tid));
           }
         }
-        const int32_t next = thread(e.a, e.comm_a);
+        const int32_t next = thread(e.host, e.a, e.comm_a);
         if (next >= 0) {
           OpenState& o = open_[next];
           if (o.state == Open::preempted) {
@@ -260,7 +300,7 @@ class Builder {
         wake(e, cur, c);
         break;
       case KType::process_fork: {
-        const int32_t child = thread(e.a, e.comm_a);
+        const int32_t child = thread(e.host, e.a, e.comm_a);
         if (child >= 0) {
           Thread& ct = m_.threads[child];
           if (ct.parent < 0 && cur != child) {
@@ -308,13 +348,20 @@ class Builder {
         if (c && !c->stack.empty()) c->stack.back().block_done = true;
         break;
       case KType::net_receive:
-        if (c && !c->stack.empty()) c->stack.back().net_rx = true;
+        if (c && !c->stack.empty()) {
+          c->stack.back().net_rx = true;
+          c->stack.back().packet = e.packet;
+        }
+        break;
+      case KType::net_queue:
+        // Sent by the running thread (not from an interrupt: an ACK sent by the softirq
+        // belongs to nobody we could follow). A retransmission replaces the earlier send.
+        if (e.packet && cur >= 0 && c && c->stack.empty()) sends_[e.packet] = {cur, e.ts};
         break;
       case KType::block_issue:
-      case KType::net_queue:
         break;
       case KType::statedump: {
-        const int32_t t = thread(e.tid, e.comm);
+        const int32_t t = thread(e.host, e.tid, e.comm);
         if (t >= 0 && open_[t].state == Open::none)
           open_[t] = {e.state == PrevState::blocked ? Open::blocked : Open::preempted, e.ts};
         break;
@@ -325,14 +372,69 @@ class Builder {
   KernelEvents in_;
   KernelModel m_;
   std::vector<OpenState> open_;
-  std::vector<Cpu> cpus_;
-  std::unordered_map<int32_t, int32_t> by_tid_;
+  std::vector<std::vector<Cpu>> cpus_;  // per host, per CPU
+  std::unordered_map<uint64_t, int32_t> by_tid_;
+  std::unordered_map<uint64_t, Send> sends_;  // by packet identity
 };
 
 }  // namespace
 
+std::vector<int64_t> align_host_clocks(KernelEvents& in) {
+  const size_t hosts = in.hosts.size();
+  std::vector<int64_t> offset(hosts, 0);
+  if (hosts <= 1) return offset;
+  // Minimum one-way delay (receive time - send time, in the two hosts' own clocks) per
+  // ordered pair of hosts.
+  std::unordered_map<uint64_t, std::pair<uint16_t, int64_t>> sent;  // packet -> host, ts
+  for (const KEvent& e : in.events)
+    if (e.type == KType::net_queue && e.packet) sent.try_emplace(e.packet, e.host, e.ts);
+  std::vector<int64_t> min_delay(hosts * hosts, INT64_MAX);
+  for (const KEvent& e : in.events) {
+    if (e.type != KType::net_receive || !e.packet) continue;
+    auto it = sent.find(e.packet);
+    if (it == sent.end() || it->second.first == e.host || it->second.first >= hosts ||
+        e.host >= hosts)
+      continue;
+    int64_t& d = min_delay[it->second.first * hosts + e.host];
+    d = std::min(d, e.ts - it->second.second);
+  }
+  // Breadth-first from host 0 over pairs with packets both ways. If host b's clock reads
+  // theta more than a's, a->b delays read d + theta and b->a ones d - theta.
+  std::vector<bool> aligned(hosts, false);
+  aligned[0] = true;
+  std::vector<size_t> queue{0};
+  for (size_t q = 0; q < queue.size(); ++q) {
+    const size_t a = queue[q];
+    for (size_t b = 0; b < hosts; ++b) {
+      if (aligned[b]) continue;
+      const int64_t ab = min_delay[a * hosts + b], ba = min_delay[b * hosts + a];
+      if (ab == INT64_MAX || ba == INT64_MAX) continue;
+      const int64_t theta = (ab - ba) / 2;
+      offset[b] = offset[a] - theta;
+      aligned[b] = true;
+      queue.push_back(b);
+    }
+  }
+  uint64_t unaligned = 0;
+  for (size_t h = 0; h < hosts; ++h) unaligned += !aligned[h];
+  if (unaligned) in.diagnostics.add("kernel.host_clock_not_aligned", unaligned);
+  bool shifted = false;
+  for (KEvent& e : in.events)
+    if (e.host < hosts && offset[e.host] != 0) {
+      e.ts += offset[e.host];
+      shifted = true;
+    }
+  if (shifted)
+    std::stable_sort(in.events.begin(), in.events.end(),
+                     [](const KEvent& a, const KEvent& b) { return a.ts < b.ts; });
+  return offset;
+}
+
 KernelModel build_model(KernelEvents&& events) {
-  return Builder(std::move(events)).run();
+  std::vector<int64_t> offsets = align_host_clocks(events);
+  KernelModel m = Builder(std::move(events)).run();
+  m.host_offsets_ns = std::move(offsets);
+  return m;
 }
 
 }  // namespace snailtrail::kernel

@@ -7,6 +7,9 @@
 // blocked interval woken by a thread has waker >= 0 and ends at the wake-up time; a wait
 // whose end was not seen (trace end, missed wake-up) has cause `none` and shows as
 // `blocked` (unresolved). Time before a thread's first event is not modelled (`unknown`).
+// A wait ended by a packet (cause `network`) whose sending was traced (on this host or,
+// with several hosts' traces, on another) names the sending thread as `waker` and the
+// send time as `sent` (<= end).
 #pragma once
 
 #include <cstdint>
@@ -25,13 +28,15 @@ enum class WakeCause : uint8_t { none, thread, timer, block_device, network, int
 struct Interval {
   int64_t start = 0;
   int64_t end = 0;
-  int32_t waker = -1;  // thread index when cause == thread
+  int64_t sent = INT64_MIN;  // cause == network with waker >= 0: when the packet was sent
+  int32_t waker = -1;        // thread index when cause == thread (or a packet's sender)
   ThreadState state = ThreadState::running;
   WakeCause cause = WakeCause::none;
 };
 
 struct Thread {
   int32_t tid = 0;
+  uint16_t host = 0;          // index in KernelModel::hosts
   uint32_t comm = 0;          // string id (latest comm seen)
   int32_t parent = -1;        // thread index of the forking thread, if the fork was seen
   int64_t birth = INT64_MIN;  // fork time, if seen
@@ -39,7 +44,10 @@ struct Thread {
 };
 
 struct KernelModel {
-  std::vector<Thread> threads;  // a tid reused after its thread died gets a new entry
+  std::vector<Thread> threads;           // a tid reused after its thread died gets a new entry
+  std::vector<std::string> hosts;        // machine names (one entry or none: one machine)
+  std::vector<int64_t> host_offsets_ns;  // per host: added to its clock (host 0: 0)
+  uint64_t packets_matched = 0;          // packet wake-ups whose sender was found
   StringTable strings;
   Counters diagnostics;  // the reader's and the model's
   std::string source;
@@ -48,6 +56,9 @@ struct KernelModel {
   uint64_t wakeups = 0;  // wake-ups that ended a blocked interval
 
   const std::string& comm(int32_t thread) const { return strings.str(threads[thread].comm); }
+  bool multi_host() const { return hosts.size() > 1; }
+  // "comm:tid", or "host/comm:tid" when the model holds several machines.
+  std::string thread_label(int32_t thread) const;
   // Thread indices with this tid (several if the tid was reused), in order of appearance.
   std::vector<int32_t> find_tid(int32_t tid) const;
   // Thread indices whose comm equals `name`.
@@ -56,8 +67,16 @@ struct KernelModel {
 
 // Replays events (sorted by time) through a per-CPU state machine. Inconsistencies
 // (a thread switched in while we believed it blocked, unbalanced irq exits, ...) are
-// repaired and counted in diagnostics under "kernel.*".
+// repaired and counted in diagnostics under "kernel.*". With several hosts, their clocks
+// are first aligned by the packets seen on both sides (align_host_clocks).
 KernelModel build_model(KernelEvents&& events);
+
+// Estimates each host's clock offset to host 0 from packets sent on one host and received
+// on the other (the minimum one-way delays both ways: offset = (min a->b - min b->a) / 2,
+// assuming symmetric minimum delays), shifts every host's events by it and re-sorts.
+// Hosts without packets both ways to an aligned host keep offset 0 (counted under
+// "kernel.host_clock_not_aligned"). Returns the offsets added, per host.
+std::vector<int64_t> align_host_clocks(KernelEvents& events);
 
 std::string_view name_of(ThreadState s);
 std::string_view name_of(WakeCause c);

@@ -30,7 +30,7 @@ Trace to_trace(const KernelModel& m) {
   std::vector<Event> sends;  // the waker sides, placed on their workers below
   for (uint32_t w = 0; w < nthreads; ++w) {
     const Thread& t = m.threads[w];
-    out.worker_names[w] = m.strings.str(t.comm) + ":" + std::to_string(t.tid);
+    out.worker_names[w] = m.thread_label(static_cast<int32_t>(w));
     auto [it, fresh] = op_of_comm.emplace(t.comm, static_cast<uint32_t>(op_of_comm.size()));
     if (fresh) out.operator_names[it->second] = m.strings.str(t.comm);
     const uint32_t op = it->second;
@@ -59,7 +59,16 @@ Trace to_trace(const KernelModel& m) {
       ev.push_back(e);
       if (iv.state != ThreadState::blocked || iv.cause == WakeCause::none) continue;
       uint32_t from = 0;
-      if (iv.cause == WakeCause::thread) {
+      int64_t sent_at = iv.end;
+      ActivityType message = ActivityType::control_message;
+      if (iv.cause == WakeCause::network && iv.waker >= 0 &&
+          static_cast<uint32_t>(iv.waker) < nthreads && iv.sent <= iv.end) {
+        // A packet whose sender is known: a data message from the sending thread, sent
+        // when the packet left, received at the wake-up (across hosts too).
+        from = static_cast<uint32_t>(iv.waker);
+        sent_at = iv.sent;
+        message = ActivityType::data_message;
+      } else if (iv.cause == WakeCause::thread) {
         if (iv.waker < 0 || static_cast<uint32_t>(iv.waker) >= nthreads) continue;
         from = static_cast<uint32_t>(iv.waker);
       } else {
@@ -67,14 +76,15 @@ Trace to_trace(const KernelModel& m) {
         pseudo_used[from - nthreads] = true;
       }
       Event snd;
-      snd.ts = iv.end;
+      snd.ts = sent_at;
       snd.worker = from;
       snd.remote = w;
       snd.correlator = ++correlator;
-      snd.activity = ActivityType::control_message;
+      snd.activity = message;
       snd.kind = EventKind::send;
       snd.flags = kHasCorrelator | kHasRemote;
       Event rcv = snd;
+      rcv.ts = iv.end;
       rcv.worker = w;
       rcv.remote = from;
       rcv.kind = EventKind::recv;
