@@ -44,10 +44,12 @@ CommandRunner add_serve_command(CLI::App& app) {
   cmd->add_flag("--stdin", args->stdin_source, "Read a stream from stdin");
   cmd->add_option("--follow", args->follow,
                   "Follow FILE as it grows (like tail -f): our JSONL or .snail, a Spark event "
-                  "log still being written, an original SnailTrail MessagePack log; repeatable");
+                  "log still being written, an original SnailTrail MessagePack log, a kernel "
+                  "trace as perf script text; repeatable");
   cmd->add_option("--importer", args->importer,
                   "Format of the --follow files: auto (sniffed from their first bytes), jsonl, "
-                  "snail, spark, snailtrail-msgpack. Single-document formats (chrome, jaeger) "
+                  "snail, spark, snailtrail-msgpack, perf-sched. Single-document formats (chrome, "
+                  "jaeger) "
                   "and otlp cannot be followed")
       ->capture_default_str();
   cmd->add_option("--spark-delay-split", args->spark_delay_split,

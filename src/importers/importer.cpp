@@ -18,6 +18,7 @@
 #include "importers/streaming.hpp"
 #include "kernel/load.hpp"
 #include "kernel/perf_script.hpp"
+#include "kernel/perf_stream.hpp"
 #include "kernel/to_trace.hpp"
 #include "trace/trace_io.hpp"
 
@@ -233,14 +234,33 @@ Trace import_trace(const std::string& path, std::string_view importer,
 }
 
 std::string streaming_importer_names() {
-  return "spark, snailtrail-msgpack";
+  return "spark, snailtrail-msgpack, perf-sched";
 }
+
+namespace {
+
+// `perf script` text followed as it grows (kernel/perf_stream.hpp).
+class PerfSchedStreamImporter final : public StreamImporter {
+ public:
+  explicit PerfSchedStreamImporter(const std::string& source) : s_(source) {}
+  void feed(std::string_view bytes, Trace& out) override { s_.feed(bytes, out); }
+  void finish(Trace& out) override { s_.finish(out); }
+  std::vector<std::pair<std::string, uint64_t>> diagnostics() const override {
+    return s_.diagnostics();
+  }
+
+ private:
+  kernel::PerfSchedStream s_;
+};
+
+}  // namespace
 
 std::unique_ptr<StreamImporter> make_stream_importer(std::string_view name,
                                                      const std::string& source,
                                                      const ImportOptions& options) {
   if (name == "spark") return spark::make_stream(source, options);
   if (name == "snailtrail-msgpack") return msgpack_log::make_stream(source);
+  if (name == "perf-sched") return std::make_unique<PerfSchedStreamImporter>(source);
   return nullptr;
 }
 

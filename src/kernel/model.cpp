@@ -2,6 +2,7 @@
 #include "kernel/model.hpp"
 
 #include <algorithm>
+#include <memory>
 #include <unordered_map>
 
 namespace snailtrail::kernel {
@@ -77,6 +78,8 @@ struct Cpu {
 constexpr size_t kMaxContextDepth = 16;
 constexpr int32_t kMaxCpus = 1 << 16;
 
+}  // namespace
+
 class Builder {
  public:
   explicit Builder(KernelEvents&& in) : in_(std::move(in)) {
@@ -93,6 +96,21 @@ class Builder {
       m_.end = ev.back().ts;
     }
     for (const KEvent& e : ev) step(e);
+    close_open();
+    m_.strings = std::move(in_.strings);
+    return std::move(m_);
+  }
+
+  // Incremental use (ModelBuilder): one event, its time not before the previous one's.
+  void feed(const KEvent& e) {
+    if (m_.events++ == 0) m_.begin = e.ts;
+    m_.end = e.ts;
+    step(e);
+  }
+  KernelModel& model() { return m_; }
+
+  // Ends the intervals still open at the trace's end.
+  void close_open() {
     for (size_t i = 0; i < open_.size(); ++i) {
       const OpenState& o = open_[i];
       switch (o.state) {
@@ -108,9 +126,8 @@ class Builder {
         default:
           break;
       }
+      open_[i].state = Open::none;
     }
-    m_.strings = std::move(in_.strings);
-    return std::move(m_);
   }
 
  private:
@@ -377,8 +394,6 @@ class Builder {
   std::unordered_map<uint64_t, Send> sends_;  // by packet identity
 };
 
-}  // namespace
-
 std::vector<int64_t> align_host_clocks(KernelEvents& in) {
   const size_t hosts = in.hosts.size();
   std::vector<int64_t> offset(hosts, 0);
@@ -428,6 +443,21 @@ std::vector<int64_t> align_host_clocks(KernelEvents& in) {
     std::stable_sort(in.events.begin(), in.events.end(),
                      [](const KEvent& a, const KEvent& b) { return a.ts < b.ts; });
   return offset;
+}
+
+ModelBuilder::ModelBuilder() : b_(std::make_unique<Builder>(KernelEvents{})) {}
+ModelBuilder::~ModelBuilder() = default;
+void ModelBuilder::feed(const KEvent& e) {
+  b_->feed(e);
+}
+void ModelBuilder::finish() {
+  b_->close_open();
+}
+const KernelModel& ModelBuilder::model() const {
+  return b_->model();
+}
+Counters& ModelBuilder::diagnostics() {
+  return b_->model().diagnostics;
 }
 
 KernelModel build_model(KernelEvents&& events) {

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,23 @@ KernelModel build_model(KernelEvents&& events);
 // Hosts without packets both ways to an aligned host keep offset 0 (counted under
 // "kernel.host_clock_not_aligned"). Returns the offsets added, per host.
 std::vector<int64_t> align_host_clocks(KernelEvents& events);
+
+// build_model one event at a time (streaming: `serve --follow` of a perf script text).
+// Events must come in time order; a thread's intervals only ever grow at the end, a
+// blocked interval appearing when its wake-up is fed. Host clocks are not aligned.
+class Builder;
+class ModelBuilder {
+ public:
+  ModelBuilder();
+  ~ModelBuilder();
+  void feed(const KEvent& e);
+  void finish();                     // ends the intervals still open at the last event's time
+  const KernelModel& model() const;  // threads and intervals so far (strings: the reader's)
+  Counters& diagnostics();
+
+ private:
+  std::unique_ptr<Builder> b_;
+};
 
 std::string_view name_of(ThreadState s);
 std::string_view name_of(WakeCause c);

@@ -1,6 +1,8 @@
 // perf script text -> kernel events (perf_script.hpp).
 #include "kernel/perf_script.hpp"
 
+#include <memory>
+
 #include <algorithm>
 #include <charconv>
 #include <cstring>
@@ -152,9 +154,18 @@ constexpr EventName kEvents[] = {
     {"netif_receive_skb", KType::net_receive},
 };
 
+}  // namespace
+
 class Reader {
  public:
   Reader(const std::string& source) { out_.source = source; }
+
+  // Line-at-a-time use (PerfScriptLines): events appended to out_.events in input order.
+  void next_line(std::string_view s, uint32_t line_no, bool cut) {
+    last_line_cut_ = cut;
+    line(s, line_no);
+  }
+  KernelEvents& out() { return out_; }
 
   KernelEvents run(std::string_view text) {
     size_t pos = 0;
@@ -367,7 +378,15 @@ class Reader {
   bool last_line_cut_ = false;
 };
 
-}  // namespace
+PerfScriptLines::PerfScriptLines(const std::string& source)
+    : r_(std::make_unique<Reader>(source)) {}
+PerfScriptLines::~PerfScriptLines() = default;
+void PerfScriptLines::line(std::string_view text, uint32_t line_no, bool last_and_cut) {
+  r_->next_line(text, line_no, last_and_cut);
+}
+KernelEvents& PerfScriptLines::events() {
+  return r_->out();
+}
 
 KernelEvents parse_perf_script(std::string_view text, const std::string& source) {
   return Reader(source).run(text);

@@ -10,6 +10,7 @@
 // with a missing field is an error naming the line (except a cut last line, counted).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -21,6 +22,22 @@ namespace snailtrail::kernel {
 // `perf.out_of_order` counting those that were not. Throws TraceError naming
 // `source:LINE` for a malformed known event, or when no line is a sample at all.
 KernelEvents parse_perf_script(std::string_view text, const std::string& source);
+
+// The same reader a line at a time (streaming): each line's event, if any, is appended
+// to events().events in input order (not sorted: the caller orders or counts); comm
+// strings and counters accumulate in events(). Throws TraceError naming the line as
+// parse_perf_script does.
+class Reader;
+class PerfScriptLines {
+ public:
+  explicit PerfScriptLines(const std::string& source);
+  ~PerfScriptLines();
+  void line(std::string_view text, uint32_t line_no, bool last_and_cut = false);
+  KernelEvents& events();
+
+ private:
+  std::unique_ptr<Reader> r_;
+};
 
 // How sure we are that the first bytes of a file are perf script sched output (0..100).
 int sniff_perf_script(std::string_view head);
