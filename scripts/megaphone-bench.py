@@ -11,7 +11,7 @@ Runs `snailtrail run keycount` and writes results.json plus SVG figures into --o
   load.svg        offered load vs max latency per strategy (5.18; skipped with --quick)
 
   scripts/megaphone-bench.py --sweep bins|keys|proportional|headline [--full] [--reps N]
-                             [--csv FILE] [--out DIR] [--compare-bin OTHER_BINARY]
+                             [--csv FILE] [--out DIR] [--compare-bin OTHER_BINARY] [--at S]
 
 One sweep instead (each small default runs in under a minute; --full: the larger sizes
 of docs/MEGAPHONE.md). One migration of half the bins per run, all three strategies:
@@ -21,7 +21,9 @@ of docs/MEGAPHONE.md). One migration of half the bins per run, all three strateg
   headline      --reps repetitions at one size, interleaved; with --compare-bin the same
                 runs with a second binary interleaved with the first (before/after)
 Every row also has noise_max_ms: the largest latency of the 250 ms intervals in the 1 s
-before the migration (the machine's noise floor at that moment). Rows go to --csv
+before the migration (the machine's noise floor at that moment), and stalled_intervals:
+those of them in which no epoch completed (the dataflow was behind, e.g. still
+allocating its state: the migration's max latency then includes that backlog). Rows go to --csv
 (default OUT/sweep-NAME.csv) and OUT/sweep-NAME.json.
 """
 import argparse
@@ -123,7 +125,11 @@ def mig_row(d, start_pad=1.0):
     start = m.get("start_s", 0)
     before = [i["max_ms"] for i in d["intervals"] if start - start_pad < i["t_s"] <= start]
     return {"duration_s": m.get("duration_s", 0), "max_latency_ms": m.get("max_latency_ms", 0),
-            "noise_max_ms": max(before) if before else 0, "bins_moved": m.get("bins_moved", 0),
+            "noise_max_ms": max(before) if before else 0,
+            # 250 ms intervals before the migration in which no epoch completed: the
+            # dataflow was stalled or behind (e.g. still allocating its state), so the
+            # migration's max latency includes that backlog.
+            "stalled_intervals": sum(1 for v in before if v == 0), "bins_moved": m.get("bins_moved", 0),
             "bytes_moved": m.get("bytes_moved", 0), "steps": m.get("steps", 0),
             "completed": bool(m.get("completed")),
             "peak_rss_mb": max((i["rss_mb"] for i in d["intervals"]), default=0)}
@@ -144,7 +150,7 @@ SWEEPS = {
 def sweep(a):
     points = SWEEPS[a.sweep][1 if a.full else 0]
     rate = a.rate or 200_000
-    at = 2.0 if not a.full else 3.0
+    at = a.at or (2.0 if not a.full else 3.0)
     bins_list = [("", a.bin)] + ([("compare", a.compare_bin)] if a.compare_bin else [])
     reps = a.reps or (3 if a.sweep == "headline" else 1)
     rows = []
@@ -167,10 +173,11 @@ def sweep(a):
                            **mig_row(d), "wall_s": round(d["wall_s"], 2), "cmd": "snailtrail " + d["cmd"]}
                     rows.append(row)
                     print("%-7s rep %d keys %9d bins %5d %-11s duration %7.3f s  max latency %9.2f ms"
-                          "  noise %8.2f ms  %7.1f MB moved  peak RSS %5.0f MB%s"
+                          "  noise %8.2f ms  %7.1f MB moved  peak RSS %5.0f MB%s%s"
                           % (row["binary"], rep, keys, bins, s, row["duration_s"], row["max_latency_ms"],
                              row["noise_max_ms"], row["bytes_moved"] / 2**20, row["peak_rss_mb"],
-                             "" if row["completed"] else "  (NOT completed)"))
+                             "" if row["completed"] else "  (NOT completed)",
+                             "  (STALLED before the migration: raise --at)" if row["stalled_intervals"] else ""))
     csv_path = a.csv or os.path.join(a.out, "sweep-%s.csv" % a.sweep)
     with open(csv_path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
@@ -202,6 +209,8 @@ def main():
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--sweep", choices=sorted(SWEEPS), help="run one sweep instead (see above)")
     ap.add_argument("--full", action="store_true", help="with --sweep: the larger sizes")
+    ap.add_argument("--at", type=float, default=0,
+                    help="with --sweep: migration time in s (default 2, --full 3)")
     ap.add_argument("--reps", type=int, default=0, help="with --sweep: repetitions (headline: 3)")
     ap.add_argument("--csv", default="", help="with --sweep: CSV file (default OUT/sweep-NAME.csv)")
     ap.add_argument("--compare-bin", default="", help="with --sweep: a second binary, run interleaved")
