@@ -9,8 +9,25 @@ Runs `snailtrail run keycount` and writes results.json plus SVG figures into --o
   strategies.svg  max latency vs duration of all-at-once / batched / fluid per bin count (5.15)
   rss.svg         RSS over time around the migration, per strategy (5.19)
   load.svg        offered load vs max latency per strategy (5.18; skipped with --quick)
+
+  scripts/megaphone-bench.py --sweep bins|keys|proportional|headline [--full] [--reps N]
+                             [--csv FILE] [--out DIR] [--compare-bin OTHER_BINARY] [--at S]
+
+One sweep instead (each small default runs in under a minute; --full: the larger sizes
+of docs/MEGAPHONE.md). One migration of half the bins per run, all three strategies:
+  bins          max latency / duration vs the number of bins, fixed keys (Fig. 5.15)
+  keys          max latency / duration vs the number of keys (state size), fixed bins (5.16)
+  proportional  keys and bins grow together, fixed state per bin (5.17)
+  headline      --reps repetitions at one size, interleaved; with --compare-bin the same
+                runs with a second binary interleaved with the first (before/after)
+Every row also has noise_max_ms: the largest latency of the 250 ms intervals in the 1 s
+before the migration (the machine's noise floor at that moment), and stalled_intervals:
+those of them in which no epoch completed (the dataflow was behind, e.g. still
+allocating its state: the migration's max latency then includes that backlog). Rows go to --csv
+(default OUT/sweep-NAME.csv) and OUT/sweep-NAME.json.
 """
 import argparse
+import csv
 import json
 import os
 import subprocess
@@ -102,6 +119,86 @@ def svg_plot(path, title, xlabel, ylabel, series, logx=False, logy=False, points
         f.write("\n".join(o) + "\n")
 
 
+def mig_row(d, start_pad=1.0):
+    """The first migration of a run's stats plus the noise floor before it."""
+    m = d["migrations"][0] if d.get("migrations") else {}
+    start = m.get("start_s", 0)
+    before = [i["max_ms"] for i in d["intervals"] if start - start_pad < i["t_s"] <= start]
+    return {"duration_s": m.get("duration_s", 0), "max_latency_ms": m.get("max_latency_ms", 0),
+            "noise_max_ms": max(before) if before else 0,
+            # 250 ms intervals before the migration in which no epoch completed: the
+            # dataflow was stalled or behind (e.g. still allocating its state), so the
+            # migration's max latency includes that backlog.
+            "stalled_intervals": sum(1 for v in before if v == 0), "bins_moved": m.get("bins_moved", 0),
+            "bytes_moved": m.get("bytes_moved", 0), "steps": m.get("steps", 0),
+            "completed": bool(m.get("completed")),
+            "peak_rss_mb": max((i["rss_mb"] for i in d["intervals"]), default=0)}
+
+
+SWEEPS = {
+    # name: (small default, --full); each point (keys, bins)
+    "bins": ([(4_000_000, 1 << k) for k in (4, 8, 12)],
+             [(32_000_000, 1 << k) for k in (4, 6, 8, 10, 12, 14)]),
+    "keys": ([(k, 256) for k in (1_000_000, 4_000_000, 16_000_000)],
+             [(k, 4096) for k in (4_000_000, 16_000_000, 64_000_000)]),
+    "proportional": ([(1 << 14 << k, 1 << k) for k in (6, 8, 10)],  # 16 Ki keys (128 KB) per bin
+                     [(1 << 14 << k, 1 << k) for k in (8, 10, 12)]),
+    "headline": ([(4_000_000, 4096)], [(32_000_000, 4096)]),
+}
+
+
+def sweep(a):
+    points = SWEEPS[a.sweep][1 if a.full else 0]
+    rate = a.rate or 200_000
+    at = a.at or (2.0 if not a.full else 3.0)
+    bins_list = [("", a.bin)] + ([("compare", a.compare_bin)] if a.compare_bin else [])
+    reps = a.reps or (3 if a.sweep == "headline" else 1)
+    rows = []
+    print("sweep %s: %d workers, %d records/s, migration at %gs, loadavg %.1f"
+          % (a.sweep, a.workers, rate, at, os.getloadavg()[0]))
+    for rep in range(reps):
+        for keys, bins in points:
+            for s in ("all-at-once", "batched", "fluid"):
+                for tag, binary in bins_list:
+                    # Long enough for the slowest strategy to finish while data still flows
+                    # (fluid: one bin per step, ~1-2 epochs of 1 ms each).
+                    steps = bins // 2 if s == "fluid" else (bins // 4 if s == "batched" else 1)
+                    dur = at + max(1.5, 1.5 + steps * 0.002)
+                    name = "%s-%d-%d-%s-%d%s" % (a.sweep, keys, bins, s, rep, "-" + tag if tag else "")
+                    d = run(binary, ["--workers", str(a.workers), "--rate", str(rate), "--keys", str(keys),
+                                     "--duration", "%gs" % dur, "--bins", str(bins), "--migrate-at", "%gs" % at,
+                                     "--strategy", s], os.path.join(a.out, name + ".json"))
+                    row = {"sweep": a.sweep, "binary": tag or "main", "rep": rep, "keys": keys, "bins": bins,
+                           "state_mb": round(keys * 8 / 2**20, 1), "strategy": s, "rate": rate,
+                           **mig_row(d), "wall_s": round(d["wall_s"], 2), "cmd": "snailtrail " + d["cmd"]}
+                    rows.append(row)
+                    print("%-7s rep %d keys %9d bins %5d %-11s duration %7.3f s  max latency %9.2f ms"
+                          "  noise %8.2f ms  %7.1f MB moved  peak RSS %5.0f MB%s%s"
+                          % (row["binary"], rep, keys, bins, s, row["duration_s"], row["max_latency_ms"],
+                             row["noise_max_ms"], row["bytes_moved"] / 2**20, row["peak_rss_mb"],
+                             "" if row["completed"] else "  (NOT completed)",
+                             "  (STALLED before the migration: raise --at)" if row["stalled_intervals"] else ""))
+    csv_path = a.csv or os.path.join(a.out, "sweep-%s.csv" % a.sweep)
+    with open(csv_path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+        w.writeheader()
+        w.writerows(rows)
+    with open(os.path.join(a.out, "sweep-%s.json" % a.sweep), "w") as f:
+        json.dump({"sweep": a.sweep, "loadavg": os.getloadavg()[0], "rows": rows}, f, indent=1)
+    # Medians per (binary, keys, bins, strategy) and all-at-once's ratio to the others.
+    print("\nmedian over %d rep(s): binary keys bins strategy duration_s max_latency_ms noise_max_ms ratio" % reps)
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["binary"], r["keys"], r["bins"], r["strategy"]), []).append(r)
+    for (b, k, n, s), rs in groups.items():
+        lat = median([r["max_latency_ms"] for r in rs])
+        aao = median([r["max_latency_ms"] for r in groups[(b, k, n, "all-at-once")]])
+        print("  %-7s %9d %5d %-11s %7.3f %9.2f %8.2f %s" % (
+            b, k, n, s, median([r["duration_s"] for r in rs]), lat, median([r["noise_max_ms"] for r in rs]),
+            "" if s == "all-at-once" or lat <= 0 else "all-at-once/this %.1fx" % (aao / lat)))
+    print("wrote %s and %s/sweep-%s.json" % (csv_path, a.out, a.sweep))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default="build/bin/snailtrail")
@@ -110,8 +207,17 @@ def main():
     ap.add_argument("--keys", type=int, default=0)
     ap.add_argument("--rate", type=int, default=0)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--sweep", choices=sorted(SWEEPS), help="run one sweep instead (see above)")
+    ap.add_argument("--full", action="store_true", help="with --sweep: the larger sizes")
+    ap.add_argument("--at", type=float, default=0,
+                    help="with --sweep: migration time in s (default 2, --full 3)")
+    ap.add_argument("--reps", type=int, default=0, help="with --sweep: repetitions (headline: 3)")
+    ap.add_argument("--csv", default="", help="with --sweep: CSV file (default OUT/sweep-NAME.csv)")
+    ap.add_argument("--compare-bin", default="", help="with --sweep: a second binary, run interleaved")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
+    if a.sweep:
+        return sweep(a)
     keys = a.keys or (4_000_000 if a.quick else 32_000_000)
     rate = a.rate or (200_000 if a.quick else 400_000)
     W = str(a.workers)

@@ -424,6 +424,11 @@ int run(const RunArgs& a) {
   }
   if (!a.trace.empty() && mpi)
     r.events = gather_trace(*mpi, std::move(r.events), r.clock_origin_ns);
+  // Megaphone: the bins other ranks' workers sent, to rank 0's migration records.
+  if (mpi && a.bins > 0) {
+    const auto sent = mpi->gather(rank0 ? std::vector<uint64_t>{} : migrations->sent_words());
+    if (rank0) migrations->add_sent_words(sent);
+  }
   const std::string digest = flow::output_digest(r.output);
   if (!a.quiet && rank0) {
     const auto& h = r.latency;

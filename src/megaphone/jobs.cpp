@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
 #include <chrono>
 #include <deque>
@@ -62,16 +63,46 @@ void MigrationLog::latency(int64_t now_ns, flow::Time t, int64_t latency_ns) {
   }
 }
 
+void MigrationLog::step(flow::Time t) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!entries_.empty()) entries_.back().steps.push_back(t);
+}
+
+void MigrationLog::add_bytes_at(flow::Time t, uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sent_.emplace_back(t, bytes);
+}
+
+std::vector<uint64_t> MigrationLog::sent_words() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<uint64_t> w;
+  w.reserve(sent_.size() * 2);
+  for (const auto& [t, n] : sent_) {
+    w.push_back(t);
+    w.push_back(n);
+  }
+  return w;
+}
+
+void MigrationLog::add_sent_words(const std::vector<uint64_t>& words) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = 0; i + 1 < words.size(); i += 2) sent_.emplace_back(words[i], words[i + 1]);
+}
+
 std::vector<MigrationRecord> MigrationLog::records() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<MigrationRecord> out;
   for (const Entry& e : entries_) {
     MigrationRecord r = e.rec;
+    // Bytes sent at one of its steps' times (they increase: a step is given only once the
+    // output frontier has passed the previous one, so the controller's time has too).
+    for (const auto& [t, n] : sent_)
+      if (std::binary_search(e.steps.begin(), e.steps.end(), t)) r.bytes_moved += n;
     r.start_s = static_cast<double>(e.start_ns) * 1e-9;
     r.end_s = e.end_ns >= 0 ? static_cast<double>(e.end_ns) * 1e-9 : 0;
     r.duration_s = e.end_ns >= 0 ? r.end_s - r.start_s : 0;
     r.max_latency_ms = static_cast<double>(e.max_ns) * 1e-6;
-    if (!r.completed) r.bytes_moved = bytes_.load(std::memory_order_relaxed);
+    if (!r.completed) r.bytes_moved += bytes_.load(std::memory_order_relaxed);
     out.push_back(r);
   }
   return out;
@@ -193,6 +224,7 @@ struct Controller {
     if (tnow != cap.time()) cap.downgrade(tnow);
     if (!inflight && !steps.empty()) {
       const flow::Time t = cap.time();
+      log->step(t);
       for (const auto& [bin, worker] : steps.front()) {
         out.give(t, ControlUpdate{t, bin, worker});
         config[bin] = worker;
@@ -272,7 +304,9 @@ void build(JobContext& ctx, const JobOptions& opts, const std::shared_ptr<Migrat
   auto control = controller(ctx, opts, log, data_probe);
   Options mo;
   mo.log_bins = opts.log_bins;
-  mo.on_bin_sent = [log](uint32_t, uint64_t bytes) { log->add_bytes(bytes); };
+  mo.on_bin_sent_at = [log](flow::Time t, uint32_t, uint64_t bytes) {
+    log->add_bytes_at(t, bytes);
+  };
   const uint32_t k = opts.log_bins;
   if (dense) {
     const uint64_t size = (cfg.keys + (uint64_t{1} << k) - 1) >> k;

@@ -47,6 +47,15 @@ class MigrationLog {
   void end(int64_t now_ns);
   void latency(int64_t now_ns, flow::Time t, int64_t latency_ns);
   void add_bytes(uint64_t bytes) { bytes_.fetch_add(bytes, std::memory_order_relaxed); }
+  // The controller gives a step of the current migration at configuration time t.
+  void step(flow::Time t);
+  // A bin of `bytes` left a worker at configuration time t (any worker, any process):
+  // counted for the migration one of whose steps had time t.
+  void add_bytes_at(flow::Time t, uint64_t bytes);
+  // This process's add_bytes_at calls as words (t, bytes, t, bytes, ...), and those of
+  // other processes merged in (under mpirun: gathered to rank 0 after the run).
+  std::vector<uint64_t> sent_words() const;
+  void add_sent_words(const std::vector<uint64_t>& words);
   std::vector<MigrationRecord> records() const;
 
  private:
@@ -54,9 +63,11 @@ class MigrationLog {
     MigrationRecord rec;
     int64_t start_ns = 0, end_ns = -1;
     int64_t max_ns = 0;
+    std::vector<flow::Time> steps;  // configuration times of its steps
   };
   mutable std::mutex mu_;
   std::vector<Entry> entries_;
+  std::vector<std::pair<flow::Time, uint64_t>> sent_;  // add_bytes_at
   std::atomic<uint64_t> bytes_{0};
 };
 

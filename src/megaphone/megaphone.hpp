@@ -193,6 +193,9 @@ struct Options {
   uint32_t log_bins = 12;  // 2^log_bins bins
   // Called on the sending worker for every bin it migrates away (bytes serialized).
   std::function<void(uint32_t bin, uint64_t bytes)> on_bin_sent;
+  // The same, with the configuration time the bin moves at (attributes bytes sent on any
+  // process to the migration whose step had that time).
+  std::function<void(Time t, uint32_t bin, uint64_t bytes)> on_bin_sent_at;
 };
 
 // Pending records of a bin (the extended notificator): fold schedules them.
@@ -330,7 +333,7 @@ Stream<Out> stateful_unary(const Stream<T>& input, const Stream<ControlUpdate>& 
     uint32_t me, op;
     std::vector<uint32_t> owner;
     std::map<Time, std::pair<Capability, std::vector<ControlUpdate>>> pending;
-    std::function<void(uint32_t, uint64_t)> on_sent;
+    std::function<void(Time, uint32_t, uint64_t)> on_sent;
     std::vector<char> buf;
     void operator()(Input<Routed<ControlUpdate>>& control, Output<StateChunk>& out) {
       control.for_each([&](Time t, std::vector<Routed<ControlUpdate>>& us) {
@@ -381,7 +384,7 @@ Stream<Out> stateful_unary(const Stream<T>& input, const Stream<ControlUpdate>& 
       detail::put_u64(buf, items.size());
       const auto* ip = reinterpret_cast<const char*>(items.data());
       buf.insert(buf.end(), ip, ip + items.size() * sizeof(items[0]));
-      if (on_sent) on_sent(bin, buf.size());
+      if (on_sent) on_sent(t, bin, buf.size());
       uint64_t n = 0;
       size_t at = 0;
       do {
@@ -401,7 +404,11 @@ Stream<Out> stateful_unary(const Stream<T>& input, const Stream<ControlUpdate>& 
     }
   };
   const uint32_t m_op_id = w.operator_names().size();  // the id add_operator gives next
-  MLogic ml{store, w.index(), m_op_id, {}, {}, opts.on_bin_sent, {}};
+  auto on_sent = [a = opts.on_bin_sent, b = opts.on_bin_sent_at](Time t, uint32_t bin, uint64_t n) {
+    if (a) a(bin, n);
+    if (b) b(t, bin, n);
+  };
+  MLogic ml{store, w.index(), m_op_id, {}, {}, std::move(on_sent), {}};
   ml.owner.resize(B);
   for (uint32_t b = 0; b < B; ++b) ml.owner[b] = initial_owner(b, W);
   auto chunks = ctl.template unary<StateChunk>(flow::exchange(ctl_key), name + "-M", std::move(ml));

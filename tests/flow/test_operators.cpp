@@ -79,6 +79,55 @@ TEST(FlowOperators, StatefulUnaryAppliesEachKeyInTimestampOrder) {
   }
 }
 
+// Exchange: a batch whose records all go to one worker moves without a copy; batches
+// that go to one worker but for their last record, or to many, are split. Every record
+// reaches worker_of(key) exactly once.
+TEST(FlowOperators, ExchangeDeliversSingleAndMixedDestinationBatchesOnce) {
+  for (uint32_t workers : {1u, 2u, 3u}) {
+    std::vector<std::vector<uint64_t>> keys_of(workers);  // keys routed to each worker
+    for (uint64_t k = 0; keys_of[workers - 1].size() < 2000 || keys_of[0].size() < 2000; ++k)
+      keys_of[worker_of(k, workers)].push_back(k);
+    auto batches = [&](uint32_t w) {  // (time, keys) given at once by worker w
+      const uint32_t d = (w + 1) % workers, e = (w + 2) % workers;
+      std::vector<std::pair<Time, std::vector<uint64_t>>> b;
+      b.emplace_back(1, std::vector<uint64_t>(keys_of[d].begin(), keys_of[d].begin() + 1500));
+      std::vector<uint64_t> last_differs(keys_of[d].begin(), keys_of[d].begin() + 1023);
+      last_differs.push_back(keys_of[e][7]);
+      b.emplace_back(2, last_differs);
+      std::vector<uint64_t> mixed;
+      for (uint32_t i = 0; i < 900; ++i) mixed.push_back(keys_of[i % workers][i]);
+      b.emplace_back(3, mixed);
+      return b;
+    };
+    std::mutex mu;
+    std::map<std::pair<Time, uint64_t>, uint64_t> got, want;
+    uint64_t misrouted = 0;
+    run_dataflow(workers, [&](Worker& w) {
+      auto todo =
+          std::make_shared<std::vector<std::pair<Time, std::vector<uint64_t>>>>(batches(w.index()));
+      size_t pos = 0;
+      auto s = source<uint64_t>(w, "batches",
+                                [todo, pos](Capability& cap, Output<uint64_t>& out) mutable {
+                                  if (pos == todo->size()) return cap.drop();
+                                  cap.downgrade((*todo)[pos].first);
+                                  for (uint64_t k : (*todo)[pos].second) out.give(cap.time(), k);
+                                  ++pos;
+                                });
+      auto x = exchange_by(s, "exchange", [](uint64_t k) { return k; });
+      sink(x, "sink", [&, me = w.index()](Time t, uint64_t k) {
+        std::lock_guard<std::mutex> lock(mu);
+        misrouted += worker_of(k, workers) != me;
+        ++got[{t, k}];
+      });
+    });
+    for (uint32_t w = 0; w < workers; ++w)
+      for (const auto& [t, ks] : batches(w))
+        for (uint64_t k : ks) ++want[{t, k}];
+    EXPECT_EQ(misrouted, 0u) << workers;
+    EXPECT_EQ(got, want) << workers;
+  }
+}
+
 TEST(FlowOperators, TumblingWindowCountsMatchTheOracle) {
   for (uint32_t workers : {1u, 2u, 4u}) {
     const Time width = 10;
