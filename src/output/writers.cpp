@@ -534,54 +534,55 @@ std::string saving_text(const WhatIf* w, const char* subject) {
                      format_ns(std::llround(w->saved_ns)));
 }
 
+// One sentence per verdict kind, filled by name from the same fields: {name} (what the
+// verdict is about), {cp} (its share of the critical paths), {busy} (its conventional
+// share), {rank} (its conventional rank), {worker} and {worker_cp} (where most of it
+// runs), {saving} (the what-if sentence, or nothing) and {advice} (the next step).
+struct VerdictSentence {
+  VerdictKind kind;
+  const char* text;
+};
+constexpr VerdictSentence kVerdictSentences[] = {
+    {VerdictKind::no_cp,
+     "No transient critical path: at some instant every worker waits with no message in "
+     "flight, or messages are unmatched; nothing can be ranked (see DIAGNOSTICS)."},
+    {VerdictKind::instrumentation,
+     "Most critical time is unknown ({cp} of the critical paths): the trace misses "
+     "activities. Next: instrument the gaps, or map names to activity types with --map."},
+    {VerdictKind::activity,
+     "{name} limits latency: {cp} of the critical paths, {busy} of all time (conventional "
+     "profiling ranks it {rank}); most on {worker} ({worker_cp}).{saving} Next: {advice}."},
+    {VerdictKind::straggler,
+     "{name} is the straggler: on {cp} of the critical paths while doing {busy} of the work "
+     "(conventional profiling ranks it {rank}).{saving} Next: look for a hot key or a skewed "
+     "partition on it (split the key, rebalance)."},
+    {VerdictKind::op,
+     "Operator {name} is the bottleneck: {cp} of the critical paths, {busy} of the busy time "
+     "(conventional profiling ranks it {rank}).{saving} Next: add instances of {name} "
+     "(`snailtrail scale policy` gives the number when rates are known)."},
+    {VerdictKind::communication,
+     "Communication limits latency: messages are {cp} of the critical paths. Next: "
+     "co-locate the operators that talk most, batch messages, or check the network."},
+    {VerdictKind::input,
+     "The job keeps up with its input: {cp} of the critical paths are sources reading "
+     "input; no worker or operator stands out."},
+    {VerdictKind::balanced,
+     "Nothing stands out: the critical paths spread over workers, operators and "
+     "activities (the most critical worker, {name}, holds {cp})."},
+};
+
 std::string verdict_text(const Verdict& v, const Names& names) {
-  const std::string name = verdict_name(v, names);
-  switch (v.kind) {
-    case VerdictKind::no_cp:
-      return "No transient critical path: at some instant every worker waits with no message "
-             "in flight, or messages are unmatched; nothing can be ranked (see DIAGNOSTICS).";
-    case VerdictKind::instrumentation:
-      return fmt::format(
-          "Most critical time is unknown ({} of the critical paths): the trace misses "
-          "activities. Next: instrument the gaps, or map names to activity types with --map.",
-          pct(v.cp));
-    case VerdictKind::activity:
-      return fmt::format(
-          "{} limits latency: {} of the critical paths, {} of all time (conventional profiling "
-          "ranks it {}); most on {} ({}).{} Next: {}.",
-          name, pct(v.cp), pct(v.busy), rank_text(v.busy_rank),
-          v.top_worker < names.worker.size() ? names.worker[v.top_worker] : "?",
-          pct(v.top_worker_cp), saving_text(v.what_if, "it"),
-          activity_advice(static_cast<ActivityType>(v.id)));
-    case VerdictKind::straggler:
-      return fmt::format(
-          "{} is the straggler: on {} of the critical paths while doing {} of the work "
-          "(conventional profiling ranks it {}).{} Next: look for a hot key or a skewed "
-          "partition on it (split the key, rebalance).",
-          name, pct(v.cp), pct(v.busy), rank_text(v.busy_rank), saving_text(v.what_if, "it"));
-    case VerdictKind::op:
-      return fmt::format(
-          "Operator {} is the bottleneck: {} of the critical paths, {} of the busy time "
-          "(conventional profiling ranks it {}).{} Next: add instances of {} (`snailtrail "
-          "scale policy` gives the number when rates are known).",
-          name, pct(v.cp), pct(v.busy), rank_text(v.busy_rank), saving_text(v.what_if, "it"), name);
-    case VerdictKind::communication:
-      return fmt::format(
-          "Communication limits latency: messages are {} of the critical paths. Next: "
-          "co-locate the operators that talk most, batch messages, or check the network.",
-          pct(v.cp));
-    case VerdictKind::input:
-      return fmt::format(
-          "The job keeps up with its input: {} of the critical paths are sources reading "
-          "input; no worker or operator stands out.",
-          pct(v.cp));
-    case VerdictKind::balanced:
-      return fmt::format(
-          "Nothing stands out: the critical paths spread over workers, operators and "
-          "activities (the most critical worker, {}, holds {}).",
-          name, pct(v.cp));
-  }
-  return {};
+  const auto* it = std::find_if(std::begin(kVerdictSentences), std::end(kVerdictSentences),
+                                [&](const VerdictSentence& x) { return x.kind == v.kind; });
+  if (it == std::end(kVerdictSentences)) return {};
+  const bool activity = v.kind == VerdictKind::activity;
+  return fmt::format(
+      fmt::runtime(it->text), fmt::arg("name", verdict_name(v, names)), fmt::arg("cp", pct(v.cp)),
+      fmt::arg("busy", pct(v.busy)), fmt::arg("rank", rank_text(v.busy_rank)),
+      fmt::arg("worker",
+               v.top_worker < names.worker.size() ? names.worker[v.top_worker] : std::string("?")),
+      fmt::arg("worker_cp", pct(v.top_worker_cp)), fmt::arg("saving", saving_text(v.what_if, "it")),
+      fmt::arg("advice", activity ? activity_advice(static_cast<ActivityType>(v.id)) : ""));
 }
 
 void put_verdict(Buf& out, const Verdict& v, const Names& names) {
