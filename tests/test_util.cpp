@@ -173,13 +173,15 @@ TEST(Random, Splitmix64KnownValues) {
 }
 
 TEST(Paths, HasExtension) {
-  EXPECT_TRUE(has_extension("a/trace.json", ".json"));
-  EXPECT_TRUE(has_extension("TRACE.JSON", ".json"));
-  EXPECT_TRUE(has_extension(".json", ".json"));
-  EXPECT_FALSE(has_extension("trace.jsonl", ".json"));
-  EXPECT_FALSE(has_extension("json", ".json"));
-  EXPECT_FALSE(has_extension("", ".json"));
-  EXPECT_TRUE(has_extension("x.Snail", ".snail"));
+  const struct {
+    const char* path;
+    const char* ext;
+    bool expected;
+  } cases[] = {{"a/trace.json", ".json", true}, {"TRACE.JSON", ".json", true},
+               {".json", ".json", true},        {"trace.jsonl", ".json", false},
+               {"json", ".json", false},        {"", ".json", false},
+               {"x.Snail", ".snail", true}};
+  for (const auto& c : cases) EXPECT_EQ(has_extension(c.path, c.ext), c.expected) << c.path;
 }
 
 TEST(Windowing, AgainstWideArithmetic) {

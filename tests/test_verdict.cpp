@@ -147,39 +147,41 @@ TEST(VerdictText, EveryKindAgainstHandWrittenSentences) {
     x.what_if = w;
     return x;
   };
-  EXPECT_EQ(verdict_text(v(VerdictKind::no_cp, 0), names),
-            "No transient critical path: at some instant every worker waits with no message in "
-            "flight, or messages are unmatched; nothing can be ranked (see DIAGNOSTICS).");
-  EXPECT_EQ(verdict_text(v(VerdictKind::instrumentation, 0), names),
-            "Most critical time is unknown (45.7% of the critical paths): the trace misses "
-            "activities. Next: instrument the gaps, or map names to activity types with --map.");
-  EXPECT_EQ(verdict_text(v(VerdictKind::activity, static_cast<uint32_t>(ActivityType::io)), names),
-            "io limits latency: 45.7% of the critical paths, 12.5% of all time (conventional "
-            "profiling ranks it #3); most on exec 7 (25.0%). Next: make the I/O cheaper "
-            "(faster storage, fewer or larger reads and writes).");
-  EXPECT_EQ(verdict_text(v(VerdictKind::straggler, 1, &twice), names),
-            "exec 7 is the straggler: on 45.7% of the critical paths while doing 12.5% of the "
-            "work (conventional profiling ranks it #3). Twice as fast, it would shorten the "
-            "critical path by 1.5ms. Next: look for a hot key or a skewed partition on it (split "
-            "the key, "
-            "rebalance).");
   Verdict first = v(VerdictKind::op, 3, &peers);
   first.busy_rank = 1;
-  EXPECT_EQ(verdict_text(first, names),
-            "Operator flatmap is the bottleneck: 45.7% of the critical paths, 12.5% of the busy "
-            "time (conventional profiling ranks it first). As fast as its peers' median, it "
-            "would shorten the critical path by 2s. Next: add instances of flatmap (`snailtrail "
-            "scale policy` gives the number "
-            "when rates are known).");
-  EXPECT_EQ(verdict_text(v(VerdictKind::communication, 0), names),
-            "Communication limits latency: messages are 45.7% of the critical paths. Next: "
-            "co-locate the operators that talk most, batch messages, or check the network.");
-  EXPECT_EQ(verdict_text(v(VerdictKind::input, 0), names),
-            "The job keeps up with its input: 45.7% of the critical paths are sources reading "
-            "input; no worker or operator stands out.");
-  EXPECT_EQ(verdict_text(v(VerdictKind::balanced, 0), names),
-            "Nothing stands out: the critical paths spread over workers, operators and "
-            "activities (the most critical worker, 5, holds 45.7%).");
+  const std::pair<Verdict, std::string> cases[] = {
+      {v(VerdictKind::no_cp, 0),
+       "No transient critical path: at some instant every worker waits with no message in "
+       "flight, or messages are unmatched; nothing can be ranked (see DIAGNOSTICS)."},
+      {v(VerdictKind::instrumentation, 0),
+       "Most critical time is unknown (45.7% of the critical paths): the trace misses "
+       "activities. Next: instrument the gaps, or map names to activity types with --map."},
+      {v(VerdictKind::activity, static_cast<uint32_t>(ActivityType::io)),
+       "io limits latency: 45.7% of the critical paths, 12.5% of all time (conventional "
+       "profiling ranks it #3); most on exec 7 (25.0%). Next: make the I/O cheaper (faster "
+       "storage, fewer or larger reads and writes)."},
+      {v(VerdictKind::straggler, 1, &twice),
+       "exec 7 is the straggler: on 45.7% of the critical paths while doing 12.5% of the work "
+       "(conventional profiling ranks it #3). Twice as fast, it would shorten the critical "
+       "path by 1.5ms. Next: look for a hot key or a skewed partition on it (split the key, "
+       "rebalance)."},
+      {first,
+       "Operator flatmap is the bottleneck: 45.7% of the critical paths, 12.5% of the busy "
+       "time (conventional profiling ranks it first). As fast as its peers' median, it would "
+       "shorten the critical path by 2s. Next: add instances of flatmap (`snailtrail scale "
+       "policy` gives the number when rates are known)."},
+      {v(VerdictKind::communication, 0),
+       "Communication limits latency: messages are 45.7% of the critical paths. Next: "
+       "co-locate the operators that talk most, batch messages, or check the network."},
+      {v(VerdictKind::input, 0),
+       "The job keeps up with its input: 45.7% of the critical paths are sources reading "
+       "input; no worker or operator stands out."},
+      {v(VerdictKind::balanced, 0),
+       "Nothing stands out: the critical paths spread over workers, operators and "
+       "activities (the most critical worker, 5, holds 45.7%)."},
+  };
+  for (const auto& [verdict, text] : cases)
+    EXPECT_EQ(verdict_text(verdict, names), text) << name_of(verdict.kind);
 }
 
 }  // namespace
