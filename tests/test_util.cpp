@@ -13,6 +13,7 @@
 #include <string>
 
 #include "importers/common/path.hpp"
+#include "kernel/kernel_event.hpp"
 #include "pag/snapshot.hpp"
 #include "trace/json_text.hpp"
 #include "trace/little_endian.hpp"
@@ -215,6 +216,31 @@ TEST(Windowing, AgainstWideArithmetic) {
   EXPECT_EQ(border(mx, 2, mx), mx);
   EXPECT_EQ(border(mn, -2, mx), mn);
   EXPECT_EQ(floor_div(-7, -2), 3);
+}
+
+TEST(Kernel, TracepointNamesPerTracer) {
+  using kernel::KType;
+  using kernel::tracepoint_type;
+  auto type = [](std::string_view name, bool lttng) -> int {
+    const KType* t = tracepoint_type(name, lttng);
+    return t ? static_cast<int>(*t) : -1;
+  };
+  // Written by hand from perf's and LTTng's tracepoint names.
+  EXPECT_EQ(type("sched_switch", false), static_cast<int>(KType::sched_switch));
+  EXPECT_EQ(type("sched_switch", true), static_cast<int>(KType::sched_switch));
+  EXPECT_EQ(type("softirq_entry", false), static_cast<int>(KType::softirq_entry));
+  EXPECT_EQ(type("softirq_entry", true), -1);
+  EXPECT_EQ(type("irq_softirq_exit", true), static_cast<int>(KType::softirq_exit));
+  EXPECT_EQ(type("irq_softirq_exit", false), -1);
+  EXPECT_EQ(type("timer_hrtimer_expire_entry", true), static_cast<int>(KType::hrtimer_entry));
+  EXPECT_EQ(type("hrtimer_expire_exit", false), static_cast<int>(KType::hrtimer_exit));
+  EXPECT_EQ(type("net_if_receive_skb", true), static_cast<int>(KType::net_receive));
+  EXPECT_EQ(type("net_if_receive_skb", false), -1);
+  EXPECT_EQ(type("netif_receive_skb", false), static_cast<int>(KType::net_receive));
+  EXPECT_EQ(type("lttng_statedump_process_state", true), static_cast<int>(KType::statedump));
+  EXPECT_EQ(type("lttng_statedump_process_state", false), -1);
+  EXPECT_EQ(type("sched_stat_runtime", false), -1);
+  EXPECT_EQ(type("", true), -1);
 }
 
 }  // namespace
