@@ -3,6 +3,7 @@
 // with its input has nothing standing out, and every JSONL window carries one.
 #include <gtest/gtest.h>
 
+#include "output/names.hpp"
 #include "process_util.hpp"
 #include "summary/summary.hpp"
 #include "summary/verdict.hpp"
@@ -114,6 +115,73 @@ TEST(Verdict, Rules) {
   cp.op = {{3, 0.2}};
   cp.activity[static_cast<int>(ActivityType::data_message)] = 0.35;
   EXPECT_EQ(decide_verdict(cp, conv, true, {}).kind, VerdictKind::communication);
+}
+
+}  // namespace
+}  // namespace snailtrail
+
+namespace snailtrail {
+std::string verdict_text(const Verdict& v, const Names& names);  // output/writers.cpp
+namespace {
+
+// Every verdict kind's sentence, written out by hand (the texts before they became one
+// table): the table-driven formatter must give them byte for byte.
+TEST(VerdictText, EveryKindAgainstHandWrittenSentences) {
+  Trace trace;
+  trace.worker_names[7] = "exec 7";
+  trace.operator_names[3] = "flatmap";
+  Pag pag;
+  pag.worker_ids = {5, 7};
+  const Names names(trace, pag);
+  const WhatIf twice{WhatIfKind::worker, 1, false, 2, 1.5e6};
+  const WhatIf peers{WhatIfKind::op, 3, true, 3.25, 2e9};
+  auto v = [](VerdictKind k, uint32_t id, const WhatIf* w = nullptr) {
+    Verdict x;
+    x.kind = k;
+    x.id = id;
+    x.cp = 0.4567;
+    x.busy = 0.125;
+    x.busy_rank = 3;
+    x.top_worker = 1;
+    x.top_worker_cp = 0.25;
+    x.what_if = w;
+    return x;
+  };
+  Verdict first = v(VerdictKind::op, 3, &peers);
+  first.busy_rank = 1;
+  const std::pair<Verdict, std::string> cases[] = {
+      {v(VerdictKind::no_cp, 0),
+       "No transient critical path: at some instant every worker waits with no message in "
+       "flight, or messages are unmatched; nothing can be ranked (see DIAGNOSTICS)."},
+      {v(VerdictKind::instrumentation, 0),
+       "Most critical time is unknown (45.7% of the critical paths): the trace misses "
+       "activities. Next: instrument the gaps, or map names to activity types with --map."},
+      {v(VerdictKind::activity, static_cast<uint32_t>(ActivityType::io)),
+       "io limits latency: 45.7% of the critical paths, 12.5% of all time (conventional "
+       "profiling ranks it #3); most on exec 7 (25.0%). Next: make the I/O cheaper (faster "
+       "storage, fewer or larger reads and writes)."},
+      {v(VerdictKind::straggler, 1, &twice),
+       "exec 7 is the straggler: on 45.7% of the critical paths while doing 12.5% of the work "
+       "(conventional profiling ranks it #3). Twice as fast, it would shorten the critical "
+       "path by 1.5ms. Next: look for a hot key or a skewed partition on it (split the key, "
+       "rebalance)."},
+      {first,
+       "Operator flatmap is the bottleneck: 45.7% of the critical paths, 12.5% of the busy "
+       "time (conventional profiling ranks it first). As fast as its peers' median, it would "
+       "shorten the critical path by 2s. Next: add instances of flatmap (`snailtrail scale "
+       "policy` gives the number when rates are known)."},
+      {v(VerdictKind::communication, 0),
+       "Communication limits latency: messages are 45.7% of the critical paths. Next: "
+       "co-locate the operators that talk most, batch messages, or check the network."},
+      {v(VerdictKind::input, 0),
+       "The job keeps up with its input: 45.7% of the critical paths are sources reading "
+       "input; no worker or operator stands out."},
+      {v(VerdictKind::balanced, 0),
+       "Nothing stands out: the critical paths spread over workers, operators and "
+       "activities (the most critical worker, 5, holds 45.7%)."},
+  };
+  for (const auto& [verdict, text] : cases)
+    EXPECT_EQ(verdict_text(verdict, names), text) << name_of(verdict.kind);
 }
 
 }  // namespace

@@ -4,20 +4,10 @@
 #include <thread>
 #include <unordered_map>
 
+#include "trace/random.hpp"
+
 namespace snailtrail {
 namespace {
-
-// splitmix64: a tiny, well-mixed generator whose output is the same everywhere.
-struct Rng {
-  uint64_t s;
-  uint64_t next() {
-    uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
-};
 
 // Message edges k grouped by node_of[k] (their source or destination) as a CSR: those of
 // node v are list[begin[v] .. begin[v + 1]), in increasing k.
@@ -320,10 +310,10 @@ std::vector<uint32_t> CpComputer::sample_path(const Snapshot& snap, const CpResu
                                               uint64_t seed) const {
   std::vector<uint32_t> path;
   if (!r.has_paths()) return path;
-  Rng rng{seed};
+  uint64_t rng = seed;  // splitmix64 state
   const uint32_t n = static_cast<uint32_t>(snap.node_count());
   // Start at v in V_s with probability b(v) / N' where N' = sum over V_s of b(v) = N.
-  double u = rng.uniform();
+  double u = splitmix64_uniform(rng);
   uint32_t v = kNone, last_start = kNone;
   for (uint32_t x = 0; x < n && v == kNone; ++x) {
     if (snap.ts[x] != r.span_start || r.backward[x].is_zero()) continue;
@@ -334,7 +324,7 @@ std::vector<uint32_t> CpComputer::sample_path(const Snapshot& snap, const CpResu
   if (v == kNone) v = last_start;  // rounding
   // Walk: at v, stop (if v is in V_e) with weight 1, or take edge (v, w) with weight b(w).
   for (;;) {
-    u = rng.uniform();
+    u = splitmix64_uniform(rng);
     const WideCount& bv = r.backward[v];
     if (snap.ts[v] == r.span_end) {
       u -= ratio(WideCount::one(), bv);

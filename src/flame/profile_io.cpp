@@ -5,9 +5,13 @@
 #include <string>
 
 #include "trace/event.hpp"
+#include "trace/little_endian.hpp"
 
 namespace snailtrail::flame {
 namespace {
+
+using le::get;
+using le::put;
 
 // Entries (little-endian), packed back to back:
 //   frame  (kind 0): u8 0, u8[3] 0, u32 id, u32 len, name[len]          12 + len bytes
@@ -17,19 +21,6 @@ namespace {
 //   period (kind 2): u8 2, u8[3] 0, u32 0, i64 period_ns               16 bytes
 constexpr size_t kFrameHeader = 12, kSampleHeader = 28, kPeriodSize = 16;
 constexpr uint32_t kMaxDepth = 4096;
-
-template <typename T>
-void put(std::string& out, T v) {
-  char b[sizeof(T)];
-  std::memcpy(b, &v, sizeof(T));
-  out.append(b, sizeof(T));
-}
-template <typename T>
-T get(const char* p) {
-  T v;
-  std::memcpy(&v, p, sizeof(T));
-  return v;
-}
 
 }  // namespace
 

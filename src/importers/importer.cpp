@@ -1,5 +1,6 @@
 // The importer registry, content sniffing and the native formats' entries.
 #include "importers/importer.hpp"
+#include "importers/common/path.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -24,14 +25,6 @@
 
 namespace snailtrail::importers {
 namespace {
-
-bool has_extension(std::string_view path, std::string_view ext) {
-  if (path.size() < ext.size()) return false;
-  std::string_view tail = path.substr(path.size() - ext.size());
-  for (size_t i = 0; i < ext.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(tail[i])) != ext[i]) return false;
-  return true;
-}
 
 std::string_view skip_space(std::string_view s) {
   while (!s.empty() &&

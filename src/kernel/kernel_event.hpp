@@ -33,6 +33,44 @@ enum class KType : uint8_t {
   statedump,  // LTTng statedump: tid = a thread, state = its state at the dump
 };
 
+// The tracepoints read, by the name each tracer gives them: perf script (the name after
+// "subsystem:") and LTTng (the event class name); nullptr where that tracer has none.
+struct Tracepoint {
+  KType type;
+  const char* perf;
+  const char* lttng;
+};
+inline constexpr Tracepoint kTracepoints[] = {
+    {KType::sched_switch, "sched_switch", "sched_switch"},
+    {KType::sched_waking, "sched_waking", "sched_waking"},
+    {KType::sched_wakeup, "sched_wakeup", "sched_wakeup"},
+    {KType::sched_wakeup_new, "sched_wakeup_new", "sched_wakeup_new"},
+    {KType::process_fork, "sched_process_fork", "sched_process_fork"},
+    {KType::process_exit, "sched_process_exit", "sched_process_exit"},
+    {KType::irq_entry, "irq_handler_entry", "irq_handler_entry"},
+    {KType::irq_exit, "irq_handler_exit", "irq_handler_exit"},
+    {KType::softirq_entry, "softirq_entry", "irq_softirq_entry"},
+    {KType::softirq_exit, "softirq_exit", "irq_softirq_exit"},
+    {KType::hrtimer_entry, "hrtimer_expire_entry", "timer_hrtimer_expire_entry"},
+    {KType::hrtimer_exit, "hrtimer_expire_exit", "timer_hrtimer_expire_exit"},
+    {KType::block_issue, "block_rq_issue", "block_rq_issue"},
+    {KType::block_complete, "block_rq_complete", "block_rq_complete"},
+    {KType::net_queue, "net_dev_queue", "net_dev_queue"},
+    {KType::net_receive, "netif_receive_skb", "netif_receive_skb"},
+    {KType::net_receive, nullptr, "net_if_receive_skb"},
+    {KType::statedump, nullptr, "lttng_statedump_process_state"},
+};
+
+// The type of the tracepoint `name` as perf script (lttng false) or LTTng names it;
+// nullptr if it is not one we read.
+inline const KType* tracepoint_type(std::string_view name, bool lttng) {
+  for (const Tracepoint& t : kTracepoints) {
+    const char* n = lttng ? t.lttng : t.perf;
+    if (n != nullptr && name == n) return &t.type;
+  }
+  return nullptr;
+}
+
 // prev_state of a sched_switch, reduced to what the model distinguishes.
 enum class PrevState : uint8_t { runnable, blocked, dead };
 

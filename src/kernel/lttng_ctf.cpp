@@ -140,31 +140,6 @@ uint64_t packet_identity(const bt_field* payload) {
   return h ? h : 1;
 }
 
-struct EventName {
-  const char* name;
-  KType type;
-};
-constexpr EventName kEvents[] = {
-    {"sched_switch", KType::sched_switch},
-    {"sched_waking", KType::sched_waking},
-    {"sched_wakeup", KType::sched_wakeup},
-    {"sched_wakeup_new", KType::sched_wakeup_new},
-    {"sched_process_fork", KType::process_fork},
-    {"sched_process_exit", KType::process_exit},
-    {"irq_handler_entry", KType::irq_entry},
-    {"irq_handler_exit", KType::irq_exit},
-    {"irq_softirq_entry", KType::softirq_entry},
-    {"irq_softirq_exit", KType::softirq_exit},
-    {"timer_hrtimer_expire_entry", KType::hrtimer_entry},
-    {"timer_hrtimer_expire_exit", KType::hrtimer_exit},
-    {"block_rq_issue", KType::block_issue},
-    {"block_rq_complete", KType::block_complete},
-    {"net_dev_queue", KType::net_queue},
-    {"netif_receive_skb", KType::net_receive},
-    {"net_if_receive_skb", KType::net_receive},
-    {"lttng_statedump_process_state", KType::statedump},
-};
-
 struct Sink {
   KernelEvents out;
   bt_message_iterator* it = nullptr;
@@ -206,12 +181,10 @@ struct Sink {
     const char* cname = bt_event_class_get_name(bt_event_borrow_class_const(ev));
     if (!cname) return out.diagnostics.add("lttng.unknown_event");
     const std::string_view name(cname);
-    const EventName* known = nullptr;
-    for (const EventName& e : kEvents)
-      if (name == e.name) known = &e;
+    const KType* known = tracepoint_type(name, true);
     if (!known) return out.diagnostics.add("lttng.unknown_event");
     KEvent k;
-    k.type = known->type;
+    k.type = *known;
     const bt_clock_snapshot* cs = bt_message_event_borrow_default_clock_snapshot_const(msg);
     if (!cs || bt_clock_snapshot_get_ns_from_origin(cs, &k.ts) !=
                    BT_CLOCK_SNAPSHOT_GET_NS_FROM_ORIGIN_STATUS_OK)

@@ -131,29 +131,6 @@ PrevState prev_state_of(std::string_view s) {
   return PrevState::blocked;  // S, D, I, T, t, P, W, K, N, "D|K", ...
 }
 
-struct EventName {
-  std::string_view name;
-  KType type;
-};
-constexpr EventName kEvents[] = {
-    {"sched_switch", KType::sched_switch},
-    {"sched_waking", KType::sched_waking},
-    {"sched_wakeup", KType::sched_wakeup},
-    {"sched_wakeup_new", KType::sched_wakeup_new},
-    {"sched_process_fork", KType::process_fork},
-    {"sched_process_exit", KType::process_exit},
-    {"irq_handler_entry", KType::irq_entry},
-    {"irq_handler_exit", KType::irq_exit},
-    {"softirq_entry", KType::softirq_entry},
-    {"softirq_exit", KType::softirq_exit},
-    {"hrtimer_expire_entry", KType::hrtimer_entry},
-    {"hrtimer_expire_exit", KType::hrtimer_exit},
-    {"block_rq_issue", KType::block_issue},
-    {"block_rq_complete", KType::block_complete},
-    {"net_dev_queue", KType::net_queue},
-    {"netif_receive_skb", KType::net_receive},
-};
-
 }  // namespace
 
 class Reader {
@@ -263,9 +240,7 @@ class Reader {
     const std::string_view name =
         colon == std::string_view::npos ? ev_tok : ev_tok.substr(colon + 1);
     ++samples_;
-    const EventName* known = nullptr;
-    for (const EventName& e : kEvents)
-      if (e.name == name) known = &e;
+    const KType* known = tracepoint_type(name, false);
     if (!known) {
       out_.diagnostics.add("perf.unknown_event");
       return;
@@ -275,7 +250,7 @@ class Reader {
     ev.cpu = cpu;
     ev.tid = tid;
     ev.comm = out_.strings.intern(comm);
-    ev.type = known->type;
+    ev.type = *known;
     ev.line = line_no;
     if (!args(ev, rest, name)) {
       if (last_line_cut_) {

@@ -9,12 +9,13 @@
 #include <fmt/format.h>
 
 #include "pag/timeline.hpp"
+#include "trace/json_text.hpp"
 #include "trace/trace.hpp"
 
 namespace snailtrail {
 
-// Appends `s` as a JSON string literal (quoted, escaped). In writers.cpp.
-void append_json_string(fmt::memory_buffer& out, std::string_view s);
+// append_json_string (quoted, escaped; output documents use kJsonOutput, its default)
+// and append_json_number are in trace/json_text.hpp.
 
 // Terminal columns `s` takes: UTF-8 code points, East Asian wide ones count 2, combining
 // marks 0; invalid bytes count 1 each. In writers.cpp.

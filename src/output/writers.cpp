@@ -20,18 +20,6 @@ void put(Buf& out, std::string_view s) {
   out.append(s.data(), s.data() + s.size());
 }
 
-// Shortest round-trip representation; JSON has no inf/nan.
-void put_double(Buf& out, double v) {
-  if (!std::isfinite(v)) {
-    put(out, "null");
-    return;
-  }
-  if (v == 0) v = 0;  // no "-0"
-  char text[32];      // the longest shortest round-trip double is 24 characters
-  const char* end = fmt::format_to(text, FMT_COMPILE("{}"), v);
-  out.append(text, end);
-}
-
 bool active_type(const WindowSummary& w, int a) {
   return w.cp.activity[a] != 0 || w.conventional.activity[a] != 0;
 }
@@ -45,7 +33,7 @@ void put_activity_map(Buf& out, const Groups& g, const WindowSummary& w) {
     first = false;
     append_json_string(out, name_of(static_cast<ActivityType>(a)));
     out.push_back(':');
-    put_double(out, g.activity[a]);
+    append_json_number(out, g.activity[a]);
   }
   out.push_back('}');
 }
@@ -59,7 +47,7 @@ void put_worker_map(Buf& out, const Groups& g, const WindowSummary& w, const Nam
     first = false;
     put(out, names.worker_json[k]);
     out.push_back(':');
-    put_double(out, g.worker[k]);
+    append_json_number(out, g.worker[k]);
   }
   out.push_back('}');
 }
@@ -70,7 +58,7 @@ void put_op_map(Buf& out, const std::vector<std::pair<uint32_t, double>>& ops, c
     if (k) out.push_back(',');
     append_json_string(out, names.op(ops[k].first));
     out.push_back(':');
-    put_double(out, ops[k].second);
+    append_json_number(out, ops[k].second);
   }
   out.push_back('}');
 }
@@ -86,7 +74,7 @@ void put_comm(Buf& out, const Groups& g, const Names& names, const char* key) {
     put(out, ",\"dst\":");
     put(out, names.worker_json[c.dst]);
     put(out, key_text);
-    put_double(out, c.value);
+    append_json_number(out, c.value);
     out.push_back('}');
   }
   out.push_back(']');
@@ -119,9 +107,9 @@ void put_diagnostics(Buf& out, const Diagnostics& d) {
   for (int i = 0; i < kIssueCount; ++i)
     fmt::format_to(std::back_inserter(out), ",\"{}\":{}", kIssueNames[i], d.issues[i]);
   put(out, ",\"unknown_share\":");
-  put_double(out, d.unknown_share);
+  append_json_number(out, d.unknown_share);
   put(out, ",\"waiting_share\":");
-  put_double(out, d.waiting_share);
+  append_json_number(out, d.waiting_share);
   if (!d.input.empty()) {
     put(out, ",\"input\":{");
     for (size_t i = 0; i < d.input.size(); ++i) {
@@ -281,36 +269,6 @@ SummarySelection SummarySelection::parse(const std::string& list) {
   }
   if (!any) throw std::invalid_argument("empty summary list");
   return s;
-}
-
-void append_json_string(Buf& out, std::string_view s) {
-  out.push_back('"');
-  for (char ch : s) {
-    unsigned char c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"':
-        put(out, "\\\"");
-        break;
-      case '\\':
-        put(out, "\\\\");
-        break;
-      case '\n':
-        put(out, "\\n");
-        break;
-      case '\r':
-        put(out, "\\r");
-        break;
-      case '\t':
-        put(out, "\\t");
-        break;
-      default:
-        if (c < 0x20)
-          fmt::format_to(std::back_inserter(out), "\\u{:04x}", c);
-        else
-          out.push_back(ch);
-    }
-  }
-  out.push_back('"');
 }
 
 namespace {
@@ -517,7 +475,7 @@ void put_what_if(Buf& out, const WhatIf& x, const Names& names) {
   put(out, ",\"name\":");
   append_json_string(out, what_if_name(x, names));
   put(out, ",\"speedup\":");
-  put_double(out, x.speedup);
+  append_json_number(out, x.speedup);
   fmt::format_to(std::back_inserter(out), ",\"basis\":\"{}\",\"saved_ns\":{}}}",
                  x.peer_median ? "peer_median" : "factor", std::llround(x.saved_ns));
 }
@@ -576,54 +534,55 @@ std::string saving_text(const WhatIf* w, const char* subject) {
                      format_ns(std::llround(w->saved_ns)));
 }
 
+// One sentence per verdict kind, filled by name from the same fields: {name} (what the
+// verdict is about), {cp} (its share of the critical paths), {busy} (its conventional
+// share), {rank} (its conventional rank), {worker} and {worker_cp} (where most of it
+// runs), {saving} (the what-if sentence, or nothing) and {advice} (the next step).
+struct VerdictSentence {
+  VerdictKind kind;
+  const char* text;
+};
+constexpr VerdictSentence kVerdictSentences[] = {
+    {VerdictKind::no_cp,
+     "No transient critical path: at some instant every worker waits with no message in "
+     "flight, or messages are unmatched; nothing can be ranked (see DIAGNOSTICS)."},
+    {VerdictKind::instrumentation,
+     "Most critical time is unknown ({cp} of the critical paths): the trace misses "
+     "activities. Next: instrument the gaps, or map names to activity types with --map."},
+    {VerdictKind::activity,
+     "{name} limits latency: {cp} of the critical paths, {busy} of all time (conventional "
+     "profiling ranks it {rank}); most on {worker} ({worker_cp}).{saving} Next: {advice}."},
+    {VerdictKind::straggler,
+     "{name} is the straggler: on {cp} of the critical paths while doing {busy} of the work "
+     "(conventional profiling ranks it {rank}).{saving} Next: look for a hot key or a skewed "
+     "partition on it (split the key, rebalance)."},
+    {VerdictKind::op,
+     "Operator {name} is the bottleneck: {cp} of the critical paths, {busy} of the busy time "
+     "(conventional profiling ranks it {rank}).{saving} Next: add instances of {name} "
+     "(`snailtrail scale policy` gives the number when rates are known)."},
+    {VerdictKind::communication,
+     "Communication limits latency: messages are {cp} of the critical paths. Next: "
+     "co-locate the operators that talk most, batch messages, or check the network."},
+    {VerdictKind::input,
+     "The job keeps up with its input: {cp} of the critical paths are sources reading "
+     "input; no worker or operator stands out."},
+    {VerdictKind::balanced,
+     "Nothing stands out: the critical paths spread over workers, operators and "
+     "activities (the most critical worker, {name}, holds {cp})."},
+};
+
 std::string verdict_text(const Verdict& v, const Names& names) {
-  const std::string name = verdict_name(v, names);
-  switch (v.kind) {
-    case VerdictKind::no_cp:
-      return "No transient critical path: at some instant every worker waits with no message "
-             "in flight, or messages are unmatched; nothing can be ranked (see DIAGNOSTICS).";
-    case VerdictKind::instrumentation:
-      return fmt::format(
-          "Most critical time is unknown ({} of the critical paths): the trace misses "
-          "activities. Next: instrument the gaps, or map names to activity types with --map.",
-          pct(v.cp));
-    case VerdictKind::activity:
-      return fmt::format(
-          "{} limits latency: {} of the critical paths, {} of all time (conventional profiling "
-          "ranks it {}); most on {} ({}).{} Next: {}.",
-          name, pct(v.cp), pct(v.busy), rank_text(v.busy_rank),
-          v.top_worker < names.worker.size() ? names.worker[v.top_worker] : "?",
-          pct(v.top_worker_cp), saving_text(v.what_if, "it"),
-          activity_advice(static_cast<ActivityType>(v.id)));
-    case VerdictKind::straggler:
-      return fmt::format(
-          "{} is the straggler: on {} of the critical paths while doing {} of the work "
-          "(conventional profiling ranks it {}).{} Next: look for a hot key or a skewed "
-          "partition on it (split the key, rebalance).",
-          name, pct(v.cp), pct(v.busy), rank_text(v.busy_rank), saving_text(v.what_if, "it"));
-    case VerdictKind::op:
-      return fmt::format(
-          "Operator {} is the bottleneck: {} of the critical paths, {} of the busy time "
-          "(conventional profiling ranks it {}).{} Next: add instances of {} (`snailtrail "
-          "scale policy` gives the number when rates are known).",
-          name, pct(v.cp), pct(v.busy), rank_text(v.busy_rank), saving_text(v.what_if, "it"), name);
-    case VerdictKind::communication:
-      return fmt::format(
-          "Communication limits latency: messages are {} of the critical paths. Next: "
-          "co-locate the operators that talk most, batch messages, or check the network.",
-          pct(v.cp));
-    case VerdictKind::input:
-      return fmt::format(
-          "The job keeps up with its input: {} of the critical paths are sources reading "
-          "input; no worker or operator stands out.",
-          pct(v.cp));
-    case VerdictKind::balanced:
-      return fmt::format(
-          "Nothing stands out: the critical paths spread over workers, operators and "
-          "activities (the most critical worker, {}, holds {}).",
-          name, pct(v.cp));
-  }
-  return {};
+  const auto* it = std::find_if(std::begin(kVerdictSentences), std::end(kVerdictSentences),
+                                [&](const VerdictSentence& x) { return x.kind == v.kind; });
+  if (it == std::end(kVerdictSentences)) return {};
+  const bool activity = v.kind == VerdictKind::activity;
+  return fmt::format(
+      fmt::runtime(it->text), fmt::arg("name", verdict_name(v, names)), fmt::arg("cp", pct(v.cp)),
+      fmt::arg("busy", pct(v.busy)), fmt::arg("rank", rank_text(v.busy_rank)),
+      fmt::arg("worker",
+               v.top_worker < names.worker.size() ? names.worker[v.top_worker] : std::string("?")),
+      fmt::arg("worker_cp", pct(v.top_worker_cp)), fmt::arg("saving", saving_text(v.what_if, "it")),
+      fmt::arg("advice", activity ? activity_advice(static_cast<ActivityType>(v.id)) : ""));
 }
 
 void put_verdict(Buf& out, const Verdict& v, const Names& names) {
@@ -649,7 +608,7 @@ void write_window_json(Buf& out, const WindowSummary& w, const Names& names,
                  w.index, w.window.start, w.window.end, w.span_start, w.span_end, w.cp_ns, w.events,
                  w.nodes, w.edges);
   if (w.has_paths)
-    put_double(out, w.paths_log10);
+    append_json_number(out, w.paths_log10);
   else
     put(out, "null");
   put_groups(out, w.cp, w, names, sel, "cp", true);
@@ -677,7 +636,7 @@ void write_window_json(Buf& out, const WindowSummary& w, const Names& names,
       }
       fmt::format_to(std::back_inserter(out), ",\"start_ns\":{},\"end_ns\":{},\"cp\":", a.start,
                      a.end);
-      put_double(out, a.cp);
+      append_json_number(out, a.cp);
       out.push_back('}');
     }
     out.push_back(']');
@@ -724,11 +683,11 @@ void csv_row(Buf& out, const WindowSummary& w, const char* summary, std::string_
                  summary);
   csv_field(out, key);
   out.push_back(',');
-  if (w.has_paths) put_double(out, cp);
+  if (w.has_paths) append_json_number(out, cp);
   out.push_back(',');
-  put_double(out, conv);
+  append_json_number(out, conv);
   out.push_back(',');
-  if (w.has_paths) put_double(out, single);
+  if (w.has_paths) append_json_number(out, single);
   out.push_back('\n');
 }
 }  // namespace
@@ -782,9 +741,9 @@ void write_edges_jsonl(Buf& out, const WindowView& view) {
     if (c.is_zero())
       put(out, "null");
     else
-      put_double(out, c.log10());
+      append_json_number(out, c.log10());
     put(out, ",\"cp\":");
-    put_double(out, cp);
+    append_json_number(out, cp);
     put(out, "}\n");
   };
   const bool paths = r.has_paths();

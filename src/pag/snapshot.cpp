@@ -4,30 +4,25 @@
 
 namespace snailtrail {
 
-namespace {
-
-// Floor division that is correct for negative offsets too.
-int64_t floor_div(int64_t a, int64_t b) {
+int64_t windowing::floor_div(int64_t a, int64_t b) {
   return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
 }
 
-// origin + k * w, saturated to the int64 range.
-int64_t border(int64_t origin, int64_t k, int64_t w) {
+int64_t windowing::border(int64_t origin, int64_t k, int64_t w) {
   const __int128 t = static_cast<__int128>(origin) + static_cast<__int128>(k) * w;
   if (t > INT64_MAX) return INT64_MAX;
   if (t < INT64_MIN) return INT64_MIN;
   return static_cast<int64_t>(t);
 }
 
-// The number of the window [origin + k w, origin + (k + 1) w) holding t.
-int64_t window_of(int64_t t, int64_t origin, int64_t w) {
+int64_t windowing::window_of(int64_t t, int64_t origin, int64_t w) {
   int64_t d;
   if (!__builtin_sub_overflow(t, origin, &d)) return floor_div(d, w);
   const __int128 x = static_cast<__int128>(t) - origin;
   return static_cast<int64_t>(x / w - ((x % w != 0) && x < 0));
 }
 
-}  // namespace
+using namespace windowing;
 
 std::vector<Window> plan_window_range(const Pag& pag, int64_t origin, int64_t w, int64_t k0,
                                       int64_t k1, bool last_closed, std::optional<int64_t> to,

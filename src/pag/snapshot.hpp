@@ -34,6 +34,17 @@ struct Window {
 // activities spanning them have CP like any other); the rest of the stretch is one run.
 constexpr uint64_t kEmptyWindowsAnalyzed = 16;
 
+// The arithmetic of tumbling windows of width w > 0 aligned to `origin`, exact over the
+// whole int64 range (shared by the window planners and the streamed pipeline).
+namespace windowing {
+// Floor division that is correct for negative operands too.
+int64_t floor_div(int64_t a, int64_t b);
+// origin + k * w, saturated to the int64 range.
+int64_t border(int64_t origin, int64_t k, int64_t w);
+// The number k of the window [origin + k w, origin + (k + 1) w) holding t.
+int64_t window_of(int64_t t, int64_t origin, int64_t w);
+}  // namespace windowing
+
 // Tumbling windows aligned to multiples of the width (or to --from), covering the
 // trace's time range clipped to [from, to]. Empty when there is nothing to analyze.
 // A window without events that follows kEmptyWindowsAnalyzed windows without events

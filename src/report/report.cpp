@@ -21,12 +21,7 @@ void put(Buf& out, std::string_view s) {
 // Shares are drawn and shown in tooltips; 6 significant digits keep the file small and
 // are more than a screen can show. JSON has no inf/nan.
 void num(Buf& out, double v) {
-  if (!std::isfinite(v)) {
-    put(out, "null");
-    return;
-  }
-  if (v == 0) v = 0;  // no "-0"
-  fmt::format_to(std::back_inserter(out), "{:.6g}", v);
+  append_json_number(out, v, 6);
 }
 
 template <typename T, typename F>

@@ -13,14 +13,6 @@ namespace {
 
 using Buf = fmt::memory_buffer;
 
-// Shortest round-trip form; null for NaN/inf (JSON has neither).
-void number(Buf& b, double v) {
-  if (std::isfinite(v))
-    fmt::format_to(std::back_inserter(b), "{}", v);
-  else
-    b.append(std::string_view("null"));
-}
-
 [[noreturn]] void bad(const std::string& what) {
   throw std::invalid_argument("rates page: " + what);
 }
@@ -93,7 +85,7 @@ std::string interval_json(const IntervalMetrics& m, int64_t epoch, const NameOf&
         {"observed_output_rate", r.observed_output}};
     for (const auto& [key, v] : values) {
       fmt::format_to(std::back_inserter(b), ", \"{}\": ", key);
-      number(b, v);
+      append_json_number(b, v);
     }
     b.push_back('}');
   }

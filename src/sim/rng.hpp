@@ -6,15 +6,11 @@
 #include <cmath>
 #include <cstdint>
 
+#include "trace/random.hpp"
+
 namespace snailtrail::sim {
 
-// One step of splitmix64: advances `state` and returns a well-mixed 64-bit value.
-inline uint64_t splitmix64(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
+using snailtrail::splitmix64;  // trace/random.hpp
 
 // xoshiro256** (Blackman & Vigna). Independent streams come from (seed, stream) pairs:
 //   Rng rng(seed, worker);  double u = rng.uniform();

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "trace/json_text.hpp"
+
 namespace snailtrail::sim {
 namespace {
 
@@ -207,26 +209,7 @@ Truth expected_truth(const Scenario& s) {
 namespace {
 
 void json_string(fmt::memory_buffer& out, std::string_view s) {
-  out.push_back('"');
-  for (char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(ch);
-    } else if (c < 0x20) {
-      fmt::format_to(std::back_inserter(out), "\\u{:04x}", c);
-    } else {
-      out.push_back(ch);
-    }
-  }
-  out.push_back('"');
-}
-
-void json_number(fmt::memory_buffer& out, double v) {
-  if (!std::isfinite(v))
-    fmt::format_to(std::back_inserter(out), "null");
-  else
-    fmt::format_to(std::back_inserter(out), "{}", v);
+  append_json_string(out, s, kJsonPlain);
 }
 
 void json_opt(fmt::memory_buffer& out, const std::optional<std::string>& s) {
@@ -252,7 +235,7 @@ std::string to_json(const Truth& t) {
   json_opt(out, t.bottleneck_operator);
   if (t.driver_utilization) {
     fmt::format_to(it, ",\n  \"driver_utilization\": ");
-    json_number(out, *t.driver_utilization);
+    append_json_number(out, *t.driver_utilization);
   }
   fmt::format_to(it, ",\n  \"operators\": [");
   for (size_t i = 0; i < t.operators.size(); ++i) {
@@ -260,11 +243,11 @@ std::string to_json(const Truth& t) {
     fmt::format_to(it, "{}\n    {{\"name\": ", i ? "," : "");
     json_string(out, o.name);
     fmt::format_to(it, ", \"parallelism\": {}, \"offered_rate\": ", o.parallelism);
-    json_number(out, o.offered_rate);
+    append_json_number(out, o.offered_rate);
     fmt::format_to(it, ", \"capacity\": ");
-    json_number(out, o.capacity);
+    append_json_number(out, o.capacity);
     fmt::format_to(it, ", \"utilization\": ");
-    json_number(out, o.utilization);
+    append_json_number(out, o.utilization);
     fmt::format_to(it, "}}");
   }
   fmt::format_to(it, "\n  ],\n  \"instances\": [");
@@ -280,13 +263,13 @@ std::string to_json(const Truth& t) {
                    ", \"instance\": {}, \"records_in\": {}, \"records_out\": {}, "
                    "\"useful_ns\": {}, \"true_processing_rate\": ",
                    x.instance, x.records_in, x.records_out, x.useful_ns);
-    json_number(out, useful > 0 ? static_cast<double>(x.records_in) / useful : NAN);
+    append_json_number(out, useful > 0 ? static_cast<double>(x.records_in) / useful : NAN);
     fmt::format_to(it, ", \"true_output_rate\": ");
-    json_number(out, useful > 0 ? static_cast<double>(x.records_out) / useful : NAN);
+    append_json_number(out, useful > 0 ? static_cast<double>(x.records_out) / useful : NAN);
     fmt::format_to(it, ", \"observed_processing_rate\": ");
-    json_number(out, secs > 0 ? static_cast<double>(x.records_in) / secs : NAN);
+    append_json_number(out, secs > 0 ? static_cast<double>(x.records_in) / secs : NAN);
     fmt::format_to(it, ", \"observed_output_rate\": ");
-    json_number(out, secs > 0 ? static_cast<double>(x.records_out) / secs : NAN);
+    append_json_number(out, secs > 0 ? static_cast<double>(x.records_out) / secs : NAN);
     fmt::format_to(it, "}}");
   }
   fmt::format_to(it, "\n  ]\n}}\n");

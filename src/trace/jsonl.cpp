@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "trace/json_text.hpp"
 #include "trace/trace_io.hpp"
 #include "trace/trace_io_detail.hpp"
 
@@ -171,73 +172,15 @@ struct LineFields {
   std::array<std::string_view, kKeyCount> str;
 };
 
-// Appends `s` as a JSON string literal (with quotes). Control characters become \u00XX;
-// invalid UTF-8 sequences become U+FFFD so the output is always valid JSON.
-size_t utf8_sequence_length(const unsigned char* p, size_t n) {
-  const unsigned c = p[0];
-  auto cont = [&](size_t i) { return i < n && (p[i] & 0xC0) == 0x80; };
-  if (c < 0x80) return 1;
-  if (c < 0xC2) return 0;
-  if (c < 0xE0) return cont(1) ? 2 : 0;
-  if (c < 0xF0) {
-    if (!cont(1) || !cont(2)) return 0;
-    if (c == 0xE0 && p[1] < 0xA0) return 0;   // overlong
-    if (c == 0xED && p[1] >= 0xA0) return 0;  // surrogate
-    return 3;
-  }
-  if (c < 0xF5) {
-    if (!cont(1) || !cont(2) || !cont(3)) return 0;
-    if (c == 0xF0 && p[1] < 0x90) return 0;   // overlong
-    if (c == 0xF4 && p[1] >= 0x90) return 0;  // beyond U+10FFFF
-    return 4;
-  }
-  return 0;
-}
-
-void append_json_string(std::string& out, std::string_view s) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  const bool valid = simdjson::validate_utf8(s.data(), s.size());
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  const size_t n = s.size();
-  out.push_back('"');
-  size_t i = 0;
-  while (i < n) {
-    const unsigned char c = p[i];
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(static_cast<char>(c));
-      ++i;
-    } else if (c < 0x20) {
-      out.append("\\u00");
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
-      ++i;
-    } else if (c < 0x80 || valid) {
-      out.push_back(static_cast<char>(c));
-      ++i;
-    } else {
-      const size_t len = utf8_sequence_length(p + i, n - i);
-      if (len == 0) {
-        out.append("\xEF\xBF\xBD");  // U+FFFD
-        ++i;
-      } else {
-        out.append(s.data() + i, len);
-        i += len;
-      }
-    }
-  }
-  out.push_back('"');
-}
-
 // A value from the input, quoted and shortened for an error message.
 std::string quote_for_error(std::string_view s) {
   constexpr size_t kMax = 64;
   std::string out;
   if (s.size() > kMax) {
-    append_json_string(out, s.substr(0, kMax));
+    append_json_string(out, s.substr(0, kMax), kJsonTrace);
     out.insert(out.size() - 1, "...");
   } else {
-    append_json_string(out, s);
+    append_json_string(out, s, kJsonTrace);
   }
   return out;
 }
@@ -677,7 +620,7 @@ void append_meta(std::string& out, const Map& names, std::string_view kind) {
     out.append("\",\"id\":");
     append_int(out, id);
     out.append(",\"name\":");
-    append_json_string(out, *name);
+    append_json_string(out, *name, kJsonTrace);
     out.append("}\n");
   }
 }

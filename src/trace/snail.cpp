@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "trace/little_endian.hpp"
 #include "trace/parallel.hpp"
 #include "trace/snail_index.hpp"
 #include "trace/trace_io.hpp"
@@ -32,6 +33,8 @@ static_assert(sizeof(Event) == 40 && offsetof(Event, ts) == 0 && offsetof(Event,
               "Event layout must match the 40-byte .snail record");
 
 using namespace detail::snail;
+using le::load_u32;
+using le::store_u32;
 constexpr size_t kMetaEntryHeader = 12;
 constexpr size_t kScratchRecords = 4096;  // streaming zstd output buffer: 160 KiB
 // Decompressed/compressed ratio up to which a zstd frame's declared size is trusted enough to
@@ -42,18 +45,6 @@ constexpr size_t kMaxOneShotBytes = size_t{16} << 20;
 // The largest zstd window accepted when streaming: 16 MiB, above any block's decoded size.
 constexpr int kMaxWindowLog = 24;
 static_assert(size_t{kMaxBlockEvents} * kRecordSize <= (size_t{1} << kMaxWindowLog));
-
-inline uint32_t load_u32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-
-inline void store_u32(std::string& out, uint32_t v) {
-  char b[4];
-  std::memcpy(b, &v, 4);
-  out.append(b, 4);
-}
 
 struct BlockHeader {
   uint32_t kind, codec, count, stored_size;
@@ -533,9 +524,7 @@ void append_index(std::string& out, const Trace& trace) {
   append_block_header(out, kBlockIndex, kCodecRaw, static_cast<uint32_t>(index.blocks.size()),
                       static_cast<uint32_t>(payload.size() + 8));
   out.append(payload);
-  char b[8];
-  std::memcpy(b, &at, 8);
-  out.append(b, 8);
+  le::put<uint64_t>(out, at);
 }
 
 }  // namespace

@@ -10,12 +10,15 @@
 
 #include <fmt/format.h>
 
+#include "trace/little_endian.hpp"
 #include "trace/trace_io_detail.hpp"
 
 namespace snailtrail {
 namespace {
 
 using namespace detail::snail;
+using le::get;
+using le::put;
 
 // Index payload layout (docs/FORMATS.md, "Block index"); all little-endian.
 constexpr size_t kFactsSize = 56;
@@ -23,20 +26,6 @@ constexpr size_t kBlockEntrySize = 32;
 constexpr size_t kWorkerEntrySize = 32;
 constexpr uint32_t kFactWorkerSorted = 1;
 constexpr uint32_t kFactCorrelatorsIncreasing = 2;
-
-template <typename T>
-void put(std::string& out, T v) {
-  char b[sizeof(T)];
-  std::memcpy(b, &v, sizeof(T));
-  out.append(b, sizeof(T));
-}
-
-template <typename T>
-T get(const uint8_t* p) {
-  T v;
-  std::memcpy(&v, p, sizeof(T));
-  return v;
-}
 
 uint64_t fnv1a(const uint8_t* p, size_t n) {
   uint64_t h = 0xcbf29ce484222325ULL;

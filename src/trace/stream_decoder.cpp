@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "trace/little_endian.hpp"
 #include "trace/trace_io.hpp"
 #include "trace/trace_io_detail.hpp"
 
@@ -10,17 +11,12 @@ namespace snailtrail {
 namespace {
 
 using namespace detail::snail;
+using le::load_u32;
 // A buffer that held a large block is given back once it is mostly empty.
 constexpr size_t kKeepCapacity = size_t{1} << 20;
 // A JSONL "line" longer than this without a newline is not a trace line: it is
 // skipped (up to the next newline) rather than buffered without bound.
 constexpr size_t kMaxLine = size_t{1} << 20;
-
-uint32_t load_u32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
 
 }  // namespace
 

@@ -1,5 +1,6 @@
 // Chrome Trace Event Format importer (chrome_importer.hpp, docs/IMPORTERS.md).
 #include "importers/chrome/chrome_importer.hpp"
+#include "importers/common/path.hpp"
 
 #include <simdjson.h>
 
@@ -533,13 +534,6 @@ class ChromeReader {
   std::vector<uint32_t> tf_inputs_;  // node id << 1 | control
   Counts counts_;
 };
-
-bool has_extension(std::string_view path, std::string_view ext) {
-  if (path.size() < ext.size()) return false;
-  return std::equal(ext.begin(), ext.end(), path.end() - ext.size(), [](char a, char b) {
-    return a == std::tolower(static_cast<unsigned char>(b));
-  });
-}
 
 }  // namespace
 

@@ -7,6 +7,7 @@
 // every problem, and tells a record cut off by the end of the file from a malformed one.
 // (The tests and the fuzzer check it against msgpack-cxx's packer and unpacker.)
 #include "importers/msgpack/msgpack_importer.hpp"
+#include "importers/common/path.hpp"
 
 #include <algorithm>
 #include <array>
@@ -192,14 +193,6 @@ Status decode(std::span<const uint8_t> bytes, BigVector<Event>* events, Counts& 
     events->push_back(e);
   }
   return Status::ok;
-}
-
-bool has_extension(std::string_view path, std::string_view ext) {
-  if (path.size() < ext.size()) return false;
-  for (size_t i = 0; i < ext.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(path[path.size() - ext.size() + i])) != ext[i])
-      return false;
-  return true;
 }
 
 }  // namespace

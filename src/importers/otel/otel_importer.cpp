@@ -1,5 +1,6 @@
 // OTLP/JSON and Jaeger JSON parsers (otel_importer.hpp).
 #include "importers/otel/otel_importer.hpp"
+#include "importers/common/path.hpp"
 
 #include <simdjson.h>
 
@@ -366,13 +367,6 @@ class JaegerReader : public SpanReader {
   std::vector<std::pair<std::string, uint32_t>> processes_;
   uint64_t unknown_process_ = 0;
 };
-
-bool has_extension(std::string_view path, std::string_view ext) {
-  if (path.size() < ext.size()) return false;
-  return std::equal(ext.begin(), ext.end(), path.end() - ext.size(), [](char a, char b) {
-    return a == std::tolower(static_cast<unsigned char>(b));
-  });
-}
 
 }  // namespace
 

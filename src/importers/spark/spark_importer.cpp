@@ -697,17 +697,45 @@ class Builder {
   //   no task out, a job or stage open                 -> scheduling
   //   nothing open                                     -> no activity: the application's
   //                                                       own code; the PAG fills the gap
+  // A change of the driver's state at one instant: tasks out (launched, result not yet
+  // back), stages past their last result, stages or jobs open; `recv` marks a result.
+  struct DriverPoint {
+    int64_t ts;
+    int32_t out = 0, barrier = 0, open = 0;
+    bool recv = false;
+  };
+  // An activity run [from, to) of one type, merged when consecutive and equal.
+  struct DriverRun {
+    int64_t from, to;
+    ActivityType type;
+  };
+  // Per stage: the first task launch and the last task result (-1: none).
+  struct StageTaskSpan {
+    std::vector<int64_t> first_launch, last_result;
+  };
+
+  // The driver's timeline: launch/result messages to and from the slots, and activities
+  // (scheduling, waiting for results, barrier processing) from the state changes of its
+  // tasks, stages and jobs.
   void emit_driver(Trace& trace) {
-    struct Point {
-      int64_t ts;
-      int32_t out = 0, barrier = 0, open = 0;
-      bool recv = false;
-    };
-    std::vector<Point> points;
+    std::vector<DriverPoint> points;
     std::vector<Event> messages;
+    const StageTaskSpan spans = task_points(points, messages);
+    stage_points(points, spans);
+    job_points(points, spans);
+    std::sort(points.begin(), points.end(),
+              [](const DriverPoint& a, const DriverPoint& b) { return a.ts < b.ts; });
+    std::stable_sort(messages.begin(), messages.end(),
+                     [](const Event& a, const Event& b) { return a.ts < b.ts; });
+    emit_driver_events(trace, driver_runs(points), messages);
+  }
+
+  // Each task: out from its launch to its result, with a launch message and a result
+  // message.
+  StageTaskSpan task_points(std::vector<DriverPoint>& points, std::vector<Event>& messages) {
     auto& tasks = log_.tasks;
-    std::vector<int64_t> stage_first_launch(log_.stages.size(), -1);
-    std::vector<int64_t> stage_last_result(log_.stages.size(), -1);
+    StageTaskSpan spans{std::vector<int64_t>(log_.stages.size(), -1),
+                        std::vector<int64_t>(log_.stages.size(), -1)};
     for (uint32_t i = 0; i < tasks.size(); ++i) {
       const TaskRec& t = tasks[i];
       points.push_back({t.launch, +1, 0, 0, false});
@@ -716,19 +744,25 @@ class Builder {
           message(kDriver, t.launch, EventKind::send, worker_of(t), 2 * (state_.task_base + i)));
       messages.push_back(message(kDriver, t.finish, EventKind::recv, worker_of(t),
                                  2 * (state_.task_base + i) + 1));
-      int64_t& first = stage_first_launch[t.stage];
+      int64_t& first = spans.first_launch[t.stage];
       if (first < 0 || t.launch < first) first = t.launch;
-      stage_last_result[t.stage] = std::max(stage_last_result[t.stage], t.finish);
+      spans.last_result[t.stage] = std::max(spans.last_result[t.stage], t.finish);
     }
+    return spans;
+  }
+
+  // Each stage of the epoch not drawn before: open from submission (or first launch) to
+  // completion (or last result), a barrier from its last result to its completion.
+  void stage_points(std::vector<DriverPoint>& points, const StageTaskSpan& spans) {
     for (uint32_t s : log_.epoch_stages_) {
       StageRec& st = log_.stages[s];
       if (st.drawn) continue;  // in an earlier epoch
-      int64_t begin = st.submitted >= 0 ? st.submitted : stage_first_launch[s];
+      int64_t begin = st.submitted >= 0 ? st.submitted : spans.first_launch[s];
       int64_t end = st.completed;
       if (begin < 0) continue;  // neither submitted nor any task: nothing to draw
       if (end < 0) {
         ++log_.problems_[kStagesWithoutCompletion];
-        end = stage_last_result[s];
+        end = spans.last_result[s];
         if (end < 0) continue;
       }
       st.drawn = true;
@@ -738,41 +772,22 @@ class Builder {
       }
       points.push_back({begin, 0, 0, +1, false});
       points.push_back({end, 0, 0, -1, false});
-      const int64_t last = stage_last_result[s];
+      const int64_t last = spans.last_result[s];
       if (last >= 0 && last < end) {
         points.push_back({last, 0, +1, 0, false});
         points.push_back({end, 0, -1, 0, false});
       }
     }
+  }
+
+  // Each job with a start and an end: open from its submission to its completion.
+  void job_points(std::vector<DriverPoint>& points, const StageTaskSpan& spans) {
     for (JobRec& j : log_.jobs) {
       if (!j.started || !j.ended) {
         ++log_.problems_[kJobsWithoutEnd];  // (a job end without start is as unusable)
         continue;
       }
-      if (j.submitted < 0 || j.completed < 0) {
-        // Spark 1.x: the job spans its stages (submission or first task launch to
-        // completion or last result); all of the epoch's stages if it names none.
-        int64_t first = -1, last = -1;
-        for (uint32_t s : log_.epoch_stages_) {
-          const StageRec& st = log_.stages[s];
-          if (!j.stage_ids.empty() &&
-              std::find(j.stage_ids.begin(), j.stage_ids.end(), st.id) == j.stage_ids.end())
-            continue;
-          const int64_t b = st.submitted >= 0 ? st.submitted : stage_first_launch[s];
-          const int64_t e = st.completed >= 0 ? st.completed : stage_last_result[s];
-          if (b >= 0 && (first < 0 || b < first)) first = b;
-          if (e >= 0) last = std::max(last, e);
-        }
-        if (j.submitted < 0) {
-          ++log_.problems_[kJobsWithoutSubmissionTime];
-          j.submitted = first;
-        }
-        if (j.completed < 0) {
-          ++log_.problems_[kJobsWithoutCompletionTime];
-          j.completed = last;
-        }
-        if (j.submitted < 0 || j.completed < 0) continue;  // no stage ran: nothing to draw
-      }
+      if ((j.submitted < 0 || j.completed < 0) && !job_span_from_stages(j, spans)) continue;
       if (j.completed < j.submitted) {
         ++log_.problems_[kBadJobTimes];
         continue;
@@ -780,17 +795,39 @@ class Builder {
       points.push_back({j.submitted, 0, 0, +1, false});
       points.push_back({j.completed, 0, 0, -1, false});
     }
-    std::sort(points.begin(), points.end(),
-              [](const Point& a, const Point& b) { return a.ts < b.ts; });
-    std::stable_sort(messages.begin(), messages.end(),
-                     [](const Event& a, const Event& b) { return a.ts < b.ts; });
+  }
 
-    // Activity runs [from, to) of one type, merged when consecutive and equal.
-    struct Run {
-      int64_t from, to;
-      ActivityType type;
-    };
-    std::vector<Run> runs;
+  // Spark 1.x: the job spans its stages (submission or first task launch to completion
+  // or last result); all of the epoch's stages if it names none. False if no stage ran.
+  bool job_span_from_stages(JobRec& j, const StageTaskSpan& spans) {
+    int64_t first = -1, last = -1;
+    for (uint32_t s : log_.epoch_stages_) {
+      const StageRec& st = log_.stages[s];
+      if (!j.stage_ids.empty() &&
+          std::find(j.stage_ids.begin(), j.stage_ids.end(), st.id) == j.stage_ids.end())
+        continue;
+      const int64_t b = st.submitted >= 0 ? st.submitted : spans.first_launch[s];
+      const int64_t e = st.completed >= 0 ? st.completed : spans.last_result[s];
+      if (b >= 0 && (first < 0 || b < first)) first = b;
+      if (e >= 0) last = std::max(last, e);
+    }
+    if (j.submitted < 0) {
+      ++log_.problems_[kJobsWithoutSubmissionTime];
+      j.submitted = first;
+    }
+    if (j.completed < 0) {
+      ++log_.problems_[kJobsWithoutCompletionTime];
+      j.completed = last;
+    }
+    return j.submitted >= 0 && j.completed >= 0;
+  }
+
+  // The driver's activity between consecutive instants of the sorted `points`: waiting
+  // while tasks are out and a result comes next, scheduling while tasks are out
+  // otherwise, barrier processing after a stage's last result, scheduling while a stage
+  // or job is open; nothing when idle.
+  static std::vector<DriverRun> driver_runs(const std::vector<DriverPoint>& points) {
+    std::vector<DriverRun> runs;
     int64_t out = 0, barrier = 0, open = 0;
     for (size_t i = 0; i < points.size();) {
       const int64_t ts = points[i].ts;
@@ -817,15 +854,19 @@ class Builder {
       else
         runs.push_back({ts, next, *type});
     }
+    return runs;
+  }
 
-    // Merge activity boundaries and messages by time.
+  // Merges activity boundaries and messages (both sorted) by time into the trace.
+  void emit_driver_events(Trace& trace, std::vector<DriverRun> runs,
+                          const std::vector<Event>& messages) {
     reserve_more(trace.events, messages.size() + 2 * runs.size());
     size_t m = 0;
     auto flush_messages = [&](int64_t up_to) {
       for (; m < messages.size() && messages[m].ts <= up_to; ++m)
         trace.events.push_back(messages[m]);
     };
-    for (Run& r : runs) {
+    for (DriverRun& r : runs) {
       // Never before what an earlier epoch emitted (tasks ended after their job are
       // dropped above, so only activities can reach back).
       r.from = std::max(r.from, state_.driver_until);
@@ -836,7 +877,7 @@ class Builder {
       trace.events.push_back(local(kDriver, r.to, r.type, EventKind::end, std::nullopt));
     }
     flush_messages(std::numeric_limits<int64_t>::max());
-    for (const Run& r : runs) state_.driver_until = std::max(state_.driver_until, r.to);
+    for (const DriverRun& r : runs) state_.driver_until = std::max(state_.driver_until, r.to);
     for (const Event& e : messages) state_.driver_until = std::max(state_.driver_until, e.ts);
   }
 
