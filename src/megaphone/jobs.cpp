@@ -32,10 +32,11 @@ const char* strategy_name(Strategy s) {
   return "?";
 }
 
-void MigrationLog::start(int64_t now_ns, Strategy s, uint64_t bins, uint64_t steps) {
+void MigrationLog::start(int64_t now_ns, Strategy s, uint64_t bins, uint64_t steps,
+                         const char* label) {
   std::lock_guard<std::mutex> lock(mu_);
   Entry e;
-  e.rec.strategy = strategy_name(s);
+  e.rec.strategy = label ? label : strategy_name(s);
   e.rec.bins_moved = bins;
   e.rec.steps = steps;
   e.start_ns = now_ns;
@@ -129,6 +130,17 @@ std::vector<std::vector<std::pair<uint32_t, uint32_t>>> plan_steps(
   return steps;
 }
 
+void CostClock::charge(uint64_t step) {
+  if (ns_ <= 0) return;
+  if (step != step_) {
+    step_ = step;
+    deadline_ = std::chrono::steady_clock::now();
+  }
+  deadline_ += std::chrono::nanoseconds(ns_);
+  while (std::chrono::steady_clock::now() < deadline_) {
+  }
+}
+
 namespace {
 
 using flow::JobContext;
@@ -157,6 +169,9 @@ struct Controller {
   std::deque<std::vector<std::pair<uint32_t, uint32_t>>> steps;
   bool inflight = false;
   flow::Time inflight_t = 0;
+  // --reconfigure restart: the input is stopped, draining until `restart_to` is moved.
+  bool draining = false, restarting = false;
+  std::vector<uint32_t> restart_to;
 
   void operator()(Capability& cap, Output<ControlUpdate>& out) {
     if (ctx->worker.index() != 0) {
@@ -169,10 +184,23 @@ struct Controller {
         std::max<flow::Time>(cap.time(), static_cast<flow::Time>(now) / epoch * epoch);
     if (inflight && ctx->probe_frontier > inflight_t) {
       inflight = false;
-      if (steps.empty()) log->end(now);
+      if (steps.empty()) {
+        log->end(now);
+        if (restarting) {  // the state is in place: resume the input
+          restarting = false;
+          ctx->cfg.pause_sources->store(false, std::memory_order_release);
+        }
+      }
+    }
+    if (draining && ctx->probe_frontier >= data->frontier) {
+      // Stopped and drained: every changed bin in one step.
+      draining = false;
+      restarting = true;
+      auto plan = plan_steps(config, restart_to, Strategy::all_at_once, ctx->worker.peers());
+      steps.assign(plan.begin(), plan.end());
     }
     const bool data_done = data->frontier == kTimeMax;
-    if (!inflight && steps.empty()) {
+    if (!inflight && steps.empty() && !draining && !restarting) {
       if (data_done) {
         cap.drop();
         return;
@@ -188,6 +216,22 @@ struct Controller {
         steps.assign(plan.begin(), plan.end());
         ++next;
         if (steps.empty()) log->end(now);
+      } else if (opts.planner) {
+        if (auto to = opts.planner(now, config)) {
+          const uint32_t W = ctx->worker.peers();
+          auto plan = plan_steps(config, *to, opts.strategy, W);
+          uint64_t bins = 0;
+          for (const auto& s : plan) bins += s.size();
+          if (!plan.empty() && opts.restart) {
+            log->start(now, Strategy::all_at_once, bins, 1, "restart");
+            ctx->cfg.pause_sources->store(true, std::memory_order_release);
+            draining = true;
+            restart_to = *to;
+          } else if (!plan.empty()) {
+            log->start(now, opts.strategy, bins, plan.size());
+            steps.assign(plan.begin(), plan.end());
+          }
+        }
       }
     }
     if (tnow != cap.time()) cap.downgrade(tnow);
@@ -206,8 +250,11 @@ struct Controller {
 
 Stream<ControlUpdate> controller(JobContext& ctx, const JobOptions& opts,
                                  std::shared_ptr<MigrationLog> log, flow::ProbeHandle data) {
-  Controller c{&ctx, opts, std::move(log), std::move(data), {}, 0, {}, false, 0};
-  c.config = round_robin_config(1u << opts.log_bins, ctx.worker.peers());
+  if (opts.restart && !ctx.cfg.pause_sources)
+    throw std::invalid_argument("megaphone: the restart baseline needs RunConfig::pause_sources");
+  Controller c{&ctx, opts, std::move(log), std::move(data), {}, 0, {}, false, 0, false, false, {}};
+  c.config = opts.initial.empty() ? round_robin_config(1u << opts.log_bins, ctx.worker.peers())
+                                  : opts.initial;
   return flow::source<ControlUpdate>(ctx.worker, "control", std::move(c));
 }
 
@@ -273,14 +320,18 @@ void build(JobContext& ctx, const JobOptions& opts, const std::shared_ptr<Migrat
   Options mo;
   mo.log_bins = opts.log_bins;
   mo.on_bin_sent = [log](uint32_t, uint64_t bytes) { log->add_bytes(bytes); };
+  mo.initial = opts.initial;
   const uint32_t k = opts.log_bins;
+  const auto cost_ns = static_cast<int64_t>(opts.cost_us * 1000);
   if (dense) {
     const uint64_t size = (cfg.keys + (uint64_t{1} << k) - 1) >> k;
     auto out = stateful_unary<std::vector<uint64_t>, char>(
         keys, control, "count", mo,
         [k](uint64_t key) { return std::rotr(key, static_cast<int>(k)); },
-        [size, k](flow::Time, uint64_t key, std::vector<uint64_t>& s, Later<uint64_t>&,
-                  Output<char>&) {
+        [size, k, cost = CostClock(cost_ns), w = &ctx.worker](
+            flow::Time, uint64_t key, std::vector<uint64_t>& s, Later<uint64_t>&,
+            Output<char>&) mutable {
+          cost.charge(w->counters().steps);
           if (s.empty()) s.assign(size, 0);
           ++s[key >> k];
         },
@@ -291,8 +342,12 @@ void build(JobContext& ctx, const JobOptions& opts, const std::shared_ptr<Migrat
   } else {
     auto out = stateful_unary<std::unordered_map<uint64_t, uint64_t>, char>(
         keys, control, "count", mo, [](uint64_t key) { return flow::mix64(key); },
-        [](flow::Time, uint64_t key, std::unordered_map<uint64_t, uint64_t>& s, Later<uint64_t>&,
-           Output<char>&) { ++s[key]; },
+        [cost = CostClock(cost_ns), w = &ctx.worker](flow::Time, uint64_t key,
+                                                     std::unordered_map<uint64_t, uint64_t>& s,
+                                                     Later<uint64_t>&, Output<char>&) mutable {
+          cost.charge(w->counters().steps);
+          ++s[key];
+        },
         [&ctx](uint32_t, std::unordered_map<uint64_t, uint64_t>& s) {
           if (!s.empty()) ctx.emit_result(KeyCounts(s.begin(), s.end()));
         });
