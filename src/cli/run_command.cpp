@@ -63,6 +63,7 @@ struct RunArgs {
   uint32_t warmup = 0, activation = 1;
   double target_ratio = 0;
   std::string reconfigure = "migrate";
+  uint32_t batch_bins = 0;
   std::map<std::string, double> params;  // job knobs (NEXMark: docs/NEXMARK.md)
   std::map<std::string, std::pair<std::string, std::string>> durations;  // flag: name, text
   bool profile = false;
@@ -388,6 +389,7 @@ int run(RunArgs& a) {
     lc.rate_profile = profile;
     autoscaler = make_autoscaler(a, lc);
     o.restart = a.reconfigure == "restart";
+    o.batch_bins = a.batch_bins;
     o.initial = autoscaler->initial_config();
     o.planner = [l = autoscaler.get()](int64_t now, const std::vector<uint32_t>& c) {
       return l->plan(now, c);
@@ -672,6 +674,9 @@ CommandRunner add_run_command(CLI::App& app) {
                   "this share of the target while the model says the job keeps up, the "
                   "targets are raised by the shortfall (default 0: off)")
       ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--batch-bins", a.batch_bins,
+                  "--autoscale with --strategy batched: bins each worker sends (and receives) "
+                  "per round (default 0: about 8 rounds per migration)");
   cmd->add_option("--reconfigure", a.reconfigure,
                   "--autoscale: how a decision is applied: migrate (default: a Megaphone "
                   "migration under --strategy, the input keeps flowing) or restart (the "

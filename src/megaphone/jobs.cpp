@@ -93,7 +93,8 @@ std::vector<uint32_t> half_config(uint32_t bins, uint32_t workers) {
 
 std::vector<std::vector<std::pair<uint32_t, uint32_t>>> plan_steps(
     const std::vector<uint32_t>& from, const std::vector<uint32_t>& to, Strategy s,
-    uint32_t workers) {
+    uint32_t workers, uint32_t per_round) {
+  per_round = std::max<uint32_t>(per_round, 1);
   std::vector<std::pair<uint32_t, uint32_t>> moves;
   for (uint32_t b = 0; b < from.size(); ++b)
     if (from[b] != to[b]) moves.emplace_back(b, to[b]);
@@ -109,13 +110,14 @@ std::vector<std::vector<std::pair<uint32_t, uint32_t>>> plan_steps(
     case Strategy::batched: {
       std::deque<std::pair<uint32_t, uint32_t>> left(moves.begin(), moves.end());
       while (!left.empty()) {
-        std::vector<bool> sends(workers, false), receives(workers, false);
+        std::vector<uint32_t> sends(workers, 0), receives(workers, 0);
         std::vector<std::pair<uint32_t, uint32_t>> round;
         std::deque<std::pair<uint32_t, uint32_t>> rest;
         for (const auto& m : left) {
           const uint32_t src = from[m.first], dst = m.second;
-          if (!sends[src] && !receives[dst]) {
-            sends[src] = receives[dst] = true;
+          if (sends[src] < per_round && receives[dst] < per_round) {
+            ++sends[src];
+            ++receives[dst];
             round.push_back(m);
           } else {
             rest.push_back(m);
@@ -139,6 +141,17 @@ void CostClock::charge(uint64_t step) {
   deadline_ += std::chrono::nanoseconds(ns_);
   while (std::chrono::steady_clock::now() < deadline_) {
   }
+}
+
+uint32_t per_round_for(const std::vector<uint32_t>& from, const std::vector<uint32_t>& to,
+                       uint32_t workers, uint32_t rounds) {
+  std::vector<uint32_t> sends(workers, 0), receives(workers, 0);
+  for (size_t b = 0; b < from.size(); ++b)
+    if (from[b] != to[b]) ++sends[from[b]], ++receives[to[b]];
+  uint32_t most = 0;
+  for (uint32_t w = 0; w < workers; ++w) most = std::max({most, sends[w], receives[w]});
+  rounds = std::max<uint32_t>(rounds, 1);
+  return std::max<uint32_t>(1, (most + rounds - 1) / rounds);
 }
 
 namespace {
@@ -186,10 +199,7 @@ struct Controller {
       inflight = false;
       if (steps.empty()) {
         log->end(now);
-        if (restarting) {  // the state is in place: resume the input
-          restarting = false;
-          ctx->cfg.pause_sources->store(false, std::memory_order_release);
-        }
+        restarting = false;
       }
     }
     if (draining && ctx->probe_frontier >= data->frontier) {
@@ -219,7 +229,9 @@ struct Controller {
       } else if (opts.planner) {
         if (auto to = opts.planner(now, config)) {
           const uint32_t W = ctx->worker.peers();
-          auto plan = plan_steps(config, *to, opts.strategy, W);
+          const uint32_t per =
+              opts.batch_bins > 0 ? opts.batch_bins : per_round_for(config, *to, W, 8);
+          auto plan = plan_steps(config, *to, opts.strategy, W, per);
           uint64_t bins = 0;
           for (const auto& s : plan) bins += s.size();
           if (!plan.empty() && opts.restart) {
@@ -244,6 +256,10 @@ struct Controller {
       steps.pop_front();
       inflight = true;
       inflight_t = t;
+      // Restart: the input resumes with the state on its way; no record of a moved bin
+      // is folded before the bin's state is installed (S waits for its state input), and
+      // the step completes only once the sources' frontier can pass t again.
+      if (restarting) ctx->cfg.pause_sources->store(false, std::memory_order_release);
     }
   }
 };

@@ -45,6 +45,9 @@ struct JobOptions {
   // pause_sources), waits until the dataflow has drained, moves every changed bin at
   // once and resumes the input (the baseline of a restart-based reconfiguration).
   bool restart = false;
+  // Batched migrations of the planner: bins each worker sends (receives) per round; 0:
+  // about 8 rounds (per_round_for).
+  uint32_t batch_bins = 0;
 };
 
 // One migration as the controller (worker 0) saw it. Times in seconds since the start.
@@ -86,10 +89,15 @@ std::vector<uint32_t> round_robin_config(uint32_t bins, uint32_t workers);
 std::vector<uint32_t> half_config(uint32_t bins, uint32_t workers);
 // The steps that move `from` to `to` under a strategy: all-at-once one step with every
 // changed bin; fluid one bin per step; batched rounds in which each worker sends at most
-// one bin and receives at most one bin. Each step is a list of (bin, worker).
+// `per_round` bins and receives at most `per_round` bins. Each step is a list of (bin,
+// worker).
 std::vector<std::vector<std::pair<uint32_t, uint32_t>>> plan_steps(
     const std::vector<uint32_t>& from, const std::vector<uint32_t>& to, Strategy s,
-    uint32_t workers);
+    uint32_t workers, uint32_t per_round = 1);
+// The per_round that makes a batched migration from `from` to `to` take about `rounds`
+// rounds (at least 1): the most bins one worker sends or receives, divided by `rounds`.
+uint32_t per_round_for(const std::vector<uint32_t>& from, const std::vector<uint32_t>& to,
+                       uint32_t workers, uint32_t rounds);
 
 // --cost-us: a busy wait of `ns` per record, charged against the wall clock from the
 // start of the operator's activation (the worker's step): record k of an activation
