@@ -23,13 +23,15 @@ def run(binary, mode, a, out_dir):
     cmd = [binary, "run", a.job, "--autoscale", "--max-workers", str(a.max_workers),
            "--rate-profile", a.profile, "--cost-us", str(a.cost_us), "--keys", str(a.keys),
            "--bins", str(a.bins), "--duration", a.duration, "--policy-interval",
-           a.policy_interval, "--reconfigure", mode, "--stats-json", stats, "--quiet"]
+           a.policy_interval, "--reconfigure", mode, "--stats-json", stats, "--quiet",
+           "--target-utilization", str(a.target_utilization)]
     if mode == "migrate":
         cmd += ["--strategy", a.strategy]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     load = os.getloadavg()[0]
     t0 = time.monotonic()
     subprocess.run(cmd, check=True)
+    sys.stdout.flush()
     wall = time.monotonic() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -43,13 +45,14 @@ def main():
     p.add_argument("--bin", default="build/bin/snailtrail")
     p.add_argument("--job", default="keycount")
     p.add_argument("--max-workers", type=int, default=4)
-    p.add_argument("--profile", default="0s:6k,4s:24k")
+    p.add_argument("--profile", default="0s:6k,3s:14k,7s:4k")
     p.add_argument("--cost-us", type=float, default=50)
-    p.add_argument("--keys", type=int, default=4_000_000)
+    p.add_argument("--keys", type=int, default=8_000_000)
     p.add_argument("--bins", type=int, default=256)
-    p.add_argument("--duration", default="10s")
+    p.add_argument("--duration", default="11s")
     p.add_argument("--policy-interval", default="1s")
     p.add_argument("--strategy", default="batched")
+    p.add_argument("--target-utilization", type=float, default=0.6)
     p.add_argument("--out", default="build/closed-loop")
     a = p.parse_args()
     os.makedirs(a.out, exist_ok=True)
@@ -57,7 +60,7 @@ def main():
     for mode in ("migrate", "restart"):
         cmd, s, wall, cpu, load = run(a.bin, mode, a, a.out)
         results[mode] = s
-        print(f"## --reconfigure {mode}")
+        print(f"## --reconfigure {mode}", flush=True)
         print("$ " + " ".join(cmd))
         print(f"wall {wall:.1f} s, CPU {cpu:.1f} s (user+sys), load average before {load:.2f}")
         for d in s.get("decisions", []):

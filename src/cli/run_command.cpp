@@ -64,6 +64,7 @@ struct RunArgs {
   double target_ratio = 0;
   std::string reconfigure = "migrate";
   uint32_t batch_bins = 0;
+  double target_utilization = 1.0;
   std::map<std::string, double> params;  // job knobs (NEXMark: docs/NEXMARK.md)
   std::map<std::string, std::pair<std::string, std::string>> durations;  // flag: name, text
   bool profile = false;
@@ -343,6 +344,7 @@ std::unique_ptr<loop::Autoscaler> make_autoscaler(const RunArgs& a, const flow::
   lo.manager.warmup = a.warmup;
   lo.manager.activation = a.activation;
   lo.manager.threshold = a.target_ratio;
+  lo.manager.target_utilization = a.target_utilization;
   lo.manager.rollback = false;  // the sources' rate is the profile's, not the job's
   lo.keep_events = !a.trace.empty();
   return std::make_unique<loop::Autoscaler>(lo);
@@ -499,6 +501,11 @@ int run(RunArgs& a) {
   try {
     r = flow::run_job(cfg);
   } catch (const std::exception& e) {
+    const auto ms = migrations->records();
+    if (!mpi && a.bins > 0 && !ms.empty() && !ms.back().completed)  // say what was in flight
+      throw std::runtime_error(
+          fmt::format("{} (during the {} migration started at {:.3f} s; the job stopped with it)",
+                      e.what(), ms.back().strategy, ms.back().start_s));
     if (!mpi) throw;
     fmt::print(stderr, "snailtrail: rank {}: {}\n", mpi->rank(), e.what());
     flow::mpi_abort(1);  // the other processes must not wait for this one
@@ -674,6 +681,10 @@ CommandRunner add_run_command(CLI::App& app) {
                   "this share of the target while the model says the job keeps up, the "
                   "targets are raised by the shortfall (default 0: off)")
       ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--target-utilization", a.target_utilization,
+                  "--autoscale: size the stateful operator so that its workers are busy this "
+                  "share of the time (headroom, in (0, 1]; default 1)")
+      ->check(CLI::Range(0.01, 1.0));
   cmd->add_option("--batch-bins", a.batch_bins,
                   "--autoscale with --strategy batched: bins each worker sends (and receives) "
                   "per round (default 0: about 8 rounds per migration)");
