@@ -18,6 +18,7 @@ declare -A allowed=(
   [sim]="trace"
   [flow]="trace"
   [megaphone]="trace flow"
+  [loop]="trace flow megaphone scale"
   [mpi]=""
   [nexmark]="flow"
   [scale]="trace importers pag cp summary output sim"

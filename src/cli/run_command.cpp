@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <condition_variable>
@@ -23,6 +24,7 @@
 #include "flow/jobs/jobs.hpp"
 #include "flow/mpi_transport.hpp"
 #include "flow/runtime.hpp"
+#include "loop/autoscaler.hpp"
 #include "megaphone/jobs.hpp"
 #include "nexmark/jobs.hpp"
 #include "serve/sender.hpp"
@@ -51,7 +53,18 @@ struct RunArgs {
   uint32_t bins = 0;  // Megaphone (docs/MEGAPHONE.md): 0 = not binned
   bool native = false;
   std::string migrate_at;
-  std::string strategy = "all-at-once";
+  std::string strategy;  // default: all-at-once, batched with --autoscale
+  // The closed loop (docs/CLOSED-LOOP.md).
+  bool autoscale = false;
+  uint32_t max_workers = 0, initial_workers = 1;
+  std::string policy_interval = "1s";
+  std::string rate_profile;
+  double cost_us = 0;
+  uint32_t warmup = 0, activation = 1;
+  double target_ratio = 0;
+  std::string reconfigure = "migrate";
+  uint32_t batch_bins = 0;
+  double target_utilization = 1.0;
   std::map<std::string, double> params;  // job knobs (NEXMark: docs/NEXMARK.md)
   std::map<std::string, std::pair<std::string, std::string>> durations;  // flag: name, text
   bool profile = false;
@@ -82,7 +95,7 @@ std::string json_number(double v) {
 void write_stats_json(const std::string& path, double throughput,
                       const std::vector<flow::IntervalStats>& intervals,
                       const std::vector<uint64_t>& latency, const std::string& digest,
-                      const std::string& migrations = "") {
+                      const std::string& migrations = "", const std::string& decisions = "") {
   OutputFile f(path);
   auto out = std::back_inserter(f.buf());
   fmt::format_to(out, "{{\"throughput\": {}, \"intervals\": [", json_number(throughput));
@@ -104,6 +117,7 @@ void write_stats_json(const std::string& path, double throughput,
     fmt::format_to(out, "], \"migrations\": {}", migrations);
   else
     fmt::format_to(out, "]");
+  if (!decisions.empty()) fmt::format_to(out, ", \"decisions\": {}", decisions);
   fmt::format_to(out, ", \"output_digest\": \"{}\"}}\n", digest);
   f.flush();
 }
@@ -268,7 +282,8 @@ void print_ccdf_summary(const std::vector<uint64_t>& latency) {
 
 // --bins / --native / hashcount: registers Megaphone's variant of the job and returns its
 // name ("" for the runtime's own jobs).
-std::string megaphone_job(const RunArgs& a, const std::shared_ptr<megaphone::MigrationLog>& log) {
+std::string megaphone_job(const RunArgs& a, const std::shared_ptr<megaphone::MigrationLog>& log,
+                          const std::function<void(megaphone::JobOptions&)>& extra = {}) {
   const bool mp = a.bins > 0 || a.native || a.job == "hashcount";
   if (!mp) {
     if (!a.migrate_at.empty()) throw std::invalid_argument("--migrate-at needs --bins");
@@ -286,7 +301,9 @@ std::string megaphone_job(const RunArgs& a, const std::shared_ptr<megaphone::Mig
                                   " is not a power of two in [1, 2^20]");
     o.log_bins = static_cast<uint32_t>(std::countr_zero(a.bins));
   }
-  o.strategy = megaphone::parse_strategy(a.strategy);
+  o.strategy = megaphone::parse_strategy(
+      a.strategy.empty() ? (a.autoscale ? "batched" : "all-at-once") : a.strategy);
+  o.cost_us = a.cost_us;
   if (!a.migrate_at.empty()) {
     if (o.native) throw std::invalid_argument("--migrate-at needs --bins");
     size_t at = 0;
@@ -304,12 +321,82 @@ std::string megaphone_job(const RunArgs& a, const std::shared_ptr<megaphone::Mig
       at = comma + 1;
     }
   }
+  if (extra) extra(o);
   return megaphone::register_job(o, log);
 }
 
-int run(const RunArgs& a) {
+// --autoscale: the DS2 manager in process, fed by the run's own trace events, sizes the
+// stateful operator; its decisions are applied as Megaphone migrations (src/loop).
+std::unique_ptr<loop::Autoscaler> make_autoscaler(const RunArgs& a, const flow::RunConfig& cfg) {
+  if (a.job != "keycount" && a.job != "hashcount")
+    throw std::invalid_argument("--autoscale: only keycount and hashcount");
+  if (a.native || !a.migrate_at.empty())
+    throw std::invalid_argument("--autoscale excludes --native and --migrate-at");
+  loop::LoopOptions lo;
+  lo.max_workers = cfg.workers;
+  lo.initial_workers = a.initial_workers;
+  lo.bins = a.bins;
+  lo.policy_interval_ns = parse_duration(a.policy_interval);
+  lo.rate_profile = cfg.rate_profile;
+  if (lo.rate_profile.empty() && cfg.rate > 0) lo.rate_profile = {{0, cfg.rate}};
+  if (lo.rate_profile.empty())
+    throw std::invalid_argument("--autoscale needs an open-loop --rate or --rate-profile");
+  lo.manager.warmup = a.warmup;
+  lo.manager.activation = a.activation;
+  lo.manager.threshold = a.target_ratio;
+  lo.manager.target_utilization = a.target_utilization;
+  lo.manager.rollback = false;  // the sources' rate is the profile's, not the job's
+  lo.keep_events = !a.trace.empty();
+  return std::make_unique<loop::Autoscaler>(lo);
+}
+
+// The autoscaler's trace sink, after --trace-to's (which gets a copy) if any.
+void attach_autoscaler(loop::Autoscaler& as, flow::RunConfig& cfg) {
+  cfg.trace = true;
+  auto prev = cfg.on_trace_events;
+  cfg.on_trace_events = [l = &as, prev](std::vector<Event>&& ev,
+                                        const std::vector<std::string>& ops) {
+    if (prev) prev(std::vector<Event>(ev), ops);
+    l->on_events(std::move(ev), ops);
+  };
+}
+
+int run(RunArgs& a) {
+  if (a.autoscale) {
+    if (a.max_workers > 0) a.workers = a.max_workers;
+    if (a.bins == 0) a.bins = 256;
+    if (a.initial_workers > a.workers)
+      throw std::invalid_argument("--initial-workers: more than --max-workers");
+  } else if (a.max_workers > 0) {
+    throw std::invalid_argument("--max-workers needs --autoscale");
+  }
+  if (a.cost_us < 0 || a.cost_us > 1e6) throw std::invalid_argument("--cost-us: out of [0, 1e6]");
+  if (a.cost_us > 0 && a.bins == 0)
+    throw std::invalid_argument("--cost-us: only with --bins or --autoscale (Megaphone's jobs)");
   auto migrations = std::make_shared<megaphone::MigrationLog>();
-  const std::string mp_job = megaphone_job(a, migrations);
+  std::unique_ptr<loop::Autoscaler> autoscaler;
+  std::vector<std::pair<int64_t, double>> profile;
+  if (!a.rate_profile.empty()) {
+    if (a.rate != "max") throw std::invalid_argument("--rate-profile replaces --rate: give one");
+    if (a.job.rfind("nexmark-", 0) == 0)
+      throw std::invalid_argument("--rate-profile: not for the nexmark jobs");
+    profile = flow::parse_profile(a.rate_profile, "--rate-profile",
+                                  [](const std::string& t) { return parse_duration(t); });
+  }
+  const std::string mp_job = megaphone_job(a, migrations, [&](megaphone::JobOptions& o) {
+    if (!a.autoscale) return;
+    flow::RunConfig lc;
+    lc.workers = a.workers;
+    lc.rate = parse_rate(a.rate);
+    lc.rate_profile = profile;
+    autoscaler = make_autoscaler(a, lc);
+    o.restart = a.reconfigure == "restart";
+    o.batch_bins = a.batch_bins;
+    o.initial = autoscaler->initial_config();
+    o.planner = [l = autoscaler.get()](int64_t now, const std::vector<uint32_t>& c) {
+      return l->plan(now, c);
+    };
+  });
   if (mp_job.empty() && !flow::find_job(a.job)) {
     std::string known;
     for (const auto& n : flow::job_names()) known += (known.empty() ? "" : ", ") + n;
@@ -319,6 +406,13 @@ int run(const RunArgs& a) {
   cfg.job = mp_job.empty() ? a.job : mp_job;
   cfg.workers = a.workers;
   cfg.rate = parse_rate(a.rate);
+  cfg.rate_profile = profile;
+  if (a.reconfigure != "migrate" && a.reconfigure != "restart")
+    throw std::invalid_argument("--reconfigure: '" + a.reconfigure + "' is not migrate or restart");
+  if (a.reconfigure == "restart") {
+    if (!a.autoscale) throw std::invalid_argument("--reconfigure restart needs --autoscale");
+    cfg.pause_sources = std::make_shared<std::atomic<bool>>(false);
+  }
   try {
     cfg.duration_ns = parse_duration(a.duration);
     cfg.epoch_ns = parse_duration(a.epoch);
@@ -399,10 +493,19 @@ int run(const RunArgs& a) {
       l->add(std::move(ev), ops);
     };
   }
+  if (autoscaler) {
+    if (mpi) throw std::invalid_argument("--autoscale: not under mpirun (yet)");
+    attach_autoscaler(*autoscaler, cfg);
+  }
   flow::RunResult r;
   try {
     r = flow::run_job(cfg);
   } catch (const std::exception& e) {
+    const auto ms = migrations->records();
+    if (!mpi && a.bins > 0 && !ms.empty() && !ms.back().completed)  // say what was in flight
+      throw std::runtime_error(
+          fmt::format("{} (during the {} migration started at {:.3f} s; the job stopped with it)",
+                      e.what(), ms.back().strategy, ms.back().start_s));
     if (!mpi) throw;
     fmt::print(stderr, "snailtrail: rank {}: {}\n", mpi->rank(), e.what());
     flow::mpi_abort(1);  // the other processes must not wait for this one
@@ -421,6 +524,11 @@ int run(const RunArgs& a) {
                  "{}trace-to: dropped {} events: the receiver did not keep up (queue bound "
                  "{} events, --trace-to-queue)\n",
                  who, live->dropped(), a.trace_to_queue);
+  }
+  if (autoscaler && !a.trace.empty() && !live) {
+    r.events = autoscaler->take_events();
+    std::stable_sort(r.events.begin(), r.events.end(),
+                     [](const Event& x, const Event& y) { return x.ts < y.ts; });
   }
   if (!a.trace.empty() && mpi)
     r.events = gather_trace(*mpi, std::move(r.events), r.clock_origin_ns);
@@ -460,7 +568,12 @@ int run(const RunArgs& a) {
   if (!rank0) return 0;
   if (!a.stats_json.empty())
     write_stats_json(a.stats_json, r.throughput(), r.intervals, r.latency, digest,
-                     a.bins > 0 ? megaphone::migrations_json(migrations->records()) : "");
+                     a.bins > 0 ? megaphone::migrations_json(migrations->records()) : "",
+                     autoscaler ? loop::decisions_json(autoscaler->decisions()) : "");
+  if (autoscaler && !a.quiet)
+    for (const auto& d : autoscaler->decisions())
+      fmt::print(stderr, "decision at {:.3f} s: {} active workers ({})\n", d.time_s,
+                 d.active_workers, d.reason);
   if (a.bins > 0 && !a.quiet)
     for (const auto& m : migrations->records())
       fmt::print(stderr,
@@ -544,7 +657,53 @@ CommandRunner add_run_command(CLI::App& app) {
                   "bins and back");
   cmd->add_option("--strategy", a.strategy,
                   "Migration strategy: all-at-once (default), fluid (one bin at a time) or "
-                  "batched (rounds in which each worker sends and receives at most one bin)");
+                  "batched (rounds in which each worker sends and receives at most one bin; "
+                  "the default with --autoscale)");
+  cmd->add_flag("--autoscale", a.autoscale,
+                "keycount/hashcount: the closed loop (docs/CLOSED-LOOP.md): all --max-workers "
+                "threads run, only the active ones hold bins; every --policy-interval the DS2 "
+                "manager, fed by the run's own trace events, sizes the stateful operator and "
+                "its decision is applied as a Megaphone migration (no restart, no input "
+                "pause). --bins defaults to 256");
+  cmd->add_option("--max-workers", a.max_workers,
+                  "--autoscale: worker threads started (the most the job may use; default "
+                  "--workers)")
+      ->check(CLI::Range(1u, 1024u));
+  cmd->add_option("--initial-workers", a.initial_workers,
+                  "--autoscale: workers holding bins at the start (default 1)")
+      ->check(CLI::Range(1u, 1024u));
+  cmd->add_option("--policy-interval", a.policy_interval,
+                  "--autoscale: DS2's policy interval (default 1s)");
+  cmd->add_option("--warmup", a.warmup,
+                  "--autoscale: policy intervals ignored after a change (default 0; intervals "
+                  "with a migration in them are always ignored)");
+  cmd->add_option("--activation", a.activation,
+                  "--autoscale: consecutive DS2 decisions combined (max) before acting "
+                  "(default 1)")
+      ->check(CLI::Range(1u, 1000u));
+  cmd->add_option("--target-ratio", a.target_ratio,
+                  "--autoscale: DS2's target-rate ratio: when the sources achieve less than "
+                  "this share of the target while the model says the job keeps up, the "
+                  "targets are raised by the shortfall (default 0: off)")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--target-utilization", a.target_utilization,
+                  "--autoscale: size the stateful operator so that its workers are busy this "
+                  "share of the time (headroom, in (0, 1]; default 1)")
+      ->check(CLI::Range(0.01, 1.0));
+  cmd->add_option("--batch-bins", a.batch_bins,
+                  "--autoscale with --strategy batched: bins each worker sends (and receives) "
+                  "per round (default 0: about 8 rounds per migration)");
+  cmd->add_option("--reconfigure", a.reconfigure,
+                  "--autoscale: how a decision is applied: migrate (default: a Megaphone "
+                  "migration under --strategy, the input keeps flowing) or restart (the "
+                  "baseline: stop the input, drain, move every changed bin at once, resume)");
+  cmd->add_option("--rate-profile", a.rate_profile,
+                  "Piecewise-constant open-loop rate instead of --rate: TIME:RATE,... with "
+                  "records/s over all workers (k, M suffixes), e.g. 0s:100k,30s:400k,60s:100k");
+  cmd->add_option("--cost-us", a.cost_us,
+                  "With --bins/--autoscale: CPU work per record in the stateful operator, a busy "
+                  "wait of this many microseconds (so that one worker provably cannot keep up "
+                  "at a given rate)");
   // NEXMark knobs (docs/NEXMARK.md), kept in RunConfig::params.
   auto knob = [cmd, p = &a.params](const char* flag, const char* name, const char* help) {
     cmd->add_option_function<double>(

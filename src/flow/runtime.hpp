@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -26,6 +27,12 @@ struct RunConfig {
   std::string job;
   uint32_t workers = 1;
   double rate = 0;  // records/s over all workers; 0: as fast as possible
+  // Piecewise-constant open-loop rate (`run --rate-profile`): (from ns, records/s over
+  // all workers), the first from 0, times increasing, rates > 0. Replaces `rate` when set.
+  std::vector<std::pair<int64_t, double>> rate_profile;
+  // While set, open-loop sources give nothing (the records due meanwhile are given, with
+  // their intended times, once it clears): the stop of `run --reconfigure restart`.
+  std::shared_ptr<std::atomic<bool>> pause_sources;
   int64_t duration_ns = 10'000'000'000;
   uint64_t records = 0;  // stop after this many records in total (0: no limit)
   uint64_t seed = 1;
@@ -50,6 +57,53 @@ struct RunConfig {
 };
 
 using KeyCounts = std::vector<std::pair<uint64_t, uint64_t>>;  // sorted by key
+
+// A piecewise-constant rate (RunConfig::rate_profile) for one source stream with
+// `share` of the rate: how many records are due by a time, and when record i is due.
+class RateSchedule {
+ public:
+  RateSchedule(const std::vector<std::pair<int64_t, double>>& profile, double share) {
+    double cum = 0;
+    for (size_t k = 0; k < profile.size(); ++k) {
+      const double per_ns = profile[k].second * share * 1e-9;
+      seg_.push_back({profile[k].first, per_ns, cum});
+      if (k + 1 < profile.size())
+        cum += per_ns * static_cast<double>(profile[k + 1].first - profile[k].first);
+    }
+  }
+  // Records due in [0, ns) (fractional).
+  double count(int64_t ns) const {
+    const Seg& s = at_time(ns);
+    return s.cum + s.per_ns * static_cast<double>(ns - s.from);
+  }
+  // The intended time of record i (ns).
+  int64_t time_of(uint64_t i) const {
+    const double x = static_cast<double>(i);
+    size_t k = 0;
+    while (k + 1 < seg_.size() && seg_[k + 1].cum <= x) ++k;
+    const Seg& s = seg_[k];
+    return s.from + static_cast<int64_t>((x - s.cum) / s.per_ns);
+  }
+  // The rate over all streams at `ns` (records/s), given the share.
+  double rate_at(int64_t ns, double share) const { return at_time(ns).per_ns * 1e9 / share; }
+
+ private:
+  struct Seg {
+    int64_t from;
+    double per_ns, cum;
+  };
+  const Seg& at_time(int64_t ns) const {
+    size_t k = 0;
+    while (k + 1 < seg_.size() && seg_[k + 1].from <= ns) ++k;
+    return seg_[k];
+  }
+  std::vector<Seg> seg_;
+};
+// Parses "0s:100k,30s:400k" (times: ns from `parse_ns`; rates with an optional k or M
+// suffix); throws std::invalid_argument naming `flag` on bad input.
+std::vector<std::pair<int64_t, double>> parse_profile(
+    const std::string& text, const std::string& flag,
+    const std::function<int64_t(const std::string&)>& parse_ns, bool rates_positive = true);
 
 // What a job's builder gets on each worker; lives as long as the worker.
 struct JobContext {
@@ -105,7 +159,8 @@ Stream<T> open_loop_source(JobContext& ctx, std::string name, Gen gen) {
     JobContext* ctx;
     Gen gen;
     uint64_t produced = 0, limit = 0;
-    double per_ns = 0;  // records per ns for this worker (0: max)
+    double per_ns = 0;                                 // records per ns for this worker (0: max)
+    std::optional<RateSchedule> sched = std::nullopt;  // --rate-profile
     void operator()(Capability& cap, Output<T>& out) {
       const RunConfig& c = ctx->cfg;
       const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -129,14 +184,18 @@ Stream<T> open_loop_source(JobContext& ctx, std::string name, Gen gen) {
         for (uint64_t k = 0; k < n; ++k) out.give(t, gen(w, produced + k));
         last_given = t;
       } else {
+        if (c.pause_sources && c.pause_sources->load(std::memory_order_acquire)) {
+          ctx->worker.set_source_active(true);  // stopped: poll again
+          return;
+        }
         // Every record whose intended time is before the end is given, however late.
         const int64_t upto = over ? c.duration_ns - 1 : now;
-        const auto due = std::min<uint64_t>(
-            limit, static_cast<uint64_t>(static_cast<double>(upto) * per_ns) + 1);
+        const double due_f = sched ? sched->count(upto) : static_cast<double>(upto) * per_ns;
+        const auto due = std::min<uint64_t>(limit, static_cast<uint64_t>(due_f) + 1);
         n = due > produced ? std::min<uint64_t>(due - produced, 16 * kBatch) : 0;
         for (uint64_t k = 0; k < n; ++k) {
           const uint64_t i = produced + k;
-          const auto intended = static_cast<Time>(static_cast<double>(i) / per_ns);
+          const auto intended = intended_time(i);
           const Time t = std::max<Time>(cap.time(), intended / epoch * epoch);
           if (t != cap.time()) cap.downgrade(t);
           out.give(t, gen(w, i));
@@ -148,11 +207,15 @@ Stream<T> open_loop_source(JobContext& ctx, std::string name, Gen gen) {
           return;
         }
         // Nothing else is due before the next record's intended time.
-        const auto next = static_cast<Time>(static_cast<double>(produced + n) / per_ns);
+        const auto next = intended_time(produced + n);
         cap.downgrade(std::max<Time>(cap.time(), next / epoch * epoch));
         ctx->worker.set_source_active(true);
       }
       account(n, last_given);
+    }
+    Time intended_time(uint64_t i) const {
+      if (sched) return static_cast<Time>(std::max<int64_t>(0, sched->time_of(i)));
+      return static_cast<Time>(static_cast<double>(i) / per_ns);
     }
     void account(uint64_t n, Time last_given) {
       produced += n;
@@ -167,6 +230,10 @@ Stream<T> open_loop_source(JobContext& ctx, std::string name, Gen gen) {
   Logic l{&ctx, std::move(gen)};
   l.limit = ctx.record_limit();
   l.per_ns = ctx.cfg.rate > 0 ? ctx.cfg.rate / ctx.worker.peers() * 1e-9 : 0;
+  if (!ctx.cfg.rate_profile.empty()) {
+    l.sched.emplace(ctx.cfg.rate_profile, 1.0 / ctx.worker.peers());
+    l.per_ns = ctx.cfg.rate_profile.front().second / ctx.worker.peers() * 1e-9;  // > 0: open loop
+  }
   return source<T>(ctx.worker, std::move(name), std::move(l));
 }
 

@@ -33,10 +33,11 @@ const char* strategy_name(Strategy s) {
   return "?";
 }
 
-void MigrationLog::start(int64_t now_ns, Strategy s, uint64_t bins, uint64_t steps) {
+void MigrationLog::start(int64_t now_ns, Strategy s, uint64_t bins, uint64_t steps,
+                         const char* label) {
   std::lock_guard<std::mutex> lock(mu_);
   Entry e;
-  e.rec.strategy = strategy_name(s);
+  e.rec.strategy = label ? label : strategy_name(s);
   e.rec.bins_moved = bins;
   e.rec.steps = steps;
   e.start_ns = now_ns;
@@ -123,7 +124,8 @@ std::vector<uint32_t> half_config(uint32_t bins, uint32_t workers) {
 
 std::vector<std::vector<std::pair<uint32_t, uint32_t>>> plan_steps(
     const std::vector<uint32_t>& from, const std::vector<uint32_t>& to, Strategy s,
-    uint32_t workers) {
+    uint32_t workers, uint32_t per_round) {
+  per_round = std::max<uint32_t>(per_round, 1);
   std::vector<std::pair<uint32_t, uint32_t>> moves;
   for (uint32_t b = 0; b < from.size(); ++b)
     if (from[b] != to[b]) moves.emplace_back(b, to[b]);
@@ -139,13 +141,14 @@ std::vector<std::vector<std::pair<uint32_t, uint32_t>>> plan_steps(
     case Strategy::batched: {
       std::deque<std::pair<uint32_t, uint32_t>> left(moves.begin(), moves.end());
       while (!left.empty()) {
-        std::vector<bool> sends(workers, false), receives(workers, false);
+        std::vector<uint32_t> sends(workers, 0), receives(workers, 0);
         std::vector<std::pair<uint32_t, uint32_t>> round;
         std::deque<std::pair<uint32_t, uint32_t>> rest;
         for (const auto& m : left) {
           const uint32_t src = from[m.first], dst = m.second;
-          if (!sends[src] && !receives[dst]) {
-            sends[src] = receives[dst] = true;
+          if (sends[src] < per_round && receives[dst] < per_round) {
+            ++sends[src];
+            ++receives[dst];
             round.push_back(m);
           } else {
             rest.push_back(m);
@@ -158,6 +161,28 @@ std::vector<std::vector<std::pair<uint32_t, uint32_t>>> plan_steps(
     }
   }
   return steps;
+}
+
+void CostClock::charge(uint64_t step) {
+  if (ns_ <= 0) return;
+  if (step != step_) {
+    step_ = step;
+    deadline_ = std::chrono::steady_clock::now();
+  }
+  deadline_ += std::chrono::nanoseconds(ns_);
+  while (std::chrono::steady_clock::now() < deadline_) {
+  }
+}
+
+uint32_t per_round_for(const std::vector<uint32_t>& from, const std::vector<uint32_t>& to,
+                       uint32_t workers, uint32_t rounds) {
+  std::vector<uint32_t> sends(workers, 0), receives(workers, 0);
+  for (size_t b = 0; b < from.size(); ++b)
+    if (from[b] != to[b]) ++sends[from[b]], ++receives[to[b]];
+  uint32_t most = 0;
+  for (uint32_t w = 0; w < workers; ++w) most = std::max({most, sends[w], receives[w]});
+  rounds = std::max<uint32_t>(rounds, 1);
+  return std::max<uint32_t>(1, (most + rounds - 1) / rounds);
 }
 
 namespace {
@@ -188,6 +213,9 @@ struct Controller {
   std::deque<std::vector<std::pair<uint32_t, uint32_t>>> steps;
   bool inflight = false;
   flow::Time inflight_t = 0;
+  // --reconfigure restart: the input is stopped, draining until `restart_to` is moved.
+  bool draining = false, restarting = false;
+  std::vector<uint32_t> restart_to;
 
   void operator()(Capability& cap, Output<ControlUpdate>& out) {
     if (ctx->worker.index() != 0) {
@@ -200,10 +228,20 @@ struct Controller {
         std::max<flow::Time>(cap.time(), static_cast<flow::Time>(now) / epoch * epoch);
     if (inflight && ctx->probe_frontier > inflight_t) {
       inflight = false;
-      if (steps.empty()) log->end(now);
+      if (steps.empty()) {
+        log->end(now);
+        restarting = false;
+      }
+    }
+    if (draining && ctx->probe_frontier >= data->frontier) {
+      // Stopped and drained: every changed bin in one step.
+      draining = false;
+      restarting = true;
+      auto plan = plan_steps(config, restart_to, Strategy::all_at_once, ctx->worker.peers());
+      steps.assign(plan.begin(), plan.end());
     }
     const bool data_done = data->frontier == kTimeMax;
-    if (!inflight && steps.empty()) {
+    if (!inflight && steps.empty() && !draining && !restarting) {
       if (data_done) {
         cap.drop();
         return;
@@ -219,6 +257,24 @@ struct Controller {
         steps.assign(plan.begin(), plan.end());
         ++next;
         if (steps.empty()) log->end(now);
+      } else if (opts.planner) {
+        if (auto to = opts.planner(now, config)) {
+          const uint32_t W = ctx->worker.peers();
+          const uint32_t per =
+              opts.batch_bins > 0 ? opts.batch_bins : per_round_for(config, *to, W, 8);
+          auto plan = plan_steps(config, *to, opts.strategy, W, per);
+          uint64_t bins = 0;
+          for (const auto& s : plan) bins += s.size();
+          if (!plan.empty() && opts.restart) {
+            log->start(now, Strategy::all_at_once, bins, 1, "restart");
+            ctx->cfg.pause_sources->store(true, std::memory_order_release);
+            draining = true;
+            restart_to = *to;
+          } else if (!plan.empty()) {
+            log->start(now, opts.strategy, bins, plan.size());
+            steps.assign(plan.begin(), plan.end());
+          }
+        }
       }
     }
     if (tnow != cap.time()) cap.downgrade(tnow);
@@ -232,14 +288,21 @@ struct Controller {
       steps.pop_front();
       inflight = true;
       inflight_t = t;
+      // Restart: the input resumes with the state on its way; no record of a moved bin
+      // is folded before the bin's state is installed (S waits for its state input), and
+      // the step completes only once the sources' frontier can pass t again.
+      if (restarting) ctx->cfg.pause_sources->store(false, std::memory_order_release);
     }
   }
 };
 
 Stream<ControlUpdate> controller(JobContext& ctx, const JobOptions& opts,
                                  std::shared_ptr<MigrationLog> log, flow::ProbeHandle data) {
-  Controller c{&ctx, opts, std::move(log), std::move(data), {}, 0, {}, false, 0};
-  c.config = round_robin_config(1u << opts.log_bins, ctx.worker.peers());
+  if (opts.restart && !ctx.cfg.pause_sources)
+    throw std::invalid_argument("megaphone: the restart baseline needs RunConfig::pause_sources");
+  Controller c{&ctx, opts, std::move(log), std::move(data), {}, 0, {}, false, 0, false, false, {}};
+  c.config = opts.initial.empty() ? round_robin_config(1u << opts.log_bins, ctx.worker.peers())
+                                  : opts.initial;
   return flow::source<ControlUpdate>(ctx.worker, "control", std::move(c));
 }
 
@@ -307,14 +370,18 @@ void build(JobContext& ctx, const JobOptions& opts, const std::shared_ptr<Migrat
   mo.on_bin_sent_at = [log](flow::Time t, uint32_t, uint64_t bytes) {
     log->add_bytes_at(t, bytes);
   };
+  mo.initial = opts.initial;
   const uint32_t k = opts.log_bins;
+  const auto cost_ns = static_cast<int64_t>(opts.cost_us * 1000);
   if (dense) {
     const uint64_t size = (cfg.keys + (uint64_t{1} << k) - 1) >> k;
     auto out = stateful_unary<std::vector<uint64_t>, char>(
         keys, control, "count", mo,
         [k](uint64_t key) { return std::rotr(key, static_cast<int>(k)); },
-        [size, k](flow::Time, uint64_t key, std::vector<uint64_t>& s, Later<uint64_t>&,
-                  Output<char>&) {
+        [size, k, cost = CostClock(cost_ns), w = &ctx.worker](
+            flow::Time, uint64_t key, std::vector<uint64_t>& s, Later<uint64_t>&,
+            Output<char>&) mutable {
+          cost.charge(w->counters().steps);
           if (s.empty()) s.assign(size, 0);
           ++s[key >> k];
         },
@@ -325,8 +392,12 @@ void build(JobContext& ctx, const JobOptions& opts, const std::shared_ptr<Migrat
   } else {
     auto out = stateful_unary<std::unordered_map<uint64_t, uint64_t>, char>(
         keys, control, "count", mo, [](uint64_t key) { return flow::mix64(key); },
-        [](flow::Time, uint64_t key, std::unordered_map<uint64_t, uint64_t>& s, Later<uint64_t>&,
-           Output<char>&) { ++s[key]; },
+        [cost = CostClock(cost_ns), w = &ctx.worker](flow::Time, uint64_t key,
+                                                     std::unordered_map<uint64_t, uint64_t>& s,
+                                                     Later<uint64_t>&, Output<char>&) mutable {
+          cost.charge(w->counters().steps);
+          ++s[key];
+        },
         [&ctx](uint32_t, std::unordered_map<uint64_t, uint64_t>& s) {
           if (!s.empty()) ctx.emit_result(KeyCounts(s.begin(), s.end()));
         });

@@ -4,9 +4,12 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,6 +30,24 @@ struct JobOptions {
   uint32_t log_bins = 12;
   std::vector<int64_t> migrate_at_ns;  // wall-clock times since the start
   Strategy strategy = Strategy::all_at_once;
+  // CPU work per record in the stateful operator: a busy wait of this many microseconds
+  // of wall-clock time (`run --cost-us`), so that one worker provably cannot keep up.
+  double cost_us = 0;
+  // The initial configuration (bin -> worker); empty: round-robin over all workers.
+  std::vector<uint32_t> initial;
+  // The closed loop (src/loop): called by the controller (worker 0) whenever no migration
+  // is in flight, with the time since the start and the configuration in force; a
+  // configuration returned is applied as a migration under `strategy`.
+  std::function<std::optional<std::vector<uint32_t>>(int64_t now_ns,
+                                                     const std::vector<uint32_t>& config)>
+      planner;
+  // `run --reconfigure restart`: a planned change stops the input (RunConfig::
+  // pause_sources), waits until the dataflow has drained, moves every changed bin at
+  // once and resumes the input (the baseline of a restart-based reconfiguration).
+  bool restart = false;
+  // Batched migrations of the planner: bins each worker sends (receives) per round; 0:
+  // about 8 rounds (per_round_for).
+  uint32_t batch_bins = 0;
 };
 
 // One migration as the controller (worker 0) saw it. Times in seconds since the start.
@@ -43,7 +64,9 @@ struct MigrationRecord {
 // Written by worker 0 (controller, latency) and by every worker (bytes sent).
 class MigrationLog {
  public:
-  void start(int64_t now_ns, Strategy s, uint64_t bins, uint64_t steps);
+  // `label` names the record's strategy instead of `s` ("restart").
+  void start(int64_t now_ns, Strategy s, uint64_t bins, uint64_t steps,
+             const char* label = nullptr);
   void end(int64_t now_ns);
   void latency(int64_t now_ns, flow::Time t, int64_t latency_ns);
   void add_bytes(uint64_t bytes) { bytes_.fetch_add(bytes, std::memory_order_relaxed); }
@@ -77,10 +100,31 @@ std::vector<uint32_t> round_robin_config(uint32_t bins, uint32_t workers);
 std::vector<uint32_t> half_config(uint32_t bins, uint32_t workers);
 // The steps that move `from` to `to` under a strategy: all-at-once one step with every
 // changed bin; fluid one bin per step; batched rounds in which each worker sends at most
-// one bin and receives at most one bin. Each step is a list of (bin, worker).
+// `per_round` bins and receives at most `per_round` bins. Each step is a list of (bin,
+// worker).
 std::vector<std::vector<std::pair<uint32_t, uint32_t>>> plan_steps(
     const std::vector<uint32_t>& from, const std::vector<uint32_t>& to, Strategy s,
-    uint32_t workers);
+    uint32_t workers, uint32_t per_round = 1);
+// The per_round that makes a batched migration from `from` to `to` take about `rounds`
+// rounds (at least 1): the most bins one worker sends or receives, divided by `rounds`.
+uint32_t per_round_for(const std::vector<uint32_t>& from, const std::vector<uint32_t>& to,
+                       uint32_t workers, uint32_t rounds);
+
+// --cost-us: a busy wait of `ns` per record, charged against the wall clock from the
+// start of the operator's activation (the worker's step): record k of an activation
+// ends no earlier than activation start + k x ns. A thread preempted within the
+// activation catches up instead of adding the preemption to every record, so the
+// operator's true processing rate stays near 1 / ns also on an oversubscribed machine.
+class CostClock {
+ public:
+  explicit CostClock(int64_t ns) : ns_(ns) {}
+  void charge(uint64_t step);
+
+ private:
+  int64_t ns_;
+  uint64_t step_ = ~uint64_t{0};
+  std::chrono::steady_clock::time_point deadline_{};
+};
 
 // Registers the job `opts.base` + "-megaphone" or + "-native" in the runtime's table
 // (flow::register_job); returns its name. Migrations are recorded into `log`.

@@ -196,6 +196,9 @@ struct Options {
   // The same, with the configuration time the bin moves at (attributes bytes sent on any
   // process to the migration whose step had that time).
   std::function<void(Time t, uint32_t bin, uint64_t bytes)> on_bin_sent_at;
+  // The initial configuration (bin -> worker, 2^log_bins entries, every worker < W);
+  // empty: bin b on worker b % W. The closed loop (src/loop) starts on a subset.
+  std::vector<uint32_t> initial;
 };
 
 // Pending records of a bin (the extended notificator): fold schedules them.
@@ -261,10 +264,19 @@ Stream<Out> stateful_unary(const Stream<T>& input, const Stream<ControlUpdate>& 
   const uint32_t log_bins = opts.log_bins;
   const uint32_t B = 1u << log_bins;
   const std::vector<uint64_t> rkeys = route_keys(W);
+  if (!opts.initial.empty() && opts.initial.size() != B)
+    throw std::invalid_argument("megaphone: the initial configuration needs one worker per bin");
+  for (uint32_t x : opts.initial)
+    if (x >= W)
+      throw std::invalid_argument("megaphone: the initial configuration names worker " +
+                                  std::to_string(x) + " of " + std::to_string(W));
+  const auto owner0 = [&opts, W](uint32_t b) {
+    return opts.initial.empty() ? initial_owner(b, W) : opts.initial[b];
+  };
   auto store = std::make_shared<BinStore<State, T>>();
   store->states.resize(B);
   store->owned.assign(B, 0);
-  for (uint32_t b = 0; b < B; ++b) store->owned[b] = initial_owner(b, W) == w.index();
+  for (uint32_t b = 0; b < B; ++b) store->owned[b] = owner0(b) == w.index();
 
   auto ctl = broadcast_control(control);
   auto ctl_key = [rkeys](const Routed<ControlUpdate>& r) { return rkeys[r.dest]; };
@@ -323,7 +335,7 @@ Stream<Out> stateful_unary(const Stream<T>& input, const Stream<ControlUpdate>& 
   };
   FLogic fl{exch, log_bins, {}, {}, {}, {}};
   fl.table.resize(B);
-  for (uint32_t b = 0; b < B; ++b) fl.table[b] = initial_owner(b, W);
+  for (uint32_t b = 0; b < B; ++b) fl.table[b] = owner0(b);
   auto routed = flow::binary<Routed<T>>(input, flow::Pipeline{}, ctl, flow::exchange(ctl_key),
                                         name + "-F", std::move(fl));
 
@@ -410,7 +422,7 @@ Stream<Out> stateful_unary(const Stream<T>& input, const Stream<ControlUpdate>& 
   };
   MLogic ml{store, w.index(), m_op_id, {}, {}, std::move(on_sent), {}};
   ml.owner.resize(B);
-  for (uint32_t b = 0; b < B; ++b) ml.owner[b] = initial_owner(b, W);
+  for (uint32_t b = 0; b < B; ++b) ml.owner[b] = owner0(b);
   auto chunks = ctl.template unary<StateChunk>(flow::exchange(ctl_key), name + "-M", std::move(ml));
 
   // S: installs arriving bins, folds records of each time once the frontier passes it.

@@ -1,0 +1,191 @@
+#include "loop/autoscaler.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace snailtrail::loop {
+
+std::vector<uint32_t> spread(const std::vector<uint32_t>& config, uint32_t active) {
+  if (active == 0) throw std::invalid_argument("spread: at least one active worker");
+  const auto B = static_cast<uint32_t>(config.size());
+  std::vector<uint32_t> quota(active, B / active);
+  for (uint32_t w = 0; w < B % active; ++w) ++quota[w];
+  std::vector<uint32_t> held(active, 0);
+  std::vector<uint32_t> out(config.size(), UINT32_MAX);
+  for (uint32_t b = 0; b < B; ++b) {
+    const uint32_t w = config[b];
+    if (w < active && held[w] < quota[w]) {
+      out[b] = w;
+      ++held[w];
+    }
+  }
+  uint32_t w = 0;
+  for (uint32_t b = 0; b < B; ++b) {
+    if (out[b] != UINT32_MAX) continue;
+    while (held[w] >= quota[w]) ++w;
+    out[b] = w;
+    ++held[w];
+  }
+  return out;
+}
+
+namespace {
+
+scale::Topology loop_topology(const LoopOptions& o) {
+  scale::Topology t;
+  const uint32_t src = t.add_operator(o.source_op, o.max_workers);
+  const uint32_t st = t.add_operator(o.stateful_op, o.initial_workers);
+  t.add_edge(src, st);
+  return t;
+}
+
+}  // namespace
+
+Autoscaler::Autoscaler(LoopOptions options)
+    : opt_(std::move(options)),
+      topology_(loop_topology(opt_)),
+      manager_(topology_, opt_.manager),
+      collector_(opt_.policy_interval_ns),
+      last_ts_(opt_.max_workers, -1),
+      active_(opt_.initial_workers),
+      next_tick_(opt_.policy_interval_ns) {
+  if (opt_.max_workers == 0 || opt_.initial_workers == 0 || opt_.initial_workers > opt_.max_workers)
+    throw std::invalid_argument("autoscale: the initial workers must be in [1, --max-workers]");
+  if (opt_.policy_interval_ns <= 0)
+    throw std::invalid_argument("autoscale: the policy interval must be positive");
+  if (opt_.rate_profile.empty())
+    throw std::invalid_argument(
+        "autoscale: needs the sources' target rate (--rate or --rate-profile)");
+}
+
+std::vector<uint32_t> Autoscaler::initial_config() const {
+  std::vector<uint32_t> c(opt_.bins);
+  for (uint32_t b = 0; b < opt_.bins; ++b) c[b] = b % opt_.initial_workers;
+  return c;
+}
+
+void Autoscaler::on_events(std::vector<Event>&& events, const std::vector<std::string>& ops) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stateful_op_ < 0 || source_op_ < 0)
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (ops[i] == opt_.stateful_op) stateful_op_ = static_cast<int64_t>(i);
+      if (ops[i] == opt_.source_op) source_op_ = static_cast<int64_t>(i);
+    }
+  for (const Event& e : events) {
+    collector_.add(e);
+    if (e.worker < last_ts_.size()) last_ts_[e.worker] = std::max(last_ts_[e.worker], e.ts);
+  }
+  if (opt_.keep_events) kept_.insert(kept_.end(), events.begin(), events.end());
+}
+
+double Autoscaler::target_at(int64_t ns) const {
+  double r = opt_.rate_profile.front().second;
+  for (const auto& [from, rate] : opt_.rate_profile)
+    if (from <= ns) r = rate;
+  return r;
+}
+
+std::optional<std::vector<uint32_t>> Autoscaler::plan(int64_t now_ns,
+                                                      const std::vector<uint32_t>& config) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (migrating_) {  // called again: the migration is complete
+    migrating_ = false;
+    settled_ns_ = now_ns;
+  }
+  if (now_ns < next_tick_) return std::nullopt;
+  next_tick_ = (now_ns / opt_.policy_interval_ns + 1) * opt_.policy_interval_ns;
+  int64_t watermark = INT64_MAX;
+  for (int64_t t : last_ts_) watermark = std::min(watermark, t);
+  if (watermark < 0 || stateful_op_ < 0 || source_op_ < 0) return std::nullopt;
+  std::vector<scale::IntervalMetrics> closed = collector_.advance(watermark);
+  for (const scale::IntervalMetrics& m : closed) {
+    // The first interval (start-up) and intervals with a migration in them are not
+    // representative of the configuration in force.
+    if (m.start_ns < opt_.policy_interval_ns || m.start_ns < settled_ns_) continue;
+    scale::Observation o;
+    o.time_s = static_cast<double>(m.end_ns) * 1e-9;
+    o.parallelism = {opt_.max_workers, active_};
+    for (const scale::InstanceMetrics& x : m.instances) {
+      const uint32_t worker = static_cast<uint32_t>(std::strtoul(x.worker.c_str(), nullptr, 10));
+      if (x.op == static_cast<uint32_t>(source_op_)) {
+        scale::InstanceMetrics y = x;
+        y.op = 0;
+        o.instances.push_back(y);
+      } else if (x.op == static_cast<uint32_t>(stateful_op_) && worker < active_) {
+        scale::InstanceMetrics y = x;
+        y.op = 1;
+        o.instances.push_back(y);
+      }
+    }
+    o.source_target = {target_at(std::max(m.start_ns, m.end_ns - 1)), NAN};
+    ++observed_;
+    std::optional<scale::Action> a = manager_.observe(o);
+    if (!a) continue;
+    const uint32_t want = std::clamp<uint32_t>(a->parallelism[1], 1, opt_.max_workers);
+    if (want == active_) continue;
+    // The reason: DS2's target for the stateful operator and its instances' true rate.
+    double per = 0;
+    uint32_t n = 0;
+    for (const scale::InstanceMetrics& x : o.instances)
+      if (x.op == 1 && x.useful_s > 0) per += x.records_in / x.useful_s, ++n;
+    const auto& d = manager_.last_decision();
+    const double target = d && d->target_rate.size() > 1 ? d->target_rate[1] : NAN;
+    const std::string why = fmt::format(
+        "ds2: {} needs {} workers for {:.0f} records/s (true processing rate {:.0f} records/s per "
+        "worker over {} active, interval {:.1f}-{:.1f} s)",
+        opt_.stateful_op, want, target, n ? per / n : 0.0, active_,
+        static_cast<double>(m.start_ns) * 1e-9, static_cast<double>(m.end_ns) * 1e-9);
+    active_ = want;
+    decisions_.push_back({static_cast<double>(now_ns) * 1e-9, want, why});
+    migrating_ = true;
+    return spread(config, want);
+  }
+  return std::nullopt;
+}
+
+std::vector<DecisionRecord> Autoscaler::decisions() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return decisions_;
+}
+
+uint32_t Autoscaler::active() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return active_;
+}
+
+uint64_t Autoscaler::intervals_observed() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return observed_;
+}
+
+std::vector<Event> Autoscaler::take_events() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Event> out;
+  out.swap(kept_);
+  return out;
+}
+
+std::string decisions_json(const std::vector<DecisionRecord>& ds) {
+  auto esc = [](const std::string& s) {
+    std::string o;
+    for (char c : s) {
+      if (c == '"' || c == '\\')
+        o += '\\', o += c;
+      else if (static_cast<unsigned char>(c) < 0x20)
+        o += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+      else
+        o += c;
+    }
+    return o;
+  };
+  std::string out = "[";
+  for (size_t i = 0; i < ds.size(); ++i)
+    out += fmt::format("{}{{\"time_s\": {:.6g}, \"active_workers\": {}, \"reason\": \"{}\"}}",
+                       i ? ", " : "", ds[i].time_s, ds[i].active_workers, esc(ds[i].reason));
+  return out + "]";
+}
+
+}  // namespace snailtrail::loop

@@ -1,0 +1,91 @@
+// The closed loop (docs/CLOSED-LOOP.md): a running Megaphone job that sizes itself. The
+// runtime's own trace events (flow::RunConfig::on_trace_events) feed DS2's rate collector
+// in process; every policy interval the DS2 manager (src/scale/manager.hpp) decides how
+// many workers the stateful operator needs, and the decision is applied as a Megaphone
+// migration (megaphone::JobOptions::planner) that spreads the bins over the new active
+// set of workers [0, active) — no restart, no pause of the input.
+//
+//   loop::Autoscaler a(opts);
+//   cfg.on_trace_events = [&](auto&& ev, const auto& ops) { a.on_events(std::move(ev), ops); };
+//   job.initial = a.initial_config();
+//   job.planner = [&](int64_t now, const auto& c) { return a.plan(now, c); };
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "scale/manager.hpp"
+#include "scale/rate_collector.hpp"
+#include "trace/event.hpp"
+
+namespace snailtrail::loop {
+
+struct LoopOptions {
+  uint32_t max_workers = 1;      // all workers of the job (threads)
+  uint32_t initial_workers = 1;  // active (holding bins) at the start
+  uint32_t bins = 256;
+  int64_t policy_interval_ns = 1'000'000'000;
+  // The sources' target rate (records/s over all workers) over time: (from ns, rate).
+  std::vector<std::pair<int64_t, double>> rate_profile;
+  scale::ManagerOptions manager;  // warm-up, activation, target ratio, ...
+  std::string source_op = "source", stateful_op = "count";  // operator names in the trace
+  bool keep_events = false;  // also keep every event (for --trace FILE)
+};
+
+struct DecisionRecord {
+  double time_s = 0;
+  uint32_t active_workers = 0;
+  std::string reason;
+};
+
+// The configuration that moves the fewest bins from `config` to an even spread over
+// workers [0, active): every worker keeps its bins up to its quota (B / active, the
+// first B % active workers one more), the rest go to the workers below their quota.
+std::vector<uint32_t> spread(const std::vector<uint32_t>& config, uint32_t active);
+
+class Autoscaler {
+ public:
+  explicit Autoscaler(LoopOptions options);
+
+  // Bins round-robin over the initial active workers.
+  std::vector<uint32_t> initial_config() const;
+  // Trace sink: called from every worker thread (each worker's events in time order).
+  void on_events(std::vector<Event>&& events, const std::vector<std::string>& operator_names);
+  // Planner: called by the Megaphone controller (worker 0) whenever no migration is in
+  // flight. At each policy tick it closes the intervals every worker's events have
+  // passed, shows them to the DS2 manager and returns the new configuration, if any.
+  std::optional<std::vector<uint32_t>> plan(int64_t now_ns, const std::vector<uint32_t>& config);
+
+  std::vector<DecisionRecord> decisions() const;
+  uint32_t active() const;
+  uint64_t intervals_observed() const;
+  std::vector<Event> take_events();  // with keep_events
+
+ private:
+  double target_at(int64_t ns) const;
+
+  LoopOptions opt_;
+  scale::Topology topology_;
+  scale::Ds2Manager manager_;
+  mutable std::mutex mu_;
+  scale::RateCollector collector_;
+  std::vector<int64_t> last_ts_;  // per worker, latest event time seen (-1: none)
+  int64_t source_op_ = -1, stateful_op_ = -1;
+  std::vector<Event> kept_;
+  // Worker 0's side (plan), also read by decisions()/active() under mu_.
+  uint32_t active_;
+  int64_t next_tick_;
+  bool migrating_ = false;
+  int64_t settled_ns_ = 0;  // intervals starting before this contain a migration
+  uint64_t observed_ = 0;
+  std::vector<DecisionRecord> decisions_;
+};
+
+// The "decisions" array of --stats-json.
+std::string decisions_json(const std::vector<DecisionRecord>& ds);
+
+}  // namespace snailtrail::loop
