@@ -35,6 +35,8 @@ before(async () => {
   run('report', trace, '-o', files.partial, '--format', 'json', '--to', '+5s', '--no-progress');
   files.full = path.join(work, 'full.json');
   run('report', trace, '-o', files.full, '--format', 'json', '--no-progress');
+  files.whatIf = path.join(work, 'skew-what-if.html');
+  run('report', trace, '-o', files.whatIf, '--window', '1s', '--to', '+4s', '--what-if', '--no-progress');
   files.dashboard = path.join(work, 'dashboard.html');
   run('report', '-o', files.dashboard, '--dashboard');
   browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] });
@@ -95,6 +97,39 @@ test('the report opens from disk, draws every view and makes no request', async 
   await page.screenshot({ path: path.join(artifacts, 'report.png'), fullPage: true });
   assert.deepEqual(problems, []);
   console.log(`report loaded and drawn in ${loadMs} ms`);
+  await page.close();
+});
+
+test('the report opens on the most critical window and shows the verdict', async () => {
+  const { page, problems } = await openPage();
+  await page.goto(pathToFileURL(files.html).href);
+  await page.waitForSelector('body[data-windows]');
+  // The whole trace's verdict names the planted straggler.
+  assert.equal(await page.getAttribute('#verdict', 'data-kind'), 'straggler');
+  assert.match(await page.locator('#verdict').textContent(), /count-0 is the straggler/);
+  // The selected window: among the windows with a timeline (not the first or last), the
+  // one whose most critical activity has the most CP; its own verdict is shown too.
+  const data = JSON.parse(fs.readFileSync(files.full, 'utf8'));
+  const inner = data.timelines.slice(1, -1);
+  const best = inner.reduce((a, b) => (b.score > a.score ? b : a));
+  assert.ok(best.index !== 0, 'the most critical window is not the first');
+  assert.match(await page.locator('#sel-label-w').textContent(), new RegExp(`selected: window ${best.index} `));
+  assert.match(await page.locator('#verdict-sel').textContent(), new RegExp(`window ${best.index}:`));
+  // Without --what-if there is no what-if table.
+  assert.equal(await page.locator('#what-if table').count(), 0);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('with --what-if the report lists the savings', async () => {
+  const { page, problems } = await openPage();
+  await page.goto(pathToFileURL(files.whatIf).href);
+  await page.waitForSelector('body[data-windows]');
+  const rows = await page.locator('#what-if tbody tr').allTextContents();
+  assert.ok(rows.length > 0, 'no what-if rows');
+  assert.ok(rows.some((r) => /count-0/.test(r)), `the straggler is among the savings: ${rows}`);
+  await page.screenshot({ path: path.join(artifacts, 'report-what-if.png'), fullPage: true });
+  assert.deepEqual(problems, []);
   await page.close();
 });
 
