@@ -249,11 +249,13 @@ test('snailtrail serve shows the live dashboard while a producer streams', async
     await page.waitForFunction(() => /^live: updated/.test(document.getElementById('status').textContent));
     // 20 s of trace at 5x: windows close while the page is open.
     const sender = spawn(bin, ['send', trace, '--to', `127.0.0.1:${tcp}`, '--speed', '5x', '--quiet']);
+    // Listen now: the sender may exit before the page has drawn 3 windows (a loaded machine).
+    const senderExit = new Promise((resolve) => sender.on('exit', resolve));
     await page.waitForFunction(() => Number(document.body.dataset.windows || 0) >= 3, null,
       { timeout: 20000 });
     await assertEveryChartDrawn(page);
     await page.screenshot({ path: path.join(artifacts, 'serve-dashboard.png'), fullPage: true });
-    await new Promise((resolve) => sender.on('exit', resolve));
+    await senderExit;
     await page.waitForFunction(() => Number(document.body.dataset.windows || 0) >= 15, null,
       { timeout: 20000 });
     assert.deepEqual(problems, []);
