@@ -569,6 +569,7 @@
   }
   function drawSelection() {
     const d = state.data, p = points()[state.sel];
+    drawVerdict();
     const label = p ? (p.w0 === p.w1 ? `window ${p.w0} (${fmtNs(p.t0)} – ${fmtNs(p.t1)})` : `windows ${p.w0}–${p.w1} (${fmtNs(p.t0)} – ${fmtNs(p.t1)}, mean)`) : '';
     document.getElementById('sel-label-w').textContent = label ? 'selected: ' + label : '';
     document.getElementById('sel-label-o').textContent = label ? 'selected: ' + label : '';
@@ -600,6 +601,30 @@
     drawTimeChart(document.getElementById('chart-cp-time'), 'cp', 'CP (%)');
     drawTimeChart(document.getElementById('chart-conv-time'), 'conv', 'time (%)');
   }
+  // ---------- verdict, hints and what-if ----------
+  function verdictHtml(v) {
+    if (!v) return '';
+    let h = `<p class="verdict-text"><b>${esc(v.kind)}</b>${v.name ? ' · ' + esc(v.name) : ''}: ${esc(v.text)}</p>`;
+    if (v.hints && v.hints.length)
+      h += '<ul class="hints">' + v.hints.map((x) => `<li data-hint="${esc(x.kind)}">${esc(x.text)}</li>`).join('') + '</ul>';
+    return h;
+  }
+  function drawVerdict() {
+    const d = state.data, v = d.overall.verdict, box = document.getElementById('verdict');
+    box.innerHTML = verdictHtml(v);
+    box.dataset.kind = v ? v.kind : '';
+    const tl = d.timelines[state.timeline], sel = document.getElementById('verdict-sel');
+    sel.innerHTML = tl && tl.verdict ? `<p><small>window ${tl.index}:</small></p>` + verdictHtml(tl.verdict) : '';
+    const wi = document.getElementById('what-if');
+    const items = d.overall.what_if;
+    if (!items) { wi.innerHTML = ''; return; }
+    if (!items.length) { wi.innerHTML = '<p>What-if: no speed-up tried shortens the critical path.</p>'; return; }
+    wi.innerHTML = '<h3>What if it were faster <small>critical-path time saved, summed over windows</small></h3>' +
+      '<table class="what-if"><thead><tr><th>kind</th><th>name</th><th class="num">speed-up</th><th class="num">saved</th></tr></thead><tbody>' +
+      items.map((x) => `<tr><td>${esc(x.kind)}</td><td>${esc(x.name)}</td><td class="num">${x.basis === 'peer_median' ? 'peers\' median (' + x.speedup.toFixed(2) + '×)' : x.speedup + '×'}</td><td class="num">${fmtNs(x.saved_ns)}</td></tr>`).join('') +
+      '</tbody></table>';
+  }
+
   function drawAll() {
     const d = state.data;
     document.getElementById('source').textContent = d.source;

@@ -12,6 +12,7 @@
 #include "cli/duration.hpp"
 #include "cli/import_warnings.hpp"
 #include "cli/output_file.hpp"
+#include "importers/auto_window.hpp"
 #include "importers/importer.hpp"
 #include "mpi/rank_group.hpp"
 #include "output/empty_windows.hpp"
@@ -25,7 +26,7 @@ namespace {
 
 struct AnalyzeArgs {
   std::string trace;
-  std::string window = "1s";
+  std::string window = "auto";
   std::string gap_threshold = "100us";
   std::string from, to;
   std::string format = "table";
@@ -123,7 +124,13 @@ void replay_records(std::string_view in, const std::function<void(RenderedWindow
   }
 }
 
-int run(const AnalyzeArgs& a, mpi::RankGroup* group) {
+int run(const AnalyzeArgs& args, mpi::RankGroup* group) {
+  AnalyzeArgs a = args;
+  // --window auto: 1 s until the importer is known (a .snail file read block by block is
+  // a stream); then the choice of importers/auto_window.hpp.
+  const bool auto_window = a.window == "auto";
+  std::string auto_reason;
+  if (auto_window) a.window = "1s";
   AnalysisOptions opt;
   opt.pag.gap_threshold_ns = parse_duration(a.gap_threshold);
   if (a.window != "whole") {
@@ -158,6 +165,7 @@ int run(const AnalyzeArgs& a, mpi::RankGroup* group) {
     pag.first_ts = facts.first_ts;
     pag.last_ts = facts.last_ts;
     event_count = facts.events;
+    if (auto_window) auto_reason = importers::choose_auto_window("snail").reason;
   } else {
     if (progress) fmt::print(stderr, "\rreading {}...", a.trace);
     importers::ImportOptions import_options;
@@ -165,8 +173,15 @@ int run(const AnalyzeArgs& a, mpi::RankGroup* group) {
     import_options.map_file = a.map_file;
     import_options.log_format = a.log_format;
     import_options.log_id = a.log_id;
-    trace = importers::import_trace(a.trace, a.importer, import_options);
+    std::string_view used;
+    trace = importers::import_trace(a.trace, a.importer, import_options, &used);
     cli::warn_if_cut(trace);
+    if (auto_window) {
+      const importers::AutoWindow w = importers::choose_auto_window(used);
+      a.window = w.label;
+      opt.windows.width_ns = w.whole ? 0 : w.width_ns;
+      auto_reason = w.reason;
+    }
   }
   const auto t_read = Clock::now();
   if (!snail) {
@@ -204,6 +219,15 @@ int run(const AnalyzeArgs& a, mpi::RankGroup* group) {
   Aggregate agg;
   auto last = std::chrono::steady_clock::now();
   TableContext ctx{a.trace, a.window, a.top, 12, a.per_window, pag.first_ts};
+  if (auto_window) {
+    // Marked in the table's heading (80 columns: the reason goes to stderr, as for the
+    // other formats).
+    ctx.window_label += " (--window auto)";
+    if (!helper_rank)
+      fmt::print(stderr, "snailtrail: note: --window auto chose {}: {} (--window sets another)\n",
+                 a.window == "whole" ? "the whole trace" : a.window, auto_reason);
+  }
+
   if (a.format == "csv") write_csv_header(out.buf());
 
   StreamedPlan splan;
@@ -392,7 +416,9 @@ CommandRunner add_analyze_command(CLI::App& app) {
   cmd->add_option("TRACE", an.trace, "Trace file (.jsonl or .snail; - for JSONL on stdin)")
       ->required();
   cmd->add_option("--window,-w", an.window,
-                  "Tumbling window width (e.g. 1s, 250ms, 100us) or 'whole'")
+                  "Tumbling window width (e.g. 1s, 250ms, 100us), 'whole', or 'auto': the "
+                  "whole trace for batch jobs and request traces (spark, chrome, otlp, jaeger, "
+                  "logs), 1s for streams (docs/OUTPUT.md)")
       ->capture_default_str();
   cmd->add_option("--gap-threshold", an.gap_threshold,
                   "Gaps shorter than this are closed by alignment (docs/PAG.md)")

@@ -63,6 +63,7 @@ int run(ReportArgs& a) {
   }
   opt.summary.top_k = a.top;
   opt.summary.seed = a.seed;
+  opt.what_if.enabled = a.report.what_if;
   if (a.report.max_points < 2) throw std::invalid_argument("--max-points must be at least 2");
 
   const bool progress = !a.no_progress && isatty(STDERR_FILENO);
@@ -190,6 +191,9 @@ CommandRunner add_report_command(CLI::App& app) {
   cmd->add_option("--timeline-edges", a.report.timeline_edges,
                   "Edges kept per timeline (most critical first, then longest)")
       ->capture_default_str();
+  cmd->add_flag("--what-if", a.report.what_if,
+                "Also show how much shorter the critical path would be if the most critical "
+                "workers, operators and activity types were faster (docs/PAG.md §5)");
   cmd->add_flag("--no-progress", a.no_progress, "Never print progress on stderr");
   cmd->add_option("--threads,-j", a.threads,
                   "Threads analyzing windows (0: one per core); results do not depend on it")

@@ -21,6 +21,7 @@
 #include "importers/importer.hpp"
 #include "scale/diagnosis.hpp"
 #include "scale/ds2_files.hpp"
+#include "scale/flink_rest.hpp"
 #include "scale/manager.hpp"
 #include "scale/rate_collector.hpp"
 #include "scale/rates_json.hpp"
@@ -88,6 +89,7 @@ System system_arg(const std::string& s) {
 
 struct PolicyArgs {
   std::string topology, rates, source_rates, trace, importer = "auto";
+  std::string flink, job;  // --flink URL [--job ID]: a running Flink job's REST API
   std::string interval = "10s";
   std::string system = "flink";
   double threshold = 0;
@@ -202,11 +204,14 @@ int run_policy(const PolicyArgs& a) {
   if (!(a.saturation >= 0)) throw std::invalid_argument("--saturation must be >= 0");
   po.factor = a.factor / a.target_utilization;
   po.saturation = a.saturation;
-  po.source_target = source_target_arg(a.source_target, a.trace.empty());
+  po.source_target = source_target_arg(a.source_target, a.trace.empty() && a.flink.empty());
   if (a.threshold < 0) throw std::invalid_argument("--threshold must be >= 0");
-  if (a.trace.empty() == (a.rates.empty() || a.topology.empty()))
+  if (!a.job.empty() && a.flink.empty()) throw std::invalid_argument("--job needs --flink URL");
+  if ((!a.trace.empty()) + (!a.flink.empty()) + (!a.rates.empty() || !a.topology.empty()) != 1 ||
+      (a.trace.empty() && a.flink.empty() && (a.rates.empty() || a.topology.empty())))
     throw std::invalid_argument(
-        "give either --topology and --rates (DS2 files) or --trace (any trace)");
+        "give either --topology and --rates (DS2 files), --trace (any trace) or --flink URL "
+        "(a running Flink job)");
   Topology t;
   std::vector<EpochResult> out;
   std::string extra;
@@ -220,7 +225,14 @@ int run_policy(const PolicyArgs& a) {
     e.decision = ds2_decide(cur, inst, total_source_rates(per_instance, par), po, label);
     out.push_back(std::move(e));
   };
-  if (!a.trace.empty()) {
+  if (!a.flink.empty()) {
+    // One decision from the job's current per-second metrics (docs/AUTOSCALING.md).
+    const FlinkJob job = fetch_flink_job(a.flink, a.job);
+    t = job.topology;
+    if (!a.source_rates.empty()) per_instance = read_source_rates_csv(a.source_rates, t);
+    decide(0, "now", flink_instance_rates(job), t.parallelism, {});
+    extra = fmt::format(", Flink job {} \"{}\" ({}) at {}", job.id, job.name, job.state, a.flink);
+  } else if (!a.trace.empty()) {
     const int64_t interval = duration_arg(a.interval, "--interval");
     Trace trace = importers::import_trace(a.trace, a.importer);
     cli::warn_if_cut(trace);
@@ -821,6 +833,10 @@ CommandRunner add_scale_command(CLI::App& app) {
                      "DS2 rates CSV, or a directory of NAME-EPOCH.EXT rate files");
   policy->add_option("--trace", pa->trace,
                      "A trace instead of DS2 files (any importer; uses the records field)");
+  policy->add_option("--flink", pa->flink,
+                     "A running Flink job's REST API (http://HOST:8081): its job graph and "
+                     "per-vertex busy time and record rates (docs/AUTOSCALING.md)");
+  policy->add_option("--job", pa->job, "With --flink: the job id (default: the only running job)");
   policy->add_option("--importer", pa->importer, "Trace format: " + importers::importer_names())
       ->capture_default_str();
   policy->add_option("--interval", pa->interval, "With --trace: policy interval (epoch length)")

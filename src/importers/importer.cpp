@@ -188,14 +188,16 @@ const Importer& detect_importer(const std::string& path) {
 
 // stdin with --importer auto, read whole: a .snail image (by its magic), a Spark event log
 // (plain or compressed) when its first line says so, else snailtrail JSONL.
-static Trace import_stdin(const ImportOptions& options) {
+static Trace import_stdin(const ImportOptions& options, std::string_view* used) {
   const std::string bytes = read_file_bytes("-");
   const std::string source = "<stdin>";
   const std::string_view head = std::string_view(bytes).substr(0, kCompressedSniffBytes);
+  if (used) *used = head.starts_with("SNAILTRC") ? "snail" : "jsonl";
   if (head.starts_with("SNAILTRC"))
     return parse_snail(
         std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()),
         source);
+  if (spark::sniff("-", head) >= 90 && used) *used = "spark";
   if (spark::sniff("-", head) >= 90)
     return spark::parse_event_log(bytes, source,
                                   spark::parse_delay_split(options.spark_delay_split));
@@ -213,16 +215,19 @@ static Trace import_stdin(const ImportOptions& options) {
   }
 }
 
-Trace import_trace(const std::string& path, std::string_view importer,
-                   const ImportOptions& options) {
+Trace import_trace(const std::string& path, std::string_view importer, const ImportOptions& options,
+                   std::string_view* used) {
   if (importer == "auto") {
-    if (path == "-") return import_stdin(options);
-    return detect_importer(path).read(path, options);
+    if (path == "-") return import_stdin(options, used);
+    const Importer& imp = detect_importer(path);
+    if (used) *used = imp.name;
+    return imp.read(path, options);
   }
   const Importer* imp = find_importer(importer);
   if (!imp)
     throw std::invalid_argument("unknown importer \"" + std::string(importer) +
                                 "\" (available: " + importer_names() + ")");
+  if (used) *used = imp->name;
   return imp->read(path, options);
 }
 

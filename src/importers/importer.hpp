@@ -56,9 +56,10 @@ const Importer* sniff_importer(std::string_view path, std::string_view head);
 const Importer& detect_importer(const std::string& path);
 
 // Reads `path` with the named importer ("auto" = detect). Throws std::invalid_argument
-// for an unknown importer name and TraceError for unreadable input.
+// for an unknown importer name and TraceError for unreadable input. `used`, if given,
+// receives the name of the importer that read it.
 Trace import_trace(const std::string& path, std::string_view importer = "auto",
-                   const ImportOptions& options = {});
+                   const ImportOptions& options = {}, std::string_view* used = nullptr);
 
 // The whole file as bytes ("-" = stdin). Throws TraceError.
 std::string read_file_bytes(const std::string& path);

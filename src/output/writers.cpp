@@ -1,5 +1,6 @@
 #include "output/writers.hpp"
 
+#include "summary/hints.hpp"
 #include "summary/verdict.hpp"
 
 #include <algorithm>
@@ -585,7 +586,7 @@ std::string verdict_text(const Verdict& v, const Names& names) {
       fmt::arg("advice", activity ? activity_advice(static_cast<ActivityType>(v.id)) : ""));
 }
 
-void put_verdict(Buf& out, const Verdict& v, const Names& names) {
+void put_verdict(Buf& out, const Verdict& v, const Names& names, const std::vector<Hint>& hints) {
   put(out, "{\"kind\":");
   append_json_string(out, name_of(v.kind));
   put(out, ",\"name\":");
@@ -596,7 +597,25 @@ void put_verdict(Buf& out, const Verdict& v, const Names& names) {
     append_json_string(out, name);
   put(out, ",\"text\":");
   append_json_string(out, verdict_text(v, names));
+  if (!hints.empty()) {
+    put(out, ",\"hints\":[");
+    for (size_t i = 0; i < hints.size(); ++i) {
+      put(out, i ? ",{\"kind\":" : "{\"kind\":");
+      append_json_string(out, name_of(hints[i].kind));
+      put(out, ",\"text\":");
+      append_json_string(out, hints[i].text);
+      out.push_back('}');
+    }
+    out.push_back(']');
+  }
   out.push_back('}');
+}
+
+void write_verdict_json(Buf& out, const Groups& cp, const Groups& conventional, bool has_paths,
+                        const std::vector<WhatIf>& what_if, const Diagnostics& diagnostics,
+                        int64_t window_ns, uint64_t windows, const Names& names) {
+  put_verdict(out, decide_verdict(cp, conventional, has_paths, what_if), names,
+              decide_hints(cp, diagnostics, has_paths, window_ns, windows));
 }
 
 void write_window_json(Buf& out, const WindowSummary& w, const Names& names,
@@ -643,7 +662,8 @@ void write_window_json(Buf& out, const WindowSummary& w, const Names& names,
   }
   if (sel.verdict) {
     put(out, ",\"verdict\":");
-    put_verdict(out, decide_verdict(w.cp, w.conventional, w.has_paths, w.what_if), names);
+    write_verdict_json(out, w.cp, w.conventional, w.has_paths, w.what_if, w.diagnostics,
+                       w.window.end - w.window.start, 1, names);
   }
   if (sel.what_if) {
     put(out, ",\"what_if\":[");
@@ -653,7 +673,7 @@ void write_window_json(Buf& out, const WindowSummary& w, const Names& names,
     }
     out.push_back(']');
   }
-  if (sel.diagnostics) {
+  if (sel.diagnostics || !w.has_paths) {  // they say why a window has no CP
     put(out, ",\"diagnostics\":");
     put_diagnostics(out, w.diagnostics);
   }
@@ -791,12 +811,18 @@ void write_table(Buf& out, const Aggregate& agg, const Names& names, const Summa
                  agg.windows == 1 ? "" : "s", ctx.window_label, agg.events, agg.edges);
   fmt::format_to(std::back_inserter(out), "CP: mean over the {} window{} with transient paths\n",
                  agg.windows_with_paths, agg.windows_with_paths == 1 ? "" : "s");
-  if (sel.verdict) {
-    const Verdict v =
-        decide_verdict(agg.cp, agg.conventional, agg.windows_with_paths > 0, agg.what_if);
+  // The verdict, and the hints also without it when there is no CP (a user stuck).
+  if (sel.verdict || agg.windows_with_paths == 0) {
     out.push_back('\n');
-    put_wrapped(out, "VERDICT: " + verdict_text(v, names), 79, "  ");
-    out.push_back('\n');
+    if (sel.verdict) {
+      const Verdict v =
+          decide_verdict(agg.cp, agg.conventional, agg.windows_with_paths > 0, agg.what_if);
+      put_wrapped(out, "VERDICT: " + verdict_text(v, names), 79, "  ");
+    }
+    const std::vector<Hint> hints = decide_hints(
+        agg.cp, agg.diagnostics, agg.windows_with_paths > 0, agg.diag_weight_ns, agg.windows);
+    for (const Hint& h : hints) put_wrapped(out, "HINT: " + h.text, 79, "  ");
+    if (sel.verdict || !hints.empty()) out.push_back('\n');
   }
   if (agg.windows_with_paths == 0)
     put(out, "\nno transient critical path in any window (see diagnostics): no CP to show\n");
@@ -912,7 +938,7 @@ void write_table(Buf& out, const Aggregate& agg, const Names& names, const Summa
     }
   }
   if (sel.what_if) write_what_if_table(out, agg, names, ctx);
-  if (sel.diagnostics) {
+  if (sel.diagnostics || agg.windows_with_paths == 0) {  // they say why there is no CP
     const Diagnostics& d = agg.diagnostics;
     put(out, "\nDIAGNOSTICS\n");
     fmt::format_to(std::back_inserter(out),

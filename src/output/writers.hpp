@@ -30,6 +30,15 @@ void write_csv_header(fmt::memory_buffer& out);
 void write_window_csv(fmt::memory_buffer& out, const WindowSummary& w, const Names& names,
                       const SummarySelection& sel);
 
+// The verdict object of a window or a run, with its hints (docs/OUTPUT.md; also in the
+// report's data): `window_ns` the analyzed time, `windows` how many windows it spans.
+void write_verdict_json(fmt::memory_buffer& out, const Groups& cp, const Groups& conventional,
+                        bool has_paths, const std::vector<WhatIf>& what_if,
+                        const Diagnostics& diagnostics, int64_t window_ns, uint64_t windows,
+                        const Names& names);
+// One what-if item as a JSON object.
+void put_what_if(fmt::memory_buffer& out, const WhatIf& x, const Names& names);
+
 // One JSON line per snapshot edge, waiting edges included.
 void write_edges_jsonl(fmt::memory_buffer& out, const WindowView& view);
 

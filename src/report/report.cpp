@@ -370,6 +370,8 @@ WindowSummary ReportBuilder::remap(const WindowSummary& w, const Names& names, s
     for (const CommCell& c : g->communication) n = std::max<size_t>(n, std::max(c.src, c.dst) + 1);
   for (const TopActivity& a : w.top)
     n = std::max<size_t>(n, std::max(a.worker, a.remote == kNone ? 0 : a.remote) + 1);
+  for (const WhatIf& x : w.what_if)
+    if (x.kind == WhatIfKind::worker) n = std::max<size_t>(n, size_t{x.id} + 1);
   slot_map_.resize(n);
   for (size_t k = 0; k < n; ++k) {
     const uint32_t id =
@@ -397,6 +399,8 @@ WindowSummary ReportBuilder::remap(const WindowSummary& w, const Names& names, s
     a.worker = slot_map_[a.worker];
     if (a.remote != kNone) a.remote = slot_map_[a.remote];
   }
+  for (WhatIf& x : r.what_if)
+    if (x.kind == WhatIfKind::worker) x.id = slot_map_[x.id];
   return r;
 }
 
@@ -507,6 +511,16 @@ std::string ReportBuilder::json() const {
     return w < names.worker.size() ? names.worker[w] : std::to_string(w);
   };
   auto op_name = [&](uint32_t id) { return names.op(id); };
+  // The same names as output/names.hpp's Names, for the verdict and what-if writers:
+  // workers by slot, the slot as the id.
+  Trace by_slot;
+  by_slot.operator_names = op_names_;
+  Pag slots;
+  for (uint32_t k = 0; k < worker_names_.size(); ++k) {
+    by_slot.worker_names[k] = worker_names_[k];
+    slots.worker_ids.push_back(k);
+  }
+  const Names full_names(by_slot, slots);
 
   put(out, "{\"schema\":1,\"source\":");
   append_json_string(out, opt_.source);
@@ -619,6 +633,23 @@ std::string ReportBuilder::json() const {
   }
   put(out, ",\"diagnostics\":");
   put_diagnostics(out, agg.diagnostics);
+  put(out, ",\"verdict\":");
+  write_verdict_json(out, agg.cp, agg.conventional, agg.windows_with_paths > 0, agg.what_if,
+                     agg.diagnostics, agg.diag_weight_ns, agg.windows, full_names);
+  // What-if savings summed over the windows (report --what-if), largest first; null when
+  // not computed.
+  put(out, ",\"what_if\":");
+  if (opt_.what_if) {
+    const size_t n = std::min(agg.what_if.size(), opt_.top_k);
+    put(out, "[");
+    for (size_t k = 0; k < n; ++k) {
+      if (k) out.push_back(',');
+      put_what_if(out, agg.what_if[k], full_names);
+    }
+    put(out, "]");
+  } else {
+    put(out, "null");
+  }
   out.push_back('}');
 
   // Windows with a timeline, each with its own summaries.
@@ -649,6 +680,9 @@ std::string ReportBuilder::json() const {
     put_top(out, w.top, names, w.window.start);
     put(out, ",\"diagnostics\":");
     put_diagnostics(out, w.diagnostics);
+    put(out, ",\"verdict\":");
+    write_verdict_json(out, w.cp, w.conventional, w.has_paths, w.what_if, w.diagnostics,
+                       w.window.end - w.window.start, 1, full_names);
     // Edges: [worker, start, end, type, operator (-1: none), cp]; messages:
     // [sender, receiver, send, receive, type, cp]. Times in ns from the window start.
     put(out, ",\"edges\":[");

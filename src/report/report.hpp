@@ -27,6 +27,7 @@ struct ReportOptions {
   std::string source;            // trace name shown in the title
   std::string window_label;      // e.g. "1s"
   int64_t window_ns = 0;         // nominal window width (0: whole trace)
+  bool what_if = false;          // windows carry what-if savings (report --what-if)
 };
 
 // One point of the time series: the windows [first_window, last_window] merged.

@@ -101,11 +101,47 @@ class Listener {
 // Late events above this share of the events warn on stderr and in /metrics.
 constexpr double kLateWarnShare = 0.01;
 
+// Workers and operators named in /metrics per window; the rest are one "(other)" series.
+constexpr size_t kMetricGroups = 16;
+
+// The `keep` largest (name, value) pairs, largest first (ties: by name), then "(other)"
+// with the sum of the rest when there is a rest.
+std::vector<std::pair<std::string, double>> bounded_groups(
+    std::vector<std::pair<std::string, double>> all, size_t keep) {
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  });
+  if (all.size() > keep) {
+    double rest = 0;
+    for (size_t i = keep; i < all.size(); ++i) rest += all[i].second;
+    all.resize(keep);
+    all.emplace_back("(other)", rest);
+  }
+  return all;
+}
+
+// A Prometheus label value: backslash, double quote and newline escaped.
+std::string label_value(std::string_view v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out.push_back('\\');
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
 // What the HTTP API reads, written by the analysis thread.
 struct SharedState {
   std::mutex mu;
   std::deque<std::pair<int64_t, std::string>> windows;  // (start_ns, JSON), oldest first
   std::array<double, kActivityTypeCount> latest_cp{};
+  // CP per worker and per operator in the latest window: the kMetricGroups most critical
+  // by name, then "(other)" with the rest summed (bounded label sets for Prometheus).
+  std::vector<std::pair<std::string, double>> latest_worker_cp, latest_op_cp;
   bool has_latest = false;
   int64_t latest_start = 0;
   uint64_t windows_emitted = 0;
@@ -204,6 +240,21 @@ std::string metrics_text(SharedState& s, const IngestCounters& c, const BatchQue
     for (int a = 0; a < kActivityTypeCount; ++a)
       fmt::format_to(std::back_inserter(out), "snailtrail_latest_window_cp{{activity=\"{}\"}} {}\n",
                      name_of(static_cast<ActivityType>(a)), s.latest_cp[a]);
+  auto groups = [&](const char* name, const char* label, const char* help,
+                    const std::vector<std::pair<std::string, double>>& values) {
+    fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} gauge\n", name, help, name);
+    for (const auto& [key, v] : values)
+      fmt::format_to(std::back_inserter(out), "{}{{{}=\"{}\"}} {}\n", name, label, label_value(key),
+                     v);
+  };
+  groups("snailtrail_latest_window_worker_cp", "worker",
+         "Critical participation of each worker's timeline in the latest window (the 16 most "
+         "critical; the rest summed as \"(other)\").",
+         s.latest_worker_cp);
+  groups("snailtrail_latest_window_operator_cp", "operator",
+         "Critical participation of each operator's activities in the latest window (the 16 "
+         "most critical; the rest summed as \"(other)\").",
+         s.latest_op_cp);
   return out;
 }
 
@@ -477,7 +528,23 @@ int run_server(const ServeOptions& opt) {
   LiveAnalyzer live(opt.live, on_window);
   if (http)
     live.on_view([&](const WindowView& view, const Names& names) {
+      std::vector<std::pair<std::string, double>> workers, ops;
+      const bool analyzed = view.summary.window.empty_run == 0;
+      if (analyzed) {
+        const Groups& cp = view.summary.cp;
+        for (size_t k = 0; k < cp.worker.size(); ++k)
+          workers.emplace_back(k < names.worker.size() ? names.worker[k] : std::to_string(k),
+                               cp.worker[k]);
+        for (const auto& [id, v] : cp.op)
+          if (id != kNone) ops.emplace_back(names.op(id), v);
+        workers = bounded_groups(std::move(workers), kMetricGroups);
+        ops = bounded_groups(std::move(ops), kMetricGroups);
+      }
       std::lock_guard lock(shared.mu);
+      if (analyzed) {
+        shared.latest_worker_cp = std::move(workers);
+        shared.latest_op_cp = std::move(ops);
+      }
       shared.report->add(view, names);
     });
   std::unordered_map<uint32_t, Clock::time_point> last_arrival;

@@ -35,6 +35,8 @@ before(async () => {
   run('report', trace, '-o', files.partial, '--format', 'json', '--to', '+5s', '--no-progress');
   files.full = path.join(work, 'full.json');
   run('report', trace, '-o', files.full, '--format', 'json', '--no-progress');
+  files.whatIf = path.join(work, 'skew-what-if.html');
+  run('report', trace, '-o', files.whatIf, '--window', '1s', '--to', '+4s', '--what-if', '--no-progress');
   files.dashboard = path.join(work, 'dashboard.html');
   run('report', '-o', files.dashboard, '--dashboard');
   browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] });
@@ -95,6 +97,39 @@ test('the report opens from disk, draws every view and makes no request', async 
   await page.screenshot({ path: path.join(artifacts, 'report.png'), fullPage: true });
   assert.deepEqual(problems, []);
   console.log(`report loaded and drawn in ${loadMs} ms`);
+  await page.close();
+});
+
+test('the report opens on the most critical window and shows the verdict', async () => {
+  const { page, problems } = await openPage();
+  await page.goto(pathToFileURL(files.html).href);
+  await page.waitForSelector('body[data-windows]');
+  // The whole trace's verdict names the planted straggler.
+  assert.equal(await page.getAttribute('#verdict', 'data-kind'), 'straggler');
+  assert.match(await page.locator('#verdict').textContent(), /count-0 is the straggler/);
+  // The selected window: among the windows with a timeline (not the first or last), the
+  // one whose most critical activity has the most CP; its own verdict is shown too.
+  const data = JSON.parse(fs.readFileSync(files.full, 'utf8'));
+  const inner = data.timelines.slice(1, -1);
+  const best = inner.reduce((a, b) => (b.score > a.score ? b : a));
+  assert.ok(best.index !== 0, 'the most critical window is not the first');
+  assert.match(await page.locator('#sel-label-w').textContent(), new RegExp(`selected: window ${best.index} `));
+  assert.match(await page.locator('#verdict-sel').textContent(), new RegExp(`window ${best.index}:`));
+  // Without --what-if there is no what-if table.
+  assert.equal(await page.locator('#what-if table').count(), 0);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('with --what-if the report lists the savings', async () => {
+  const { page, problems } = await openPage();
+  await page.goto(pathToFileURL(files.whatIf).href);
+  await page.waitForSelector('body[data-windows]');
+  const rows = await page.locator('#what-if tbody tr').allTextContents();
+  assert.ok(rows.length > 0, 'no what-if rows');
+  assert.ok(rows.some((r) => /count-0/.test(r)), `the straggler is among the savings: ${rows}`);
+  await page.screenshot({ path: path.join(artifacts, 'report-what-if.png'), fullPage: true });
+  assert.deepEqual(problems, []);
   await page.close();
 });
 
@@ -214,11 +249,13 @@ test('snailtrail serve shows the live dashboard while a producer streams', async
     await page.waitForFunction(() => /^live: updated/.test(document.getElementById('status').textContent));
     // 20 s of trace at 5x: windows close while the page is open.
     const sender = spawn(bin, ['send', trace, '--to', `127.0.0.1:${tcp}`, '--speed', '5x', '--quiet']);
+    // Listen now: the sender may exit before the page has drawn 3 windows (a loaded machine).
+    const senderExit = new Promise((resolve) => sender.on('exit', resolve));
     await page.waitForFunction(() => Number(document.body.dataset.windows || 0) >= 3, null,
       { timeout: 20000 });
     await assertEveryChartDrawn(page);
     await page.screenshot({ path: path.join(artifacts, 'serve-dashboard.png'), fullPage: true });
-    await new Promise((resolve) => sender.on('exit', resolve));
+    await senderExit;
     await page.waitForFunction(() => Number(document.body.dataset.windows || 0) >= 15, null,
       { timeout: 20000 });
     assert.deepEqual(problems, []);
