@@ -721,7 +721,8 @@ struct StreamSink {
   std::vector<size_t> skipped_index;
   void add(const std::vector<std::pair<std::string, uint64_t>>& d) {
     std::lock_guard lock(mutex);
-    for (const auto& [key, n] : d) {
+    for (const auto& [key_, n] : d) {
+      const std::string& key = key_;  // clang 14 cannot capture a structured binding
       auto it = std::find_if(diagnostics.begin(), diagnostics.end(),
                              [&](const auto& e) { return e.first == key; });
       if (it == diagnostics.end())
