@@ -1,25 +1,75 @@
 // libFuzzer target for the flame graph readers (src/flame): `perf script` text never
 // throws (problems are counted), folded stacks throw only TraceError, a profile block only
-// TraceError; whatever is read must render as folded, SVG and JSON.
+// TraceError; whatever is read must render as folded, SVG and JSON. An input that starts
+// with the .snail magic is read as a whole trace: its profile blocks are decoded in the
+// trace's context and weighted by CP (`--mode critical`), as `flamegraph` does.
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <span>
+#include <stdexcept>
 #include <string_view>
 
+#include "flame/critical.hpp"
 #include "flame/flamegraph.hpp"
 #include "flame/import.hpp"
 #include "flame/profile_io.hpp"
+#include "trace/trace_io.hpp"
+
+namespace {
+
+void render(const snailtrail::flame::SampleSet& set, const std::vector<double>& w,
+            snailtrail::flame::Mode mode) {
+  using namespace snailtrail::flame;
+  FlameTree tree = build_tree(set, w, {});
+  (void)to_folded(tree);
+  (void)to_svg(tree, {});
+  (void)to_json(tree, set, w, mode);
+}
+
+// A whole .snail trace with profile blocks: decode, weight by CP, render.
+void whole_trace(const uint8_t* data, size_t size) {
+  using namespace snailtrail;
+  using namespace snailtrail::flame;
+  Trace t;
+  try {
+    t = parse_snail(std::span<const uint8_t>(data, size), "fuzz.snail");
+  } catch (const TraceError&) {
+    return;
+  }
+  if (t.profile_blocks.empty()) return;
+  SampleSet set;
+  try {
+    samples_from_trace(t, set);
+  } catch (const TraceError&) {
+    return;
+  }
+  for (Mode m : {Mode::on_cpu, Mode::off_cpu, Mode::mixed}) render(set, mode_weights(set, m), m);
+  AnalysisOptions options;
+  CriticalResult r;
+  try {
+    r = critical_weights(t, set, options);
+  } catch (const TraceError&) {
+    return;  // a trace the PAG builder refuses (as `analyze` would)
+  }
+  if (r.weight.size() != set.samples.size()) std::abort();
+  render(set, r.weight, Mode::critical);
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace snailtrail;
   using namespace snailtrail::flame;
   const std::string_view text(reinterpret_cast<const char*>(data), size);
+  if (text.starts_with("SNAILTRC")) {
+    whole_trace(data, size);
+    return 0;
+  }
   SampleSet perf;
   parse_perf_script(text, "fuzz.perf", perf);
   std::vector<double> w = mode_weights(perf, Mode::on_cpu);
-  FlameTree tree = build_tree(perf, w, {});
-  (void)to_folded(tree);
-  (void)to_svg(tree, {});
-  (void)to_json(tree, perf, w, Mode::on_cpu);
+  render(perf, w, Mode::on_cpu);
   SampleSet folded;
   try {
     parse_folded(text, "fuzz.folded", folded);

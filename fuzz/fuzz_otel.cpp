@@ -1,11 +1,18 @@
 // libFuzzer target for the OTLP/JSON and Jaeger JSON importers and the critical path.
-// The first byte picks the parser. TraceError is the only acceptable failure; a
+// The first byte picks the parser (bit 0), and (bit 1) also reads the text as a stream
+// (stream_spans, as `critical-path` does) in read chunks of 8 to 71 bytes, so that
+// Jaeger traces are read span by span: it must keep every span the whole-file import
+// keeps when it skips no trace. TraceError is the only acceptable failure; a
 // successful import must map onto events the PAG builder accepts, and every critical path
 // must account for exactly its trace's duration.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <string>
 #include <string_view>
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "importers/otel/critical_path.hpp"
 #include "importers/otel/otel_importer.hpp"
@@ -21,6 +28,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                         : importers::parse_otlp(text, "fuzz.json");
   } catch (const TraceError&) {
     return 0;
+  }
+  if (data[0] & 2) {
+    const int fd = ::memfd_create("fuzz-spans", 0);
+    if (fd < 0) std::abort();
+    if (::write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) std::abort();
+    importers::set_stream_chunk_bytes(8 + (data[0] >> 2));
+    size_t spans = 0;
+    try {
+      const importers::SpanStream s = importers::stream_spans(
+          "/proc/self/fd/" + std::to_string(fd), (data[0] & 1) ? "jaeger" : "otlp", 1,
+          [&](size_t, const importers::SpanSet& unit) { spans += unit.spans.size(); });
+      if (s.skipped.empty() && spans != set.spans.size()) std::abort();
+    } catch (const TraceError&) {
+    }
+    ::close(fd);
   }
   const Trace trace = importers::spans_to_trace(set, {});
   if (!trace.events.empty()) (void)build_pag(trace);

@@ -261,6 +261,117 @@ TEST(SpanStream, RepeatedTraceIdsAreCounted) {
   EXPECT_EQ(all.repeated_trace_ids(), 1u);
 }
 
+// One large trace among small ones: with 1 KiB read chunks, the large one (about 100
+// KiB) is read span by span, the others whole; the paths are the whole file's, with the
+// processes after the spans (as Jaeger writes them) or before, an embedded process, a
+// span with an unknown process; a damaged span skips that trace only, named with the
+// byte of the damage.
+std::string large_trace_export(int spans, bool processes_first, const std::string& damage = "") {
+  std::string procs =
+      "\"processes\": {\"p1\": {\"serviceName\": \"front\", \"tags\": []}, "
+      "\"p2\": {\"serviceName\": \"db\", \"tags\": []}}";
+  std::string s =
+      "{\"data\": [{\"traceID\": \"small\", \"spans\": [{\"traceID\": \"small\", "
+      "\"spanID\": \"a\", \"operationName\": \"op\", \"startTime\": 5, "
+      "\"duration\": 9, \"processID\": \"p1\"}], " +
+      procs + "},\n{\"traceID\": \"big\", ";
+  if (processes_first) s += procs + ", ";
+  s += "\"spans\": [";
+  for (int i = 0; i < spans; ++i) {
+    const int parent = (i - 1) / 3;  // a ternary tree, children overlapping
+    s += std::string(i ? ",\n  " : "\n  ") + "{\"traceID\": \"big\", \"spanID\": \"s" +
+         std::to_string(i) + "\", \"operationName\": \"op" + std::to_string(i % 7) +
+         "\", \"references\": [" +
+         (i ? "{\"refType\": \"CHILD_OF\", \"traceID\": \"big\", \"spanID\": \"s" +
+                  std::to_string(parent) + "\"}"
+            : std::string()) +
+         "], \"startTime\": " + std::to_string(1000 + 3 * i) +
+         ", \"duration\": " + std::to_string(5000 - 4 * i) + ", " +
+         (i % 50 == 7 ? "\"process\": {\"serviceName\": \"embedded\"}"
+                      : "\"processID\": \"p" + std::to_string(i % 97 == 5 ? 9 : 1 + i % 2) + "\"") +
+         (i == spans / 2 ? damage : std::string()) + "}";
+  }
+  s += "]";
+  if (!processes_first) s += ", " + procs;
+  s += ", \"warnings\": null},\n{\"traceID\": \"after\", \"spans\": [{\"traceID\": \"after\", "
+       "\"spanID\": \"z\", \"operationName\": \"op\", \"startTime\": 5, \"duration\": 9, "
+       "\"processID\": \"p2\"}], " +
+       procs + "}\n]}\n";
+  return s;
+}
+
+TEST(SpanStream, LargeTraceIsReadSpanBySpan) {
+  for (bool first : {false, true}) {
+    const std::string path = write_temp("stream-large.json", large_trace_export(600, first));
+    const std::string want = whole(path);
+    ASSERT_NE(want.find("trace big "), std::string::npos);
+    ASSERT_NE(want.find("diag jaeger.spans_without_process"), std::string::npos) << want;
+    // Every span's service, as the whole file resolves them (most are not on the path).
+    auto services = [](const SpanSet& set) {
+      std::string out;
+      for (const auto& sp : set.spans)
+        if (set.str(sp.trace) == "big")
+          out += set.str(sp.id) + "=" + set.str(sp.service) + " " +
+                 (sp.parent == importers::kNoSpan ? "-" : set.str(set.spans[sp.parent].id)) + "\n";
+      return out;
+    };
+    const std::string want_services = services(importers::read_spans(path));
+    ASSERT_NE(want_services.find("s7=embedded"), std::string::npos);
+    ASSERT_NE(want_services.find("s5=unknown_service"), std::string::npos);
+    ASSERT_NE(want_services.find("s6=front"), std::string::npos);
+    ASSERT_NE(want_services.find("s9=db"), std::string::npos);
+    for (size_t chunk : {size_t(1024), size_t(4096), size_t(1) << 22})
+      for (unsigned threads : {1u, 2u}) {
+        importers::set_stream_chunk_bytes(chunk);
+        const Streamed got = streamed(path, threads);
+        EXPECT_EQ(got.text, want) << "processes first " << first << " chunk " << chunk;
+        EXPECT_EQ(got.stream.units, 3u);
+        EXPECT_EQ(got.stream.span_by_span, chunk < 8192 ? 1u : 0u) << chunk;
+        std::string got_services;
+        importers::stream_spans(path, "jaeger", threads, [&](size_t, const SpanSet& set) {
+          const std::string s = services(set);
+          if (!s.empty()) got_services = s;
+        });
+        EXPECT_EQ(got_services, want_services) << "processes first " << first << " chunk " << chunk;
+      }
+  }
+  // Damage inside a span of the large trace: that trace is skipped, named with the byte
+  // of the damage, the others are computed.
+  importers::set_stream_chunk_bytes(1024);
+  const std::string text = large_trace_export(600, false, ", \"x\": tru");
+  const size_t big = text.find("{\"traceID\": \"big\"");
+  const size_t damage = text.find("tru}");
+  const Streamed got = streamed(write_temp("stream-large-bad.json", text), 2);
+  EXPECT_EQ(got.stream.span_by_span, 1u);
+  ASSERT_EQ(got.stream.skipped.size(), 1u);
+  EXPECT_EQ(got.stream.skipped[0].where, "data[1]");
+  EXPECT_EQ(got.stream.skipped[0].byte, big);
+  const std::string& error = got.stream.skipped[0].error;
+  EXPECT_NE(error.find("invalid JSON"), std::string::npos) << error;
+  // The byte named lies within the damaged span.
+  const size_t at = std::stoul(error.substr(error.find("byte ") + 5));
+  EXPECT_GE(at, text.rfind("{\"traceID\"", damage));
+  EXPECT_LE(at, damage + 4);
+  EXPECT_NE(got.text.find("trace small "), std::string::npos);
+  EXPECT_NE(got.text.find("trace after "), std::string::npos);
+  EXPECT_EQ(got.text.find("trace big "), std::string::npos);
+  // A span that parses but is invalid: named by its path, as a whole trace names it.
+  std::string invalid = large_trace_export(600, false);
+  invalid.replace(invalid.find("\"spanID\": \"s300\""), 16, "\"spanID\": 300");
+  const Streamed m = streamed(write_temp("stream-large-missing.json", invalid), 1);
+  ASSERT_EQ(m.stream.skipped.size(), 1u);
+  EXPECT_NE(m.stream.skipped[0].error.find("data[1].spans[300]: \"spanID\" must be a string"),
+            std::string::npos)
+      << m.stream.skipped[0].error;
+  // Damage outside the spans (in the trace's other members) is found too.
+  std::string outside = large_trace_export(600, false);
+  outside.insert(outside.find("\"warnings\": null") + 16, " null");
+  const Streamed o = streamed(write_temp("stream-large-outside.json", outside), 2);
+  ASSERT_EQ(o.stream.skipped.size(), 1u);
+  EXPECT_EQ(o.stream.skipped[0].where, "data[1]");
+  importers::set_stream_chunk_bytes(size_t(1) << 22);
+}
+
 // OTLP requests one per line (the collector's file exporter): `traces` random traces whose
 // spans are spread over `lines` lines (each line a request, spans grouped by service).
 std::string random_otlp(std::mt19937& rng, int traces, int lines) {

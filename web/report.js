@@ -641,10 +641,70 @@
     drawBars(document.getElementById('chart-workers-all'), rankedRows(d.overall.workers, 'workers'), 'workers', 'busy-time share');
     drawBars(document.getElementById('chart-ops-all'), rankedRows(d.overall.operators, 'operators'), 'operators', 'busy-time share');
     topTable(document.getElementById('top-all'), d.overall.top, 0);
+    drawFlame();
     drawTimeCharts();
     drawSelection();
   }
 
+  // ---------- flame graph (data.flame, a trace with a profile; docs/FLAME.md) ----------
+  // An icicle of data.flame[mode].root (roots on top: operators, then frames); click a
+  // frame to zoom on it, click the top bar (or reset) to zoom out; search highlights.
+  const flameState = { mode: 'critical', zoom: [], search: '' };
+  function flameColor(name) {
+    if (name.startsWith('[op ') || name.startsWith('[thread ') || name === '[no operator]') return '#8fb3d9';
+    if (name.startsWith('[') || name === '[unknown]') return '#c8c8c8';
+    if (name.endsWith('_[k]')) return '#f0a35e';
+    let h = 0;
+    for (let i = 0; i < name.length; ++i) h = (h * 31 + name.charCodeAt(i)) >>> 0;
+    return `hsl(${10 + h % 40}, ${70 + h % 20}%, ${55 + h % 12}%)`;
+  }
+  function drawFlame() {
+    const d = state.data, sec = document.getElementById('sec-flame');
+    if (!d.flame) { sec.hidden = true; return; }
+    sec.hidden = false;
+    const box = document.getElementById('chart-flame');
+    box.innerHTML = '';
+    const graph = d.flame[flameState.mode];
+    let root = graph.root;
+    for (const name of flameState.zoom) {  // the zoom path, by frame names from the root
+      const c = (root.children || []).find((x) => x.name === name);
+      if (!c) break;
+      root = c;
+    }
+    const unit = graph.unit, total = graph.total;
+    const ROW = 18, width = Math.max(400, box.clientWidth || 1000);
+    let depth = 0;
+    (function deepest(n, k) { depth = Math.max(depth, k); for (const c of n.children || []) deepest(c, k + 1); })(root, 1);
+    const svg = el('svg', { width, height: depth * ROW + 4, class: 'flame' }, box);
+    const query = flameState.search.toLowerCase();
+    let matched = 0;
+    const fmtValue = (v) => unit === 'ns' ? fmtNs(v) : `${Math.round(v).toLocaleString('en')} ${unit}`;
+    function frame(n, x, w, level, path) {
+      if (w < 0.5) return;
+      const hit = query && n.name.toLowerCase().includes(query);
+      if (hit) matched += n.value;
+      const g = el('g', { class: 'frame', 'data-name': n.name }, svg);
+      el('rect', { x, y: level * ROW, width: Math.max(0.5, w - 0.5), height: ROW - 1, fill: hit ? '#d62fd6' : flameColor(n.name) }, g);
+      if (w > 30) {
+        const chars = Math.floor((w - 6) / 6.5);
+        el('text', { x: x + 3, y: level * ROW + 13, class: 'flame-label' }, g,
+          n.name.length > chars ? n.name.slice(0, Math.max(0, chars - 1)) + '…' : n.name);
+      }
+      g.addEventListener('mousemove', (e) => showTip(e, `<b>${esc(n.name)}</b><br>${fmtValue(n.value)} (${total > 0 ? (100 * n.value / total).toFixed(2) : '0.00'} % of all)` + (n.self ? `<br>self ${fmtValue(n.self)}` : '')));
+      g.addEventListener('mouseleave', hideTip);
+      g.addEventListener('click', () => { flameState.zoom = level === 0 ? flameState.zoom.slice(0, -1) : path; hideTip(); drawFlame(); });
+      let cx = x;
+      for (const c of n.children || []) {
+        const cw = n.value > 0 ? w * c.value / n.value : 0;
+        frame(c, cx, cw, level + 1, path.concat([c.name]));
+        cx += cw;
+      }
+    }
+    frame(root, 0, width, 0, flameState.zoom.slice());
+    document.getElementById('flame-match').textContent = query
+      ? `matched: ${total > 0 ? (100 * matched / total).toFixed(2) : '0.00'} % of all` : '';
+    svg.dataset.total = String(total);
+  }
   // The initial selection: the window whose timeline has the most concentrated CP; the
   // first and last windows (start-up, shutdown) only when no other has a timeline.
   function initialSelection() {
@@ -682,6 +742,9 @@
     document.getElementById('zoom-reset').addEventListener('click', () => { state.zoom = null; redrawTimeline(); });
     document.getElementById('heatmap-scope').addEventListener('change', (e) => { state.heatmapScope = e.target.value; drawHeatmap(document.getElementById('chart-heatmap')); });
     document.getElementById('heatmap-measure').addEventListener('change', (e) => { state.heatmapMeasure = e.target.value; drawHeatmap(document.getElementById('chart-heatmap')); });
+    document.getElementById('flame-mode').addEventListener('change', (e) => { flameState.mode = e.target.value; flameState.zoom = []; drawFlame(); });
+    document.getElementById('flame-search').addEventListener('input', (e) => { flameState.search = e.target.value; drawFlame(); });
+    document.getElementById('flame-reset').addEventListener('click', () => { flameState.zoom = []; drawFlame(); });
     let resize = 0;
     window.addEventListener('resize', () => {
       clearTimeout(resize);

@@ -13,12 +13,34 @@
 #include "cli/duration.hpp"
 #include "cli/import_warnings.hpp"
 #include "cli/output_file.hpp"
+#include "flame/critical.hpp"
+#include "flame/flamegraph.hpp"
+#include "flame/profile_io.hpp"
 #include "importers/importer.hpp"
 #include "report/report.hpp"
 #include "trace/trace_io.hpp"
 
 namespace snailtrail::cli {
 namespace {
+
+// The flame graphs of a trace with a profile (`run --profile`), one per mode, for the
+// report's flame view: {"on-cpu": TREE, "off-cpu": ..., "mixed": ..., "critical": ...}
+// with TREE as `flamegraph --format json` writes it (docs/FLAME.md); critical weights over
+// the report's own windows. Empty if the trace has no profile.
+std::string flame_json(const Trace& trace, const AnalysisOptions& opt) {
+  if (trace.profile_blocks.empty()) return {};
+  using namespace flame;
+  SampleSet set;
+  samples_from_trace(trace, set);
+  CriticalResult cr = critical_weights(trace, set, opt);
+  std::string out = "{";
+  for (Mode m : {Mode::on_cpu, Mode::off_cpu, Mode::mixed, Mode::critical}) {
+    const std::vector<double> w = m == Mode::critical ? cr.weight : mode_weights(set, m);
+    if (out.size() > 1) out += ",";
+    out += fmt::format("\"{}\":{}", mode_name(m), to_json(build_tree(set, w, {}), set, w, m));
+  }
+  return out + "}";
+}
 
 struct ReportArgs {
   std::string trace;
@@ -92,6 +114,7 @@ int run(ReportArgs& a) {
                     pag.first_ts, pag.last_ts));
 
   Names names(trace, pag);
+  const std::string flame = flame_json(trace, opt);
   BigVector<Event>().swap(trace.events);  // the events live on in the PAG
   a.report.top_k = a.top;
   a.report.source = a.trace;
@@ -139,7 +162,9 @@ int run(ReportArgs& a) {
                      done == total ? "\n" : "");
         }
       });
-  const std::string json = builder.json();
+  std::string json = builder.json();
+  if (!flame.empty() && json.size() > 1 && json.back() == '}')
+    json.insert(json.size() - 1, ",\"flame\":" + flame);  // the optional "flame" member
   return write_page(a.output, a.format == "json" ? json : report::render_report_html(json));
 }
 

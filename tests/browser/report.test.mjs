@@ -37,6 +37,14 @@ before(async () => {
   run('report', trace, '-o', files.full, '--format', 'json', '--no-progress');
   files.whatIf = path.join(work, 'skew-what-if.html');
   run('report', trace, '-o', files.whatIf, '--window', '1s', '--to', '+4s', '--what-if', '--no-progress');
+  // A profiled run of the runtime (docs/FLAME.md): the report gets a flame view.
+  const profiled = path.join(work, 'wc.snail');
+  run('run', 'wordcount', '--workers', '2', '--duration', '1500ms', '--skew', '0.5', '--keys', '1000',
+    '--profile', '--profile-hz', '997', '--trace', profiled, '-q');
+  files.flame = path.join(work, 'flame.html');
+  run('report', profiled, '-o', files.flame, '--window', '500ms', '--no-progress');
+  files.flameJson = path.join(work, 'flame.json');
+  run('report', profiled, '-o', files.flameJson, '--window', '500ms', '--format', 'json', '--no-progress');
   files.dashboard = path.join(work, 'dashboard.html');
   run('report', '-o', files.dashboard, '--dashboard');
   browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] });
@@ -264,4 +272,48 @@ test('snailtrail serve shows the live dashboard while a producer streams', async
     server.kill('SIGTERM');
     await new Promise((resolve) => server.on('exit', resolve));
   }
+});
+
+test('a profiled trace gets a flame graph: modes, zoom on click, search, tooltips', async () => {
+  const { page, problems } = await openPage();
+  // A trace without a profile: no flame view.
+  await page.goto(pathToFileURL(files.html).href);
+  await page.waitForSelector('body[data-windows]');
+  assert.equal(await page.locator('#sec-flame').isHidden(), true);
+  await page.goto(pathToFileURL(files.flame).href);
+  await page.waitForSelector('body[data-windows]');
+  assert.equal(await page.locator('#sec-flame').isVisible(), true);
+  const data = JSON.parse(fs.readFileSync(files.flameJson, 'utf8')).flame;
+  assert.deepEqual(Object.keys(data).sort(), ['critical', 'mixed', 'off-cpu', 'on-cpu']);
+  const frames = () => page.locator('[data-chart="flame"] .frame');
+  const total = async () => +(await page.getAttribute('[data-chart="flame"] svg', 'data-total'));
+  for (const mode of ['on-cpu', 'off-cpu', 'mixed', 'critical']) {
+    await page.selectOption('#flame-mode', mode);
+    assert.equal(await total(), data[mode].total, `${mode}: the drawn total is the data's`);
+    if (data[mode].total > 0) assert.ok(await frames().count() > 1, `${mode} draws frames`);
+  }
+  // Off-CPU: the runtime's own waits, under the idle loop's frames.
+  await page.selectOption('#flame-mode', 'off-cpu');
+  assert.ok(await page.locator('[data-chart="flame"] .frame[data-name*="snailtrail::flow::"]').count() > 0);
+  // On-CPU: the operators are the roots; clicking one zooms on it (it becomes the top bar).
+  await page.selectOption('#flame-mode', 'on-cpu');
+  const op = page.locator('[data-chart="flame"] .frame[data-name^="[op "]').first();
+  const opName = await op.getAttribute('data-name');
+  const before = await frames().count();
+  await op.click();
+  const top = await page.locator('[data-chart="flame"] .frame').first().getAttribute('data-name');
+  assert.equal(top, opName);
+  assert.ok(await frames().count() <= before);
+  await hoverShowsTooltip(page, '[data-chart="flame"] .frame', /samples \(\d+\.\d\d % of all\)/);
+  // Clicking the top bar zooms out; reset too.
+  await page.locator('[data-chart="flame"] .frame').first().click();
+  assert.equal(await frames().count(), before);
+  // Search: matching frames are highlighted and their share shown.
+  await page.fill('#flame-search', 'count');
+  assert.match(await page.locator('#flame-match').textContent(), /matched: \d+\.\d\d % of all/);
+  assert.ok(await page.locator('[data-chart="flame"] rect[fill="#d62fd6"]').count() > 0);
+  await page.screenshot({ path: path.join(artifacts, 'report-flame.png'), fullPage: true });
+  await page.mouse.move(1, 1);
+  assert.deepEqual(problems, []);
+  await page.close();
 });

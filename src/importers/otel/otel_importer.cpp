@@ -16,8 +16,10 @@
 #include <cstring>
 #include <deque>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "importers/common/json_prefix.hpp"
@@ -267,12 +269,7 @@ class JaegerReader : public SpanReader {
     has_processes_ = member(t, "processes", procs);
     if (has_processes_) {
       if (procs.type() != dom::element_type::OBJECT) fail(where, "\"processes\" must be an object");
-      for (auto [pid, proc] : dom::object(procs)) {
-        if (proc.type() != dom::element_type::OBJECT) continue;
-        const std::string_view name = string_of(dom::object(proc), "serviceName",
-                                                where + ".processes." + std::string(pid), false);
-        processes_.emplace_back(std::string(pid), intern(name.empty() ? "unknown_service" : name));
-      }
+      read_processes(procs, where);
     }
     const auto spans = array_of(t, "spans", where, true);
     size_t k = 0;
@@ -299,21 +296,19 @@ class JaegerReader : public SpanReader {
     // Service: processID in the trace's processes, or an embedded "process".
     s.service = kNoSpan;
     const std::string_view pid = string_of(o, "processID", where, false);
-    for (const auto& [p, service] : processes_)
-      if (p == pid) s.service = service;
-    dom::element proc;
-    if (s.service == kNoSpan && member(o, "process", proc) &&
-        proc.type() == dom::element_type::OBJECT) {
-      const std::string_view name = string_of(dom::object(proc), "serviceName", where, false);
-      if (!name.empty()) s.service = intern(name);
-    }
-    if (s.service == kNoSpan && cut_ && !has_processes_ && !pid.empty()) {
-      // The file was cut before this trace's "processes": the process id stands in.
-      s.service = intern(pid);
-    }
-    if (s.service == kNoSpan) {
-      ++unknown_process_;
-      s.service = intern("unknown_service");
+    if (defer_) {
+      // Read span by span: the trace's "processes" come later; resolve_deferred() decides.
+      dom::element proc;
+      uint32_t embedded = kNoSpan;
+      if (member(o, "process", proc) && proc.type() == dom::element_type::OBJECT) {
+        const std::string_view name = string_of(dom::object(proc), "serviceName", where, false);
+        if (!name.empty()) embedded = intern(name);
+      }
+      auto [it, fresh] = pid_index_.try_emplace(std::string(pid), uint32_t(pids_.size()));
+      if (fresh) pids_.emplace_back(pid);
+      deferred_.push_back({static_cast<uint32_t>(set_.spans.size()), it->second, embedded});
+    } else {
+      s.service = service_of(pid, o, where);
     }
     dom::element tags;
     if (member(o, "tags", tags) && tags.type() == dom::element_type::ARRAY) {
@@ -355,6 +350,61 @@ class JaegerReader : public SpanReader {
     add(s, refs_begin);
   }
 
+  // The service of a span with process id `pid` (o: the span, for an embedded "process").
+  uint32_t service_of(std::string_view pid, dom::object o, const std::string& where) {
+    uint32_t service = kNoSpan;
+    for (const auto& [p, sv] : processes_)
+      if (p == pid) service = sv;
+    dom::element proc;
+    if (service == kNoSpan && member(o, "process", proc) &&
+        proc.type() == dom::element_type::OBJECT) {
+      const std::string_view name = string_of(dom::object(proc), "serviceName", where, false);
+      if (!name.empty()) service = intern(name);
+    }
+    return fallback_service(service, pid);
+  }
+  uint32_t fallback_service(uint32_t service, std::string_view pid) {
+    if (service == kNoSpan && cut_ && !has_processes_ && !pid.empty()) {
+      // The file was cut before this trace's "processes": the process id stands in.
+      service = intern(pid);
+    }
+    if (service == kNoSpan) {
+      ++unknown_process_;
+      service = intern("unknown_service");
+    }
+    return service;
+  }
+
+  // Span by span (a trace too large to hold as one document): spans() reads a batch of
+  // spans ("[span, span, ...]") as they arrive, their services wait for the trace's
+  // "processes", which trace() then reads from the trace's skeleton (the trace object
+  // with an empty "spans" array), and resolve_deferred() applies the rules of span().
+  void spans(dom::element batch, const std::string& trace_where, size_t& k) {
+    defer_ = true;
+    for (dom::element sp : dom::array(batch))
+      span(sp, located(span_where_, trace_where, ".spans", k++));
+  }
+  void resolve_deferred() {
+    for (const Deferred& d : deferred_) {
+      const std::string& pid = pids_[d.pid];
+      uint32_t service = kNoSpan;
+      for (const auto& [p, sv] : processes_)
+        if (p == pid) service = sv;
+      if (service == kNoSpan) service = d.embedded;
+      set_.spans[d.span].service = fallback_service(service, pid);
+    }
+    deferred_.clear();
+    defer_ = false;
+  }
+  // The processes of a trace read span by span that was cut short: its "processes"
+  // object when it was complete, else none.
+  void cut_processes(dom::element procs, const std::string& where) {
+    processes_.clear();
+    has_processes_ = true;
+    if (procs.type() != dom::element_type::OBJECT) fail(where, "\"processes\" must be an object");
+    read_processes(procs, where);
+  }
+
   SpanSet done() {
     set_.count("spans_without_process", unknown_process_);
     return finish();
@@ -363,9 +413,26 @@ class JaegerReader : public SpanReader {
   bool cut_ = false;  // the file was cut short: a trace may have lost its "processes"
 
  private:
+  void read_processes(dom::element procs, const std::string& where) {
+    for (auto [pid, proc] : dom::object(procs)) {
+      if (proc.type() != dom::element_type::OBJECT) continue;
+      const std::string_view name = string_of(dom::object(proc), "serviceName",
+                                              where + ".processes." + std::string(pid), false);
+      processes_.emplace_back(std::string(pid), intern(name.empty() ? "unknown_service" : name));
+    }
+  }
+
   bool has_processes_ = false;
   std::vector<std::pair<std::string, uint32_t>> processes_;
   uint64_t unknown_process_ = 0;
+  // Span by span: per span, its process id (an index into pids_) and embedded service.
+  struct Deferred {
+    uint32_t span, pid, embedded;
+  };
+  bool defer_ = false;
+  std::vector<Deferred> deferred_;
+  std::vector<std::string> pids_;
+  std::unordered_map<std::string, uint32_t> pid_index_;
 };
 
 }  // namespace
@@ -529,8 +596,9 @@ class UnitWorkers {
     std::string bytes;
     size_t off = 0, len = 0;
     std::string_view text() const { return std::string_view(bytes).substr(off, len); }
-    bool cut = false;  // the file ends inside this unit
-    SpanSet set;       // OTLP: the trace, already read
+    bool cut = false;    // the file ends inside this unit
+    bool ready = false;  // Jaeger: `set` is the trace, already read span by span
+    SpanSet set;         // OTLP: the trace, already read
   };
   using Work = std::function<void(Job&, dom::parser&)>;
 
@@ -715,7 +783,8 @@ struct StreamSink {
   std::vector<size_t> skipped_index;
   void add(const std::vector<std::pair<std::string, uint64_t>>& d) {
     std::lock_guard lock(mutex);
-    for (const auto& [key, n] : d) {
+    for (const auto& [key_, n] : d) {
+      const std::string& key = key_;  // clang 14 cannot capture a structured binding
       auto it = std::find_if(diagnostics.begin(), diagnostics.end(),
                              [&](const auto& e) { return e.first == key; });
       if (it == diagnostics.end())
@@ -756,6 +825,11 @@ void stream_jaeger(const std::string& path, unsigned threads, const SpanUnitFn& 
   out.format = "jaeger";
   StreamSink sink;
   UnitWorkers workers(threads, [&](UnitWorkers::Job& job, dom::parser& parser) {
+    if (job.ready) {
+      fn(job.index, job.set);
+      sink.add(job.set.diagnostics);
+      return;
+    }
     SpanSet set;
     try {
       if (job.cut) {
@@ -798,10 +872,143 @@ void stream_jaeger(const std::string& path, unsigned threads, const SpanUnitFn& 
     throw TraceError(source, "byte " + std::to_string(base + at),
                      std::string("invalid JSON: ") + what);
   };
+  // A trace of 4 chunks or more is read span by span: its spans in batches as they
+  // arrive (the bytes of a batch are released once read), the rest of it (its skeleton:
+  // the trace object with an empty "spans" array, "processes" included) kept and read
+  // when the trace ends. Memory: a chunk, the skeleton and the trace's SpanSet.
+  constexpr size_t npos = std::string::npos;
+  enum class In { other, spans, processes };
+  struct BigTrace {
+    bool on = false;
+    std::unique_ptr<JaegerReader> reader;
+    size_t index = 0;
+    uint64_t byte = 0;
+    std::string where, key;  // key: the last string at depth 3 (a member's name)
+    In in = In::other;
+    bool had_spans = false;
+    size_t batch = npos;     // spans: start of the bytes not read yet
+    size_t last_end = npos;  // spans: end of the last complete element
+    size_t elem = npos;      // processes: its '{'
+    size_t copied = npos;    // skeleton: buf[copied, ...) not appended yet (npos in spans)
+    std::string skeleton, processes;
+    size_t spans = 0;   // spans read
+    std::string error;  // the first error: the trace is skipped
+  } big;
+  dom::parser big_parser;
+  std::string batch_text;
+  auto big_fail = [&](std::string error) {
+    if (big.error.empty()) big.error = std::move(error);
+  };
+  // Reads the spans in buf[big.batch, upto) (complete elements after an optional comma).
+  auto big_flush = [&](size_t upto) {
+    if (big.batch == npos || upto == npos || upto <= big.batch) return;
+    if (big.error.empty()) {
+      std::string_view t(buf.data() + big.batch, upto - big.batch);
+      size_t lead = 0;
+      while (lead < t.size() &&
+             (t[lead] == ' ' || t[lead] == '\t' || t[lead] == '\r' || t[lead] == '\n'))
+        ++lead;
+      if (lead < t.size() && t[lead] == ',') ++lead;
+      batch_text.assign("[");
+      batch_text.append(t.substr(lead));
+      batch_text.append("]");
+      const size_t len = batch_text.size();
+      batch_text.append(simdjson::SIMDJSON_PADDING, ' ');
+      dom::element batch;
+      if (auto err = big_parser.parse(batch_text.data(), len, false).get(batch)) {
+        const size_t off = json::error_offset(std::string_view(batch_text).substr(0, len));
+        big_fail(source + ": byte " +
+                 std::to_string(base + big.batch + lead + (off > 0 ? off - 1 : 0)) +
+                 ": invalid JSON: " + simdjson::error_message(err));
+      } else {
+        try {
+          big.reader->spans(batch, big.where, big.spans);
+        } catch (const TraceError& e) {
+          big_fail(e.what());
+        }
+      }
+    }
+    big.batch = upto;
+  };
+  // The trace ends (cut: the file ends inside it): its SpanSet to a worker, or skipped.
+  auto big_finish = [&](bool cut) {
+    SpanSet set;
+    if (big.error.empty()) {
+      try {
+        JaegerReader& r = *big.reader;
+        if (cut) {
+          r.cut_ = true;
+          r.set_.count("truncated_file", 1);
+          dom::element procs;
+          if (!big.processes.empty()) {
+            if (auto err = big_parser.parse(big.processes).get(procs))
+              big_fail(source + ": " + big.where +
+                       ": invalid JSON in \"processes\": " + simdjson::error_message(err));
+            else
+              r.cut_processes(procs, big.where);
+          }
+        } else {
+          dom::element root;
+          if (auto err = big_parser.parse(big.skeleton).get(root))
+            big_fail(source + ": byte " + std::to_string(big.byte) + ": " + big.where +
+                     ": invalid JSON outside its spans: " + simdjson::error_message(err));
+          else
+            r.trace(root, big.where);
+        }
+        if (big.error.empty()) {
+          r.resolve_deferred();
+          set = r.done();
+        }
+      } catch (const TraceError& e) {
+        big_fail(e.what());
+      }
+    }
+    if (!big.error.empty()) {
+      sink.skip(big.index, big.where, big.byte, big.error);
+    } else {
+      UnitWorkers::Job job;
+      job.index = big.index;
+      job.ready = true;
+      job.set = std::move(set);
+      workers.push(std::move(job));
+    }
+    big = BigTrace{};
+  };
   for (;;) {
     if (pos == buf.size()) {
       if (eof) break;
-      if (mode == Mode::data || mode == Mode::after) {
+      if (mode == Mode::data && !big.on && unit_start != npos &&
+          buf.size() - unit_start >= 4 * kChunk) {
+        // A large trace: read again from its start, span by span.
+        ++out.span_by_span;
+        big.on = true;
+        big.reader = std::make_unique<JaegerReader>(source, "jaeger");
+        big.index = index;
+        big.byte = base + unit_start;
+        big.where = "data[" + std::to_string(index) + "]";
+        big.copied = unit_start;
+        pos = unit_start;
+        depth = 2;
+        in_string = escaped = false;
+        continue;
+      }
+      if (big.on) {
+        if (big.in == In::spans) big_flush(big.last_end);
+        size_t keep = pos;
+        if (big.in == In::spans) keep = std::min(keep, big.batch);
+        if (big.in == In::processes) keep = std::min(keep, big.elem);
+        if (in_string && depth == 3) keep = std::min(keep, string_start);
+        if (big.copied != npos) {
+          big.skeleton.append(buf, big.copied, pos - big.copied);
+          big.copied = pos;
+        }
+        buf.erase(0, keep);
+        base += keep;
+        pos -= keep;
+        for (size_t* x : {&big.batch, &big.last_end, &big.elem, &big.copied, &string_start})
+          if (*x != npos) *x = *x >= keep ? *x - keep : 0;
+        unit_start = 0;
+      } else if (mode == Mode::data || mode == Mode::after) {
         const size_t keep = unit_start != std::string::npos ? unit_start : pos;
         buf.erase(0, keep);
         base += keep;
@@ -824,8 +1031,67 @@ void stream_jaeger(const std::string& path, unsigned threads, const SpanUnitFn& 
       in_string = false;
       if (mode == Mode::prefix && depth == 1)
         last_string.assign(buf, string_start, pos - string_start);
+      if (big.on && depth == 3) big.key.assign(buf, string_start, pos - string_start);
       ++pos;
       continue;
+    }
+    if (big.on && depth >= 3) {
+      // Inside a trace read span by span: as the loop below, and it notes the members
+      // "spans" (batches of spans) and "processes", and keeps the rest as the skeleton.
+      while (p < end) {
+        p = skip_plain(p, end);
+        if (p == end) break;
+        const char x = *p;
+        const size_t at = static_cast<size_t>(p - buf.data());
+        if (x == '"') {
+          p = string_end(p + 1, end, escaped);
+          if (p == end) {
+            in_string = true;
+            string_start = at + 1;
+            break;
+          }
+          if (depth == 3) big.key.assign(buf, at + 1, static_cast<size_t>(p - buf.data()) - at - 1);
+          ++p;
+        } else if (x == '{' || x == '[') {
+          if (depth == 3) {
+            big.in = In::other;
+            if (x == '[' && big.key == "spans" && !big.had_spans) {
+              big.in = In::spans;
+              big.had_spans = true;
+              big.skeleton.append(buf, big.copied, at + 1 - big.copied);
+              big.copied = npos;
+              big.batch = at + 1;
+              big.last_end = npos;
+            } else if (x == '{' && big.key == "processes") {
+              big.in = In::processes;
+              big.elem = at;
+            }
+          }
+          ++depth;
+          ++p;
+        } else if (depth > 3) {
+          --depth;
+          if (depth == 4 && big.in == In::spans) {
+            big.last_end = at + 1;
+          } else if (depth == 3 && big.in == In::spans) {  // the end of "spans"
+            big_flush(at);
+            big.batch = big.last_end = npos;
+            big.copied = at;
+            big.in = In::other;
+          } else if (depth == 3 && big.in == In::processes) {
+            // A cut trace keeps what precedes its last complete span (as parse_jaeger
+            // does): "processes" only when they come before "spans".
+            if (!big.had_spans) big.processes.assign(buf, big.elem, at + 1 - big.elem);
+            big.elem = npos;
+            big.in = In::other;
+          }
+          ++p;
+        } else {
+          break;  // the end of the trace (handled below)
+        }
+      }
+      pos = static_cast<size_t>(p - buf.data());
+      if (p == end) continue;
     }
     if (depth >= 3) {
       // Inside a trace, its brackets and strings only, in a tight loop up to the bracket
@@ -887,7 +1153,12 @@ void stream_jaeger(const std::string& path, unsigned threads, const SpanUnitFn& 
         --depth;
         if (depth < 3 && open[static_cast<size_t>(depth)] != (c == '}' ? '{' : '['))
           fail(pos, "mismatched closing bracket");
-        if (mode == Mode::data && depth == 2 && unit_start != std::string::npos) {
+        if (mode == Mode::data && depth == 2 && big.on) {
+          big.skeleton.append(buf, big.copied, pos + 1 - big.copied);
+          big_finish(false);
+          ++index;
+          unit_start = npos;
+        } else if (mode == Mode::data && depth == 2 && unit_start != std::string::npos) {
           UnitWorkers::Job job;
           job.index = index++;
           job.byte = base + unit_start;
@@ -955,7 +1226,11 @@ void stream_jaeger(const std::string& path, unsigned threads, const SpanUnitFn& 
     return;
   }
   if (depth > 0) {
-    if (unit_start != std::string::npos) {
+    if (big.on) {
+      if (big.in == In::spans) big_flush(big.last_end);
+      big_finish(true);
+      ++index;
+    } else if (unit_start != std::string::npos) {
       UnitWorkers::Job job;
       job.index = index++;
       job.byte = base + unit_start;

@@ -44,6 +44,7 @@ struct SpanStream {
   };
   std::vector<Skipped> skipped;  // in file order
   size_t units = 0;
+  size_t span_by_span = 0;  // Jaeger: traces of 4 read chunks or more, read span by span
 };
 using SpanUnitFn = std::function<void(size_t unit, const SpanSet& set)>;
 // OTLP: a trace is complete once `trace_gap` documents (requests, lines of the
@@ -51,8 +52,10 @@ using SpanUnitFn = std::function<void(size_t unit, const SpanSet& set)>;
 // new piece, computed as a trace of its own and counted (`otlp.cut_traces`).
 SpanStream stream_spans(const std::string& path, std::string_view importer, unsigned threads,
                         const SpanUnitFn& fn, size_t trace_gap = 64);
-// The read chunk (default 4 MiB); a trace of 4 chunks or more is handed over with the
-// read buffer instead of being copied. For tests: not thread-safe.
+// The read chunk (default 4 MiB); a Jaeger trace of 4 chunks or more is read span by span
+// (its spans in batches as they arrive, released once read; memory: a chunk, the trace's
+// spans and the rest of its object), an OTLP document of 4 chunks or more is handed over
+// with the read buffer instead of being copied. For tests: not thread-safe.
 void set_stream_chunk_bytes(size_t bytes);
 
 }  // namespace snailtrail::importers
