@@ -567,6 +567,10 @@ CommandRunner add_run_command(CLI::App& app) {
        "nexmark: event time runs this many times faster than wall time (default 1)");
   knob("--event-rate", "event_rate",
        "nexmark under --rate max: events/s of the event-time schedule (default 1000000)");
+  cmd->add_flag_function(
+      "--payloads", [p = &a.params](int64_t) { (*p)["payloads"] = 1; },
+      "nexmark: keep the stored persons' and auctions' text fields and padding (NEXMark's "
+      "sizes) in the queries' state (Q3, Q4, Q6, Q8); default off (docs/NEXMARK.md)");
   knob("--active-people", "active_people",
        "nexmark: persons that bids and auctions pick from (default 1000)");
   knob("--in-flight-auctions", "in_flight_auctions",

@@ -602,6 +602,19 @@ struct Codec<std::vector<P>, std::enable_if_t<!std::is_trivially_copyable_v<P>>>
     : detail::SeqCodec<std::vector<P>> {};
 template <class P>
 struct Codec<std::deque<P>> : detail::SeqCodec<std::deque<P>> {};
+template <>
+struct Codec<std::string> {
+  static void encode(const std::string& s, std::vector<char>& out) {
+    detail::put_u64(out, s.size());
+    out.insert(out.end(), s.begin(), s.end());
+  }
+  static void decode(const char*& p, const char* end, std::string& s) {
+    const uint64_t n = detail::get_u64(p, end);
+    if (static_cast<uint64_t>(end - p) < n) throw std::runtime_error("megaphone: truncated state");
+    s.assign(p, n);
+    p += n;
+  }
+};
 template <class K, class V>
 struct Codec<std::map<K, V>> : detail::TreeCodec<std::map<K, V>, std::pair<K, V>> {};
 template <class K>

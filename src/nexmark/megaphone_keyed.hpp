@@ -172,11 +172,29 @@ struct Codec<nexmark::Q3State> {
     Codec<bool>::encode(s.has_person, out);
     Codec<nexmark::Person>::encode(s.person, out);
     Codec<std::vector<uint64_t>>::encode(s.waiting, out);
+    Codec<std::string>::encode(s.payload, out);
   }
   static void decode(const char*& p, const char* end, nexmark::Q3State& s) {
     Codec<bool>::decode(p, end, s.has_person);
     Codec<nexmark::Person>::decode(p, end, s.person);
     Codec<std::vector<uint64_t>>::decode(p, end, s.waiting);
+    Codec<std::string>::decode(p, end, s.payload);
+  }
+};
+
+template <>
+struct Codec<nexmark::OpenAuction> {
+  static void encode(const nexmark::OpenAuction& s, std::vector<char>& out) {
+    Codec<bool>::encode(s.open, out);
+    Codec<nexmark::Auction>::encode(s.a, out);
+    Codec<uint64_t>::encode(s.best, out);
+    Codec<std::string>::encode(s.payload, out);
+  }
+  static void decode(const char*& p, const char* end, nexmark::OpenAuction& s) {
+    Codec<bool>::decode(p, end, s.open);
+    Codec<nexmark::Auction>::decode(p, end, s.a);
+    Codec<uint64_t>::decode(p, end, s.best);
+    Codec<std::string>::decode(p, end, s.payload);
   }
 };
 
@@ -228,11 +246,13 @@ struct Codec<nexmark::Q8State::Window> {
     Codec<bool>::encode(s.person, out);
     Codec<uint64_t>::encode(s.name, out);
     Codec<std::vector<std::pair<uint64_t, uint64_t>>>::encode(s.auctions, out);
+    Codec<std::string>::encode(s.payload, out);
   }
   static void decode(const char*& p, const char* end, nexmark::Q8State::Window& s) {
     Codec<bool>::decode(p, end, s.person);
     Codec<uint64_t>::decode(p, end, s.name);
     Codec<std::vector<std::pair<uint64_t, uint64_t>>>::decode(p, end, s.auctions);
+    Codec<std::string>::decode(p, end, s.payload);
   }
 };
 
