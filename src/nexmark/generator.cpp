@@ -186,12 +186,16 @@ Event Generator::event(uint64_t n) const {
 }
 
 namespace {
-// Appends `len` random lowercase letters (Beam's nextString / nextExtra content).
+// Appends `len` random lowercase letters (Beam's nextString / nextExtra content): eight
+// letters per random word, written in place.
 void letters(Rng& r, std::string& out, size_t len) {
-  while (len > 0) {
+  const size_t at = out.size();
+  out.resize(at + len);
+  char* p = out.data() + at;
+  for (size_t i = 0; i < len; i += 8) {
     uint64_t x = r.next();
-    for (int i = 0; i < 12 && len > 0; ++i, --len, x >>= 5)
-      out.push_back(static_cast<char>('a' + (x & 31) % 26));
+    for (size_t k = 0; k < 8 && i + k < len; ++k, x >>= 8)
+      p[i + k] = static_cast<char>('a' + ((x & 255) * 26 >> 8));
   }
 }
 void pad_to(Rng& r, std::string& out, size_t len) {
