@@ -68,3 +68,57 @@ TEST(NexmarkCli, BadKnobsAreClearErrors) {
 
 }  // namespace
 }  // namespace snailtrail
+
+namespace snailtrail {
+namespace {
+
+// The Megaphone versions (`--bins`, `--migrate-at`, `--strategy`): --verify with
+// migrations, the digest equal to the native job's, the "migrations" JSON; bad flags.
+TEST(NexmarkCli, MegaphoneVersionsMigrateAndVerify) {
+  const fs::path dir = fs::temp_directory_path() / ("st-nexmega-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string common =
+      " --workers 2 --rate 100000 --records 40000 --dilation 20 --window 200ms "
+      "--window-slide 50ms --verify --stats-json ";
+  for (int q : {4, 8}) {
+    const fs::path native = dir / "native.json", mega = dir / "mega.json";
+    auto r =
+        run_binary("run nexmark-q" + std::to_string(q) + " --native" + common + native.string());
+    ASSERT_EQ(r.code, 0) << r.out;
+    r = run_binary("run nexmark-q" + std::to_string(q) +
+                   " --bins 32 --migrate-at 100ms,250ms --strategy batched" + common +
+                   mega.string());
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("equal to the plain single-threaded loop"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("migration (batched): 16 bins"), std::string::npos) << r.out;
+    EXPECT_EQ(digest_of(mega), digest_of(native)) << "q" << q;
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc = parser.load(mega.string());
+    simdjson::dom::array ms = doc["migrations"];
+    ASSERT_GE(ms.size(), 1u);
+    for (simdjson::dom::element m : ms) {
+      EXPECT_EQ(std::string_view(m["strategy"]), "batched");
+      EXPECT_TRUE(bool(m["completed"]));
+      EXPECT_GT(uint64_t(m["bytes_moved"]), 0u);
+    }
+  }
+  fs::remove_all(dir);
+}
+
+TEST(NexmarkCli, MegaphoneBadFlags) {
+  auto r = run_binary("run nexmark-q1 --records 100 --bins 16");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("has no keyed state"), std::string::npos) << r.out;
+  r = run_binary("run nexmark-q3 --records 100 --bins 16 --native");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("exclude each other"), std::string::npos) << r.out;
+  r = run_binary("run nexmark-q3 --records 100 --migrate-at 1s");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("--migrate-at needs --bins"), std::string::npos) << r.out;
+  r = run_binary("run nexmark-q3 --records 100 --bins 12");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("not a power of two"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace snailtrail

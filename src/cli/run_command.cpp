@@ -285,12 +285,21 @@ void print_ccdf_summary(const std::vector<uint64_t>& latency) {
 std::string megaphone_job(const RunArgs& a, const std::shared_ptr<megaphone::MigrationLog>& log,
                           const std::function<void(megaphone::JobOptions&)>& extra = {}) {
   const bool mp = a.bins > 0 || a.native || a.job == "hashcount";
+  const bool nexmark_job = a.job.rfind("nexmark-q", 0) == 0 && flow::find_job(a.job);
+  if (mp && nexmark_job) {  // --native: the plain job itself (docs/NEXMARK.md)
+    if (a.bins > 0 && a.native)
+      throw std::invalid_argument("--bins and --native exclude each other");
+    if (a.bins == 0) {
+      if (!a.migrate_at.empty()) throw std::invalid_argument("--migrate-at needs --bins");
+      return "";
+    }
+  }
   if (!mp) {
     if (!a.migrate_at.empty()) throw std::invalid_argument("--migrate-at needs --bins");
     return "";
   }
-  if (a.job != "keycount" && a.job != "hashcount")
-    throw std::invalid_argument("--bins/--native: only keycount and hashcount");
+  if (a.job != "keycount" && a.job != "hashcount" && !nexmark_job)
+    throw std::invalid_argument("--bins/--native: only keycount, hashcount and nexmark-q3 ... q8");
   if (a.bins > 0 && a.native) throw std::invalid_argument("--bins and --native exclude each other");
   megaphone::JobOptions o;
   o.base = a.job;
@@ -322,6 +331,7 @@ std::string megaphone_job(const RunArgs& a, const std::shared_ptr<megaphone::Mig
     }
   }
   if (extra) extra(o);
+  if (nexmark_job) return nexmark::register_megaphone_job(std::stoi(a.job.substr(9)), o, log);
   return megaphone::register_job(o, log);
 }
 
@@ -646,11 +656,11 @@ CommandRunner add_run_command(CLI::App& app) {
                 "Run only the plain single-threaded loop at full speed (the COST baseline)");
   cmd->add_flag("--quiet,-q", a.quiet, "No statistics lines or summary on stderr");
   cmd->add_option("--bins", a.bins,
-                  "keycount/hashcount on Megaphone's migratable operator with this many bins (a "
-                  "power of two, e.g. 4096; docs/MEGAPHONE.md)");
+                  "keycount/hashcount/nexmark-q3..q8 on Megaphone's migratable operators with "
+                  "this many bins (a power of two, e.g. 4096; docs/MEGAPHONE.md, docs/NEXMARK.md)");
   cmd->add_flag("--native", a.native,
                 "keycount/hashcount on the plain, non-migratable operator (Megaphone's overhead "
-                "baseline; hashcount's default)");
+                "baseline; hashcount's default); nexmark-qN: the native keyed state (the default)");
   cmd->add_option("--migrate-at", a.migrate_at,
                   "With --bins: start a migration at each of these times since the start "
                   "(e.g. 10s,20s), alternately from round-robin to worker 0 holding half of the "
@@ -721,6 +731,10 @@ CommandRunner add_run_command(CLI::App& app) {
        "nexmark: event time runs this many times faster than wall time (default 1)");
   knob("--event-rate", "event_rate",
        "nexmark under --rate max: events/s of the event-time schedule (default 1000000)");
+  cmd->add_flag_function(
+      "--payloads", [p = &a.params](int64_t) { (*p)["payloads"] = 1; },
+      "nexmark: keep the stored persons' and auctions' text fields and padding (NEXMark's "
+      "sizes) in the queries' state (Q3, Q4, Q6, Q8); default off (docs/NEXMARK.md)");
   knob("--active-people", "active_people",
        "nexmark: persons that bids and auctions pick from (default 1000)");
   knob("--in-flight-auctions", "in_flight_auctions",

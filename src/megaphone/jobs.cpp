@@ -441,4 +441,20 @@ std::string migrations_json(const std::vector<MigrationRecord>& ms) {
   return out + "]";
 }
 
+Stream<ControlUpdate> make_controller(flow::JobContext& ctx, const JobOptions& opts,
+                                      std::shared_ptr<MigrationLog> log, flow::ProbeHandle data) {
+  return controller(ctx, opts, std::move(log), std::move(data));
+}
+
+void log_probe_latency(flow::JobContext& ctx, MigrationLog& log, flow::Time old, flow::Time now_f) {
+  if (ctx.worker.index() != 0) return;
+  const int64_t now = since(ctx);
+  const auto epoch = static_cast<flow::Time>(ctx.cfg.epoch_ns);
+  const flow::Time last = ctx.last_time.load(std::memory_order_relaxed);
+  for (flow::Time t = old / epoch * epoch; t < now_f && t <= last; t += epoch) {
+    const int64_t lat = now - static_cast<int64_t>(t + epoch);
+    log.latency(now, t, lat > 0 ? lat : 0);
+  }
+}
+
 }  // namespace snailtrail::megaphone

@@ -133,4 +133,13 @@ std::string register_job(const JobOptions& opts, std::shared_ptr<MigrationLog> l
 // The "migrations" array of --stats-json.
 std::string migrations_json(const std::vector<MigrationRecord>& ms);
 
+// For jobs of later stages (src/nexmark): the controller of the keycount/hashcount jobs
+// as a control source (worker 0 migrates at opts.migrate_at_ns with opts.strategy between
+// round-robin and half_config of 2^opts.log_bins bins; `data` is the data sources'
+// frontier), and the per-epoch latency of the job's output probe into the migration log
+// (call it from the probe's callback with the frontier's old and new value).
+Stream<ControlUpdate> make_controller(flow::JobContext& ctx, const JobOptions& opts,
+                                      std::shared_ptr<MigrationLog> log, flow::ProbeHandle data);
+void log_probe_latency(flow::JobContext& ctx, MigrationLog& log, flow::Time old, flow::Time now_f);
+
 }  // namespace snailtrail::megaphone

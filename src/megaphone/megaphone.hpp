@@ -35,9 +35,11 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -558,6 +560,477 @@ Stream<Out> native_unary(const Stream<T>& input, const std::string& name, DestFn
   auto key = [rkeys, dest, W](const T& r) { return rkeys[dest(r, W)]; };
   return input.template unary<Out>(flow::exchange(key), name,
                                    Logic{std::move(fold), std::move(done), {}, {}, {}});
+}
+
+// ---- more codecs: ordered containers, deques, pairs and vectors of non-trivial types ----
+
+template <class K, class V>
+struct Codec<std::pair<K, V>, std::enable_if_t<!std::is_trivially_copyable_v<std::pair<K, V>>>> {
+  static void encode(const std::pair<K, V>& s, std::vector<char>& out) {
+    Codec<K>::encode(s.first, out);
+    Codec<V>::encode(s.second, out);
+  }
+  static void decode(const char*& p, const char* end, std::pair<K, V>& s) {
+    Codec<K>::decode(p, end, s.first);
+    Codec<V>::decode(p, end, s.second);
+  }
+};
+
+namespace detail {
+// A sequence container (element by element through Codec<P>): count, then the elements.
+template <class C>
+struct SeqCodec {
+  static void encode(const C& s, std::vector<char>& out) {
+    put_u64(out, s.size());
+    for (const auto& x : s) Codec<typename C::value_type>::encode(x, out);
+  }
+  static void decode(const char*& p, const char* end, C& s) {
+    const uint64_t n = get_u64(p, end);
+    if (static_cast<uint64_t>(end - p) < n)  // every element takes at least one byte
+      throw std::runtime_error("megaphone: truncated state");
+    s.clear();
+    for (uint64_t i = 0; i < n; ++i) {
+      typename C::value_type x{};
+      Codec<typename C::value_type>::decode(p, end, x);
+      s.insert(s.end(), std::move(x));
+    }
+  }
+};
+// An ordered map or set, element by element (inserted in order: hinted, linear).
+template <class C, class Elem>
+struct TreeCodec {
+  static void encode(const C& s, std::vector<char>& out) {
+    put_u64(out, s.size());
+    for (const auto& x : s) Codec<Elem>::encode(Elem(x), out);
+  }
+  static void decode(const char*& p, const char* end, C& s) {
+    const uint64_t n = get_u64(p, end);
+    if (static_cast<uint64_t>(end - p) < n) throw std::runtime_error("megaphone: truncated state");
+    s.clear();
+    for (uint64_t i = 0; i < n; ++i) {
+      Elem x{};
+      Codec<Elem>::decode(p, end, x);
+      s.insert(s.end(), std::move(x));
+    }
+  }
+};
+}  // namespace detail
+
+template <class P>
+struct Codec<std::vector<P>, std::enable_if_t<!std::is_trivially_copyable_v<P>>>
+    : detail::SeqCodec<std::vector<P>> {};
+template <class P>
+struct Codec<std::deque<P>> : detail::SeqCodec<std::deque<P>> {};
+template <>
+struct Codec<std::string> {
+  static void encode(const std::string& s, std::vector<char>& out) {
+    detail::put_u64(out, s.size());
+    out.insert(out.end(), s.begin(), s.end());
+  }
+  static void decode(const char*& p, const char* end, std::string& s) {
+    const uint64_t n = detail::get_u64(p, end);
+    if (static_cast<uint64_t>(end - p) < n) throw std::runtime_error("megaphone: truncated state");
+    s.assign(p, n);
+    p += n;
+  }
+};
+template <class K, class V>
+struct Codec<std::map<K, V>> : detail::TreeCodec<std::map<K, V>, std::pair<K, V>> {};
+template <class K>
+struct Codec<std::set<K>> : detail::TreeCodec<std::set<K>, K> {};
+
+// ---- the binary operator ----
+//
+//   auto out = megaphone::stateful_binary<State, Out>(
+//       a, b, control, "join", Options{.log_bins = 8},
+//       [](const A& r) { return hash_of(r.key); },   // exchange value of an A record
+//       [](const B& r) { return hash_of(r.key); },   // ... of a B record (same bins)
+//       [](Time t, uint32_t bin, std::vector<A>& as, std::vector<B>& bs, State& s,
+//          Wake& wake, Output<Out>& out) {...},        // fold: one (time, bin) at a time
+//       [](uint32_t bin, State& s) {...});             // done (both inputs complete)
+//
+// Two record inputs share one set of bins and one State per bin (a join keeps both
+// sides of a key in one bin). The fold is called once per (time, bin) that has records
+// of either input at that time, or a wake-up for it — with all of them at once (the
+// bin's records of the time, in arrival order; sort them if the order matters), in
+// timestamp order per bin, on the worker the configuration names for (time, bin).
+// `wake.at(t2)` (t2 > t) calls the fold for the bin at t2 even without records (a timer:
+// the State says what is due); pending records and wake-ups travel with their bin. F, M
+// and S are the unary operator's (above); the two inputs are first merged into one
+// stream of Either<A, B> (a pipeline operator NAME-in), routed by one F.
+
+// One record of either input (trivially copyable, so it crosses processes as bytes).
+template <class A, class B>
+struct Either {
+  static constexpr size_t kSize = sizeof(A) > sizeof(B) ? sizeof(A) : sizeof(B);
+  static constexpr size_t kAlign = alignof(A) > alignof(B) ? alignof(A) : alignof(B);
+  alignas(kAlign) unsigned char raw[kSize];
+  uint8_t which;  // 0: an A, 1: a B
+  static Either of_a(const A& a) {
+    Either e{};
+    std::memcpy(static_cast<void*>(e.raw), &a, sizeof(A));
+    e.which = 0;
+    return e;
+  }
+  static Either of_b(const B& b) {
+    Either e{};
+    std::memcpy(static_cast<void*>(e.raw), &b, sizeof(B));
+    e.which = 1;
+    return e;
+  }
+  A a() const {
+    A x;
+    std::memcpy(static_cast<void*>(&x), raw, sizeof(A));
+    return x;
+  }
+  B b() const {
+    B x;
+    std::memcpy(static_cast<void*>(&x), raw, sizeof(B));
+    return x;
+  }
+};
+
+// Wake-ups of the bin being folded (the fold's notificator).
+class Wake {
+ public:
+  // Calls the fold of the current bin at t2 > the current time (once per (t2, bin),
+  // however often it is asked for).
+  void at(Time t2) {
+    if (t2 <= now_) throw std::logic_error("megaphone: Wake::at needs a later time");
+    items_.push_back(t2);
+  }
+  Time now() const { return now_; }
+  uint32_t bin() const { return bin_; }
+
+  // Runtime side.
+  void reset(Time now, uint32_t bin) {
+    now_ = now;
+    bin_ = bin;
+  }
+  std::vector<Time>& items() { return items_; }
+
+ private:
+  Time now_ = 0;
+  uint32_t bin_ = 0;
+  std::vector<Time> items_;
+};
+
+namespace detail {
+
+// F for any record type (the same logic as stateful_unary's F): routes each record by the
+// configuration in force at its time, holding those whose time the control frontier has
+// not passed.
+template <class T, class ExchFn>
+struct Router {
+  ExchFn exch;
+  uint32_t log_bins;
+  std::vector<uint32_t> table;
+  std::map<Time, std::vector<ControlUpdate>> cfg;
+  std::map<Time, std::pair<Capability, std::vector<T>>> held;
+  std::vector<uint32_t> overlay;
+  void route(Time t, std::vector<T>& data, const std::vector<uint32_t>& tab,
+             Output<Routed<T>>& out) {
+    for (T& r : data) {
+      const uint32_t b = bin_of(exch(r), log_bins);
+      out.give(t, Routed<T>{r, b, tab[b]});
+    }
+  }
+  void operator()(Input<T>& data, Input<Routed<ControlUpdate>>& control, Output<Routed<T>>& out) {
+    control.for_each([&](Time, std::vector<Routed<ControlUpdate>>& us) {
+      for (const auto& u : us) cfg[u.rec.time].push_back(u.rec);
+    });
+    const Time bound = std::min(data.frontier(), held.empty() ? kTimeMax : held.begin()->first);
+    while (!cfg.empty() && cfg.begin()->first <= bound) {
+      for (const ControlUpdate& u : cfg.begin()->second) table[u.bin] = u.worker;
+      cfg.erase(cfg.begin());
+    }
+    const Time cf = control.frontier();
+    data.for_each([&](Time t, std::vector<T>& recs) {
+      if (t < cf && (cfg.empty() || cfg.begin()->first > t) &&
+          (held.empty() || held.begin()->first > t)) {
+        route(t, recs, table, out);
+        return;
+      }
+      auto [it, fresh] = held.try_emplace(t);
+      if (fresh) it->second.first = data.retain(t);
+      auto& v = it->second.second;
+      v.insert(v.end(), recs.begin(), recs.end());
+    });
+    while (!held.empty() && held.begin()->first < cf) {
+      auto node = held.extract(held.begin());
+      const Time t = node.key();
+      if (cfg.empty() || cfg.begin()->first > t) {
+        route(t, node.mapped().second, table, out);
+      } else {
+        overlay = table;
+        for (auto it = cfg.begin(); it != cfg.end() && it->first <= t; ++it)
+          for (const ControlUpdate& u : it->second) overlay[u.bin] = u.worker;
+        route(t, node.mapped().second, overlay, out);
+      }
+    }
+  }
+};
+
+// The bins of one worker for stateful_binary: states, and per time the records not yet
+// folded and the bins to wake.
+template <class State, class T>
+struct BatchStore {
+  struct Batch {
+    std::vector<Routed<T>> recs;
+    std::vector<uint32_t> wakes;
+  };
+  std::vector<State> states;
+  std::vector<uint8_t> owned;
+  std::map<Time, Batch> pending;
+  flow::Notificator notes;
+  std::shared_ptr<const flow::ProbeState> s_probe;
+};
+
+}  // namespace detail
+
+template <class State, class Out, class A, class B, class ExchA, class ExchB, class Fold,
+          class Done>
+Stream<Out> stateful_binary(const Stream<A>& a, const Stream<B>& b,
+                            const Stream<ControlUpdate>& control, const std::string& name,
+                            Options opts, ExchA exch_a, ExchB exch_b, Fold fold, Done done) {
+  static_assert(std::is_trivially_copyable_v<A> && std::is_trivially_copyable_v<B>,
+                "Megaphone's records must be trivially copyable");
+  using E = Either<A, B>;
+  Worker& w = a.worker();
+  const uint32_t W = w.peers();
+  const uint32_t log_bins = opts.log_bins;
+  const uint32_t NB = 1u << log_bins;
+  const std::vector<uint64_t> rkeys = route_keys(W);
+  using Store = detail::BatchStore<State, E>;
+  auto store = std::make_shared<Store>();
+  store->states.resize(NB);
+  store->owned.assign(NB, 0);
+  for (uint32_t bin = 0; bin < NB; ++bin) store->owned[bin] = initial_owner(bin, W) == w.index();
+
+  // Both inputs as one stream (no exchange: F routes).
+  auto merged = flow::binary<E>(a, flow::Pipeline{}, b, flow::Pipeline{}, name + "-in",
+                                [](Input<A>& ia, Input<B>& ib, Output<E>& out) {
+                                  ia.for_each([&](Time t, std::vector<A>& v) {
+                                    for (const A& r : v) out.give(t, E::of_a(r));
+                                  });
+                                  ib.for_each([&](Time t, std::vector<B>& v) {
+                                    for (const B& r : v) out.give(t, E::of_b(r));
+                                  });
+                                });
+
+  auto ctl = broadcast_control(control);
+  auto ctl_key = [rkeys](const Routed<ControlUpdate>& r) { return rkeys[r.dest]; };
+  auto exch = [exch_a, exch_b](const E& e) -> uint64_t {
+    return e.which == 0 ? exch_a(e.a()) : exch_b(e.b());
+  };
+  detail::Router<E, decltype(exch)> fl{exch, log_bins, {}, {}, {}, {}};
+  fl.table.resize(NB);
+  for (uint32_t bin = 0; bin < NB; ++bin) fl.table[bin] = initial_owner(bin, W);
+  auto routed = flow::binary<Routed<E>>(merged, flow::Pipeline{}, ctl, flow::exchange(ctl_key),
+                                        name + "-F", std::move(fl));
+
+  // M: as stateful_unary's, with the bin's pending records and wake-ups.
+  struct MLogic {
+    std::shared_ptr<Store> store;
+    uint32_t me;
+    std::vector<uint32_t> owner;
+    std::map<Time, std::pair<Capability, std::vector<ControlUpdate>>> pending;
+    std::function<void(uint32_t, uint64_t)> on_sent;
+    std::vector<char> buf;
+    void operator()(Input<Routed<ControlUpdate>>& control, Output<StateChunk>& out) {
+      control.for_each([&](Time t, std::vector<Routed<ControlUpdate>>& us) {
+        auto [it, fresh] = pending.try_emplace(t);
+        if (fresh) it->second.first = control.retain(t);
+        for (const auto& u : us) it->second.second.push_back(u.rec);
+      });
+      const Time cf = control.frontier();
+      const Time sf = store->s_probe ? store->s_probe->frontier : 0;
+      while (!pending.empty() && pending.begin()->first < cf && pending.begin()->first <= sf) {
+        auto node = pending.extract(pending.begin());
+        const Time t = node.key();
+        flow::Recorder& rec = out.worker().recorder();
+        const int64_t t0 = rec.on() ? rec.now() : 0;
+        uint64_t chunks = 0;
+        std::unordered_map<uint32_t, uint32_t> to;
+        for (const ControlUpdate& u : node.mapped().second) to[u.bin] = u.worker;
+        for (const ControlUpdate& u : node.mapped().second) {
+          auto it = to.find(u.bin);
+          if (it == to.end()) continue;
+          const uint32_t from = owner[u.bin], dest = it->second;
+          to.erase(it);
+          owner[u.bin] = dest;
+          if (from == me && dest != me) chunks += send_bin(t, u.bin, dest, out);
+        }
+        if (chunks > 0)
+          rec.carve(t0, rec.now(), snailtrail::ActivityType::serialization,
+                    static_cast<int64_t>(chunks));
+      }
+    }
+    uint64_t send_bin(Time t, uint32_t bin, uint32_t dest, Output<StateChunk>& out) {
+      Store& s = *store;
+      if (!s.owned[bin]) throw std::logic_error("megaphone: migrating a bin this worker lacks");
+      buf.clear();
+      Codec<State>::encode(s.states[bin], buf);
+      s.states[bin] = State{};
+      s.owned[bin] = 0;
+      // Pending records and wake-ups of the bin (all at times >= t).
+      std::vector<std::pair<Time, E>> items;
+      std::vector<Time> wakes;
+      for (auto it = s.pending.lower_bound(t); it != s.pending.end(); ++it) {
+        auto& v = it->second.recs;
+        auto keep =
+            std::partition(v.begin(), v.end(), [bin](const Routed<E>& r) { return r.bin != bin; });
+        for (auto i = keep; i != v.end(); ++i) items.emplace_back(it->first, i->rec);
+        v.erase(keep, v.end());
+        auto& wk = it->second.wakes;
+        const size_t before = wk.size();
+        wk.erase(std::remove(wk.begin(), wk.end(), bin), wk.end());
+        if (wk.size() != before) wakes.push_back(it->first);
+      }
+      detail::put_u64(buf, items.size());
+      const auto* ip = reinterpret_cast<const char*>(items.data());
+      buf.insert(buf.end(), ip, ip + items.size() * sizeof(items[0]));
+      Codec<std::vector<Time>>::encode(wakes, buf);
+      if (on_sent) on_sent(bin, buf.size());
+      uint64_t n = 0;
+      size_t at = 0;
+      do {
+        StateChunk c;
+        c.bin = bin;
+        c.dest = dest;
+        c.len = static_cast<uint32_t>(std::min(kChunkBytes, buf.size() - at));
+        std::memcpy(c.bytes, buf.data() + at, c.len);
+        at += c.len;
+        c.last = at == buf.size();
+        out.give(t, c);
+        ++n;
+      } while (at < buf.size());
+      buf.clear();
+      buf.shrink_to_fit();
+      return n;
+    }
+  };
+  MLogic ml{store, w.index(), {}, {}, opts.on_bin_sent, {}};
+  ml.owner.resize(NB);
+  for (uint32_t bin = 0; bin < NB; ++bin) ml.owner[bin] = initial_owner(bin, W);
+  auto chunks = ctl.template unary<StateChunk>(flow::exchange(ctl_key), name + "-M", std::move(ml));
+
+  // S: installs arriving bins; folds each (time, bin) once the frontier passes the time.
+  struct SLogic {
+    std::shared_ptr<Store> store;
+    Fold fold;
+    Done done;
+    std::unordered_map<uint32_t, std::vector<char>> partial;
+    Wake wake;
+    std::vector<A> as;
+    std::vector<B> bs;
+    bool finished = false;
+    typename Store::Batch& at(Time t, const std::function<Capability()>& cap) {
+      auto [it, fresh] = store->pending.try_emplace(t);
+      if (fresh) store->notes.notify_at(cap());
+      return it->second;
+    }
+    void operator()(Input<Routed<E>>& data, Input<StateChunk>& state, Output<Out>& out) {
+      Store& s = *store;
+      flow::Recorder& rec = out.worker().recorder();
+      state.for_each([&](Time t, std::vector<StateChunk>& cs) {
+        const int64_t t0 = rec.on() ? rec.now() : 0;
+        uint64_t installed = 0;
+        for (const StateChunk& c : cs) {
+          auto& buf = partial[c.bin];
+          buf.insert(buf.end(), c.bytes, c.bytes + c.len);
+          if (!c.last) continue;
+          install(t, c.bin, buf, state);
+          partial.erase(c.bin);
+          ++installed;
+        }
+        if (installed > 0)
+          rec.carve(t0, rec.now(), snailtrail::ActivityType::deserialization,
+                    static_cast<int64_t>(cs.size()));
+      });
+      data.for_each([&](Time t, std::vector<Routed<E>>& recs) {
+        auto& batch = at(t, [&] { return data.retain(t); });
+        if (batch.recs.empty())
+          batch.recs.swap(recs);
+        else
+          batch.recs.insert(batch.recs.end(), recs.begin(), recs.end());
+      });
+      const Time f = std::min(data.frontier(), state.frontier());
+      s.notes.for_each(f, [&](Capability& cap) {
+        const Time t = cap.time();
+        auto it = s.pending.find(t);
+        if (it == s.pending.end()) return;
+        typename Store::Batch batch = std::move(it->second);
+        s.pending.erase(it);
+        std::stable_sort(batch.recs.begin(), batch.recs.end(),
+                         [](const Routed<E>& x, const Routed<E>& y) { return x.bin < y.bin; });
+        std::sort(batch.wakes.begin(), batch.wakes.end());
+        batch.wakes.erase(std::unique(batch.wakes.begin(), batch.wakes.end()), batch.wakes.end());
+        size_t i = 0, j = 0;
+        while (i < batch.recs.size() || j < batch.wakes.size()) {
+          uint32_t bin = ~0u;
+          if (i < batch.recs.size()) bin = batch.recs[i].bin;
+          if (j < batch.wakes.size()) bin = std::min(bin, batch.wakes[j]);
+          as.clear();
+          bs.clear();
+          for (; i < batch.recs.size() && batch.recs[i].bin == bin; ++i) {
+            const E& e = batch.recs[i].rec;
+            if (e.which == 0)
+              as.push_back(e.a());
+            else
+              bs.push_back(e.b());
+          }
+          if (j < batch.wakes.size() && batch.wakes[j] == bin) ++j;
+          if (!s.owned[bin])
+            throw std::logic_error("megaphone: bin " + std::to_string(bin) +
+                                   " folded on a worker without the bin");
+          wake.reset(t, bin);
+          fold(t, bin, as, bs, s.states[bin], wake, out);
+          for (Time t2 : wake.items()) at(t2, [&] { return cap.delayed(t2); }).wakes.push_back(bin);
+          wake.items().clear();
+        }
+      });
+      if (!finished && s.pending.empty() && f == kTimeMax) {
+        finished = true;
+        for (uint32_t bin = 0; bin < s.owned.size(); ++bin)
+          if (s.owned[bin]) done(bin, s.states[bin]);
+      }
+    }
+    void install(Time t, uint32_t bin, const std::vector<char>& bytes, Input<StateChunk>& in) {
+      Store& s = *store;
+      if (s.owned[bin]) throw std::logic_error("megaphone: a bin arrived twice");
+      const char* p = bytes.data();
+      const char* end = p + bytes.size();
+      Codec<State>::decode(p, end, s.states[bin]);
+      s.owned[bin] = 1;
+      const uint64_t n = detail::get_u64(p, end);
+      using Item = std::pair<Time, E>;
+      if (static_cast<uint64_t>(end - p) / sizeof(Item) < n)
+        throw std::runtime_error("megaphone: truncated pending records");
+      for (uint64_t i = 0; i < n; ++i) {
+        Item item;
+        std::memcpy(static_cast<void*>(&item), p + i * sizeof(Item), sizeof(Item));
+        if (item.first < t) throw std::logic_error("megaphone: a migrated record is late");
+        at(item.first, [&] {
+          return in.retain(item.first);
+        }).recs.push_back(Routed<E>{item.second, bin, 0});
+      }
+      p += n * sizeof(Item);
+      std::vector<Time> wakes;
+      Codec<std::vector<Time>>::decode(p, end, wakes);
+      for (Time t2 : wakes) {
+        if (t2 < t) throw std::logic_error("megaphone: a migrated wake-up is late");
+        at(t2, [&] { return in.retain(t2); }).wakes.push_back(bin);
+      }
+    }
+  };
+  auto dest_key = [rkeys](const Routed<E>& r) { return rkeys[r.dest]; };
+  auto chunk_key = [rkeys](const StateChunk& c) { return rkeys[c.dest]; };
+  auto result =
+      flow::binary<Out>(routed, flow::exchange(dest_key), chunks, flow::exchange(chunk_key), name,
+                        SLogic{store, std::move(fold), std::move(done), {}, {}, {}, {}, false});
+  store->s_probe = flow::probe(result, name + "-S-probe", [](Time, Time) {});
+  return result;
 }
 
 }  // namespace snailtrail::megaphone

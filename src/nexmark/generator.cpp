@@ -74,6 +74,8 @@ void GeneratorConfig::apply(const std::map<std::string, double>& params) {
       hot_seller_ratio = whole(1, 1'000'000);
     else if (name == "id_lead")
       id_lead = whole(0, 1'000'000);
+    else if (name == "payloads")
+      payloads = whole(0, 1) == 1;
     else if (name == "event_rate" || name == "window_ns" || name == "window_slide_ns")
       continue;  // read by the queries (queries.hpp)
     else
@@ -181,6 +183,68 @@ Event Generator::event(uint64_t n) const {
     }
   }
   return e;
+}
+
+namespace {
+// Appends `len` random lowercase letters (Beam's nextString / nextExtra content): eight
+// letters per random word, written in place.
+void letters(Rng& r, std::string& out, size_t len) {
+  const size_t at = out.size();
+  out.resize(at + len);
+  char* p = out.data() + at;
+  for (size_t i = 0; i < len; i += 8) {
+    uint64_t x = r.next();
+    for (size_t k = 0; k < 8 && i + k < len; ++k, x >>= 8)
+      p[i + k] = static_cast<char>('a' + ((x & 255) * 26 >> 8));
+  }
+}
+void pad_to(Rng& r, std::string& out, size_t len) {
+  if (out.size() > len) out.resize(len);
+  letters(r, out, len - out.size());
+}
+}  // namespace
+
+std::string Generator::payload(const Person& p) const {
+  Rng r(cfg_.seed ^ 0x7065727301ull, p.id);
+  std::string out;
+  const size_t len = p.bytes > 8 ? p.bytes - 8 : 0;  // all but the id
+  out.reserve(len);
+  out += kFirstNames[p.first_name];
+  out += ' ';
+  out += kLastNames[p.last_name];
+  out += ' ';
+  letters(r, out, 7);  // email
+  out += '@';
+  letters(r, out, 5);
+  out += ".com ";
+  for (int g = 0; g < 4; ++g) {  // credit card
+    for (int d = 0; d < 4; ++d) out.push_back(static_cast<char>('0' + r.below(10)));
+    out += ' ';
+  }
+  out += kCities[p.city];
+  out += ' ';
+  out += kStates[p.state];
+  out += ' ';
+  pad_to(r, out, len);  // the extra
+  return out;
+}
+
+std::string Generator::payload(const Auction& a) const {
+  Rng r(cfg_.seed ^ 0x6175637401ull, a.id);
+  std::string out;
+  const size_t len = a.bytes > 48 ? a.bytes - 48 : 0;  // all but id, seller, ... expires
+  out.reserve(len);
+  pad_to(r, out, len);  // item name, description, extra
+  return out;
+}
+
+std::string Generator::payload(const Bid& b) const {
+  Rng r(cfg_.seed ^ 0x62696401ull, mix(b.auction ^ mix(b.bidder)) ^ b.date_time);
+  std::string out;
+  const size_t len = b.bytes > 32 ? b.bytes - 32 : 0;
+  out.reserve(len);
+  pad_to(r, out, len);  // channel, url, extra
+  return out;
 }
 
 }  // namespace snailtrail::nexmark

@@ -44,6 +44,9 @@ struct GeneratorConfig {
   uint64_t hot_seller_ratio = 4;
   uint64_t id_lead = 10;
   uint32_t avg_person_bytes = 200, avg_auction_bytes = 500, avg_bid_bytes = 100;
+  // --payloads: the queries keep each stored person's and auction's text fields and
+  // padding (payload() below) in their state, so state sizes are NEXMark's.
+  bool payloads = false;
 
   // Overrides from named knobs (RunConfig::params); throws std::invalid_argument for an
   // unknown name or a value out of range.
@@ -59,6 +62,14 @@ class Generator {
   const GeneratorConfig& config() const { return cfg_; }
 
   Event event(uint64_t n) const;
+
+  // The text fields and padding of a record, materialized: `bytes` minus its numeric
+  // fields (8 for a person, 48 for an auction, 32 for a bid) characters — a person's
+  // name, email, credit card, city, state and extra; an auction's item name, description
+  // and extra; a bid's channel, url and extra — deterministic from (seed, the record).
+  std::string payload(const Person& p) const;
+  std::string payload(const Auction& a) const;
+  std::string payload(const Bid& b) const;
 
   // Wall time (ns after the start) at which event n is due: n * 1e9 / rate, in 32.32
   // fixed point (exact for rates dividing 1e9; otherwise within 1 ns per 2^32 events).

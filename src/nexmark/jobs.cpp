@@ -6,7 +6,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <map>
+#include <stdexcept>
+
+#include "nexmark/megaphone_keyed.hpp"
 
 namespace snailtrail::nexmark {
 namespace {
@@ -86,9 +90,11 @@ flow::Stream<Event> nexmark_source(flow::JobContext& ctx, const QueryConfig& qc)
 
 // Digests the output per logical time (output_digests' encoding) and reports the
 // stream's frontier to the latency probe.
-void digest_and_probe(flow::JobContext& ctx, const flow::Stream<Row>& rows) {
+void digest_and_probe(flow::JobContext& ctx, const flow::Stream<Row>& rows,
+                      std::function<void(Time, Time)> also = {}) {
   struct Logic {
     flow::JobContext* ctx;
+    std::function<void(Time, Time)> also;
     std::map<Time, std::pair<uint64_t, uint64_t>> per_time;
     Time frontier = 0;
     bool reported = false;
@@ -101,6 +107,7 @@ void digest_and_probe(flow::JobContext& ctx, const flow::Stream<Row>& rows) {
       const Time f = in.frontier();
       if (f != frontier) {
         ctx->on_probe(frontier, f);
+        if (also) also(frontier, f);
         frontier = f;
       }
       if (f == flow::kTimeMax && !reported) {
@@ -114,7 +121,7 @@ void digest_and_probe(flow::JobContext& ctx, const flow::Stream<Row>& rows) {
       }
     }
   };
-  rows.template unary<char>(flow::Pipeline{}, "digest", Logic{&ctx, {}, 0, false});
+  rows.template unary<char>(flow::Pipeline{}, "digest", Logic{&ctx, std::move(also), {}, 0, false});
 }
 
 flow::JobSpec query_job(int q) {
@@ -134,6 +141,32 @@ flow::JobSpec query_job(int q) {
 }
 
 }  // namespace
+
+std::string register_megaphone_job(int q, const megaphone::JobOptions& opts,
+                                   std::shared_ptr<megaphone::MigrationLog> log) {
+  if (q < 3 || q >= kQueries)
+    throw std::invalid_argument(fmt::format(
+        "--bins: nexmark-q{} has no keyed state (Megaphone versions: nexmark-q3 ... q8)", q));
+  if (opts.log_bins > 20) throw std::invalid_argument("--bins: at most 2^20");
+  if (!log) log = std::make_shared<megaphone::MigrationLog>();
+  flow::JobSpec j = query_job(q);
+  j.name += "-megaphone";
+  j.description += " (Megaphone's migratable state)";
+  j.build = [q, opts, log](flow::JobContext& ctx) {
+    const QueryConfig qc = query_config(ctx.cfg);
+    auto events = nexmark_source(ctx, qc);
+    auto data = flow::probe(events, "source-probe", [](Time, Time) {});
+    MegaphoneKeyed k{megaphone::make_controller(ctx, opts, log, data), {}};
+    k.opts.log_bins = opts.log_bins;
+    k.opts.on_bin_sent = [log](uint32_t, uint64_t bytes) { log->add_bytes(bytes); };
+    digest_and_probe(ctx, build_query(q, events, qc, k), [c = &ctx, log](Time old, Time now) {
+      megaphone::log_probe_latency(*c, *log, old, now);
+    });
+  };
+  const std::string name = j.name;
+  flow::register_job(std::move(j));
+  return name;
+}
 
 QueryConfig query_config(const flow::RunConfig& cfg) {
   QueryConfig qc;

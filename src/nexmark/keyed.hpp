@@ -51,6 +51,8 @@ class KeyedCtx {
  private:
   template <class, class, class, class, class>
   friend class KeyedCore;
+  template <class, class, class, class, class>
+  friend struct BinnedFold;  // megaphone_keyed.hpp
   Output<Out>* out_ = nullptr;
   std::vector<std::pair<Time, uint64_t>>* timers_ = nullptr;
   Time time_ = 0;

@@ -89,8 +89,10 @@ struct Q3State {
   bool has_person = false;
   Person person{};
   std::vector<uint64_t> waiting;
+  std::string payload;  // the person's text fields (--payloads)
 };
 struct Q3Logic {
+  QueryConfig qc;
   uint64_t key_a(const Person& p) const { return p.id; }
   uint64_t key_b(const Auction& a) const { return a.seller; }
   std::pair<uint64_t, uint64_t> rank_a(const Person& p) const { return {p.date_time, p.id}; }
@@ -101,6 +103,7 @@ struct Q3Logic {
   void on_a(const Person& p, Q3State& s, KeyedCtx<Row>& ctx) const {
     s.has_person = true;
     s.person = p;
+    if (qc.gen.payloads) s.payload = Generator(qc.gen).payload(p);
     for (uint64_t a : s.waiting) ctx.give(row(p, a));
     s.waiting.clear();
     s.waiting.shrink_to_fit();
@@ -115,13 +118,13 @@ struct Q3Logic {
   bool empty(const Q3State& s) const { return !s.has_person && s.waiting.empty(); }
 };
 template <class K>
-flow::Stream<Row> q3(const flow::Stream<Event>& ev, const QueryConfig&, K keyed) {
+flow::Stream<Row> q3(const flow::Stream<Event>& ev, const QueryConfig& qc, K keyed) {
   auto p = flow::filter(persons(ev), "q3-persons", [](const Person& x) {
     return x.state == kStateOR || x.state == kStateID || x.state == kStateCA;
   });
   auto a = flow::filter(auctions(ev), "q3-auctions",
                         [](const Auction& x) { return x.category == kFirstCategoryId; });
-  return keyed.template binary<Q3State, Row>(p, a, "q3-join", Q3Logic{});
+  return keyed.template binary<Q3State, Row>(p, a, "q3-join", Q3Logic{qc});
 }
 
 // ---- closed auctions (Q4, Q6): the winning price of every auction at its expiry ----
@@ -135,6 +138,7 @@ struct OpenAuction {
   bool open = false;
   Auction a{};
   uint64_t best = 0;
+  std::string payload;  // the auction's text fields (--payloads)
 };
 struct ClosedLogic {
   QueryConfig qc;
@@ -145,6 +149,7 @@ struct ClosedLogic {
   void on_a(const Auction& a, OpenAuction& s, KeyedCtx<Closed>& ctx) const {
     s.open = true;
     s.a = a;
+    if (qc.gen.payloads) s.payload = Generator(qc.gen).payload(a);
     ctx.at(qc.close_time(a.expires));
   }
   void on_b(const Bid& b, OpenAuction& s, KeyedCtx<Closed>&) const {
@@ -156,6 +161,7 @@ struct ClosedLogic {
     if (!s.open) return;
     if (s.best > 0) ctx.give(Closed{s.a.id, s.a.seller, s.a.category, s.best, s.a.expires});
     s.open = false;
+    s.payload = std::string();
   }
   bool empty(const OpenAuction& s) const { return !s.open; }
 };
@@ -323,6 +329,7 @@ struct Q8State {
   struct Window {
     bool person = false;
     uint64_t name = 0;
+    std::string payload;                                  // the person's text fields (--payloads)
     std::vector<std::pair<uint64_t, uint64_t>> auctions;  // (reserve, id)
   };
   std::map<uint64_t, Window> windows;
@@ -339,6 +346,7 @@ struct Q8Logic {
     auto& w = s.windows[k];
     w.person = true;
     w.name = pack_name(p.first_name, p.last_name);
+    if (qc.gen.payloads) w.payload = Generator(qc.gen).payload(p);
     ctx.at(close_of(k));
   }
   void on_b(const Auction& a, Q8State& s, KeyedCtx<Row>& ctx) const {

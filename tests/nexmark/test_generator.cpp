@@ -142,6 +142,52 @@ TEST(NexmarkGenerator, AverageSizesAre200And500And100Bytes) {
   EXPECT_NEAR(size[Kind::bid].first / size[Kind::bid].second, 100, 2);
 }
 
+TEST(NexmarkGenerator, PayloadsAreMaterializedAtNexmarkSizes) {
+  GeneratorConfig c;
+  c.seed = 9;
+  const Generator g(c);
+  std::map<Kind, std::pair<double, double>> total;  // kind -> (payload bytes, events)
+  for (uint64_t n = 0; n < 50000; ++n) {
+    const Event e = g.event(n);
+    std::string p;
+    size_t fixed = 0;
+    if (e.kind == Kind::person) {
+      p = g.payload(e.person);
+      fixed = 8;
+      // The person's own name, city and state are in it.
+      EXPECT_EQ(p.rfind(std::string(kFirstNames[e.person.first_name]) + " " +
+                            kLastNames[e.person.last_name],
+                        0),
+                0u);
+      EXPECT_NE(p.find(kCities[e.person.city]), std::string::npos);
+    } else if (e.kind == Kind::auction) {
+      p = g.payload(e.auction);
+      fixed = 48;
+      EXPECT_EQ(p, g.payload(e.auction));  // deterministic
+    } else {
+      p = g.payload(e.bid);
+      fixed = 32;
+    }
+    ASSERT_EQ(p.size() + fixed, e.bytes()) << "event " << n;
+    total[e.kind].first += static_cast<double>(p.size() + fixed);
+    total[e.kind].second += 1;
+  }
+  EXPECT_NEAR(total[Kind::person].first / total[Kind::person].second, 200, 4);
+  EXPECT_NEAR(total[Kind::auction].first / total[Kind::auction].second, 500, 10);
+  EXPECT_NEAR(total[Kind::bid].first / total[Kind::bid].second, 100, 2);
+  // Another seed, other text.
+  GeneratorConfig c2 = c;
+  c2.seed = 10;
+  const Event a = g.event(1);
+  ASSERT_EQ(a.kind, Kind::auction);
+  EXPECT_NE(Generator(c2).payload(a.auction), g.payload(a.auction));
+  // The knob.
+  GeneratorConfig k;
+  k.apply({{"payloads", 1}});
+  EXPECT_TRUE(k.payloads);
+  EXPECT_THROW(k.apply({{"payloads", 2}}), std::invalid_argument);
+}
+
 TEST(NexmarkGenerator, EventTimeAdvancesWithTheRateAndTheDilation) {
   GeneratorConfig c;
   c.rate = 1000;  // one event per ms
