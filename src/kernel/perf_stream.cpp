@@ -1,6 +1,8 @@
 // Streaming perf script text -> events (perf_stream.hpp).
 #include "kernel/perf_stream.hpp"
 
+#include "kernel/to_trace.hpp"
+
 #include <algorithm>
 #include <cstring>
 
@@ -181,27 +183,7 @@ void PerfSchedStream::emit(Trace& out) {
     if (fresh) out.operator_names[op_it->second] = lines_.events().strings.str(th.comm);
     evs.clear();
     for (size_t k = emitted_[t]; k < ivs.size(); ++k) {
-      const Interval& iv = ivs[k];
-      Event s;
-      s.worker = w;
-      s.ts = iv.start;
-      s.kind = EventKind::start;
-      switch (iv.state) {
-        case ThreadState::running:
-          s.activity = ActivityType::processing;
-          s.op = op_it->second;
-          s.flags = kHasOperator;
-          break;
-        case ThreadState::preempted:
-          s.activity = ActivityType::scheduling;
-          break;
-        case ThreadState::blocked:
-          s.activity = ActivityType::waiting;
-          break;
-      }
-      Event e = s;
-      e.ts = iv.end;
-      e.kind = EventKind::end;
+      const auto [s, e] = interval_events(ivs[k], w, op_it->second);
       evs.push_back(s);
       evs.push_back(e);
     }

@@ -6,6 +6,30 @@
 
 namespace snailtrail::kernel {
 
+std::pair<Event, Event> interval_events(const Interval& iv, uint32_t w, uint32_t op) {
+  Event s;
+  s.worker = w;
+  s.ts = iv.start;
+  s.kind = EventKind::start;
+  switch (iv.state) {
+    case ThreadState::running:
+      s.activity = ActivityType::processing;
+      s.op = op;
+      s.flags = kHasOperator;
+      break;
+    case ThreadState::preempted:
+      s.activity = ActivityType::scheduling;
+      break;
+    case ThreadState::blocked:
+      s.activity = ActivityType::waiting;
+      break;
+  }
+  Event e = s;
+  e.ts = iv.end;
+  e.kind = EventKind::end;
+  return {s, e};
+}
+
 Trace to_trace(const KernelModel& m) {
   Trace out;
   out.source = m.source;
@@ -35,26 +59,7 @@ Trace to_trace(const KernelModel& m) {
     if (fresh) out.operator_names[it->second] = m.strings.str(t.comm);
     const uint32_t op = it->second;
     for (const Interval& iv : t.intervals) {
-      Event s;
-      s.worker = w;
-      s.ts = iv.start;
-      s.kind = EventKind::start;
-      switch (iv.state) {
-        case ThreadState::running:
-          s.activity = ActivityType::processing;
-          s.op = op;
-          s.flags = kHasOperator;
-          break;
-        case ThreadState::preempted:
-          s.activity = ActivityType::scheduling;
-          break;
-        case ThreadState::blocked:
-          s.activity = ActivityType::waiting;
-          break;
-      }
-      Event e = s;
-      e.ts = iv.end;
-      e.kind = EventKind::end;
+      const auto [s, e] = interval_events(iv, w, op);
       ev.push_back(s);
       ev.push_back(e);
       if (iv.state != ThreadState::blocked || iv.cause == WakeCause::none) continue;

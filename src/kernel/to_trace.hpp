@@ -9,11 +9,17 @@
 // The model's diagnostics become the trace's import diagnostics ("perf.*", "kernel.*").
 #pragma once
 
+#include <utility>
+
 #include "kernel/model.hpp"
 #include "trace/trace.hpp"
 
 namespace snailtrail::kernel {
 
 Trace to_trace(const KernelModel& model);
+
+// The start and end events of one thread-state interval on worker `w` (`op`: the
+// operator of a running interval), shared with the streaming reader (perf_stream.hpp).
+std::pair<Event, Event> interval_events(const Interval& iv, uint32_t w, uint32_t op);
 
 }  // namespace snailtrail::kernel
