@@ -203,6 +203,15 @@ struct Options {
   std::vector<uint32_t> initial;
 };
 
+// What the migrating operator calls for each bin leaving its worker: both of Options'
+// callbacks.
+inline std::function<void(Time, uint32_t, uint64_t)> bin_sent_callback(const Options& o) {
+  return [a = o.on_bin_sent, b = o.on_bin_sent_at](Time t, uint32_t bin, uint64_t n) {
+    if (a) a(bin, n);
+    if (b) b(t, bin, n);
+  };
+}
+
 // Pending records of a bin (the extended notificator): fold schedules them.
 template <class T>
 class Later {
@@ -418,11 +427,7 @@ Stream<Out> stateful_unary(const Stream<T>& input, const Stream<ControlUpdate>& 
     }
   };
   const uint32_t m_op_id = w.operator_names().size();  // the id add_operator gives next
-  auto on_sent = [a = opts.on_bin_sent, b = opts.on_bin_sent_at](Time t, uint32_t bin, uint64_t n) {
-    if (a) a(bin, n);
-    if (b) b(t, bin, n);
-  };
-  MLogic ml{store, w.index(), m_op_id, {}, {}, std::move(on_sent), {}};
+  MLogic ml{store, w.index(), m_op_id, {}, {}, bin_sent_callback(opts), {}};
   ml.owner.resize(B);
   for (uint32_t b = 0; b < B; ++b) ml.owner[b] = owner0(b);
   auto chunks = ctl.template unary<StateChunk>(flow::exchange(ctl_key), name + "-M", std::move(ml));
@@ -835,7 +840,7 @@ Stream<Out> stateful_binary(const Stream<A>& a, const Stream<B>& b,
     uint32_t me;
     std::vector<uint32_t> owner;
     std::map<Time, std::pair<Capability, std::vector<ControlUpdate>>> pending;
-    std::function<void(uint32_t, uint64_t)> on_sent;
+    std::function<void(Time, uint32_t, uint64_t)> on_sent;
     std::vector<char> buf;
     void operator()(Input<Routed<ControlUpdate>>& control, Output<StateChunk>& out) {
       control.for_each([&](Time t, std::vector<Routed<ControlUpdate>>& us) {
@@ -891,7 +896,7 @@ Stream<Out> stateful_binary(const Stream<A>& a, const Stream<B>& b,
       const auto* ip = reinterpret_cast<const char*>(items.data());
       buf.insert(buf.end(), ip, ip + items.size() * sizeof(items[0]));
       Codec<std::vector<Time>>::encode(wakes, buf);
-      if (on_sent) on_sent(bin, buf.size());
+      if (on_sent) on_sent(t, bin, buf.size());
       uint64_t n = 0;
       size_t at = 0;
       do {
@@ -910,7 +915,7 @@ Stream<Out> stateful_binary(const Stream<A>& a, const Stream<B>& b,
       return n;
     }
   };
-  MLogic ml{store, w.index(), {}, {}, opts.on_bin_sent, {}};
+  MLogic ml{store, w.index(), {}, {}, bin_sent_callback(opts), {}};
   ml.owner.resize(NB);
   for (uint32_t bin = 0; bin < NB; ++bin) ml.owner[bin] = initial_owner(bin, W);
   auto chunks = ctl.template unary<StateChunk>(flow::exchange(ctl_key), name + "-M", std::move(ml));

@@ -158,7 +158,11 @@ std::string register_megaphone_job(int q, const megaphone::JobOptions& opts,
     auto data = flow::probe(events, "source-probe", [](Time, Time) {});
     MegaphoneKeyed k{megaphone::make_controller(ctx, opts, log, data), {}};
     k.opts.log_bins = opts.log_bins;
-    k.opts.on_bin_sent = [log](uint32_t, uint64_t bytes) { log->add_bytes(bytes); };
+    // Bytes by the step time they moved at: under mpirun every rank's share reaches rank
+    // 0's records (gathered in run_command.cpp), as for keycount/hashcount.
+    k.opts.on_bin_sent_at = [log](Time t, uint32_t, uint64_t bytes) {
+      log->add_bytes_at(t, bytes);
+    };
     digest_and_probe(ctx, build_query(q, events, qc, k), [c = &ctx, log](Time old, Time now) {
       megaphone::log_probe_latency(*c, *log, old, now);
     });
