@@ -722,8 +722,9 @@ void TcpIngest::accept_loop() {
       }
       const uint64_t number = ++numbers[i];
       if (counters_.connections_open.load() >= limits_.max_connections) {
-        ::close(fd);
+        // Count before closing: a client that sees the close may read the metric at once.
         ++counters_.connections_refused;
+        ::close(fd);
         refused_log(log_, [&](uint64_t n) {
           fmt::print(stderr,
                      "snailtrail serve: tcp {}: refused {} connection(s): {} open, the limit "
