@@ -1,36 +1,24 @@
 #!/usr/bin/env bash
 # Layering check (docs/ARCHITECTURE.md): a stage under src/ may include only the stages
-# listed for it below. A wrong-way include, or a new stage folder missing from the
+# listed for it in src/LAYERS. A wrong-way include, or a new stage folder missing from that
 # table, fails this test (it runs in `make test`).
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
-declare -A allowed=(
-  [trace]=""
-  [kernel]="trace"
-  [logs]="trace"
-  [importers]="trace kernel logs"
-  [pag]="trace"
-  [cp]="trace pag"
-  [summary]="trace pag cp"
-  [output]="trace pag cp summary"
-  [report]="trace pag cp summary output"
-  [flame]="trace pag cp summary output"
-  [sim]="trace"
-  [flow]="trace"
-  [megaphone]="trace flow"
-  [loop]="trace flow megaphone scale"
-  [mpi]=""
-  [nexmark]="flow megaphone"
-  [scale]="trace importers pag cp summary output sim"
-  [serve]="trace importers pag cp summary output report scale"
-  [bench]="trace"
-  [cli]="*"
-)
+# The table lives in src/LAYERS (CMake reads it too): "stage: the stages it may use".
+declare -A allowed=()
+while IFS= read -r row; do
+  row=${row%%#*}
+  [[ $row == *:* ]] || continue
+  stage=${row%%:*}
+  uses=${row#*:}
+  read -r -a words <<<"$uses"
+  allowed[$stage]="${words[*]}"
+done <"$root/src/LAYERS"
 bad=0
 for dir in "$root"/src/*/; do
   stage=$(basename "$dir")
   if [ -z "${allowed[$stage]+x}" ]; then
-    echo "layering: src/$stage is not in tests/layering.sh's table (add it with the stages it may use)"
+    echo "layering: src/$stage is not in src/LAYERS (add it with the stages it may use)"
     bad=$((bad + 1))
     continue
   fi
