@@ -98,31 +98,6 @@ void put_groups(Buf& out, const Groups& g, const WindowSummary& w, const Names& 
   if (sel.communication) key("communication"), put_comm(out, g, names, comm_key);
 }
 
-void put_diagnostics(Buf& out, const Diagnostics& d) {
-  fmt::format_to(std::back_inserter(out),
-                 "{{\"no_paths\":{},\"property1_violations\":{},\"property2_violations\":{},"
-                 "\"property2_ns\":{},\"zero_duration_cycles\":{},\"segments\":{},"
-                 "\"no_path_segments\":{}",
-                 d.no_paths, d.property1_violations, d.property2_violations, d.property2_ns,
-                 d.zero_duration_cycles, d.segments, d.no_path_segments);
-  for (int i = 0; i < kIssueCount; ++i)
-    fmt::format_to(std::back_inserter(out), ",\"{}\":{}", kIssueNames[i], d.issues[i]);
-  put(out, ",\"unknown_share\":");
-  append_json_number(out, d.unknown_share);
-  put(out, ",\"waiting_share\":");
-  append_json_number(out, d.waiting_share);
-  if (!d.input.empty()) {
-    put(out, ",\"input\":{");
-    for (size_t i = 0; i < d.input.size(); ++i) {
-      if (i) out.push_back(',');
-      append_json_string(out, d.input[i].first);
-      fmt::format_to(std::back_inserter(out), ":{}", d.input[i].second);
-    }
-    out.push_back('}');
-  }
-  out.push_back('}');
-}
-
 std::string percent(double v) {
   return fmt::format("{:5.1f}%", v * 100);
 }
@@ -238,6 +213,33 @@ std::string format_ns(int64_t ns) {
 }
 
 }  // namespace
+
+void put_diagnostics(fmt::memory_buffer& out, const Diagnostics& d, DiagnosticsJson style) {
+  fmt::format_to(std::back_inserter(out),
+                 "{{\"no_paths\":{},\"property1_violations\":{},\"property2_violations\":{},"
+                 "\"property2_ns\":{},\"zero_duration_cycles\":{}",
+                 d.no_paths, d.property1_violations, d.property2_violations, d.property2_ns,
+                 d.zero_duration_cycles);
+  if (style.segments)
+    fmt::format_to(std::back_inserter(out), ",\"segments\":{},\"no_path_segments\":{}", d.segments,
+                   d.no_path_segments);
+  for (int i = 0; i < kIssueCount; ++i)
+    fmt::format_to(std::back_inserter(out), ",\"{}\":{}", kIssueNames[i], d.issues[i]);
+  put(out, ",\"unknown_share\":");
+  append_json_number(out, d.unknown_share, style.significant);
+  put(out, ",\"waiting_share\":");
+  append_json_number(out, d.waiting_share, style.significant);
+  if (!d.input.empty()) {
+    put(out, ",\"input\":{");
+    for (size_t i = 0; i < d.input.size(); ++i) {
+      if (i) out.push_back(',');
+      append_json_string(out, d.input[i].first);
+      fmt::format_to(std::back_inserter(out), ":{}", d.input[i].second);
+    }
+    out.push_back('}');
+  }
+  out.push_back('}');
+}
 
 SummarySelection SummarySelection::parse(const std::string& list) {
   SummarySelection s{false, false, false, false, false, false, false};

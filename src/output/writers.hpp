@@ -39,6 +39,14 @@ void write_verdict_json(fmt::memory_buffer& out, const Groups& cp, const Groups&
 // One what-if item as a JSON object.
 void put_what_if(fmt::memory_buffer& out, const WhatIf& x, const Names& names);
 
+// A window's diagnostics as one JSON object. JSONL keeps every digit and the segment counts;
+// the report rounds to `significant` digits and leaves the segments out.
+struct DiagnosticsJson {
+  bool segments = true;
+  int significant = 0;  // 0: shortest round-trip
+};
+void put_diagnostics(fmt::memory_buffer& out, const Diagnostics& d, DiagnosticsJson style = {});
+
 // One JSON line per snapshot edge, waiting edges included.
 void write_edges_jsonl(fmt::memory_buffer& out, const WindowView& view);
 

@@ -23,6 +23,7 @@ void put(Buf& out, std::string_view s) {
 void num(Buf& out, double v) {
   append_json_number(out, v, 6);
 }
+constexpr DiagnosticsJson kReportDiagnostics{.segments = false, .significant = 6};
 
 template <typename T, typename F>
 void list(Buf& out, const T& items, F&& each) {
@@ -97,30 +98,6 @@ uint64_t issue_count(const Diagnostics& d) {
   uint64_t n = d.property1_violations + d.property2_violations + d.zero_duration_cycles;
   for (uint64_t c : d.issues) n += c;
   return n;
-}
-
-void put_diagnostics(Buf& out, const Diagnostics& d) {
-  fmt::format_to(std::back_inserter(out),
-                 "{{\"no_paths\":{},\"property1_violations\":{},\"property2_violations\":{},"
-                 "\"property2_ns\":{},\"zero_duration_cycles\":{}",
-                 d.no_paths ? "true" : "false", d.property1_violations, d.property2_violations,
-                 d.property2_ns, d.zero_duration_cycles);
-  for (int i = 0; i < kIssueCount; ++i)
-    fmt::format_to(std::back_inserter(out), ",\"{}\":{}", kIssueNames[i], d.issues[i]);
-  put(out, ",\"unknown_share\":");
-  num(out, d.unknown_share);
-  put(out, ",\"waiting_share\":");
-  num(out, d.waiting_share);
-  if (!d.input.empty()) {
-    put(out, ",\"input\":{");
-    for (size_t i = 0; i < d.input.size(); ++i) {
-      if (i) out.push_back(',');
-      append_json_string(out, d.input[i].first);
-      fmt::format_to(std::back_inserter(out), ":{}", d.input[i].second);
-    }
-    out.push_back('}');
-  }
-  out.push_back('}');
 }
 
 void put_activity(Buf& out, const Groups& cp, const Groups& conv) {
@@ -632,7 +609,7 @@ std::string ReportBuilder::json() const {
     put_top(out, activities, names, origin, &top);
   }
   put(out, ",\"diagnostics\":");
-  put_diagnostics(out, agg.diagnostics);
+  put_diagnostics(out, agg.diagnostics, kReportDiagnostics);
   put(out, ",\"verdict\":");
   write_verdict_json(out, agg.cp, agg.conventional, agg.windows_with_paths > 0, agg.what_if,
                      agg.diagnostics, agg.diag_weight_ns, agg.windows, full_names);
@@ -679,7 +656,7 @@ std::string ReportBuilder::json() const {
     put(out, ",\"top\":");
     put_top(out, w.top, names, w.window.start);
     put(out, ",\"diagnostics\":");
-    put_diagnostics(out, w.diagnostics);
+    put_diagnostics(out, w.diagnostics, kReportDiagnostics);
     put(out, ",\"verdict\":");
     write_verdict_json(out, w.cp, w.conventional, w.has_paths, w.what_if, w.diagnostics,
                        w.window.end - w.window.start, 1, full_names);
