@@ -172,7 +172,9 @@ bool JsonlChunkReader::next(Trace& batch) {
   // at the end of the input (elsewhere the next line's bytes are there).
   std::memset(m.buf.get() + m.len, 0, detail::kJsonPadding);
   Trace t = detail::parse_jsonl_chunk(m.buf.get(), end, m.source, m.next_line);
-  for (size_t i = 0; i < end; ++i) m.next_line += m.buf[i] == '\n';
+  for (const char *p = m.buf.get(), *e = p + end;
+       (p = static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(e - p)))); ++p)
+    ++m.next_line;
   if (end == m.len && m.len > 0 && m.buf[m.len - 1] != '\n') ++m.next_line;
   for (auto& [id, name] : t.worker_names) m.names.worker_names[id] = std::move(name);
   for (auto& [id, name] : t.operator_names) m.names.operator_names[id] = std::move(name);
