@@ -778,5 +778,46 @@ TEST_F(StreamedTest, JsonlErrorsNameTheLine) {
   EXPECT_NE(s.err.find("read whole into memory"), std::string::npos) << s.err;
 }
 
+// --- scale --trace ----------------------------------------------------------------------
+
+TEST_F(StreamedTest, ScaleTraceFoldsBlocksAsTheWholeTraceDoes) {
+  // A file is read block by block; the same trace on stdin is read whole (import_stdin):
+  // the decisions are the same (the trace's name aside).
+  sim::Scenario sc =
+      sim::load_scenario(std::string(SNAILTRAIL_SOURCE_DIR) + "/examples/wordcount-skew-30.toml");
+  sc.duration_ns = std::min<int64_t>(sc.duration_ns, 6'000'000'000);
+  const Trace t = sim::simulate(sc).trace;
+  SnailWriteOptions o;
+  o.events_per_block = 3000;
+  write_trace(t, path("s.snail").string(), o);
+  write_trace(t, path("s.jsonl").string());
+  auto run_stdin = [&](std::vector<std::string> args, const fs::path& in) {
+    Process p(args, path("out"), path("err"), in);
+    const int code = p.wait();
+    return Out{code, p.out(), p.err()};
+  };
+  for (const fs::path& f : {path("s.snail"), path("s.jsonl")}) {
+    for (const std::vector<std::string>& cmd :
+         {std::vector<std::string>{"scale", "policy", "--interval", "500ms"},
+          std::vector<std::string>{"scale", "policy", "--interval", "1s", "-f", "json"},
+          std::vector<std::string>{"scale", "manage"}}) {
+      std::vector<std::string> a = cmd, b = cmd;
+      a.insert(a.end(), {"--trace", f.string()});
+      b.insert(b.end(), {"--trace", "-"});
+      Process pa(a, path("out"), path("err"));
+      const int ca = pa.wait();
+      Out streamed{ca, pa.out(), pa.err()};
+      const Out whole = run_stdin(b, f);
+      ASSERT_EQ(streamed.code, 0) << streamed.err;
+      ASSERT_EQ(whole.code, 0) << whole.err;
+      std::string s_out = streamed.out;
+      for (size_t at; (at = s_out.find(f.string())) != std::string::npos;)
+        s_out.replace(at, f.string().size(), "-");
+      EXPECT_FALSE(s_out.empty());
+      EXPECT_EQ(s_out, whole.out) << f << " " << cmd[1];
+    }
+  }
+}
+
 }  // namespace
 }  // namespace snailtrail
