@@ -20,6 +20,7 @@
 #include "trace/snail_index.hpp"
 #include "trace/trace_io.hpp"
 #include "trace/trace_io_detail.hpp"
+#include "trace/trace_writer.hpp"
 
 namespace snailtrail {
 namespace {
@@ -147,7 +148,7 @@ class StreamedTest : public testing::TempDirTest {
     std::string out, err;
   };
   Out run(std::vector<std::string> args) {
-    args.push_back("--no-progress");
+    if (args[0] != "convert") args.push_back("--no-progress");
     Process p(args, path("out"), path("err"));
     const int code = p.wait();
     return {code, p.out(), p.err()};
@@ -525,6 +526,297 @@ TEST_F(StreamedTest, SeekReadsOnlyTheBlocksItNeeds) {
   EXPECT_LT(read * 5, size) << s.err;  // 2 s + lookback of 30 s: well under a fifth
   expect_same(path("long.snail"),
               {"--window", "1s", "--format", "jsonl", "--from", "+20s", "--to", "+22s"});
+}
+
+// --- report -----------------------------------------------------------------------------
+
+class StreamedReportTest : public StreamedTest {
+ protected:
+  // `report` streamed and in memory write the same bytes (JSON data and HTML page).
+  void expect_same_report(const fs::path& trace, std::vector<std::string> args) {
+    std::vector<std::string> a = {"report", trace.string(), "-o", "-"};
+    a.insert(a.end(), args.begin(), args.end());
+    std::vector<std::string> b = a;
+    b.push_back("--in-memory");
+    a.push_back("--timings");
+    const Out streamed = run(a);
+    const Out memory = run(b);
+    std::string what = trace.string();
+    for (const auto& s : args) what += " " + s;
+    EXPECT_EQ(streamed.code, memory.code) << what << "\n" << streamed.err << memory.err;
+    EXPECT_EQ(streamed.out, memory.out) << what;
+    if (memory.code == 0) {
+      EXPECT_FALSE(memory.out.empty()) << what;
+      EXPECT_NE(streamed.err.find("streamed:"), std::string::npos) << what << streamed.err;
+    } else {
+      EXPECT_EQ(streamed.err, memory.err) << what;
+    }
+  }
+};
+
+TEST_F(StreamedReportTest, RandomTracesSeveralWindowsAndRanges) {
+  std::mt19937_64 rng(2020);
+  for (int i = 0; i < 6; ++i) {
+    const Trace t = random_trace(rng);
+    SnailWriteOptions o;
+    o.events_per_block = static_cast<uint32_t>(1 + rng() % 300);
+    const fs::path file = path("r" + std::to_string(i) + ".snail");
+    write_trace(t, file.string(), o);
+    for (const char* window : {"1ms", "500us", "3ms", "10ms"})
+      expect_same_report(file, {"--window", window, "-f", "json"});
+    // Few points (merging), few timelines, one thread, the what-if view, ranges.
+    expect_same_report(file, {"--window", "200us", "-f", "json", "--max-points", "4", "--timelines",
+                              "3", "--threads", "1", "--what-if"});
+    const int64_t from = static_cast<int64_t>(rng() % 20'000'000);
+    const int64_t to = from + 1 + static_cast<int64_t>(rng() % 20'000'000);
+    expect_same_report(
+        file, {"--window", "1ms", "-f", "json", "--from", "+" + std::to_string(from) + "ns", "--to",
+               "+" + std::to_string(to) + "ns"});
+    expect_same_report(file, {"--window", "2ms"});  // the HTML page
+  }
+  // A range without windows fails the same way.
+  expect_same_report(path("r0.snail"), {"--window", "1ms", "--from", "+10h"});
+}
+
+TEST_F(StreamedReportTest, SimulatedAndSyntheticTraces) {
+  sim::Scenario s =
+      sim::load_scenario(std::string(SNAILTRAIL_SOURCE_DIR) + "/examples/wordcount-skew-30.toml");
+  s.duration_ns = std::min<int64_t>(s.duration_ns, 3'000'000'000);
+  SnailWriteOptions o;
+  o.events_per_block = 4096;
+  write_trace(sim::simulate(s).trace, path("sim.snail").string(), o);
+  for (const char* w : {"100ms", "250ms", "1s"}) expect_same_report(path("sim.snail"), {"-w", w});
+  bench::SyntheticOptions so;
+  so.duration_ns = 3'000'000'000;
+  so.workers = 8;
+  o.events_per_block = 5000;
+  write_trace(bench::make_synthetic_trace(so), path("synthetic.snail").string(), o);
+  for (const char* w : {"1s", "200ms"})
+    expect_same_report(path("synthetic.snail"), {"-w", w, "-f", "json"});
+  expect_same_report(path("synthetic.snail"), {"-w", "300ms", "--from", "+1100ms", "--to", "+2s"});
+}
+
+// --- convert ----------------------------------------------------------------------------
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+class StreamedConvertTest : public StreamedTest {
+ protected:
+  // `convert IN OUT` streamed and with --in-memory write the same bytes.
+  void expect_same_convert(const fs::path& in, const std::string& ext,
+                           std::vector<std::string> args = {}) {
+    const fs::path a = path("streamed" + ext), b = path("memory" + ext);
+    std::vector<std::string> sa = {"convert", in.string(), a.string()};
+    sa.insert(sa.end(), args.begin(), args.end());
+    std::vector<std::string> sb = {"convert", in.string(), b.string(), "--in-memory"};
+    sb.insert(sb.end(), args.begin(), args.end());
+    const Out x = run(sa), y = run(sb);
+    ASSERT_EQ(x.code, 0) << x.err;
+    ASSERT_EQ(y.code, 0) << y.err;
+    // "converted N events from IN to OUT"
+    std::string xe = x.err;
+    const size_t at = xe.find(a.string());
+    ASSERT_NE(at, std::string::npos) << xe;
+    xe.replace(at, a.string().size(), b.string());
+    EXPECT_EQ(xe, y.err);
+    const std::string da = slurp(a), db = slurp(b);
+    EXPECT_FALSE(da.empty());
+    EXPECT_TRUE(da == db) << in << " -> " << ext << ": " << da.size() << " vs " << db.size();
+  }
+};
+
+TEST_F(StreamedConvertTest, SnailAndJsonlEveryDirection) {
+  std::mt19937_64 rng(2021);
+  for (int i = 0; i < 5; ++i) {
+    Trace t = random_trace(rng);
+    t.operator_names[2] = "reduce \"x\"";
+    SnailWriteOptions o;
+    o.events_per_block = static_cast<uint32_t>(1 + rng() % 300);
+    o.compress = i % 2 == 1;
+    const fs::path snail = path("r" + std::to_string(i) + ".snail");
+    const fs::path jsonl = path("r" + std::to_string(i) + ".jsonl");
+    write_trace(t, snail.string(), o);
+    write_trace(t, jsonl.string());
+    for (const fs::path& in : {snail, jsonl}) {
+      expect_same_convert(in, ".jsonl");
+      expect_same_convert(in, ".snail");
+      expect_same_convert(in, ".snail", {"--compress", "--level", "5"});
+    }
+  }
+  // A version 1 file (no index: rebuilt by a scan) and an empty trace.
+  std::mt19937_64 rng2(5);
+  SnailWriteOptions v1;
+  v1.version = 1;
+  v1.events_per_block = 100;
+  write_trace(random_trace(rng2), path("v1.snail").string(), v1);
+  expect_same_convert(path("v1.snail"), ".snail");
+  expect_same_convert(path("v1.snail"), ".jsonl");
+  Trace empty;
+  empty.worker_names[3] = "w";
+  write_trace(empty, path("empty.snail").string());
+  write_trace(empty, path("empty.jsonl").string());
+  expect_same_convert(path("empty.snail"), ".jsonl");
+  expect_same_convert(path("empty.jsonl"), ".snail");
+}
+
+TEST_F(StreamedConvertTest, WriterInPiecesEqualsWholeAndIndexMatchesAScan) {
+  std::mt19937_64 rng(9);
+  const Trace t = random_trace(rng);
+  for (uint32_t per_block : {1u, 7u, 1000u, 1u << 16}) {
+    SnailWriteOptions o;
+    o.events_per_block = per_block;
+    const std::string whole = to_snail(t, o);
+    TraceWriter w(TraceFormat::snail, o, -1, "mem");
+    w.begin(t);
+    for (size_t i = 0; i < t.events.size();) {
+      const size_t n = std::min<size_t>(t.events.size() - i, rng() % 50);
+      w.add(t.events.data() + i, n);
+      i += n;
+    }
+    w.finish();
+    const std::string pieces = w.take();
+    EXPECT_TRUE(pieces == whole) << per_block;
+    // The index written equals the one a scan of the blocks rebuilds (an independent
+    // computation: SnailFile::scan), and the events read back are the trace's.
+    const fs::path f = path("p.snail");
+    std::ofstream(f, std::ios::binary) << pieces;
+    SnailFile file(f.string());
+    EXPECT_TRUE(file.index_from_file());
+    SnailWriteOptions v1 = o;
+    v1.version = 1;
+    std::ofstream(path("p1.snail"), std::ios::binary) << to_snail(t, v1);
+    SnailFile scanned(path("p1.snail").string());
+    EXPECT_FALSE(scanned.index_from_file());
+    EXPECT_EQ(encode_snail_index(file.index()), encode_snail_index(scanned.index()));
+    const Trace back = read_trace(f.string());
+    ASSERT_EQ(back.events.size(), t.events.size());
+    EXPECT_EQ(std::memcmp(back.events.data(), t.events.data(), t.events.size() * sizeof(Event)), 0);
+  }
+  // JSONL in pieces.
+  TraceWriter j(TraceFormat::jsonl, {}, -1, "mem");
+  j.begin(t);
+  j.add(t.events.data(), 3);
+  j.add(t.events.data() + 3, t.events.size() - 3);
+  j.finish();
+  EXPECT_EQ(j.take(), to_jsonl(t));
+}
+
+// --- JSONL input ------------------------------------------------------------------------
+
+TEST_F(StreamedTest, JsonlInputIsStreamedWithTheSameOutput) {
+  std::mt19937_64 rng(2022);
+  for (int i = 0; i < 6; ++i) {
+    const Trace t = random_trace(rng);
+    const fs::path file = path("r" + std::to_string(i) + ".jsonl");
+    write_trace(t, file.string());
+    const std::string window = std::vector<std::string>{"1ms", "2ms", "500us"}[i % 3];
+    expect_same(file, {"--window", window, "--format", "jsonl"});
+    expect_same(file, {"--window", window, "--format", "csv", "--from", "+3ms", "--to", "+9ms"});
+    expect_same(file, {"--window", window});
+  }
+  // Several 4 MiB chunks: the synthetic trace as JSONL, no newline after the last line.
+  bench::SyntheticOptions so;
+  so.duration_ns = 4'000'000'000;
+  so.workers = 48;
+  std::string text = to_jsonl(bench::make_synthetic_trace(so));
+  ASSERT_GT(text.size(), size_t{9} << 20);
+  text.pop_back();
+  std::ofstream(path("big.jsonl"), std::ios::binary) << text;
+  expect_same(path("big.jsonl"), {"--window", "200ms", "--format", "jsonl"});
+  const Out r = run({"report", path("big.jsonl").string(), "-o", "-", "-f", "json", "--timings"});
+  const Out m = run({"report", path("big.jsonl").string(), "-o", "-", "-f", "json", "--in-memory"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, m.out);
+  EXPECT_NE(r.err.find("streamed:"), std::string::npos) << r.err;
+}
+
+TEST_F(StreamedTest, JsonlErrorsNameTheLine) {
+  // A bad line early, and one past the first chunks: the same message as the whole-file
+  // reader, naming the line.
+  bench::SyntheticOptions so;
+  so.duration_ns = 3'000'000'000;
+  so.workers = 48;
+  const std::string text = to_jsonl(bench::make_synthetic_trace(so));
+  const size_t lines = static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+  ASSERT_GT(text.size(), size_t{5} << 20);
+  for (size_t bad_line : {size_t{3}, lines - 10}) {
+    std::string t;
+    size_t line = 0, pos = 0;
+    while (pos < text.size()) {
+      const size_t nl = text.find('\n', pos);
+      ++line;
+      t += line == bad_line ? std::string("{\"ts\": 5, \"worker\": 1, \"activity\": \"nap\"}")
+                            : text.substr(pos, nl - pos);
+      t += '\n';
+      pos = nl + 1;
+    }
+    std::ofstream(path("bad.jsonl"), std::ios::binary) << t;
+    const Out s = run({"analyze", path("bad.jsonl").string(), "--window", "100ms"});
+    const Out m = run({"analyze", path("bad.jsonl").string(), "--window", "100ms", "--in-memory"});
+    EXPECT_NE(s.code, 0);
+    EXPECT_EQ(s.err, m.err);
+    EXPECT_NE(s.err.find("bad.jsonl: line " + std::to_string(bad_line) + ":"), std::string::npos)
+        << s.err;
+    const Out c = run({"convert", path("bad.jsonl").string(), path("bad.snail").string()});
+    EXPECT_NE(c.code, 0);
+    EXPECT_EQ(c.err, m.err);
+    EXPECT_FALSE(fs::exists(path("bad.snail")));
+  }
+  // Unsorted JSONL: streaming refused by the facts, read whole (the same output).
+  std::mt19937_64 rng(4);
+  Trace t = random_trace(rng);
+  std::swap(t.events[3], t.events[t.events.size() - 2]);
+  write_trace(t, path("unsorted.jsonl").string());
+  const Out s = run({"analyze", path("unsorted.jsonl").string(), "-w", "1ms", "-f", "jsonl"});
+  const Out m =
+      run({"analyze", path("unsorted.jsonl").string(), "-w", "1ms", "-f", "jsonl", "--in-memory"});
+  EXPECT_EQ(s.code, m.code);
+  EXPECT_EQ(s.out, m.out);
+  EXPECT_NE(s.err.find("read whole into memory"), std::string::npos) << s.err;
+}
+
+// --- scale --trace ----------------------------------------------------------------------
+
+TEST_F(StreamedTest, ScaleTraceFoldsBlocksAsTheWholeTraceDoes) {
+  // A file is read block by block; the same trace on stdin is read whole (import_stdin):
+  // the decisions are the same (the trace's name aside).
+  sim::Scenario sc =
+      sim::load_scenario(std::string(SNAILTRAIL_SOURCE_DIR) + "/examples/wordcount-skew-30.toml");
+  sc.duration_ns = std::min<int64_t>(sc.duration_ns, 6'000'000'000);
+  const Trace t = sim::simulate(sc).trace;
+  SnailWriteOptions o;
+  o.events_per_block = 3000;
+  write_trace(t, path("s.snail").string(), o);
+  write_trace(t, path("s.jsonl").string());
+  auto run_stdin = [&](std::vector<std::string> args, const fs::path& in) {
+    Process p(args, path("out"), path("err"), in);
+    const int code = p.wait();
+    return Out{code, p.out(), p.err()};
+  };
+  for (const fs::path& f : {path("s.snail"), path("s.jsonl")}) {
+    for (const std::vector<std::string>& cmd :
+         {std::vector<std::string>{"scale", "policy", "--interval", "500ms"},
+          std::vector<std::string>{"scale", "policy", "--interval", "1s", "-f", "json"},
+          std::vector<std::string>{"scale", "manage"}}) {
+      std::vector<std::string> a = cmd, b = cmd;
+      a.insert(a.end(), {"--trace", f.string()});
+      b.insert(b.end(), {"--trace", "-"});
+      Process pa(a, path("out"), path("err"));
+      const int ca = pa.wait();
+      Out streamed{ca, pa.out(), pa.err()};
+      const Out whole = run_stdin(b, f);
+      ASSERT_EQ(streamed.code, 0) << streamed.err;
+      ASSERT_EQ(whole.code, 0) << whole.err;
+      std::string s_out = streamed.out;
+      for (size_t at; (at = s_out.find(f.string())) != std::string::npos;)
+        s_out.replace(at, f.string().size(), "-");
+      EXPECT_FALSE(s_out.empty());
+      EXPECT_EQ(s_out, whole.out) << f << " " << cmd[1];
+    }
+  }
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "cli/duration.hpp"
 #include "cli/import_warnings.hpp"
 #include "cli/output_file.hpp"
+#include "cli/streamed_input.hpp"
 #include "importers/auto_window.hpp"
 #include "importers/importer.hpp"
 #include "mpi/rank_group.hpp"
@@ -49,26 +50,10 @@ struct AnalyzeArgs {
 };
 
 // A .snail file read block by block (summary/streamed.hpp), or null if this analysis
-// needs the whole trace in memory (then `why` may say why).
+// needs the whole trace in memory.
 std::unique_ptr<SnailFile> open_streamed(const AnalyzeArgs& a, const AnalysisOptions& opt) {
-  if (a.in_memory || a.window == "whole" || !a.dump_edges.empty() || a.trace == "-") return nullptr;
-  if (a.importer != "snail" && a.importer != "auto") return nullptr;
-  if (a.importer == "auto") {
-    std::FILE* f = std::fopen(a.trace.c_str(), "rb");
-    if (!f) return nullptr;  // the importer reports it
-    char magic[8] = {};
-    const size_t got = std::fread(magic, 1, sizeof magic, f);
-    std::fclose(f);
-    if (got != sizeof magic || std::string_view(magic, 8) != "SNAILTRC") return nullptr;
-  }
-  auto file = std::make_unique<SnailFile>(a.trace);
-  const std::string why = streamed_analysis_obstacle(file->index().facts, opt);
-  if (!why.empty()) {
-    if (file->index().facts.events > 0)
-      fmt::print(stderr, "snailtrail: note: {}: read whole into memory: {}\n", a.trace, why);
-    return nullptr;
-  }
-  return file;
+  if (a.in_memory || a.window == "whole" || !a.dump_edges.empty()) return nullptr;
+  return open_snail_streamed(a.trace, a.importer, opt);
 }
 
 // This process's peak resident set (VmHWM). Unlike getrusage's ru_maxrss it does not
@@ -160,10 +145,7 @@ int run(const AnalyzeArgs& args, mpi::RankGroup* group) {
   if (snail) {
     const TraceFacts& facts = snail->index().facts;
     trace = snail->names();
-    for (const TraceFacts::Worker& w : facts.workers) pag.worker_ids.push_back(w.id);
-    pag.operator_ids = facts.operators;
-    pag.first_ts = facts.first_ts;
-    pag.last_ts = facts.last_ts;
+    pag = names_pag(facts);
     event_count = facts.events;
     if (auto_window) auto_reason = importers::choose_auto_window("snail").reason;
   } else {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -13,6 +14,7 @@
 #include "cli/duration.hpp"
 #include "cli/import_warnings.hpp"
 #include "cli/output_file.hpp"
+#include "cli/streamed_input.hpp"
 #include "flame/critical.hpp"
 #include "flame/flamegraph.hpp"
 #include "flame/profile_io.hpp"
@@ -55,6 +57,8 @@ struct ReportArgs {
   report::ReportOptions report;
   bool no_progress = false;
   bool dashboard = false;
+  bool in_memory = false;
+  bool timings = false;
   unsigned threads = 0;
 };
 
@@ -89,13 +93,36 @@ int run(ReportArgs& a) {
   if (a.report.max_points < 2) throw std::invalid_argument("--max-points must be at least 2");
 
   const bool progress = !a.no_progress && isatty(STDERR_FILENO);
-  if (progress) fmt::print(stderr, "\rreading {}...", a.trace);
-  Trace trace = importers::import_trace(a.trace, a.importer);
-  cli::warn_if_cut(trace);
-  if (trace.events.empty()) throw TraceError(trace.source, "input", "the trace has no events");
-  if (progress) fmt::print(stderr, "\rbuilding the PAG of {} events...", trace.events.size());
-  Pag pag = build_pag(trace, opt.pag);
-  if (progress) fmt::print(stderr, "\r\033[K");
+  // A .snail trace with tumbling windows is read block by block (summary/streamed.hpp):
+  // memory O(window + workers), the same report. The flame view of a trace with a
+  // profile needs every event: such traces are read whole.
+  std::unique_ptr<SnailFile> snail;
+  if (!a.in_memory && a.window != "whole") snail = open_snail_streamed(a.trace, a.importer, opt);
+  if (snail) {
+    for (const SnailBlock& b : snail->index().blocks)
+      if (b.kind != 1 && b.kind != 2) {  // a profile block (kind 4)
+        fmt::print(stderr,
+                   "snailtrail: note: {}: read whole into memory: the flame view needs the "
+                   "whole trace\n",
+                   a.trace);
+        snail.reset();
+        break;
+      }
+  }
+  Trace trace;
+  Pag pag;  // in memory: the whole trace's; streamed: only the ids, for the names
+  if (snail) {
+    trace = snail->names();
+    pag = names_pag(snail->index().facts);
+  } else {
+    if (progress) fmt::print(stderr, "\rreading {}...", a.trace);
+    trace = importers::import_trace(a.trace, a.importer);
+    cli::warn_if_cut(trace);
+    if (trace.events.empty()) throw TraceError(trace.source, "input", "the trace has no events");
+    if (progress) fmt::print(stderr, "\rbuilding the PAG of {} events...", trace.events.size());
+    pag = build_pag(trace, opt.pag);
+    if (progress) fmt::print(stderr, "\r\033[K");
+  }
   auto instant = [&](const std::string& text, const char* flag) {
     Instant i = parse_instant(text);
     if (!i.relative) return i.ns;
@@ -108,13 +135,15 @@ int run(ReportArgs& a) {
   if (!a.to.empty()) opt.windows.to_ns = instant(a.to, "--to");
   if (opt.windows.from_ns && opt.windows.to_ns && *opt.windows.to_ns <= *opt.windows.from_ns)
     throw std::invalid_argument("--to must be after --from");
-  if (plan_windows(pag, opt.windows).empty())
+  StreamedPlan splan;
+  if (snail) splan = plan_streamed(snail->index().facts, opt.windows);
+  if (snail ? splan.empty() : plan_windows(pag, opt.windows).empty())
     throw std::invalid_argument(
         fmt::format("no window to analyze: the trace spans [{}, {}] ns, outside --from/--to",
                     pag.first_ts, pag.last_ts));
 
   Names names(trace, pag);
-  const std::string flame = flame_json(trace, opt);
+  const std::string flame = snail ? std::string() : flame_json(trace, opt);
   BigVector<Event>().swap(trace.events);  // the events live on in the PAG
   a.report.top_k = a.top;
   a.report.source = a.trace;
@@ -131,37 +160,48 @@ int run(ReportArgs& a) {
   const bool keep_timelines = a.report.timelines > 0;
   const unsigned threads =
       a.threads > 0 ? a.threads : std::max(1u, std::thread::hardware_concurrency());
-  analyze_pag_parallel(
-      pag, opt, threads,
-      [&](const WindowView& v, RenderedWindow&) {
-        if (keep_timelines && v.summary.window.empty_run == 0) {
-          report::Timeline t = report::extract_timeline(v, a.report.timeline_edges);
-          std::lock_guard lock(timelines_mu);
-          timelines[v.summary.index] = std::move(t);
-        }
-      },
-      [&](RenderedWindow& r) {
-        if (r.summary.window.empty_run > 0) return;  // windows without events: not analyzed
-        report::Timeline t;
-        {
-          std::lock_guard lock(timelines_mu);
-          auto it = timelines.find(r.summary.index);
-          if (it != timelines.end()) {
-            t = std::move(it->second);
-            timelines.erase(it);  // free its memory now
-          }
-        }
-        builder.add(r.summary, names, std::move(t));
-      },
-      [&](size_t done, size_t total) {
-        if (!progress) return;
-        auto now = std::chrono::steady_clock::now();
-        if (done == total || now - last > std::chrono::milliseconds(200)) {
-          last = now;
-          fmt::print(stderr, "\ranalyzing {}: window {}/{}{}", a.trace, done, total,
-                     done == total ? "\n" : "");
-        }
-      });
+  const std::function<void(const WindowView&, RenderedWindow&)> render = [&](const WindowView& v,
+                                                                             RenderedWindow&) {
+    if (keep_timelines && v.summary.window.empty_run == 0) {
+      report::Timeline t = report::extract_timeline(v, a.report.timeline_edges);
+      std::lock_guard lock(timelines_mu);
+      timelines[v.summary.index] = std::move(t);
+    }
+  };
+  const std::function<void(RenderedWindow&)> consume = [&](RenderedWindow& r) {
+    if (r.summary.window.empty_run > 0) return;  // windows without events: not analyzed
+    report::Timeline t;
+    {
+      std::lock_guard lock(timelines_mu);
+      auto it = timelines.find(r.summary.index);
+      if (it != timelines.end()) {
+        t = std::move(it->second);
+        timelines.erase(it);  // free its memory now
+      }
+    }
+    builder.add(r.summary, names, std::move(t));
+  };
+  const std::function<void(size_t, size_t)> on_progress = [&](size_t done, size_t total) {
+    if (!progress) return;
+    auto now = std::chrono::steady_clock::now();
+    if (done == total || now - last > std::chrono::milliseconds(200)) {
+      last = now;
+      fmt::print(stderr, "\ranalyzing {}: window {}/{}{}", a.trace, done, total,
+                 done == total ? "\n" : "");
+    }
+  };
+  if (snail) {
+    const StreamedStats st = analyze_snail_streamed(*snail, opt, splan, splan.k0, splan.k1, threads,
+                                                    render, consume, on_progress);
+    if (a.timings)
+      fmt::print(stderr,
+                 "streamed: {} of {} bytes read in {} blocks, lookback {} ns, at most {} PAG "
+                 "nodes held\n",
+                 snail->bytes_read(), snail->file_size(), st.blocks_read, st.lookback_ns,
+                 st.peak_retained_nodes);
+  } else {
+    analyze_pag_parallel(pag, opt, threads, render, consume, on_progress);
+  }
   std::string json = builder.json();
   if (!flame.empty() && json.size() > 1 && json.back() == '}')
     json.insert(json.size() - 1, ",\"flame\":" + flame);  // the optional "flame" member
@@ -220,6 +260,11 @@ CommandRunner add_report_command(CLI::App& app) {
                 "Also show how much shorter the critical path would be if the most critical "
                 "workers, operators and activity types were faster (docs/PAG.md §5)");
   cmd->add_flag("--no-progress", a.no_progress, "Never print progress on stderr");
+  cmd->add_flag("--in-memory", a.in_memory,
+                "Read the whole trace before analyzing (default for .snail with tumbling "
+                "windows: block by block, in bounded memory; same report)");
+  cmd->add_flag("--timings", a.timings,
+                "Print on stderr how the trace was read (bytes and blocks when streamed)");
   cmd->add_option("--threads,-j", a.threads,
                   "Threads analyzing windows (0: one per core); results do not depend on it")
       ->capture_default_str();

@@ -18,6 +18,7 @@
 #include "cli/duration.hpp"
 #include "cli/import_warnings.hpp"
 #include "cli/output_file.hpp"
+#include "cli/streamed_input.hpp"
 #include "importers/importer.hpp"
 #include "scale/diagnosis.hpp"
 #include "scale/ds2_files.hpp"
@@ -234,13 +235,13 @@ int run_policy(const PolicyArgs& a) {
     extra = fmt::format(", Flink job {} \"{}\" ({}) at {}", job.id, job.name, job.state, a.flink);
   } else if (!a.trace.empty()) {
     const int64_t interval = duration_arg(a.interval, "--interval");
-    Trace trace = importers::import_trace(a.trace, a.importer);
+    EventSource events(a.trace, a.importer);  // block by block for .snail and JSONL
+    const Trace& trace = events.trace();
     cli::warn_if_cut(trace);
-    if (trace.events.empty()) throw TraceError(trace.source, "input", "the trace has no events");
-    int64_t origin = INT64_MAX;
-    for (const Event& e : trace.events) origin = std::min(origin, e.ts);
+    if (events.size() == 0) throw TraceError(trace.source, "input", "the trace has no events");
+    const int64_t origin = events.first_ts();
     RateCollector c(interval, origin);
-    for (const Event& e : trace.events) c.add(e);
+    events.for_each([&](const Event& e) { c.add(e); });
     std::vector<IntervalMetrics> intervals = c.finish();
     t = c.topology([&](uint32_t op) { return trace.operator_name(op); });
     if (t.size() == 0)
@@ -746,13 +747,13 @@ int manage_stream(const ManageArgs& a) {
   if (!a.serve.empty()) {
     follow_serve(a, t, report);
   } else if (!a.trace.empty()) {
-    Trace trace = importers::import_trace(a.trace, a.importer);
+    EventSource events(a.trace, a.importer);  // block by block for .snail and JSONL
+    const Trace& trace = events.trace();
     cli::warn_if_cut(trace);
-    if (trace.events.empty()) throw TraceError(trace.source, "input", "the trace has no events");
-    int64_t origin = INT64_MAX;
-    for (const Event& e : trace.events) origin = std::min(origin, e.ts);
+    if (events.size() == 0) throw TraceError(trace.source, "input", "the trace has no events");
+    const int64_t origin = events.first_ts();
     RateCollector rc(static_cast<int64_t>(interval_s * 1e9), origin);
-    for (const Event& e : trace.events) rc.add(e);
+    events.for_each([&](const Event& e) { rc.add(e); });
     std::vector<IntervalMetrics> intervals = rc.finish();
     t = rc.topology([&](uint32_t op) { return trace.operator_name(op); });
     std::vector<double> per_instance;

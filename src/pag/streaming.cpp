@@ -13,10 +13,15 @@ size_t StreamingPag::KeyHash::operator()(const Key& k) const {
 }
 
 uint32_t StreamingPag::index_of(uint32_t id) {
+  if (id < dense_.size() && dense_[id] != kNone) return dense_[id];
   auto [it, inserted] = index_.try_emplace(id, static_cast<uint32_t>(workers_.size()));
   if (inserted) {
     workers_.emplace_back();
     workers_.back().id = id;
+    if (id < kDenseIds) {
+      if (id >= dense_.size()) dense_.resize(id + 1, kNone);
+      dense_[id] = it->second;
+    }
   }
   return it->second;
 }
@@ -58,17 +63,18 @@ StreamingPag::Added StreamingPag::add(const Event& e) {
 void StreamingPag::flush_pending(Worker& w) {
   // The builder writes at most one new node: make room for it, then trim.
   const size_t n = w.builder.count();
-  w.node_ts.resize(n + 1);
-  w.type.resize(n + 1);
-  w.op.resize(n + 1);
-  w.instance.resize(n + 1);
+  w.node_ts.push_back(0);
+  w.type.push_back(0);
+  w.op.push_back(0);
+  w.instance.push_back(0);
   const detail::NodeSlots slots{w.node_ts.data(), w.type.data(), w.op.data(), w.instance.data()};
   const uint32_t node = w.builder.add(w.pending, slots, issues_, gap_threshold_);
-  const size_t count = w.builder.count();
-  w.node_ts.resize(count);
-  w.type.resize(count);
-  w.op.resize(count);
-  w.instance.resize(count);
+  if (w.builder.count() == n) {  // no new node (the slot was not used)
+    w.node_ts.pop_back();
+    w.type.pop_back();
+    w.op.pop_back();
+    w.instance.pop_back();
+  }
   const uint32_t wi = static_cast<uint32_t>(&w - workers_.data());
   for (const Event& e : w.pending_messages) on_half(e, wi, w.base + node);
   w.pending_messages.clear();
@@ -83,8 +89,23 @@ void StreamingPag::on_half(const Event& e, uint32_t worker, uint64_t node) {
   const bool is_send = e.kind == EventKind::send;
   const Key key =
       is_send ? Key{e.worker, e.remote, e.correlator} : Key{e.remote, e.worker, e.correlator};
-  KeyState& k = keys_[key];
   const Half half{e.ts, worker, node, e.activity};
+  if (unique_correlators_) {
+    // The partner, if it came first, waits in open_; else this half waits there.
+    auto it = open_.find(OpenKey{key, !is_send});
+    if (it == open_.end()) {
+      open_.emplace(OpenKey{key, is_send}, half);
+      return;
+    }
+    const Half other = it->second;
+    open_.erase(it);
+    if (is_send)
+      pair(half, other);
+    else
+      pair(other, half);
+    return;
+  }
+  KeyState& k = keys_[key];
   k.last_ts = std::max(k.last_ts, e.ts);
   // As in the batch join, every half of a key used by more than one send (or receive)
   // is a duplicate: the earlier ones are reported when the second one shows up.
@@ -227,6 +248,15 @@ Pag StreamingPag::cut(int64_t start, int64_t end, bool closed_end) {
     };
     declare(k.sends, Issue::unmatched_send);
     declare(k.recvs, Issue::unmatched_recv);
+  }
+  for (auto it = open_.begin(); it != open_.end();) {
+    if (before_end(it->second.ts)) {
+      issues_.push_back(
+          {it->second.ts, it->first.is_send ? Issue::unmatched_send : Issue::unmatched_recv});
+      it = open_.erase(it);
+    } else {
+      ++it;
+    }
   }
 
   Pag pag;

@@ -59,6 +59,11 @@ class StreamingPag {
   // still open is reported at that node (unterminated_activity), as the batch builder
   // does at the end of a trace. At most once per worker; later events of it are refused.
   void finish_worker(uint32_t worker_id);
+  // The trace's facts say no (sender, receiver, correlator) is used by two sends or by
+  // two receives (TraceFacts::correlators_increasing): halves are matched through a map
+  // of the open ones only (no per-key history for duplicate reports). Same results on
+  // such traces; set before the first event.
+  void assume_unique_correlators() { unique_correlators_ = true; }
   // Timestamp of the worker's last closed node (INT64_MIN if none).
   int64_t last_node_ts(uint32_t worker_id) const;
 
@@ -138,7 +143,21 @@ class StreamingPag {
   int64_t horizon_ = INT64_MIN;
   std::vector<Worker> workers_;
   std::unordered_map<uint32_t, uint32_t> index_;  // worker id -> index into workers_
+  static constexpr uint32_t kDenseIds = 1u << 16;
+  std::vector<uint32_t> dense_;  // the same for ids below kDenseIds (kNone: unknown)
   std::unordered_map<Key, KeyState, KeyHash> keys_;
+  // With unique correlators: the unmatched halves, by key (a send's and a receive's key
+  // differ in `is_send`).
+  struct OpenKey {
+    Key key;
+    bool is_send;
+    bool operator==(const OpenKey&) const = default;
+  };
+  struct OpenKeyHash {
+    size_t operator()(const OpenKey& k) const { return KeyHash()(k.key) ^ k.is_send; }
+  };
+  std::unordered_map<OpenKey, Half, OpenKeyHash> open_;
+  bool unique_correlators_ = false;
   std::vector<Matched> messages_;
   std::vector<IssueAt> issues_;
   std::vector<uint32_t> operator_ids_;  // sorted

@@ -151,6 +151,7 @@ StreamedStats analyze_snail_streamed(
   const int64_t latest_before = latest_event_before(file, A, buf);
 
   StreamingPag pag(options.pag);
+  pag.assume_unique_correlators();  // streamed_analysis_obstacle() checked it
   for (const TraceFacts::Worker& wk : facts.workers) pag.declare(wk.id);
   for (uint32_t op : facts.operators) pag.declare_operator(op);
   // Workers in order of their last event, finished as reading passes it.

@@ -651,16 +651,17 @@ Trace parse_jsonl(std::string_view text, const std::string& source) {
   return detail::parse_jsonl_padded(buf.get(), text.size(), source);
 }
 
-std::string to_jsonl(const Trace& trace) {
-  std::string out;
-  out.reserve(trace.events.size() * 112 +
-              (trace.worker_names.size() + trace.operator_names.size()) * 48);
-  append_meta(out, trace.worker_names, "worker");
-  append_meta(out, trace.operator_names, "operator");
-  for (size_t i = 0; i < trace.events.size(); ++i) {
-    const Event& e = trace.events[i];
+void detail::append_jsonl_metadata(std::string& out, const Trace& meta) {
+  append_meta(out, meta.worker_names, "worker");
+  append_meta(out, meta.operator_names, "operator");
+}
+
+void detail::append_jsonl_events(std::string& out, const Event* events, size_t n,
+                                 uint64_t first_record, const std::string& source) {
+  for (size_t i = 0; i < n; ++i) {
+    const Event& e = events[i];
     if (const char* problem = detail::check_event(e, false))
-      throw TraceError(trace.source, "record " + std::to_string(i), problem);
+      throw TraceError(source, "record " + std::to_string(first_record + i), problem);
     out.append("{\"ts\":");
     append_int(out, e.ts);
     out.append(",\"worker\":");
@@ -688,6 +689,19 @@ std::string to_jsonl(const Trace& trace) {
     }
     out.append("}\n");
   }
+}
+
+Trace detail::parse_jsonl_chunk(const char* data, size_t len, const std::string& source,
+                                uint64_t first_line) {
+  return JsonlReader(data, len, source, nullptr, first_line).run();
+}
+
+std::string to_jsonl(const Trace& trace) {
+  std::string out;
+  out.reserve(trace.events.size() * 112 +
+              (trace.worker_names.size() + trace.operator_names.size()) * 48);
+  detail::append_jsonl_metadata(out, trace);
+  detail::append_jsonl_events(out, trace.events.data(), trace.events.size(), 0, trace.source);
   return out;
 }
 

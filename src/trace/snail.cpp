@@ -497,36 +497,6 @@ void append_metadata(std::string& out, const Trace& trace) {
   flush();
 }
 
-// Appends the index block (snail_index.hpp) of the blocks already in `out`, whose event
-// blocks hold trace.events in order. Skipped if it would exceed the block size limit.
-void append_index(std::string& out, const Trace& trace) {
-  SnailIndex index;
-  FactsBuilder facts;
-  size_t off = kHeaderSize, next_event = 0;
-  while (off < out.size()) {
-    const BlockHeader h = load_block_header(reinterpret_cast<const uint8_t*>(out.data()) + off);
-    SnailBlock b{off, h.kind, h.count, INT64_MAX, INT64_MIN};
-    if (h.kind == kBlockEvents) {
-      for (size_t i = next_event; i < next_event + h.count; ++i) {
-        b.min_ts = std::min(b.min_ts, trace.events[i].ts);
-        b.max_ts = std::max(b.max_ts, trace.events[i].ts);
-        facts.add(trace.events[i]);
-      }
-      next_event += h.count;
-    }
-    index.blocks.push_back(b);
-    off += kBlockHeaderSize + h.stored_size;
-  }
-  index.facts = facts.finish();
-  const std::string payload = encode_snail_index(index);
-  if (payload.size() + 8 > kMaxBlockBytes) return;  // readers rebuild it by a scan
-  const uint64_t at = out.size();
-  append_block_header(out, kBlockIndex, kCodecRaw, static_cast<uint32_t>(index.blocks.size()),
-                      static_cast<uint32_t>(payload.size() + 8));
-  out.append(payload);
-  le::put<uint64_t>(out, at);
-}
-
 }  // namespace
 
 void detail::decode_snail_blocks(std::span<const uint8_t> bytes, size_t base,
@@ -538,71 +508,168 @@ Trace parse_snail(std::span<const uint8_t> bytes, const std::string& source) {
   return SnailReader(bytes, source).run();
 }
 
-std::string to_snail(const Trace& trace, const SnailWriteOptions& options) {
-  std::string out;
-  out.append(kMagic, sizeof(kMagic));
-  const bool with_index = options.version >= kVersion;
-  store_u32(out, with_index ? kVersion : kVersionNoIndex);
-  if (!with_index && !trace.profile_blocks.empty())
-    throw TraceError(trace.source, "profile", "profile blocks need a version 2 file");
-  store_u32(out, 0);
+struct detail::SnailEncoder::State {
+  SnailWriteOptions options;
+  std::string source;
+  bool with_index = true, names_last = false;
+  size_t per_block = 1;
+  uint64_t written = 0;      // bytes appended so far (the file offset of the next byte)
+  std::vector<Event> block;  // events of the block being filled, as given
+  std::vector<Event> scratch;
+  std::string compressed;
+  std::unique_ptr<ZSTD_CCtx, CctxDeleter> cctx;
+  SnailIndex index;
+  FactsBuilder facts;
+};
 
-  append_metadata(out, trace);
-  for (const Trace::ProfileBlock& b : trace.profile_blocks) {
+detail::SnailEncoder::SnailEncoder(const SnailWriteOptions& options, std::string source)
+    : s_(std::make_unique<State>()) {
+  s_->options = options;
+  s_->source = std::move(source);
+  s_->with_index = options.version >= kVersion;
+  s_->per_block = std::clamp<uint32_t>(options.events_per_block, 1, kMaxBlockEvents);
+  if (options.compress) {
+    s_->cctx.reset(ZSTD_createCCtx());
+    if (!s_->cctx) throw TraceError(s_->source, "zstd", "cannot allocate a compression context");
+  }
+}
+
+detail::SnailEncoder::~SnailEncoder() = default;
+
+void detail::SnailEncoder::append(std::string& out, std::string_view bytes) {
+  out.append(bytes);
+  s_->written += bytes.size();
+}
+
+// Index entries for the blocks appended to `out` from position `from` (file offset
+// written - (out.size() - from)).
+void detail::SnailEncoder::note_blocks(const std::string& out, size_t from) {
+  uint64_t off = s_->written - (out.size() - from);
+  for (size_t p = from; p < out.size();) {
+    const BlockHeader h = load_block_header(reinterpret_cast<const uint8_t*>(out.data()) + p);
+    s_->index.blocks.push_back(SnailBlock{off, h.kind, h.count, INT64_MAX, INT64_MIN});
+    p += kBlockHeaderSize + h.stored_size;
+    off += kBlockHeaderSize + h.stored_size;
+  }
+}
+
+void detail::SnailEncoder::begin(std::string& out, const Trace& meta, bool names_last) {
+  s_->names_last = names_last;
+  std::string head(kMagic, sizeof(kMagic));
+  store_u32(head, s_->with_index ? kVersion : kVersionNoIndex);
+  if (!s_->with_index && !meta.profile_blocks.empty())
+    throw TraceError(meta.source, "profile", "profile blocks need a version 2 file");
+  store_u32(head, 0);
+  append(out, head);
+  if (!names_last) {
+    const size_t from = out.size();
+    append_metadata(out, meta);
+    s_->written += out.size() - from;
+    note_blocks(out, from);
+  }
+  for (const Trace::ProfileBlock& b : meta.profile_blocks) {
     if (b.bytes.size() > kMaxBlockBytes)
-      throw TraceError(trace.source, "profile", "profile block over 16 MiB");
+      throw TraceError(meta.source, "profile", "profile block over 16 MiB");
+    const size_t from = out.size();
     append_block_header(out, kBlockProfile, kCodecRaw, b.count,
                         static_cast<uint32_t>(b.bytes.size()));
     out += b.bytes;
+    s_->written += out.size() - from;
+    note_blocks(out, from);
   }
+}
 
-  const size_t per_block = std::clamp<uint32_t>(options.events_per_block, 1, kMaxBlockEvents);
-  const size_t total = trace.events.size();
-  std::vector<Event> block;
-  std::string compressed;
-  std::unique_ptr<ZSTD_CCtx, CctxDeleter> cctx;
-  if (options.compress) {
-    cctx.reset(ZSTD_createCCtx());
-    if (!cctx) throw TraceError(trace.source, "zstd", "cannot allocate a compression context");
+void detail::SnailEncoder::add(std::string& out, const Event* events, size_t n) {
+  while (n > 0) {
+    const size_t take = std::min(n, s_->per_block - s_->block.size());
+    s_->block.insert(s_->block.end(), events, events + take);
+    events += take;
+    n -= take;
+    if (s_->block.size() == s_->per_block) flush_block(out);
+  }
+}
+
+void detail::SnailEncoder::flush_block(std::string& out) {
+  State& s = *s_;
+  const size_t count = s.block.size();
+  if (count == 0) return;
+  const uint64_t first = events_;
+  SnailBlock entry{s.written, kBlockEvents, static_cast<uint32_t>(count), INT64_MAX, INT64_MIN};
+  for (const Event& e : s.block) {
+    entry.min_ts = std::min(entry.min_ts, e.ts);
+    entry.max_ts = std::max(entry.max_ts, e.ts);
+    s.facts.add(e);
+  }
+  s.scratch = s.block;
+  for (size_t i = 0; i < count; ++i) {
+    Event& e = s.scratch[i];
+    if (const char* problem = detail::check_event(e, false))
+      throw TraceError(s.source, "record " + std::to_string(first + i), problem);
+    // Values of absent optional fields are meaningless; the format requires zeros.
+    if (!e.has(kHasOperator)) e.op = 0;
+    if (!e.has(kHasCorrelator)) e.correlator = 0;
+    if (!e.has(kHasRemote)) e.remote = 0;
+    if (!e.has(kHasRecords)) e.records = 0;
+    e.reserved = 0;
+  }
+  const size_t raw_size = count * kRecordSize;
+  const size_t before = out.size();
+  if (!s.options.compress) {
+    append_block_header(out, kBlockEvents, kCodecRaw, static_cast<uint32_t>(count),
+                        static_cast<uint32_t>(raw_size));
+    out.append(reinterpret_cast<const char*>(s.scratch.data()), raw_size);
   } else {
-    out.reserve(out.size() + total * kRecordSize + (total / per_block + 1) * kBlockHeaderSize);
-  }
-
-  for (size_t first = 0; first < total; first += per_block) {
-    const size_t count = std::min(per_block, total - first);
-    block.assign(trace.events.begin() + static_cast<std::ptrdiff_t>(first),
-                 trace.events.begin() + static_cast<std::ptrdiff_t>(first + count));
-    for (size_t i = 0; i < count; ++i) {
-      Event& e = block[i];
-      if (const char* problem = detail::check_event(e, false))
-        throw TraceError(trace.source, "record " + std::to_string(first + i), problem);
-      // Values of absent optional fields are meaningless; the format requires zeros.
-      if (!e.has(kHasOperator)) e.op = 0;
-      if (!e.has(kHasCorrelator)) e.correlator = 0;
-      if (!e.has(kHasRemote)) e.remote = 0;
-      if (!e.has(kHasRecords)) e.records = 0;
-      e.reserved = 0;
-    }
-    const size_t raw_size = count * kRecordSize;
-    if (!options.compress) {
-      append_block_header(out, kBlockEvents, kCodecRaw, static_cast<uint32_t>(count),
-                          static_cast<uint32_t>(raw_size));
-      out.append(reinterpret_cast<const char*>(block.data()), raw_size);
-      continue;
-    }
-    compressed.resize(ZSTD_compressBound(raw_size));
-    const size_t size = ZSTD_compressCCtx(cctx.get(), compressed.data(), compressed.size(),
-                                          block.data(), raw_size, options.compression_level);
+    s.compressed.resize(ZSTD_compressBound(raw_size));
+    const size_t size = ZSTD_compressCCtx(s.cctx.get(), s.compressed.data(), s.compressed.size(),
+                                          s.scratch.data(), raw_size, s.options.compression_level);
     if (ZSTD_isError(size))
-      throw TraceError(trace.source, "zstd",
+      throw TraceError(s.source, "zstd",
                        std::string("compression failed: ") + ZSTD_getErrorName(size));
     if (size > std::numeric_limits<uint32_t>::max())
-      throw TraceError(trace.source, "zstd", "compressed block too large");
+      throw TraceError(s.source, "zstd", "compressed block too large");
     append_block_header(out, kBlockEvents, kCodecZstd, static_cast<uint32_t>(count),
                         static_cast<uint32_t>(size));
-    out.append(compressed.data(), size);
+    out.append(s.compressed.data(), size);
   }
-  if (with_index) append_index(out, trace);
+  s.written += out.size() - before;
+  s.index.blocks.push_back(entry);
+  events_ += count;
+  s.block.clear();
+}
+
+void detail::SnailEncoder::finish(std::string& out, const Trace* meta) {
+  flush_block(out);
+  State& s = *s_;
+  if (s.names_last && meta) {
+    const size_t from = out.size();
+    append_metadata(out, *meta);
+    s.written += out.size() - from;
+    note_blocks(out, from);
+  }
+  if (!s.with_index) return;
+  s.index.facts = s.facts.finish();
+  const std::string payload = encode_snail_index(s.index);
+  if (payload.size() + 8 > kMaxBlockBytes) return;  // readers rebuild it by a scan
+  const uint64_t at = s.written;
+  const size_t before = out.size();
+  append_block_header(out, kBlockIndex, kCodecRaw, static_cast<uint32_t>(s.index.blocks.size()),
+                      static_cast<uint32_t>(payload.size() + 8));
+  out.append(payload);
+  le::put<uint64_t>(out, at);
+  s.written += out.size() - before;
+}
+
+std::string to_snail(const Trace& trace, const SnailWriteOptions& options) {
+  std::string out;
+  detail::SnailEncoder enc(options, trace.source);
+  enc.begin(out, trace, false);
+  const size_t total = trace.events.size();
+  if (!options.compress) {
+    const size_t per_block = std::clamp<uint32_t>(options.events_per_block, 1, kMaxBlockEvents);
+    out.reserve(out.size() + total * kRecordSize + (total / per_block + 1) * kBlockHeaderSize);
+  }
+  enc.add(out, trace.events.data(), total);
+  enc.finish(out, nullptr);
   return out;
 }
 

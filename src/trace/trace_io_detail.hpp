@@ -3,11 +3,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "trace/trace.hpp"
+#include "trace/trace_io.hpp"
 
 namespace snailtrail::detail {
 
@@ -60,6 +63,40 @@ void reserve_prefaulted(std::vector<T, A>& v, size_t n) {
 
 // parse_jsonl on a buffer that already has kJsonPadding readable bytes after data[len].
 Trace parse_jsonl_padded(const char* data, size_t len, const std::string& source);
+
+// Encodes a .snail file piece by piece into a caller's buffer (which the caller may drain
+// between calls): the bytes of to_snail for the same trace when used as begin(), add()...,
+// finish(). Implemented in snail.cpp.
+class SnailEncoder {
+ public:
+  SnailEncoder(const SnailWriteOptions& options, std::string source);
+  ~SnailEncoder();
+  SnailEncoder(const SnailEncoder&) = delete;
+  SnailEncoder& operator=(const SnailEncoder&) = delete;
+  // Header, then (unless names_last) metadata, then profile blocks.
+  void begin(std::string& out, const Trace& meta, bool names_last);
+  void add(std::string& out, const Event* events, size_t n);
+  // The last event block, the metadata if names_last (of `meta`), the index.
+  void finish(std::string& out, const Trace* meta);
+  uint64_t events() const { return events_; }
+
+ private:
+  void append(std::string& out, std::string_view bytes);
+  void note_blocks(const std::string& out, size_t from);  // index entries of new blocks
+  void flush_block(std::string& out);
+  struct State;
+  std::unique_ptr<State> s_;
+  uint64_t events_ = 0;
+};
+
+// JSONL pieces of to_jsonl (jsonl.cpp): the metadata lines, and event lines (record
+// numbers from `first_record` in errors).
+void append_jsonl_metadata(std::string& out, const Trace& meta);
+void append_jsonl_events(std::string& out, const Event* events, size_t n, uint64_t first_record,
+                         const std::string& source);
+// parse_jsonl_padded on whole lines numbered from `first_line`.
+Trace parse_jsonl_chunk(const char* data, size_t len, const std::string& source,
+                        uint64_t first_line);
 
 // The semantic checks every event must pass, whatever format it came from. Returns nullptr
 // for a valid event, else a static description of the first problem. `check_unset_zero`
