@@ -411,6 +411,33 @@ TEST_F(FlinkManageCli, DryRunWithActivationPrintsTheDecision) {
       << r.out;
 }
 
+// JSON lines: one object per decision and line, nothing else. In a dry run the job keeps
+// its parallelism, so the manager repeats its decision in the next interval.
+TEST_F(FlinkManageCli, JsonLinesOnePerDecision) {
+  LiveJobManager jm(100);
+  testing::CommandResult r = testing::run_binary("scale manage --flink " + jm.url() +
+                                                 " --interval 20ms --max-decisions 2 -f jsonl");
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::vector<std::string> lines;
+  for (size_t at = 0, nl; (nl = r.out.find('\n', at)) != std::string::npos; at = nl + 1)
+    lines.push_back(r.out.substr(at, nl - at));
+  ASSERT_EQ(lines.size(), 2u) << r.out;
+  simdjson::dom::parser parser;
+  for (int64_t k = 0; k < 2; ++k) {
+    simdjson::dom::object o;
+    ASSERT_EQ(parser.parse(lines[k]).get(o), simdjson::SUCCESS) << lines[k];
+    EXPECT_EQ(int64_t(o["epoch"]), k);
+    EXPECT_DOUBLE_EQ(double(o["time_s"]), 0.02 * static_cast<double>(k + 1));
+    EXPECT_EQ(uint64_t(o["parallelism"]["Flat Map"]), 1u);
+    EXPECT_EQ(uint64_t(o["parallelism"][kCountName]), 1u);
+    EXPECT_EQ(std::string_view(o["reason"]).substr(0, 5), "ds2: ");
+  }
+  EXPECT_TRUE(jm.puts().empty());
+  // --simulate writes one document at the end: no JSON lines there.
+  r = testing::run_binary("scale manage --simulate x.toml -f jsonl");
+  EXPECT_EQ(r.code, 2) << r.out;
+}
+
 TEST_F(FlinkManageCli, Errors) {
   LiveJobManager jm(100);
   testing::CommandResult r = testing::run_binary("scale manage --flink " + jm.url() +

@@ -286,7 +286,9 @@ int manage_stream(const ManageArgs& a) {
   ManageInput in = manage_input(a, interval_ns);
   ObservationSource& src = *in.source;
   OutputFile out(a.output);
-  DecisionLog log(out.buf(), a.format == "json");
+  DecisionLog log(out.buf(), a.format == "json"    ? DecisionLog::Format::json
+                             : a.format == "jsonl" ? DecisionLog::Format::jsonl
+                                                   : DecisionLog::Format::table);
   if (stop_at_max && a.max_decisions == 0) {  // nothing to wait for
     log.finish();
     return 0;
@@ -330,6 +332,9 @@ int run_manage(const ManageArgs& a) {
   if (!(a.rollback_drop >= 0 && a.rollback_drop < 1))
     throw std::invalid_argument("--rollback-drop must be in [0, 1)");
   if (a.diagnose_intervals == 0) throw std::invalid_argument("--diagnose-intervals must be >= 1");
+  if (!a.simulate.empty() && a.format == "jsonl")
+    throw std::invalid_argument(
+        "--format jsonl is for decisions as they come: not with --simulate");
   if (!a.simulate.empty()) return manage_simulated(a);
   if (!a.svg.empty() || !a.trace_out.empty() || a.diagnose)
     throw std::invalid_argument("--svg, --trace-out and --diagnose need --simulate");

@@ -137,8 +137,10 @@ void add_manage_output(CLI::App* cmd, ManageArgs& a) {
                   "With --ds2-metrics or --serve: exit after this long without a new epoch "
                   "(0: never)")
       ->capture_default_str();
-  cmd->add_option("--format,-f", a.format, "Output: table or json")
-      ->check(CLI::IsMember({"table", "json"}))
+  cmd->add_option("--format,-f", a.format,
+                  "Output: table, json, or jsonl (not with --simulate: one JSON object per "
+                  "decision and line, as they are made)")
+      ->check(CLI::IsMember({"table", "json", "jsonl"}))
       ->capture_default_str();
   cmd->add_option("--svg", a.svg, "With --simulate: plot rates and parallelism to FILE");
   cmd->add_option("--trace-out", a.trace_out,

@@ -233,29 +233,34 @@ void write_run(fmt::memory_buffer& b, const RunHeader& h, const ControlledRun& r
                    i == 0 && diag->cause == Cause::skew ? "  <- straggler" : "");
 }
 
-DecisionLog::DecisionLog(fmt::memory_buffer& b, bool json) : b_(b), json_(json) {
-  if (json_) b_.append(std::string_view("{\"decisions\": ["));
+DecisionLog::DecisionLog(fmt::memory_buffer& b, Format format) : b_(b), format_(format) {
+  if (format_ == Format::json) b_.append(std::string_view("{\"decisions\": ["));
 }
 
 void DecisionLog::add(const Topology& t, const Action& act, double time_s, int64_t epoch) {
-  if (json_) {
-    fmt::format_to(std::back_inserter(b_),
-                   "{}\n  {{\"time_s\": {}, \"epoch\": {}, \"parallelism\": {}", first_ ? "" : ",",
-                   num(time_s), epoch, json_map(t, act.parallelism));
-    if (act.total_workers)
-      fmt::format_to(std::back_inserter(b_), ", \"total_workers\": {}", *act.total_workers);
-    fmt::format_to(std::back_inserter(b_), ", \"reason\": {}}}", json_string(act.reason));
-  } else {
+  if (format_ == Format::table) {
     fmt::format_to(std::back_inserter(b_), "epoch {} ({:.0f} s): {}\n  {}\n", epoch, time_s,
                    par_text(t, act.parallelism), act.reason);
+    first_ = false;
+    return;
   }
+  const bool json = format_ == Format::json;
+  fmt::format_to(std::back_inserter(b_), "{}{{\"time_s\": {}, \"epoch\": {}, \"parallelism\": {}",
+                 !json    ? ""
+                 : first_ ? "\n  "
+                          : ",\n  ",
+                 num(time_s), epoch, json_map(t, act.parallelism));
+  if (act.total_workers)
+    fmt::format_to(std::back_inserter(b_), ", \"total_workers\": {}", *act.total_workers);
+  fmt::format_to(std::back_inserter(b_), ", \"reason\": {}}}{}", json_string(act.reason),
+                 json ? "" : "\n");
   first_ = false;
 }
 
 void DecisionLog::finish() {
-  if (json_)
+  if (format_ == Format::json)
     b_.append(std::string_view("]}\n"));
-  else if (first_)
+  else if (format_ == Format::table && first_)
     b_.append(std::string_view("no scaling decision\n"));
 }
 

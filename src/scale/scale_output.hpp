@@ -56,16 +56,19 @@ struct RunHeader {
 void write_run(fmt::memory_buffer& b, const RunHeader& h, const ControlledRun& r,
                const std::optional<Diagnosis>& diag = std::nullopt, const std::string& skew = "");
 
-// Decisions of the live loop as they come: {"decisions": [...]} or one block each.
+// Decisions of the live loop as they come: a table, {"decisions": [...]} (one decision
+// per line), or JSON lines (one object per decision, nothing else).
 class DecisionLog {
  public:
-  DecisionLog(fmt::memory_buffer& b, bool json);
+  enum class Format : uint8_t { table, json, jsonl };
+  DecisionLog(fmt::memory_buffer& b, Format format);
   void add(const Topology& t, const Action& a, double time_s, int64_t epoch);
   void finish();  // the closing bracket, or "no scaling decision"
 
  private:
   fmt::memory_buffer& b_;
-  bool json_, first_ = true;
+  Format format_;
+  bool first_ = true;
 };
 
 }  // namespace snailtrail::scale
