@@ -438,6 +438,24 @@ TEST_F(FlinkManageCli, JsonLinesOnePerDecision) {
   EXPECT_EQ(r.code, 2) << r.out;
 }
 
+// scale policy reads the job once, whatever its state (the header names it); scale
+// manage stops at a terminal state without a decision.
+TEST_F(FlinkManageCli, PolicyTakesTheJobInAnyState) {
+  LiveJobManager jm(0);  // FINISHED from the first read
+  testing::CommandResult r =
+      testing::run_binary("scale policy --flink " + jm.url() + " --job " + kJob + " -f json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find(R"("parallelism": {"Source: Socket Stream": 1, "Flat Map": 1, ")"),
+            std::string::npos)
+      << r.out;
+  r = testing::run_binary("scale policy --flink " + jm.url() + " --job " + kJob);
+  EXPECT_NE(r.out.find("(FINISHED)"), std::string::npos) << r.out;
+  r = testing::run_binary("scale manage --flink " + jm.url() + " --job " + kJob);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("is FINISHED; stopping"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("no scaling decision"), std::string::npos) << r.out;
+}
+
 TEST_F(FlinkManageCli, Errors) {
   LiveJobManager jm(100);
   testing::CommandResult r = testing::run_binary("scale manage --flink " + jm.url() +

@@ -99,6 +99,7 @@ PolicyInput policy_input(const PolicyArgs& a) {
     // One decision from the job's current per-second metrics (docs/AUTOSCALING.md).
     FlinkSourceOptions fo;
     fo.reads = 1;
+    fo.any_state = true;  // the header names the state
     auto src = std::make_unique<FlinkSource>(a.flink, a.job, fo);
     const FlinkJob& job = src->job();
     in.extra =

@@ -130,12 +130,12 @@ std::optional<SourceInterval> FlinkSource::next() {
     fresh_ = false;
     ++reads_;
     const int64_t epoch = epoch_++;
-    if (terminal(job_.state)) {
+    if (terminal(job_.state) && !opt_.any_state) {
       if (!opt_.quiet)
         fmt::print(stderr, "snailtrail: Flink job {} is {}; stopping\n", job_.id, job_.state);
       return std::nullopt;
     }
-    if (job_.state != "RUNNING") {
+    if (job_.state != "RUNNING" && !opt_.any_state) {
       if (!opt_.quiet)
         fmt::print(stderr, "snailtrail: Flink job {} is {}: epoch {} skipped\n", job_.id,
                    job_.state, epoch);

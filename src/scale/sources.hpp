@@ -88,8 +88,9 @@ struct FlinkSourceOptions {
   int64_t interval_ns = 60'000'000'000;  // between two reads of the metrics
   int64_t wall_ns = 0;                   // end after this much wall time (0: never)
   uint32_t reads = UINT32_MAX;           // end after this many reads (scale policy: 1)
-  bool rescale = false;  // deploy() sets the vertices' parallelism through the REST API
-  bool quiet = false;    // no lines on stderr
+  bool rescale = false;    // deploy() sets the vertices' parallelism through the REST API
+  bool any_state = false;  // take every read, whatever the job's state (scale policy)
+  bool quiet = false;      // no lines on stderr
 };
 
 // A running Flink job (scale/flink_rest.hpp): one interval per read of its metrics,
