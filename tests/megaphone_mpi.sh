@@ -6,13 +6,9 @@
 # verify line, both migrations completed, and the output digest equal to the same run
 # without migrations. Exit 77 (skipped) when mpirun is missing.
 bin=$1 strategy=$2
-if ! command -v mpirun >/dev/null 2>&1; then
-  echo "SKIP: mpirun not found (apt-get install openmpi-bin libopenmpi-dev)"
-  exit 77
-fi
+. "$(dirname "$0")/mpi_prologue.sh"
 run() {
-  mpirun --oversubscribe -np 2 --mca btl self,vader,tcp --mca btl_tcp_if_include lo \
-    --mca oob_tcp_if_include lo "$bin" run keycount --bins 256 --workers 2 --rate 200000 \
+  $mpirun_lo -np 2 "$bin" run keycount --bins 256 --workers 2 --rate 200000 \
     --records 240000 --keys 100000 --verify "$@" 2>&1
 }
 still=$(run) || { echo "$still"; echo "FAIL: mpirun without migrations"; exit 1; }

@@ -9,18 +9,14 @@
 # F routes records at or after a step's time to the new owner), 3144 bytes a bin.
 # Exit 77 (skipped) when mpirun is missing.
 bin=$1 strategy=$2
-if ! command -v mpirun >/dev/null 2>&1; then
-  echo "SKIP: mpirun not found (apt-get install openmpi-bin libopenmpi-dev)"
-  exit 77
-fi
+. "$(dirname "$0")/mpi_prologue.sh"
 times=$(awk 'BEGIN { srand(); a = 100 + int(rand() * 300); b = a + 200 + int(rand() * 300);
                      printf "%dms,%dms", a, b }')
 echo "strategy $strategy, migrations at $times"
 args="run keycount --bins 256 --rate 200000 --records 240000 --keys 100000 --verify
       --migrate-at $times --strategy $strategy"
 one=$("$bin" $args --workers 4 2>&1) || { echo "$one"; echo "FAIL: one process exited non-zero"; exit 1; }
-two=$(mpirun --oversubscribe -np 2 --mca btl self,vader,tcp --mca btl_tcp_if_include lo \
-  --mca oob_tcp_if_include lo "$bin" $args --workers 2 2>&1) ||
+two=$($mpirun_lo -np 2 "$bin" $args --workers 2 2>&1) ||
   { echo "$two"; echo "FAIL: mpirun exited non-zero"; exit 1; }
 echo "$one" | grep "^migration"
 echo "$two" | grep "^migration"

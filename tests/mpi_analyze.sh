@@ -6,10 +6,7 @@
 # stretches (runs of windows without events that cross the ranks' borders).
 # Exit 77 (skipped) when mpirun is missing.
 bin=$1 procs=$2
-if ! command -v mpirun >/dev/null 2>&1; then
-  echo "SKIP: mpirun not found (apt-get install openmpi-bin libopenmpi-dev)"
-  exit 77
-fi
+. "$(dirname "$0")/mpi_prologue.sh"
 dir=$(mktemp -d) || exit 1
 trap 'rm -rf "$dir"' EXIT
 "$bin" bench --generate "$dir/t.snail" --seconds 6 2>/dev/null || { echo "FAIL: generate"; exit 1; }
@@ -26,8 +23,7 @@ check() {  # check TRACE ARGS...: one process vs mpirun -np procs
   shift
   "$bin" analyze "$trace" "$@" --no-progress > "$dir/one" 2>"$dir/one.err" ||
     { cat "$dir/one.err"; echo "FAIL: analyze $*"; fail=1; return; }
-  mpirun --oversubscribe -np "$procs" --mca btl self,vader,tcp \
-    --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo \
+  $mpirun_lo -np "$procs" \
     "$bin" analyze "$trace" "$@" --no-progress > "$dir/many" 2>"$dir/many.err" ||
     { cat "$dir/many.err"; echo "FAIL: mpirun analyze $*"; fail=1; return; }
   if cmp -s "$dir/one" "$dir/many"; then

@@ -7,10 +7,7 @@
 # Either way mpirun must exit non-zero within 15 s (no hang) and its output must name the
 # failure (the killed rank / the worker that threw). Exit 77 (skipped) without mpirun.
 bin=$1 mode=$2
-if ! command -v mpirun >/dev/null 2>&1; then
-  echo "SKIP: mpirun not found (apt-get install openmpi-bin libopenmpi-dev)"
-  exit 77
-fi
+. "$(dirname "$0")/mpi_prologue.sh"
 dir=$(mktemp -d) || exit 1
 out="$dir/out"
 mpid=
@@ -24,8 +21,7 @@ if [ "$mode" = throw ]; then
   export SNAILTRAIL_FLOW_FAIL_WORKER=3:500
   pass_env="-x SNAILTRAIL_FLOW_FAIL_WORKER"
 fi
-mpirun --oversubscribe -np 2 --mca btl self,vader,tcp --mca btl_tcp_if_include lo \
-  --mca oob_tcp_if_include lo $pass_env \
+$mpirun_lo -np 2 $pass_env \
   "$bin" run keycount --workers 2 --duration 20s --keys 1000 >"$out" 2>&1 &
 mpid=$!
 start=$(date +%s)

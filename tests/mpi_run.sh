@@ -6,12 +6,8 @@
 # Exit 77 (skipped) when mpirun is missing.
 bin=$1 procs=$2 workers=$3
 shift 3
-if ! command -v mpirun >/dev/null 2>&1; then
-  echo "SKIP: mpirun not found (apt-get install openmpi-bin libopenmpi-dev)"
-  exit 77
-fi
-out=$(mpirun --oversubscribe -np "$procs" --mca btl self,vader,tcp \
-  --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo \
+. "$(dirname "$0")/mpi_prologue.sh"
+out=$($mpirun_lo -np "$procs" \
   "$bin" run "$@" --workers "$workers" --verify 2>&1)
 rc=$?
 echo "$out"

@@ -5,13 +5,11 @@
 # probes (2 per epoch), and rank 0 prints the interval lines once.
 # Exit 77 (skipped) when mpirun or python3 is missing.
 bin=$1
-for tool in mpirun python3; do
-  command -v $tool >/dev/null 2>&1 || { echo "SKIP: $tool not found"; exit 77; }
-done
+. "$(dirname "$0")/mpi_prologue.sh"
+command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3 not found"; exit 77; }
 dir=$(mktemp -d) || exit 1
 trap 'rm -rf "$dir"' EXIT
-out=$(mpirun --oversubscribe -np 2 --mca btl self,vader,tcp --mca btl_tcp_if_include lo \
-  --mca oob_tcp_if_include lo "$bin" run keycount --workers 2 --rate 100000 \
+out=$($mpirun_lo -np 2 "$bin" run keycount --workers 2 --rate 100000 \
   --duration 800ms --keys 1000 --stats-json "$dir/s.json" 2>&1)
 rc=$?
 echo "$out"

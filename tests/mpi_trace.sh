@@ -5,14 +5,10 @@
 # every cross-process message's send matched with its recv (0 unmatched sends/recvs).
 # Exit 77 (skipped) when mpirun is missing.
 bin=$1
-if ! command -v mpirun >/dev/null 2>&1; then
-  echo "SKIP: mpirun not found (apt-get install openmpi-bin libopenmpi-dev)"
-  exit 77
-fi
+. "$(dirname "$0")/mpi_prologue.sh"
 dir=$(mktemp -d) || exit 1
 trap 'rm -rf "$dir"' EXIT
-mpirun --oversubscribe -np 2 --mca btl self,vader,tcp --mca btl_tcp_if_include lo \
-  --mca oob_tcp_if_include lo "$bin" run keycount --workers 2 --records 200000 --keys 1000 \
+$mpirun_lo -np 2 "$bin" run keycount --workers 2 --records 200000 --keys 1000 \
   -q --trace "$dir/t.snail" || { echo "FAIL: mpirun exited $?"; exit 1; }
 ls "$dir"
 [ "$(ls "$dir")" = "t.snail" ] || { echo "FAIL: expected t.snail alone"; exit 1; }

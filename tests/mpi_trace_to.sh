@@ -5,10 +5,7 @@
 # target that refuses the connection: mpirun exits non-zero within 15 s, the output says
 # `cannot connect to`. Exit 77 (skipped) when mpirun is missing.
 bin=$1
-if ! command -v mpirun >/dev/null 2>&1; then
-  echo "SKIP: mpirun not found (apt-get install openmpi-bin libopenmpi-dev)"
-  exit 77
-fi
+. "$(dirname "$0")/mpi_prologue.sh"
 dir=$(mktemp -d) || exit 1
 spid=
 cleanup() {
@@ -16,7 +13,7 @@ cleanup() {
   rm -rf "$dir"
 }
 trap cleanup EXIT
-mpi="mpirun --oversubscribe -np 2 --mca btl self,vader,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo"
+mpi="$mpirun_lo -np 2"
 "$bin" serve --tcp 127.0.0.1:0 --window 100ms --lateness 10s --port-file "$dir/ports" \
   --out "$dir/windows.jsonl" --quiet 2>"$dir/serve.err" &
 spid=$!

@@ -5,13 +5,9 @@
 # 350 ms: exit 0, one verify line, a completed migration, and the output digest equal to
 # the native job's over the same events. Exit 77 (skipped) when mpirun is missing.
 bin=$1 q=$2 strategy=$3
-if ! command -v mpirun >/dev/null 2>&1; then
-  echo "SKIP: mpirun not found (apt-get install openmpi-bin libopenmpi-dev)"
-  exit 77
-fi
+. "$(dirname "$0")/mpi_prologue.sh"
 run() {
-  mpirun --oversubscribe -np 2 --mca btl self,vader,tcp --mca btl_tcp_if_include lo \
-    --mca oob_tcp_if_include lo "$bin" run "nexmark-$q" --workers 2 --rate 100000 \
+  $mpirun_lo -np 2 "$bin" run "nexmark-$q" --workers 2 --rate 100000 \
     --records 60000 --dilation 20 --window 200ms --window-slide 50ms --verify "$@" 2>&1
 }
 native=$(run --native) || { echo "$native"; echo "FAIL: mpirun of the native job"; exit 1; }

@@ -460,6 +460,10 @@ Counters& ModelBuilder::diagnostics() {
   return b_->model().diagnostics;
 }
 
+const Counters& ModelBuilder::diagnostics() const {
+  return b_->model().diagnostics;
+}
+
 KernelModel build_model(KernelEvents&& events) {
   std::vector<int64_t> offsets = align_host_clocks(events);
   KernelModel m = Builder(std::move(events)).run();

@@ -91,6 +91,7 @@ class ModelBuilder {
   void finish();                     // ends the intervals still open at the last event's time
   const KernelModel& model() const;  // threads and intervals so far (strings: the reader's)
   Counters& diagnostics();
+  const Counters& diagnostics() const;
 
  private:
   std::unique_ptr<Builder> b_;

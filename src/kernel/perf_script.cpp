@@ -363,6 +363,10 @@ KernelEvents& PerfScriptLines::events() {
   return r_->out();
 }
 
+const KernelEvents& PerfScriptLines::events() const {
+  return r_->out();
+}
+
 KernelEvents parse_perf_script(std::string_view text, const std::string& source) {
   return Reader(source).run(text);
 }

@@ -34,6 +34,7 @@ class PerfScriptLines {
   ~PerfScriptLines();
   void line(std::string_view text, uint32_t line_no, bool last_and_cut = false);
   KernelEvents& events();
+  const KernelEvents& events() const;
 
  private:
   std::unique_ptr<Reader> r_;

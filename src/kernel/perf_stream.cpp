@@ -81,9 +81,8 @@ void PerfSchedStream::finish(Trace& out) {
 
 std::vector<std::pair<std::string, uint64_t>> PerfSchedStream::diagnostics() const {
   std::vector<std::pair<std::string, uint64_t>> d;
-  auto& self = const_cast<PerfSchedStream&>(*this);
-  for (const auto& kv : self.lines_.events().diagnostics.items()) d.push_back(kv);
-  for (const auto& kv : self.model_.diagnostics().items()) d.push_back(kv);
+  for (const auto& kv : lines_.events().diagnostics.items()) d.push_back(kv);
+  for (const auto& kv : model_.diagnostics().items()) d.push_back(kv);
   if (out_of_order_) d.emplace_back("perf.stream_out_of_order", out_of_order_);
   return d;
 }

@@ -37,10 +37,11 @@ std::string strip_index(const std::string& worker) {
 
 }  // namespace
 
-Diagnosis diagnose(const ControlledRun& run, const DiagnosisOptions& opt) {
-  if (opt.window_ns <= 0 || opt.intervals == 0)
-    throw std::invalid_argument("diagnosis: window and intervals must be positive");
-  Diagnosis d;
+namespace {
+
+// Judges the final deployment's last intervals against the target; false when that is
+// all there is to say (d.explanation set).
+bool judge_target(const ControlledRun& run, const DiagnosisOptions& opt, Diagnosis& d) {
   // The final deployment's intervals: running ones that ended after it started. (Its
   // first one may read the pause's backlog faster than records arrive: judge the last.)
   const double deployed = run.decisions.empty() ? 0 : run.decisions.back().effective_s;
@@ -56,7 +57,7 @@ Diagnosis diagnose(const ControlledRun& run, const DiagnosisOptions& opt) {
   }
   if (spans.empty()) {
     d.explanation = "not judged: nothing ran after the last decision";
-    return d;
+    return false;
   }
   const size_t first = spans.size() > opt.intervals ? spans.size() - opt.intervals : 0;
   double read = 0, arrived = 0;
@@ -72,16 +73,20 @@ Diagnosis diagnose(const ControlledRun& run, const DiagnosisOptions& opt) {
   d.target_rate = arrived / len;
   if (!std::isfinite(d.target_rate)) {  // sources that read as fast as they can
     d.explanation = "not judged: the sources have no target rate";
-    return d;
+    return false;
   }
   d.target_met = !(d.achieved_rate < opt.target_ratio * d.target_rate);
   if (d.target_met) {
     d.explanation =
         fmt::format("target met: sources at {:.0f}/s = {:.1f}% of {:.0f}/s", d.achieved_rate,
                     100 * d.achieved_rate / d.target_rate, d.target_rate);
-    return d;
+    return false;
   }
+  return true;
+}
 
+// CP and busy time of every worker over [d.from_s, d.to_s], by CP, largest first.
+void worker_cp(const ControlledRun& run, const DiagnosisOptions& opt, Diagnosis& d) {
   const Trace& trace = run.result.trace;
   if (trace.events.empty())
     throw std::invalid_argument(
@@ -115,13 +120,17 @@ Diagnosis diagnose(const ControlledRun& run, const DiagnosisOptions& opt) {
   }
   std::stable_sort(d.workers.begin(), d.workers.end(),
                    [](const WorkerCp& a, const WorkerCp& b) { return a.cp > b.cp; });
+}
+
+// The straggler (most CP), its closest peer of the same operator, and the cause.
+void name_cause(const ControlledRun& run, const DiagnosisOptions& opt, Diagnosis& d) {
   const std::string shortfall =
       fmt::format("target missed: sources at {:.0f}/s = {:.1f}% of {:.0f}/s", d.achieved_rate,
                   100 * d.achieved_rate / d.target_rate, d.target_rate);
   d.cause = Cause::unknown;
   if (d.workers.empty() || !(d.workers.front().cp > 0)) {
     d.explanation = shortfall + "; no critical path in the analyzed span";
-    return d;
+    return;
   }
   const WorkerCp& s = d.workers.front();
   d.straggler = s.worker;
@@ -139,7 +148,7 @@ Diagnosis diagnose(const ControlledRun& run, const DiagnosisOptions& opt) {
   if (instances <= 1 && peers == 0) {
     d.explanation = fmt::format("{}; {} (CP {:.1f}%) is the only instance of {}: not skew",
                                 shortfall, s.worker, 100 * s.cp, s.op);
-    return d;
+    return;
   }
   if (s.cp >= opt.skew_factor * d.peer_cp) {
     d.cause = Cause::skew;
@@ -152,6 +161,17 @@ Diagnosis diagnose(const ControlledRun& run, const DiagnosisOptions& opt) {
         "{}; no straggler: {} leads with {:.1f}% of the CP but {} has {:.1f}% (cause unknown)",
         shortfall, s.worker, 100 * s.cp, d.peer, 100 * d.peer_cp);
   }
+}
+
+}  // namespace
+
+Diagnosis diagnose(const ControlledRun& run, const DiagnosisOptions& opt) {
+  if (opt.window_ns <= 0 || opt.intervals == 0)
+    throw std::invalid_argument("diagnosis: window and intervals must be positive");
+  Diagnosis d;
+  if (!judge_target(run, opt, d)) return d;
+  worker_cp(run, opt, d);
+  name_cause(run, opt, d);
   return d;
 }
 

@@ -10,12 +10,16 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "scale/control_loop.hpp"
 #include "scale/manager.hpp"
 #include "scale/topology.hpp"
 #include "sim/scenario.hpp"
+#include "sim/session.hpp"
 #include "sim/simulator.hpp"
 
 namespace snailtrail::scale {
@@ -55,6 +59,38 @@ struct ControlledRun {
   std::vector<DecisionRecord> decisions;
   std::vector<TimelinePoint> timeline;
   sim::SimResult result;  // trace (if recorded) and truth
+};
+
+// The simulator as an observation source (scale/control_loop.hpp): every policy interval
+// of the running deployment is one observation; a redeploy pause is simulated inside
+// next() (timeline points only); deploy() halts the job and restarts it with the new
+// parallelism after the pause. The last (or a partial) interval is observed without a
+// decision and ends the run; finish() gives the run.
+class SimulatorSource : public ObservationSource {
+ public:
+  SimulatorSource(const sim::Scenario& scenario, const SimControlOptions& options,
+                  std::function<void(const DecisionRecord&)> on_decision = {});
+  ~SimulatorSource() override;
+  const Topology& topology() const override { return run_.topology; }
+  std::optional<SourceInterval> next() override;
+  bool deploy(const Action& decision, const SourceInterval& in) override;
+  ControlledRun finish();
+
+ private:
+  double arrived(int64_t t) const;  // records arrived at all sources by t
+  double read() const;              // records the sources read so far
+  void pause_interval();
+  Observation observe(int64_t next, std::vector<sim::InstanceCounters>& now);
+
+  SimControlOptions opt_;
+  std::unique_ptr<sim::Session> session_;
+  int64_t end_ = 0, t_ = 0, epoch_ = 0;
+  bool done_ = false;
+  std::vector<uint32_t> sources_;
+  std::vector<sim::InstanceCounters> prev_;  // counters at the interval's start
+  std::vector<int64_t> running_starts_;      // starts of the running intervals so far
+  ControlledRun run_;
+  std::function<void(const DecisionRecord&)> on_decision_;
 };
 
 // Runs the scenario (pipelined) for its duration. `on_decision` is called as decisions

@@ -4,13 +4,10 @@
 
 #include "output/empty_windows.hpp"
 #include "output/names.hpp"
+#include "pag/snapshot.hpp"
 
 namespace snailtrail {
 namespace {
-
-int64_t floor_div(int64_t a, int64_t b) {
-  return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
-}
 
 int64_t saturating_add(int64_t a, int64_t b) {
   if (b > 0 && a > std::numeric_limits<int64_t>::max() - b)
@@ -20,15 +17,12 @@ int64_t saturating_add(int64_t a, int64_t b) {
 
 // Window numbers stay below INT64_MAX, so that k + 1 never overflows (1 ns windows).
 int64_t window_of(int64_t ts, int64_t w) {
-  return std::min(floor_div(ts, w), std::numeric_limits<int64_t>::max() - 1);
+  return std::min(windowing::window_of(ts, 0, w), std::numeric_limits<int64_t>::max() - 1);
 }
 
 // k * w saturated to the int64 range: window borders near the ends of the time range.
 int64_t border(int64_t k, int64_t w) {
-  const __int128 t = static_cast<__int128>(k) * w;
-  if (t > INT64_MAX) return INT64_MAX;
-  if (t < INT64_MIN) return INT64_MIN;
-  return static_cast<int64_t>(t);
+  return windowing::border(0, k, w);
 }
 
 }  // namespace

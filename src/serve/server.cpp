@@ -25,6 +25,7 @@
 #include <fmt/format.h>
 
 #include "importers/spark/spark_importer.hpp"
+#include "pag/snapshot.hpp"
 #include "report/report.hpp"
 #include "serve/http_front.hpp"
 #include "serve/ingest.hpp"
@@ -272,10 +273,6 @@ std::optional<int64_t> since_param(const httplib::Request& req, httplib::Respons
   res.status = 400;
   res.set_content("{\"error\":\"since must be an integer (ns)\"}\n", "application/json");
   return std::nullopt;
-}
-
-int64_t floor_div(int64_t a, int64_t b) {
-  return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
 }
 
 }  // namespace
@@ -588,9 +585,9 @@ int run_server(const ServeOptions& opt) {
         }
         if (e.ts > max_ts) {
           // Remember when the stream first passed each window end, for the lag.
-          const int64_t k_old =
-              max_ts == INT64_MIN ? floor_div(e.ts, width) : floor_div(max_ts, width);
-          const int64_t k_new = floor_div(e.ts, width);
+          const int64_t k_old = max_ts == INT64_MIN ? windowing::floor_div(e.ts, width)
+                                                    : windowing::floor_div(max_ts, width);
+          const int64_t k_new = windowing::floor_div(e.ts, width);
           for (int64_t k = std::max(k_old, k_new - 64) + 1; k <= k_new; ++k)
             passed.emplace_back(k * width, now);
           while (passed.size() > 100'000) passed.pop_front();  // windows held back for long
