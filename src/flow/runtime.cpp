@@ -408,9 +408,24 @@ RunResult run_job(const RunConfig& cfg) {
     std::memcpy(frame.data() + sizeof fh, w.data(), fh.bytes);
     tr->send(0, std::move(frame));
   };
+  // The RSS timeline: one statm read per sample, on this thread (no cost to the workers).
+  int64_t rss_every = cfg.rss_sample_ns, rss_next = 0;
+  auto sample_rss = [&](int64_t now) {
+    if (rss_every <= 0 || now < rss_next) return;
+    auto& tl = result.rss_timeline;
+    if (tl.size() >= 65536) {  // keep every other sample, sample half as often
+      size_t kept = 0;
+      for (size_t i = 0; i < tl.size(); i += 2) tl[kept++] = tl[i];
+      tl.resize(kept);
+      rss_every *= 2;
+    }
+    tl.emplace_back(static_cast<double>(now) * 1e-9, rss_mb());
+    rss_next = (now / rss_every + 1) * rss_every;  // the next slot of the grid
+  };
   try {
     while (finished.load() < W) {
       const int64_t now = since(start);
+      sample_rss(now);
       if (now >= next) {
         interval(next);
         next += cfg.stats_interval_ns;
