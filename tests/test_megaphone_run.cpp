@@ -130,7 +130,8 @@ TEST(MegaphoneRun, StatsJsonHasTheRssTimeline) {
   fs::remove(json);
 }
 
-// The critical-path view of a migration: in 50 ms windows of a traced all-at-once run,
+// The critical-path view of a migration: in 50 ms windows of a traced all-at-once run
+// (8 M keys: 30 MB move, tens of ms of serialization, well above this machine's noise),
 // the windows overlapping the migration (its start/end from --stats-json, in the trace's
 // time base) give the migration's activity types (the state's serialization by count-M,
 // its installation by count) CP above zero and more than any window away from it, where
@@ -139,7 +140,7 @@ TEST(MegaphoneRun, StatsJsonHasTheRssTimeline) {
 TEST(MegaphoneRun, TheMigrationWindowRanksItsActivities) {
   const fs::path trace = temp("cp.snail"), json = temp("cp.json");
   const auto r = run_binary(
-      "run keycount --bins 256 --workers 2 --rate 200000 --duration 1200ms --keys 4000000 "
+      "run keycount --bins 256 --workers 2 --rate 200000 --duration 1600ms --keys 8000000 "
       "--migrate-at 600ms --strategy all-at-once --trace " +
       trace.string() + " --stats-json " + json.string());
   ASSERT_EQ(r.code, 0) << r.out;
@@ -164,6 +165,8 @@ TEST(MegaphoneRun, TheMigrationWindowRanksItsActivities) {
                             jsonl.string());
   ASSERT_EQ(a.code, 0) << a.out;
   std::ifstream lines(jsonl);
+  // Windows before 300 ms are the state's allocation (every bin's first record): left out.
+  constexpr int64_t kWarm = 300'000'000;
   double in_migration = 0, away = 0;
   bool named = false;
   size_t windows = 0, away_windows = 0;
@@ -187,13 +190,13 @@ TEST(MegaphoneRun, TheMigrationWindowRanksItsActivities) {
         auto op = t["operator"];
         if (!op.error() && std::string_view(op.get_string()) == "count-M") named = true;
       }
-    } else if (we < start_ns - 50'000'000 || ws > end_ns + 100'000'000) {
+    } else if (ws >= kWarm && (we < start_ns - 50'000'000 || ws > end_ns + 100'000'000)) {
       away = std::max(away, share);
       ++away_windows;
     }
   }
   ASSERT_GE(windows, 20u) << a.out;
-  ASSERT_GE(away_windows, 10u);
+  ASSERT_GE(away_windows, 4u);  // 300..550 ms at least, more after a quick migration
   EXPECT_GT(in_migration, 0.0);
   EXPECT_GT(in_migration, away) << "the migration's window must rank its activities higher";
   EXPECT_TRUE(named) << "count-M (the state's serialization) among the migration's top";
@@ -221,7 +224,7 @@ TEST(MegaphoneRun, TheMigrationWindowRanksItsActivities) {
     for (size_t i : mig_types) share += double(pt["cp"].at(i).get_double());
     if (ws < end_ns && we > start_ns)
       report_in = std::max(report_in, share);
-    else if (we < start_ns - 50'000'000 || ws > end_ns + 100'000'000)
+    else if (ws >= kWarm && (we < start_ns - 50'000'000 || ws > end_ns + 100'000'000))
       report_away = std::max(report_away, share);
   }
   EXPECT_GT(report_in, 0.0);
