@@ -10,7 +10,7 @@ Runs `snailtrail run keycount` and writes results.json plus SVG figures into --o
   rss.svg         RSS over time around the migration, per strategy (5.19)
   load.svg        offered load vs max latency per strategy (5.18; skipped with --quick)
 
-  scripts/megaphone-bench.py --sweep bins|keys|proportional|headline [--full] [--reps N]
+  scripts/megaphone-bench.py --sweep bins|keys|proportional|headline|rss|load [--full] [--reps N]
                              [--csv FILE] [--out DIR] [--compare-bin OTHER_BINARY] [--at S]
 
 One sweep instead (each small default runs in under a minute; --full: the larger sizes
@@ -20,6 +20,11 @@ of docs/MEGAPHONE.md). One migration of half the bins per run, all three strateg
   proportional  keys and bins grow together, fixed state per bin (5.17)
   headline      --reps repetitions at one size, interleaved; with --compare-bin the same
                 runs with a second binary interleaved with the first (before/after)
+  rss           RSS over time (the run's rss_timeline, every 10 ms) of the same migration
+                under each strategy (Fig. 5.19): rss-sweep.svg, per run the RSS before, the
+                peak during and the RSS after the migration
+  load          offered load (--rates) vs max latency, each strategy and no migration
+                (Fig. 5.18): load-sweep.svg, the migration's max latency and the run's
 Every row also has noise_max_ms: the largest latency of the 250 ms intervals in the 1 s
 before the migration (the machine's noise floor at that moment), and stalled_intervals:
 those of them in which no epoch completed (the dataflow was behind, e.g. still
@@ -146,6 +151,139 @@ SWEEPS = {
     "headline": ([(4_000_000, 4096)], [(32_000_000, 4096)]),
 }
 
+STRATEGIES = ("all-at-once", "batched", "fluid")
+
+
+def mig_duration(at, bins, s, extra=0.0):
+    """--duration long enough for the slowest strategy to finish while data still flows."""
+    steps = bins // 2 if s == "fluid" else (bins // 4 if s == "batched" else 1)
+    return at + max(1.5, 1.5 + steps * 0.002) + extra
+
+
+def write_rows(a, name, rows, extra=None):
+    csv_path = a.csv or os.path.join(a.out, "sweep-%s.csv" % name)
+    with open(csv_path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+        w.writeheader()
+        w.writerows(rows)
+    with open(os.path.join(a.out, "sweep-%s.json" % name), "w") as f:
+        json.dump({"sweep": name, "loadavg": os.getloadavg()[0], "rows": rows, **(extra or {})}, f, indent=1)
+    return csv_path
+
+
+def rss_sweep(a):
+    """Fig. 5.19: RSS over time of the same migration under each strategy."""
+    keys, bins, at = (32_000_000, 4096, 3.0) if a.full else (8_000_000, 1024, 2.0)
+    keys, bins, at = a.keys or keys, a.bins or bins, a.at or at
+    rate, reps = a.rate or 200_000, a.reps or 1
+    print("sweep rss: %d workers, %d keys (%.0f MB of counts), %d bins, %d records/s, migration at %gs, "
+          "loadavg %.1f" % (a.workers, keys, keys * 8 / 2**20, bins, rate, at, os.getloadavg()[0]))
+    rows, series, spans = [], [], []
+    for rep in range(reps):
+        for s in STRATEGIES:
+            # 1.5 s more after the migration: what the RSS does once the moved state settled.
+            dur = mig_duration(at, bins, s, 1.5)
+            d = run(a.bin, ["--workers", str(a.workers), "--rate", str(rate), "--keys", str(keys),
+                            "--duration", "%gs" % dur, "--bins", str(bins), "--migrate-at", "%gs" % at,
+                            "--strategy", s], os.path.join(a.out, "rss-%d-%s-%d.json" % (keys, s, rep)))
+            m = d["migrations"][0] if d.get("migrations") else {}
+            tl = d.get("rss_timeline", [])
+            start, end = m.get("start_s", at), m.get("end_s", at)
+            before = [mb for t, mb in tl if start - 0.5 <= t < start]
+            during = [mb for t, mb in tl if start <= t <= end + 0.1]  # +0.1 s: the frees after the last step
+            # before the sources end (dur): then the job collects its output and RSS rises again
+            after = [mb for t, mb in tl if end + 0.5 <= t <= min(end + 1.0, dur)]
+            base = median(before)
+            peak = max(during) if during else 0
+            row = {"sweep": "rss", "rep": rep, "keys": keys, "bins": bins, "state_mb": round(keys * 8 / 2**20, 1),
+                   "strategy": s, "rate": rate, "start_s": start, "end_s": end,
+                   "duration_s": m.get("duration_s", 0), "max_latency_ms": m.get("max_latency_ms", 0),
+                   "moved_mb": round(m.get("bytes_moved", 0) / 2**20, 1),
+                   "rss_before_mb": round(base, 1), "rss_peak_mb": round(peak, 1),
+                   "rss_rise_mb": round(peak - base, 1), "rss_after_mb": round(median(after), 1) if after else None,
+                   "rss_max_mb": round(max((mb for _, mb in tl), default=0), 1),
+                   "samples": len(tl), "completed": bool(m.get("completed")),
+                   "wall_s": round(d["wall_s"], 2), "cmd": "snailtrail " + d["cmd"]}
+            row.update({k: v for k, v in mig_row(d).items() if k in ("noise_max_ms", "stalled_intervals")})
+            rows.append(row)
+            print("rep %d %-11s migration %6.3f..%6.3f s  moved %6.1f MB  RSS before %6.1f  peak during %6.1f "
+                  "(+%6.1f)  after %6s  run max %6.1f MB  max latency %8.2f ms%s"
+                  % (rep, s, start, end, row["moved_mb"], base, peak, peak - base,
+                     "-" if not after else "%.1f" % row["rss_after_mb"],
+                     row["rss_max_mb"], row["max_latency_ms"], "" if row["completed"] else "  (NOT completed)")
+                  + ("  (STALLED before the migration: raise --at)" if row["stalled_intervals"] else ""))
+            if rep == 0:
+                # up to the sources' end: after it the job collects its output (RSS rises again)
+                series.append((s, [(round(t - start, 3), mb) for t, mb in tl if -1.0 <= t - start and t <= dur]))
+                spans.append((s, end - start))
+    csv_path = write_rows(a, "rss", rows, {"timelines": {n: pts for n, pts in series}})
+    svg_plot(os.path.join(a.out, "rss-sweep.svg"),
+             "RSS every 10 ms, %d keys, %d bins, migration at 0 (cf. Fig. 5.19)" % (keys, bins),
+             "time since the migration started [s] (ends: %s)"
+             % ", ".join("%s %.2f s" % (n, e) for n, e in spans), "RSS [MB]", series)
+    print("wrote %s, %s/sweep-rss.json and %s/rss-sweep.svg" % (csv_path, a.out, a.out))
+
+
+def load_sweep(a):
+    """Fig. 5.18: offered load vs max latency, each strategy and no migration."""
+    keys, bins, at = (32_000_000, 4096, 3.0) if a.full else (4_000_000, 1024, 2.0)
+    keys, bins, at = a.keys or keys, a.bins or bins, a.at or at
+    rates = [int(x) for x in a.rates.split(",")] if a.rates else \
+        [50_000, 100_000, 200_000, 400_000] + ([800_000] if a.full else [])
+    reps = a.reps or 1
+    warm = at / 2  # intervals before this are the state's allocation, not steady state
+    print("sweep load: %d workers, %d keys, %d bins, rates %s, migration at %gs, loadavg %.1f"
+          % (a.workers, keys, bins, ",".join(map(str, rates)), at, os.getloadavg()[0]))
+    rows = []
+    for rep in range(reps):
+        for r in rates:
+            for s in ("none",) + STRATEGIES:
+                dur = mig_duration(at, bins, "fluid" if s == "none" else s)
+                args = ["--workers", str(a.workers), "--rate", str(r), "--keys", str(keys), "--duration",
+                        "%gs" % dur, "--bins", str(bins)]
+                if s != "none":
+                    args += ["--migrate-at", "%gs" % at, "--strategy", s]
+                d = run(a.bin, args, os.path.join(a.out, "load-%d-%s-%d.json" % (r, s, rep)))
+                m = d["migrations"][0] if d.get("migrations") else {}
+                start, end = m.get("start_s", at), m.get("end_s", at)
+                # after the warm-up, up to the sources' end (the last interval also holds the
+                # job's end: the output of every key is collected then, hundreds of ms)
+                ivs = [i for i in d["intervals"] if warm < i["t_s"] <= dur]
+                # steady state: the intervals that do not overlap the migration (+0.25 s)
+                steady = [i["max_ms"] for i in ivs if not (start < i["t_s"] <= end + 0.5)] if m else \
+                    [i["max_ms"] for i in ivs]
+                row = {"sweep": "load", "rep": rep, "keys": keys, "bins": bins, "rate": r, "strategy": s,
+                       "throughput": round(d["throughput"]),
+                       "run_max_ms": max((i["max_ms"] for i in ivs), default=0),
+                       "steady_max_ms": max(steady, default=0),
+                       "migration_max_ms": m.get("max_latency_ms", 0) if m else None,
+                       "duration_s": m.get("duration_s", 0) if m else None,
+                       "completed": bool(m.get("completed")) if m else None,
+                       "wall_s": round(d["wall_s"], 2), "cmd": "snailtrail " + d["cmd"]}
+                rows.append(row)
+                print("rep %d rate %8d %-11s achieved %9.0f/s  run max %9.2f ms  steady max %9.2f ms%s"
+                      % (rep, r, s, row["throughput"], row["run_max_ms"], row["steady_max_ms"],
+                         "" if not m else "  migration max %9.2f ms in %.3f s%s"
+                         % (row["migration_max_ms"], row["duration_s"],
+                            "" if row["completed"] else " (NOT completed)")))
+    csv_path = write_rows(a, "load", rows)
+    med = lambda s, r, k: median([x[k] for x in rows if x["strategy"] == s and x["rate"] == r])
+    # The thesis plots the max latency of the whole run; on a noisy machine that is the
+    # noise for all but all-at-once, so the migration's own max is plotted beside it.
+    svg_plot(os.path.join(a.out, "load-sweep.svg"),
+             "offered load vs max latency, %d keys, %d bins (cf. Fig. 5.18)" % (keys, bins),
+             "offered load [records/s]", "max latency [ms]",
+             [("no migration: run", [(r, med("none", r, "run_max_ms")) for r in rates])] +
+             [("%s: migration" % s, [(r, med(s, r, "migration_max_ms")) for r in rates]) for s in STRATEGIES] +
+             [("%s: run" % s, [(r, med(s, r, "run_max_ms")) for r in rates]) for s in STRATEGIES],
+             logx=True, logy=True)
+    print("\nmedian over %d rep(s): rate | achieved (no migration) | max latency ms, whole run after warm-up "
+          "(migration's own) for no migration, all-at-once, batched, fluid" % reps)
+    for r in rates:
+        print("| %d | %d | %.0f | %s |" % (r, med("none", r, "throughput"), med("none", r, "run_max_ms"), " | ".join(
+            "%.0f (%.1f)" % (med(s, r, "run_max_ms"), med(s, r, "migration_max_ms")) for s in STRATEGIES)))
+    print("wrote %s, %s/sweep-load.json and %s/load-sweep.svg" % (csv_path, a.out, a.out))
+
 
 def sweep(a):
     points = SWEEPS[a.sweep][1 if a.full else 0]
@@ -207,7 +345,9 @@ def main():
     ap.add_argument("--keys", type=int, default=0)
     ap.add_argument("--rate", type=int, default=0)
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--sweep", choices=sorted(SWEEPS), help="run one sweep instead (see above)")
+    ap.add_argument("--sweep", choices=sorted(SWEEPS) + ["load", "rss"], help="run one sweep instead (see above)")
+    ap.add_argument("--bins", type=int, default=0, help="with --sweep rss|load: bins (default 1024, --full 4096)")
+    ap.add_argument("--rates", default="", help="with --sweep load: records/s list (default 50000,...,400000; --full to 800000)")
     ap.add_argument("--full", action="store_true", help="with --sweep: the larger sizes")
     ap.add_argument("--at", type=float, default=0,
                     help="with --sweep: migration time in s (default 2, --full 3)")
@@ -216,6 +356,10 @@ def main():
     ap.add_argument("--compare-bin", default="", help="with --sweep: a second binary, run interleaved")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
+    if a.sweep == "rss":
+        return rss_sweep(a)
+    if a.sweep == "load":
+        return load_sweep(a)
     if a.sweep:
         return sweep(a)
     keys = a.keys or (4_000_000 if a.quick else 32_000_000)
@@ -258,7 +402,7 @@ def main():
                     os.path.join(a.out, "mig-%d-%s.json" % (bins, s)))
             m = d["migrations"][0] if d["migrations"] else {}
             row = {"bins": bins, "strategy": s, **m,
-                   "rss": [(i["t_s"], i["rss_mb"]) for i in d["intervals"]],
+                   "rss": d.get("rss_timeline") or [(i["t_s"], i["rss_mb"]) for i in d["intervals"]],
                    "p99": [(i["t_s"], i["p99_ms"]) for i in d["intervals"]], "cmd": d["cmd"]}
             mig.append(row)
             print("migration bins %5d %-11s duration %7.3f s  max latency %9.3f ms  %8.1f MB moved  peak RSS %.0f MB%s"

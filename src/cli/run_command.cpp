@@ -95,7 +95,8 @@ std::string json_number(double v) {
 void write_stats_json(const std::string& path, double throughput,
                       const std::vector<flow::IntervalStats>& intervals,
                       const std::vector<uint64_t>& latency, const std::string& digest,
-                      const std::string& migrations = "", const std::string& decisions = "") {
+                      const std::string& migrations = "", const std::string& decisions = "",
+                      const std::vector<std::pair<double, double>>& rss_timeline = {}) {
   OutputFile f(path);
   auto out = std::back_inserter(f.buf());
   fmt::format_to(out, "{{\"throughput\": {}, \"intervals\": [", json_number(throughput));
@@ -118,6 +119,11 @@ void write_stats_json(const std::string& path, double throughput,
   else
     fmt::format_to(out, "]");
   if (!decisions.empty()) fmt::format_to(out, ", \"decisions\": {}", decisions);
+  fmt::format_to(out, ", \"rss_timeline\": [");  // (s, MiB) every 10 ms, this process
+  for (size_t i = 0; i < rss_timeline.size(); ++i)
+    fmt::format_to(out, "{}[{:.3f}, {:.1f}]", i ? ", " : "", rss_timeline[i].first,
+                   rss_timeline[i].second);
+  fmt::format_to(out, "]");
   fmt::format_to(out, ", \"output_digest\": \"{}\"}}\n", digest);
   f.flush();
 }
@@ -579,18 +585,27 @@ int run(RunArgs& a) {
   if (!a.stats_json.empty())
     write_stats_json(a.stats_json, r.throughput(), r.intervals, r.latency, digest,
                      a.bins > 0 ? megaphone::migrations_json(migrations->records()) : "",
-                     autoscaler ? loop::decisions_json(autoscaler->decisions()) : "");
+                     autoscaler ? loop::decisions_json(autoscaler->decisions()) : "",
+                     r.rss_timeline);
   if (autoscaler && !a.quiet)
     for (const auto& d : autoscaler->decisions())
       fmt::print(stderr, "decision at {:.3f} s: {} active workers ({})\n", d.time_s,
                  d.active_workers, d.reason);
   if (a.bins > 0 && !a.quiet)
-    for (const auto& m : migrations->records())
+    for (const auto& m : migrations->records()) {
       fmt::print(stderr,
                  "migration ({}): {} bins, {} bytes in {} steps, {:.3f} s .. {:.3f} s ({:.3f} s), "
                  "max latency {:.3f} ms{}\n",
                  m.strategy, m.bins_moved, m.bytes_moved, m.steps, m.start_s, m.end_s, m.duration_s,
                  m.max_latency_ms, m.completed ? "" : " (not completed)");
+      // The trace's times share the run's origin: the migration's critical path is this.
+      if (!a.trace.empty() && m.completed)
+        fmt::print(
+            stderr,
+            "  its critical path: snailtrail analyze {} --window whole --from {}us --to {}us\n",
+            a.trace, static_cast<int64_t>(std::floor(m.start_s * 1e6)),
+            static_cast<int64_t>(std::ceil(m.end_s * 1e6)) + 1);
+    }
   if (a.verify) {
     const flow::KeyCounts want = flow::reference_output(cfg, r.generated);
     const std::string diff = flow::first_difference(r.output, want);
@@ -647,8 +662,8 @@ CommandRunner add_run_command(CLI::App& app) {
                   "events that do not fit are dropped and counted, never blocking the run")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 32));
   cmd->add_option("--stats-json", a.stats_json,
-                  "Write throughput, 250 ms intervals, the latency CCDF and the output digest "
-                  "as JSON");
+                  "Write throughput, 250 ms intervals, the latency CCDF, the output digest and "
+                  "the RSS every 10 ms (rss_timeline) as JSON");
   cmd->add_flag("--verify", a.verify,
                 "Also run the plain single-threaded loop over the same input; exit 1 with the "
                 "first difference if the outputs differ");

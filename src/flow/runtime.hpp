@@ -41,6 +41,10 @@ struct RunConfig {
   int64_t epoch_ns = 1'000'000;  // logical time granularity
   bool trace = false;
   int64_t stats_interval_ns = 250'000'000;
+  // This process's resident set (/proc/self/statm) is sampled every rss_sample_ns by the
+  // statistics thread into RunResult::rss_timeline (0: never). Bounded: at 65536 samples
+  // every other one is dropped and the interval doubles.
+  int64_t rss_sample_ns = 10'000'000;
   std::function<void(const std::string&)> on_stats_line;  // each interval's line
   // With `trace` and this set, each worker hands its events (in time order, with the
   // dataflow's operator names) to this sink about every trace_flush_ns and at its end,
@@ -249,6 +253,10 @@ struct RunResult {
   std::vector<uint64_t> generated;  // per worker (every process's on rank 0)
   // Every stats interval, merged over all processes on rank 0 (rank r > 0: empty).
   std::vector<IntervalStats> intervals;
+  // (seconds since the start, MiB) every cfg.rss_sample_ns while the workers run, times
+  // increasing; this process only (under mpirun: rank 0's, the intervals' rss_mb sums
+  // every rank).
+  std::vector<std::pair<double, double>> rss_timeline;
   std::vector<uint64_t> latency;  // histogram buckets (ns) over the whole run (idem)
   KeyCounts output;
   WorkerCounters counters;  // summed over workers
