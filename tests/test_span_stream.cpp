@@ -310,9 +310,10 @@ TEST(SpanStream, LargeTraceIsReadSpanBySpan) {
     auto services = [](const SpanSet& set) {
       std::string out;
       for (const auto& sp : set.spans)
-        if (set.str(sp.trace) == "big")
-          out += set.str(sp.id) + "=" + set.str(sp.service) + " " +
-                 (sp.parent == importers::kNoSpan ? "-" : set.str(set.spans[sp.parent].id)) + "\n";
+        if (set.ids.text(sp.trace) == "big")
+          out += set.ids.text(sp.id) + "=" + set.str(sp.service) + " " +
+                 (sp.parent == importers::kNoSpan ? "-" : set.ids.text(set.spans[sp.parent].id)) +
+                 "\n";
       return out;
     };
     const std::string want_services = services(importers::read_spans(path));

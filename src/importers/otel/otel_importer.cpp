@@ -103,6 +103,7 @@ class SpanReader {
     return std::string_view(e);
   }
   uint32_t intern(std::string_view s) { return set_.strings.id(s); }
+  uint32_t id_of(std::string_view s) { return set_.ids.id(s); }
 
   // Adds a span whose refs were appended since refs_begin; negative durations are clamped.
   void add(Span s, uint32_t refs_begin) {
@@ -213,8 +214,8 @@ class OtlpReader : public SpanReader {
     const std::string_view trace = string_of(o, "traceId", where, true);
     const std::string_view id = string_of(o, "spanId", where, true);
     if (trace.empty() || id.empty()) fail(where, "empty \"traceId\" or \"spanId\"");
-    s.trace = intern(trace);
-    s.id = intern(id);
+    s.trace = id_of(trace);
+    s.id = id_of(id);
     s.operation = intern(string_of(o, "name", where, false));
     dom::element e;
     if (member(o, "kind", e)) s.kind = otlp_kind(e);
@@ -230,7 +231,7 @@ class OtlpReader : public SpanReader {
       s.thread = intern(thread);
     const uint32_t refs_begin = static_cast<uint32_t>(set_.refs.size());
     const std::string_view parent = string_of(o, "parentSpanId", where, false);
-    if (!parent.empty()) set_.refs.push_back({s.trace, intern(parent), true});
+    if (!parent.empty()) set_.refs.push_back({s.trace, id_of(parent), true});
     dom::array links;
     size_t n = 0;
     if (array_member(o, "links", where, links))
@@ -239,7 +240,7 @@ class OtlpReader : public SpanReader {
         dom::object lo = object_at(l, lwhere);
         const std::string_view lt = string_of(lo, "traceId", lwhere, false);
         const std::string_view ls = string_of(lo, "spanId", lwhere, true);
-        set_.refs.push_back({lt.empty() ? s.trace : intern(lt), intern(ls), false});
+        set_.refs.push_back({lt.empty() ? s.trace : id_of(lt), id_of(ls), false});
       }
     add(s, refs_begin);
   }
@@ -282,8 +283,8 @@ class JaegerReader : public SpanReader {
     const std::string_view trace = string_of(o, "traceID", where, true);
     const std::string_view id = string_of(o, "spanID", where, true);
     if (trace.empty() || id.empty()) fail(where, "empty \"traceID\" or \"spanID\"");
-    s.trace = intern(trace);
-    s.id = intern(id);
+    s.trace = id_of(trace);
+    s.id = id_of(id);
     s.operation = intern(string_of(o, "operationName", where, false));
     dom::element e;
     int64_t duration = 0;
@@ -340,13 +341,12 @@ class JaegerReader : public SpanReader {
         const std::string_view type = string_of(ro, "refType", rwhere, false);
         const std::string_view rt = string_of(ro, "traceID", rwhere, false);
         const std::string_view rs = string_of(ro, "spanID", rwhere, true);
-        set_.refs.push_back(
-            {rt.empty() ? s.trace : intern(rt), intern(rs), type != "FOLLOWS_FROM"});
+        set_.refs.push_back({rt.empty() ? s.trace : id_of(rt), id_of(rs), type != "FOLLOWS_FROM"});
       }
     // Old exports carry the parent as "parentSpanID" instead of a reference.
     const std::string_view parent = string_of(o, "parentSpanID", where, false);
     if (refs_begin == set_.refs.size() && !parent.empty() && parent != "0")
-      set_.refs.push_back({s.trace, intern(parent), true});
+      set_.refs.push_back({s.trace, id_of(parent), true});
     add(s, refs_begin);
   }
 
@@ -1279,8 +1279,10 @@ void stream_otlp(const std::string& path, unsigned threads, size_t gap, const Sp
     workers.push(std::move(job));
   };
   auto take = [&](const SpanSet& from) {
+    std::string trace, text;
     for (const Span& s : from.spans) {
-      const std::string& trace = from.str(s.trace);
+      trace.clear();
+      from.ids.append(s.trace, trace);
       auto it = pending.find(trace);
       if (it == pending.end()) {
         if (closed.count(trace)) ++cut_traces;  // a later piece of a trace already computed
@@ -1292,13 +1294,18 @@ void stream_otlp(const std::string& path, unsigned threads, size_t gap, const Sp
       Pending& p = it->second;
       p.last_doc = docs;
       SpanSet& to = p.set;
-      auto id = [&](uint32_t x) { return to.strings.id(from.str(x)); };
+      auto name = [&](uint32_t x) { return to.strings.id(from.str(x)); };
+      auto id = [&](uint32_t x) {
+        text.clear();
+        from.ids.append(x, text);
+        return to.ids.id(text);
+      };
       Span t = s;
       t.trace = id(s.trace);
       t.id = id(s.id);
-      t.service = id(s.service);
-      t.operation = id(s.operation);
-      if (s.thread != kNoSpan) t.thread = id(s.thread);
+      t.service = name(s.service);
+      t.operation = name(s.operation);
+      if (s.thread != kNoSpan) t.thread = name(s.thread);
       t.refs_begin = static_cast<uint32_t>(to.refs.size());
       for (uint32_t r = s.refs_begin; r < s.refs_end; ++r)
         to.refs.push_back(
