@@ -4,6 +4,10 @@
 
 #include <simdjson.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -775,6 +779,99 @@ const char* skip_plain(const char* p, const char* end) {
                    [](char c) { return c == '"' || c == '{' || c == '}' || c == '[' || c == ']'; });
 }
 
+// Inside a unit, from p (not in a string): brackets and strings only, up to the closing
+// bracket met at depth `floor` (returned, not consumed) or the end (end returned;
+// `in_string`, `escaped` say where it stopped). 64 bytes at a time as bit masks (SSE2):
+// quotes, then strings as the prefix XOR of the quotes, then the brackets outside them;
+// a block with a backslash, and the last bytes, go byte by byte as before.
+#if defined(__SSE2__)
+struct BlockMasks {
+  uint64_t quote = 0, backslash = 0, open = 0, close = 0;
+};
+inline BlockMasks block_masks(const char* p) {
+  const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'),
+                open = _mm_set1_epi8('{'), close = _mm_set1_epi8('}'), lower = _mm_set1_epi8(0x20);
+  BlockMasks m;
+  for (int k = 0; k < 4; ++k) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
+    const __m128i l = _mm_or_si128(v, lower);  // '[' -> '{', ']' -> '}'
+    auto bits = [&](__m128i eq) {
+      return uint64_t(static_cast<uint16_t>(_mm_movemask_epi8(eq))) << (16 * k);
+    };
+    m.quote |= bits(_mm_cmpeq_epi8(v, quote));
+    m.backslash |= bits(_mm_cmpeq_epi8(v, backslash));
+    m.open |= bits(_mm_cmpeq_epi8(l, open));
+    m.close |= bits(_mm_cmpeq_epi8(l, close));
+  }
+  return m;
+}
+inline uint64_t prefix_xor(uint64_t x) {
+  x ^= x << 1;
+  x ^= x << 2;
+  x ^= x << 4;
+  x ^= x << 8;
+  x ^= x << 16;
+  x ^= x << 32;
+  return x;
+}
+#endif
+const char* scan_inside(const char* p, const char* end, int& depth, int floor, bool& in_string,
+                        bool& escaped) {
+  for (;;) {
+#if defined(__SSE2__)
+    if (end - p >= 64) {
+      const BlockMasks m = block_masks(p);
+      if (m.backslash == 0) {
+        const uint64_t inside = prefix_xor(m.quote);  // from an opening quote to its close
+        for (uint64_t st = (m.open | m.close) & ~inside; st; st &= st - 1) {
+          const int i = __builtin_ctzll(st);
+          if (m.open >> i & 1) {
+            ++depth;
+          } else {
+            if (depth <= floor) return p + i;
+            --depth;
+          }
+        }
+        if (inside >> 63) {  // a string goes on past the block
+          p = string_end(p + 64, end, escaped);
+          if (p == end) {
+            in_string = true;
+            return end;
+          }
+          ++p;
+        } else {
+          p += 64;
+        }
+        continue;
+      }
+    }
+#endif
+    const char* const lim = std::min(end, p + 64);
+    while (p < lim) {
+      p = skip_plain(p, lim);
+      if (p == lim) break;
+      const char x = *p;
+      if (x == '"') {
+        p = string_end(p + 1, end, escaped);
+        if (p == end) {
+          in_string = true;
+          return end;
+        }
+        ++p;
+      } else if (x == '{' || x == '[') {
+        ++depth;
+        ++p;
+      } else if (depth > floor) {
+        --depth;
+        ++p;
+      } else {
+        return p;
+      }
+    }
+    if (p >= end) return end;
+  }
+}
+
 // Collects what the units report: summed diagnostics, skipped units.
 struct StreamSink {
   std::mutex mutex;
@@ -1039,6 +1136,11 @@ void stream_jaeger(const std::string& path, unsigned threads, const SpanUnitFn& 
       // Inside a trace read span by span: as the loop below, and it notes the members
       // "spans" (batches of spans) and "processes", and keeps the rest as the skeleton.
       while (p < end) {
+        if (depth >= 5) {
+          // Inside a span (or deeper in the skeleton): up to the bracket back to depth 4.
+          p = scan_inside(p, end, depth, 5, in_string, escaped);
+          if (p == end) break;
+        }
         p = skip_plain(p, end);
         if (p == end) break;
         const char x = *p;
@@ -1094,29 +1196,9 @@ void stream_jaeger(const std::string& path, unsigned threads, const SpanUnitFn& 
       if (p == end) continue;
     }
     if (depth >= 3) {
-      // Inside a trace, its brackets and strings only, in a tight loop up to the bracket
-      // that brings the depth back to 3 (handled below).
-      while (p < end) {
-        p = skip_plain(p, end);
-        if (p == end) break;
-        const char x = *p;
-        if (x == '"') {
-          p = string_end(p + 1, end, escaped);
-          if (p == end) {
-            in_string = true;
-            break;
-          }
-          ++p;
-        } else if (x == '{' || x == '[') {
-          ++depth;
-          ++p;
-        } else if (depth > 3) {
-          --depth;
-          ++p;
-        } else {
-          break;  // closes a member of the trace object at depth 3, or the trace itself
-        }
-      }
+      // Inside a trace, its brackets and strings only, up to the bracket that closes the
+      // trace itself (handled below).
+      p = scan_inside(p, end, depth, 3, in_string, escaped);
       pos = static_cast<size_t>(p - buf.data());
       if (p == end) continue;
     }

@@ -105,14 +105,21 @@ bool SpanIds::hex_key(std::string_view text, Key& key) {
   return true;
 }
 
+// The slot's half of a hash (low bits) and a fingerprint kept in the slot (high bits),
+// so that probing passes other ids without reading their keys.
 uint64_t SpanIds::hash(const Key& k) const {
-  if (!(k.len & kText)) return mix(k.lo ^ mix(k.hi ^ k.len));
+  // Ids that differ in their last hex digit only (ids counted up by a tracer) land in
+  // neighbouring slots: lookups of nearby ids touch the same cache lines.
+  if (!(k.len & kText)) {
+    const uint64_t m = mix(k.lo >> 4 ^ mix(k.hi ^ k.len));
+    return ((m + (k.lo & 0xF)) & 0xFFFFFFFFull) | (mix(k.lo ^ k.hi) & ~0xFFFFFFFFull);
+  }
   const size_t n = k.len & ~kText;
   return mix(std::hash<std::string_view>{}(std::string_view(arena_).substr(k.hi, n)) ^ kText);
 }
 
 // `k` (stored) against a probe: `probe` if the text is hex, else `text`.
-bool SpanIds::same(const Key& k, std::string_view text, const Key& probe) const {
+inline bool SpanIds::same(const Key& k, std::string_view text, const Key& probe) const {
   if (k.len != probe.len) return false;
   if (!(k.len & kText)) return k.lo == probe.lo && k.hi == probe.hi;
   return std::string_view(arena_).substr(k.hi, text.size()) == text;
@@ -123,50 +130,50 @@ void SpanIds::grow() {
   slots_.assign(cap, 0);
   const size_t mask = cap - 1;
   for (uint32_t i = 0; i < keys_.size(); ++i) {
-    size_t at = hash(keys_[i]) & mask;
+    const uint64_t h = hash(keys_[i]);
+    size_t at = h & mask;
     while (slots_[at]) at = (at + 1) & mask;
-    slots_[at] = i + 1;
+    slots_[at] = (h & ~0xFFFFFFFFull) | (i + 1);
   }
+}
+
+uint64_t SpanIds::probe_key(std::string_view text, Key& probe) const {
+  if (hex_key(text, probe)) return hash(probe);
+  probe.len = kText | static_cast<uint32_t>(text.size());
+  return mix(std::hash<std::string_view>{}(text) ^ kText);
 }
 
 uint32_t SpanIds::find(std::string_view text) const {
   if (slots_.empty()) return kNoSpan;
   Key probe;
-  uint64_t h;
-  if (!hex_key(text, probe)) {
-    probe.len = kText | static_cast<uint32_t>(text.size());
-    h = mix(std::hash<std::string_view>{}(text) ^ kText);
-  } else {
-    h = hash(probe);
-  }
+  const uint64_t h = probe_key(text, probe), tag = h & ~0xFFFFFFFFull;
   const size_t mask = slots_.size() - 1;
-  for (size_t at = h & mask; slots_[at]; at = (at + 1) & mask)
-    if (same(keys_[slots_[at] - 1], text, probe)) return slots_[at] - 1;
+  for (size_t at = h & mask; slots_[at]; at = (at + 1) & mask) {
+    const uint64_t slot = slots_[at];
+    const uint32_t i = static_cast<uint32_t>(slot) - 1;
+    if ((slot & ~0xFFFFFFFFull) == tag && same(keys_[i], text, probe)) return i;
+  }
   return kNoSpan;
 }
 
 uint32_t SpanIds::id(std::string_view text) {
   if (2 * (keys_.size() + 1) > slots_.size()) grow();
   Key probe;
-  uint64_t h;
-  const bool hex = hex_key(text, probe);
-  if (!hex) {
-    probe.len = kText | static_cast<uint32_t>(text.size());
-    h = mix(std::hash<std::string_view>{}(text) ^ kText);
-  } else {
-    h = hash(probe);
-  }
+  const uint64_t h = probe_key(text, probe), tag = h & ~0xFFFFFFFFull;
   const size_t mask = slots_.size() - 1;
   size_t at = h & mask;
-  for (; slots_[at]; at = (at + 1) & mask)
-    if (same(keys_[slots_[at] - 1], text, probe)) return slots_[at] - 1;
-  if (!hex) {
+  for (; slots_[at]; at = (at + 1) & mask) {
+    const uint64_t slot = slots_[at];
+    const uint32_t i = static_cast<uint32_t>(slot) - 1;
+    if ((slot & ~0xFFFFFFFFull) == tag && same(keys_[i], text, probe)) return i;
+  }
+  if (probe.len & kText) {
     probe.hi = arena_.size();
     arena_.append(text);
   }
   const uint32_t n = static_cast<uint32_t>(keys_.size());
   keys_.push_back(probe);
-  slots_[at] = n + 1;
+  slots_[at] = tag | (n + 1);
   return n;
 }
 

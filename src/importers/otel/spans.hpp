@@ -62,11 +62,12 @@ class SpanIds {
   };
   static bool hex_key(std::string_view text, Key& key);
   uint64_t hash(const Key& k) const;
+  uint64_t probe_key(std::string_view text, Key& probe) const;
   bool same(const Key& k, std::string_view text, const Key& probe) const;
   void grow();
   std::vector<Key> keys_;
   std::string arena_;
-  std::vector<uint32_t> slots_;  // open addressing: id + 1, 0 empty
+  std::vector<uint64_t> slots_;  // open addressing: fingerprint << 32 | id + 1, 0 empty
 };
 
 struct SpanSet {
