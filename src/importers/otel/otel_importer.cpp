@@ -16,6 +16,7 @@
 #include <array>
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -86,7 +87,9 @@ class SpanReader {
   // Where a span or reference is, built in reused buffers (no allocation per span).
   const std::string& located(std::string& buf, const std::string& outer, const char* key,
                              size_t i) {
-    buf.assign(outer).append(key).append("[").append(std::to_string(i)).append("]");
+    char digits[24];
+    const auto end = std::to_chars(digits, digits + sizeof digits, i).ptr;
+    buf.assign(outer).append(key).append("[").append(digits, end).append("]");
     return buf;
   }
   std::string span_where_, ref_where_;
@@ -281,52 +284,128 @@ class JaegerReader : public SpanReader {
     for (dom::element sp : spans) span(sp, located(span_where_, where, ".spans", k++));
   }
 
+  // The members of a span, read in one pass over its object: the first of each name,
+  // as dom::object::at_key finds it (a span has some ten members; a lookup per field would
+  // compare every name again).
+  enum Field { kTraceID, kSpanID, kOperation, kStart, kDuration, kProcessID, kProcess, kTags,
+               kReferences, kParent, kFields };
+  struct Fields {
+    std::array<dom::element, kFields> value;
+    uint32_t seen = 0;
+    // As member(): absent and null are "not there".
+    bool get(Field f, dom::element& out) const {
+      if (!(seen >> f & 1)) return false;
+      out = value[f];
+      return out.type() != dom::element_type::NULL_VALUE;
+    }
+  };
+  static int field_of(std::string_view k) {
+    switch (k.size()) {
+      case 7:
+        if (k == "traceID") return kTraceID;
+        break;
+      case 6:
+        if (k == "spanID") return kSpanID;
+        break;
+      case 13:
+        if (k == "operationName") return kOperation;
+        break;
+      case 9:
+        if (k == "startTime") return kStart;
+        if (k == "processID") return kProcessID;
+        break;
+      case 8:
+        if (k == "duration") return kDuration;
+        break;
+      case 4:
+        if (k == "tags") return kTags;
+        break;
+      case 10:
+        if (k == "references") return kReferences;
+        break;
+      case 12:
+        if (k == "parentSpanID") return kParent;
+        break;
+      default:
+        break;
+    }
+    if (k == "process") return kProcess;
+    return -1;
+  }
+  std::string_view string_field(const Fields& f, Field field, const char* key,
+                                const std::string& where, bool required) {
+    dom::element e;
+    if (!f.get(field, e)) {
+      if (required) fail(where, std::string("missing \"") + key + "\"");
+      return {};
+    }
+    if (e.type() != dom::element_type::STRING)
+      fail(where, std::string("\"") + key + "\" must be a string");
+    return std::string_view(e);
+  }
+
   void span(dom::element el, const std::string& where) {
     dom::object o = object_at(el, where);
+    Fields f;
+    for (dom::key_value_pair kv : o) {
+      const int field = field_of(kv.key);
+      if (field >= 0 && !(f.seen >> field & 1)) {
+        f.seen |= 1u << field;
+        f.value[static_cast<size_t>(field)] = kv.value;
+      }
+    }
     Span s;
-    const std::string_view trace = string_of(o, "traceID", where, true);
-    const std::string_view id = string_of(o, "spanID", where, true);
+    const std::string_view trace = string_field(f, kTraceID, "traceID", where, true);
+    const std::string_view id = string_field(f, kSpanID, "spanID", where, true);
     if (trace.empty() || id.empty()) fail(where, "empty \"traceID\" or \"spanID\"");
-    s.trace = id_of(trace);
+    if (trace != last_trace_text_ || last_trace_ == kNoSpan) {
+      last_trace_text_.assign(trace);
+      last_trace_ = id_of(trace);
+    }
+    s.trace = last_trace_;
     s.id = id_of(id);
-    s.operation = intern(string_of(o, "operationName", where, false));
+    s.operation = intern(string_field(f, kOperation, "operationName", where, false));
     dom::element e;
     int64_t duration = 0;
-    if (!member(o, "startTime", e) || !json::number_to_ns(e, 1000, s.start))
+    if (!f.get(kStart, e) || !json::number_to_ns(e, 1000, s.start))
       fail(where, "\"startTime\" must be a number of microseconds in range");
-    if (!member(o, "duration", e) || !json::number_to_ns(e, 1000, duration))
+    if (!f.get(kDuration, e) || !json::number_to_ns(e, 1000, duration))
       fail(where, "\"duration\" must be a number of microseconds in range");
     if (__builtin_add_overflow(s.start, duration, &s.end))
       fail(where, "\"startTime\" + \"duration\" is out of range");
     // Service: processID in the trace's processes, or an embedded "process".
     s.service = kNoSpan;
-    const std::string_view pid = string_of(o, "processID", where, false);
+    const std::string_view pid = string_field(f, kProcessID, "processID", where, false);
+    dom::element proc;
+    const bool has_proc = f.get(kProcess, proc);
     if (defer_) {
       // Read span by span: the trace's "processes" come later; resolve_deferred() decides.
-      dom::element proc;
       uint32_t embedded = kNoSpan;
-      if (member(o, "process", proc) && proc.type() == dom::element_type::OBJECT) {
+      if (has_proc && proc.type() == dom::element_type::OBJECT) {
         const std::string_view name = string_of(dom::object(proc), "serviceName", where, false);
         if (!name.empty()) embedded = intern(name);
       }
-      auto [it, fresh] = pid_index_.try_emplace(std::string(pid), uint32_t(pids_.size()));
-      if (fresh) pids_.emplace_back(pid);
+      auto it = pid_index_.find(pid);
+      if (it == pid_index_.end()) {
+        it = pid_index_.emplace(std::string(pid), uint32_t(pids_.size())).first;
+        pids_.emplace_back(pid);
+      }
       deferred_.push_back({static_cast<uint32_t>(set_.spans.size()), it->second, embedded});
     } else {
-      s.service = service_of(pid, o, where);
+      s.service = service_of(pid, has_proc ? &proc : nullptr, where);
     }
     dom::element tags;
-    if (member(o, "tags", tags) && tags.type() == dom::element_type::ARRAY) {
+    if (f.get(kTags, tags) && tags.type() == dom::element_type::ARRAY) {
       std::string thread_name, thread_id;
       for (dom::element tag : dom::array(tags)) {
         if (tag.type() != dom::element_type::OBJECT) continue;
         dom::element k, v;
-        if (!member(dom::object(tag), "key", k) || k.type() != dom::element_type::STRING ||
-            !member(dom::object(tag), "value", v))
+        if (!member(dom::object(tag), "key", k) || k.type() != dom::element_type::STRING)
           continue;
         const std::string_view key = std::string_view(k);
-        std::string text;
         if (key != "span.kind" && key != "thread.name" && key != "thread.id") continue;
+        if (!member(dom::object(tag), "value", v)) continue;
+        std::string text;
         if (!json::scalar_text(v, text)) continue;
         if (key == "span.kind") s.kind = jaeger_kind(text);
         if (key == "thread.name") thread_name = text;
@@ -336,33 +415,37 @@ class JaegerReader : public SpanReader {
         s.thread = intern(thread_name.empty() ? thread_id : thread_name);
     }
     const uint32_t refs_begin = static_cast<uint32_t>(set_.refs.size());
-    dom::array refs;
+    dom::element refs;
     size_t n = 0;
-    if (array_member(o, "references", where, refs))
-      for (dom::element r : refs) {
+    if (f.get(kReferences, refs)) {
+      if (refs.type() != dom::element_type::ARRAY)
+        fail(where, "\"references\" must be an array");
+      for (dom::element r : dom::array(refs)) {
         const std::string& rwhere = located(ref_where_, where, ".references", n++);
         dom::object ro = object_at(r, rwhere);
         const std::string_view type = string_of(ro, "refType", rwhere, false);
         const std::string_view rt = string_of(ro, "traceID", rwhere, false);
         const std::string_view rs = string_of(ro, "spanID", rwhere, true);
-        set_.refs.push_back({rt.empty() ? s.trace : id_of(rt), id_of(rs), type != "FOLLOWS_FROM"});
+        set_.refs.push_back({rt.empty()      ? s.trace
+                             : rt == trace ? last_trace_
+                                           : id_of(rt),
+                             id_of(rs), type != "FOLLOWS_FROM"});
       }
+    }
     // Old exports carry the parent as "parentSpanID" instead of a reference.
-    const std::string_view parent = string_of(o, "parentSpanID", where, false);
+    const std::string_view parent = string_field(f, kParent, "parentSpanID", where, false);
     if (refs_begin == set_.refs.size() && !parent.empty() && parent != "0")
       set_.refs.push_back({s.trace, id_of(parent), true});
     add(s, refs_begin);
   }
 
   // The service of a span with process id `pid` (o: the span, for an embedded "process").
-  uint32_t service_of(std::string_view pid, dom::object o, const std::string& where) {
+  uint32_t service_of(std::string_view pid, const dom::element* proc, const std::string& where) {
     uint32_t service = kNoSpan;
     for (const auto& [p, sv] : processes_)
       if (p == pid) service = sv;
-    dom::element proc;
-    if (service == kNoSpan && member(o, "process", proc) &&
-        proc.type() == dom::element_type::OBJECT) {
-      const std::string_view name = string_of(dom::object(proc), "serviceName", where, false);
+    if (service == kNoSpan && proc && proc->type() == dom::element_type::OBJECT) {
+      const std::string_view name = string_of(dom::object(*proc), "serviceName", where, false);
       if (!name.empty()) service = intern(name);
     }
     return fallback_service(service, pid);
@@ -436,7 +519,9 @@ class JaegerReader : public SpanReader {
   bool defer_ = false;
   std::vector<Deferred> deferred_;
   std::vector<std::string> pids_;
-  std::unordered_map<std::string, uint32_t> pid_index_;
+  std::unordered_map<std::string, uint32_t, json::StringHash, std::equal_to<>> pid_index_;
+  std::string last_trace_text_;  // the last span's trace id, and its number
+  uint32_t last_trace_ = kNoSpan;
 };
 
 }  // namespace
