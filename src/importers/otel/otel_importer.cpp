@@ -287,8 +287,19 @@ class JaegerReader : public SpanReader {
   // The members of a span, read in one pass over its object: the first of each name,
   // as dom::object::at_key finds it (a span has some ten members; a lookup per field would
   // compare every name again).
-  enum Field { kTraceID, kSpanID, kOperation, kStart, kDuration, kProcessID, kProcess, kTags,
-               kReferences, kParent, kFields };
+  enum Field {
+    kTraceID,
+    kSpanID,
+    kOperation,
+    kStart,
+    kDuration,
+    kProcessID,
+    kProcess,
+    kTags,
+    kReferences,
+    kParent,
+    kFields
+  };
   struct Fields {
     std::array<dom::element, kFields> value;
     uint32_t seen = 0;
@@ -400,8 +411,7 @@ class JaegerReader : public SpanReader {
       for (dom::element tag : dom::array(tags)) {
         if (tag.type() != dom::element_type::OBJECT) continue;
         dom::element k, v;
-        if (!member(dom::object(tag), "key", k) || k.type() != dom::element_type::STRING)
-          continue;
+        if (!member(dom::object(tag), "key", k) || k.type() != dom::element_type::STRING) continue;
         const std::string_view key = std::string_view(k);
         if (key != "span.kind" && key != "thread.name" && key != "thread.id") continue;
         if (!member(dom::object(tag), "value", v)) continue;
@@ -418,15 +428,14 @@ class JaegerReader : public SpanReader {
     dom::element refs;
     size_t n = 0;
     if (f.get(kReferences, refs)) {
-      if (refs.type() != dom::element_type::ARRAY)
-        fail(where, "\"references\" must be an array");
+      if (refs.type() != dom::element_type::ARRAY) fail(where, "\"references\" must be an array");
       for (dom::element r : dom::array(refs)) {
         const std::string& rwhere = located(ref_where_, where, ".references", n++);
         dom::object ro = object_at(r, rwhere);
         const std::string_view type = string_of(ro, "refType", rwhere, false);
         const std::string_view rt = string_of(ro, "traceID", rwhere, false);
         const std::string_view rs = string_of(ro, "spanID", rwhere, true);
-        set_.refs.push_back({rt.empty()      ? s.trace
+        set_.refs.push_back({rt.empty()    ? s.trace
                              : rt == trace ? last_trace_
                                            : id_of(rt),
                              id_of(rs), type != "FOLLOWS_FROM"});
