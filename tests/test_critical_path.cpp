@@ -29,12 +29,12 @@ const std::string kData = std::string(SNAILTRAIL_SOURCE_DIR) + "/tests/data/";
 SpanSet tree(const std::vector<std::array<int64_t, 3>>& spec) {
   SpanSet set;
   set.format = "test";
-  const uint32_t trace = set.strings.id("trace");
+  const uint32_t trace = set.ids.id("trace");
   const uint32_t service = set.strings.id("svc");
   for (size_t i = 0; i < spec.size(); ++i) {
     Span s;
     s.trace = trace;
-    s.id = set.strings.id("s" + std::to_string(i));
+    s.id = set.ids.id("s" + std::to_string(i));
     s.service = service;
     s.operation = s.id;
     s.start = spec[i][0];
@@ -108,6 +108,54 @@ std::map<uint32_t, int64_t> oracle(const SpanSet& set) {
   return crit;
 }
 
+// Span ids: hex ids are kept as numbers, other text as text; against a map of strings
+// (the oracle), every id comes back as its text and equal texts only are the same id.
+TEST(SpanIds, SameIdIffSameTextAndTextComesBack) {
+  std::mt19937 rng(7);
+  std::vector<std::string> pool = {"0",
+                                   "00",
+                                   "000000000000000a",
+                                   "a",
+                                   "A",
+                                   "0A",
+                                   "0a",
+                                   "f",
+                                   "ffffffffffffffffffffffffffffffff",
+                                   "0ffffffffffffffffffffffffffffffff",  // 33 digits: text
+                                   "00000000000000000000000000000001",
+                                   "1",
+                                   "01",
+                                   "",
+                                   "g1",
+                                   "trace",
+                                   "s0",
+                                   "5b8efff798038103d269b633813fc60c",
+                                   "5b8efff798038103d269b633813fc60C",
+                                   "-1",
+                                   " 1"};
+  const char* digits = "0123456789abcdefABx";
+  for (int i = 0; i < 3000; ++i) {
+    std::string s(std::uniform_int_distribution<int>(1, 34)(rng), '0');
+    for (char& c : s) c = digits[std::uniform_int_distribution<int>(0, i % 3 ? 15 : 18)(rng)];
+    pool.push_back(s);
+    if (i % 5 == 0) pool.push_back(s);  // repeats
+  }
+  importers::SpanIds ids;
+  std::map<std::string, uint32_t> oracle;
+  for (const std::string& s : pool) {
+    EXPECT_EQ(ids.find(s), oracle.count(s) ? oracle[s] : kNoSpan) << s;
+    const uint32_t id = ids.id(s);
+    auto [it, fresh] = oracle.emplace(s, static_cast<uint32_t>(oracle.size()));
+    EXPECT_EQ(id, it->second) << s;
+    (void)fresh;
+  }
+  EXPECT_EQ(ids.size(), oracle.size());
+  for (const auto& [text, id] : oracle) {
+    EXPECT_EQ(ids.text(id), text);
+    EXPECT_EQ(ids.find(text), id);
+  }
+}
+
 TEST(CriticalPath, MatchesTheTickOracleOnRandomTrees) {
   std::mt19937_64 rng(6);
   for (int iter = 0; iter < 3000; ++iter) {
@@ -165,7 +213,7 @@ TEST(CriticalPath, OtlpFixture) {
   const SpanSet set = importers::read_spans(kData + "otlp-request.json");
   const auto paths = importers::critical_paths(set);
   ASSERT_EQ(paths.size(), 2u);
-  EXPECT_EQ(set.str(paths[0].trace), "5b8efff798038103d269b633813fc60c");
+  EXPECT_EQ(set.ids.text(paths[0].trace), "5b8efff798038103d269b633813fc60c");
   EXPECT_EQ(paths[0].duration_ns, 100'000'000);
   EXPECT_EQ(paths[0].spans, 7u);
   EXPECT_EQ(paths[0].clipped, 1u);

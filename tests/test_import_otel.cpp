@@ -336,6 +336,52 @@ TEST(OtelImport, BadInputIsAnErrorWithAPosition) {
             "bad.json: top level: \"data\" must be an array of traces");
 }
 
+// A Jaeger span's members are read in one pass: the first of a repeated name counts (as
+// a lookup by name finds it), null is absent, and the checks come in the documented order.
+TEST(OtelImport, JaegerSpanMembersFirstWinsNullIsAbsentErrorsInOrder) {
+  auto span = [](const std::string& members) {
+    return "{\"data\":[{\"traceID\":\"t\",\"spans\":[{" + members +
+           "}],\"processes\":{\"p1\":{\"serviceName\":\"svc\"}}}]}";
+  };
+  const std::string ok =
+      "\"traceID\":\"t\",\"spanID\":\"a\",\"startTime\":10,\"duration\":5,\"processID\":\"p1\"";
+  {
+    const importers::SpanSet set = importers::parse_jaeger(
+        span(ok + ",\"operationName\":\"first\",\"operationName\":\"second\",\"spanID\":\"b\","
+                  "\"parentSpanID\":null,\"tags\":[{\"key\":\"span.kind\",\"value\":\"client\"}]"),
+        "dup.json");
+    ASSERT_EQ(set.spans.size(), 1u);
+    EXPECT_EQ(set.str(set.spans[0].operation), "first");
+    EXPECT_EQ(set.ids.text(set.spans[0].id), "a");
+    EXPECT_EQ(set.str(set.spans[0].service), "svc");
+    EXPECT_EQ(set.spans[0].kind, importers::SpanKind::client);
+    EXPECT_EQ(set.spans[0].end - set.spans[0].start, 5000);
+    EXPECT_TRUE(set.refs.empty());
+  }
+  auto error = [&](const std::string& members) {
+    try {
+      importers::parse_jaeger(span(members), "bad.json");
+    } catch (const TraceError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string at = "bad.json: data[0].spans[0]: ";
+  EXPECT_EQ(error("\"spanID\":5"), at + "missing \"traceID\"");
+  EXPECT_EQ(error("\"traceID\":null,\"spanID\":5"), at + "missing \"traceID\"");
+  EXPECT_EQ(error("\"spanID\":5,\"traceID\":\"t\""), at + "\"spanID\" must be a string");
+  EXPECT_EQ(error("\"traceID\":\"t\",\"spanID\":\"\""), at + "empty \"traceID\" or \"spanID\"");
+  EXPECT_EQ(error("\"operationName\":1," + ok), at + "\"operationName\" must be a string");
+  EXPECT_EQ(error(ok + ",\"duration\":\"5\""), "no error");  // the first "duration" counts
+  EXPECT_EQ(error("\"duration\":\"5\"," + ok),
+            at + "\"duration\" must be a number of microseconds in range");
+  EXPECT_EQ(error(ok + ",\"references\":{}"), at + "\"references\" must be an array");
+  EXPECT_EQ(error(ok + ",\"references\":[{\"spanID\":3}]"),
+            at.substr(0, at.size() - 2) + ".references[0]: \"spanID\" must be a string");
+  EXPECT_EQ(error(ok + ",\"parentSpanID\":7"), at + "\"parentSpanID\" must be a string");
+  EXPECT_EQ(error("\"processID\":1," + ok), at + "\"processID\" must be a string");
+}
+
 TEST(OtelImport, DetectedByContent) {
   EXPECT_EQ(importers::detect_importer(kData + "otlp-request.json").name, "otlp");
   EXPECT_EQ(importers::detect_importer(kData + "jaeger-request.json").name, "jaeger");

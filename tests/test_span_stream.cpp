@@ -160,6 +160,43 @@ TEST(SpanStream, SameAsTheWholeFileOnRandomExports) {
   importers::set_stream_chunk_bytes(size_t(1) << 22);
 }
 
+// The scan 64 bytes at a time takes blocks without a backslash as bit masks: strings with
+// brackets inside, strings longer than a block, both across chunk ends, and the same file
+// with escapes (byte by byte) give what the whole file gives.
+TEST(SpanStream, BlocksWithoutEscapesSameAsTheWholeFile) {
+  std::mt19937 rng(23);
+  auto replace_all = [](std::string s, const std::string& from, const std::string& to) {
+    for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+      s.replace(at, from.size(), to);
+    return s;
+  };
+  for (int round = 0; round < 24; ++round) {
+    std::string text = random_jaeger(rng, 1 + round % 7);
+    // No backslash left: escaped backslashes and quotes become brackets inside strings.
+    text = replace_all(replace_all(text, "\\\\", "}]"), "\\\"", "{[");
+    const std::string long_name = std::string(70 + round * 9, '[') + "]}{" + std::string(40, '}');
+    text = replace_all(text, "[x]", round % 3 ? long_name : "\\\"" + long_name);
+    if (round % 3) {
+      ASSERT_EQ(text.find('\\'), std::string::npos) << round;
+    }
+    // Span by span (traces of 4 chunks or more) at small chunks, whole traces at 4 MiB.
+    importers::set_stream_chunk_bytes(round % 2 ? 13 + 17 * round : size_t(1) << 22);
+    const std::string path = write_temp("stream-blocks.json", text);
+    const std::string want = whole(path);
+    ASSERT_NE(want.find("trace t0"), std::string::npos) << want;
+    for (unsigned threads : {1u, 2u}) {
+      const Streamed got = streamed(path, threads);
+      EXPECT_EQ(got.text, want) << "round " << round << " threads " << threads;
+      EXPECT_EQ(got.stream.units, static_cast<size_t>(1 + round % 7));
+      EXPECT_TRUE(got.stream.skipped.empty()) << "round " << round;
+      if (round % 2) {
+        EXPECT_GT(got.stream.span_by_span, 0u) << "round " << round;
+      }
+    }
+  }
+  importers::set_stream_chunk_bytes(size_t(1) << 22);
+}
+
 TEST(SpanStream, FilesCutAnywhereGiveWhatTheWholeFileGives) {
   std::mt19937 rng(11);
   const std::string text = random_jaeger(rng, 4);
@@ -310,9 +347,10 @@ TEST(SpanStream, LargeTraceIsReadSpanBySpan) {
     auto services = [](const SpanSet& set) {
       std::string out;
       for (const auto& sp : set.spans)
-        if (set.str(sp.trace) == "big")
-          out += set.str(sp.id) + "=" + set.str(sp.service) + " " +
-                 (sp.parent == importers::kNoSpan ? "-" : set.str(set.spans[sp.parent].id)) + "\n";
+        if (set.ids.text(sp.trace) == "big")
+          out += set.ids.text(sp.id) + "=" + set.str(sp.service) + " " +
+                 (sp.parent == importers::kNoSpan ? "-" : set.ids.text(set.spans[sp.parent].id)) +
+                 "\n";
       return out;
     };
     const std::string want_services = services(importers::read_spans(path));

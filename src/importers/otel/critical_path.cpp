@@ -224,7 +224,7 @@ UnitPaths summarize_paths(const SpanSet& set, const std::vector<CriticalPath>& p
   for (const CriticalPath& p : paths) {
     UnitPaths::TracePaths t{};
     t.id_begin = static_cast<uint32_t>(u.ids.size());
-    u.ids += set.str(p.trace);
+    set.ids.append(p.trace, u.ids);
     t.id_len = static_cast<uint32_t>(u.ids.size()) - t.id_begin;
     t.duration_ns = p.duration_ns;
     t.start_ns = p.start_ns;
@@ -241,7 +241,7 @@ UnitPaths summarize_paths(const SpanSet& set, const std::vector<CriticalPath>& p
       out.operation = name(s.operation);
       out.context = contexts ? context_of(step.span) : kNoSpan;
       out.id_begin = static_cast<uint32_t>(u.ids.size());
-      u.ids += set.str(s.id);
+      set.ids.append(s.id, u.ids);
       out.id_len = static_cast<uint32_t>(u.ids.size()) - out.id_begin;
       out.start_ns = s.start;
       out.end_ns = s.end;

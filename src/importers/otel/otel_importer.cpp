@@ -4,6 +4,10 @@
 
 #include <simdjson.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,6 +16,7 @@
 #include <array>
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -82,7 +87,9 @@ class SpanReader {
   // Where a span or reference is, built in reused buffers (no allocation per span).
   const std::string& located(std::string& buf, const std::string& outer, const char* key,
                              size_t i) {
-    buf.assign(outer).append(key).append("[").append(std::to_string(i)).append("]");
+    char digits[24];
+    const auto end = std::to_chars(digits, digits + sizeof digits, i).ptr;
+    buf.assign(outer).append(key).append("[").append(digits, end).append("]");
     return buf;
   }
   std::string span_where_, ref_where_;
@@ -103,6 +110,7 @@ class SpanReader {
     return std::string_view(e);
   }
   uint32_t intern(std::string_view s) { return set_.strings.id(s); }
+  uint32_t id_of(std::string_view s) { return set_.ids.id(s); }
 
   // Adds a span whose refs were appended since refs_begin; negative durations are clamped.
   void add(Span s, uint32_t refs_begin) {
@@ -213,8 +221,8 @@ class OtlpReader : public SpanReader {
     const std::string_view trace = string_of(o, "traceId", where, true);
     const std::string_view id = string_of(o, "spanId", where, true);
     if (trace.empty() || id.empty()) fail(where, "empty \"traceId\" or \"spanId\"");
-    s.trace = intern(trace);
-    s.id = intern(id);
+    s.trace = id_of(trace);
+    s.id = id_of(id);
     s.operation = intern(string_of(o, "name", where, false));
     dom::element e;
     if (member(o, "kind", e)) s.kind = otlp_kind(e);
@@ -230,7 +238,7 @@ class OtlpReader : public SpanReader {
       s.thread = intern(thread);
     const uint32_t refs_begin = static_cast<uint32_t>(set_.refs.size());
     const std::string_view parent = string_of(o, "parentSpanId", where, false);
-    if (!parent.empty()) set_.refs.push_back({s.trace, intern(parent), true});
+    if (!parent.empty()) set_.refs.push_back({s.trace, id_of(parent), true});
     dom::array links;
     size_t n = 0;
     if (array_member(o, "links", where, links))
@@ -239,7 +247,7 @@ class OtlpReader : public SpanReader {
         dom::object lo = object_at(l, lwhere);
         const std::string_view lt = string_of(lo, "traceId", lwhere, false);
         const std::string_view ls = string_of(lo, "spanId", lwhere, true);
-        set_.refs.push_back({lt.empty() ? s.trace : intern(lt), intern(ls), false});
+        set_.refs.push_back({lt.empty() ? s.trace : id_of(lt), id_of(ls), false});
       }
     add(s, refs_begin);
   }
@@ -276,52 +284,138 @@ class JaegerReader : public SpanReader {
     for (dom::element sp : spans) span(sp, located(span_where_, where, ".spans", k++));
   }
 
+  // The members of a span, read in one pass over its object: the first of each name,
+  // as dom::object::at_key finds it (a span has some ten members; a lookup per field would
+  // compare every name again).
+  enum Field {
+    kTraceID,
+    kSpanID,
+    kOperation,
+    kStart,
+    kDuration,
+    kProcessID,
+    kProcess,
+    kTags,
+    kReferences,
+    kParent,
+    kFields
+  };
+  struct Fields {
+    std::array<dom::element, kFields> value;
+    uint32_t seen = 0;
+    // As member(): absent and null are "not there".
+    bool get(Field f, dom::element& out) const {
+      if (!(seen >> f & 1)) return false;
+      out = value[f];
+      return out.type() != dom::element_type::NULL_VALUE;
+    }
+  };
+  static int field_of(std::string_view k) {
+    switch (k.size()) {
+      case 7:
+        if (k == "traceID") return kTraceID;
+        break;
+      case 6:
+        if (k == "spanID") return kSpanID;
+        break;
+      case 13:
+        if (k == "operationName") return kOperation;
+        break;
+      case 9:
+        if (k == "startTime") return kStart;
+        if (k == "processID") return kProcessID;
+        break;
+      case 8:
+        if (k == "duration") return kDuration;
+        break;
+      case 4:
+        if (k == "tags") return kTags;
+        break;
+      case 10:
+        if (k == "references") return kReferences;
+        break;
+      case 12:
+        if (k == "parentSpanID") return kParent;
+        break;
+      default:
+        break;
+    }
+    if (k == "process") return kProcess;
+    return -1;
+  }
+  std::string_view string_field(const Fields& f, Field field, const char* key,
+                                const std::string& where, bool required) {
+    dom::element e;
+    if (!f.get(field, e)) {
+      if (required) fail(where, std::string("missing \"") + key + "\"");
+      return {};
+    }
+    if (e.type() != dom::element_type::STRING)
+      fail(where, std::string("\"") + key + "\" must be a string");
+    return std::string_view(e);
+  }
+
   void span(dom::element el, const std::string& where) {
     dom::object o = object_at(el, where);
+    Fields f;
+    for (dom::key_value_pair kv : o) {
+      const int field = field_of(kv.key);
+      if (field >= 0 && !(f.seen >> field & 1)) {
+        f.seen |= 1u << field;
+        f.value[static_cast<size_t>(field)] = kv.value;
+      }
+    }
     Span s;
-    const std::string_view trace = string_of(o, "traceID", where, true);
-    const std::string_view id = string_of(o, "spanID", where, true);
+    const std::string_view trace = string_field(f, kTraceID, "traceID", where, true);
+    const std::string_view id = string_field(f, kSpanID, "spanID", where, true);
     if (trace.empty() || id.empty()) fail(where, "empty \"traceID\" or \"spanID\"");
-    s.trace = intern(trace);
-    s.id = intern(id);
-    s.operation = intern(string_of(o, "operationName", where, false));
+    if (trace != last_trace_text_ || last_trace_ == kNoSpan) {
+      last_trace_text_.assign(trace);
+      last_trace_ = id_of(trace);
+    }
+    s.trace = last_trace_;
+    s.id = id_of(id);
+    s.operation = intern(string_field(f, kOperation, "operationName", where, false));
     dom::element e;
     int64_t duration = 0;
-    if (!member(o, "startTime", e) || !json::number_to_ns(e, 1000, s.start))
+    if (!f.get(kStart, e) || !json::number_to_ns(e, 1000, s.start))
       fail(where, "\"startTime\" must be a number of microseconds in range");
-    if (!member(o, "duration", e) || !json::number_to_ns(e, 1000, duration))
+    if (!f.get(kDuration, e) || !json::number_to_ns(e, 1000, duration))
       fail(where, "\"duration\" must be a number of microseconds in range");
     if (__builtin_add_overflow(s.start, duration, &s.end))
       fail(where, "\"startTime\" + \"duration\" is out of range");
     // Service: processID in the trace's processes, or an embedded "process".
     s.service = kNoSpan;
-    const std::string_view pid = string_of(o, "processID", where, false);
+    const std::string_view pid = string_field(f, kProcessID, "processID", where, false);
+    dom::element proc;
+    const bool has_proc = f.get(kProcess, proc);
     if (defer_) {
       // Read span by span: the trace's "processes" come later; resolve_deferred() decides.
-      dom::element proc;
       uint32_t embedded = kNoSpan;
-      if (member(o, "process", proc) && proc.type() == dom::element_type::OBJECT) {
+      if (has_proc && proc.type() == dom::element_type::OBJECT) {
         const std::string_view name = string_of(dom::object(proc), "serviceName", where, false);
         if (!name.empty()) embedded = intern(name);
       }
-      auto [it, fresh] = pid_index_.try_emplace(std::string(pid), uint32_t(pids_.size()));
-      if (fresh) pids_.emplace_back(pid);
+      auto it = pid_index_.find(pid);
+      if (it == pid_index_.end()) {
+        it = pid_index_.emplace(std::string(pid), uint32_t(pids_.size())).first;
+        pids_.emplace_back(pid);
+      }
       deferred_.push_back({static_cast<uint32_t>(set_.spans.size()), it->second, embedded});
     } else {
-      s.service = service_of(pid, o, where);
+      s.service = service_of(pid, has_proc ? &proc : nullptr, where);
     }
     dom::element tags;
-    if (member(o, "tags", tags) && tags.type() == dom::element_type::ARRAY) {
+    if (f.get(kTags, tags) && tags.type() == dom::element_type::ARRAY) {
       std::string thread_name, thread_id;
       for (dom::element tag : dom::array(tags)) {
         if (tag.type() != dom::element_type::OBJECT) continue;
         dom::element k, v;
-        if (!member(dom::object(tag), "key", k) || k.type() != dom::element_type::STRING ||
-            !member(dom::object(tag), "value", v))
-          continue;
+        if (!member(dom::object(tag), "key", k) || k.type() != dom::element_type::STRING) continue;
         const std::string_view key = std::string_view(k);
-        std::string text;
         if (key != "span.kind" && key != "thread.name" && key != "thread.id") continue;
+        if (!member(dom::object(tag), "value", v)) continue;
+        std::string text;
         if (!json::scalar_text(v, text)) continue;
         if (key == "span.kind") s.kind = jaeger_kind(text);
         if (key == "thread.name") thread_name = text;
@@ -331,34 +425,36 @@ class JaegerReader : public SpanReader {
         s.thread = intern(thread_name.empty() ? thread_id : thread_name);
     }
     const uint32_t refs_begin = static_cast<uint32_t>(set_.refs.size());
-    dom::array refs;
+    dom::element refs;
     size_t n = 0;
-    if (array_member(o, "references", where, refs))
-      for (dom::element r : refs) {
+    if (f.get(kReferences, refs)) {
+      if (refs.type() != dom::element_type::ARRAY) fail(where, "\"references\" must be an array");
+      for (dom::element r : dom::array(refs)) {
         const std::string& rwhere = located(ref_where_, where, ".references", n++);
         dom::object ro = object_at(r, rwhere);
         const std::string_view type = string_of(ro, "refType", rwhere, false);
         const std::string_view rt = string_of(ro, "traceID", rwhere, false);
         const std::string_view rs = string_of(ro, "spanID", rwhere, true);
-        set_.refs.push_back(
-            {rt.empty() ? s.trace : intern(rt), intern(rs), type != "FOLLOWS_FROM"});
+        set_.refs.push_back({rt.empty()    ? s.trace
+                             : rt == trace ? last_trace_
+                                           : id_of(rt),
+                             id_of(rs), type != "FOLLOWS_FROM"});
       }
+    }
     // Old exports carry the parent as "parentSpanID" instead of a reference.
-    const std::string_view parent = string_of(o, "parentSpanID", where, false);
+    const std::string_view parent = string_field(f, kParent, "parentSpanID", where, false);
     if (refs_begin == set_.refs.size() && !parent.empty() && parent != "0")
-      set_.refs.push_back({s.trace, intern(parent), true});
+      set_.refs.push_back({s.trace, id_of(parent), true});
     add(s, refs_begin);
   }
 
   // The service of a span with process id `pid` (o: the span, for an embedded "process").
-  uint32_t service_of(std::string_view pid, dom::object o, const std::string& where) {
+  uint32_t service_of(std::string_view pid, const dom::element* proc, const std::string& where) {
     uint32_t service = kNoSpan;
     for (const auto& [p, sv] : processes_)
       if (p == pid) service = sv;
-    dom::element proc;
-    if (service == kNoSpan && member(o, "process", proc) &&
-        proc.type() == dom::element_type::OBJECT) {
-      const std::string_view name = string_of(dom::object(proc), "serviceName", where, false);
+    if (service == kNoSpan && proc && proc->type() == dom::element_type::OBJECT) {
+      const std::string_view name = string_of(dom::object(*proc), "serviceName", where, false);
       if (!name.empty()) service = intern(name);
     }
     return fallback_service(service, pid);
@@ -432,7 +528,9 @@ class JaegerReader : public SpanReader {
   bool defer_ = false;
   std::vector<Deferred> deferred_;
   std::vector<std::string> pids_;
-  std::unordered_map<std::string, uint32_t> pid_index_;
+  std::unordered_map<std::string, uint32_t, json::StringHash, std::equal_to<>> pid_index_;
+  std::string last_trace_text_;  // the last span's trace id, and its number
+  uint32_t last_trace_ = kNoSpan;
 };
 
 }  // namespace
@@ -775,6 +873,99 @@ const char* skip_plain(const char* p, const char* end) {
                    [](char c) { return c == '"' || c == '{' || c == '}' || c == '[' || c == ']'; });
 }
 
+// Inside a unit, from p (not in a string): brackets and strings only, up to the closing
+// bracket met at depth `floor` (returned, not consumed) or the end (end returned;
+// `in_string`, `escaped` say where it stopped). 64 bytes at a time as bit masks (SSE2):
+// quotes, then strings as the prefix XOR of the quotes, then the brackets outside them;
+// a block with a backslash, and the last bytes, go byte by byte as before.
+#if defined(__SSE2__)
+struct BlockMasks {
+  uint64_t quote = 0, backslash = 0, open = 0, close = 0;
+};
+inline BlockMasks block_masks(const char* p) {
+  const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'),
+                open = _mm_set1_epi8('{'), close = _mm_set1_epi8('}'), lower = _mm_set1_epi8(0x20);
+  BlockMasks m;
+  for (int k = 0; k < 4; ++k) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
+    const __m128i l = _mm_or_si128(v, lower);  // '[' -> '{', ']' -> '}'
+    auto bits = [&](__m128i eq) {
+      return uint64_t(static_cast<uint16_t>(_mm_movemask_epi8(eq))) << (16 * k);
+    };
+    m.quote |= bits(_mm_cmpeq_epi8(v, quote));
+    m.backslash |= bits(_mm_cmpeq_epi8(v, backslash));
+    m.open |= bits(_mm_cmpeq_epi8(l, open));
+    m.close |= bits(_mm_cmpeq_epi8(l, close));
+  }
+  return m;
+}
+inline uint64_t prefix_xor(uint64_t x) {
+  x ^= x << 1;
+  x ^= x << 2;
+  x ^= x << 4;
+  x ^= x << 8;
+  x ^= x << 16;
+  x ^= x << 32;
+  return x;
+}
+#endif
+const char* scan_inside(const char* p, const char* end, int& depth, int floor, bool& in_string,
+                        bool& escaped) {
+  for (;;) {
+#if defined(__SSE2__)
+    if (end - p >= 64) {
+      const BlockMasks m = block_masks(p);
+      if (m.backslash == 0) {
+        const uint64_t inside = prefix_xor(m.quote);  // from an opening quote to its close
+        for (uint64_t st = (m.open | m.close) & ~inside; st; st &= st - 1) {
+          const int i = __builtin_ctzll(st);
+          if (m.open >> i & 1) {
+            ++depth;
+          } else {
+            if (depth <= floor) return p + i;
+            --depth;
+          }
+        }
+        if (inside >> 63) {  // a string goes on past the block
+          p = string_end(p + 64, end, escaped);
+          if (p == end) {
+            in_string = true;
+            return end;
+          }
+          ++p;
+        } else {
+          p += 64;
+        }
+        continue;
+      }
+    }
+#endif
+    const char* const lim = std::min(end, p + 64);
+    while (p < lim) {
+      p = skip_plain(p, lim);
+      if (p == lim) break;
+      const char x = *p;
+      if (x == '"') {
+        p = string_end(p + 1, end, escaped);
+        if (p == end) {
+          in_string = true;
+          return end;
+        }
+        ++p;
+      } else if (x == '{' || x == '[') {
+        ++depth;
+        ++p;
+      } else if (depth > floor) {
+        --depth;
+        ++p;
+      } else {
+        return p;
+      }
+    }
+    if (p >= end) return end;
+  }
+}
+
 // Collects what the units report: summed diagnostics, skipped units.
 struct StreamSink {
   std::mutex mutex;
@@ -1039,6 +1230,11 @@ void stream_jaeger(const std::string& path, unsigned threads, const SpanUnitFn& 
       // Inside a trace read span by span: as the loop below, and it notes the members
       // "spans" (batches of spans) and "processes", and keeps the rest as the skeleton.
       while (p < end) {
+        if (depth >= 5) {
+          // Inside a span (or deeper in the skeleton): up to the bracket back to depth 4.
+          p = scan_inside(p, end, depth, 5, in_string, escaped);
+          if (p == end) break;
+        }
         p = skip_plain(p, end);
         if (p == end) break;
         const char x = *p;
@@ -1094,29 +1290,9 @@ void stream_jaeger(const std::string& path, unsigned threads, const SpanUnitFn& 
       if (p == end) continue;
     }
     if (depth >= 3) {
-      // Inside a trace, its brackets and strings only, in a tight loop up to the bracket
-      // that brings the depth back to 3 (handled below).
-      while (p < end) {
-        p = skip_plain(p, end);
-        if (p == end) break;
-        const char x = *p;
-        if (x == '"') {
-          p = string_end(p + 1, end, escaped);
-          if (p == end) {
-            in_string = true;
-            break;
-          }
-          ++p;
-        } else if (x == '{' || x == '[') {
-          ++depth;
-          ++p;
-        } else if (depth > 3) {
-          --depth;
-          ++p;
-        } else {
-          break;  // closes a member of the trace object at depth 3, or the trace itself
-        }
-      }
+      // Inside a trace, its brackets and strings only, up to the bracket that closes the
+      // trace itself (handled below).
+      p = scan_inside(p, end, depth, 3, in_string, escaped);
       pos = static_cast<size_t>(p - buf.data());
       if (p == end) continue;
     }
@@ -1279,8 +1455,10 @@ void stream_otlp(const std::string& path, unsigned threads, size_t gap, const Sp
     workers.push(std::move(job));
   };
   auto take = [&](const SpanSet& from) {
+    std::string trace, text;
     for (const Span& s : from.spans) {
-      const std::string& trace = from.str(s.trace);
+      trace.clear();
+      from.ids.append(s.trace, trace);
       auto it = pending.find(trace);
       if (it == pending.end()) {
         if (closed.count(trace)) ++cut_traces;  // a later piece of a trace already computed
@@ -1292,13 +1470,18 @@ void stream_otlp(const std::string& path, unsigned threads, size_t gap, const Sp
       Pending& p = it->second;
       p.last_doc = docs;
       SpanSet& to = p.set;
-      auto id = [&](uint32_t x) { return to.strings.id(from.str(x)); };
+      auto name = [&](uint32_t x) { return to.strings.id(from.str(x)); };
+      auto id = [&](uint32_t x) {
+        text.clear();
+        from.ids.append(x, text);
+        return to.ids.id(text);
+      };
       Span t = s;
       t.trace = id(s.trace);
       t.id = id(s.id);
-      t.service = id(s.service);
-      t.operation = id(s.operation);
-      if (s.thread != kNoSpan) t.thread = id(s.thread);
+      t.service = name(s.service);
+      t.operation = name(s.operation);
+      if (s.thread != kNoSpan) t.thread = name(s.thread);
       t.refs_begin = static_cast<uint32_t>(to.refs.size());
       for (uint32_t r = s.refs_begin; r < s.refs_end; ++r)
         to.refs.push_back(

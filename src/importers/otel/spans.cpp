@@ -25,6 +25,174 @@ std::string_view name_of(SpanKind k) {
   }
 }
 
+namespace {
+
+// Fibonacci-style mixing of a 64-bit key (the slots are a power of two).
+inline uint64_t mix(uint64_t x) {
+  x ^= x >> 32;
+  x *= 0x9E3779B97F4A7C15ull;
+  x ^= x >> 29;
+  return x;
+}
+
+// Hex digit values; 0xFF for anything but 0-9 and a-f (upper case is other text: its
+// text would not come back the same).
+struct HexTable {
+  uint8_t v[256];
+  constexpr HexTable() : v() {
+    for (int i = 0; i < 256; ++i) v[i] = 0xFF;
+    for (int i = 0; i < 10; ++i) v['0' + i] = static_cast<uint8_t>(i);
+    for (int i = 0; i < 6; ++i) v['a' + i] = static_cast<uint8_t>(10 + i);
+  }
+};
+constexpr HexTable kHex;
+
+// (trace << 32 | span id) -> span index, open addressing sized once (no node per span).
+class SpanIndex {
+ public:
+  explicit SpanIndex(size_t n) {
+    size_t cap = 16;
+    while (cap < 2 * n) cap *= 2;
+    keys_.assign(cap, 0);
+    values_.assign(cap, kNoSpan);
+  }
+  // The index stored for `key`, storing `value` if there was none.
+  uint32_t emplace(uint64_t key, uint32_t value) {
+    const size_t mask = keys_.size() - 1;
+    for (size_t at = mix(key) & mask;; at = (at + 1) & mask) {
+      if (values_[at] == kNoSpan) {
+        keys_[at] = key;
+        values_[at] = value;
+        return value;
+      }
+      if (keys_[at] == key) return values_[at];
+    }
+  }
+  uint32_t find(uint64_t key) const {
+    const size_t mask = keys_.size() - 1;
+    for (size_t at = mix(key) & mask; values_[at] != kNoSpan; at = (at + 1) & mask)
+      if (keys_[at] == key) return values_[at];
+    return kNoSpan;
+  }
+
+ private:
+  std::vector<uint64_t> keys_;
+  std::vector<uint32_t> values_;
+};
+
+}  // namespace
+
+bool SpanIds::hex_key(std::string_view text, Key& key) {
+  const size_t n = text.size();
+  if (n == 0 || n > 32) return false;
+  uint64_t hi = 0, lo = 0;
+  const size_t split = n > 16 ? n - 16 : 0;  // digits [0, split) go to hi
+  uint8_t bad = 0;
+  for (size_t i = 0; i < split; ++i) {
+    const uint8_t d = kHex.v[static_cast<uint8_t>(text[i])];
+    bad |= d;
+    hi = hi << 4 | (d & 0xF);
+  }
+  for (size_t i = split; i < n; ++i) {
+    const uint8_t d = kHex.v[static_cast<uint8_t>(text[i])];
+    bad |= d;
+    lo = lo << 4 | (d & 0xF);
+  }
+  if (bad & 0xF0) return false;
+  key.hi = hi;
+  key.lo = lo;
+  key.len = static_cast<uint32_t>(n);
+  return true;
+}
+
+// The slot's half of a hash (low bits) and a fingerprint kept in the slot (high bits),
+// so that probing passes other ids without reading their keys.
+uint64_t SpanIds::hash(const Key& k) const {
+  // Ids that differ in their last hex digit only (ids counted up by a tracer) land in
+  // neighbouring slots: lookups of nearby ids touch the same cache lines.
+  if (!(k.len & kText)) {
+    const uint64_t m = mix(k.lo >> 4 ^ mix(k.hi ^ k.len));
+    return ((m + (k.lo & 0xF)) & 0xFFFFFFFFull) | (mix(k.lo ^ k.hi) & ~0xFFFFFFFFull);
+  }
+  const size_t n = k.len & ~kText;
+  return mix(std::hash<std::string_view>{}(std::string_view(arena_).substr(k.hi, n)) ^ kText);
+}
+
+// `k` (stored) against a probe: `probe` if the text is hex, else `text`.
+inline bool SpanIds::same(const Key& k, std::string_view text, const Key& probe) const {
+  if (k.len != probe.len) return false;
+  if (!(k.len & kText)) return k.lo == probe.lo && k.hi == probe.hi;
+  return std::string_view(arena_).substr(k.hi, text.size()) == text;
+}
+
+void SpanIds::grow() {
+  const size_t cap = slots_.empty() ? 64 : slots_.size() * 2;
+  slots_.assign(cap, 0);
+  const size_t mask = cap - 1;
+  for (uint32_t i = 0; i < keys_.size(); ++i) {
+    const uint64_t h = hash(keys_[i]);
+    size_t at = h & mask;
+    while (slots_[at]) at = (at + 1) & mask;
+    slots_[at] = (h & ~0xFFFFFFFFull) | (i + 1);
+  }
+}
+
+uint64_t SpanIds::probe_key(std::string_view text, Key& probe) const {
+  if (hex_key(text, probe)) return hash(probe);
+  probe.len = kText | static_cast<uint32_t>(text.size());
+  return mix(std::hash<std::string_view>{}(text) ^ kText);
+}
+
+uint32_t SpanIds::find(std::string_view text) const {
+  if (slots_.empty()) return kNoSpan;
+  Key probe;
+  const uint64_t h = probe_key(text, probe), tag = h & ~0xFFFFFFFFull;
+  const size_t mask = slots_.size() - 1;
+  for (size_t at = h & mask; slots_[at]; at = (at + 1) & mask) {
+    const uint64_t slot = slots_[at];
+    const uint32_t i = static_cast<uint32_t>(slot) - 1;
+    if ((slot & ~0xFFFFFFFFull) == tag && same(keys_[i], text, probe)) return i;
+  }
+  return kNoSpan;
+}
+
+uint32_t SpanIds::id(std::string_view text) {
+  if (2 * (keys_.size() + 1) > slots_.size()) grow();
+  Key probe;
+  const uint64_t h = probe_key(text, probe), tag = h & ~0xFFFFFFFFull;
+  const size_t mask = slots_.size() - 1;
+  size_t at = h & mask;
+  for (; slots_[at]; at = (at + 1) & mask) {
+    const uint64_t slot = slots_[at];
+    const uint32_t i = static_cast<uint32_t>(slot) - 1;
+    if ((slot & ~0xFFFFFFFFull) == tag && same(keys_[i], text, probe)) return i;
+  }
+  if (probe.len & kText) {
+    probe.hi = arena_.size();
+    arena_.append(text);
+  }
+  const uint32_t n = static_cast<uint32_t>(keys_.size());
+  keys_.push_back(probe);
+  slots_[at] = tag | (n + 1);
+  return n;
+}
+
+void SpanIds::append(uint32_t id, std::string& out) const {
+  const Key& k = keys_[id];
+  if (k.len & kText) {
+    out.append(arena_, k.hi, k.len & ~kText);
+    return;
+  }
+  static constexpr char kDigits[] = "0123456789abcdef";
+  char buf[32];
+  for (uint32_t i = 0; i < k.len; ++i) {
+    const uint32_t from_end = k.len - 1 - i;  // digit i counts from the most significant
+    const uint64_t word = from_end < 16 ? k.lo : k.hi;
+    buf[i] = kDigits[(word >> (4 * (from_end % 16))) & 0xF];
+  }
+  out.append(buf, k.len);
+}
+
 void SpanSet::count(const std::string& key, uint64_t n) {
   if (n == 0) return;
   const std::string full = format + "." + key;
@@ -38,11 +206,10 @@ void SpanSet::count(const std::string& key, uint64_t n) {
 
 void resolve_spans(SpanSet& set) {
   std::vector<Span>& spans = set.spans;
-  std::unordered_map<uint64_t, uint32_t> index;
-  index.reserve(spans.size());
+  SpanIndex index(spans.size());
   uint64_t duplicates = 0, orphans = 0, cycles = 0;
   for (uint32_t i = 0; i < spans.size(); ++i)
-    if (!index.emplace(uint64_t(spans[i].trace) << 32 | spans[i].id, i).second) ++duplicates;
+    if (index.emplace(uint64_t(spans[i].trace) << 32 | spans[i].id, i) != i) ++duplicates;
   set.ref_target.assign(set.refs.size(), kNoSpan);
   for (uint32_t i = 0; i < spans.size(); ++i) {
     Span& s = spans[i];
@@ -50,8 +217,8 @@ void resolve_spans(SpanSet& set) {
     bool had_parent_ref = false;
     for (uint32_t r = s.refs_begin; r < s.refs_end; ++r) {
       const SpanRef& ref = set.refs[r];
-      auto it = index.find(uint64_t(ref.trace) << 32 | ref.span_id);
-      if (it != index.end() && it->second != i) set.ref_target[r] = it->second;
+      const uint32_t target = index.find(uint64_t(ref.trace) << 32 | ref.span_id);
+      if (target != kNoSpan && target != i) set.ref_target[r] = target;
       if (ref.child_of && !had_parent_ref) {
         had_parent_ref = true;
         // A parent in another trace is a link, not a parent: critical paths are per trace.

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -20,16 +21,16 @@ enum class SpanKind : uint8_t { unspecified, internal, server, client, producer,
 std::string_view name_of(SpanKind k);
 
 struct SpanRef {
-  uint32_t trace;    // interned trace id of the referenced span
-  uint32_t span_id;  // interned span id
+  uint32_t trace;    // trace id of the referenced span (SpanSet::ids)
+  uint32_t span_id;  // span id (SpanSet::ids)
   bool child_of;     // CHILD_OF (a parent) vs FOLLOWS_FROM or an OTLP link
 };
 
 struct Span {
-  uint32_t trace = 0, id = 0;  // interned ids (SpanSet::strings)
-  uint32_t service = 0, operation = 0;
-  uint32_t thread = kNoSpan;   // interned thread label, kNoSpan if unknown
-  int64_t start = 0, end = 0;  // ns
+  uint32_t trace = 0, id = 0;           // SpanSet::ids
+  uint32_t service = 0, operation = 0;  // SpanSet::strings
+  uint32_t thread = kNoSpan;            // interned thread label, kNoSpan if unknown
+  int64_t start = 0, end = 0;           // ns
   SpanKind kind = SpanKind::unspecified;
   uint32_t refs_begin = 0, refs_end = 0;  // SpanSet::refs; the first CHILD_OF is the parent
   // Filled by resolve_spans():
@@ -37,10 +38,43 @@ struct Span {
   uint32_t depth = 0;
 };
 
+// Trace and span ids as dense numbers in first-seen order, without a heap string per id:
+// lowercase hex of up to 32 digits (what Jaeger and OTLP write) is kept as a 128-bit
+// number with its digit count, any other text in one arena. Two ids are the same iff
+// their texts are.
+class SpanIds {
+ public:
+  uint32_t id(std::string_view text);
+  uint32_t find(std::string_view text) const;        // kNoSpan if never interned
+  void append(uint32_t id, std::string& out) const;  // the id's text
+  std::string text(uint32_t id) const {
+    std::string s;
+    append(id, s);
+    return s;
+  }
+  size_t size() const { return keys_.size(); }
+
+ private:
+  static constexpr uint32_t kText = 0x80000000u;  // in Key::len: hi = arena offset
+  struct Key {
+    uint64_t hi = 0, lo = 0;
+    uint32_t len = 0;  // digits, or kText | bytes
+  };
+  static bool hex_key(std::string_view text, Key& key);
+  uint64_t hash(const Key& k) const;
+  uint64_t probe_key(std::string_view text, Key& probe) const;
+  bool same(const Key& k, std::string_view text, const Key& probe) const;
+  void grow();
+  std::vector<Key> keys_;
+  std::string arena_;
+  std::vector<uint64_t> slots_;  // open addressing: fingerprint << 32 | id + 1, 0 empty
+};
+
 struct SpanSet {
   std::string source;
   std::string format;      // "otlp" or "jaeger": prefix of the diagnostics
-  json::Interner strings;  // ids, services, operations, thread labels
+  json::Interner strings;  // services, operations, thread labels
+  SpanIds ids;             // trace and span ids
   std::vector<Span> spans;
   std::vector<SpanRef> refs;
   std::vector<uint32_t> ref_target;  // per ref: span index or kNoSpan (resolve_spans)
