@@ -124,7 +124,7 @@ void WhatIfAnalyzer::analyze(const Snapshot& snap, const WhatIfOptions& options,
   summary.what_if.clear();
   if (!options.enabled || snap.node_count() == 0 || !summary.has_paths) return;
   snap_ = &snap;
-  path_.prepare(snap);
+  path_.prepare(snap, pag_);
   auto add = [&](WhatIfKind kind, uint32_t id, bool peer, double factor, double saved_ns) {
     // Floating-point noise is no saving.
     if (saved_ns < 0.5) return;
