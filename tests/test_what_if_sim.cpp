@@ -159,6 +159,26 @@ TEST(WhatIfSim, DriverFaster) {
     expect_within(p.saved_ns, batch_time(plain.trace) - batch_time(fast.trace), 0.10,
                   "driver " + std::to_string(k) + "x");
   }
+  // As fast as the executors' median busy time (about 12.5x).
+  const Predicted p = predict(plain.trace, 100'000'000, WhatIfKind::worker, "driver", true, 2);
+  ASSERT_GT(p.factor, 4);
+  const sim::SimResult fast =
+      sim::simulate(scenario("spark-microbatch", 10 * kSecond, {}, {{"driver", p.factor}}));
+  expect_within(p.saved_ns, batch_time(plain.trace) - batch_time(fast.trace), 0.10,
+                "driver peer median");
+}
+
+// A driver that keeps up (already 2x faster: busy half of every batch interval) waits
+// for each batch to be due (`input`); 2x faster again shortens its batches, not the
+// batch interval.
+TEST(WhatIfSim, DriverThatKeepsUpStillWaitsForItsBatches) {
+  const sim::SimResult plain =
+      sim::simulate(scenario("spark-microbatch", 10 * kSecond, {}, {{"driver", 2}}));
+  const Predicted p = predict(plain.trace, 100'000'000, WhatIfKind::worker, "driver", false, 2);
+  const sim::SimResult fast =
+      sim::simulate(scenario("spark-microbatch", 10 * kSecond, {}, {{"driver", 4}}));
+  expect_within(p.saved_ns, batch_time(plain.trace) - batch_time(fast.trace), 0.10,
+                "driver 2x, at 2x");
 }
 
 // --- Where the what-if deviates: input that paces the job ---------------------------
