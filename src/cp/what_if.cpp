@@ -1,8 +1,7 @@
 #include "cp/what_if.hpp"
 
 #include <algorithm>
-#include <map>
-#include <tuple>
+#include <array>
 
 namespace snailtrail {
 
@@ -45,17 +44,21 @@ void LongestPath::prepare(const Snapshot& snap, const Pag& pag) {
   auto type_of = [&](size_t i) {
     return static_cast<uint8_t>(pag.messages[snap.msg_index[i]].type);
   };
-  std::map<std::tuple<uint32_t, uint32_t, uint8_t>, double> pair_min;
-  std::map<uint8_t, double> type_min;
+  auto key_of = [&](size_t i) {
+    return (static_cast<uint64_t>(snap.worker[snap.msg_src[i]]) << 36) ^
+           (static_cast<uint64_t>(snap.worker[snap.msg_dst[i]]) << 8) ^ type_of(i);
+  };
+  pair_min_.clear();
+  std::array<double, 256> type_min;
+  type_min.fill(-1);
   for (size_t i = 0; i < m; ++i) {
     const uint32_t u = snap.msg_src[i], v = snap.msg_dst[i];
     if (how(v) != 0) continue;
     const double d = static_cast<double>(snap.ts[v] - snap.ts[u]);
-    const auto key = std::make_tuple(snap.worker[u], snap.worker[v], type_of(i));
-    auto [p, fresh] = pair_min.try_emplace(key, d);
+    auto [p, fresh] = pair_min_.try_emplace(key_of(i), d);
     if (!fresh) p->second = std::min(p->second, d);
-    auto [q, fresh2] = type_min.try_emplace(type_of(i), d);
-    if (!fresh2) q->second = std::min(q->second, d);
+    double& t = type_min[type_of(i)];
+    t = t < 0 ? d : std::min(t, d);
   }
   msg_dst_.assign(m, kNone);
   msg_w_.assign(m, 0);
@@ -68,12 +71,11 @@ void LongestPath::prepare(const Snapshot& snap, const Pag& pag) {
     } else {
       msg_dst_[i] = v;
       if (h == 1) {
-        const auto p = pair_min.find(std::make_tuple(snap.worker[u], snap.worker[v], type_of(i)));
-        const auto q = type_min.find(type_of(i));
-        if (p != pair_min.end())
+        const auto p = pair_min_.find(key_of(i));
+        if (p != pair_min_.end())
           w = std::min(w, p->second);
-        else if (q != type_min.end())
-          w = std::min(w, q->second);
+        else if (type_min[type_of(i)] >= 0)
+          w = std::min(w, type_min[type_of(i)]);
       }
     }
     msg_w_[i] = w;

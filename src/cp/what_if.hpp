@@ -31,6 +31,8 @@
 
 #include <cstdint>
 #include <span>
+#include <unordered_map>
+#include <vector>
 
 #include "pag/snapshot.hpp"
 #include "pag/timeline.hpp"
@@ -56,13 +58,14 @@ class LongestPath {
   const Snapshot* snap_ = nullptr;
   int64_t start_ = 0, span_ = 0;
   double base_ = 0;
-  std::vector<uint32_t> in_begin_, in_msg_;  // messages by (effective) destination node (CSR)
-  std::vector<uint32_t> msg_dst_;            // per message: the node it holds, or kNone
-  std::vector<double> msg_w_;                // per message: its duration in the model
-  std::vector<double> release_;              // per node, from the window's first node
-  std::vector<uint8_t> timeline_pred_;       // per node: 1 if node v - 1's edge ends here
-  std::vector<uint32_t> order_;              // topological order (Kahn)
-  std::vector<uint32_t> rest_;               // nodes on or after zero-duration cycles, by time
+  std::vector<uint32_t> in_begin_, in_msg_;        // messages by (effective) destination node (CSR)
+  std::vector<uint32_t> msg_dst_;                  // per message: the node it holds, or kNone
+  std::vector<double> msg_w_;                      // per message: its duration in the model
+  std::unordered_map<uint64_t, double> pair_min_;  // transport time per (sender, receiver, type)
+  std::vector<double> release_;                    // per node, from the window's first node
+  std::vector<uint8_t> timeline_pred_;             // per node: 1 if node v - 1's edge ends here
+  std::vector<uint32_t> order_;                    // topological order (Kahn)
+  std::vector<uint32_t> rest_;  // nodes on or after zero-duration cycles, by time
   std::vector<double> dist_;
 };
 
