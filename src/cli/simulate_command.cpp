@@ -23,6 +23,7 @@ struct SimulateArgs {
   std::string truth;
   std::optional<uint32_t> workers;
   std::string rate;
+  std::vector<std::string> speedups;
   bool compress = false;
   bool quiet = false;
 };
@@ -54,6 +55,21 @@ int run(const SimulateArgs& a) {
   o.seed = a.seed;
   o.workers = a.workers;
   if (!a.rate.empty()) o.rate = parse_rate_arg(a.rate);
+  for (const std::string& text : a.speedups) {
+    const size_t eq = text.rfind('=');
+    double k = 0;
+    try {
+      size_t used = 0;
+      if (eq != std::string::npos && eq > 0) k = std::stod(text.substr(eq + 1), &used);
+      if (used == 0 || eq + 1 + used != text.size()) k = 0;
+    } catch (const std::exception&) {
+      k = 0;
+    }
+    if (!(k > 0))
+      throw std::invalid_argument("--speed-up " + text +
+                                  ": expected TARGET=K with a factor K > 0 (e.g. count-0=2)");
+    o.speedups.emplace_back(text.substr(0, eq), k);
+  }
 
   sim::Scenario scenario = sim::load_scenario(a.scenario);
   sim::apply_overrides(scenario, o);
@@ -111,6 +127,13 @@ CommandRunner add_simulate_command(CLI::App& app) {
   cmd->add_option("--rate", a.rate,
                   "Total source rate in records/s (e.g. 200000 or 12000000/min); sources keep "
                   "their proportions and rate changes scale with it");
+  cmd->add_option("--speed-up", a.speedups,
+                  "TARGET=K: make TARGET K times faster (its costs divided by K), to check "
+                  "analyze --what-if against the simulation (docs/SIMULATOR.md): an operator, "
+                  "a pipelined instance OPERATOR-INDEX (e.g. count-0=2), or the micro-batch "
+                  "driver; repeatable")
+      ->allow_extra_args(false)
+      ->take_all();
   cmd->add_flag("--compress,-z", a.compress, "zstd-compress .snail event blocks");
   cmd->add_flag("--quiet,-q", a.quiet, "Do not print the summary line on stderr");
   return [cmd, args]() { return *cmd ? run(*args) : -1; };

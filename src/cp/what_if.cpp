@@ -1,10 +1,11 @@
 #include "cp/what_if.hpp"
 
 #include <algorithm>
+#include <array>
 
 namespace snailtrail {
 
-void LongestPath::prepare(const Snapshot& snap) {
+void LongestPath::prepare(const Snapshot& snap, const Pag& pag) {
   snap_ = &snap;
   const size_t n = snap.node_count();
   const size_t m = snap.msg_src.size();
@@ -15,40 +16,102 @@ void LongestPath::prepare(const Snapshot& snap) {
     start_ = *lo;
     span_ = *hi - *lo;
   }
+  const auto waiting = static_cast<uint8_t>(ActivityType::waiting);
+  std::vector<uint8_t> sends(n, 0), received(n, 0);
+  for (size_t i = 0; i < m; ++i) sends[snap.msg_src[i]] = 1, received[snap.msg_dst[i]] = 1;
+  timeline_pred_.assign(n, 0);
+  for (size_t v = 1; v < n; ++v)
+    timeline_pred_[v] = snap.has_timeline_edge(static_cast<uint32_t>(v - 1)) &&
+                        snap.worker[v - 1] == snap.worker[v];
+  // Per node: the worker's next node (this one included) that ends a wait, or kNone.
+  std::vector<uint32_t> next_wait_end(n, kNone);
+  for (size_t v = n; v-- > 0;) {
+    if (timeline_pred_[v] && snap.type[v - 1] == waiting)
+      next_wait_end[v] = static_cast<uint32_t>(v);
+    else if (v + 1 < n && timeline_pred_[v + 1])
+      next_wait_end[v] = next_wait_end[v + 1];
+  }
+  // How each receive node was reached: 0 the worker waited for it (or its timeline starts
+  // there), 1 between two activities of a busy worker, 2 inside an activity.
+  auto how = [&](uint32_t v) -> int {
+    if (!timeline_pred_[v] || snap.type[v - 1] == waiting) return 0;
+    if (snap.has_timeline_edge(v) &&
+        pag.edge_instance[snap.edge[v - 1]] == pag.edge_instance[snap.edge[v]])
+      return 2;
+    return 1;
+  };
+  // Transport times of waited-for messages: per (sender, receiver, type), per type.
+  auto type_of = [&](size_t i) {
+    return static_cast<uint8_t>(pag.messages[snap.msg_index[i]].type);
+  };
+  auto key_of = [&](size_t i) {
+    return (static_cast<uint64_t>(snap.worker[snap.msg_src[i]]) << 36) ^
+           (static_cast<uint64_t>(snap.worker[snap.msg_dst[i]]) << 8) ^ type_of(i);
+  };
+  pair_min_.clear();
+  std::array<double, 256> type_min;
+  type_min.fill(-1);
+  for (size_t i = 0; i < m; ++i) {
+    const uint32_t u = snap.msg_src[i], v = snap.msg_dst[i];
+    if (how(v) != 0) continue;
+    const double d = static_cast<double>(snap.ts[v] - snap.ts[u]);
+    auto [p, fresh] = pair_min_.try_emplace(key_of(i), d);
+    if (!fresh) p->second = std::min(p->second, d);
+    double& t = type_min[type_of(i)];
+    t = t < 0 ? d : std::min(t, d);
+  }
+  msg_dst_.assign(m, kNone);
+  msg_w_.assign(m, 0);
+  for (size_t i = 0; i < m; ++i) {
+    const uint32_t u = snap.msg_src[i], v = snap.msg_dst[i];
+    double w = static_cast<double>(snap.ts[v] - snap.ts[u]);
+    const int h = how(v);
+    if (h == 2) {
+      msg_dst_[i] = next_wait_end[v];
+    } else {
+      msg_dst_[i] = v;
+      if (h == 1) {
+        const auto p = pair_min_.find(key_of(i));
+        if (p != pair_min_.end())
+          w = std::min(w, p->second);
+        else if (type_min[type_of(i)] >= 0)
+          w = std::min(w, type_min[type_of(i)]);
+      }
+    }
+    msg_w_[i] = w;
+  }
   in_begin_.assign(n + 1, 0);
-  for (size_t i = 0; i < m; ++i) ++in_begin_[snap.msg_dst[i] + 1];
+  for (size_t i = 0; i < m; ++i)
+    if (msg_dst_[i] != kNone) ++in_begin_[msg_dst_[i] + 1];
   for (size_t v = 0; v < n; ++v) in_begin_[v + 1] += in_begin_[v];
-  in_msg_.resize(m);
+  in_msg_.resize(in_begin_[n]);
   {
     std::vector<uint32_t> fill(in_begin_.begin(), in_begin_.end() - 1);
-    for (size_t i = 0; i < m; ++i) in_msg_[fill[snap.msg_dst[i]]++] = static_cast<uint32_t>(i);
+    for (size_t i = 0; i < m; ++i)
+      if (msg_dst_[i] != kNone) in_msg_[fill[msg_dst_[i]]++] = static_cast<uint32_t>(i);
   }
-  std::vector<uint8_t> sends(n, 0);
-  for (size_t i = 0; i < m; ++i) sends[snap.msg_src[i]] = 1;
-  timeline_pred_.assign(n, 0);
   release_.assign(n, 0);
   std::vector<uint32_t> indegree(n, 0);
   for (size_t v = 0; v < n; ++v) {
-    const bool pred = v > 0 && snap.has_timeline_edge(static_cast<uint32_t>(v - 1)) &&
-                      snap.worker[v - 1] == snap.worker[v];
-    timeline_pred_[v] = pred;
-    const bool messages = in_begin_[v + 1] > in_begin_[v];
-    const bool after_wait = pred && snap.type[v - 1] == static_cast<uint8_t>(ActivityType::waiting);
+    const bool pred = timeline_pred_[v];
+    const bool after_wait = pred && snap.type[v - 1] == waiting;
     // Something starts here: an activity or a message. The end of a timeline (a last
     // wait, or an edge cut by the window) holds nothing back.
     const bool starts = snap.has_timeline_edge(static_cast<uint32_t>(v)) || sends[v];
     // Nothing in the window explains when this node happened: it keeps its time.
-    if (starts && !messages && (!pred || after_wait))
+    if (starts && !received[v] && (!pred || after_wait))
       release_[v] = static_cast<double>(snap.ts[v] - start_);
     indegree[v] = pred + (in_begin_[v + 1] - in_begin_[v]);
   }
   // Kahn's algorithm; timelines are chains and messages the only cross links.
   std::vector<uint32_t> out_begin(n + 1, 0), out_msg(m);
-  for (size_t i = 0; i < m; ++i) ++out_begin[snap.msg_src[i] + 1];
+  for (size_t i = 0; i < m; ++i)
+    if (msg_dst_[i] != kNone) ++out_begin[snap.msg_src[i] + 1];
   for (size_t v = 0; v < n; ++v) out_begin[v + 1] += out_begin[v];
   {
     std::vector<uint32_t> fill(out_begin.begin(), out_begin.end() - 1);
-    for (size_t i = 0; i < m; ++i) out_msg[fill[snap.msg_src[i]]++] = static_cast<uint32_t>(i);
+    for (size_t i = 0; i < m; ++i)
+      if (msg_dst_[i] != kNone) out_msg[fill[snap.msg_src[i]]++] = static_cast<uint32_t>(i);
   }
   order_.clear();
   std::vector<uint32_t> ready;
@@ -62,7 +125,7 @@ void LongestPath::prepare(const Snapshot& snap) {
     done[v] = 1;
     if (v + 1 < n && timeline_pred_[v + 1] && --indegree[v + 1] == 0) ready.push_back(v + 1);
     for (uint32_t k = out_begin[v]; k < out_begin[v + 1]; ++k) {
-      const uint32_t w = snap.msg_dst[out_msg[k]];
+      const uint32_t w = msg_dst_[out_msg[k]];
       if (--indegree[w] == 0) ready.push_back(w);
     }
   }
@@ -93,7 +156,7 @@ double LongestPath::length(std::span<const float> timeline_div,
     }
     for (uint32_t k = in_begin_[v]; k < in_begin_[v + 1]; ++k) {
       const uint32_t i = in_msg_[k];
-      double w = static_cast<double>(snap.ts[v] - snap.ts[snap.msg_src[i]]);
+      double w = msg_w_[i];
       if (!message_div.empty()) w /= message_div[i];
       d = std::max(d, dist_[snap.msg_src[i]] + w);
     }

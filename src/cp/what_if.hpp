@@ -12,12 +12,30 @@
 // a timeline (a last wait, an edge cut by the window) is not. With no speed-up every node
 // where something starts keeps its recorded time, so the length is the span, less the
 // waits that end timelines; the saving of a speed-up is that length minus the new one.
+//
+// Messages the receiver did not wait for: a receive that ends a wait (or starts a
+// timeline) shows when the message arrived, so its duration is the transport time. A
+// receive while the worker was busy does not: the message may have sat in a queue
+// (systems that record a receive when they take the message) or have been noted in
+// passing while the work went on. So, with the recorded order kept:
+//  - a receive between two activities of a busy worker (it took the message when done
+//    with the previous one) waits only for the message's transport time: the shortest
+//    duration of a waited-for message of its type between the same two workers in the
+//    window, else of its type in the window, else its own duration (never more than it);
+//  - a receive inside an activity (the activity goes on across it) holds nothing back
+//    there: it holds the worker's next end of a wait in the window (the worker may have
+//    waited for it later, e.g. a driver for its tasks' results), or nothing.
+// Neither changes the length without speed-up; both let a busy worker's speed-up run
+// ahead of a queue whose recorded length it had set itself (docs/PAG.md §5).
 #pragma once
 
 #include <cstdint>
 #include <span>
+#include <unordered_map>
+#include <vector>
 
 #include "pag/snapshot.hpp"
+#include "pag/timeline.hpp"
 
 namespace snailtrail {
 
@@ -25,7 +43,7 @@ class LongestPath {
  public:
   // Prepares the graph of a snapshot (message lists, a topological order); the snapshot
   // must stay alive and unchanged while length() is used.
-  void prepare(const Snapshot& snap);
+  void prepare(const Snapshot& snap, const Pag& pag);
 
   // The window's length (ns, from its first node to its last) when the duration of the
   // timeline edge leaving node v is divided by timeline_div[v] and that of message m by
@@ -40,11 +58,14 @@ class LongestPath {
   const Snapshot* snap_ = nullptr;
   int64_t start_ = 0, span_ = 0;
   double base_ = 0;
-  std::vector<uint32_t> in_begin_, in_msg_;  // messages by destination node (CSR)
-  std::vector<double> release_;              // per node, from the window's first node
-  std::vector<uint8_t> timeline_pred_;       // per node: 1 if node v - 1's edge ends here
-  std::vector<uint32_t> order_;              // topological order (Kahn)
-  std::vector<uint32_t> rest_;               // nodes on or after zero-duration cycles, by time
+  std::vector<uint32_t> in_begin_, in_msg_;        // messages by (effective) destination node (CSR)
+  std::vector<uint32_t> msg_dst_;                  // per message: the node it holds, or kNone
+  std::vector<double> msg_w_;                      // per message: its duration in the model
+  std::unordered_map<uint64_t, double> pair_min_;  // transport time per (sender, receiver, type)
+  std::vector<double> release_;                    // per node, from the window's first node
+  std::vector<uint8_t> timeline_pred_;             // per node: 1 if node v - 1's edge ends here
+  std::vector<uint32_t> order_;                    // topological order (Kahn)
+  std::vector<uint32_t> rest_;  // nodes on or after zero-duration cycles, by time
   std::vector<double> dist_;
 };
 

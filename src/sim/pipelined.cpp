@@ -112,6 +112,7 @@ struct Instance {
   int64_t next_checkpoint = 0;
   double read = 0;  // source: records read so far
   Rng rng;
+  double speed = 1;  // every cost this instance draws is divided by it (simulate --speed-up)
   InstanceTruth stats;
   int64_t blocked_since = 0;  // when the current wait for credit began
   int64_t blocked_ns = 0;     // time spent waiting for credit (backpressure)
@@ -223,6 +224,7 @@ class Pipelined {
         x.rng = Rng(s_.seed ^ (generation_ * 0x9e3779b97f4a7c15ULL), w);
         if (o.is_source && op < initial_read_.size())
           x.read = initial_read_[op] / static_cast<double>(o.parallelism);
+        if (i < o.instance_speed.size()) x.speed = o.instance_speed[i];
         x.stats.worker = name;
         x.stats.op = o.name;
         x.stats.instance = i;
@@ -265,6 +267,8 @@ class Pipelined {
   uint32_t id(uint32_t w) const { return worker_ids_[w]; }  // recorder worker of instance w
   const OperatorSpec& spec(const Instance& x) const { return s_.operators[x.op]; }
   static int64_t ns(double v) { return static_cast<int64_t>(std::llround(v)); }
+  // A cost drawn by instance `x`: divided by its speed.
+  static int64_t ns(const Instance& x, double v) { return ns(v / x.speed); }
   bool ended(int64_t t) const { return t >= s_.duration_ns; }
 
   uint32_t alloc_msg() {
@@ -515,7 +519,7 @@ class Pipelined {
   // Hands the step's full output buffers to the network (`buffer`), from `t` on.
   int64_t buffers(Instance& x, uint32_t w, uint64_t cut, int64_t t) {
     if (cut == 0 || s_.pipelined.buffer_cost.is_zero()) return t;
-    const int64_t end = t + ns(s_.pipelined.buffer_cost.sum(cut, x.rng));
+    const int64_t end = t + ns(x, s_.pipelined.buffer_cost.sum(cut, x.rng));
     rec_.activity(id(w), ActivityType::buffer, t, end, x.op);
     return end;
   }
@@ -537,20 +541,20 @@ class Pipelined {
   void data_step(uint32_t w, uint32_t n, int64_t t) {
     Instance& x = inst_[w];
     const OperatorSpec& o = spec(x);
-    const int64_t t1 = t + ns(o.cost.deserialization.sum(n, x.rng));
-    const int64_t t2 = t1 + ns(o.cost.processing.sum(n, x.rng));
+    const int64_t t1 = t + ns(x, o.cost.deserialization.sum(n, x.rng));
+    const int64_t t2 = t1 + ns(x, o.cost.processing.sum(n, x.rng));
     const uint64_t out = stochastic_round(o.selectivity.sum(n, x.rng), x.rng);
     rec_.activity(id(w), ActivityType::deserialization, t, t1, x.op);
     rec_.activity(id(w), ActivityType::processing, t1, t2, x.op, n);
     int64_t end;
     if (!x.out.empty()) {
-      const int64_t t3 = t2 + ns(o.cost.serialization.sum(out, x.rng));
+      const int64_t t3 = t2 + ns(x, o.cost.serialization.sum(out, x.rng));
       rec_.activity(id(w), ActivityType::serialization, t2, t3, x.op, static_cast<int64_t>(out));
       x.stats.useful_ns += t3 - t;
       end = buffers(x, w, partition(x, out, t3), t3);
     } else {
       x.stats.useful_ns += t2 - t;
-      end = t2 + ns(o.cost.io.sum(out, x.rng));
+      end = t2 + ns(x, o.cost.io.sum(out, x.rng));
       rec_.activity(id(w), ActivityType::io, t2, end, x.op, static_cast<int64_t>(out));
     }
     x.stats.records_in += n;
@@ -574,7 +578,7 @@ class Pipelined {
     if (low <= current) return false;
     current = low;
     const Distribution& cost = wm ? s_.pipelined.watermark_cost : s_.pipelined.checkpoint_cost;
-    const int64_t end = t + std::max<int64_t>(1, ns(cost.sample(x.rng)));
+    const int64_t end = t + std::max<int64_t>(1, ns(x, cost.sample(x.rng)));
     rec_.activity(id(w), wm ? ActivityType::barrier_processing : ActivityType::fault_tolerance, t,
                   end, x.op);
     if (!x.out.empty()) (wm ? x.forward_wm : x.forward_cp) = low;
@@ -615,12 +619,12 @@ class Pipelined {
       n = static_cast<uint64_t>(std::clamp(avail, 1.0, static_cast<double>(b)));
     }
     x.read += static_cast<double>(n);
-    const int64_t t1 = close + ns(o.cost.input.sum(n, x.rng));
+    const int64_t t1 = close + ns(x, o.cost.input.sum(n, x.rng));
     rec_.activity(id(w), ActivityType::input, t, t1, x.op, static_cast<int64_t>(n));
-    const int64_t t2 = t1 + ns(o.cost.processing.sum(n, x.rng));
+    const int64_t t2 = t1 + ns(x, o.cost.processing.sum(n, x.rng));
     rec_.activity(id(w), ActivityType::processing, t1, t2, x.op, static_cast<int64_t>(n));
     const uint64_t out = stochastic_round(o.selectivity.sum(n, x.rng), x.rng);
-    const int64_t t3 = t2 + ns(o.cost.serialization.sum(out, x.rng));
+    const int64_t t3 = t2 + ns(x, o.cost.serialization.sum(out, x.rng));
     rec_.activity(id(w), ActivityType::serialization, t2, t3, x.op, static_cast<int64_t>(out));
     x.stats.records_in += n;
     x.stats.records_out += out;
@@ -635,7 +639,7 @@ class Pipelined {
     if (ci > 0 && end >= x.next_checkpoint) {
       // The source snapshots its read position, then sends the barrier downstream.
       const int64_t snap =
-          end + std::max<int64_t>(1, ns(s_.pipelined.checkpoint_cost.sample(x.rng)));
+          end + std::max<int64_t>(1, ns(x, s_.pipelined.checkpoint_cost.sample(x.rng)));
       rec_.activity(id(w), ActivityType::fault_tolerance, end, snap, x.op);
       x.checkpoint = end / ci + 1;
       x.forward_cp = x.checkpoint;

@@ -565,6 +565,51 @@ Scenario load_scenario(const std::string& path) {
   return parse_scenario(ss.str(), path);
 }
 
+namespace {
+
+Distribution scaled(Distribution d, double f) {
+  d.p1 *= f;
+  d.p2 *= f;
+  return d;
+}
+
+// --speed-up TARGET=K (Overrides::speedups).
+void apply_speedup(Scenario& s, const std::string& target, double k) {
+  if (!(k > 0) || !std::isfinite(k))
+    throw std::invalid_argument("--speed-up " + target + ": the factor must be positive");
+  if (s.model == Model::microbatch && target == "driver") {
+    s.microbatch.scheduling_cost = scaled(s.microbatch.scheduling_cost, 1 / k);
+    s.microbatch.stage_barrier_cost = scaled(s.microbatch.stage_barrier_cost, 1 / k);
+    return;
+  }
+  std::string names;
+  for (OperatorSpec& op : s.operators) {
+    names += (names.empty() ? "" : ", ") + op.name;
+    if (s.model == Model::pipelined) {
+      // An instance, or all of the operator's: every cost they draw.
+      for (uint32_t i = 0; i < op.parallelism; ++i) {
+        if (target != op.name && target != op.name + "-" + std::to_string(i)) continue;
+        op.instance_speed.resize(op.parallelism, 1.0);
+        op.instance_speed[i] *= k;
+        if (target != op.name) return;
+      }
+      if (target == op.name) return;
+    } else if (target == op.name) {
+      Costs& c = op.cost;
+      for (Distribution* d : {&c.input, &c.deserialization, &c.processing, &c.serialization, &c.io})
+        *d = scaled(*d, 1 / k);
+      return;
+    }
+  }
+  const char* what = s.model == Model::pipelined    ? "operator or instance (OPERATOR-INDEX)"
+                     : s.model == Model::microbatch ? "operator (or driver)"
+                                                    : "operator";
+  throw std::invalid_argument(std::string("--speed-up: no ") + what + " named '" + target +
+                              "' (operators: " + names + ")");
+}
+
+}  // namespace
+
 void apply_overrides(Scenario& s, const Overrides& o) {
   if (o.duration_ns) {
     if (*o.duration_ns <= 0) throw std::invalid_argument("--duration must be positive");
@@ -611,6 +656,7 @@ void apply_overrides(Scenario& s, const Overrides& o) {
       for (RateChange& c : op.rate_changes) c.rate = scale > 0 ? c.rate * scale : op.rate;
     }
   }
+  for (const auto& [target, k] : o.speedups) apply_speedup(s, target, k);
 }
 
 }  // namespace snailtrail::sim

@@ -52,7 +52,10 @@ struct OperatorSpec {
   double rate = 0;  // sources: records/s over all instances; 0 = as fast as possible
   std::vector<RateChange> rate_changes;  // sorted by time
   bool notify = false;                   // timely: emit outputs only when the input is complete
-  int line = 0;                          // in the scenario file, for messages
+  // Pipelined: every cost instance i draws is divided by instance_speed[i] (missing: 1).
+  // Set by simulate --speed-up; not a scenario key.
+  std::vector<double> instance_speed;
+  int line = 0;  // in the scenario file, for messages
 };
 
 struct EdgeSpec {
@@ -131,6 +134,11 @@ struct Overrides {
   std::optional<uint64_t> seed;
   std::optional<uint32_t> workers;  // total workers; operators scale proportionally
   std::optional<double> rate;       // total source rate, records/s
+  // simulate --speed-up TARGET=K, applied after --workers: TARGET k times faster (its
+  // per-record and per-step costs divided by k). TARGET is an operator (all its
+  // instances, tasks or activities), a pipelined instance `OPERATOR-INDEX`, or the
+  // micro-batch `driver` (scheduling and stage barrier costs).
+  std::vector<std::pair<std::string, double>> speedups;
 };
 // Throws std::invalid_argument for values out of range.
 void apply_overrides(Scenario& scenario, const Overrides& overrides);

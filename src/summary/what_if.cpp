@@ -9,10 +9,13 @@ namespace snailtrail {
 namespace {
 
 // Timeline edges whose time a faster worker or operator would shorten: its own work,
-// not waiting, and not time nobody explained.
+// not waiting, not time nobody explained, and not `input`: waiting for input from outside
+// (the next batch to be due, records to arrive), which a faster worker does not bring
+// sooner (docs/PAG.md §5; the activity type `input` can still be sped up by itself).
 bool is_work(uint8_t type) {
   return type != kNoEdge && type != static_cast<uint8_t>(ActivityType::waiting) &&
-         type != static_cast<uint8_t>(ActivityType::unknown);
+         type != static_cast<uint8_t>(ActivityType::unknown) &&
+         type != static_cast<uint8_t>(ActivityType::input);
 }
 
 bool is_message_type(uint32_t t) {
@@ -124,7 +127,7 @@ void WhatIfAnalyzer::analyze(const Snapshot& snap, const WhatIfOptions& options,
   summary.what_if.clear();
   if (!options.enabled || snap.node_count() == 0 || !summary.has_paths) return;
   snap_ = &snap;
-  path_.prepare(snap);
+  path_.prepare(snap, pag_);
   auto add = [&](WhatIfKind kind, uint32_t id, bool peer, double factor, double saved_ns) {
     // Floating-point noise is no saving.
     if (saved_ns < 0.5) return;
