@@ -56,8 +56,8 @@ def main():
     p.add_argument("--bin", default="build/bin/snailtrail")
     p.add_argument("--job", default="keycount")
     p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--profile", default="0s:16k")
-    p.add_argument("--skew", default="0s:0,3s:0.5")
+    p.add_argument("--profile", default="0s:20k")
+    p.add_argument("--skew", default="0s:0,3s:0.6")
     p.add_argument("--cost-us", type=float, default=50)
     p.add_argument("--keys", type=int, default=4_000_000)
     p.add_argument("--bins", type=int, default=256)
@@ -105,6 +105,15 @@ def main():
         print(f"CP after the move {c['from_s']:.1f}-{c['to_s']:.1f} s: top {c['top']} "
               f"{100 * c['top_cp']:.1f}% vs next x 2 = {200 * c['next_cp']:.1f}%: "
               f"{'below' if c['top_cp'] < 2 * c['next_cp'] else 'NOT below'}")
+    if after_cp:  # the mean CP share per worker over the analyses after the move
+        n = len(after_cp[0]["cp"])
+        mean = [sum(c["cp"][w] for c in after_cp) / len(after_cp) for w in range(n)]
+        before = [c for c in results[True].get("cp_analyses", []) if c["moved"]]
+        if before:
+            print("CP per worker at the decision: " +
+                  ", ".join(f"worker-{w} {100 * x:.1f}%" for w, x in enumerate(before[0]["cp"])))
+        print(f"mean CP per worker over the {len(after_cp)} analyses after the move: " +
+              ", ".join(f"worker-{w} {100 * x:.1f}%" for w, x in enumerate(mean)))
     same = results[True]["output_digest"] == results[False]["output_digest"]
     print(f"output digests {'equal' if same else 'DIFFER'}")
     with open(os.path.join(a.out, "rebalance-summary.json"), "w") as f:

@@ -316,7 +316,7 @@ std::string megaphone_job(const RunArgs& a, const std::shared_ptr<megaphone::Mig
     o.log_bins = static_cast<uint32_t>(std::countr_zero(a.bins));
   }
   o.strategy = megaphone::parse_strategy(
-      a.strategy.empty() ? (a.autoscale || a.rebalance ? "batched" : "all-at-once") : a.strategy);
+      a.strategy.empty() ? (a.autoscale ? "batched" : "all-at-once") : a.strategy);
   o.cost_us = a.cost_us;
   if (!a.migrate_at.empty()) {
     if (o.native) throw std::invalid_argument("--migrate-at needs --bins");
@@ -832,7 +832,7 @@ CommandRunner add_run_command(CLI::App& app) {
                 "keycount/hashcount: every --policy-interval the CP analysis of the run's own "
                 "trace looks for a straggler (CP >= 2x the next worker's); its hottest bins (by "
                 "records in the interval) move to the least-loaded active workers as a Megaphone "
-                "migration (--strategy, default batched) until its load is near the mean. Alone "
+                "migration (--strategy; default all-at-once, batched with --autoscale) until its load is near the mean. Alone "
                 "or with --autoscale; --bins defaults to 256 (docs/CLOSED-LOOP.md)");
   cmd->add_option("--cost-us", a.cost_us,
                   "With --bins/--autoscale: CPU work per record in the stateful operator, a busy "

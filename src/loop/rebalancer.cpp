@@ -137,7 +137,9 @@ std::optional<std::vector<uint32_t>> Rebalancer::plan(int64_t now_ns,
     int64_t watermark = INT64_MAX;
     for (int64_t t : last_ts_) watermark = std::min(watermark, t);
     if (watermark < 0) return std::nullopt;
-    to = watermark / I * I;
+    // The interval that ends where every worker's events have arrived: about the span of
+    // the bin counts taken since the last tick.
+    to = watermark;
     from = to - I;
     // Skipped: the first interval (start-up), intervals analyzed already and intervals
     // with a migration in them (the configuration in force was not the one analyzed).
