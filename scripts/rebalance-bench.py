@@ -84,7 +84,8 @@ def main():
         for c in s.get("cp_analyses", []):
             print(f"CP {c['from_s']:.1f}-{c['to_s']:.1f} s: top {c['top']} {100 * c['top_cp']:.1f}%, "
                   f"next {100 * c['next_cp']:.1f}%{' (straggler)' if c['straggler'] else ''}"
-                  f"{' -> moved' if c['moved'] else ''}")
+                  f"{' -> moved' if c['moved'] else ''} ({c.get('events', 0)} events analyzed in "
+                  f"{c.get('analysis_ms', 0):.1f} ms)")
         print("timeline (t_s, records, p99_ms, max_ms):")
         for i in s["intervals"]:
             print(f"  {i['t_s']:6.2f} {i['records']:7d} {i['p99_ms']:9.2f} {i['max_ms']:9.2f}")

@@ -581,11 +581,19 @@ int run(RunArgs& a) {
     };
   }
   if (autoscaler) {
-    if (mpi) throw std::invalid_argument("--autoscale: not under mpirun (yet)");
+    if (mpi)
+      throw std::invalid_argument(
+          "--autoscale: not under mpirun: DS2 on rank 0 would need every rank's trace events "
+          "live, which the transport does not carry (run it in one process with --max-workers)");
     attach_autoscaler(*autoscaler, cfg);
   }
-  if (mpi && (rebalancer || skewed))
-    throw std::invalid_argument("--rebalance/--skew-profile: not under mpirun (yet)");
+  if (mpi && rebalancer)
+    throw std::invalid_argument(
+        "--rebalance: not under mpirun: the CP analysis on rank 0 would need every rank's "
+        "trace events live, which the transport does not carry (run it in one process with "
+        "--workers)");
+  if (mpi && skewed)
+    throw std::invalid_argument("--skew-profile: not under mpirun (one process only)");
   // --trace with --rebalance alone: the events the sink takes are kept for the file.
   std::mutex kept_mu;
   std::vector<Event> kept;
@@ -832,7 +840,8 @@ CommandRunner add_run_command(CLI::App& app) {
                 "keycount/hashcount: every --policy-interval the CP analysis of the run's own "
                 "trace looks for a straggler (CP >= 2x the next worker's); its hottest bins (by "
                 "records in the interval) move to the least-loaded active workers as a Megaphone "
-                "migration (--strategy; default all-at-once, batched with --autoscale) until its load is near the mean. Alone "
+                "migration (--strategy; default all-at-once, batched with --autoscale) until its "
+                "load is near the mean. Alone "
                 "or with --autoscale; --bins defaults to 256 (docs/CLOSED-LOOP.md)");
   cmd->add_option("--cost-us", a.cost_us,
                   "With --bins/--autoscale: CPU work per record in the stateful operator, a busy "

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <numeric>
 #include <stdexcept>
@@ -168,7 +169,11 @@ std::optional<std::vector<uint32_t>> Rebalancer::plan(int64_t now_ns,
   a.time_s = static_cast<double>(now_ns) * 1e-9;
   a.from_s = static_cast<double>(from) * 1e-9;
   a.to_s = static_cast<double>(to) * 1e-9;
+  a.events = window.size();
+  const auto t0 = std::chrono::steady_clock::now();
   a.cp = cp_per_worker(std::move(window), ops, opt_.workers, from, to);
+  a.analysis_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   for (uint32_t w = 0; w < opt_.workers; ++w)
     if (a.top < 0 || a.cp[w] > a.top_cp) a.top = w, a.top_cp = a.cp[w];
   for (uint32_t w = 0; w < opt_.workers; ++w)
@@ -229,9 +234,10 @@ std::string analyses_json(const std::vector<CpAnalysis>& as) {
     const CpAnalysis& a = as[i];
     out += fmt::format(
         "{}{{\"time_s\": {:.6g}, \"from_s\": {:.6g}, \"to_s\": {:.6g}, \"top\": \"worker-{}\", "
-        "\"top_cp\": {:.6g}, \"next_cp\": {:.6g}, \"straggler\": {}, \"moved\": {}, \"cp\": [",
+        "\"top_cp\": {:.6g}, \"next_cp\": {:.6g}, \"straggler\": {}, \"moved\": {}, "
+        "\"events\": {}, \"analysis_ms\": {:.3f}, \"cp\": [",
         i ? ", " : "", a.time_s, a.from_s, a.to_s, a.top, a.top_cp, a.next_cp,
-        a.straggler ? "true" : "false", a.moved ? "true" : "false");
+        a.straggler ? "true" : "false", a.moved ? "true" : "false", a.events, a.analysis_ms);
     for (size_t w = 0; w < a.cp.size(); ++w) out += fmt::format("{}{:.4g}", w ? ", " : "", a.cp[w]);
     out += "]}";
   }

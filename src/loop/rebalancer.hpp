@@ -52,6 +52,8 @@ struct CpAnalysis {
   double top_cp = 0, next_cp = 0;
   bool straggler = false;  // top_cp >= over_next x next_cp
   bool moved = false;      // a rebalance decision followed
+  uint64_t events = 0;     // trace events analyzed
+  double analysis_ms = 0;  // wall time of the analysis (on worker 0's thread)
 };
 
 // CP share per worker (index < workers) of the events in [from, to) (the analysis of

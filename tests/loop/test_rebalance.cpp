@@ -199,6 +199,96 @@ TEST(LoopRebalance, CpPerWorkerOfAHandBuiltTrace) {
   EXPECT_EQ(cp[3], 0.0);
 }
 
+// Rebalancer::plan on a synthetic feed (no runtime, deterministic): worker 0 processes
+// without a break, worker 1 idles on its input (`input` without an operator) 9 of every
+// 10 ms. The CP analysis names worker 0; with the records of bins 0..3 (worker 0's) ten
+// times those of the others it moves the hottest of them; with an even load nothing (the
+// load guard), although the CP still names worker 0.
+std::vector<Event> synthetic_second(int64_t from_ns) {
+  std::vector<Event> ev;
+  auto act = [&ev](int64_t t0, int64_t t1, uint32_t w, snailtrail::ActivityType a, bool op) {
+    Event s{};
+    s.ts = t0;
+    s.worker = w;
+    s.activity = a;
+    s.kind = snailtrail::EventKind::start;
+    if (op) {
+      s.flags = snailtrail::kHasOperator;
+      s.op = 1;
+    }
+    Event e = s;
+    e.ts = t1;
+    e.kind = snailtrail::EventKind::end;
+    ev.push_back(s);
+    ev.push_back(e);
+  };
+  for (int64_t t = from_ns; t < from_ns + 1'000'000'000; t += 10'000'000) {
+    act(t, t + 10'000'000, 0, snailtrail::ActivityType::processing, true);
+    act(t, t + 9'000'000, 1, snailtrail::ActivityType::input, false);
+    act(t + 9'000'000, t + 10'000'000, 1, snailtrail::ActivityType::processing, true);
+  }
+  std::stable_sort(ev.begin(), ev.end(), [](const Event& a, const Event& b) {
+    return a.worker != b.worker ? a.worker < b.worker : a.ts < b.ts;
+  });
+  return ev;
+}
+
+TEST(LoopRebalance, PlanOnASyntheticFeed) {
+  for (const bool skewed : {true, false}) {
+    SCOPED_TRACE(skewed ? "skewed" : "even");
+    const uint32_t B = 8;
+    std::vector<uint64_t> counts(B, 0);
+    lp::RebalanceOptions ro;
+    ro.workers = 2;
+    ro.bins = B;
+    ro.policy_interval_ns = 1'000'000'000;
+    ro.bin_counts = [&counts] { return counts; };
+    lp::Rebalancer rb(ro);
+    const auto config = lp::contiguous_config(B, 2);  // worker 0: bins 0..3
+    const std::vector<std::string> ops = {"source", "count"};
+    rb.on_events(synthetic_second(0), ops);
+    rb.on_events(synthetic_second(1'000'000'000), ops);
+    EXPECT_FALSE(rb.plan(500'000'000, config));    // before the first tick
+    EXPECT_FALSE(rb.plan(2'000'000'000, config));  // start-up interval; counts baseline
+    for (uint32_t b = 0; b < B; ++b)
+      counts[b] += skewed ? (b == 0 ? 4000 : b < 4 ? 1000 + 100 * b : 100) : 1000;
+    rb.on_events(synthetic_second(2'000'000'000), ops);
+    const auto to = rb.plan(3'000'000'000, config);
+    const auto as = rb.analyses();
+    ASSERT_EQ(as.size(), 1u);
+    EXPECT_EQ(as[0].top, 0);
+    EXPECT_GT(as[0].top_cp, 0.9);  // worker 1's idle input is waiting: off the paths
+    EXPECT_TRUE(as[0].straggler);
+    if (!skewed) {
+      EXPECT_FALSE(to);
+      EXPECT_TRUE(rb.decisions().empty());
+      continue;
+    }
+    ASSERT_TRUE(to);
+    const auto ds = rb.decisions();
+    ASSERT_EQ(ds.size(), 1u);
+    EXPECT_EQ(ds[0].kind, "rebalance");
+    EXPECT_EQ(ds[0].straggler, 0);
+    // By hand: worker 0 has 4000 + 1100 + 1200 + 1300 = 7600 records, worker 1 400; mean
+    // 4000, bound 4400. Bin 0 (4000) moves: 3600 / 4400, within the bound: done.
+    std::vector<uint32_t> moved;
+    const auto want = lp::move_hot_bins(
+        config,
+        [&] {
+          std::vector<uint64_t> l(B);
+          for (uint32_t b = 0; b < B; ++b) l[b] = b == 0 ? 4000 : b < 4 ? 1000 + 100 * b : 100;
+          return l;
+        }(),
+        0, 2, 0.1, &moved);
+    EXPECT_EQ(*to, want);
+    EXPECT_EQ(ds[0].bins, moved);
+    EXPECT_EQ(moved, std::vector<uint32_t>{0});
+    // The next tick falls in the migration: nothing (the planner is asked again only
+    // once it is complete; that call starts the settling).
+    EXPECT_FALSE(rb.plan(3'500'000'000, *to));
+  }
+}
+
 struct SkewRun {
   flow::RunResult r;
   flow::RunConfig cfg;
