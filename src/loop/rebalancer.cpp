@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <future>
 #include <numeric>
 #include <stdexcept>
 
@@ -123,16 +124,33 @@ void Rebalancer::external_migration() {
 std::optional<std::vector<uint32_t>> Rebalancer::plan(int64_t now_ns,
                                                       const std::vector<uint32_t>& config) {
   const int64_t I = opt_.policy_interval_ns;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (migrating_) {  // called again: the migration is complete
+      migrating_ = false;
+      settled_ns_ = now_ns;
+      ++migrations_;
+    }
+  }
+  // An analysis runs on its own thread (not on worker 0's, which runs this controller):
+  // its result is decided on at the first call after it is done.
+  if (pending_.valid()) {
+    if (pending_.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
+      return std::nullopt;
+    auto [cp, ms] = pending_.get();
+    CpAnalysis a = std::move(pending_a_);
+    a.cp = std::move(cp);
+    a.analysis_ms = ms;
+    // A migration since the analysis started: its configuration is not the one analyzed.
+    const bool stale = pending_migrations_ != migrations_;
+    return decide(std::move(a), pending_load_, config, now_ns, stale);
+  }
   std::vector<Event> window;
   std::vector<std::string> ops;
   int64_t from = 0, to = 0;
   std::vector<uint64_t> load;  // records per bin since the last tick
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (migrating_) {  // called again: the migration is complete
-      migrating_ = false;
-      settled_ns_ = now_ns;
-    }
     if (now_ns < next_tick_) return std::nullopt;
     next_tick_ = (now_ns / I + 1) * I;
     int64_t watermark = INT64_MAX;
@@ -164,16 +182,29 @@ std::optional<std::vector<uint32_t>> Rebalancer::plan(int64_t now_ns,
     keep_from_ = to - kMarginNs;
     std::erase_if(events_, [this](const Event& e) { return e.ts < keep_from_; });
     ops = ops_;
-  }  // analyzed outside the lock (the workers keep handing over events)
-  CpAnalysis a;
-  a.time_s = static_cast<double>(now_ns) * 1e-9;
-  a.from_s = static_cast<double>(from) * 1e-9;
-  a.to_s = static_cast<double>(to) * 1e-9;
-  a.events = window.size();
-  const auto t0 = std::chrono::steady_clock::now();
-  a.cp = cp_per_worker(std::move(window), ops, opt_.workers, from, to);
-  a.analysis_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
+  pending_a_ = CpAnalysis{};
+  pending_a_.time_s = static_cast<double>(now_ns) * 1e-9;
+  pending_a_.from_s = static_cast<double>(from) * 1e-9;
+  pending_a_.to_s = static_cast<double>(to) * 1e-9;
+  pending_a_.events = window.size();
+  pending_load_ = std::move(load);
+  pending_migrations_ = migrations_;
+  pending_ = std::async(std::launch::async, [w = std::move(window), ops = std::move(ops),
+                                             workers = opt_.workers, from, to]() mutable {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<double> cp = cp_per_worker(std::move(w), ops, workers, from, to);
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return std::make_pair(std::move(cp), ms);
+  });
+  return std::nullopt;
+}
+
+std::optional<std::vector<uint32_t>> Rebalancer::decide(CpAnalysis a,
+                                                        const std::vector<uint64_t>& load,
+                                                        const std::vector<uint32_t>& config,
+                                                        int64_t now_ns, bool stale) {
   for (uint32_t w = 0; w < opt_.workers; ++w)
     if (a.top < 0 || a.cp[w] > a.top_cp) a.top = w, a.top_cp = a.cp[w];
   for (uint32_t w = 0; w < opt_.workers; ++w)
@@ -182,7 +213,7 @@ std::optional<std::vector<uint32_t>> Rebalancer::plan(int64_t now_ns,
   const uint32_t active = opt_.active ? opt_.active() : opt_.workers;
   std::optional<std::vector<uint32_t>> result;
   std::lock_guard<std::mutex> lock(mu_);
-  if (a.straggler && static_cast<uint32_t>(a.top) < active) {
+  if (!stale && a.straggler && static_cast<uint32_t>(a.top) < active) {
     const auto s = static_cast<uint32_t>(a.top);
     std::vector<uint32_t> moved;
     std::vector<uint32_t> next = move_hot_bins(config, load, s, active, opt_.tolerance, &moved);
@@ -194,7 +225,7 @@ std::optional<std::vector<uint32_t>> Rebalancer::plan(int64_t now_ns,
       }
       for (uint32_t b : moved) shifted += static_cast<double>(load[b]);
       DecisionRecord d;
-      d.time_s = a.time_s;
+      d.time_s = static_cast<double>(now_ns) * 1e-9;
       d.active_workers = active;
       d.kind = "rebalance";
       d.straggler = s;

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -53,7 +54,7 @@ struct CpAnalysis {
   bool straggler = false;  // top_cp >= over_next x next_cp
   bool moved = false;      // a rebalance decision followed
   uint64_t events = 0;     // trace events analyzed
-  double analysis_ms = 0;  // wall time of the analysis (on worker 0's thread)
+  double analysis_ms = 0;  // wall time of the analysis (on its own thread)
 };
 
 // CP share per worker (index < workers) of the events in [from, to) (the analysis of
@@ -78,7 +79,9 @@ class Rebalancer {
   explicit Rebalancer(RebalanceOptions options);
 
   void on_events(std::vector<Event>&& events, const std::vector<std::string>& operator_names);
-  // Planner (the Megaphone controller, worker 0, whenever no migration is in flight).
+  // Planner (the Megaphone controller, worker 0, whenever no migration is in flight). At a
+  // tick it starts the analysis of the last interval on its own thread; the first call
+  // after the analysis is done decides (nothing if a migration happened meanwhile).
   std::optional<std::vector<uint32_t>> plan(int64_t now_ns, const std::vector<uint32_t>& config);
   // Another planner (--autoscale) started a migration: intervals up to its end are not
   // analyzed.
@@ -88,6 +91,10 @@ class Rebalancer {
   std::vector<CpAnalysis> analyses() const;
 
  private:
+  std::optional<std::vector<uint32_t>> decide(CpAnalysis a, const std::vector<uint64_t>& load,
+                                              const std::vector<uint32_t>& config, int64_t now_ns,
+                                              bool stale);
+
   RebalanceOptions opt_;
   mutable std::mutex mu_;
   std::vector<Event> events_;  // since `keep_from_`
@@ -102,6 +109,11 @@ class Rebalancer {
   std::vector<uint64_t> counts_at_tick_;
   std::vector<DecisionRecord> decisions_;
   std::vector<CpAnalysis> analyses_;
+  // The analysis in flight (its own thread) and what it was started with.
+  std::future<std::pair<std::vector<double>, double>> pending_;
+  CpAnalysis pending_a_;
+  std::vector<uint64_t> pending_load_;
+  uint64_t migrations_ = 0, pending_migrations_ = 0;
 };
 
 // The "cp_analyses" array of --stats-json.
