@@ -25,6 +25,7 @@
 #include "flow/mpi_transport.hpp"
 #include "flow/runtime.hpp"
 #include "loop/autoscaler.hpp"
+#include "loop/rebalancer.hpp"
 #include "megaphone/jobs.hpp"
 #include "nexmark/jobs.hpp"
 #include "serve/sender.hpp"
@@ -65,6 +66,8 @@ struct RunArgs {
   std::string reconfigure = "migrate";
   uint32_t batch_bins = 0;
   double target_utilization = 1.0;
+  std::string skew_profile;              // --skew-profile
+  bool rebalance = false;                // --rebalance
   std::map<std::string, double> params;  // job knobs (NEXMark: docs/NEXMARK.md)
   std::map<std::string, std::pair<std::string, std::string>> durations;  // flag: name, text
   bool profile = false;
@@ -96,7 +99,8 @@ void write_stats_json(const std::string& path, double throughput,
                       const std::vector<flow::IntervalStats>& intervals,
                       const std::vector<uint64_t>& latency, const std::string& digest,
                       const std::string& migrations = "", const std::string& decisions = "",
-                      const std::vector<std::pair<double, double>>& rss_timeline = {}) {
+                      const std::vector<std::pair<double, double>>& rss_timeline = {},
+                      const std::string& cp_analyses = "") {
   OutputFile f(path);
   auto out = std::back_inserter(f.buf());
   fmt::format_to(out, "{{\"throughput\": {}, \"intervals\": [", json_number(throughput));
@@ -124,6 +128,7 @@ void write_stats_json(const std::string& path, double throughput,
     fmt::format_to(out, "{}[{:.3f}, {:.1f}]", i ? ", " : "", rss_timeline[i].first,
                    rss_timeline[i].second);
   fmt::format_to(out, "]");
+  if (!cp_analyses.empty()) fmt::format_to(out, ", \"cp_analyses\": {}", cp_analyses);
   fmt::format_to(out, ", \"output_digest\": \"{}\"}}\n", digest);
   f.flush();
 }
@@ -377,7 +382,28 @@ void attach_autoscaler(loop::Autoscaler& as, flow::RunConfig& cfg) {
   };
 }
 
+// Another trace sink after the ones set already (which get a copy of the events).
+void attach_sink(flow::RunConfig& cfg,
+                 std::function<void(std::vector<Event>&&, const std::vector<std::string>&)> f) {
+  cfg.trace = true;
+  auto prev = cfg.on_trace_events;
+  cfg.on_trace_events = [f = std::move(f), prev](std::vector<Event>&& ev,
+                                                 const std::vector<std::string>& ops) {
+    if (prev) prev(std::vector<Event>(ev), ops);
+    f(std::move(ev), ops);
+  };
+}
+
 int run(RunArgs& a) {
+  if (a.rebalance) {
+    if (a.job != "keycount" && a.job != "hashcount")
+      throw std::invalid_argument("--rebalance: only keycount and hashcount");
+    if (a.native || !a.migrate_at.empty())
+      throw std::invalid_argument("--rebalance excludes --native and --migrate-at");
+    if (a.reconfigure != "migrate")
+      throw std::invalid_argument("--rebalance: only with --reconfigure migrate");
+    if (a.bins == 0) a.bins = 256;
+  }
   if (a.autoscale) {
     if (a.max_workers > 0) a.workers = a.max_workers;
     if (a.bins == 0) a.bins = 256;
@@ -399,20 +425,71 @@ int run(RunArgs& a) {
     profile = flow::parse_profile(a.rate_profile, "--rate-profile",
                                   [](const std::string& t) { return parse_duration(t); });
   }
+  std::vector<std::pair<int64_t, double>> skew_profile;
+  if (!a.skew_profile.empty())
+    skew_profile = megaphone::parse_skew_profile(
+        a.skew_profile, [](const std::string& t) { return parse_duration(t); });
+  std::unique_ptr<loop::Rebalancer> rebalancer;
+  const bool skewed = !skew_profile.empty();
   const std::string mp_job = megaphone_job(a, migrations, [&](megaphone::JobOptions& o) {
-    if (!a.autoscale) return;
-    flow::RunConfig lc;
-    lc.workers = a.workers;
-    lc.rate = parse_rate(a.rate);
-    lc.rate_profile = profile;
-    autoscaler = make_autoscaler(a, lc);
-    o.restart = a.reconfigure == "restart";
-    o.batch_bins = a.batch_bins;
-    o.initial = autoscaler->initial_config();
-    o.planner = [l = autoscaler.get()](int64_t now, const std::vector<uint32_t>& c) {
-      return l->plan(now, c);
-    };
+    const uint32_t B = 1u << o.log_bins;
+    if (skewed) {
+      if (o.base != "keycount" && o.base != "hashcount")
+        throw std::invalid_argument("--skew-profile: only keycount and hashcount");
+      auto rates = profile;
+      if (rates.empty() && parse_rate(a.rate) > 0) rates = {{0, parse_rate(a.rate)}};
+      o.skew = megaphone::make_skew(rates, a.workers, skew_profile, std::max(1u, B / 8));
+      // Flink's key-group ranges: each worker a contiguous range of bins, so that the hot
+      // range [0, B/8) starts on worker 0.
+      if (!o.native)
+        o.initial = loop::contiguous_config(B, a.autoscale ? a.initial_workers : a.workers);
+    }
+    if (a.autoscale) {
+      flow::RunConfig lc;
+      lc.workers = a.workers;
+      lc.rate = parse_rate(a.rate);
+      lc.rate_profile = profile;
+      autoscaler = make_autoscaler(a, lc);
+      o.restart = a.reconfigure == "restart";
+      o.batch_bins = a.batch_bins;
+      if (!skewed) o.initial = autoscaler->initial_config();
+    }
+    if (a.rebalance) {
+      o.batch_bins = a.batch_bins;
+      auto counter = std::make_shared<megaphone::BinCounter>(a.workers, B);
+      o.bin_counter = counter;
+      loop::RebalanceOptions ro;
+      ro.workers = a.workers;
+      ro.bins = B;
+      ro.policy_interval_ns = parse_duration(a.policy_interval);
+      ro.bin_counts = [counter] { return counter->totals(); };
+      if (autoscaler) ro.active = [l = autoscaler.get()] { return l->active(); };
+      rebalancer = std::make_unique<loop::Rebalancer>(ro);
+    }
+    // DS2 first; a straggler only when DS2 keeps the size.
+    if (autoscaler || rebalancer)
+      o.planner = [as = autoscaler.get(), rb = rebalancer.get()](
+                      int64_t now,
+                      const std::vector<uint32_t>& c) -> std::optional<std::vector<uint32_t>> {
+        if (as) {
+          if (auto to = as->plan(now, c)) {
+            if (rb) rb->external_migration();
+            return to;
+          }
+        }
+        if (rb) {
+          if (auto to = rb->plan(now, c)) {
+            if (as) as->external_migration();
+            return to;
+          }
+        }
+        return std::nullopt;
+      };
   });
+  if (skewed && mp_job.empty())
+    throw std::invalid_argument(
+        "--skew-profile: only keycount/hashcount on Megaphone's operators (--bins, --native, "
+        "--autoscale or --rebalance)");
   if (mp_job.empty() && !flow::find_job(a.job)) {
     std::string known;
     for (const auto& n : flow::job_names()) known += (known.empty() ? "" : ", ") + n;
@@ -510,8 +587,32 @@ int run(RunArgs& a) {
     };
   }
   if (autoscaler) {
-    if (mpi) throw std::invalid_argument("--autoscale: not under mpirun (yet)");
+    if (mpi)
+      throw std::invalid_argument(
+          "--autoscale: not under mpirun: DS2 on rank 0 would need every rank's trace events "
+          "live, which the transport does not carry (run it in one process with --max-workers)");
     attach_autoscaler(*autoscaler, cfg);
+  }
+  if (mpi && rebalancer)
+    throw std::invalid_argument(
+        "--rebalance: not under mpirun: the CP analysis on rank 0 would need every rank's "
+        "trace events live, which the transport does not carry (run it in one process with "
+        "--workers)");
+  if (mpi && skewed)
+    throw std::invalid_argument("--skew-profile: not under mpirun (one process only)");
+  // --trace with --rebalance alone: the events the sink takes are kept for the file.
+  std::mutex kept_mu;
+  std::vector<Event> kept;
+  if (rebalancer) {
+    if (!a.trace.empty() && !live && !autoscaler)
+      attach_sink(cfg, [&kept_mu, &kept](std::vector<Event>&& ev, const std::vector<std::string>&) {
+        std::lock_guard<std::mutex> lock(kept_mu);
+        kept.insert(kept.end(), ev.begin(), ev.end());
+      });
+    attach_sink(
+        cfg, [rb = rebalancer.get()](std::vector<Event>&& ev, const std::vector<std::string>& ops) {
+          rb->on_events(std::move(ev), ops);
+        });
   }
   flow::RunResult r;
   try {
@@ -541,8 +642,8 @@ int run(RunArgs& a) {
                  "{} events, --trace-to-queue)\n",
                  who, live->dropped(), a.trace_to_queue);
   }
-  if (autoscaler && !a.trace.empty() && !live) {
-    r.events = autoscaler->take_events();
+  if ((autoscaler || rebalancer) && !a.trace.empty() && !live) {
+    r.events = autoscaler ? autoscaler->take_events() : std::move(kept);
     std::stable_sort(r.events.begin(), r.events.end(),
                      [](const Event& x, const Event& y) { return x.ts < y.ts; });
   }
@@ -582,15 +683,32 @@ int run(RunArgs& a) {
     write_trace(t, a.trace);
   }
   if (!rank0) return 0;
+  // Every decision of both planners, in time order.
+  std::vector<loop::DecisionRecord> decisions;
+  if (autoscaler) decisions = autoscaler->decisions();
+  if (rebalancer) {
+    const auto rd = rebalancer->decisions();
+    decisions.insert(decisions.end(), rd.begin(), rd.end());
+  }
+  std::stable_sort(decisions.begin(), decisions.end(),
+                   [](const auto& x, const auto& y) { return x.time_s < y.time_s; });
   if (!a.stats_json.empty())
     write_stats_json(a.stats_json, r.throughput(), r.intervals, r.latency, digest,
                      a.bins > 0 ? megaphone::migrations_json(migrations->records()) : "",
-                     autoscaler ? loop::decisions_json(autoscaler->decisions()) : "",
-                     r.rss_timeline);
-  if (autoscaler && !a.quiet)
-    for (const auto& d : autoscaler->decisions())
-      fmt::print(stderr, "decision at {:.3f} s: {} active workers ({})\n", d.time_s,
-                 d.active_workers, d.reason);
+                     autoscaler || rebalancer ? loop::decisions_json(decisions) : "",
+                     r.rss_timeline, rebalancer ? loop::analyses_json(rebalancer->analyses()) : "");
+  if (!a.quiet)
+    for (const auto& d : decisions) {
+      if (d.kind == "rebalance")
+        fmt::print(stderr,
+                   "rebalance at {:.3f} s: straggler worker-{} (CP {:.1f}%, next {:.1f}%), {} "
+                   "bins moved ({})\n",
+                   d.time_s, d.straggler, 100 * d.cp_share, 100 * d.next_cp, d.bins.size(),
+                   d.reason);
+      else
+        fmt::print(stderr, "decision at {:.3f} s: {} active workers ({})\n", d.time_s,
+                   d.active_workers, d.reason);
+    }
   if (a.bins > 0 && !a.quiet)
     for (const auto& m : migrations->records()) {
       fmt::print(stderr,
@@ -697,8 +815,9 @@ CommandRunner add_run_command(CLI::App& app) {
   cmd->add_option("--initial-workers", a.initial_workers,
                   "--autoscale: workers holding bins at the start (default 1)")
       ->check(CLI::Range(1u, 1024u));
-  cmd->add_option("--policy-interval", a.policy_interval,
-                  "--autoscale: DS2's policy interval (default 1s)");
+  cmd->add_option(
+      "--policy-interval", a.policy_interval,
+      "--autoscale/--rebalance: DS2's and the CP analysis' policy interval (default 1s)");
   cmd->add_option("--warmup", a.warmup,
                   "--autoscale: policy intervals ignored after a change (default 0; intervals "
                   "with a migration in them are always ignored)");
@@ -725,6 +844,19 @@ CommandRunner add_run_command(CLI::App& app) {
   cmd->add_option("--rate-profile", a.rate_profile,
                   "Piecewise-constant open-loop rate instead of --rate: TIME:RATE,... with "
                   "records/s over all workers (k, M suffixes), e.g. 0s:100k,30s:400k,60s:100k");
+  cmd->add_option("--skew-profile", a.skew_profile,
+                  "keycount/hashcount on Megaphone's operators: a share of the records over time "
+                  "sent to the hot bins [0, bins/8), TIME:SHARE,... with shares in [0, 1] (e.g. "
+                  "0s:0,30s:0.5); needs an open-loop --rate/--rate-profile; the bins then start "
+                  "in contiguous ranges per worker, the hot range on worker 0 "
+                  "(docs/CLOSED-LOOP.md)");
+  cmd->add_flag("--rebalance", a.rebalance,
+                "keycount/hashcount: every --policy-interval the CP analysis of the run's own "
+                "trace looks for a straggler (CP >= 2x the next worker's); its hottest bins (by "
+                "records in the interval) move to the least-loaded active workers as a Megaphone "
+                "migration (--strategy; default all-at-once, batched with --autoscale) until its "
+                "load is near the mean. Alone "
+                "or with --autoscale; --bins defaults to 256 (docs/CLOSED-LOOP.md)");
   cmd->add_option("--cost-us", a.cost_us,
                   "With --bins/--autoscale: CPU work per record in the stateful operator, a busy "
                   "wait of this many microseconds (so that one worker provably cannot keep up "

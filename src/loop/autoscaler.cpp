@@ -139,7 +139,11 @@ std::optional<std::vector<uint32_t>> Autoscaler::plan(int64_t now_ns,
         opt_.stateful_op, want, target, n ? per / n : 0.0, active_,
         static_cast<double>(m.start_ns) * 1e-9, static_cast<double>(m.end_ns) * 1e-9);
     active_ = want;
-    decisions_.push_back({static_cast<double>(now_ns) * 1e-9, want, why});
+    DecisionRecord rec;
+    rec.time_s = static_cast<double>(now_ns) * 1e-9;
+    rec.active_workers = want;
+    rec.reason = why;
+    decisions_.push_back(std::move(rec));
     migrating_ = true;
     return spread(config, want);
   }
@@ -154,6 +158,11 @@ std::vector<DecisionRecord> Autoscaler::decisions() const {
 uint32_t Autoscaler::active() const {
   std::lock_guard<std::mutex> lock(mu_);
   return active_;
+}
+
+void Autoscaler::external_migration() {
+  std::lock_guard<std::mutex> lock(mu_);
+  migrating_ = true;
 }
 
 uint64_t Autoscaler::intervals_observed() const {
@@ -182,9 +191,21 @@ std::string decisions_json(const std::vector<DecisionRecord>& ds) {
     return o;
   };
   std::string out = "[";
-  for (size_t i = 0; i < ds.size(); ++i)
-    out += fmt::format("{}{{\"time_s\": {:.6g}, \"active_workers\": {}, \"reason\": \"{}\"}}",
-                       i ? ", " : "", ds[i].time_s, ds[i].active_workers, esc(ds[i].reason));
+  for (size_t i = 0; i < ds.size(); ++i) {
+    const DecisionRecord& d = ds[i];
+    out += fmt::format("{}{{\"time_s\": {:.6g}, \"kind\": \"{}\", \"active_workers\": {}, ",
+                       i ? ", " : "", d.time_s, esc(d.kind), d.active_workers);
+    if (d.kind == "rebalance") {
+      out += fmt::format(
+          "\"straggler\": \"worker-{}\", \"cp_share\": {:.6g}, \"next_cp\": {:.6g}, "
+          "\"bins_moved\": {}, \"bins\": [",
+          d.straggler, d.cp_share, d.next_cp, d.bins.size());
+      for (size_t k = 0; k < d.bins.size(); ++k)
+        out += fmt::format("{}{}", k ? ", " : "", d.bins[k]);
+      out += "], ";
+    }
+    out += fmt::format("\"reason\": \"{}\"}}", esc(d.reason));
+  }
   return out + "]";
 }
 

@@ -40,6 +40,12 @@ struct DecisionRecord {
   double time_s = 0;
   uint32_t active_workers = 0;
   std::string reason;
+  std::string kind = "ds2";  // "ds2" (--autoscale) or "rebalance" (--rebalance)
+  // kind "rebalance": the straggler (worker index), its CP share and the next worker's,
+  // and the bins moved off it (hottest first).
+  int64_t straggler = -1;
+  double cp_share = 0, next_cp = 0;
+  std::vector<uint32_t> bins;
 };
 
 // The configuration that moves the fewest bins from `config` to an even spread over
@@ -63,6 +69,9 @@ class Autoscaler {
   std::vector<DecisionRecord> decisions() const;
   uint32_t active() const;
   uint64_t intervals_observed() const;
+  // Another planner (--rebalance) started a migration: intervals up to its end are not
+  // shown to DS2.
+  void external_migration();
   std::vector<Event> take_events();  // with keep_events
 
  private:

@@ -333,10 +333,16 @@ void emit_dense(JobContext& ctx, const std::vector<uint64_t>& counts, uint64_t b
 
 void build(JobContext& ctx, const JobOptions& opts, const std::shared_ptr<MigrationLog>& log) {
   const flow::RunConfig& cfg = ctx.cfg;
-  auto keys = flow::open_loop_source<uint64_t>(ctx, "source", [&cfg](uint32_t w, uint64_t i) {
-    return flow::jobs::keycount_key(cfg, w, i);
-  });
   const bool dense = opts.base == "keycount";
+  auto keys = flow::open_loop_source<uint64_t>(
+      ctx, "source",
+      [&cfg, &opts, dense, counter = opts.bin_counter.get()](uint32_t w, uint64_t i) {
+        const uint64_t key = opts.skew.empty()
+                                 ? flow::jobs::keycount_key(cfg, w, i)
+                                 : skewed_key(cfg, dense, opts.log_bins, opts.skew, w, i);
+        if (counter) counter->add(w, key_bin(dense, opts.log_bins, key));
+        return key;
+      });
   const uint32_t W = ctx.worker.peers();
   const uint32_t me = ctx.worker.index();
   if (opts.native) {
@@ -417,6 +423,12 @@ std::string register_job(const JobOptions& opts, std::shared_ptr<MigrationLog> l
   j.description = opts.base == "keycount" ? "key-count, dense arrays (Megaphone §5.3.2)"
                                           : "hash-count, hash maps (Megaphone §5.3.2)";
   j.reference = keycount->reference;  // the same input and counts as keycount
+  if (!opts.skew.empty())
+    j.reference = [opts](const flow::RunConfig& cfg, uint32_t w, uint64_t from, uint64_t to,
+                         std::unordered_map<uint64_t, uint64_t>& state) {
+      for (uint64_t i = from; i < to; ++i)
+        ++state[skewed_key(cfg, opts.base == "keycount", opts.log_bins, opts.skew, w, i)];
+    };
   if (!log) log = std::make_shared<MigrationLog>();
   j.build = [opts, log](flow::JobContext& ctx) { build(ctx, opts, log); };
   flow::register_job(std::move(j));

@@ -16,6 +16,7 @@
 
 #include "flow/runtime.hpp"
 #include "megaphone/megaphone.hpp"
+#include "megaphone/skew.hpp"
 
 namespace snailtrail::megaphone {
 
@@ -48,6 +49,10 @@ struct JobOptions {
   // Batched migrations of the planner: bins each worker sends (receives) per round; 0:
   // about 8 rounds (per_round_for).
   uint32_t batch_bins = 0;
+  // `run --skew-profile` (skew.hpp): a share of the records to the hot bins over time.
+  Skew skew;
+  // Counts the records generated per bin (`run --rebalance`), if set.
+  std::shared_ptr<BinCounter> bin_counter;
 };
 
 // One migration as the controller (worker 0) saw it. Times in seconds since the start.

@@ -1,0 +1,278 @@
+#include "loop/rebalancer.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <future>
+#include <numeric>
+#include <stdexcept>
+
+#include "pag/timeline.hpp"
+#include "summary/analysis.hpp"
+
+namespace snailtrail::loop {
+
+namespace {
+// Events this long before an analyzed interval are kept: activities that began before
+// it are cut at its start instead of missing their beginning.
+constexpr int64_t kMarginNs = 100'000'000;
+}  // namespace
+
+std::vector<uint32_t> contiguous_config(uint32_t bins, uint32_t active) {
+  if (active == 0) throw std::invalid_argument("contiguous_config: at least one worker");
+  std::vector<uint32_t> c(bins);
+  for (uint32_t b = 0; b < bins; ++b)
+    c[b] = static_cast<uint32_t>(static_cast<uint64_t>(b) * active / bins);
+  return c;
+}
+
+std::vector<double> cp_per_worker(std::vector<Event> events,
+                                  const std::vector<std::string>& operator_names, uint32_t workers,
+                                  int64_t from_ns, int64_t to_ns) {
+  std::vector<double> cp(workers, 0.0);
+  if (events.empty() || to_ns <= from_ns) return cp;
+  // A worker idle until its open-loop source's next record is due is recorded as `input`
+  // without an operator (docs/RUNTIME.md): for the question which worker holds the others
+  // back that is waiting (off the critical paths), not work.
+  for (Event& e : events)
+    if (e.activity == ActivityType::input && !e.has(kHasOperator))
+      e.activity = ActivityType::waiting;
+  std::stable_sort(events.begin(), events.end(),
+                   [](const Event& x, const Event& y) { return x.ts < y.ts; });
+  Trace t;
+  t.source = "run --rebalance";
+  t.events.resize(events.size());
+  std::copy(events.begin(), events.end(), t.events.begin());
+  std::vector<Event>().swap(events);
+  for (uint32_t w = 0; w < workers; ++w) t.worker_names[w] = fmt::format("worker-{}", w);
+  for (uint32_t i = 0; i < operator_names.size(); ++i) t.operator_names[i] = operator_names[i];
+  const Pag pag = build_pag(t);
+  AnalysisOptions ao;
+  ao.windows.width_ns = to_ns - from_ns;
+  ao.windows.from_ns = from_ns;
+  ao.windows.to_ns = to_ns;
+  ao.sample_single_path = false;
+  Aggregate agg;
+  analyze_pag(pag, ao, [&](const WindowView& v) {
+    if (v.summary.window.empty_run == 0) agg.add(v.summary, 0);
+  });
+  agg.finish();
+  for (size_t k = 0; k < pag.worker_count() && k < agg.cp.worker.size(); ++k)
+    if (pag.worker_ids[k] < workers) cp[pag.worker_ids[k]] = agg.cp.worker[k];
+  return cp;
+}
+
+std::vector<uint32_t> move_hot_bins(const std::vector<uint32_t>& config,
+                                    const std::vector<uint64_t>& load, uint32_t straggler,
+                                    uint32_t active, double tolerance,
+                                    std::vector<uint32_t>* moved) {
+  std::vector<uint32_t> out = config;
+  if (moved) moved->clear();
+  if (active < 2 || straggler >= active || load.size() != config.size()) return out;
+  std::vector<double> per(active, 0.0);
+  double total = 0;
+  for (size_t b = 0; b < config.size(); ++b) {
+    if (config[b] < active) per[config[b]] += static_cast<double>(load[b]);
+    total += static_cast<double>(load[b]);
+  }
+  const double bound = total / active * (1 + tolerance);
+  std::vector<uint32_t> mine;
+  for (uint32_t b = 0; b < config.size(); ++b)
+    if (config[b] == straggler && load[b] > 0) mine.push_back(b);
+  std::stable_sort(mine.begin(), mine.end(),
+                   [&](uint32_t a, uint32_t b) { return load[a] > load[b]; });
+  for (uint32_t b : mine) {
+    if (per[straggler] <= bound) break;
+    uint32_t to = straggler;
+    for (uint32_t w = 0; w < active; ++w)
+      if (w != straggler && (to == straggler || per[w] < per[to])) to = w;
+    const auto x = static_cast<double>(load[b]);
+    // Only a move that lowers the larger of the two loads (no new straggler).
+    if (per[to] + x >= per[straggler]) continue;
+    per[straggler] -= x;
+    per[to] += x;
+    out[b] = to;
+    if (moved) moved->push_back(b);
+  }
+  return out;
+}
+
+Rebalancer::Rebalancer(RebalanceOptions options)
+    : opt_(std::move(options)), last_ts_(opt_.workers, -1), next_tick_(opt_.policy_interval_ns) {
+  if (opt_.workers == 0) throw std::invalid_argument("rebalance: at least one worker");
+  if (opt_.policy_interval_ns <= 0)
+    throw std::invalid_argument("rebalance: the policy interval must be positive");
+  if (!opt_.bin_counts) throw std::invalid_argument("rebalance: needs the per-bin record counts");
+}
+
+void Rebalancer::on_events(std::vector<Event>&& events, const std::vector<std::string>& ops) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (ops_.size() < ops.size()) ops_ = ops;
+  for (const Event& e : events) {
+    if (e.worker < last_ts_.size()) last_ts_[e.worker] = std::max(last_ts_[e.worker], e.ts);
+    if (e.ts >= keep_from_) events_.push_back(e);
+  }
+}
+
+void Rebalancer::external_migration() {
+  std::lock_guard<std::mutex> lock(mu_);
+  migrating_ = true;
+}
+
+std::optional<std::vector<uint32_t>> Rebalancer::plan(int64_t now_ns,
+                                                      const std::vector<uint32_t>& config) {
+  const int64_t I = opt_.policy_interval_ns;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (migrating_) {  // called again: the migration is complete
+      migrating_ = false;
+      settled_ns_ = now_ns;
+      ++migrations_;
+    }
+  }
+  // An analysis runs on its own thread (not on worker 0's, which runs this controller):
+  // its result is decided on at the first call after it is done.
+  if (pending_.valid()) {
+    if (pending_.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
+      return std::nullopt;
+    auto [cp, ms] = pending_.get();
+    CpAnalysis a = std::move(pending_a_);
+    a.cp = std::move(cp);
+    a.analysis_ms = ms;
+    // A migration since the analysis started: its configuration is not the one analyzed.
+    const bool stale = pending_migrations_ != migrations_;
+    return decide(std::move(a), pending_load_, config, now_ns, stale);
+  }
+  std::vector<Event> window;
+  std::vector<std::string> ops;
+  int64_t from = 0, to = 0;
+  std::vector<uint64_t> load;  // records per bin since the last tick
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (now_ns < next_tick_) return std::nullopt;
+    next_tick_ = (now_ns / I + 1) * I;
+    int64_t watermark = INT64_MAX;
+    for (int64_t t : last_ts_) watermark = std::min(watermark, t);
+    if (watermark < 0) return std::nullopt;
+    // The interval that ends where every worker's events have arrived: about the span of
+    // the bin counts taken since the last tick.
+    to = watermark;
+    from = to - I;
+    // Skipped: the first interval (start-up), intervals analyzed already and intervals
+    // with a migration in them (the configuration in force was not the one analyzed).
+    const bool skip = from < I || to <= analyzed_until_ || from < settled_ns_;
+    // The load per bin since the last tick.
+    const std::vector<uint64_t> totals = opt_.bin_counts();
+    load.assign(totals.size(), 0);
+    const bool have_counts = counts_at_tick_.size() == totals.size();
+    if (have_counts)
+      for (size_t b = 0; b < totals.size(); ++b) load[b] = totals[b] - counts_at_tick_[b];
+    counts_at_tick_ = totals;
+    if (skip || !have_counts) {
+      if (to > analyzed_until_ && from >= settled_ns_) analyzed_until_ = to;
+      keep_from_ = std::max(keep_from_, to - kMarginNs);
+      std::erase_if(events_, [this](const Event& e) { return e.ts < keep_from_; });
+      return std::nullopt;
+    }
+    analyzed_until_ = to;
+    for (const Event& e : events_)
+      if (e.ts < to + kMarginNs) window.push_back(e);
+    keep_from_ = to - kMarginNs;
+    std::erase_if(events_, [this](const Event& e) { return e.ts < keep_from_; });
+    ops = ops_;
+  }
+  pending_a_ = CpAnalysis{};
+  pending_a_.time_s = static_cast<double>(now_ns) * 1e-9;
+  pending_a_.from_s = static_cast<double>(from) * 1e-9;
+  pending_a_.to_s = static_cast<double>(to) * 1e-9;
+  pending_a_.events = window.size();
+  pending_load_ = std::move(load);
+  pending_migrations_ = migrations_;
+  pending_ = std::async(std::launch::async, [w = std::move(window), ops = std::move(ops),
+                                             workers = opt_.workers, from, to]() mutable {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<double> cp = cp_per_worker(std::move(w), ops, workers, from, to);
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return std::make_pair(std::move(cp), ms);
+  });
+  return std::nullopt;
+}
+
+std::optional<std::vector<uint32_t>> Rebalancer::decide(CpAnalysis a,
+                                                        const std::vector<uint64_t>& load,
+                                                        const std::vector<uint32_t>& config,
+                                                        int64_t now_ns, bool stale) {
+  for (uint32_t w = 0; w < opt_.workers; ++w)
+    if (a.top < 0 || a.cp[w] > a.top_cp) a.top = w, a.top_cp = a.cp[w];
+  for (uint32_t w = 0; w < opt_.workers; ++w)
+    if (static_cast<int64_t>(w) != a.top) a.next_cp = std::max(a.next_cp, a.cp[w]);
+  a.straggler = a.top >= 0 && a.top_cp > 0 && a.top_cp >= opt_.over_next * a.next_cp;
+  const uint32_t active = opt_.active ? opt_.active() : opt_.workers;
+  std::optional<std::vector<uint32_t>> result;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!stale && a.straggler && static_cast<uint32_t>(a.top) < active) {
+    const auto s = static_cast<uint32_t>(a.top);
+    std::vector<uint32_t> moved;
+    std::vector<uint32_t> next = move_hot_bins(config, load, s, active, opt_.tolerance, &moved);
+    if (!moved.empty()) {
+      double total = 0, before = 0, shifted = 0;
+      for (size_t b = 0; b < load.size(); ++b) {
+        total += static_cast<double>(load[b]);
+        if (config[b] == s) before += static_cast<double>(load[b]);
+      }
+      for (uint32_t b : moved) shifted += static_cast<double>(load[b]);
+      DecisionRecord d;
+      d.time_s = static_cast<double>(now_ns) * 1e-9;
+      d.active_workers = active;
+      d.kind = "rebalance";
+      d.straggler = s;
+      d.cp_share = a.top_cp;
+      d.next_cp = a.next_cp;
+      d.bins = moved;
+      d.reason = fmt::format(
+          "cp: straggler worker-{} has {:.1f}% of the critical participation (next {:.1f}%, "
+          "interval {:.1f}-{:.1f} s) and {:.1f}% of the records over {} active workers: moved "
+          "its {} hottest bins ({:.1f}% of the records) to the least-loaded workers",
+          s, 100 * a.top_cp, 100 * a.next_cp, a.from_s, a.to_s,
+          total > 0 ? 100 * before / total : 0.0, active, moved.size(),
+          total > 0 ? 100 * shifted / total : 0.0);
+      decisions_.push_back(std::move(d));
+      a.moved = true;
+      migrating_ = true;
+      result = std::move(next);
+    }
+  }
+  analyses_.push_back(std::move(a));
+  return result;
+}
+
+std::vector<DecisionRecord> Rebalancer::decisions() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return decisions_;
+}
+
+std::vector<CpAnalysis> Rebalancer::analyses() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return analyses_;
+}
+
+std::string analyses_json(const std::vector<CpAnalysis>& as) {
+  std::string out = "[";
+  for (size_t i = 0; i < as.size(); ++i) {
+    const CpAnalysis& a = as[i];
+    out += fmt::format(
+        "{}{{\"time_s\": {:.6g}, \"from_s\": {:.6g}, \"to_s\": {:.6g}, \"top\": \"worker-{}\", "
+        "\"top_cp\": {:.6g}, \"next_cp\": {:.6g}, \"straggler\": {}, \"moved\": {}, "
+        "\"events\": {}, \"analysis_ms\": {:.3f}, \"cp\": [",
+        i ? ", " : "", a.time_s, a.from_s, a.to_s, a.top, a.top_cp, a.next_cp,
+        a.straggler ? "true" : "false", a.moved ? "true" : "false", a.events, a.analysis_ms);
+    for (size_t w = 0; w < a.cp.size(); ++w) out += fmt::format("{}{:.4g}", w ? ", " : "", a.cp[w]);
+    out += "]}";
+  }
+  return out + "]";
+}
+
+}  // namespace snailtrail::loop

@@ -1,0 +1,407 @@
+// --skew-profile and --rebalance (src/megaphone/skew.hpp, src/loop/rebalancer.hpp,
+// docs/CLOSED-LOOP.md): the skew schedule against a brute-force walk over the records'
+// intended times, the hot share of generated keys against the profile, the bin moves
+// against their invariants on random loads, the CP per worker of a hand-built trace, and
+// runs of keycount-megaphone: a skewed load gets a rebalance decision naming worker 0
+// that moves its hottest bins, with the output of a run without rebalance; a balanced
+// load gets none.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <thread>
+
+#include "flow/jobs/jobs.hpp"
+#include "flow/runtime.hpp"
+#include "loop/autoscaler.hpp"
+#include "loop/rebalancer.hpp"
+#include "megaphone/jobs.hpp"
+#include "megaphone/skew.hpp"
+
+namespace flow = snailtrail::flow;
+namespace mp = snailtrail::megaphone;
+namespace lp = snailtrail::loop;
+using snailtrail::Event;
+
+namespace {
+
+int64_t secs(const std::string& t) {  // "2s", "1.5s" (the tests' own small parser)
+  if (t.empty() || t.back() != 's') throw std::invalid_argument("not seconds: " + t);
+  size_t used = 0;
+  const double v = std::stod(t.substr(0, t.size() - 1), &used);
+  if (used != t.size() - 1) throw std::invalid_argument("not seconds: " + t);
+  return static_cast<int64_t>(v * 1e9);
+}
+
+std::string error_of(const std::string& text) {
+  try {
+    mp::parse_skew_profile(text, secs);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(LoopSkewProfile, ParsesAndNamesTheBadToken) {
+  const auto p = mp::parse_skew_profile("0s:0,30s:0.5,60s:1", secs);
+  ASSERT_EQ(p.size(), 3u);
+  EXPECT_EQ(p[1].first, 30'000'000'000);
+  EXPECT_DOUBLE_EQ(p[1].second, 0.5);
+  EXPECT_DOUBLE_EQ(p[2].second, 1.0);
+  struct Bad {
+    std::string text, token;
+  };
+  for (const Bad& b : {Bad{"0s:0,30s:1.5", "'30s:1.5'"}, Bad{"0s:0,30s:-0.1", "'30s:-0.1'"},
+                       Bad{"1s:0.2", "'1s:0.2'"}, Bad{"0s:0,2s:0.1,1s:0.3", "'1s:0.3'"},
+                       Bad{"0s:0,x:0.1", "'x:0.1'"}, Bad{"0s:0,5s", "'5s'"},
+                       Bad{"0s:0,5s:abc", "'5s:abc'"}, Bad{"0s:0,", "''"}}) {
+    const std::string e = error_of(b.text);
+    EXPECT_NE(e.find("--skew-profile"), std::string::npos) << b.text << ": " << e;
+    EXPECT_NE(e.find(b.token), std::string::npos) << b.text << ": " << e;
+  }
+}
+
+// The share of record i is the profile's value at its intended time (brute force: walk
+// the records' times from the rate schedule).
+TEST(LoopSkewProfile, ShareByRecordFollowsTheIntendedTimes) {
+  const std::vector<std::pair<int64_t, double>> rates = {{0, 4000}, {1'500'000'000, 10000}};
+  const std::vector<std::pair<int64_t, double>> skew = {
+      {0, 0}, {1'000'000'000, 0.5}, {2'000'000'000, 0.25}};
+  const uint32_t streams = 4;
+  const mp::Skew s = mp::make_skew(rates, streams, skew, 8);
+  const flow::RateSchedule sched(rates, 1.0 / streams);
+  uint32_t mismatches = 0;
+  for (uint64_t i = 0; i < 8000; ++i) {
+    const int64_t t = sched.time_of(i);
+    double want = 0;
+    for (const auto& [from, x] : skew)
+      if (from <= t) want = x;
+    if (s.share(i) != want) ++mismatches;  // only at a boundary's rounding
+  }
+  EXPECT_LE(mismatches, 2u);
+  EXPECT_THROW(mp::make_skew({}, 4, skew, 8), std::invalid_argument);
+}
+
+// Generated keys: in the key domain, and the hot bins get share + (1 - share) x H / B of
+// the records (the uniform keys fall into them too).
+TEST(LoopSkewProfile, HotBinsGetTheProfilesShare) {
+  for (const bool dense : {true, false}) {
+    SCOPED_TRACE(dense ? "keycount" : "hashcount");
+    flow::RunConfig cfg;
+    cfg.keys = 1'000'003;
+    cfg.seed = 5;
+    const uint32_t log_bins = 6, B = 64, H = 8;
+    const mp::Skew s = mp::make_skew({{0, 10000}}, 2, {{0, 0}, {1'000'000'000, 0.5}}, H);
+    // Per stream 5000 records/s: records [0, 5000) at share 0, from 5000 at 0.5.
+    for (const auto& [from, to, share] :
+         {std::tuple<uint64_t, uint64_t, double>{0, 5000, 0.0}, {5000, 45000, 0.5}}) {
+      uint64_t hot = 0;
+      for (uint32_t w = 0; w < 2; ++w)
+        for (uint64_t i = from; i < to; ++i) {
+          const uint64_t k = mp::skewed_key(cfg, dense, log_bins, s, w, i);
+          ASSERT_LT(k, cfg.keys);
+          hot += mp::key_bin(dense, log_bins, k) < H;
+          if (share == 0) {
+            ASSERT_EQ(k, flow::jobs::keycount_key(cfg, w, i));
+          }
+        }
+      const double got = static_cast<double>(hot) / (2.0 * static_cast<double>(to - from));
+      const double want = share + (1 - share) * H / B;
+      EXPECT_NEAR(got, want, 0.015) << "records " << from << ".." << to;
+    }
+  }
+}
+
+TEST(LoopRebalance, ContiguousConfig) {
+  EXPECT_EQ(lp::contiguous_config(8, 2), (std::vector<uint32_t>{0, 0, 0, 0, 1, 1, 1, 1}));
+  EXPECT_EQ(lp::contiguous_config(5, 3), (std::vector<uint32_t>{0, 0, 1, 1, 2}));
+}
+
+// move_hot_bins against its contract on random configurations and loads.
+TEST(LoopRebalance, MovesHottestBinsOfTheStragglerOnly) {
+  std::mt19937_64 rng(3);
+  for (int iter = 0; iter < 500; ++iter) {
+    const uint32_t B = 4 + static_cast<uint32_t>(rng() % 60);
+    const uint32_t A = 2 + static_cast<uint32_t>(rng() % 4);
+    std::vector<uint32_t> c(B);
+    std::vector<uint64_t> load(B);
+    for (uint32_t b = 0; b < B; ++b) {
+      c[b] = static_cast<uint32_t>(rng() % A);
+      load[b] = rng() % 4 == 0 ? 1000 + rng() % 5000 : rng() % 300;
+    }
+    const uint32_t s = static_cast<uint32_t>(rng() % A);
+    const double tol = 0.1;
+    std::vector<uint32_t> moved;
+    const auto out = lp::move_hot_bins(c, load, s, A, tol, &moved);
+    auto per = [&](const std::vector<uint32_t>& cfg) {
+      std::vector<double> p(A, 0);
+      for (uint32_t b = 0; b < B; ++b) p[cfg[b]] += static_cast<double>(load[b]);
+      return p;
+    };
+    const auto before = per(c), after = per(out);
+    double total = 0;
+    for (double x : before) total += x;
+    const double bound = total / A * (1 + tol);
+    // Only the straggler's bins move, to other active workers; `moved` lists them,
+    // hottest first.
+    std::vector<uint32_t> diff;
+    for (uint32_t b = 0; b < B; ++b)
+      if (out[b] != c[b]) {
+        EXPECT_EQ(c[b], s);
+        EXPECT_LT(out[b], A);
+        diff.push_back(b);
+      }
+    std::vector<uint32_t> sorted = moved;
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_EQ(sorted, diff);
+    for (size_t i = 1; i < moved.size(); ++i) EXPECT_GE(load[moved[i - 1]], load[moved[i]]);
+    // Never worse: no worker that got bins ends above the straggler's load before.
+    for (uint32_t b : diff) EXPECT_LT(after[out[b]], before[s] + 1e-9);
+    EXPECT_LE(after[s], before[s]);
+    if (before[s] <= bound) {
+      EXPECT_TRUE(moved.empty());
+    }
+    // It stops only at the bound or when no bin left on the straggler fits anywhere.
+    if (after[s] > bound) {
+      const double least = *std::min_element(after.begin(), after.end());
+      for (uint32_t b = 0; b < B; ++b)
+        if (out[b] == s && load[b] > 0) {
+          EXPECT_GE(least + static_cast<double>(load[b]), after[s]) << "bin " << b;
+        }
+    }
+  }
+  // A balanced load moves nothing.
+  std::vector<uint64_t> even(16, 100);
+  std::vector<uint32_t> moved;
+  lp::move_hot_bins(lp::contiguous_config(16, 4), even, 0, 4, 0.1, &moved);
+  EXPECT_TRUE(moved.empty());
+}
+
+// A hand-built trace: three workers processing through the whole window, no messages:
+// every worker's timeline is a critical path of its own, a third of the CP each.
+TEST(LoopRebalance, CpPerWorkerOfAHandBuiltTrace) {
+  std::vector<Event> ev;
+  for (uint32_t w = 0; w < 3; ++w)
+    for (int k = 0; k < 10; ++k) {
+      Event s{};
+      s.ts = k * 100'000'000;
+      s.worker = w;
+      s.activity = snailtrail::ActivityType::processing;
+      s.kind = snailtrail::EventKind::start;
+      Event e = s;
+      e.ts = (k + 1) * 100'000'000;
+      e.kind = snailtrail::EventKind::end;
+      ev.push_back(s);
+      ev.push_back(e);
+    }
+  const auto cp = lp::cp_per_worker(ev, {}, 4, 0, 1'000'000'000);
+  ASSERT_EQ(cp.size(), 4u);
+  for (uint32_t w = 0; w < 3; ++w) EXPECT_NEAR(cp[w], 1.0 / 3, 1e-9);
+  EXPECT_EQ(cp[3], 0.0);
+}
+
+// Rebalancer::plan on a synthetic feed (no runtime, deterministic): worker 0 processes
+// without a break, worker 1 idles on its input (`input` without an operator) 9 of every
+// 10 ms. The CP analysis names worker 0; with the records of bins 0..3 (worker 0's) ten
+// times those of the others it moves the hottest of them; with an even load nothing (the
+// load guard), although the CP still names worker 0.
+std::vector<Event> synthetic_second(int64_t from_ns) {
+  std::vector<Event> ev;
+  auto act = [&ev](int64_t t0, int64_t t1, uint32_t w, snailtrail::ActivityType a, bool op) {
+    Event s{};
+    s.ts = t0;
+    s.worker = w;
+    s.activity = a;
+    s.kind = snailtrail::EventKind::start;
+    if (op) {
+      s.flags = snailtrail::kHasOperator;
+      s.op = 1;
+    }
+    Event e = s;
+    e.ts = t1;
+    e.kind = snailtrail::EventKind::end;
+    ev.push_back(s);
+    ev.push_back(e);
+  };
+  for (int64_t t = from_ns; t < from_ns + 1'000'000'000; t += 10'000'000) {
+    act(t, t + 10'000'000, 0, snailtrail::ActivityType::processing, true);
+    act(t, t + 9'000'000, 1, snailtrail::ActivityType::input, false);
+    act(t + 9'000'000, t + 10'000'000, 1, snailtrail::ActivityType::processing, true);
+  }
+  std::stable_sort(ev.begin(), ev.end(), [](const Event& a, const Event& b) {
+    return a.worker != b.worker ? a.worker < b.worker : a.ts < b.ts;
+  });
+  return ev;
+}
+
+TEST(LoopRebalance, PlanOnASyntheticFeed) {
+  for (const bool skewed : {true, false}) {
+    SCOPED_TRACE(skewed ? "skewed" : "even");
+    const uint32_t B = 8;
+    std::vector<uint64_t> counts(B, 0);
+    lp::RebalanceOptions ro;
+    ro.workers = 2;
+    ro.bins = B;
+    ro.policy_interval_ns = 1'000'000'000;
+    ro.bin_counts = [&counts] { return counts; };
+    lp::Rebalancer rb(ro);
+    const auto config = lp::contiguous_config(B, 2);  // worker 0: bins 0..3
+    const std::vector<std::string> ops = {"source", "count"};
+    rb.on_events(synthetic_second(0), ops);
+    rb.on_events(synthetic_second(1'000'000'000), ops);
+    EXPECT_FALSE(rb.plan(500'000'000, config));    // before the first tick
+    EXPECT_FALSE(rb.plan(2'000'000'000, config));  // start-up interval; counts baseline
+    for (uint32_t b = 0; b < B; ++b)
+      counts[b] += skewed ? (b == 0 ? 4000 : b < 4 ? 1000 + 100 * b : 100) : 1000;
+    rb.on_events(synthetic_second(2'000'000'000), ops);
+    // The tick starts the analysis on its own thread; a later call decides.
+    auto to = rb.plan(3'000'000'000, config);
+    EXPECT_FALSE(to);
+    for (int k = 1; k < 20'000 && !to && rb.analyses().empty(); ++k) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      to = rb.plan(3'000'000'000 + k, config);
+    }
+    const auto as = rb.analyses();
+    ASSERT_EQ(as.size(), 1u);
+    EXPECT_EQ(as[0].top, 0);
+    EXPECT_GT(as[0].top_cp, 0.9);  // worker 1's idle input is waiting: off the paths
+    EXPECT_TRUE(as[0].straggler);
+    if (!skewed) {
+      EXPECT_FALSE(to);
+      EXPECT_TRUE(rb.decisions().empty());
+      continue;
+    }
+    ASSERT_TRUE(to);
+    const auto ds = rb.decisions();
+    ASSERT_EQ(ds.size(), 1u);
+    EXPECT_EQ(ds[0].kind, "rebalance");
+    EXPECT_EQ(ds[0].straggler, 0);
+    // By hand: worker 0 has 4000 + 1100 + 1200 + 1300 = 7600 records, worker 1 400; mean
+    // 4000, bound 4400. Bin 0 (4000) moves: 3600 / 4400, within the bound: done.
+    std::vector<uint32_t> moved;
+    const auto want = lp::move_hot_bins(
+        config,
+        [&] {
+          std::vector<uint64_t> l(B);
+          for (uint32_t b = 0; b < B; ++b) l[b] = b == 0 ? 4000 : b < 4 ? 1000 + 100 * b : 100;
+          return l;
+        }(),
+        0, 2, 0.1, &moved);
+    EXPECT_EQ(*to, want);
+    EXPECT_EQ(ds[0].bins, moved);
+    EXPECT_EQ(moved, std::vector<uint32_t>{0});
+    // The next tick falls in the migration: nothing (the planner is asked again only
+    // once it is complete; that call starts the settling).
+    EXPECT_FALSE(rb.plan(3'500'000'000, *to));
+  }
+}
+
+struct SkewRun {
+  flow::RunResult r;
+  flow::RunConfig cfg;
+  std::vector<lp::DecisionRecord> decisions;
+  std::vector<lp::CpAnalysis> analyses;
+  std::vector<mp::MigrationRecord> migrations;
+};
+
+std::string describe(const SkewRun& run) {
+  std::string s;
+  for (const auto& a : run.analyses) {
+    s += std::to_string(a.from_s) + "-" + std::to_string(a.to_s) + " s: cp";
+    for (double x : a.cp) s += " " + std::to_string(x);
+    s += a.moved ? " (moved)\n" : "\n";
+  }
+  for (const auto& d : run.decisions) s += d.reason + "\n";
+  return s;
+}
+
+// keycount-megaphone on 2 workers, 64 bins in two contiguous ranges (hot bins [0, 8) on
+// worker 0), `records` records at `rate` with the hot share `share` from the start.
+SkewRun run_skewed(double share, bool rebalance, uint64_t records, double rate, double cost_us) {
+  const uint32_t W = 2, log_bins = 6, B = 64;
+  mp::JobOptions o;
+  o.base = "keycount";
+  o.log_bins = log_bins;
+  o.strategy = mp::Strategy::batched;
+  o.cost_us = cost_us;
+  o.initial = lp::contiguous_config(B, W);
+  o.skew = mp::make_skew({{0, rate}}, W, {{0, share}}, B / 8);
+  auto counter = std::make_shared<mp::BinCounter>(W, B);
+  o.bin_counter = counter;
+  std::unique_ptr<lp::Rebalancer> rb;
+  if (rebalance) {
+    lp::RebalanceOptions ro;
+    ro.workers = W;
+    ro.bins = B;
+    ro.policy_interval_ns = 500'000'000;
+    ro.bin_counts = [counter] { return counter->totals(); };
+    rb = std::make_unique<lp::Rebalancer>(ro);
+    o.planner = [r = rb.get()](int64_t now, const std::vector<uint32_t>& c) {
+      return r->plan(now, c);
+    };
+  }
+  auto log = std::make_shared<mp::MigrationLog>();
+  SkewRun out;
+  out.cfg.job = mp::register_job(o, log);
+  out.cfg.workers = W;
+  out.cfg.rate = rate;
+  out.cfg.records = records;
+  out.cfg.duration_ns = 60'000'000'000;
+  out.cfg.keys = 50'000;
+  if (rb) {
+    out.cfg.trace = true;
+    out.cfg.on_trace_events = [r = rb.get()](std::vector<Event>&& ev,
+                                             const std::vector<std::string>& ops) {
+      r->on_events(std::move(ev), ops);
+    };
+  }
+  out.r = flow::run_job(out.cfg);
+  if (rb) {
+    out.decisions = rb->decisions();
+    out.analyses = rb->analyses();
+  }
+  out.migrations = log->records();
+  return out;
+}
+
+// 50 us per record, 16 k records/s, 70% of them to the hot bins: worker 0 gets 0.7 + 0.3
+// x 0.5 = 85% (13.6 k/s, 0.68 s of work per second), worker 1 15%. The rebalancer must
+// name worker 0 and move hot bins; the output equals the same input without rebalance.
+TEST(LoopRebalance, SkewedLoadMovesTheHottestBinsOffTheStraggler) {
+  const uint64_t records = 64'000;  // 4 s
+  const auto run = run_skewed(0.7, true, records, 16'000, 50);
+  SCOPED_TRACE(describe(run));
+  EXPECT_EQ(run.r.records, records);
+  ASSERT_FALSE(run.decisions.empty());
+  const auto& d = run.decisions.front();
+  EXPECT_EQ(d.kind, "rebalance");
+  EXPECT_EQ(d.straggler, 0);
+  EXPECT_GE(d.cp_share, 2 * d.next_cp);
+  ASSERT_FALSE(d.bins.empty());
+  // The hottest bins: the hot range [0, 8), all on worker 0.
+  for (uint32_t b : d.bins) EXPECT_LT(b, 8u) << "bin " << b;
+  // Applied as a completed batched migration.
+  ASSERT_GE(run.migrations.size(), 1u);
+  EXPECT_TRUE(run.migrations.front().completed);
+  EXPECT_EQ(run.migrations.front().bins_moved, d.bins.size());
+  // The same output as the same input without rebalance, and as the plain loop.
+  const auto plain = run_skewed(0.7, false, records, 16'000, 0);
+  EXPECT_EQ(plain.r.records, records);
+  EXPECT_TRUE(plain.migrations.empty());
+  EXPECT_EQ(flow::output_digest(run.r.output), flow::output_digest(plain.r.output));
+  EXPECT_EQ(flow::first_difference(run.r.output, flow::reference_output(run.cfg, run.r.generated)),
+            "");
+}
+
+// No oscillation: without skew (every bin the same expected load) no rebalance decision,
+// whatever the CP of the intervals says (the load guard).
+TEST(LoopRebalance, BalancedLoadGetsNoDecision) {
+  const auto run = run_skewed(0.0, true, 40'000, 10'000, 50);  // 4 s
+  SCOPED_TRACE(describe(run));
+  EXPECT_GE(run.analyses.size(), 3u);  // it did look
+  EXPECT_TRUE(run.decisions.empty());
+  EXPECT_TRUE(run.migrations.empty());
+}
+
+}  // namespace
