@@ -10,25 +10,55 @@ bytes moved. Usage:
 
   scripts/nexmark-migrate.py [--out DIR] [--queries 3,4,5,6,7,8]
       [--strategies all-at-once,batched,fluid] [--seconds 9] [--rate 200000] [--bins 256]
-      [--in-flight-auctions 100000] [--dilation 10] [--workers 2]
+      [--in-flight-auctions 100000] [--dilation 10] [--workers 2] [--large-state]
+      [--query-args 'qN=FLAGS' ...]
 """
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 
 COLORS = {"all-at-once": "#d62728", "batched": "#1f77b4", "fluid": "#2ca02c"}
 
 
+# --large-state: Q5 and Q8 with state large enough for the strategies to differ (thesis
+# Figs. 5.8 and 5.11; docs/NEXMARK.md): long event-time windows, time-dilated as
+# Megaphone does, whose first close (7 s of wall time) comes after both migrations (3 s
+# and 6 s of a 9 s run), so these find 3 s and 6 s of state. Q5: 28 s windows sliding by
+# 3.5 s (eight counts per auction), dilated 4x. Q8: 70 s windows dilated 10x, at
+# 400000 events/s (Q8 is cheap) with the in-flight auctions scaled with the rate.
+LARGE_STATE = {
+    5: "--window 28s --window-slide 3500ms --dilation 4",
+    8: "--rate 400000 --in-flight-auctions 200000 --window 70s --dilation 10",
+}
+
+
+def query_flags(q, a):
+    """The knobs of query q: the defaults, then --large-state's, then --query-args'."""
+    flags = {"--rate": str(a.rate), "--in-flight-auctions": str(a.in_flight_auctions),
+             "--dilation": str(a.dilation)}
+    extra = []
+    if a.large_state and q in LARGE_STATE:
+        extra.append(LARGE_STATE[q])
+    extra += [v.split("=", 1)[1] for v in a.query_args if v.split("=", 1)[0] == f"q{q}"]
+    for e in extra:
+        words = shlex.split(e)
+        for i in range(0, len(words) - 1, 2):
+            flags[words[i]] = words[i + 1]
+    return flags
+
+
 def run(binary, q, strategy, a, out_json):
     secs = a.seconds
     m1, m2 = secs / 3, 2 * secs / 3
-    cmd = [binary, "run", f"nexmark-q{q}", "--workers", str(a.workers), "--rate", str(a.rate),
+    cmd = [binary, "run", f"nexmark-q{q}", "--workers", str(a.workers),
            "--duration", f"{secs}s", "--bins", str(a.bins),
            "--migrate-at", f"{int(m1 * 1000)}ms,{int(m2 * 1000)}ms", "--strategy", strategy,
-           "--payloads", "--in-flight-auctions", str(a.in_flight_auctions),
-           "--dilation", str(a.dilation), "--quiet", "--stats-json", out_json]
+           "--payloads", "--quiet", "--stats-json", out_json]
+    for k, v in query_flags(q, a).items():
+        cmd += [k, v]
     subprocess.run(cmd, check=True)
     with open(out_json) as f:
         return cmd, json.load(f)
@@ -80,6 +110,10 @@ def main():
     p.add_argument("--in-flight-auctions", type=int, default=100000)
     p.add_argument("--dilation", type=int, default=10)
     p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--large-state", action="store_true",
+                   help="Q5 and Q8 with long dilated windows (LARGE_STATE above)")
+    p.add_argument("--query-args", action="append", default=[], metavar="qN=FLAGS",
+                   help="flags for one query, e.g. 'q5=--window 60s --dilation 4' (repeatable)")
     p.add_argument("--binary", default=os.path.join(os.path.dirname(__file__), "..", "build",
                                                    "bin", "snailtrail"))
     a = p.parse_args()
@@ -88,6 +122,9 @@ def main():
     print(f"NEXMark under migration: {a.workers} workers, {a.rate} events/s, {a.seconds} s, "
           f"{a.bins} bins, --payloads, --in-flight-auctions {a.in_flight_auctions}, "
           f"--dilation {a.dilation}; loadavg {load:.1f}, {os.cpu_count()} cores")
+    for q in [int(v) for v in a.queries.split(",")]:
+        if a.large_state and q in LARGE_STATE or any(v.startswith(f"q{q}=") for v in a.query_args):
+            print(f"  q{q}: " + " ".join(f"{k} {v}" for k, v in query_flags(q, a).items()))
     print(f"{'query':6} {'strategy':12} {'mig':>3} {'start_s':>7} {'dur_s':>7} "
           f"{'max_lat_ms':>10} {'bins':>5} {'MB':>7} {'tput':>9} {'run_p99_ms':>10}")
     for q in [int(v) for v in a.queries.split(",")]:

@@ -224,8 +224,15 @@ struct Controller {
     }
     const int64_t now = since(*ctx);
     const auto epoch = static_cast<flow::Time>(ctx->cfg.epoch_ns);
-    const flow::Time tnow =
-        std::max<flow::Time>(cap.time(), static_cast<flow::Time>(now) / epoch * epoch);
+    const flow::Time clock = static_cast<flow::Time>(now) / epoch * epoch;
+    // A --migrate-at migration starts at the logical time of its --migrate-at (rounded
+    // down to the epoch) however late this source runs: while idle the capability waits
+    // there, so what the migration moves (the state after the times before it) does not
+    // depend on timing. (Not if the previous migration is still running by then.)
+    auto migrate_time = [&] {
+      return static_cast<flow::Time>(opts.migrate_at_ns[next]) / epoch * epoch;
+    };
+    flow::Time start_at = kTimeMax;
     if (inflight && ctx->probe_frontier > inflight_t) {
       inflight = false;
       if (steps.empty()) {
@@ -255,6 +262,7 @@ struct Controller {
         for (const auto& s : plan) bins += s.size();
         log->start(now, opts.strategy, bins, plan.size());
         steps.assign(plan.begin(), plan.end());
+        start_at = migrate_time();
         ++next;
         if (steps.empty()) log->end(now);
       } else if (opts.planner) {
@@ -277,6 +285,10 @@ struct Controller {
         }
       }
     }
+    flow::Time until = start_at;
+    if (!inflight && steps.empty() && !draining && !restarting && next < opts.migrate_at_ns.size())
+      until = migrate_time();
+    const flow::Time tnow = std::max(cap.time(), std::min(clock, until));
     if (tnow != cap.time()) cap.downgrade(tnow);
     if (!inflight && !steps.empty()) {
       const flow::Time t = cap.time();

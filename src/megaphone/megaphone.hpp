@@ -787,6 +787,11 @@ struct BatchStore {
   std::vector<State> states;
   std::vector<uint8_t> owned;
   std::map<Time, Batch> pending;
+  // Indexes of `pending` for sending a bin in time proportional to what it takes (not to
+  // every pending wake-up of the worker): the times whose batch has records, and per bin
+  // the times with a wake-up of it.
+  std::set<Time> rec_times;
+  std::vector<std::set<Time>> wake_times;
   flow::Notificator notes;
   std::shared_ptr<const flow::ProbeState> s_probe;
 };
@@ -810,6 +815,7 @@ Stream<Out> stateful_binary(const Stream<A>& a, const Stream<B>& b,
   auto store = std::make_shared<Store>();
   store->states.resize(NB);
   store->owned.assign(NB, 0);
+  store->wake_times.resize(NB);
   for (uint32_t bin = 0; bin < NB; ++bin) store->owned[bin] = initial_owner(bin, W) == w.index();
 
   // Both inputs as one stream (no exchange: F routes).
@@ -878,20 +884,27 @@ Stream<Out> stateful_binary(const Stream<A>& a, const Stream<B>& b,
       Codec<State>::encode(s.states[bin], buf);
       s.states[bin] = State{};
       s.owned[bin] = 0;
-      // Pending records and wake-ups of the bin (all at times >= t).
+      // Pending records and wake-ups of the bin (all at times >= t: the times before t
+      // are folded), found through the indexes.
       std::vector<std::pair<Time, E>> items;
       std::vector<Time> wakes;
-      for (auto it = s.pending.lower_bound(t); it != s.pending.end(); ++it) {
+      for (auto rt = s.rec_times.lower_bound(t); rt != s.rec_times.end(); ++rt) {
+        auto it = s.pending.find(*rt);
+        if (it == s.pending.end()) continue;
         auto& v = it->second.recs;
         auto keep =
             std::partition(v.begin(), v.end(), [bin](const Routed<E>& r) { return r.bin != bin; });
         for (auto i = keep; i != v.end(); ++i) items.emplace_back(it->first, i->rec);
         v.erase(keep, v.end());
-        auto& wk = it->second.wakes;
-        const size_t before = wk.size();
-        wk.erase(std::remove(wk.begin(), wk.end(), bin), wk.end());
-        if (wk.size() != before) wakes.push_back(it->first);
       }
+      for (Time tw : s.wake_times[bin]) {
+        auto it = s.pending.find(tw);
+        if (it == s.pending.end() || tw < t) continue;
+        auto& wk = it->second.wakes;
+        wk.erase(std::remove(wk.begin(), wk.end(), bin), wk.end());
+        wakes.push_back(tw);
+      }
+      s.wake_times[bin].clear();
       detail::put_u64(buf, items.size());
       const auto* ip = reinterpret_cast<const char*>(items.data());
       buf.insert(buf.end(), ip, ip + items.size() * sizeof(items[0]));
@@ -955,6 +968,7 @@ Stream<Out> stateful_binary(const Stream<A>& a, const Stream<B>& b,
       });
       data.for_each([&](Time t, std::vector<Routed<E>>& recs) {
         auto& batch = at(t, [&] { return data.retain(t); });
+        s.rec_times.insert(t);
         if (batch.recs.empty())
           batch.recs.swap(recs);
         else
@@ -967,10 +981,12 @@ Stream<Out> stateful_binary(const Stream<A>& a, const Stream<B>& b,
         if (it == s.pending.end()) return;
         typename Store::Batch batch = std::move(it->second);
         s.pending.erase(it);
+        s.rec_times.erase(t);
         std::stable_sort(batch.recs.begin(), batch.recs.end(),
                          [](const Routed<E>& x, const Routed<E>& y) { return x.bin < y.bin; });
         std::sort(batch.wakes.begin(), batch.wakes.end());
         batch.wakes.erase(std::unique(batch.wakes.begin(), batch.wakes.end()), batch.wakes.end());
+        for (uint32_t bin : batch.wakes) s.wake_times[bin].erase(t);
         size_t i = 0, j = 0;
         while (i < batch.recs.size() || j < batch.wakes.size()) {
           uint32_t bin = ~0u;
@@ -991,7 +1007,10 @@ Stream<Out> stateful_binary(const Stream<A>& a, const Stream<B>& b,
                                    " folded on a worker without the bin");
           wake.reset(t, bin);
           fold(t, bin, as, bs, s.states[bin], wake, out);
-          for (Time t2 : wake.items()) at(t2, [&] { return cap.delayed(t2); }).wakes.push_back(bin);
+          for (Time t2 : wake.items()) {
+            at(t2, [&] { return cap.delayed(t2); }).wakes.push_back(bin);
+            s.wake_times[bin].insert(t2);
+          }
           wake.items().clear();
         }
       });
@@ -1019,6 +1038,7 @@ Stream<Out> stateful_binary(const Stream<A>& a, const Stream<B>& b,
         at(item.first, [&] {
           return in.retain(item.first);
         }).recs.push_back(Routed<E>{item.second, bin, 0});
+        s.rec_times.insert(item.first);
       }
       p += n * sizeof(Item);
       std::vector<Time> wakes;
@@ -1026,6 +1046,7 @@ Stream<Out> stateful_binary(const Stream<A>& a, const Stream<B>& b,
       for (Time t2 : wakes) {
         if (t2 < t) throw std::logic_error("megaphone: a migrated wake-up is late");
         at(t2, [&] { return in.retain(t2); }).wakes.push_back(bin);
+        s.wake_times[bin].insert(t2);
       }
     }
   };

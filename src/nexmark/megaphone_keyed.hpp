@@ -214,11 +214,13 @@ template <>
 struct Codec<nexmark::SlideCounts> {
   static void encode(const nexmark::SlideCounts& s, std::vector<char>& out) {
     Codec<std::map<uint64_t, uint64_t>>::encode(s.slides, out);
-    Codec<std::set<uint64_t>>::encode(s.windows, out);
+    Codec<uint64_t>::encode(s.next, out);
+    Codec<Time>::encode(s.due, out);
   }
   static void decode(const char*& p, const char* end, nexmark::SlideCounts& s) {
     Codec<std::map<uint64_t, uint64_t>>::decode(p, end, s.slides);
-    Codec<std::set<uint64_t>>::decode(p, end, s.windows);
+    Codec<uint64_t>::decode(p, end, s.next);
+    Codec<Time>::decode(p, end, s.due);
   }
 };
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <mutex>
 
 #include "flow/runtime.hpp"
@@ -116,7 +117,9 @@ QueryConfig hand_config() {
 
 // Runs query q natively on `workers` threads over hand-made events (worker w gives
 // events w, w + W, ... at the logical time of their event time).
-Rows run_native(int q, const QueryConfig& qc, const std::vector<Event>& events, uint32_t workers) {
+template <class Build>
+Rows run_hand(const QueryConfig& qc, const std::vector<Event>& events, uint32_t workers,
+              Build build) {
   Rows out;
   std::mutex mu;
   flow::run_dataflow(workers, [&](flow::Worker& w) {
@@ -134,13 +137,18 @@ Rows run_native(int q, const QueryConfig& qc, const std::vector<Event>& events, 
           o.give(cap.time(), e);
           i += W;
         });
-    flow::sink(build_query(q, src, qc, NativeKeyed{}), "collect", [&](flow::Time t, const Row& r) {
+    flow::sink(build(src), "collect", [&](flow::Time t, const Row& r) {
       std::lock_guard<std::mutex> lock(mu);
       out.emplace_back(t, r);
     });
   });
   std::sort(out.begin(), out.end());
   return out;
+}
+Rows run_native(int q, const QueryConfig& qc, const std::vector<Event>& events, uint32_t workers) {
+  return run_hand(qc, events, workers, [&](const flow::Stream<Event>& src) {
+    return build_query(q, src, qc, NativeKeyed{});
+  });
 }
 
 Rows sorted(Rows r) {
@@ -223,6 +231,48 @@ TEST(NexmarkHand, Q5GivesTheAuctionsWithTheMostBidsPerSlidingWindow) {
                {14 * ms, Row{{5 * ms, 2, 2, 0, 0}}},
                {19 * ms, Row{{10 * ms, 3, 1, 0, 0}}},
                {19 * ms, Row{{10 * ms, 4, 1, 0, 0}}}});
+}
+
+// Q5's first stage alone (the per-auction counts, one timer per auction) against brute
+// force: for every auction and every window k containing one of its bids, (k * slide,
+// auction, bids in the window) at the window's close — with 1 to 12 slides per window,
+// random bids over 40 auctions, in runs of equal event times, on 1-3 workers.
+TEST(NexmarkHand, Q5CountsEveryWindowOfEveryAuctionLikeBruteForce) {
+  uint64_t state = 7;
+  auto rnd = [&](uint64_t n) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (state >> 33) % n;
+  };
+  for (uint64_t per : {1, 3, 12}) {
+    QueryConfig qc = hand_config();
+    qc.slide_ns = 2 * ms;
+    qc.window_ns = per * qc.slide_ns;
+    Hand h;
+    uint64_t t = 0;
+    for (int i = 0; i < 600; ++i) {
+      if (rnd(4) == 0) t += rnd(3) * ms + rnd(2) * 500'000;  // gaps longer than a window too
+      if (rnd(50) == 0) t += 30 * ms;
+      h.bid(rnd(40), rnd(5), 1 + rnd(9), t);
+    }
+    std::map<std::pair<uint64_t, uint64_t>, uint64_t> count;  // (window, auction) -> bids
+    for (const Event& e : h.events) {
+      const uint64_t bt = e.bid.date_time, s = bt / qc.slide_ns;
+      for (uint64_t k = s + 1 >= per ? s + 1 - per : 0; k <= s; ++k) ++count[{k, e.bid.auction}];
+    }
+    Rows want;
+    for (const auto& [ka, n] : count)
+      want.push_back({qc.close_time(ka.first * qc.slide_ns + qc.window_ns),
+                      Row{{ka.first * qc.slide_ns, ka.second, n, 0, 0}}});
+    ASSERT_GT(want.size(), 500u);
+    for (uint32_t w : {1u, 2u, 3u})
+      EXPECT_EQ(run_hand(qc, h.events, w,
+                         [&](const flow::Stream<Event>& src) {
+                           return NativeKeyed{}.unary<SlideCounts, Row>(bids(src), "q5-count",
+                                                                        Q5CountLogic{qc});
+                         }),
+                sorted(want))
+          << per << " slides per window, " << w << " workers";
+  }
 }
 
 TEST(NexmarkHand, Q7GivesEveryBidWithTheHighestPricePerWindow) {

@@ -1,0 +1,39 @@
+#!/bin/sh
+# CTest driver: NEXMark's Megaphone bytes across MPI ranks (docs/NEXMARK.md).
+#   nexmark_megaphone_mpi_bytes.sh BINARY QUERY
+# nexmark-QUERY --bins 64 --strategy all-at-once with migrations at 155 ms and 357 ms (mid-window), once
+# in one process of 4 workers and once under mpirun -np 2 x 2 workers: both --verify, every
+# migration completed, and the bins and bytes of each migration exactly equal. A
+# --migrate-at migration moves at the logical time of its --migrate-at (the controller
+# holds its capability there), so what it moves — each moved bin's state after the times
+# before it, and its timers — is a function of the events alone, whatever the timing and
+# however the workers are split over processes. Exit 77 (skipped) when mpirun is missing.
+bin=$1 q=$2
+if ! command -v mpirun >/dev/null 2>&1; then
+  echo "SKIP: mpirun not found (apt-get install openmpi-bin libopenmpi-dev)"
+  exit 77
+fi
+args="run nexmark-$q --rate 100000 --records 60000 --dilation 20 --window 200ms
+      --window-slide 50ms --payloads --in-flight-auctions 2000 --bins 64
+      --migrate-at 155ms,357ms --strategy all-at-once --verify"
+one=$("$bin" $args --workers 4 2>&1) || { echo "$one"; echo "FAIL: one process exited non-zero"; exit 1; }
+two=$(mpirun --oversubscribe -np 2 --mca btl self,vader,tcp --mca btl_tcp_if_include lo \
+  --mca oob_tcp_if_include lo "$bin" $args --workers 2 2>&1) ||
+  { echo "$two"; echo "FAIL: mpirun exited non-zero"; exit 1; }
+echo "$one" | grep "^migration"
+echo "$two" | grep "^migration"
+for out in "$one" "$two"; do
+  n=$(echo "$out" | grep -c "^verify: .* equal to the plain single-threaded loop")
+  [ "$n" -eq 1 ] || { echo "$out"; echo "FAIL: $n verify lines"; exit 1; }
+  if echo "$out" | grep "^migration" | grep -q "not completed"; then
+    echo "FAIL: a migration did not complete"; exit 1
+  fi
+done
+# "migration (S): BINS bins, BYTES bytes in ..." -> "BINS BYTES" per migration
+m1=$(echo "$one" | sed -n 's/^migration ([a-z-]*): \([0-9]*\) bins, \([0-9]*\) bytes in.*/\1 \2/p')
+m2=$(echo "$two" | sed -n 's/^migration ([a-z-]*): \([0-9]*\) bins, \([0-9]*\) bytes in.*/\1 \2/p')
+[ "$(echo "$m1" | wc -l)" -eq 2 ] || { echo "FAIL: not two migrations in one process: '$m1'"; exit 1; }
+[ "$m1" = "$m2" ] || { echo "FAIL: bins/bytes per migration differ: one process '$m1', mpirun '$m2'"; exit 1; }
+bad=$(echo "$m1" | awk '$1 == 0 || $2 == 0 { print }')
+[ -z "$bad" ] || { echo "FAIL: a migration moved nothing: $bad"; exit 1; }
+echo PASS
