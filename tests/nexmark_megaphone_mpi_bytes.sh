@@ -29,11 +29,33 @@ for out in "$one" "$two"; do
     echo "FAIL: a migration did not complete"; exit 1
   fi
 done
-# "migration (S): BINS bins, BYTES bytes in ..." -> "BINS BYTES" per migration
-m1=$(echo "$one" | sed -n 's/^migration ([a-z-]*): \([0-9]*\) bins, \([0-9]*\) bytes in.*/\1 \2/p')
-m2=$(echo "$two" | sed -n 's/^migration ([a-z-]*): \([0-9]*\) bins, \([0-9]*\) bytes in.*/\1 \2/p')
-[ "$(echo "$m1" | wc -l)" -eq 2 ] || { echo "FAIL: not two migrations in one process: '$m1'"; exit 1; }
-[ "$m1" = "$m2" ] || { echo "FAIL: bins/bytes per migration differ: one process '$m1', mpirun '$m2'"; exit 1; }
-bad=$(echo "$m1" | awk '$1 == 0 || $2 == 0 { print }')
+# "migration (S): BINS bins, BYTES bytes in N steps, START s .. END s ..." ->
+# "BINS BYTES END" per migration
+fields='s/^migration ([a-z-]*): \([0-9]*\) bins, \([0-9]*\) bytes in [0-9]* steps, [0-9.]* s \.\. \([0-9.]*\) s.*/\1 \2 \3/p'
+m1=$(echo "$one" | sed -n "$fields")
+m2=$(echo "$two" | sed -n "$fields")
+[ -n "$m1" ] && [ -n "$m2" ] || { echo "FAIL: no migration: one process '$m1', mpirun '$m2'"; exit 1; }
+# The first migration moves at 155 ms in every run. The second moves at 357 ms only when
+# the first has completed by then; a slow build (sanitizers) can finish the first later,
+# which delays the second to a time that depends on the timing, or past the input's end.
+# So the second is compared only when the first ended before 340 ms (wall, from the run's
+# start; the sources keep event time at or behind it) in both runs.
+first1=$(echo "$m1" | sed -n 1p) first2=$(echo "$m2" | sed -n 1p)
+[ "${first1% *}" = "${first2% *}" ] ||
+  { echo "FAIL: the first migration differs: one process '${first1% *}', mpirun '${first2% *}'"; exit 1; }
+compared="${first1% *}"
+on_time=$(printf '%s\n%s\n' "$first1" "$first2" | awk '$3 >= 0.340 { late = 1 } END { print late ? 0 : 1 }')
+if [ "$on_time" -eq 1 ]; then
+  [ "$(echo "$m1" | wc -l)" -eq 2 ] || { echo "FAIL: not two migrations in one process: '$m1'"; exit 1; }
+  [ "$(echo "$m2" | wc -l)" -eq 2 ] || { echo "FAIL: not two migrations under mpirun: '$m2'"; exit 1; }
+  second1=$(echo "$m1" | sed -n 2p) second2=$(echo "$m2" | sed -n 2p)
+  [ "${second1% *}" = "${second2% *}" ] ||
+    { echo "FAIL: the second migration differs: one process '${second1% *}', mpirun '${second2% *}'"; exit 1; }
+  compared="$compared
+${second1% *}"
+else
+  echo "note: the first migration ended after 340 ms; the second is not compared"
+fi
+bad=$(echo "$compared" | awk '$1 == 0 || $2 == 0 { print }')
 [ -z "$bad" ] || { echo "FAIL: a migration moved nothing: $bad"; exit 1; }
 echo PASS
