@@ -137,5 +137,32 @@ TEST_F(AutoWindowCli, RequestAndProfilerTracesAreWhole) {
   }
 }
 
+// `report` reads traces with the same options and the same --window auto as `analyze`
+// (cli/trace_input.hpp): a Spark application is one window in both, and the importer's
+// own options (here --spark-delay-split) reach the importer in both.
+TEST_F(AutoWindowCli, ReportChoosesAndImportsAsAnalyzeDoes) {
+  const auto log = testing::spark_log::generate_log(1, 1, 12, 10, 7);
+  const fs::path trace = write("app-eventlog", log.text);
+  const CliRun r = run({"report", trace.string(), "-f", "json", "-o", "-", "--no-progress"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("--window auto chose the whole trace: a Spark application"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.out.find("\"window\":\"whole\""), std::string::npos) << r.out.substr(0, 400);
+  // The delay split changes the analysis; a report with another split differs, and one
+  // with a bad split is refused as analyze refuses it.
+  const CliRun other = run({"report", trace.string(), "-f", "json", "-o", "-", "--no-progress",
+                            "--spark-delay-split", "0:1"});
+  ASSERT_EQ(other.code, 0) << other.err;
+  EXPECT_NE(other.out, r.out);
+  const CliRun bad_report = run({"report", trace.string(), "-f", "json", "-o", "-",
+                                 "--no-progress", "--spark-delay-split", "x"});
+  const CliRun bad_analyze =
+      run({"analyze", trace.string(), "--no-progress", "--spark-delay-split", "x"});
+  EXPECT_NE(bad_report.code, 0);
+  EXPECT_EQ(bad_report.code, bad_analyze.code);
+  EXPECT_EQ(bad_report.err, bad_analyze.err);
+}
+
 }  // namespace
 }  // namespace snailtrail

@@ -13,6 +13,7 @@
 #include "cli/import_warnings.hpp"
 #include "cli/output_file.hpp"
 #include "cli/streamed_input.hpp"
+#include "cli/trace_input.hpp"
 #include "importers/auto_window.hpp"
 #include "importers/importer.hpp"
 #include "mpi/rank_group.hpp"
@@ -26,35 +27,18 @@ namespace snailtrail::cli {
 namespace {
 
 struct AnalyzeArgs {
-  std::string trace;
-  std::string window = "auto";
-  std::string gap_threshold = "100us";
-  std::string from, to;
+  TraceInputArgs in;
   std::string format = "table";
   std::string summary = "all";
   size_t top = 10;
   std::string dump_edges;
-  std::string importer = "auto";
-  std::string spark_delay_split = "1:2";
-  std::string map_file;
-  std::string log_format, log_id;  // --importer logs
-  uint64_t seed = 1;
   bool per_window = false;
   std::string output;
   bool no_progress = false;
   bool timings = false;
-  unsigned threads = 0;
   bool what_if = false;
   double what_if_speedup = 2;
-  bool in_memory = false;
 };
-
-// A .snail file read block by block (summary/streamed.hpp), or null if this analysis
-// needs the whole trace in memory.
-std::unique_ptr<SnailFile> open_streamed(const AnalyzeArgs& a, const AnalysisOptions& opt) {
-  if (a.in_memory || a.window == "whole" || !a.dump_edges.empty()) return nullptr;
-  return open_snail_streamed(a.trace, a.importer, opt);
-}
 
 // This process's peak resident set (VmHWM). Unlike getrusage's ru_maxrss it does not
 // include the parent's memory when the process was spawned with vfork semantics.
@@ -113,18 +97,13 @@ int run(const AnalyzeArgs& args, mpi::RankGroup* group) {
   AnalyzeArgs a = args;
   // --window auto: 1 s until the importer is known (a .snail file read block by block is
   // a stream); then the choice of importers/auto_window.hpp.
-  const bool auto_window = a.window == "auto";
-  std::string auto_reason;
-  if (auto_window) a.window = "1s";
+  const bool auto_window = a.in.window == "auto";
+  AutoWindowChoice auto_choice;
   AnalysisOptions opt;
-  opt.pag.gap_threshold_ns = parse_duration(a.gap_threshold);
-  if (a.window != "whole") {
-    opt.windows.width_ns = parse_duration(a.window);
-    if (opt.windows.width_ns <= 0) throw std::invalid_argument("--window must be positive");
-  }
+  apply_window_options(a.in, opt);
+  if (auto_window) a.in.window = "1s";
   SummarySelection sel = SummarySelection::parse(a.summary);
   opt.summary.top_k = a.top;
-  opt.summary.seed = a.seed;
   opt.what_if.enabled = sel.what_if = a.what_if;
   opt.what_if.speedup = a.what_if_speedup;
 
@@ -136,7 +115,9 @@ int run(const AnalyzeArgs& args, mpi::RankGroup* group) {
   StageTimes stage;
   if (a.timings) opt.times = &stage;
   const bool progress = !a.no_progress && isatty(STDERR_FILENO) && !(group && group->rank() > 0);
-  std::unique_ptr<SnailFile> snail = open_streamed(a, opt);
+  // Edges are dumped from the whole trace's PAG.
+  std::unique_ptr<SnailFile> snail =
+      a.dump_edges.empty() ? open_streamed_trace(a.in, opt) : nullptr;
   // Under mpirun only a streamed analysis is split; otherwise rank 0 does it all.
   if (group && group->rank() > 0 && !(snail && a.format != "table")) return 0;
   Trace trace;
@@ -147,27 +128,17 @@ int run(const AnalyzeArgs& args, mpi::RankGroup* group) {
     trace = snail->names();
     pag = names_pag(facts);
     event_count = facts.events;
-    if (auto_window) auto_reason = importers::choose_auto_window("snail").reason;
+    if (auto_window) auto_choice = resolve_auto_window("snail", opt);
   } else {
-    if (progress) fmt::print(stderr, "\rreading {}...", a.trace);
-    importers::ImportOptions import_options;
-    import_options.spark_delay_split = a.spark_delay_split;
-    import_options.map_file = a.map_file;
-    import_options.log_format = a.log_format;
-    import_options.log_id = a.log_id;
     std::string_view used;
-    trace = importers::import_trace(a.trace, a.importer, import_options, &used);
-    cli::warn_if_cut(trace);
+    trace = read_whole_trace(a.in, progress, &used);
     if (auto_window) {
-      const importers::AutoWindow w = importers::choose_auto_window(used);
-      a.window = w.label;
-      opt.windows.width_ns = w.whole ? 0 : w.width_ns;
-      auto_reason = w.reason;
+      auto_choice = resolve_auto_window(used, opt);
+      a.in.window = auto_choice.label;
     }
   }
   const auto t_read = Clock::now();
   if (!snail) {
-    if (trace.events.empty()) throw TraceError(trace.source, "input", "the trace has no events");
     if (progress) fmt::print(stderr, "\rbuilding the PAG of {} events...", trace.events.size());
     pag = build_pag(trace, opt.pag);
     if (progress) fmt::print(stderr, "\r\033[K");
@@ -176,18 +147,7 @@ int run(const AnalyzeArgs& args, mpi::RankGroup* group) {
     BigVector<Event>().swap(trace.events);
   }
   const auto t_pag = Clock::now();
-  auto instant = [&](const std::string& text, const char* flag) {
-    Instant i = parse_instant(text);
-    if (!i.relative) return i.ns;
-    int64_t t = 0;
-    if (__builtin_add_overflow(pag.first_ts, i.ns, &t))
-      throw std::invalid_argument(std::string(flag) + " " + text + " is out of range");
-    return t;
-  };
-  if (!a.from.empty()) opt.windows.from_ns = instant(a.from, "--from");
-  if (!a.to.empty()) opt.windows.to_ns = instant(a.to, "--to");
-  if (opt.windows.from_ns && opt.windows.to_ns && *opt.windows.to_ns <= *opt.windows.from_ns)
-    throw std::invalid_argument("--to must be after --from");
+  resolve_time_range(a.in, pag, opt);
   Names names(trace, pag);
 
   // Under mpirun, ranks share the windows of a streamed analysis (not the table, whose
@@ -200,14 +160,14 @@ int run(const AnalyzeArgs& args, mpi::RankGroup* group) {
   if (!a.dump_edges.empty()) edges = std::make_unique<OutputFile>(a.dump_edges);
   Aggregate agg;
   auto last = std::chrono::steady_clock::now();
-  TableContext ctx{a.trace, a.window, a.top, 12, a.per_window, pag.first_ts};
+  TableContext ctx{a.in.trace, a.in.window, a.top, 12, a.per_window, pag.first_ts};
   if (auto_window) {
     // Marked in the table's heading (80 columns: the reason goes to stderr, as for the
     // other formats).
     ctx.window_label += " (--window auto)";
     if (!helper_rank)
       fmt::print(stderr, "snailtrail: note: --window auto chose {}: {} (--window sets another)\n",
-                 a.window == "whole" ? "the whole trace" : a.window, auto_reason);
+                 a.in.window == "whole" ? "the whole trace" : a.in.window, auto_choice.reason);
   }
 
   if (a.format == "csv") write_csv_header(out.buf());
@@ -215,13 +175,9 @@ int run(const AnalyzeArgs& args, mpi::RankGroup* group) {
   StreamedPlan splan;
   if (snail) splan = plan_streamed(snail->index().facts, opt.windows);
   if (!helper_rank && (snail ? splan.empty() : plan_windows(pag, opt.windows).empty()))
-    fmt::print(stderr,
-               "snailtrail: warning: no window to analyze: the trace spans [{}, {}] ns, "
-               "outside --from/--to\n",
-               pag.first_ts, pag.last_ts);
+    fmt::print(stderr, "snailtrail: warning: {}\n", no_window_message(pag));
   // Windows are rendered on worker threads; output is written here, in window order.
-  const unsigned threads =
-      a.threads > 0 ? a.threads : std::max(1u, std::thread::hardware_concurrency());
+  const unsigned threads = analysis_threads(a.in);
   const bool keep_summary = a.format == "table";
   uint64_t empty_runs = 0, empty_windows = 0;
   // A run of windows without events.
@@ -306,7 +262,7 @@ int run(const AnalyzeArgs& args, mpi::RankGroup* group) {
       // Remaining time at the rate so far (windows of a trace cost about the same).
       const double spent = seconds(t0, now);
       const double eta = done > 0 ? spent * static_cast<double>(total - done) / done : 0.0;
-      fmt::print(stderr, "\ranalyzing {}: window {}/{}, {:.0f} s left\033[K{}", a.trace, done,
+      fmt::print(stderr, "\ranalyzing {}: window {}/{}, {:.0f} s left\033[K{}", a.in.trace, done,
                  total, eta, done == total ? "\n" : "");
     }
   };
@@ -367,7 +323,7 @@ int run(const AnalyzeArgs& args, mpi::RankGroup* group) {
   if (a.format == "table") {
     agg.finish();
     write_table(out.buf(), agg, names, sel, ctx,
-                fmt::format("snailtrail analyze {}", a.trace).c_str());
+                fmt::format("snailtrail analyze {}", a.in.trace).c_str());
   }
   out.flush();
   if (a.timings) {
@@ -395,20 +351,7 @@ CommandRunner add_analyze_command(CLI::App& app) {
   AnalyzeArgs& an = *args;
   CLI::App* cmd = app.add_subcommand(
       "analyze", "Rank activities by critical participation (CP), window by window");
-  cmd->add_option("TRACE", an.trace, "Trace file (.jsonl or .snail; - for JSONL on stdin)")
-      ->required();
-  cmd->add_option("--window,-w", an.window,
-                  "Tumbling window width (e.g. 1s, 250ms, 100us), 'whole', or 'auto': the "
-                  "whole trace for batch jobs and request traces (spark, chrome, otlp, jaeger, "
-                  "logs), 1s for streams (docs/OUTPUT.md)")
-      ->capture_default_str();
-  cmd->add_option("--gap-threshold", an.gap_threshold,
-                  "Gaps shorter than this are closed by alignment (docs/PAG.md)")
-      ->capture_default_str();
-  cmd->add_option("--from", an.from,
-                  "Analyze from this instant (ns, or with a unit; +10s = 10 s after the first "
-                  "event)");
-  cmd->add_option("--to", an.to, "Analyze up to this instant (same forms as --from)");
+  add_trace_input_options(cmd, an.in, "output");
   cmd->add_option("--format,-f", an.format, "Output: table, jsonl or csv")
       ->check(CLI::IsMember({"table", "jsonl", "csv"}))
       ->capture_default_str();
@@ -418,22 +361,6 @@ CommandRunner add_analyze_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--top", an.top, "Number of top critical activities")->capture_default_str();
   cmd->add_option("--dump-edges", an.dump_edges, "Write every PAG edge as JSONL to FILE");
-  cmd->add_option("--importer", an.importer,
-                  "Input format: " + importers::importer_names() +
-                      " (auto: recognised by content, then extension)")
-      ->capture_default_str();
-  cmd->add_option("--spark-delay-split", an.spark_delay_split,
-                  "Spark: share of each task's scheduler delay on its launch:result messages")
-      ->capture_default_str();
-  cmd->add_option("--map", an.map_file,
-                  "chrome/otlp/jaeger: TOML rules mapping names to activity types "
-                  "(docs/IMPORTERS.md)");
-  cmd->add_option("--log-format", an.log_format,
-                  "logs: header preset or pattern (docs/LOGS.md); default: detected per file");
-  cmd->add_option("--log-id", an.log_id,
-                  "logs: request-id regular expression; default: inferred from the templates");
-  cmd->add_option("--seed", an.seed, "Seed of the sampled single critical path")
-      ->capture_default_str();
   cmd->add_flag("--per-window", an.per_window, "Table: also print every window's table");
   cmd->add_flag("--what-if", an.what_if,
                 "For the most critical workers, operators and activity types: how much shorter "
@@ -445,12 +372,6 @@ CommandRunner add_analyze_command(CLI::App& app) {
   cmd->add_option("--output,-o", an.output, "Write results to FILE instead of stdout");
   cmd->add_flag("--no-progress", an.no_progress, "Never print progress on stderr");
   cmd->add_flag("--timings", an.timings, "Print the time spent in each stage on stderr");
-  cmd->add_flag("--in-memory", an.in_memory,
-                "Read the whole trace before analyzing (default for .snail with tumbling "
-                "windows: block by block, in bounded memory; same output)");
-  cmd->add_option("--threads,-j", an.threads,
-                  "Threads analyzing windows (0: one per core); results do not depend on it")
-      ->capture_default_str();
   return [cmd, args]() {
     if (!*cmd) return -1;
     const std::unique_ptr<mpi::RankGroup> group = mpi::RankGroup::join_if_launched();

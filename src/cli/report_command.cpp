@@ -15,6 +15,7 @@
 #include "cli/import_warnings.hpp"
 #include "cli/output_file.hpp"
 #include "cli/streamed_input.hpp"
+#include "cli/trace_input.hpp"
 #include "flame/critical.hpp"
 #include "flame/flamegraph.hpp"
 #include "flame/profile_io.hpp"
@@ -45,21 +46,14 @@ std::string flame_json(const Trace& trace, const AnalysisOptions& opt) {
 }
 
 struct ReportArgs {
-  std::string trace;
+  TraceInputArgs in;
   std::string output;
-  std::string window = "1s";
-  std::string gap_threshold = "100us";
-  std::string from, to;
-  std::string importer = "auto";
   std::string format = "html";
   size_t top = 10;
-  uint64_t seed = 1;
   report::ReportOptions report;
   bool no_progress = false;
   bool dashboard = false;
-  bool in_memory = false;
   bool timings = false;
-  unsigned threads = 0;
 };
 
 // "123456 bytes, 121 KiB": exact for scripts, rounded for people.
@@ -80,15 +74,12 @@ int write_page(const std::string& path, const std::string& text) {
 
 int run(ReportArgs& a) {
   if (a.dashboard) return write_page(a.output, report::render_dashboard_html());
-  if (a.trace.empty()) throw std::invalid_argument("a TRACE file is required");
+  if (a.in.trace.empty()) throw std::invalid_argument("a TRACE file is required");
   AnalysisOptions opt;
-  opt.pag.gap_threshold_ns = parse_duration(a.gap_threshold);
-  if (a.window != "whole") {
-    opt.windows.width_ns = parse_duration(a.window);
-    if (opt.windows.width_ns <= 0) throw std::invalid_argument("--window must be positive");
-  }
+  apply_window_options(a.in, opt);
+  const bool auto_window = a.in.window == "auto";
+  if (auto_window) a.in.window = "1s";  // until the importer is known
   opt.summary.top_k = a.top;
-  opt.summary.seed = a.seed;
   opt.what_if.enabled = a.report.what_if;
   if (a.report.max_points < 2) throw std::invalid_argument("--max-points must be at least 2");
 
@@ -96,58 +87,50 @@ int run(ReportArgs& a) {
   // A .snail trace with tumbling windows is read block by block (summary/streamed.hpp):
   // memory O(window + workers), the same report. The flame view of a trace with a
   // profile needs every event: such traces are read whole.
-  std::unique_ptr<SnailFile> snail;
-  if (!a.in_memory && a.window != "whole") snail = open_snail_streamed(a.trace, a.importer, opt);
+  std::unique_ptr<SnailFile> snail = open_streamed_trace(a.in, opt);
   if (snail) {
     for (const SnailBlock& b : snail->index().blocks)
       if (b.kind != 1 && b.kind != 2) {  // a profile block (kind 4)
         fmt::print(stderr,
                    "snailtrail: note: {}: read whole into memory: the flame view needs the "
                    "whole trace\n",
-                   a.trace);
+                   a.in.trace);
         snail.reset();
         break;
       }
   }
   Trace trace;
   Pag pag;  // in memory: the whole trace's; streamed: only the ids, for the names
+  AutoWindowChoice auto_choice;
   if (snail) {
     trace = snail->names();
     pag = names_pag(snail->index().facts);
+    if (auto_window) auto_choice = resolve_auto_window("snail", opt);
   } else {
-    if (progress) fmt::print(stderr, "\rreading {}...", a.trace);
-    trace = importers::import_trace(a.trace, a.importer);
-    cli::warn_if_cut(trace);
-    if (trace.events.empty()) throw TraceError(trace.source, "input", "the trace has no events");
+    std::string_view used;
+    trace = read_whole_trace(a.in, progress, &used);
+    if (auto_window) auto_choice = resolve_auto_window(used, opt);
     if (progress) fmt::print(stderr, "\rbuilding the PAG of {} events...", trace.events.size());
     pag = build_pag(trace, opt.pag);
     if (progress) fmt::print(stderr, "\r\033[K");
   }
-  auto instant = [&](const std::string& text, const char* flag) {
-    Instant i = parse_instant(text);
-    if (!i.relative) return i.ns;
-    int64_t t = 0;
-    if (__builtin_add_overflow(pag.first_ts, i.ns, &t))
-      throw std::invalid_argument(std::string(flag) + " " + text + " is out of range");
-    return t;
-  };
-  if (!a.from.empty()) opt.windows.from_ns = instant(a.from, "--from");
-  if (!a.to.empty()) opt.windows.to_ns = instant(a.to, "--to");
-  if (opt.windows.from_ns && opt.windows.to_ns && *opt.windows.to_ns <= *opt.windows.from_ns)
-    throw std::invalid_argument("--to must be after --from");
+  if (auto_window) {
+    a.in.window = auto_choice.label;
+    fmt::print(stderr, "snailtrail: note: --window auto chose {}: {} (--window sets another)\n",
+               a.in.window == "whole" ? "the whole trace" : a.in.window, auto_choice.reason);
+  }
+  resolve_time_range(a.in, pag, opt);
   StreamedPlan splan;
   if (snail) splan = plan_streamed(snail->index().facts, opt.windows);
   if (snail ? splan.empty() : plan_windows(pag, opt.windows).empty())
-    throw std::invalid_argument(
-        fmt::format("no window to analyze: the trace spans [{}, {}] ns, outside --from/--to",
-                    pag.first_ts, pag.last_ts));
+    throw std::invalid_argument(no_window_message(pag));
 
   Names names(trace, pag);
   const std::string flame = snail ? std::string() : flame_json(trace, opt);
   BigVector<Event>().swap(trace.events);  // the events live on in the PAG
   a.report.top_k = a.top;
-  a.report.source = a.trace;
-  a.report.window_label = a.window;
+  a.report.source = a.in.trace;
+  a.report.window_label = a.in.window;
   a.report.window_ns = opt.windows.width_ns;
   report::ReportBuilder builder(a.report);
   for (const auto& [kind, n] : trace.import_diagnostics) builder.add_input_diagnostic(kind, n);
@@ -158,8 +141,7 @@ int run(ReportArgs& a) {
   std::unordered_map<uint64_t, report::Timeline> timelines;
   std::mutex timelines_mu;
   const bool keep_timelines = a.report.timelines > 0;
-  const unsigned threads =
-      a.threads > 0 ? a.threads : std::max(1u, std::thread::hardware_concurrency());
+  const unsigned threads = analysis_threads(a.in);
   const std::function<void(const WindowView&, RenderedWindow&)> render = [&](const WindowView& v,
                                                                              RenderedWindow&) {
     if (keep_timelines && v.summary.window.empty_run == 0) {
@@ -186,7 +168,7 @@ int run(ReportArgs& a) {
     auto now = std::chrono::steady_clock::now();
     if (done == total || now - last > std::chrono::milliseconds(200)) {
       last = now;
-      fmt::print(stderr, "\ranalyzing {}: window {}/{}{}", a.trace, done, total,
+      fmt::print(stderr, "\ranalyzing {}: window {}/{}{}", a.in.trace, done, total,
                  done == total ? "\n" : "");
     }
   };
@@ -217,25 +199,9 @@ CommandRunner add_report_command(CLI::App& app) {
       app.add_subcommand("report",
                          "Write a self-contained HTML report: CP over time, stragglers, operators, "
                          "communication, timelines (docs/REPORT.md)");
-  cmd->add_option("TRACE", a.trace, "Trace file (.jsonl or .snail; - for JSONL on stdin)");
+  add_trace_input_options(cmd, a.in, "report", /*trace_optional=*/true);
   cmd->add_option("--output,-o", a.output, "HTML file to write (- for stdout)")->required();
-  cmd->add_option("--window,-w", a.window,
-                  "Tumbling window width (e.g. 1s, 250ms, 100us) or 'whole'")
-      ->capture_default_str();
-  cmd->add_option("--gap-threshold", a.gap_threshold,
-                  "Gaps shorter than this are closed by alignment (docs/PAG.md)")
-      ->capture_default_str();
-  cmd->add_option("--from", a.from,
-                  "Analyze from this instant (ns, or with a unit; +10s = 10 s after the first "
-                  "event)");
-  cmd->add_option("--to", a.to, "Analyze up to this instant (same forms as --from)");
-  cmd->add_option("--importer", a.importer,
-                  "Input format: " + importers::importer_names() +
-                      " (auto: recognised by content, then extension)")
-      ->capture_default_str();
   cmd->add_option("--top", a.top, "Rows of the top critical activities table")
-      ->capture_default_str();
-  cmd->add_option("--seed", a.seed, "Seed of the sampled single critical path")
       ->capture_default_str();
   cmd->add_option("--format,-f", a.format,
                   "html: the report page; json: only its data (schema: docs/REPORT.md)")
@@ -260,14 +226,8 @@ CommandRunner add_report_command(CLI::App& app) {
                 "Also show how much shorter the critical path would be if the most critical "
                 "workers, operators and activity types were faster (docs/PAG.md §5)");
   cmd->add_flag("--no-progress", a.no_progress, "Never print progress on stderr");
-  cmd->add_flag("--in-memory", a.in_memory,
-                "Read the whole trace before analyzing (default for .snail with tumbling "
-                "windows: block by block, in bounded memory; same report)");
   cmd->add_flag("--timings", a.timings,
                 "Print on stderr how the trace was read (bytes and blocks when streamed)");
-  cmd->add_option("--threads,-j", a.threads,
-                  "Threads analyzing windows (0: one per core); results do not depend on it")
-      ->capture_default_str();
   // For the browser tests of the live view: writes the page `serve` answers GET / with.
   cmd->add_flag("--dashboard", a.dashboard, "Write the live dashboard page instead")->group("");
   return [cmd, args]() { return *cmd ? run(*args) : -1; };

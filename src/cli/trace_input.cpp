@@ -1,0 +1,112 @@
+#include "cli/trace_input.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "cli/duration.hpp"
+#include "cli/import_warnings.hpp"
+#include "cli/streamed_input.hpp"
+#include "importers/auto_window.hpp"
+
+namespace snailtrail::cli {
+
+void add_trace_input_options(CLI::App* cmd, TraceInputArgs& a, std::string_view what_in_memory,
+                             bool trace_optional) {
+  auto* trace =
+      cmd->add_option("TRACE", a.trace, "Trace file (.jsonl or .snail; - for JSONL on stdin)");
+  if (!trace_optional) trace->required();
+  cmd->add_option("--window,-w", a.window,
+                  "Tumbling window width (e.g. 1s, 250ms, 100us), 'whole', or 'auto': the "
+                  "whole trace for batch jobs and request traces (spark, chrome, otlp, jaeger, "
+                  "logs), 1s for streams (docs/OUTPUT.md)")
+      ->capture_default_str();
+  cmd->add_option("--gap-threshold", a.gap_threshold,
+                  "Gaps shorter than this are closed by alignment (docs/PAG.md)")
+      ->capture_default_str();
+  cmd->add_option("--from", a.from,
+                  "Analyze from this instant (ns, or with a unit; +10s = 10 s after the first "
+                  "event)");
+  cmd->add_option("--to", a.to, "Analyze up to this instant (same forms as --from)");
+  cmd->add_option("--importer", a.importer,
+                  "Input format: " + importers::importer_names() +
+                      " (auto: recognised by content, then extension)")
+      ->capture_default_str();
+  cmd->add_option("--spark-delay-split", a.import.spark_delay_split,
+                  "Spark: share of each task's scheduler delay on its launch:result messages")
+      ->capture_default_str();
+  cmd->add_option("--map", a.import.map_file,
+                  "chrome/otlp/jaeger: TOML rules mapping names to activity types "
+                  "(docs/IMPORTERS.md)");
+  cmd->add_option("--log-format", a.import.log_format,
+                  "logs: header preset or pattern (docs/LOGS.md); default: detected per file");
+  cmd->add_option("--log-id", a.import.log_id,
+                  "logs: request-id regular expression; default: inferred from the templates");
+  cmd->add_option("--seed", a.seed, "Seed of the sampled single critical path")
+      ->capture_default_str();
+  cmd->add_flag("--in-memory", a.in_memory,
+                fmt::format("Read the whole trace before analyzing (default for .snail with "
+                            "tumbling windows: block by block, in bounded memory; same {})",
+                            what_in_memory));
+  cmd->add_option("--threads,-j", a.threads,
+                  "Threads analyzing windows (0: one per core); results do not depend on it")
+      ->capture_default_str();
+}
+
+void apply_window_options(const TraceInputArgs& a, AnalysisOptions& opt) {
+  opt.pag.gap_threshold_ns = parse_duration(a.gap_threshold);
+  opt.summary.seed = a.seed;
+  if (a.window == "auto") {
+    opt.windows.width_ns = importers::kAutoStreamWindowNs;
+  } else if (a.window != "whole") {
+    opt.windows.width_ns = parse_duration(a.window);
+    if (opt.windows.width_ns <= 0) throw std::invalid_argument("--window must be positive");
+  }
+}
+
+AutoWindowChoice resolve_auto_window(std::string_view importer, AnalysisOptions& opt) {
+  const importers::AutoWindow w = importers::choose_auto_window(importer);
+  opt.windows.width_ns = w.whole ? 0 : w.width_ns;
+  return {w.label, w.reason};
+}
+
+unsigned analysis_threads(const TraceInputArgs& a) {
+  return a.threads > 0 ? a.threads : std::max(1u, std::thread::hardware_concurrency());
+}
+
+Trace read_whole_trace(const TraceInputArgs& a, bool progress, std::string_view* used) {
+  if (progress) fmt::print(stderr, "\rreading {}...", a.trace);
+  Trace trace = importers::import_trace(a.trace, a.importer, a.import, used);
+  warn_if_cut(trace);
+  if (trace.events.empty()) throw TraceError(trace.source, "input", "the trace has no events");
+  return trace;
+}
+
+std::unique_ptr<SnailFile> open_streamed_trace(const TraceInputArgs& a,
+                                               const AnalysisOptions& opt) {
+  if (a.in_memory || a.window == "whole") return nullptr;
+  return open_snail_streamed(a.trace, a.importer, opt);
+}
+
+void resolve_time_range(const TraceInputArgs& a, const Pag& pag, AnalysisOptions& opt) {
+  auto instant = [&](const std::string& text, const char* flag) {
+    const Instant i = parse_instant(text);
+    if (!i.relative) return i.ns;
+    int64_t t = 0;
+    if (__builtin_add_overflow(pag.first_ts, i.ns, &t))
+      throw std::invalid_argument(std::string(flag) + " " + text + " is out of range");
+    return t;
+  };
+  if (!a.from.empty()) opt.windows.from_ns = instant(a.from, "--from");
+  if (!a.to.empty()) opt.windows.to_ns = instant(a.to, "--to");
+  if (opt.windows.from_ns && opt.windows.to_ns && *opt.windows.to_ns <= *opt.windows.from_ns)
+    throw std::invalid_argument("--to must be after --from");
+}
+
+std::string no_window_message(const Pag& pag) {
+  return fmt::format("no window to analyze: the trace spans [{}, {}] ns, outside --from/--to",
+                     pag.first_ts, pag.last_ts);
+}
+
+}  // namespace snailtrail::cli

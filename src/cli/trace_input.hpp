@@ -1,0 +1,67 @@
+// What `analyze` and `report` share, so that they cannot drift apart: the options that say
+// which trace to read and how to cut it into windows (registered once, with one help
+// text), and the steps that turn those options into a trace ready for the window
+// pipeline (summary/analysis.hpp, summary/streamed.hpp).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "importers/importer.hpp"
+#include "pag/timeline.hpp"
+#include "summary/analysis.hpp"
+#include "summary/streamed.hpp"
+
+namespace snailtrail::cli {
+
+struct TraceInputArgs {
+  std::string trace;
+  std::string window = "auto";
+  std::string gap_threshold = "100us";
+  std::string from, to;
+  std::string importer = "auto";
+  importers::ImportOptions import;  // --map, --spark-delay-split, --log-format, --log-id
+  uint64_t seed = 1;
+  bool in_memory = false;
+  unsigned threads = 0;
+};
+
+// Registers TRACE (positional, required unless `trace_optional`), --window, --gap-threshold,
+// --from, --to, --importer and the importers' own options, --seed, --in-memory and --threads.
+void add_trace_input_options(CLI::App* cmd, TraceInputArgs& a, std::string_view what_in_memory,
+                             bool trace_optional = false);
+
+// --window and --gap-threshold into `opt`. `--window auto` counts as 1 s until the importer
+// is known (resolve_auto_window).
+void apply_window_options(const TraceInputArgs& a, AnalysisOptions& opt);
+
+// What --window auto chose: the window label ("1s", "whole"), why, and `opt` set to it.
+struct AutoWindowChoice {
+  std::string label;
+  std::string reason;
+};
+AutoWindowChoice resolve_auto_window(std::string_view importer, AnalysisOptions& opt);
+
+// The number of threads analyzing windows: --threads, or one per core.
+unsigned analysis_threads(const TraceInputArgs& a);
+
+// The whole trace in memory, read with the importer options, `progress` on stderr; warns
+// when the file was cut mid-record; `used` gets the importer that read it. Throws on an
+// empty trace.
+Trace read_whole_trace(const TraceInputArgs& a, bool progress, std::string_view* used);
+
+// A .snail (or native JSONL) trace read block by block when the analysis allows it
+// (tumbling windows, not --in-memory), else null.
+std::unique_ptr<SnailFile> open_streamed_trace(const TraceInputArgs& a, const AnalysisOptions& opt);
+
+// --from/--to into `opt`: absolute instants, or relative to the trace's first event.
+void resolve_time_range(const TraceInputArgs& a, const Pag& pag, AnalysisOptions& opt);
+
+// What to say when --from/--to leave no window to analyze (`analyze` warns and writes no
+// window; `report` stops: a report without a window shows nothing).
+std::string no_window_message(const Pag& pag);
+
+}  // namespace snailtrail::cli
