@@ -1,4 +1,5 @@
-// JSONL reading (simdjson On-Demand, one document per line) and writing (docs/FORMATS.md).
+// JSONL reading (simdjson On-Demand, one document per line; docs/FORMATS.md). Writing is in
+// jsonl_write.cpp.
 #include <simdjson.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "trace/json_text.hpp"
+#include "trace/jsonl_fields.hpp"
 #include "trace/trace_io.hpp"
 #include "trace/trace_io_detail.hpp"
 
@@ -24,217 +26,7 @@ namespace od = simdjson::ondemand;
 
 static_assert(detail::kJsonPadding == simdjson::SIMDJSON_PADDING);
 
-// Known keys of event and metadata lines. Values index LineFields arrays.
-enum Key : uint8_t {
-  kTs,
-  kWorker,
-  kActivity,
-  kEvent,
-  kOperator,
-  kCorrelator,
-  kRemote,
-  kRecords,
-  kMeta,
-  kId,
-  kName,
-  kKeyCount,
-  kOther = kKeyCount,
-};
-
-constexpr std::array<std::string_view, kKeyCount> kKeyNames = {
-    "ts",     "worker",  "activity", "event", "operator", "correlator",
-    "remote", "records", "meta",     "id",    "name"};
-
-enum class ValueKind : uint8_t { signed_int, unsigned_int, string };
-constexpr std::array<ValueKind, kKeyCount> kKeyKinds = {
-    ValueKind::signed_int,   ValueKind::unsigned_int, ValueKind::string,
-    ValueKind::string,       ValueKind::unsigned_int, ValueKind::signed_int,
-    ValueKind::unsigned_int, ValueKind::unsigned_int, ValueKind::string,
-    ValueKind::unsigned_int, ValueKind::string};
-
-inline Key classify(std::string_view k) {
-  switch (k.size()) {
-    case 2:
-      if (k == "ts") return kTs;
-      if (k == "id") return kId;
-      break;
-    case 4:
-      if (k == "meta") return kMeta;
-      if (k == "name") return kName;
-      break;
-    case 5:
-      if (k == "event") return kEvent;
-      break;
-    case 6:
-      if (k == "worker") return kWorker;
-      if (k == "remote") return kRemote;
-      break;
-    case 7:
-      if (k == "records") return kRecords;
-      break;
-    case 8:
-      if (k == "activity") return kActivity;
-      if (k == "operator") return kOperator;
-      break;
-    case 10:
-      if (k == "correlator") return kCorrelator;
-      break;
-    default:
-      break;
-  }
-  return kOther;
-}
-
-// parse_activity / parse_event_kind without the linear search: (length, first letter) is
-// unique among the names, leaving one comparison.
-std::optional<ActivityType> lookup_activity(std::string_view s) {
-  using A = ActivityType;
-  if (s.empty()) return std::nullopt;
-  A guess;
-  switch (s.size() * 256 + static_cast<unsigned char>(s[0])) {
-    case 10 * 256 + 'p':
-      guess = A::processing;
-      break;
-    case 10 * 256 + 's':
-      guess = A::scheduling;
-      break;
-    case 18 * 256 + 'b':
-      guess = A::barrier_processing;
-      break;
-    case 6 * 256 + 'b':
-      guess = A::buffer;
-      break;
-    case 13 * 256 + 's':
-      guess = A::serialization;
-      break;
-    case 15 * 256 + 'd':
-      guess = A::deserialization;
-      break;
-    case 5 * 256 + 'i':
-      guess = A::input;
-      break;
-    case 2 * 256 + 'i':
-      guess = A::io;
-      break;
-    case 15 * 256 + 'f':
-      guess = A::fault_tolerance;
-      break;
-    case 7 * 256 + 'w':
-      guess = A::waiting;
-      break;
-    case 12 * 256 + 'b':
-      guess = A::busy_waiting;
-      break;
-    case 7 * 256 + 'u':
-      guess = A::unknown;
-      break;
-    case 12 * 256 + 'd':
-      guess = A::data_message;
-      break;
-    case 15 * 256 + 'c':
-      guess = A::control_message;
-      break;
-    default:
-      return std::nullopt;
-  }
-  if (name_of(guess) != s) return std::nullopt;
-  return guess;
-}
-
-std::optional<EventKind> lookup_event_kind(std::string_view s) {
-  if (s.empty()) return std::nullopt;
-  EventKind guess;
-  switch (s.size() * 256 + static_cast<unsigned char>(s[0])) {
-    case 5 * 256 + 's':
-      guess = EventKind::start;
-      break;
-    case 3 * 256 + 'e':
-      guess = EventKind::end;
-      break;
-    case 4 * 256 + 's':
-      guess = EventKind::send;
-      break;
-    case 4 * 256 + 'r':
-      guess = EventKind::recv;
-      break;
-    default:
-      return std::nullopt;
-  }
-  if (name_of(guess) != s) return std::nullopt;
-  return guess;
-}
-
-enum class Slot : uint8_t { absent, ok, null, bad };
-
-struct LineFields {
-  std::array<Slot, kKeyCount> slot;
-  std::array<uint64_t, kKeyCount> num;  // int64 bits for signed fields
-  std::array<std::string_view, kKeyCount> str;
-};
-
-// A value from the input, quoted and shortened for an error message.
-std::string quote_for_error(std::string_view s) {
-  constexpr size_t kMax = 64;
-  std::string out;
-  if (s.size() > kMax) {
-    append_json_string(out, s.substr(0, kMax), kJsonTrace);
-    out.insert(out.size() - 1, "...");
-  } else {
-    append_json_string(out, s, kJsonTrace);
-  }
-  return out;
-}
-
-std::string range_message(Key k) {
-  std::string msg = "field \"" + std::string(kKeyNames[k]) + "\" must ";
-  switch (kKeyKinds[k]) {
-    case ValueKind::signed_int:
-      return msg + "be an integer in -9223372036854775808..9223372036854775807";
-    case ValueKind::unsigned_int:
-      return msg + "be an integer in 0..4294967295";
-    case ValueKind::string:
-      break;
-  }
-  return msg + "be a string";
-}
-
-// Errors of simdjson that mean "this value has another type or is out of range", as opposed
-// to "this is not JSON at all".
-inline bool is_type_error(simdjson::error_code e) {
-  return e == simdjson::INCORRECT_TYPE || e == simdjson::NUMBER_OUT_OF_RANGE;
-}
-
-constexpr int kMaxIgnoredDepth = 128;
-
-// True if `tok` (a raw token, possibly followed by whitespace) is a JSON number. simdjson
-// reports integers beyond 64 bits as number errors although they are valid JSON.
-bool is_json_number(std::string_view tok) {
-  while (!tok.empty() &&
-         (tok.back() == ' ' || tok.back() == '\t' || tok.back() == '\r' || tok.back() == '\n'))
-    tok.remove_suffix(1);
-  size_t i = 0;
-  const size_t n = tok.size();
-  auto digit = [&](size_t j) { return j < n && tok[j] >= '0' && tok[j] <= '9'; };
-  if (i < n && tok[i] == '-') ++i;
-  if (!digit(i)) return false;
-  if (tok[i] == '0') {
-    ++i;
-  } else {
-    while (digit(i)) ++i;
-  }
-  if (i < n && tok[i] == '.') {
-    ++i;
-    if (!digit(i)) return false;
-    while (digit(i)) ++i;
-  }
-  if (i < n && (tok[i] == 'e' || tok[i] == 'E')) {
-    ++i;
-    if (i < n && (tok[i] == '+' || tok[i] == '-')) ++i;
-    if (!digit(i)) return false;
-    while (digit(i)) ++i;
-  }
-  return i == n;
-}
+using namespace jsonl_fields;
 
 class JsonlReader {
  public:
@@ -600,31 +392,6 @@ class JsonlReader {
   od::parser parser_;
 };
 
-template <typename T>
-void append_int(std::string& out, T value) {
-  char buf[24];
-  auto res = std::to_chars(buf, buf + sizeof(buf), value);
-  out.append(buf, res.ptr);
-}
-
-template <typename Map>
-void append_meta(std::string& out, const Map& names, std::string_view kind) {
-  std::vector<std::pair<uint32_t, const std::string*>> sorted;
-  sorted.reserve(names.size());
-  for (const auto& [id, name] : names) sorted.emplace_back(id, &name);
-  std::sort(sorted.begin(), sorted.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (const auto& [id, name] : sorted) {
-    out.append("{\"meta\":\"");
-    out.append(kind);
-    out.append("\",\"id\":");
-    append_int(out, id);
-    out.append(",\"name\":");
-    append_json_string(out, *name, kJsonTrace);
-    out.append("}\n");
-  }
-}
-
 }  // namespace
 
 namespace detail {
@@ -635,74 +402,30 @@ Trace parse_jsonl_padded(const char* data, size_t len, const std::string& source
 
 }  // namespace detail
 
-Trace parse_jsonl_lenient(std::string_view text, const std::string& source, LenientStats& stats,
-                          uint64_t first_line) {
+namespace {
+// simdjson needs readable padding after the input; copied once into a padded buffer.
+std::unique_ptr<char[]> padded_copy(std::string_view text) {
   std::unique_ptr<char[]> buf(new char[text.size() + detail::kJsonPadding]);
   if (!text.empty()) std::memcpy(buf.get(), text.data(), text.size());
   std::memset(buf.get() + text.size(), 0, detail::kJsonPadding);
+  return buf;
+}
+}  // namespace
+
+Trace parse_jsonl_lenient(std::string_view text, const std::string& source, LenientStats& stats,
+                          uint64_t first_line) {
+  const std::unique_ptr<char[]> buf = padded_copy(text);
   return JsonlReader(buf.get(), text.size(), source, &stats, first_line).run();
 }
 
 Trace parse_jsonl(std::string_view text, const std::string& source) {
-  // simdjson needs readable padding after the input; copy once into a padded buffer.
-  std::unique_ptr<char[]> buf(new char[text.size() + detail::kJsonPadding]);
-  if (!text.empty()) std::memcpy(buf.get(), text.data(), text.size());
-  std::memset(buf.get() + text.size(), 0, detail::kJsonPadding);
+  const std::unique_ptr<char[]> buf = padded_copy(text);
   return detail::parse_jsonl_padded(buf.get(), text.size(), source);
-}
-
-void detail::append_jsonl_metadata(std::string& out, const Trace& meta) {
-  append_meta(out, meta.worker_names, "worker");
-  append_meta(out, meta.operator_names, "operator");
-}
-
-void detail::append_jsonl_events(std::string& out, const Event* events, size_t n,
-                                 uint64_t first_record, const std::string& source) {
-  for (size_t i = 0; i < n; ++i) {
-    const Event& e = events[i];
-    if (const char* problem = detail::check_event(e, false))
-      throw TraceError(source, "record " + std::to_string(first_record + i), problem);
-    out.append("{\"ts\":");
-    append_int(out, e.ts);
-    out.append(",\"worker\":");
-    append_int(out, e.worker);
-    out.append(",\"activity\":\"");
-    out.append(name_of(e.activity));
-    out.append("\",\"event\":\"");
-    out.append(name_of(e.kind));
-    out.push_back('"');
-    if (e.has(kHasOperator)) {
-      out.append(",\"operator\":");
-      append_int(out, e.op);
-    }
-    if (e.has(kHasCorrelator)) {
-      out.append(",\"correlator\":");
-      append_int(out, e.correlator);
-    }
-    if (e.has(kHasRemote)) {
-      out.append(",\"remote\":");
-      append_int(out, e.remote);
-    }
-    if (e.has(kHasRecords)) {
-      out.append(",\"records\":");
-      append_int(out, e.records);
-    }
-    out.append("}\n");
-  }
 }
 
 Trace detail::parse_jsonl_chunk(const char* data, size_t len, const std::string& source,
                                 uint64_t first_line) {
   return JsonlReader(data, len, source, nullptr, first_line).run();
-}
-
-std::string to_jsonl(const Trace& trace) {
-  std::string out;
-  out.reserve(trace.events.size() * 112 +
-              (trace.worker_names.size() + trace.operator_names.size()) * 48);
-  detail::append_jsonl_metadata(out, trace);
-  detail::append_jsonl_events(out, trace.events.data(), trace.events.size(), 0, trace.source);
-  return out;
 }
 
 }  // namespace snailtrail
