@@ -7,155 +7,176 @@
 
 namespace snailtrail::cli {
 
-CommandRunner add_serve_command(CLI::App& app) {
-  struct Args {
-    std::vector<std::string> tcp;
-    bool stdin_source = false;
-    std::vector<std::string> follow;
-    std::string importer = "auto";
-    std::string spark_delay_split = "1:2";
-    std::string http;
-    std::string rate_interval;
-    std::string window = "1s", lateness = "200ms", idle_timeout = "5s", gap_threshold = "100us";
-    std::string out;
-    size_t retain = 1000;
-    size_t wait_for = 0;
-    std::string start_grace = "1s";
-    std::string max_jump = "24h";
-    std::string summary = "all";
-    size_t top = 10;
-    uint64_t seed = 1;
-    std::string port_file;
-    bool quiet = false;
-    size_t max_connections = 1024;
-    std::string connection_timeout = "60s";
-    size_t ingest_buffer_mib = 256;
-  };
-  auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand(
-      "serve",
-      "Analyze live trace streams: one JSON line per window as soon as it closes, plus an "
-      "HTTP API");
-  cmd->add_option("--tcp", args->tcp,
+namespace {
+
+struct ServeArgs {
+  std::vector<std::string> tcp;
+  bool stdin_source = false;
+  std::vector<std::string> follow;
+  std::string importer = "auto";
+  std::string spark_delay_split = "1:2";
+  std::string http;
+  std::string rate_interval;
+  std::string window = "1s", lateness = "200ms", idle_timeout = "5s", gap_threshold = "100us";
+  std::string out;
+  size_t retain = 1000;
+  size_t wait_for = 0;
+  std::string start_grace = "1s";
+  std::string max_jump = "24h";
+  std::string summary = "all";
+  size_t top = 10;
+  uint64_t seed = 1;
+  std::string port_file;
+  bool quiet = false;
+  size_t max_connections = 1024;
+  std::string connection_timeout = "60s";
+  size_t ingest_buffer_mib = 256;
+};
+
+// Where streams come from and the HTTP server.
+void add_source_options(CLI::App* cmd, ServeArgs& a) {
+  cmd->add_option("--tcp", a.tcp,
                   "Accept producers on HOST:PORT (JSONL or .snail stream, sniffed per "
                   "connection; port 0 picks a free one; --tcp alone: 127.0.0.1:7878); "
                   "repeatable")
       ->expected(0, 1);
-  cmd->add_flag("--stdin", args->stdin_source, "Read a stream from stdin");
-  cmd->add_option("--follow", args->follow,
+  cmd->add_flag("--stdin", a.stdin_source, "Read a stream from stdin");
+  cmd->add_option("--follow", a.follow,
                   "Follow FILE as it grows (like tail -f): our JSONL or .snail, a Spark event "
                   "log still being written, an original SnailTrail MessagePack log, a kernel "
                   "trace as perf script text; repeatable");
-  cmd->add_option("--importer", args->importer,
+  cmd->add_option("--importer", a.importer,
                   "Format of the --follow files: auto (sniffed from their first bytes), jsonl, "
                   "snail, spark, snailtrail-msgpack, perf-sched. Single-document formats (chrome, "
                   "jaeger) "
                   "and otlp cannot be followed")
       ->capture_default_str();
-  cmd->add_option("--spark-delay-split", args->spark_delay_split,
+  cmd->add_option("--spark-delay-split", a.spark_delay_split,
                   "Followed Spark logs: LAUNCH:RESULT share of each task's scheduler delay")
       ->capture_default_str();
   cmd->add_option(
-         "--http", args->http,
+         "--http", a.http,
          "Serve the live dashboard (/) and the HTTP API (/api/windows, /api/summary/latest, "
          "/api/report, /api/rates, /metrics, /healthz) on HOST:PORT (--http alone: "
          "127.0.0.1:7879); no HTTP server without this option")
       ->expected(0, 1);
-  cmd->add_option("--window,-w", args->window, "Tumbling window width in event time")
+}
+
+// Windows, their output and what is kept for the HTTP API.
+void add_window_options(CLI::App* cmd, ServeArgs& a) {
+  cmd->add_option("--window,-w", a.window, "Tumbling window width in event time")
       ->capture_default_str();
-  cmd->add_option("--lateness", args->lateness,
+  cmd->add_option("--lateness", a.lateness,
                   "A window closes once every active worker is this far past its end")
       ->capture_default_str();
-  cmd->add_option("--idle-timeout", args->idle_timeout,
+  cmd->add_option("--idle-timeout", a.idle_timeout,
                   "A worker silent this long (wall time) stops holding windows back")
       ->capture_default_str();
-  cmd->add_option("--gap-threshold", args->gap_threshold,
+  cmd->add_option("--gap-threshold", a.gap_threshold,
                   "Gaps shorter than this are closed by alignment (docs/PAG.md)")
       ->capture_default_str();
-  cmd->add_option("--out,-o", args->out, "Write window JSON lines to FILE (default: stdout)");
-  cmd->add_option("--retain", args->retain,
+  cmd->add_option("--out,-o", a.out, "Write window JSON lines to FILE (default: stdout)");
+  cmd->add_option("--retain", a.retain,
                   "Windows (and DS2 rate intervals) kept in memory for the HTTP API")
       ->capture_default_str();
-  cmd->add_option("--rate-interval", args->rate_interval,
+  cmd->add_option("--rate-interval", a.rate_interval,
                   "DS2 policy interval of /api/rates (rates per operator instance, for "
                   "`scale manage --serve`); default: the window width");
-  cmd->add_option("--wait-for", args->wait_for,
+  cmd->add_option("--wait-for", a.wait_for,
                   "Close no window before this many producers have sent their first data "
                   "(give the number of producers when they may start at different times)")
       ->capture_default_str();
-  cmd->add_option("--start-grace", args->start_grace,
+  cmd->add_option("--start-grace", a.start_grace,
                   "Close no window within this wall time after the first data, so that "
                   "producers started together all connect first (0: no grace)")
       ->capture_default_str();
-  cmd->add_option("--max-jump", args->max_jump,
+  cmd->add_option("--max-jump", a.max_jump,
                   "Refuse (count, log) an event more than this ahead of the latest event "
                   "(event time): one absurd timestamp must not close every window (0: no "
                   "limit)")
       ->capture_default_str();
-  cmd->add_option("--summary", args->summary,
+}
+
+// Summaries and the limits that protect the server.
+void add_summary_and_limit_options(CLI::App* cmd, ServeArgs& a) {
+  cmd->add_option("--summary", a.summary,
                   "Comma list of activity, worker, operator, communication, top, diagnostics, "
                   "or all")
       ->capture_default_str();
-  cmd->add_option("--top", args->top, "Number of top critical activities")->capture_default_str();
-  cmd->add_option("--seed", args->seed, "Seed of the sampled single critical path")
+  cmd->add_option("--top", a.top, "Number of top critical activities")->capture_default_str();
+  cmd->add_option("--seed", a.seed, "Seed of the sampled single critical path")
       ->capture_default_str();
-  cmd->add_option("--port-file", args->port_file,
+  cmd->add_option("--port-file", a.port_file,
                   "Once listening, write the bound ports to FILE (tcp=PORT, http=PORT)");
-  cmd->add_option("--max-connections", args->max_connections,
+  cmd->add_option("--max-connections", a.max_connections,
                   "Producer connections at once; more are closed at once, counted and logged")
       ->capture_default_str();
-  cmd->add_option("--connection-timeout", args->connection_timeout,
+  cmd->add_option("--connection-timeout", a.connection_timeout,
                   "Close a producer connection that sends nothing for this long (what it "
                   "completed is kept)")
       ->capture_default_str();
-  cmd->add_option("--ingest-buffer", args->ingest_buffer_mib,
+  cmd->add_option("--ingest-buffer", a.ingest_buffer_mib,
                   "MiB of received but undecoded input (incomplete blocks and lines) all "
                   "connections may hold beyond 64 KiB each; over it, connections are not read "
                   "(TCP backpressure)")
       ->capture_default_str();
-  cmd->add_flag("--quiet,-q", args->quiet, "No log lines on stderr");
-  return [cmd, args]() {
-    if (!*cmd) return -1;
-    serve::ServeOptions o;
-    // A flag given without a value means the default address.
-    for (const std::string& t : args->tcp) o.tcp.push_back(t.empty() ? "127.0.0.1:7878" : t);
-    if (cmd->count("--tcp") > 0 && o.tcp.empty()) o.tcp.push_back("127.0.0.1:7878");
-    o.stdin_source = args->stdin_source;
-    o.follow = args->follow;
-    o.follow_importer = args->importer;
-    o.spark_delay_split = args->spark_delay_split;
-    if (cmd->count("--http") > 0) o.http = args->http.empty() ? "127.0.0.1:7879" : args->http;
-    o.live.window_ns = parse_duration(args->window);
-    if (o.live.window_ns <= 0) throw std::invalid_argument("--window must be positive");
-    o.window_label = args->window;
-    o.live.lateness_ns = parse_duration(args->lateness);
-    o.idle_timeout_ns = parse_duration(args->idle_timeout);
-    o.live.pag.gap_threshold_ns = parse_duration(args->gap_threshold);
-    o.live.selection = SummarySelection::parse(args->summary);
-    o.live.summary.top_k = args->top;
-    o.live.summary.seed = args->seed;
-    o.out = args->out;
-    o.retain = args->retain;
-    if (!args->rate_interval.empty()) {
-      o.rate_interval_ns = parse_duration(args->rate_interval);
-      if (o.rate_interval_ns <= 0) throw std::invalid_argument("--rate-interval must be positive");
-    }
-    o.wait_for_producers = args->wait_for;
-    // "0" (no grace, no limit) needs no unit.
-    auto duration_or_zero = [](const std::string& t) { return t == "0" ? 0 : parse_duration(t); };
-    o.start_grace_ns = duration_or_zero(args->start_grace);
-    if (o.start_grace_ns < 0) throw std::invalid_argument("--start-grace must not be negative");
-    o.live.max_jump_ns = duration_or_zero(args->max_jump);
-    if (o.live.max_jump_ns < 0) throw std::invalid_argument("--max-jump must not be negative");
-    o.port_file = args->port_file;
-    o.quiet = args->quiet;
-    o.tcp_limits.max_connections = args->max_connections;
-    o.tcp_limits.idle_timeout_ns = parse_duration(args->connection_timeout);
-    if (args->ingest_buffer_mib > (size_t{1} << 20))
-      throw std::invalid_argument("--ingest-buffer is in MiB: at most 1048576");
-    o.tcp_limits.buffer_bytes = args->ingest_buffer_mib << 20;
-    return serve::run_server(o);
-  };
+  cmd->add_flag("--quiet,-q", a.quiet, "No log lines on stderr");
+}
+
+serve::ServeOptions to_serve_options(const ServeArgs& a, const CLI::App& cmd) {
+  serve::ServeOptions o;
+  // A flag given without a value means the default address.
+  for (const std::string& t : a.tcp) o.tcp.push_back(t.empty() ? "127.0.0.1:7878" : t);
+  if (cmd.count("--tcp") > 0 && o.tcp.empty()) o.tcp.push_back("127.0.0.1:7878");
+  o.stdin_source = a.stdin_source;
+  o.follow = a.follow;
+  o.follow_importer = a.importer;
+  o.spark_delay_split = a.spark_delay_split;
+  if (cmd.count("--http") > 0) o.http = a.http.empty() ? "127.0.0.1:7879" : a.http;
+  o.live.window_ns = parse_duration(a.window);
+  if (o.live.window_ns <= 0) throw std::invalid_argument("--window must be positive");
+  o.window_label = a.window;
+  o.live.lateness_ns = parse_duration(a.lateness);
+  o.idle_timeout_ns = parse_duration(a.idle_timeout);
+  o.live.pag.gap_threshold_ns = parse_duration(a.gap_threshold);
+  o.live.selection = SummarySelection::parse(a.summary);
+  o.live.summary.top_k = a.top;
+  o.live.summary.seed = a.seed;
+  o.out = a.out;
+  o.retain = a.retain;
+  if (!a.rate_interval.empty()) {
+    o.rate_interval_ns = parse_duration(a.rate_interval);
+    if (o.rate_interval_ns <= 0) throw std::invalid_argument("--rate-interval must be positive");
+  }
+  o.wait_for_producers = a.wait_for;
+  // "0" (no grace, no limit) needs no unit.
+  auto duration_or_zero = [](const std::string& t) { return t == "0" ? 0 : parse_duration(t); };
+  o.start_grace_ns = duration_or_zero(a.start_grace);
+  if (o.start_grace_ns < 0) throw std::invalid_argument("--start-grace must not be negative");
+  o.live.max_jump_ns = duration_or_zero(a.max_jump);
+  if (o.live.max_jump_ns < 0) throw std::invalid_argument("--max-jump must not be negative");
+  o.port_file = a.port_file;
+  o.quiet = a.quiet;
+  o.tcp_limits.max_connections = a.max_connections;
+  o.tcp_limits.idle_timeout_ns = parse_duration(a.connection_timeout);
+  if (a.ingest_buffer_mib > (size_t{1} << 20))
+    throw std::invalid_argument("--ingest-buffer is in MiB: at most 1048576");
+  o.tcp_limits.buffer_bytes = a.ingest_buffer_mib << 20;
+  return o;
+}
+
+}  // namespace
+
+CommandRunner add_serve_command(CLI::App& app) {
+  auto args = std::make_shared<ServeArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "serve",
+      "Analyze live trace streams: one JSON line per window as soon as it closes, plus an "
+      "HTTP API");
+  add_source_options(cmd, *args);
+  add_window_options(cmd, *args);
+  add_summary_and_limit_options(cmd, *args);
+  return [cmd, args]() { return *cmd ? serve::run_server(to_serve_options(*args, *cmd)) : -1; };
 }
 
 }  // namespace snailtrail::cli
