@@ -161,87 +161,94 @@ void write_flow_json(fmt::memory_buffer& out, const logs::LogSet& set, const log
   fmt::format_to(it, "}}");
 }
 
-int run_flows(const LogsArgs& a) {
-  const logs::LogSet set = logs::read_logs(a.files, log_options(a));
-  logs::FlowOptions fo;
-  fo.id_regex = a.id;
-  fo.by_thread = a.by_thread;
-  const logs::FlowSet fs = logs::build_flows(set, fo);
-  bool has_time = !set.files.empty();
-  for (const logs::LogFile& f : set.files) has_time &= f.has_time;
-  std::vector<uint32_t> slowest(fs.flows.size());
-  for (uint32_t i = 0; i < slowest.size(); ++i) slowest[i] = i;
-  std::stable_sort(slowest.begin(), slowest.end(), [&](uint32_t x, uint32_t y) {
-    return fs.flows[x].latency() > fs.flows[y].latency();
-  });
+// What the outputs of `logs flows` share: the log set, its flows, the flows by latency
+// (slowest first) and each step's share of all requests' latency.
+struct FlowsView {
+  const logs::LogSet& set;
+  const logs::FlowSet& fs;
+  std::vector<uint32_t> slowest;
   int64_t total_latency = 0;
-  for (const logs::Flow& f : fs.flows)
-    total_latency = logs::saturating_add(total_latency, f.latency());
-  auto share = [&](int64_t ns) {
+  bool has_time = false;
+  FlowsView(const logs::LogSet& s, const logs::FlowSet& f)
+      : set(s), fs(f), slowest(f.flows.size()) {
+    has_time = !set.files.empty();
+    for (const logs::LogFile& file : set.files) has_time &= file.has_time;
+    for (uint32_t i = 0; i < slowest.size(); ++i) slowest[i] = i;
+    std::stable_sort(slowest.begin(), slowest.end(), [&](uint32_t x, uint32_t y) {
+      return fs.flows[x].latency() > fs.flows[y].latency();
+    });
+    for (const logs::Flow& flow : fs.flows)
+      total_latency = logs::saturating_add(total_latency, flow.latency());
+  }
+  double share(int64_t ns) const {
     return total_latency > 0 ? static_cast<double>(ns) / static_cast<double>(total_latency) : 0.0;
-  };
-  OutputFile out(a.output);
-  auto it = std::back_inserter(out.buf());
-  if (a.format == "jsonl") {
-    for (const logs::Flow& f : fs.flows) {
-      write_flow_json(out.buf(), set, f, true);
-      fmt::format_to(it, "\n");
-      out.maybe_flush();
-    }
-    return 0;
   }
-  if (a.format == "json") {
+};
+
+void write_flows_json(fmt::memory_buffer& buf, const FlowsView& v, size_t top) {
+  const logs::LogSet& set = v.set;
+  const logs::FlowSet& fs = v.fs;
+  const std::vector<uint32_t>& slowest = v.slowest;
+  const bool has_time = v.has_time;
+  auto share = [&](int64_t ns) { return v.share(ns); };
+  auto it = std::back_inserter(buf);
+  fmt::format_to(it,
+                 "{{\"id_source\": \"{}\", \"records\": {}, \"records_in_flows\": {}, "
+                 "\"records_without_id\": {}, \"multi_id_records\": {}, \"has_time\": {}, "
+                 "\"requests\": {}, \"id_slots\": [",
+                 fs.id_source, set.records.size(), fs.records_in_flows, fs.records_without_id,
+                 fs.multi_id_records, has_time, fs.flows.size());
+  for (size_t k = 0; k < fs.id_slots.size(); ++k) {
+    const logs::IdSlot& s = fs.id_slots[k];
     fmt::format_to(it,
-                   "{{\"id_source\": \"{}\", \"records\": {}, \"records_in_flows\": {}, "
-                   "\"records_without_id\": {}, \"multi_id_records\": {}, \"has_time\": {}, "
-                   "\"requests\": {}, \"id_slots\": [",
-                   fs.id_source, set.records.size(), fs.records_in_flows, fs.records_without_id,
-                   fs.multi_id_records, has_time, fs.flows.size());
-    for (size_t k = 0; k < fs.id_slots.size(); ++k) {
-      const logs::IdSlot& s = fs.id_slots[k];
-      fmt::format_to(it,
-                     "{}{{\"template_id\": {}, \"param\": {}, \"records\": {}, \"distinct\": {}, "
-                     "\"recurring\": {}}}",
-                     k ? ", " : "", s.cluster, s.position, s.records, s.distinct, s.recurring);
-    }
-    fmt::format_to(it, "], \"templates\": [");
-    for (uint32_t c = 0; c < set.drain.cluster_count(); ++c) {
-      fmt::format_to(it, "{}{{\"id\": {}, \"count\": {}, \"template\": ", c ? ", " : "", c,
-                     set.drain.size(c));
-      append_json_text(out.buf(), set.drain.template_text(c));
-      fmt::format_to(it, "}}");
-    }
-    fmt::format_to(it, "], \"flows\": [");
-    for (size_t k = 0; k < fs.signatures.size(); ++k) {
-      const logs::FlowSignature& s = fs.signatures[k];
-      fmt::format_to(it, "{}{{\"flow\": {}, \"count\": {}, \"mean_latency_ns\": {}, \"example\": ",
-                     k ? ", " : "", k, s.count, s.total_ns / static_cast<int64_t>(s.count));
-      append_json_text(out.buf(), fs.flows[s.example].id);
-      fmt::format_to(it, ", \"templates\": [");
-      for (size_t j = 0; j < s.templates.size(); ++j)
-        fmt::format_to(it, "{}{}", j ? ", " : "", s.templates[j]);
-      fmt::format_to(it, "]}}");
-    }
-    fmt::format_to(it, "], \"graph\": [");
-    for (size_t k = 0; k < fs.edges.size(); ++k) {
-      const logs::FlowEdge& e = fs.edges[k];
-      fmt::format_to(it,
-                     "{}{{\"from\": {}, \"to\": {}, \"count\": {}, \"cross_node\": {}, "
-                     "\"total_ns\": {}, \"mean_ns\": {}, \"max_ns\": {}, \"latency_share\": {}}}",
-                     k ? ", " : "", e.from, e.to, e.count, e.cross_node, e.total_ns,
-                     e.total_ns / static_cast<int64_t>(e.count), e.max_ns, share(e.total_ns));
-    }
-    fmt::format_to(it, "], \"slowest\": [");
-    for (size_t k = 0; k < std::min(a.top, slowest.size()); ++k) {
-      fmt::format_to(it, "{}", k ? ", " : "");
-      write_flow_json(out.buf(), set, fs.flows[slowest[k]], true);
-    }
-    fmt::format_to(it, "], \"diagnostics\": ");
-    write_diagnostics_json(out.buf(), set);
-    fmt::format_to(it, "}}\n");
-    return 0;
+                   "{}{{\"template_id\": {}, \"param\": {}, \"records\": {}, \"distinct\": {}, "
+                   "\"recurring\": {}}}",
+                   k ? ", " : "", s.cluster, s.position, s.records, s.distinct, s.recurring);
   }
-  // Table.
+  fmt::format_to(it, "], \"templates\": [");
+  for (uint32_t c = 0; c < set.drain.cluster_count(); ++c) {
+    fmt::format_to(it, "{}{{\"id\": {}, \"count\": {}, \"template\": ", c ? ", " : "", c,
+                   set.drain.size(c));
+    append_json_text(buf, set.drain.template_text(c));
+    fmt::format_to(it, "}}");
+  }
+  fmt::format_to(it, "], \"flows\": [");
+  for (size_t k = 0; k < fs.signatures.size(); ++k) {
+    const logs::FlowSignature& s = fs.signatures[k];
+    fmt::format_to(it, "{}{{\"flow\": {}, \"count\": {}, \"mean_latency_ns\": {}, \"example\": ",
+                   k ? ", " : "", k, s.count, s.total_ns / static_cast<int64_t>(s.count));
+    append_json_text(buf, fs.flows[s.example].id);
+    fmt::format_to(it, ", \"templates\": [");
+    for (size_t j = 0; j < s.templates.size(); ++j)
+      fmt::format_to(it, "{}{}", j ? ", " : "", s.templates[j]);
+    fmt::format_to(it, "]}}");
+  }
+  fmt::format_to(it, "], \"graph\": [");
+  for (size_t k = 0; k < fs.edges.size(); ++k) {
+    const logs::FlowEdge& e = fs.edges[k];
+    fmt::format_to(it,
+                   "{}{{\"from\": {}, \"to\": {}, \"count\": {}, \"cross_node\": {}, "
+                   "\"total_ns\": {}, \"mean_ns\": {}, \"max_ns\": {}, \"latency_share\": {}}}",
+                   k ? ", " : "", e.from, e.to, e.count, e.cross_node, e.total_ns,
+                   e.total_ns / static_cast<int64_t>(e.count), e.max_ns, share(e.total_ns));
+  }
+  fmt::format_to(it, "], \"slowest\": [");
+  for (size_t k = 0; k < std::min(top, slowest.size()); ++k) {
+    fmt::format_to(it, "{}", k ? ", " : "");
+    write_flow_json(buf, set, fs.flows[slowest[k]], true);
+  }
+  fmt::format_to(it, "], \"diagnostics\": ");
+  write_diagnostics_json(buf, set);
+  fmt::format_to(it, "}}\n");
+}
+
+void write_flows_table(fmt::memory_buffer& buf, const FlowsView& v, const LogsArgs& a) {
+  const logs::LogSet& set = v.set;
+  const logs::FlowSet& fs = v.fs;
+  const std::vector<uint32_t>& slowest = v.slowest;
+  const bool has_time = v.has_time;
+  auto share = [&](int64_t ns) { return v.share(ns); };
+  auto it = std::back_inserter(buf);
   fmt::format_to(it, "snailtrail logs flows: {} records, {} templates, {} requests\n  {}\n",
                  set.records.size(), set.drain.cluster_count(), fs.flows.size(),
                  files_summary(set));
@@ -298,7 +305,28 @@ int run_flows(const LogsArgs& a) {
   fmt::format_to(it, "\ntemplates\n");
   for (uint32_t c = 0; c < set.drain.cluster_count(); ++c)
     fmt::format_to(it, "  T{:<4} {:>8}  {}\n", c, set.drain.size(c), set.drain.template_text(c));
-  write_diagnostics_table(out.buf(), set);
+  write_diagnostics_table(buf, set);
+}
+
+int run_flows(const LogsArgs& a) {
+  const logs::LogSet set = logs::read_logs(a.files, log_options(a));
+  logs::FlowOptions fo;
+  fo.id_regex = a.id;
+  fo.by_thread = a.by_thread;
+  const logs::FlowSet fs = logs::build_flows(set, fo);
+  const FlowsView view(set, fs);
+  OutputFile out(a.output);
+  if (a.format == "jsonl") {
+    for (const logs::Flow& f : fs.flows) {
+      write_flow_json(out.buf(), set, f, true);
+      out.buf().push_back('\n');
+      out.maybe_flush();
+    }
+  } else if (a.format == "json") {
+    write_flows_json(out.buf(), view, a.top);
+  } else {
+    write_flows_table(out.buf(), view, a);
+  }
   return 0;
 }
 

@@ -101,6 +101,25 @@ golden "policy-ds2-csv-json" "$st" scale policy --topology tests/data/ds2-topolo
 golden "policy-ds2-dir" "$st" scale policy --topology tests/data/ds2-topology.csv \
   --rates tests/data/ds2-rates-dir
 
+# Plain logs: generated logs of several nodes, their templates, flows and CP.
+for style in hdfs service; do
+  d="t/logs-$style"
+  golden "logs-generate-$style" "$st" logs generate "$d" --style "$style" --requests 200 --seed 3
+  golden "logs-templates-$style" "$st" logs templates "$d"/*.log
+  golden "logs-templates-$style-jsonl" "$st" logs templates "$d"/*.log -f jsonl
+  for f in table json jsonl; do
+    golden "logs-flows-$style-$f" "$st" logs flows "$d"/*.log -f "$f"
+  done
+  golden "analyze-logs-$style" "$st" analyze "$d" --importer logs -f jsonl "${np[@]}"
+done
+
+# Flame graphs of folded stacks: every output format.
+printf 'main;map;hash 30\nmain;map;alloc 12\nmain;sink;write 7\nmain;map;hash;memcpy 5\n' \
+  >t/stacks.folded
+for f in folded json svg; do
+  golden "flamegraph-folded-$f" "$st" flamegraph t/stacks.folded --format "$f"
+done
+
 # Bad input: the error text is part of the interface.
 golden "error-missing-file" "$st" analyze tests/golden/does-not-exist.snail "${np[@]}"
 golden "error-bad-window" "$st" analyze examples/pipeline.jsonl --window 0s "${np[@]}"
