@@ -58,16 +58,11 @@ uint32_t parse_u32(const std::string& s, const char* what) {
   }
 }
 
-int run_flamegraph(const FlameArgs& a) {
-  using namespace flame;
-  std::optional<Mode> mode = parse_mode(a.mode);
-  if (!mode)
-    throw std::invalid_argument(
-        fmt::format("--mode: '{}' is not on-cpu, off-cpu, mixed or critical", a.mode));
-  if (a.format != "folded" && a.format != "svg" && a.format != "json")
-    throw std::invalid_argument(fmt::format("--format: '{}' is not folded, svg or json", a.format));
+using namespace flame;
 
-  SampleSet set;
+// The samples of the input and the activity trace they fall in, if any: the input itself
+// when it is a trace (with a profile), else --trace.
+std::optional<Trace> read_samples(const FlameArgs& a, SampleSet& set) {
   std::optional<Trace> trace;
   std::string fmt_in = a.input_format;
   if (fmt_in == "auto") fmt_in = is_trace_path(a.input) ? "trace" : "";
@@ -77,24 +72,27 @@ int run_flamegraph(const FlameArgs& a) {
     if (!a.trace.empty())
       throw std::invalid_argument(
           "--trace: the input is a trace already (its own activities are used)");
-  } else {
-    std::string text = read_text_file(a.input);
-    if (fmt_in.empty()) fmt_in = sniff_sample_format(text);
-    if (fmt_in == "perf") {
-      PerfOptions po;
-      po.event = a.perf_event;
-      parse_perf_script(text, a.input, set, po);
-    } else if (fmt_in == "folded") {
-      parse_folded(text, a.input, set);
-    } else {
-      throw std::invalid_argument(
-          fmt::format("--input-format: '{}' is not auto, perf, folded or trace", a.input_format));
-    }
-    if (!a.trace.empty()) trace = read_trace(a.trace);
+    return trace;
   }
-  if (a.hz > 0) set.period_ns = static_cast<int64_t>(1e9 / a.hz);
+  std::string text = read_text_file(a.input);
+  if (fmt_in.empty()) fmt_in = sniff_sample_format(text);
+  if (fmt_in == "perf") {
+    PerfOptions po;
+    po.event = a.perf_event;
+    parse_perf_script(text, a.input, set, po);
+  } else if (fmt_in == "folded") {
+    parse_folded(text, a.input, set);
+  } else {
+    throw std::invalid_argument(
+        fmt::format("--input-format: '{}' is not auto, perf, folded or trace", a.input_format));
+  }
+  if (!a.trace.empty()) trace = read_trace(a.trace);
+  return trace;
+}
 
-  // Threads -> workers: --thread-worker, else a thread named like a trace's worker.
+// Threads -> workers: --thread-worker, else a thread named like a trace's worker.
+void place_samples_on_workers(const FlameArgs& a, const std::optional<Trace>& trace,
+                              SampleSet& set) {
   std::map<uint32_t, uint32_t> t2w;
   for (const std::string& m : a.thread_worker) {
     size_t eq = m.find('=');
@@ -114,13 +112,18 @@ int run_flamegraph(const FlameArgs& a) {
   for (StackSample& s : set.samples)
     if (s.worker == kNoId && s.thread != kNoId)
       if (auto it = t2w.find(s.thread); it != t2w.end()) s.worker = it->second;
+}
 
+// Each sample's weight in `mode`; with an activity trace, the samples' critical weights
+// (and their diagnostics) are computed whatever the mode.
+std::vector<double> sample_weights(const FlameArgs& a, Mode mode, const std::optional<Trace>& trace,
+                                   SampleSet& set) {
   std::vector<double> weights;
   if (trace && !trace->events.empty()) {
     AnalysisOptions ao;
     if (!a.window.empty()) ao.windows.width_ns = parse_duration(a.window);
     CriticalResult cr = critical_weights(*trace, set, ao);
-    if (*mode == Mode::critical) {
+    if (mode == Mode::critical) {
       weights = std::move(cr.weight);
       if (!a.quiet)
         fmt::print(stderr,
@@ -134,12 +137,17 @@ int run_flamegraph(const FlameArgs& a) {
       set.diagnostics.emplace_back("critical.samples_outside", cr.samples_outside);
     if (cr.samples_unplaced)
       set.diagnostics.emplace_back("critical.samples_without_worker", cr.samples_unplaced);
-  } else if (*mode == Mode::critical) {
+  } else if (mode == Mode::critical) {
     throw std::invalid_argument(
         "--mode critical needs an activity trace: a trace with a profile, or --trace FILE");
   }
-  if (*mode != Mode::critical) weights = mode_weights(set, *mode);
+  if (mode != Mode::critical) weights = mode_weights(set, mode);
+  return weights;
+}
 
+// The tree's roots and filters (--operator, --worker); filtered-out samples weigh 0
+// everywhere (also in the JSON's per-operator totals).
+TreeOptions tree_options(const FlameArgs& a, const SampleSet& set, std::vector<double>& weights) {
   TreeOptions to;
   to.operator_root = !a.no_operator_root;
   to.thread_root = a.thread_root;
@@ -157,36 +165,49 @@ int run_flamegraph(const FlameArgs& a) {
     to.operator_id = id;
   }
   if (a.worker >= 0) to.worker = static_cast<uint32_t>(a.worker);
-  // Filtered-out samples weigh 0 everywhere (also in the JSON's per-operator totals).
   for (size_t i = 0; i < set.samples.size() && i < weights.size(); ++i) {
     const StackSample& s = set.samples[i];
     if (to.operator_id && s.op != *to.operator_id) weights[i] = 0;
     if (to.worker && (s.worker != kNoId ? s.worker : s.thread) != *to.worker) weights[i] = 0;
   }
-  FlameTree tree = build_tree(set, weights, to);
+  return to;
+}
 
+std::string render(const FlameArgs& a, Mode mode, const FlameTree& tree, const TreeOptions& to,
+                   const SampleSet& set, const std::vector<double>& weights) {
+  if (a.format == "folded") return to_folded(tree);
+  if (a.format == "json") return to_json(tree, set, weights, mode);
+  SvgOptions so;
+  so.unit = mode_unit(mode);
+  so.title = a.title.empty() ? fmt::format("{} flame graph", mode_name(mode)) : a.title;
+  so.subtitle = a.input;
+  if (to.operator_id) so.subtitle += ", operator " + a.op;
+  if (to.worker) so.subtitle += fmt::format(", worker {}", *to.worker);
+  return to_svg(tree, so);
+}
+
+int run_flamegraph(const FlameArgs& a) {
+  std::optional<Mode> mode = parse_mode(a.mode);
+  if (!mode)
+    throw std::invalid_argument(
+        fmt::format("--mode: '{}' is not on-cpu, off-cpu, mixed or critical", a.mode));
+  if (a.format != "folded" && a.format != "svg" && a.format != "json")
+    throw std::invalid_argument(fmt::format("--format: '{}' is not folded, svg or json", a.format));
+  SampleSet set;
+  const std::optional<Trace> trace = read_samples(a, set);
+  if (a.hz > 0) set.period_ns = static_cast<int64_t>(1e9 / a.hz);
+  place_samples_on_workers(a, trace, set);
+  std::vector<double> weights = sample_weights(a, *mode, trace, set);
+  const TreeOptions to = tree_options(a, set, weights);
+  const FlameTree tree = build_tree(set, weights, to);
   if (!a.quiet)
     for (auto& [kind, n] : set.diagnostics) {
       auto fl = set.first_line.find(kind);
       fmt::print(stderr, "snailtrail: warning: {}: {} {}{}\n", a.input, n, kind,
                  fl != set.first_line.end() ? fmt::format(" (first at line {})", fl->second) : "");
     }
-
   OutputFile out(a.output);
-  std::string text;
-  if (a.format == "folded") {
-    text = to_folded(tree);
-  } else if (a.format == "svg") {
-    SvgOptions so;
-    so.unit = mode_unit(*mode);
-    so.title = a.title.empty() ? fmt::format("{} flame graph", mode_name(*mode)) : a.title;
-    so.subtitle = a.input;
-    if (to.operator_id) so.subtitle += ", operator " + a.op;
-    if (to.worker) so.subtitle += fmt::format(", worker {}", *to.worker);
-    text = to_svg(tree, so);
-  } else {
-    text = to_json(tree, set, weights, *mode);
-  }
+  const std::string text = render(a, *mode, tree, to, set, weights);
   out.buf().append(text.data(), text.data() + text.size());
   return 0;
 }
