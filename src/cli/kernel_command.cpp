@@ -86,85 +86,99 @@ void write_diagnostics(fmt::memory_buffer& out, const kernel::KernelModel& m) {
   fmt::format_to(it, "}}");
 }
 
-int run_critical_path(const KernelArgs& a) {
-  const kernel::KernelModel m = kernel::load_kernel_model(a.trace, a.input_format);
-  const int32_t t = pick_thread(m, a.thread);
-  const kernel::Thread& th = m.threads[t];
-  int64_t from = th.intervals.empty() ? m.begin : th.intervals.front().start;
-  int64_t to = th.intervals.empty() ? m.end : th.intervals.back().end;
-  if (!a.from.empty()) from = resolve(a.from, m.begin);
-  if (!a.to.empty()) to = resolve(a.to, m.begin);
-  if (to <= from)
-    throw std::invalid_argument(
-        fmt::format("empty range: --from {} is not before --to {}", secs(from), secs(to)));
-  const kernel::CriticalPathResult r = kernel::critical_path(m, t, from, to);
-
-  // Shares per thread and per state.
-  std::map<int32_t, int64_t> per_thread;
+// A critical path with its totals per thread (largest first) and per state.
+struct PathView {
+  const kernel::KernelModel& m;
+  int32_t t;  // the thread whose path this is
+  int64_t from, to;
+  const kernel::CriticalPathResult& r;
+  std::vector<std::pair<int32_t, int64_t>> threads;
   std::array<int64_t, kernel::kPathStateCount> per_state{};
-  for (const kernel::PathSegment& s : r.path) {
-    per_thread[s.thread] += s.end - s.start;
-    per_state[static_cast<int>(s.state)] += s.end - s.start;
+  double total;
+  PathView(const kernel::KernelModel& model, int32_t thread, int64_t f, int64_t e,
+           const kernel::CriticalPathResult& result)
+      : m(model), t(thread), from(f), to(e), r(result), total(static_cast<double>(e - f)) {
+    std::map<int32_t, int64_t> per_thread;
+    for (const kernel::PathSegment& s : r.path) {
+      per_thread[s.thread] += s.end - s.start;
+      per_state[static_cast<int>(s.state)] += s.end - s.start;
+    }
+    threads.assign(per_thread.begin(), per_thread.end());
+    std::sort(threads.begin(), threads.end(),
+              [](const auto& x, const auto& y) { return x.second > y.second; });
   }
-  std::vector<std::pair<int32_t, int64_t>> threads(per_thread.begin(), per_thread.end());
-  std::sort(threads.begin(), threads.end(),
-            [](const auto& x, const auto& y) { return x.second > y.second; });
-  const double total = static_cast<double>(to - from);
+};
 
-  OutputFile out(a.output);
+void write_path_json(OutputFile& out, const PathView& v) {
+  const kernel::KernelModel& m = v.m;
+  const kernel::CriticalPathResult& r = v.r;
+  const auto& threads = v.threads;
+  const auto& per_state = v.per_state;
+  const int32_t t = v.t;
+  const kernel::Thread& th = m.threads[t];
+  const int64_t from = v.from, to = v.to;
+  const double total = v.total;
   auto& buf = out.buf();
   auto it = std::back_inserter(buf);
-  if (a.format == "json") {
-    // "host" fields only when the trace holds several machines.
-    auto host = [&](int32_t thr) {
-      if (!m.multi_host()) return;
-      fmt::format_to(it, ", \"host\": ");
-      append_json_string(buf, m.hosts[m.threads[thr].host]);
-    };
-    fmt::format_to(it, "{{\"thread\": {{\"tid\": {}, \"comm\": ", th.tid);
-    append_json_string(buf, m.comm(t));
-    host(t);
-    fmt::format_to(it, "}}, \"from_ns\": {}, \"to_ns\": {}, \"path\": [", from, to);
-    for (size_t k = 0; k < r.path.size(); ++k) {
-      const kernel::PathSegment& s = r.path[k];
-      fmt::format_to(it,
-                     "{}{{\"start_ns\": {}, \"end_ns\": {}, \"tid\": {}, \"comm\": ", k ? ", " : "",
-                     s.start, s.end, m.threads[s.thread].tid);
-      append_json_string(buf, m.comm(s.thread));
-      host(s.thread);
-      fmt::format_to(it, ", \"state\": \"{}\"}}", kernel::name_of(s.state));
-      out.maybe_flush();
-    }
-    fmt::format_to(it, "], \"threads\": [");
-    for (size_t k = 0; k < threads.size(); ++k) {
-      fmt::format_to(it, "{}{{\"tid\": {}, \"comm\": ", k ? ", " : "",
-                     m.threads[threads[k].first].tid);
-      append_json_string(buf, m.comm(threads[k].first));
-      host(threads[k].first);
-      fmt::format_to(it, ", \"ns\": {}, \"share\": {:.6f}}}", threads[k].second,
-                     threads[k].second / total);
-    }
-    fmt::format_to(it, "], \"states\": {{");
-    for (int s = 0; s < kernel::kPathStateCount; ++s)
-      fmt::format_to(it, "{}\"{}\": {}", s ? ", " : "",
-                     kernel::name_of(static_cast<kernel::PathState>(s)), per_state[s]);
-    fmt::format_to(it, "}}, \"waker_hops\": {}, \"inconsistent_wakers\": {}, ", r.waker_hops,
-                   r.inconsistent);
-    if (m.multi_host() || r.packet_hops) {
-      fmt::format_to(it, "\"packet_hops\": {}, \"hosts\": [", r.packet_hops);
-      for (size_t h = 0; h < m.hosts.size(); ++h) {
-        fmt::format_to(it, "{}{{\"name\": ", h ? ", " : "");
-        append_json_string(buf, m.hosts[h]);
-        fmt::format_to(it, ", \"clock_offset_ns\": {}}}",
-                       h < m.host_offsets_ns.size() ? m.host_offsets_ns[h] : 0);
-      }
-      fmt::format_to(it, "], ");
-    }
-    fmt::format_to(it, "\"diagnostics\": ");
-    write_diagnostics(buf, m);
-    fmt::format_to(it, "}}\n");
-    return 0;
+  // "host" fields only when the trace holds several machines.
+  auto host = [&](int32_t thr) {
+    if (!m.multi_host()) return;
+    fmt::format_to(it, ", \"host\": ");
+    append_json_string(buf, m.hosts[m.threads[thr].host]);
+  };
+  fmt::format_to(it, "{{\"thread\": {{\"tid\": {}, \"comm\": ", th.tid);
+  append_json_string(buf, m.comm(t));
+  host(t);
+  fmt::format_to(it, "}}, \"from_ns\": {}, \"to_ns\": {}, \"path\": [", from, to);
+  for (size_t k = 0; k < r.path.size(); ++k) {
+    const kernel::PathSegment& s = r.path[k];
+    fmt::format_to(it,
+                   "{}{{\"start_ns\": {}, \"end_ns\": {}, \"tid\": {}, \"comm\": ", k ? ", " : "",
+                   s.start, s.end, m.threads[s.thread].tid);
+    append_json_string(buf, m.comm(s.thread));
+    host(s.thread);
+    fmt::format_to(it, ", \"state\": \"{}\"}}", kernel::name_of(s.state));
+    out.maybe_flush();
   }
+  fmt::format_to(it, "], \"threads\": [");
+  for (size_t k = 0; k < threads.size(); ++k) {
+    fmt::format_to(it, "{}{{\"tid\": {}, \"comm\": ", k ? ", " : "",
+                   m.threads[threads[k].first].tid);
+    append_json_string(buf, m.comm(threads[k].first));
+    host(threads[k].first);
+    fmt::format_to(it, ", \"ns\": {}, \"share\": {:.6f}}}", threads[k].second,
+                   threads[k].second / total);
+  }
+  fmt::format_to(it, "], \"states\": {{");
+  for (int s = 0; s < kernel::kPathStateCount; ++s)
+    fmt::format_to(it, "{}\"{}\": {}", s ? ", " : "",
+                   kernel::name_of(static_cast<kernel::PathState>(s)), per_state[s]);
+  fmt::format_to(it, "}}, \"waker_hops\": {}, \"inconsistent_wakers\": {}, ", r.waker_hops,
+                 r.inconsistent);
+  if (m.multi_host() || r.packet_hops) {
+    fmt::format_to(it, "\"packet_hops\": {}, \"hosts\": [", r.packet_hops);
+    for (size_t h = 0; h < m.hosts.size(); ++h) {
+      fmt::format_to(it, "{}{{\"name\": ", h ? ", " : "");
+      append_json_string(buf, m.hosts[h]);
+      fmt::format_to(it, ", \"clock_offset_ns\": {}}}",
+                     h < m.host_offsets_ns.size() ? m.host_offsets_ns[h] : 0);
+    }
+    fmt::format_to(it, "], ");
+  }
+  fmt::format_to(it, "\"diagnostics\": ");
+  write_diagnostics(buf, m);
+  fmt::format_to(it, "}}\n");
+}
+
+void write_path_table(fmt::memory_buffer& buf, const PathView& v, size_t limit) {
+  const kernel::KernelModel& m = v.m;
+  const kernel::CriticalPathResult& r = v.r;
+  const auto& threads = v.threads;
+  const auto& per_state = v.per_state;
+  const int32_t t = v.t;
+  const int64_t from = v.from, to = v.to;
+  const double total = v.total;
+  auto it = std::back_inserter(buf);
   fmt::format_to(it, "critical path of {} from {} to {} ({} ms, {} segments, {} waker hops",
                  m.thread_label(t), secs(from), secs(to), ms(to - from), r.path.size(),
                  r.waker_hops);
@@ -174,7 +188,7 @@ int run_critical_path(const KernelArgs& a) {
     fmt::format_to(it, "host {}: clock offset {} ms\n", m.hosts[h],
                    ms(h < m.host_offsets_ns.size() ? m.host_offsets_ns[h] : 0));
   fmt::format_to(it, "\n{:>20} {:>12}  {:<24} {}\n", "start (s)", "ms", "thread", "state");
-  const size_t shown = std::min(r.path.size(), a.limit);
+  const size_t shown = std::min(r.path.size(), limit);
   for (size_t k = 0; k < shown; ++k) {
     const kernel::PathSegment& s = r.path[k];
     fmt::format_to(it, "{:>20} {:>12}  {:<24} {}\n", secs(s.start), ms(s.end - s.start),
@@ -199,6 +213,26 @@ int run_critical_path(const KernelArgs& a) {
   }
   if (r.inconsistent)
     fmt::format_to(it, "  {:<40} {}\n", "kernel.inconsistent_waker", r.inconsistent);
+}
+
+int run_critical_path(const KernelArgs& a) {
+  const kernel::KernelModel m = kernel::load_kernel_model(a.trace, a.input_format);
+  const int32_t t = pick_thread(m, a.thread);
+  const kernel::Thread& th = m.threads[t];
+  int64_t from = th.intervals.empty() ? m.begin : th.intervals.front().start;
+  int64_t to = th.intervals.empty() ? m.end : th.intervals.back().end;
+  if (!a.from.empty()) from = resolve(a.from, m.begin);
+  if (!a.to.empty()) to = resolve(a.to, m.begin);
+  if (to <= from)
+    throw std::invalid_argument(
+        fmt::format("empty range: --from {} is not before --to {}", secs(from), secs(to)));
+  const kernel::CriticalPathResult r = kernel::critical_path(m, t, from, to);
+  const PathView view(m, t, from, to, r);
+  OutputFile out(a.output);
+  if (a.format == "json")
+    write_path_json(out, view);
+  else
+    write_path_table(out.buf(), view, a.limit);
   return 0;
 }
 

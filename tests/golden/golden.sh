@@ -113,6 +113,15 @@ for style in hdfs service; do
   golden "analyze-logs-$style" "$st" analyze "$d" --importer logs -f jsonl "${np[@]}"
 done
 
+# A kernel trace (perf script text): a thread waiting on another that sleeps on a timer.
+k=tests/data/perf-sched-timer.txt
+golden "kernel-threads" "$st" kernel threads "$k"
+for th in 100 200; do
+  golden "kernel-critical-path-$th-table" "$st" kernel critical-path "$k" --thread "$th"
+  golden "kernel-critical-path-$th-json" "$st" kernel critical-path "$k" --thread "$th" -f json
+done
+golden "analyze-perf-sched" "$st" analyze "$k" -f jsonl "${np[@]}"
+
 # Flame graphs of folded stacks: every output format.
 printf 'main;map;hash 30\nmain;map;alloc 12\nmain;sink;write 7\nmain;map;hash;memcpy 5\n' \
   >t/stacks.folded
