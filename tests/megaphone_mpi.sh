@@ -7,6 +7,7 @@
 # without migrations. Exit 77 (skipped) when mpirun is missing.
 bin=$1 strategy=$2
 . "$(dirname "$0")/mpi_prologue.sh"
+. "$(dirname "$0")/mpi_migrations.sh"
 run() {
   $mpirun_lo -np 2 "$bin" run keycount --bins 256 --workers 2 --rate 200000 \
     --records 240000 --keys 100000 --verify "$@" 2>&1
@@ -18,11 +19,8 @@ echo "migrations at $times"
 out=$(run --migrate-at "$times" --strategy "$strategy") ||
   { echo "$out"; echo "FAIL: mpirun with migrations exited non-zero"; exit 1; }
 echo "$out"
-n=$(echo "$out" | grep -c "^verify: .* equal to the plain single-threaded loop")
-[ "$n" -eq 1 ] || { echo "FAIL: $n verify lines"; exit 1; }
+expect_verified "$out"
 m=$(echo "$out" | grep "^migration ($strategy): 191 bins" | grep -vc "not completed")
 [ "$m" -ge 1 ] || { echo "FAIL: no completed migration of 191 bins"; exit 1; }
-d1=$(echo "$still" | sed -n 's/.*output digest \([0-9a-f]*\).*/\1/p')
-d2=$(echo "$out" | sed -n 's/.*output digest \([0-9a-f]*\).*/\1/p')
-[ -n "$d1" ] && [ "$d1" = "$d2" ] || { echo "FAIL: digest $d2 != $d1 without migrations"; exit 1; }
+expect_same_digest "$still" "$out" "the run without migrations"
 echo PASS

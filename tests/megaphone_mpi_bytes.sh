@@ -10,23 +10,14 @@
 # Exit 77 (skipped) when mpirun is missing.
 bin=$1 strategy=$2
 . "$(dirname "$0")/mpi_prologue.sh"
+. "$(dirname "$0")/mpi_migrations.sh"
 times=$(awk 'BEGIN { srand(); a = 100 + int(rand() * 300); b = a + 200 + int(rand() * 300);
                      printf "%dms,%dms", a, b }')
 echo "strategy $strategy, migrations at $times"
 args="run keycount --bins 256 --rate 200000 --records 240000 --keys 100000 --verify
       --migrate-at $times --strategy $strategy"
-one=$("$bin" $args --workers 4 2>&1) || { echo "$one"; echo "FAIL: one process exited non-zero"; exit 1; }
-two=$($mpirun_lo -np 2 "$bin" $args --workers 2 2>&1) ||
-  { echo "$two"; echo "FAIL: mpirun exited non-zero"; exit 1; }
-echo "$one" | grep "^migration"
-echo "$two" | grep "^migration"
-for out in "$one" "$two"; do
-  n=$(echo "$out" | grep -c "^verify: .* equal to the plain single-threaded loop")
-  [ "$n" -eq 1 ] || { echo "$out"; echo "FAIL: $n verify lines"; exit 1; }
-  if echo "$out" | grep "^migration" | grep -q "not completed"; then
-    echo "FAIL: a migration did not complete"; exit 1
-  fi
-done
+# shellcheck disable=SC2086 # $args is a list of words
+run_one_and_two $args
 # "migration (S): BINS bins, BYTES bytes in ..." -> "BINS BYTES" per migration
 m1=$(echo "$one" | sed -n 's/^migration ([a-z-]*): \([0-9]*\) bins, \([0-9]*\) bytes in.*/\1 \2/p')
 m2=$(echo "$two" | sed -n 's/^migration ([a-z-]*): \([0-9]*\) bins, \([0-9]*\) bytes in.*/\1 \2/p')

@@ -9,26 +9,13 @@
 # before it, and its timers — is a function of the events alone, whatever the timing and
 # however the workers are split over processes. Exit 77 (skipped) when mpirun is missing.
 bin=$1 q=$2
-if ! command -v mpirun >/dev/null 2>&1; then
-  echo "SKIP: mpirun not found (apt-get install openmpi-bin libopenmpi-dev)"
-  exit 77
-fi
+. "$(dirname "$0")/mpi_prologue.sh"
+. "$(dirname "$0")/mpi_migrations.sh"
 args="run nexmark-$q --rate 100000 --records 60000 --dilation 20 --window 200ms
       --window-slide 50ms --payloads --in-flight-auctions 2000 --bins 64
       --migrate-at 155ms,357ms --strategy all-at-once --verify"
-one=$("$bin" $args --workers 4 2>&1) || { echo "$one"; echo "FAIL: one process exited non-zero"; exit 1; }
-two=$(mpirun --oversubscribe -np 2 --mca btl self,vader,tcp --mca btl_tcp_if_include lo \
-  --mca oob_tcp_if_include lo "$bin" $args --workers 2 2>&1) ||
-  { echo "$two"; echo "FAIL: mpirun exited non-zero"; exit 1; }
-echo "$one" | grep "^migration"
-echo "$two" | grep "^migration"
-for out in "$one" "$two"; do
-  n=$(echo "$out" | grep -c "^verify: .* equal to the plain single-threaded loop")
-  [ "$n" -eq 1 ] || { echo "$out"; echo "FAIL: $n verify lines"; exit 1; }
-  if echo "$out" | grep "^migration" | grep -q "not completed"; then
-    echo "FAIL: a migration did not complete"; exit 1
-  fi
-done
+# shellcheck disable=SC2086 # $args is a list of words
+run_one_and_two $args
 # "migration (S): BINS bins, BYTES bytes in N steps, START s .. END s ..." ->
 # "BINS BYTES END" per migration
 fields='s/^migration ([a-z-]*): \([0-9]*\) bins, \([0-9]*\) bytes in [0-9]* steps, [0-9.]* s \.\. \([0-9.]*\) s.*/\1 \2 \3/p'
