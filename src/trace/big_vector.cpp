@@ -75,4 +75,19 @@ size_t cached_bytes() {
   return c.free_bytes;
 }
 
+void prefault(const void* p, size_t bytes) {
+#ifdef MADV_POPULATE_WRITE
+  const long page_size = ::sysconf(_SC_PAGESIZE);
+  if (page_size <= 0) return;
+  const auto page = static_cast<uintptr_t>(page_size);
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) & ~(page - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(page - 1);
+  // Only whole pages inside the range; errors (old kernels) are harmless.
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
+#else
+  (void)p;
+  (void)bytes;
+#endif
+}
+
 }  // namespace snailtrail::big_memory

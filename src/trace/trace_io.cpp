@@ -141,21 +141,6 @@ Trace parse_buffer(const PaddedBuffer& buf, TraceFormat format, const std::strin
 
 }  // namespace
 
-void detail::prefault(const void* p, size_t bytes) {
-#ifdef MADV_POPULATE_WRITE
-  const long page_size = ::sysconf(_SC_PAGESIZE);
-  if (page_size <= 0) return;
-  const auto page = static_cast<uintptr_t>(page_size);
-  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) & ~(page - 1);
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(page - 1);
-  // Only whole pages inside the range; errors (old kernels) are harmless.
-  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
-#else
-  (void)p;
-  (void)bytes;
-#endif
-}
-
 TraceFormat format_from_path(const std::string& path) {
   const size_t slash = path.find_last_of('/');
   const std::string_view file = slash == std::string::npos

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "trace/big_vector.hpp"
 #include "trace/trace.hpp"
 #include "trace/trace_io.hpp"
 
@@ -48,18 +49,9 @@ void decode_snail_blocks(std::span<const uint8_t> bytes, size_t base, const std:
 // parse_jsonl_padded; equal to SIMDJSON_PADDING.
 inline constexpr size_t kJsonPadding = 64;
 
-// Asks the kernel to back [p, p + bytes) with pages now, in one call, instead of taking a
-// page fault per 4 KiB while the vector is filled. Purely a speed hint; no-op if unsupported.
-void prefault(const void* p, size_t bytes);
-
-// Reserves room for `n` more elements and pre-faults it (for large reservations).
-template <typename T, typename A>
-void reserve_prefaulted(std::vector<T, A>& v, size_t n) {
-  v.reserve(n);
-  if (v.capacity() * sizeof(T) >= (size_t{1} << 20)) {
-    prefault(v.data() + v.size(), (v.capacity() - v.size()) * sizeof(T));
-  }
-}
+// The readers pre-fault what they are about to fill (trace/big_vector.hpp).
+using big_memory::prefault;
+using big_memory::reserve_prefaulted;
 
 // parse_jsonl on a buffer that already has kJsonPadding readable bytes after data[len].
 Trace parse_jsonl_padded(const char* data, size_t len, const std::string& source);
