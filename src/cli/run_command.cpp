@@ -22,6 +22,7 @@
 #include "cli/duration.hpp"
 #include "cli/output_file.hpp"
 #include "cli/profile_samples.hpp"
+#include "cli/run_dashboard.hpp"
 #include "flow/jobs/jobs.hpp"
 #include "flow/mpi_transport.hpp"
 #include "flow/runtime.hpp"
@@ -73,6 +74,8 @@ struct RunArgs {
   std::map<std::string, std::pair<std::string, std::string>> durations;  // flag: name, text
   bool profile = false;
   double profile_hz = 99;
+  std::string http;  // --http: the live dashboard (docs/CLOSED-LOOP.md)
+  double http_linger = 0;
 };
 
 double parse_rate(const std::string& text) {
@@ -395,6 +398,47 @@ void attach_sink(flow::RunConfig& cfg,
   };
 }
 
+// Every decision of both planners, in time order.
+std::vector<loop::DecisionRecord> all_decisions(const loop::Autoscaler* autoscaler,
+                                                const loop::Rebalancer* rebalancer) {
+  std::vector<loop::DecisionRecord> decisions;
+  if (autoscaler) decisions = autoscaler->decisions();
+  if (rebalancer) {
+    const auto rd = rebalancer->decisions();
+    decisions.insert(decisions.end(), rd.begin(), rd.end());
+  }
+  std::stable_sort(decisions.begin(), decisions.end(),
+                   [](const auto& x, const auto& y) { return x.time_s < y.time_s; });
+  return decisions;
+}
+
+// --http: the live dashboard, fed by the statistics thread and the planners' own records.
+std::unique_ptr<RunDashboard> make_dashboard(const RunArgs& a, flow::RunConfig& cfg,
+                                             const loop::Autoscaler* autoscaler,
+                                             const loop::Rebalancer* rebalancer,
+                                             std::shared_ptr<megaphone::MigrationLog> migrations) {
+  RunDashboard::Sources src;
+  src.job = a.job;
+  src.workers = cfg.workers;
+  src.bins = a.bins;
+  src.autoscale = autoscaler != nullptr;
+  src.rebalance = rebalancer != nullptr;
+  src.rate = a.rate_profile.empty() ? a.rate : a.rate_profile;
+  if (autoscaler) src.active = [autoscaler] { return autoscaler->active(); };
+  if (autoscaler || rebalancer)
+    src.decisions_json = [autoscaler, rebalancer] {
+      return loop::decisions_json(all_decisions(autoscaler, rebalancer));
+    };
+  if (a.bins > 0)
+    src.migrations_json = [migrations] {
+      return megaphone::migrations_json(migrations->records());
+    };
+  auto dash = std::make_unique<RunDashboard>(a.http, std::move(src));
+  cfg.on_interval = [d = dash.get()](const flow::IntervalStats& st) { d->on_interval(st); };
+  fmt::print(stderr, "snailtrail run: live dashboard on {}\n", dash->url());
+  return dash;
+}
+
 int run(RunArgs& a) {
   if (a.rebalance) {
     if (a.job != "keycount" && a.job != "hashcount")
@@ -556,6 +600,10 @@ int run(RunArgs& a) {
   if (!a.stats_json.empty()) check = std::make_unique<OutputFile>(a.stats_json);
   check.reset();
 
+  if (a.reference && !a.http.empty())
+    throw std::invalid_argument("--http: not with --reference (no runtime statistics)");
+  if (a.http_linger < 0 || a.http_linger > 86400)
+    throw std::invalid_argument("--http-linger: out of [0, 86400] seconds");
   if (a.reference) {
     flow::KeyCounts out;
     auto [records, seconds] = flow::reference_throughput(cfg, &out);
@@ -578,6 +626,9 @@ int run(RunArgs& a) {
       fmt::print(stderr, "wordcount: the hot word is counted on worker-{}\n",
                  flow::worker_of(flow::jobs::kHotWord, cfg.workers * (mpi ? mpi->procs() : 1)));
   }
+  std::unique_ptr<RunDashboard> dash;  // --http: rank 0 serves the dashboard
+  if (!a.http.empty() && rank0)
+    dash = make_dashboard(a, cfg, autoscaler.get(), rebalancer.get(), migrations);
   std::unique_ptr<LiveTrace> live;  // connects now: an unreachable target fails before the run
   if (!a.trace_to.empty()) {
     try {
@@ -690,20 +741,17 @@ int run(RunArgs& a) {
     write_trace(t, a.trace);
   }
   if (!rank0) return 0;
-  // Every decision of both planners, in time order.
-  std::vector<loop::DecisionRecord> decisions;
-  if (autoscaler) decisions = autoscaler->decisions();
-  if (rebalancer) {
-    const auto rd = rebalancer->decisions();
-    decisions.insert(decisions.end(), rd.begin(), rd.end());
-  }
-  std::stable_sort(decisions.begin(), decisions.end(),
-                   [](const auto& x, const auto& y) { return x.time_s < y.time_s; });
+  const std::vector<loop::DecisionRecord> decisions =
+      all_decisions(autoscaler.get(), rebalancer.get());
+  const std::string migrations_text =
+      a.bins > 0 ? megaphone::migrations_json(migrations->records()) : "";
+  const std::string decisions_text =
+      autoscaler || rebalancer ? loop::decisions_json(decisions) : "";
   if (!a.stats_json.empty())
-    write_stats_json(a.stats_json, r.throughput(), r.intervals, r.latency, digest,
-                     a.bins > 0 ? megaphone::migrations_json(migrations->records()) : "",
-                     autoscaler || rebalancer ? loop::decisions_json(decisions) : "",
-                     r.rss_timeline, rebalancer ? loop::analyses_json(rebalancer->analyses()) : "");
+    write_stats_json(a.stats_json, r.throughput(), r.intervals, r.latency, digest, migrations_text,
+                     decisions_text, r.rss_timeline,
+                     rebalancer ? loop::analyses_json(rebalancer->analyses()) : "");
+  if (dash) dash->finish(r.intervals, decisions_text, migrations_text);
   if (!a.quiet)
     for (const auto& d : decisions) {
       if (d.kind == "rebalance")
@@ -731,17 +779,24 @@ int run(RunArgs& a) {
             a.trace, static_cast<int64_t>(std::floor(m.start_s * 1e6)),
             static_cast<int64_t>(std::ceil(m.end_s * 1e6)) + 1);
     }
+  int rc = 0;
   if (a.verify) {
     const flow::KeyCounts want = flow::reference_output(cfg, r.generated);
     const std::string diff = flow::first_difference(r.output, want);
     if (!diff.empty()) {
       fmt::print(stderr, "snailtrail: verify: output differs from the plain loop: {}\n", diff);
-      return 1;
-    }
-    if (!a.quiet)
+      rc = 1;
+    } else if (!a.quiet) {
       fmt::print(stderr, "verify: {} keys equal to the plain single-threaded loop\n", want.size());
+    }
   }
-  return 0;
+  if (dash) {
+    if (a.http_linger > 0 && !a.quiet)
+      fmt::print(stderr, "snailtrail run: the dashboard stays on {} for {} s (--http-linger)\n",
+                 dash->url(), a.http_linger);
+    dash->linger(a.http_linger);
+  }
+  return rc;
 }
 
 }  // namespace
@@ -909,6 +964,14 @@ CommandRunner add_run_command(CLI::App& app) {
                 "for `snailtrail flamegraph` (docs/FLAME.md)");
   cmd->add_option("--profile-hz", a.profile_hz, "On-CPU samples per second of CPU time, 1..10000")
       ->capture_default_str();
+  cmd->add_option("--http", a.http,
+                  "Serve a live dashboard while the job runs on [HOST:]PORT (HOST defaults to "
+                  "127.0.0.1; port 0 picks a free one, printed on stderr): `/` draws the latency "
+                  "timeline (p50/p99/max), throughput and active workers with the decisions "
+                  "and migrations marked; `/api/timeline` is its JSON (docs/CLOSED-LOOP.md)");
+  cmd->add_option("--http-linger", a.http_linger,
+                  "--http: keep serving the final timeline this many seconds after the job "
+                  "ends (default 0)");
   return [cmd, args]() { return *cmd ? run(*args) : -1; };
 }
 
