@@ -327,6 +327,7 @@ RunResult run_job(const RunConfig& cfg) {
     for (size_t b = 0; b < m.hist.size(); ++b) total_hist[b] += m.hist[b];
     result.intervals.push_back(st);
     printed = k;
+    if (cfg.on_interval) cfg.on_interval(st);
     if (cfg.on_stats_line)
       cfg.on_stats_line(fmt::format(
           "t={:.2f}s records={} p50={:.3f}ms p99={:.3f}ms p99.9={:.3f}ms max={:.3f}ms rss={:.0f}MB",

@@ -22,6 +22,7 @@ namespace snailtrail::flow {
 namespace profile {
 class Profiler;
 }
+struct IntervalStats;
 
 struct RunConfig {
   std::string job;
@@ -46,6 +47,8 @@ struct RunConfig {
   // every other one is dropped and the interval doubles.
   int64_t rss_sample_ns = 10'000'000;
   std::function<void(const std::string&)> on_stats_line;  // each interval's line
+  // Each interval as it is published (the statistics thread; rank 0): `run --http`.
+  std::function<void(const IntervalStats&)> on_interval;
   // With `trace` and this set, each worker hands its events (in time order, with the
   // dataflow's operator names) to this sink about every trace_flush_ns and at its end,
   // instead of keeping them for RunResult::events (live streaming). Called from the

@@ -1,0 +1,79 @@
+// `snailtrail run JOB --http [HOST:]PORT` (docs/CLOSED-LOOP.md "The live dashboard"): while
+// the job runs, an HTTP server (serve's HttpFront) answers `/api/timeline` with the run so
+// far and `/` with a self-contained page (web/timeline.html) that polls it and draws the
+// latency timeline with the decisions and migrations marked.
+//
+// One source of truth with --stats-json: the intervals are the runtime's own (the
+// statistics thread hands each one over as it publishes it, RunConfig::on_interval), the
+// decisions and migrations are serialised by the same functions as --stats-json's, and
+// once the run has ended the dashboard shows exactly the strings written there. Nothing
+// runs on the workers' path: the statistics thread appends under a lock every interval,
+// the HTTP thread copies under it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "flow/runtime.hpp"
+
+namespace snailtrail::serve {
+class HttpFront;
+class Listener;
+}  // namespace snailtrail::serve
+
+namespace snailtrail::cli {
+
+class RunDashboard {
+ public:
+  // What the page shows of the run's configuration, and where the live data comes from
+  // (each called from the HTTP thread; each may be empty).
+  struct Sources {
+    std::string job;
+    uint32_t workers = 1;
+    uint32_t bins = 0;
+    bool autoscale = false, rebalance = false;
+    std::string rate;                              // --rate or --rate-profile as given
+    std::function<uint32_t()> active;              // active workers now (default: workers)
+    std::function<std::string()> decisions_json;   // "[...]" so far
+    std::function<std::string()> migrations_json;  // "[...]" so far
+  };
+
+  // Listens on `address` ("[HOST:]PORT"; HOST defaults to 127.0.0.1, port 0 picks a free
+  // one) and starts answering. Throws std::invalid_argument / std::runtime_error.
+  RunDashboard(const std::string& address, Sources sources);
+  ~RunDashboard();
+  RunDashboard(const RunDashboard&) = delete;
+  RunDashboard& operator=(const RunDashboard&) = delete;
+
+  // "http://HOST:PORT/"
+  std::string url() const;
+  // The statistics thread: one interval published.
+  void on_interval(const flow::IntervalStats& st);
+  // The run has ended: its final decisions and migrations (the --stats-json strings; ""
+  // for none) and intervals (RunResult::intervals, which on_interval saw one by one).
+  void finish(const std::vector<flow::IntervalStats>& intervals, std::string decisions,
+              std::string migrations);
+  // Keeps serving the final timeline for `seconds`, then stops.
+  void linger(double seconds);
+  // The body of /api/timeline.
+  std::string timeline_json() const;
+
+ private:
+  struct Point {
+    flow::IntervalStats st;
+    uint32_t active = 0;
+  };
+  Sources src_;
+  mutable std::mutex mu_;
+  std::vector<Point> points_;
+  bool done_ = false;
+  std::string decisions_, migrations_;  // once done
+  std::unique_ptr<serve::Listener> listener_;
+  std::unique_ptr<serve::HttpFront> http_;
+};
+
+}  // namespace snailtrail::cli

@@ -1,0 +1,174 @@
+// `snailtrail run --http` (docs/CLOSED-LOOP.md "The live dashboard"): a closed-loop run
+// with a rate step serves /api/timeline while it runs and, with --http-linger, after it
+// ends. The timeline polled during the run is a prefix of the final one; the final one's
+// decisions and migrations equal the same run's --stats-json ones, its intervals are the
+// --stats-json intervals (same times, same latencies) with times increasing; `/` is the
+// self-contained page that polls it.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <simdjson.h>
+
+#include <chrono>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "process_util.hpp"
+
+namespace {
+
+using snailtrail::testing::Process;
+using snailtrail::testing::slurp;
+namespace dom = simdjson::dom;
+
+class RunDashboardTest : public snailtrail::testing::TempDirTest {
+ protected:
+  RunDashboardTest() : TempDirTest("run-dashboard") {}
+};
+
+// The port of "live dashboard on http://127.0.0.1:PORT/" in `err`, or -1.
+int dashboard_port(const std::filesystem::path& err, double timeout_s) {
+  const std::regex re("live dashboard on http://127\\.0\\.0\\.1:([0-9]+)/");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::smatch m;
+    const std::string text = slurp(err);
+    if (std::regex_search(text, m, re)) return std::stoi(m[1]);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return -1;
+}
+
+std::string get(int port, const std::string& target, int* status = nullptr,
+                std::string* content_type = nullptr) {
+  httplib::Client client("127.0.0.1", port);
+  client.set_connection_timeout(2);
+  client.set_read_timeout(5);
+  auto res = client.Get(target.c_str());
+  if (status) *status = res ? res->status : -1;
+  if (res && content_type) *content_type = res->get_header_value("Content-Type");
+  return res ? res->body : "";
+}
+
+std::vector<std::pair<double, double>> times_and_p99(dom::element tl) {
+  std::vector<std::pair<double, double>> out;
+  for (dom::element p : dom::array(tl["intervals"]))
+    out.emplace_back(double(p["t_s"]), double(p["p99_ms"]));
+  return out;
+}
+
+TEST_F(RunDashboardTest, TimelineEqualsStatsJsonAndThePageIsServed) {
+  const auto stats = path("stats.json");
+  // 50 us a record: one worker keeps up with at most 20 k records/s; the step to 24 k/s
+  // needs 2 (the closed loop's acceptance run, tests/loop/test_loop.cpp).
+  Process p({"run",   "keycount",       "--autoscale",  "--max-workers",
+             "4",     "--rate-profile", "0s:6k,2s:24k", "--cost-us",
+             "50",    "--duration",     "5s",           "--policy-interval",
+             "500ms", "--bins",         "64",           "--keys",
+             "20000", "--http",         "127.0.0.1:0",  "--http-linger",
+             "2",     "--stats-json",   stats.string(), "-q"},
+            path("out"), path("err"));
+  ASSERT_TRUE(p.started());
+  const int port = dashboard_port(path("err"), 30);
+  ASSERT_GT(port, 0) << slurp(path("err"));
+
+  // Poll as the page does until the run has ended.
+  std::vector<std::string> live;  // bodies with "done": false and intervals
+  std::string final_body;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    const std::string body = get(port, "/api/timeline", &status);
+    if (status == 200) {
+      dom::parser parser;
+      dom::element tl = parser.parse(body);
+      if (bool(tl["done"])) {
+        final_body = body;
+        break;
+      }
+      if (dom::array(tl["intervals"]).size() > 0) live.push_back(body);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  ASSERT_FALSE(final_body.empty()) << "the timeline never said done\n" << slurp(path("err"));
+  EXPECT_FALSE(live.empty()) << "no timeline seen while the job ran";
+
+  // The page, while lingering.
+  int status = 0;
+  std::string type;
+  const std::string page = get(port, "/", &status, &type);
+  EXPECT_EQ(status, 200);
+  EXPECT_NE(type.find("text/html"), std::string::npos);
+  EXPECT_NE(page.find("<svg id=\"latency\""), std::string::npos);
+  EXPECT_NE(page.find("api/timeline"), std::string::npos);
+  EXPECT_EQ(page.find("://cdn"), std::string::npos);  // self-contained
+  EXPECT_EQ(page.find("<script src"), std::string::npos);
+
+  ASSERT_EQ(p.wait(), 0) << slurp(path("err"));
+  dom::parser sp, fp;
+  dom::element want = sp.parse(slurp(stats));
+  dom::element got = fp.parse(final_body);
+
+  // Decisions and migrations: exactly the --stats-json ones, and the run had some.
+  EXPECT_EQ(simdjson::minify(got["decisions"]), simdjson::minify(want["decisions"]));
+  EXPECT_EQ(simdjson::minify(got["migrations"]), simdjson::minify(want["migrations"]));
+  const dom::array decisions = want["decisions"];
+  EXPECT_GE(decisions.size(), 1u) << final_body;
+  EXPECT_GE(dom::array(want["migrations"]).size(), 1u) << final_body;
+  for (dom::element d : decisions) {
+    EXPECT_EQ(std::string_view(d["kind"]), "ds2");
+    EXPECT_FALSE(std::string_view(d["reason"]).empty());
+  }
+
+  // Latency points: the --stats-json intervals, times strictly increasing, values present.
+  const auto points = times_and_p99(got);
+  std::vector<std::pair<double, double>> stats_points;
+  for (dom::element s : dom::array(want["intervals"]))
+    stats_points.emplace_back(double(s["t_s"]), double(s["p99_ms"]));
+  EXPECT_EQ(points, stats_points);
+  ASSERT_GE(points.size(), 10u);  // 5 s in 250 ms intervals
+  double max_p99 = 0;
+  for (size_t i = 1; i < points.size(); ++i) {
+    EXPECT_GT(points[i].first, points[i - 1].first) << i;
+    max_p99 = std::max(max_p99, points[i].second);
+  }
+  EXPECT_GT(max_p99, 0);
+  uint64_t records = 0, active_max = 0;
+  for (dom::element iv : dom::array(got["intervals"])) {
+    records += uint64_t(iv["records"]);
+    EXPECT_GE(double(iv["throughput"]), 0);
+    EXPECT_LE(double(iv["p50_ms"]), double(iv["p99_ms"]));
+    EXPECT_LE(double(iv["p99_ms"]), double(iv["max_ms"]));
+    active_max = std::max(active_max, uint64_t(iv["active_workers"]));
+  }
+  EXPECT_GT(records, 0u);
+  // The active workers seen by the intervals follow the decisions: more than 1 at the end.
+  EXPECT_GE(active_max, 2u);
+  EXPECT_EQ(std::string_view(got["config"]["job"]), "keycount");
+  EXPECT_EQ(uint64_t(got["config"]["workers"]), 4u);
+
+  // What was served live is a prefix of the final timeline.
+  for (const std::string& body : live) {
+    dom::parser lp;
+    const auto early = times_and_p99(lp.parse(body));
+    ASSERT_LE(early.size(), points.size());
+    EXPECT_TRUE(std::equal(early.begin(), early.end(), points.begin()));
+  }
+}
+
+TEST_F(RunDashboardTest, BadAddressAndReferenceAreRefused) {
+  auto r = snailtrail::testing::run_binary("run keycount --duration 100ms --http 127.0.0.1:99999");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("bad port"), std::string::npos) << r.out;
+  r = snailtrail::testing::run_binary("run keycount --reference --duration 100ms --http 0");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("--http: not with --reference"), std::string::npos) << r.out;
+  // A plain run (no planner): the dashboard serves empty decisions and migrations and
+  // lingers; port alone binds 127.0.0.1.
+  r = snailtrail::testing::run_binary("run keycount --duration 300ms --http 0 -q");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("live dashboard on http://127.0.0.1:"), std::string::npos) << r.out;
+}
+
+}  // namespace
