@@ -126,6 +126,7 @@ void replay_rank(mpi::RankGroup& group, int from,
       carry += *piece;
       carry.erase(0, replay_records(carry, consume));
     }
+    group.give_buffer(std::move(*piece));
   }
   if (!carry.empty()) throw std::runtime_error("MPI: truncated window record");
 }
@@ -340,16 +341,18 @@ int run(const AnalyzeArgs& args, mpi::RankGroup* group) {
   StreamedStats sstats;
   // --timings under mpirun: where this rank's time went (seconds since this process
   // started its run, and its CPU time).
+  double cpu_own = 0;
   auto print_rank_timings = [&](int64_t kb, int64_t ke, Clock::time_point own,
                                 Clock::time_point gathered) {
     const auto now = Clock::now();
     fmt::print(stderr,
                "rank {} of {}: windows {}..{} ({} events in its blocks); MPI_Init done at "
-               "{:.3f}s, own windows done at {:.3f}s, others' written at {:.3f}s, end {:.3f}s; "
-               "cpu {:.3f}s; lookback {} ns, {} blocks read\n",
+               "{:.3f}s, own windows done at {:.3f}s (cpu {:.3f}s), others' written at "
+               "{:.3f}s, end {:.3f}s; cpu {:.3f}s, of which MPI thread {:.3f}s; lookback {} ns, "
+               "{} blocks read\n",
                group->rank(), group->size(), kb, ke, sstats.events_read, group->init_seconds(),
-               seconds(t0, own), seconds(t0, gathered), seconds(t0, now), cpu_seconds(),
-               sstats.lookback_ns, sstats.blocks_read);
+               seconds(t0, own), cpu_own, seconds(t0, gathered), seconds(t0, now), cpu_seconds(),
+               group->mpi_thread_cpu_seconds(), sstats.lookback_ns, sstats.blocks_read);
   };
   if (snail) {
     // Runs of windows without events that meet where two cuts meet are one run.
@@ -385,8 +388,10 @@ int run(const AnalyzeArgs& args, mpi::RankGroup* group) {
         const auto n = static_cast<int64_t>(splan.count());
         kb = splan.k0 + n * rank / size, ke = splan.k0 + n * (rank + 1) / size - 1;
       } else {
-        const std::vector<int64_t> b =
-            split_windows_by_events(snail->index(), splan, static_cast<int>(size));
+        std::vector<double> weights(static_cast<size_t>(size), 1.0);
+        if (const char* w = std::getenv("SNAILTRAIL_ROOT_WEIGHT"))
+          weights[0] = std::atof(w);  // TEMP
+        const std::vector<int64_t> b = split_windows_by_events(snail->index(), splan, weights);
         kb = b[static_cast<size_t>(rank)];
         ke = b[static_cast<size_t>(rank) + 1] - 1;
       }
@@ -394,16 +399,19 @@ int run(const AnalyzeArgs& args, mpi::RankGroup* group) {
         // Records go to rank 0 in pieces as windows are done (sent in the background).
         constexpr size_t kSendPiece = size_t{4} << 20;
         std::string records;
+        records.reserve(kSendPiece + (kSendPiece >> 2));
         if (ke >= kb)
           sstats = analyze_snail_streamed(*snail, opt, splan, kb, ke, threads, render,
                                           [&](RenderedWindow& r) {
                                             append_record(records, r);
                                             if (records.size() >= kSendPiece) {
                                               group->send_to_root(std::move(records));
-                                              records = std::string();
+                                              records = group->take_buffer();
+                                              records.reserve(kSendPiece + (kSendPiece >> 2));
                                             }
                                           });
         group->send_to_root(std::move(records));
+        cpu_own = cpu_seconds();
         if (a.timings) print_rank_timings(kb, ke, Clock::now(), Clock::now());
         return 0;
       }
@@ -412,6 +420,7 @@ int run(const AnalyzeArgs& args, mpi::RankGroup* group) {
         sstats = analyze_snail_streamed(*snail, opt, splan, kb, ke, threads, render, consume,
                                         on_progress);
       const auto t_own = Clock::now();
+      cpu_own = cpu_seconds();
       for (int r = 1; r < group->size(); ++r) replay_rank(*group, r, consume);
       if (a.timings) print_rank_timings(kb, ke, t_own, Clock::now());
     }

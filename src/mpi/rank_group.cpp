@@ -1,6 +1,7 @@
 #include "mpi/rank_group.hpp"
 
 #include <mpi.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <chrono>
@@ -8,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <deque>
 #include <mutex>
 #include <stdexcept>
@@ -20,9 +22,19 @@ namespace {
 
 constexpr int kTag = 2020;
 constexpr size_t kPiece = size_t{1} << 28;  // MPI counts are int: send in pieces
-// How long the MPI thread sleeps between polls (MPI_Iprobe, MPI_Test): short against the
-// analysis, long enough that polling costs next to no CPU.
-constexpr auto kPoll = std::chrono::microseconds(500);
+// How long the MPI thread sleeps between polls (MPI_Iprobe, MPI_Test): from 100 us after
+// a message, doubling while nothing comes, up to 4 ms: short against the analysis, and
+// polling costs next to no CPU.
+constexpr int64_t kPollMinUs = 100, kPollMaxUs = 4000;
+
+struct Backoff {
+  int64_t us = kPollMinUs;
+  void reset() { us = kPollMinUs; }
+  void sleep() {
+    std::this_thread::sleep_for(std::chrono::microseconds(us));
+    us = std::min(us * 2, kPollMaxUs);
+  }
+};
 
 std::optional<int> env_int(const char* name) {
   const char* v = std::getenv(name);
@@ -51,6 +63,17 @@ struct RankGroup::State {
   bool closing = false;
   bool receiving = false;
   std::deque<std::string> outgoing;
+  std::vector<std::string> spare;  // buffers to reuse (no fresh pages to fault in)
+  std::string take_spare() {       // under m
+    if (spare.empty()) return {};
+    std::string b = std::move(spare.back());
+    spare.pop_back();
+    b.clear();
+    return b;
+  }
+  void give_spare(std::string b) {  // under m
+    if (spare.size() < 16 && b.capacity() > 0) spare.push_back(std::move(b));
+  }
   std::vector<std::deque<std::string>> incoming;
   std::vector<bool> ended;
   size_t open_streams = 0;
@@ -91,6 +114,7 @@ void RankGroup::State::run() {
   ended.assign(static_cast<size_t>(n), false);
   open_streams = n > 0 ? static_cast<size_t>(n - 1) : 0;
   cv.notify_all();
+  Backoff idle;
   for (;;) {
     if (abort_code >= 0) {
       if (!error.empty()) std::fprintf(stderr, "snailtrail: %s\n", error.c_str());
@@ -104,6 +128,7 @@ void RankGroup::State::run() {
       lock.unlock();
       send(piece);  // false: abort requested, checked next
       lock.lock();
+      give_spare(std::move(piece));
       continue;
     }
     if (rank == 0 && receiving && open_streams > 0) {
@@ -113,13 +138,17 @@ void RankGroup::State::run() {
       if (MPI_Iprobe(MPI_ANY_SOURCE, kTag, MPI_COMM_WORLD, &flag, &st) != MPI_SUCCESS) flag = 0;
       std::string piece;
       if (flag) {
+        lock.lock();
+        piece = take_spare();
+        lock.unlock();
         int count = 0;
         MPI_Get_count(&st, MPI_BYTE, &count);
         piece.resize(static_cast<size_t>(count));
         MPI_Recv(piece.data(), count, MPI_BYTE, st.MPI_SOURCE, kTag, MPI_COMM_WORLD,
                  MPI_STATUS_IGNORE);
+        idle.reset();
       } else {
-        std::this_thread::sleep_for(kPoll);
+        idle.sleep();
       }
       lock.lock();
       if (flag) {
@@ -146,6 +175,7 @@ bool RankGroup::State::send(const std::string& bytes) {
   for (size_t off = 0; off < bytes.size(); off += kPiece) {
     const int len = static_cast<int>(std::min(kPiece, bytes.size() - off));
     MPI_Request req;
+    Backoff wait;
     if (MPI_Isend(bytes.data() + off, len, MPI_BYTE, 0, kTag, MPI_COMM_WORLD, &req) != MPI_SUCCESS)
       throw std::runtime_error("MPI: MPI_Isend failed");
     for (;;) {
@@ -156,7 +186,7 @@ bool RankGroup::State::send(const std::string& bytes) {
         std::lock_guard lock(m);
         if (abort_code >= 0) return false;
       }
-      std::this_thread::sleep_for(kPoll);
+      wait.sleep();
     }
   }
   return true;
@@ -211,6 +241,16 @@ void RankGroup::start_receiving() {
   s_->mpi_cv.notify_all();
 }
 
+std::string RankGroup::take_buffer() {
+  std::lock_guard lock(s_->m);
+  return s_->take_spare();
+}
+
+void RankGroup::give_buffer(std::string bytes) {
+  std::lock_guard lock(s_->m);
+  s_->give_spare(std::move(bytes));
+}
+
 std::optional<std::string> RankGroup::receive_from(int from) {
   std::unique_lock lock(s_->m);
   s_->wait_init(lock);
@@ -227,6 +267,14 @@ double RankGroup::init_seconds() {
   std::unique_lock lock(s_->m);
   s_->wait_init(lock);
   return s_->init_s;
+}
+
+double RankGroup::mpi_thread_cpu_seconds() {
+  clockid_t id;
+  timespec ts{};
+  if (pthread_getcpuclockid(s_->thread.native_handle(), &id) != 0 || clock_gettime(id, &ts) != 0)
+    return 0;
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
 void RankGroup::abort(int code) {

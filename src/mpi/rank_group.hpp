@@ -40,11 +40,18 @@ class RankGroup {
   // Rank 0 (after start_receiving): the next piece of rank `from`'s stream, waiting for it;
   // nullopt at its end (the other rank's group was destroyed).
   std::optional<std::string> receive_from(int from);
+  // A buffer to fill and pass to send_to_root (empty; perhaps with capacity from earlier
+  // pieces), and one to give back after receive_from: reusing them saves faulting in
+  // fresh pages for every piece.
+  std::string take_buffer();
+  void give_buffer(std::string bytes);
   // Ends every process of the job (after an error on one of them).
   [[noreturn]] void abort(int code);
 
   // Seconds from the group's creation until MPI_Init returned (waits for it).
   double init_seconds();
+  // CPU time the MPI thread has used so far (MPI_Init, moving bytes, polling).
+  double mpi_thread_cpu_seconds();
 
   struct State;
 

@@ -115,9 +115,16 @@ StreamedPlan plan_streamed(const TraceFacts& facts, const WindowSpec& spec) {
 }
 
 std::vector<int64_t> split_windows_by_events(const SnailIndex& index, const StreamedPlan& plan,
-                                             int parts) {
-  if (parts < 1) throw std::invalid_argument("split_windows_by_events: parts < 1");
-  std::vector<int64_t> b(static_cast<size_t>(parts) + 1, plan.k1 + 1);
+                                             const std::vector<double>& weights) {
+  const size_t parts = weights.size();
+  double weight_sum = 0;
+  for (double x : weights) {
+    if (!(x >= 0)) throw std::invalid_argument("split_windows_by_events: negative weight");
+    weight_sum += x;
+  }
+  if (parts < 1 || !(weight_sum > 0))
+    throw std::invalid_argument("split_windows_by_events: no weight");
+  std::vector<int64_t> b(parts + 1, plan.k1 + 1);
   b[0] = plan.k0;
   if (plan.empty()) return b;
   // Events before t (estimated): each block's count spread evenly over [min_ts, max_ts].
@@ -137,11 +144,13 @@ std::vector<int64_t> split_windows_by_events(const SnailIndex& index, const Stre
   int64_t end = plan.start_of(plan.k1 + 1);
   if (plan.to) end = std::min(end, *plan.to);
   const double lo = before(plan.start_of(plan.k0)), total = before(end) - lo;
-  for (int r = 1; r < parts; ++r) {
-    const double target = lo + total * r / parts;
+  double cum = 0;
+  for (size_t r = 1; r < parts; ++r) {
+    cum += weights[r - 1];
+    const double target = lo + total * (cum / weight_sum);
     // The first window k in [b[r-1], k1 + 1] whose start has at least `target` events
     // before it.
-    int64_t a = b[static_cast<size_t>(r) - 1], z = plan.k1 + 1;
+    int64_t a = b[r - 1], z = plan.k1 + 1;
     while (a < z) {
       const int64_t mid = a + (z - a) / 2;
       if (before(plan.start_of(mid)) >= target)
@@ -149,7 +158,7 @@ std::vector<int64_t> split_windows_by_events(const SnailIndex& index, const Stre
       else
         a = mid + 1;
     }
-    b[static_cast<size_t>(r)] = a;
+    b[r] = a;
   }
   return b;
 }

@@ -45,12 +45,13 @@ struct StreamedPlan {
 };
 StreamedPlan plan_streamed(const TraceFacts& facts, const WindowSpec& spec);
 
-// Splits the plan's windows into `parts` consecutive shares of about equal numbers of
-// events, by the block index (each block's events taken as spread evenly over its time
-// range): returns parts + 1 borders, share r being windows [b[r], b[r+1]) (b[0] = k0,
-// b[parts] = k1 + 1). How ranks under mpirun share the windows.
+// Splits the plan's windows into consecutive shares, one per weight, with numbers of
+// events about proportional to the weights, by the block index (each block's events
+// taken as spread evenly over its time range): returns weights.size() + 1 borders, share r
+// being windows [b[r], b[r+1]) (b[0] = k0, b.back() = k1 + 1). How ranks under mpirun
+// share the windows.
 std::vector<int64_t> split_windows_by_events(const SnailIndex& index, const StreamedPlan& plan,
-                                             int parts);
+                                             const std::vector<double>& weights);
 
 struct StreamedStats {
   uint64_t blocks_read = 0;
