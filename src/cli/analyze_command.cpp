@@ -380,21 +380,15 @@ int run(const AnalyzeArgs& args, mpi::RankGroup* group) {
       sstats = analyze_snail_streamed(*snail, opt, splan, splan.k0, splan.k1, threads, render,
                                       consume, on_progress);
     } else {
-      // Rank r takes the r-th of `size` shares of the windows with about equal numbers of
-      // events, in order.
+      // Rank r takes the r-th share of the windows, in order, by events (the block
+      // index's counts). Rank 0 also writes every other rank's output (about 15 % of the
+      // work of analysing the windows that produced it, measured at two ranks): its share
+      // is smaller by that much per other rank (docs/PERFORMANCE.md, "Scaling over ranks").
       const int64_t size = group->size(), rank = group->rank();
-      int64_t kb, ke;
-      if (std::getenv("SNAILTRAIL_SPLIT_BY_TIME")) {  // TEMP A/B
-        const auto n = static_cast<int64_t>(splan.count());
-        kb = splan.k0 + n * rank / size, ke = splan.k0 + n * (rank + 1) / size - 1;
-      } else {
-        std::vector<double> weights(static_cast<size_t>(size), 1.0);
-        if (const char* w = std::getenv("SNAILTRAIL_ROOT_WEIGHT"))
-          weights[0] = std::atof(w);  // TEMP
-        const std::vector<int64_t> b = split_windows_by_events(snail->index(), splan, weights);
-        kb = b[static_cast<size_t>(rank)];
-        ke = b[static_cast<size_t>(rank) + 1] - 1;
-      }
+      std::vector<double> weights(static_cast<size_t>(size), 1.0);
+      weights[0] = std::max(0.1, 1.0 - 0.15 * static_cast<double>(size - 1));
+      const std::vector<int64_t> b = split_windows_by_events(snail->index(), splan, weights);
+      const int64_t kb = b[static_cast<size_t>(rank)], ke = b[static_cast<size_t>(rank) + 1] - 1;
       if (helper_rank) {
         // Records go to rank 0 in pieces as windows are done (sent in the background).
         constexpr size_t kSendPiece = size_t{4} << 20;
