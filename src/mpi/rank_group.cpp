@@ -62,6 +62,7 @@ struct RankGroup::State {
   int abort_code = -1;
   bool closing = false;
   bool receiving = false;
+  bool streamed = false;  // send_to_root was called: rank 0 expects the stream's end
   std::deque<std::string> outgoing;
   std::vector<std::string> spare;  // buffers to reuse (no fresh pages to fault in)
   std::string take_spare() {       // under m
@@ -167,7 +168,8 @@ void RankGroup::State::run() {
     mpi_cv.wait_for(lock, std::chrono::milliseconds(50));
   }
   lock.unlock();
-  if (rank > 0) MPI_Send(nullptr, 0, MPI_BYTE, 0, kTag, MPI_COMM_WORLD);  // end of the stream
+  if (rank > 0 && streamed)  // the end of the stream
+    MPI_Send(nullptr, 0, MPI_BYTE, 0, kTag, MPI_COMM_WORLD);
   MPI_Finalize();
 }
 
@@ -176,8 +178,13 @@ bool RankGroup::State::send(const std::string& bytes) {
     const int len = static_cast<int>(std::min(kPiece, bytes.size() - off));
     MPI_Request req;
     Backoff wait;
-    if (MPI_Isend(bytes.data() + off, len, MPI_BYTE, 0, kTag, MPI_COMM_WORLD, &req) != MPI_SUCCESS)
-      throw std::runtime_error("MPI: MPI_Isend failed");
+    if (MPI_Isend(bytes.data() + off, len, MPI_BYTE, 0, kTag, MPI_COMM_WORLD, &req) !=
+        MPI_SUCCESS) {
+      std::lock_guard lock(m);
+      error = "MPI: MPI_Isend failed";
+      abort_code = 1;
+      return false;
+    }
     for (;;) {
       int done = 0;
       MPI_Test(&req, &done, MPI_STATUS_IGNORE);
@@ -204,10 +211,8 @@ std::unique_ptr<RankGroup> RankGroup::join_if_launched() {
   State* sp = s.get();
   s->thread = std::thread([sp] { sp->run(); });
   std::unique_ptr<RankGroup> g(new RankGroup(std::move(s)));
-  if (!rank) {  // no early rank: wait for MPI_Init
-    std::unique_lock lock(sp->m);
-    sp->wait_init(lock);
-  }
+  std::unique_lock lock(sp->m);
+  if (!rank || *rank >= *size) sp->wait_init(lock);  // no early rank: wait for MPI_Init
   g->rank_ = sp->rank;
   g->size_ = sp->size;
   return g;
@@ -225,9 +230,10 @@ RankGroup::~RankGroup() {
 }
 
 void RankGroup::send_to_root(std::string bytes) {
-  if (bytes.empty()) return;  // an empty message ends the stream
   {
     std::lock_guard lock(s_->m);
+    s_->streamed = true;
+    if (bytes.empty()) return;  // an empty message ends the stream
     s_->outgoing.push_back(std::move(bytes));
   }
   s_->mpi_cv.notify_all();

@@ -32,7 +32,8 @@ class RankGroup {
   int size() const { return size_; }
 
   // Rank > 0: appends `bytes` to this rank's stream to rank 0 (sent in the background, in
-  // order, as soon as rank 0 takes them).
+  // order, as soon as rank 0 takes them). A rank that calls it (even with no bytes) ends
+  // its stream when the group is destroyed; rank 0's receive_from waits for that end.
   void send_to_root(std::string bytes);
   // Rank 0: starts taking every other rank's stream in the background (call it early, so
   // the other ranks' bytes move while rank 0 works).
