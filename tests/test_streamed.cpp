@@ -17,6 +17,7 @@
 #include "pag/timeline.hpp"
 #include "process_util.hpp"
 #include "sim/simulator.hpp"
+#include "summary/streamed.hpp"
 #include "trace/snail_index.hpp"
 #include "trace/trace_io.hpp"
 #include "trace/trace_io_detail.hpp"
@@ -817,6 +818,85 @@ TEST_F(StreamedTest, ScaleTraceFoldsBlocksAsTheWholeTraceDoes) {
       EXPECT_EQ(s_out, whole.out) << f << " " << cmd[1];
     }
   }
+}
+
+// How ranks share the windows (split_windows_by_events): blocks holding one event per ns
+// of their time range, so that the index's even-spread estimate is the exact count, and
+// the borders against a brute force over the events themselves.
+TEST(SplitWindowsByEvents, BordersMatchABruteForceOverTheEvents) {
+  std::mt19937_64 rng(20);
+  for (int round = 0; round < 200; ++round) {
+    SnailIndex index;
+    std::vector<int64_t> ts;  // every event's time
+    int64_t t = static_cast<int64_t>(rng() % 50);
+    const int nblocks = 1 + static_cast<int>(rng() % 12);
+    for (int i = 0; i < nblocks; ++i) {
+      t += static_cast<int64_t>(rng() % 3 == 0 ? rng() % 200 : 0);  // sometimes a gap
+      const int64_t len = 1 + static_cast<int64_t>(rng() % 60);
+      SnailBlock b;
+      b.kind = 1;
+      b.min_ts = t;
+      b.max_ts = t + len - 1;
+      b.count = static_cast<uint32_t>(len);
+      for (int64_t x = b.min_ts; x <= b.max_ts; ++x) ts.push_back(x);
+      index.blocks.push_back(b);
+      if (rng() % 4 == 0) index.blocks.push_back(SnailBlock{0, 2, 3, 0, 0});  // metadata
+      t += len;
+    }
+    index.facts.events = ts.size();
+    index.facts.first_ts = ts.front();
+    index.facts.last_ts = ts.back();
+    WindowSpec spec;
+    spec.width_ns = 1 + static_cast<int64_t>(rng() % 40);
+    if (rng() % 3 == 0) spec.from_ns = ts.front() + static_cast<int64_t>(rng() % 100);
+    if (rng() % 3 == 0) spec.to_ns = ts.back() - static_cast<int64_t>(rng() % 100);
+    const StreamedPlan plan = plan_streamed(index.facts, spec);
+    if (plan.empty()) continue;
+    std::vector<double> weights(1 + rng() % 5);
+    for (double& w : weights) w = rng() % 4 == 0 ? 0.0 : 0.1 + static_cast<double>(rng() % 10);
+    if (weights[0] == 0) weights[0] = 1;
+    const std::vector<int64_t> b = split_windows_by_events(index, plan, weights);
+
+    // Brute force: events before t, counted; the plan's range; each border the first
+    // window (not before the previous border) with its share of events before it.
+    auto before = [&](int64_t x) {
+      return static_cast<double>(std::lower_bound(ts.begin(), ts.end(), x) - ts.begin());
+    };
+    int64_t end = plan.start_of(plan.k1 + 1);
+    if (plan.to) end = std::min(end, *plan.to);
+    const double lo = before(plan.start_of(plan.k0)), total = before(end) - lo;
+    double sum = 0, cum = 0;
+    for (double w : weights) sum += w;
+    std::vector<int64_t> want{plan.k0};
+    for (size_t r = 1; r < weights.size(); ++r) {
+      cum += weights[r - 1];
+      int64_t k = want.back();
+      while (k <= plan.k1 && before(plan.start_of(k)) < lo + total * (cum / sum) - 1e-9) ++k;
+      want.push_back(k);
+    }
+    want.push_back(plan.k1 + 1);
+    ASSERT_EQ(b, want) << "round " << round;
+  }
+}
+
+TEST(SplitWindowsByEvents, EqualWeightsOnEvenDensityAreEqualShares) {
+  SnailIndex index;  // 1000 events per 1000 ns, 10 blocks
+  for (int i = 0; i < 10; ++i)
+    index.blocks.push_back(SnailBlock{0, 1, 1000, i * 1000, i * 1000 + 999});
+  index.facts.events = 10000;
+  index.facts.first_ts = 0;
+  index.facts.last_ts = 9999;
+  WindowSpec spec;
+  spec.width_ns = 100;
+  const StreamedPlan plan = plan_streamed(index.facts, spec);
+  ASSERT_EQ(plan.count(), 100u);
+  EXPECT_EQ(split_windows_by_events(index, plan, {1, 1}), (std::vector<int64_t>{0, 50, 100}));
+  EXPECT_EQ(split_windows_by_events(index, plan, {1, 1, 1, 1}),
+            (std::vector<int64_t>{0, 25, 50, 75, 100}));
+  // Rank 0 with 0.85 of a share at two ranks: 46 of the 100 windows.
+  EXPECT_EQ(split_windows_by_events(index, plan, {0.85, 1}), (std::vector<int64_t>{0, 46, 100}));
+  EXPECT_THROW(split_windows_by_events(index, plan, {}), std::invalid_argument);
+  EXPECT_THROW(split_windows_by_events(index, plan, {0, 0}), std::invalid_argument);
 }
 
 }  // namespace

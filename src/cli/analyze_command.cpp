@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <ctime>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "cli/commands.hpp"
@@ -67,16 +69,18 @@ void append_record(std::string& out, const RenderedWindow& r) {
   if (!run) out.append(r.text);
 }
 
-// Replays another rank's records (append_record) into `consume`.
-void replay_records(std::string_view in, const std::function<void(RenderedWindow&)>& consume) {
+// Replays the complete records (append_record) at the front of `in` into `consume`;
+// returns the bytes they took (a record cut at the end of `in` is left).
+size_t replay_records(std::string_view in, const std::function<void(RenderedWindow&)>& consume) {
+  constexpr size_t kHead = 1 + 5 * sizeof(uint64_t);
   size_t pos = 0;
   auto get = [&](auto& v) {
-    if (in.size() - pos < sizeof v) throw std::runtime_error("MPI: truncated window record");
     std::memcpy(&v, in.data() + pos, sizeof v);
     pos += sizeof v;
   };
-  while (pos < in.size()) {
-    RenderedWindow r;
+  RenderedWindow r;
+  while (in.size() - pos >= kHead) {
+    const size_t begin = pos;
     uint8_t run = 0;
     uint64_t index = 0, len = 0;
     get(run);
@@ -85,12 +89,36 @@ void replay_records(std::string_view in, const std::function<void(RenderedWindow
     get(r.summary.window.end);
     get(r.summary.window.empty_run);
     get(len);
-    if (in.size() - pos < len) throw std::runtime_error("MPI: truncated window record");
+    if (in.size() - pos < len) return begin;
     r.summary.index = static_cast<size_t>(index);
     r.text.assign(in.data() + pos, len);
     pos += len;
     consume(r);
   }
+  return pos;
+}
+
+// Replays rank `from`'s whole stream of records, piece by piece as it arrives.
+void replay_rank(mpi::RankGroup& group, int from,
+                 const std::function<void(RenderedWindow&)>& consume) {
+  std::string carry;  // a record cut between two pieces
+  while (std::optional<std::string> piece = group.receive_from(from)) {
+    if (carry.empty()) {
+      const size_t used = replay_records(*piece, consume);
+      carry.assign(piece->data() + used, piece->size() - used);
+    } else {
+      carry += *piece;
+      carry.erase(0, replay_records(carry, consume));
+    }
+    group.give_buffer(std::move(*piece));
+  }
+  if (!carry.empty()) throw std::runtime_error("MPI: truncated window record");
+}
+
+double cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
 int run(const AnalyzeArgs& args, mpi::RankGroup* group) {
@@ -267,6 +295,21 @@ int run(const AnalyzeArgs& args, mpi::RankGroup* group) {
     }
   };
   StreamedStats sstats;
+  // --timings under mpirun: where this rank's time went (seconds since this process
+  // started its run, and its CPU time).
+  double cpu_own = 0;
+  auto print_rank_timings = [&](int64_t kb, int64_t ke, Clock::time_point own,
+                                Clock::time_point gathered) {
+    const auto now = Clock::now();
+    fmt::print(stderr,
+               "rank {} of {}: windows {}..{} ({} events in its blocks); MPI_Init done at "
+               "{:.3f}s, own windows done at {:.3f}s (cpu {:.3f}s), others' written at "
+               "{:.3f}s, end {:.3f}s; cpu {:.3f}s, of which MPI thread {:.3f}s; lookback {} ns, "
+               "{} blocks read\n",
+               group->rank(), group->size(), kb, ke, sstats.events_read, group->init_seconds(),
+               seconds(t0, own), cpu_own, seconds(t0, gathered), seconds(t0, now), cpu_seconds(),
+               group->mpi_thread_cpu_seconds(), sstats.lookback_ns, sstats.blocks_read);
+  };
   if (snail) {
     // Runs of windows without events that meet where two cuts meet are one run.
     RenderedWindow run;
@@ -293,22 +336,43 @@ int run(const AnalyzeArgs& args, mpi::RankGroup* group) {
       sstats = analyze_snail_streamed(*snail, opt, splan, splan.k0, splan.k1, threads, render,
                                       consume, on_progress);
     } else {
-      // Rank r takes the r-th of `size` equal shares of the windows, in order.
-      const auto n = static_cast<int64_t>(splan.count());
+      // Rank r takes the r-th share of the windows, in order, by events (the block
+      // index's counts). Rank 0 also writes every other rank's output (about 15 % of the
+      // work of analysing the windows that produced it, measured at two ranks): its share
+      // is smaller by that much per other rank (docs/PERFORMANCE.md, "Scaling over ranks").
       const int64_t size = group->size(), rank = group->rank();
-      const int64_t kb = splan.k0 + n * rank / size, ke = splan.k0 + n * (rank + 1) / size - 1;
+      std::vector<double> weights(static_cast<size_t>(size), 1.0);
+      weights[0] = std::max(0.1, 1.0 - 0.15 * static_cast<double>(size - 1));
+      const std::vector<int64_t> b = split_windows_by_events(snail->index(), splan, weights);
+      const int64_t kb = b[static_cast<size_t>(rank)], ke = b[static_cast<size_t>(rank) + 1] - 1;
       if (helper_rank) {
+        // Records go to rank 0 in pieces as windows are done (sent in the background).
+        constexpr size_t kSendPiece = size_t{4} << 20;
         std::string records;
+        records.reserve(kSendPiece + (kSendPiece >> 2));
         if (ke >= kb)
           sstats = analyze_snail_streamed(*snail, opt, splan, kb, ke, threads, render,
-                                          [&](RenderedWindow& r) { append_record(records, r); });
-        group->send_to_root(records);
+                                          [&](RenderedWindow& r) {
+                                            append_record(records, r);
+                                            if (records.size() >= kSendPiece) {
+                                              group->send_to_root(std::move(records));
+                                              records = group->take_buffer();
+                                              records.reserve(kSendPiece + (kSendPiece >> 2));
+                                            }
+                                          });
+        group->send_to_root(std::move(records));
+        cpu_own = cpu_seconds();
+        if (a.timings) print_rank_timings(kb, ke, Clock::now(), Clock::now());
         return 0;
       }
+      group->start_receiving();
       if (ke >= kb)
         sstats = analyze_snail_streamed(*snail, opt, splan, kb, ke, threads, render, consume,
                                         on_progress);
-      for (int r = 1; r < group->size(); ++r) replay_records(group->receive_from(r), consume);
+      const auto t_own = Clock::now();
+      cpu_own = cpu_seconds();
+      for (int r = 1; r < group->size(); ++r) replay_rank(*group, r, consume);
+      if (a.timings) print_rank_timings(kb, ke, t_own, Clock::now());
     }
     flush_run();
   } else {

@@ -1,63 +1,297 @@
 #include "mpi/rank_group.hpp"
 
 #include <mpi.h>
+#include <pthread.h>
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <ctime>
+#include <deque>
+#include <mutex>
 #include <stdexcept>
+#include <thread>
+#include <vector>
 
 namespace snailtrail::mpi {
+
 namespace {
 
 constexpr int kTag = 2020;
 constexpr size_t kPiece = size_t{1} << 28;  // MPI counts are int: send in pieces
+// How long the MPI thread sleeps between polls (MPI_Iprobe, MPI_Test): from 100 us after
+// a message, doubling while nothing comes, up to 4 ms: short against the analysis, and
+// polling costs next to no CPU.
+constexpr int64_t kPollMinUs = 100, kPollMaxUs = 4000;
 
-void check(int rc, const char* what) {
-  if (rc != MPI_SUCCESS) throw std::runtime_error(std::string("MPI: ") + what + " failed");
+struct Backoff {
+  int64_t us = kPollMinUs;
+  void reset() { us = kPollMinUs; }
+  void sleep() {
+    std::this_thread::sleep_for(std::chrono::microseconds(us));
+    us = std::min(us * 2, kPollMaxUs);
+  }
+};
+
+std::optional<int> env_int(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return std::nullopt;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  if (*end != '\0' || n < 0 || n > (1 << 30)) return std::nullopt;
+  return static_cast<int>(n);
 }
 
 }  // namespace
 
-std::unique_ptr<RankGroup> RankGroup::join_if_launched() {
-  const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
-  if (!size || std::atoi(size) <= 1) return nullptr;
-  int provided = 0;
-  check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
-  int rank = 0, n = 1;
-  check(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank");
-  check(MPI_Comm_size(MPI_COMM_WORLD, &n), "MPI_Comm_size");
-  return std::unique_ptr<RankGroup>(new RankGroup(rank, n));
-}
+struct RankGroup::State {
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point created = Clock::now();
+  double init_s = 0;
 
-RankGroup::~RankGroup() {
+  std::mutex m;
+  std::condition_variable cv;      // the caller waits: init, pieces
+  std::condition_variable mpi_cv;  // the MPI thread waits: pieces to send, closing
+  bool init_done = false;
+  std::string error;    // set by the MPI thread: MPI failed or disagrees with the environment
+  bool failed = false;  // MPI_Init failed: no MPI call at all
+  int rank = -1, size = 0;
+  int abort_code = -1;
+  bool closing = false;
+  bool receiving = false;
+  bool streamed = false;  // send_to_root was called: rank 0 expects the stream's end
+  std::deque<std::string> outgoing;
+  std::vector<std::string> spare;  // buffers to reuse (no fresh pages to fault in)
+  std::string take_spare() {       // under m
+    if (spare.empty()) return {};
+    std::string b = std::move(spare.back());
+    spare.pop_back();
+    b.clear();
+    return b;
+  }
+  void give_spare(std::string b) {  // under m
+    if (spare.size() < 16 && b.capacity() > 0) spare.push_back(std::move(b));
+  }
+  std::vector<std::deque<std::string>> incoming;
+  std::vector<bool> ended;
+  size_t open_streams = 0;
+  std::thread thread;
+
+  void run();
+  bool send(const std::string& bytes);  // false: aborted
+  void wait_init(std::unique_lock<std::mutex>& lock) {
+    cv.wait(lock, [&] { return init_done; });
+    if (!error.empty()) throw std::runtime_error(error);
+  }
+};
+
+void RankGroup::State::run() {
+  int provided = 0, r = 0, n = 0;
+  const bool ok =
+      MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) == MPI_SUCCESS &&
+      MPI_Comm_rank(MPI_COMM_WORLD, &r) == MPI_SUCCESS &&
+      MPI_Comm_size(MPI_COMM_WORLD, &n) == MPI_SUCCESS;
+  std::unique_lock lock(m);
+  init_s = std::chrono::duration<double>(Clock::now() - created).count();
+  init_done = true;
+  if (!ok) {
+    error = "MPI: MPI_Init_thread failed";
+    failed = true;
+    cv.notify_all();
+    return;
+  }
+  if (rank >= 0 && (rank != r || size != n)) {
+    error = "MPI: rank " + std::to_string(r) + " of " + std::to_string(n) +
+            " differs from OMPI_COMM_WORLD_RANK/SIZE (" + std::to_string(rank) + " of " +
+            std::to_string(size) + ")";
+    abort_code = 1;
+  }
+  rank = r;
+  size = n;
+  incoming.resize(static_cast<size_t>(n));
+  ended.assign(static_cast<size_t>(n), false);
+  open_streams = n > 0 ? static_cast<size_t>(n - 1) : 0;
+  cv.notify_all();
+  Backoff idle;
+  for (;;) {
+    if (abort_code >= 0) {
+      if (!error.empty()) std::fprintf(stderr, "snailtrail: %s\n", error.c_str());
+      std::fflush(stderr);
+      MPI_Abort(MPI_COMM_WORLD, abort_code);
+      std::_Exit(abort_code);
+    }
+    if (rank > 0 && !outgoing.empty()) {
+      std::string piece = std::move(outgoing.front());
+      outgoing.pop_front();
+      lock.unlock();
+      send(piece);  // false: abort requested, checked next
+      lock.lock();
+      give_spare(std::move(piece));
+      continue;
+    }
+    if (rank == 0 && receiving && open_streams > 0) {
+      lock.unlock();
+      int flag = 0;
+      MPI_Status st;
+      if (MPI_Iprobe(MPI_ANY_SOURCE, kTag, MPI_COMM_WORLD, &flag, &st) != MPI_SUCCESS) flag = 0;
+      std::string piece;
+      if (flag) {
+        lock.lock();
+        piece = take_spare();
+        lock.unlock();
+        int count = 0;
+        MPI_Get_count(&st, MPI_BYTE, &count);
+        piece.resize(static_cast<size_t>(count));
+        MPI_Recv(piece.data(), count, MPI_BYTE, st.MPI_SOURCE, kTag, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
+        idle.reset();
+      } else {
+        idle.sleep();
+      }
+      lock.lock();
+      if (flag) {
+        const auto from = static_cast<size_t>(st.MPI_SOURCE);
+        if (piece.empty()) {
+          if (!ended[from]) --open_streams;
+          ended[from] = true;
+        } else {
+          incoming[from].push_back(std::move(piece));
+        }
+        cv.notify_all();
+      }
+      continue;
+    }
+    if (closing) break;
+    mpi_cv.wait_for(lock, std::chrono::milliseconds(50));
+  }
+  lock.unlock();
+  if (rank > 0 && streamed)  // the end of the stream
+    MPI_Send(nullptr, 0, MPI_BYTE, 0, kTag, MPI_COMM_WORLD);
   MPI_Finalize();
 }
 
-void RankGroup::send_to_root(std::string_view bytes) {
-  uint64_t n = bytes.size();
-  check(MPI_Send(&n, 1, MPI_UINT64_T, 0, kTag, MPI_COMM_WORLD), "MPI_Send");
+bool RankGroup::State::send(const std::string& bytes) {
   for (size_t off = 0; off < bytes.size(); off += kPiece) {
     const int len = static_cast<int>(std::min(kPiece, bytes.size() - off));
-    check(MPI_Send(bytes.data() + off, len, MPI_BYTE, 0, kTag, MPI_COMM_WORLD), "MPI_Send");
+    MPI_Request req;
+    Backoff wait;
+    if (MPI_Isend(bytes.data() + off, len, MPI_BYTE, 0, kTag, MPI_COMM_WORLD, &req) !=
+        MPI_SUCCESS) {
+      std::lock_guard lock(m);
+      error = "MPI: MPI_Isend failed";
+      abort_code = 1;
+      return false;
+    }
+    for (;;) {
+      int done = 0;
+      MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+      if (done) break;
+      {
+        std::lock_guard lock(m);
+        if (abort_code >= 0) return false;
+      }
+      wait.sleep();
+    }
   }
+  return true;
 }
 
-std::string RankGroup::receive_from(int from) {
-  uint64_t n = 0;
-  check(MPI_Recv(&n, 1, MPI_UINT64_T, from, kTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
-  std::string bytes(n, '\0');
-  for (size_t off = 0; off < n; off += kPiece) {
-    const int len = static_cast<int>(std::min<uint64_t>(kPiece, n - off));
-    check(
-        MPI_Recv(bytes.data() + off, len, MPI_BYTE, from, kTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
-        "MPI_Recv");
+std::unique_ptr<RankGroup> RankGroup::join_if_launched() {
+  const std::optional<int> size = env_int("OMPI_COMM_WORLD_SIZE");
+  if (!size || *size <= 1) return nullptr;
+  const std::optional<int> rank = env_int("OMPI_COMM_WORLD_RANK");
+  auto s = std::make_unique<State>();
+  if (rank && *rank < *size) {
+    s->rank = *rank;
+    s->size = *size;
   }
-  return bytes;
+  State* sp = s.get();
+  s->thread = std::thread([sp] { sp->run(); });
+  std::unique_ptr<RankGroup> g(new RankGroup(std::move(s)));
+  std::unique_lock lock(sp->m);
+  if (!rank || *rank >= *size) sp->wait_init(lock);  // no early rank: wait for MPI_Init
+  g->rank_ = sp->rank;
+  g->size_ = sp->size;
+  return g;
+}
+
+RankGroup::RankGroup(std::unique_ptr<State> state) : s_(std::move(state)) {}
+
+RankGroup::~RankGroup() {
+  {
+    std::lock_guard lock(s_->m);
+    s_->closing = true;
+  }
+  s_->mpi_cv.notify_all();
+  s_->thread.join();
+}
+
+void RankGroup::send_to_root(std::string bytes) {
+  {
+    std::lock_guard lock(s_->m);
+    s_->streamed = true;
+    if (bytes.empty()) return;  // an empty message ends the stream
+    s_->outgoing.push_back(std::move(bytes));
+  }
+  s_->mpi_cv.notify_all();
+}
+
+void RankGroup::start_receiving() {
+  {
+    std::lock_guard lock(s_->m);
+    s_->receiving = true;
+  }
+  s_->mpi_cv.notify_all();
+}
+
+std::string RankGroup::take_buffer() {
+  std::lock_guard lock(s_->m);
+  return s_->take_spare();
+}
+
+void RankGroup::give_buffer(std::string bytes) {
+  std::lock_guard lock(s_->m);
+  s_->give_spare(std::move(bytes));
+}
+
+std::optional<std::string> RankGroup::receive_from(int from) {
+  std::unique_lock lock(s_->m);
+  s_->wait_init(lock);
+  if (from <= 0 || from >= s_->size) throw std::invalid_argument("MPI: no such rank");
+  const auto f = static_cast<size_t>(from);
+  s_->cv.wait(lock, [&] { return !s_->incoming[f].empty() || s_->ended[f]; });
+  if (s_->incoming[f].empty()) return std::nullopt;
+  std::string piece = std::move(s_->incoming[f].front());
+  s_->incoming[f].pop_front();
+  return piece;
+}
+
+double RankGroup::init_seconds() {
+  std::unique_lock lock(s_->m);
+  s_->wait_init(lock);
+  return s_->init_s;
+}
+
+double RankGroup::mpi_thread_cpu_seconds() {
+  clockid_t id;
+  timespec ts{};
+  if (pthread_getcpuclockid(s_->thread.native_handle(), &id) != 0 || clock_gettime(id, &ts) != 0)
+    return 0;
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
 void RankGroup::abort(int code) {
-  MPI_Abort(MPI_COMM_WORLD, code);
+  {
+    std::lock_guard lock(s_->m);
+    if (s_->failed) std::_Exit(code);  // no MPI to end the job with
+    s_->abort_code = code;
+  }
+  s_->mpi_cv.notify_all();
+  // The MPI thread ends the job (after MPI_Init, if it is still running).
+  std::this_thread::sleep_for(std::chrono::seconds(60));
   std::_Exit(code);
 }
 

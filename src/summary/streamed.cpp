@@ -114,6 +114,55 @@ StreamedPlan plan_streamed(const TraceFacts& facts, const WindowSpec& spec) {
   return p;
 }
 
+std::vector<int64_t> split_windows_by_events(const SnailIndex& index, const StreamedPlan& plan,
+                                             const std::vector<double>& weights) {
+  const size_t parts = weights.size();
+  double weight_sum = 0;
+  for (double x : weights) {
+    if (!(x >= 0)) throw std::invalid_argument("split_windows_by_events: negative weight");
+    weight_sum += x;
+  }
+  if (parts < 1 || !(weight_sum > 0))
+    throw std::invalid_argument("split_windows_by_events: no weight");
+  std::vector<int64_t> b(parts + 1, plan.k1 + 1);
+  b[0] = plan.k0;
+  if (plan.empty()) return b;
+  // Events before t (estimated): each block's count spread evenly over [min_ts, max_ts].
+  auto before = [&](int64_t t) {
+    double n = 0;
+    for (const SnailBlock& blk : index.blocks) {
+      if (blk.kind != 1 || blk.count == 0 || blk.min_ts >= t) continue;
+      if (blk.max_ts < t) {
+        n += blk.count;
+      } else {  // min_ts < t <= max_ts
+        n += static_cast<double>(blk.count) * (static_cast<double>(t) - blk.min_ts) /
+             (static_cast<double>(blk.max_ts) - blk.min_ts + 1);
+      }
+    }
+    return n;
+  };
+  int64_t end = plan.start_of(plan.k1 + 1);
+  if (plan.to) end = std::min(end, *plan.to);
+  const double lo = before(plan.start_of(plan.k0)), total = before(end) - lo;
+  double cum = 0;
+  for (size_t r = 1; r < parts; ++r) {
+    cum += weights[r - 1];
+    const double target = lo + total * (cum / weight_sum);
+    // The first window k in [b[r-1], k1 + 1] whose start has at least `target` events
+    // before it.
+    int64_t a = b[r - 1], z = plan.k1 + 1;
+    while (a < z) {
+      const int64_t mid = a + (z - a) / 2;
+      if (before(plan.start_of(mid)) >= target)
+        z = mid;
+      else
+        a = mid + 1;
+    }
+    b[r] = a;
+  }
+  return b;
+}
+
 StreamedStats analyze_snail_streamed(
     SnailFile& file, const AnalysisOptions& options, const StreamedPlan& plan, int64_t k_begin,
     int64_t k_end, unsigned threads,
@@ -201,6 +250,7 @@ StreamedStats analyze_snail_streamed(
   for (size_t i = 0; i < blocks.size() && next_k <= k_end; ++i) {
     file.read_block(blocks[i], buf);
     ++stats.blocks_read;
+    stats.events_read += buf.size();
     for (const Event& e : buf) {
       if (e.ts < S) continue;
       if (pag.add(e) != StreamingPag::Added::ok)

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "summary/analysis.hpp"
 #include "trace/snail_index.hpp"
@@ -44,9 +45,18 @@ struct StreamedPlan {
 };
 StreamedPlan plan_streamed(const TraceFacts& facts, const WindowSpec& spec);
 
+// Splits the plan's windows into consecutive shares, one per weight, with numbers of
+// events about proportional to the weights, by the block index (each block's events
+// taken as spread evenly over its time range): returns weights.size() + 1 borders, share r
+// being windows [b[r], b[r+1]) (b[0] = k0, b.back() = k1 + 1). How ranks under mpirun
+// share the windows.
+std::vector<int64_t> split_windows_by_events(const SnailIndex& index, const StreamedPlan& plan,
+                                             const std::vector<double>& weights);
+
 struct StreamedStats {
   uint64_t blocks_read = 0;
-  int64_t lookback_ns = 0;  // lookback actually used before the first window (0: none)
+  uint64_t events_read = 0;  // in the blocks read for the windows (lookback included)
+  int64_t lookback_ns = 0;   // lookback actually used before the first window (0: none)
   size_t peak_retained_nodes = 0;
 };
 
