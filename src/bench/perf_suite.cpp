@@ -151,6 +151,104 @@ PaperFigure paper_figure(int window_seconds) {
   }
 }
 
+namespace {
+
+// One run of the suite: its options, the binary it times and the directory of its traces.
+class PerfRun {
+ public:
+  PerfRun(const PerfOptions& o, std::string binary, fs::path dir)
+      : o_(o), binary_(std::move(binary)), dir_(std::move(dir)) {}
+
+  void say(const std::string& s) const {
+    if (!o_.quiet) fmt::print(stderr, "bench: {}\n", s);
+  }
+
+  // The synthetic trace of `seconds`, generated unless it is there.
+  std::string trace_file(int64_t seconds) const {
+    fs::path p = dir_ / fmt::format("synthetic-{}s.snail", seconds);
+    if (!fs::exists(p)) {
+      say(fmt::format("generating a {} s trace (48 workers, ~30 K events/s)", seconds));
+      SyntheticOptions so;
+      so.duration_ns = seconds * 1'000'000'000;
+      Trace t = make_synthetic_trace(so);
+      write_trace(t, p.string());
+    }
+    return p.string();
+  }
+
+  // Latency of one window of w seconds, the floor, and throughput of w-second windows
+  // over the long trace.
+  WindowResult window(int w, const std::string& long_trace, uint64_t long_events) const {
+    WindowResult r;
+    r.window_s = w;
+    const std::string one = trace_file(w);
+    r.events = read_trace(one).events.size();
+    const std::string window = fmt::format("{}s", w);
+    std::vector<double> lat;
+    for (int i = 0; i < o_.repeat; ++i) {
+      say(fmt::format("{} s window: analyze run {}/{}", w, i + 1, o_.repeat));
+      ProcessRun run = run_process(binary_,
+                                   {"analyze", one, "--window", window, "--format", "jsonl", "-o",
+                                    "/dev/null", "--no-progress", "--timings"},
+                                   (dir_ / "analyze.stderr").string());
+      lat.push_back(run.wall_s);
+      r.peak_rss_kb = std::max(r.peak_rss_kb, run.peak_rss_kb);
+    }
+    r.latency_s = median(lat);
+    r.latency_min_s = *std::min_element(lat.begin(), lat.end());
+    r.latency_max_s = *std::max_element(lat.begin(), lat.end());
+    std::vector<double> fl;
+    for (int i = 0; i < o_.repeat; ++i) {
+      say(fmt::format("{} s window: floor run {}/{}", w, i + 1, o_.repeat));
+      fl.push_back(run_process(binary_, {"bench", "--floor", one}).wall_s);
+    }
+    r.floor_s = median(fl);
+    std::vector<double> thr;
+    for (int i = 0; i < o_.repeat; ++i) {
+      say(fmt::format("{} s windows back to back over {} s: run {}/{}", w, o_.throughput_seconds,
+                      i + 1, o_.repeat));
+      thr.push_back(run_process(binary_, {"analyze", long_trace, "--window", window, "--format",
+                                          "jsonl", "-o", "/dev/null", "--no-progress"})
+                        .wall_s);
+    }
+    r.throughput_s = median(thr);
+    r.throughput_events = long_events;
+    r.throughput_windows = static_cast<uint64_t>((o_.throughput_seconds + w - 1) / w);
+    return r;
+  }
+
+  // Reader throughput on the 16 s trace, in memory.
+  ReaderResult readers() const {
+    say("reader throughput");
+    ReaderResult r;
+    SyntheticOptions so;
+    so.duration_ns = 16'000'000'000;
+    Trace t = make_synthetic_trace(so);
+    const std::string raw = to_snail(t);
+    SnailWriteOptions z;
+    z.compress = true;
+    const std::string packed = to_snail(t, z);
+    const std::string jsonl = to_jsonl(t);
+    auto bytes = [](const std::string& s) {
+      return std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(s.data()), s.size());
+    };
+    const double n = static_cast<double>(t.events.size());
+    r.events = t.events.size();
+    r.snail_meps = n / time_median(o_.repeat, [&] { parse_snail(bytes(raw), "bench"); }) / 1e6;
+    r.snail_zstd_meps =
+        n / time_median(o_.repeat, [&] { parse_snail(bytes(packed), "bench"); }) / 1e6;
+    r.jsonl_meps = n / time_median(o_.repeat, [&] { parse_jsonl(jsonl, "bench"); }) / 1e6;
+    return r;
+  }
+
+ private:
+  const PerfOptions& o_;
+  const std::string binary_;
+  const fs::path dir_;
+};
+
+}  // namespace
+
 PerfReport run_perf_suite(const PerfOptions& o) {
   PerfReport report;
   report.machine = machine_description();
@@ -165,85 +263,11 @@ PerfReport run_perf_suite(const PerfOptions& o) {
   } else {
     fs::create_directories(dir);
   }
-  auto say = [&](const std::string& s) {
-    if (!o.quiet) fmt::print(stderr, "bench: {}\n", s);
-  };
-  auto trace_file = [&](int64_t seconds) {
-    fs::path p = dir / fmt::format("synthetic-{}s.snail", seconds);
-    if (!fs::exists(p)) {
-      say(fmt::format("generating a {} s trace (48 workers, ~30 K events/s)", seconds));
-      SyntheticOptions so;
-      so.duration_ns = seconds * 1'000'000'000;
-      Trace t = make_synthetic_trace(so);
-      write_trace(t, p.string());
-    }
-    return p.string();
-  };
-
-  const std::string long_trace = trace_file(o.throughput_seconds);
+  const PerfRun run(o, binary, dir);
+  const std::string long_trace = run.trace_file(o.throughput_seconds);
   const uint64_t long_events = read_trace(long_trace).events.size();
-  for (int w : o.window_seconds) {
-    WindowResult r;
-    r.window_s = w;
-    const std::string one = trace_file(w);
-    r.events = read_trace(one).events.size();
-    const std::string window = fmt::format("{}s", w);
-    std::vector<double> lat;
-    for (int i = 0; i < o.repeat; ++i) {
-      say(fmt::format("{} s window: analyze run {}/{}", w, i + 1, o.repeat));
-      ProcessRun run = run_process(binary,
-                                   {"analyze", one, "--window", window, "--format", "jsonl", "-o",
-                                    "/dev/null", "--no-progress", "--timings"},
-                                   (dir / "analyze.stderr").string());
-      lat.push_back(run.wall_s);
-      r.peak_rss_kb = std::max(r.peak_rss_kb, run.peak_rss_kb);
-    }
-    r.latency_s = median(lat);
-    r.latency_min_s = *std::min_element(lat.begin(), lat.end());
-    r.latency_max_s = *std::max_element(lat.begin(), lat.end());
-    std::vector<double> fl;
-    for (int i = 0; i < o.repeat; ++i) {
-      say(fmt::format("{} s window: floor run {}/{}", w, i + 1, o.repeat));
-      fl.push_back(run_process(binary, {"bench", "--floor", one}).wall_s);
-    }
-    r.floor_s = median(fl);
-    std::vector<double> thr;
-    for (int i = 0; i < o.repeat; ++i) {
-      say(fmt::format("{} s windows back to back over {} s: run {}/{}", w, o.throughput_seconds,
-                      i + 1, o.repeat));
-      thr.push_back(run_process(binary, {"analyze", long_trace, "--window", window, "--format",
-                                         "jsonl", "-o", "/dev/null", "--no-progress"})
-                        .wall_s);
-    }
-    r.throughput_s = median(thr);
-    r.throughput_events = long_events;
-    r.throughput_windows = static_cast<uint64_t>((o.throughput_seconds + w - 1) / w);
-    report.windows.push_back(r);
-  }
-
-  // Reader throughput on the 16 s trace, in memory.
-  say("reader throughput");
-  {
-    SyntheticOptions so;
-    so.duration_ns = 16'000'000'000;
-    Trace t = make_synthetic_trace(so);
-    const std::string raw = to_snail(t);
-    SnailWriteOptions z;
-    z.compress = true;
-    const std::string packed = to_snail(t, z);
-    const std::string jsonl = to_jsonl(t);
-    auto bytes = [](const std::string& s) {
-      return std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(s.data()), s.size());
-    };
-    const double n = static_cast<double>(t.events.size());
-    report.readers.events = t.events.size();
-    report.readers.snail_meps =
-        n / time_median(o.repeat, [&] { parse_snail(bytes(raw), "bench"); }) / 1e6;
-    report.readers.snail_zstd_meps =
-        n / time_median(o.repeat, [&] { parse_snail(bytes(packed), "bench"); }) / 1e6;
-    report.readers.jsonl_meps =
-        n / time_median(o.repeat, [&] { parse_jsonl(jsonl, "bench"); }) / 1e6;
-  }
+  for (int w : o.window_seconds) report.windows.push_back(run.window(w, long_trace, long_events));
+  report.readers = run.readers();
   if (made_dir && !o.keep_files) fs::remove_all(dir);
   return report;
 }

@@ -8,6 +8,7 @@
 
 #include "report/web_assets.hpp"
 #include "serve/http_front.hpp"
+#include "serve/listener.hpp"
 
 namespace snailtrail::cli {
 namespace {

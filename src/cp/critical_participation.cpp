@@ -167,14 +167,7 @@ void CpComputer::compute(const Snapshot& snap, CpResult& out) {
   // CSR of message edges by source.
   build_csr(n, snap.msg_src, out_begin_, out_msg_);
   msg_dropped_.assign(m, 0);
-
-  // Incoming messages per node; Property 1 on the full snapshot (waiting edges included).
-  msg_in_.assign(n, 0);
-  for (uint32_t k = 0; k < m; ++k) ++msg_in_[snap.msg_dst[k]];
-  for (uint32_t v = 0; v < n; ++v) {
-    const bool has_pred = v > 0 && snap.edge[v - 1] != kNone;
-    if (!has_pred && msg_in_[v] == 0 && snap.ts[v] != out.span_start) ++out.property1_violations;
-  }
+  count_property1(snap, out);
 
   // Large snapshots: the backward pass runs at the same time on a second thread, in its
   // own reverse topological order. It adds the same terms in the same order as the
@@ -186,52 +179,47 @@ void CpComputer::compute(const Snapshot& snap, CpResult& out) {
     backward_thread = std::thread(
         [&] { backward_done = backward_in_reverse_order(snap, out.span_end, out.backward); });
   }
-  bool had_cycles = false;
+  const bool had_cycles = forward_pass(snap, out, backward_thread);
+  if (backward_thread.joinable()) backward_thread.join();
+  if (!backward_done || had_cycles) backward_pass(snap, out);
+  for (uint32_t v = 0; v < n; ++v)
+    if (snap.ts[v] == out.span_end) out.paths += out.forward[v];
+  out.segments = out.cp_ns > 0;
+  out.no_path_segments = out.segments && !out.has_paths();
+  if (!out.has_paths()) {
+    std::fill(out.timeline_cp.begin(), out.timeline_cp.end(), 0.0);
+    std::fill(out.message_cp.begin(), out.message_cp.end(), 0.0);
+    return;
+  }
+  edge_cp(snap, out);
+}
 
-  // Topological order fused with the forward pass. Timelines are chains (v -> v + 1), so
-  // this is Kahn's algorithm at chain granularity: walk a chain until a node still waits
-  // for a message, and resume that chain when its last message has been processed.
-  // Every edge goes forward in time except zero-duration messages, which may close a
-  // cycle among nodes of one instant; those messages are dropped and counted.
+// Incoming messages per node; Property 1 on the full snapshot (waiting edges included).
+void CpComputer::count_property1(const Snapshot& snap, CpResult& out) {
+  const uint32_t n = static_cast<uint32_t>(snap.node_count());
+  const uint32_t m = static_cast<uint32_t>(snap.msg_src.size());
+  msg_in_.assign(n, 0);
+  for (uint32_t k = 0; k < m; ++k) ++msg_in_[snap.msg_dst[k]];
+  for (uint32_t v = 0; v < n; ++v) {
+    const bool has_pred = v > 0 && snap.edge[v - 1] != kNone;
+    if (!has_pred && msg_in_[v] == 0 && snap.ts[v] != out.span_start) ++out.property1_violations;
+  }
+}
+
+// Every edge goes forward in time except zero-duration messages, which may close a
+// cycle among nodes of one instant; those messages are dropped and counted, and the
+// forward pass runs again.
+bool CpComputer::forward_pass(const Snapshot& snap, CpResult& out, std::thread& backward) {
+  const uint32_t n = static_cast<uint32_t>(snap.node_count());
+  const uint32_t m = static_cast<uint32_t>(snap.msg_src.size());
+  bool had_cycles = false;
   for (;;) {
-    ready_.clear();
-    order_.clear();
-    pred_done_.assign(n, 0);
-    for (uint32_t v = 0; v < n; ++v) {
-      out.forward[v] = WideCount();
-      const bool has_pred = v > 0 && snap.edge[v - 1] != kNone;
-      if (!has_pred) pred_done_[v] = 1;
-      if (!has_pred && msg_in_[v] == 0) ready_.push_back(v);
-    }
-    while (!ready_.empty()) {
-      uint32_t v = ready_.back();
-      ready_.pop_back();
-      for (;;) {
-        order_.push_back(v);
-        WideCount f = out.forward[v];
-        if (snap.ts[v] == out.span_start) f += WideCount::one();
-        out.forward[v] = f;
-        const bool counted = snap.counts(v);
-        for (uint32_t q = out_begin_[v]; q < out_begin_[v + 1]; ++q) {
-          const uint32_t k = out_msg_[q];
-          if (msg_dropped_[k]) continue;
-          const uint32_t d = snap.msg_dst[k];
-          out.forward[d] += f;
-          if (--msg_in_[d] == 0 && pred_done_[d]) ready_.push_back(d);
-        }
-        if (snap.edge[v] == kNone) break;
-        const uint32_t next = v + 1;
-        if (counted) out.forward[next] += f;
-        pred_done_[next] = 1;
-        if (msg_in_[next] != 0) break;  // resumed by its last message
-        v = next;
-      }
-    }
+    forward_in_topological_order(snap, out);
     if (order_.size() == n) break;
     had_cycles = true;
     // The concurrent backward pass saw the same cycles and stopped short; msg_dropped_
     // changes below, so wait for it first.
-    if (backward_thread.joinable()) backward_thread.join();
+    if (backward.joinable()) backward.join();
     // Nodes left over lie on or after a cycle. Timeline edges always move forward in
     // time, so a cycle is made of zero-duration messages only: drop the zero-duration
     // messages inside a strongly connected component of those, and retry.
@@ -244,36 +232,74 @@ void CpComputer::compute(const Snapshot& snap, CpResult& out) {
     for (uint32_t k = 0; k < m; ++k)
       if (!msg_dropped_[k]) ++msg_in_[snap.msg_dst[k]];
   }
-  if (backward_thread.joinable()) backward_thread.join();
-  // Backward pass in reverse topological order.
-  if (!backward_done || had_cycles) {
-    // Nodes left out of the order (none, unless cycles remained) keep b = 0.
-    if (order_.size() != n) out.backward.assign(n, WideCount());
-    for (size_t i = order_.size(); i-- > 0;) {
-      uint32_t v = order_[i];
-      WideCount b;
-      if (snap.ts[v] == out.span_end) b = WideCount::one();
-      if (snap.counts(v)) b += out.backward[v + 1];
+  return had_cycles;
+}
+
+// Topological order fused with the forward pass. Timelines are chains (v -> v + 1), so
+// this is Kahn's algorithm at chain granularity: walk a chain until a node still waits
+// for a message, and resume that chain when its last message has been processed. Nodes
+// on or after a cycle are left out of order_.
+void CpComputer::forward_in_topological_order(const Snapshot& snap, CpResult& out) {
+  const uint32_t n = static_cast<uint32_t>(snap.node_count());
+  ready_.clear();
+  order_.clear();
+  pred_done_.assign(n, 0);
+  for (uint32_t v = 0; v < n; ++v) {
+    out.forward[v] = WideCount();
+    const bool has_pred = v > 0 && snap.edge[v - 1] != kNone;
+    if (!has_pred) pred_done_[v] = 1;
+    if (!has_pred && msg_in_[v] == 0) ready_.push_back(v);
+  }
+  while (!ready_.empty()) {
+    uint32_t v = ready_.back();
+    ready_.pop_back();
+    for (;;) {
+      order_.push_back(v);
+      WideCount f = out.forward[v];
+      if (snap.ts[v] == out.span_start) f += WideCount::one();
+      out.forward[v] = f;
+      const bool counted = snap.counts(v);
       for (uint32_t q = out_begin_[v]; q < out_begin_[v + 1]; ++q) {
-        uint32_t k = out_msg_[q];
-        if (!msg_dropped_[k]) b += out.backward[snap.msg_dst[k]];
+        const uint32_t k = out_msg_[q];
+        if (msg_dropped_[k]) continue;
+        const uint32_t d = snap.msg_dst[k];
+        out.forward[d] += f;
+        if (--msg_in_[d] == 0 && pred_done_[d]) ready_.push_back(d);
       }
-      out.backward[v] = b;
+      if (snap.edge[v] == kNone) break;
+      const uint32_t next = v + 1;
+      if (counted) out.forward[next] += f;
+      pred_done_[next] = 1;
+      if (msg_in_[next] != 0) break;  // resumed by its last message
+      v = next;
     }
   }
-  for (uint32_t v = 0; v < n; ++v)
-    if (snap.ts[v] == out.span_end) out.paths += out.forward[v];
-  out.segments = out.cp_ns > 0;
-  out.no_path_segments = out.segments && !out.has_paths();
-  if (!out.has_paths()) {
-    std::fill(out.timeline_cp.begin(), out.timeline_cp.end(), 0.0);
-    std::fill(out.message_cp.begin(), out.message_cp.end(), 0.0);
-    return;
-  }
+}
 
-  // CP_e = f(u) b(v) w(e) / (N (te - ts)).
-  // Every edge's CP is independent of the others': large windows split the timeline edges
-  // between two threads (same results).
+// Backward pass in reverse topological order.
+void CpComputer::backward_pass(const Snapshot& snap, CpResult& out) {
+  const uint32_t n = static_cast<uint32_t>(snap.node_count());
+  // Nodes left out of the order (none, unless cycles remained) keep b = 0.
+  if (order_.size() != n) out.backward.assign(n, WideCount());
+  for (size_t i = order_.size(); i-- > 0;) {
+    uint32_t v = order_[i];
+    WideCount b;
+    if (snap.ts[v] == out.span_end) b = WideCount::one();
+    if (snap.counts(v)) b += out.backward[v + 1];
+    for (uint32_t q = out_begin_[v]; q < out_begin_[v + 1]; ++q) {
+      uint32_t k = out_msg_[q];
+      if (!msg_dropped_[k]) b += out.backward[snap.msg_dst[k]];
+    }
+    out.backward[v] = b;
+  }
+}
+
+// CP_e = f(u) b(v) w(e) / (N (te - ts)).
+// Every edge's CP is independent of the others': large windows split the timeline edges
+// between two threads (same results).
+void CpComputer::edge_cp(const Snapshot& snap, CpResult& out) const {
+  const uint32_t n = static_cast<uint32_t>(snap.node_count());
+  const uint32_t m = static_cast<uint32_t>(snap.msg_src.size());
   const double span = static_cast<double>(out.span_end - out.span_start);
   auto timeline_range = [&](uint32_t from, uint32_t to) {
     for (uint32_t v = from; v < to; ++v) {

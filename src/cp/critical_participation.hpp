@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <thread>
 #include <vector>
 
 #include "cp/wide_count.hpp"
@@ -64,6 +65,16 @@ class CpComputer {
   // False if a cycle stopped it.
   bool backward_in_reverse_order(const Snapshot& snap, int64_t span_end,
                                  BigVector<WideCount>& backward);
+
+  // The pieces of compute(), in order: Property 1 and the incoming message counts; the
+  // forward pass (fused with a topological order, retried after dropping zero-duration
+  // cycles; true if there were any), which joins `backward` before msg_dropped_ changes;
+  // the sequential backward pass; the edges' CP.
+  void count_property1(const Snapshot& snap, CpResult& out);
+  bool forward_pass(const Snapshot& snap, CpResult& out, std::thread& backward);
+  void forward_in_topological_order(const Snapshot& snap, CpResult& out);
+  void backward_pass(const Snapshot& snap, CpResult& out);
+  void edge_cp(const Snapshot& snap, CpResult& out) const;
 
   size_t split_min_nodes_ = size_t{1} << 20;
   BigVector<uint32_t> in_begin_;  // CSR of message edges by destination node

@@ -94,10 +94,27 @@ void SegmentedCp::compute(const SegmentPlan& plan, Snapshot& snap, CpResult& out
     results_.resize(S);
     paths_.resize(S);
   }
-  // Each segment on its own, as a window of the PAG.
-  int64_t T = 0;
-  uint64_t property1 = 0, cycles = 0, without = 0;
-  for (size_t k = 0; k < S; ++k) {
+  const Totals t = analyze_parts(plan, sample_seed);
+  combine(lay_out(S), S, t.cp_ns, snap, out, sampled);
+  // V_s of the first segment and V_e of the last one.
+  out.span_start = out.span_end = plan.span_start;
+  for (size_t k = 0; k < S; ++k)
+    if (!plan.parts[k].idle) {
+      if (out.span_end == plan.span_start) out.span_start = plan.parts[k].window.start;
+      out.span_end = plan.parts[k].window.end;
+    }
+  out.cp_ns = t.cp_ns;
+  out.segments = plan.segments;
+  out.no_path_segments = t.without_paths;
+  out.property1_violations = t.property1;
+  out.zero_duration_cycles = t.cycles;
+}
+
+// Each segment on its own, as a window of the PAG.
+SegmentedCp::Totals SegmentedCp::analyze_parts(const SegmentPlan& plan,
+                                               const uint64_t* sample_seed) {
+  Totals t;
+  for (size_t k = 0; k < plan.parts.size(); ++k) {
     snapshotter_.build(plan.parts[k].window, snaps_[k]);
     CpResult& r = results_[k];
     if (plan.parts[k].idle) {  // no CP: only its edges, for the conventional profile
@@ -111,20 +128,57 @@ void SegmentedCp::compute(const SegmentPlan& plan, Snapshot& snap, CpResult& out
       continue;
     }
     computer_.compute(snaps_[k], r);
-    property1 += r.property1_violations;
-    cycles += r.zero_duration_cycles;
+    t.property1 += r.property1_violations;
+    t.cycles += r.zero_duration_cycles;
     paths_[k].clear();
     if (!r.has_paths()) {
-      ++without;
+      ++t.without_paths;
       continue;
     }
-    T += r.cp_ns;
+    t.cp_ns += r.cp_ns;
     if (sample_seed)
       paths_[k] = computer_.sample_path(snaps_[k], r, *sample_seed + k * 0xd1b54a32d192ed03ULL);
   }
+  return t;
+}
 
-  // N = product of the segments' N; f and b of segment k's nodes scale by the product of
-  // the earlier and of the later segments' N, so that f(u) b(v) = c_k(e) prod_{j != k} N_j.
+// The segments' nodes worker by worker, each worker's in segment order, then every
+// segment's standalone message endpoints.
+SegmentedCp::Layout SegmentedCp::lay_out(size_t S) const {
+  Layout l;
+  const size_t W = pag_.worker_count();
+  std::vector<uint32_t> count(W + 1, 0), timeline_end(S);
+  l.node_base.assign(S + 1, 0);
+  l.msg_base.assign(S + 1, 0);
+  for (size_t k = 0; k < S; ++k) {
+    const Snapshot& s = snaps_[k];
+    uint32_t u = 0;
+    const uint32_t nk = static_cast<uint32_t>(s.node_count());
+    while (u < nk && (s.edge[u] != kNone || (u > 0 && s.edge[u - 1] != kNone))) {
+      ++count[s.worker[u] + 1];
+      ++u;
+    }
+    timeline_end[k] = u;
+    l.node_base[k + 1] = l.node_base[k] + nk;
+    l.msg_base[k + 1] = l.msg_base[k] + static_cast<uint32_t>(s.msg_src.size());
+  }
+  for (size_t w = 0; w < W; ++w) count[w + 1] += count[w];
+  uint32_t extra = count[W];
+  l.place.resize(l.node_base[S]);
+  for (size_t k = 0; k < S; ++k) {
+    const Snapshot& s = snaps_[k];
+    for (uint32_t u = 0; u < s.node_count(); ++u)
+      l.place[l.node_base[k] + u] = u < timeline_end[k] ? count[s.worker[u]]++ : extra++;
+  }
+  return l;
+}
+
+// The combined snapshot (swapped into `snap`), f, b and edge CPs (into `out`), and the
+// sampled paths in its numbering. N = product of the segments' N; f and b of segment k's
+// nodes scale by the product of the earlier and of the later segments' N, so that
+// f(u) b(v) = c_k(e) prod_{j != k} N_j.
+void SegmentedCp::combine(const Layout& l, size_t S, int64_t T, Snapshot& snap, CpResult& out,
+                          std::vector<uint32_t>& sampled) {
   std::vector<WideCount> before(S), after(S);
   WideCount N = T > 0 ? WideCount::one() : WideCount();
   for (size_t k = 0; k < S; ++k) {
@@ -136,34 +190,8 @@ void SegmentedCp::compute(const SegmentPlan& plan, Snapshot& snap, CpResult& out
     after[k] = results_[k].has_paths() ? acc : WideCount();
     if (results_[k].has_paths()) acc = acc * results_[k].paths;
   }
-
-  // Lay the segments' nodes out worker by worker, each worker's in segment order, then
-  // every segment's standalone message endpoints.
-  const size_t W = pag_.worker_count();
-  std::vector<uint32_t> count(W + 1, 0), timeline_end(S), node_base(S + 1, 0), msg_base(S + 1, 0);
-  for (size_t k = 0; k < S; ++k) {
-    const Snapshot& s = snaps_[k];
-    uint32_t u = 0;
-    const uint32_t nk = static_cast<uint32_t>(s.node_count());
-    while (u < nk && (s.edge[u] != kNone || (u > 0 && s.edge[u - 1] != kNone))) {
-      ++count[s.worker[u] + 1];
-      ++u;
-    }
-    timeline_end[k] = u;
-    node_base[k + 1] = node_base[k] + nk;
-    msg_base[k + 1] = msg_base[k] + static_cast<uint32_t>(s.msg_src.size());
-  }
-  for (size_t w = 0; w < W; ++w) count[w + 1] += count[w];
-  uint32_t extra = count[W];
-  std::vector<uint32_t> place(node_base[S]);  // (segment, node) -> combined index
-  for (size_t k = 0; k < S; ++k) {
-    const Snapshot& s = snaps_[k];
-    for (uint32_t u = 0; u < s.node_count(); ++u)
-      place[node_base[k] + u] = u < timeline_end[k] ? count[s.worker[u]]++ : extra++;
-  }
-
   Snapshot& c = combined_;
-  const uint32_t n = node_base[S], m = msg_base[S];
+  const uint32_t n = l.node_base[S], m = l.msg_base[S];
   c.window = snap.window;
   c.events = snap.events;
   c.timeline_edges = 0;
@@ -186,7 +214,7 @@ void SegmentedCp::compute(const SegmentPlan& plan, Snapshot& snap, CpResult& out
     const bool paths = r.has_paths();
     const double weight = paths ? static_cast<double>(r.cp_ns) * inv_T : 0.0;
     c.timeline_edges += s.timeline_edges;
-    const uint32_t* at = place.data() + node_base[k];
+    const uint32_t* at = l.place.data() + l.node_base[k];
     for (uint32_t u = 0; u < s.node_count(); ++u) {
       const uint32_t x = at[u];
       c.ts[x] = s.ts[u];
@@ -198,29 +226,16 @@ void SegmentedCp::compute(const SegmentPlan& plan, Snapshot& snap, CpResult& out
       out.timeline_cp[x] = r.timeline_cp[u] * weight;
     }
     for (uint32_t j = 0; j < s.msg_src.size(); ++j) {
-      const uint32_t y = msg_base[k] + j;
+      const uint32_t y = l.msg_base[k] + j;
       c.msg_src[y] = at[s.msg_src[j]];
       c.msg_dst[y] = at[s.msg_dst[j]];
       c.msg_index[y] = s.msg_index[j];
       out.message_cp[y] = r.message_cp[j] * weight;
     }
-    for (uint32_t e : paths_[k]) sampled.push_back(e & 0x80000000u ? ~(msg_base[k] + ~e) : at[e]);
+    for (uint32_t e : paths_[k]) sampled.push_back(e & 0x80000000u ? ~(l.msg_base[k] + ~e) : at[e]);
   }
   std::swap(snap, c);
-
-  // V_s of the first segment and V_e of the last one.
-  out.span_start = out.span_end = plan.span_start;
-  for (size_t k = 0; k < S; ++k)
-    if (!plan.parts[k].idle) {
-      if (out.span_end == plan.span_start) out.span_start = plan.parts[k].window.start;
-      out.span_end = plan.parts[k].window.end;
-    }
   out.paths = N;
-  out.cp_ns = T;
-  out.segments = plan.segments;
-  out.no_path_segments = without;
-  out.property1_violations = property1;
-  out.zero_duration_cycles = cycles;
 }
 
 }  // namespace snailtrail

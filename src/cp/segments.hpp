@@ -58,6 +58,20 @@ class SegmentedCp {
                std::vector<uint32_t>& sampled);
 
  private:
+  struct Totals {  // over the segments analyzed on their own
+    int64_t cp_ns = 0;
+    uint64_t property1 = 0, cycles = 0, without_paths = 0;
+  };
+  // Where the parts' nodes and messages go in the combined snapshot.
+  struct Layout {
+    std::vector<uint32_t> node_base, msg_base;  // per part, in its own numbering
+    std::vector<uint32_t> place;                // (part, node) -> combined node
+  };
+  Totals analyze_parts(const SegmentPlan& plan, const uint64_t* sample_seed);
+  Layout lay_out(size_t parts) const;
+  void combine(const Layout& layout, size_t parts, int64_t T, Snapshot& snap, CpResult& out,
+               std::vector<uint32_t>& sampled);
+
   const Pag& pag_;
   Snapshotter snapshotter_;
   CpComputer computer_;

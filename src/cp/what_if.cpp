@@ -31,6 +31,18 @@ void LongestPath::prepare(const Snapshot& snap, const Pag& pag) {
     else if (v + 1 < n && timeline_pred_[v + 1])
       next_wait_end[v] = next_wait_end[v + 1];
   }
+  weigh_messages(snap, pag, next_wait_end);
+  build_in_lists(n);
+  std::vector<uint32_t> indegree = set_release(snap, sends, received);
+  order_nodes(snap, indegree);
+  dist_.assign(n, 0);
+  base_ = length({}, {});
+}
+
+void LongestPath::weigh_messages(const Snapshot& snap, const Pag& pag,
+                                 const std::vector<uint32_t>& next_wait_end) {
+  const size_t m = snap.msg_src.size();
+  const auto waiting = static_cast<uint8_t>(ActivityType::waiting);
   // How each receive node was reached: 0 the worker waited for it (or its timeline starts
   // there), 1 between two activities of a busy worker, 2 inside an activity.
   auto how = [&](uint32_t v) -> int {
@@ -80,6 +92,11 @@ void LongestPath::prepare(const Snapshot& snap, const Pag& pag) {
     }
     msg_w_[i] = w;
   }
+}
+
+// Messages by the node they hold (CSR).
+void LongestPath::build_in_lists(size_t n) {
+  const size_t m = msg_dst_.size();
   in_begin_.assign(n + 1, 0);
   for (size_t i = 0; i < m; ++i)
     if (msg_dst_[i] != kNone) ++in_begin_[msg_dst_[i] + 1];
@@ -90,6 +107,13 @@ void LongestPath::prepare(const Snapshot& snap, const Pag& pag) {
     for (size_t i = 0; i < m; ++i)
       if (msg_dst_[i] != kNone) in_msg_[fill[msg_dst_[i]]++] = static_cast<uint32_t>(i);
   }
+}
+
+std::vector<uint32_t> LongestPath::set_release(const Snapshot& snap,
+                                               const std::vector<uint8_t>& sends,
+                                               const std::vector<uint8_t>& received) {
+  const size_t n = snap.node_count();
+  const auto waiting = static_cast<uint8_t>(ActivityType::waiting);
   release_.assign(n, 0);
   std::vector<uint32_t> indegree(n, 0);
   for (size_t v = 0; v < n; ++v) {
@@ -103,6 +127,12 @@ void LongestPath::prepare(const Snapshot& snap, const Pag& pag) {
       release_[v] = static_cast<double>(snap.ts[v] - start_);
     indegree[v] = pred + (in_begin_[v + 1] - in_begin_[v]);
   }
+  return indegree;
+}
+
+void LongestPath::order_nodes(const Snapshot& snap, std::vector<uint32_t>& indegree) {
+  const size_t n = snap.node_count();
+  const size_t m = snap.msg_src.size();
   // Kahn's algorithm; timelines are chains and messages the only cross links.
   std::vector<uint32_t> out_begin(n + 1, 0), out_msg(m);
   for (size_t i = 0; i < m; ++i)
@@ -136,8 +166,6 @@ void LongestPath::prepare(const Snapshot& snap, const Pag& pag) {
     if (!done[v]) rest_.push_back(static_cast<uint32_t>(v));
   std::stable_sort(rest_.begin(), rest_.end(),
                    [&](uint32_t a, uint32_t b) { return snap.ts[a] < snap.ts[b]; });
-  dist_.assign(n, 0);
-  base_ = length({}, {});
 }
 
 double LongestPath::length(std::span<const float> timeline_div,

@@ -55,6 +55,16 @@ class LongestPath {
   double base_length() const { return base_; }
 
  private:
+  // The pieces of prepare(): each message's node and duration in the model; the CSR of
+  // messages by the node they hold; per node its release time (returns the in-degrees);
+  // the topological order and the nodes left on or after zero-duration cycles.
+  void weigh_messages(const Snapshot& snap, const Pag& pag,
+                      const std::vector<uint32_t>& next_wait_end);
+  void build_in_lists(size_t n);
+  std::vector<uint32_t> set_release(const Snapshot& snap, const std::vector<uint8_t>& sends,
+                                    const std::vector<uint8_t>& received);
+  void order_nodes(const Snapshot& snap, std::vector<uint32_t>& indegree);
+
   const Snapshot* snap_ = nullptr;
   int64_t start_ = 0, span_ = 0;
   double base_ = 0;

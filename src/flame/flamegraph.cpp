@@ -280,8 +280,57 @@ std::string to_folded(const FlameTree& tree) {
   return out;
 }
 
+namespace {
+
+constexpr int kSvgPad = 10, kSvgTitleHeight = 44;
+
+// The frames, depth first: x offsets in fractions of the total (> 0).
+void append_frames(std::string& out, const FlameTree& tree, const SvgOptions& o, int depth,
+                   double total) {
+  const int pad = kSvgPad, title_h = kSvgTitleHeight, fh = o.frame_height;
+  const double width_px = o.width - 2 * pad;
+  std::vector<std::pair<uint32_t, double>> todo{{0, 0.0}};
+  while (!todo.empty()) {
+    auto [n, x] = todo.back();
+    todo.pop_back();
+    const FlameTree::Node& node = tree.nodes[n];
+    double fx = x / total, fw = node.value / total;
+    double px = pad + fx * width_px, pw = fw * width_px;
+    if (pw < o.min_width_px) continue;
+    int y = title_h + pad + (depth - 1 - static_cast<int>(node.depth)) * fh;
+    std::string label;
+    append_xml(label, node.name);
+    std::string tip;
+    append_xml(tip, fmt::format("{} ({}, {:.2f} %)", node.name, format_value(node.value, o.unit),
+                                100.0 * node.value / total));
+    out += fmt::format(
+        "<g class=\"f\" data-x=\"{:.9f}\" data-w=\"{:.9f}\" data-d=\"{}\" data-n=\"{}\">"
+        "<title>{}</title><rect x=\"{:.2f}\" y=\"{}\" width=\"{:.2f}\" height=\"{}\" "
+        "fill=\"{}\" rx=\"2\"/>",
+        fx, fw, node.depth, label, tip, px, y, pw, fh - 1, color_of(node.name));
+    size_t fit = pw > 12 ? static_cast<size_t>((pw - 6) / 7.2) : 0;
+    std::string text;
+    if (fit >= node.name.size()) {
+      text = label;
+    } else if (fit >= 3) {
+      append_xml(text, node.name.substr(0, fit - 2));
+      text += "..";
+    }
+    out += fmt::format("<text x=\"{:.2f}\" y=\"{}\">{}</text></g>\n", px + 3, y + fh - 4, text);
+    double cx = x;
+    std::vector<std::pair<uint32_t, double>> kids;
+    for (uint32_t c : node.children) {
+      kids.emplace_back(c, cx);
+      cx += tree.nodes[c].value;
+    }
+    todo.insert(todo.end(), kids.rbegin(), kids.rend());
+  }
+}
+
+}  // namespace
+
 std::string to_svg(const FlameTree& tree, const SvgOptions& o) {
-  const int pad = 10, title_h = 44, fh = o.frame_height;
+  const int pad = kSvgPad, title_h = kSvgTitleHeight, fh = o.frame_height;
   const double width_px = o.width - 2 * pad;
   const int depth = static_cast<int>(tree.max_depth) + 1;
   const int height = title_h + depth * fh + 2 * pad + 16;
@@ -305,45 +354,7 @@ std::string to_svg(const FlameTree& tree, const SvgOptions& o) {
                                      : o.subtitle + ", total " + format_value(total, o.unit));
   out += "</text>\n";
   out += fmt::format("<text id=\"details\" x=\"{}\" y=\"{}\"> </text>\n", pad, height - 8);
-  if (total > 0) {
-    // Depth-first layout: x offsets in fractions of the total.
-    std::vector<std::pair<uint32_t, double>> todo{{0, 0.0}};
-    while (!todo.empty()) {
-      auto [n, x] = todo.back();
-      todo.pop_back();
-      const FlameTree::Node& node = tree.nodes[n];
-      double fx = x / total, fw = node.value / total;
-      double px = pad + fx * width_px, pw = fw * width_px;
-      if (pw < o.min_width_px) continue;
-      int y = title_h + pad + (depth - 1 - static_cast<int>(node.depth)) * fh;
-      std::string label;
-      append_xml(label, node.name);
-      std::string tip;
-      append_xml(tip, fmt::format("{} ({}, {:.2f} %)", node.name, format_value(node.value, o.unit),
-                                  100.0 * node.value / total));
-      out += fmt::format(
-          "<g class=\"f\" data-x=\"{:.9f}\" data-w=\"{:.9f}\" data-d=\"{}\" data-n=\"{}\">"
-          "<title>{}</title><rect x=\"{:.2f}\" y=\"{}\" width=\"{:.2f}\" height=\"{}\" "
-          "fill=\"{}\" rx=\"2\"/>",
-          fx, fw, node.depth, label, tip, px, y, pw, fh - 1, color_of(node.name));
-      size_t fit = pw > 12 ? static_cast<size_t>((pw - 6) / 7.2) : 0;
-      std::string text;
-      if (fit >= node.name.size()) {
-        text = label;
-      } else if (fit >= 3) {
-        append_xml(text, node.name.substr(0, fit - 2));
-        text += "..";
-      }
-      out += fmt::format("<text x=\"{:.2f}\" y=\"{}\">{}</text></g>\n", px + 3, y + fh - 4, text);
-      double cx = x;
-      std::vector<std::pair<uint32_t, double>> kids;
-      for (uint32_t c : node.children) {
-        kids.emplace_back(c, cx);
-        cx += tree.nodes[c].value;
-      }
-      todo.insert(todo.end(), kids.rbegin(), kids.rend());
-    }
-  }
+  if (total > 0) append_frames(out, tree, o, depth, total);
   out += fmt::format(
       "<script type=\"text/ecmascript\"><![CDATA[\n"
       "var P={},S={};\n"

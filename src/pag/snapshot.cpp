@@ -109,8 +109,16 @@ Snapshotter::Snapshotter(const Pag& pag)
   if (!event_cursor_.empty()) event_cursor_.pop_back();
 }
 
+// The timeline edges of worker w overlapping the window: global nodes [first_edge,
+// last_node], at snapshot nodes from `offset`, their ends clipped to the window.
+struct Snapshotter::Range {
+  uint32_t first_edge = kNone;  // global node index of the first overlapping edge
+  uint32_t last_node = 0;       // global node index of the last node reached
+  uint32_t offset = 0;          // snapshot index of the first node
+  int64_t first_ts = 0, last_ts = 0;
+};
+
 void Snapshotter::build(const Window& win, Snapshot& out) {
-  const int64_t ts = win.start, te = win.end;
   out.window = win;
   out.ts.clear();
   out.worker.clear();
@@ -121,8 +129,16 @@ void Snapshotter::build(const Window& win, Snapshot& out) {
   out.msg_index.clear();
   out.timeline_edges = 0;
   extras_.clear();
+  count_events(win, out);
+  static thread_local std::vector<Range> ranges;
+  cut_timelines(win, out, ranges);
+  cut_messages(win, out, ranges);
+  add_extra_nodes(out);
+}
 
-  // Raw events in [ts, te) or [ts, te], counted per worker (each in time order).
+// Raw events in [ts, te) or [ts, te], counted per worker (each in time order).
+void Snapshotter::count_events(const Window& win, Snapshot& out) {
+  const int64_t ts = win.start, te = win.end;
   const auto& ev = pag_.event_ts;
   out.events = 0;
   for (size_t w = 0; w + 1 < pag_.event_begin.size(); ++w) {
@@ -134,18 +150,14 @@ void Snapshotter::build(const Window& win, Snapshot& out) {
     out.events += static_cast<uint64_t>(to - from);
     c = static_cast<uint32_t>(to - ev.begin());
   }
+}
 
-  // Timeline edges overlapping (ts, te), worker by worker: first each worker's range of
-  // edges, then the node arrays in one go. Remember each worker's first global edge and
-  // snapshot offset to place message endpoints in O(1).
+// Timeline edges overlapping (ts, te), worker by worker: first each worker's range of
+// edges, then the node arrays in one go. Remembers each worker's first global edge and
+// snapshot offset to place message endpoints in O(1).
+void Snapshotter::cut_timelines(const Window& win, Snapshot& out, std::vector<Range>& ranges) {
+  const int64_t ts = win.start, te = win.end;
   const size_t W = pag_.worker_count();
-  struct Range {
-    uint32_t first_edge = kNone;  // global node index of the first overlapping edge
-    uint32_t last_node = 0;       // global node index of the last node reached
-    uint32_t offset = 0;          // snapshot index of the first node
-    int64_t first_ts = 0, last_ts = 0;
-  };
-  static thread_local std::vector<Range> ranges;
   ranges.assign(W, Range{});
   const auto& node_ts = pag_.node_ts;
   uint32_t nodes = 0;
@@ -189,8 +201,11 @@ void Snapshotter::build(const Window& win, Snapshot& out) {
     std::copy(pag_.edge_type.begin() + i, pag_.edge_type.begin() + j, out.type.begin() + o);
     out.type[o + k] = kNoEdge;
   }
+}
 
-  // Messages: admit those sent before the window's end, keep those not yet delivered.
+// Messages: admits those sent before the window's end, keeps those not yet delivered.
+void Snapshotter::cut_messages(const Window& win, Snapshot& out, const std::vector<Range>& ranges) {
+  const int64_t ts = win.start, te = win.end;
   const auto& msgs = pag_.messages;
   while (next_message_ < msgs.size() && (msgs[next_message_].src_ts < te ||
                                          (win.closed_end && msgs[next_message_].src_ts == te))) {
@@ -226,8 +241,10 @@ void Snapshotter::build(const Window& win, Snapshot& out) {
     out.msg_index.push_back(mi);
   }
   in_flight_.resize(keep);
+}
 
-  // Standalone nodes for message endpoints outside every timeline range (deduplicated).
+// Standalone nodes for message endpoints outside every timeline range (deduplicated).
+void Snapshotter::add_extra_nodes(Snapshot& out) {
   if (!extras_.empty()) {
     std::sort(extras_.begin(), extras_.end(), [](const Extra& a, const Extra& b) {
       return a.worker != b.worker ? a.worker < b.worker : a.ts < b.ts;

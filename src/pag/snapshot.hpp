@@ -95,6 +95,12 @@ class Snapshotter {
   void build(const Window& window, Snapshot& out);
 
  private:
+  struct Range;  // one worker's timeline edges in the window
+  void count_events(const Window& win, Snapshot& out);
+  void cut_timelines(const Window& win, Snapshot& out, std::vector<Range>& ranges);
+  void cut_messages(const Window& win, Snapshot& out, const std::vector<Range>& ranges);
+  void add_extra_nodes(Snapshot& out);
+
   const Pag& pag_;
   std::vector<uint32_t> cursor_;        // per worker: first edge that may overlap the next window
   size_t next_message_ = 0;             // next message (by send time) not yet in flight

@@ -233,7 +233,32 @@ size_t StreamingPag::retained_nodes() const {
   return n;
 }
 
+// Where each worker's retained nodes went in a cut (indexed like workers_).
+struct StreamingPag::CutLayout {
+  std::vector<uint32_t> slice_of;             // dense worker index in the cut
+  std::vector<uint64_t> first_abs, last_abs;  // retained absolute node range in the cut
+  std::vector<uint32_t> node_base;            // the cut's node of first_abs
+};
+
 Pag StreamingPag::cut(int64_t start, int64_t end, bool closed_end) {
+  auto before_end = [&](int64_t t) { return t < end || (closed_end && t == end); };
+  expire_halves(end, closed_end);
+  Pag pag;
+  CutLayout layout;
+  cut_timelines(start, end, closed_end, pag, layout);
+  cut_messages(start, end, pag, layout);
+  for (const IssueAt& is : issues_)
+    if (is.ts >= start && before_end(is.ts)) pag.issues.push_back(is);
+  std::stable_sort(pag.issues.begin(), pag.issues.end(), [](const IssueAt& a, const IssueAt& b) {
+    return a.ts != b.ts ? a.ts < b.ts : a.issue < b.issue;
+  });
+  pag.operator_ids = operator_ids_;
+  pag.first_ts = start;
+  pag.last_ts = end;
+  return pag;
+}
+
+void StreamingPag::expire_halves(int64_t end, bool closed_end) {
   auto before_end = [&](int64_t t) { return t < end || (closed_end && t == end); };
   // Partners can no longer arrive for half messages in these windows.
   for (auto it = keys_.begin(); it != keys_.end(); ++it) {
@@ -258,17 +283,25 @@ Pag StreamingPag::cut(int64_t start, int64_t end, bool closed_end) {
       ++it;
     }
   }
+}
 
-  Pag pag;
+void StreamingPag::cut_timelines(int64_t start, int64_t end, bool closed_end, Pag& pag,
+                                 CutLayout& layout) const {
+  auto before_end = [&](int64_t t) { return t < end || (closed_end && t == end); };
   // Workers in ascending id order, as in the batch PAG.
   std::vector<uint32_t> order(workers_.size());
   for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(),
             [&](uint32_t a, uint32_t b) { return workers_[a].id < workers_[b].id; });
   const size_t W = order.size();
-  std::vector<uint32_t> slice_of(W, kNone);         // workers_ index -> dense index in the cut
-  std::vector<uint64_t> first_abs(W), last_abs(W);  // retained node range in the cut
-  std::vector<uint32_t> node_base(W);
+  std::vector<uint32_t>& slice_of = layout.slice_of;
+  std::vector<uint64_t>& first_abs = layout.first_abs;
+  std::vector<uint64_t>& last_abs = layout.last_abs;
+  std::vector<uint32_t>& node_base = layout.node_base;
+  slice_of.assign(W, kNone);
+  first_abs.resize(W);
+  last_abs.resize(W);
+  node_base.resize(W);
   pag.worker_begin.push_back(0);
   pag.event_begin.push_back(0);
   for (uint32_t wi : order) {
@@ -304,7 +337,10 @@ Pag StreamingPag::cut(int64_t start, int64_t end, bool closed_end) {
       if (t >= start && before_end(t)) pag.event_ts.push_back(t);
     pag.event_begin.push_back(static_cast<uint32_t>(pag.event_ts.size()));
   }
+}
 
+void StreamingPag::cut_messages(int64_t start, int64_t end, Pag& pag,
+                                const CutLayout& layout) const {
   // Messages overlapping the range, ordered as the batch builder orders them: by send
   // time, then receive time, then nodes (worker id, then position), then type.
   std::vector<uint32_t> picked;
@@ -320,26 +356,17 @@ Pag StreamingPag::cut(int64_t start, int64_t end, bool closed_end) {
   std::sort(picked.begin(), picked.end(),
             [&](uint32_t a, uint32_t b) { return key(messages_[a]) < key(messages_[b]); });
   auto node_in_cut = [&](uint32_t wi, uint64_t abs) -> uint32_t {
-    if (abs < first_abs[wi] || abs >= last_abs[wi]) return kNone;  // clipped: never used
-    return node_base[wi] + static_cast<uint32_t>(abs - first_abs[wi]);
+    if (abs < layout.first_abs[wi] || abs >= layout.last_abs[wi])
+      return kNone;  // clipped: never used
+    return layout.node_base[wi] + static_cast<uint32_t>(abs - layout.first_abs[wi]);
   };
   pag.messages.reserve(picked.size());
   for (uint32_t i : picked) {
     const Matched& m = messages_[i];
     pag.messages.push_back({node_in_cut(m.src_worker, m.src_node),
                             node_in_cut(m.dst_worker, m.dst_node), m.src_ts, m.dst_ts,
-                            slice_of[m.src_worker], slice_of[m.dst_worker], m.type});
+                            layout.slice_of[m.src_worker], layout.slice_of[m.dst_worker], m.type});
   }
-
-  for (const IssueAt& is : issues_)
-    if (is.ts >= start && before_end(is.ts)) pag.issues.push_back(is);
-  std::stable_sort(pag.issues.begin(), pag.issues.end(), [](const IssueAt& a, const IssueAt& b) {
-    return a.ts != b.ts ? a.ts < b.ts : a.issue < b.issue;
-  });
-  pag.operator_ids = operator_ids_;
-  pag.first_ts = start;
-  pag.last_ts = end;
-  return pag;
 }
 
 void StreamingPag::retire(int64_t horizon) {

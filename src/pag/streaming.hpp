@@ -138,6 +138,13 @@ class StreamingPag {
   void flush_pending(Worker& w);
   void on_half(const Event& e, uint32_t worker, uint64_t node);
   void pair(const Half& send, const Half& recv);
+  // The pieces of cut(): halves whose partner can no longer come are reported; each
+  // worker's retained nodes and events in the range; the messages overlapping it.
+  struct CutLayout;
+  void expire_halves(int64_t end, bool closed_end);
+  void cut_timelines(int64_t start, int64_t end, bool closed_end, Pag& pag,
+                     CutLayout& layout) const;
+  void cut_messages(int64_t start, int64_t end, Pag& pag, const CutLayout& layout) const;
 
   int64_t gap_threshold_;
   int64_t horizon_ = INT64_MIN;

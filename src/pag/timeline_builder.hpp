@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "pag/timeline.hpp"
+#include "pag/pag.hpp"
 
 namespace snailtrail::detail {
 

@@ -382,42 +382,6 @@ void HttpFront::shutdown() {
   impl_.reset();
 }
 
-Listener::Listener(const std::string& address) {
-  auto [host, port] = parse_address(address);
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  addrinfo* res = nullptr;
-  const int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
-  if (rc != 0) throw std::runtime_error("cannot resolve " + address + ": " + ::gai_strerror(rc));
-  std::string last_error = "no address";
-  for (addrinfo* a = res; a && fd_ < 0; a = a->ai_next) {
-    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) continue;
-    const int one = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, 1024) == 0) {
-      fd_ = fd;
-      break;
-    }
-    last_error = std::strerror(errno);
-    ::close(fd);
-  }
-  ::freeaddrinfo(res);
-  if (fd_ < 0) throw std::runtime_error("cannot listen on " + address + ": " + last_error);
-  sockaddr_storage bound{};
-  socklen_t len = sizeof bound;
-  ::getsockname(fd_, reinterpret_cast<sockaddr*>(&bound), &len);
-  port_ = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
-                                      : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  host_ = host;
-}
-
-Listener::~Listener() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
 HttpFront::HttpFront() = default;
 
 HttpFront::~HttpFront() {

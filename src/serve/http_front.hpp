@@ -48,23 +48,4 @@ class HttpFront : public httplib::Server {
   std::string answer(const std::string& request, int fd, bool last, bool& close);
 };
 
-// A listening TCP socket on "host:port" (port 0: any free port), closed with the object
-// (serve's HTTP API and trace listeners, `run --http`). Throws std::runtime_error.
-class Listener {
- public:
-  explicit Listener(const std::string& address);
-  ~Listener();
-  Listener(const Listener&) = delete;
-  Listener& operator=(const Listener&) = delete;
-
-  int fd() const { return fd_; }
-  int port() const { return port_; }
-  std::string name() const { return host_ + ":" + std::to_string(port_); }
-
- private:
-  int fd_ = -1;
-  int port_ = 0;
-  std::string host_;
-};
-
 }  // namespace snailtrail::serve

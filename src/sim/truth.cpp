@@ -42,107 +42,109 @@ double remote_fraction(const Scenario& s) {
   return 1.0 - 1.0 / procs;
 }
 
-}  // namespace
+// Instances per operator (timely: every worker runs every operator).
+size_t instances(const Scenario& s, uint32_t op) {
+  return s.model == Model::timely ? s.timely.workers : s.operators[op].parallelism;
+}
 
-Truth expected_truth(const Scenario& s) {
-  Truth t;
-  t.scenario = s.name;
-  t.model = std::string(name_of(s.model));
-  t.seed = s.seed;
-  t.duration_ns = s.duration_ns;
+// Per-record cost of an operator (ns), given which activities it performs.
+double cost_of(const Scenario& s, uint32_t op) {
+  const OperatorSpec& o = s.operators[op];
+  const bool has_out = !s.out_edges(op).empty();
+  double in_c = o.cost.input.mean() + o.cost.processing.mean();
+  double deser = o.cost.deserialization.mean();
+  double ser = o.cost.serialization.mean();
+  double sel = o.selectivity.mean();
+  if (s.model == Model::microbatch) {
+    auto in = s.in_edges(op);
+    auto out = s.out_edges(op);
+    if (!in.empty() && s.edges[in[0]].partitioning == Partitioning::forward) deser = 0;
+    if (!out.empty() && s.edges[out[0]].partitioning == Partitioning::forward) ser = 0;
+  } else if (s.model == Model::timely) {
+    const double rf = remote_fraction(s);
+    auto in = s.in_edges(op);
+    auto out = s.out_edges(op);
+    deser *= (!in.empty() && s.edges[in[0]].partitioning != Partitioning::forward) ? rf : 0;
+    ser *= (!out.empty() && s.edges[out[0]].partitioning != Partitioning::forward) ? rf : 0;
+  }
+  return in_c + deser + sel * (has_out ? ser : o.cost.io.mean());
+}
+
+// Adds the load each operator of `order` passes on to its instances' downstream inputs.
+void propagate(const Scenario& s, std::vector<std::vector<double>>& l,
+               const std::vector<uint32_t>& order) {
+  for (uint32_t op : order) {
+    const double in = [&] {
+      double x = 0;
+      for (double v : l[op]) x += v;
+      return x;
+    }();
+    if (in <= 0) continue;
+    const double out = in * s.operators[op].selectivity.mean();
+    std::vector<double> shares(l[op].size());
+    for (size_t j = 0; j < shares.size(); ++j) shares[j] = l[op][j] / in;
+    for (uint32_t e : s.out_edges(op)) {
+      const EdgeSpec& ed = s.edges[e];
+      auto sh = edge_shares(ed.partitioning, ed.skew, shares, l[ed.to].size());
+      for (size_t j = 0; j < sh.size(); ++j) l[ed.to][j] += out * sh[j];
+    }
+  }
+}
+
+// Each further pass of a timely loop feeds the last operator's output back into the
+// first after the source, with the loop's partitioning.
+void add_loop_passes(const Scenario& s, std::vector<std::vector<double>>& load) {
   const size_t n = s.operators.size();
+  std::vector<uint32_t> loop(s.topo_order.begin() + 1, s.topo_order.end());
+  const uint32_t first = loop.front(), last = loop.back();
+  const auto in0 = s.in_edges(first);
+  const Partitioning lp = s.timely.loop_partitioning.value_or(
+      in0.empty() ? Partitioning::hash : s.edges[in0[0]].partitioning);
+  std::vector<std::vector<double>> pass = load;
+  for (uint32_t it = 1; it < s.timely.iterations; ++it) {
+    double out = 0;
+    for (double v : pass[last]) out += v;
+    out *= s.operators[last].selectivity.mean();
+    std::vector<std::vector<double>> next(n);
+    for (uint32_t op = 0; op < n; ++op) next[op].assign(instances(s, op), 0.0);
+    std::vector<double> lshares(pass[last].size());
+    double lin = 0;
+    for (double v : pass[last]) lin += v;
+    for (size_t j = 0; j < lshares.size(); ++j) lshares[j] = lin > 0 ? pass[last][j] / lin : 0;
+    auto sh = edge_shares(lp, s.timely.loop_skew, lshares, next[first].size());
+    for (size_t j = 0; j < sh.size(); ++j) next[first][j] = out * sh[j];
+    propagate(s, next, loop);
+    for (uint32_t op : loop)
+      for (size_t j = 0; j < load[op].size(); ++j) load[op][j] += next[op][j];
+    pass = std::move(next);
+  }
+}
 
-  // Instances per operator and the executor/worker that runs each one.
-  auto instances = [&](uint32_t op) -> size_t {
-    return s.model == Model::timely ? s.timely.workers : s.operators[op].parallelism;
-  };
-  // Per-record cost of an operator (ns), given which activities it performs.
-  auto cost_of = [&](uint32_t op) {
-    const OperatorSpec& o = s.operators[op];
-    const bool has_out = !s.out_edges(op).empty();
-    double in_c = o.cost.input.mean() + o.cost.processing.mean();
-    double deser = o.cost.deserialization.mean();
-    double ser = o.cost.serialization.mean();
-    double sel = o.selectivity.mean();
-    if (s.model == Model::microbatch) {
-      auto in = s.in_edges(op);
-      auto out = s.out_edges(op);
-      if (!in.empty() && s.edges[in[0]].partitioning == Partitioning::forward) deser = 0;
-      if (!out.empty() && s.edges[out[0]].partitioning == Partitioning::forward) ser = 0;
-    } else if (s.model == Model::timely) {
-      const double rf = remote_fraction(s);
-      auto in = s.in_edges(op);
-      auto out = s.out_edges(op);
-      deser *= (!in.empty() && s.edges[in[0]].partitioning != Partitioning::forward) ? rf : 0;
-      ser *= (!out.empty() && s.edges[out[0]].partitioning != Partitioning::forward) ? rf : 0;
-    }
-    return in_c + deser + sel * (has_out ? ser : o.cost.io.mean());
-  };
-
-  // Propagate offered load (records/s) per operator instance in topological order.
+// Offered load (records/s) per operator instance, propagated in topological order.
+std::vector<std::vector<double>> offered_load(const Scenario& s, const std::vector<double>& cost) {
+  const size_t n = s.operators.size();
   std::vector<std::vector<double>> load(n);
-  for (uint32_t op = 0; op < n; ++op) load[op].assign(instances(op), 0.0);
-  std::vector<double> cost(n);
-  for (uint32_t op = 0; op < n; ++op) cost[op] = cost_of(op);
-
-  auto propagate = [&](std::vector<std::vector<double>>& l, const std::vector<uint32_t>& order) {
-    for (uint32_t op : order) {
-      const double in = [&] {
-        double x = 0;
-        for (double v : l[op]) x += v;
-        return x;
-      }();
-      if (in <= 0) continue;
-      const double out = in * s.operators[op].selectivity.mean();
-      std::vector<double> shares(l[op].size());
-      for (size_t j = 0; j < shares.size(); ++j) shares[j] = l[op][j] / in;
-      for (uint32_t e : s.out_edges(op)) {
-        const EdgeSpec& ed = s.edges[e];
-        auto sh = edge_shares(ed.partitioning, ed.skew, shares, l[ed.to].size());
-        for (size_t j = 0; j < sh.size(); ++j) l[ed.to][j] += out * sh[j];
-      }
-    }
-  };
-
+  for (uint32_t op = 0; op < n; ++op) load[op].assign(instances(s, op), 0.0);
   for (uint32_t op : s.topo_order) {
     const OperatorSpec& o = s.operators[op];
     if (!o.is_source) continue;
     double rate = mean_rate(o, s.duration_ns);
     if (rate <= 0) {
       // As fast as possible: the source's own capacity.
-      rate = cost[op] > 0 ? 1e9 * static_cast<double>(instances(op)) / cost[op] : 0;
+      rate = cost[op] > 0 ? 1e9 * static_cast<double>(instances(s, op)) / cost[op] : 0;
     }
     for (double& v : load[op]) v = rate / static_cast<double>(load[op].size());
   }
-  propagate(load, s.topo_order);
-  if (s.model == Model::timely && s.timely.iterations > 1 && s.topo_order.size() > 1) {
-    // Each further pass feeds the last operator's output back into the first after
-    // the source, with the loop's partitioning.
-    std::vector<uint32_t> loop(s.topo_order.begin() + 1, s.topo_order.end());
-    const uint32_t first = loop.front(), last = loop.back();
-    const auto in0 = s.in_edges(first);
-    const Partitioning lp = s.timely.loop_partitioning.value_or(
-        in0.empty() ? Partitioning::hash : s.edges[in0[0]].partitioning);
-    std::vector<std::vector<double>> pass = load;
-    for (uint32_t it = 1; it < s.timely.iterations; ++it) {
-      double out = 0;
-      for (double v : pass[last]) out += v;
-      out *= s.operators[last].selectivity.mean();
-      std::vector<std::vector<double>> next(n);
-      for (uint32_t op = 0; op < n; ++op) next[op].assign(instances(op), 0.0);
-      std::vector<double> lshares(pass[last].size());
-      double lin = 0;
-      for (double v : pass[last]) lin += v;
-      for (size_t j = 0; j < lshares.size(); ++j) lshares[j] = lin > 0 ? pass[last][j] / lin : 0;
-      auto sh = edge_shares(lp, s.timely.loop_skew, lshares, next[first].size());
-      for (size_t j = 0; j < sh.size(); ++j) next[first][j] = out * sh[j];
-      propagate(next, loop);
-      for (uint32_t op : loop)
-        for (size_t j = 0; j < load[op].size(); ++j) load[op][j] += next[op][j];
-      pass = std::move(next);
-    }
-  }
+  propagate(s, load, s.topo_order);
+  if (s.model == Model::timely && s.timely.iterations > 1 && s.topo_order.size() > 1)
+    add_loop_passes(s, load);
+  return load;
+}
 
+// Per operator: offered rate, utilization and capacity; the bottleneck.
+void operator_loads(const Scenario& s, const std::vector<std::vector<double>>& load,
+                    const std::vector<double>& cost, Truth& t) {
+  const size_t n = s.operators.size();
   double best = 0;
   for (uint32_t op = 0; op < n; ++op) {
     OperatorLoad ol;
@@ -166,24 +168,10 @@ Truth expected_truth(const Scenario& s) {
     }
     t.operators.push_back(std::move(ol));
   }
+}
 
-  if (s.model == Model::microbatch) {
-    // Driver time per batch: scheduling every task of every stage, one barrier per
-    // stage (stages are separated by non-forward edges).
-    double tasks = 0, stages = 0;
-    for (uint32_t op : s.topo_order) {
-      auto in = s.in_edges(op);
-      if (in.empty() || s.edges[in[0]].partitioning != Partitioning::forward) {
-        tasks += s.operators[op].parallelism;
-        stages += 1;
-      }
-    }
-    const double per_batch = tasks * s.microbatch.scheduling_cost.mean() +
-                             stages * s.microbatch.stage_barrier_cost.mean();
-    t.driver_utilization = per_batch / static_cast<double>(s.microbatch.batch_interval_ns);
-  }
-
-  // The worker that receives the hot key: instance 0 of the first skewed hash edge.
+// The worker that receives the hot key: instance 0 of the first skewed hash edge.
+void find_hot_worker(const Scenario& s, Truth& t) {
   for (uint32_t op : s.topo_order)
     for (uint32_t e : s.in_edges(op))
       if (!t.hot_worker && s.edges[e].partitioning == Partitioning::hash && s.edges[e].skew > 0) {
@@ -203,6 +191,36 @@ Truth expected_truth(const Scenario& s) {
   if (!t.hot_worker && s.model == Model::timely && s.timely.loop_skew > 0 &&
       s.timely.iterations > 1)
     t.hot_worker = "worker-0";
+}
+
+}  // namespace
+
+Truth expected_truth(const Scenario& s) {
+  Truth t;
+  t.scenario = s.name;
+  t.model = std::string(name_of(s.model));
+  t.seed = s.seed;
+  t.duration_ns = s.duration_ns;
+  const size_t n = s.operators.size();
+  std::vector<double> cost(n);
+  for (uint32_t op = 0; op < n; ++op) cost[op] = cost_of(s, op);
+  operator_loads(s, offered_load(s, cost), cost, t);
+  if (s.model == Model::microbatch) {
+    // Driver time per batch: scheduling every task of every stage, one barrier per
+    // stage (stages are separated by non-forward edges).
+    double tasks = 0, stages = 0;
+    for (uint32_t op : s.topo_order) {
+      auto in = s.in_edges(op);
+      if (in.empty() || s.edges[in[0]].partitioning != Partitioning::forward) {
+        tasks += s.operators[op].parallelism;
+        stages += 1;
+      }
+    }
+    const double per_batch = tasks * s.microbatch.scheduling_cost.mean() +
+                             stages * s.microbatch.stage_barrier_cost.mean();
+    t.driver_utilization = per_batch / static_cast<double>(s.microbatch.batch_interval_ns);
+  }
+  find_hot_worker(s, t);
   return t;
 }
 

@@ -1,0 +1,89 @@
+#include "serve/http_api.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <httplib.h>
+
+namespace snailtrail::serve {
+namespace {
+
+// The `since` parameter (ns) of /api/windows and /api/rates: INT64_MIN without it, nullopt
+// (and a 400 answer) when it is not an integer.
+std::optional<int64_t> since_param(const httplib::Request& req, httplib::Response& res) {
+  if (!req.has_param("since")) return INT64_MIN;
+  try {
+    size_t used = 0;
+    const std::string text = req.get_param_value("since");
+    const int64_t v = std::stoll(text, &used);
+    if (used == text.size()) return v;
+  } catch (const std::exception&) {
+  }
+  res.status = 400;
+  res.set_content("{\"error\":\"since must be an integer (ns)\"}\n", "application/json");
+  return std::nullopt;
+}
+
+// The retained windows starting at `since` or later, as one JSON array.
+std::string windows_since(SharedState& shared, int64_t since) {
+  std::string body = "[";
+  {
+    std::lock_guard lock(shared.mu);
+    bool first = true;
+    for (const auto& [start, json] : shared.windows) {
+      if (start < since) continue;
+      if (!first) body += ',';
+      first = false;
+      body += json;
+    }
+  }
+  body += "]\n";
+  return body;
+}
+
+}  // namespace
+
+void add_api_routes(HttpFront& http, const ApiSources& src) {
+  SharedState& shared = src.shared;
+  // The live dashboard: the report's page, polling /api/report.
+  http.Get("/", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(report::render_dashboard_html(), "text/html; charset=utf-8");
+  });
+  http.Get("/api/report", [&shared](const httplib::Request&, httplib::Response& res) {
+    std::string body;
+    {
+      std::lock_guard lock(shared.mu);
+      body = shared.report->json();
+    }
+    res.set_content(body, "application/json");
+  });
+  http.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("ok\n", "text/plain");
+  });
+  http.Get("/metrics", [src, &http](const httplib::Request&, httplib::Response& res) {
+    res.set_content(
+        metrics_text(src.shared, src.counters, src.queue, http.counters(), src.buffer_budget) +
+            src.rates.metrics(),
+        "text/plain; version=0.0.4");
+  });
+  http.Get("/api/rates", [&rates = src.rates](const httplib::Request& req, httplib::Response& res) {
+    if (std::optional<int64_t> since = since_param(req, res))
+      res.set_content(rates.page(*since), "application/json");
+  });
+  http.Get("/api/windows", [&shared](const httplib::Request& req, httplib::Response& res) {
+    if (const std::optional<int64_t> since = since_param(req, res))
+      res.set_content(windows_since(shared, *since), "application/json");
+  });
+  http.Get("/api/summary/latest", [&shared](const httplib::Request&, httplib::Response& res) {
+    std::lock_guard lock(shared.mu);
+    if (shared.windows.empty()) {
+      res.status = 404;
+      res.set_content("{\"error\":\"no window has closed yet\"}\n", "application/json");
+      return;
+    }
+    res.set_content(shared.windows.back().second + "\n", "application/json");
+  });
+}
+
+}  // namespace snailtrail::serve

@@ -1,0 +1,26 @@
+// `serve`'s HTTP API: the live dashboard (/ and /api/report), /healthz, /metrics,
+// /api/rates, /api/windows and /api/summary/latest. docs/SERVE.md.
+#pragma once
+
+#include <cstddef>
+
+#include "serve/http_front.hpp"
+#include "serve/ingest.hpp"
+#include "serve/live_rates.hpp"
+#include "serve/serve_state.hpp"
+
+namespace snailtrail::serve {
+
+// What the routes read; every reference outlives the HTTP front.
+struct ApiSources {
+  SharedState& shared;
+  const IngestCounters& counters;
+  const BatchQueue& queue;
+  LiveRates& rates;
+  size_t buffer_budget;  // --ingest-buffer, shown in /metrics
+};
+
+// Registers the routes on `http` (before it starts).
+void add_api_routes(HttpFront& http, const ApiSources& sources);
+
+}  // namespace snailtrail::serve
