@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "cli/commands.hpp"
+#include "cli/import_options.hpp"
 #include "cli/duration.hpp"
 #include "cli/import_warnings.hpp"
 #include "cli/output_file.hpp"
@@ -35,9 +36,7 @@ struct AnalyzeArgs {
   size_t top = 10;
   std::string dump_edges;
   std::string importer = "auto";
-  std::string spark_delay_split = "1:2";
-  std::string map_file;
-  std::string log_format, log_id;  // --importer logs
+  importers::ImportOptions import_options;
   uint64_t seed = 1;
   bool per_window = false;
   std::string output;
@@ -150,13 +149,8 @@ int run(const AnalyzeArgs& args, mpi::RankGroup* group) {
     if (auto_window) auto_reason = importers::choose_auto_window("snail").reason;
   } else {
     if (progress) fmt::print(stderr, "\rreading {}...", a.trace);
-    importers::ImportOptions import_options;
-    import_options.spark_delay_split = a.spark_delay_split;
-    import_options.map_file = a.map_file;
-    import_options.log_format = a.log_format;
-    import_options.log_id = a.log_id;
     std::string_view used;
-    trace = importers::import_trace(a.trace, a.importer, import_options, &used);
+    trace = importers::import_trace(a.trace, a.importer, a.import_options, &used);
     cli::warn_if_cut(trace);
     if (auto_window) {
       const importers::AutoWindow w = importers::choose_auto_window(used);
@@ -422,16 +416,7 @@ CommandRunner add_analyze_command(CLI::App& app) {
                   "Input format: " + importers::importer_names() +
                       " (auto: recognised by content, then extension)")
       ->capture_default_str();
-  cmd->add_option("--spark-delay-split", an.spark_delay_split,
-                  "Spark: share of each task's scheduler delay on its launch:result messages")
-      ->capture_default_str();
-  cmd->add_option("--map", an.map_file,
-                  "chrome/otlp/jaeger: TOML rules mapping names to activity types "
-                  "(docs/IMPORTERS.md)");
-  cmd->add_option("--log-format", an.log_format,
-                  "logs: header preset or pattern (docs/LOGS.md); default: detected per file");
-  cmd->add_option("--log-id", an.log_id,
-                  "logs: request-id regular expression; default: inferred from the templates");
+  add_import_options(cmd, an.import_options);
   cmd->add_option("--seed", an.seed, "Seed of the sampled single critical path")
       ->capture_default_str();
   cmd->add_flag("--per-window", an.per_window, "Table: also print every window's table");

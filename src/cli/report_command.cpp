@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "cli/commands.hpp"
+#include "cli/import_options.hpp"
 #include "cli/duration.hpp"
 #include "cli/import_warnings.hpp"
 #include "cli/output_file.hpp"
@@ -51,6 +52,7 @@ struct ReportArgs {
   std::string gap_threshold = "100us";
   std::string from, to;
   std::string importer = "auto";
+  importers::ImportOptions import_options;
   std::string format = "html";
   size_t top = 10;
   uint64_t seed = 1;
@@ -116,7 +118,7 @@ int run(ReportArgs& a) {
     pag = names_pag(snail->index().facts);
   } else {
     if (progress) fmt::print(stderr, "\rreading {}...", a.trace);
-    trace = importers::import_trace(a.trace, a.importer);
+    trace = importers::import_trace(a.trace, a.importer, a.import_options);
     cli::warn_if_cut(trace);
     if (trace.events.empty()) throw TraceError(trace.source, "input", "the trace has no events");
     if (progress) fmt::print(stderr, "\rbuilding the PAG of {} events...", trace.events.size());
@@ -233,6 +235,7 @@ CommandRunner add_report_command(CLI::App& app) {
                   "Input format: " + importers::importer_names() +
                       " (auto: recognised by content, then extension)")
       ->capture_default_str();
+  add_import_options(cmd, a.import_options);
   cmd->add_option("--top", a.top, "Rows of the top critical activities table")
       ->capture_default_str();
   cmd->add_option("--seed", a.seed, "Seed of the sampled single critical path")

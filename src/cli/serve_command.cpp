@@ -3,6 +3,8 @@
 
 #include "cli/commands.hpp"
 #include "cli/duration.hpp"
+#include "cli/import_options.hpp"
+#include "importers/streaming.hpp"
 #include "serve/server.hpp"
 
 namespace snailtrail::cli {
@@ -13,7 +15,7 @@ CommandRunner add_serve_command(CLI::App& app) {
     bool stdin_source = false;
     std::vector<std::string> follow;
     std::string importer = "auto";
-    std::string spark_delay_split = "1:2";
+    importers::ImportOptions import_options;
     std::string http;
     std::string rate_interval;
     std::string window = "1s", lateness = "200ms", idle_timeout = "5s", gap_threshold = "100us";
@@ -48,13 +50,11 @@ CommandRunner add_serve_command(CLI::App& app) {
                   "trace as perf script text; repeatable");
   cmd->add_option("--importer", args->importer,
                   "Format of the --follow files: auto (sniffed from their first bytes), jsonl, "
-                  "snail, spark, snailtrail-msgpack, perf-sched. Single-document formats (chrome, "
-                  "jaeger) "
-                  "and otlp cannot be followed")
+                  "snail, " +
+                      importers::streaming_importer_names() +
+                      ". The other importers read whole files only")
       ->capture_default_str();
-  cmd->add_option("--spark-delay-split", args->spark_delay_split,
-                  "Followed Spark logs: LAUNCH:RESULT share of each task's scheduler delay")
-      ->capture_default_str();
+  add_import_options(cmd, args->import_options, /*streaming_only=*/true);
   cmd->add_option(
          "--http", args->http,
          "Serve the live dashboard (/) and the HTTP API (/api/windows, /api/summary/latest, "
@@ -123,7 +123,7 @@ CommandRunner add_serve_command(CLI::App& app) {
     o.stdin_source = args->stdin_source;
     o.follow = args->follow;
     o.follow_importer = args->importer;
-    o.spark_delay_split = args->spark_delay_split;
+    o.import_options = args->import_options;
     if (cmd->count("--http") > 0) o.http = args->http.empty() ? "127.0.0.1:7879" : args->http;
     o.live.window_ns = parse_duration(args->window);
     if (o.live.window_ns <= 0) throw std::invalid_argument("--window must be positive");

@@ -17,7 +17,7 @@ struct ServeOptions {
   bool stdin_source = false;              // read a stream from stdin
   std::vector<std::string> follow;        // files to follow as they grow
   std::string follow_importer = "auto";   // their format: auto (sniffed), jsonl, snail, spark
-  std::string spark_delay_split = "1:2";  // importer option for followed Spark logs
+  importers::ImportOptions import_options;  // the streaming importers' options
   std::string http;                       // "host:port" of the HTTP API, empty: none
   LiveOptions live;
   std::string window_label = "1s";  // as given on the command line, for the dashboard

@@ -555,6 +555,25 @@ Trace read_chrome(const std::string& path, const ImportOptions& options) {
   return parse_chrome(bytes, path == "-" ? "<stdin>" : path, map);
 }
 
+namespace {
+constexpr ImportOption kChromeOptions[] = {kMapOption};
+}  // namespace
+
+const Importer& chrome_descriptor() {
+  static const Importer d{
+      .name = "chrome",
+      .description = "Chrome Trace Event Format JSON (TensorFlow, PyTorch, Perfetto)",
+      .sniff = sniff_chrome,
+      .read = read_chrome,
+      .not_streamed = "a chrome trace is one JSON document, complete only at its end, so there "
+                      "is nothing to analyze while it grows",
+      .options = kChromeOptions,
+      .whole_window = true,
+      .window_reason = "a profiler's capture (Chrome trace) is one run",
+  };
+  return d;
+}
+
 ActivityType default_chrome_activity(std::string_view name) {
   auto contains = [&](std::string_view needle) {
     return std::search(name.begin(), name.end(), needle.begin(), needle.end(), [](char a, char b) {

@@ -649,6 +649,40 @@ Trace read_jaeger(const std::string& path, const ImportOptions& options) {
   return spans_to_trace(parse_jaeger(read_file_bytes(path), path == "-" ? "<stdin>" : path), map);
 }
 
+namespace {
+constexpr ImportOption kSpanOptions[] = {kMapOption};
+}  // namespace
+
+const Importer& otlp_descriptor() {
+  static const Importer d{
+      .name = "otlp",
+      .description = "OpenTelemetry OTLP/JSON spans (resourceSpans)",
+      .sniff = sniff_otlp,
+      .read = read_otlp,
+      .not_streamed = "a span's parent, children and links may come in any later line, so no "
+                      "part of an OTLP file is final before its end",
+      .options = kSpanOptions,
+      .whole_window = true,
+      .window_reason = "a span trace is a set of requests",
+  };
+  return d;
+}
+
+const Importer& jaeger_descriptor() {
+  static const Importer d{
+      .name = "jaeger",
+      .description = "Jaeger JSON spans (query API /api/traces)",
+      .sniff = sniff_jaeger,
+      .read = read_jaeger,
+      .not_streamed = "a jaeger trace is one JSON document, complete only at its end, so there "
+                      "is nothing to analyze while it grows",
+      .options = kSpanOptions,
+      .whole_window = true,
+      .window_reason = "a span trace is a set of requests",
+  };
+  return d;
+}
+
 SpanSet read_spans(const std::string& path, std::string_view importer) {
   std::string_view name = importer;
   if (name == "auto") name = detect_importer(path).name;

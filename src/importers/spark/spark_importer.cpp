@@ -1139,4 +1139,29 @@ int sniff(std::string_view path, std::string_view head) {
   return 0;
 }
 
+namespace {
+void check_delay_split(const std::string& value) {
+  parse_delay_split(value);
+}
+constexpr ImportOption kOptions[] = {
+    {"--spark-delay-split", "share of each task's scheduler delay on its launch:result messages",
+     &ImportOptions::spark_delay_split, check_delay_split},
+};
+}  // namespace
+
+const Importer& descriptor() {
+  static const Importer d{
+      .name = "spark",
+      .description = "Spark event log (JSON lines; plain, zstd, lz4, snappy or gzip; or a "
+                     "rolling eventlog_v2_* directory)",
+      .sniff = sniff,
+      .read = import,
+      .stream = make_stream,
+      .options = kOptions,
+      .whole_window = true,
+      .window_reason = "a Spark application is a batch job",
+  };
+  return d;
+}
+
 }  // namespace snailtrail::importers::spark
