@@ -57,8 +57,8 @@ TEST(ImporterRegistry, OptionsOncePerFlagWithTheirReaders) {
     if (use.option->flag == "--spark-delay-split") split_readers = use.readers;
     if (use.option->flag == "--log-id") log_id_readers = use.readers;
   }
-  EXPECT_EQ(flags, (std::set<std::string>{"--spark-delay-split", "--map", "--log-format",
-                                          "--log-id"}));
+  EXPECT_EQ(flags,
+            (std::set<std::string>{"--spark-delay-split", "--map", "--log-format", "--log-id"}));
   EXPECT_EQ(map_readers, "chrome/otlp/jaeger");
   EXPECT_EQ(split_readers, "spark");
   EXPECT_EQ(log_id_readers, "logs");

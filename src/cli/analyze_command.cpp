@@ -9,8 +9,8 @@
 #include <thread>
 
 #include "cli/commands.hpp"
-#include "cli/import_options.hpp"
 #include "cli/duration.hpp"
+#include "cli/import_options.hpp"
 #include "cli/import_warnings.hpp"
 #include "cli/output_file.hpp"
 #include "cli/streamed_input.hpp"

@@ -17,9 +17,8 @@ inline void add_import_options(CLI::App* cmd, importers::ImportOptions& options,
                                bool streaming_only = false) {
   for (const importers::ImportOptionUse& use : importers::import_options(streaming_only)) {
     std::string& value = options.*(use.option->field);
-    CLI::Option* o =
-        cmd->add_option(std::string(use.option->flag), value,
-                        use.readers + ": " + std::string(use.option->help));
+    CLI::Option* o = cmd->add_option(std::string(use.option->flag), value,
+                                     use.readers + ": " + std::string(use.option->help));
     if (!value.empty()) o->capture_default_str();
   }
 }

@@ -11,8 +11,8 @@
 #include <unordered_map>
 
 #include "cli/commands.hpp"
-#include "cli/import_options.hpp"
 #include "cli/duration.hpp"
+#include "cli/import_options.hpp"
 #include "cli/import_warnings.hpp"
 #include "cli/output_file.hpp"
 #include "cli/streamed_input.hpp"

@@ -29,9 +29,9 @@ struct PolicyArgs {
 struct ManageArgs {
   std::string simulate, metrics_dir, trace, serve, importer = "auto";
   importers::ImportOptions import_options;  // for --trace
-  std::string flink, job;       // --flink URL [--job ID]
-  bool interval_given = false;  // --interval on the command line
-  bool apply_given = false;     // --apply, with or without a command
+  std::string flink, job;                   // --flink URL [--job ID]
+  bool interval_given = false;              // --interval on the command line
+  bool apply_given = false;                 // --apply, with or without a command
   std::string topology, source_rates;
   std::string controller = "ds2";
   std::string interval = "60s";

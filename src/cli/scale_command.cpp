@@ -280,9 +280,8 @@ ManageInput manage_input(const ManageArgs& a, int64_t interval_ns) {
     in.source = std::make_unique<FlinkSource>(a.flink, a.job, fo);
   } else if (!a.trace.empty()) {
     const double interval_s = static_cast<double>(interval_ns) * 1e-9;
-    in.source =
-        trace_source(a.trace, a.importer, a.import_options, static_cast<int64_t>(interval_s * 1e9),
-                     in.events);
+    in.source = trace_source(a.trace, a.importer, a.import_options,
+                             static_cast<int64_t>(interval_s * 1e9), in.events);
   } else {
     if (a.topology.empty()) throw std::invalid_argument("--ds2-metrics needs --topology");
     Topology t = read_topology_csv(a.topology);

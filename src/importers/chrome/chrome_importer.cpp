@@ -565,8 +565,9 @@ const Importer& chrome_descriptor() {
       .description = "Chrome Trace Event Format JSON (TensorFlow, PyTorch, Perfetto)",
       .sniff = sniff_chrome,
       .read = read_chrome,
-      .not_streamed = "a chrome trace is one JSON document, complete only at its end, so there "
-                      "is nothing to analyze while it grows",
+      .not_streamed =
+          "a chrome trace is one JSON document, complete only at its end, so there "
+          "is nothing to analyze while it grows",
       .options = kChromeOptions,
       .whole_window = true,
       .window_reason = "a profiler's capture (Chrome trace) is one run",

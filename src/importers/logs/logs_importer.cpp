@@ -156,8 +156,9 @@ constexpr ImportOption kLogsOptions[] = {
 const Importer& logs_descriptor() {
   static const Importer d{
       .name = "logs",
-      .description = "plain-text logs: a file or a directory of files, one per node "
-                     "(docs/LOGS.md)",
+      .description =
+          "plain-text logs: a file or a directory of files, one per node "
+          "(docs/LOGS.md)",
       .sniff = sniff_logs,
       .read = read_logs_trace,
       .options = kLogsOptions,

@@ -290,10 +290,8 @@ const Importer& descriptor() {
       .description = "original SnailTrail MessagePack log",
       .sniff = sniff,
       .read = import,
-      .stream = [](const std::string& source,
-                   const ImportOptions&) -> std::unique_ptr<StreamImporter> {
-        return make_stream(source);
-      },
+      .stream = [](const std::string& source, const ImportOptions&)
+          -> std::unique_ptr<StreamImporter> { return make_stream(source); },
       .window_reason = "snailtrail's own traces (dataflow runs, the simulator) are streams",
   };
   return d;

@@ -659,8 +659,9 @@ const Importer& otlp_descriptor() {
       .description = "OpenTelemetry OTLP/JSON spans (resourceSpans)",
       .sniff = sniff_otlp,
       .read = read_otlp,
-      .not_streamed = "a span's parent, children and links may come in any later line, so no "
-                      "part of an OTLP file is final before its end",
+      .not_streamed =
+          "a span's parent, children and links may come in any later line, so no "
+          "part of an OTLP file is final before its end",
       .options = kSpanOptions,
       .whole_window = true,
       .window_reason = "a span trace is a set of requests",
@@ -674,8 +675,9 @@ const Importer& jaeger_descriptor() {
       .description = "Jaeger JSON spans (query API /api/traces)",
       .sniff = sniff_jaeger,
       .read = read_jaeger,
-      .not_streamed = "a jaeger trace is one JSON document, complete only at its end, so there "
-                      "is nothing to analyze while it grows",
+      .not_streamed =
+          "a jaeger trace is one JSON document, complete only at its end, so there "
+          "is nothing to analyze while it grows",
       .options = kSpanOptions,
       .whole_window = true,
       .window_reason = "a span trace is a set of requests",

@@ -1152,8 +1152,9 @@ constexpr ImportOption kOptions[] = {
 const Importer& descriptor() {
   static const Importer d{
       .name = "spark",
-      .description = "Spark event log (JSON lines; plain, zstd, lz4, snappy or gzip; or a "
-                     "rolling eventlog_v2_* directory)",
+      .description =
+          "Spark event log (JSON lines; plain, zstd, lz4, snappy or gzip; or a "
+          "rolling eventlog_v2_* directory)",
       .sniff = sniff,
       .read = import,
       .stream = make_stream,
