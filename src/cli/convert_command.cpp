@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/import_options.hpp"
 #include "cli/import_warnings.hpp"
 #include "cli/streamed_input.hpp"
 #include "importers/importer.hpp"
@@ -91,8 +92,7 @@ CommandRunner add_convert_command(CLI::App& app) {
     bool compress = false;
     int level = 3;
     std::string importer = "auto";
-    std::string spark_delay_split = "1:2";
-    std::string map_file;
+    importers::ImportOptions import_options;
     bool in_memory = false;
   };
   auto args = std::make_shared<Args>();
@@ -106,12 +106,7 @@ CommandRunner add_convert_command(CLI::App& app) {
                   "Input format: " + importers::importer_names() +
                       " (auto: recognised by content, then extension)")
       ->capture_default_str();
-  cmd->add_option("--spark-delay-split", args->spark_delay_split,
-                  "Spark: share of each task's scheduler delay on its launch:result messages")
-      ->capture_default_str();
-  cmd->add_option("--map", args->map_file,
-                  "chrome/otlp/jaeger: TOML rules mapping names to activity types "
-                  "(docs/IMPORTERS.md)");
+  add_import_options(cmd, args->import_options);
   cmd->add_flag("--in-memory", args->in_memory,
                 "Read the whole trace before writing (default for .snail and JSONL input: "
                 "block by block, in bounded memory; same output)");
@@ -129,10 +124,7 @@ CommandRunner add_convert_command(CLI::App& app) {
       fmt::print(stderr, "converted {} events from {} to {}\n", events, args->in, args->out);
       return 0;
     }
-    importers::ImportOptions import_options;
-    import_options.spark_delay_split = args->spark_delay_split;
-    import_options.map_file = args->map_file;
-    Trace t = importers::import_trace(args->in, args->importer, import_options);
+    Trace t = importers::import_trace(args->in, args->importer, args->import_options);
     cli::warn_if_cut(t);
     write_trace(t, args->out, o);
     fmt::print(stderr, "converted {} events from {} to {}\n", t.events.size(), args->in, args->out);

@@ -7,10 +7,13 @@
 #include <cstdint>
 #include <string>
 
+#include "importers/importer.hpp"
+
 namespace snailtrail::cli {
 
 struct PolicyArgs {
   std::string topology, rates, source_rates, trace, importer = "auto";
+  importers::ImportOptions import_options;  // for --trace
   std::string flink, job;  // --flink URL [--job ID]: a running Flink job's REST API
   std::string interval = "10s";
   std::string system = "flink";
@@ -25,9 +28,10 @@ struct PolicyArgs {
 
 struct ManageArgs {
   std::string simulate, metrics_dir, trace, serve, importer = "auto";
-  std::string flink, job;       // --flink URL [--job ID]
-  bool interval_given = false;  // --interval on the command line
-  bool apply_given = false;     // --apply, with or without a command
+  importers::ImportOptions import_options;  // for --trace
+  std::string flink, job;                   // --flink URL [--job ID]
+  bool interval_given = false;              // --interval on the command line
+  bool apply_given = false;                 // --apply, with or without a command
   std::string topology, source_rates;
   std::string controller = "ds2";
   std::string interval = "60s";

@@ -91,9 +91,11 @@ PolicyOptions policy_options(const PolicyArgs& a) {
 // --trace: read block by block for .snail and JSONL (streamed_input.hpp), whole otherwise;
 // `events` keeps the names the source refers to.
 std::unique_ptr<ObservationSource> trace_source(const std::string& path,
-                                                const std::string& importer, int64_t interval_ns,
+                                                const std::string& importer,
+                                                const importers::ImportOptions& options,
+                                                int64_t interval_ns,
                                                 std::unique_ptr<EventSource>& events) {
-  events = std::make_unique<EventSource>(path, importer);
+  events = std::make_unique<EventSource>(path, importer, options);
   const Trace& trace = events->trace();
   cli::warn_if_cut(trace);
   if (events->size() == 0) throw TraceError(trace.source, "input", "the trace has no events");
@@ -123,7 +125,7 @@ PolicyInput policy_input(const PolicyArgs& a) {
     in.source = std::move(src);
   } else if (!a.trace.empty()) {
     const int64_t interval = duration_arg(a.interval, "--interval");
-    in.source = trace_source(a.trace, a.importer, interval, in.events);
+    in.source = trace_source(a.trace, a.importer, a.import_options, interval, in.events);
     if (in.source->topology().size() == 0)
       throw TraceError(in.events->trace().source, "input",
                        "no operator has useful time or records (DS2 needs deserialization, "
@@ -278,8 +280,8 @@ ManageInput manage_input(const ManageArgs& a, int64_t interval_ns) {
     in.source = std::make_unique<FlinkSource>(a.flink, a.job, fo);
   } else if (!a.trace.empty()) {
     const double interval_s = static_cast<double>(interval_ns) * 1e-9;
-    in.source =
-        trace_source(a.trace, a.importer, static_cast<int64_t>(interval_s * 1e9), in.events);
+    in.source = trace_source(a.trace, a.importer, a.import_options,
+                             static_cast<int64_t>(interval_s * 1e9), in.events);
   } else {
     if (a.topology.empty()) throw std::invalid_argument("--ds2-metrics needs --topology");
     Topology t = read_topology_csv(a.topology);

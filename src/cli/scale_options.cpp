@@ -1,6 +1,7 @@
 // Registration of the options of `snailtrail scale` (scale_args.hpp).
 #include "cli/scale_args.hpp"
 
+#include "cli/import_options.hpp"
 #include "importers/importer.hpp"
 
 namespace snailtrail::cli {
@@ -16,6 +17,7 @@ void add_policy_options(CLI::App* cmd, PolicyArgs& a) {
   cmd->add_option("--job", a.job, "With --flink: the job id (default: the only running job)");
   cmd->add_option("--importer", a.importer, "Trace format: " + importers::importer_names())
       ->capture_default_str();
+  add_import_options(cmd, a.import_options);
   cmd->add_option("--interval", a.interval, "With --trace: policy interval (epoch length)")
       ->capture_default_str();
   cmd->add_option("--source-rates", a.source_rates,
@@ -59,6 +61,7 @@ void add_manage_sources(CLI::App* cmd, ManageArgs& a) {
                   "Follow the DS2 rates of a running `snailtrail serve` (its HTTP API, "
                   "http://127.0.0.1:PORT; loopback only)");
   cmd->add_option("--importer", a.importer, "Trace format for --trace")->capture_default_str();
+  add_import_options(cmd, a.import_options);
   cmd->add_option("--topology", a.topology,
                   "DS2 topology CSV (with --ds2-metrics; with --serve instead of the "
                   "topology serve learns from the stream)");

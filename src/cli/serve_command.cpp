@@ -3,6 +3,8 @@
 
 #include "cli/commands.hpp"
 #include "cli/duration.hpp"
+#include "cli/import_options.hpp"
+#include "importers/streaming.hpp"
 #include "serve/server.hpp"
 
 namespace snailtrail::cli {
@@ -14,7 +16,7 @@ struct ServeArgs {
   bool stdin_source = false;
   std::vector<std::string> follow;
   std::string importer = "auto";
-  std::string spark_delay_split = "1:2";
+  importers::ImportOptions import_options;
   std::string http;
   std::string rate_interval;
   std::string window = "1s", lateness = "200ms", idle_timeout = "5s", gap_threshold = "100us";
@@ -47,13 +49,11 @@ void add_source_options(CLI::App* cmd, ServeArgs& a) {
                   "trace as perf script text; repeatable");
   cmd->add_option("--importer", a.importer,
                   "Format of the --follow files: auto (sniffed from their first bytes), jsonl, "
-                  "snail, spark, snailtrail-msgpack, perf-sched. Single-document formats (chrome, "
-                  "jaeger) "
-                  "and otlp cannot be followed")
+                  "snail, " +
+                      importers::streaming_importer_names() +
+                      ". The other importers read whole files only")
       ->capture_default_str();
-  cmd->add_option("--spark-delay-split", a.spark_delay_split,
-                  "Followed Spark logs: LAUNCH:RESULT share of each task's scheduler delay")
-      ->capture_default_str();
+  add_import_options(cmd, a.import_options, /*streaming_only=*/true);
   cmd->add_option(
          "--http", a.http,
          "Serve the live dashboard (/) and the HTTP API (/api/windows, /api/summary/latest, "
@@ -131,7 +131,7 @@ serve::ServeOptions to_serve_options(const ServeArgs& a, const CLI::App& cmd) {
   o.stdin_source = a.stdin_source;
   o.follow = a.follow;
   o.follow_importer = a.importer;
-  o.spark_delay_split = a.spark_delay_split;
+  o.import_options = a.import_options;
   if (cmd.count("--http") > 0) o.http = a.http.empty() ? "127.0.0.1:7879" : a.http;
   o.live.window_ns = parse_duration(a.window);
   if (o.live.window_ns <= 0) throw std::invalid_argument("--window must be positive");

@@ -107,7 +107,9 @@ inline Pag names_pag(const TraceFacts& facts) {
 // input whole through its importer.
 class EventSource {
  public:
-  EventSource(const std::string& path, const std::string& importer) : path_(path) {
+  EventSource(const std::string& path, const std::string& importer,
+              const importers::ImportOptions& options = {})
+      : path_(path) {
     if (is_native_jsonl(path, importer)) {
       file_ = spool_jsonl(path);
     } else if ((importer == "snail" || importer == "auto") && path != "-" &&
@@ -124,7 +126,7 @@ class EventSource {
       first_ts_ = file_->index().facts.first_ts;
       events_ = file_->index().facts.events;
     } else {
-      trace_ = importers::import_trace(path, importer);
+      trace_ = importers::import_trace(path, importer, options);
       events_ = trace_.events.size();
       for (const Event& e : trace_.events) first_ts_ = std::min(first_ts_, e.ts);
     }

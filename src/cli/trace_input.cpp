@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "cli/duration.hpp"
+#include "cli/import_options.hpp"
 #include "cli/import_warnings.hpp"
 #include "cli/streamed_input.hpp"
 #include "importers/auto_window.hpp"
@@ -33,16 +34,7 @@ void add_trace_input_options(CLI::App* cmd, TraceInputArgs& a, std::string_view 
                   "Input format: " + importers::importer_names() +
                       " (auto: recognised by content, then extension)")
       ->capture_default_str();
-  cmd->add_option("--spark-delay-split", a.import.spark_delay_split,
-                  "Spark: share of each task's scheduler delay on its launch:result messages")
-      ->capture_default_str();
-  cmd->add_option("--map", a.import.map_file,
-                  "chrome/otlp/jaeger: TOML rules mapping names to activity types "
-                  "(docs/IMPORTERS.md)");
-  cmd->add_option("--log-format", a.import.log_format,
-                  "logs: header preset or pattern (docs/LOGS.md); default: detected per file");
-  cmd->add_option("--log-id", a.import.log_id,
-                  "logs: request-id regular expression; default: inferred from the templates");
+  add_import_options(cmd, a.import);
   cmd->add_option("--seed", a.seed, "Seed of the sampled single critical path")
       ->capture_default_str();
   cmd->add_flag("--in-memory", a.in_memory,

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <span>
@@ -76,6 +77,52 @@ Trace read_lttng(const std::string& path, const ImportOptions&) {
   return kernel::to_trace(kernel::load_kernel_model(path, "lttng"));
 }
 
+// `perf script` text followed as it grows (kernel/perf_stream.hpp).
+class PerfSchedStreamImporter final : public StreamImporter {
+ public:
+  explicit PerfSchedStreamImporter(const std::string& source) : s_(source) {}
+  void feed(std::string_view bytes, Trace& out) override { s_.feed(bytes, out); }
+  void finish(Trace& out) override { s_.finish(out); }
+  std::vector<std::pair<std::string, uint64_t>> diagnostics() const override {
+    return s_.diagnostics();
+  }
+
+ private:
+  kernel::PerfSchedStream s_;
+};
+
+constexpr std::string_view kOwnTraces =
+    "snailtrail's own traces (dataflow runs, the simulator) are streams";
+constexpr std::string_view kKernelTraces = "a kernel trace records a running system";
+
+// The native formats and the kernel traces (src/kernel); the other importers' descriptors
+// are defined in their folders.
+const Importer kSnail{.name = "snail",
+                      .description = "snailtrail binary trace (.snail)",
+                      .sniff = sniff_snail,
+                      .read = read_snail,
+                      .window_reason = kOwnTraces};
+const Importer kJsonl{.name = "jsonl",
+                      .description = "snailtrail JSON lines (.jsonl)",
+                      .sniff = sniff_jsonl,
+                      .read = read_jsonl,
+                      .window_reason = kOwnTraces};
+const Importer kPerfSched{
+    .name = "perf-sched",
+    .description = "Linux `perf script` text of sched tracepoints (threads as workers)",
+    .sniff = sniff_perf_sched,
+    .read = read_perf_sched,
+    .stream = [](const std::string& source,
+                 const ImportOptions&) -> std::unique_ptr<StreamImporter> {
+      return std::make_unique<PerfSchedStreamImporter>(source);
+    },
+    .window_reason = kKernelTraces};
+const Importer kLttng{.name = "lttng",
+                      .description = "LTTng kernel trace (CTF directory, read with libbabeltrace2)",
+                      .sniff = sniff_lttng,
+                      .read = read_lttng,
+                      .window_reason = kKernelTraces};
+
 // Reads up to kSniffBytes from the start of a regular file, or up to kCompressedSniffBytes
 // if it starts with a compression magic: sniffers decode the head, and a codec's first
 // block can be larger than kSniffBytes (zstd-jni writes 128 KiB blocks). stdin is not
@@ -121,24 +168,16 @@ std::string compressed_hint(std::string_view head) {
 
 const std::vector<Importer>& all_importers() {
   static const std::vector<Importer> importers = {
-      {"snail", "snailtrail binary trace (.snail)", sniff_snail, read_snail},
-      {"jsonl", "snailtrail JSON lines (.jsonl)", sniff_jsonl, read_jsonl},
-      {"spark",
-       "Spark event log (JSON lines; plain, zstd, lz4, snappy or gzip; or a rolling "
-       "eventlog_v2_* directory)",
-       spark::sniff, spark::import},
-      {"snailtrail-msgpack", "original SnailTrail MessagePack log", msgpack_log::sniff,
-       msgpack_log::import},
-      {"chrome", "Chrome Trace Event Format JSON (TensorFlow, PyTorch, Perfetto)", sniff_chrome,
-       read_chrome},
-      {"otlp", "OpenTelemetry OTLP/JSON spans (resourceSpans)", sniff_otlp, read_otlp},
-      {"jaeger", "Jaeger JSON spans (query API /api/traces)", sniff_jaeger, read_jaeger},
-      {"perf-sched", "Linux `perf script` text of sched tracepoints (threads as workers)",
-       sniff_perf_sched, read_perf_sched},
-      {"lttng", "LTTng kernel trace (CTF directory, read with libbabeltrace2)", sniff_lttng,
-       read_lttng},
-      {"logs", "plain-text logs: a file or a directory of files, one per node (docs/LOGS.md)",
-       sniff_logs, read_logs_trace},
+      kSnail,
+      kJsonl,
+      spark::descriptor(),
+      msgpack_log::descriptor(),
+      chrome_descriptor(),
+      otlp_descriptor(),
+      jaeger_descriptor(),
+      kPerfSched,
+      kLttng,
+      logs_descriptor(),
   };
   return importers;
 }
@@ -153,6 +192,26 @@ std::string importer_names() {
   std::string names = "auto";
   for (const Importer& imp : all_importers()) names += ", " + std::string(imp.name);
   return names;
+}
+
+std::vector<ImportOptionUse> import_options(bool streaming_only) {
+  std::vector<ImportOptionUse> uses;
+  for (const Importer& imp : all_importers()) {
+    if (streaming_only && !imp.stream) continue;
+    for (const ImportOption& option : imp.options) {
+      auto it = std::find_if(uses.begin(), uses.end(), [&](const ImportOptionUse& u) {
+        return u.option->flag == option.flag;
+      });
+      if (it == uses.end()) it = uses.insert(uses.end(), {&option, ""});
+      it->readers += (it->readers.empty() ? "" : "/") + std::string(imp.name);
+    }
+  }
+  return uses;
+}
+
+void check_import_options(const ImportOptions& options, bool streaming_only) {
+  for (const ImportOptionUse& use : import_options(streaming_only))
+    if (use.option->check) use.option->check(options.*(use.option->field));
 }
 
 const Importer* sniff_importer(std::string_view path, std::string_view head) {
@@ -232,34 +291,17 @@ Trace import_trace(const std::string& path, std::string_view importer, const Imp
 }
 
 std::string streaming_importer_names() {
-  return "spark, snailtrail-msgpack, perf-sched";
+  std::string names;
+  for (const Importer& imp : all_importers())
+    if (imp.stream) names += (names.empty() ? "" : ", ") + std::string(imp.name);
+  return names;
 }
-
-namespace {
-
-// `perf script` text followed as it grows (kernel/perf_stream.hpp).
-class PerfSchedStreamImporter final : public StreamImporter {
- public:
-  explicit PerfSchedStreamImporter(const std::string& source) : s_(source) {}
-  void feed(std::string_view bytes, Trace& out) override { s_.feed(bytes, out); }
-  void finish(Trace& out) override { s_.finish(out); }
-  std::vector<std::pair<std::string, uint64_t>> diagnostics() const override {
-    return s_.diagnostics();
-  }
-
- private:
-  kernel::PerfSchedStream s_;
-};
-
-}  // namespace
 
 std::unique_ptr<StreamImporter> make_stream_importer(std::string_view name,
                                                      const std::string& source,
                                                      const ImportOptions& options) {
-  if (name == "spark") return spark::make_stream(source, options);
-  if (name == "snailtrail-msgpack") return msgpack_log::make_stream(source);
-  if (name == "perf-sched") return std::make_unique<PerfSchedStreamImporter>(source);
-  return nullptr;
+  const Importer* imp = find_importer(name);
+  return imp && imp->stream ? imp->stream(source, options) : nullptr;
 }
 
 std::string read_file_bytes(const std::string& path) {

@@ -3,6 +3,8 @@
 // Detection is by file content first (sniffing), then by extension.
 #pragma once
 
+#include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -11,7 +13,9 @@
 
 namespace snailtrail::importers {
 
-// Knobs some importers understand; the others ignore them.
+// Knobs some importers understand; the others ignore them. Each knob's default is here
+// and nowhere else: the commands register the flags from the importers' ImportOption
+// entries (cli/import_options.hpp), whose shown default is read from this struct.
 struct ImportOptions {
   std::string map_file;  // --map: activity-type mapping overrides (chrome, otlp, jaeger)
   std::string spark_delay_split = "1:2";  // --spark-delay-split: launch:result share of delay
@@ -19,6 +23,21 @@ struct ImportOptions {
   std::string log_id;  // --log-id: request-id regex for plain logs (logs); empty = infer
 };
 
+// One option an importer reads: its flag, its help (the CLI prefixes the names of the
+// importers that read it), the field of ImportOptions it sets, and a check of its value
+// (throws std::invalid_argument; nullptr: any value) for commands that validate options
+// before reading any input (serve).
+struct ImportOption {
+  std::string_view flag;  // "--spark-delay-split"
+  std::string_view help;
+  std::string ImportOptions::*field;
+  void (*check)(const std::string& value);
+};
+
+class StreamImporter;
+
+// One descriptor per importer, each defined next to its importer (importer.cpp lists
+// them): adding an importer means adding its descriptor to that list, nothing else.
 struct Importer {
   std::string_view name;         // what --importer accepts
   std::string_view description;  // one line for --help and errors
@@ -26,8 +45,23 @@ struct Importer {
   // first bytes (up to kSniffBytes): 0 = not mine, 100 = certain (a magic number).
   int (*sniff)(std::string_view path, std::string_view head);
   // Reads the whole file ("-" = stdin where supported). Throws TraceError naming the
-  // file and the line or byte offset of the problem.
+  // file and the line or byte offset of the problem. For a format that streams, this is
+  // its stream fed the whole file (docs/IMPORTERS.md, "Streaming").
   Trace (*read)(const std::string& path, const ImportOptions& options);
+  // The format decoded as its bytes arrive (serve --follow, streaming.hpp) for input
+  // named `source`; nullptr: whole files only. Throws std::invalid_argument for bad options.
+  std::unique_ptr<StreamImporter> (*stream)(const std::string& source,
+                                            const ImportOptions& options) = nullptr;
+  // Why a format without `stream` cannot be followed (serve's error); empty: "the NAME
+  // importer reads whole files only".
+  std::string_view not_streamed = {};
+  // The options it reads (ImportOptions fields).
+  std::span<const ImportOption> options = {};
+  // --window auto (auto_window.hpp): whether its inputs end (a batch job, a capture, a set
+  // of requests: the whole trace is one window) or record a running system (1 s windows),
+  // and why, for the note analyze prints; empty: "a NAME trace is a stream".
+  bool whole_window = false;
+  std::string_view window_reason = {};
 };
 
 inline constexpr size_t kSniffBytes = 4096;
@@ -46,6 +80,18 @@ const std::vector<Importer>& all_importers();
 const Importer* find_importer(std::string_view name);
 // "auto, jsonl, snail, ..." for help texts and errors.
 std::string importer_names();
+
+// Every option of every importer, once per flag (options shared by several importers,
+// like --map, appear once), in the order of the importers; `streaming_only`: only the
+// options of importers that stream. `readers` receives, per option, the names of the
+// importers that read it ("chrome/otlp/jaeger").
+struct ImportOptionUse {
+  const ImportOption* option;
+  std::string readers;
+};
+std::vector<ImportOptionUse> import_options(bool streaming_only = false);
+// Runs every option's check on its value in `options`. Throws std::invalid_argument.
+void check_import_options(const ImportOptions& options, bool streaming_only = false);
 
 // The importer whose sniff score for a file's name and first bytes is highest (ties: the
 // earlier one); nullptr if every importer says 0.

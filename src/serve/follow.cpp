@@ -29,20 +29,15 @@ std::string followed_format(const std::string& path, const std::string& importer
     name = imp ? std::string(imp->name) : "jsonl";  // unknown: JSONL, which counts bad lines
   }
   if (name == "jsonl" || name == "snail") return "";
-  if (!importers::find_importer(name))
+  const importers::Importer* imp = importers::find_importer(name);
+  if (!imp)
     throw std::invalid_argument("unknown importer \"" + name +
                                 "\" (available: " + importers::importer_names() + ")");
-  if (!importers::make_stream_importer(name, path, {})) {
-    const bool document = name == "chrome" || name == "jaeger";
+  if (!imp->stream) {
     throw std::invalid_argument(
         "serve --follow cannot read " + path + " as " + name + ": " +
-        (document ? "a " + name +
-                        " trace is one JSON document, complete only at its end, so there is "
-                        "nothing to analyze while it grows"
-         : name == "otlp" ? std::string("a span's parent, children and links may come "
-                                        "in any later line, so no part of an OTLP file "
-                                        "is final before its end")
-                          : "the " + name + " importer reads whole files only") +
+        (imp->not_streamed.empty() ? "the " + name + " importer reads whole files only"
+                                   : std::string(imp->not_streamed)) +
         ". Analyze the finished file with `snailtrail analyze " + path +
         "`, or convert it (`snailtrail convert`) and replay it with `snailtrail send`. "
         "Formats serve can follow: jsonl, snail, " +

@@ -18,7 +18,7 @@
 
 #include <fmt/format.h>
 
-#include "importers/spark/spark_importer.hpp"
+#include "importers/importer.hpp"
 #include "pag/snapshot.hpp"
 #include "serve/http_api.hpp"
 #include "serve/listener.hpp"
@@ -50,12 +50,12 @@ FollowFormat check_sources(const ServeOptions& opt) {
   if (opt.retain == 0) throw std::invalid_argument("--retain must be at least 1");
   FollowFormat follow_format;
   follow_format.importer = opt.follow_importer;
-  follow_format.options.spark_delay_split = opt.spark_delay_split;
+  follow_format.options = opt.import_options;
   if (opt.follow_importer != "auto" && opt.follow.empty())
     throw std::invalid_argument("--importer applies to --follow files only");
   // Files that cannot be followed fail here (those that do not exist yet, when they appear).
   for (const std::string& path : opt.follow) check_followable(path, opt.follow_importer);
-  if (!opt.follow.empty()) importers::spark::parse_delay_split(opt.spark_delay_split);
+  if (!opt.follow.empty()) importers::check_import_options(opt.import_options, true);
   return follow_format;
 }
 

@@ -13,12 +13,12 @@
 namespace snailtrail::serve {
 
 struct ServeOptions {
-  std::vector<std::string> tcp;           // listen addresses "host:port" (port 0: any free port)
-  bool stdin_source = false;              // read a stream from stdin
-  std::vector<std::string> follow;        // files to follow as they grow
-  std::string follow_importer = "auto";   // their format: auto (sniffed), jsonl, snail, spark
-  std::string spark_delay_split = "1:2";  // importer option for followed Spark logs
-  std::string http;                       // "host:port" of the HTTP API, empty: none
+  std::vector<std::string> tcp;             // listen addresses "host:port" (port 0: any free port)
+  bool stdin_source = false;                // read a stream from stdin
+  std::vector<std::string> follow;          // files to follow as they grow
+  std::string follow_importer = "auto";     // their format: auto (sniffed), jsonl, snail, spark
+  importers::ImportOptions import_options;  // the streaming importers' options
+  std::string http;                         // "host:port" of the HTTP API, empty: none
   LiveOptions live;
   std::string window_label = "1s";  // as given on the command line, for the dashboard
   int64_t idle_timeout_ns = 5'000'000'000;

@@ -148,115 +148,98 @@ class ChromeReader {
     return std::string_view(v);
   }
 
-  void event(dom::object obj, size_t index) {
+  // The members of one trace event the importer reads (pid and tid go to pid_ and tid_).
+  struct RawEvent {
     std::string_view ph, name, cat, bp;
-    dom::element ts, dur, pid, tid, id, id2, bind, args;
+    dom::element ts, dur, id, id2, bind, args;
     bool has_ts = false, has_dur = false, has_id = false, has_id2 = false, has_bind = false,
          has_args = false, flow_in = false, flow_out = false;
+  };
+
+  void read_fields(dom::object obj, size_t index, RawEvent& e) {
     pid_.assign("0");
     tid_.assign("0");
     for (auto [key, value] : obj) {
       if (key == "ph") {
-        ph = string_field(value, index, "ph");
+        e.ph = string_field(value, index, "ph");
       } else if (key == "name") {
-        name = string_field(value, index, "name");
+        e.name = string_field(value, index, "name");
       } else if (key == "cat") {
-        cat = string_field(value, index, "cat");
+        e.cat = string_field(value, index, "cat");
       } else if (key == "ts") {
-        ts = value, has_ts = true;
+        e.ts = value, e.has_ts = true;
       } else if (key == "dur") {
-        dur = value, has_dur = true;
+        e.dur = value, e.has_dur = true;
       } else if (key == "pid") {
         if (!json::scalar_text(value, pid_)) fail(index, "\"pid\" must be a number or string");
       } else if (key == "tid") {
         if (!json::scalar_text(value, tid_)) fail(index, "\"tid\" must be a number or string");
       } else if (key == "id") {
-        id = value, has_id = true;
+        e.id = value, e.has_id = true;
       } else if (key == "id2") {
-        id2 = value, has_id2 = true;
+        e.id2 = value, e.has_id2 = true;
       } else if (key == "bind_id") {
-        bind = value, has_bind = true;
+        e.bind = value, e.has_bind = true;
       } else if (key == "flow_in") {
-        flow_in = value.type() == dom::element_type::BOOL && bool(value);
+        e.flow_in = value.type() == dom::element_type::BOOL && bool(value);
       } else if (key == "flow_out") {
-        flow_out = value.type() == dom::element_type::BOOL && bool(value);
+        e.flow_out = value.type() == dom::element_type::BOOL && bool(value);
       } else if (key == "bp") {
-        if (value.type() == dom::element_type::STRING) bp = std::string_view(value);
+        if (value.type() == dom::element_type::STRING) e.bp = std::string_view(value);
       } else if (key == "args") {
-        args = value, has_args = true;
+        e.args = value, e.has_args = true;
       }
     }
+  }
+
+  void event(dom::object obj, size_t index) {
+    RawEvent e;
+    read_fields(obj, index, e);
+    const std::string_view ph = e.ph;
     if (ph.empty()) fail(index, "missing \"ph\" (event phase)");
     key_.assign(pid_).push_back('\x1f');
     key_ += tid_;
-    if (ph == "M") return metadata(name, has_args ? args : dom::element(), has_args);
+    if (ph == "M") return metadata(e.name, e.has_args ? e.args : dom::element(), e.has_args);
     const bool slice_begin = ph == "X" || ph == "B";
     if (!(slice_begin || ph == "E" || ph == "s" || ph == "t" || ph == "f")) {
       ++counts_.ignored_events;
       return;
     }
-    if ((slice_begin || ph == "E") && is_envelope(name, cat)) {
+    if ((slice_begin || ph == "E") && is_envelope(e.name, e.cat)) {
       ++counts_.envelope_events;
       return;
     }
-    if (!has_ts) fail(index, "missing \"ts\"");
+    if (!e.has_ts) fail(index, "missing \"ts\"");
     int64_t t = 0;
-    if (!json::number_to_ns(ts, 1000, t))
+    if (!json::number_to_ns(e.ts, 1000, t))
       fail(index, "\"ts\" must be a number of microseconds in range");
     const uint32_t group = group_id();
-    if (ph == "s" || ph == "t" || ph == "f") {
-      // Key: category, then the id's kind and value (local ids also the pid). Built in
-      // reused buffers: no allocation per flow event.
-      flow_key_.assign(cat).push_back('\x1f');
-      bool has_key = false;
-      if (has_id2 && id2.type() == dom::element_type::OBJECT) {
-        dom::element v;
-        if (!dom::object(id2).at_key("global").get(v) && json::scalar_text(v, id_text_)) {
-          flow_key_.append("g:").append(id_text_);
-          has_key = true;
-        } else if (!dom::object(id2).at_key("local").get(v) && json::scalar_text(v, id_text_)) {
-          flow_key_.append("l:").append(pid_).append(":").append(id_text_);
-          has_key = true;
-        }
-      } else if (has_id && json::scalar_text(id, id_text_)) {
-        flow_key_.append("i:").append(id_text_);
-        has_key = true;
-      }
-      if (!has_key) {
-        ++counts_.flow_without_id;
-        return;
-      }
-      flows_.push_back({flow_keys_.id(flow_key_), t, group,
-                        static_cast<uint8_t>(ph == "s"   ? 0
-                                             : ph == "t" ? 1
-                                                         : 2),
-                        ph != "s" && bp == "e", static_cast<uint32_t>(index)});
-      return;
-    }
+    if (ph == "s" || ph == "t" || ph == "f") return flow_event(e, index, t, group);
     SliceInfo info;
     if (slice_begin) {
-      if (has_bind && (flow_in || flow_out)) {
-        if (json::scalar_text(bind, id_text_)) {
+      if (e.has_bind && (e.flow_in || e.flow_out)) {
+        if (json::scalar_text(e.bind, id_text_)) {
           info.bind = bind_keys_.id(id_text_);
-          info.flow_in = flow_in;
-          info.flow_out = flow_out;
+          info.flow_in = e.flow_in;
+          info.flow_out = e.flow_out;
         }
       }
-      if (has_args && args.type() == dom::element_type::OBJECT) tf_args(dom::object(args), info);
+      if (e.has_args && e.args.type() == dom::element_type::OBJECT)
+        tf_args(dom::object(e.args), info);
     }
     if (ph == "E") {
       be_.push_back({t, group, 0, 0, static_cast<uint32_t>(index), false, info});
       return;
     }
-    const uint32_t name_id = names_.id(name);
-    const uint32_t cat_id = cats_.id(cat);
+    const uint32_t name_id = names_.id(e.name);
+    const uint32_t cat_id = cats_.id(e.cat);
     if (ph == "X") {
-      if (!has_dur) {
+      if (!e.has_dur) {
         ++counts_.complete_without_dur;
         return;
       }
       int64_t d = 0;
-      if (!json::number_to_ns(dur, 1000, d))
+      if (!json::number_to_ns(e.dur, 1000, d))
         fail(index, "\"dur\" must be a number of microseconds in range");
       if (d < 0) {
         ++counts_.negative_durations;
@@ -268,6 +251,35 @@ class ChromeReader {
     } else {
       be_.push_back({t, group, name_id, cat_id, static_cast<uint32_t>(index), true, info});
     }
+  }
+
+  // A flow event (ph s, t or f) at `t`. Key: category, then the id's kind and value (local
+  // ids also the pid). Built in reused buffers: no allocation per flow event.
+  void flow_event(const RawEvent& e, size_t index, int64_t t, uint32_t group) {
+    flow_key_.assign(e.cat).push_back('\x1f');
+    bool has_key = false;
+    if (e.has_id2 && e.id2.type() == dom::element_type::OBJECT) {
+      dom::element v;
+      if (!dom::object(e.id2).at_key("global").get(v) && json::scalar_text(v, id_text_)) {
+        flow_key_.append("g:").append(id_text_);
+        has_key = true;
+      } else if (!dom::object(e.id2).at_key("local").get(v) && json::scalar_text(v, id_text_)) {
+        flow_key_.append("l:").append(pid_).append(":").append(id_text_);
+        has_key = true;
+      }
+    } else if (e.has_id && json::scalar_text(e.id, id_text_)) {
+      flow_key_.append("i:").append(id_text_);
+      has_key = true;
+    }
+    if (!has_key) {
+      ++counts_.flow_without_id;
+      return;
+    }
+    flows_.push_back({flow_keys_.id(flow_key_), t, group,
+                      static_cast<uint8_t>(e.ph == "s"   ? 0
+                                           : e.ph == "t" ? 1
+                                                         : 2),
+                      e.ph != "s" && e.bp == "e", static_cast<uint32_t>(index)});
   }
 
   void tf_args(dom::object args, SliceInfo& info) {
@@ -553,6 +565,26 @@ Trace read_chrome(const std::string& path, const ImportOptions& options) {
   const ActivityMap map = load_activity_map(options.map_file);
   const std::string bytes = read_file_bytes(path);
   return parse_chrome(bytes, path == "-" ? "<stdin>" : path, map);
+}
+
+namespace {
+constexpr ImportOption kChromeOptions[] = {kMapOption};
+}  // namespace
+
+const Importer& chrome_descriptor() {
+  static const Importer d{
+      .name = "chrome",
+      .description = "Chrome Trace Event Format JSON (TensorFlow, PyTorch, Perfetto)",
+      .sniff = sniff_chrome,
+      .read = read_chrome,
+      .not_streamed =
+          "a chrome trace is one JSON document, complete only at its end, so there "
+          "is nothing to analyze while it grows",
+      .options = kChromeOptions,
+      .whole_window = true,
+      .window_reason = "a profiler's capture (Chrome trace) is one run",
+  };
+  return d;
 }
 
 ActivityType default_chrome_activity(std::string_view name) {

@@ -22,5 +22,7 @@ ActivityType default_chrome_activity(std::string_view name);
 
 int sniff_chrome(std::string_view path, std::string_view head);
 Trace read_chrome(const std::string& path, const ImportOptions& options);
+// The importer's descriptor (importer.hpp).
+const Importer& chrome_descriptor();
 
 }  // namespace snailtrail::importers

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "importers/importer.hpp"
 #include "trace/event.hpp"
 
 namespace snailtrail::importers {
@@ -33,5 +34,10 @@ bool glob_match(std::string_view pattern, std::string_view text);
 ActivityMap parse_activity_map(std::string_view text, const std::string& source);
 // Empty path: no rules.
 ActivityMap load_activity_map(const std::string& path);
+
+// --map FILE, read by the importers of slices and spans (chrome, otlp, jaeger).
+inline constexpr ImportOption kMapOption{
+    "--map", "TOML rules mapping names to activity types (docs/IMPORTERS.md)",
+    &ImportOptions::map_file, nullptr};
 
 }  // namespace snailtrail::importers

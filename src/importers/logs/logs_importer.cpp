@@ -144,4 +144,28 @@ Trace read_logs_trace(const std::string& path, const ImportOptions& options) {
   return logs_to_trace(set, flows, path);
 }
 
+namespace {
+constexpr ImportOption kLogsOptions[] = {
+    {"--log-format", "header preset or pattern (docs/LOGS.md); default: detected per file",
+     &ImportOptions::log_format, nullptr},
+    {"--log-id", "request-id regular expression; default: inferred from the templates",
+     &ImportOptions::log_id, nullptr},
+};
+}  // namespace
+
+const Importer& logs_descriptor() {
+  static const Importer d{
+      .name = "logs",
+      .description =
+          "plain-text logs: a file or a directory of files, one per node "
+          "(docs/LOGS.md)",
+      .sniff = sniff_logs,
+      .read = read_logs_trace,
+      .options = kLogsOptions,
+      .whole_window = true,
+      .window_reason = "request logs are a set of requests",
+  };
+  return d;
+}
+
 }  // namespace snailtrail::importers

@@ -29,5 +29,7 @@ int sniff_logs(std::string_view path, std::string_view head);
 bool is_log_dir(const std::string& path);
 // A file, or a directory of files (one per node). --log-format and --id apply.
 Trace read_logs_trace(const std::string& path, const ImportOptions& options);
+// The importer's descriptor (importer.hpp): the hooks above, --log-format and --log-id.
+const Importer& logs_descriptor();
 
 }  // namespace snailtrail::importers

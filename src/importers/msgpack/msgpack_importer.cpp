@@ -284,6 +284,19 @@ Trace parse_log(std::span<const uint8_t> bytes, const std::string& source) {
   return trace;
 }
 
+const Importer& descriptor() {
+  static const Importer d{
+      .name = "snailtrail-msgpack",
+      .description = "original SnailTrail MessagePack log",
+      .sniff = sniff,
+      .read = import,
+      .stream = [](const std::string& source, const ImportOptions&)
+          -> std::unique_ptr<StreamImporter> { return make_stream(source); },
+      .window_reason = "snailtrail's own traces (dataflow runs, the simulator) are streams",
+  };
+  return d;
+}
+
 Trace import(const std::string& path, const ImportOptions&) {
   const std::string bytes = read_file_bytes(path);
   return parse_log(

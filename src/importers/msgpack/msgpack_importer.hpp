@@ -31,5 +31,7 @@ std::unique_ptr<StreamImporter> make_stream(const std::string& source);
 Trace import(const std::string& path, const ImportOptions& options);
 // 95 for valid records and a .msgpack name, 70 for valid records, 30 for the name alone.
 int sniff(std::string_view path, std::string_view head);
+// The importer's descriptor (importer.hpp).
+const Importer& descriptor();
 
 }  // namespace snailtrail::importers::msgpack_log

@@ -22,6 +22,9 @@ int sniff_otlp(std::string_view path, std::string_view head);
 int sniff_jaeger(std::string_view path, std::string_view head);
 Trace read_otlp(const std::string& path, const ImportOptions& options);
 Trace read_jaeger(const std::string& path, const ImportOptions& options);
+// The importers' descriptors (importer.hpp).
+const Importer& otlp_descriptor();
+const Importer& jaeger_descriptor();
 
 // The resolved spans of a file in either format ("auto" detects it). Throws TraceError if
 // the file is not a span trace.

@@ -52,5 +52,7 @@ Trace import(const std::string& path, const ImportOptions& options);
 // compressed (the head must hold the first block: importer.cpp reads more of compressed
 // files), 60 for logs in a codec we cannot read (to explain why), else 0.
 int sniff(std::string_view path, std::string_view head);
+// The importer's descriptor (importer.hpp): the hooks above and --spark-delay-split.
+const Importer& descriptor();
 
 }  // namespace snailtrail::importers::spark
