@@ -355,7 +355,8 @@ std::unique_ptr<loop::Autoscaler> make_autoscaler(const RunArgs& a, const flow::
   if (a.native || !a.migrate_at.empty())
     throw std::invalid_argument("--autoscale excludes --native and --migrate-at");
   loop::LoopOptions lo;
-  lo.max_workers = cfg.workers;
+  const char* np = std::getenv("OMPI_COMM_WORLD_SIZE");  // mpirun -np P: every rank's workers
+  lo.max_workers = cfg.workers * static_cast<uint32_t>(np && std::atoi(np) > 1 ? std::atoi(np) : 1);
   lo.initial_workers = a.initial_workers;
   lo.bins = a.bins;
   lo.policy_interval_ns = parse_duration(a.policy_interval);
@@ -593,11 +594,8 @@ int run(RunArgs& a) {
       l->add(std::move(ev), ops);
     };
   }
-  if (autoscaler) {
-    if (mpi)
-      throw std::invalid_argument(
-          "--autoscale: not under mpirun: DS2 on rank 0 would need every rank's trace events "
-          "live, which the transport does not carry (run it in one process with --max-workers)");
+  if (autoscaler) {  // under mpirun: every rank's aggregates to rank 0's DS2 (CLOSED-LOOP.md)
+    if (mpi) autoscaler->link_ranks(loop::transport_link(*mpi, cfg.workers));
     attach_autoscaler(*autoscaler, cfg);
   }
   if (mpi && rebalancer)
