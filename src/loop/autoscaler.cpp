@@ -100,8 +100,13 @@ void Autoscaler::link_ranks(RankLink link) {
   remote_wm_.assign(link_.procs, -1);
 }
 
-std::pair<uint64_t, uint64_t> Autoscaler::reports() const {
+std::pair<uint64_t, uint64_t> Autoscaler::reports() {
   std::lock_guard<std::mutex> lock(mu_);
+  if (link_.procs > 1 && link_.rank == 0)
+    for (const std::string& msg : link_.receive()) {
+      ++reports_;
+      report_bytes_ += msg.size();
+    }
   return {reports_, report_bytes_};
 }
 

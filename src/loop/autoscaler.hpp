@@ -72,8 +72,9 @@ class Autoscaler {
   // aggregates; another rank's autoscaler only sends its own (its plan() is never called).
   // Throws std::invalid_argument unless procs x workers == max_workers.
   void link_ranks(RankLink link);
-  // Rank reports sent (rank > 0) or received (rank 0), and their bytes.
-  std::pair<uint64_t, uint64_t> reports() const;
+  // Rank reports sent (rank > 0) or received (rank 0, also those that arrived after its
+  // last plan: taken now, not shown to DS2), and their bytes.
+  std::pair<uint64_t, uint64_t> reports();
 
   std::vector<DecisionRecord> decisions() const;
   uint32_t active() const;

@@ -11,7 +11,7 @@ namespace snailtrail::loop {
 namespace {
 
 constexpr char kMagic[4] = {'S', 'L', 'R', '1'};
-constexpr uint64_t kLoopChannel = flow::kStageChannelBase + 1;
+constexpr uint64_t kLoopChannel = flow::kStageChannelBase;
 
 template <class T>
 void put(std::string& out, T v) {
