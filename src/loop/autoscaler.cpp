@@ -210,14 +210,10 @@ std::optional<std::vector<uint32_t>> Autoscaler::plan(int64_t now_ns,
     settled_ns_ = now_ns;
   }
   if (now_ns < next_tick_) return std::nullopt;
+  next_tick_ = (now_ns / opt_.policy_interval_ns + 1) * opt_.policy_interval_ns;
   int64_t watermark = local_watermark();
   if (link_.procs > 1) watermark = absorb_reports(watermark);
   if (watermark < 0 || stateful_op_ < 0 || source_op_ < 0) return std::nullopt;
-  // The next tick once every interval up to this one has closed; until then each call
-  // looks again (the events of a busy worker, or another rank's report, come a little
-  // after the interval's end).
-  const int64_t boundary = now_ns / opt_.policy_interval_ns * opt_.policy_interval_ns;
-  if (watermark >= boundary) next_tick_ = boundary + opt_.policy_interval_ns;
   std::vector<scale::IntervalMetrics> closed = collector_.advance(watermark);
   if (link_.procs > 1) closed = merge_remote(std::move(closed), watermark);
   for (const scale::IntervalMetrics& m : closed) {
