@@ -102,7 +102,7 @@ std::unique_ptr<flow::profile::Profiler> make_profiler(const RunArgs& a, flow::R
 // The planners' trace sinks (after the ones set already, which get a copy of the events);
 // refuses them under mpirun. With --trace and --rebalance alone (no --trace-to), `kept`
 // collects the events for the file.
-void attach_planners(const RunArgs& a, JobWiring& w, flow::RunConfig& cfg, bool mpi,
+void attach_planners(const RunArgs& a, JobWiring& w, flow::RunConfig& cfg, flow::Transport* mpi,
                      bool live_trace, std::mutex& kept_mu, std::vector<Event>& kept);
 // Every decision of both planners, in time order.
 std::vector<loop::DecisionRecord> all_decisions(const loop::Autoscaler* autoscaler,

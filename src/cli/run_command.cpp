@@ -189,7 +189,7 @@ int run(RunArgs& a) {
   const std::unique_ptr<LiveTrace> live = start_live_trace(a, cfg, mpi.get());
   std::mutex kept_mu;
   std::vector<Event> kept;
-  attach_planners(a, w, cfg, mpi != nullptr, live != nullptr, kept_mu, kept);
+  attach_planners(a, w, cfg, mpi.get(), live != nullptr, kept_mu, kept);
   flow::RunResult r = execute(a, cfg, *w.migrations, mpi.get());
   if (live) finish_live_trace(a, *live, mpi.get(), r);
   collect_after_run(a, w, live != nullptr, kept, mpi.get(), r);
@@ -200,6 +200,11 @@ int run(RunArgs& a) {
         fmt::format("progress tracking violated: {} early records, {} frontier regressions",
                     r.counters.early_records, r.counters.frontier_regressions));
   if (!a.trace.empty() && rank0) write_run_trace(a, r, profiler.get());
+  if (w.autoscaler && mpi && !a.quiet && rank0) {  // what crossed to rank 0's DS2
+    const auto [n, bytes] = w.autoscaler->reports();
+    fmt::print(stderr, "autoscale: rank 0 got {} interval reports ({} bytes) from {} ranks\n", n,
+               bytes, mpi->procs() - 1);
+  }
   if (!rank0) return 0;
   return report(a, w, cfg, r, digest, dash.get());
 }

@@ -84,7 +84,8 @@ void add_loop_options(CLI::App* cmd, RunArgs& a) {
                 "pause). --bins defaults to 256");
   cmd->add_option("--max-workers", a.max_workers,
                   "--autoscale: worker threads started (the most the job may use; default "
-                  "--workers)")
+                  "--workers; under mpirun per process, as --workers: DS2 on rank 0 sizes "
+                  "all of them)")
       ->check(CLI::Range(1u, 1024u));
   cmd->add_option("--initial-workers", a.initial_workers,
                   "--autoscale: workers holding bins at the start (default 1)")

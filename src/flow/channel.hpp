@@ -151,6 +151,11 @@ struct FrameHeader {
   uint64_t bytes = 0;
 };
 
+// Workers number their channels from 1 (0 carries progress) and never reach 2^40 (the
+// runtime's interval statistics, runtime.cpp's kStatsChannel): channels from here on
+// carry later stages' own messages between processes (src/loop's rank reports).
+inline constexpr uint64_t kStageChannelBase = (uint64_t{1} << 40) + 1024;
+
 // Frames received for one (channel, local worker); filled by the communication thread.
 struct Inbox {
   std::mutex mu;

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <iterator>
 #include <stdexcept>
 
 namespace snailtrail::loop {
@@ -52,6 +55,7 @@ Autoscaler::Autoscaler(LoopOptions options)
       last_ts_(opt_.max_workers, -1),
       active_(opt_.initial_workers),
       next_tick_(opt_.policy_interval_ns) {
+  link_.workers = opt_.max_workers;
   if (opt_.max_workers == 0 || opt_.initial_workers == 0 || opt_.initial_workers > opt_.max_workers)
     throw std::invalid_argument("autoscale: the initial workers must be in [1, --max-workers]");
   if (opt_.policy_interval_ns <= 0)
@@ -79,6 +83,116 @@ void Autoscaler::on_events(std::vector<Event>&& events, const std::vector<std::s
     if (e.worker < last_ts_.size()) last_ts_[e.worker] = std::max(last_ts_[e.worker], e.ts);
   }
   if (opt_.keep_events) kept_.insert(kept_.end(), events.begin(), events.end());
+  if (link_.rank > 0) send_report();
+}
+
+void Autoscaler::link_ranks(RankLink link) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (link.procs == 0 || link.rank >= link.procs ||
+      uint64_t{link.procs} * link.workers != opt_.max_workers ||
+      link.first_worker != link.rank * link.workers)
+    throw std::invalid_argument(
+        fmt::format("autoscale: rank {} of {} with workers [{}, +{}) does not cover the {} workers",
+                    link.rank, link.procs, link.first_worker, link.workers, opt_.max_workers));
+  if (link.procs > 1 && ((link.rank > 0 && !link.send) || (link.rank == 0 && !link.receive)))
+    throw std::invalid_argument("autoscale: a rank link without its send/receive");
+  link_ = std::move(link);
+  remote_wm_.assign(link_.procs, -1);
+}
+
+std::pair<uint64_t, uint64_t> Autoscaler::reports() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (link_.procs > 1 && link_.rank == 0)
+    for (const std::string& msg : link_.receive()) {
+      ++reports_;
+      report_bytes_ += msg.size();
+    }
+  return {reports_, report_bytes_};
+}
+
+int64_t Autoscaler::local_watermark() const {
+  int64_t w = INT64_MAX;
+  for (uint32_t i = link_.first_worker; i < link_.first_worker + link_.workers; ++i)
+    w = std::min(w, last_ts_[i]);
+  return w;
+}
+
+void Autoscaler::send_report() {
+  const int64_t wm = local_watermark();
+  if (wm < 0 || stateful_op_ < 0 || source_op_ < 0) return;
+  const int64_t k = wm / opt_.policy_interval_ns;
+  if (k <= sent_k_) return;
+  RankReport r;
+  r.rank = link_.rank;
+  r.watermark_ns = wm;
+  r.intervals = collector_.advance(wm);
+  // Only the two operators DS2 sizes cross (the rest of the dataflow is not in its model).
+  for (auto& m : r.intervals)
+    std::erase_if(m.instances, [&](const scale::InstanceMetrics& x) {
+      return x.op != static_cast<uint32_t>(source_op_) &&
+             x.op != static_cast<uint32_t>(stateful_op_);
+    });
+  std::string bytes = encode_report(r);
+  ++reports_;
+  report_bytes_ += bytes.size();
+  link_.send(std::move(bytes));
+  sent_k_ = k;
+}
+
+int64_t Autoscaler::absorb_reports(int64_t local) {
+  for (const std::string& msg : link_.receive()) {
+    RankReport r = decode_report(msg);
+    if (r.rank == 0 || r.rank >= link_.procs)
+      throw std::runtime_error(
+          fmt::format("autoscale: a report from rank {} of {}", r.rank, link_.procs));
+    ++reports_;
+    report_bytes_ += msg.size();
+    remote_wm_[r.rank] = std::max(remote_wm_[r.rank], r.watermark_ns);
+    for (auto& m : r.intervals) {
+      auto [it, fresh] = remote_.try_emplace(m.start_ns, std::move(m));
+      if (!fresh) {  // another rank's part of the same interval
+        auto& xs = it->second.instances;
+        xs.insert(xs.end(), std::make_move_iterator(m.instances.begin()),
+                  std::make_move_iterator(m.instances.end()));
+        it->second.end_ns = std::max(it->second.end_ns, m.end_ns);
+      }
+    }
+  }
+  int64_t w = local;
+  for (uint32_t r = 1; r < link_.procs; ++r) w = std::min(w, remote_wm_[r]);
+  return w;
+}
+
+std::vector<scale::IntervalMetrics> Autoscaler::merge_remote(
+    std::vector<scale::IntervalMetrics> closed, int64_t watermark) {
+  std::map<int64_t, scale::IntervalMetrics> all;
+  for (auto& m : closed) {
+    const int64_t start = m.start_ns;
+    all.emplace(start, std::move(m));
+  }
+  // Every rank has sent the intervals that end at or before its watermark, which is at
+  // least `watermark`: those are complete.
+  while (!remote_.empty() && remote_.begin()->second.end_ns <= watermark) {
+    auto node = remote_.extract(remote_.begin());
+    auto [it, fresh] = all.try_emplace(node.key(), std::move(node.mapped()));
+    if (!fresh) {
+      auto& xs = it->second.instances;
+      auto& ys = node.mapped().instances;
+      xs.insert(xs.end(), std::make_move_iterator(ys.begin()), std::make_move_iterator(ys.end()));
+    }
+  }
+  std::vector<scale::IntervalMetrics> out;
+  out.reserve(all.size());
+  for (auto& [start, m] : all) {
+    // In the order one collector gives them: by operator, then worker.
+    std::sort(m.instances.begin(), m.instances.end(), [](const auto& x, const auto& y) {
+      const auto wx = std::strtoul(x.worker.c_str(), nullptr, 10);
+      const auto wy = std::strtoul(y.worker.c_str(), nullptr, 10);
+      return x.op != y.op ? x.op < y.op : wx < wy;
+    });
+    out.push_back(std::move(m));
+  }
+  return out;
 }
 
 double Autoscaler::target_at(int64_t ns) const {
@@ -97,10 +211,11 @@ std::optional<std::vector<uint32_t>> Autoscaler::plan(int64_t now_ns,
   }
   if (now_ns < next_tick_) return std::nullopt;
   next_tick_ = (now_ns / opt_.policy_interval_ns + 1) * opt_.policy_interval_ns;
-  int64_t watermark = INT64_MAX;
-  for (int64_t t : last_ts_) watermark = std::min(watermark, t);
+  int64_t watermark = local_watermark();
+  if (link_.procs > 1) watermark = absorb_reports(watermark);
   if (watermark < 0 || stateful_op_ < 0 || source_op_ < 0) return std::nullopt;
   std::vector<scale::IntervalMetrics> closed = collector_.advance(watermark);
+  if (link_.procs > 1) closed = merge_remote(std::move(closed), watermark);
   for (const scale::IntervalMetrics& m : closed) {
     // The first interval (start-up) and intervals with a migration in them are not
     // representative of the configuration in force.
@@ -144,6 +259,12 @@ std::optional<std::vector<uint32_t>> Autoscaler::plan(int64_t now_ns,
     rec.active_workers = want;
     rec.reason = why;
     decisions_.push_back(std::move(rec));
+    // Test hook (tests/loop_mpi.sh): a line per decision, as it is taken.
+    if (const char* mark = std::getenv("SNAILTRAIL_LOOP_DECISION_MARK"))
+      if (std::FILE* f = std::fopen(mark, "a")) {
+        std::fprintf(f, "%.3f %u\n", static_cast<double>(now_ns) * 1e-9, want);
+        std::fclose(f);
+      }
     migrating_ = true;
     return spread(config, want);
   }

@@ -12,12 +12,14 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "loop/rank_link.hpp"
 #include "scale/manager.hpp"
 #include "scale/rate_collector.hpp"
 #include "trace/event.hpp"
@@ -25,7 +27,7 @@
 namespace snailtrail::loop {
 
 struct LoopOptions {
-  uint32_t max_workers = 1;      // all workers of the job (threads)
+  uint32_t max_workers = 1;      // all workers of the job (threads; under mpirun: of every rank)
   uint32_t initial_workers = 1;  // active (holding bins) at the start
   uint32_t bins = 256;
   int64_t policy_interval_ns = 1'000'000'000;
@@ -66,6 +68,14 @@ class Autoscaler {
   // passed, shows them to the DS2 manager and returns the new configuration, if any.
   std::optional<std::vector<uint32_t>> plan(int64_t now_ns, const std::vector<uint32_t>& config);
 
+  // Under mpirun (rank_link.hpp), before the run: rank 0 plans with every rank's
+  // aggregates; another rank's autoscaler only sends its own (its plan() is never called).
+  // Throws std::invalid_argument unless procs x workers == max_workers.
+  void link_ranks(RankLink link);
+  // Rank reports sent (rank > 0) or received (rank 0, also those that arrived after its
+  // last plan: taken now, not shown to DS2), and their bytes.
+  std::pair<uint64_t, uint64_t> reports();
+
   std::vector<DecisionRecord> decisions() const;
   uint32_t active() const;
   uint64_t intervals_observed() const;
@@ -76,6 +86,13 @@ class Autoscaler {
 
  private:
   double target_at(int64_t ns) const;
+  int64_t local_watermark() const;  // of this rank's workers (-1: one has no event yet)
+  void send_report();               // rank > 0, under mu_
+  // Rank 0, under mu_: takes the reports that arrived; the watermark over every rank.
+  int64_t absorb_reports(int64_t local);
+  // Rank 0: the local intervals closed up to `watermark` merged with the other ranks'.
+  std::vector<scale::IntervalMetrics> merge_remote(std::vector<scale::IntervalMetrics> closed,
+                                                   int64_t watermark);
 
   LoopOptions opt_;
   scale::Topology topology_;
@@ -92,6 +109,12 @@ class Autoscaler {
   int64_t settled_ns_ = 0;  // intervals starting before this contain a migration
   uint64_t observed_ = 0;
   std::vector<DecisionRecord> decisions_;
+  // Across ranks.
+  RankLink link_;
+  int64_t sent_k_ = -1;             // rank > 0: intervals below this sent
+  std::vector<int64_t> remote_wm_;  // rank 0: each rank's watermark (-1: none yet)
+  std::map<int64_t, scale::IntervalMetrics> remote_;  // rank 0: by start, not merged yet
+  uint64_t reports_ = 0, report_bytes_ = 0;
 };
 
 // The "decisions" array of --stats-json.
