@@ -83,19 +83,20 @@ TEST_F(VerdictCli, EveryJsonlWindowHasOne) {
                                      p)) != std::string::npos;
        ++p)
     ++verdicts;
-  EXPECT_EQ(lines, 3u);
-  EXPECT_EQ(verdicts, 3u);
+  EXPECT_EQ(lines, 4u);     // 3 windows, then the run
+  EXPECT_EQ(verdicts, 4u);  // each window's, and the run's
   // --summary without verdict leaves it out.
   EXPECT_EQ(run_binary("analyze " + trace + " -f jsonl --no-progress --summary worker")
                 .out.find("verdict"),
             std::string::npos);
 }
 
-// The last JSONL line of `analyze` (the run), parsed; fails the test when it is not one.
+// The run line of `analyze -f jsonl` output (stderr's notes are merged into it).
 std::string last_line(const std::string& out) {
-  std::string s = out;
-  while (!s.empty() && s.back() == '\n') s.pop_back();
-  return s.substr(s.rfind('\n') + 1);
+  const size_t at = out.rfind("{\"run\":");
+  EXPECT_NE(at, std::string::npos) << out;
+  if (at == std::string::npos) return {};
+  return out.substr(at, out.find('\n', at) - at);
 }
 
 // The run line of an analysis: {"run": {...}, "verdict": {...}}.
@@ -207,6 +208,59 @@ TEST_F(VerdictCli, BottleneckChangingHalfwayNamesTheDominantOneAndMentionsTheOth
       flat += c == '\n' ? ' ' : c;
   EXPECT_NE(flat.find("VERDICT: count-0 is the straggler"), std::string::npos) << table.out;
   EXPECT_NE(flat.find("2 find straggler count-2."), std::string::npos) << table.out;
+}
+
+// DS2's number in the verdict of an overloaded operator: the simulated word count with
+// two flatmap instances for four sources (the truth file's bottleneck). The number is the
+// largest "optimal" of `scale policy --trace` with the analysis' window width as its
+// interval, with that interval's current parallelism; for --window whole, the one
+// interval over the whole trace. (Traces of `snailtrail run keycount --cost-us` were
+// tried too: their critical paths are mostly exchange messages, a communication verdict,
+// so they do not give an operator verdict reliably.)
+TEST_F(VerdictCli, Ds2NumberOfAnOverloadedOperatorIsScalePolicys) {
+  const std::string trace = path("w.snail").string();
+  ASSERT_EQ(run_binary("simulate " + std::string(SNAILTRAIL_SOURCE_DIR) +
+                       "/examples/wordcount-4-2-4.toml -d 4s --seed 5 -q -o " + trace)
+                .code,
+            0);
+  auto policy = [&](const std::string& interval) {
+    const CommandResult p =
+        run_binary("scale policy --trace " + trace + " --interval " + interval + " --format json");
+    EXPECT_EQ(p.code, 0) << p.out;
+    std::pair<int64_t, int64_t> most{0, 0};  // optimal, current
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    EXPECT_EQ(parser.parse(p.out.substr(p.out.find('['))).get(doc), simdjson::SUCCESS) << p.out;
+    for (simdjson::dom::element e : simdjson::dom::array(doc)) {
+      const int64_t optimal = int64_t(e["parallelism"]["flatmap"]);
+      if (optimal > most.first) most = {optimal, int64_t(e["current"]["flatmap"])};
+    }
+    return most;
+  };
+  for (const auto& [window, interval] : {std::pair<std::string, std::string>("1s", "1s"),
+                                         std::pair<std::string, std::string>("whole", "1h")}) {
+    SCOPED_TRACE("--window " + window);
+    const auto want = policy(interval);
+    EXPECT_GT(want.first, want.second) << "flatmap is not overloaded";
+    const CommandResult r =
+        run_binary("analyze " + trace + " -f jsonl --no-progress --window " + window);
+    ASSERT_EQ(r.code, 0) << r.out;
+    const RunLine run = parse_run_line(last_line(r.out));
+    ASSERT_EQ(run.kind, "operator") << run.text;
+    ASSERT_EQ(run.name, "flatmap") << run.text;
+    EXPECT_EQ(run.ds2_instances, want.first) << run.text;
+    EXPECT_EQ(run.ds2_now, want.second) << run.text;
+    EXPECT_NE(
+        run.text.find("Next: add instances of flatmap: DS2 says " + std::to_string(want.first) +
+                      " (now " + std::to_string(want.second) + ")."),
+        std::string::npos)
+        << run.text;
+  }
+  // From stdin the trace cannot be read twice: the general advice, no number.
+  const CommandResult r = run_binary("analyze - -f jsonl --no-progress --window 1s < " + trace);
+  const RunLine run = parse_run_line(last_line(r.out));
+  EXPECT_EQ(run.ds2_instances, 0) << run.text;
+  EXPECT_NE(run.text.find("gives the number when rates are known"), std::string::npos) << run.text;
 }
 
 // The run verdict's rules on hand-made tallies (shares and weights computed by hand).
@@ -390,6 +444,20 @@ TEST(VerdictText, EveryKindAgainstHandWrittenSentences) {
   };
   for (const auto& [verdict, text] : cases)
     EXPECT_EQ(verdict_text(verdict, names), text) << name_of(verdict.kind);
+  // With DS2's number (rates known): more instances, or the current ones suffice.
+  Verdict more = v(VerdictKind::op, 3);
+  more.ds2_needed = 4;
+  more.ds2_now = 2;
+  EXPECT_EQ(verdict_text(more, names),
+            "Operator flatmap is the bottleneck: 45.7% of the critical paths, 12.5% of the busy "
+            "time (conventional profiling ranks it #3). Next: add instances of flatmap: DS2 "
+            "says 4 (now 2).");
+  more.ds2_needed = 2;
+  EXPECT_EQ(verdict_text(more, names),
+            "Operator flatmap is the bottleneck: 45.7% of the critical paths, 12.5% of the busy "
+            "time (conventional profiling ranks it #3). Next: DS2 says 2 instances of flatmap "
+            "keep up with the sources' observed rate (now 2); for a higher rate, `snailtrail "
+            "scale policy --source-rates` sizes it.");
 }
 
 }  // namespace

@@ -226,7 +226,8 @@ int run(const AnalyzeArgs& args, mpi::RankGroup* group) {
   // The table's totals and JSONL's last line (the run and its verdict) need every window's
   // summary (not kept when other ranks render windows: their summaries stay there).
   const bool keep_summary = a.format == "table" || (a.format == "jsonl" && !split);
-  if (sel.verdict && keep_summary) ctx.enrich = ds2_enricher(a.trace, a.importer);
+  if (sel.verdict && keep_summary)
+    ctx.enrich = ds2_enricher(a.trace, a.importer, opt.windows.width_ns);
   uint64_t empty_runs = 0, empty_windows = 0;
   // A run of windows without events.
   auto render_run = [&](const WindowSummary& summary, RenderedWindow& r) {

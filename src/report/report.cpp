@@ -611,7 +611,7 @@ std::string ReportBuilder::json() const {
   put(out, ",\"diagnostics\":");
   put_diagnostics(out, agg.diagnostics, kReportDiagnostics);
   put(out, ",\"verdict\":");
-  write_run_verdict_json(out, agg, full_names);
+  write_run_verdict_json(out, agg, full_names, opt_.enrich);
   // What-if savings summed over the windows (report --what-if), largest first; null when
   // not computed.
   put(out, ",\"what_if\":");
