@@ -504,9 +504,13 @@ TEST_F(Cli, BadDurationsExitTwo) {
 TEST_F(Cli, WholeWindowJsonl) {
   const fs::path trace = example_trace();
   const TraceFacts facts = facts_of(trace);
-  const std::string out = analyze(trace, {"--format", "jsonl", "--window", "whole"});
-  const auto lines = lines_of(out);
-  ASSERT_EQ(lines.size(), 1u) << out;
+  std::string out = analyze(trace, {"--format", "jsonl", "--window", "whole"});
+  auto lines = lines_of(out);
+  // The window, then the run's line (its verdict), last.
+  ASSERT_EQ(lines.size(), 2u) << out;
+  EXPECT_EQ(lines[1].rfind("{\"run\":{\"windows\":1,", 0), 0u) << lines[1];
+  lines.pop_back();
+  out = lines[0] + "\n";
   ASSERT_EQ(out.back(), '\n');
 
   dom::parser parser;
