@@ -16,6 +16,7 @@
 #include "cli/output_file.hpp"
 #include "cli/streamed_input.hpp"
 #include "cli/trace_input.hpp"
+#include "cli/verdict_ds2.hpp"
 #include "importers/auto_window.hpp"
 #include "importers/importer.hpp"
 #include "mpi/rank_group.hpp"
@@ -206,7 +207,11 @@ int run(const AnalyzeArgs& args, mpi::RankGroup* group) {
     fmt::print(stderr, "snailtrail: warning: {}\n", no_window_message(pag));
   // Windows are rendered on worker threads; output is written here, in window order.
   const unsigned threads = analysis_threads(a.in);
-  const bool keep_summary = a.format == "table";
+  // The table's totals and JSONL's last line (the run and its verdict) need every window's
+  // summary (not kept when other ranks render windows: their summaries stay there).
+  const bool keep_summary = a.format == "table" || (a.format == "jsonl" && !split);
+  if (sel.verdict && keep_summary)
+    ctx.enrich = ds2_enricher(a.in.trace, a.in.importer, opt.windows.width_ns);
   uint64_t empty_runs = 0, empty_windows = 0;
   // A run of windows without events.
   auto render_run = [&](const WindowSummary& summary, RenderedWindow& r) {
@@ -250,6 +255,7 @@ int run(const AnalyzeArgs& args, mpi::RankGroup* group) {
       one.finish();
       TableContext window_ctx = ctx;
       window_ctx.column_key = false;  // once, in the table of the whole run
+      window_ctx.enrich = {};         // DS2's number is the whole trace's
       write_table(text, one, names, sel, window_ctx,
                   fmt::format("== window {} [{}, {}]", v.summary.index, v.summary.window.start,
                               v.summary.window.end)
@@ -384,6 +390,11 @@ int run(const AnalyzeArgs& args, mpi::RankGroup* group) {
                "without events) were not analyzed{}\n",
                empty_windows, empty_runs,
                a.format == "jsonl" ? ": one \"empty_windows\" line per run (docs/OUTPUT.md)" : "");
+  if (a.format == "jsonl" && keep_summary) {
+    agg.finish();
+    write_run_json(out.buf(), agg, names, sel, ctx.enrich);
+    out.buf().push_back('\n');
+  }
   if (a.format == "table") {
     agg.finish();
     write_table(out.buf(), agg, names, sel, ctx,

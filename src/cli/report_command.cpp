@@ -16,6 +16,7 @@
 #include "cli/output_file.hpp"
 #include "cli/streamed_input.hpp"
 #include "cli/trace_input.hpp"
+#include "cli/verdict_ds2.hpp"
 #include "flame/critical.hpp"
 #include "flame/flamegraph.hpp"
 #include "flame/profile_io.hpp"
@@ -132,6 +133,7 @@ int run(ReportArgs& a) {
   a.report.source = a.in.trace;
   a.report.window_label = a.in.window;
   a.report.window_ns = opt.windows.width_ns;
+  a.report.enrich = ds2_enricher(a.in.trace, a.in.importer, opt.windows.width_ns);  // DS2's number
   report::ReportBuilder builder(a.report);
   for (const auto& [kind, n] : trace.import_diagnostics) builder.add_input_diagnostic(kind, n);
   auto last = std::chrono::steady_clock::now();

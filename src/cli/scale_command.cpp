@@ -15,6 +15,7 @@
 #include "cli/import_warnings.hpp"
 #include "cli/output_file.hpp"
 #include "cli/scale_args.hpp"
+#include "cli/scale_policy.hpp"
 #include "cli/streamed_input.hpp"
 #include "importers/importer.hpp"
 #include "scale/control_loop.hpp"
@@ -64,6 +65,8 @@ SourceTarget source_target_arg(const std::string& s, bool ds2_files) {
   return *v;
 }
 
+}  // namespace
+
 // ---- scale policy -----------------------------------------------------------------
 
 PolicyOptions policy_options(const PolicyArgs& a) {
@@ -104,6 +107,26 @@ std::unique_ptr<ObservationSource> trace_source(const std::string& path,
       trace, events->first_ts(), interval_ns,
       [feed](const auto& each) { feed->for_each([&](const Event& e) { each(e); }); });
 }
+
+std::vector<PolicyEpoch> policy_epochs(ObservationSource& source, const Topology& t,
+                                       const std::vector<double>& per_instance,
+                                       const PolicyOptions& po,
+                                       const std::function<bool(const SourceInterval&)>& stop) {
+  std::vector<PolicyEpoch> out;
+  while (std::optional<SourceInterval> e = source.next()) {
+    const std::vector<uint32_t>& par = e->observation.parallelism;
+    const std::vector<InstanceRates>& inst = e->observation.rates;
+    Topology cur = t;
+    cur.parallelism = par;
+    PolicyEpoch p{e->epoch, std::move(e->timestamp), par, aggregate(cur, inst), {}};
+    p.decision = ds2_decide(cur, inst, total_source_rates(per_instance, par), po, e->label);
+    out.push_back(std::move(p));
+    if (stop && stop(*e)) break;
+  }
+  return out;
+}
+
+namespace {
 
 struct PolicyInput {
   std::unique_ptr<EventSource> events;  // --trace: kept for the source's worker names
@@ -147,16 +170,7 @@ int run_policy(const PolicyArgs& a) {
     files = src.get();
     in.source = std::move(src);
   }
-  std::vector<PolicyEpoch> out;
-  while (std::optional<SourceInterval> e = in.source->next()) {
-    const std::vector<uint32_t>& par = e->observation.parallelism;
-    const std::vector<InstanceRates>& inst = e->observation.rates;
-    Topology cur = t;
-    cur.parallelism = par;
-    PolicyEpoch p{e->epoch, std::move(e->timestamp), par, aggregate(cur, inst), {}};
-    p.decision = ds2_decide(cur, inst, total_source_rates(per_instance, par), po, e->label);
-    out.push_back(std::move(p));
-  }
+  const std::vector<PolicyEpoch> out = policy_epochs(*in.source, t, per_instance, po);
   if (files) {
     const RatesDiagnostics& diag = files->diagnostics();
     if (diag.undefined_rates)

@@ -561,8 +561,7 @@ constexpr VerdictSentence kVerdictSentences[] = {
      "partition on it (split the key, rebalance)."},
     {VerdictKind::op,
      "Operator {name} is the bottleneck: {cp} of the critical paths, {busy} of the busy time "
-     "(conventional profiling ranks it {rank}).{saving} Next: add instances of {name} "
-     "(`snailtrail scale policy` gives the number when rates are known)."},
+     "(conventional profiling ranks it {rank}).{saving} Next: {op_advice}."},
     {VerdictKind::communication,
      "Communication limits latency: messages are {cp} of the critical paths. Next: "
      "co-locate the operators that talk most, batch messages, or check the network."},
@@ -573,6 +572,20 @@ constexpr VerdictSentence kVerdictSentences[] = {
      "Nothing stands out: the critical paths spread over workers, operators and "
      "activities (the most critical worker, {name}, holds {cp})."},
 };
+
+// The next step for an operator verdict: DS2's number when the trace's rates gave one.
+std::string op_advice(const Verdict& v, const std::string& name) {
+  if (v.ds2_needed == 0)
+    return fmt::format(
+        "add instances of {} (`snailtrail scale policy` gives the number when rates are known)",
+        name);
+  if (v.ds2_needed > v.ds2_now)
+    return fmt::format("add instances of {}: DS2 says {} (now {})", name, v.ds2_needed, v.ds2_now);
+  return fmt::format(
+      "DS2 says {} instance{} of {} keep up with the sources' observed rate (now {}); for a "
+      "higher rate, `snailtrail scale policy --source-rates` sizes it",
+      v.ds2_needed, v.ds2_needed == 1 ? "" : "s", name, v.ds2_now);
+}
 
 std::string verdict_text(const Verdict& v, const Names& names) {
   const auto* it = std::find_if(std::begin(kVerdictSentences), std::end(kVerdictSentences),
@@ -585,10 +598,56 @@ std::string verdict_text(const Verdict& v, const Names& names) {
       fmt::arg("worker",
                v.top_worker < names.worker.size() ? names.worker[v.top_worker] : std::string("?")),
       fmt::arg("worker_cp", pct(v.top_worker_cp)), fmt::arg("saving", saving_text(v.what_if, "it")),
-      fmt::arg("advice", activity ? activity_advice(static_cast<ActivityType>(v.id)) : ""));
+      fmt::arg("advice", activity ? activity_advice(static_cast<ActivityType>(v.id)) : ""),
+      fmt::arg("op_advice",
+               v.kind == VerdictKind::op ? op_advice(v, verdict_name(v, names)) : std::string()));
 }
 
-void put_verdict(Buf& out, const Verdict& v, const Names& names, const std::vector<Hint>& hints) {
+// A window's finding in a few words, for the run verdict's tally of its windows.
+std::string finding_text(const VerdictTally::Entry& e, const Names& names) {
+  Verdict v;
+  v.kind = e.kind;
+  v.id = e.id;
+  switch (e.kind) {
+    case VerdictKind::straggler:
+      return "straggler " + verdict_name(v, names);
+    case VerdictKind::op:
+      return "operator " + verdict_name(v, names);
+    case VerdictKind::activity:
+      return verdict_name(v, names);
+    case VerdictKind::instrumentation:
+      return "unknown time";
+    case VerdictKind::communication:
+      return "communication";
+    case VerdictKind::input:
+      return "the input";
+    case VerdictKind::balanced:
+      return "nothing standing out";
+    case VerdictKind::no_cp:
+      break;
+  }
+  return "no critical path";
+}
+
+std::string run_verdict_text(const RunVerdict& r, const Names& names) {
+  std::string text = verdict_text(r.verdict, names);
+  const uint64_t m = r.windows_with_paths;
+  if (m <= 1) return text;
+  const bool balanced = r.verdict.kind == VerdictKind::balanced;
+  const std::string what = balanced ? "find nothing standing out" : "find this";
+  if (r.windows == m)
+    text += fmt::format(" Windows: all {} {}", m, what);
+  else
+    text += fmt::format(" Windows: {} of {} {}", r.windows, m, what);
+  for (size_t k = 0; k < r.others.size(); ++k)
+    text +=
+        fmt::format("{} {} {} {}", k ? "," : ";", r.others[k].windows,
+                    r.others[k].windows == 1 ? "finds" : "find", finding_text(r.others[k], names));
+  return text + ".";
+}
+
+void put_verdict(Buf& out, const Verdict& v, const Names& names, const std::vector<Hint>& hints,
+                 const RunVerdict* run = nullptr) {
   put(out, "{\"kind\":");
   append_json_string(out, name_of(v.kind));
   put(out, ",\"name\":");
@@ -598,7 +657,27 @@ void put_verdict(Buf& out, const Verdict& v, const Names& names, const std::vect
   else
     append_json_string(out, name);
   put(out, ",\"text\":");
-  append_json_string(out, verdict_text(v, names));
+  append_json_string(out, run ? run_verdict_text(*run, names) : verdict_text(v, names));
+  if (v.ds2_needed > 0)
+    fmt::format_to(std::back_inserter(out), ",\"ds2\":{{\"instances\":{},\"now\":{}}}",
+                   v.ds2_needed, v.ds2_now);
+  if (run) {
+    fmt::format_to(std::back_inserter(out), ",\"windows\":{},\"windows_with_paths\":{}",
+                   run->windows, run->windows_with_paths);
+    put(out, ",\"others\":[");
+    for (size_t k = 0; k < run->others.size(); ++k) {
+      const VerdictTally::Entry& e = run->others[k];
+      put(out, k ? ",{\"kind\":" : "{\"kind\":");
+      append_json_string(out, name_of(e.kind));
+      put(out, ",\"name\":");
+      Verdict x;
+      x.kind = e.kind;
+      x.id = e.id;
+      append_json_string(out, verdict_name(x, names));
+      fmt::format_to(std::back_inserter(out), ",\"windows\":{}}}", e.windows);
+    }
+    out.push_back(']');
+  }
   if (!hints.empty()) {
     put(out, ",\"hints\":[");
     for (size_t i = 0; i < hints.size(); ++i) {
@@ -618,6 +697,43 @@ void write_verdict_json(Buf& out, const Groups& cp, const Groups& conventional, 
                         int64_t window_ns, uint64_t windows, const Names& names) {
   put_verdict(out, decide_verdict(cp, conventional, has_paths, what_if), names,
               decide_hints(cp, diagnostics, has_paths, window_ns, windows));
+}
+
+RunVerdict run_verdict(const Aggregate& agg, const VerdictEnricher& enrich) {
+  RunVerdict r = decide_run_verdict(agg.verdicts, agg.cp, agg.conventional, agg.what_if);
+  if (enrich) enrich(r.verdict);
+  return r;
+}
+
+void write_run_verdict_json(Buf& out, const Aggregate& agg, const Names& names,
+                            const VerdictEnricher& enrich) {
+  const RunVerdict r = run_verdict(agg, enrich);
+  put_verdict(out, r.verdict, names,
+              decide_hints(agg.cp, agg.diagnostics, agg.windows_with_paths > 0, agg.diag_weight_ns,
+                           agg.windows),
+              &r);
+}
+
+void write_run_json(Buf& out, const Aggregate& agg, const Names& names, const SummarySelection& sel,
+                    const VerdictEnricher& enrich) {
+  fmt::format_to(std::back_inserter(out),
+                 "{{\"run\":{{\"windows\":{},\"windows_with_paths\":{},\"events\":{},"
+                 "\"edges\":{},\"window_ns\":{},\"cp_ns\":{}}}",
+                 agg.windows, agg.windows_with_paths, agg.events, agg.edges, agg.diag_weight_ns,
+                 agg.weight_ns);
+  if (sel.verdict) {
+    put(out, ",\"verdict\":");
+    write_run_verdict_json(out, agg, names, enrich);
+  }
+  if (sel.what_if) {
+    put(out, ",\"what_if\":[");
+    for (size_t k = 0; k < agg.what_if.size(); ++k) {
+      if (k) out.push_back(',');
+      put_what_if(out, agg.what_if[k], names);
+    }
+    out.push_back(']');
+  }
+  out.push_back('}');
 }
 
 void write_window_json(Buf& out, const WindowSummary& w, const Names& names,
@@ -816,11 +932,9 @@ void write_table(Buf& out, const Aggregate& agg, const Names& names, const Summa
   // The verdict, and the hints also without it when there is no CP (a user stuck).
   if (sel.verdict || agg.windows_with_paths == 0) {
     out.push_back('\n');
-    if (sel.verdict) {
-      const Verdict v =
-          decide_verdict(agg.cp, agg.conventional, agg.windows_with_paths > 0, agg.what_if);
-      put_wrapped(out, "VERDICT: " + verdict_text(v, names), 79, "  ");
-    }
+    if (sel.verdict)
+      put_wrapped(out, "VERDICT: " + run_verdict_text(run_verdict(agg, ctx.enrich), names), 79,
+                  "  ");
     const std::vector<Hint> hints = decide_hints(
         agg.cp, agg.diagnostics, agg.windows_with_paths > 0, agg.diag_weight_ns, agg.windows);
     for (const Hint& h : hints) put_wrapped(out, "HINT: " + h.text, 79, "  ");

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdio>
+#include <functional>
 #include <string>
 
 #include <fmt/format.h>
@@ -36,6 +37,16 @@ void write_verdict_json(fmt::memory_buffer& out, const Groups& cp, const Groups&
                         bool has_paths, const std::vector<WhatIf>& what_if,
                         const Diagnostics& diagnostics, int64_t window_ns, uint64_t windows,
                         const Names& names);
+// Adds what only the caller knows to the run's verdict (cli/verdict_ds2.hpp: DS2's
+// parallelism for an operator verdict when the trace carries rates).
+using VerdictEnricher = std::function<void(Verdict&)>;
+// The whole run's verdict object (summary/verdict.hpp decide_run_verdict): the window
+// verdict's keys plus "windows", "windows_with_paths", "others" (docs/OUTPUT.md).
+void write_run_verdict_json(fmt::memory_buffer& out, const Aggregate& agg, const Names& names,
+                            const VerdictEnricher& enrich = {});
+// JSONL's last line: {"run": {...}, "verdict": {...}, "what_if": [...]} (docs/OUTPUT.md).
+void write_run_json(fmt::memory_buffer& out, const Aggregate& agg, const Names& names,
+                    const SummarySelection& sel, const VerdictEnricher& enrich = {});
 // One what-if item as a JSON object.
 void put_what_if(fmt::memory_buffer& out, const WhatIf& x, const Names& names);
 
@@ -58,6 +69,7 @@ struct TableContext {
   bool per_window = false;
   int64_t origin_ns = 0;   // start times in the top list are shown relative to this
   bool column_key = true;  // start with the "Columns:" key saying what each column is
+  VerdictEnricher enrich = nullptr;  // for the run's verdict (optional)
 };
 
 // The 80-column report for an aggregate of windows.

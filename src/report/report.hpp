@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "output/names.hpp"
+#include "output/writers.hpp"
 #include "summary/analysis.hpp"
 
 namespace snailtrail::report {
@@ -28,6 +29,7 @@ struct ReportOptions {
   std::string window_label;      // e.g. "1s"
   int64_t window_ns = 0;         // nominal window width (0: whole trace)
   bool what_if = false;          // windows carry what-if savings (report --what-if)
+  VerdictEnricher enrich;        // adds to the run's verdict (cli/verdict_ds2.hpp), optional
 };
 
 // One point of the time series: the windows [first_window, last_window] merged.

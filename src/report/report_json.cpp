@@ -259,8 +259,7 @@ class ReportJson {
     put(out, ",\"diagnostics\":");
     put_diagnostics(out, agg.diagnostics, kReportDiagnostics);
     put(out, ",\"verdict\":");
-    write_verdict_json(out, agg.cp, agg.conventional, agg.windows_with_paths > 0, agg.what_if,
-                       agg.diagnostics, agg.diag_weight_ns, agg.windows, full_names);
+    write_run_verdict_json(out, agg, full_names, opt_.enrich);
     // What-if savings summed over the windows (report --what-if), largest first; null when
     // not computed.
     put(out, ",\"what_if\":");

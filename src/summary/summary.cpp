@@ -412,6 +412,7 @@ void Aggregate::add(const WindowSummary& w, size_t top_k) {
     }
   }
   if (!w.has_paths) return;
+  verdicts.add(decide_verdict(w.cp, w.conventional, true, w.what_if), w.cp_ns);
   ++windows_with_paths;
   const int64_t span = w.cp_ns;
   weight_ns += span;

@@ -11,6 +11,7 @@
 
 #include "cp/critical_participation.hpp"
 #include "pag/snapshot.hpp"
+#include "summary/verdict.hpp"
 #include "summary/what_if.hpp"
 
 namespace snailtrail {
@@ -118,6 +119,7 @@ struct Aggregate {
   // What-if savings summed over the windows, largest first (peer-median items summed
   // whatever their factor in each window; `speedup` is then the largest one).
   std::vector<WhatIf> what_if;
+  VerdictTally verdicts;  // the windows' verdicts, for the run's (decide_run_verdict)
   void add(const WindowSummary& w, size_t top_k);
   void finish();
 };

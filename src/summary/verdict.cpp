@@ -1,6 +1,7 @@
 #include "summary/verdict.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "summary/summary.hpp"
 
@@ -61,13 +62,78 @@ const char* name_of(VerdictKind kind) {
   return "?";
 }
 
+namespace {
+
+// The worker with the most CP (its index and share; -1 when there is none).
+std::pair<uint32_t, double> top_worker(const Groups& cp) {
+  uint32_t w1 = 0;
+  double c1 = -1;
+  for (size_t w = 0; w < cp.worker.size(); ++w)
+    if (cp.worker[w] > c1) {
+      c1 = cp.worker[w];
+      w1 = static_cast<uint32_t>(w);
+    }
+  return {w1, c1};
+}
+
+}  // namespace
+
+Verdict verdict_about(VerdictKind kind, uint32_t id, const Groups& cp, const Groups& conv,
+                      const std::vector<WhatIf>& what_if) {
+  Verdict v;
+  v.kind = kind;
+  v.id = id;
+  const auto [w1, c1] = top_worker(cp);
+  switch (kind) {
+    case VerdictKind::no_cp:
+      v.id = 0;
+      break;
+    case VerdictKind::straggler:
+      v.cp = id < cp.worker.size() ? cp.worker[id] : 0;
+      v.busy = id < conv.worker.size() ? conv.worker[id] : 0;
+      v.busy_rank =
+          rank_of(conv.worker.begin(), conv.worker.end(), v.busy, [](double x) { return x; });
+      v.what_if = best_what_if(what_if, WhatIfKind::worker, id);
+      break;
+    case VerdictKind::op:
+      for (const auto& [op, share] : cp.op)
+        if (op == id) v.cp = share;
+      for (const auto& [op, share] : conv.op)
+        if (op == id) v.busy = share;
+      v.busy_rank =
+          rank_of(conv.op.begin(), conv.op.end(), v.busy, [](const auto& p) { return p.second; });
+      v.what_if = best_what_if(what_if, WhatIfKind::op, id);
+      break;
+    case VerdictKind::instrumentation:
+    case VerdictKind::activity:
+    case VerdictKind::communication:
+    case VerdictKind::input: {
+      const auto t = static_cast<ActivityType>(id);
+      v.cp = kind == VerdictKind::communication ? at(cp.activity, ActivityType::data_message) +
+                                                      at(cp.activity, ActivityType::control_message)
+                                                : at(cp.activity, t);
+      v.busy = at(conv.activity, t);
+      v.busy_rank =
+          rank_of(conv.activity.begin(), conv.activity.end(), v.busy, [](double x) { return x; });
+      v.top_worker = w1;
+      v.top_worker_cp = std::max(c1, 0.0);
+      v.what_if = best_what_if(what_if, WhatIfKind::activity, id);
+      break;
+    }
+    case VerdictKind::balanced:
+      v.id = w1;
+      v.cp = std::max(c1, 0.0);
+      break;
+  }
+  return v;
+}
+
 Verdict decide_verdict(const Groups& cp, const Groups& conv, bool has_paths,
                        const std::vector<WhatIf>& what_if) {
-  Verdict v;
-  if (!has_paths) {
-    v.kind = VerdictKind::no_cp;
-    return v;
-  }
+  if (!has_paths) return verdict_about(VerdictKind::no_cp, 0, cp, conv, what_if);
+  auto about = [&](VerdictKind kind, uint32_t id) {
+    return verdict_about(kind, id, cp, conv, what_if);
+  };
   // The worker with the most CP, and the next one.
   uint32_t w1 = 0;
   double c1 = -1, c2 = 0;
@@ -80,32 +146,9 @@ Verdict decide_verdict(const Groups& cp, const Groups& conv, bool has_paths,
       c2 = std::max(c2, cp.worker[w]);
     }
   }
-  auto worker_verdict = [&](VerdictKind kind) {
-    v.kind = kind;
-    v.id = w1;
-    v.cp = c1;
-    v.busy = w1 < conv.worker.size() ? conv.worker[w1] : 0;
-    v.busy_rank =
-        rank_of(conv.worker.begin(), conv.worker.end(), v.busy, [](double x) { return x; });
-    v.what_if = best_what_if(what_if, WhatIfKind::worker, w1);
-  };
-  auto activity_verdict = [&](VerdictKind kind, ActivityType t, double share) {
-    v.kind = kind;
-    v.id = static_cast<uint32_t>(t);
-    v.cp = share;
-    v.busy = at(conv.activity, t);
-    v.busy_rank =
-        rank_of(conv.activity.begin(), conv.activity.end(), v.busy, [](double x) { return x; });
-    v.top_worker = w1;
-    v.top_worker_cp = std::max(c1, 0.0);
-    v.what_if = best_what_if(what_if, WhatIfKind::activity, v.id);
-  };
-
   const double unknown = at(cp.activity, ActivityType::unknown);
-  if (unknown >= kUnknownDominates) {
-    activity_verdict(VerdictKind::instrumentation, ActivityType::unknown, unknown);
-    return v;
-  }
+  if (unknown >= kUnknownDominates)
+    return about(VerdictKind::instrumentation, static_cast<uint32_t>(ActivityType::unknown));
   // A dominant activity type that is not the job's own work or its input.
   ActivityType top_type = ActivityType::processing;
   double top_share = -1;
@@ -119,33 +162,18 @@ Verdict decide_verdict(const Groups& cp, const Groups& conv, bool has_paths,
       top_type = type;
     }
   }
-  if (top_share >= kActivityDominates) {
-    activity_verdict(VerdictKind::activity, top_type, top_share);
-    return v;
-  }
+  if (top_share >= kActivityDominates)
+    return about(VerdictKind::activity, static_cast<uint32_t>(top_type));
   const double input = at(cp.activity, ActivityType::input);
-  if (input >= kInputDominates) {
-    activity_verdict(VerdictKind::input, ActivityType::input, input);
-    return v;
-  }
+  if (input >= kInputDominates)
+    return about(VerdictKind::input, static_cast<uint32_t>(ActivityType::input));
   if (cp.worker.size() >= 2 && c1 >= kStragglerMin && c1 >= kStragglerOverNext * c2 &&
-      w1 < conv.worker.size() && c1 >= kStragglerOverBusy * conv.worker[w1]) {
-    worker_verdict(VerdictKind::straggler);
-    return v;
-  }
+      w1 < conv.worker.size() && c1 >= kStragglerOverBusy * conv.worker[w1])
+    return about(VerdictKind::straggler, w1);
   const auto top_op = std::max_element(
       cp.op.begin(), cp.op.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
-  if (top_op != cp.op.end() && top_op->first != kNone && top_op->second >= kOperatorDominates) {
-    v.kind = VerdictKind::op;
-    v.id = top_op->first;
-    v.cp = top_op->second;
-    for (const auto& [id, share] : conv.op)
-      if (id == v.id) v.busy = share;
-    v.busy_rank =
-        rank_of(conv.op.begin(), conv.op.end(), v.busy, [](const auto& p) { return p.second; });
-    v.what_if = best_what_if(what_if, WhatIfKind::op, v.id);
-    return v;
-  }
+  if (top_op != cp.op.end() && top_op->first != kNone && top_op->second >= kOperatorDominates)
+    return about(VerdictKind::op, top_op->first);
   const double comm =
       at(cp.activity, ActivityType::data_message) + at(cp.activity, ActivityType::control_message);
   if (comm >= kCommunicationDominates) {
@@ -153,13 +181,66 @@ Verdict decide_verdict(const Groups& cp, const Groups& conv, bool has_paths,
                                    at(cp.activity, ActivityType::control_message)
                                ? ActivityType::data_message
                                : ActivityType::control_message;
-    activity_verdict(VerdictKind::communication, t, comm);
-    return v;
+    return about(VerdictKind::communication, static_cast<uint32_t>(t));
   }
-  v.kind = VerdictKind::balanced;
-  v.id = w1;
-  v.cp = std::max(c1, 0.0);
-  return v;
+  return about(VerdictKind::balanced, w1);
+}
+
+void VerdictTally::add(const Verdict& v, int64_t cp_ns) {
+  const double w = static_cast<double>(std::max<int64_t>(cp_ns, 1));
+  ++windows;
+  weight_ns += w;
+  const uint32_t id = v.kind == VerdictKind::balanced ? 0 : v.id;
+  auto it = std::find_if(entries.begin(), entries.end(),
+                         [&](const Entry& e) { return e.kind == v.kind && e.id == id; });
+  if (it == entries.end()) {
+    entries.push_back({v.kind, id, 0, 0, 0});
+    it = entries.end() - 1;
+  }
+  ++it->windows;
+  it->weight_ns += w;
+  it->critical_ns += v.cp * w;
+}
+
+RunVerdict decide_run_verdict(const VerdictTally& tally, const Groups& cp, const Groups& conv,
+                              const std::vector<WhatIf>& what_if) {
+  RunVerdict r;
+  r.windows_with_paths = tally.windows;
+  if (tally.windows == 0) {
+    r.verdict = verdict_about(VerdictKind::no_cp, 0, cp, conv, what_if);
+    return r;
+  }
+  // The findings other than "nothing stands out", most critical time first (ties: more
+  // windows, then first seen).
+  std::vector<VerdictTally::Entry> found;
+  double balanced_ns = 0;
+  uint64_t balanced_windows = 0;
+  for (const VerdictTally::Entry& e : tally.entries) {
+    if (e.kind == VerdictKind::balanced) {
+      balanced_ns += e.weight_ns;
+      balanced_windows += e.windows;
+    } else {
+      found.push_back(e);
+    }
+  }
+  std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
+    return a.critical_ns != b.critical_ns ? a.critical_ns > b.critical_ns : a.windows > b.windows;
+  });
+  const bool stands_out = !found.empty() && found[0].weight_ns >= kRunCoverage * tally.weight_ns &&
+                          found[0].weight_ns >= balanced_ns;
+  size_t first_other = 0;
+  if (stands_out) {
+    r.verdict = verdict_about(found[0].kind, found[0].id, cp, conv, what_if);
+    r.windows = found[0].windows;
+    first_other = 1;
+  } else {
+    r.verdict = verdict_about(VerdictKind::balanced, 0, cp, conv, what_if);
+    r.windows = balanced_windows;
+  }
+  for (size_t k = first_other; k < found.size() && r.others.size() < 2; ++k)
+    if (!stands_out || found[k].weight_ns >= kRunMention * tally.weight_ns)
+      r.others.push_back(found[k]);
+  return r;
 }
 
 }  // namespace snailtrail

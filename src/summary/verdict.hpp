@@ -35,11 +35,57 @@ struct Verdict {
   uint32_t top_worker = 0;  // for activity verdicts: the worker with the most CP
   double top_worker_cp = 0;
   const WhatIf* what_if = nullptr;  // the largest saving about the subject, if computed
+  // For operator verdicts, when the trace carries rates: DS2's parallelism for the
+  // operator and its current one (0: not known). Set by who can run DS2 (cli/verdict_ds2).
+  uint32_t ds2_needed = 0, ds2_now = 0;
 };
 
 Verdict decide_verdict(const Groups& cp, const Groups& conventional, bool has_paths,
                        const std::vector<WhatIf>& what_if);
 
 const char* name_of(VerdictKind kind);
+
+// The verdict about a given subject (kind and id, as decide_verdict sets them) with the
+// evidence of these summaries: its CP and conventional shares, rank, top worker, saving.
+Verdict verdict_about(VerdictKind kind, uint32_t id, const Groups& cp, const Groups& conventional,
+                      const std::vector<WhatIf>& what_if);
+
+// The windows' verdicts of a run, tallied for the whole run's (Aggregate keeps one).
+struct VerdictTally {
+  struct Entry {
+    VerdictKind kind = VerdictKind::balanced;
+    uint32_t id = 0;
+    uint64_t windows = 0;    // windows whose verdict it is
+    double weight_ns = 0;    // their summed cp_ns (the time CP is spread over)
+    double critical_ns = 0;  // the subject's CP share x cp_ns summed over them
+  };
+  std::vector<Entry> entries;  // in order of first appearance
+  uint64_t windows = 0;        // windows with paths
+  double weight_ns = 0;        // their summed cp_ns
+  // A window with paths and its verdict. The balanced kind is one entry, whatever its id.
+  void add(const Verdict& v, int64_t cp_ns);
+};
+
+// The whole run's verdict, derived from its windows' (docs/OUTPUT.md): the finding with
+// the most critical time summed over the windows it was the verdict of stands for the
+// run when those windows cover at least kRunCoverage of the run's CP time and no less
+// than the windows where nothing stands out; otherwise nothing stands out. The evidence
+// is the run's (`cp`, `conventional`: the means over the windows; `what_if`: the savings
+// summed over them).
+inline constexpr double kRunCoverage = 0.25;
+// Another finding is mentioned when its windows cover at least this share of the run.
+inline constexpr double kRunMention = 0.2;
+
+struct RunVerdict {
+  Verdict verdict;
+  uint64_t windows = 0;             // windows with paths whose verdict it is
+  uint64_t windows_with_paths = 0;  // all windows with paths
+  // Other findings of windows, most critical time first (at most 2): when the run has a
+  // bottleneck, those that cover at least kRunMention; when nothing stands out, any.
+  std::vector<VerdictTally::Entry> others;
+};
+
+RunVerdict decide_run_verdict(const VerdictTally& tally, const Groups& cp,
+                              const Groups& conventional, const std::vector<WhatIf>& what_if);
 
 }  // namespace snailtrail
