@@ -211,7 +211,7 @@ int run(const AnalyzeArgs& args, mpi::RankGroup* group) {
   // summary (not kept when other ranks render windows: their summaries stay there).
   const bool keep_summary = a.format == "table" || (a.format == "jsonl" && !split);
   if (sel.verdict && keep_summary)
-    ctx.enrich = ds2_enricher(a.in.trace, a.in.importer, opt.windows.width_ns);
+    ctx.enrich = ds2_enricher(a.in.trace, a.in.importer, a.in.import, opt.windows.width_ns);
   uint64_t empty_runs = 0, empty_windows = 0;
   // A run of windows without events.
   auto render_run = [&](const WindowSummary& summary, RenderedWindow& r) {

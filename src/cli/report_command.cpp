@@ -133,7 +133,8 @@ int run(ReportArgs& a) {
   a.report.source = a.in.trace;
   a.report.window_label = a.in.window;
   a.report.window_ns = opt.windows.width_ns;
-  a.report.enrich = ds2_enricher(a.in.trace, a.in.importer, opt.windows.width_ns);  // DS2's number
+  a.report.enrich =
+      ds2_enricher(a.in.trace, a.in.importer, a.in.import, opt.windows.width_ns);  // DS2's number
   report::ReportBuilder builder(a.report);
   for (const auto& [kind, n] : trace.import_diagnostics) builder.add_input_diagnostic(kind, n);
   auto last = std::chrono::steady_clock::now();

@@ -24,6 +24,7 @@ scale::PolicyOptions policy_options(const PolicyArgs& a);
 // `interval_ns` from its first event; `events` keeps the names the source refers to.
 std::unique_ptr<scale::ObservationSource> trace_source(const std::string& path,
                                                        const std::string& importer,
+                                                       const importers::ImportOptions& options,
                                                        int64_t interval_ns,
                                                        std::unique_ptr<EventSource>& events);
 

@@ -19,7 +19,8 @@ struct Ds2Run {
   std::vector<scale::PolicyEpoch> epochs;
 };
 
-Ds2Run ds2_over_trace(const std::string& trace, const std::string& importer, int64_t interval_ns) {
+Ds2Run ds2_over_trace(const std::string& trace, const std::string& importer,
+                      const importers::ImportOptions& options, int64_t interval_ns) {
   Ds2Run run;
   PolicyArgs args;  // scale policy's defaults
   args.trace = trace;
@@ -27,7 +28,7 @@ Ds2Run ds2_over_trace(const std::string& trace, const std::string& importer, int
   const scale::PolicyOptions po = policy_options(args);
   std::unique_ptr<EventSource> events;
   std::unique_ptr<scale::ObservationSource> source =
-      trace_source(trace, importer, interval_ns > 0 ? interval_ns : kWholeTrace, events);
+      trace_source(trace, importer, options, interval_ns > 0 ? interval_ns : kWholeTrace, events);
   run.topology = source->topology();
   if (run.topology.size() == 0) return run;
   run.epochs = policy_epochs(*source, run.topology, {}, po);
@@ -37,14 +38,14 @@ Ds2Run ds2_over_trace(const std::string& trace, const std::string& importer, int
 }  // namespace
 
 VerdictEnricher ds2_enricher(const std::string& trace, const std::string& importer,
-                             int64_t interval_ns) {
+                             const importers::ImportOptions& options, int64_t interval_ns) {
   if (trace == "-") return {};
   auto cache = std::make_shared<std::optional<Ds2Run>>();
-  return [trace, importer, interval_ns, cache](Verdict& v) {
+  return [trace, importer, options, interval_ns, cache](Verdict& v) {
     if (v.kind != VerdictKind::op) return;
     if (!*cache) {
       try {
-        *cache = ds2_over_trace(trace, importer, interval_ns);
+        *cache = ds2_over_trace(trace, importer, options, interval_ns);
       } catch (const std::exception&) {
         *cache = Ds2Run{};  // no rates DS2 can use: the verdict stays without a number
       }

@@ -9,6 +9,7 @@
 
 #include <string>
 
+#include "importers/importer.hpp"
 #include "output/writers.hpp"
 
 namespace snailtrail::cli {
@@ -18,6 +19,6 @@ namespace snailtrail::cli {
 // one DS2 cannot size, leaves the verdict as it is.
 // `interval_ns` 0: the whole trace as one interval.
 VerdictEnricher ds2_enricher(const std::string& trace, const std::string& importer,
-                             int64_t interval_ns);
+                             const importers::ImportOptions& options, int64_t interval_ns);
 
 }  // namespace snailtrail::cli
