@@ -4,7 +4,7 @@
 // control stream of (time, bin, worker) updates, and moving a bin moves its state and
 // its pending records through the runtime's exchange channels (also between processes).
 //
-//   auto control = ...;  // Stream<ControlUpdate>, e.g. control_source(...) below
+//   auto control = ...;  // Stream<ControlUpdate>, e.g. make_controller(...) (jobs.hpp)
 //   auto out = megaphone::stateful_unary<State, Out>(
 //       records, control, "count", Options{.log_bins = 12},
 //       [](const T& r) { return hash_of(r); },                      // exchange value
