@@ -1,7 +1,7 @@
 #include "flow/runtime.hpp"
 #include "flow/profile/sampler.hpp"
+#include "flow/run_stats.hpp"
 
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -20,11 +20,6 @@ namespace snailtrail::flow {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// The statistics frames of rank r > 0 to rank 0 (FrameHeader::channel; the fabric's
-// channels are small numbers). Payload: u64 words end_ns, records, rss (double bits),
-// n, then n (bucket, count) pairs; FrameHeader::time = the interval's number.
-constexpr uint64_t kStatsChannel = uint64_t{1} << 40;
 
 // Idle rounds yield this many times before they sleep 20 us (default 0: sleep at once).
 // Yielding used to come first (64 times), but on a loaded machine a yield hands the core
@@ -152,6 +147,138 @@ int64_t injected_failure(uint32_t g) {
   return std::max<long>(ms, 0) * 1'000'000;
 }
 
+// Under tracing, the transport's (de)serialization of a worker's frames is recorded on
+// that worker's own recorder (the transport calls on_codec on the worker's thread).
+void trace_transport_codec(Transport& tr, std::vector<Recorder>& recorders, uint32_t base) {
+  tr.now = [&recorders] { return recorders[0].now(); };
+  tr.on_codec = [&recorders, base](uint32_t w, int64_t t0, int64_t t1, bool ser, uint64_t records) {
+    const auto a = ser ? ActivityType::serialization : ActivityType::deserialization;
+    Recorder& r = recorders[w - base];  // called on worker w's own thread
+    r.activity(t0, a, EventKind::start, 0, false);
+    r.activity(t1, a, EventKind::end, 0, false, static_cast<int64_t>(records));
+  };
+}
+
+// What the worker threads of one run (this process's) share with each other and with
+// run_job's statistics thread.
+struct RunWorkers {
+  const RunConfig& cfg;
+  const JobSpec& job;
+  Fabric& fabric;
+  Clock::time_point start;
+  RunResult& result;
+  std::vector<Recorder>& recorders;
+  std::atomic<bool> abort{false};
+  std::vector<std::atomic<uint64_t>> generated;  // per worker: records its sources gave
+  std::atomic<Time> last_time{0};
+  std::atomic<uint32_t> finished{0};
+  Histogram hist;  // latency of the epochs the first worker saw complete
+  std::mutex mu;   // result, op_names
+  std::vector<std::string> op_names;
+
+  RunWorkers(const RunConfig& c, const JobSpec& j, Fabric& f, Clock::time_point s, RunResult& r,
+             std::vector<Recorder>& recs)
+      : cfg(c), job(j), fabric(f), start(s), result(r), recorders(recs), generated(c.workers) {}
+
+  // Worker i's output probe moved from `old` to `now_f`: the latency of the epochs it
+  // completed (one worker per process measures: every worker sees the same frontier).
+  void record_latency(uint32_t i, Time old, Time now_f) {
+    if (i != 0) return;
+    const int64_t now = since(start);
+    const auto epoch = static_cast<Time>(cfg.epoch_ns);
+    const Time last = last_time.load(std::memory_order_relaxed);
+    for (Time t = old / epoch * epoch; t < now_f && t <= last; t += epoch) {
+      const int64_t lat = now - static_cast<int64_t>(t + epoch);
+      hist.record(lat > 0 ? static_cast<uint64_t>(lat) : 0);
+    }
+  }
+
+  // Builds worker i's dataflow and drives it until it is complete.
+  void run_worker(uint32_t i) {
+    const uint32_t g = fabric.base() + i;
+    auto sampling = cfg.profiler ? cfg.profiler->attach(g, start) : profile::Profiler::Guard{};
+    Worker w(g, fabric, recorders[i]);
+    JobContext ctx{cfg, w, start, generated[i], last_time, nullptr, 0, nullptr};
+    ctx.on_probe = [this, i, c = &ctx](Time old, Time now_f) {
+      c->probe_frontier = now_f;
+      record_latency(i, old, now_f);
+    };
+    ctx.emit_result = [this](KeyCounts&& part) {
+      std::lock_guard<std::mutex> lock(mu);
+      result.output.insert(result.output.end(), part.begin(), part.end());
+    };
+    job.build(ctx);
+    w.finish_build();
+    if (i == 0) {
+      std::lock_guard<std::mutex> lock(mu);
+      op_names = w.operator_names();
+    }
+    try {
+      drive(w, abort, &cfg.on_trace_events, cfg.trace_flush_ns, injected_failure(g), start);
+    } catch (const std::exception& e) {  // name the worker (and its process) that failed
+      throw std::runtime_error(fmt::format("worker-{}: {}", g, e.what()));
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    add(result.counters, w.counters());
+    result.generated[i] = generated[i].load();
+    finished.fetch_add(1);
+  }
+};
+
+// Several processes: rank 0 gets every process's counters, per-worker record counts,
+// output and end time (`end`: this process's, ns); W: workers per process.
+void gather_ranks(Transport& tr, int64_t end, uint32_t W, RunResult& result) {
+  std::vector<uint64_t> mine = {static_cast<uint64_t>(end), result.counters.frontier_regressions,
+                                result.counters.early_records, result.counters.steps,
+                                result.counters.idle_steps};
+  mine.insert(mine.end(), result.generated.begin(), result.generated.end());
+  for (const auto& [k, v] : result.output) {
+    mine.push_back(k);
+    mine.push_back(v);
+  }
+  const std::vector<uint64_t> all = tr.gather(mine);
+  const std::vector<uint64_t> sizes = tr.gather({static_cast<uint64_t>(mine.size())});
+  if (tr.rank() != 0) return;
+  result.counters = {};
+  result.generated.clear();
+  result.output.clear();
+  uint64_t last_end = 0;
+  size_t at = 0;
+  for (uint64_t n : sizes) {
+    const uint64_t* p = all.data() + at;
+    last_end = std::max(last_end, p[0]);
+    add(result.counters, {p[1], p[2], p[3], p[4]});
+    result.generated.insert(result.generated.end(), p + 5, p + 5 + W);
+    for (size_t k = 5 + W; k + 1 < n; k += 2) result.output.emplace_back(p[k], p[k + 1]);
+    at += n;
+  }
+  result.seconds = static_cast<double>(last_end) * 1e-9;
+}
+
+// Sorts by key, one entry per key: the workers' values added.
+void add_up_by_key(KeyCounts& output) {
+  std::sort(output.begin(), output.end());
+  size_t kept = 0;
+  for (size_t i = 0; i < output.size(); ++i) {
+    if (kept > 0 && output[kept - 1].first == output[i].first)
+      output[kept - 1].second += output[i].second;
+    else
+      output[kept++] = output[i];
+  }
+  output.resize(kept);
+}
+
+// Every worker's events in time order into result.events.
+void merge_traces(std::vector<Recorder>& recorders, RunResult& result) {
+  size_t total = 0;
+  for (auto& r : recorders) total += r.events().size();
+  result.events.reserve(total);
+  for (auto& r : recorders)
+    result.events.insert(result.events.end(), r.events().begin(), r.events().end());
+  std::stable_sort(result.events.begin(), result.events.end(),
+                   [](const Event& a, const Event& b) { return a.ts < b.ts; });
+}
+
 }  // namespace
 
 void run_dataflow(uint32_t workers, const std::function<void(Worker&)>& build,
@@ -220,300 +347,65 @@ RunResult run_job(const RunConfig& cfg) {
   const uint32_t W = cfg.workers;  // threads of this process
   Transport* tr = cfg.transport;
   Fabric fabric(W, tr);
-  const uint32_t base = fabric.base(), G = fabric.workers();
-  std::atomic<bool> abort{false};
-  std::vector<std::atomic<uint64_t>> generated(W);
-  std::atomic<Time> last_time{0};
-  std::atomic<uint32_t> finished{0};
-  Histogram hist;
-  std::mutex mu;
   RunResult result;
   result.generated.assign(W, 0);
   std::vector<Recorder> recorders;
-  std::vector<std::string> op_names;
   recorders.reserve(W);
   if (tr) {
-    if (cfg.trace) {
-      tr->now = [&recorders] { return recorders[0].now(); };
-      tr->on_codec = [&recorders, base](uint32_t w, int64_t t0, int64_t t1, bool ser,
-                                        uint64_t records) {
-        const auto a = ser ? ActivityType::serialization : ActivityType::deserialization;
-        Recorder& r = recorders[w - base];  // called on worker w's own thread
-        r.activity(t0, a, EventKind::start, 0, false);
-        r.activity(t1, a, EventKind::end, 0, false, static_cast<int64_t>(records));
-      };
-    }
+    if (cfg.trace) trace_transport_codec(*tr, recorders, fabric.base());
     tr->start();  // every process is here: the clocks start together
   }
   const auto start = tr && tr->origin_ns() >= 0
                          ? Clock::time_point(std::chrono::nanoseconds(tr->origin_ns()))
                          : Clock::now();
   result.clock_origin_ns = start.time_since_epoch().count();
-  for (uint32_t i = 0; i < W; ++i) recorders.emplace_back(base + i, cfg.trace, start);
+  for (uint32_t i = 0; i < W; ++i) recorders.emplace_back(fabric.base() + i, cfg.trace, start);
 
+  RunWorkers run(cfg, *job, fabric, start, result, recorders);
   std::exception_ptr error;
   std::thread runner([&] {
     try {
-      on_threads(W, abort, [&](uint32_t i) {
-        auto sampling =
-            cfg.profiler ? cfg.profiler->attach(base + i, start) : profile::Profiler::Guard{};
-        Worker w(base + i, fabric, recorders[i]);
-        JobContext ctx{cfg, w, start, generated[i], last_time, nullptr, 0, nullptr};
-        ctx.on_probe = [&, i, c = &ctx](Time old, Time now_f) {
-          c->probe_frontier = now_f;
-          // One worker per process measures latency (every worker sees the same frontier).
-          if (i != 0) return;
-          const int64_t now = since(start);
-          const auto epoch = static_cast<Time>(cfg.epoch_ns);
-          const Time last = last_time.load(std::memory_order_relaxed);
-          for (Time t = old / epoch * epoch; t < now_f && t <= last; t += epoch) {
-            const int64_t lat = now - static_cast<int64_t>(t + epoch);
-            hist.record(lat > 0 ? static_cast<uint64_t>(lat) : 0);
-          }
-        };
-        ctx.emit_result = [&](KeyCounts&& part) {
-          std::lock_guard<std::mutex> lock(mu);
-          result.output.insert(result.output.end(), part.begin(), part.end());
-        };
-        job->build(ctx);
-        w.finish_build();
-        if (i == 0) {
-          std::lock_guard<std::mutex> lock(mu);
-          op_names = w.operator_names();
-        }
-        try {
-          drive(w, abort, &cfg.on_trace_events, cfg.trace_flush_ns, injected_failure(base + i),
-                start);
-        } catch (const std::exception& e) {  // name the worker (and its process) that failed
-          throw std::runtime_error(fmt::format("worker-{}: {}", base + i, e.what()));
-        }
-        std::lock_guard<std::mutex> lock(mu);
-        add(result.counters, w.counters());
-        result.generated[i] = generated[i].load();
-        finished.fetch_add(1);
-      });
+      on_threads(W, run.abort, [&](uint32_t i) { run.run_worker(i); });
     } catch (...) {
       error = std::current_exception();
-      finished = W + 1;
+      run.finished = W + 1;
     }
   });
-
-  // Statistics every interval while the workers run. Interval k covers (k-1, k] x
-  // stats_interval_ns since the start (the last one ends with the run): the records this
-  // process's sources generated in it and the latency histogram of the epochs its first
-  // worker saw complete. Under several processes every rank sends its intervals to rank 0
-  // (a frame on kStatsChannel), which merges them (sums of records and of histogram
-  // buckets, never of percentiles) and prints interval k once every rank has sent it.
-  const uint32_t P = tr ? tr->procs() : 1, rank = tr ? tr->rank() : 0;
-  struct Merged {
-    uint32_t ranks = 0;
-    int64_t at = 0;
-    uint64_t records = 0;
-    double rss = 0;
-    std::vector<uint64_t> hist;
-  };
-  std::map<uint64_t, Merged> merged;  // rank 0: intervals not yet complete/printed
-  uint64_t printed = 0;               // intervals printed so far (their k)
-  std::vector<uint64_t> total_hist(Histogram::kBuckets, 0);
-  auto publish = [&](uint64_t k, const Merged& m) {
-    IntervalStats st;
-    st.t_s = static_cast<double>(m.at) * 1e-9;
-    st.records = m.records;
-    st.p50_ms = static_cast<double>(percentile(m.hist, 0.5)) * 1e-6;
-    st.p99_ms = static_cast<double>(percentile(m.hist, 0.99)) * 1e-6;
-    st.p999_ms = static_cast<double>(percentile(m.hist, 0.999)) * 1e-6;
-    st.max_ms = static_cast<double>(percentile(m.hist, 1.0)) * 1e-6;
-    st.rss_mb = m.rss;
-    for (size_t b = 0; b < m.hist.size(); ++b) total_hist[b] += m.hist[b];
-    result.intervals.push_back(st);
-    printed = k;
-    if (cfg.on_interval) cfg.on_interval(st);
-    if (cfg.on_stats_line)
-      cfg.on_stats_line(fmt::format(
-          "t={:.2f}s records={} p50={:.3f}ms p99={:.3f}ms p99.9={:.3f}ms max={:.3f}ms rss={:.0f}MB",
-          st.t_s, st.records, st.p50_ms, st.p99_ms, st.p999_ms, st.max_ms, st.rss_mb));
-  };
-  auto merge = [&](uint64_t k, int64_t at, uint64_t records, double rss, const uint64_t* pairs,
-                   size_t npairs) {
-    Merged& m = merged[k];
-    if (m.hist.empty()) m.hist.assign(Histogram::kBuckets, 0);
-    ++m.ranks;
-    m.at = std::max(m.at, at);
-    m.records += records;
-    m.rss += rss;
-    for (size_t j = 0; j < npairs; ++j)
-      if (pairs[2 * j] < m.hist.size()) m.hist[pairs[2 * j]] += pairs[2 * j + 1];
-  };
-  // Rank 0: takes the other ranks' interval frames; prints the complete ones in order
-  // (all of them with `all`, at the end).
-  auto collect = [&](bool all) {
-    if (rank != 0) return;
-    auto box = tr ? tr->inbox(kStatsChannel, 0) : nullptr;
-    while (box) {
-      std::vector<char> frame;
-      {
-        std::lock_guard<std::mutex> lock(box->mu);
-        if (box->frames.empty()) break;
-        frame = std::move(box->frames.front());
-        box->frames.pop_front();
-      }
-      FrameHeader h;
-      std::memcpy(&h, frame.data(), sizeof h);
-      std::vector<uint64_t> w(h.bytes / 8);
-      std::memcpy(w.data(), frame.data() + sizeof h, w.size() * 8);
-      if (w.size() < 4 || w.size() % 2 != 0 || (w.size() - 4) / 2 != w[3])
-        throw std::runtime_error("transport: malformed statistics frame");
-      double rss = 0;
-      std::memcpy(&rss, &w[2], sizeof rss);
-      merge(h.time, static_cast<int64_t>(w[0]), w[1], rss, w.data() + 4, w[3]);
-    }
-    while (!merged.empty() && (all || merged.begin()->second.ranks == P)) {
-      auto it = merged.begin();
-      publish(it->first, it->second);
-      merged.erase(it);
-    }
-  };
-  std::vector<uint64_t> prev_hist(Histogram::kBuckets, 0);
-  uint64_t prev_records = 0, k = 0;
-  int64_t next = cfg.stats_interval_ns;
-  auto interval = [&](int64_t at) {
-    std::vector<uint64_t> h = hist.snapshot();
-    std::vector<uint64_t> pairs;  // (bucket, count) of the interval's samples
-    for (size_t b = 0; b < h.size(); ++b)
-      if (h[b] != prev_hist[b]) {
-        pairs.push_back(b);
-        pairs.push_back(h[b] - prev_hist[b]);
-      }
-    prev_hist = h;
-    uint64_t records = 0;
-    for (auto& g : generated) records += g.load(std::memory_order_relaxed);
-    const uint64_t d = records - prev_records;
-    prev_records = records;
-    const double rss = rss_mb();
-    ++k;
-    if (rank == 0) {
-      merge(k, at, d, rss, pairs.data(), pairs.size() / 2);
-      collect(false);
-      return;
-    }
-    std::vector<uint64_t> w = {static_cast<uint64_t>(at), d, 0, pairs.size() / 2};
-    std::memcpy(&w[2], &rss, sizeof rss);
-    w.insert(w.end(), pairs.begin(), pairs.end());
-    FrameHeader fh;
-    fh.channel = kStatsChannel;
-    fh.from = base;
-    fh.to = 0;
-    fh.time = k;
-    fh.bytes = w.size() * 8;
-    std::vector<char> frame(sizeof fh + fh.bytes);
-    std::memcpy(frame.data(), &fh, sizeof fh);
-    std::memcpy(frame.data() + sizeof fh, w.data(), fh.bytes);
-    tr->send(0, std::move(frame));
-  };
-  // The RSS timeline: one pread of /proc/self/statm (kept open: 2-12 us a sample where
-  // fopen/fscanf/fclose took ~60 us at load 17) on this thread, none on the workers.
-  int64_t rss_every = cfg.rss_sample_ns, rss_next = 0;
-  struct Fd {
-    int fd = -1;
-    ~Fd() {
-      if (fd >= 0) ::close(fd);
-    }
-  } statm;
-  if (rss_every > 0) statm.fd = ::open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-  const double page_mb = static_cast<double>(sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
-  auto read_rss = [&]() -> double {
-    char buf[128];
-    const ssize_t n = statm.fd >= 0 ? ::pread(statm.fd, buf, sizeof buf - 1, 0) : -1;
-    if (n <= 0) return rss_mb();
-    buf[n] = 0;
-    char* end = nullptr;
-    (void)std::strtoll(buf, &end, 10);  // size; the resident pages follow
-    return static_cast<double>(std::strtoll(end, nullptr, 10)) * page_mb;
-  };
-  auto sample_rss = [&](int64_t now) {
-    if (rss_every <= 0 || now < rss_next) return;
-    auto& tl = result.rss_timeline;
-    if (tl.size() >= 65536) {  // keep every other sample, sample half as often
-      size_t kept = 0;
-      for (size_t i = 0; i < tl.size(); i += 2) tl[kept++] = tl[i];
-      tl.resize(kept);
-      rss_every *= 2;
-    }
-    tl.emplace_back(static_cast<double>(now) * 1e-9, read_rss());
-    rss_next = (now / rss_every + 1) * rss_every;  // the next slot of the grid
-  };
+  IntervalStatsCollector stats(cfg, result, tr, fabric.base(), run.hist, run.generated);
+  RssSampler rss(cfg.rss_sample_ns);
+  int64_t next = cfg.stats_interval_ns;  // the end of the next interval
   try {
-    while (finished.load() < W) {
+    while (run.finished.load() < W) {
       const int64_t now = since(start);
-      sample_rss(now);
+      rss.sample(now, result.rss_timeline);
       if (now >= next) {
-        interval(next);
+        stats.interval(next);
         next += cfg.stats_interval_ns;
       }
-      collect(false);
+      stats.collect(false);
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
   } catch (...) {  // stop the workers before leaving
-    abort = true;
+    run.abort = true;
     runner.join();
     throw;
   }
   runner.join();
   if (error) std::rethrow_exception(error);
   const int64_t end = since(start);
-  if (end > next - cfg.stats_interval_ns) interval(end);  // sent before finish(): it arrives
+  if (end > next - cfg.stats_interval_ns) stats.interval(end);  // sent before finish(): it arrives
   if (tr) tr->finish();  // every process agrees that the dataflow is complete
-  collect(true);
+  stats.collect(true);
   result.seconds = static_cast<double>(end) * 1e-9;
-  result.latency = total_hist;  // every rank's samples on rank 0
-  if (tr) {                     // rank 0 gets every process's counts, output and end time
-    std::vector<uint64_t> mine = {static_cast<uint64_t>(end), result.counters.frontier_regressions,
-                                  result.counters.early_records, result.counters.steps,
-                                  result.counters.idle_steps};
-    mine.insert(mine.end(), result.generated.begin(), result.generated.end());
-    for (const auto& [k, v] : result.output) {
-      mine.push_back(k);
-      mine.push_back(v);
-    }
-    const std::vector<uint64_t> all = tr->gather(mine);
-    const std::vector<uint64_t> sizes = tr->gather({static_cast<uint64_t>(mine.size())});
-    if (tr->rank() == 0) {
-      result.counters = {};
-      result.generated.clear();
-      result.output.clear();
-      uint64_t last_end = 0;
-      size_t at = 0;
-      for (uint64_t n : sizes) {
-        const uint64_t* p = all.data() + at;
-        last_end = std::max(last_end, p[0]);
-        add(result.counters, {p[1], p[2], p[3], p[4]});
-        result.generated.insert(result.generated.end(), p + 5, p + 5 + W);
-        for (size_t k = 5 + W; k + 1 < n; k += 2) result.output.emplace_back(p[k], p[k + 1]);
-        at += n;
-      }
-      result.seconds = static_cast<double>(last_end) * 1e-9;
-    }
-  }
+  result.latency = stats.total_hist();  // every rank's samples on rank 0
+  if (tr) gather_ranks(*tr, end, W, result);
   for (uint64_t g : result.generated) result.records += g;
-  std::sort(result.output.begin(), result.output.end());
-  size_t kept = 0;  // one entry per key: the workers' values added
-  for (size_t i = 0; i < result.output.size(); ++i) {
-    if (kept > 0 && result.output[kept - 1].first == result.output[i].first)
-      result.output[kept - 1].second += result.output[i].second;
-    else
-      result.output[kept++] = result.output[i];
-  }
-  result.output.resize(kept);
+  add_up_by_key(result.output);
   if (cfg.trace) {
-    size_t total = 0;
-    for (auto& r : recorders) total += r.events().size();
-    result.events.reserve(total);
-    for (auto& r : recorders)
-      result.events.insert(result.events.end(), r.events().begin(), r.events().end());
-    std::stable_sort(result.events.begin(), result.events.end(),
-                     [](const Event& a, const Event& b) { return a.ts < b.ts; });
-    for (uint32_t i = 0; i < G; ++i) result.worker_names.push_back(fmt::format("worker-{}", i));
-    result.operator_names = op_names;
+    merge_traces(recorders, result);
+    for (uint32_t i = 0; i < fabric.workers(); ++i)
+      result.worker_names.push_back(fmt::format("worker-{}", i));
+    result.operator_names = run.op_names;
   }
   return result;
 }

@@ -225,14 +225,38 @@ struct Controller {
     const int64_t now = since(*ctx);
     const auto epoch = static_cast<flow::Time>(ctx->cfg.epoch_ns);
     const flow::Time clock = static_cast<flow::Time>(now) / epoch * epoch;
-    // A --migrate-at migration starts at the logical time of its --migrate-at (rounded
-    // down to the epoch) however late this source runs: while idle the capability waits
-    // there, so what the migration moves (the state after the times before it) does not
-    // depend on timing. (Not if the previous migration is still running by then.)
-    auto migrate_time = [&] {
-      return static_cast<flow::Time>(opts.migrate_at_ns[next]) / epoch * epoch;
-    };
     flow::Time start_at = kTimeMax;
+    step_progress(now);
+    if (idle()) {
+      if (data->frontier == kTimeMax) {  // the data sources have ended
+        cap.drop();
+        return;
+      }
+      if (next < opts.migrate_at_ns.size() && now >= opts.migrate_at_ns[next])
+        start_at = start_migration(now);
+      else if (opts.planner)
+        ask_planner(now);
+    }
+    flow::Time until = start_at;
+    if (idle() && next < opts.migrate_at_ns.size()) until = migrate_time();
+    const flow::Time tnow = std::max(cap.time(), std::min(clock, until));
+    if (tnow != cap.time()) cap.downgrade(tnow);
+    if (!inflight && !steps.empty()) give_step(cap, out);
+  }
+
+  // No step in flight or planned, no restart under way.
+  bool idle() const { return !inflight && steps.empty() && !draining && !restarting; }
+  // A --migrate-at migration starts at the logical time of its --migrate-at (rounded
+  // down to the epoch) however late this source runs: while idle the capability waits
+  // there, so what the migration moves (the state after the times before it) does not
+  // depend on timing. (Not if the previous migration is still running by then.)
+  flow::Time migrate_time() const {
+    const auto epoch = static_cast<flow::Time>(ctx->cfg.epoch_ns);
+    return static_cast<flow::Time>(opts.migrate_at_ns[next]) / epoch * epoch;
+  }
+  // The step in flight is complete once S's output frontier passed its time; a restart
+  // that has drained its input moves every changed bin in one step.
+  void step_progress(int64_t now) {
     if (inflight && ctx->probe_frontier > inflight_t) {
       inflight = false;
       if (steps.empty()) {
@@ -241,70 +265,64 @@ struct Controller {
       }
     }
     if (draining && ctx->probe_frontier >= data->frontier) {
-      // Stopped and drained: every changed bin in one step.
       draining = false;
       restarting = true;
       auto plan = plan_steps(config, restart_to, Strategy::all_at_once, ctx->worker.peers());
       steps.assign(plan.begin(), plan.end());
     }
-    const bool data_done = data->frontier == kTimeMax;
-    if (!inflight && steps.empty() && !draining && !restarting) {
-      if (data_done) {
-        cap.drop();
-        return;
-      }
-      if (next < opts.migrate_at_ns.size() && now >= opts.migrate_at_ns[next]) {
-        const uint32_t W = ctx->worker.peers();
-        const auto to = next % 2 == 0 ? half_config(static_cast<uint32_t>(config.size()), W)
-                                      : round_robin_config(static_cast<uint32_t>(config.size()), W);
-        auto plan = plan_steps(config, to, opts.strategy, W);
-        uint64_t bins = 0;
-        for (const auto& s : plan) bins += s.size();
-        log->start(now, opts.strategy, bins, plan.size());
-        steps.assign(plan.begin(), plan.end());
-        start_at = migrate_time();
-        ++next;
-        if (steps.empty()) log->end(now);
-      } else if (opts.planner) {
-        if (auto to = opts.planner(now, config)) {
-          const uint32_t W = ctx->worker.peers();
-          const uint32_t per =
-              opts.batch_bins > 0 ? opts.batch_bins : per_round_for(config, *to, W, 8);
-          auto plan = plan_steps(config, *to, opts.strategy, W, per);
-          uint64_t bins = 0;
-          for (const auto& s : plan) bins += s.size();
-          if (!plan.empty() && opts.restart) {
-            log->start(now, Strategy::all_at_once, bins, 1, "restart");
-            ctx->cfg.pause_sources->store(true, std::memory_order_release);
-            draining = true;
-            restart_to = *to;
-          } else if (!plan.empty()) {
-            log->start(now, opts.strategy, bins, plan.size());
-            steps.assign(plan.begin(), plan.end());
-          }
-        }
-      }
+  }
+  // The next --migrate-at migration (alternating between half_config and round-robin);
+  // returns its logical start time.
+  flow::Time start_migration(int64_t now) {
+    const uint32_t W = ctx->worker.peers();
+    const auto to = next % 2 == 0 ? half_config(static_cast<uint32_t>(config.size()), W)
+                                  : round_robin_config(static_cast<uint32_t>(config.size()), W);
+    auto plan = plan_steps(config, to, opts.strategy, W);
+    log->start(now, opts.strategy, bins_in(plan), plan.size());
+    steps.assign(plan.begin(), plan.end());
+    const flow::Time start_at = migrate_time();
+    ++next;
+    if (steps.empty()) log->end(now);
+    return start_at;
+  }
+  // A configuration from the planner (the closed loop), as a migration or a restart.
+  void ask_planner(int64_t now) {
+    auto to = opts.planner(now, config);
+    if (!to) return;
+    const uint32_t W = ctx->worker.peers();
+    const uint32_t per = opts.batch_bins > 0 ? opts.batch_bins : per_round_for(config, *to, W, 8);
+    auto plan = plan_steps(config, *to, opts.strategy, W, per);
+    if (plan.empty()) return;
+    if (opts.restart) {
+      log->start(now, Strategy::all_at_once, bins_in(plan), 1, "restart");
+      ctx->cfg.pause_sources->store(true, std::memory_order_release);
+      draining = true;
+      restart_to = *to;
+    } else {
+      log->start(now, opts.strategy, bins_in(plan), plan.size());
+      steps.assign(plan.begin(), plan.end());
     }
-    flow::Time until = start_at;
-    if (!inflight && steps.empty() && !draining && !restarting && next < opts.migrate_at_ns.size())
-      until = migrate_time();
-    const flow::Time tnow = std::max(cap.time(), std::min(clock, until));
-    if (tnow != cap.time()) cap.downgrade(tnow);
-    if (!inflight && !steps.empty()) {
-      const flow::Time t = cap.time();
-      log->step(t);
-      for (const auto& [bin, worker] : steps.front()) {
-        out.give(t, ControlUpdate{t, bin, worker});
-        config[bin] = worker;
-      }
-      steps.pop_front();
-      inflight = true;
-      inflight_t = t;
-      // Restart: the input resumes with the state on its way; no record of a moved bin
-      // is folded before the bin's state is installed (S waits for its state input), and
-      // the step completes only once the sources' frontier can pass t again.
-      if (restarting) ctx->cfg.pause_sources->store(false, std::memory_order_release);
+  }
+  static uint64_t bins_in(const std::vector<std::vector<std::pair<uint32_t, uint32_t>>>& plan) {
+    uint64_t bins = 0;
+    for (const auto& s : plan) bins += s.size();
+    return bins;
+  }
+  // Gives the next step's updates at the capability's time.
+  void give_step(Capability& cap, Output<ControlUpdate>& out) {
+    const flow::Time t = cap.time();
+    log->step(t);
+    for (const auto& [bin, worker] : steps.front()) {
+      out.give(t, ControlUpdate{t, bin, worker});
+      config[bin] = worker;
     }
+    steps.pop_front();
+    inflight = true;
+    inflight_t = t;
+    // Restart: the input resumes with the state on its way; no record of a moved bin
+    // is folded before the bin's state is installed (S waits for its state input), and
+    // the step completes only once the sources' frontier can pass t again.
+    if (restarting) ctx->cfg.pause_sources->store(false, std::memory_order_release);
   }
 };
 
@@ -343,44 +361,38 @@ void emit_dense(JobContext& ctx, const std::vector<uint64_t>& counts, uint64_t b
   if (!out.empty()) ctx.emit_result(std::move(out));
 }
 
-void build(JobContext& ctx, const JobOptions& opts, const std::shared_ptr<MigrationLog>& log) {
+// The plain operator (--native): each key to one worker, one State per worker.
+void build_native(JobContext& ctx, const Stream<uint64_t>& keys, bool dense) {
   const flow::RunConfig& cfg = ctx.cfg;
-  const bool dense = opts.base == "keycount";
-  auto keys = flow::open_loop_source<uint64_t>(
-      ctx, "source",
-      [&cfg, &opts, dense, counter = opts.bin_counter.get()](uint32_t w, uint64_t i) {
-        const uint64_t key = opts.skew.empty()
-                                 ? flow::jobs::keycount_key(cfg, w, i)
-                                 : skewed_key(cfg, dense, opts.log_bins, opts.skew, w, i);
-        if (counter) counter->add(w, key_bin(dense, opts.log_bins, key));
-        return key;
-      });
   const uint32_t W = ctx.worker.peers();
   const uint32_t me = ctx.worker.index();
-  if (opts.native) {
-    if (dense) {
-      const uint64_t size = (cfg.keys + W - 1) / W;
-      auto out = native_unary<std::vector<uint64_t>, char>(
-          keys, "count", [](uint64_t k, uint32_t n) { return static_cast<uint32_t>(k % n); },
-          [size, W](flow::Time, uint64_t k, std::vector<uint64_t>& s, Output<char>&) {
-            if (s.empty()) s.assign(size, 0);
-            ++s[k / W];
-          },
-          [&ctx, me, W](std::vector<uint64_t>& s) { emit_dense(ctx, s, me, W); });
-      output_probe(ctx, out, nullptr);
-    } else {
-      auto out = native_unary<std::unordered_map<uint64_t, uint64_t>, char>(
-          keys, "count", [](uint64_t k, uint32_t n) { return flow::worker_of(k, n); },
-          [](flow::Time, uint64_t k, std::unordered_map<uint64_t, uint64_t>& s, Output<char>&) {
-            ++s[k];
-          },
-          [&ctx](std::unordered_map<uint64_t, uint64_t>& s) {
-            ctx.emit_result(KeyCounts(s.begin(), s.end()));
-          });
-      output_probe(ctx, out, nullptr);
-    }
-    return;
+  if (dense) {
+    const uint64_t size = (cfg.keys + W - 1) / W;
+    auto out = native_unary<std::vector<uint64_t>, char>(
+        keys, "count", [](uint64_t k, uint32_t n) { return static_cast<uint32_t>(k % n); },
+        [size, W](flow::Time, uint64_t k, std::vector<uint64_t>& s, Output<char>&) {
+          if (s.empty()) s.assign(size, 0);
+          ++s[k / W];
+        },
+        [&ctx, me, W](std::vector<uint64_t>& s) { emit_dense(ctx, s, me, W); });
+    output_probe(ctx, out, nullptr);
+  } else {
+    auto out = native_unary<std::unordered_map<uint64_t, uint64_t>, char>(
+        keys, "count", [](uint64_t k, uint32_t n) { return flow::worker_of(k, n); },
+        [](flow::Time, uint64_t k, std::unordered_map<uint64_t, uint64_t>& s, Output<char>&) {
+          ++s[k];
+        },
+        [&ctx](std::unordered_map<uint64_t, uint64_t>& s) {
+          ctx.emit_result(KeyCounts(s.begin(), s.end()));
+        });
+    output_probe(ctx, out, nullptr);
   }
+}
+
+// Megaphone's operator, with the controller on a control source.
+void build_megaphone(JobContext& ctx, const Stream<uint64_t>& keys, bool dense,
+                     const JobOptions& opts, const std::shared_ptr<MigrationLog>& log) {
+  const flow::RunConfig& cfg = ctx.cfg;
   auto data_probe = flow::probe(keys, "source-probe", [](flow::Time, flow::Time) {});
   auto control = controller(ctx, opts, log, data_probe);
   Options mo;
@@ -421,6 +433,24 @@ void build(JobContext& ctx, const JobOptions& opts, const std::shared_ptr<Migrat
         });
     output_probe(ctx, out, log);
   }
+}
+
+void build(JobContext& ctx, const JobOptions& opts, const std::shared_ptr<MigrationLog>& log) {
+  const flow::RunConfig& cfg = ctx.cfg;
+  const bool dense = opts.base == "keycount";
+  auto keys = flow::open_loop_source<uint64_t>(
+      ctx, "source",
+      [&cfg, &opts, dense, counter = opts.bin_counter.get()](uint32_t w, uint64_t i) {
+        const uint64_t key = opts.skew.empty()
+                                 ? flow::jobs::keycount_key(cfg, w, i)
+                                 : skewed_key(cfg, dense, opts.log_bins, opts.skew, w, i);
+        if (counter) counter->add(w, key_bin(dense, opts.log_bins, key));
+        return key;
+      });
+  if (opts.native)
+    build_native(ctx, keys, dense);
+  else
+    build_megaphone(ctx, keys, dense, opts, log);
 }
 
 }  // namespace

@@ -73,7 +73,12 @@ struct Scenario {
   std::vector<mp::ControlUpdate> plan;
   std::vector<size_t> per_round;
   uint32_t control_every = 1;
+  std::vector<uint32_t> initial;  // Options::initial (empty: bin b on worker b % W)
 };
+
+uint32_t initial_at(const Scenario& s, uint32_t bin) {
+  return s.initial.empty() ? mp::initial_owner(bin, s.workers) : s.initial[bin];
+}
 
 Scenario random_scenario(std::mt19937_64& rng, bool with_plan) {
   Scenario s;
@@ -128,7 +133,7 @@ std::multiset<Answer> oracle(const Scenario& s) {
 }
 
 uint32_t config_at(const Scenario& s, Time t, uint32_t bin) {
-  uint32_t w = mp::initial_owner(bin, s.workers);
+  uint32_t w = initial_at(s, bin);
   for (const auto& u : s.plan)
     if (u.time <= t && u.bin == bin) w = u.worker;
   return w;
@@ -187,6 +192,7 @@ Outcome run(const Scenario& s) {
             });
         mp::Options opts;
         opts.log_bins = s.log_bins;
+        opts.initial = s.initial;
         opts.on_bin_sent = [&](uint32_t, uint64_t bytes) {
           EXPECT_GT(bytes, 0u);
           sent.fetch_add(1);
@@ -251,7 +257,7 @@ Outcome run(const Scenario& s) {
 
 bool plan_moves_something(const Scenario& s) {
   std::vector<uint32_t> owner(1u << s.log_bins);
-  for (uint32_t b = 0; b < owner.size(); ++b) owner[b] = mp::initial_owner(b, s.workers);
+  for (uint32_t b = 0; b < owner.size(); ++b) owner[b] = initial_at(s, b);
   for (const auto& u : s.plan)
     if (owner[u.bin] != u.worker) return true;
   return false;
@@ -292,6 +298,28 @@ TEST(MegaphoneBinary, RandomPlansAtRandomTimesMatchThePlainLoopExactlyOnce) {
   }
   EXPECT_GT(moved, 40);
   EXPECT_GT(with_timers, 40);
+}
+
+TEST(MegaphoneBinary, AnInitialConfigurationPlacesTheBins) {
+  // Options::initial (the closed loop starts on a subset of the workers): every (time,
+  // bin) folded on the worker it names until a migration moves the bin, with migrations
+  // and without.
+  std::mt19937_64 rng(29);
+  int differs = 0;
+  for (int iter = 0; iter < 30; ++iter) {
+    Scenario s = random_scenario(rng, iter % 2 == 0);
+    s.initial.resize(size_t{1} << s.log_bins);
+    for (auto& w : s.initial) w = static_cast<uint32_t>(rng() % s.workers);
+    for (uint32_t b = 0; b < s.initial.size(); ++b)
+      differs += s.initial[b] != mp::initial_owner(b, s.workers);
+    SCOPED_TRACE(::testing::Message() << "iteration " << iter << ": " << s.workers << " workers, 2^"
+                                      << s.log_bins << " bins");
+    const Outcome got = run(s);
+    EXPECT_EQ(got.answers, oracle(s));
+    EXPECT_EQ(got.misplaced, 0u);
+    EXPECT_EQ(got.order_violations, 0u);
+  }
+  EXPECT_GT(differs, 20);  // the configurations are not the default one
 }
 
 TEST(MegaphoneBinary, WakeUpsTravelWithTheirBin) {

@@ -221,86 +221,111 @@ void wait_ends(int64_t ts) {
   drain(s);
 }
 
-Profile Profiler::finish() {
-  Profile out;
-  out.period_ns = period_ns_;
-  static char* debuginfo_path = nullptr;
-  Dwfl_Callbacks cb;
-  std::memset(&cb, 0, sizeof cb);
-  cb.find_elf = dwfl_linux_proc_find_elf;
-  cb.find_debuginfo = dwfl_standard_find_debuginfo;
-  cb.debuginfo_path = &debuginfo_path;
-  Dwfl* dwfl = dwfl_begin(&cb);
-  if (dwfl) {
-    if (dwfl_linux_proc_report(dwfl, getpid()) != 0 ||
-        dwfl_report_end(dwfl, nullptr, nullptr) != 0) {
-      dwfl_end(dwfl);
-      dwfl = nullptr;
+namespace {
+
+// Names of code addresses (elfutils' libdwfl over this process's modules): the function
+// (demangled), else [module], else [unknown]; each name once in `frames`.
+class Symbolizer {
+ public:
+  explicit Symbolizer(std::vector<std::string>& frames) : frames_(frames) {
+    std::memset(&cb_, 0, sizeof cb_);
+    cb_.find_elf = dwfl_linux_proc_find_elf;
+    cb_.find_debuginfo = dwfl_standard_find_debuginfo;
+    cb_.debuginfo_path = &debuginfo_path_;
+    dwfl_ = dwfl_begin(&cb_);
+    if (dwfl_) {
+      if (dwfl_linux_proc_report(dwfl_, getpid()) != 0 ||
+          dwfl_report_end(dwfl_, nullptr, nullptr) != 0) {
+        dwfl_end(dwfl_);
+        dwfl_ = nullptr;
+      }
     }
   }
-  std::unordered_map<uintptr_t, uint32_t> by_addr;
-  std::unordered_map<std::string, uint32_t> by_name;
-  auto frame_of = [&](uintptr_t addr, bool exact) -> uint32_t {
+  ~Symbolizer() {
+    if (dwfl_) dwfl_end(dwfl_);
+  }
+  Symbolizer(const Symbolizer&) = delete;
+  Symbolizer& operator=(const Symbolizer&) = delete;
+
+  // The frame of `addr`: a return address (the call is the byte before it) unless exact.
+  uint32_t frame_of(uintptr_t addr, bool exact) {
     const uintptr_t key = addr * 2 + (exact ? 1 : 0);
-    if (auto it = by_addr.find(key); it != by_addr.end()) return it->second;
-    // A return address points after the call: look up the byte before it.
-    const Dwarf_Addr look = exact || addr == 0 ? addr : addr - 1;
-    std::string name;
-    Dwfl_Module* m = dwfl ? dwfl_addrmodule(dwfl, look) : nullptr;
+    if (auto it = by_addr_.find(key); it != by_addr_.end()) return it->second;
+    const std::string name = name_of(exact || addr == 0 ? addr : addr - 1);
+    auto [it, fresh] = by_name_.try_emplace(name, static_cast<uint32_t>(frames_.size()));
+    if (fresh) frames_.push_back(name);
+    by_addr_.emplace(key, it->second);
+    return it->second;
+  }
+
+ private:
+  std::string name_of(Dwarf_Addr look) const {
+    Dwfl_Module* m = dwfl_ ? dwfl_addrmodule(dwfl_, look) : nullptr;
     const char* sym = m ? dwfl_module_addrname(m, look) : nullptr;
     if (sym) {
       int status = 0;
       char* d = abi::__cxa_demangle(sym, nullptr, nullptr, &status);
-      name = status == 0 && d ? d : sym;
+      std::string name = status == 0 && d ? d : sym;
       std::free(d);
-    } else if (m) {
-      const char* mod =
-          dwfl_module_info(m, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
-      std::string path = mod ? mod : "unknown";
-      const size_t slash = path.rfind('/');
-      name = "[" + (slash == std::string::npos ? path : path.substr(slash + 1)) + "]";
-    } else {
-      name = "[unknown]";
+      return name;
     }
-    auto [it, fresh] = by_name.try_emplace(name, static_cast<uint32_t>(out.frames.size()));
-    if (fresh) out.frames.push_back(name);
-    by_addr.emplace(key, it->second);
-    return it->second;
-  };
+    if (!m) return "[unknown]";
+    const char* mod =
+        dwfl_module_info(m, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
+    std::string path = mod ? mod : "unknown";
+    const size_t slash = path.rfind('/');
+    return "[" + (slash == std::string::npos ? path : path.substr(slash + 1)) + "]";
+  }
+
+  static inline char* debuginfo_path_ = nullptr;
+  Dwfl_Callbacks cb_;  // dwfl keeps a pointer to it
+  Dwfl* dwfl_ = nullptr;
+  std::vector<std::string>& frames_;
+  std::unordered_map<uintptr_t, uint32_t> by_addr_;
+  std::unordered_map<std::string, uint32_t> by_name_;
+};
+
+// One taken sample, its stack into out.stack (root first) without the sampler's own frames.
+Profile::Sample symbolize(const ThreadState& t, const ThreadState::Taken& k, Symbolizer& sym,
+                          Profile& out, std::vector<uint32_t>& leaf_first) {
+  Profile::Sample s;
+  s.worker = t.worker;
+  s.off_cpu = k.off;
+  s.activity = k.activity;
+  s.ts = k.ts;
+  s.count = k.count;
+  auto addr = [&](uint32_t i) { return reinterpret_cast<uintptr_t>(t.addrs[k.first + i]); };
+  // Leaf first; cut the sampler's own frames: everything up to the signal trampoline
+  // (__restore_rt) among the first frames, then any frames of the sampler or of a
+  // sanitizer runtime (which may call the handler itself, e.g. TSan's deferred signals).
+  leaf_first.clear();
+  for (uint32_t i = 0; i < k.n; ++i) leaf_first.push_back(sym.frame_of(addr(i), false));
+  uint32_t cut = 0;
+  // (The trampoline's address is its first byte, not a return address: looked up exactly.)
+  for (uint32_t i = 0; i < std::min<uint32_t>(k.n, 16); ++i)
+    if (out.frames[sym.frame_of(addr(i), true)] == "__restore_rt") cut = i + 1;
+  while (cut < k.n && is_sampler_frame(out.frames[leaf_first[cut]])) ++cut;
+  // The interrupted instruction is exact, not a return address.
+  if (!k.off && cut < k.n) leaf_first[cut] = sym.frame_of(addr(cut), true);
+  s.first = static_cast<uint32_t>(out.stack.size());
+  s.depth = k.n - cut;
+  for (uint32_t i = k.n; i-- > cut;) out.stack.push_back(leaf_first[i]);  // root first
+  return s;
+}
+
+}  // namespace
+
+Profile Profiler::finish() {
+  Profile out;
+  out.period_ns = period_ns_;
+  Symbolizer sym(out.frames);
   std::vector<uint32_t> leaf_first;
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& t : threads_) {
     out.dropped += t->dropped.load();
-    for (const ThreadState::Taken& k : t->taken) {
-      Profile::Sample s;
-      s.worker = t->worker;
-      s.off_cpu = k.off;
-      s.activity = k.activity;
-      s.ts = k.ts;
-      s.count = k.count;
-      // Leaf first; cut the sampler's own frames: everything up to the signal trampoline
-      // (__restore_rt) among the first frames, then any frames of the sampler or of a
-      // sanitizer runtime (which may call the handler itself, e.g. TSan's deferred signals).
-      leaf_first.clear();
-      for (uint32_t i = 0; i < k.n; ++i)
-        leaf_first.push_back(frame_of(reinterpret_cast<uintptr_t>(t->addrs[k.first + i]), false));
-      uint32_t cut = 0;
-      // (The trampoline's address is its first byte, not a return address: looked up exactly.)
-      for (uint32_t i = 0; i < std::min<uint32_t>(k.n, 16); ++i)
-        if (out.frames[frame_of(reinterpret_cast<uintptr_t>(t->addrs[k.first + i]), true)] ==
-            "__restore_rt")
-          cut = i + 1;
-      while (cut < k.n && is_sampler_frame(out.frames[leaf_first[cut]])) ++cut;
-      // The interrupted instruction is exact, not a return address.
-      if (!k.off && cut < k.n)
-        leaf_first[cut] = frame_of(reinterpret_cast<uintptr_t>(t->addrs[k.first + cut]), true);
-      s.first = static_cast<uint32_t>(out.stack.size());
-      s.depth = k.n - cut;
-      for (uint32_t i = k.n; i-- > cut;) out.stack.push_back(leaf_first[i]);  // root first
-      out.samples.push_back(s);
-    }
+    for (const ThreadState::Taken& k : t->taken)
+      out.samples.push_back(symbolize(*t, k, sym, out, leaf_first));
   }
-  if (dwfl) dwfl_end(dwfl);
   return out;
 }
 
