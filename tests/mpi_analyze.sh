@@ -26,10 +26,6 @@ check() {  # check TRACE ARGS...: one process vs mpirun -np procs
   $mpirun_lo -np "$procs" \
     "$bin" analyze "$trace" "$@" --no-progress > "$dir/many" 2>"$dir/many.err" ||
     { cat "$dir/many.err"; echo "FAIL: mpirun analyze $*"; fail=1; return; }
-  # JSONL's last line, the run's verdict, needs every window's summary: the ranks that
-  # render windows keep theirs, so under mpirun it is left out (docs/OUTPUT.md).
-  grep -v '^{"run":' "$dir/one" > "$dir/one.windows"
-  mv "$dir/one.windows" "$dir/one"
   if cmp -s "$dir/one" "$dir/many"; then
     echo "same: $(basename "$trace") $* ($(wc -l < "$dir/one") lines)"
   else

@@ -23,6 +23,7 @@
 #include "output/empty_windows.hpp"
 #include "output/writers.hpp"
 #include "summary/streamed.hpp"
+#include "summary/summary_wire.hpp"
 #include "trace/snail_index.hpp"
 #include "trace/trace_io.hpp"
 
@@ -57,8 +58,9 @@ uint64_t peak_rss_kb() {
 }
 
 // A window as one rank sends it to rank 0: kind (0 window, 1 run of windows without
-// events), index, start, end, empty_run, text length, text.
-void append_record(std::string& out, const RenderedWindow& r) {
+// events), index, start, end, empty_run, text length, summary length, text, and the
+// window's summary (summary/summary_wire.hpp) when rank 0 aggregates the windows.
+void append_record(std::string& out, const RenderedWindow& r, bool with_summary) {
   auto put = [&](auto v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); };
   const bool run = r.summary.window.empty_run > 0;
   put(static_cast<uint8_t>(run));
@@ -67,13 +69,21 @@ void append_record(std::string& out, const RenderedWindow& r) {
   put(r.summary.window.end);
   put(r.summary.window.empty_run);
   put(static_cast<uint64_t>(run ? 0 : r.text.size()));
-  if (!run) out.append(r.text);
+  const size_t summary_len_at = out.size();
+  put(uint64_t{0});
+  if (run) return;
+  out.append(r.text);
+  if (!with_summary) return;
+  const size_t before = out.size();
+  append_summary(out, r.summary);
+  const uint64_t len = out.size() - before;
+  std::memcpy(out.data() + summary_len_at, &len, sizeof len);
 }
 
 // Replays the complete records (append_record) at the front of `in` into `consume`;
 // returns the bytes they took (a record cut at the end of `in` is left).
 size_t replay_records(std::string_view in, const std::function<void(RenderedWindow&)>& consume) {
-  constexpr size_t kHead = 1 + 5 * sizeof(uint64_t);
+  constexpr size_t kHead = 1 + 6 * sizeof(uint64_t);
   size_t pos = 0;
   auto get = [&](auto& v) {
     std::memcpy(&v, in.data() + pos, sizeof v);
@@ -83,17 +93,26 @@ size_t replay_records(std::string_view in, const std::function<void(RenderedWind
   while (in.size() - pos >= kHead) {
     const size_t begin = pos;
     uint8_t run = 0;
-    uint64_t index = 0, len = 0;
+    uint64_t index = 0, len = 0, summary_len = 0;
     get(run);
     get(index);
     get(r.summary.window.start);
     get(r.summary.window.end);
     get(r.summary.window.empty_run);
     get(len);
-    if (in.size() - pos < len) return begin;
-    r.summary.index = static_cast<size_t>(index);
+    get(summary_len);
+    if (in.size() - pos < len || in.size() - pos - len < summary_len) return begin;
+    const Window window = r.summary.window;
     r.text.assign(in.data() + pos, len);
     pos += len;
+    if (summary_len > 0) {
+      size_t at = 0;
+      read_summary(in.substr(pos, summary_len), at, r.summary);
+      if (at != summary_len) throw std::runtime_error("MPI: malformed window summary");
+      pos += summary_len;
+    }
+    r.summary.index = static_cast<size_t>(index);
+    r.summary.window = window;
     consume(r);
   }
   return pos;
@@ -208,8 +227,8 @@ int run(const AnalyzeArgs& args, mpi::RankGroup* group) {
   // Windows are rendered on worker threads; output is written here, in window order.
   const unsigned threads = analysis_threads(a.in);
   // The table's totals and JSONL's last line (the run and its verdict) need every window's
-  // summary (not kept when other ranks render windows: their summaries stay there).
-  const bool keep_summary = a.format == "table" || (a.format == "jsonl" && !split);
+  // summary (under mpirun the other ranks send theirs with their windows).
+  const bool keep_summary = a.format == "table" || a.format == "jsonl";
   if (sel.verdict && keep_summary)
     ctx.enrich = ds2_enricher(a.in.trace, a.in.importer, a.in.import, opt.windows.width_ns);
   uint64_t empty_runs = 0, empty_windows = 0;
@@ -359,7 +378,7 @@ int run(const AnalyzeArgs& args, mpi::RankGroup* group) {
         if (ke >= kb)
           sstats = analyze_snail_streamed(*snail, opt, splan, kb, ke, threads, render,
                                           [&](RenderedWindow& r) {
-                                            append_record(records, r);
+                                            append_record(records, r, keep_summary);
                                             if (records.size() >= kSendPiece) {
                                               group->send_to_root(std::move(records));
                                               records = group->take_buffer();
