@@ -155,8 +155,8 @@ TEST_F(AutoWindowCli, ReportChoosesAndImportsAsAnalyzeDoes) {
                             "--spark-delay-split", "0:1"});
   ASSERT_EQ(other.code, 0) << other.err;
   EXPECT_NE(other.out, r.out);
-  const CliRun bad_report = run({"report", trace.string(), "-f", "json", "-o", "-",
-                                 "--no-progress", "--spark-delay-split", "x"});
+  const CliRun bad_report = run({"report", trace.string(), "-f", "json", "-o", "-", "--no-progress",
+                                 "--spark-delay-split", "x"});
   const CliRun bad_analyze =
       run({"analyze", trace.string(), "--no-progress", "--spark-delay-split", "x"});
   EXPECT_NE(bad_report.code, 0);

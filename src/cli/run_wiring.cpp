@@ -12,8 +12,8 @@
 
 #include "cli/duration.hpp"
 #include "cli/run_args.hpp"
-#include "loop/rank_link.hpp"
 #include "flow/profile/sampler.hpp"
+#include "loop/rank_link.hpp"
 #include "nexmark/jobs.hpp"
 #include "trace/trace_io.hpp"
 

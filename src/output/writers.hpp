@@ -67,8 +67,8 @@ struct TableContext {
   size_t top_k = 10;
   size_t max_rows = 12;  // per summary
   bool per_window = false;
-  int64_t origin_ns = 0;   // start times in the top list are shown relative to this
-  bool column_key = true;  // start with the "Columns:" key saying what each column is
+  int64_t origin_ns = 0;             // start times in the top list are shown relative to this
+  bool column_key = true;            // start with the "Columns:" key saying what each column is
   VerdictEnricher enrich = nullptr;  // for the run's verdict (optional)
 };
 
