@@ -46,6 +46,14 @@ class RankGroup {
   // fresh pages for every piece.
   std::string take_buffer();
   void give_buffer(std::string bytes);
+  // Small messages between any two ranks (apart from the streams to rank 0): `to` gets
+  // `bytes` as one message, sent in the background after this rank's earlier messages.
+  void send_message(int to, std::string bytes);
+  // Announces one more message this rank will receive (from any rank): the MPI thread
+  // takes it as soon as it arrives. Call it early, before the message can come.
+  void expect_message();
+  // The next expected message: waits for it (`wait`), or nullopt while it has not come.
+  std::optional<std::string> receive_message(bool wait);
   // Ends every process of the job (after an error on one of them).
   [[noreturn]] void abort(int code);
 
