@@ -1,5 +1,6 @@
 // The processes of one `mpirun` job as seen by `analyze` (docs/PERFORMANCE.md, "Across
-// processes"): rank and size, and bytes streamed from any rank to rank 0. The declarations
+// processes"): rank and size, bytes streamed from any rank to rank 0, and small messages
+// between any two ranks (the hand-over of the output's offset). The declarations
 // are MPI-free; only rank_group.cpp (library snailtrail_analyze_mpi) includes <mpi.h>.
 //
 // Every MPI call is made by one thread of the group's own (the "MPI thread": it
