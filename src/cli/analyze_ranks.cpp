@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "summary/summary_wire.hpp"
+#include "trace/big_vector.hpp"
 
 namespace snailtrail::cli {
 
@@ -200,6 +201,8 @@ void RankOutput::append(std::string_view bytes) {
   if (held_.empty() || held_.back().size() + bytes.size() > kHeldPiece) {
     held_.emplace_back();
     held_.back().reserve(std::max(kHeldPiece, bytes.size()));
+    // One call faults the piece in, not a trap per page as it fills.
+    big_memory::prefault(held_.back().data(), held_.back().capacity());
   }
   held_.back().append(bytes);
 }
