@@ -100,8 +100,9 @@ struct ValueCensus {
   std::vector<uint32_t> slot_base;  // per template: its first slot; [clusters] = all slots
   std::vector<ParamValue> values;
   std::vector<std::string_view> value_text;
-  std::vector<uint64_t> rec_begin;                        // per record: into rec_values
-  std::vector<std::pair<uint32_t, uint32_t>> rec_values;  // (value, slot)
+  std::vector<uint64_t> rec_begin;                           // per record: into rec_values
+  std::vector<std::pair<uint32_t, uint32_t>> rec_values;     // (value, slot)
+  std::unordered_map<std::string_view, uint32_t> value_ids;  // text -> value
   size_t slots() const { return slot_base.back(); }
 };
 
@@ -122,7 +123,6 @@ ValueCensus census_values(const LogSet& logs) {
   ValueCensus vc;
   vc.slot_base = slot_bases(logs.drain);
   vc.rec_begin.assign(n + 1, 0);
-  std::unordered_map<std::string_view, uint32_t> value_ids;
   std::vector<Token> tokens;
   std::vector<std::string_view> params;
   for (size_t r = 0; r < n; ++r) {
@@ -131,7 +131,7 @@ ValueCensus census_values(const LogSet& logs) {
     for (size_t k = 0; k < params.size(); ++k) {
       const std::string_view v = params[k];
       if (!id_like(v)) continue;
-      auto [it, fresh] = value_ids.try_emplace(v, static_cast<uint32_t>(vc.values.size()));
+      auto [it, fresh] = vc.value_ids.try_emplace(v, static_cast<uint32_t>(vc.values.size()));
       if (fresh) vc.values.emplace_back(), vc.value_text.push_back(v);
       ParamValue& val = vc.values[it->second];
       const uint32_t slot = vc.slot_base[rec.cluster] + static_cast<uint32_t>(k);
@@ -205,6 +205,18 @@ IdKinds identifier_kinds(const ValueCensus& vc, const std::vector<bool>& is_id) 
   return k;
 }
 
+// std::stable_sort's order, without its buffer allocation for the few values of a record.
+template <class Less>
+void stable_sort_small(std::vector<uint32_t>& v, Less less) {
+  if (v.size() > 16) return std::stable_sort(v.begin(), v.end(), less);
+  for (size_t i = 1; i < v.size(); ++i) {
+    const uint32_t x = v[i];
+    size_t j = i;
+    for (; j > 0 && less(x, v[j - 1]); --j) v[j] = v[j - 1];
+    v[j] = x;
+  }
+}
+
 // Pass 3: union-find over identifier values, as lprof's request accumulators: two groups
 // join only if they do not conflict (hold different values of one kind). A record goes
 // to the group of its finest identifier. Returns the records whose values conflicted.
@@ -231,7 +243,7 @@ uint64_t join_requests(const ValueCensus& vc, const std::vector<bool>& is_id, ui
     }
     if (ids.empty()) continue;
     // The finest identifier first: the record belongs to its group.
-    std::stable_sort(ids.begin(), ids.end(), [&](uint32_t a, uint32_t b) {
+    stable_sort_small(ids, [&](uint32_t a, uint32_t b) {
       return kinds.kind_values[kinds.kind_of_value[a]] > kinds.kind_values[kinds.kind_of_value[b]];
     });
     for (uint32_t v : ids)
@@ -287,9 +299,11 @@ void group_by_thread(const LogSet& logs, FlowSet& out, Grouping& g) {
     if (!logs.threads[logs.records[r].thread].second.empty()) g.key[r] = logs.records[r].thread;
 }
 
-// Flows: the groups' components in order of their first record.
+// Flows: the groups' components in order of their first record. Counted first, so that
+// each flow's records are allocated once.
 void collect_flows(const LogSet& logs, Grouping& g, FlowSet& out) {
   std::vector<uint32_t> flow_of_root(g.uf.parent.size(), kNone);
+  std::vector<uint32_t> sizes;  // per flow
   for (size_t r = 0; r < logs.records.size(); ++r) {
     if (g.key[r] == kNone) {
       ++out.records_without_id;
@@ -300,8 +314,14 @@ void collect_flows(const LogSet& logs, Grouping& g, FlowSet& out) {
       flow_of_root[root] = static_cast<uint32_t>(out.flows.size());
       out.flows.emplace_back();
       out.flows.back().id = g.key_names[g.key[r]];
+      sizes.push_back(0);
     }
-    out.flows[flow_of_root[root]].records.push_back(static_cast<uint32_t>(r));
+    ++sizes[flow_of_root[root]];
+  }
+  for (size_t f = 0; f < out.flows.size(); ++f) out.flows[f].records.reserve(sizes[f]);
+  for (size_t r = 0; r < logs.records.size(); ++r) {
+    if (g.key[r] == kNone) continue;
+    out.flows[flow_of_root[g.uf.find(g.key[r])]].records.push_back(static_cast<uint32_t>(r));
     ++out.records_in_flows;
   }
 }
