@@ -281,9 +281,9 @@ TEST(WriterJson, RunLineCountsTheWindowsAndNamesTheVerdict) {
 
 // ---- table --------------------------------------------------------------------------------
 
-std::vector<std::string> lines_of(const fmt::memory_buffer& out) {
+std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;
-  std::string text = fmt::to_string(out), line;
+  std::string line;
   for (char c : text) {
     if (c == '\n') {
       lines.push_back(line);
@@ -340,17 +340,23 @@ std::vector<std::string> section(const std::vector<std::string>& lines, std::str
   return rows;
 }
 
-TEST(WriterTable, RankedSectionsKeepTheirColumnsWithOddNames) {
+// The table of `agg` over the odd names, every summary with what-if.
+std::string odd_table(const Aggregate& agg) {
   OddNames t;
   const Names names(t.trace, t.pag);
-  const Aggregate agg = odd_aggregate(2);
   TableContext ctx;
   ctx.window_label = "1s";
   SummarySelection sel;
   sel.what_if = true;
   fmt::memory_buffer out;
   write_table(out, agg, names, sel, ctx, "odd names");
-  const std::vector<std::string> lines = lines_of(out);
+  return fmt::to_string(out);
+}
+
+TEST(WriterTable, RankedSectionsKeepTheirColumnsWithOddNames) {
+  const Aggregate agg = odd_aggregate(2);
+  const std::string text = odd_table(agg);
+  const std::vector<std::string> lines = lines_of(text);
   // Every line within 79 columns, but for the what-if rows: their name column takes up to
   // 29 columns after 53 of numbers, so a long name makes them 82 wide (as it stands).
   std::string what_if_header;
@@ -392,21 +398,13 @@ TEST(WriterTable, RankedSectionsKeepTheirColumnsWithOddNames) {
   // Every worker with a value is in the list, the long one abbreviated.
   EXPECT_EQ(shown_workers,
             (std::set<std::string>{kWorkerNames[0], kWorkerNames[1], kWorkerNames[2]}));
-  EXPECT_EQ(fmt::to_string(out).find(kWorkerNames[2]), std::string::npos);
-  EXPECT_NE(fmt::to_string(out).find("exec 12"), std::string::npos) << "the identifier stays";
+  EXPECT_EQ(text.find(kWorkerNames[2]), std::string::npos);
+  EXPECT_NE(text.find("exec 12"), std::string::npos) << "the identifier stays";
 }
 
 TEST(WriterTable, TopListAndWhatIfColumnsLineUpUnderTheirHeaders) {
-  OddNames t;
-  const Names names(t.trace, t.pag);
   const Aggregate agg = odd_aggregate(1);
-  TableContext ctx;
-  ctx.window_label = "1s";
-  SummarySelection sel;
-  sel.what_if = true;
-  fmt::memory_buffer out;
-  write_table(out, agg, names, sel, ctx, "odd names");
-  const std::vector<std::string> lines = lines_of(out);
+  const std::vector<std::string> lines = lines_of(odd_table(agg));
   std::string header;
   const std::vector<std::string> top = section(lines, "TOP 3 CRITICAL ACTIVITIES", &header);
   ASSERT_EQ(top.size(), 4u) << "the column header and three rows";
