@@ -19,7 +19,13 @@
 
 #include "importers/otel/spans.hpp"
 
-namespace snailtrail::importers {
+namespace snailtrail::requests {
+
+// The span model the paths are computed over (importers/otel/spans.hpp).
+using importers::kNoSpan;
+using importers::Span;
+using importers::SpanKind;
+using importers::SpanSet;
 
 struct PathStep {
   uint32_t span;        // index into SpanSet::spans
@@ -126,4 +132,4 @@ class PathCollection {
   uint64_t total_spans_ = 0, repeated_ = 0;
 };
 
-}  // namespace snailtrail::importers
+}  // namespace snailtrail::requests
