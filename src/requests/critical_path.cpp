@@ -244,6 +244,10 @@ std::vector<ServiceTime> critical_time_by_service(const SpanSet& set,
 
 namespace snailtrail::requests {
 
+TraceFigures figures_of(const CriticalPath& p) {
+  return {p.duration_ns, p.start_ns, p.spans, p.clipped, p.dropped, p.roots, p.nonblocking};
+}
+
 UnitPaths summarize_paths(const SpanSet& set, const std::vector<CriticalPath>& paths,
                           const std::vector<uint32_t>& tree_parent, bool contexts) {
   UnitPaths u;
@@ -285,13 +289,7 @@ UnitPaths summarize_paths(const SpanSet& set, const std::vector<CriticalPath>& p
     t.id_begin = static_cast<uint32_t>(u.ids.size());
     set.ids.append(p.trace, u.ids);
     t.id_len = static_cast<uint32_t>(u.ids.size()) - t.id_begin;
-    t.duration_ns = p.duration_ns;
-    t.start_ns = p.start_ns;
-    t.spans = p.spans;
-    t.clipped = p.clipped;
-    t.dropped = p.dropped;
-    t.roots = p.roots;
-    t.nonblocking = p.nonblocking;
+    static_cast<TraceFigures&>(t) = figures_of(p);
     t.steps_begin = static_cast<uint32_t>(u.steps.size());
     for (const PathStep& step : p.path) {
       const Span& s = set.spans[step.span];
@@ -341,13 +339,7 @@ void PathCollection::add(const UnitPaths& unit) {
     g.ids.assign(unit.ids, t.id_begin, t.id_len);
     g.id_len = t.id_len;
     if (!trace_ids_.emplace(g.ids, 0).second) ++repeated_;
-    g.duration_ns = t.duration_ns;
-    g.start_ns = t.start_ns;
-    g.spans = t.spans;
-    g.clipped = t.clipped;
-    g.dropped = t.dropped;
-    g.roots = t.roots;
-    g.nonblocking = t.nonblocking;
+    static_cast<TraceFigures&>(g) = t;
     g.path.reserve(t.steps_end - t.steps_begin);
     for (uint32_t k = t.steps_begin; k < t.steps_end; ++k) {
       Step s = unit.steps[k];
