@@ -56,6 +56,7 @@ class JaegerStream {
   enum class Mode { prefix, data, after, whole };
   // The member of a trace read span by span the scan is in.
   enum class In { other, spans, processes };
+  // The trace read span by span, while the scan is in one (`on`).
   struct BigTrace {
     bool on = false;
     std::unique_ptr<JaegerReader> reader;
@@ -77,12 +78,10 @@ class JaegerStream {
 
   // Up to the end of the file, or up to the point the file shows it is read whole.
   void scan();
-
+  // Malformed JSON outside the traces: the file's error, at file byte base_ + at.
   [[noreturn]] void fail(size_t at, const char* what) const;
-
-  // The buffer is read up to its end: drops what no unit needs any more.
+  // The buffer is read up to its end: drops what no unit needs any more, then reads on.
   void release_read_bytes();
-
   void read_chunk();
 
   // A string started in an earlier chunk: up to its closing quote (a member's name at
@@ -98,8 +97,8 @@ class JaegerStream {
   // In the "data" array, not inside one of its elements.
   bool between_traces() const { return mode_ == Mode::data && depth_ == 2 && unit_start_ == npos; }
 
+  // A bracket at depth 0 to 2: "data" opens, a trace opens or ends, "data" ends.
   void open_bracket(char c);
-
   void close_bracket(char c);
 
   // An element of "data" that is not an object: skipped, counted as a trace.
@@ -139,8 +138,8 @@ class JaegerStream {
   // A bracket at buf_[at] closes: a span (back at depth 4), or a member of the trace.
   void big_bracket_closes(size_t at);
 
+  // The first error of the trace wins; the trace is skipped at its end.
   void big_fail(std::string error);
-
   // Reads the spans in buf_[big_.batch, upto) (complete elements after an optional comma).
   void big_flush(size_t upto);
 
