@@ -4,6 +4,7 @@
 // aggregated folded stacks (folded.hpp) on hand-computed traces.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <map>
@@ -23,8 +24,9 @@ using requests::PathCollection;
 
 const std::string kData = std::string(SNAILTRAIL_SOURCE_DIR) + "/tests/data/";
 
+// Named per process: the temporary directory is shared with other runs of the suite.
 std::string write_temp(const std::string& name, const std::string& text) {
-  const std::string path = ::testing::TempDir() + name;
+  const std::string path = ::testing::TempDir() + std::to_string(::getpid()) + "-" + name;
   std::FILE* f = std::fopen(path.c_str(), "wb");
   EXPECT_NE(f, nullptr);
   std::fwrite(text.data(), 1, text.size(), f);
