@@ -10,6 +10,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "cli/analyze_ranks.hpp"
 #include "cli/commands.hpp"
 #include "cli/duration.hpp"
 #include "cli/import_warnings.hpp"
@@ -75,13 +76,15 @@ int write_page(const std::string& path, const std::string& text) {
 }
 
 // The report's options from the command line and the opened trace.
-report::ReportOptions report_options(const ReportArgs& a, const AnalysisOptions& opt) {
+report::ReportOptions report_options(const ReportArgs& a, const AnalysisOptions& opt,
+                                     bool helper_rank) {
   report::ReportOptions r = a.report;
   r.top_k = a.top;
   r.source = a.in.trace;
   r.window_label = a.in.window;
   r.window_ns = opt.windows.width_ns;
-  r.enrich = ds2_enricher(a.in.trace, a.in.importer, a.in.import, opt.windows.width_ns);  // DS2's
+  if (!helper_rank)  // DS2's number
+    r.enrich = ds2_enricher(a.in.trace, a.in.importer, a.in.import, opt.windows.width_ns);
   return r;
 }
 
@@ -109,7 +112,31 @@ std::string report_page(const report::ReportBuilder& builder, const std::string&
   return format == "json" ? json : report::render_report_html(json);
 }
 
-int run(ReportArgs& a) {
+// Under mpirun the ranks share the windows of a streamed analysis (cli/analyze_ranks.hpp):
+// rank 0 takes its share, then every other rank's windows with their timelines; the
+// others send theirs to rank 0.
+void analyze_on_ranks(mpi::RankGroup& group, AnalysisInput& in, const AnalysisOptions& opt,
+                      unsigned threads, report::WindowFeed& feed,
+                      const std::function<void(size_t, size_t)>& on_progress) {
+  const auto [kb, ke] =
+      rank_share(group, in.snail->index(), in.plan, 1.0 - 0.05 * (group.size() - 1));
+  auto render = [&](const WindowView& v, RenderedWindow& r) { feed.render(v, r); };
+  if (group.rank() > 0) {
+    send_windows_to_root(group, true, [&](const auto& send) {
+      if (ke >= kb) analyze_snail_streamed(*in.snail, opt, in.plan, kb, ke, threads, render, send);
+    });
+    return;
+  }
+  group.start_receiving();
+  if (ke >= kb)
+    analyze_snail_streamed(
+        *in.snail, opt, in.plan, kb, ke, threads, render,
+        [&](RenderedWindow& r) { feed.consume(r); }, on_progress);
+  for (int rank = 1; rank < group.size(); ++rank)
+    replay_rank(group, rank, [&](RenderedWindow& r) { feed.add_received(r); });
+}
+
+int run(ReportArgs& a, mpi::RankGroup* group) {
   if (a.dashboard) return write_page(a.output, report::render_dashboard_html());
   if (a.in.trace.empty()) throw std::invalid_argument("a TRACE file is required");
   AnalysisOptions opt;
@@ -118,29 +145,44 @@ int run(ReportArgs& a) {
   opt.what_if.enabled = a.report.what_if;
   if (a.report.max_points < 2) throw std::invalid_argument("--max-points must be at least 2");
 
-  const bool progress = !a.no_progress && isatty(STDERR_FILENO);
+  // Under mpirun the ranks share the windows of a streamed analysis; rank 0 builds the
+  // report (cli/analyze_ranks.hpp).
+  const bool helper_rank = group && group->rank() > 0;
+  const bool progress = !a.no_progress && isatty(STDERR_FILENO) && !helper_rank;
   // A .snail trace with tumbling windows is read block by block (summary/streamed.hpp):
   // memory O(window + workers), the same report. The flame view of a trace with a
   // profile needs every event: such traces are read whole.
-  AnalysisInput in = open_analysis_input(a.in, opt, progress, /*whole_if_profile=*/true);
-  if (!in.has_windows(opt)) throw std::invalid_argument(no_window_message(in.pag));
+  AnalysisInput in =
+      open_analysis_input(a.in, opt, progress, /*whole_if_profile=*/true, helper_rank);
+  if (helper_rank && !in.snail) return 0;  // rank 0 does it all
+  if (!in.has_windows(opt)) {
+    if (helper_rank) return 0;  // rank 0 says why
+    throw std::invalid_argument(no_window_message(in.pag));
+  }
   Names names(in.trace, in.pag);
   const std::string flame = in.snail ? std::string() : flame_json(in.trace, opt);
   BigVector<Event>().swap(in.trace.events);  // the events live on in the PAG
 
-  report::ReportBuilder builder(report_options(a, opt));
+  report::ReportBuilder builder(report_options(a, opt, helper_rank));
   for (const auto& [kind, n] : in.trace.import_diagnostics) builder.add_input_diagnostic(kind, n);
-  report::WindowFeed feed(builder, names, a.report.timelines > 0, a.report.timeline_edges);
-  const StreamedStats st = analyze_input(
-      in, opt, analysis_threads(a.in),
-      [&](const WindowView& v, RenderedWindow&) { feed.render(v); },
-      [&](RenderedWindow& r) { feed.consume(r); }, progress_line(a.in.trace, progress));
-  if (a.timings && in.snail)
-    fmt::print(stderr,
-               "streamed: {} of {} bytes read in {} blocks, lookback {} ns, at most {} PAG "
-               "nodes held\n",
-               in.snail->bytes_read(), in.snail->file_size(), st.blocks_read, st.lookback_ns,
-               st.peak_retained_nodes);
+  report::WindowFeed feed(builder, names, a.report.timelines > 0, a.report.timeline_edges,
+                          /*send=*/helper_rank);
+  const unsigned threads = analysis_threads(a.in);
+  const auto on_progress = progress_line(a.in.trace, progress);
+  if (in.snail && group) {
+    analyze_on_ranks(*group, in, opt, threads, feed, on_progress);
+    if (helper_rank) return 0;
+  } else {
+    const StreamedStats st = analyze_input(
+        in, opt, threads, [&](const WindowView& v, RenderedWindow& r) { feed.render(v, r); },
+        [&](RenderedWindow& r) { feed.consume(r); }, on_progress);
+    if (a.timings && in.snail)
+      fmt::print(stderr,
+                 "streamed: {} of {} bytes read in {} blocks, lookback {} ns, at most {} PAG "
+                 "nodes held\n",
+                 in.snail->bytes_read(), in.snail->file_size(), st.blocks_read, st.lookback_ns,
+                 st.peak_retained_nodes);
+  }
   return write_page(a.output, report_page(builder, flame, a.format));
 }
 
@@ -184,7 +226,10 @@ CommandRunner add_report_command(CLI::App& app) {
                 "Print on stderr how the trace was read (bytes and blocks when streamed)");
   // For the browser tests of the live view: writes the page `serve` answers GET / with.
   cmd->add_flag("--dashboard", a.dashboard, "Write the live dashboard page instead")->group("");
-  return [cmd, args]() { return *cmd ? run(*args) : -1; };
+  return [cmd, args]() {
+    if (!*cmd) return -1;
+    return run_on_ranks([&](mpi::RankGroup* group) { return run(*args, group); });
+  };
 }
 
 }  // namespace snailtrail::cli

@@ -118,18 +118,20 @@ bool has_profile_block(const SnailFile& snail) {
 }  // namespace
 
 AnalysisInput open_analysis_input(TraceInputArgs& a, AnalysisOptions& opt, bool progress,
-                                  bool whole_if_profile) {
+                                  bool whole_if_profile, bool helper_rank) {
   const bool auto_window = a.window == "auto";
   if (auto_window) a.window = "1s";  // until the importer is known
   AnalysisInput in;
   in.snail = open_streamed_trace(a, opt);
   if (in.snail && whole_if_profile && has_profile_block(*in.snail)) {
-    fmt::print(stderr,
-               "snailtrail: note: {}: read whole into memory: the flame view needs the "
-               "whole trace\n",
-               a.trace);
+    if (!helper_rank)
+      fmt::print(stderr,
+                 "snailtrail: note: {}: read whole into memory: the flame view needs the "
+                 "whole trace\n",
+                 a.trace);
     in.snail.reset();
   }
+  if (helper_rank && !in.snail) return in;  // rank 0 does it all
   AutoWindowChoice auto_choice;
   if (in.snail) {
     in.trace = in.snail->names();
@@ -145,8 +147,9 @@ AnalysisInput open_analysis_input(TraceInputArgs& a, AnalysisOptions& opt, bool 
   }
   if (auto_window) {
     a.window = auto_choice.label;
-    fmt::print(stderr, "snailtrail: note: --window auto chose {}: {} (--window sets another)\n",
-               a.window == "whole" ? "the whole trace" : a.window, auto_choice.reason);
+    if (!helper_rank)
+      fmt::print(stderr, "snailtrail: note: --window auto chose {}: {} (--window sets another)\n",
+                 a.window == "whole" ? "the whole trace" : a.window, auto_choice.reason);
   }
   resolve_time_range(a, in.pag, opt);
   if (in.snail) in.plan = plan_streamed(in.snail->index().facts, opt.windows);

@@ -82,9 +82,11 @@ struct AnalysisInput {
 // `whole_if_profile` and the .snail file has a profile block), with `progress` on
 // stderr; resolves --window auto for the importer that read it (a.window becomes its
 // label; a note says which on stderr) and --from/--to. `opt` holds the window options
-// already (apply_window_options).
+// already (apply_window_options). A `helper_rank` under mpirun (rank > 0) prints no notes
+// and reads nothing when the trace is not streamed (rank 0 then does it all): `snail`
+// stays null.
 AnalysisInput open_analysis_input(TraceInputArgs& a, AnalysisOptions& opt, bool progress,
-                                  bool whole_if_profile);
+                                  bool whole_if_profile, bool helper_rank = false);
 
 // Runs the ordered window pipeline over the input: block by block when streamed, else
 // over its PAG in memory (summary/analysis.hpp). Returns how a streamed trace was read.
