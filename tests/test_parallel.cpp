@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <optional>
+#include <stdexcept>
 
 #include "bench/synthetic.hpp"
 #include "output/writers.hpp"
@@ -237,6 +238,42 @@ TEST(Parallel, PagBuildIsIdenticalForAnyThreadCount) {
     }
   }
   EXPECT_NE(want.find("record " + std::to_string(first)), std::string::npos) << want;
+}
+
+// The first failure, in a worker (render) or on the consuming thread, stops every thread
+// and reaches the caller; the windows consumed before it came in order.
+TEST(Parallel, WindowPipelineStopsAtTheFirstFailure) {
+  bench::SyntheticOptions so;
+  so.duration_ns = 500'000'000;
+  so.workers = 4;
+  const Trace trace = bench::make_synthetic_trace(so);
+  AnalysisOptions opt;
+  opt.windows.width_ns = 5'000'000;  // 100 windows
+  const Pag pag = build_pag(trace, opt.pag);
+  for (unsigned threads : {1u, 3u}) {
+    std::vector<uint64_t> consumed;
+    EXPECT_THROW(analyze_pag_parallel(
+                     pag, opt, threads, [](const WindowView&, RenderedWindow&) {},
+                     [&](RenderedWindow& r) {
+                       if (consumed.size() == 40) throw std::runtime_error("consumer");
+                       consumed.push_back(r.summary.index);
+                     }),
+                 std::runtime_error)
+        << threads;
+    ASSERT_EQ(consumed.size(), 40u) << threads;
+    for (size_t i = 0; i < consumed.size(); ++i) EXPECT_EQ(consumed[i], i) << threads;
+    try {
+      analyze_pag_parallel(
+          pag, opt, threads,
+          [](const WindowView& v, RenderedWindow&) {
+            if (v.summary.index == 70) throw std::invalid_argument("render");
+          },
+          [](RenderedWindow&) {});
+      ADD_FAILURE() << "no exception, threads " << threads;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_STREQ(e.what(), "render");
+    }
+  }
 }
 
 }  // namespace

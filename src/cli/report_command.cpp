@@ -23,7 +23,7 @@
 #include "flame/profile_io.hpp"
 #include "importers/importer.hpp"
 #include "report/report.hpp"
-#include "report/timeline_wire.hpp"
+#include "report/window_feed.hpp"
 #include "trace/trace_io.hpp"
 
 namespace snailtrail::cli {
@@ -75,13 +75,72 @@ int write_page(const std::string& path, const std::string& text) {
   return 0;
 }
 
+// The report's options from the command line and the opened trace.
+report::ReportOptions report_options(const ReportArgs& a, const AnalysisOptions& opt,
+                                     bool helper_rank) {
+  report::ReportOptions r = a.report;
+  r.top_k = a.top;
+  r.source = a.in.trace;
+  r.window_label = a.in.window;
+  r.window_ns = opt.windows.width_ns;
+  if (!helper_rank)  // DS2's number
+    r.enrich = ds2_enricher(a.in.trace, a.in.importer, a.in.import, opt.windows.width_ns);
+  return r;
+}
+
+// "analyzing TRACE: window i/n" on stderr, at most every 200 ms.
+std::function<void(size_t, size_t)> progress_line(const std::string& trace, bool progress) {
+  if (!progress) return [](size_t, size_t) {};
+  auto last =
+      std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now());
+  return [trace, last](size_t done, size_t total) {
+    auto now = std::chrono::steady_clock::now();
+    if (done == total || now - *last > std::chrono::milliseconds(200)) {
+      *last = now;
+      fmt::print(stderr, "\ranalyzing {}: window {}/{}{}", trace, done, total,
+                 done == total ? "\n" : "");
+    }
+  };
+}
+
+// The page: the builder's JSON with the optional "flame" member, as HTML or JSON.
+std::string report_page(const report::ReportBuilder& builder, const std::string& flame,
+                        const std::string& format) {
+  std::string json = builder.json();
+  if (!flame.empty() && json.size() > 1 && json.back() == '}')
+    json.insert(json.size() - 1, ",\"flame\":" + flame);
+  return format == "json" ? json : report::render_report_html(json);
+}
+
+// Under mpirun the ranks share the windows of a streamed analysis (cli/analyze_ranks.hpp):
+// rank 0 takes its share, then every other rank's windows with their timelines; the
+// others send theirs to rank 0.
+void analyze_on_ranks(mpi::RankGroup& group, AnalysisInput& in, const AnalysisOptions& opt,
+                      unsigned threads, report::WindowFeed& feed,
+                      const std::function<void(size_t, size_t)>& on_progress) {
+  const auto [kb, ke] =
+      rank_share(group, in.snail->index(), in.plan, 1.0 - 0.05 * (group.size() - 1));
+  auto render = [&](const WindowView& v, RenderedWindow& r) { feed.render(v, r); };
+  if (group.rank() > 0) {
+    send_windows_to_root(group, true, [&](const auto& send) {
+      if (ke >= kb) analyze_snail_streamed(*in.snail, opt, in.plan, kb, ke, threads, render, send);
+    });
+    return;
+  }
+  group.start_receiving();
+  if (ke >= kb)
+    analyze_snail_streamed(
+        *in.snail, opt, in.plan, kb, ke, threads, render,
+        [&](RenderedWindow& r) { feed.consume(r); }, on_progress);
+  for (int rank = 1; rank < group.size(); ++rank)
+    replay_rank(group, rank, [&](RenderedWindow& r) { feed.add_received(r); });
+}
+
 int run(ReportArgs& a, mpi::RankGroup* group) {
   if (a.dashboard) return write_page(a.output, report::render_dashboard_html());
   if (a.in.trace.empty()) throw std::invalid_argument("a TRACE file is required");
   AnalysisOptions opt;
   apply_window_options(a.in, opt);
-  const bool auto_window = a.in.window == "auto";
-  if (auto_window) a.in.window = "1s";  // until the importer is known
   opt.summary.top_k = a.top;
   opt.what_if.enabled = a.report.what_if;
   if (a.report.max_points < 2) throw std::invalid_argument("--max-points must be at least 2");
@@ -93,141 +152,38 @@ int run(ReportArgs& a, mpi::RankGroup* group) {
   // A .snail trace with tumbling windows is read block by block (summary/streamed.hpp):
   // memory O(window + workers), the same report. The flame view of a trace with a
   // profile needs every event: such traces are read whole.
-  std::unique_ptr<SnailFile> snail = open_streamed_trace(a.in, opt);
-  if (snail) {
-    for (const SnailBlock& b : snail->index().blocks)
-      if (b.kind != 1 && b.kind != 2) {  // a profile block (kind 4)
-        if (!helper_rank)
-          fmt::print(stderr,
-                     "snailtrail: note: {}: read whole into memory: the flame view needs the "
-                     "whole trace\n",
-                     a.in.trace);
-        snail.reset();
-        break;
-      }
-  }
-  if (helper_rank && !snail) return 0;  // rank 0 does it all
-  Trace trace;
-  Pag pag;  // in memory: the whole trace's; streamed: only the ids, for the names
-  AutoWindowChoice auto_choice;
-  if (snail) {
-    trace = snail->names();
-    pag = names_pag(snail->index().facts);
-    if (auto_window) auto_choice = resolve_auto_window("snail", opt);
-  } else {
-    std::string_view used;
-    trace = read_whole_trace(a.in, progress, &used);
-    if (auto_window) auto_choice = resolve_auto_window(used, opt);
-    if (progress) fmt::print(stderr, "\rbuilding the PAG of {} events...", trace.events.size());
-    pag = build_pag(trace, opt.pag);
-    if (progress) fmt::print(stderr, "\r\033[K");
-  }
-  if (auto_window) {
-    a.in.window = auto_choice.label;
-    if (!helper_rank)
-      fmt::print(stderr, "snailtrail: note: --window auto chose {}: {} (--window sets another)\n",
-                 a.in.window == "whole" ? "the whole trace" : a.in.window, auto_choice.reason);
-  }
-  resolve_time_range(a.in, pag, opt);
-  StreamedPlan splan;
-  if (snail) splan = plan_streamed(snail->index().facts, opt.windows);
-  if (snail ? splan.empty() : plan_windows(pag, opt.windows).empty()) {
+  AnalysisInput in =
+      open_analysis_input(a.in, opt, progress, /*whole_if_profile=*/true, helper_rank);
+  if (helper_rank && !in.snail) return 0;  // rank 0 does it all
+  if (!in.has_windows(opt)) {
     if (helper_rank) return 0;  // rank 0 says why
-    throw std::invalid_argument(no_window_message(pag));
+    throw std::invalid_argument(no_window_message(in.pag));
   }
+  Names names(in.trace, in.pag);
+  const std::string flame = in.snail ? std::string() : flame_json(in.trace, opt);
+  BigVector<Event>().swap(in.trace.events);  // the events live on in the PAG
 
-  Names names(trace, pag);
-  const std::string flame = snail ? std::string() : flame_json(trace, opt);
-  BigVector<Event>().swap(trace.events);  // the events live on in the PAG
-  a.report.top_k = a.top;
-  a.report.source = a.in.trace;
-  a.report.window_label = a.in.window;
-  a.report.window_ns = opt.windows.width_ns;
-  if (!helper_rank)  // DS2's number
-    a.report.enrich = ds2_enricher(a.in.trace, a.in.importer, a.in.import, opt.windows.width_ns);
-  report::ReportBuilder builder(a.report);
-  for (const auto& [kind, n] : trace.import_diagnostics) builder.add_input_diagnostic(kind, n);
-  auto last = std::chrono::steady_clock::now();
-  // Windows are analyzed on worker threads, each extracting its window's timeline into
-  // its own slot; the builder takes them in window order on this thread.
-  // By window index (runs of windows without events make indexes sparse).
-  std::unordered_map<uint64_t, report::Timeline> timelines;
-  std::mutex timelines_mu;
-  const bool keep_timelines = a.report.timelines > 0;
+  report::ReportBuilder builder(report_options(a, opt, helper_rank));
+  for (const auto& [kind, n] : in.trace.import_diagnostics) builder.add_input_diagnostic(kind, n);
+  report::WindowFeed feed(builder, names, a.report.timelines > 0, a.report.timeline_edges,
+                          /*send=*/helper_rank);
   const unsigned threads = analysis_threads(a.in);
-  const std::function<void(const WindowView&, RenderedWindow&)> render = [&](const WindowView& v,
-                                                                             RenderedWindow& r) {
-    if (keep_timelines && v.summary.window.empty_run == 0) {
-      report::Timeline t = report::extract_timeline(v, a.report.timeline_edges);
-      if (helper_rank) {  // sent to rank 0 with the window
-        report::append_timeline(r.text, t);
-        return;
-      }
-      std::lock_guard lock(timelines_mu);
-      timelines[v.summary.index] = std::move(t);
-    }
-  };
-  const std::function<void(RenderedWindow&)> consume = [&](RenderedWindow& r) {
-    if (r.summary.window.empty_run > 0) return;  // windows without events: not analyzed
-    report::Timeline t;
-    {
-      std::lock_guard lock(timelines_mu);
-      auto it = timelines.find(r.summary.index);
-      if (it != timelines.end()) {
-        t = std::move(it->second);
-        timelines.erase(it);  // free its memory now
-      }
-    }
-    builder.add(r.summary, names, std::move(t));
-  };
-  const std::function<void(size_t, size_t)> on_progress = [&](size_t done, size_t total) {
-    if (!progress) return;
-    auto now = std::chrono::steady_clock::now();
-    if (done == total || now - last > std::chrono::milliseconds(200)) {
-      last = now;
-      fmt::print(stderr, "\ranalyzing {}: window {}/{}{}", a.in.trace, done, total,
-                 done == total ? "\n" : "");
-    }
-  };
-  if (snail && group) {
-    // Rank 0 takes its share, then every other rank's windows with their timelines.
-    const auto [kb, ke] =
-        rank_share(*group, snail->index(), splan, 1.0 - 0.05 * (group->size() - 1));
-    if (helper_rank) {
-      send_windows_to_root(*group, true, [&](const auto& send) {
-        if (ke >= kb) analyze_snail_streamed(*snail, opt, splan, kb, ke, threads, render, send);
-      });
-      return 0;
-    }
-    group->start_receiving();
-    if (ke >= kb)
-      analyze_snail_streamed(*snail, opt, splan, kb, ke, threads, render, consume, on_progress);
-    for (int rank = 1; rank < group->size(); ++rank)
-      replay_rank(*group, rank, [&](RenderedWindow& r) {
-        if (r.summary.window.empty_run > 0) return;
-        report::Timeline t;
-        if (!r.text.empty()) {
-          report::read_timeline(r.text, t);
-          t.summary = r.summary;
-        }
-        builder.add(r.summary, names, std::move(t));
-      });
-  } else if (snail) {
-    const StreamedStats st = analyze_snail_streamed(*snail, opt, splan, splan.k0, splan.k1, threads,
-                                                    render, consume, on_progress);
-    if (a.timings)
+  const auto on_progress = progress_line(a.in.trace, progress);
+  if (in.snail && group) {
+    analyze_on_ranks(*group, in, opt, threads, feed, on_progress);
+    if (helper_rank) return 0;
+  } else {
+    const StreamedStats st = analyze_input(
+        in, opt, threads, [&](const WindowView& v, RenderedWindow& r) { feed.render(v, r); },
+        [&](RenderedWindow& r) { feed.consume(r); }, on_progress);
+    if (a.timings && in.snail)
       fmt::print(stderr,
                  "streamed: {} of {} bytes read in {} blocks, lookback {} ns, at most {} PAG "
                  "nodes held\n",
-                 snail->bytes_read(), snail->file_size(), st.blocks_read, st.lookback_ns,
+                 in.snail->bytes_read(), in.snail->file_size(), st.blocks_read, st.lookback_ns,
                  st.peak_retained_nodes);
-  } else {
-    analyze_pag_parallel(pag, opt, threads, render, consume, on_progress);
   }
-  std::string json = builder.json();
-  if (!flame.empty() && json.size() > 1 && json.back() == '}')
-    json.insert(json.size() - 1, ",\"flame\":" + flame);  // the optional "flame" member
-  return write_page(a.output, a.format == "json" ? json : report::render_report_html(json));
+  return write_page(a.output, report_page(builder, flame, a.format));
 }
 
 }  // namespace

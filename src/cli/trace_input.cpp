@@ -101,4 +101,70 @@ std::string no_window_message(const Pag& pag) {
                      pag.first_ts, pag.last_ts);
 }
 
+bool AnalysisInput::has_windows(const AnalysisOptions& opt) const {
+  return snail ? !plan.empty() : !plan_windows(pag, opt.windows).empty();
+}
+
+namespace {
+
+// A .snail file with a profile block (kind 4) has events the block-by-block reading
+// skips: read whole when they are needed (the report's flame view).
+bool has_profile_block(const SnailFile& snail) {
+  for (const SnailBlock& b : snail.index().blocks)
+    if (b.kind != 1 && b.kind != 2) return true;
+  return false;
+}
+
+}  // namespace
+
+AnalysisInput open_analysis_input(TraceInputArgs& a, AnalysisOptions& opt, bool progress,
+                                  bool whole_if_profile, bool helper_rank) {
+  const bool auto_window = a.window == "auto";
+  if (auto_window) a.window = "1s";  // until the importer is known
+  AnalysisInput in;
+  in.snail = open_streamed_trace(a, opt);
+  if (in.snail && whole_if_profile && has_profile_block(*in.snail)) {
+    if (!helper_rank)
+      fmt::print(stderr,
+                 "snailtrail: note: {}: read whole into memory: the flame view needs the "
+                 "whole trace\n",
+                 a.trace);
+    in.snail.reset();
+  }
+  if (helper_rank && !in.snail) return in;  // rank 0 does it all
+  AutoWindowChoice auto_choice;
+  if (in.snail) {
+    in.trace = in.snail->names();
+    in.pag = names_pag(in.snail->index().facts);
+    if (auto_window) auto_choice = resolve_auto_window("snail", opt);
+  } else {
+    std::string_view used;
+    in.trace = read_whole_trace(a, progress, &used);
+    if (auto_window) auto_choice = resolve_auto_window(used, opt);
+    if (progress) fmt::print(stderr, "\rbuilding the PAG of {} events...", in.trace.events.size());
+    in.pag = build_pag(in.trace, opt.pag);
+    if (progress) fmt::print(stderr, "\r\033[K");
+  }
+  if (auto_window) {
+    a.window = auto_choice.label;
+    if (!helper_rank)
+      fmt::print(stderr, "snailtrail: note: --window auto chose {}: {} (--window sets another)\n",
+                 a.window == "whole" ? "the whole trace" : a.window, auto_choice.reason);
+  }
+  resolve_time_range(a, in.pag, opt);
+  if (in.snail) in.plan = plan_streamed(in.snail->index().facts, opt.windows);
+  return in;
+}
+
+StreamedStats analyze_input(AnalysisInput& in, const AnalysisOptions& opt, unsigned threads,
+                            const std::function<void(const WindowView&, RenderedWindow&)>& render,
+                            const std::function<void(RenderedWindow&)>& consume,
+                            const std::function<void(size_t, size_t)>& on_progress) {
+  if (in.snail)
+    return analyze_snail_streamed(*in.snail, opt, in.plan, in.plan.k0, in.plan.k1, threads, render,
+                                  consume, on_progress);
+  analyze_pag_parallel(in.pag, opt, threads, render, consume, on_progress);
+  return {};
+}
+
 }  // namespace snailtrail::cli

@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -63,5 +64,35 @@ void resolve_time_range(const TraceInputArgs& a, const Pag& pag, AnalysisOptions
 // What to say when --from/--to leave no window to analyze (`analyze` warns and writes no
 // window; `report` stops: a report without a window shows nothing).
 std::string no_window_message(const Pag& pag);
+
+// A trace opened for the window pipeline: a .snail trace read block by block when the
+// analysis allows it (`snail` set; `trace` holds only the names, `pag` only the ids, for
+// the names; `plan` is its window plan), else the whole trace in memory with its PAG
+// (`trace.events` kept: the caller frees them when it no longer needs them).
+struct AnalysisInput {
+  std::unique_ptr<SnailFile> snail;
+  Trace trace;
+  Pag pag;
+  StreamedPlan plan;
+  // False when --from/--to leave no window to analyze.
+  bool has_windows(const AnalysisOptions& opt) const;
+};
+
+// Opens `a.trace` as the options allow (open_streamed_trace; read whole when
+// `whole_if_profile` and the .snail file has a profile block), with `progress` on
+// stderr; resolves --window auto for the importer that read it (a.window becomes its
+// label; a note says which on stderr) and --from/--to. `opt` holds the window options
+// already (apply_window_options). A `helper_rank` under mpirun (rank > 0) prints no notes
+// and reads nothing when the trace is not streamed (rank 0 then does it all): `snail`
+// stays null.
+AnalysisInput open_analysis_input(TraceInputArgs& a, AnalysisOptions& opt, bool progress,
+                                  bool whole_if_profile, bool helper_rank = false);
+
+// Runs the ordered window pipeline over the input: block by block when streamed, else
+// over its PAG in memory (summary/analysis.hpp). Returns how a streamed trace was read.
+StreamedStats analyze_input(AnalysisInput& in, const AnalysisOptions& opt, unsigned threads,
+                            const std::function<void(const WindowView&, RenderedWindow&)>& render,
+                            const std::function<void(RenderedWindow&)>& consume,
+                            const std::function<void(size_t, size_t)>& on_progress);
 
 }  // namespace snailtrail::cli

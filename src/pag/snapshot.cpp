@@ -22,6 +22,11 @@ int64_t windowing::window_of(int64_t t, int64_t origin, int64_t w) {
   return static_cast<int64_t>(x / w - ((x % w != 0) && x < 0));
 }
 
+int64_t windowing::last_window(int64_t k0, int64_t hi, int64_t origin, int64_t w) {
+  const int64_t k1 = window_of(hi, origin, w);
+  return k1 > k0 && border(origin, k1, w) == hi ? k1 - 1 : k1;
+}
+
 using namespace windowing;
 
 std::vector<Window> plan_window_range(const Pag& pag, int64_t origin, int64_t w, int64_t k0,
@@ -96,9 +101,7 @@ std::vector<Window> plan_windows(const Pag& pag, const WindowSpec& spec) {
   const int64_t w = spec.width_ns;
   const int64_t origin = spec.from_ns.value_or(0);
   const int64_t k0 = window_of(lo, origin, w);
-  int64_t k1 = window_of(hi, origin, w);
-  // A range ending exactly on a border does not open a window of zero length.
-  if (k1 > k0 && border(origin, k1, w) == hi) --k1;
+  const int64_t k1 = last_window(k0, hi, origin, w);
   uint64_t empty_before = 0;
   return plan_window_range(pag, origin, w, k0, k1, true, spec.to_ns, empty_before);
 }

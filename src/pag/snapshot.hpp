@@ -43,6 +43,9 @@ int64_t floor_div(int64_t a, int64_t b);
 int64_t border(int64_t origin, int64_t k, int64_t w);
 // The number k of the window [origin + k w, origin + (k + 1) w) holding t.
 int64_t window_of(int64_t t, int64_t origin, int64_t w);
+// The last window of a range from window k0 to the instant hi: the one holding hi, but a
+// range ending exactly on a border does not open a window of zero length.
+int64_t last_window(int64_t k0, int64_t hi, int64_t origin, int64_t w);
 }  // namespace windowing
 
 // Tumbling windows aligned to multiples of the width (or to --from), covering the

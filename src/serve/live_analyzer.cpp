@@ -124,10 +124,9 @@ size_t LiveAnalyzer::finish() {
   const int64_t w = options_.window_ns;
   if (!started_) k0_ = next_k_ = window_of(pag_.first_ts(), w);
   started_ = true;
-  // The same last window as plan_windows: a range ending exactly on a border does not
-  // open a window of zero length.
-  int64_t k1 = window_of(pag_.last_ts(), w);
-  if (k1 > k0_ && border(k1, w) == pag_.last_ts()) --k1;
+  // The same last window as plan_windows.
+  const int64_t k1 = std::min(windowing::last_window(k0_, pag_.last_ts(), 0, w),
+                              std::numeric_limits<int64_t>::max() - 1);
   if (k1 < next_k_) {
     emit_run();
     return 0;
@@ -136,62 +135,59 @@ size_t LiveAnalyzer::finish() {
 }
 
 void LiveAnalyzer::emit_run() {
-  if (run_.summary.window.empty_run == 0) return;
+  if (!runs_.pending()) return;
+  LiveWindow run;
+  run.summary = runs_.take();
   fmt::memory_buffer buf;
-  write_empty_windows_json(buf, run_.summary);
-  run_.json.assign(buf.data(), buf.size());
-  stats_.empty_windows += run_.summary.window.empty_run;
+  write_empty_windows_json(buf, run.summary);
+  run.json.assign(buf.data(), buf.size());
+  stats_.empty_windows += run.summary.window.empty_run;
   ++stats_.empty_runs;
-  on_window_(run_);
-  run_ = LiveWindow{};
+  on_window_(run);
+}
+
+// An analyzed window: the stream's problems since the previous window go into its
+// diagnostics, then its JSON line (the schema of `analyze --format jsonl`).
+void LiveAnalyzer::emit_window(const WindowView& view, const Names& names) {
+  LiveWindow out;
+  out.summary = view.summary;
+  Diagnostics& d = out.summary.diagnostics;
+  d.add_input("late_events", late_since_last_window_);
+  d.add_input("out_of_order_events", out_of_order_since_last_window_);
+  if (options_.max_jump_ns > 0) d.add_input("time_jumps", jumps_since_last_window_);
+  late_since_last_window_ = out_of_order_since_last_window_ = 0;
+  jumps_since_last_window_ = 0;
+  fmt::memory_buffer buf;
+  write_window_json(buf, out.summary, names, options_.selection);
+  out.json.assign(buf.data(), buf.size());
+  ++stats_.windows;
+  if (on_view_) on_view_(WindowView{view.pag, view.snapshot, view.cp, out.summary}, names);
+  on_window_(out);
 }
 
 // Emits windows [next_k_, k_end); returns how many (runs of windows without events count
-// their windows).
+// their windows). The windows are cut and planned as a .snail file read block by block
+// is (cut_windows), and analyzed one after the other on this thread by the shared window
+// analyzer (analyze_windows).
 size_t LiveAnalyzer::close(int64_t k_end, bool last_closed_end) {
-  const int64_t w = options_.window_ns;
-  const Pag cut = pag_.cut(border(next_k_, w), border(k_end, w), last_closed_end);
-  const std::vector<Window> windows = plan_window_range(
-      cut, 0, w, next_k_, k_end - 1, last_closed_end, std::nullopt, empty_before_);
-  const Names names(names_, cut);
+  const WindowCut cut = cut_windows(pag_, 0, options_.window_ns, next_k_, k_end, last_closed_end,
+                                    std::nullopt, empty_before_);
+  const Names names(names_, cut.pag);
   AnalysisOptions options;
   options.pag = options_.pag;
   options.summary = options_.summary;
-  LiveWindow out;
-  analyze_windows(cut, windows, static_cast<size_t>(next_k_ - k0_), options,
+  analyze_windows(cut.pag, cut.windows, static_cast<size_t>(next_k_ - k0_), options,
                   [&](const WindowView& view) {
-                    if (view.summary.window.empty_run > 0) {
-                      // Runs are merged across calls and emitted before the next window
-                      // with events (or at the end), as analyze writes them.
-                      if (run_.summary.window.empty_run == 0) {
-                        run_.summary = view.summary;
-                      } else {
-                        run_.summary.window.end = view.summary.window.end;
-                        run_.summary.window.empty_run += view.summary.window.empty_run;
-                      }
-                      return;
-                    }
+                    // Runs are merged across calls and emitted before the next window
+                    // with events (or at the end), as analyze writes them.
+                    if (runs_.absorb(view.summary)) return;
                     emit_run();
-                    out.summary = view.summary;
-                    Diagnostics& d = out.summary.diagnostics;
-                    d.add_input("late_events", late_since_last_window_);
-                    d.add_input("out_of_order_events", out_of_order_since_last_window_);
-                    if (options_.max_jump_ns > 0)
-                      d.add_input("time_jumps", jumps_since_last_window_);
-                    late_since_last_window_ = out_of_order_since_last_window_ = 0;
-                    jumps_since_last_window_ = 0;
-                    fmt::memory_buffer buf;
-                    write_window_json(buf, out.summary, names, options_.selection);
-                    out.json.assign(buf.data(), buf.size());
-                    ++stats_.windows;
-                    if (on_view_)
-                      on_view_(WindowView{view.pag, view.snapshot, view.cp, out.summary}, names);
-                    on_window_(out);
+                    emit_window(view, names);
                   });
   if (last_closed_end) emit_run();
   const size_t n = static_cast<size_t>(k_end - next_k_);
   next_k_ = k_end;
-  pag_.retire(border(k_end, w));
+  pag_.retire(cut.end);
   return n;
 }
 

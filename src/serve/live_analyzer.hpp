@@ -84,6 +84,7 @@ class LiveAnalyzer {
   bool ready(int64_t end) const;
   size_t close(int64_t k_end, bool last_closed_end);
   void emit_run();  // the pending run of windows without events, if any
+  void emit_window(const WindowView& view, const Names& names);
 
   LiveOptions options_;
   std::function<void(LiveWindow&)> on_window_;
@@ -99,7 +100,7 @@ class LiveAnalyzer {
   uint64_t out_of_order_since_last_window_ = 0;
   uint64_t jumps_since_last_window_ = 0;
   uint64_t empty_before_ = 0;  // windows without events right before next_k_
-  LiveWindow run_;             // pending run of windows without events (empty_run > 0)
+  EmptyRunMerger runs_;        // pending run of windows without events
   LiveStats stats_;
 };
 

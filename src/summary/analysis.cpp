@@ -146,113 +146,192 @@ void analyze_pag_parallel(const Pag& pag, const AnalysisOptions& options, unsign
                            consume, on_progress);
 }
 
+namespace {
+
+// Renders one window into `out` (its text and edges cleared first) and keeps its summary.
+template <typename Render>
+void analyze_into(WindowAnalyzer& analyzer, const Window& window, size_t index,
+                  const Render& render, RenderedWindow& out) {
+  analyzer.run(window, index, [&](const WindowView& v) {
+    render(v, out);
+    out.summary = v.summary;
+  });
+}
+
+// One thread: windows analyzed, rendered and consumed one after the other.
+void analyze_serially(const Pag& pag, const std::vector<Window>& windows,
+                      const std::vector<size_t>& index, const AnalysisOptions& options,
+                      const std::function<void(const WindowView&, RenderedWindow&)>& render,
+                      const std::function<void(RenderedWindow&)>& consume,
+                      const std::function<void(size_t, size_t)>& on_progress) {
+  const size_t n = windows.size();
+  WindowAnalyzer analyzer(pag, options);
+  RenderedWindow out;
+  for (size_t i = 0; i < n; ++i) {
+    out.text.clear();
+    out.edges.clear();
+    analyze_into(analyzer, windows[i], index[i], render, out);
+    consume(out);
+    if (on_progress) on_progress(i + 1, n);
+  }
+  analyzer.report_times(options.times);
+}
+
+// The ordered parallel pipeline: chunks of consecutive windows, claimed in order by the
+// worker threads; at most `slots` chunks are finished and not yet consumed, which bounds
+// memory; the calling thread consumes them in window order. The first exception (a
+// worker's or the consumer's) stops every thread and is rethrown by run().
+class ChunkPipeline {
+ public:
+  ChunkPipeline(const Pag& pag, const std::vector<Window>& windows,
+                const std::vector<size_t>& index, const AnalysisOptions& options, unsigned threads,
+                const std::function<void(const WindowView&, RenderedWindow&)>& render)
+      : pag_(pag),
+        windows_(windows),
+        index_(index),
+        options_(options),
+        threads_(threads),
+        render_(render),
+        n_(windows.size()),
+        chunk_(std::clamp<size_t>(n_ / (size_t{threads} * 8), 1, 64)),
+        chunks_((n_ + chunk_ - 1) / chunk_),
+        slots_(2 * size_t{threads}),
+        ring_(slots_) {}
+
+  void run(const std::function<void(RenderedWindow&)>& consume,
+           const std::function<void(size_t, size_t)>& on_progress) {
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < threads_; ++t) pool.emplace_back([this] { work(); });
+    try {
+      std::vector<RenderedWindow> items;
+      for (size_t k = 0; k < chunks_ && take(k, items); ++k) {
+        for (RenderedWindow& w : items) consume(w);
+        mark_consumed(k);
+        if (on_progress) on_progress(std::min(n_, (k + 1) * chunk_), n_);
+      }
+    } catch (...) {
+      fail(std::current_exception());
+    }
+    {
+      std::lock_guard lock(mu_);
+      if (error_) failed_ = true;
+    }
+    cv_.notify_all();
+    for (std::thread& t : pool) t.join();
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  struct Slot {
+    std::vector<RenderedWindow> items;
+    size_t chunk = SIZE_MAX;  // which chunk is ready in it
+  };
+
+  // One worker thread: claims chunks in order and analyzes their windows.
+  void work() {
+    try {
+      WindowAnalyzer analyzer(pag_, options_);
+      size_t k;
+      while (claim(k)) {
+        std::vector<RenderedWindow> items(std::min(chunk_, n_ - k * chunk_));
+        for (size_t j = 0; j < items.size(); ++j) {
+          const size_t i = k * chunk_ + j;
+          analyze_into(analyzer, windows_[i], index_[i], render_, items[j]);
+        }
+        publish(k, std::move(items));
+      }
+      std::lock_guard lock(mu_);
+      analyzer.report_times(options_.times);
+    } catch (...) {
+      fail(std::current_exception());
+      cv_.notify_all();
+    }
+  }
+
+  // The next chunk to analyze, once its slot is free; false when all are claimed or the
+  // pipeline failed.
+  bool claim(size_t& k) {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock,
+             [&] { return failed_ || next_chunk_ >= chunks_ || next_chunk_ < consumed_ + slots_; });
+    if (failed_ || next_chunk_ >= chunks_) return false;
+    k = next_chunk_++;
+    return true;
+  }
+
+  void publish(size_t k, std::vector<RenderedWindow> items) {
+    {
+      std::lock_guard lock(mu_);
+      ring_[k % slots_].items = std::move(items);
+      ring_[k % slots_].chunk = k;
+    }
+    cv_.notify_all();
+  }
+
+  // Waits for chunk k and takes its windows; false if the pipeline failed.
+  bool take(size_t k, std::vector<RenderedWindow>& items) {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return failed_ || ring_[k % slots_].chunk == k; });
+    if (failed_) return false;
+    items = std::move(ring_[k % slots_].items);
+    ring_[k % slots_].chunk = SIZE_MAX;
+    return true;
+  }
+
+  void mark_consumed(size_t k) {
+    {
+      std::lock_guard lock(mu_);
+      consumed_ = k + 1;
+    }
+    cv_.notify_all();
+  }
+
+  void fail(std::exception_ptr e) {
+    std::lock_guard lock(mu_);
+    if (!error_) error_ = e;
+    failed_ = true;
+  }
+
+  const Pag& pag_;
+  const std::vector<Window>& windows_;
+  const std::vector<size_t>& index_;
+  const AnalysisOptions& options_;
+  const unsigned threads_;
+  const std::function<void(const WindowView&, RenderedWindow&)>& render_;
+  const size_t n_, chunk_, chunks_, slots_;
+  std::vector<Slot> ring_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  size_t next_chunk_ = 0, consumed_ = 0;
+  bool failed_ = false;
+  std::exception_ptr error_;
+};
+
+}  // namespace
+
 void analyze_windows_parallel(const Pag& pag, const std::vector<Window>& windows,
                               size_t first_index, const AnalysisOptions& options, unsigned threads,
                               const std::function<void(const WindowView&, RenderedWindow&)>& render,
                               const std::function<void(RenderedWindow&)>& consume,
                               const std::function<void(size_t, size_t)>& on_progress) {
   const std::vector<size_t> index = window_indexes(windows, first_index);
-  const size_t n = windows.size();
-  if (threads <= 1 || n < 2) {
-    WindowAnalyzer analyzer(pag, options);
-    RenderedWindow out;
-    for (size_t i = 0; i < n; ++i) {
-      out.text.clear();
-      out.edges.clear();
-      analyzer.run(windows[i], index[i], [&](const WindowView& v) {
-        render(v, out);
-        out.summary = v.summary;
-      });
-      consume(out);
-      if (on_progress) on_progress(i + 1, n);
-    }
-    analyzer.report_times(options.times);
+  if (threads <= 1 || windows.size() < 2) {
+    analyze_serially(pag, windows, index, options, render, consume, on_progress);
     return;
   }
-  // Chunks of consecutive windows, claimed in order by the threads; at most `slots`
-  // chunks are finished and not yet consumed, which bounds memory.
-  const size_t chunk = std::clamp<size_t>(n / (size_t{threads} * 8), 1, 64);
-  const size_t chunks = (n + chunk - 1) / chunk;
-  const size_t slots = 2 * size_t{threads};
-  struct Slot {
-    std::vector<RenderedWindow> items;
-    size_t chunk = SIZE_MAX;  // which chunk is ready in it
-  };
-  std::vector<Slot> ring(slots);
-  std::mutex mu;
-  std::condition_variable cv;
-  size_t next_chunk = 0, consumed = 0;
-  bool failed = false;
-  std::exception_ptr error;
+  ChunkPipeline(pag, windows, index, options, threads, render).run(consume, on_progress);
+}
 
-  auto worker = [&] {
-    try {
-      WindowAnalyzer analyzer(pag, options);
-      for (;;) {
-        size_t k;
-        {
-          std::unique_lock lock(mu);
-          cv.wait(lock,
-                  [&] { return failed || next_chunk >= chunks || next_chunk < consumed + slots; });
-          if (failed || next_chunk >= chunks) break;
-          k = next_chunk++;
-        }
-        std::vector<RenderedWindow> items(std::min(chunk, n - k * chunk));
-        for (size_t j = 0; j < items.size(); ++j) {
-          const size_t i = k * chunk + j;
-          analyzer.run(windows[i], index[i], [&](const WindowView& v) {
-            render(v, items[j]);
-            items[j].summary = v.summary;
-          });
-        }
-        {
-          std::lock_guard lock(mu);
-          ring[k % slots].items = std::move(items);
-          ring[k % slots].chunk = k;
-        }
-        cv.notify_all();
-      }
-      std::lock_guard lock(mu);
-      analyzer.report_times(options.times);
-    } catch (...) {
-      std::lock_guard lock(mu);
-      if (!error) error = std::current_exception();
-      failed = true;
-      cv.notify_all();
-    }
-  };
-  std::vector<std::thread> pool;
-  for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker);
-  try {
-    for (size_t k = 0; k < chunks; ++k) {
-      std::vector<RenderedWindow> items;
-      {
-        std::unique_lock lock(mu);
-        cv.wait(lock, [&] { return failed || ring[k % slots].chunk == k; });
-        if (failed) break;
-        items = std::move(ring[k % slots].items);
-        ring[k % slots].chunk = SIZE_MAX;
-      }
-      for (RenderedWindow& w : items) consume(w);
-      {
-        std::lock_guard lock(mu);
-        consumed = k + 1;
-      }
-      cv.notify_all();
-      if (on_progress) on_progress(std::min(n, (k + 1) * chunk), n);
-    }
-  } catch (...) {
-    std::lock_guard lock(mu);
-    if (!error) error = std::current_exception();
-    failed = true;
-  }
-  {
-    std::lock_guard lock(mu);
-    if (error) failed = true;
-  }
-  cv.notify_all();
-  for (std::thread& t : pool) t.join();
-  if (error) std::rethrow_exception(error);
+WindowCut cut_windows(StreamingPag& stream, int64_t origin, int64_t width, int64_t k_begin,
+                      int64_t k_end, bool closed_end, std::optional<int64_t> to,
+                      uint64_t& empty_before) {
+  WindowCut cut;
+  cut.end = windowing::border(origin, k_end, width);
+  if (to) cut.end = std::min(cut.end, *to);
+  cut.pag = stream.cut(windowing::border(origin, k_begin, width), cut.end, closed_end);
+  cut.windows =
+      plan_window_range(cut.pag, origin, width, k_begin, k_end - 1, closed_end, to, empty_before);
+  return cut;
 }
 
 }  // namespace snailtrail

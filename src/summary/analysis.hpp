@@ -3,6 +3,7 @@
 
 #include <functional>
 
+#include "pag/streaming.hpp"
 #include "summary/summary.hpp"
 
 namespace snailtrail {
@@ -75,5 +76,50 @@ void analyze_windows_parallel(const Pag& pag, const std::vector<Window>& windows
                               const std::function<void(const WindowView&, RenderedWindow&)>& render,
                               const std::function<void(RenderedWindow&)>& consume,
                               const std::function<void(size_t, size_t)>& on_progress = {});
+
+// ---- Windows of a stream, analyzed piece by piece (serve; a .snail file read block by
+// block, summary/streamed.hpp) ----
+
+// Windows [k_begin, k_end) of the tumbling grid (origin, width) cut out of a PAG built
+// from a stream: the PAG of just those windows (StreamingPag::cut) and their plan
+// (plan_window_range; `empty_before` carried from piece to piece). The last window has
+// a closed end when `closed_end`; `to` caps the ends. The caller retires the stream's
+// PAG up to the cut's end once the windows are analyzed.
+struct WindowCut {
+  Pag pag;
+  std::vector<Window> windows;
+  int64_t end = 0;  // where the cut ends
+};
+WindowCut cut_windows(StreamingPag& stream, int64_t origin, int64_t width, int64_t k_begin,
+                      int64_t k_end, bool closed_end, std::optional<int64_t> to,
+                      uint64_t& empty_before);
+
+// A plan analyzed piece by piece may split a run of windows without events where two
+// pieces meet: the runs that meet are one run, as plan_windows makes it and `analyze`
+// writes it. absorb() holds runs; take() hands the merged run over (before the next
+// window with events, and at the end).
+class EmptyRunMerger {
+ public:
+  // True if `s` is a run of windows without events (now held); false otherwise.
+  bool absorb(const WindowSummary& s) {
+    if (s.window.empty_run == 0) return false;
+    if (run_.window.empty_run == 0) {
+      run_ = s;
+    } else {
+      run_.window.end = s.window.end;
+      run_.window.empty_run += s.window.empty_run;
+    }
+    return true;
+  }
+  bool pending() const { return run_.window.empty_run > 0; }
+  WindowSummary take() {
+    WindowSummary run = std::move(run_);
+    run_ = WindowSummary{};
+    return run;
+  }
+
+ private:
+  WindowSummary run_;
+};
 
 }  // namespace snailtrail

@@ -136,6 +136,244 @@ class TopK {
   std::vector<TopActivity> heap_;
 };
 
+// The three measures of one window (CP, the conventional profile's shares, the sampled
+// single path's shares), each grouped four ways, and the window's (sender, receiver)
+// cells. Kept per thread: the buffers are reused from window to window.
+struct WindowGroups {
+  Accumulator cp, conv, single;
+  PairIndex pairs;
+  std::vector<uint32_t> op_workers;      // slot -> workers with an edge of the operator
+  std::vector<uint32_t> op_last_worker;  // slot -> last worker counted in op_workers
+
+  void reset(size_t workers, size_t ops) {
+    pairs.clear();
+    cp.reset(workers, ops);
+    conv.reset(workers, ops);
+    single.reset(workers, ops);
+    op_workers.assign(ops, 0);
+    op_last_worker.assign(ops, kNone);
+  }
+  // Communication cells in (src, dst) order, operators by id, into the summary.
+  void finish(const std::vector<uint32_t>& op_ids, WindowSummary& out) {
+    const std::vector<uint32_t>& sorted_cells = pairs.sorted_cells();
+    cp.finish_comm(pairs, sorted_cells);
+    conv.finish_comm(pairs, sorted_cells);
+    single.finish_comm(pairs, sorted_cells);
+    cp.finish(op_ids, op_workers);
+    conv.finish(op_ids, op_workers);
+    single.finish(op_ids, op_workers);
+    out.cp = cp.groups;
+    out.conventional = conv.groups;
+    out.single_path = single.groups;
+  }
+};
+
+// The window's sizes and CP span, copied from the snapshot and the CP result.
+void fill_window_facts(const Snapshot& snap, const CpResult& cp, WindowSummary& out) {
+  out.window = snap.window;
+  out.span_start = cp.span_start;
+  out.span_end = cp.span_end;
+  out.cp_ns = cp.cp_ns;
+  out.events = snap.events;
+  out.nodes = snap.node_count();
+  out.edges = snap.edge_count();
+  out.has_paths = cp.has_paths();
+  out.paths_log10 = cp.paths.is_zero() ? 0 : cp.paths.log10();
+}
+
+// The timeline activity starting at node v: consecutive timeline edges of one activity
+// instance are one activity. Returns it and the node after it.
+std::pair<TopActivity, size_t> timeline_activity(const Pag& pag, const Snapshot& snap,
+                                                 const CpResult& cp, size_t v) {
+  const size_t n = snap.node_count();
+  const uint32_t g = snap.edge[v];
+  TopActivity a{snap.worker[v],   kNone,      static_cast<ActivityType>(snap.type[v]),
+                pag.edge_op[g],   snap.ts[v], snap.ts[v + 1],
+                cp.timeline_cp[v]};
+  size_t u = v + 1;
+  for (;;) {
+    // A segmented window breaks a timeline at a segment border into two nodes at
+    // one instant: the activity goes on across it.
+    if (u + 2 < n && snap.edge[u] == kNone && snap.edge[u + 1] != kNone &&
+        snap.worker[u + 1] == snap.worker[u] && snap.ts[u + 1] == snap.ts[u] &&
+        pag.edge_instance[snap.edge[u + 1]] == pag.edge_instance[g] &&
+        snap.type[u + 1] == snap.type[v])
+      ++u;
+    if (!(u + 1 < n && snap.edge[u] != kNone &&
+          pag.edge_instance[snap.edge[u]] == pag.edge_instance[g] && snap.type[u] == snap.type[v]))
+      break;
+    a.end = snap.ts[u + 1];
+    a.cp += cp.timeline_cp[u];
+    ++u;
+  }
+  return {a, u};
+}
+
+// The k activities (timeline activities and messages) with the most CP.
+std::vector<TopActivity> top_activities(const Pag& pag, const Snapshot& snap, const CpResult& cp,
+                                        size_t k) {
+  if (k == 0 || !cp.has_paths()) return {};
+  TopK top(k);
+  const size_t n = snap.node_count();
+  size_t v = 0;
+  while (v + 1 < n) {
+    if (snap.edge[v] == kNone) {
+      ++v;
+      continue;
+    }
+    auto [a, next] = timeline_activity(pag, snap, cp, v);
+    top.offer(a);
+    v = next;
+  }
+  for (size_t m = 0; m < snap.msg_src.size(); ++m) {
+    if (cp.message_cp[m] <= 0) continue;
+    const Message& msg = pag.messages[snap.msg_index[m]];
+    top.offer({msg.src_worker, msg.dst_worker, msg.type, kNone, snap.ts[snap.msg_src[m]],
+               snap.ts[snap.msg_dst[m]], cp.message_cp[m]});
+  }
+  return top.take();
+}
+
+// The totals the shares of the conventional profile and of the single path divide by.
+struct ProfileTotals {
+  double timeline = 0;  // all timeline edges
+  double unknown = 0, waiting = 0;
+  double inv_total = 0;  // 1 / (timeline edges + messages)
+  // The worker and operator groupings of the conventional profile rank busy (non-waiting)
+  // time: every worker's timeline spans the whole window, so plain durations would all be
+  // equal (and an operator's instances wait with its id in many traces).
+  double inv_busy = 0;
+  // The single path covers the time CP is spread over (the segments with paths).
+  double inv_span = 0;
+};
+
+ProfileTotals profile_totals(const Snapshot& snap, const CpResult& cp) {
+  ProfileTotals t;
+  const size_t n = snap.node_count();
+  for (size_t v = 0; v + 1 < n; ++v)
+    if (snap.edge[v] != kNone) {
+      double w = static_cast<double>(snap.ts[v + 1] - snap.ts[v]);
+      t.timeline += w;
+      uint8_t type = snap.type[v];
+      if (type == kUnknown) t.unknown += w;
+      if (type == kWaiting) t.waiting += w;
+    }
+  double total = t.timeline;
+  const double busy_total = t.timeline - t.waiting;
+  t.inv_busy = busy_total > 0 ? 1.0 / busy_total : 0.0;
+  for (size_t k = 0; k < snap.msg_src.size(); ++k)
+    total += static_cast<double>(snap.ts[snap.msg_dst[k]] - snap.ts[snap.msg_src[k]]);
+  t.inv_total = total > 0 ? 1.0 / total : 0.0;
+  const double span = static_cast<double>(cp.cp_ns);
+  t.inv_span = span > 0 ? 1.0 / span : 0.0;
+  return t;
+}
+
+// The edges of the sampled single path, as flags per timeline edge and per message
+// (both empty when no path was sampled).
+struct SampledPath {
+  std::vector<uint8_t> timeline, message;
+  SampledPath(const std::vector<uint32_t>& sampled, size_t nodes, size_t messages) {
+    if (sampled.empty()) return;
+    timeline.assign(nodes, 0);
+    message.assign(messages, 0);
+    for (uint32_t e : sampled) {
+      if (e & 0x80000000u)
+        message[~e] = 1;
+      else
+        timeline[e] = 1;
+    }
+  }
+};
+
+// Timeline edges into the groupings by activity type, worker and operator.
+void group_timeline_edges(const Pag& pag, const Snapshot& snap, const CpResult& cp,
+                          const ProfileTotals& t, const SampledPath& path,
+                          const std::vector<uint32_t>& op_ids, WindowGroups& g) {
+  const size_t n = snap.node_count();
+  uint32_t last_op = kNone;  // consecutive edges mostly share their operator
+  size_t last_slot = 0;
+  for (size_t v = 0; v + 1 < n; ++v) {
+    if (snap.edge[v] == kNone) continue;
+    const uint32_t e = snap.edge[v];
+    const uint8_t type = snap.type[v];
+    const uint32_t w = snap.worker[v];
+    const double dur = static_cast<double>(snap.ts[v + 1] - snap.ts[v]);
+    const double c = cp.timeline_cp[v];
+    const double conv = dur * t.inv_total;
+    const double single = !path.timeline.empty() && path.timeline[v] ? dur * t.inv_span : 0.0;
+    g.cp.groups.activity[type] += c;
+    g.conv.groups.activity[type] += conv;
+    g.single.groups.activity[type] += single;
+    g.cp.groups.worker[w] += c;
+    g.conv.groups.worker[w] += type == kWaiting ? 0.0 : dur * t.inv_busy;
+    g.single.groups.worker[w] += single;
+    // Operators: every edge carrying the operator id, whatever its type.
+    if (const uint32_t op = pag.edge_op[e]; op != kNone) {
+      if (op != last_op) {
+        last_op = op;
+        last_slot = static_cast<size_t>(std::lower_bound(op_ids.begin(), op_ids.end(), op) -
+                                        op_ids.begin());
+      }
+      const size_t s = last_slot;
+      g.cp.op_values[s] += c;
+      // Like workers, operators rank by busy time: their instances' waiting is not work.
+      g.conv.op_values[s] += type == kWaiting ? 0.0 : dur * t.inv_busy;
+      g.single.op_values[s] += single;
+      if (g.op_last_worker[s] != w) {
+        g.op_last_worker[s] = w;
+        ++g.op_workers[s];
+      }
+    }
+  }
+}
+
+// Messages into the groupings by activity type and (sender, receiver) pair.
+void group_messages(const Pag& pag, const Snapshot& snap, const CpResult& cp,
+                    const ProfileTotals& t, const SampledPath& path, WindowGroups& g) {
+  for (size_t k = 0; k < snap.msg_src.size(); ++k) {
+    const Message& m = pag.messages[snap.msg_index[k]];
+    const double dur = static_cast<double>(snap.ts[snap.msg_dst[k]] - snap.ts[snap.msg_src[k]]);
+    const double c = cp.message_cp[k];
+    const double conv = dur * t.inv_total;
+    const double single = !path.message.empty() && path.message[k] ? dur * t.inv_span : 0.0;
+    const int type = static_cast<int>(m.type);
+    g.cp.groups.activity[type] += c;
+    g.conv.groups.activity[type] += conv;
+    g.single.groups.activity[type] += single;
+    const uint32_t cell = g.pairs(m.src_worker, m.dst_worker);
+    g.cp.add_comm(cell, c);
+    g.conv.add_comm(cell, conv);
+    g.single.add_comm(cell, single);
+  }
+}
+
+// The CP computation's counts and the shares of unknown and waiting time.
+void fill_diagnostics(const CpResult& cp, const ProfileTotals& t, Diagnostics& d) {
+  d = Diagnostics{};
+  d.no_paths = !cp.has_paths();
+  d.property1_violations = cp.property1_violations;
+  d.zero_duration_cycles = cp.zero_duration_cycles;
+  d.unknown_share = t.timeline > 0 ? t.unknown / t.timeline : 0;
+  d.waiting_share = t.timeline > 0 ? t.waiting / t.timeline : 0;
+  d.property2_violations = cp.property2_violations;
+  d.property2_ns = cp.property2_ns;
+  d.segments = cp.segments;
+  d.no_path_segments = cp.no_path_segments;
+}
+
+// Counts the PAG's issues inside the window; `cursor` walks the issues (in time order)
+// across consecutive windows.
+void count_issues(const std::vector<IssueAt>& issues, const Window& window, size_t& cursor,
+                  Diagnostics& d) {
+  while (cursor < issues.size() && issues[cursor].ts < window.start) ++cursor;
+  while (cursor < issues.size() && (issues[cursor].ts < window.end ||
+                                    (window.closed_end && issues[cursor].ts == window.end))) {
+    ++d.issues[static_cast<int>(issues[cursor].issue)];
+    ++cursor;
+  }
+}
+
 }  // namespace
 
 Summarizer::Summarizer(const Pag& pag) : pag_(pag), op_ids_(pag.operator_ids) {}
@@ -143,310 +381,31 @@ Summarizer::Summarizer(const Pag& pag) : pag_(pag), op_ids_(pag.operator_ids) {}
 void Summarizer::summarize(const Snapshot& snap, const CpResult& cp,
                            const std::vector<uint32_t>& sampled, const SummaryOptions& options,
                            WindowSummary& out) {
-  const size_t W = pag_.worker_count();
-  const size_t n = snap.node_count();
-  const size_t ops = op_ids_.size();
-  auto slot_of = [&](uint32_t op) -> size_t {
-    return static_cast<size_t>(std::lower_bound(op_ids_.begin(), op_ids_.end(), op) -
-                               op_ids_.begin());
-  };
-
-  out.window = snap.window;
-  out.span_start = cp.span_start;
-  out.span_end = cp.span_end;
-  out.cp_ns = cp.cp_ns;
-  out.events = snap.events;
-  out.nodes = n;
-  out.edges = snap.edge_count();
-  out.has_paths = cp.has_paths();
-  out.paths_log10 = cp.paths.is_zero() ? 0 : cp.paths.log10();
-
-  static thread_local Accumulator acc_cp, acc_conv, acc_single;
-  static thread_local PairIndex pair_index;
-  pair_index.clear();
-  acc_cp.reset(W, ops);
-  acc_conv.reset(W, ops);
-  acc_single.reset(W, ops);
-  std::vector<uint32_t> op_workers(ops, 0), op_last_worker(ops, kNone);
-
+  fill_window_facts(snap, cp, out);
   // Top-k activities do not depend on the groupings: on large windows they run on a
   // second thread meanwhile. The computation keeps its order, so the results are the same
   // either way.
-  std::vector<TopActivity> top_result;
-  auto side_work = [&] {
-    // Top-k: consecutive timeline edges of one activity instance are one activity.
-    if (options.top_k > 0 && cp.has_paths()) {
-      TopK top(options.top_k);
-      size_t v = 0;
-      while (v + 1 < n) {
-        if (snap.edge[v] == kNone) {
-          ++v;
-          continue;
-        }
-        const uint32_t g = snap.edge[v];
-        TopActivity a{snap.worker[v],   kNone,      static_cast<ActivityType>(snap.type[v]),
-                      pag_.edge_op[g],  snap.ts[v], snap.ts[v + 1],
-                      cp.timeline_cp[v]};
-        size_t u = v + 1;
-        for (;;) {
-          // A segmented window breaks a timeline at a segment border into two nodes at
-          // one instant: the activity goes on across it.
-          if (u + 2 < n && snap.edge[u] == kNone && snap.edge[u + 1] != kNone &&
-              snap.worker[u + 1] == snap.worker[u] && snap.ts[u + 1] == snap.ts[u] &&
-              pag_.edge_instance[snap.edge[u + 1]] == pag_.edge_instance[g] &&
-              snap.type[u + 1] == snap.type[v])
-            ++u;
-          if (!(u + 1 < n && snap.edge[u] != kNone &&
-                pag_.edge_instance[snap.edge[u]] == pag_.edge_instance[g] &&
-                snap.type[u] == snap.type[v]))
-            break;
-          a.end = snap.ts[u + 1];
-          a.cp += cp.timeline_cp[u];
-          ++u;
-        }
-        top.offer(a);
-        v = u;
-      }
-      for (size_t k = 0; k < snap.msg_src.size(); ++k) {
-        if (cp.message_cp[k] <= 0) continue;
-        const Message& m = pag_.messages[snap.msg_index[k]];
-        top.offer({m.src_worker, m.dst_worker, m.type, kNone, snap.ts[snap.msg_src[k]],
-                   snap.ts[snap.msg_dst[k]], cp.message_cp[k]});
-      }
-      top_result = top.take();
-    }
-  };
+  std::vector<TopActivity> top;
+  auto side_work = [&] { top = top_activities(pag_, snap, cp, options.top_k); };
   std::thread side;
-  if (n >= options.split_min_nodes) side = std::thread(side_work);
+  if (snap.node_count() >= options.split_min_nodes) side = std::thread(side_work);
 
-  // Total duration of all edges, for conventional shares.
-  double total = 0, unknown = 0, waiting = 0, timeline_total = 0;
-  for (size_t v = 0; v + 1 < n; ++v)
-    if (snap.edge[v] != kNone) {
-      double w = static_cast<double>(snap.ts[v + 1] - snap.ts[v]);
-      timeline_total += w;
-      uint8_t t = snap.type[v];
-      if (t == kUnknown) unknown += w;
-      if (t == kWaiting) waiting += w;
-    }
-  total = timeline_total;
-  // The worker and operator groupings of the conventional profile rank busy (non-waiting)
-  // time: every worker's timeline spans the whole window, so plain durations would all be
-  // equal (and an operator's instances wait with its id in many traces).
-  const double busy_total = timeline_total - waiting;
-  const double inv_busy = busy_total > 0 ? 1.0 / busy_total : 0.0;
-  for (size_t k = 0; k < snap.msg_src.size(); ++k)
-    total += static_cast<double>(snap.ts[snap.msg_dst[k]] - snap.ts[snap.msg_src[k]]);
-  const double inv_total = total > 0 ? 1.0 / total : 0.0;
-  // The single path covers the time CP is spread over (the segments with paths).
-  const double span = static_cast<double>(cp.cp_ns);
-  const double inv_span = span > 0 ? 1.0 / span : 0.0;
-
-  std::vector<uint8_t> on_path_tl;
-  std::vector<uint8_t> on_path_msg;
-  if (!sampled.empty()) {
-    on_path_tl.assign(n, 0);
-    on_path_msg.assign(snap.msg_src.size(), 0);
-    for (uint32_t e : sampled) {
-      if (e & 0x80000000u)
-        on_path_msg[~e] = 1;
-      else
-        on_path_tl[e] = 1;
-    }
-  }
-
-  uint32_t last_op = kNone;  // consecutive edges mostly share their operator
-  size_t last_slot = 0;
-  for (size_t v = 0; v + 1 < n; ++v) {
-    if (snap.edge[v] == kNone) continue;
-    const uint32_t g = snap.edge[v];
-    const uint8_t type = snap.type[v];
-    const uint32_t w = snap.worker[v];
-    const double dur = static_cast<double>(snap.ts[v + 1] - snap.ts[v]);
-    const double c = cp.timeline_cp[v];
-    const double conv = dur * inv_total;
-    const double single = !on_path_tl.empty() && on_path_tl[v] ? dur * inv_span : 0.0;
-    acc_cp.groups.activity[type] += c;
-    acc_conv.groups.activity[type] += conv;
-    acc_single.groups.activity[type] += single;
-    acc_cp.groups.worker[w] += c;
-    acc_conv.groups.worker[w] += type == kWaiting ? 0.0 : dur * inv_busy;
-    acc_single.groups.worker[w] += single;
-    // Operators: every edge carrying the operator id, whatever its type.
-    if (const uint32_t op = pag_.edge_op[g]; op != kNone) {
-      if (op != last_op) {
-        last_op = op;
-        last_slot = slot_of(op);
-      }
-      const size_t s = last_slot;
-      acc_cp.op_values[s] += c;
-      // Like workers, operators rank by busy time: their instances' waiting is not work.
-      acc_conv.op_values[s] += type == kWaiting ? 0.0 : dur * inv_busy;
-      acc_single.op_values[s] += single;
-      if (op_last_worker[s] != w) {
-        op_last_worker[s] = w;
-        ++op_workers[s];
-      }
-    }
-  }
-  for (size_t k = 0; k < snap.msg_src.size(); ++k) {
-    const Message& m = pag_.messages[snap.msg_index[k]];
-    const double dur = static_cast<double>(snap.ts[snap.msg_dst[k]] - snap.ts[snap.msg_src[k]]);
-    const double c = cp.message_cp[k];
-    const double conv = dur * inv_total;
-    const double single = !on_path_msg.empty() && on_path_msg[k] ? dur * inv_span : 0.0;
-    const int type = static_cast<int>(m.type);
-    acc_cp.groups.activity[type] += c;
-    acc_conv.groups.activity[type] += conv;
-    acc_single.groups.activity[type] += single;
-    const uint32_t cell = pair_index(m.src_worker, m.dst_worker);
-    acc_cp.add_comm(cell, c);
-    acc_conv.add_comm(cell, conv);
-    acc_single.add_comm(cell, single);
-  }
-  const std::vector<uint32_t>& sorted_cells = pair_index.sorted_cells();
-  acc_cp.finish_comm(pair_index, sorted_cells);
-  acc_conv.finish_comm(pair_index, sorted_cells);
-  acc_single.finish_comm(pair_index, sorted_cells);
-  acc_cp.finish(op_ids_, op_workers);
-  acc_conv.finish(op_ids_, op_workers);
-  acc_single.finish(op_ids_, op_workers);
-  out.cp = acc_cp.groups;
-  out.conventional = acc_conv.groups;
-  out.single_path = acc_single.groups;
+  static thread_local WindowGroups groups;
+  groups.reset(pag_.worker_count(), op_ids_.size());
+  const ProfileTotals totals = profile_totals(snap, cp);
+  const SampledPath path(sampled, snap.node_count(), snap.msg_src.size());
+  group_timeline_edges(pag_, snap, cp, totals, path, op_ids_, groups);
+  group_messages(pag_, snap, cp, totals, path, groups);
+  groups.finish(op_ids_, out);
 
   if (side.joinable())
     side.join();
   else
     side_work();
-  out.top = std::move(top_result);
+  out.top = std::move(top);
 
-  // Diagnostics.
-  Diagnostics& d = out.diagnostics;
-  d = Diagnostics{};
-  d.no_paths = !cp.has_paths();
-  d.property1_violations = cp.property1_violations;
-  d.zero_duration_cycles = cp.zero_duration_cycles;
-  d.unknown_share = timeline_total > 0 ? unknown / timeline_total : 0;
-  d.waiting_share = timeline_total > 0 ? waiting / timeline_total : 0;
-  d.property2_violations = cp.property2_violations;
-  d.property2_ns = cp.property2_ns;
-  d.segments = cp.segments;
-  d.no_path_segments = cp.no_path_segments;
-  const auto& issues = pag_.issues;
-  while (issue_cursor_ < issues.size() && issues[issue_cursor_].ts < snap.window.start)
-    ++issue_cursor_;
-  while (issue_cursor_ < issues.size() &&
-         (issues[issue_cursor_].ts < snap.window.end ||
-          (snap.window.closed_end && issues[issue_cursor_].ts == snap.window.end))) {
-    ++d.issues[static_cast<int>(issues[issue_cursor_].issue)];
-    ++issue_cursor_;
-  }
-}
-
-// ---- Aggregate over windows ----
-
-namespace {
-void add_by_id(std::vector<std::pair<uint32_t, double>>& into,
-               const std::vector<std::pair<uint32_t, double>>& from, double weight) {
-  for (const auto& [op, v] : from) {
-    auto it = std::lower_bound(into.begin(), into.end(), op,
-                               [](const auto& p, uint32_t id) { return p.first < id; });
-    if (it == into.end() || it->first != op) it = into.insert(it, {op, 0.0});
-    it->second += v * weight;
-  }
-}
-void add_groups(Groups& into, const Groups& g, double weight) {
-  for (int a = 0; a < kActivityTypeCount; ++a) into.activity[a] += g.activity[a] * weight;
-  if (into.worker.size() < g.worker.size()) into.worker.resize(g.worker.size(), 0);
-  for (size_t w = 0; w < g.worker.size(); ++w) into.worker[w] += g.worker[w] * weight;
-  add_by_id(into.op, g.op, weight);
-  add_by_id(into.op_per_worker, g.op_per_worker, weight);
-  for (const CommCell& c : g.communication) {
-    auto it = std::lower_bound(into.communication.begin(), into.communication.end(), c,
-                               [](const CommCell& a, const CommCell& b) {
-                                 return a.src != b.src ? a.src < b.src : a.dst < b.dst;
-                               });
-    if (it == into.communication.end() || it->src != c.src || it->dst != c.dst)
-      it = into.communication.insert(it, {c.src, c.dst, 0.0});
-    it->value += c.value * weight;
-  }
-}
-void scale_groups(Groups& g, double s) {
-  for (double& v : g.activity) v *= s;
-  for (double& v : g.worker) v *= s;
-  for (auto& p : g.op) p.second *= s;
-  for (auto& p : g.op_per_worker) p.second *= s;
-  for (auto& c : g.communication) c.value *= s;
-}
-}  // namespace
-
-void Aggregate::add(const WindowSummary& w, size_t top_k) {
-  ++windows;
-  events += w.events;
-  edges += w.edges;
-  Diagnostics& d = diagnostics;
-  const Diagnostics& x = w.diagnostics;
-  d.no_paths = d.no_paths || x.no_paths;
-  d.property1_violations += x.property1_violations;
-  d.property2_violations += x.property2_violations;
-  d.property2_ns += x.property2_ns;
-  d.zero_duration_cycles += x.zero_duration_cycles;
-  d.segments += x.segments;
-  d.no_path_segments += x.no_path_segments;
-  for (int i = 0; i < kIssueCount; ++i) d.issues[i] += x.issues[i];
-  for (const auto& [kind, n] : x.input) d.add_input(kind, n);
-  const int64_t length = w.window.end - w.window.start;
-  diag_weight_ns += length;
-  d.unknown_share += x.unknown_share * static_cast<double>(length);
-  d.waiting_share += x.waiting_share * static_cast<double>(length);
-  for (const WhatIf& x : w.what_if) {
-    auto it = std::find_if(what_if.begin(), what_if.end(), [&](const WhatIf& y) {
-      return y.kind == x.kind && y.id == x.id && y.peer_median == x.peer_median;
-    });
-    if (it == what_if.end()) {
-      what_if.push_back(x);
-    } else {
-      it->saved_ns += x.saved_ns;
-      it->speedup = std::max(it->speedup, x.speedup);
-    }
-  }
-  if (!w.has_paths) return;
-  verdicts.add(decide_verdict(w.cp, w.conventional, true, w.what_if), w.cp_ns);
-  ++windows_with_paths;
-  const int64_t span = w.cp_ns;
-  weight_ns += span;
-  const double s = static_cast<double>(span);
-  add_groups(cp, w.cp, s);
-  add_groups(conventional, w.conventional, s);
-  add_groups(single_path, w.single_path, s);
-  // Keep the k most critical activities over all windows, weighted by window span.
-  for (TopActivity a : w.top) {
-    a.cp *= s;
-    top.push_back(a);
-  }
-  if (top.size() > 4 * top_k + 64) {
-    std::partial_sort(top.begin(), top.begin() + static_cast<std::ptrdiff_t>(top_k), top.end(),
-                      [](const TopActivity& a, const TopActivity& b) { return a.cp > b.cp; });
-    top.resize(top_k);
-  }
-}
-
-void Aggregate::finish() {
-  std::stable_sort(what_if.begin(), what_if.end(),
-                   [](const WhatIf& a, const WhatIf& b) { return a.saved_ns > b.saved_ns; });
-  if (diag_weight_ns > 0) {
-    diagnostics.unknown_share /= static_cast<double>(diag_weight_ns);
-    diagnostics.waiting_share /= static_cast<double>(diag_weight_ns);
-  }
-  if (weight_ns <= 0) return;
-  const double s = 1.0 / static_cast<double>(weight_ns);
-  scale_groups(cp, s);
-  scale_groups(conventional, s);
-  scale_groups(single_path, s);
-  for (TopActivity& a : top) a.cp *= s;
-  std::sort(top.begin(), top.end(),
-            [](const TopActivity& a, const TopActivity& b) { return a.cp > b.cp; });
+  fill_diagnostics(cp, totals, out.diagnostics);
+  count_issues(pag_.issues, snap.window, issue_cursor_, out.diagnostics);
 }
 
 }  // namespace snailtrail
