@@ -186,6 +186,7 @@ bool ranks_write_output(const std::string& path) {
 }
 
 RankOutput::~RankOutput() {
+  if (writer_.joinable()) writer_.join();
   if (fd_ >= 0) ::close(fd_);
 }
 
@@ -214,30 +215,45 @@ void RankOutput::start(uint64_t offset, std::string_view prefix) {
         "cannot write {}: {} (under mpirun every rank writes its part of -o: it must be on a "
         "file system all ranks share, or write to stdout)",
         path_, std::strerror(errno)));
-  offset_ = offset;
-  write_out(prefix);
-  for (std::string& piece : held_) {
-    write_out(piece);
-    std::string().swap(piece);
-  }
-  held_.clear();
+  uint64_t held_bytes = prefix.size();
+  for (const std::string& piece : held_) held_bytes += piece.size();
+  offset_ = offset + held_bytes;  // what comes next goes after what was kept
+  writer_ = std::thread([this, offset, prefix = std::string(prefix)]() mutable {
+    try {
+      write_at(fd_, path_, offset, prefix);
+      for (std::string& piece : held_) {
+        write_at(fd_, path_, offset, piece);
+        std::string().swap(piece);
+      }
+    } catch (...) {
+      writer_error_ = std::current_exception();
+    }
+  });
   pending_.reserve(kWritePiece + (kWritePiece >> 2));
 }
 
 uint64_t RankOutput::finish() {
   write_out(pending_);
   pending_.clear();
+  if (writer_.joinable()) writer_.join();
+  held_.clear();
+  if (writer_error_) std::rethrow_exception(writer_error_);
   return offset_;
 }
 
 void RankOutput::write_out(std::string_view bytes) {
+  write_at(fd_, path_, offset_, bytes);
+}
+
+void RankOutput::write_at(int fd, const std::string& path, uint64_t& offset,
+                          std::string_view bytes) {
   while (!bytes.empty()) {
-    const ssize_t n = ::pwrite(fd_, bytes.data(), bytes.size(), static_cast<off_t>(offset_));
+    const ssize_t n = ::pwrite(fd, bytes.data(), bytes.size(), static_cast<off_t>(offset));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0)
-      throw std::runtime_error(fmt::format("cannot write {} at byte {}: {}", path_, offset_,
+      throw std::runtime_error(fmt::format("cannot write {} at byte {}: {}", path, offset,
                                            n < 0 ? std::strerror(errno) : "nothing written"));
-    offset_ += static_cast<uint64_t>(n);
+    offset += static_cast<uint64_t>(n);
     bytes.remove_prefix(static_cast<size_t>(n));
   }
 }

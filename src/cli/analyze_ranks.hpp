@@ -9,10 +9,12 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -74,6 +76,8 @@ bool ranks_write_output(const std::string& path);
 
 // One rank's part of the output file: kept in memory until its offset is known, then
 // written there with pwrite (the file is created by rank 0 before the offset is passed on).
+// What was kept is written by a thread of its own, so that the analysis goes on meanwhile
+// (on the core the rank before, done by then, has left).
 class RankOutput {
  public:
   explicit RankOutput(std::string path) : path_(std::move(path)) {}
@@ -89,9 +93,12 @@ class RankOutput {
 
  private:
   void write_out(std::string_view bytes);
+  static void write_at(int fd, const std::string& path, uint64_t& offset, std::string_view bytes);
   std::string path_;
   int fd_ = -1;
   uint64_t offset_ = 0;
+  std::thread writer_;  // writes what was kept (held_)
+  std::exception_ptr writer_error_;
   std::vector<std::string> held_;  // pieces of 4 MiB: growing them would copy
   std::string pending_;            // after start: written in pieces of 1 MiB
 };

@@ -17,13 +17,15 @@ double cpu_seconds() {
 }
 
 // Rank r takes the r-th share of the windows, in order, by events (the block index's
-// counts). When rank 0 also writes the other ranks' output (about 15 % of the work of
-// analysing the windows that produced it, measured at two ranks), its share is smaller by
-// that much per other rank (docs/PERFORMANCE.md, "Scaling over ranks").
+// counts). Rank 0's share is smaller: when it writes the other ranks' output, by about 15 %
+// per other rank (the work of writing what they analyzed); when they write their own
+// parts, by 10 % (rank 0 ends the run alone: the other ranks' summaries, the closing
+// lines), the best of 0.8-0.97 measured at two ranks (docs/PERFORMANCE.md, "Scaling over
+// ranks"). SNAILTRAIL_ROOT_WEIGHT sets rank 0's weight, for such measurements.
 void AnalyzeRun::analyze_split() {
   const bool direct = ranks_write_output(a_.output);
   double root_weight =
-      std::max(0.1, 1.0 - (direct ? 0.03 : 0.15) * static_cast<double>(group_->size() - 1));
+      std::max(0.1, 1.0 - (direct ? 0.1 : 0.15) * static_cast<double>(group_->size() - 1));
   if (const char* w = std::getenv("SNAILTRAIL_ROOT_WEIGHT"); w && std::atof(w) > 0)
     root_weight = std::atof(w);  // for measuring (docs/PERFORMANCE.md)
   const auto [kb, ke] = rank_share(*group_, snail_->index(), splan_, root_weight);
