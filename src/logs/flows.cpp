@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "trace/setting_error.hpp"
+
 namespace snailtrail::logs {
 namespace {
 
@@ -67,7 +69,7 @@ FlowSet build_flows(const LogSet& logs, const FlowOptions& options) {
     try {
       re = std::regex(options.id_regex, std::regex::ECMAScript | std::regex::optimize);
     } catch (const std::regex_error& e) {
-      throw std::invalid_argument("--id '" + options.id_regex + "': " + e.what());
+      throw UsageError({field("id_regex"), " '" + options.id_regex + "': " + e.what()});
     }
     std::unordered_map<std::string, uint32_t> ids;
     std::match_results<std::string_view::const_iterator> m;
