@@ -14,9 +14,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "importers/otel/critical_path.hpp"
 #include "importers/otel/otel_importer.hpp"
 #include "pag/timeline.hpp"
+#include "requests/critical_path.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace snailtrail;
@@ -46,9 +46,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   const Trace trace = importers::spans_to_trace(set, {});
   if (!trace.events.empty()) (void)build_pag(trace);
-  for (const importers::CriticalPath& p : importers::critical_paths(set)) {
+  for (const requests::CriticalPath& p : requests::critical_paths(set)) {
     int64_t sum = 0;
-    for (const importers::PathStep& s : p.path) sum += s.critical_ns;
+    for (const requests::PathStep& s : p.path) sum += s.critical_ns;
     if (sum != p.duration_ns) std::abort();
   }
   return 0;

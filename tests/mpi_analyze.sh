@@ -2,8 +2,10 @@
 # CTest: `mpirun -np P BINARY analyze TRACE` (windows split over P ranks; docs/PERFORMANCE.md
 # "Across processes") prints byte for byte what one process prints:
 #   mpi_analyze.sh BINARY PROCS
-# for JSONL and CSV, several window widths, --from/--to, and a trace with long quiet
-# stretches (runs of windows without events that cross the ranks' borders).
+# for JSONL, CSV and the table, several window widths, --from/--to, and traces with long
+# quiet stretches (runs of windows without events that cross the ranks' borders); to
+# stdout (every rank's part through rank 0) and to a file with -o (every rank writes its
+# own part; the file existed before, longer).
 # Exit 77 (skipped) when mpirun is missing.
 bin=$1 procs=$2
 . "$(dirname "$0")/mpi_prologue.sh"
@@ -17,6 +19,12 @@ awk '{ if (match($0, /"ts":[0-9]+/)) { t = substr($0, RSTART + 5, RLENGTH - 5) +
        if (t >= 1200000000 && t < 1900000000) next } print }' \
   "$dir/sim.jsonl" > "$dir/gaps.jsonl"
 "$bin" convert "$dir/gaps.jsonl" "$dir/gaps.snail" 2>/dev/null || { echo "FAIL: convert"; exit 1; }
+# Most of the trace quiet: events only before 0.3 s and after 2.7 s, so ranks' shares
+# start and end inside the quiet stretch.
+awk '{ if (match($0, /"ts":[0-9]+/)) { t = substr($0, RSTART + 5, RLENGTH - 5) + 0;
+       if (t >= 300000000 && t < 2700000000) next } print }' \
+  "$dir/sim.jsonl" > "$dir/quiet.jsonl"
+"$bin" convert "$dir/quiet.jsonl" "$dir/quiet.snail" 2>/dev/null || { echo "FAIL: convert"; exit 1; }
 fail=0
 check() {  # check TRACE ARGS...: one process vs mpirun -np procs
   trace=$1
@@ -26,11 +34,29 @@ check() {  # check TRACE ARGS...: one process vs mpirun -np procs
   $mpirun_lo -np "$procs" \
     "$bin" analyze "$trace" "$@" --no-progress > "$dir/many" 2>"$dir/many.err" ||
     { cat "$dir/many.err"; echo "FAIL: mpirun analyze $*"; fail=1; return; }
-  if cmp -s "$dir/one" "$dir/many"; then
-    echo "same: $(basename "$trace") $* ($(wc -l < "$dir/one") lines)"
+  same "$dir/many" "stdout: $(basename "$trace") $*"
+  head -c 3000000 /dev/zero > "$dir/many.out"
+  $mpirun_lo -np "$procs" \
+    "$bin" analyze "$trace" "$@" --no-progress -o "$dir/many.out" 2>"$dir/many.err" ||
+    { cat "$dir/many.err"; echo "FAIL: mpirun analyze $* -o"; fail=1; return; }
+  same "$dir/many.out" "-o: $(basename "$trace") $*"
+}
+check_report() {  # check_report TRACE ARGS...: `report`, one process vs mpirun -np procs
+  trace=$1
+  shift
+  "$bin" report "$trace" "$@" --no-progress -o "$dir/one" >/dev/null 2>"$dir/one.err" ||
+    { cat "$dir/one.err"; echo "FAIL: report $*"; fail=1; return; }
+  $mpirun_lo -np "$procs" "$bin" report "$trace" "$@" --no-progress -o "$dir/many" \
+    >/dev/null 2>"$dir/many.err" ||
+    { cat "$dir/many.err"; echo "FAIL: mpirun report $*"; fail=1; return; }
+  same "$dir/many" "report: $(basename "$trace") $*"
+}
+same() {  # same FILE WHAT: FILE equals one process's output
+  if cmp -s "$dir/one" "$1"; then
+    echo "same, $2 ($(wc -l < "$dir/one") lines)"
   else
-    diff "$dir/one" "$dir/many" | head -5
-    echo "FAIL: -np $procs differs: $(basename "$trace") $*"
+    diff "$dir/one" "$1" | head -5
+    echo "FAIL: -np $procs differs, $2"
     fail=1
   fi
 }
@@ -39,7 +65,15 @@ check "$dir/t.snail" --window 300ms --format csv --threads 1
 check "$dir/t.snail" --window 250ms --format jsonl --from +1100ms --to +4s
 check "$dir/gaps.snail" --window 10ms --format jsonl
 check "$dir/gaps.snail" --window 7ms --format csv
-# The table needs every window's summary: rank 0 computes it alone, same output.
+check "$dir/quiet.snail" --window 5ms --format jsonl
+check "$dir/quiet.snail" --window 3ms --format csv --threads 1
+# The table: every rank sends its windows' summaries to rank 0.
 check "$dir/t.snail" --window 1s
+check "$dir/gaps.snail" --window 10ms --per-window
+check "$dir/quiet.snail" --window 20ms --per-window --top 3
+# `report`: every rank sends its windows' summaries and timelines to rank 0.
+check_report "$dir/t.snail" --window 1s --format json
+check_report "$dir/gaps.snail" --window 10ms --format json --timelines 20
+check_report "$dir/quiet.snail" --window 5ms
 [ $fail -eq 0 ] && echo PASS
 exit $fail

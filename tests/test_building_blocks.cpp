@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "csv_reader.hpp"
 #include "importers/common/slices.hpp"
 #include "output/writers.hpp"
 #include "pag/radix_sort.hpp"
@@ -276,35 +277,6 @@ TEST(LanePacking, SpansNestOnlyOnTheirParent) {
 
 // ---- writers ------------------------------------------------------------------------------
 
-// A minimal RFC 4180 reader: the oracle for the CSV writer's quoting.
-std::vector<std::vector<std::string>> read_csv(const std::string& text) {
-  std::vector<std::vector<std::string>> rows(1, std::vector<std::string>(1));
-  bool quoted = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
-        rows.back().back() += '"';
-        ++i;
-      } else if (c == '"') {
-        quoted = false;
-      } else {
-        rows.back().back() += c;
-      }
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      rows.back().emplace_back();
-    } else if (c == '\n') {
-      rows.emplace_back(1);
-    } else {
-      rows.back().back() += c;
-    }
-  }
-  if (rows.back().size() == 1 && rows.back()[0].empty()) rows.pop_back();
-  return rows;
-}
-
 struct TwoWorkers {
   Trace trace;
   Pag pag;
@@ -347,7 +319,7 @@ TEST(Writers, CsvQuotesNamesSoThatAReaderGetsThemBack) {
   fmt::memory_buffer out;
   write_csv_header(out);
   write_window_csv(out, w, names, SummarySelection{});
-  const auto rows = read_csv(fmt::to_string(out));
+  const auto rows = testing::read_csv(fmt::to_string(out));
   ASSERT_GE(rows.size(), 2u);
   const size_t columns = rows[0].size();
   EXPECT_EQ(columns, 8u);

@@ -1,4 +1,4 @@
-// The classic critical path of request traces (importers/otel/critical_path.hpp) against
+// The classic critical path of request traces (requests/critical_path.hpp) against
 // a brute-force oracle that walks time one tick at a time, against hand-computed
 // fixtures, and the `snailtrail critical-path` command end to end (with auto-detection of
 // the new importers by `analyze`).
@@ -13,8 +13,8 @@
 #include <string>
 
 #include "importers/importer.hpp"
-#include "importers/otel/critical_path.hpp"
 #include "importers/otel/otel_importer.hpp"
+#include "requests/critical_path.hpp"
 
 namespace snailtrail {
 namespace {
@@ -47,10 +47,10 @@ SpanSet tree(const std::vector<std::array<int64_t, 3>>& spec) {
 
 std::map<uint32_t, int64_t> fast(const SpanSet& set) {
   std::map<uint32_t, int64_t> out;
-  const auto paths = importers::critical_paths(set);
+  const auto paths = requests::critical_paths(set);
   EXPECT_EQ(paths.size(), 1u);
   int64_t sum = 0;
-  for (const importers::PathStep& s : paths.at(0).path) {
+  for (const requests::PathStep& s : paths.at(0).path) {
     if (s.critical_ns > 0) out[s.span] = s.critical_ns;
     sum += s.critical_ns;
   }
@@ -211,7 +211,7 @@ TEST(CriticalPath, OtlpFixture) {
   // [85,100]); B -> C [15,75] -> D [20,50] and E [55,70]. Walking back from 100: F 15,
   // A 5 (80..85), B 5, C 5, E 15, C 5, D 30, C 5, B 5, A 10. Trace 2: H alone, 10.
   const SpanSet set = importers::read_spans(kData + "otlp-request.json");
-  const auto paths = importers::critical_paths(set);
+  const auto paths = requests::critical_paths(set);
   ASSERT_EQ(paths.size(), 2u);
   EXPECT_EQ(set.ids.text(paths[0].trace), "5b8efff798038103d269b633813fc60c");
   EXPECT_EQ(paths[0].duration_ns, 100'000'000);
@@ -225,7 +225,7 @@ TEST(CriticalPath, OtlpFixture) {
       {"query", 30},         {"render", 15},       {"audit", 15}};
   EXPECT_EQ(got, want);
   EXPECT_EQ(paths[1].duration_ns, 10'000'000);
-  const auto services = importers::critical_time_by_service(set, paths);
+  const auto services = requests::critical_time_by_service(set, paths);
   ASSERT_EQ(services.size(), 3u);
   EXPECT_EQ(set.str(services[0].service), "frontend");
   EXPECT_EQ(services[0].critical_ns, 50'000'000);  // 15 + 10 + 15 + H's 10
@@ -241,7 +241,7 @@ TEST(CriticalPath, JaegerFixture) {
   // is Q's child in Jaeger UI's tree, but starts after Q ends: dropped. Back from 1100:
   // R 10, Q 30, R 5, K 55.
   const SpanSet set = importers::read_spans(kData + "jaeger-request.json");
-  const auto paths = importers::critical_paths(set);
+  const auto paths = requests::critical_paths(set);
   ASSERT_EQ(paths.size(), 1u);
   EXPECT_EQ(paths[0].roots, 1u);
   EXPECT_EQ(paths[0].dropped, 1u);
@@ -299,7 +299,7 @@ std::string jaeger_trace(const std::vector<std::string>& spans) {
 
 // (operation, self time) along the path, in path order.
 std::vector<std::pair<std::string, int64_t>> path_of(const SpanSet& set,
-                                                     const importers::CriticalPath& p,
+                                                     const requests::CriticalPath& p,
                                                      int64_t unit) {
   std::vector<std::pair<std::string, int64_t>> out;
   for (const auto& s : p.path)
@@ -320,7 +320,7 @@ TEST(CriticalPathJaegerRules, ConsumerChildOfProducerIsNotBlocking) {
                     jspan("D", 40, 40, "CHILD_OF:C", "internal"),
                     jspan("Q", 35, 10, "CHILD_OF:A", "consumer")}));
   const SpanSet set = importers::read_spans(path);
-  const auto paths = importers::critical_paths(set);
+  const auto paths = requests::critical_paths(set);
   ASSERT_EQ(paths.size(), 1u);
   EXPECT_EQ(paths[0].nonblocking, 1u);
   EXPECT_EQ(paths[0].duration_ns, 100'000);
@@ -332,7 +332,7 @@ TEST(CriticalPathJaegerRules, ConsumerChildOfProducerIsNotBlocking) {
       jaeger_trace({jspan("A", 0, 100, "", "server"), jspan("P", 10, 20, "CHILD_OF:A", "producer"),
                     jspan("C", 20, 70, "FOLLOWS_FROM:P", "consumer")}));
   const SpanSet set2 = importers::read_spans(ff);
-  const auto paths2 = importers::critical_paths(set2);
+  const auto paths2 = requests::critical_paths(set2);
   ASSERT_EQ(paths2.size(), 1u);
   EXPECT_EQ(paths2[0].nonblocking, 1u);
   EXPECT_EQ(path_of(set2, paths2[0], 1000), (Path{{"A", 80}, {"P", 20}}));
@@ -347,7 +347,7 @@ TEST(CriticalPathJaegerRules, ConsumerChildOfProducerIsNotBlocking) {
    {"traceId": "aa", "spanId": "03", "parentSpanId": "02", "name": "C", "kind": 5, "startTimeUnixNano": "1020", "endTimeUnixNano": "1090"}]}]}]}
 )");
   const SpanSet set3 = importers::read_spans(otlp);
-  const auto paths3 = importers::critical_paths(set3);
+  const auto paths3 = requests::critical_paths(set3);
   ASSERT_EQ(paths3.size(), 1u);
   EXPECT_EQ(paths3[0].nonblocking, 1u);
   EXPECT_EQ(path_of(set3, paths3[0], 1), (Path{{"A", 80}, {"P", 20}}));
@@ -362,7 +362,7 @@ TEST(CriticalPathJaegerRules, EveryRootGetsAPathConcatenatedByStart) {
                                      jspan("X", 10, 10, "CHILD_OF:R1", ""),
                                      jspan("O", 120, 10, "CHILD_OF:missing", "")}));
   const SpanSet set = importers::read_spans(path);
-  const auto paths = importers::critical_paths(set);
+  const auto paths = requests::critical_paths(set);
   ASSERT_EQ(paths.size(), 1u);
   EXPECT_EQ(paths[0].roots, 3u);
   EXPECT_EQ(paths[0].duration_ns, 100'000);
@@ -382,7 +382,7 @@ TEST(CriticalPathJaegerRules, FollowsFromSpanIsAChildInTheTree) {
                  jaeger_trace({jspan("A", 0, 100, "", ""), jspan("F", 40, 40, "FOLLOWS_FROM:A", ""),
                                jspan("G", 110, 10, "FOLLOWS_FROM:A", "")}));
   const SpanSet set = importers::read_spans(path);
-  const auto paths = importers::critical_paths(set);
+  const auto paths = requests::critical_paths(set);
   ASSERT_EQ(paths.size(), 1u);
   EXPECT_EQ(paths[0].roots, 1u);
   EXPECT_EQ(paths[0].dropped, 1u);
@@ -396,7 +396,7 @@ TEST(CriticalPathJaegerRules, FollowsFromCycleIsBroken) {
       write_temp("cp-cycle.json", jaeger_trace({jspan("A", 0, 10, "FOLLOWS_FROM:B", ""),
                                                 jspan("B", 2, 5, "FOLLOWS_FROM:A", "")}));
   const SpanSet set = importers::read_spans(path);
-  const auto paths = importers::critical_paths(set);
+  const auto paths = requests::critical_paths(set);
   ASSERT_EQ(paths.size(), 1u);
   EXPECT_EQ(paths[0].roots, 1u);
   int64_t sum = 0;

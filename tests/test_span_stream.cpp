@@ -4,6 +4,7 @@
 // aggregated folded stacks (folded.hpp) on hand-computed traces.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <map>
@@ -11,20 +12,21 @@
 #include <random>
 #include <string>
 
-#include "importers/otel/critical_path.hpp"
-#include "importers/otel/folded.hpp"
 #include "importers/otel/otel_importer.hpp"
+#include "requests/critical_path.hpp"
+#include "requests/folded.hpp"
 
 namespace snailtrail {
 namespace {
 
-using importers::PathCollection;
 using importers::SpanSet;
+using requests::PathCollection;
 
 const std::string kData = std::string(SNAILTRAIL_SOURCE_DIR) + "/tests/data/";
 
+// Named per process: the temporary directory is shared with other runs of the suite.
 std::string write_temp(const std::string& name, const std::string& text) {
-  const std::string path = ::testing::TempDir() + name;
+  const std::string path = ::testing::TempDir() + std::to_string(::getpid()) + "-" + name;
   std::FILE* f = std::fopen(path.c_str(), "wb");
   EXPECT_NE(f, nullptr);
   std::fwrite(text.data(), 1, text.size(), f);
@@ -45,7 +47,7 @@ std::string dump(const PathCollection& all,
       s += "  " + std::string(t.span_id(st)) + " " + all.name(st.service) + " " +
            all.name(st.operation) + " " + std::to_string(st.start_ns) + " " +
            std::to_string(st.end_ns) + " " + std::to_string(st.self_ns) + " [" +
-           (st.context == importers::kNoSpan ? "" : importers::context_stack(all, st.context)) +
+           (st.context == importers::kNoSpan ? "" : requests::context_stack(all, st.context)) +
            "]\n";
   }
   for (const auto& sv : all.by_service())
@@ -59,9 +61,9 @@ std::string dump(const PathCollection& all,
 std::string whole(const std::string& path) {
   const SpanSet set = importers::read_spans(path);
   std::vector<uint32_t> tree_parent;
-  const auto paths = importers::critical_paths(set, &tree_parent);
+  const auto paths = requests::critical_paths(set, &tree_parent);
   PathCollection all;
-  all.add(importers::summarize_paths(set, paths, tree_parent, true));
+  all.add(requests::summarize_paths(set, paths, tree_parent, true));
   return dump(all, set.diagnostics);
 }
 
@@ -71,12 +73,12 @@ struct Streamed {
 };
 Streamed streamed(const std::string& path, unsigned threads) {
   std::mutex mutex;
-  std::map<size_t, importers::UnitPaths> units;
+  std::map<size_t, requests::UnitPaths> units;
   Streamed r;
   r.stream = importers::stream_spans(path, "auto", threads, [&](size_t unit, const SpanSet& set) {
     std::vector<uint32_t> tp;
-    const auto paths = importers::critical_paths(set, &tp);
-    auto u = importers::summarize_paths(set, paths, tp, true);
+    const auto paths = requests::critical_paths(set, &tp);
+    auto u = requests::summarize_paths(set, paths, tp, true);
     std::lock_guard lock(mutex);
     EXPECT_TRUE(units.emplace(unit, std::move(u)).second);
   });
@@ -290,8 +292,8 @@ TEST(SpanStream, RepeatedTraceIdsAreCounted) {
   importers::stream_spans(write_temp("stream-repeat.json", text), "jaeger", 1,
                           [&](size_t, const SpanSet& set) {
                             std::vector<uint32_t> tp;
-                            const auto paths = importers::critical_paths(set, &tp);
-                            all.add(importers::summarize_paths(set, paths, tp, false));
+                            const auto paths = requests::critical_paths(set, &tp);
+                            all.add(requests::summarize_paths(set, paths, tp, false));
                           });
   ASSERT_EQ(all.traces().size(), 3u);
   EXPECT_EQ(all.traces()[2].trace_id(), "t0");
@@ -486,13 +488,13 @@ TEST(SpanStream, OtlpTraceGapCutsTracesAndCountsThem) {
   auto run_gap = [&](size_t gap) {
     got.clear();
     PathCollection all;
-    std::map<size_t, importers::UnitPaths> units;
+    std::map<size_t, requests::UnitPaths> units;
     const auto s = importers::stream_spans(
         path, "otlp", 1,
         [&](size_t unit, const SpanSet& set) {
           std::vector<uint32_t> tp;
-          const auto paths = importers::critical_paths(set, &tp);
-          units.emplace(unit, importers::summarize_paths(set, paths, tp, false));
+          const auto paths = requests::critical_paths(set, &tp);
+          units.emplace(unit, requests::summarize_paths(set, paths, tp, false));
         },
         gap);
     for (const auto& [i, u] : units) all.add(u);
@@ -649,7 +651,7 @@ TEST(FoldedStacks, TotalWeightIsTheSummedCriticalTime) {
     }
     const SpanSet set = importers::read_spans(path);
     int64_t want = 0;
-    for (const auto& p : importers::critical_paths(set)) want += p.duration_ns;
+    for (const auto& p : requests::critical_paths(set)) want += p.duration_ns;
     EXPECT_EQ(total * 1000, want) << r.out;
     EXPECT_GT(lines, 0u);
   }
@@ -658,9 +660,9 @@ TEST(FoldedStacks, TotalWeightIsTheSummedCriticalTime) {
 TEST(FoldedStacks, PercentileBuckets) {
   // Durations 10..100 (us) in steps of 10 over ten traces: nearest rank.
   PathCollection all;
-  importers::UnitPaths u;
+  requests::UnitPaths u;
   for (int t = 0; t < 10; ++t) {
-    importers::UnitPaths::TracePaths tp{};
+    requests::UnitPaths::TracePaths tp{};
     tp.id_begin = static_cast<uint32_t>(u.ids.size());
     u.ids += "t" + std::to_string(t);
     tp.id_len = static_cast<uint32_t>(u.ids.size()) - tp.id_begin;
@@ -670,7 +672,7 @@ TEST(FoldedStacks, PercentileBuckets) {
   all.add(u);
   auto durations = [&](double p, double w) {
     std::vector<int64_t> d;
-    for (size_t i : importers::traces_around(all, p, w))
+    for (size_t i : requests::traces_around(all, p, w))
       d.push_back(all.traces()[i].duration_ns / 1000);
     return d;
   };

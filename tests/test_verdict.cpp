@@ -5,6 +5,7 @@
 #include <simdjson.h>
 
 #include "output/names.hpp"
+#include "output/verdict_text.hpp"
 #include "process_util.hpp"
 #include "sim_test_util.hpp"
 #include "summary/summary.hpp"
@@ -383,7 +384,6 @@ TEST(Verdict, Rules) {
 }  // namespace snailtrail
 
 namespace snailtrail {
-std::string verdict_text(const Verdict& v, const Names& names);  // output/writers.cpp
 namespace {
 
 // Every verdict kind's sentence, written out by hand (the texts before they became one

@@ -9,10 +9,10 @@
 
 #include "cli/commands.hpp"
 #include "cli/output_file.hpp"
-#include "importers/otel/critical_path.hpp"
-#include "importers/otel/folded.hpp"
 #include "importers/otel/otel_importer.hpp"
 #include "output/writers.hpp"
+#include "requests/critical_path.hpp"
+#include "requests/folded.hpp"
 
 namespace snailtrail::cli {
 namespace {
@@ -30,8 +30,8 @@ struct CriticalPathArgs {
   std::vector<double> diff;
 };
 
-using importers::PathCollection;
-using importers::ServiceTime;
+using requests::PathCollection;
+using requests::ServiceTime;
 
 std::string ms(int64_t ns) {
   return fmt::format("{:.3f}", static_cast<double>(ns) / 1e6);
@@ -149,16 +149,16 @@ int run(const CriticalPathArgs& a) {
   const bool contexts = a.format == "folded" || !a.diff.empty();
   // Units are computed in parallel and merged in file order as soon as they are next.
   std::mutex mutex;
-  std::vector<std::optional<importers::UnitPaths>> pending;
+  std::vector<std::optional<requests::UnitPaths>> pending;
   size_t next = 0;
   PathCollection all;
   importers::SpanStream stream = importers::stream_spans(
       a.trace, a.importer, a.threads,
       [&](size_t unit, const importers::SpanSet& set) {
         std::vector<uint32_t> tree_parent;
-        const std::vector<importers::CriticalPath> paths =
-            importers::critical_paths(set, &tree_parent);
-        importers::UnitPaths u = importers::summarize_paths(set, paths, tree_parent, contexts);
+        const std::vector<requests::CriticalPath> paths =
+            requests::critical_paths(set, &tree_parent);
+        requests::UnitPaths u = requests::summarize_paths(set, paths, tree_parent, contexts);
         std::lock_guard lock(mutex);
         if (pending.size() <= unit - next) pending.resize(unit - next + 1);
         pending[unit - next] = std::move(u);
@@ -184,10 +184,10 @@ int run(const CriticalPathArgs& a) {
   if (all.total_spans() == 0) throw TraceError(stream.source, "input", "the trace has no spans");
   OutputFile out(a.output);
   if (!a.diff.empty()) {
-    const std::string text = importers::folded_diff(all, a.diff[0], a.diff[1], a.bucket);
+    const std::string text = requests::folded_diff(all, a.diff[0], a.diff[1], a.bucket);
     out.buf().append(text.data(), text.data() + text.size());
   } else if (a.format == "folded") {
-    const std::string text = importers::folded_stacks(all, a.percentile, a.bucket);
+    const std::string text = requests::folded_stacks(all, a.percentile, a.bucket);
     out.buf().append(text.data(), text.data() + text.size());
   } else {
     const std::vector<ServiceTime> services = all.by_service();

@@ -10,6 +10,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "cli/analyze_ranks.hpp"
 #include "cli/commands.hpp"
 #include "cli/duration.hpp"
 #include "cli/import_warnings.hpp"
@@ -22,6 +23,7 @@
 #include "flame/profile_io.hpp"
 #include "importers/importer.hpp"
 #include "report/report.hpp"
+#include "report/timeline_wire.hpp"
 #include "trace/trace_io.hpp"
 
 namespace snailtrail::cli {
@@ -73,7 +75,7 @@ int write_page(const std::string& path, const std::string& text) {
   return 0;
 }
 
-int run(ReportArgs& a) {
+int run(ReportArgs& a, mpi::RankGroup* group) {
   if (a.dashboard) return write_page(a.output, report::render_dashboard_html());
   if (a.in.trace.empty()) throw std::invalid_argument("a TRACE file is required");
   AnalysisOptions opt;
@@ -84,7 +86,10 @@ int run(ReportArgs& a) {
   opt.what_if.enabled = a.report.what_if;
   if (a.report.max_points < 2) throw std::invalid_argument("--max-points must be at least 2");
 
-  const bool progress = !a.no_progress && isatty(STDERR_FILENO);
+  // Under mpirun the ranks share the windows of a streamed analysis; rank 0 builds the
+  // report (cli/analyze_ranks.hpp).
+  const bool helper_rank = group && group->rank() > 0;
+  const bool progress = !a.no_progress && isatty(STDERR_FILENO) && !helper_rank;
   // A .snail trace with tumbling windows is read block by block (summary/streamed.hpp):
   // memory O(window + workers), the same report. The flame view of a trace with a
   // profile needs every event: such traces are read whole.
@@ -92,14 +97,16 @@ int run(ReportArgs& a) {
   if (snail) {
     for (const SnailBlock& b : snail->index().blocks)
       if (b.kind != 1 && b.kind != 2) {  // a profile block (kind 4)
-        fmt::print(stderr,
-                   "snailtrail: note: {}: read whole into memory: the flame view needs the "
-                   "whole trace\n",
-                   a.in.trace);
+        if (!helper_rank)
+          fmt::print(stderr,
+                     "snailtrail: note: {}: read whole into memory: the flame view needs the "
+                     "whole trace\n",
+                     a.in.trace);
         snail.reset();
         break;
       }
   }
+  if (helper_rank && !snail) return 0;  // rank 0 does it all
   Trace trace;
   Pag pag;  // in memory: the whole trace's; streamed: only the ids, for the names
   AutoWindowChoice auto_choice;
@@ -117,14 +124,17 @@ int run(ReportArgs& a) {
   }
   if (auto_window) {
     a.in.window = auto_choice.label;
-    fmt::print(stderr, "snailtrail: note: --window auto chose {}: {} (--window sets another)\n",
-               a.in.window == "whole" ? "the whole trace" : a.in.window, auto_choice.reason);
+    if (!helper_rank)
+      fmt::print(stderr, "snailtrail: note: --window auto chose {}: {} (--window sets another)\n",
+                 a.in.window == "whole" ? "the whole trace" : a.in.window, auto_choice.reason);
   }
   resolve_time_range(a.in, pag, opt);
   StreamedPlan splan;
   if (snail) splan = plan_streamed(snail->index().facts, opt.windows);
-  if (snail ? splan.empty() : plan_windows(pag, opt.windows).empty())
+  if (snail ? splan.empty() : plan_windows(pag, opt.windows).empty()) {
+    if (helper_rank) return 0;  // rank 0 says why
     throw std::invalid_argument(no_window_message(pag));
+  }
 
   Names names(trace, pag);
   const std::string flame = snail ? std::string() : flame_json(trace, opt);
@@ -133,8 +143,8 @@ int run(ReportArgs& a) {
   a.report.source = a.in.trace;
   a.report.window_label = a.in.window;
   a.report.window_ns = opt.windows.width_ns;
-  a.report.enrich =
-      ds2_enricher(a.in.trace, a.in.importer, a.in.import, opt.windows.width_ns);  // DS2's number
+  if (!helper_rank)  // DS2's number
+    a.report.enrich = ds2_enricher(a.in.trace, a.in.importer, a.in.import, opt.windows.width_ns);
   report::ReportBuilder builder(a.report);
   for (const auto& [kind, n] : trace.import_diagnostics) builder.add_input_diagnostic(kind, n);
   auto last = std::chrono::steady_clock::now();
@@ -146,9 +156,13 @@ int run(ReportArgs& a) {
   const bool keep_timelines = a.report.timelines > 0;
   const unsigned threads = analysis_threads(a.in);
   const std::function<void(const WindowView&, RenderedWindow&)> render = [&](const WindowView& v,
-                                                                             RenderedWindow&) {
+                                                                             RenderedWindow& r) {
     if (keep_timelines && v.summary.window.empty_run == 0) {
       report::Timeline t = report::extract_timeline(v, a.report.timeline_edges);
+      if (helper_rank) {  // sent to rank 0 with the window
+        report::append_timeline(r.text, t);
+        return;
+      }
       std::lock_guard lock(timelines_mu);
       timelines[v.summary.index] = std::move(t);
     }
@@ -175,7 +189,30 @@ int run(ReportArgs& a) {
                  done == total ? "\n" : "");
     }
   };
-  if (snail) {
+  if (snail && group) {
+    // Rank 0 takes its share, then every other rank's windows with their timelines.
+    const auto [kb, ke] =
+        rank_share(*group, snail->index(), splan, 1.0 - 0.05 * (group->size() - 1));
+    if (helper_rank) {
+      send_windows_to_root(*group, true, [&](const auto& send) {
+        if (ke >= kb) analyze_snail_streamed(*snail, opt, splan, kb, ke, threads, render, send);
+      });
+      return 0;
+    }
+    group->start_receiving();
+    if (ke >= kb)
+      analyze_snail_streamed(*snail, opt, splan, kb, ke, threads, render, consume, on_progress);
+    for (int rank = 1; rank < group->size(); ++rank)
+      replay_rank(*group, rank, [&](RenderedWindow& r) {
+        if (r.summary.window.empty_run > 0) return;
+        report::Timeline t;
+        if (!r.text.empty()) {
+          report::read_timeline(r.text, t);
+          t.summary = r.summary;
+        }
+        builder.add(r.summary, names, std::move(t));
+      });
+  } else if (snail) {
     const StreamedStats st = analyze_snail_streamed(*snail, opt, splan, splan.k0, splan.k1, threads,
                                                     render, consume, on_progress);
     if (a.timings)
@@ -233,7 +270,10 @@ CommandRunner add_report_command(CLI::App& app) {
                 "Print on stderr how the trace was read (bytes and blocks when streamed)");
   // For the browser tests of the live view: writes the page `serve` answers GET / with.
   cmd->add_flag("--dashboard", a.dashboard, "Write the live dashboard page instead")->group("");
-  return [cmd, args]() { return *cmd ? run(*args) : -1; };
+  return [cmd, args]() {
+    if (!*cmd) return -1;
+    return run_on_ranks([&](mpi::RankGroup* group) { return run(*args, group); });
+  };
 }
 
 }  // namespace snailtrail::cli

@@ -130,6 +130,18 @@ Stream<Out> stateful_unary(const Stream<T>& s, std::string name, KeyFn key, Fold
                                Logic{std::move(key), std::move(fold), std::move(done), {}, {}, {}});
 }
 
+// Windows (by end time) whose end the frontier has passed: every key's aggregate is given
+// as (key, acc) at the window's end, and the window is forgotten.
+template <class In, class Out, class Windows>
+void give_closed_windows(In& in, Output<Out>& out, Notificator& notes, Windows& windows) {
+  notes.for_each(in.frontier(), [&](Capability& cap) {
+    auto it = windows.find(cap.time());
+    if (it == windows.end()) return;
+    for (auto& [k, acc] : it->second) out.give(cap.time(), Out(k, std::move(acc)));
+    windows.erase(it);
+  });
+}
+
 // Tumbling windows of `width` time units: records of time t count toward the window
 // ending at e = (t / width + 1) * width - 1; when the frontier passes e, every key's
 // aggregate is given as (key, acc) at time e. add(acc, record) folds a record in.
@@ -150,12 +162,7 @@ Stream<std::pair<uint64_t, Acc>> tumbling_window(const Stream<T>& s, std::string
         if (inserted) notes.notify_at(in.retain(end));
         for (T& r : data) add(it->second[key(r)], r);
       });
-      notes.for_each(in.frontier(), [&](Capability& cap) {
-        auto it = windows.find(cap.time());
-        if (it == windows.end()) return;
-        for (auto& [k, acc] : it->second) out.give(cap.time(), Out(k, std::move(acc)));
-        windows.erase(it);
-      });
+      give_closed_windows(in, out, notes, windows);
     }
   };
   auto k = key;
@@ -191,12 +198,7 @@ Stream<std::pair<uint64_t, Acc>> sliding_window(const Stream<T>& s, std::string 
           for (T& r : data) add(it->second[key(r)], r);
         }
       });
-      notes.for_each(in.frontier(), [&](Capability& cap) {
-        auto it = windows.find(cap.time());
-        if (it == windows.end()) return;
-        for (auto& [k, acc] : it->second) out.give(cap.time(), Out(k, std::move(acc)));
-        windows.erase(it);
-      });
+      give_closed_windows(in, out, notes, windows);
     }
   };
   auto k = key;

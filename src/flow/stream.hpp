@@ -341,6 +341,21 @@ inline void trace_processing(Recorder& rec, int64_t t0, uint32_t op, uint64_t re
                static_cast<int64_t>(records));
 }
 
+// One activation of an operator with inputs: `n` records staged, `logic()` run, traced as
+// processing if it did work (took records or changed the progress state), output sent.
+template <class Out, class Logic>
+bool run_activation(Worker& w, uint32_t op, uint64_t n, Output<Out>& out, Logic&& logic) {
+  Recorder& rec = w.recorder();
+  const int64_t t0 = rec.on() ? rec.now() : 0;
+  const size_t before = w.pending_changes();
+  logic();
+  const bool work = n > 0 || w.pending_changes() != before;
+  if (rec.on() && work) trace_processing(rec, t0, op, n);
+  out.flush();
+  out.take_given();
+  return work;
+}
+
 template <class T, class Logic>
 class SourceOp final : public OperatorBase {
  public:
@@ -377,16 +392,7 @@ class UnaryOp final : public OperatorBase {
   UnaryOp(Worker& w, uint32_t op, std::unique_ptr<Input<In>> in, Logic logic)
       : w_(w), op_(op), in_(std::move(in)), out_(w, op), logic_(std::move(logic)) {}
   bool schedule() override {
-    Recorder& rec = w_.recorder();
-    const uint64_t n = in_->stage();
-    const int64_t t0 = rec.on() ? rec.now() : 0;
-    const size_t before = w_.pending_changes();
-    logic_(*in_, out_);
-    const bool work = n > 0 || w_.pending_changes() != before;
-    if (rec.on() && work) trace_processing(rec, t0, op_, n);
-    out_.flush();
-    out_.take_given();
-    return work;
+    return run_activation(w_, op_, in_->stage(), out_, [&] { logic_(*in_, out_); });
   }
   Output<Out>& output() { return out_; }
 
@@ -410,16 +416,8 @@ class BinaryOp final : public OperatorBase {
         out_(w, op),
         logic_(std::move(logic)) {}
   bool schedule() override {
-    Recorder& rec = w_.recorder();
     const uint64_t n = in1_->stage() + in2_->stage();
-    const int64_t t0 = rec.on() ? rec.now() : 0;
-    const size_t before = w_.pending_changes();
-    logic_(*in1_, *in2_, out_);
-    const bool work = n > 0 || w_.pending_changes() != before;
-    if (rec.on() && work) trace_processing(rec, t0, op_, n);
-    out_.flush();
-    out_.take_given();
-    return work;
+    return run_activation(w_, op_, n, out_, [&] { logic_(*in1_, *in2_, out_); });
   }
   Output<Out>& output() { return out_; }
 

@@ -260,46 +260,14 @@ class Builder {
     }
   }
 
+  // One event: the thread it ran on is running, then what the event changes.
   void step(const KEvent& e) {
     Cpu* c = cpu(e.host, e.cpu);
-    int32_t cur = -1;
-    if (e.type != KType::statedump && e.type != KType::process_exit) {
-      cur = thread(e.host, e.tid, e.comm);
-      ensure_running(cur, e.ts);
-      if (c && c->current != e.tid) {
-        if (c->current > 0 && e.tid > 0 && e.type != KType::sched_switch)
-          m_.diagnostics.add("kernel.current_changed_without_switch");
-        c->current = e.tid;
-      }
-    }
+    const int32_t cur = current_thread(e, c);
     switch (e.type) {
-      case KType::sched_switch: {
-        if (cur >= 0) {
-          OpenState& o = open_[cur];
-          add(cur, o.since, e.ts, ThreadState::running);
-          if (e.state == PrevState::runnable) {
-            o = {Open::preempted, e.ts};
-          } else if (e.state == PrevState::blocked) {
-            o = {Open::blocked, e.ts};
-          } else {
-            o = {Open::dead, e.ts};
-            by_tid_.erase(tid_key(e.host, e.tid));
-          }
-        }
-        const int32_t next = thread(e.host, e.a, e.comm_a);
-        if (next >= 0) {
-          OpenState& o = open_[next];
-          if (o.state == Open::preempted) {
-            add(next, o.since, e.ts, ThreadState::preempted);
-          } else if (o.state == Open::blocked) {
-            m_.diagnostics.add("kernel.switch_in_without_wakeup");
-            add(next, o.since, e.ts, ThreadState::blocked);
-          } else if (o.state == Open::running) {
-            m_.diagnostics.add("kernel.switch_in_while_running");
-            add(next, o.since, e.ts, ThreadState::running);
-          }
-          o = {Open::running, e.ts};
-        }
+      case KType::sched_switch:
+        switch_out(e, cur);
+        switch_in(e);
         if (c) {
           c->current = e.a;
           if (!c->stack.empty()) {
@@ -308,59 +276,26 @@ class Builder {
           }
         }
         break;
-      }
       case KType::sched_waking:
-        wake(e, cur, c);
-        break;
       case KType::sched_wakeup:
       case KType::sched_wakeup_new:
         wake(e, cur, c);
         break;
-      case KType::process_fork: {
-        const int32_t child = thread(e.host, e.a, e.comm_a);
-        if (child >= 0) {
-          Thread& ct = m_.threads[child];
-          if (ct.parent < 0 && cur != child) {
-            ct.parent = cur;
-            ct.birth = e.ts;
-          }
-          if (open_[child].state == Open::none) open_[child] = {Open::preempted, e.ts};
-        }
+      case KType::process_fork:
+        record_fork(e, cur);
         break;
-      }
       case KType::process_exit:
         break;  // the thread leaves with its last sched_switch (prev_state X/Z)
       case KType::irq_entry:
       case KType::softirq_entry:
       case KType::hrtimer_entry:
-        if (c) {
-          if (c->stack.size() >= kMaxContextDepth) {
-            m_.diagnostics.add("kernel.interrupt_nesting_too_deep");
-            c->stack.erase(c->stack.begin());
-          }
-          c->stack.push_back({e.type, e.a});
-        }
+        if (c) enter_interrupt(e, *c);
         break;
       case KType::irq_exit:
       case KType::softirq_exit:
-      case KType::hrtimer_exit: {
-        if (!c) break;
-        const KType entry = e.type == KType::irq_exit       ? KType::irq_entry
-                            : e.type == KType::softirq_exit ? KType::softirq_entry
-                                                            : KType::hrtimer_entry;
-        if (!c->stack.empty() && c->stack.back().kind == entry) {
-          c->stack.pop_back();
-        } else {
-          m_.diagnostics.add("kernel.unbalanced_interrupt_exit");
-          // Drop up to (and including) the innermost matching entry, if any.
-          for (size_t k = c->stack.size(); k-- > 0;)
-            if (c->stack[k].kind == entry) {
-              c->stack.resize(k);
-              break;
-            }
-        }
+      case KType::hrtimer_exit:
+        if (c) exit_interrupt(e, *c);
         break;
-      }
       case KType::block_complete:
         if (c && !c->stack.empty()) c->stack.back().block_done = true;
         break;
@@ -377,13 +312,101 @@ class Builder {
         break;
       case KType::block_issue:
         break;
-      case KType::statedump: {
-        const int32_t t = thread(e.host, e.tid, e.comm);
-        if (t >= 0 && open_[t].state == Open::none)
-          open_[t] = {e.state == PrevState::blocked ? Open::blocked : Open::preempted, e.ts};
+      case KType::statedump:
+        statedump(e);
+        break;
+    }
+  }
+
+  // The thread the event ran on (-1 for events of no running thread): it runs, and it
+  // is its CPU's current thread.
+  int32_t current_thread(const KEvent& e, Cpu* c) {
+    if (e.type == KType::statedump || e.type == KType::process_exit) return -1;
+    const int32_t cur = thread(e.host, e.tid, e.comm);
+    ensure_running(cur, e.ts);
+    if (c && c->current != e.tid) {
+      if (c->current > 0 && e.tid > 0 && e.type != KType::sched_switch)
+        m_.diagnostics.add("kernel.current_changed_without_switch");
+      c->current = e.tid;
+    }
+    return cur;
+  }
+
+  // sched_switch, the previous thread: its running interval ends; it waits for a CPU,
+  // blocks or dies (by prev_state).
+  void switch_out(const KEvent& e, int32_t cur) {
+    if (cur < 0) return;
+    OpenState& o = open_[cur];
+    add(cur, o.since, e.ts, ThreadState::running);
+    if (e.state == PrevState::runnable) {
+      o = {Open::preempted, e.ts};
+    } else if (e.state == PrevState::blocked) {
+      o = {Open::blocked, e.ts};
+    } else {
+      o = {Open::dead, e.ts};
+      by_tid_.erase(tid_key(e.host, e.tid));
+    }
+  }
+
+  // sched_switch, the next thread: what it was doing ends; it runs.
+  void switch_in(const KEvent& e) {
+    const int32_t next = thread(e.host, e.a, e.comm_a);
+    if (next < 0) return;
+    OpenState& o = open_[next];
+    if (o.state == Open::preempted) {
+      add(next, o.since, e.ts, ThreadState::preempted);
+    } else if (o.state == Open::blocked) {
+      m_.diagnostics.add("kernel.switch_in_without_wakeup");
+      add(next, o.since, e.ts, ThreadState::blocked);
+    } else if (o.state == Open::running) {
+      m_.diagnostics.add("kernel.switch_in_while_running");
+      add(next, o.since, e.ts, ThreadState::running);
+    }
+    o = {Open::running, e.ts};
+  }
+
+  void record_fork(const KEvent& e, int32_t cur) {
+    const int32_t child = thread(e.host, e.a, e.comm_a);
+    if (child < 0) return;
+    Thread& ct = m_.threads[child];
+    if (ct.parent < 0 && cur != child) {
+      ct.parent = cur;
+      ct.birth = e.ts;
+    }
+    if (open_[child].state == Open::none) open_[child] = {Open::preempted, e.ts};
+  }
+
+  // The CPU's stack of interrupt contexts, for what a wake-up inside them was caused by.
+  void enter_interrupt(const KEvent& e, Cpu& c) {
+    if (c.stack.size() >= kMaxContextDepth) {
+      m_.diagnostics.add("kernel.interrupt_nesting_too_deep");
+      c.stack.erase(c.stack.begin());
+    }
+    c.stack.push_back({e.type, e.a});
+  }
+
+  void exit_interrupt(const KEvent& e, Cpu& c) {
+    const KType entry = e.type == KType::irq_exit       ? KType::irq_entry
+                        : e.type == KType::softirq_exit ? KType::softirq_entry
+                                                        : KType::hrtimer_entry;
+    if (!c.stack.empty() && c.stack.back().kind == entry) {
+      c.stack.pop_back();
+      return;
+    }
+    m_.diagnostics.add("kernel.unbalanced_interrupt_exit");
+    // Drop up to (and including) the innermost matching entry, if any.
+    for (size_t k = c.stack.size(); k-- > 0;)
+      if (c.stack[k].kind == entry) {
+        c.stack.resize(k);
         break;
       }
-    }
+  }
+
+  // A thread's state when tracing started (LTTng's statedump).
+  void statedump(const KEvent& e) {
+    const int32_t t = thread(e.host, e.tid, e.comm);
+    if (t >= 0 && open_[t].state == Open::none)
+      open_[t] = {e.state == PrevState::blocked ? Open::blocked : Open::preempted, e.ts};
   }
 
   KernelEvents in_;

@@ -131,6 +131,73 @@ PrevState prev_state_of(std::string_view s) {
   return PrevState::blocked;  // S, D, I, T, t, P, W, K, N, "D|K", ...
 }
 
+// The head of a sample line, "COMM... TID [CPU] [FLAGS] SECONDS:", and what follows it.
+struct SampleHead {
+  std::string_view comm, rest;
+  int32_t cpu = -1, tid = -1;
+  int64_t ts = 0;
+};
+
+// Tokens up to the time stamp, then back from it: flags and [CPU] until the tid; the comm
+// (which may hold spaces) is everything before. False if the line is no sample.
+bool parse_head(std::string_view s, SampleHead& h) {
+  size_t tok_start[64];
+  size_t tok_len[64];
+  int ntok = 0;
+  int time_tok = -1;
+  size_t p = 0;
+  while (p < s.size() && ntok < 64) {
+    while (p < s.size() && is_space(s[p])) ++p;
+    if (p >= s.size()) break;
+    const size_t b = p;
+    while (p < s.size() && !is_space(s[p])) ++p;
+    tok_start[ntok] = b;
+    tok_len[ntok] = p - b;
+    if (ntok >= 1 && parse_time(s.substr(b, p - b), h.ts)) {
+      time_tok = ntok++;
+      break;
+    }
+    ++ntok;
+  }
+  if (time_tok < 0) return false;
+  int k = time_tok - 1;
+  int skipped = 0;
+  while (k >= 0) {
+    const std::string_view tok = s.substr(tok_start[k], tok_len[k]);
+    int32_t c;
+    if (parse_cpu_token(tok, c)) {
+      h.cpu = c;
+    } else if (parse_tid_token(tok, h.tid)) {
+      break;
+    } else if (++skipped > 2) {
+      return false;
+    }
+    --k;
+  }
+  if (k < 0 || h.tid < 0) return false;
+  h.comm = trim(s.substr(0, tok_start[k]));
+  h.rest = trim(s.substr(tok_start[time_tok] + tok_len[time_tok]));
+  return true;
+}
+
+// After the time: "[PERIOD] [SYS:]EVENT: ARGS" -> the event's name; `rest` becomes ARGS.
+bool split_event(std::string_view& rest, std::string_view& name) {
+  std::string_view ev_tok;
+  while (true) {
+    size_t e = 0;
+    while (e < rest.size() && !is_space(rest[e])) ++e;
+    ev_tok = rest.substr(0, e);
+    rest = trim(rest.substr(e));
+    if (all_digits(ev_tok) && !rest.empty()) continue;  // a period column
+    break;
+  }
+  if (ev_tok.size() < 2 || ev_tok.back() != ':') return false;
+  ev_tok.remove_suffix(1);
+  const size_t colon = ev_tok.rfind(':');
+  name = colon == std::string_view::npos ? ev_tok : ev_tok.substr(colon + 1);
+  return true;
+}
+
 }  // namespace
 
 class Reader {
@@ -181,64 +248,15 @@ class Reader {
     throw TraceError(out_.source, "line " + std::to_string(line_no), what);
   }
 
+  // One line: a sample's head (comm, tid, CPU, time), its event name, then the event's
+  // arguments. Lines that are no sample are skipped (counted); a known event without the
+  // fields it needs is an error.
   void line(std::string_view s, uint32_t line_no) {
     s = trim(s);
     if (s.empty() || s.front() == '#') return;
-    // Tokens up to the time stamp: "COMM... TID [CPU] [FLAGS] SECONDS:".
-    size_t tok_start[64];
-    size_t tok_len[64];
-    int ntok = 0;
-    int time_tok = -1;
-    int64_t ts = 0;
-    size_t p = 0;
-    while (p < s.size() && ntok < 64) {
-      while (p < s.size() && is_space(s[p])) ++p;
-      if (p >= s.size()) break;
-      const size_t b = p;
-      while (p < s.size() && !is_space(s[p])) ++p;
-      tok_start[ntok] = b;
-      tok_len[ntok] = p - b;
-      if (ntok >= 1 && parse_time(s.substr(b, p - b), ts)) {
-        time_tok = ntok++;
-        break;
-      }
-      ++ntok;
-    }
-    if (time_tok < 0) return skip(line_no);
-    // Walk back from the time: flags and [CPU] until the tid.
-    int32_t cpu = -1, tid = -1;
-    int k = time_tok - 1;
-    int skipped = 0;
-    while (k >= 0) {
-      const std::string_view tok = s.substr(tok_start[k], tok_len[k]);
-      int32_t c;
-      if (parse_cpu_token(tok, c)) {
-        cpu = c;
-      } else if (parse_tid_token(tok, tid)) {
-        break;
-      } else if (++skipped > 2) {
-        return skip(line_no);
-      }
-      --k;
-    }
-    if (k < 0 || tid < 0) return skip(line_no);
-    const std::string_view comm = trim(s.substr(0, tok_start[k]));
-    // After the time: [PERIOD] [SYS:]EVENT: ARGS
-    std::string_view rest = trim(s.substr(tok_start[time_tok] + tok_len[time_tok]));
-    std::string_view ev_tok;
-    while (true) {
-      size_t e = 0;
-      while (e < rest.size() && !is_space(rest[e])) ++e;
-      ev_tok = rest.substr(0, e);
-      rest = trim(rest.substr(e));
-      if (all_digits(ev_tok) && !rest.empty()) continue;  // a period column
-      break;
-    }
-    if (ev_tok.size() < 2 || ev_tok.back() != ':') return skip(line_no);
-    ev_tok.remove_suffix(1);
-    const size_t colon = ev_tok.rfind(':');
-    const std::string_view name =
-        colon == std::string_view::npos ? ev_tok : ev_tok.substr(colon + 1);
+    SampleHead h;
+    std::string_view name;
+    if (!parse_head(s, h) || !split_event(h.rest, name)) return skip(line_no);
     ++samples_;
     const KType* known = tracepoint_type(name, false);
     if (!known) {
@@ -246,19 +264,19 @@ class Reader {
       return;
     }
     KEvent ev;
-    ev.ts = ts;
-    ev.cpu = cpu;
-    ev.tid = tid;
-    ev.comm = out_.strings.intern(comm);
+    ev.ts = h.ts;
+    ev.cpu = h.cpu;
+    ev.tid = h.tid;
+    ev.comm = out_.strings.intern(h.comm);
     ev.type = *known;
     ev.line = line_no;
-    if (!args(ev, rest, name)) {
+    if (!args(ev, h.rest, name)) {
       if (last_line_cut_) {
         out_.diagnostics.add("perf.truncated_last_line");
         return;
       }
       fail(line_no, std::string(name) + " without the fields it needs: '" +
-                        std::string(rest.substr(0, 200)) + "'");
+                        std::string(h.rest.substr(0, 200)) + "'");
     }
     out_.events.push_back(ev);
   }

@@ -55,76 +55,160 @@ int month_of(std::string_view w) {
   return 0;
 }
 
+// The parts of a time text, in order: its numbers, a month name, a UTC offset.
+struct TimeParts {
+  struct Num {
+    int64_t v;
+    int digits;
+    size_t end;
+  };
+  std::array<Num, 10> nums{};
+  int n = 0, month = 0;
+  int64_t offset_s = 0;
+  int frac_index = -1;  // the number that is a fraction of a second, if any
+};
+
+// A UTC offset after the time at t[i] ('+' or '-'): +hh:mm, +hhmm or +hh. Returns the
+// position after it.
+size_t scan_offset(std::string_view t, size_t i, int64_t& offset_s) {
+  const int sign = t[i] == '-' ? -1 : 1;
+  size_t j = i + 1;
+  int64_t hh = 0, mm = 0;
+  int d = 0;
+  while (j < t.size() && std::isdigit(static_cast<unsigned char>(t[j])) && d < 2)
+    hh = hh * 10 + (t[j++] - '0'), ++d;
+  if (j < t.size() && t[j] == ':') ++j;
+  d = 0;
+  while (j < t.size() && std::isdigit(static_cast<unsigned char>(t[j])) && d < 2)
+    mm = mm * 10 + (t[j++] - '0'), ++d;
+  offset_s = sign * (hh * 3600 + mm * 60);
+  return j;
+}
+
+// Splits a time text into its parts; false if it has more than 10 numbers or a word
+// that is neither a month, a weekday nor a zone (T, Z, UTC, GMT).
+bool scan_time(std::string_view t, TimeParts& p) {
+  size_t i = 0;
+  while (i < t.size()) {
+    const char c = t[i];
+    if (c >= '0' && c <= '9') {
+      if (p.n == static_cast<int>(p.nums.size())) return false;
+      int64_t v = 0;
+      int d = 0;
+      const size_t start = i;
+      while (i < t.size() && t[i] >= '0' && t[i] <= '9') {
+        if (d < 18) v = v * 10 + (t[i] - '0');
+        ++d, ++i;
+      }
+      // A fraction: digits right after '.' or ',' that follow the seconds.
+      if (start > 0 && (t[start - 1] == '.' || t[start - 1] == ',') && p.n >= 3 && p.frac_index < 0)
+        p.frac_index = p.n;
+      p.nums[p.n++] = {v, d, i};
+    } else if (std::isalpha(static_cast<unsigned char>(c))) {
+      size_t j = i;
+      while (j < t.size() && std::isalpha(static_cast<unsigned char>(t[j]))) ++j;
+      const std::string_view w = t.substr(i, j - i);
+      if (const int m = month_of(w); m && w.size() <= 9 && p.month == 0)
+        p.month = m;
+      else if (w != "T" && w != "Z" && w != "UTC" && w != "GMT" &&
+               month_of(w) == 0)  // weekday names are fine: "Mon Jun 14 ..."
+        if (!(w.size() == 3 && is_one_of(w, {"mon", "tue", "wed", "thu", "fri", "sat", "sun"})))
+          return false;
+      i = j;
+    } else if ((c == '+' || c == '-') && p.n >= 5 && i + 1 < t.size() &&
+               std::isdigit(static_cast<unsigned char>(t[i + 1]))) {
+      i = scan_offset(t, i, p.offset_s);
+    } else {
+      ++i;
+    }
+  }
+  return true;
+}
+
+// Removes the fraction from the numbers; returns it in ns (0 if none).
+int64_t take_fraction(TimeParts& p) {
+  if (p.frac_index < 0) return 0;
+  const TimeParts::Num f = p.nums[p.frac_index];
+  int64_t v = f.v;
+  int d = std::min(f.digits, 18);
+  while (d > 9) v /= 10, --d;
+  while (d < 9) v *= 10, ++d;
+  for (int k = p.frac_index; k + 1 < p.n; ++k) p.nums[k] = p.nums[k + 1];
+  --p.n;
+  return v;
+}
+
+struct CivilTime {
+  int64_t y = 1970, mo = 1, d = 1, h = 0, mi = 0, s = 0;
+};
+
+// nums[k..] as h m [s], or one 6-digit hhmmss.
+bool read_hms(const TimeParts& p, int k, CivilTime& c) {
+  const auto& nums = p.nums;
+  const int r = p.n - k;
+  if (r == 1 && nums[k].digits == 6) {
+    c.h = nums[k].v / 10000, c.mi = nums[k].v / 100 % 100, c.s = nums[k].v % 100;
+    return true;
+  }
+  if (r != 2 && r != 3) return false;
+  c.h = nums[k].v, c.mi = nums[k + 1].v;
+  c.s = r == 3 ? nums[k + 2].v : 0;
+  return true;
+}
+
+// With a month name: Jun 14 15:16:01 [2024] | 14 Jun 2024 15:16:01 | Mon Jun 14 15:16:01 2024
+bool read_named_month(std::string_view t, TimeParts& p, CivilTime& c) {
+  const auto& nums = p.nums;
+  c.mo = p.month;
+  int k = 0;
+  if (p.n >= 1 && nums[0].digits <= 2) c.d = nums[0].v, k = 1;
+  if (k < p.n && nums[k].digits == 4 && nums[k].end < t.size() && t[nums[k].end] != ':')
+    c.y = nums[k].v, ++k;
+  if (p.n - k == 4 && nums[p.n - 1].digits == 4) {  // year last
+    c.y = nums[p.n - 1].v;
+    --p.n;
+  }
+  return read_hms(p, k, c);
+}
+
+// The date and time of the numbers, by the layouts the presets meet.
+bool read_civil(std::string_view t, TimeParts& p, CivilTime& c) {
+  const auto& nums = p.nums;
+  const int n = p.n;
+  if (p.month) return read_named_month(t, p, c);
+  if (n >= 1 && nums[0].digits == 8) {  // 20240301 12:00:00 or 20240301 120000
+    c.y = nums[0].v / 10000, c.mo = nums[0].v / 100 % 100, c.d = nums[0].v % 100;
+    return read_hms(p, 1, c);
+  }
+  if (n == 2 && nums[0].digits == 6 && nums[1].digits == 6) {  // HDFS 081109 203615
+    c.y = 2000 + nums[0].v / 10000, c.mo = nums[0].v / 100 % 100, c.d = nums[0].v % 100;
+    c.h = nums[1].v / 10000, c.mi = nums[1].v / 100 % 100, c.s = nums[1].v % 100;
+    return true;
+  }
+  if (n >= 5 && nums[0].digits == 4) {  // 2024-03-01 12:00:00
+    c.y = nums[0].v, c.mo = nums[1].v, c.d = nums[2].v;
+    return read_hms(p, 3, c);
+  }
+  if (n >= 5 && nums[0].digits <= 2 && nums[2].digits == 4) {  // 01/03/2024 12:00:00
+    c.d = nums[0].v, c.mo = nums[1].v, c.y = nums[2].v;
+    return read_hms(p, 3, c);
+  }
+  if (n >= 5 && nums[0].digits == 2) {  // Spark 17/06/09 20:10:40
+    c.y = 2000 + nums[0].v, c.mo = nums[1].v, c.d = nums[2].v;
+    return read_hms(p, 3, c);
+  }
+  if (n == 3 || (n == 2 && nums[0].digits <= 2)) return read_hms(p, 0, c);  // time only
+  return false;
+}
+
 }  // namespace
 
 LogFormat LogFormat::compile(std::string_view pattern, std::string_view name) {
   LogFormat f;
   f.pattern_ = std::string(pattern);
   f.name_ = std::string(name);
-  std::string re = "^";
-  auto add_literal = [&](char c) {
-    if (f.elems_.empty() || f.elems_.back().kind != Elem::literal)
-      f.elems_.push_back({Elem::literal, "", -1});
-    f.elems_.back().text.push_back(c);
-    regex_escape(re, c);
-  };
-  for (size_t i = 0; i < pattern.size();) {
-    const char c = pattern[i];
-    if (c == '<') {
-      const size_t close = pattern.find('>', i);
-      std::string_view field =
-          close == std::string_view::npos ? "" : pattern.substr(i + 1, close - i - 1);
-      const bool ok = !field.empty() && std::all_of(field.begin(), field.end(), [](char ch) {
-        return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
-      });
-      if (ok) {
-        const int idx = static_cast<int>(f.names_.size());
-        f.names_.emplace_back(field);
-        f.elems_.push_back({Elem::field_ref, "", idx});
-        re += "(.*?)";
-        i = close + 1;
-        continue;
-      }
-      add_literal(c);
-      ++i;
-    } else if (c == ' ') {
-      while (i < pattern.size() && pattern[i] == ' ') ++i;
-      if (f.elems_.empty() || f.elems_.back().kind != Elem::space)
-        f.elems_.push_back({Elem::space, "", -1});
-      re += "\\s+";
-    } else if (c == '\\' && i + 1 < pattern.size()) {
-      const char n = pattern[i + 1];
-      if (std::isalnum(static_cast<unsigned char>(n))) {
-        // \s, \d, \w, ...: a character class, only std::regex knows it.
-        f.use_regex_ = true;
-        re.push_back('\\');
-        re.push_back(n);
-      } else {
-        add_literal(n);
-      }
-      i += 2;
-    } else if (std::string_view("()|?*+[]{}.^$").find(c) != std::string_view::npos) {
-      f.use_regex_ = true;  // as in logparser, the pattern is a regular expression
-      re.push_back(c);
-      // The pattern's own groups do not capture: groups are the fields.
-      if (c == '(' && (i + 1 >= pattern.size() || pattern[i + 1] != '?')) re += "?:";
-      ++i;
-    } else {
-      add_literal(c);
-      ++i;
-    }
-  }
-  re += "$";
-  for (size_t k = 0; k < f.names_.size(); ++k) {
-    const std::string& n = f.names_[k];
-    const int idx = static_cast<int>(k);
-    if (n == "Content") f.content_ = idx;
-    if (is_one_of(n, {"Date", "Time", "Timestamp", "Datetime", "Month", "Day", "Year"}))
-      f.time_fields_.push_back(idx);
-    if (is_one_of(n, {"Level", "Severity"})) f.level_ = idx;
-    if (f.thread_ < 0 && is_one_of(n, {"Thread", "Tid", "Pid", "Process"})) f.thread_ = idx;
-    if (f.node_ < 0 && is_one_of(n, {"Node", "Host", "Hostname"})) f.node_ = idx;
-  }
+  const std::string re = f.translate(pattern);
+  f.assign_roles();
   if (f.content_ < 0)
     throw std::invalid_argument("log format '" + f.pattern_ + "' has no <Content> field");
   if (f.use_regex_) {
@@ -137,6 +221,79 @@ LogFormat LogFormat::compile(std::string_view pattern, std::string_view name) {
     f.elems_.clear();
   }
   return f;
+}
+
+// The pattern as elements for the matcher (fields, literals, spaces) and as the same
+// regular expression, for std::regex if the pattern uses its syntax.
+std::string LogFormat::translate(std::string_view pattern) {
+  std::string re = "^";
+  auto add_literal = [&](char c) {
+    if (elems_.empty() || elems_.back().kind != Elem::literal)
+      elems_.push_back({Elem::literal, "", -1});
+    elems_.back().text.push_back(c);
+    regex_escape(re, c);
+  };
+  for (size_t i = 0; i < pattern.size();) {
+    const char c = pattern[i];
+    if (c == '<') {
+      const size_t close = pattern.find('>', i);
+      std::string_view field =
+          close == std::string_view::npos ? "" : pattern.substr(i + 1, close - i - 1);
+      const bool ok = !field.empty() && std::all_of(field.begin(), field.end(), [](char ch) {
+        return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
+      });
+      if (ok) {
+        const int idx = static_cast<int>(names_.size());
+        names_.emplace_back(field);
+        elems_.push_back({Elem::field_ref, "", idx});
+        re += "(.*?)";
+        i = close + 1;
+        continue;
+      }
+      add_literal(c);
+      ++i;
+    } else if (c == ' ') {
+      while (i < pattern.size() && pattern[i] == ' ') ++i;
+      if (elems_.empty() || elems_.back().kind != Elem::space)
+        elems_.push_back({Elem::space, "", -1});
+      re += "\\s+";
+    } else if (c == '\\' && i + 1 < pattern.size()) {
+      const char n = pattern[i + 1];
+      if (std::isalnum(static_cast<unsigned char>(n))) {
+        // \s, \d, \w, ...: a character class, only std::regex knows it.
+        use_regex_ = true;
+        re.push_back('\\');
+        re.push_back(n);
+      } else {
+        add_literal(n);
+      }
+      i += 2;
+    } else if (std::string_view("()|?*+[]{}.^$").find(c) != std::string_view::npos) {
+      use_regex_ = true;  // as in logparser, the pattern is a regular expression
+      re.push_back(c);
+      // The pattern's own groups do not capture: groups are the fields.
+      if (c == '(' && (i + 1 >= pattern.size() || pattern[i + 1] != '?')) re += "?:";
+      ++i;
+    } else {
+      add_literal(c);
+      ++i;
+    }
+  }
+  return re + "$";
+}
+
+// What the fields are, by name: content, time, level, thread, node.
+void LogFormat::assign_roles() {
+  for (size_t k = 0; k < names_.size(); ++k) {
+    const std::string& n = names_[k];
+    const int idx = static_cast<int>(k);
+    if (n == "Content") content_ = idx;
+    if (is_one_of(n, {"Date", "Time", "Timestamp", "Datetime", "Month", "Day", "Year"}))
+      time_fields_.push_back(idx);
+    if (is_one_of(n, {"Level", "Severity"})) level_ = idx;
+    if (thread_ < 0 && is_one_of(n, {"Thread", "Tid", "Pid", "Process"})) thread_ = idx;
+    if (node_ < 0 && is_one_of(n, {"Node", "Host", "Hostname"})) node_ = idx;
+  }
 }
 
 bool LogFormat::match_from(size_t e, size_t p, std::string_view line,
@@ -249,126 +406,24 @@ bool is_level_word(std::string_view s) {
 }
 
 std::optional<int64_t> parse_timestamp(std::string_view t) {
-  struct Num {
-    int64_t v;
-    int digits;
-    size_t end;
-  };
-  std::array<Num, 10> nums{};
-  int n = 0, month = 0;
-  int64_t offset_s = 0;
-  size_t i = 0;
-  int frac_index = -1;
-  while (i < t.size()) {
-    const char c = t[i];
-    if (c >= '0' && c <= '9') {
-      if (n == static_cast<int>(nums.size())) return std::nullopt;
-      int64_t v = 0;
-      int d = 0;
-      const size_t start = i;
-      while (i < t.size() && t[i] >= '0' && t[i] <= '9') {
-        if (d < 18) v = v * 10 + (t[i] - '0');
-        ++d, ++i;
-      }
-      // A fraction: digits right after '.' or ',' that follow the seconds.
-      if (start > 0 && (t[start - 1] == '.' || t[start - 1] == ',') && n >= 3 && frac_index < 0)
-        frac_index = n;
-      nums[n++] = {v, d, i};
-    } else if (std::isalpha(static_cast<unsigned char>(c))) {
-      size_t j = i;
-      while (j < t.size() && std::isalpha(static_cast<unsigned char>(t[j]))) ++j;
-      const std::string_view w = t.substr(i, j - i);
-      if (const int m = month_of(w); m && w.size() <= 9 && month == 0)
-        month = m;
-      else if (w != "T" && w != "Z" && w != "UTC" && w != "GMT" &&
-               month_of(w) == 0)  // weekday names are fine: "Mon Jun 14 ..."
-        if (!(w.size() == 3 && is_one_of(w, {"mon", "tue", "wed", "thu", "fri", "sat", "sun"})))
-          return std::nullopt;
-      i = j;
-    } else if ((c == '+' || c == '-') && n >= 5 && i + 1 < t.size() &&
-               std::isdigit(static_cast<unsigned char>(t[i + 1]))) {
-      // A UTC offset after the time: +hh:mm, +hhmm or +hh.
-      const int sign = c == '-' ? -1 : 1;
-      size_t j = i + 1;
-      int64_t hh = 0, mm = 0;
-      int d = 0;
-      while (j < t.size() && std::isdigit(static_cast<unsigned char>(t[j])) && d < 2)
-        hh = hh * 10 + (t[j++] - '0'), ++d;
-      if (j < t.size() && t[j] == ':') ++j;
-      d = 0;
-      while (j < t.size() && std::isdigit(static_cast<unsigned char>(t[j])) && d < 2)
-        mm = mm * 10 + (t[j++] - '0'), ++d;
-      offset_s = sign * (hh * 3600 + mm * 60);
-      i = j;
-    } else {
-      ++i;
-    }
-  }
-  int64_t frac_ns = 0;
-  if (frac_index >= 0) {
-    const Num f = nums[frac_index];
-    int64_t v = f.v;
-    int d = std::min(f.digits, 18);
-    while (d > 9) v /= 10, --d;
-    while (d < 9) v *= 10, ++d;
-    frac_ns = v;
-    for (int k = frac_index; k + 1 < n; ++k) nums[k] = nums[k + 1];
-    --n;
-  }
-  int64_t y = 1970, mo = 1, d = 1, h = 0, mi = 0, s = 0;
-  auto hms = [&](int k) {  // nums[k..] as h m [s], or one 6-digit hhmmss
-    const int r = n - k;
-    if (r == 1 && nums[k].digits == 6) {
-      h = nums[k].v / 10000, mi = nums[k].v / 100 % 100, s = nums[k].v % 100;
-      return true;
-    }
-    if (r != 2 && r != 3) return false;
-    h = nums[k].v, mi = nums[k + 1].v;
-    s = r == 3 ? nums[k + 2].v : 0;
-    return true;
-  };
-  if (month) {
-    mo = month;
-    // Jun 14 15:16:01 [2024] | 14 Jun 2024 15:16:01 | Mon Jun 14 15:16:01 2024
-    int k = 0;
-    if (n >= 1 && nums[0].digits <= 2) d = nums[0].v, k = 1;
-    if (k < n && nums[k].digits == 4 && nums[k].end < t.size() && t[nums[k].end] != ':')
-      y = nums[k].v, ++k;
-    if (n - k == 4 && nums[n - 1].digits == 4) {  // year last
-      y = nums[n - 1].v;
-      --n;
-    }
-    if (!hms(k)) return std::nullopt;
-  } else if (n == 1 && (nums[0].digits == 10 || nums[0].digits == 13)) {
-    const int64_t v = nums[0].v;  // epoch seconds or milliseconds, up to 2150
-    if (nums[0].digits == 10 ? v >= kMaxEpochSeconds : v >= kMaxEpochSeconds * 1000)
+  TimeParts p;
+  if (!scan_time(t, p)) return std::nullopt;
+  const int64_t frac_ns = take_fraction(p);
+  if (!p.month && p.n == 1 && (p.nums[0].digits == 10 || p.nums[0].digits == 13)) {
+    const int64_t v = p.nums[0].v;  // epoch seconds or milliseconds, up to 2150
+    if (p.nums[0].digits == 10 ? v >= kMaxEpochSeconds : v >= kMaxEpochSeconds * 1000)
       return std::nullopt;
-    return nums[0].digits == 10 ? v * 1'000'000'000 + frac_ns : v * 1'000'000 + frac_ns;
-  } else if (n >= 1 && nums[0].digits == 8) {  // 20240301 12:00:00 or 20240301 120000
-    y = nums[0].v / 10000, mo = nums[0].v / 100 % 100, d = nums[0].v % 100;
-    if (!hms(1)) return std::nullopt;
-  } else if (n == 2 && nums[0].digits == 6 && nums[1].digits == 6) {  // HDFS 081109 203615
-    y = 2000 + nums[0].v / 10000, mo = nums[0].v / 100 % 100, d = nums[0].v % 100;
-    h = nums[1].v / 10000, mi = nums[1].v / 100 % 100, s = nums[1].v % 100;
-  } else if (n >= 5 && nums[0].digits == 4) {  // 2024-03-01 12:00:00
-    y = nums[0].v, mo = nums[1].v, d = nums[2].v;
-    if (!hms(3)) return std::nullopt;
-  } else if (n >= 5 && nums[0].digits <= 2 && nums[2].digits == 4) {  // 01/03/2024 12:00:00
-    d = nums[0].v, mo = nums[1].v, y = nums[2].v;
-    if (!hms(3)) return std::nullopt;
-  } else if (n >= 5 && nums[0].digits == 2) {  // Spark 17/06/09 20:10:40
-    y = 2000 + nums[0].v, mo = nums[1].v, d = nums[2].v;
-    if (!hms(3)) return std::nullopt;
-  } else if (n == 3 || (n == 2 && nums[0].digits <= 2)) {  // time only
-    if (!hms(0)) return std::nullopt;
-  } else {
-    return std::nullopt;
+    return p.nums[0].digits == 10 ? v * 1'000'000'000 + frac_ns : v * 1'000'000 + frac_ns;
   }
+  CivilTime c;
+  if (!read_civil(t, p, c)) return std::nullopt;
   // Years 1900-2149: any two times then differ by less than 2^63 ns.
-  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 60 || y < 1900 || y >= 2150)
+  if (c.mo < 1 || c.mo > 12 || c.d < 1 || c.d > 31 || c.h > 23 || c.mi > 59 || c.s > 60 ||
+      c.y < 1900 || c.y >= 2150)
     return std::nullopt;
-  const int64_t days = days_from_civil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d));
-  return ((days * 86400 + h * 3600 + mi * 60 + s) - offset_s) * 1'000'000'000 + frac_ns;
+  const int64_t days =
+      days_from_civil(c.y, static_cast<unsigned>(c.mo), static_cast<unsigned>(c.d));
+  return ((days * 86400 + c.h * 3600 + c.mi * 60 + c.s) - p.offset_s) * 1'000'000'000 + frac_ns;
 }
 
 bool match_header(const LogFormat& f, std::string_view line, bool check_level,

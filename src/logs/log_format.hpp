@@ -45,6 +45,8 @@ class LogFormat {
   };
   bool match_from(size_t e, size_t p, std::string_view line, std::vector<std::string_view>& out,
                   int& budget) const;
+  std::string translate(std::string_view pattern);  // -> elems_, names_; the regex text
+  void assign_roles();                              // -> content_, time_fields_, ...
 
   std::string pattern_, name_;
   std::vector<std::string> names_;

@@ -34,6 +34,213 @@ struct Interner {
   }
 };
 
+// Lines: [begin, end) offsets, without '\n' and a trailing '\r'.
+bool next_line(std::string_view bytes, size_t& pos, std::string_view& line) {
+  if (pos >= bytes.size()) return false;
+  const void* nl = std::memchr(bytes.data() + pos, '\n', bytes.size() - pos);
+  const size_t end =
+      nl ? static_cast<size_t>(static_cast<const char*>(nl) - bytes.data()) : bytes.size();
+  line = bytes.substr(pos, end - pos);
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  pos = end + 1;
+  return true;
+}
+
+// Reads the files of a LogSet one by one into its records: each line is screened (empty,
+// binary, too long, invalid UTF-8), matched against the file's header format (a record,
+// or a continuation joined to the record before it), and a record gets its node, thread
+// and template. What goes wrong is counted, never fatal.
+class LogReader {
+ public:
+  LogReader(LogSet& set, const LogOptions& options) : set_(set), options_(options) {
+    if (!options.format.empty()) given_ = format_from_option(options.format);
+    for (const FormatPreset& p : format_presets())
+      presets_.push_back(LogFormat::compile(p.pattern, p.name));
+  }
+
+  void read_file(uint32_t f);
+  void put_diagnostics();
+
+ private:
+  // A file's state while its lines are read.
+  struct FileState {
+    uint32_t index = 0, node = 0, line_no = 0;
+    std::optional<LogFormat> format;
+    bool detected = false;  // the format was detected, not given
+    bool have_record = false;
+    int64_t last_ts = 0;
+  };
+
+  std::optional<LogFormat> detect(std::string_view bytes) const;
+  bool screen_line(std::string_view& line, LineInfo& info);
+  bool match_record(const FileState& fs, std::string_view line, LineInfo& info);
+  bool other_preset_header(const LogFormat& format, std::string_view line);
+  void add_record(FileState& fs, LineInfo& info, LogFile& file);
+
+  LogSet& set_;
+  const LogOptions& options_;
+  std::optional<LogFormat> given_;
+  std::vector<LogFormat> presets_;
+  Counters cnt_;
+  Interner node_ids_;
+  std::unordered_map<std::string, uint32_t> thread_ids_;
+  std::vector<std::string_view> scratch_;
+  std::string time_buf_, key_;
+  std::vector<Token> tokens_;
+  HeaderMatch m_;  // the header of the line being read
+};
+
+void LogReader::read_file(uint32_t f) {
+  LogFile& file = set_.files[f];
+  FileState fs;
+  fs.index = f;
+  fs.format = given_;
+  fs.detected = !given_;
+  if (!fs.format) fs.format = detect(file.bytes);
+  file.format = fs.format ? fs.format->name() : "none";
+  file.has_time = fs.format && !fs.format->time_fields().empty();
+  if (!fs.format) ++cnt_.no_format;
+  fs.node = node_ids_.get(base_name(file.path), set_.nodes);
+
+  size_t pos = 0;
+  std::string_view line;
+  while (next_line(file.bytes, pos, line)) {
+    ++fs.line_no;
+    LineInfo info;
+    if (!screen_line(line, info)) {
+      file.lines.push_back(info);
+    } else if (match_record(fs, line, info)) {
+      add_record(fs, info, file);
+    } else {
+      ++cnt_.joined;
+      ++set_.records.back().extra_lines;
+      info.kind = LineKind::joined;
+      info.record = static_cast<uint32_t>(set_.records.size() - 1);
+      file.lines.push_back(info);
+    }
+  }
+}
+
+// The preset matching most of the first 200 lines.
+std::optional<LogFormat> LogReader::detect(std::string_view bytes) const {
+  std::vector<std::string_view> head;
+  size_t pos = 0;
+  std::string_view line;
+  while (head.size() < 200 && next_line(bytes, pos, line))
+    if (!is_binary_line(line)) head.push_back(line.substr(0, options_.max_line_bytes));
+  return detect_format(head);
+}
+
+// Empty and binary lines hold no record (false); a long line is cut to max_line_bytes
+// and invalid UTF-8 counted, but both are read.
+bool LogReader::screen_line(std::string_view& line, LineInfo& info) {
+  if (line.empty()) return false;
+  if (is_binary_line(line)) {
+    ++cnt_.binary;
+    info.kind = LineKind::binary;
+    return false;
+  }
+  if (line.size() > options_.max_line_bytes) {
+    ++cnt_.long_lines;
+    line = line.substr(0, options_.max_line_bytes);
+  }
+  bool ascii = true;
+  for (char ch : line)
+    if (static_cast<unsigned char>(ch) >= 0x80) {
+      ascii = false;
+      break;
+    }
+  if (!ascii && !is_valid_utf8(line)) ++cnt_.invalid_utf8;
+  return true;
+}
+
+// Whether the line starts a record (its header in m_), or continues the one before it.
+bool LogReader::match_record(const FileState& fs, std::string_view line, LineInfo& info) {
+  if (!fs.format) {  // no header format: every line is a record, its time its number
+    m_ = HeaderMatch{};
+    m_.content = line;
+    m_.ts = static_cast<int64_t>(fs.line_no);
+    return true;
+  }
+  const LogFormat& format = *fs.format;
+  if (match_header(format, line, false, scratch_, time_buf_, m_)) return true;
+  if (!fs.have_record) {
+    // Before the first header: a record of its own, without header.
+    ++cnt_.no_header;
+    m_ = HeaderMatch{};
+    m_.content = line;
+    m_.ts = 0;
+    info.kind = LineKind::no_header;
+    return true;
+  }
+  // A continuation (stack trace, multi-line message) unless another preset's header
+  // matches it.
+  if (fs.detected) return other_preset_header(format, line);
+  if (!format.time_fields().empty() && format.match(line, scratch_)) {
+    // The given pattern matches but its time does not parse: keep the line, with the
+    // previous record's time.
+    ++cnt_.bad_timestamp;
+    m_.content = scratch_[format.content_field()];
+    m_.thread = format.thread_field() >= 0 ? scratch_[format.thread_field()] : "";
+    m_.node = format.node_field() >= 0 ? scratch_[format.node_field()] : "";
+    m_.ts = fs.last_ts;
+    return true;
+  }
+  return false;
+}
+
+// Mixed formats in one file: a line with another preset's valid header is a record.
+bool LogReader::other_preset_header(const LogFormat& format, std::string_view line) {
+  for (const LogFormat& p : presets_)
+    if (p.name() != format.name() && match_header(p, line, true, scratch_, time_buf_, m_)) {
+      ++cnt_.other_format;
+      return true;
+    }
+  return false;
+}
+
+// The record of the header in m_: its time (the previous one's if it has none), node,
+// thread (interned per node) and template.
+void LogReader::add_record(FileState& fs, LineInfo& info, LogFile& file) {
+  LogRecord r;
+  r.file = fs.index;
+  r.line = fs.line_no;
+  r.ts = m_.ts.value_or(fs.last_ts);
+  if (info.kind == LineKind::no_header) r.ts = fs.last_ts;
+  if (fs.have_record && r.ts < fs.last_ts) ++cnt_.time_backwards;
+  fs.last_ts = r.ts;
+  r.node = m_.node.empty() ? fs.node : node_ids_.get(std::string(m_.node), set_.nodes);
+  key_.assign(reinterpret_cast<const char*>(&r.node), sizeof r.node);
+  key_.append(m_.thread);
+  auto [it, fresh] = thread_ids_.try_emplace(key_, static_cast<uint32_t>(set_.threads.size()));
+  if (fresh) set_.threads.emplace_back(r.node, std::string(m_.thread));
+  r.thread = it->second;
+  r.content = m_.content;
+  if (!tokenize(r.content, tokens_, options_.drain.max_tokens)) ++cnt_.too_many_tokens;
+  r.cluster = set_.drain.add(tokens_);
+  if (info.kind != LineKind::no_header) info.kind = LineKind::record;
+  info.record = static_cast<uint32_t>(set_.records.size());
+  file.lines.push_back(info);
+  set_.records.push_back(r);
+  fs.have_record = true;
+}
+
+void LogReader::put_diagnostics() {
+  auto add = [&](const char* kind, uint64_t v) {
+    if (v) set_.diagnostics.emplace_back(kind, v);
+  };
+  add("logs.binary_lines", cnt_.binary);
+  add("logs.long_lines_cut", cnt_.long_lines);
+  add("logs.invalid_utf8_lines", cnt_.invalid_utf8);
+  add("logs.joined_lines", cnt_.joined);
+  add("logs.lines_before_first_header", cnt_.no_header);
+  add("logs.other_format_lines", cnt_.other_format);
+  add("logs.time_backwards", cnt_.time_backwards);
+  add("logs.too_many_tokens", cnt_.too_many_tokens);
+  add("logs.files_without_format", cnt_.no_format);
+  add("logs.bad_timestamps", cnt_.bad_timestamp);
+}
+
 }  // namespace
 
 bool is_binary_line(std::string_view line) {
@@ -88,163 +295,9 @@ LogSet parse_logs(std::vector<std::pair<std::string, std::string>> inputs,
     set.files[f].path = std::move(inputs[f].first);
     set.files[f].bytes = std::move(inputs[f].second);
   }
-  std::optional<LogFormat> given;
-  if (!options.format.empty()) given = format_from_option(options.format);
-  std::vector<LogFormat> presets;
-  for (const FormatPreset& p : format_presets())
-    presets.push_back(LogFormat::compile(p.pattern, p.name));
-
-  Counters cnt;
-  Interner node_ids;
-  std::unordered_map<std::string, uint32_t> thread_ids;
-  std::vector<std::string_view> scratch;
-  std::string time_buf, key;
-  std::vector<Token> tokens;
-  HeaderMatch m;
-
-  for (uint32_t f = 0; f < set.files.size(); ++f) {
-    LogFile& file = set.files[f];
-    const std::string_view bytes = file.bytes;
-    // Lines: [begin, end) offsets, without '\n' and a trailing '\r'.
-    auto next_line = [&](size_t& pos, std::string_view& line) {
-      if (pos >= bytes.size()) return false;
-      const void* nl = std::memchr(bytes.data() + pos, '\n', bytes.size() - pos);
-      const size_t end =
-          nl ? static_cast<size_t>(static_cast<const char*>(nl) - bytes.data()) : bytes.size();
-      line = bytes.substr(pos, end - pos);
-      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-      pos = end + 1;
-      return true;
-    };
-    // The format: given, or the preset matching most of the first 200 lines.
-    std::optional<LogFormat> format = given;
-    const bool detected = !given;
-    if (!format) {
-      std::vector<std::string_view> head;
-      size_t pos = 0;
-      std::string_view line;
-      while (head.size() < 200 && next_line(pos, line))
-        if (!is_binary_line(line)) head.push_back(line.substr(0, options.max_line_bytes));
-      format = detect_format(head);
-    }
-    file.format = format ? format->name() : "none";
-    file.has_time = format && !format->time_fields().empty();
-    if (!format) ++cnt.no_format;
-    const std::string base = base_name(file.path);
-    const uint32_t file_node = node_ids.get(base, set.nodes);
-
-    size_t pos = 0;
-    std::string_view line;
-    uint32_t line_no = 0;
-    int64_t last_ts = 0;
-    bool have_record = false;
-    while (next_line(pos, line)) {
-      ++line_no;
-      LineInfo info;
-      if (line.empty()) {
-        file.lines.push_back(info);
-        continue;
-      }
-      if (is_binary_line(line)) {
-        ++cnt.binary;
-        info.kind = LineKind::binary;
-        file.lines.push_back(info);
-        continue;
-      }
-      if (line.size() > options.max_line_bytes) {
-        ++cnt.long_lines;
-        line = line.substr(0, options.max_line_bytes);
-      }
-      bool ascii = true;
-      for (char ch : line)
-        if (static_cast<unsigned char>(ch) >= 0x80) {
-          ascii = false;
-          break;
-        }
-      if (!ascii && !is_valid_utf8(line)) ++cnt.invalid_utf8;
-
-      bool is_record = false;
-      if (!format) {
-        m = HeaderMatch{};
-        m.content = line;
-        m.ts = static_cast<int64_t>(line_no);
-        is_record = true;
-      } else if (match_header(*format, line, false, scratch, time_buf, m)) {
-        is_record = true;
-      } else if (have_record) {
-        // A continuation (stack trace, multi-line message) unless another preset's
-        // header matches it.
-        if (detected)
-          for (const LogFormat& p : presets)
-            if (p.name() != format->name() && match_header(p, line, true, scratch, time_buf, m)) {
-              is_record = true;
-              ++cnt.other_format;
-              break;
-            }
-        if (!is_record && !format->time_fields().empty() && format->match(line, scratch) &&
-            !detected) {
-          // The given pattern matches but its time does not parse: keep the line, with
-          // the previous record's time.
-          ++cnt.bad_timestamp;
-          m.content = scratch[format->content_field()];
-          m.thread = format->thread_field() >= 0 ? scratch[format->thread_field()] : "";
-          m.node = format->node_field() >= 0 ? scratch[format->node_field()] : "";
-          m.ts = last_ts;
-          is_record = true;
-        }
-        if (!is_record) {
-          ++cnt.joined;
-          ++set.records.back().extra_lines;
-          info.kind = LineKind::joined;
-          info.record = static_cast<uint32_t>(set.records.size() - 1);
-          file.lines.push_back(info);
-          continue;
-        }
-      } else {
-        // Before the first header: a record of its own, without header.
-        ++cnt.no_header;
-        m = HeaderMatch{};
-        m.content = line;
-        m.ts = 0;
-        is_record = true;
-        info.kind = LineKind::no_header;
-      }
-      LogRecord r;
-      r.file = f;
-      r.line = line_no;
-      r.ts = m.ts.value_or(last_ts);
-      if (info.kind == LineKind::no_header) r.ts = last_ts;
-      if (have_record && r.ts < last_ts) ++cnt.time_backwards;
-      last_ts = r.ts;
-      r.node = m.node.empty() ? file_node : node_ids.get(std::string(m.node), set.nodes);
-      key.assign(reinterpret_cast<const char*>(&r.node), sizeof r.node);
-      key.append(m.thread);
-      auto [it, fresh] = thread_ids.try_emplace(key, static_cast<uint32_t>(set.threads.size()));
-      if (fresh) set.threads.emplace_back(r.node, std::string(m.thread));
-      r.thread = it->second;
-      r.content = m.content;
-      if (!tokenize(r.content, tokens, options.drain.max_tokens)) ++cnt.too_many_tokens;
-      r.cluster = set.drain.add(tokens);
-      if (info.kind != LineKind::no_header) info.kind = LineKind::record;
-      info.record = static_cast<uint32_t>(set.records.size());
-      file.lines.push_back(info);
-      set.records.push_back(r);
-      have_record = true;
-    }
-  }
-  auto add = [&](const char* kind, uint64_t v) {
-    if (v) set.diagnostics.emplace_back(kind, v);
-  };
-  add("logs.binary_lines", cnt.binary);
-  add("logs.long_lines_cut", cnt.long_lines);
-  add("logs.invalid_utf8_lines", cnt.invalid_utf8);
-  add("logs.joined_lines", cnt.joined);
-  add("logs.lines_before_first_header", cnt.no_header);
-  add("logs.other_format_lines", cnt.other_format);
-  add("logs.time_backwards", cnt.time_backwards);
-  add("logs.too_many_tokens", cnt.too_many_tokens);
-  add("logs.files_without_format", cnt.no_format);
-  add("logs.bad_timestamps", cnt.bad_timestamp);
+  LogReader reader(set, options);
+  for (uint32_t f = 0; f < set.files.size(); ++f) reader.read_file(f);
+  reader.put_diagnostics();
   return set;
 }
 

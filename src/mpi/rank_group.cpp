@@ -20,7 +20,8 @@ namespace snailtrail::mpi {
 
 namespace {
 
-constexpr int kTag = 2020;
+constexpr int kTag = 2020;                  // the streams to rank 0
+constexpr int kTagMessage = 2021;           // messages between any two ranks
 constexpr size_t kPiece = size_t{1} << 28;  // MPI counts are int: send in pieces
 // How long the MPI thread sleeps between polls (MPI_Iprobe, MPI_Test): from 100 us after
 // a message, doubling while nothing comes, up to 4 ms: short against the analysis, and
@@ -64,6 +65,9 @@ struct RankGroup::State {
   bool receiving = false;
   bool streamed = false;  // send_to_root was called: rank 0 expects the stream's end
   std::deque<std::string> outgoing;
+  std::deque<std::pair<int, std::string>> outgoing_messages;  // to, bytes
+  int awaited_messages = 0;  // announced by expect_message, not yet arrived
+  std::deque<std::string> messages;
   std::vector<std::string> spare;  // buffers to reuse (no fresh pages to fault in)
   std::string take_spare() {       // under m
     if (spare.empty()) return {};
@@ -81,27 +85,34 @@ struct RankGroup::State {
   std::thread thread;
 
   void run();
-  bool send(const std::string& bytes);  // false: aborted
+  bool init(std::unique_lock<std::mutex>& lock);  // false: MPI_Init failed
+  [[noreturn]] void abort_job();
+  bool send_one(std::unique_lock<std::mutex>& lock);          // false: nothing to send
+  bool poll(std::unique_lock<std::mutex>& lock);              // false: nothing to poll for
+  bool receive(int tag, std::unique_lock<std::mutex>& lock);  // false: no message came
+  bool send(const std::string& bytes, int to, int tag);       // false: aborted
+  Backoff idle;
   void wait_init(std::unique_lock<std::mutex>& lock) {
     cv.wait(lock, [&] { return init_done; });
     if (!error.empty()) throw std::runtime_error(error);
   }
 };
 
-void RankGroup::State::run() {
+bool RankGroup::State::init(std::unique_lock<std::mutex>& lock) {
+  lock.unlock();
   int provided = 0, r = 0, n = 0;
   const bool ok =
       MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) == MPI_SUCCESS &&
       MPI_Comm_rank(MPI_COMM_WORLD, &r) == MPI_SUCCESS &&
       MPI_Comm_size(MPI_COMM_WORLD, &n) == MPI_SUCCESS;
-  std::unique_lock lock(m);
+  lock.lock();
   init_s = std::chrono::duration<double>(Clock::now() - created).count();
   init_done = true;
   if (!ok) {
     error = "MPI: MPI_Init_thread failed";
     failed = true;
     cv.notify_all();
-    return;
+    return false;
   }
   if (rank >= 0 && (rank != r || size != n)) {
     error = "MPI: rank " + std::to_string(r) + " of " + std::to_string(n) +
@@ -115,55 +126,90 @@ void RankGroup::State::run() {
   ended.assign(static_cast<size_t>(n), false);
   open_streams = n > 0 ? static_cast<size_t>(n - 1) : 0;
   cv.notify_all();
-  Backoff idle;
+  return true;
+}
+
+void RankGroup::State::abort_job() {
+  if (!error.empty()) std::fprintf(stderr, "snailtrail: %s\n", error.c_str());
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, abort_code);
+  std::_Exit(abort_code);
+}
+
+// Sends the next piece of this rank's stream or the next message, in the order asked.
+bool RankGroup::State::send_one(std::unique_lock<std::mutex>& lock) {
+  if (!outgoing_messages.empty()) {
+    auto [to, bytes] = std::move(outgoing_messages.front());
+    outgoing_messages.pop_front();
+    lock.unlock();
+    send(bytes, to, kTagMessage);  // false: abort requested, checked next
+    lock.lock();
+    return true;
+  }
+  if (rank == 0 || outgoing.empty()) return false;
+  std::string piece = std::move(outgoing.front());
+  outgoing.pop_front();
+  lock.unlock();
+  send(piece, 0, kTag);
+  lock.lock();
+  give_spare(std::move(piece));
+  return true;
+}
+
+// Takes one message with `tag` if one has come (a piece of a stream, or a message).
+bool RankGroup::State::receive(int tag, std::unique_lock<std::mutex>& lock) {
+  lock.unlock();
+  int flag = 0;
+  MPI_Status st;
+  if (MPI_Iprobe(MPI_ANY_SOURCE, tag, MPI_COMM_WORLD, &flag, &st) != MPI_SUCCESS) flag = 0;
+  std::string piece;
+  if (flag) {
+    lock.lock();
+    if (tag == kTag) piece = take_spare();
+    lock.unlock();
+    int count = 0;
+    MPI_Get_count(&st, MPI_BYTE, &count);
+    piece.resize(static_cast<size_t>(count));
+    MPI_Recv(piece.data(), count, MPI_BYTE, st.MPI_SOURCE, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  }
+  lock.lock();
+  if (!flag) return false;
+  if (tag == kTagMessage) {
+    --awaited_messages;
+    messages.push_back(std::move(piece));
+  } else if (const auto from = static_cast<size_t>(st.MPI_SOURCE); piece.empty()) {
+    if (!ended[from]) --open_streams;
+    ended[from] = true;
+  } else {
+    incoming[from].push_back(std::move(piece));
+  }
+  cv.notify_all();
+  return true;
+}
+
+bool RankGroup::State::poll(std::unique_lock<std::mutex>& lock) {
+  const bool streams = rank == 0 && receiving && open_streams > 0;
+  const bool message = awaited_messages > 0 && !closing;
+  if (!streams && !message) return false;
+  bool got = false;
+  if (streams) got = receive(kTag, lock);
+  if (message) got = receive(kTagMessage, lock) || got;
+  if (got) {
+    idle.reset();
+  } else {
+    lock.unlock();
+    idle.sleep();
+    lock.lock();
+  }
+  return true;
+}
+
+void RankGroup::State::run() {
+  std::unique_lock lock(m);
+  if (!init(lock)) return;
   for (;;) {
-    if (abort_code >= 0) {
-      if (!error.empty()) std::fprintf(stderr, "snailtrail: %s\n", error.c_str());
-      std::fflush(stderr);
-      MPI_Abort(MPI_COMM_WORLD, abort_code);
-      std::_Exit(abort_code);
-    }
-    if (rank > 0 && !outgoing.empty()) {
-      std::string piece = std::move(outgoing.front());
-      outgoing.pop_front();
-      lock.unlock();
-      send(piece);  // false: abort requested, checked next
-      lock.lock();
-      give_spare(std::move(piece));
-      continue;
-    }
-    if (rank == 0 && receiving && open_streams > 0) {
-      lock.unlock();
-      int flag = 0;
-      MPI_Status st;
-      if (MPI_Iprobe(MPI_ANY_SOURCE, kTag, MPI_COMM_WORLD, &flag, &st) != MPI_SUCCESS) flag = 0;
-      std::string piece;
-      if (flag) {
-        lock.lock();
-        piece = take_spare();
-        lock.unlock();
-        int count = 0;
-        MPI_Get_count(&st, MPI_BYTE, &count);
-        piece.resize(static_cast<size_t>(count));
-        MPI_Recv(piece.data(), count, MPI_BYTE, st.MPI_SOURCE, kTag, MPI_COMM_WORLD,
-                 MPI_STATUS_IGNORE);
-        idle.reset();
-      } else {
-        idle.sleep();
-      }
-      lock.lock();
-      if (flag) {
-        const auto from = static_cast<size_t>(st.MPI_SOURCE);
-        if (piece.empty()) {
-          if (!ended[from]) --open_streams;
-          ended[from] = true;
-        } else {
-          incoming[from].push_back(std::move(piece));
-        }
-        cv.notify_all();
-      }
-      continue;
-    }
+    if (abort_code >= 0) abort_job();
+    if (send_one(lock) || poll(lock)) continue;
     if (closing) break;
     mpi_cv.wait_for(lock, std::chrono::milliseconds(50));
   }
@@ -173,12 +219,12 @@ void RankGroup::State::run() {
   MPI_Finalize();
 }
 
-bool RankGroup::State::send(const std::string& bytes) {
+bool RankGroup::State::send(const std::string& bytes, int to, int tag) {
   for (size_t off = 0; off < bytes.size(); off += kPiece) {
     const int len = static_cast<int>(std::min(kPiece, bytes.size() - off));
     MPI_Request req;
     Backoff wait;
-    if (MPI_Isend(bytes.data() + off, len, MPI_BYTE, 0, kTag, MPI_COMM_WORLD, &req) !=
+    if (MPI_Isend(bytes.data() + off, len, MPI_BYTE, to, tag, MPI_COMM_WORLD, &req) !=
         MPI_SUCCESS) {
       std::lock_guard lock(m);
       error = "MPI: MPI_Isend failed";
@@ -267,6 +313,36 @@ std::optional<std::string> RankGroup::receive_from(int from) {
   std::string piece = std::move(s_->incoming[f].front());
   s_->incoming[f].pop_front();
   return piece;
+}
+
+void RankGroup::send_message(int to, std::string bytes) {
+  {
+    std::lock_guard lock(s_->m);
+    if (to < 0 || to >= size_ || bytes.size() > kPiece)
+      throw std::invalid_argument("MPI: bad message");
+    s_->outgoing_messages.emplace_back(to, std::move(bytes));
+  }
+  s_->mpi_cv.notify_all();
+}
+
+void RankGroup::expect_message() {
+  {
+    std::lock_guard lock(s_->m);
+    ++s_->awaited_messages;
+  }
+  s_->mpi_cv.notify_all();
+}
+
+std::optional<std::string> RankGroup::receive_message(bool wait) {
+  std::unique_lock lock(s_->m);
+  if (wait) {
+    s_->wait_init(lock);
+    s_->cv.wait(lock, [&] { return !s_->messages.empty(); });
+  }
+  if (s_->messages.empty()) return std::nullopt;
+  std::string message = std::move(s_->messages.front());
+  s_->messages.pop_front();
+  return message;
 }
 
 double RankGroup::init_seconds() {

@@ -1,5 +1,6 @@
 // The processes of one `mpirun` job as seen by `analyze` (docs/PERFORMANCE.md, "Across
-// processes"): rank and size, and bytes streamed from any rank to rank 0. The declarations
+// processes"): rank and size, bytes streamed from any rank to rank 0, and small messages
+// between any two ranks (the hand-over of the output's offset). The declarations
 // are MPI-free; only rank_group.cpp (library snailtrail_analyze_mpi) includes <mpi.h>.
 //
 // Every MPI call is made by one thread of the group's own (the "MPI thread": it
@@ -46,6 +47,14 @@ class RankGroup {
   // fresh pages for every piece.
   std::string take_buffer();
   void give_buffer(std::string bytes);
+  // Small messages between any two ranks (apart from the streams to rank 0): `to` gets
+  // `bytes` as one message, sent in the background after this rank's earlier messages.
+  void send_message(int to, std::string bytes);
+  // Announces one more message this rank will receive (from any rank): the MPI thread
+  // takes it as soon as it arrives. Call it early, before the message can come.
+  void expect_message();
+  // The next expected message: waits for it (`wait`), or nullopt while it has not come.
+  std::optional<std::string> receive_message(bool wait);
   // Ends every process of the job (after an error on one of them).
   [[noreturn]] void abort(int code);
 

@@ -18,7 +18,7 @@ namespace snailtrail {
 // and append_json_number are in trace/json_text.hpp.
 
 // Terminal columns `s` takes: UTF-8 code points, East Asian wide ones count 2, combining
-// marks 0; invalid bytes count 1 each. In writers.cpp.
+// marks 0; invalid bytes count 1 each. In text_width.cpp.
 size_t display_width(std::string_view s);
 
 // Shortens a name to at most `width` columns (never more), keeping what tells names apart:
@@ -26,7 +26,7 @@ size_t display_width(std::string_view s);
 // ("stage 50 (…at <console>:24)"); names without a number near the start keep a short
 // head up to its first delimiter ("Source:", "Window(") or only their end ("…Sink:
 // Print"). Whichever candidate keeps more whole numbers wins. The cut is marked with
-// "…" (one column). Names that fit are returned unchanged. In writers.cpp.
+// "…" (one column). Names that fit are returned unchanged. In text_width.cpp.
 std::string abbreviate(std::string_view name, size_t width);
 
 // abbreviate() then padded with spaces to exactly `width` columns.

@@ -298,18 +298,28 @@ class SnailReader {
     }
   }
 
-  // Streams one zstd frame through a small buffer, so memory grows only with data that
-  // really decompresses (a forged header cannot make us allocate 2^25 records up front).
+  // Decodes one zstd block: one shot when the frame's declared size is plausible, else
+  // streamed through a small buffer, so memory grows only with data that really
+  // decompresses (a forged header cannot make us allocate 2^25 records up front).
   void read_zstd_events(size_t off, const BlockHeader& h, BigVector<Event>& events) {
-    const size_t payload = off + kBlockHeaderSize;
     const size_t expected = size_t{h.count} * kRecordSize;
-    const void* src = p_ + payload;
+    const void* src = p_ + off + kBlockHeaderSize;
     const unsigned long long declared = ZSTD_getFrameContentSize(src, h.stored_size);
     if (declared == ZSTD_CONTENTSIZE_ERROR) fail(off, "invalid zstd frame header");
     if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared != expected) {
       fail(off, "zstd frame decompresses to " + std::to_string(declared) + " bytes, expected " +
                     std::to_string(expected) + " (" + std::to_string(h.count) + " records)");
     }
+    prepare_zstd_context(off);
+    if (declared == expected && expected <= size_t{h.stored_size} * kMaxTrustedRatio &&
+        expected <= kMaxOneShotBytes)
+      read_zstd_one_shot(off, h, src, events);
+    else
+      read_zstd_streamed(off, h, src, events);
+  }
+
+  // The decompression context, made once per reader and reset for each frame.
+  void prepare_zstd_context(size_t off) {
     if (!dctx_) {
       dctx_.reset(ZSTD_createDCtx());
       if (!dctx_) fail(off, "cannot allocate a zstd decompression context");
@@ -319,37 +329,44 @@ class SnailReader {
     } else {
       ZSTD_DCtx_reset(dctx_.get(), ZSTD_reset_session_only);
     }
-    const size_t first = events.size();
-    if (declared == expected && expected <= size_t{h.stored_size} * kMaxTrustedRatio &&
-        expected <= kMaxOneShotBytes) {
-      // Fast path: one-shot decompression into a scratch buffer reused across blocks (the
-      // usual block of 2^16 records is 2.5 MiB), then one copy+validate pass.
-      const size_t frame = ZSTD_findFrameCompressedSize(src, h.stored_size);
-      if (ZSTD_isError(frame)) {
-        fail(off, std::string("corrupt zstd data (") + ZSTD_getErrorName(frame) + ")");
-      }
-      if (frame != h.stored_size) {
-        fail(off, std::to_string(h.stored_size - frame) +
-                      " bytes of trailing data after the zstd frame");
-      }
-      if (scratch_.size() < expected) scratch_.resize(expected);
-      const size_t got =
-          ZSTD_decompressDCtx(dctx_.get(), scratch_.data(), expected, src, h.stored_size);
-      if (ZSTD_isError(got)) {
-        fail(off, std::string("corrupt zstd data (") + ZSTD_getErrorName(got) + ")");
-      }
-      if (got != expected) {
-        fail(off, "zstd frame decompresses to " + std::to_string(got) + " bytes, expected " +
-                      std::to_string(expected));
-      }
-      append_records(scratch_.data(), h.count, events, [&](size_t i, const std::string& what) {
-        fail(off, what + " (index " + std::to_string(i) + " in zstd block)");
-      });
-      return;
+  }
+
+  // Fast path: one-shot decompression into a scratch buffer reused across blocks (the
+  // usual block of 2^16 records is 2.5 MiB), then one copy+validate pass.
+  void read_zstd_one_shot(size_t off, const BlockHeader& h, const void* src,
+                          BigVector<Event>& events) {
+    const size_t expected = size_t{h.count} * kRecordSize;
+    const size_t frame = ZSTD_findFrameCompressedSize(src, h.stored_size);
+    if (ZSTD_isError(frame)) {
+      fail(off, std::string("corrupt zstd data (") + ZSTD_getErrorName(frame) + ")");
     }
+    if (frame != h.stored_size) {
+      fail(off,
+           std::to_string(h.stored_size - frame) + " bytes of trailing data after the zstd frame");
+    }
+    if (scratch_.size() < expected) scratch_.resize(expected);
+    const size_t got =
+        ZSTD_decompressDCtx(dctx_.get(), scratch_.data(), expected, src, h.stored_size);
+    if (ZSTD_isError(got)) {
+      fail(off, std::string("corrupt zstd data (") + ZSTD_getErrorName(got) + ")");
+    }
+    if (got != expected) {
+      fail(off, "zstd frame decompresses to " + std::to_string(got) + " bytes, expected " +
+                    std::to_string(expected));
+    }
+    append_records(scratch_.data(), h.count, events, [&](size_t i, const std::string& what) {
+      fail(off, what + " (index " + std::to_string(i) + " in zstd block)");
+    });
+  }
+
+  // Streaming: records are appended as whole ones come out of the frame; the block's count
+  // bounds them, and the frame must end exactly at the block's end.
+  void read_zstd_streamed(size_t off, const BlockHeader& h, const void* src,
+                          BigVector<Event>& events) {
+    const size_t expected = size_t{h.count} * kRecordSize;
+    const size_t first = events.size();
     if (scratch_.size() < kScratchRecords * kRecordSize)
       scratch_.resize(kScratchRecords * kRecordSize);
-
     if (h.count > 0 && events.capacity() - first < h.count) {
       // Trust the declared count only as far as the compressed size can plausibly back it.
       const size_t plausible = std::min<size_t>(h.count, size_t{h.stored_size} * 16 + 1024);

@@ -36,6 +36,36 @@ uint64_t fnv1a(const uint8_t* p, size_t n) {
   return h;
 }
 
+// The facts at the head of the index payload (docs/FORMATS.md, "Block index").
+void decode_facts(const uint8_t* p, TraceFacts& f) {
+  const uint32_t flags = get<uint32_t>(p + 12);
+  f.worker_sorted = flags & kFactWorkerSorted;
+  f.correlators_increasing = flags & kFactCorrelatorsIncreasing;
+  f.first_ts = get<int64_t>(p + 16);
+  f.last_ts = get<int64_t>(p + 24);
+  f.events = get<uint64_t>(p + 32);
+  f.max_delay = get<int64_t>(p + 40);
+}
+
+// The index's worker entries (sorted by id) and operator ids, from byte `q` of the payload.
+bool decode_workers_and_operators(const uint8_t* p, size_t q, TraceFacts& f, std::string& problem) {
+  const uint32_t n_workers = get<uint32_t>(p + 4), n_ops = get<uint32_t>(p + 8);
+  for (uint32_t i = 0; i < n_workers; ++i, q += kWorkerEntrySize) {
+    TraceFacts::Worker w;
+    w.id = get<uint32_t>(p + q);
+    w.first_ts = get<int64_t>(p + q + 8);
+    w.last_ts = get<int64_t>(p + q + 16);
+    w.events = get<uint64_t>(p + q + 24);
+    if (!f.workers.empty() && f.workers.back().id >= w.id) {
+      problem = "index workers out of order";
+      return false;
+    }
+    f.workers.push_back(w);
+  }
+  for (uint32_t i = 0; i < n_ops; ++i, q += 4) f.operators.push_back(get<uint32_t>(p + q));
+  return true;
+}
+
 }  // namespace
 
 const TraceFacts::Worker* TraceFacts::worker(uint32_t id) const {
@@ -193,13 +223,14 @@ void SnailFile::pread_exact(void* dst, size_t n, uint64_t offset) const {
   }
 }
 
-bool SnailFile::load_index(std::string& problem) {
-  // The last 8 bytes: the offset of the index block's header.
+// The index block's payload, found through the file's last 8 bytes; its size must match
+// its counts and its checksum its bytes. `at` is the offset of the index block's header.
+bool SnailFile::read_index_payload(std::string& problem, uint64_t& at,
+                                   std::vector<uint8_t>& p) const {
   if (size_ < kHeaderSize + kBlockHeaderSize + 8) {
     problem = "no index block at the end of the file";
     return false;
   }
-  uint64_t at = 0;
   pread_exact(&at, 8, size_ - 8);
   if (at < kHeaderSize || at > size_ - kBlockHeaderSize - 8) {
     problem = "the trailing index offset points outside the file (cut?)";
@@ -213,14 +244,14 @@ bool SnailFile::load_index(std::string& problem) {
     problem = "no index block where the trailing offset points (cut or appended to?)";
     return false;
   }
-  std::vector<uint8_t> p(stored);
+  p.resize(stored);
   pread_exact(p.data(), stored, at + kBlockHeaderSize);
   if (stored < kFactsSize + 16) {
     problem = "index block too short";
     return false;
   }
   const uint32_t n_blocks = get<uint32_t>(p.data()), n_workers = get<uint32_t>(p.data() + 4),
-                 n_ops = get<uint32_t>(p.data() + 8), flags = get<uint32_t>(p.data() + 12);
+                 n_ops = get<uint32_t>(p.data() + 8);
   const uint64_t need = kFactsSize + uint64_t{n_blocks} * kBlockEntrySize +
                         uint64_t{n_workers} * kWorkerEntrySize + (uint64_t{n_ops} + 1) / 2 * 8 + 16;
   if (need != stored) {
@@ -231,24 +262,22 @@ bool SnailFile::load_index(std::string& problem) {
     problem = "index checksum mismatch (corrupt)";
     return false;
   }
-  SnailIndex idx;
-  TraceFacts& f = idx.facts;
-  f.worker_sorted = flags & kFactWorkerSorted;
-  f.correlators_increasing = flags & kFactCorrelatorsIncreasing;
-  f.first_ts = get<int64_t>(p.data() + 16);
-  f.last_ts = get<int64_t>(p.data() + 24);
-  f.events = get<uint64_t>(p.data() + 32);
-  f.max_delay = get<int64_t>(p.data() + 40);
-  size_t q = kFactsSize;
+  return true;
+}
+
+// The index's block entries (from byte `q` of the payload, which they advance): they must
+// tile the file up to the index at `at`, each naming the header that stands there.
+bool SnailFile::read_block_entries(const uint8_t* p, size_t& q, uint64_t at, SnailIndex& idx,
+                                   std::string& problem) const {
+  const uint32_t n_blocks = get<uint32_t>(p);
   uint64_t expect = kHeaderSize, events = 0;
   for (uint32_t i = 0; i < n_blocks; ++i, q += kBlockEntrySize) {
     SnailBlock b;
-    b.offset = get<uint64_t>(p.data() + q);
-    b.kind = get<uint32_t>(p.data() + q + 8);
-    b.count = get<uint32_t>(p.data() + q + 12);
-    b.min_ts = get<int64_t>(p.data() + q + 16);
-    b.max_ts = get<int64_t>(p.data() + q + 24);
-    // The blocks must tile the file up to the index: check each header it names.
+    b.offset = get<uint64_t>(p + q);
+    b.kind = get<uint32_t>(p + q + 8);
+    b.count = get<uint32_t>(p + q + 12);
+    b.min_ts = get<int64_t>(p + q + 16);
+    b.max_ts = get<int64_t>(p + q + 24);
     if (b.offset != expect || b.offset > at - kBlockHeaderSize) {
       problem = "index entry " + std::to_string(i) + " does not start where the last block ends";
       return false;
@@ -267,23 +296,23 @@ bool SnailFile::load_index(std::string& problem) {
     if (b.kind == kBlockEvents) events += b.count;
     idx.blocks.push_back(b);
   }
-  if (expect != at || events != f.events) {
+  if (expect != at || events != idx.facts.events) {
     problem = "index does not cover every block";
     return false;
   }
-  for (uint32_t i = 0; i < n_workers; ++i, q += kWorkerEntrySize) {
-    TraceFacts::Worker w;
-    w.id = get<uint32_t>(p.data() + q);
-    w.first_ts = get<int64_t>(p.data() + q + 8);
-    w.last_ts = get<int64_t>(p.data() + q + 16);
-    w.events = get<uint64_t>(p.data() + q + 24);
-    if (!f.workers.empty() && f.workers.back().id >= w.id) {
-      problem = "index workers out of order";
-      return false;
-    }
-    f.workers.push_back(w);
-  }
-  for (uint32_t i = 0; i < n_ops; ++i, q += 4) f.operators.push_back(get<uint32_t>(p.data() + q));
+  return true;
+}
+
+bool SnailFile::load_index(std::string& problem) {
+  uint64_t at = 0;
+  std::vector<uint8_t> payload;
+  if (!read_index_payload(problem, at, payload)) return false;
+  const uint8_t* p = payload.data();
+  SnailIndex idx;
+  decode_facts(p, idx.facts);
+  size_t q = kFactsSize;
+  if (!read_block_entries(p, q, at, idx, problem)) return false;
+  if (!decode_workers_and_operators(p, q, idx.facts, problem)) return false;
   index_ = std::move(idx);
   return true;
 }

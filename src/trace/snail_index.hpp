@@ -122,6 +122,9 @@ class SnailFile {
  private:
   void pread_exact(void* dst, size_t n, uint64_t offset) const;
   bool load_index(std::string& problem);
+  bool read_index_payload(std::string& problem, uint64_t& at, std::vector<uint8_t>& p) const;
+  bool read_block_entries(const uint8_t* p, size_t& q, uint64_t at, SnailIndex& idx,
+                          std::string& problem) const;
   void scan();
 
   std::string path_;

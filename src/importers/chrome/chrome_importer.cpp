@@ -9,6 +9,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "importers/chrome/chrome_events.hpp"
 #include "importers/common/json_prefix.hpp"
 #include "importers/common/json_util.hpp"
 #include "importers/common/slices.hpp"
@@ -17,37 +18,14 @@ namespace snailtrail::importers {
 namespace {
 
 namespace dom = simdjson::dom;
-constexpr uint32_t kNone32 = UINT32_MAX;
+using namespace chrome_detail;
 
-// What a slice carries besides its interval: flow bindings and TensorFlow dependencies.
-struct SliceInfo {
-  uint32_t bind = kNone32;  // bind_id flow key
-  bool flow_in = false, flow_out = false;
-  uint32_t tf_node = kNone32;                 // args.name: the TensorFlow node this op executed
-  uint32_t inputs_begin = 0, inputs_end = 0;  // range of tf_inputs_
-};
-
+// A B (begin) or E (end) event, matched into a slice once all are read (match_begin_end).
 struct BeginEnd {
   int64_t ts;
   uint32_t group, name, cat, index;
   bool begin;
   SliceInfo info;
-};
-
-struct FlowPoint {
-  uint32_t key;
-  int64_t ts;
-  uint32_t group;
-  uint8_t phase;    // 0 s, 1 t, 2 f
-  bool next_slice;  // "bp": "e": binds to the next slice starting at or after ts
-  uint32_t index;
-};
-
-struct Counts {
-  uint64_t unmatched_ends = 0, unclosed_begins = 0, negative_durations = 0,
-           complete_without_dur = 0, flow_without_id = 0, flow_without_start = 0,
-           flow_without_end = 0, inputs_without_producer = 0, ignored_events = 0,
-           truncated_file = 0, envelope_events = 0;
 };
 
 std::string_view skip_space(std::string_view s) {
@@ -115,7 +93,7 @@ class ChromeReader {
       if (!closed_array) {
         // Cut inside an event (or after the events of an object): the complete events.
         json::parse_cut_document(parser, text, source_, {"", "traceEvents"}, err, root);
-        counts_.truncated_file = 1;
+        ev_.counts.truncated_file = 1;
       }
     }
     dom::array events;
@@ -134,7 +112,8 @@ class ChromeReader {
       if (ev.type() != dom::element_type::OBJECT) fail(index, "an event must be an object");
       event(dom::object(ev), index++);
     }
-    return build();
+    match_begin_end();
+    return build_chrome_trace(ev_, source_);
   }
 
  private:
@@ -202,11 +181,11 @@ class ChromeReader {
     if (ph == "M") return metadata(e.name, e.has_args ? e.args : dom::element(), e.has_args);
     const bool slice_begin = ph == "X" || ph == "B";
     if (!(slice_begin || ph == "E" || ph == "s" || ph == "t" || ph == "f")) {
-      ++counts_.ignored_events;
+      ++ev_.counts.ignored_events;
       return;
     }
     if ((slice_begin || ph == "E") && is_envelope(e.name, e.cat)) {
-      ++counts_.envelope_events;
+      ++ev_.counts.envelope_events;
       return;
     }
     if (!e.has_ts) fail(index, "missing \"ts\"");
@@ -231,18 +210,18 @@ class ChromeReader {
       be_.push_back({t, group, 0, 0, static_cast<uint32_t>(index), false, info});
       return;
     }
-    const uint32_t name_id = names_.id(e.name);
+    const uint32_t name_id = ev_.names.id(e.name);
     const uint32_t cat_id = cats_.id(e.cat);
     if (ph == "X") {
       if (!e.has_dur) {
-        ++counts_.complete_without_dur;
+        ++ev_.counts.complete_without_dur;
         return;
       }
       int64_t d = 0;
       if (!json::number_to_ns(e.dur, 1000, d))
         fail(index, "\"dur\" must be a number of microseconds in range");
       if (d < 0) {
-        ++counts_.negative_durations;
+        ++ev_.counts.negative_durations;
         return;
       }
       int64_t end = 0;
@@ -272,47 +251,47 @@ class ChromeReader {
       has_key = true;
     }
     if (!has_key) {
-      ++counts_.flow_without_id;
+      ++ev_.counts.flow_without_id;
       return;
     }
-    flows_.push_back({flow_keys_.id(flow_key_), t, group,
-                      static_cast<uint8_t>(e.ph == "s"   ? 0
-                                           : e.ph == "t" ? 1
-                                                         : 2),
-                      e.ph != "s" && e.bp == "e", static_cast<uint32_t>(index)});
+    ev_.flows.push_back({flow_keys_.id(flow_key_), t, group,
+                         static_cast<uint8_t>(e.ph == "s"   ? 0
+                                              : e.ph == "t" ? 1
+                                                            : 2),
+                         e.ph != "s" && e.bp == "e", static_cast<uint32_t>(index)});
   }
 
   void tf_args(dom::object args, SliceInfo& info) {
-    info.inputs_begin = static_cast<uint32_t>(tf_inputs_.size());
+    info.inputs_begin = static_cast<uint32_t>(ev_.tf_inputs.size());
     for (auto [key, value] : args) {
       if (value.type() != dom::element_type::STRING) continue;
       if (key == "name") {
-        info.tf_node = tf_nodes_.id(std::string_view(value));
+        info.tf_node = ev_.tf_nodes.id(std::string_view(value));
       } else if (key.starts_with("input") && key.size() > 5 &&
                  std::all_of(key.begin() + 5, key.end(),
                              [](char c) { return c >= '0' && c <= '9'; })) {
         bool control = false;
         const std::string_view node = tf_node_of(std::string_view(value), control);
-        tf_inputs_.push_back(tf_nodes_.id(node) << 1 | (control ? 1u : 0u));
+        ev_.tf_inputs.push_back(ev_.tf_nodes.id(node) << 1 | (control ? 1u : 0u));
       }
     }
-    info.inputs_end = static_cast<uint32_t>(tf_inputs_.size());
+    info.inputs_end = static_cast<uint32_t>(ev_.tf_inputs.size());
   }
 
   void metadata(std::string_view name, dom::element args, bool has_args) {
     if (!has_args || args.type() != dom::element_type::OBJECT) return;
     dom::element v;
     if (dom::object(args).at_key("name").get(v) || v.type() != dom::element_type::STRING) return;
-    if (name == "process_name") process_names_[pid_] = std::string(std::string_view(v));
-    if (name == "thread_name") thread_names_[key_] = std::string(std::string_view(v));
+    if (name == "process_name") ev_.process_names[pid_] = std::string(std::string_view(v));
+    if (name == "thread_name") ev_.thread_names[key_] = std::string(std::string_view(v));
   }
 
   uint32_t group_id() {
-    const uint32_t before = static_cast<uint32_t>(groups_.names.size());
-    const uint32_t g = groups_.id(key_);
+    const uint32_t before = static_cast<uint32_t>(ev_.groups.names.size());
+    const uint32_t g = ev_.groups.id(key_);
     if (g == before) {
-      group_pid_.push_back(pid_);
-      group_tid_.push_back(tid_);
+      ev_.group_pid.push_back(pid_);
+      ev_.group_tid.push_back(tid_);
     }
     return g;
   }
@@ -325,15 +304,15 @@ class ChromeReader {
     s.group = group;
     s.op = name;
     s.type = activity(name, cat);
-    slices_.push_back(s);
-    infos_.push_back(info);
+    ev_.slices.push_back(s);
+    ev_.infos.push_back(info);
   }
 
   ActivityType activity(uint32_t name, uint32_t cat) {
     const uint64_t key = uint64_t(name) << 32 | cat;
     auto it = activity_cache_.find(key);
     if (it != activity_cache_.end()) return it->second;
-    const std::string& n = names_.names[name];
+    const std::string& n = ev_.names.names[name];
     const ActivityType t =
         map_.match(n, cats_.names[cat], "", "").value_or(default_chrome_activity(n));
     activity_cache_.emplace(key, t);
@@ -347,204 +326,30 @@ class ChromeReader {
     std::vector<size_t> open;
     for (size_t i = 0; i < be_.size(); ++i) {
       if (i > 0 && be_[i].group != be_[i - 1].group) {
-        counts_.unclosed_begins += open.size();
+        ev_.counts.unclosed_begins += open.size();
         open.clear();
       }
       const BeginEnd& e = be_[i];
       if (e.begin) {
         open.push_back(i);
       } else if (open.empty()) {
-        ++counts_.unmatched_ends;
+        ++ev_.counts.unmatched_ends;
       } else {
         const BeginEnd& b = be_[open.back()];
         open.pop_back();
         add_slice(b.ts, e.ts, b.group, b.name, b.cat, b.info);
       }
     }
-    counts_.unclosed_begins += open.size();
-  }
-
-  // s -> t -> ... -> f chains with one id become messages between consecutive points.
-  void flow_messages(Lanes& lanes, EventSink& sink) {
-    std::sort(flows_.begin(), flows_.end(), [](const FlowPoint& a, const FlowPoint& b) {
-      if (a.key != b.key) return a.key < b.key;
-      if (a.ts != b.ts) return a.ts < b.ts;
-      if (a.phase != b.phase) return a.phase < b.phase;
-      return a.index < b.index;
-    });
-    bool open = false, continued = false;
-    uint32_t open_worker = 0;
-    int64_t open_ts = 0;
-    for (size_t i = 0; i < flows_.size(); ++i) {
-      const FlowPoint& p = flows_[i];
-      if (i > 0 && p.key != flows_[i - 1].key) {
-        if (open && !continued) ++counts_.flow_without_end;
-        open = false;
-      }
-      const uint32_t worker = lanes.first_lane(p.group);
-      int64_t ts = p.ts;
-      if (p.next_slice) {
-        const std::vector<uint32_t>& on_lane = lanes.slices[worker];
-        auto it = std::lower_bound(on_lane.begin(), on_lane.end(), ts,
-                                   [&](uint32_t s, int64_t t) { return slices_[s].start < t; });
-        if (it != on_lane.end()) ts = slices_[*it].start;
-      }
-      if (p.phase == 0) {
-        if (open && !continued) ++counts_.flow_without_end;
-        open = true, continued = false;
-      } else {
-        if (open) {
-          sink.add_message(open_worker, open_ts, worker, ts);
-        } else {
-          ++counts_.flow_without_start;
-        }
-        open = p.phase == 1;
-        continued = true;
-      }
-      open_worker = worker, open_ts = ts;
-    }
-    if (open && !continued) ++counts_.flow_without_end;
-  }
-
-  // bind_id flows: a flow_out slice sends to the next flow_in slice with the same id.
-  void bind_messages(const Lanes& lanes, EventSink& sink) {
-    struct Point {
-      uint32_t key;
-      int64_t ts;
-      uint8_t order;  // 0 out, 1 in, 2 out of a slice that also has an in
-      uint32_t slice;
-    };
-    std::vector<Point> points;
-    for (uint32_t i = 0; i < slices_.size(); ++i) {
-      const SliceInfo& in = infos_[i];
-      if (in.bind == kNone32) continue;
-      if (in.flow_in) points.push_back({in.bind, slices_[i].start, 1, i});
-      if (in.flow_out)
-        points.push_back({in.bind, slices_[i].start, uint8_t(in.flow_in ? 2 : 0), i});
-    }
-    std::sort(points.begin(), points.end(), [](const Point& a, const Point& b) {
-      if (a.key != b.key) return a.key < b.key;
-      if (a.ts != b.ts) return a.ts < b.ts;
-      if (a.order != b.order) return a.order < b.order;
-      return a.slice < b.slice;
-    });
-    uint32_t open = kNone32;
-    for (size_t i = 0; i < points.size(); ++i) {
-      const Point& p = points[i];
-      if (i > 0 && p.key != points[i - 1].key) {
-        if (open != kNone32) ++counts_.flow_without_end;
-        open = kNone32;
-      }
-      if (p.order != 1) {
-        if (open != kNone32) ++counts_.flow_without_end;
-        open = p.slice;
-        continue;
-      }
-      if (open == kNone32) {
-        ++counts_.flow_without_start;
-        continue;
-      }
-      // The source may still run when the destination starts: the message leaves then.
-      const Slice& src = slices_[open];
-      const Slice& dst = slices_[p.slice];
-      sink.add_message(lanes.lane_of[open], std::min(src.end, dst.start), lanes.lane_of[p.slice],
-                       dst.start);
-      open = kNone32;
-    }
-    if (open != kNone32) ++counts_.flow_without_end;
-  }
-
-  // TensorFlow: an op's inputs were produced by the latest execution of the input node
-  // that ended before the op started; on another worker that is a message from the
-  // producer's end to the consumer's start (thesis §3.4).
-  void input_messages(const Lanes& lanes, EventSink& sink) {
-    std::vector<std::vector<uint32_t>> producers(tf_nodes_.names.size());
-    bool any_inputs = false;
-    for (uint32_t i = 0; i < slices_.size(); ++i) {
-      if (infos_[i].tf_node != kNone32) producers[infos_[i].tf_node].push_back(i);
-      any_inputs |= infos_[i].inputs_end > infos_[i].inputs_begin;
-    }
-    if (!any_inputs) return;
-    for (auto& p : producers)
-      std::sort(p.begin(), p.end(), [&](uint32_t a, uint32_t b) {
-        return slices_[a].end != slices_[b].end ? slices_[a].end < slices_[b].end : a < b;
-      });
-    for (uint32_t c = 0; c < slices_.size(); ++c) {
-      for (uint32_t k = infos_[c].inputs_begin; k < infos_[c].inputs_end; ++k) {
-        const std::vector<uint32_t>& p = producers[tf_inputs_[k] >> 1];
-        auto it = std::upper_bound(p.begin(), p.end(), slices_[c].start,
-                                   [&](int64_t t, uint32_t s) { return t < slices_[s].end; });
-        if (it == p.begin()) {
-          ++counts_.inputs_without_producer;
-          continue;
-        }
-        const uint32_t prod = *(it - 1);
-        if (lanes.lane_of[prod] == lanes.lane_of[c]) continue;  // same worker: program order
-        sink.add_message(
-            lanes.lane_of[prod], slices_[prod].end, lanes.lane_of[c], slices_[c].start,
-            (tf_inputs_[k] & 1) ? ActivityType::control_message : ActivityType::data_message);
-      }
-    }
-  }
-
-  Trace build() {
-    match_begin_end();
-    Lanes lanes = assign_lanes(slices_, static_cast<uint32_t>(groups_.names.size()), false);
-    EventSink sink;
-    sink.add_timelines(slices_, lanes, nullptr);
-    const bool has_flows =
-        !flows_.empty() || std::any_of(infos_.begin(), infos_.end(),
-                                       [](const SliceInfo& i) { return i.bind != kNone32; });
-    flow_messages(lanes, sink);
-    bind_messages(lanes, sink);
-    // Explicit flows already carry the dependencies: inferring them again would double them.
-    if (!has_flows) input_messages(lanes, sink);
-
-    Trace trace;
-    trace.source = source_;
-    sink.finish(trace);
-    for (uint32_t lane = 0; lane < lanes.group_of.size(); ++lane) {
-      const uint32_t g = lanes.group_of[lane];
-      auto p = process_names_.find(group_pid_[g]);
-      auto t = thread_names_.find(groups_.names[g]);
-      std::string name = (p != process_names_.end() ? p->second : "pid " + group_pid_[g]) + "/" +
-                         (t != thread_names_.end() ? t->second : "tid " + group_tid_[g]);
-      if (lanes.index_in_group[lane] > 0)
-        name += " (lane " + std::to_string(lanes.index_in_group[lane]) + ")";
-      trace.worker_names[lane] = std::move(name);
-    }
-    for (const Slice& s : slices_) trace.operator_names.emplace(s.op, names_.names[s.op]);
-    auto diag = [&](const char* key, uint64_t n) {
-      if (n) trace.import_diagnostics.emplace_back(std::string("chrome.") + key, n);
-    };
-    diag("truncated_file", counts_.truncated_file);
-    diag("overlapping_slices_moved", lanes.moved);
-    diag("unmatched_ends", counts_.unmatched_ends);
-    diag("unclosed_begins", counts_.unclosed_begins);
-    diag("negative_durations", counts_.negative_durations);
-    diag("complete_without_dur", counts_.complete_without_dur);
-    diag("flows_without_id", counts_.flow_without_id);
-    diag("flows_without_start", counts_.flow_without_start);
-    diag("flows_without_end", counts_.flow_without_end);
-    diag("inputs_without_producer", counts_.inputs_without_producer);
-    diag("ignored_events", counts_.ignored_events);
-    diag("envelope_events", counts_.envelope_events);
-    return trace;
+    ev_.counts.unclosed_begins += open.size();
   }
 
   const std::string& source_;
   const ActivityMap& map_;
   std::string pid_, tid_, key_, flow_key_, id_text_;
-  json::Interner groups_, names_, cats_, flow_keys_, bind_keys_, tf_nodes_;
-  std::vector<std::string> group_pid_, group_tid_;
-  std::unordered_map<std::string, std::string> process_names_, thread_names_;
+  json::Interner cats_, flow_keys_, bind_keys_;
   std::unordered_map<uint64_t, ActivityType> activity_cache_;
-  std::vector<Slice> slices_;
-  std::vector<SliceInfo> infos_;
   std::vector<BeginEnd> be_;
-  std::vector<FlowPoint> flows_;
-  std::vector<uint32_t> tf_inputs_;  // node id << 1 | control
-  Counts counts_;
+  ChromeEvents ev_;
 };
 
 }  // namespace

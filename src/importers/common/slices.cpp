@@ -19,10 +19,11 @@ uint32_t Lanes::first_lane(uint32_t group) {
   return group_first[group];
 }
 
-Lanes assign_lanes(const std::vector<Slice>& s, uint32_t group_count, bool require_parent) {
-  Lanes lanes;
-  lanes.lane_of.assign(s.size(), kNoSlice);
-  lanes.group_first.assign(group_count, kNoSlice);
+namespace {
+
+// The order slices are placed in: by group, then start; at equal starts the longer (the
+// parent) first, then the shallower.
+std::vector<uint32_t> placement_order(const std::vector<Slice>& s) {
   std::vector<uint32_t> order(s.size());
   std::iota(order.begin(), order.end(), 0u);
   std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
@@ -33,6 +34,16 @@ Lanes assign_lanes(const std::vector<Slice>& s, uint32_t group_count, bool requi
     if (x.depth != y.depth) return x.depth < y.depth;
     return a < b;
   });
+  return order;
+}
+
+}  // namespace
+
+Lanes assign_lanes(const std::vector<Slice>& s, uint32_t group_count, bool require_parent) {
+  Lanes lanes;
+  lanes.lane_of.assign(s.size(), kNoSlice);
+  lanes.group_first.assign(group_count, kNoSlice);
+  const std::vector<uint32_t> order = placement_order(s);
   // Per group: lanes in the order created, their stacks of open slices, lanes whose root
   // has ended (reusable, lowest index first) and busy lanes by root end.
   std::vector<std::vector<uint32_t>> stacks;

@@ -2,7 +2,8 @@
 #include "importers/otel/otel_importer.hpp"
 
 #include "importers/common/activity_map.hpp"
-#include "importers/otel/span_readers.hpp"
+#include "importers/otel/jaeger_reader.hpp"
+#include "importers/otel/otlp_reader.hpp"
 
 namespace snailtrail::importers {
 

@@ -3,7 +3,25 @@
 // the sink of diagnostics and skipped units. Internal to the span importers.
 #pragma once
 
-#include "importers/otel/span_readers.hpp"
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <unordered_set>
+
+#include "importers/otel/jaeger_reader.hpp"
+#include "importers/otel/otlp_reader.hpp"
 
 namespace snailtrail::importers::otel_detail {
 

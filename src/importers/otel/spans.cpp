@@ -259,19 +259,26 @@ void resolve_spans(SpanSet& set) {
   set.count("parent_cycles", cycles);
 }
 
-Trace spans_to_trace(const SpanSet& set, const ActivityMap& map) {
+namespace {
+
+// The workers of a span trace: one group per (service, thread).
+struct SpanGroups {
+  std::unordered_map<uint64_t, uint32_t> index;
+  std::vector<std::pair<uint32_t, uint32_t>> of;  // (service, thread)
+};
+
+// A slice per span: its interval, group, activity type (the map's, cached per service,
+// operation and kind) and operator ("service: operation").
+std::vector<Slice> span_slices(const SpanSet& set, const ActivityMap& map, SpanGroups& groups,
+                               json::Interner& operators) {
   const std::vector<Span>& spans = set.spans;
-  // Workers: one group per (service, thread); lanes inside a group keep spans disjoint.
-  std::unordered_map<uint64_t, uint32_t> group_index;
-  std::vector<std::pair<uint32_t, uint32_t>> groups;  // (service, thread)
-  json::Interner operators;
   std::unordered_map<uint64_t, ActivityType> activity_cache;
   std::vector<Slice> slices(spans.size());
   for (uint32_t i = 0; i < spans.size(); ++i) {
     const Span& sp = spans[i];
     const uint64_t key = uint64_t(sp.service) << 32 | sp.thread;
-    auto [it, fresh] = group_index.emplace(key, static_cast<uint32_t>(groups.size()));
-    if (fresh) groups.emplace_back(sp.service, sp.thread);
+    auto [it, fresh] = groups.index.emplace(key, static_cast<uint32_t>(groups.of.size()));
+    if (fresh) groups.of.emplace_back(sp.service, sp.thread);
     Slice& s = slices[i];
     s.start = sp.start;
     s.end = sp.end;
@@ -289,10 +296,14 @@ Trace spans_to_trace(const SpanSet& set, const ActivityMap& map) {
     s.type = cached->second;
     s.op = operators.id(set.str(sp.service) + ": " + set.str(sp.operation));
   }
-  Lanes lanes = assign_lanes(slices, static_cast<uint32_t>(groups.size()), true);
+  return slices;
+}
 
-  // A parent waits while a child that returns before the parent ends runs on another
-  // worker (a synchronous call). A child outliving its parent was not waited for.
+// A parent waits while a child that returns before the parent ends runs on another
+// worker (a synchronous call). A child outliving its parent was not waited for. Per span,
+// the merged intervals it waits in.
+std::vector<std::vector<std::pair<int64_t, int64_t>>> synchronous_waits(
+    const std::vector<Span>& spans, const Lanes& lanes) {
   std::vector<std::vector<std::pair<int64_t, int64_t>>> waits(spans.size());
   for (uint32_t c = 0; c < spans.size(); ++c) {
     const uint32_t p = spans[c].parent;
@@ -314,10 +325,17 @@ Trace spans_to_trace(const SpanSet& set, const ActivityMap& map) {
     }
     w.resize(out + 1);
   }
-  EventSink sink;
-  sink.add_timelines(slices, lanes, &waits);
+  return waits;
+}
 
+// The messages between lanes: a call and its return between a parent and a child on
+// another lane; follows-from references and links. Counts what cannot be a message.
+struct SpanMessageCounts {
   uint64_t skewed = 0, links_before_source = 0;
+};
+SpanMessageCounts add_span_messages(const SpanSet& set, const Lanes& lanes, EventSink& sink) {
+  const std::vector<Span>& spans = set.spans;
+  SpanMessageCounts n;
   for (uint32_t c = 0; c < spans.size(); ++c) {
     const Span& child = spans[c];
     const uint32_t p = child.parent;
@@ -327,7 +345,7 @@ Trace spans_to_trace(const SpanSet& set, const ActivityMap& map) {
         sink.add_message(lanes.lane_of[p], std::min(child.start, parent.end), lanes.lane_of[c],
                          child.start);
       else
-        ++skewed;  // clock skew: the call would arrive before it was made
+        ++n.skewed;  // clock skew: the call would arrive before it was made
       if (child.end <= parent.end && child.end >= parent.start)
         sink.add_message(lanes.lane_of[c], child.end, lanes.lane_of[p], child.end);
     }
@@ -337,33 +355,54 @@ Trace spans_to_trace(const SpanSet& set, const ActivityMap& map) {
       const uint32_t src = set.ref_target[r];
       if (src == kNoSpan || src == p || lanes.lane_of[src] == lanes.lane_of[c]) continue;
       if (child.start < spans[src].start) {
-        ++links_before_source;
+        ++n.links_before_source;
         continue;
       }
       sink.add_message(lanes.lane_of[src], std::min(spans[src].end, child.start), lanes.lane_of[c],
                        child.start);
     }
   }
+  return n;
+}
 
-  Trace trace;
-  trace.source = set.source;
-  sink.finish(trace);
+// "service/thread", with " (lane k)" for the lanes after a group's first.
+void name_span_workers(Trace& trace, const SpanSet& set, const SpanGroups& groups,
+                       const Lanes& lanes) {
   for (uint32_t lane = 0; lane < lanes.group_of.size(); ++lane) {
-    const auto [service, thread] = groups[lanes.group_of[lane]];
+    const auto [service, thread] = groups.of[lanes.group_of[lane]];
     std::string name = set.str(service);
     if (thread != kNoSpan) name += "/" + set.str(thread);
     if (lanes.index_in_group[lane] > 0)
       name += " (lane " + std::to_string(lanes.index_in_group[lane]) + ")";
     trace.worker_names[lane] = std::move(name);
   }
+}
+
+}  // namespace
+
+Trace spans_to_trace(const SpanSet& set, const ActivityMap& map) {
+  // Workers: one group per (service, thread); lanes inside a group keep spans disjoint.
+  SpanGroups groups;
+  json::Interner operators;
+  const std::vector<Slice> slices = span_slices(set, map, groups, operators);
+  Lanes lanes = assign_lanes(slices, static_cast<uint32_t>(groups.of.size()), true);
+  const auto waits = synchronous_waits(set.spans, lanes);
+  EventSink sink;
+  sink.add_timelines(slices, lanes, &waits);
+  const SpanMessageCounts counts = add_span_messages(set, lanes, sink);
+
+  Trace trace;
+  trace.source = set.source;
+  sink.finish(trace);
+  name_span_workers(trace, set, groups, lanes);
   for (uint32_t i = 0; i < operators.names.size(); ++i)
     trace.operator_names[i] = operators.names[i];
   trace.import_diagnostics = set.diagnostics;
   auto diag = [&](const char* key, uint64_t n) {
     if (n) trace.import_diagnostics.emplace_back(set.format + "." + key, n);
   };
-  diag("children_starting_before_parent", skewed);
-  diag("links_before_source", links_before_source);
+  diag("children_starting_before_parent", counts.skewed);
+  diag("links_before_source", counts.links_before_source);
   return trace;
 }
 

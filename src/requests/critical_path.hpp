@@ -19,7 +19,13 @@
 
 #include "importers/otel/spans.hpp"
 
-namespace snailtrail::importers {
+namespace snailtrail::requests {
+
+// The span model the paths are computed over (importers/otel/spans.hpp).
+using importers::kNoSpan;
+using importers::Span;
+using importers::SpanKind;
+using importers::SpanSet;
 
 struct PathStep {
   uint32_t span;        // index into SpanSet::spans
@@ -60,6 +66,13 @@ std::vector<ServiceTime> critical_time_by_service(const SpanSet& set,
 // Paths kept once their spans are gone: traces are imported one at a time (streaming,
 // otel_importer.hpp) and only these compact results stay for the outputs.
 
+// A trace's figures besides its path, as its CriticalPath counts them.
+struct TraceFigures {
+  int64_t duration_ns, start_ns;
+  uint32_t spans, clipped, dropped, roots, nonblocking;
+};
+TraceFigures figures_of(const CriticalPath& p);
+
 // The results of one unit of import (a Jaeger trace entry, a whole file), with the unit's
 // own names; built by summarize_paths on a worker thread, merged in file order.
 struct UnitPaths {
@@ -69,10 +82,8 @@ struct UnitPaths {
     uint32_t id_begin, id_len;    // span id in ids
     int64_t start_ns, end_ns, self_ns;
   };
-  struct TracePaths {
-    uint32_t id_begin, id_len;  // trace id in ids
-    int64_t duration_ns, start_ns;
-    uint32_t spans, clipped, dropped, roots, nonblocking;
+  struct TracePaths : TraceFigures {
+    uint32_t id_begin, id_len;        // trace id in ids
     uint32_t steps_begin, steps_end;  // into steps
   };
   struct Context {
@@ -94,11 +105,9 @@ UnitPaths summarize_paths(const SpanSet& set, const std::vector<CriticalPath>& p
 class PathCollection {
  public:
   using Step = UnitPaths::Step;  // service, operation, context: global ids here
-  struct TracePaths {
+  struct TracePaths : TraceFigures {
     std::string ids;  // the trace id, then the steps' span ids
     uint32_t id_len;
-    int64_t duration_ns, start_ns;
-    uint32_t spans, clipped, dropped, roots, nonblocking;
     std::vector<Step> path;
     std::string_view trace_id() const { return std::string_view(ids).substr(0, id_len); }
     std::string_view span_id(const Step& s) const {
@@ -126,4 +135,4 @@ class PathCollection {
   uint64_t total_spans_ = 0, repeated_ = 0;
 };
 
-}  // namespace snailtrail::importers
+}  // namespace snailtrail::requests

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "importers/otel/critical_path.hpp"
+#include "requests/critical_path.hpp"
 
-namespace snailtrail::importers {
+namespace snailtrail::requests {
 
 // The traces (indices into all.traces(), in file order) whose duration lies between the
 // nearest-rank (P - W)th and (P + W)th percentile durations, both inclusive (W =
@@ -32,4 +32,4 @@ std::string folded_stacks(const PathCollection& all, double percentile, double b
 // trace of the stack in the traces around percentile `a` and around `b` (rounded).
 std::string folded_diff(const PathCollection& all, double a, double b, double bucket);
 
-}  // namespace snailtrail::importers
+}  // namespace snailtrail::requests

@@ -1,18 +1,19 @@
 // Critical path of request traces (critical_path.hpp).
-#include "importers/otel/critical_path.hpp"
+#include "requests/critical_path.hpp"
 
 #include <algorithm>
 #include <numeric>
 #include <unordered_map>
 
-namespace snailtrail::importers {
+namespace snailtrail::requests {
 
-std::vector<CriticalPath> critical_paths(const SpanSet& set,
-                                         std::vector<uint32_t>* tree_parent_out) {
+namespace {
+
+// The tree, as Jaeger UI builds it: a span's parent is its CHILD_OF parent, else the
+// first reference of any kind (FOLLOWS_FROM, an OTLP link) to a span of the same trace.
+std::vector<uint32_t> tree_parents(const SpanSet& set) {
   const std::vector<Span>& spans = set.spans;
   const uint32_t n = static_cast<uint32_t>(spans.size());
-  // The tree, as Jaeger UI builds it: a span's parent is its CHILD_OF parent, else the
-  // first reference of any kind (FOLLOWS_FROM, an OTLP link) to a span of the same trace.
   std::vector<uint32_t> tree_parent(n, kNoSpan);
   for (uint32_t i = 0; i < n; ++i) {
     tree_parent[i] = spans[i].parent;
@@ -27,41 +28,53 @@ std::vector<CriticalPath> critical_paths(const SpanSet& set,
     }
   }
   // Follows-from parents can close a cycle: break it where it is found.
-  {
-    constexpr uint8_t kUnknown = 0, kOnPath = 1, kDone = 2;
-    std::vector<uint8_t> state(n, kUnknown);
-    std::vector<uint32_t> chain;
-    for (uint32_t i = 0; i < n; ++i) {
-      chain.clear();
-      for (uint32_t x = i; x != kNoSpan && state[x] == kUnknown; x = tree_parent[x]) {
-        state[x] = kOnPath;
-        chain.push_back(x);
-        if (tree_parent[x] != kNoSpan && state[tree_parent[x]] == kOnPath) tree_parent[x] = kNoSpan;
-      }
-      for (uint32_t x : chain) state[x] = kDone;
+  constexpr uint8_t kUnknown = 0, kOnPath = 1, kDone = 2;
+  std::vector<uint8_t> state(n, kUnknown);
+  std::vector<uint32_t> chain;
+  for (uint32_t i = 0; i < n; ++i) {
+    chain.clear();
+    for (uint32_t x = i; x != kNoSpan && state[x] == kUnknown; x = tree_parent[x]) {
+      state[x] = kOnPath;
+      chain.push_back(x);
+      if (tree_parent[x] != kNoSpan && state[tree_parent[x]] == kOnPath) tree_parent[x] = kNoSpan;
     }
+    for (uint32_t x : chain) state[x] = kDone;
   }
-  // Children as CSR. A consumer child of a producer runs on its own (Jaeger UI: not
-  // blocking, whatever the reference), so it and its subtree are left out.
-  auto blocking = [&](uint32_t child) {
-    const uint32_t p = tree_parent[child];
-    return !(spans[p].kind == SpanKind::producer && spans[child].kind == SpanKind::consumer);
-  };
-  std::vector<uint32_t> child_begin(n + 1, 0), children(n);
-  for (uint32_t i = 0; i < n; ++i)
-    if (tree_parent[i] != kNoSpan && blocking(i)) ++child_begin[tree_parent[i] + 1];
-  std::partial_sum(child_begin.begin(), child_begin.end(), child_begin.begin());
-  {
+  return tree_parent;
+}
+
+// The tree with its children as CSR. A consumer child of a producer runs on its own
+// (Jaeger UI: not blocking, whatever the reference), so it and its subtree are left out.
+struct RequestTree {
+  const std::vector<Span>& spans;
+  std::vector<uint32_t> parent;
+  std::vector<uint32_t> child_begin, children;
+
+  explicit RequestTree(const SpanSet& set) : spans(set.spans), parent(tree_parents(set)) {
+    const uint32_t n = static_cast<uint32_t>(spans.size());
+    child_begin.assign(n + 1, 0);
+    children.resize(n);
+    for (uint32_t i = 0; i < n; ++i)
+      if (parent[i] != kNoSpan && blocking(i)) ++child_begin[parent[i] + 1];
+    std::partial_sum(child_begin.begin(), child_begin.end(), child_begin.begin());
     std::vector<uint32_t> fill(child_begin.begin(), child_begin.end() - 1);
     for (uint32_t i = 0; i < n; ++i)
-      if (tree_parent[i] != kNoSpan && blocking(i)) children[fill[tree_parent[i]]++] = i;
+      if (parent[i] != kNoSpan && blocking(i)) children[fill[parent[i]]++] = i;
   }
-  // Traces in order of first appearance; each root (a span without a parent in the tree)
-  // gets its own path, in order of start time, and the paths are concatenated.
+  bool blocking(uint32_t child) const {
+    const uint32_t p = parent[child];
+    return !(spans[p].kind == SpanKind::producer && spans[child].kind == SpanKind::consumer);
+  }
+};
+
+// Traces in order of first appearance, with their span counts and their roots (spans
+// without a parent in the tree), in file order.
+std::vector<CriticalPath> paths_by_trace(const RequestTree& tree,
+                                         std::vector<std::vector<uint32_t>>& roots) {
+  const std::vector<Span>& spans = tree.spans;
   std::unordered_map<uint32_t, uint32_t> trace_slot;
   std::vector<CriticalPath> paths;
-  std::vector<std::vector<uint32_t>> roots;
-  for (uint32_t i = 0; i < n; ++i) {
+  for (uint32_t i = 0; i < spans.size(); ++i) {
     auto [it, fresh] = trace_slot.emplace(spans[i].trace, static_cast<uint32_t>(paths.size()));
     if (fresh) {
       paths.push_back({spans[i].trace, kNoSpan, 0, 0, 0, 0, {}});
@@ -69,96 +82,142 @@ std::vector<CriticalPath> critical_paths(const SpanSet& set,
     }
     CriticalPath& p = paths[it->second];
     ++p.spans;
-    if (tree_parent[i] == kNoSpan)
+    if (tree.parent[i] == kNoSpan)
       roots[it->second].push_back(i);
-    else if (!blocking(i))
+    else if (!tree.blocking(i))
       ++p.nonblocking;
   }
+  return paths;
+}
 
-  std::vector<int64_t> cs(n), ce(n);  // clipped intervals
-  std::vector<int64_t> crit(n, 0), first(n, 0);
-  std::vector<uint32_t> reached, order;
+// The path of one root: its subtree clipped to it, then walked backward from its end.
+// The buffers are per span of the set and reused from root to root.
+class PathWalker {
+ public:
+  explicit PathWalker(const RequestTree& tree)
+      : tree_(tree),
+        spans_(tree.spans),
+        cs_(spans_.size()),
+        ce_(spans_.size()),
+        crit_(spans_.size(), 0),
+        first_(spans_.size(), 0) {}
+
+  // Appends the root's steps to path.path, by first_ns.
+  void walk(uint32_t root, CriticalPath& path) {
+    clip(root, path);
+    order_.clear();
+    push(root, ce_[root]);
+    while (!stack_.empty()) {
+      Frame& f = stack_.back();
+      while (f.next < f.end && ce_[order_[f.next]] > f.point) ++f.next;
+      if (f.next == f.end) {
+        credit(f.span, cs_[f.span], f.point);
+        stack_.pop_back();
+        continue;
+      }
+      const uint32_t child = order_[f.next++];
+      credit(f.span, ce_[child], f.point);
+      f.point = cs_[child];
+      push(child, ce_[child]);  // may reallocate: f is not used after this
+    }
+    path.duration_ns += spans_[root].end - spans_[root].start;
+    const size_t from = path.path.size();
+    for (uint32_t x : reached_)
+      if (crit_[x] > 0) path.path.push_back({x, crit_[x], first_[x]});
+    std::sort(path.path.begin() + static_cast<std::ptrdiff_t>(from), path.path.end(),
+              [](const PathStep& a, const PathStep& b) { return a.first_ns < b.first_ns; });
+    if (path.path.size() == from) path.path.push_back({root, 0, spans_[root].start});
+    for (uint32_t x : reached_) crit_[x] = 0;
+  }
+
+ private:
+  // A span on the walk's stack (explicit frames: traces can be deep).
   struct Frame {
     uint32_t span;
     int64_t point;        // walking backward: everything after it is done
     uint32_t next;        // cursor into the span's children sorted by clipped end, descending
-    uint32_t begin, end;  // the span's sorted children in `order`
+    uint32_t begin, end;  // the span's sorted children in `order_`
   };
-  std::vector<Frame> stack;
+
+  bool outside(uint32_t child, uint32_t x) const {
+    return spans_[child].start > ce_[x] || spans_[child].end < cs_[x];
+  }
+
+  // Clip top-down; children entirely outside their parent are dropped with their subtree.
+  void clip(uint32_t root, CriticalPath& path) {
+    reached_.assign(1, root);
+    cs_[root] = spans_[root].start;
+    ce_[root] = spans_[root].end;
+    for (size_t k = 0; k < reached_.size(); ++k) {
+      const uint32_t x = reached_[k];
+      for (uint32_t c = tree_.child_begin[x]; c < tree_.child_begin[x + 1]; ++c) {
+        const uint32_t y = tree_.children[c];
+        if (outside(y, x)) {
+          ++path.dropped;
+          continue;
+        }
+        path.clipped += spans_[y].start < cs_[x] || spans_[y].end > ce_[x];
+        cs_[y] = std::max(spans_[y].start, cs_[x]);
+        ce_[y] = std::min(spans_[y].end, ce_[x]);
+        reached_.push_back(y);
+      }
+    }
+  }
+
+  // A frame for x, its kept children sorted by clipped end (latest first; ties: the one
+  // that started first).
+  void push(uint32_t x, int64_t point) {
+    const uint32_t b = static_cast<uint32_t>(order_.size());
+    for (uint32_t c = tree_.child_begin[x]; c < tree_.child_begin[x + 1]; ++c) {
+      const uint32_t y = tree_.children[c];
+      if (outside(y, x)) continue;  // dropped
+      order_.push_back(y);
+    }
+    std::sort(order_.begin() + b, order_.end(), [&](uint32_t a, uint32_t c) {
+      if (ce_[a] != ce_[c]) return ce_[a] > ce_[c];
+      if (cs_[a] != cs_[c]) return cs_[a] < cs_[c];
+      return a < c;
+    });
+    stack_.push_back({x, point, b, b, static_cast<uint32_t>(order_.size())});
+  }
+
+  // x ran on the critical path in [a, b).
+  void credit(uint32_t x, int64_t a, int64_t b) {
+    if (b <= a) return;
+    if (crit_[x] == 0 || a < first_[x]) first_[x] = a;
+    crit_[x] += b - a;
+  }
+
+  const RequestTree& tree_;
+  const std::vector<Span>& spans_;
+  std::vector<int64_t> cs_, ce_;  // clipped intervals
+  std::vector<int64_t> crit_, first_;
+  std::vector<uint32_t> reached_, order_;
+  std::vector<Frame> stack_;
+};
+
+}  // namespace
+
+std::vector<CriticalPath> critical_paths(const SpanSet& set,
+                                         std::vector<uint32_t>* tree_parent_out) {
+  const std::vector<Span>& spans = set.spans;
+  RequestTree tree(set);
+  // Each root gets its own path, in order of start time, and the paths are concatenated.
+  std::vector<std::vector<uint32_t>> roots;
+  std::vector<CriticalPath> paths = paths_by_trace(tree, roots);
+  PathWalker walker(tree);
   for (size_t t = 0; t < paths.size(); ++t) {
     CriticalPath& path = paths[t];
     std::vector<uint32_t>& rs = roots[t];
     std::stable_sort(rs.begin(), rs.end(),
                      [&](uint32_t a, uint32_t b) { return spans[a].start < spans[b].start; });
     path.roots = static_cast<uint32_t>(rs.size());
-    if (rs.empty()) continue;  // cannot happen: cycles are broken above
+    if (rs.empty()) continue;  // cannot happen: cycles are broken in tree_parents
     path.root = rs.front();
     path.start_ns = spans[rs.front()].start;
-    for (const uint32_t root : rs) {
-      // Clip top-down; children entirely outside their parent are dropped with their subtree.
-      reached.assign(1, root);
-      cs[root] = spans[root].start;
-      ce[root] = spans[root].end;
-      for (size_t k = 0; k < reached.size(); ++k) {
-        const uint32_t x = reached[k];
-        for (uint32_t c = child_begin[x]; c < child_begin[x + 1]; ++c) {
-          const uint32_t y = children[c];
-          if (spans[y].start > ce[x] || spans[y].end < cs[x]) {
-            ++path.dropped;
-            continue;
-          }
-          path.clipped += spans[y].start < cs[x] || spans[y].end > ce[x];
-          cs[y] = std::max(spans[y].start, cs[x]);
-          ce[y] = std::min(spans[y].end, ce[x]);
-          reached.push_back(y);
-        }
-      }
-      // The walk, with explicit frames (traces can be deep).
-      order.clear();
-      auto push = [&](uint32_t x, int64_t point) {
-        const uint32_t b = static_cast<uint32_t>(order.size());
-        for (uint32_t c = child_begin[x]; c < child_begin[x + 1]; ++c) {
-          const uint32_t y = children[c];
-          if (spans[y].start > ce[x] || spans[y].end < cs[x]) continue;  // dropped
-          order.push_back(y);
-        }
-        std::sort(order.begin() + b, order.end(), [&](uint32_t a, uint32_t c) {
-          if (ce[a] != ce[c]) return ce[a] > ce[c];
-          if (cs[a] != cs[c]) return cs[a] < cs[c];
-          return a < c;
-        });
-        stack.push_back({x, point, b, b, static_cast<uint32_t>(order.size())});
-      };
-      auto credit = [&](uint32_t x, int64_t a, int64_t b) {
-        if (b <= a) return;
-        if (crit[x] == 0 || a < first[x]) first[x] = a;
-        crit[x] += b - a;
-      };
-      push(root, ce[root]);
-      while (!stack.empty()) {
-        Frame& f = stack.back();
-        while (f.next < f.end && ce[order[f.next]] > f.point) ++f.next;
-        if (f.next == f.end) {
-          credit(f.span, cs[f.span], f.point);
-          stack.pop_back();
-          continue;
-        }
-        const uint32_t child = order[f.next++];
-        credit(f.span, ce[child], f.point);
-        f.point = cs[child];
-        push(child, ce[child]);  // may reallocate: f is not used after this
-      }
-      path.duration_ns += spans[root].end - spans[root].start;
-      const size_t from = path.path.size();
-      for (uint32_t x : reached)
-        if (crit[x] > 0) path.path.push_back({x, crit[x], first[x]});
-      std::sort(path.path.begin() + static_cast<std::ptrdiff_t>(from), path.path.end(),
-                [](const PathStep& a, const PathStep& b) { return a.first_ns < b.first_ns; });
-      if (path.path.size() == from) path.path.push_back({root, 0, spans[root].start});
-      for (uint32_t x : reached) crit[x] = 0;
-    }
+    for (const uint32_t root : rs) walker.walk(root, path);
   }
-  if (tree_parent_out) *tree_parent_out = std::move(tree_parent);
+  if (tree_parent_out) *tree_parent_out = std::move(tree.parent);
   return paths;
 }
 
@@ -181,9 +240,13 @@ std::vector<ServiceTime> critical_time_by_service(const SpanSet& set,
   return out;
 }
 
-}  // namespace snailtrail::importers
+}  // namespace snailtrail::requests
 
-namespace snailtrail::importers {
+namespace snailtrail::requests {
+
+TraceFigures figures_of(const CriticalPath& p) {
+  return {p.duration_ns, p.start_ns, p.spans, p.clipped, p.dropped, p.roots, p.nonblocking};
+}
 
 UnitPaths summarize_paths(const SpanSet& set, const std::vector<CriticalPath>& paths,
                           const std::vector<uint32_t>& tree_parent, bool contexts) {
@@ -226,13 +289,7 @@ UnitPaths summarize_paths(const SpanSet& set, const std::vector<CriticalPath>& p
     t.id_begin = static_cast<uint32_t>(u.ids.size());
     set.ids.append(p.trace, u.ids);
     t.id_len = static_cast<uint32_t>(u.ids.size()) - t.id_begin;
-    t.duration_ns = p.duration_ns;
-    t.start_ns = p.start_ns;
-    t.spans = p.spans;
-    t.clipped = p.clipped;
-    t.dropped = p.dropped;
-    t.roots = p.roots;
-    t.nonblocking = p.nonblocking;
+    static_cast<TraceFigures&>(t) = figures_of(p);
     t.steps_begin = static_cast<uint32_t>(u.steps.size());
     for (const PathStep& step : p.path) {
       const Span& s = set.spans[step.span];
@@ -282,13 +339,7 @@ void PathCollection::add(const UnitPaths& unit) {
     g.ids.assign(unit.ids, t.id_begin, t.id_len);
     g.id_len = t.id_len;
     if (!trace_ids_.emplace(g.ids, 0).second) ++repeated_;
-    g.duration_ns = t.duration_ns;
-    g.start_ns = t.start_ns;
-    g.spans = t.spans;
-    g.clipped = t.clipped;
-    g.dropped = t.dropped;
-    g.roots = t.roots;
-    g.nonblocking = t.nonblocking;
+    static_cast<TraceFigures&>(g) = t;
     g.path.reserve(t.steps_end - t.steps_begin);
     for (uint32_t k = t.steps_begin; k < t.steps_end; ++k) {
       Step s = unit.steps[k];
@@ -322,4 +373,4 @@ std::vector<ServiceTime> PathCollection::by_service() const {
   return out;
 }
 
-}  // namespace snailtrail::importers
+}  // namespace snailtrail::requests

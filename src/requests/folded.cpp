@@ -1,11 +1,11 @@
 // Aggregated critical-path stacks (folded.hpp).
-#include "importers/otel/folded.hpp"
+#include "requests/folded.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 
-namespace snailtrail::importers {
+namespace snailtrail::requests {
 
 std::vector<size_t> traces_around(const PathCollection& all, double percentile, double bucket) {
   const auto& traces = all.traces();
@@ -93,4 +93,4 @@ std::string folded_diff(const PathCollection& all, double a, double b, double bu
   return out;
 }
 
-}  // namespace snailtrail::importers
+}  // namespace snailtrail::requests

@@ -1,0 +1,245 @@
+#include "cli/analyze_ranks.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+
+#include "summary/summary_wire.hpp"
+#include "trace/big_vector.hpp"
+
+namespace snailtrail::cli {
+
+namespace {
+
+template <typename T>
+void put(std::string& out, T v) {
+  out.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
+template <typename T>
+void get(std::string_view in, size_t& pos, T& v) {
+  std::memcpy(&v, in.data() + pos, sizeof v);
+  pos += sizeof v;
+}
+
+constexpr size_t kHeldPiece = size_t{4} << 20;
+constexpr size_t kWritePiece = size_t{1} << 20;
+
+}  // namespace
+
+void append_record(std::string& out, const RenderedWindow& r, bool with_text, bool with_summary) {
+  const bool run = r.summary.window.empty_run > 0;
+  put(out, static_cast<uint8_t>(run));
+  put(out, static_cast<uint64_t>(r.summary.index));
+  put(out, r.summary.window.start);
+  put(out, r.summary.window.end);
+  put(out, r.summary.window.empty_run);
+  put(out, static_cast<uint64_t>(run || !with_text ? 0 : r.text.size()));
+  const size_t summary_len_at = out.size();
+  put(out, uint64_t{0});
+  if (run) return;
+  if (with_text) out.append(r.text);
+  if (!with_summary) return;
+  const size_t before = out.size();
+  append_summary(out, r.summary);
+  const uint64_t len = out.size() - before;
+  std::memcpy(out.data() + summary_len_at, &len, sizeof len);
+}
+
+size_t replay_records(std::string_view in, const std::function<void(RenderedWindow&)>& consume) {
+  constexpr size_t kHead = 1 + 6 * sizeof(uint64_t);
+  size_t pos = 0;
+  RenderedWindow r;
+  while (in.size() - pos >= kHead) {
+    const size_t begin = pos;
+    uint8_t run = 0;
+    uint64_t index = 0, len = 0, summary_len = 0;
+    Window window;
+    get(in, pos, run);
+    get(in, pos, index);
+    get(in, pos, window.start);
+    get(in, pos, window.end);
+    get(in, pos, window.empty_run);
+    get(in, pos, len);
+    get(in, pos, summary_len);
+    if (in.size() - pos < len || in.size() - pos - len < summary_len) return begin;
+    r.text.assign(in.data() + pos, len);
+    pos += len;
+    if (summary_len > 0) {
+      size_t at = 0;
+      read_summary(in.substr(pos, summary_len), at, r.summary);
+      if (at != summary_len) throw std::runtime_error("MPI: malformed window summary");
+      pos += summary_len;
+    }
+    r.summary.index = static_cast<size_t>(index);
+    r.summary.window = window;
+    consume(r);
+  }
+  return pos;
+}
+
+void replay_rank(mpi::RankGroup& group, int from,
+                 const std::function<void(RenderedWindow&)>& consume) {
+  std::string carry;  // a record cut between two pieces
+  while (std::optional<std::string> piece = group.receive_from(from)) {
+    if (carry.empty()) {
+      const size_t used = replay_records(*piece, consume);
+      carry.assign(piece->data() + used, piece->size() - used);
+    } else {
+      carry += *piece;
+      carry.erase(0, replay_records(carry, consume));
+    }
+    group.give_buffer(std::move(*piece));
+  }
+  if (!carry.empty()) throw std::runtime_error("MPI: truncated window record");
+}
+
+int run_on_ranks(const std::function<int(mpi::RankGroup*)>& run) {
+  const std::unique_ptr<mpi::RankGroup> group = mpi::RankGroup::join_if_launched();
+  if (!group) return run(nullptr);
+  try {
+    return run(group.get());
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "snailtrail: error (rank {} of {}): {}\n", group->rank(), group->size(),
+               e.what());
+    std::fflush(stderr);
+    group->abort(1);
+  }
+}
+
+std::pair<int64_t, int64_t> rank_share(const mpi::RankGroup& group, const SnailIndex& index,
+                                       const StreamedPlan& plan, double root_weight) {
+  std::vector<double> weights(static_cast<size_t>(group.size()), 1.0);
+  weights[0] = root_weight;
+  const std::vector<int64_t> b = split_windows_by_events(index, plan, weights);
+  const auto r = static_cast<size_t>(group.rank());
+  return {b[r], b[r + 1] - 1};
+}
+
+void send_windows_to_root(
+    mpi::RankGroup& group, bool with_summary,
+    const std::function<void(const std::function<void(RenderedWindow&)>&)>& analyze) {
+  constexpr size_t kSendPiece = size_t{4} << 20;
+  std::string records;
+  records.reserve(kSendPiece + (kSendPiece >> 2));
+  analyze([&](RenderedWindow& r) {
+    append_record(records, r, true, with_summary);
+    if (records.size() >= kSendPiece) {
+      group.send_to_root(std::move(records));
+      records = group.take_buffer();
+      records.reserve(kSendPiece + (kSendPiece >> 2));
+    }
+  });
+  group.send_to_root(std::move(records));  // even if empty: rank 0 waits for the end
+}
+
+void merge_empty_run(RenderedWindow& into, RenderedWindow&& run) {
+  if (into.summary.window.empty_run == 0) {
+    into = std::move(run);
+  } else {
+    into.summary.window.end = run.summary.window.end;
+    into.summary.window.empty_run += run.summary.window.empty_run;
+  }
+}
+
+std::string Handover::encode() const {
+  std::string out;
+  put(out, offset);
+  put(out, empty_runs);
+  put(out, empty_windows);
+  put(out, static_cast<uint64_t>(pending.summary.index));
+  put(out, pending.summary.window.start);
+  put(out, pending.summary.window.end);
+  put(out, pending.summary.window.empty_run);
+  return out;
+}
+
+Handover Handover::decode(std::string_view bytes) {
+  if (bytes.size() != 7 * sizeof(uint64_t))
+    throw std::runtime_error(fmt::format("MPI: hand-over message of {} bytes", bytes.size()));
+  Handover h;
+  size_t pos = 0;
+  uint64_t index = 0;
+  get(bytes, pos, h.offset);
+  get(bytes, pos, h.empty_runs);
+  get(bytes, pos, h.empty_windows);
+  get(bytes, pos, index);
+  get(bytes, pos, h.pending.summary.window.start);
+  get(bytes, pos, h.pending.summary.window.end);
+  get(bytes, pos, h.pending.summary.window.empty_run);
+  h.pending.summary.index = static_cast<size_t>(index);
+  return h;
+}
+
+bool ranks_write_output(const std::string& path) {
+  if (path.empty() || path == "-") return false;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return errno == ENOENT;
+  return S_ISREG(st.st_mode);
+}
+
+RankOutput::~RankOutput() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void RankOutput::append(std::string_view bytes) {
+  if (started()) {
+    pending_.append(bytes);
+    if (pending_.size() >= kWritePiece) {
+      write_out(pending_);
+      pending_.clear();
+    }
+    return;
+  }
+  if (held_.empty() || held_.back().size() + bytes.size() > kHeldPiece) {
+    held_.emplace_back();
+    held_.back().reserve(std::max(kHeldPiece, bytes.size()));
+    // One call faults the piece in, not a trap per page as it fills.
+    big_memory::prefault(held_.back().data(), held_.back().capacity());
+  }
+  held_.back().append(bytes);
+}
+
+void RankOutput::start(uint64_t offset, std::string_view prefix) {
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd_ < 0)
+    throw std::runtime_error(fmt::format(
+        "cannot write {}: {} (under mpirun every rank writes its part of -o: it must be on a "
+        "file system all ranks share, or write to stdout)",
+        path_, std::strerror(errno)));
+  offset_ = offset;
+  write_out(prefix);
+  for (std::string& piece : held_) {
+    write_out(piece);
+    std::string().swap(piece);
+  }
+  held_.clear();
+  pending_.reserve(kWritePiece + (kWritePiece >> 2));
+}
+
+uint64_t RankOutput::finish() {
+  write_out(pending_);
+  pending_.clear();
+  return offset_;
+}
+
+void RankOutput::write_out(std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::pwrite(fd_, bytes.data(), bytes.size(), static_cast<off_t>(offset_));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      throw std::runtime_error(fmt::format("cannot write {} at byte {}: {}", path_, offset_,
+                                           n < 0 ? std::strerror(errno) : "nothing written"));
+    offset_ += static_cast<uint64_t>(n);
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+}  // namespace snailtrail::cli

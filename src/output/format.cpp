@@ -1,0 +1,74 @@
+// The shared helpers of the output formats (output/format.hpp) and the --summary list.
+#include "output/format.hpp"
+
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+
+#include "output/writers.hpp"
+
+namespace snailtrail {
+namespace output_detail {
+
+std::string percent(double v) {
+  return fmt::format("{:5.1f}%", v * 100);
+}
+
+std::string format_ns(int64_t ns) {
+  const double v = static_cast<double>(ns);
+  const double a = std::fabs(v);
+  if (a < 1e3) return fmt::format("{}ns", ns);
+  if (a < 1e6) return fmt::format("{:.4g}us", v / 1e3);
+  if (a < 1e9) return fmt::format("{:.4g}ms", v / 1e6);
+  if (a < 1e4 * 1e9) return fmt::format("{:.4g}s", v / 1e9);
+  return fmt::format("{:.4g}h", v / 3.6e12);
+}
+
+std::string what_if_name(const WhatIf& x, const Names& names) {
+  switch (x.kind) {
+    case WhatIfKind::worker:
+      return names.worker[x.id];
+    case WhatIfKind::op:
+      return names.op(x.id);
+    case WhatIfKind::activity:
+      return std::string(name_of(static_cast<ActivityType>(x.id)));
+  }
+  return {};
+}
+
+}  // namespace output_detail
+
+SummarySelection SummarySelection::parse(const std::string& list) {
+  SummarySelection s{false, false, false, false, false, false, false};
+  std::stringstream ss(list);
+  std::string item;
+  bool any = false;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    any = true;
+    if (item == "all")
+      s = SummarySelection{};
+    else if (item == "activity")
+      s.activity = true;
+    else if (item == "worker")
+      s.worker = true;
+    else if (item == "operator")
+      s.op = true;
+    else if (item == "communication")
+      s.communication = true;
+    else if (item == "top")
+      s.top = true;
+    else if (item == "diagnostics")
+      s.diagnostics = true;
+    else if (item == "verdict")
+      s.verdict = true;
+    else
+      throw std::invalid_argument("unknown summary \"" + item +
+                                  "\" (expected activity, worker, operator, communication, top, "
+                                  "diagnostics, verdict or all)");
+  }
+  if (!any) throw std::invalid_argument("empty summary list");
+  return s;
+}
+
+}  // namespace snailtrail

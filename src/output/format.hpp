@@ -1,0 +1,34 @@
+// Helpers that the output formats share (private to src/output): appending text, the
+// number formats of the table and the verdict sentences, and the names of what-if items.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "output/names.hpp"
+#include "summary/summary.hpp"
+
+namespace snailtrail::output_detail {
+
+inline void put(fmt::memory_buffer& out, std::string_view s) {
+  out.append(s.data(), s.data() + s.size());
+}
+
+// An activity type is listed in a window when it has a CP or a conventional share.
+inline bool active_type(const WindowSummary& w, int a) {
+  return w.cp.activity[a] != 0 || w.conventional.activity[a] != 0;
+}
+
+// A share as " 12.3%" (6 columns), the table's value format.
+std::string percent(double v);
+
+// At most 4 significant digits and a unit: "423us", "3.096ms", "12.5s", "2.8h".
+std::string format_ns(int64_t ns);
+
+// The worker, operator or activity type a what-if item speeds up.
+std::string what_if_name(const WhatIf& x, const Names& names);
+
+}  // namespace snailtrail::output_detail

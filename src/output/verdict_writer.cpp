@@ -1,0 +1,274 @@
+// The verdict: its sentence (one per verdict kind, filled from the same fields), the
+// run's tally of what its windows find, and the verdict object of the JSON outputs
+// (docs/OUTPUT.md). The table prints the same sentences (output/verdict_text.hpp).
+#include <algorithm>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "output/format.hpp"
+#include "output/verdict_text.hpp"
+#include "output/writers.hpp"
+#include "summary/hints.hpp"
+#include "summary/verdict.hpp"
+
+namespace snailtrail {
+
+using Buf = fmt::memory_buffer;
+using output_detail::format_ns;
+using output_detail::put;
+
+namespace {
+
+// The next step for a dominant activity type.
+const char* activity_advice(ActivityType t) {
+  switch (t) {
+    case ActivityType::scheduling:
+      return "cut the scheduling delay (fewer, larger tasks; a less loaded driver or scheduler)";
+    case ActivityType::serialization:
+    case ActivityType::deserialization:
+      return "make records cheaper to (de)serialize, or avoid the exchange that needs it";
+    case ActivityType::buffer:
+      return "look at buffer management (buffer sizes, memory pressure)";
+    case ActivityType::io:
+      return "make the I/O cheaper (faster storage, fewer or larger reads and writes)";
+    case ActivityType::fault_tolerance:
+      return "make checkpoints cheaper or less frequent";
+    case ActivityType::barrier_processing:
+      return "shorten the barriers (alignment, checkpoint barriers)";
+    case ActivityType::busy_waiting:
+      return "replace the busy waiting, or find what it waits for";
+    default:
+      return "make it cheaper";
+  }
+}
+
+std::string verdict_name(const Verdict& v, const Names& names) {
+  switch (v.kind) {
+    case VerdictKind::straggler:
+    case VerdictKind::balanced:
+      return v.id < names.worker.size() ? names.worker[v.id] : std::string();
+    case VerdictKind::op:
+      return names.op(v.id);
+    case VerdictKind::no_cp:
+      return {};
+    default:
+      return std::string(name_of(static_cast<ActivityType>(v.id)));
+  }
+}
+
+std::string pct(double v) {
+  return fmt::format("{:.1f}%", v * 100);
+}
+
+std::string rank_text(uint32_t rank) {
+  return rank == 1 ? "first" : fmt::format("#{}", rank);
+}
+
+std::string saving_text(const WhatIf* w, const char* subject) {
+  if (!w) return {};
+  const std::string how = w->peer_median    ? "As fast as its peers' median"
+                          : w->speedup == 2 ? "Twice as fast"
+                                            : fmt::format("{:g} times as fast", w->speedup);
+  return fmt::format(" {}, {} would shorten the critical path by {}.", how, subject,
+                     format_ns(std::llround(w->saved_ns)));
+}
+
+// One sentence per verdict kind, filled by name from the same fields: {name} (what the
+// verdict is about), {cp} (its share of the critical paths), {busy} (its conventional
+// share), {rank} (its conventional rank), {worker} and {worker_cp} (where most of it
+// runs), {saving} (the what-if sentence, or nothing) and {advice} (the next step).
+struct VerdictSentence {
+  VerdictKind kind;
+  const char* text;
+};
+constexpr VerdictSentence kVerdictSentences[] = {
+    {VerdictKind::no_cp,
+     "No transient critical path: at some instant every worker waits with no message in "
+     "flight, or messages are unmatched; nothing can be ranked (see DIAGNOSTICS)."},
+    {VerdictKind::instrumentation,
+     "Most critical time is unknown ({cp} of the critical paths): the trace misses "
+     "activities. Next: instrument the gaps, or map names to activity types with --map."},
+    {VerdictKind::activity,
+     "{name} limits latency: {cp} of the critical paths, {busy} of all time (conventional "
+     "profiling ranks it {rank}); most on {worker} ({worker_cp}).{saving} Next: {advice}."},
+    {VerdictKind::straggler,
+     "{name} is the straggler: on {cp} of the critical paths while doing {busy} of the work "
+     "(conventional profiling ranks it {rank}).{saving} Next: look for a hot key or a skewed "
+     "partition on it (split the key, rebalance)."},
+    {VerdictKind::op,
+     "Operator {name} is the bottleneck: {cp} of the critical paths, {busy} of the busy time "
+     "(conventional profiling ranks it {rank}).{saving} Next: {op_advice}."},
+    {VerdictKind::communication,
+     "Communication limits latency: messages are {cp} of the critical paths. Next: "
+     "co-locate the operators that talk most, batch messages, or check the network."},
+    {VerdictKind::input,
+     "The job keeps up with its input: {cp} of the critical paths are sources reading "
+     "input; no worker or operator stands out."},
+    {VerdictKind::balanced,
+     "Nothing stands out: the critical paths spread over workers, operators and "
+     "activities (the most critical worker, {name}, holds {cp})."},
+};
+
+// The next step for an operator verdict: DS2's number when the trace's rates gave one.
+std::string op_advice(const Verdict& v, const std::string& name) {
+  if (v.ds2_needed == 0)
+    return fmt::format(
+        "add instances of {} (`snailtrail scale policy` gives the number when rates are known)",
+        name);
+  if (v.ds2_needed > v.ds2_now)
+    return fmt::format("add instances of {}: DS2 says {} (now {})", name, v.ds2_needed, v.ds2_now);
+  return fmt::format(
+      "DS2 says {} instance{} of {} keep up with the sources' observed rate (now {}); for a "
+      "higher rate, `snailtrail scale policy --source-rates` sizes it",
+      v.ds2_needed, v.ds2_needed == 1 ? "" : "s", name, v.ds2_now);
+}
+
+}  // namespace
+
+// One sentence for the verdict (output/verdict_text.hpp).
+std::string verdict_text(const Verdict& v, const Names& names) {
+  const auto* it = std::find_if(std::begin(kVerdictSentences), std::end(kVerdictSentences),
+                                [&](const VerdictSentence& x) { return x.kind == v.kind; });
+  if (it == std::end(kVerdictSentences)) return {};
+  const bool activity = v.kind == VerdictKind::activity;
+  return fmt::format(
+      fmt::runtime(it->text), fmt::arg("name", verdict_name(v, names)), fmt::arg("cp", pct(v.cp)),
+      fmt::arg("busy", pct(v.busy)), fmt::arg("rank", rank_text(v.busy_rank)),
+      fmt::arg("worker",
+               v.top_worker < names.worker.size() ? names.worker[v.top_worker] : std::string("?")),
+      fmt::arg("worker_cp", pct(v.top_worker_cp)), fmt::arg("saving", saving_text(v.what_if, "it")),
+      fmt::arg("advice", activity ? activity_advice(static_cast<ActivityType>(v.id)) : ""),
+      fmt::arg("op_advice",
+               v.kind == VerdictKind::op ? op_advice(v, verdict_name(v, names)) : std::string()));
+}
+
+namespace {
+
+// A window's finding in a few words, for the run verdict's tally of its windows.
+std::string finding_text(const VerdictTally::Entry& e, const Names& names) {
+  Verdict v;
+  v.kind = e.kind;
+  v.id = e.id;
+  switch (e.kind) {
+    case VerdictKind::straggler:
+      return "straggler " + verdict_name(v, names);
+    case VerdictKind::op:
+      return "operator " + verdict_name(v, names);
+    case VerdictKind::activity:
+      return verdict_name(v, names);
+    case VerdictKind::instrumentation:
+      return "unknown time";
+    case VerdictKind::communication:
+      return "communication";
+    case VerdictKind::input:
+      return "the input";
+    case VerdictKind::balanced:
+      return "nothing standing out";
+    case VerdictKind::no_cp:
+      break;
+  }
+  return "no critical path";
+}
+
+}  // namespace
+
+namespace output_detail {
+
+std::string run_verdict_text(const RunVerdict& r, const Names& names) {
+  std::string text = verdict_text(r.verdict, names);
+  const uint64_t m = r.windows_with_paths;
+  if (m <= 1) return text;
+  const bool balanced = r.verdict.kind == VerdictKind::balanced;
+  const std::string what = balanced ? "find nothing standing out" : "find this";
+  if (r.windows == m)
+    text += fmt::format(" Windows: all {} {}", m, what);
+  else
+    text += fmt::format(" Windows: {} of {} {}", r.windows, m, what);
+  for (size_t k = 0; k < r.others.size(); ++k)
+    text +=
+        fmt::format("{} {} {} {}", k ? "," : ";", r.others[k].windows,
+                    r.others[k].windows == 1 ? "finds" : "find", finding_text(r.others[k], names));
+  return text + ".";
+}
+
+RunVerdict run_verdict(const Aggregate& agg, const VerdictEnricher& enrich) {
+  RunVerdict r = decide_run_verdict(agg.verdicts, agg.cp, agg.conventional, agg.what_if);
+  if (enrich) enrich(r.verdict);
+  return r;
+}
+
+}  // namespace output_detail
+
+using output_detail::run_verdict;
+using output_detail::run_verdict_text;
+
+namespace {
+
+// The verdict object (docs/OUTPUT.md): a run's adds how many windows find it and what the
+// others find.
+void put_verdict(Buf& out, const Verdict& v, const Names& names, const std::vector<Hint>& hints,
+                 const RunVerdict* run = nullptr) {
+  put(out, "{\"kind\":");
+  append_json_string(out, name_of(v.kind));
+  put(out, ",\"name\":");
+  const std::string name = verdict_name(v, names);
+  if (name.empty())
+    put(out, "null");
+  else
+    append_json_string(out, name);
+  put(out, ",\"text\":");
+  append_json_string(out, run ? run_verdict_text(*run, names) : verdict_text(v, names));
+  if (v.ds2_needed > 0)
+    fmt::format_to(std::back_inserter(out), ",\"ds2\":{{\"instances\":{},\"now\":{}}}",
+                   v.ds2_needed, v.ds2_now);
+  if (run) {
+    fmt::format_to(std::back_inserter(out), ",\"windows\":{},\"windows_with_paths\":{}",
+                   run->windows, run->windows_with_paths);
+    put(out, ",\"others\":[");
+    for (size_t k = 0; k < run->others.size(); ++k) {
+      const VerdictTally::Entry& e = run->others[k];
+      put(out, k ? ",{\"kind\":" : "{\"kind\":");
+      append_json_string(out, name_of(e.kind));
+      put(out, ",\"name\":");
+      Verdict x;
+      x.kind = e.kind;
+      x.id = e.id;
+      append_json_string(out, verdict_name(x, names));
+      fmt::format_to(std::back_inserter(out), ",\"windows\":{}}}", e.windows);
+    }
+    out.push_back(']');
+  }
+  if (!hints.empty()) {
+    put(out, ",\"hints\":[");
+    for (size_t i = 0; i < hints.size(); ++i) {
+      put(out, i ? ",{\"kind\":" : "{\"kind\":");
+      append_json_string(out, name_of(hints[i].kind));
+      put(out, ",\"text\":");
+      append_json_string(out, hints[i].text);
+      out.push_back('}');
+    }
+    out.push_back(']');
+  }
+  out.push_back('}');
+}
+
+}  // namespace
+
+void write_verdict_json(Buf& out, const Groups& cp, const Groups& conventional, bool has_paths,
+                        const std::vector<WhatIf>& what_if, const Diagnostics& diagnostics,
+                        int64_t window_ns, uint64_t windows, const Names& names) {
+  put_verdict(out, decide_verdict(cp, conventional, has_paths, what_if), names,
+              decide_hints(cp, diagnostics, has_paths, window_ns, windows));
+}
+
+void write_run_verdict_json(Buf& out, const Aggregate& agg, const Names& names,
+                            const VerdictEnricher& enrich) {
+  const RunVerdict r = run_verdict(agg, enrich);
+  put_verdict(out, r.verdict, names,
+              decide_hints(agg.cp, agg.diagnostics, agg.windows_with_paths > 0, agg.diag_weight_ns,
+                           agg.windows),
+              &r);
+}
+
+}  // namespace snailtrail

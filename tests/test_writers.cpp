@@ -1,0 +1,494 @@
+// Unit tests of the output writers (src/output) on small hand-made summaries with odd
+// names: quotes, commas, newlines, wide Unicode and names too long for a table column.
+// Each format is checked against an independent oracle: the CSV read back with an
+// RFC 4180 reader, the JSON parsed back with simdjson, and the table against its column
+// invariants (every row of a section as wide as its header, values right-aligned under
+// their headers, abbreviations made of a head and a tail of the name).
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include "csv_reader.hpp"
+#include "output/names.hpp"
+#include "output/writers.hpp"
+#include "pag/timeline.hpp"
+#include "trace_builder.hpp"
+
+namespace snailtrail {
+namespace {
+
+constexpr std::string_view kEllipsis = "…";
+
+// Names the writers must carry through: JSON and CSV quote them, the table abbreviates.
+const char* const kWorkerNames[] = {
+    "map, \"hot\" one",                                                // comma and quotes
+    "sink \xC3\xA9 \xE6\x9D\xB1\xE4\xBA\xAC",                          // é and two wide CJK
+    "exec 12 (stage 50 at org.apache.spark.rdd.MapPartitionsRDD:24)",  // too long
+    "plain",
+};
+constexpr uint32_t kOpShort = 5, kOpLong = 7;
+const char* const kOpShortName = "Window(\"a\",b)";
+const char* const kOpLongName =
+    "stage 50 (mapPartitions at <console>:24 over a much longer description)";
+
+// Four workers with an activity each, named as above; two operators.
+struct OddNames {
+  Trace trace;
+  Pag pag;
+  OddNames() {
+    testing::TraceBuilder b;
+    for (uint32_t k = 0; k < 4; ++k)
+      b.activity(k, ActivityType::processing, 0, 100, k % 2 ? kOpLong : kOpShort);
+    trace = b.build();
+    for (uint32_t k = 0; k < 4; ++k) trace.worker_names[k] = kWorkerNames[k];
+    trace.operator_names[kOpShort] = kOpShortName;
+    trace.operator_names[kOpLong] = kOpLongName;
+    pag = build_pag(trace);
+  }
+};
+
+// A window whose every list is filled with distinct values (worker 3 stays at zero, so
+// it is left out of the worker lists).
+WindowSummary odd_window(uint64_t index, bool has_paths) {
+  WindowSummary w;
+  w.index = index;
+  w.window = {int64_t(index) * 1000, int64_t(index + 1) * 1000};
+  w.span_start = w.window.start;
+  w.span_end = w.window.end;
+  w.cp_ns = 1000;
+  w.events = 8;
+  w.nodes = 8;
+  w.edges = 6;
+  w.has_paths = has_paths;
+  w.paths_log10 = 1.5;
+  auto fill = [](Groups& g, double scale) {
+    g.activity[static_cast<int>(ActivityType::processing)] = 0.6 * scale;
+    g.activity[static_cast<int>(ActivityType::data_message)] = 0.25 * scale;
+    g.worker = {0.5 * scale, 0.125 * scale, 0.375 * scale, 0};
+    g.op = {{kOpShort, 0.7 * scale}, {kOpLong, 0.3 * scale}};
+    g.op_per_worker = {{kOpShort, 0.35 * scale}, {kOpLong, 0.15 * scale}};
+    g.communication = {{0, 1, 0.2 * scale}, {2, 1, 0.05 * scale}};
+  };
+  fill(w.cp, 1);
+  fill(w.conventional, 0.5);
+  fill(w.single_path, 0.9);
+  w.top = {
+      {0, kNone, ActivityType::processing, kOpShort, w.window.start, w.window.start + 400, 0.4},
+      {2, 1, ActivityType::data_message, kNone, w.window.start + 400, w.window.start + 500, 0.1},
+      {1, kNone, ActivityType::processing, kOpLong, w.window.start + 500, w.window.start + 900,
+       0.3}};
+  w.what_if = {{WhatIfKind::worker, 2, false, 2.0, 250.0},
+               {WhatIfKind::op, kOpLong, true, 1.5, 120.0}};
+  w.diagnostics.segments = 1;
+  w.diagnostics.unknown_share = 0.05;
+  w.diagnostics.add_input("late \"events\", dropped", 3);
+  return w;
+}
+
+// ---- CSV ----------------------------------------------------------------------------------
+
+// (summary, key) -> (cp, conventional, single_path) as text, from the summary's fields.
+using CsvOracle = std::map<std::pair<std::string, std::string>, std::tuple<double, double, double>>;
+
+CsvOracle expected_csv(const WindowSummary& w, const Names& names) {
+  CsvOracle rows;
+  for (int a = 0; a < kActivityTypeCount; ++a)
+    if (w.cp.activity[a] != 0 || w.conventional.activity[a] != 0)
+      rows[{"activity", std::string(name_of(static_cast<ActivityType>(a)))}] = {
+          w.cp.activity[a], w.conventional.activity[a], w.single_path.activity[a]};
+  for (size_t k = 0; k < w.cp.worker.size(); ++k)
+    if (w.cp.worker[k] != 0 || w.conventional.worker[k] != 0)
+      rows[{"worker", kWorkerNames[k]}] = {w.cp.worker[k], w.conventional.worker[k],
+                                           w.single_path.worker[k]};
+  for (size_t k = 0; k < w.cp.op.size(); ++k) {
+    rows[{"operator", names.op(w.cp.op[k].first)}] = {
+        w.cp.op[k].second, w.conventional.op[k].second, w.single_path.op[k].second};
+    rows[{"operator_per_worker", names.op(w.cp.op_per_worker[k].first)}] = {
+        w.cp.op_per_worker[k].second, w.conventional.op_per_worker[k].second,
+        w.single_path.op_per_worker[k].second};
+  }
+  for (size_t k = 0; k < w.cp.communication.size(); ++k) {
+    const CommCell& c = w.cp.communication[k];
+    rows[{"communication", std::string(kWorkerNames[c.src]) + "->" + kWorkerNames[c.dst]}] = {
+        c.value, w.conventional.communication[k].value, w.single_path.communication[k].value};
+  }
+  return rows;
+}
+
+TEST(WriterCsv, OddNamesReadBackWithEveryValue) {
+  OddNames t;
+  const Names names(t.trace, t.pag);
+  fmt::memory_buffer out;
+  write_csv_header(out);
+  const WindowSummary w = odd_window(4, true);
+  write_window_csv(out, w, names, SummarySelection{});
+  const auto rows = testing::read_csv(fmt::to_string(out));
+  ASSERT_FALSE(rows.empty());
+  EXPECT_EQ(rows[0], (std::vector<std::string>{"window", "start_ns", "end_ns", "summary", "key",
+                                               "cp", "conventional", "single_path"}));
+  CsvOracle got;
+  for (size_t r = 1; r < rows.size(); ++r) {
+    ASSERT_EQ(rows[r].size(), 8u) << "row " << r;
+    EXPECT_EQ(rows[r][0], "4");
+    EXPECT_EQ(rows[r][1], "4000");
+    EXPECT_EQ(rows[r][2], "5000");
+    const auto key = std::make_pair(rows[r][3], rows[r][4]);
+    EXPECT_EQ(got.count(key), 0u) << "row listed twice: " << key.first << " " << key.second;
+    got[key] = {std::stod(rows[r][5]), std::stod(rows[r][6]), std::stod(rows[r][7])};
+  }
+  EXPECT_EQ(got, expected_csv(w, names));
+}
+
+TEST(WriterCsv, WindowWithoutPathsLeavesTheCpColumnsEmpty) {
+  OddNames t;
+  const Names names(t.trace, t.pag);
+  fmt::memory_buffer out;
+  SummarySelection sel = SummarySelection::parse("worker");
+  write_window_csv(out, odd_window(0, false), names, sel);
+  const auto rows = testing::read_csv(fmt::to_string(out));
+  ASSERT_EQ(rows.size(), 3u);  // workers 0, 1, 2 (worker 3 is zero everywhere)
+  for (const auto& row : rows) {
+    ASSERT_EQ(row.size(), 8u);
+    EXPECT_EQ(row[3], "worker");
+    EXPECT_EQ(row[5], "") << "no CP without paths";
+    EXPECT_NE(row[6], "") << "the conventional profile is there";
+    EXPECT_EQ(row[7], "");
+  }
+}
+
+// ---- JSON ---------------------------------------------------------------------------------
+
+simdjson::dom::element parse(simdjson::dom::parser& parser, const fmt::memory_buffer& out) {
+  simdjson::dom::element doc;
+  EXPECT_EQ(parser.parse(out.data(), out.size()).get(doc), simdjson::SUCCESS)
+      << fmt::to_string(out);
+  return doc;
+}
+
+std::string str(simdjson::dom::element e) {
+  return std::string(std::string_view(e));
+}
+
+TEST(WriterJson, WindowCarriesOddNamesAndEveryList) {
+  OddNames t;
+  const Names names(t.trace, t.pag);
+  const WindowSummary w = odd_window(2, true);
+  SummarySelection sel;
+  sel.what_if = true;
+  fmt::memory_buffer out;
+  write_window_json(out, w, names, sel);
+  simdjson::dom::parser parser;
+  const simdjson::dom::element doc = parse(parser, out);
+  EXPECT_EQ(int64_t(doc["window"]["index"]), 2);
+  EXPECT_EQ(int64_t(doc["window"]["end_ns"]), 3000);
+  EXPECT_DOUBLE_EQ(double(doc["paths_log10"]), 1.5);
+  // The worker map: exactly the workers with a value, under their names.
+  std::map<std::string, double> workers;
+  for (auto [key, value] : simdjson::dom::object(doc["worker"]))
+    workers[std::string(key)] = double(value);
+  EXPECT_EQ(workers,
+            (std::map<std::string, double>{
+                {kWorkerNames[0], 0.5}, {kWorkerNames[1], 0.125}, {kWorkerNames[2], 0.375}}));
+  EXPECT_DOUBLE_EQ(double(doc["operator"][kOpShortName]), 0.7);
+  EXPECT_DOUBLE_EQ(double(doc["operator_per_worker"][kOpLongName]), 0.15);
+  EXPECT_DOUBLE_EQ(double(doc["conventional"]["operator"][kOpLongName]), 0.15);
+  EXPECT_DOUBLE_EQ(double(doc["single_path"]["worker"][kWorkerNames[2]]), 0.375 * 0.9);
+  // Communication: sender and receiver by name, the CP under "cp", the share under "share".
+  const simdjson::dom::array comm = doc["communication"];
+  ASSERT_EQ(comm.size(), 2u);
+  EXPECT_EQ(str(comm.at(1)["src"]), kWorkerNames[2]);
+  EXPECT_EQ(str(comm.at(1)["dst"]), kWorkerNames[1]);
+  EXPECT_DOUBLE_EQ(double(comm.at(1)["cp"]), 0.05);
+  EXPECT_DOUBLE_EQ(double(doc["conventional"]["communication"].at(0)["share"]), 0.1);
+  // The top list: a message has a remote and no operator, an activity the reverse.
+  const simdjson::dom::array top = doc["top"];
+  ASSERT_EQ(top.size(), 3u);
+  EXPECT_EQ(str(top.at(0)["operator"]), kOpShortName);
+  EXPECT_TRUE(top.at(0)["remote"].error() == simdjson::NO_SUCH_FIELD);
+  EXPECT_EQ(str(top.at(1)["worker"]), kWorkerNames[2]);
+  EXPECT_EQ(str(top.at(1)["remote"]), kWorkerNames[1]);
+  EXPECT_TRUE(top.at(1)["operator"].error() == simdjson::NO_SUCH_FIELD);
+  EXPECT_EQ(int64_t(top.at(2)["end_ns"]) - int64_t(top.at(2)["start_ns"]), 400);
+  // What-if items by name, and the diagnostics with the odd input kind as a key.
+  const simdjson::dom::array what_if = doc["what_if"];
+  ASSERT_EQ(what_if.size(), 2u);
+  EXPECT_EQ(str(what_if.at(0)["name"]), kWorkerNames[2]);
+  EXPECT_EQ(str(what_if.at(1)["name"]), kOpLongName);
+  EXPECT_EQ(str(what_if.at(1)["basis"]), "peer_median");
+  EXPECT_EQ(int64_t(what_if.at(1)["saved_ns"]), 120);
+  EXPECT_EQ(uint64_t(doc["diagnostics"]["input"]["late \"events\", dropped"]), 3u);
+  // The verdict is an object with a kind and a sentence.
+  EXPECT_FALSE(str(doc["verdict"]["kind"]).empty());
+  EXPECT_FALSE(str(doc["verdict"]["text"]).empty());
+}
+
+TEST(WriterJson, SelectionLeavesOutWhatWasNotAskedFor) {
+  OddNames t;
+  const Names names(t.trace, t.pag);
+  const SummarySelection sel = SummarySelection::parse("activity,communication");
+  for (bool has_paths : {true, false}) {
+    fmt::memory_buffer out;
+    write_window_json(out, odd_window(1, has_paths), names, sel);
+    simdjson::dom::parser parser;
+    const simdjson::dom::element doc = parse(parser, out);
+    for (const char* key :
+         {"worker", "operator", "operator_per_worker", "top", "verdict", "what_if"})
+      EXPECT_TRUE(doc[key].error() == simdjson::NO_SUCH_FIELD) << key;
+    EXPECT_TRUE(doc["conventional"]["worker"].error() == simdjson::NO_SUCH_FIELD);
+    EXPECT_EQ(doc["activity"].error(), simdjson::SUCCESS);
+    EXPECT_EQ(doc["conventional"]["communication"].error(), simdjson::SUCCESS);
+    // Diagnostics say why a window has no CP: there even when not asked for.
+    EXPECT_EQ(doc["diagnostics"].error() == simdjson::SUCCESS, !has_paths);
+    EXPECT_EQ(doc["paths_log10"].is_null(), !has_paths);
+  }
+}
+
+Aggregate odd_aggregate(size_t windows) {
+  Aggregate agg;
+  for (size_t k = 0; k < windows; ++k) agg.add(odd_window(k, true), 10);
+  agg.finish();
+  return agg;
+}
+
+TEST(WriterJson, RunLineCountsTheWindowsAndNamesTheVerdict) {
+  OddNames t;
+  const Names names(t.trace, t.pag);
+  const Aggregate agg = odd_aggregate(3);
+  SummarySelection sel;
+  sel.what_if = true;
+  fmt::memory_buffer out;
+  write_run_json(out, agg, names, sel);
+  simdjson::dom::parser parser;
+  const simdjson::dom::element doc = parse(parser, out);
+  EXPECT_EQ(uint64_t(doc["run"]["windows"]), 3u);
+  EXPECT_EQ(uint64_t(doc["run"]["windows_with_paths"]), 3u);
+  EXPECT_EQ(uint64_t(doc["run"]["events"]), 24u);
+  EXPECT_EQ(uint64_t(doc["verdict"]["windows_with_paths"]), 3u);
+  EXPECT_TRUE(doc["verdict"]["others"].is_array());
+  const simdjson::dom::array what_if = doc["what_if"];
+  ASSERT_EQ(what_if.size(), agg.what_if.size());
+  for (size_t k = 0; k < agg.what_if.size(); ++k)
+    EXPECT_EQ(int64_t(what_if.at(k)["saved_ns"]), std::llround(agg.what_if[k].saved_ns));
+}
+
+// ---- table --------------------------------------------------------------------------------
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::string line;
+  for (char c : text) {
+    if (c == '\n') {
+      lines.push_back(line);
+      line.clear();
+    } else {
+      line += c;
+    }
+  }
+  EXPECT_TRUE(line.empty()) << "the table ends with a newline";
+  return lines;
+}
+
+// The display column where `what` starts in `line` (npos when absent).
+size_t column_of(const std::string& line, std::string_view what) {
+  const size_t at = line.find(what);
+  return at == std::string::npos ? at : display_width(std::string_view(line).substr(0, at));
+}
+
+// The byte where display column `col` starts in `line` (its size when shorter).
+size_t byte_at_column(std::string_view line, size_t col) {
+  size_t byte = 0;
+  while (byte < line.size() && display_width(line.substr(0, byte)) < col) {
+    ++byte;  // to the next code point's lead byte
+    while (byte < line.size() && (static_cast<unsigned char>(line[byte]) >> 6) == 2) ++byte;
+  }
+  return byte;
+}
+
+// True when `shown` is `name`, or a head of it, "…", and a tail of it.
+bool is_abbreviation_of(std::string_view shown, std::string_view name) {
+  if (shown == name) return true;
+  const size_t cut = shown.find(kEllipsis);
+  if (cut == std::string_view::npos) return false;
+  const std::string_view head = shown.substr(0, cut), tail = shown.substr(cut + kEllipsis.size());
+  return head.size() + tail.size() < name.size() && name.substr(0, head.size()) == head &&
+         name.substr(name.size() - tail.size()) == tail;
+}
+
+std::string trim_right(std::string s) {
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  return s;
+}
+
+// The rows of the ranked section titled `title`: up to the next empty line.
+std::vector<std::string> section(const std::vector<std::string>& lines, std::string_view title,
+                                 std::string* header) {
+  std::vector<std::string> rows;
+  for (size_t i = 0; i < lines.size(); ++i)
+    if (lines[i].rfind(title, 0) == 0) {
+      *header = lines[i];
+      for (size_t k = i + 1; k < lines.size() && !lines[k].empty(); ++k) rows.push_back(lines[k]);
+      break;
+    }
+  return rows;
+}
+
+// The table of `agg` over the odd names, every summary with what-if.
+std::string odd_table(const Aggregate& agg) {
+  OddNames t;
+  const Names names(t.trace, t.pag);
+  TableContext ctx;
+  ctx.window_label = "1s";
+  SummarySelection sel;
+  sel.what_if = true;
+  fmt::memory_buffer out;
+  write_table(out, agg, names, sel, ctx, "odd names");
+  return fmt::to_string(out);
+}
+
+TEST(WriterTable, RankedSectionsKeepTheirColumnsWithOddNames) {
+  const Aggregate agg = odd_aggregate(2);
+  const std::string text = odd_table(agg);
+  const std::vector<std::string> lines = lines_of(text);
+  // Every line within 79 columns, but for the what-if rows: their name column takes up to
+  // 29 columns after 53 of numbers, so a long name makes them 82 wide (as it stands).
+  std::string what_if_header;
+  const std::vector<std::string> what_if =
+      section(lines, "WHAT IF (critical path time saved, summed over windows)", &what_if_header);
+  for (const std::string& line : lines) {
+    const bool what_if_row = std::find(what_if.begin(), what_if.end(), line) != what_if.end();
+    EXPECT_LE(display_width(line), what_if_row ? 82u : 79u) << line;
+  }
+  // Name column: 2 + 30, a space, a bar of 20 cells; then the values right-aligned under
+  // their headers, so each row is exactly as wide as its header.
+  std::set<std::string> shown_workers;
+  for (const char* title :
+       {"ACTIVITY TYPE", "WORKER (straggler)", "OPERATOR (all its activities)", "COMMUNICATION"}) {
+    std::string header;
+    const std::vector<std::string> rows = section(lines, title, &header);
+    ASSERT_FALSE(rows.empty()) << title;
+    for (const std::string& row : rows) {
+      EXPECT_EQ(display_width(row), display_width(header)) << title << ": " << row;
+      EXPECT_EQ(row.substr(0, 2), "  ");
+      // The name column ends at column 32 and a space; the bar's 20 cells hold only
+      // block characters and spaces.
+      const size_t name_end = byte_at_column(row, 32), bar_end = byte_at_column(row, 53);
+      ASSERT_EQ(display_width(std::string_view(row).substr(0, name_end)), 32u) << row;
+      EXPECT_EQ(row[name_end], ' ') << row;
+      std::string bar = row.substr(name_end + 1, bar_end - name_end - 1);
+      for (std::string_view cell : {"█", "▏", "▎", "▍", "▌", "▋", "▊", "▉", " "})
+        for (size_t at; (at = bar.find(cell)) != std::string::npos;) bar.erase(at, cell.size());
+      EXPECT_EQ(bar, "") << "not a bar: " << row;
+      const std::string name = trim_right(row.substr(2, name_end - 2));
+      if (std::string_view(title) == "WORKER (straggler)" && name != "(communication)") {
+        bool matched = false;
+        for (const char* full : kWorkerNames)
+          if (is_abbreviation_of(name, full)) matched = true, shown_workers.insert(full);
+        EXPECT_TRUE(matched) << "not a worker's name or its abbreviation: " << name;
+      }
+    }
+  }
+  // Every worker with a value is in the list, the long one abbreviated.
+  EXPECT_EQ(shown_workers,
+            (std::set<std::string>{kWorkerNames[0], kWorkerNames[1], kWorkerNames[2]}));
+  EXPECT_EQ(text.find(kWorkerNames[2]), std::string::npos);
+  EXPECT_NE(text.find("exec 12"), std::string::npos) << "the identifier stays";
+}
+
+TEST(WriterTable, TopListAndWhatIfColumnsLineUpUnderTheirHeaders) {
+  const Aggregate agg = odd_aggregate(1);
+  const std::vector<std::string> lines = lines_of(odd_table(agg));
+  std::string header;
+  const std::vector<std::string> top = section(lines, "TOP 3 CRITICAL ACTIVITIES", &header);
+  ASSERT_EQ(top.size(), 4u) << "the column header and three rows";
+  const std::string& columns = top[0];
+  const size_t at = column_of(columns, " at") + 1, op = column_of(columns, "operator");
+  size_t messages = 0, short_op = 0;
+  for (size_t k = 1; k < top.size(); ++k) {
+    EXPECT_EQ(column_of(top[k], "  +") + 2, at) << top[k];
+    EXPECT_EQ(column_of(top[k], "%"), 7u) << "CP right-aligned in 6 columns: " << top[k];
+    if (top[k].find("->") != std::string::npos) {
+      // A message's "sender->receiver" spans the worker and operator columns.
+      ++messages;
+      EXPECT_EQ(column_of(top[k], "exec 12"), column_of(columns, "worker")) << top[k];
+    }
+    if (top[k].find("Window(") != std::string::npos) {
+      ++short_op;
+      EXPECT_EQ(column_of(top[k], "Window("), op) << top[k];
+    }
+  }
+  EXPECT_EQ(messages, 1u);
+  EXPECT_EQ(short_op, 1u);
+  std::string what_if_header;
+  const std::vector<std::string> what_if =
+      section(lines, "WHAT IF (critical path time saved, summed over windows)", &what_if_header);
+  ASSERT_EQ(what_if.size(), 1 + agg.what_if.size());
+  const size_t name_col = column_of(what_if[0], "name");
+  for (size_t k = 1; k < what_if.size(); ++k) {
+    const std::string name = what_if[k].substr(byte_at_column(what_if[k], name_col));
+    EXPECT_TRUE(is_abbreviation_of(name, kWorkerNames[2]) || is_abbreviation_of(name, kOpLongName))
+        << name;
+    EXPECT_LE(display_width(name), 29u);
+  }
+  // The diagnostics list the odd input kind as written.
+  EXPECT_NE(std::find(lines.begin(), lines.end(), "  input: late \"events\", dropped: 3"),
+            lines.end());
+}
+
+// ---- abbreviation -------------------------------------------------------------------------
+
+// Random names from pieces that the abbreviation treats apart: numbers, delimiters, wide
+// and combining characters.
+std::string random_name(std::mt19937& rng) {
+  static const char* const kPieces[] = {
+      "stage",  " ", "50",    "exec",         "(",        ")",         ":",
+      ",",      "_", "Sink",  "\xE6\x9D\xB1", "\xC3\xA9", "e\xCC\x81", "<console>",
+      "123456", "-", "Window"};
+  std::uniform_int_distribution<size_t> piece(0, std::size(kPieces) - 1), count(0, 16);
+  std::string name;
+  for (size_t n = count(rng); n > 0; --n) name += kPieces[piece(rng)];
+  return name;
+}
+
+TEST(WriterAbbreviate, FitsTheWidthAndKeepsAHeadAndATail) {
+  std::mt19937 rng(14);
+  for (int i = 0; i < 3000; ++i) {
+    const std::string name = random_name(rng);
+    const size_t width = std::uniform_int_distribution<size_t>(0, 40)(rng);
+    const std::string a = abbreviate(name, width);
+    EXPECT_LE(display_width(a), width) << name << " / " << width;
+    if (display_width(name) <= width) {
+      EXPECT_EQ(a, name);
+    } else if (width >= 1) {
+      EXPECT_TRUE(is_abbreviation_of(a, name)) << name << " -> " << a;
+    }
+    const std::string f = fit_column(name, width);
+    EXPECT_EQ(display_width(f), width) << name;
+    EXPECT_EQ(trim_right(f), trim_right(a));
+    const std::string other = random_name(rng);
+    const std::string pair = abbreviate_pair(name, " -> ", other, width);
+    EXPECT_LE(display_width(pair), width) << name << " | " << other << " / " << width;
+    if (display_width(name) + 4 + display_width(other) <= width) {
+      EXPECT_EQ(pair, name + " -> " + other);
+    }
+  }
+}
+
+TEST(WriterAbbreviate, DisplayWidthCountsColumnsNotBytes) {
+  EXPECT_EQ(display_width("plain"), 5u);
+  EXPECT_EQ(display_width("\xC3\xA9"), 1u);                  // é: two bytes, one column
+  EXPECT_EQ(display_width("e\xCC\x81"), 1u);                 // e + combining acute
+  EXPECT_EQ(display_width("\xE6\x9D\xB1\xE4\xBA\xAC"), 4u);  // two wide CJK
+  EXPECT_EQ(display_width("\xFF\xFE"), 2u);                  // invalid bytes: one each
+  EXPECT_EQ(display_width(kEllipsis), 1u);
+}
+
+}  // namespace
+}  // namespace snailtrail
