@@ -12,10 +12,9 @@ maximum latencies; CPU time (user + sys of the run) and the load average give th
 import argparse
 import json
 import os
-import resource
-import subprocess
 import sys
-import time
+
+from loop_bench import print_migrations, print_run, print_timeline, timed_run
 
 
 def run(binary, mode, a, out_dir):
@@ -27,17 +26,7 @@ def run(binary, mode, a, out_dir):
            "--target-utilization", str(a.target_utilization)]
     if mode == "migrate":
         cmd += ["--strategy", a.strategy]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    load = os.getloadavg()[0]
-    t0 = time.monotonic()
-    subprocess.run(cmd, check=True)
-    sys.stdout.flush()
-    wall = time.monotonic() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    with open(stats) as f:
-        s = json.load(f)
-    return cmd, s, wall, cpu, load
+    return (cmd, *timed_run(cmd, stats))
 
 
 def main():
@@ -60,18 +49,11 @@ def main():
     for mode in ("migrate", "restart"):
         cmd, s, wall, cpu, load = run(a.bin, mode, a, a.out)
         results[mode] = s
-        print(f"## --reconfigure {mode}", flush=True)
-        print("$ " + " ".join(cmd))
-        print(f"wall {wall:.1f} s, CPU {cpu:.1f} s (user+sys), load average before {load:.2f}")
+        print_run(f"--reconfigure {mode}", cmd, wall, cpu, load)
         for d in s.get("decisions", []):
             print(f"decision at {d['time_s']:.2f} s: {d['active_workers']} workers ({d['reason']})")
-        for m in s.get("migrations", []):
-            print(f"reconfiguration ({m['strategy']}): {m['bins_moved']} bins, "
-                  f"{m['bytes_moved'] / 1e6:.1f} MB, {m['start_s']:.2f} .. {m['end_s']:.2f} s, "
-                  f"max latency {m['max_latency_ms']:.1f} ms")
-        print("timeline (t_s, records, p99_ms, max_ms):")
-        for i in s["intervals"]:
-            print(f"  {i['t_s']:6.2f} {i['records']:7d} {i['p99_ms']:9.2f} {i['max_ms']:9.2f}")
+        print_migrations(s, "reconfiguration")
+        print_timeline(s)
         print()
     def worst(s):
         ms = s.get("migrations", [])

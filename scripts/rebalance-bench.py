@@ -13,10 +13,9 @@ sys) and the load average give the context.
 import argparse
 import json
 import os
-import resource
-import subprocess
 import sys
-import time
+
+from loop_bench import print_migrations, print_run, print_timeline, timed_run
 
 
 def run(a, rebalance):
@@ -28,16 +27,7 @@ def run(a, rebalance):
            a.policy_interval, "--stats-json", stats, "--quiet"]
     if rebalance:
         cmd += ["--rebalance"]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    load = os.getloadavg()[0]
-    t0 = time.monotonic()
-    subprocess.run(cmd, check=True)
-    wall = time.monotonic() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    with open(stats) as f:
-        s = json.load(f)
-    return cmd, s, wall, cpu, load
+    return (cmd, *timed_run(cmd, stats))
 
 
 def p99_after(s, t_from):
@@ -71,24 +61,17 @@ def main():
     for rebalance in (True, False):
         cmd, s, wall, cpu, load = run(a, rebalance)
         results[rebalance] = s
-        print(f"## {'--rebalance' if rebalance else 'without --rebalance'}", flush=True)
-        print("$ " + " ".join(cmd))
-        print(f"wall {wall:.1f} s, CPU {cpu:.1f} s (user+sys), load average before {load:.2f}")
+        print_run('--rebalance' if rebalance else 'without --rebalance', cmd, wall, cpu, load)
         for d in s.get("decisions", []):
             print(f"decision at {d['time_s']:.2f} s: {d['kind']} {d.get('straggler', '')} "
                   f"({d['reason']}); bins {d.get('bins', [])}")
-        for m in s.get("migrations", []):
-            print(f"migration ({m['strategy']}): {m['bins_moved']} bins, "
-                  f"{m['bytes_moved'] / 1e6:.1f} MB, {m['start_s']:.2f} .. {m['end_s']:.2f} s, "
-                  f"max latency {m['max_latency_ms']:.1f} ms")
+        print_migrations(s, "migration")
         for c in s.get("cp_analyses", []):
             print(f"CP {c['from_s']:.1f}-{c['to_s']:.1f} s: top {c['top']} {100 * c['top_cp']:.1f}%, "
                   f"next {100 * c['next_cp']:.1f}%{' (straggler)' if c['straggler'] else ''}"
                   f"{' -> moved' if c['moved'] else ''} ({c.get('events', 0)} events analyzed in "
                   f"{c.get('analysis_ms', 0):.1f} ms)")
-        print("timeline (t_s, records, p99_ms, max_ms):")
-        for i in s["intervals"]:
-            print(f"  {i['t_s']:6.2f} {i['records']:7d} {i['p99_ms']:9.2f} {i['max_ms']:9.2f}")
+        print_timeline(s)
         print(f"output digest {s['output_digest']}")
         print()
     ms = results[True].get("migrations", [])

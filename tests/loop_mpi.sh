@@ -21,13 +21,7 @@
 # Exit 77 (skipped) when mpirun is missing.
 bin=$1 mode=$2
 . "$(dirname "$0")/mpi_prologue.sh"
-dir=$(mktemp -d) || exit 1
-mpid=
-cleanup() {
-  [ -n "$mpid" ] && kill -9 "$mpid" 2>/dev/null
-  rm -rf "$dir"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/mpi_background.sh"
 common="--cost-us 50 --keys 20000 --policy-interval 500ms --target-ratio 0"
 # json FILE EXPR: prints the Python expression EXPR over the stats JSON `d`.
 json() {
@@ -115,17 +109,7 @@ kill)
   $mpirun_lo -np 2 -x SNAILTRAIL_LOOP_DECISION_MARK "$bin" $args --duration 30s \
     >"$dir/out" 2>&1 &
   mpid=$!
-  victim=
-  i=0
-  while [ -z "$victim" ] && [ $i -lt 100 ]; do
-    sleep 0.1
-    i=$((i + 1))
-    for p in $(pgrep -P "$mpid"); do
-      if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1; then
-        victim=$p
-      fi
-    done
-  done
+  victim=$(rank_pid 1)
   [ -n "$victim" ] || { cat "$dir/out"; echo "FAIL: no rank 1 process under mpirun"; exit 1; }
   i=0
   while [ ! -s "$dir/mark" ] && [ $i -lt 400 ]; do
@@ -136,24 +120,11 @@ kill)
   echo "decision (time s, active workers): $(cat "$dir/mark"); killing rank 1 (pid $victim)"
   kill -9 "$victim"
   start=$(date +%s)
-  i=0
-  while kill -0 "$mpid" 2>/dev/null && [ $i -lt 150 ]; do
-    sleep 0.1
-    i=$((i + 1))
-  done
-  if kill -0 "$mpid" 2>/dev/null; then
-    cat "$dir/out"
-    echo "FAIL: mpirun still running 15 s after the failure (hang)"
-    exit 1
-  fi
-  wait "$mpid"
-  rc=$?
-  mpid=
+  wait_mpirun "$dir/out"
   grep -v "^t=" "$dir/out"
   echo "mpirun exited $rc after $(($(date +%s) - start)) s"
   [ $rc -ne 0 ] || { echo "FAIL: mpirun exited 0"; exit 1; }
-  grep -q "process rank 1 .*signal 9" "$dir/out" ||
-    { echo "FAIL: the output does not name the killed rank"; exit 1; }
+  expect_rank1_killed "$dir/out"
   ;;
 *)
   echo "usage: loop_mpi.sh BINARY step|constant|kill"

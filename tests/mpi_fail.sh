@@ -8,14 +8,8 @@
 # failure (the killed rank / the worker that threw). Exit 77 (skipped) without mpirun.
 bin=$1 mode=$2
 . "$(dirname "$0")/mpi_prologue.sh"
-dir=$(mktemp -d) || exit 1
+. "$(dirname "$0")/mpi_background.sh"
 out="$dir/out"
-mpid=
-cleanup() {
-  [ -n "$mpid" ] && kill -9 "$mpid" 2>/dev/null
-  rm -rf "$dir"
-}
-trap cleanup EXIT
 pass_env=
 if [ "$mode" = throw ]; then
   export SNAILTRAIL_FLOW_FAIL_WORKER=3:500
@@ -26,43 +20,18 @@ $mpirun_lo -np 2 $pass_env \
 mpid=$!
 start=$(date +%s)
 if [ "$mode" = kill ]; then
-  # The rank processes are mpirun's children; find rank 1's by its environment.
-  victim=
-  i=0
-  while [ -z "$victim" ] && [ $i -lt 100 ]; do
-    sleep 0.1
-    i=$((i + 1))
-    for p in $(pgrep -P "$mpid"); do
-      if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1; then
-        victim=$p
-      fi
-    done
-  done
+  victim=$(rank_pid 1)
   [ -n "$victim" ] || { cat "$out"; echo "FAIL: no rank 1 process under mpirun $mpid"; exit 1; }
   sleep 1
   echo "killing rank 1 (pid $victim) with SIGKILL"
   kill -9 "$victim"
 fi
-# Wait at most 15 s for mpirun to end.
-i=0
-while kill -0 "$mpid" 2>/dev/null && [ $i -lt 150 ]; do
-  sleep 0.1
-  i=$((i + 1))
-done
-if kill -0 "$mpid" 2>/dev/null; then
-  cat "$out"
-  echo "FAIL: mpirun still running 15 s after the failure (hang)"
-  exit 1
-fi
-wait "$mpid"
-rc=$?
-mpid=
+wait_mpirun "$out"
 cat "$out"
 echo "mpirun exited $rc after $(($(date +%s) - start)) s"
 [ $rc -ne 0 ] || { echo "FAIL: mpirun exited 0"; exit 1; }
 if [ "$mode" = kill ]; then
-  grep -q "process rank 1 .*signal 9" "$out" ||
-    { echo "FAIL: the output does not name the killed rank"; exit 1; }
+  expect_rank1_killed "$out"
 else
   grep -q "^snailtrail: rank 1: worker-3: injected failure" "$out" ||
     { echo "FAIL: the output does not name the worker that failed"; exit 1; }

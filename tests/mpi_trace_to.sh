@@ -6,13 +6,7 @@
 # `cannot connect to`. Exit 77 (skipped) when mpirun is missing.
 bin=$1
 . "$(dirname "$0")/mpi_prologue.sh"
-dir=$(mktemp -d) || exit 1
-spid=
-cleanup() {
-  [ -n "$spid" ] && kill -9 "$spid" 2>/dev/null
-  rm -rf "$dir"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/mpi_background.sh"
 mpi="$mpirun_lo -np 2"
 "$bin" serve --tcp 127.0.0.1:0 --window 100ms --lateness 10s --port-file "$dir/ports" \
   --out "$dir/windows.jsonl" --quiet 2>"$dir/serve.err" &

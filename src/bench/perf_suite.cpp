@@ -15,6 +15,7 @@
 #include <stdexcept>
 
 #include "bench/synthetic.hpp"
+#include "trace/setting_error.hpp"
 #include "trace/trace_io.hpp"
 
 extern char** environ;
@@ -124,7 +125,7 @@ double time_median(int repeat, F&& f) {
 std::string self_exe() {
   std::error_code ec;
   fs::path p = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) throw std::runtime_error("cannot find the snailtrail executable; pass --binary");
+  if (ec) throw InputError({"cannot find the snailtrail executable; pass ", field("binary")});
   return p.string();
 }
 

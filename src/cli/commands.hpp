@@ -8,7 +8,9 @@
 namespace snailtrail::cli {
 
 // Runs a parsed subcommand; returns the process exit code. May throw TraceError
-// (exit 1), std::invalid_argument (exit 2) or other std::exception (exit 1).
+// (exit 1), std::invalid_argument (exit 2; UsageError among them) or other
+// std::exception (exit 1; InputError among them). main() prints setting errors with the
+// flags of cli/setting_flags.hpp.
 using CommandRunner = std::function<int()>;
 
 CommandRunner add_analyze_command(CLI::App& app);

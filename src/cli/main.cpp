@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/setting_flags.hpp"
 #include "trace/trace.hpp"
 
 int main(int argc, char** argv) {
@@ -34,11 +35,11 @@ int main(int argc, char** argv) {
   } catch (const TraceError& e) {
     fmt::print(stderr, "snailtrail: error: {}\n", e.what());
     return 1;
-  } catch (const std::invalid_argument& e) {
-    fmt::print(stderr, "snailtrail: error: {}\n", e.what());
+  } catch (const std::invalid_argument& e) {  // UsageError among them
+    fmt::print(stderr, "snailtrail: error: {}\n", cli::error_message(e));
     return 2;
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "snailtrail: error: {}\n", e.what());
+  } catch (const std::exception& e) {  // InputError among them
+    fmt::print(stderr, "snailtrail: error: {}\n", cli::error_message(e));
     return 1;
   }
   return 0;

@@ -16,6 +16,7 @@
 #include "cli/run_args.hpp"
 #include "cli/run_dashboard.hpp"
 #include "cli/run_live_trace.hpp"
+#include "cli/setting_flags.hpp"
 #include "flow/jobs/jobs.hpp"
 #include "flow/mpi_transport.hpp"
 #include "flow/profile/sampler.hpp"
@@ -48,7 +49,7 @@ std::unique_ptr<LiveTrace> start_live_trace(const RunArgs& a, flow::RunConfig& c
                                        !a.trace.empty(), a.trace_to_queue);
   } catch (const std::exception& e) {
     if (!mpi) throw;
-    fmt::print(stderr, "snailtrail: rank {}: {}\n", mpi->rank(), e.what());
+    fmt::print(stderr, "snailtrail: rank {}: {}\n", mpi->rank(), error_message(e));
     flow::mpi_abort(1);  // the other processes must not wait for this one
   }
   cfg.on_trace_events = [l = live.get()](std::vector<Event>&& ev,
@@ -68,9 +69,9 @@ flow::RunResult execute(const RunArgs& a, const flow::RunConfig& cfg,
     if (!mpi && a.bins > 0 && !ms.empty() && !ms.back().completed)  // say what was in flight
       throw std::runtime_error(
           fmt::format("{} (during the {} migration started at {:.3f} s; the job stopped with it)",
-                      e.what(), ms.back().strategy, ms.back().start_s));
+                      error_message(e), ms.back().strategy, ms.back().start_s));
     if (!mpi) throw;
-    fmt::print(stderr, "snailtrail: rank {}: {}\n", mpi->rank(), e.what());
+    fmt::print(stderr, "snailtrail: rank {}: {}\n", mpi->rank(), error_message(e));
     flow::mpi_abort(1);  // the other processes must not wait for this one
   }
   return r;

@@ -9,6 +9,7 @@
 #include "report/web_assets.hpp"
 #include "serve/http_front.hpp"
 #include "serve/listener.hpp"
+#include "trace/json_text.hpp"
 
 namespace snailtrail::cli {
 namespace {
@@ -18,16 +19,9 @@ std::string num(double v) {
 }
 
 std::string quoted(const std::string& s) {
-  std::string o = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\')
-      o += '\\', o += c;
-    else if (static_cast<unsigned char>(c) < 0x20)
-      o += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
-    else
-      o += c;
-  }
-  return o + "\"";
+  std::string o;
+  append_json_string(o, s, kJsonPlain);
+  return o;
 }
 
 }  // namespace

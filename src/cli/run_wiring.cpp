@@ -235,7 +235,7 @@ JobWiring wire_job(const RunArgs& a) {
     if (a.rate != "max") throw std::invalid_argument("--rate-profile replaces --rate: give one");
     if (a.job.rfind("nexmark-", 0) == 0)
       throw std::invalid_argument("--rate-profile: not for the nexmark jobs");
-    w.rate_profile = flow::parse_profile(a.rate_profile, "--rate-profile",
+    w.rate_profile = flow::parse_profile(a.rate_profile, "rate_profile",
                                          [](const std::string& t) { return parse_duration(t); });
   }
   std::vector<std::pair<int64_t, double>> skew_profile;

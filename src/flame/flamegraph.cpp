@@ -11,6 +11,7 @@
 
 #include "output/names.hpp"
 #include "trace/event.hpp"
+#include "trace/setting_error.hpp"
 
 namespace snailtrail::flame {
 
@@ -42,9 +43,9 @@ const char* mode_unit(Mode m) {
 
 std::vector<double> mode_weights(const SampleSet& set, Mode mode) {
   if (mode == Mode::mixed && set.period_ns <= 0)
-    throw std::invalid_argument(
-        "--mode mixed needs the sampling period of the on-CPU samples (the runtime's "
-        "--profile-hz, or --hz for imported samples)");
+    throw UsageError({field("mode"),
+                      " mixed needs the sampling period of the on-CPU samples (the runtime's ",
+                      field("profile_hz"), ", or ", field("hz"), " for imported samples)"});
   std::vector<double> w(set.samples.size(), 0.0);
   for (size_t i = 0; i < w.size(); ++i) {
     const StackSample& s = set.samples[i];

@@ -1,6 +1,7 @@
 #include "flow/runtime.hpp"
 #include "flow/profile/sampler.hpp"
 #include "flow/run_stats.hpp"
+#include "trace/setting_error.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -298,21 +299,21 @@ void run_dataflow(uint32_t workers, const std::function<void(Worker&)>& build,
 }
 
 std::vector<std::pair<int64_t, double>> parse_profile(
-    const std::string& text, const std::string& flag,
+    const std::string& text, const std::string& name,
     const std::function<int64_t(const std::string&)>& parse_ns, bool rates_positive) {
+  auto bad = [&name](const std::string& why) { return UsageError({field(name), ": " + why}); };
   std::vector<std::pair<int64_t, double>> out;
   size_t at = 0;
   while (at <= text.size()) {
     const size_t comma = std::min(text.find(',', at), text.size());
     const std::string item = text.substr(at, comma - at);
     const size_t colon = item.find(':');
-    if (colon == std::string::npos)
-      throw std::invalid_argument(flag + ": '" + item + "' is not TIME:VALUE (e.g. 0s:100k)");
+    if (colon == std::string::npos) throw bad("'" + item + "' is not TIME:VALUE (e.g. 0s:100k)");
     int64_t ns = 0;
     try {
       ns = parse_ns(item.substr(0, colon));
     } catch (const std::invalid_argument& e) {
-      throw std::invalid_argument(flag + ": " + e.what());
+      throw bad(e.what());
     }
     std::string v = item.substr(colon + 1);
     double mult = 1;
@@ -328,13 +329,12 @@ std::vector<std::pair<int64_t, double>> parse_profile(
       used = 0;
     }
     if (v.empty() || used != v.size() || !std::isfinite(x))
-      throw std::invalid_argument(flag + ": '" + item.substr(colon + 1) + "' is not a number");
+      throw bad("'" + item.substr(colon + 1) + "' is not a number");
     x *= mult;
     if (rates_positive && (x < 1 || x > 1e10))
-      throw std::invalid_argument(flag + ": " + item + ": the rate must be in [1, 1e10] records/s");
-    if (out.empty() && ns != 0) throw std::invalid_argument(flag + ": the first time must be 0s");
-    if (!out.empty() && ns <= out.back().first)
-      throw std::invalid_argument(flag + ": times must increase");
+      throw bad(item + ": the rate must be in [1, 1e10] records/s");
+    if (out.empty() && ns != 0) throw bad("the first time must be 0s");
+    if (!out.empty() && ns <= out.back().first) throw bad("times must increase");
     out.emplace_back(ns, x);
     at = comma + 1;
   }
@@ -426,7 +426,7 @@ std::pair<uint64_t, double> reference_throughput(const RunConfig& cfg, KeyCounts
   if (!job) throw std::invalid_argument("unknown job '" + cfg.job + "'");
   if (job->reference_run) {  // the whole input at once: needs its size
     if (cfg.records == 0)
-      throw std::invalid_argument("--reference of " + cfg.job + " needs --records");
+      throw UsageError({field("reference"), " of " + cfg.job + " needs ", field("records")});
     const auto start = Clock::now();
     KeyCounts o = job->reference_run(cfg, {cfg.records});
     const double seconds = static_cast<double>(since(start)) * 1e-9;

@@ -107,9 +107,9 @@ class RateSchedule {
   std::vector<Seg> seg_;
 };
 // Parses "0s:100k,30s:400k" (times: ns from `parse_ns`; rates with an optional k or M
-// suffix); throws std::invalid_argument naming `flag` on bad input.
+// suffix); throws a UsageError naming the setting `name` (e.g. "rate_profile") on bad input.
 std::vector<std::pair<int64_t, double>> parse_profile(
-    const std::string& text, const std::string& flag,
+    const std::string& text, const std::string& name,
     const std::function<int64_t(const std::string&)>& parse_ns, bool rates_positive = true);
 
 // What a job's builder gets on each worker; lives as long as the worker.

@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "trace/setting_error.hpp"
+
 namespace snailtrail::logs {
 namespace {
 
@@ -73,7 +75,7 @@ void group_by_regex(const LogSet& logs, const std::string& id_regex, Grouping& g
   try {
     re = std::regex(id_regex, std::regex::ECMAScript | std::regex::optimize);
   } catch (const std::regex_error& e) {
-    throw std::invalid_argument("--id '" + id_regex + "': " + e.what());
+    throw UsageError({field("id_regex"), " '" + id_regex + "': " + e.what()});
   }
   std::unordered_map<std::string, uint32_t> ids;
   std::match_results<std::string_view::const_iterator> m;

@@ -9,6 +9,9 @@
 #include <iterator>
 #include <stdexcept>
 
+#include "trace/json_text.hpp"
+#include "trace/setting_error.hpp"
+
 namespace snailtrail::loop {
 
 std::vector<uint32_t> spread(const std::vector<uint32_t>& config, uint32_t active) {
@@ -57,7 +60,7 @@ Autoscaler::Autoscaler(LoopOptions options)
       next_tick_(opt_.policy_interval_ns) {
   link_.workers = opt_.max_workers;
   if (opt_.max_workers == 0 || opt_.initial_workers == 0 || opt_.initial_workers > opt_.max_workers)
-    throw std::invalid_argument("autoscale: the initial workers must be in [1, --max-workers]");
+    throw UsageError({"autoscale: the initial workers must be in [1, ", field("max_workers"), "]"});
   if (opt_.policy_interval_ns <= 0)
     throw std::invalid_argument("autoscale: the policy interval must be positive");
   if (opt_.rate_profile.empty())
@@ -299,23 +302,16 @@ std::vector<Event> Autoscaler::take_events() {
 }
 
 std::string decisions_json(const std::vector<DecisionRecord>& ds) {
-  auto esc = [](const std::string& s) {
+  auto quoted = [](const std::string& s) {
     std::string o;
-    for (char c : s) {
-      if (c == '"' || c == '\\')
-        o += '\\', o += c;
-      else if (static_cast<unsigned char>(c) < 0x20)
-        o += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
-      else
-        o += c;
-    }
+    append_json_string(o, s, kJsonPlain);
     return o;
   };
   std::string out = "[";
   for (size_t i = 0; i < ds.size(); ++i) {
     const DecisionRecord& d = ds[i];
-    out += fmt::format("{}{{\"time_s\": {:.6g}, \"kind\": \"{}\", \"active_workers\": {}, ",
-                       i ? ", " : "", d.time_s, esc(d.kind), d.active_workers);
+    out += fmt::format("{}{{\"time_s\": {:.6g}, \"kind\": {}, \"active_workers\": {}, ",
+                       i ? ", " : "", d.time_s, quoted(d.kind), d.active_workers);
     if (d.kind == "rebalance") {
       out += fmt::format(
           "\"straggler\": \"worker-{}\", \"cp_share\": {:.6g}, \"next_cp\": {:.6g}, "
@@ -325,7 +321,7 @@ std::string decisions_json(const std::vector<DecisionRecord>& ds) {
         out += fmt::format("{}{}", k ? ", " : "", d.bins[k]);
       out += "], ";
     }
-    out += fmt::format("\"reason\": \"{}\"}}", esc(d.reason));
+    out += fmt::format("\"reason\": {}}}", quoted(d.reason));
   }
   return out + "]";
 }

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "flow/jobs/jobs.hpp"
+#include "trace/setting_error.hpp"
 
 namespace snailtrail::megaphone {
 
@@ -21,7 +22,7 @@ std::vector<std::pair<int64_t, double>> parse_skew_profile(
     const size_t comma = std::min(text.find(',', at), text.size());
     const std::string item = text.substr(at, comma - at);
     auto bad = [&item](const std::string& why) {
-      return std::invalid_argument(fmt::format("--skew-profile: '{}': {}", item, why));
+      return UsageError({field("skew_profile"), fmt::format(": '{}': {}", item, why)});
     };
     const size_t colon = item.find(':');
     if (colon == std::string::npos) throw bad("not TIME:SHARE (e.g. 0s:0,30s:0.5)");
@@ -54,9 +55,8 @@ Skew make_skew(const std::vector<std::pair<int64_t, double>>& rate_profile, uint
                const std::vector<std::pair<int64_t, double>>& skew_profile, uint32_t hot_bins) {
   if (skew_profile.empty()) return {};
   if (rate_profile.empty() || streams == 0)
-    throw std::invalid_argument(
-        "--skew-profile needs an open-loop --rate or --rate-profile (the share follows the "
-        "records' intended times)");
+    throw UsageError({field("skew_profile"), " needs an open-loop ", field("rate"), " or ",
+                      field("rate_profile"), " (the share follows the records' intended times)"});
   const flow::RateSchedule sched(rate_profile, 1.0 / streams);
   Skew s;
   s.hot_bins = std::max<uint32_t>(hot_bins, 1);

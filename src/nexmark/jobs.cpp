@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "nexmark/megaphone_keyed.hpp"
+#include "trace/setting_error.hpp"
 
 namespace snailtrail::nexmark {
 namespace {
@@ -145,9 +146,11 @@ flow::JobSpec query_job(int q) {
 std::string register_megaphone_job(int q, const megaphone::JobOptions& opts,
                                    std::shared_ptr<megaphone::MigrationLog> log) {
   if (q < 3 || q >= kQueries)
-    throw std::invalid_argument(fmt::format(
-        "--bins: nexmark-q{} has no keyed state (Megaphone versions: nexmark-q3 ... q8)", q));
-  if (opts.log_bins > 20) throw std::invalid_argument("--bins: at most 2^20");
+    throw UsageError(
+        {field("log_bins"), fmt::format(": nexmark-q{} has no keyed state (Megaphone versions: "
+                                        "nexmark-q3 ... q8)",
+                                        q)});
+  if (opts.log_bins > 20) throw UsageError({field("log_bins"), ": at most 2^20"});
   if (!log) log = std::make_shared<megaphone::MigrationLog>();
   flow::JobSpec j = query_job(q);
   j.name += "-megaphone";

@@ -27,6 +27,49 @@ std::string describe(const Topology& t, const std::vector<uint32_t>& p) {
   return s;
 }
 
+// The sources' total target; NaN when one is unknown (NaN or missing), so that it never
+// counts as kept up.
+double total_source_target(const Topology& t, const Observation& o) {
+  double target = o.source_target.empty() ? NAN : 0;
+  for (uint32_t op = 0; op < t.size(); ++op)
+    if (t.is_source(op)) target += op < o.source_target.size() ? o.source_target[op] : NAN;
+  return target;
+}
+
+// The sources' targets, raised by what drains each one's backlog (plus the input a
+// restart misses) within opt.catch_up_s; adds the records/s it raised them by to `catch_up`.
+std::vector<double> catch_up_targets(const Observation& o, const ManagerOptions& opt,
+                                     double& catch_up) {
+  std::vector<double> targets = o.source_target;
+  if (opt.catch_up_s > 0)
+    for (size_t op = 0; op < targets.size() && op < o.source_backlog.size(); ++op)
+      if (std::isfinite(targets[op]) && std::isfinite(o.source_backlog[op])) {
+        const double extra =
+            (std::max(0.0, o.source_backlog[op]) + targets[op] * opt.restart_s) / opt.catch_up_s;
+        targets[op] += extra;
+        catch_up += extra;
+      }
+  return targets;
+}
+
+// The parallelism the last decisions agree on: per operator their maximum or median
+// (opt.combine); a change of at most opt.min_change instances keeps the current one.
+std::vector<uint32_t> combine_history(const std::vector<std::vector<uint32_t>>& history,
+                                      const std::vector<uint32_t>& current,
+                                      const ManagerOptions& opt) {
+  std::vector<uint32_t> next(current.size());
+  for (size_t op = 0; op < next.size(); ++op) {
+    std::vector<uint32_t> v;
+    for (const auto& h : history) v.push_back(h[op]);
+    std::sort(v.begin(), v.end());
+    next[op] = opt.combine == Combine::max ? v.back() : v[v.size() / 2];
+    const uint32_t cur = current[op];
+    const uint32_t diff = next[op] > cur ? next[op] - cur : cur - next[op];
+    if (diff <= opt.min_change) next[op] = cur;
+  }
+  return next;
+}
+
 }  // namespace
 
 Ds2Manager::Ds2Manager(Topology topology, ManagerOptions options)
@@ -51,12 +94,7 @@ std::optional<Action> Ds2Manager::observe(const Observation& o) {
     evaluating_ = false;
     // A change after which the sources keep up with their target is no regression: after
     // a scale-down they read less only because no backlog is left to drain.
-    // Unknown targets (NaN or missing) never count as kept up.
-    double target = o.source_target.empty() ? NAN : 0;
-    for (uint32_t op = 0; op < topology_.size(); ++op)
-      if (topology_.is_source(op))
-        target += op < o.source_target.size() ? o.source_target[op] : NAN;
-    const bool keeps_up = achieved >= (1 - opt_.rollback_drop) * target;
+    const bool keeps_up = achieved >= (1 - opt_.rollback_drop) * total_source_target(topology_, o);
     if (opt_.rollback && !keeps_up && achieved < rate_before_ * (1 - opt_.rollback_drop) &&
         decisions_ < opt_.max_decisions) {
       ++decisions_;
@@ -78,30 +116,12 @@ std::optional<Action> Ds2Manager::observe(const Observation& o) {
   po.threshold = opt_.threshold;
   po.source_target = opt_.source_target;
   po.saturation = opt_.saturation;
-  std::vector<double> targets = o.source_target;
   double catch_up = 0;  // records/s added to the targets
-  if (opt_.catch_up_s > 0)
-    for (size_t op = 0; op < targets.size() && op < o.source_backlog.size(); ++op)
-      if (std::isfinite(targets[op]) && std::isfinite(o.source_backlog[op])) {
-        const double extra =
-            (std::max(0.0, o.source_backlog[op]) + targets[op] * opt_.restart_s) / opt_.catch_up_s;
-        targets[op] += extra;
-        catch_up += extra;
-      }
-  last_ = ds2_decide(now, rates, targets, po);
+  last_ = ds2_decide(now, rates, catch_up_targets(o, opt_, catch_up), po);
   history_.push_back(last_->parallelism);
   if (history_.size() > opt_.activation) history_.erase(history_.begin());
   if (history_.size() < opt_.activation || decisions_ >= opt_.max_decisions) return std::nullopt;
-  std::vector<uint32_t> next(topology_.size());
-  for (size_t op = 0; op < next.size(); ++op) {
-    std::vector<uint32_t> v;
-    for (const auto& h : history_) v.push_back(h[op]);
-    std::sort(v.begin(), v.end());
-    next[op] = opt_.combine == Combine::max ? v.back() : v[v.size() / 2];
-    const uint32_t cur = o.parallelism[op];
-    const uint32_t diff = next[op] > cur ? next[op] - cur : cur - next[op];
-    if (diff <= opt_.min_change) next[op] = cur;
-  }
+  const std::vector<uint32_t> next = combine_history(history_, o.parallelism, opt_);
   if (next == o.parallelism) return std::nullopt;
   ++decisions_;
   history_.clear();

@@ -170,12 +170,14 @@ Decision ds2_policy(const Topology& t, const std::vector<OperatorRates>& rates,
   return d;
 }
 
-Decision ds2_decide(const Topology& t, const std::vector<InstanceRates>& instances,
-                    const std::vector<double>& source_rates, const PolicyOptions& opt,
-                    const std::function<std::string(uint32_t, uint32_t)>& label) {
-  const std::vector<OperatorRates> agg = aggregate(t, instances);
-  if (!(opt.saturation > 0)) return ds2_policy(t, agg, source_rates, opt);
-  // Busy share of every instance: useful time / interval = observed / true rate.
+namespace {
+
+// The busiest instance of every operator whose busy share (useful time / interval =
+// observed / true rate) reaches opt.saturation, in topological order, with whether the
+// operator is skewed (its other instances on average less than half as busy, or idle).
+std::vector<SaturatedInstance> saturated_instances(const Topology& t,
+                                                   const std::vector<InstanceRates>& instances,
+                                                   const PolicyOptions& opt) {
   auto busy_of = [](const InstanceRates& r) {
     if (std::isfinite(r.true_processing) && r.true_processing > 0)
       return r.observed_processing / r.true_processing;
@@ -194,7 +196,6 @@ Decision ds2_decide(const Topology& t, const std::vector<InstanceRates>& instanc
     if (b > top[r.op]) top[r.op] = b, busiest[r.op] = static_cast<int64_t>(i);
   }
   std::vector<SaturatedInstance> saturated;
-  bool any_skew = false;
   for (uint32_t op : t.topological_order()) {
     if (busiest[op] < 0 || top[op] < opt.saturation) continue;
     SaturatedInstance s;
@@ -206,14 +207,16 @@ Decision ds2_decide(const Topology& t, const std::vector<InstanceRates>& instanc
     // Skew: the other instances are on average less than half as busy, or idle (none
     // measured although the operator has several).
     s.skew = count[op] > 1 ? s.others_busy < 0.5 * s.busy : current > 1;
-    any_skew |= s.skew;
     saturated.push_back(s);
   }
-  // The target-rate ratio raises all targets for an overhead the instrumentation does not
-  // see; skew is seen, explains the shortfall, and more instances would not help.
-  PolicyOptions po = opt;
-  if (any_skew) po.threshold = 0;
-  Decision d = ds2_policy(t, agg, source_rates, po);
+  return saturated;
+}
+
+// Applies the saturated instances to the model's decision `d`: a saturated operator is
+// not scaled down (its total recounted), and skew is explained in d.skew, since more
+// instances do not relieve a hot one.
+void hold_saturated(Decision& d, std::vector<SaturatedInstance> saturated, const Topology& t,
+                    const std::function<std::string(uint32_t, uint32_t)>& label) {
   auto name = [&](uint32_t op, uint32_t instance) {
     return label ? label(op, instance) : fmt::format("{}-{}", t.names[op], instance);
   };
@@ -257,6 +260,23 @@ Decision ds2_decide(const Topology& t, const std::vector<InstanceRates>& instanc
              ". DS2 averages an operator's instances: more instances do not relieve the hot "
              "one (repartition its keys)";
   }
+}
+
+}  // namespace
+
+Decision ds2_decide(const Topology& t, const std::vector<InstanceRates>& instances,
+                    const std::vector<double>& source_rates, const PolicyOptions& opt,
+                    const std::function<std::string(uint32_t, uint32_t)>& label) {
+  const std::vector<OperatorRates> agg = aggregate(t, instances);
+  if (!(opt.saturation > 0)) return ds2_policy(t, agg, source_rates, opt);
+  std::vector<SaturatedInstance> saturated = saturated_instances(t, instances, opt);
+  // The target-rate ratio raises all targets for an overhead the instrumentation does not
+  // see; skew is seen, explains the shortfall, and more instances would not help.
+  PolicyOptions po = opt;
+  for (const SaturatedInstance& s : saturated)
+    if (s.skew) po.threshold = 0;
+  Decision d = ds2_policy(t, agg, source_rates, po);
+  hold_saturated(d, std::move(saturated), t, label);
   return d;
 }
 

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "scale/ds2_files.hpp"
+#include "trace/setting_error.hpp"
 
 namespace snailtrail::scale {
 
@@ -25,16 +26,15 @@ std::pair<std::string, int> loopback_url(const std::string& url) {
   for (char c : port_text)
     port = c >= '0' && c <= '9' && port <= 65535 ? port * 10 + (c - '0') : 100000;
   if (url.find("://") != std::string::npos && url.rfind("http://", 0) != 0)
-    throw std::invalid_argument("--serve: only http:// URLs of snailtrail serve are supported");
+    throw UsageError({field("serve"), ": only http:// URLs of snailtrail serve are supported"});
   if (host.empty() || port_text.empty() || port < 1 || port > 65535 ||
       host.find('/') != std::string::npos)
-    throw std::invalid_argument("--serve: expected http://HOST:PORT, got \"" + url + "\"");
+    throw UsageError({field("serve"), ": expected http://HOST:PORT, got \"" + url + "\""});
   const bool loopback = host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
   if (!loopback)
-    throw std::invalid_argument(
-        "--serve: only loopback addresses (127.0.0.1, localhost, ::1) "
-        "are allowed, got \"" +
-        host + "\"");
+    throw UsageError({field("serve"),
+                      ": only loopback addresses (127.0.0.1, localhost, ::1) are allowed, got \"" +
+                          host + "\""});
   return {host, port};
 }
 
@@ -120,10 +120,12 @@ bool ServeSource::fetch() {
     throw std::runtime_error(fmt::format("{}: {}", where_, e.what()));  // not a usage error
   }
   if (opt_.interval_ns > 0 && page_.interval_ns != opt_.interval_ns)
-    throw std::invalid_argument(
-        fmt::format("--interval {} differs from the rate interval of {} ({} s): start serve with "
-                    "--rate-interval {} or leave out --interval",
-                    opt_.interval_text, where_, page_.interval_ns / 1e9, opt_.interval_text));
+    throw UsageError({field("interval"),
+                      fmt::format(" {} differs from the rate interval of {} ({} s): start serve "
+                                  "with ",
+                                  opt_.interval_text, where_, page_.interval_ns / 1e9),
+                      field("rate_interval"), " " + opt_.interval_text + " or leave out ",
+                      field("interval")});
   for (RatesPage::Interval& in : page_.intervals) pending_.push_back(std::move(in));
   page_.intervals.clear();
   return true;

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "scale/scale_output.hpp"
+#include "trace/setting_error.hpp"
 
 namespace snailtrail::scale {
 namespace {
@@ -30,7 +31,7 @@ void apply_command(const std::string& cmd, const Topology& t, double time_s,
   json += "}\n";
   std::fflush(stdout);
   FILE* f = ::popen(line.c_str(), "w");
-  if (!f) throw std::runtime_error("--apply: cannot run " + cmd);
+  if (!f) throw InputError({field("apply"), ": cannot run " + cmd});
   std::fwrite(json.data(), 1, json.size(), f);
   const int rc = ::pclose(f);
   if (rc != 0)

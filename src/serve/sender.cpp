@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "serve/server.hpp"
+#include "trace/setting_error.hpp"
 #include "trace/trace_io.hpp"
 #include "trace/trace_io_detail.hpp"
 
@@ -79,7 +80,7 @@ class Replay {
     std::stable_sort(order_.begin(), order_.end(), [&](uint32_t a, uint32_t b) {
       return trace.events[a].ts < trace.events[b].ts;
     });
-    if (o.repeat == 0) throw std::invalid_argument("--repeat must be at least 1");
+    if (o.repeat == 0) throw UsageError({field("repeat"), " must be at least 1"});
     if (!order_.empty()) {
       span_ = trace.events[order_.back()].ts - trace.events[order_.front()].ts + 1;
       int64_t lo = INT64_MAX, hi = INT64_MIN;

@@ -23,6 +23,7 @@
 #include "serve/http_api.hpp"
 #include "serve/listener.hpp"
 #include "serve/serve_state.hpp"
+#include "trace/setting_error.hpp"
 
 namespace snailtrail::serve {
 namespace {
@@ -46,13 +47,14 @@ double seconds_since(Clock::time_point t) {
 // The options that fail before anything is opened.
 FollowFormat check_sources(const ServeOptions& opt) {
   if (opt.tcp.empty() && !opt.stdin_source && opt.follow.empty())
-    throw std::invalid_argument("no source: give --tcp, --stdin or --follow");
-  if (opt.retain == 0) throw std::invalid_argument("--retain must be at least 1");
+    throw UsageError(
+        {"no source: give ", field("tcp"), ", ", field("stdin"), " or ", field("follow")});
+  if (opt.retain == 0) throw UsageError({field("retain"), " must be at least 1"});
   FollowFormat follow_format;
   follow_format.importer = opt.follow_importer;
   follow_format.options = opt.import_options;
   if (opt.follow_importer != "auto" && opt.follow.empty())
-    throw std::invalid_argument("--importer applies to --follow files only");
+    throw UsageError({field("follow_importer"), " applies to ", field("follow"), " files only"});
   // Files that cannot be followed fail here (those that do not exist yet, when they appear).
   for (const std::string& path : opt.follow) check_followable(path, opt.follow_importer);
   if (!opt.follow.empty()) importers::check_import_options(opt.import_options, true);
@@ -63,10 +65,10 @@ void check_limits(const ServeOptions& opt, const TcpLimits& tcp_limits) {
   if (tcp_limits.max_connections == 0 || opt.http_max_connections == 0)
     throw std::invalid_argument("connection limits must be at least 1");
   if (tcp_limits.buffer_bytes < (size_t{17} << 20))
-    throw std::invalid_argument(
-        "--ingest-buffer must be at least 17 (MiB): room for the largest .snail block (16 MiB)");
+    throw UsageError({field("ingest_buffer"),
+                      " must be at least 17 (MiB): room for the largest .snail block (16 MiB)"});
   if (tcp_limits.idle_timeout_ns <= 0)
-    throw std::invalid_argument("--connection-timeout must be positive");
+    throw UsageError({field("connection_timeout"), " must be positive"});
 }
 
 // Every connection is a file descriptor: raises the soft limit as far as needed (and
@@ -172,7 +174,7 @@ int Server::run() {
   open_listeners();
   shared_.report = live_report(opt_);
   queue_ = std::make_unique<BatchQueue>(opt_.queue_events);
-  if (opt_.rate_interval_ns < 0) throw std::invalid_argument("--rate-interval must be positive");
+  if (opt_.rate_interval_ns < 0) throw UsageError({field("rate_interval"), " must be positive"});
   rates_ = std::make_unique<LiveRates>(
       opt_.rate_interval_ns > 0 ? opt_.rate_interval_ns : opt_.live.window_ns, opt_.retain);
   start_http();

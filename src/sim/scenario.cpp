@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "sim/units.hpp"
+#include "trace/setting_error.hpp"
 
 namespace snailtrail::sim {
 
@@ -81,7 +82,7 @@ Distribution scaled(Distribution d, double f) {
 // --speed-up TARGET=K (Overrides::speedups).
 void apply_speedup(Scenario& s, const std::string& target, double k) {
   if (!(k > 0) || !std::isfinite(k))
-    throw std::invalid_argument("--speed-up " + target + ": the factor must be positive");
+    throw UsageError({field("speed_up"), " " + target + ": the factor must be positive"});
   if (s.model == Model::microbatch && target == "driver") {
     s.microbatch.scheduling_cost = scaled(s.microbatch.scheduling_cost, 1 / k);
     s.microbatch.stage_barrier_cost = scaled(s.microbatch.stage_barrier_cost, 1 / k);
@@ -109,21 +110,21 @@ void apply_speedup(Scenario& s, const std::string& target, double k) {
   const char* what = s.model == Model::pipelined    ? "operator or instance (OPERATOR-INDEX)"
                      : s.model == Model::microbatch ? "operator (or driver)"
                                                     : "operator";
-  throw std::invalid_argument(std::string("--speed-up: no ") + what + " named '" + target +
-                              "' (operators: " + names + ")");
+  throw UsageError({field("speed_up"), std::string(": no ") + what + " named '" + target +
+                                           "' (operators: " + names + ")"});
 }
 
 }  // namespace
 
 void apply_overrides(Scenario& s, const Overrides& o) {
   if (o.duration_ns) {
-    if (*o.duration_ns <= 0) throw std::invalid_argument("--duration must be positive");
+    if (*o.duration_ns <= 0) throw UsageError({field("duration"), " must be positive"});
     s.duration_ns = *o.duration_ns;
   }
   if (o.seed) s.seed = *o.seed;
   if (o.workers) {
     const uint32_t n = *o.workers;
-    if (n == 0) throw std::invalid_argument("--workers must be at least 1");
+    if (n == 0) throw UsageError({field("workers"), " must be at least 1"});
     switch (s.model) {
       case Model::pipelined: {
         const double f = static_cast<double>(n) / worker_count(s);
@@ -134,7 +135,7 @@ void apply_overrides(Scenario& s, const Overrides& o) {
       }
       case Model::microbatch: {
         if (n < 2)
-          throw std::invalid_argument("--workers: micro-batch needs a driver and an executor");
+          throw UsageError({field("workers"), ": micro-batch needs a driver and an executor"});
         const double f = static_cast<double>(n - 1) / s.microbatch.executors;
         s.microbatch.executors = n - 1;
         for (OperatorSpec& op : s.operators)
@@ -149,7 +150,7 @@ void apply_overrides(Scenario& s, const Overrides& o) {
     }
   }
   if (o.rate) {
-    if (!(*o.rate > 0)) throw std::invalid_argument("--rate must be positive");
+    if (!(*o.rate > 0)) throw UsageError({field("rate"), " must be positive"});
     double total = 0, par = 0;
     for (const OperatorSpec& op : s.operators)
       if (op.is_source) total += op.rate, par += op.parallelism;

@@ -99,15 +99,15 @@ TEST(LoopRateSchedule, CountAndTimeAgreeWithIntegration) {
   auto ns = [](const std::string& t) -> int64_t {
     return static_cast<int64_t>(std::stod(t.substr(0, t.size() - 1)) * 1e9);
   };
-  const auto q = flow::parse_profile("0s:100k,30s:1.5M", "--rate-profile", ns);
+  const auto q = flow::parse_profile("0s:100k,30s:1.5M", "rate_profile", ns);
   ASSERT_EQ(q.size(), 2u);
   EXPECT_EQ(q[1].first, 30'000'000'000);
   EXPECT_DOUBLE_EQ(q[1].second, 1.5e6);
-  EXPECT_THROW(flow::parse_profile("1s:100", "--rate-profile", ns), std::invalid_argument);
-  EXPECT_THROW(flow::parse_profile("0s:100,0s:200", "--rate-profile", ns), std::invalid_argument);
-  EXPECT_THROW(flow::parse_profile("0s:abc", "--rate-profile", ns), std::invalid_argument);
-  EXPECT_THROW(flow::parse_profile("0s", "--rate-profile", ns), std::invalid_argument);
-  EXPECT_THROW(flow::parse_profile("0s:0", "--rate-profile", ns), std::invalid_argument);
+  EXPECT_THROW(flow::parse_profile("1s:100", "rate_profile", ns), std::invalid_argument);
+  EXPECT_THROW(flow::parse_profile("0s:100,0s:200", "rate_profile", ns), std::invalid_argument);
+  EXPECT_THROW(flow::parse_profile("0s:abc", "rate_profile", ns), std::invalid_argument);
+  EXPECT_THROW(flow::parse_profile("0s", "rate_profile", ns), std::invalid_argument);
+  EXPECT_THROW(flow::parse_profile("0s:0", "rate_profile", ns), std::invalid_argument);
 }
 
 struct LoopRun {

@@ -17,6 +17,8 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "trace/setting_error.hpp"
+
 #ifndef sigev_notify_thread_id
 #define sigev_notify_thread_id _sigev_un._tid
 #endif
@@ -99,7 +101,7 @@ void install_handler() {
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&sa.sa_mask);
     if (sigaction(SIGPROF, &sa, nullptr) != 0)
-      throw std::runtime_error(std::string("--profile: sigaction: ") + std::strerror(errno));
+      throw InputError({field("profile"), std::string(": sigaction: ") + std::strerror(errno)});
     return true;
   }();
   (void)installed;
@@ -143,7 +145,7 @@ bool is_sampler_frame(const std::string& f) {
 }  // namespace
 
 Profiler::Profiler(double hz) {
-  if (!(hz >= 1 && hz <= 10000)) throw std::invalid_argument("--profile-hz must be in 1..10000");
+  if (!(hz >= 1 && hz <= 10000)) throw UsageError({field("profile_hz"), " must be in 1..10000"});
   period_ns_ = static_cast<int64_t>(1e9 / hz);
   install_handler();
 }
@@ -170,7 +172,7 @@ Profiler::Guard Profiler::attach(uint32_t worker, std::chrono::steady_clock::tim
   sev.sigev_signo = SIGPROF;
   sev.sigev_notify_thread_id = static_cast<pid_t>(syscall(SYS_gettid));
   if (timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &st->timer) != 0)
-    throw std::runtime_error(std::string("--profile: timer_create: ") + std::strerror(errno));
+    throw InputError({field("profile"), std::string(": timer_create: ") + std::strerror(errno)});
   ThreadState* s = st.get();
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -186,7 +188,7 @@ Profiler::Guard Profiler::attach(uint32_t worker, std::chrono::steady_clock::tim
     const int e = errno;
     timer_delete(s->timer);
     tls_state = nullptr;
-    throw std::runtime_error(std::string("--profile: timer_settime: ") + std::strerror(e));
+    throw InputError({field("profile"), std::string(": timer_settime: ") + std::strerror(e)});
   }
   return Guard(this, s);
 }
