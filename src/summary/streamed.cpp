@@ -163,6 +163,96 @@ std::vector<int64_t> split_windows_by_events(const SnailIndex& index, const Stre
   return b;
 }
 
+namespace {
+
+// The lookback: where reading starts for windows from A on (see streamed.hpp): INT64_MIN
+// (the trace's start) or the first time from which the gap-filling state is provably the
+// same as a read from the start, doubling from one window (at least the largest delay).
+int64_t reading_start(SnailFile& file, int64_t A, int64_t w, int64_t h, BigVector<Event>& buf,
+                      StreamedStats& stats) {
+  const TraceFacts& facts = file.index().facts;
+  const int64_t L = facts.max_delay;
+  if (A <= facts.first_ts) return INT64_MIN;
+  int64_t lookback = std::max<int64_t>(w, L < INT64_MAX ? L + 1 : L);
+  for (;;) {
+    const int64_t S = sat_sub(A, lookback);
+    if (S <= facts.first_ts) {
+      stats.lookback_ns = A - facts.first_ts;
+      return INT64_MIN;
+    }
+    if (check_lookback(file, S, A, h, buf)) {
+      stats.lookback_ns = lookback;
+      return S;
+    }
+    lookback = lookback > INT64_MAX / 2 ? INT64_MAX : lookback * 2;
+  }
+}
+
+// Windows without events right before k_begin, within the plan (at most 16 matter).
+uint64_t empty_windows_before(const StreamedPlan& plan, int64_t k_begin, int64_t latest_before) {
+  const int64_t kp =
+      latest_before == INT64_MIN ? INT64_MIN : window_of(latest_before, plan.origin, plan.width);
+  const int64_t first_empty = kp == INT64_MIN ? plan.k0 : std::max(plan.k0, kp + 1);
+  return static_cast<uint64_t>(
+      std::min<int64_t>(kEmptyWindowsAnalyzed, std::max<int64_t>(0, k_begin - first_empty)));
+}
+
+// Once every event before the frontier F has been read: windows ending at or before the
+// returned time are final (no message still in flight, every running worker past it).
+int64_t final_until(const StreamingPag& pag, int64_t F, int64_t L,
+                    const std::vector<std::pair<int64_t, uint32_t>>& by_last, size_t finished) {
+  int64_t max_end = sat_sub(F, L);
+  max_end = max_end == INT64_MIN ? INT64_MIN : max_end - 1;
+  for (size_t j = finished; j < by_last.size(); ++j) {
+    const int64_t t = pag.last_node_ts(by_last[j].second);
+    if (t != INT64_MIN) max_end = std::min(max_end, t);
+  }
+  return max_end;
+}
+
+// The workers by the time of their last event.
+std::vector<std::pair<int64_t, uint32_t>> workers_by_last_event(const TraceFacts& facts) {
+  std::vector<std::pair<int64_t, uint32_t>> by_last;
+  for (const TraceFacts::Worker& wk : facts.workers) by_last.emplace_back(wk.last_ts, wk.id);
+  std::sort(by_last.begin(), by_last.end());
+  return by_last;
+}
+
+// For reading `blocks` in order: after block i, every event before frontier[i + 1] has
+// been read.
+std::vector<int64_t> frontiers_after(const SnailFile& file, const std::vector<size_t>& blocks) {
+  std::vector<int64_t> frontier(blocks.size() + 1, INT64_MAX);
+  for (size_t i = blocks.size(); i-- > 0;)
+    frontier[i] = std::min(frontier[i + 1], file.index().blocks[blocks[i]].min_ts);
+  return frontier;
+}
+
+TraceError out_of_order(const SnailFile& file, size_t block, const Event& e) {
+  return TraceError(file.path(),
+                    "block at byte " + std::to_string(file.index().blocks[block].offset),
+                    "an event out of the order the index promises (at " + std::to_string(e.ts) +
+                        " ns, worker " + std::to_string(e.worker) + ")");
+}
+
+// Which of windows ..k_end are final once windows ending at or before max_end are: those
+// before k; or all of them, through the plan's last window (closed end, perhaps cut at
+// --to), when that one is.
+struct FinalWindows {
+  int64_t k;
+  bool through_last;
+};
+FinalWindows final_windows(const StreamedPlan& plan, int64_t k_end, int64_t max_end) {
+  const int64_t ready =
+      window_of(max_end, plan.origin, plan.width);  // windows before it end <= max_end
+  if (k_end != plan.k1) return {std::min(ready, k_end + 1), false};
+  int64_t last_end = plan.start_of(plan.k1 + 1);
+  if (plan.to) last_end = std::min(last_end, *plan.to);
+  if (last_end <= max_end) return {k_end + 1, true};
+  return {std::min(ready, k_end), false};
+}
+
+}  // namespace
+
 StreamedStats analyze_snail_streamed(
     SnailFile& file, const AnalysisOptions& options, const StreamedPlan& plan, int64_t k_begin,
     int64_t k_end, unsigned threads,
@@ -178,25 +268,8 @@ StreamedStats analyze_snail_streamed(
   const int64_t L = facts.max_delay;
   BigVector<Event> buf;
 
-  // The lookback: where reading starts (see streamed.hpp).
   const int64_t A = plan.start_of(k_begin);
-  int64_t S = INT64_MIN;
-  if (A > facts.first_ts) {
-    int64_t lookback = std::max<int64_t>(w, L < INT64_MAX ? L + 1 : L);
-    for (;;) {
-      S = sat_sub(A, lookback);
-      if (S <= facts.first_ts) {
-        S = INT64_MIN;
-        stats.lookback_ns = A - facts.first_ts;
-        break;
-      }
-      if (check_lookback(file, S, A, h, buf)) {
-        stats.lookback_ns = lookback;
-        break;
-      }
-      lookback = lookback > INT64_MAX / 2 ? INT64_MAX : lookback * 2;
-    }
-  }
+  const int64_t S = reading_start(file, A, w, h, buf, stats);
   const int64_t latest_before = latest_event_before(file, A, buf);
 
   StreamingPag pag(options.pag);
@@ -204,29 +277,17 @@ StreamedStats analyze_snail_streamed(
   for (const TraceFacts::Worker& wk : facts.workers) pag.declare(wk.id);
   for (uint32_t op : facts.operators) pag.declare_operator(op);
   // Workers in order of their last event, finished as reading passes it.
-  std::vector<std::pair<int64_t, uint32_t>> by_last;
-  for (const TraceFacts::Worker& wk : facts.workers) by_last.emplace_back(wk.last_ts, wk.id);
-  std::sort(by_last.begin(), by_last.end());
+  const std::vector<std::pair<int64_t, uint32_t>> by_last = workers_by_last_event(facts);
   size_t finished = 0;
   std::vector<uint32_t> running;  // not finished yet, refreshed as workers finish
 
   // Event blocks to read (those with events at or after S) and the frontier after each:
   // every event before it has been read.
-  std::vector<size_t> blocks = file.blocks_overlapping(S, INT64_MAX);
-  std::vector<int64_t> frontier(blocks.size() + 1, INT64_MAX);
-  for (size_t i = blocks.size(); i-- > 0;)
-    frontier[i] = std::min(frontier[i + 1], file.index().blocks[blocks[i]].min_ts);
+  const std::vector<size_t> blocks = file.blocks_overlapping(S, INT64_MAX);
+  const std::vector<int64_t> frontier = frontiers_after(file, blocks);
 
   int64_t next_k = k_begin;
-  uint64_t empty_before;
-  {
-    // Windows without events right before k_begin, within the plan (at most 16 matter).
-    const int64_t kp =
-        latest_before == INT64_MIN ? INT64_MIN : window_of(latest_before, plan.origin, w);
-    const int64_t first_empty = kp == INT64_MIN ? plan.k0 : std::max(plan.k0, kp + 1);
-    empty_before = static_cast<uint64_t>(
-        std::min<int64_t>(kEmptyWindowsAnalyzed, std::max<int64_t>(0, k_begin - first_empty)));
-  }
+  uint64_t empty_before = empty_windows_before(plan, k_begin, latest_before);
   const size_t total = static_cast<size_t>(k_end - k_begin + 1);
   size_t done = 0;
   const int64_t batch = std::max<int64_t>(8, 4 * static_cast<int64_t>(threads));
@@ -253,11 +314,7 @@ StreamedStats analyze_snail_streamed(
     stats.events_read += buf.size();
     for (const Event& e : buf) {
       if (e.ts < S) continue;
-      if (pag.add(e) != StreamingPag::Added::ok)
-        throw TraceError(
-            file.path(), "block at byte " + std::to_string(file.index().blocks[blocks[i]].offset),
-            "an event out of the order the index promises (at " + std::to_string(e.ts) +
-                " ns, worker " + std::to_string(e.worker) + ")");
+      if (pag.add(e) != StreamingPag::Added::ok) throw out_of_order(file, blocks[i], e);
     }
     const int64_t F = frontier[i + 1];
     pag.flush_before(F);
@@ -265,28 +322,15 @@ StreamedStats analyze_snail_streamed(
       pag.finish_worker(by_last[finished++].second);
     stats.peak_retained_nodes = std::max(stats.peak_retained_nodes, pag.retained_nodes());
     if (F == INT64_MAX) break;
-    // Windows ending at or before max_end are final.
-    int64_t max_end = sat_sub(F, L);
-    max_end = max_end == INT64_MIN ? INT64_MIN : max_end - 1;
-    for (size_t j = finished; j < by_last.size(); ++j) {
-      const int64_t t = pag.last_node_ts(by_last[j].second);
-      if (t != INT64_MIN) max_end = std::min(max_end, t);
-    }
+    const int64_t max_end = final_until(pag, F, L, by_last, finished);
     if (max_end == INT64_MIN) continue;
-    int64_t ready = window_of(max_end, plan.origin, w);  // windows before it end <= max_end
-    if (k_end == plan.k1) {
-      // The last window of the plan (closed end, perhaps cut at --to) once it is final.
-      int64_t last_end = plan.start_of(plan.k1 + 1);
-      if (plan.to) last_end = std::min(last_end, *plan.to);
-      if (last_end <= max_end) {
-        close(k_end + 1, true);
-        break;
-      }
-      ready = std::min(ready, k_end);
-    } else {
-      ready = std::min(ready, k_end + 1);
+    const FinalWindows ready = final_windows(plan, k_end, max_end);
+    if (ready.through_last) {
+      close(k_end + 1, true);
+      break;
     }
-    if (ready > next_k && (ready - next_k >= batch || ready == k_end + 1)) close(ready, false);
+    if (ready.k > next_k && (ready.k - next_k >= batch || ready.k == k_end + 1))
+      close(ready.k, false);
   }
   if (next_k <= k_end) {
     // Everything needed has been read: finish the workers and close the rest.
