@@ -133,6 +133,14 @@ void AnalyzeRun::render_run(const WindowSummary& summary, RenderedWindow& r) con
   r.edges.clear();
 }
 
+// The run of windows without events that `runs` holds, rendered.
+RenderedWindow AnalyzeRun::take_run(EmptyRunMerger& runs) const {
+  RenderedWindow w;
+  w.summary = runs.take();
+  render_run(w.summary, w);
+  return w;
+}
+
 // Runs on the analysis threads: writes only to `r`.
 void AnalyzeRun::render(const WindowView& view, RenderedWindow& r) const {
   if (view.summary.window.empty_run > 0) {
@@ -200,19 +208,15 @@ void AnalyzeRun::consume_one(RenderedWindow& r) {
 
 // Runs of windows without events that meet where two cuts meet are one run.
 void AnalyzeRun::consume_merging(RenderedWindow& r) {
-  if (r.summary.window.empty_run > 0) {
-    merge_empty_run(run_, std::move(r));
-    return;
-  }
+  if (runs_.absorb(r.summary)) return;
   flush_run();
   consume_one(r);
 }
 
 void AnalyzeRun::flush_run() {
-  if (run_.summary.window.empty_run == 0) return;
-  render_run(run_.summary, run_);
-  consume_one(run_);
-  run_ = RenderedWindow{};
+  if (!runs_.pending()) return;
+  RenderedWindow run = take_run(runs_);
+  consume_one(run);
 }
 
 void AnalyzeRun::progress(size_t done, size_t total) {

@@ -42,11 +42,22 @@ void replay_rank(mpi::RankGroup& group, int from,
 // job (the other ranks would wait for it), with the rank named in the message.
 int run_on_ranks(const std::function<int(mpi::RankGroup*)>& run);
 
+// What rank 0 does beside analyzing its own windows, which makes its share smaller.
+enum class RootDuty {
+  writes_every_part,  // it writes what every other rank analyzed (stdout, devices)
+  writes_own_part,    // the ranks write their own parts; rank 0 ends the run alone
+  builds_report,      // `report`: it adds the other ranks' windows to the page
+};
+
+// Rank 0's weight against the other ranks' 1 (measured: docs/PERFORMANCE.md, "Scaling over
+// ranks"); SNAILTRAIL_ROOT_WEIGHT overrides it, for such measurements.
+double root_weight(RootDuty duty, int ranks);
+
 // This rank's share of the plan's windows (first, last; last < first: none): consecutive
 // shares in rank order with numbers of events (the block index's counts) proportional to
-// the ranks' weights, rank 0's being `root_weight` and the others' 1.
+// the ranks' weights, rank 0's from root_weight(duty, ...) and the others' 1.
 std::pair<int64_t, int64_t> rank_share(const mpi::RankGroup& group, const SnailIndex& index,
-                                       const StreamedPlan& plan, double root_weight);
+                                       const StreamedPlan& plan, RootDuty duty);
 
 // Rank > 0: `analyze` feeds its windows, in order, to the callback it gets; each goes to
 // rank 0 as a record (its text; its summary too if `with_summary`), in pieces of 4 MiB sent
@@ -55,9 +66,6 @@ void send_windows_to_root(
     mpi::RankGroup& group, bool with_summary,
     const std::function<void(const std::function<void(RenderedWindow&)>&)>& analyze);
 
-// Appends a run of windows without events to `into` (the runs meet: `run` follows it).
-void merge_empty_run(RenderedWindow& into, RenderedWindow&& run);
-
 // What a rank hands to the next one (the last rank: to rank 0) once its part of the output
 // is written: where the output goes on, the runs of windows without events written so far,
 // and the run at the end of its windows, not yet written (the next rank's first windows
@@ -65,7 +73,7 @@ void merge_empty_run(RenderedWindow& into, RenderedWindow&& run);
 struct Handover {
   uint64_t offset = 0;
   uint64_t empty_runs = 0, empty_windows = 0;
-  RenderedWindow pending;  // summary.window.empty_run == 0: none
+  WindowSummary pending;  // window.empty_run == 0: none
   std::string encode() const;
   static Handover decode(std::string_view bytes);  // throws on a malformed message
 };

@@ -54,6 +54,7 @@ class AnalyzeRun {
   void prepare_output();
   void render(const WindowView& view, RenderedWindow& r) const;
   void render_run(const WindowSummary& summary, RenderedWindow& r) const;
+  RenderedWindow take_run(EmptyRunMerger& runs) const;
   void consume_one(RenderedWindow& r);
   void consume_merging(RenderedWindow& r);
   void flush_run();
@@ -90,7 +91,8 @@ class AnalyzeRun {
   StreamedPlan splan_;
   unsigned threads_ = 1;
   uint64_t empty_runs_ = 0, empty_windows_ = 0;
-  RenderedWindow run_;  // runs of windows without events that meet are one run
+  EmptyRunMerger runs_;  // runs of windows without events that meet are one run
+  bool direct_ = false;  // under mpirun: the ranks write their own parts of the output
   StreamedStats sstats_;
   double cpu_own_ = 0;  // --timings under mpirun: CPU time when this rank's windows were done
 };

@@ -2,9 +2,6 @@
 // together (cli/analyze_ranks.hpp).
 #include <time.h>
 
-#include <algorithm>
-#include <cstdlib>
-
 #include "cli/analyze_ranks.hpp"
 #include "cli/analyze_run.hpp"
 
@@ -17,21 +14,15 @@ double cpu_seconds() {
 }
 
 // Rank r takes the r-th share of the windows, in order, by events (the block index's
-// counts). Rank 0's share is smaller: when it writes the other ranks' output, by about 15 %
-// per other rank (the work of writing what they analyzed); when they write their own
-// parts, by 10 % (rank 0 ends the run alone: the other ranks' summaries, the closing
-// lines), the best of 0.8-0.97 measured at two ranks (docs/PERFORMANCE.md, "Scaling over
-// ranks"). SNAILTRAIL_ROOT_WEIGHT sets rank 0's weight, for such measurements.
+// counts); rank 0's is smaller by what it does at the end (root_weight).
 void AnalyzeRun::analyze_split() {
-  const bool direct = ranks_write_output(a_.output);
-  double root_weight =
-      std::max(0.1, 1.0 - (direct ? 0.1 : 0.15) * static_cast<double>(group_->size() - 1));
-  if (const char* w = std::getenv("SNAILTRAIL_ROOT_WEIGHT"); w && std::atof(w) > 0)
-    root_weight = std::atof(w);  // for measuring (docs/PERFORMANCE.md)
-  const auto [kb, ke] = rank_share(*group_, snail_->index(), splan_, root_weight);
+  direct_ = ranks_write_output(a_.output);
+  const auto [kb, ke] =
+      rank_share(*group_, snail_->index(), splan_,
+                 direct_ ? RootDuty::writes_own_part : RootDuty::writes_every_part);
   if (group_->rank() == 0)
     root_gathers(kb, ke);
-  else if (direct)
+  else if (direct_)
     helper_writes(kb, ke);
   else
     helper_sends(kb, ke);
@@ -40,16 +31,14 @@ void AnalyzeRun::analyze_split() {
 // Rank 0: its own windows, then every other rank's summaries (and, unless the ranks write
 // their own parts, their rendered windows), in window order.
 void AnalyzeRun::root_gathers(int64_t kb, int64_t ke) {
-  const bool direct = ranks_write_output(a_.output);
   group_->start_receiving();
-  if (direct) group_->expect_message();
+  if (direct_) group_->expect_message();
   analyze_share(kb, ke, [this](RenderedWindow& r) { consume_merging(r); });
   const auto t_own = Clock::now();
   cpu_own_ = cpu_seconds();
-  if (direct) {
+  if (direct_) {
     // Hand the output on to rank 1; the last rank hands it back when all parts are written.
-    Handover h{out_->position(), empty_runs_, empty_windows_, std::move(run_)};
-    run_ = RenderedWindow{};
+    Handover h{out_->position(), empty_runs_, empty_windows_, runs_.take()};
     group_->send_message(1, h.encode());
     for (int r = 1; r < group_->size(); ++r)
       replay_rank(*group_, r, [this](RenderedWindow& w) { add_to_totals(w); });
@@ -57,7 +46,7 @@ void AnalyzeRun::root_gathers(int64_t kb, int64_t ke) {
     out_->seek(h.offset);
     empty_runs_ = h.empty_runs;
     empty_windows_ = h.empty_windows;
-    run_ = std::move(h.pending);
+    runs_.absorb(h.pending);
   } else {
     for (int r = 1; r < group_->size(); ++r)
       replay_rank(*group_, r, [this](RenderedWindow& w) { consume_merging(w); });
@@ -80,33 +69,32 @@ void AnalyzeRun::helper_sends(int64_t kb, int64_t ke) {
 void AnalyzeRun::helper_writes(int64_t kb, int64_t ke) {
   group_->expect_message();
   RankOutput part(a_.output);
-  RenderedWindow lead;  // the run of windows without events before the first window
+  EmptyRunMerger lead;  // the run of windows without events before the first window
   bool seen_window = false;
   std::optional<Handover> before;
   std::string summaries;
   // Once the offset is known and the leading run complete: the run that ends the previous
   // parts and this rank's leading run are one run, written first.
   auto start = [&] {
-    merge_empty_run(before->pending, std::move(lead));
-    RenderedWindow& joined = before->pending;
-    if (joined.summary.window.empty_run > 0) {
-      render_run(joined.summary, joined);
+    EmptyRunMerger joined;
+    joined.absorb(before->pending);
+    joined.absorb(lead.take());
+    std::string text;
+    if (joined.pending()) {
+      RenderedWindow run = take_run(joined);
       ++before->empty_runs;
-      before->empty_windows += joined.summary.window.empty_run;
+      before->empty_windows += run.summary.window.empty_run;
+      text = std::move(run.text);
     }
-    part.start(before->offset, joined.text);
+    part.start(before->offset, text);
   };
   analyze_share(kb, ke, [&](RenderedWindow& r) {
-    if (r.summary.window.empty_run > 0) {
-      merge_empty_run(seen_window ? run_ : lead, std::move(r));
-      return;
-    }
-    if (seen_window && run_.summary.window.empty_run > 0) {
-      render_run(run_.summary, run_);
+    if ((seen_window ? runs_ : lead).absorb(r.summary)) return;
+    if (runs_.pending()) {
+      RenderedWindow run = take_run(runs_);
       ++empty_runs_;
-      empty_windows_ += run_.summary.window.empty_run;
-      part.append(run_.text);
-      run_ = RenderedWindow{};
+      empty_windows_ += run.summary.window.empty_run;
+      part.append(run.text);
     }
     seen_window = true;
     if (!before)
@@ -120,17 +108,21 @@ void AnalyzeRun::helper_writes(int64_t kb, int64_t ke) {
   cpu_own_ = cpu_seconds();
   const auto t_own = Clock::now();
   group_->send_to_root(std::move(summaries));
+  group_->end_stream();
   if (!before) before = Handover::decode(*group_->receive_message(true));
   Handover next;
   if (!seen_window) {  // nothing written: the run goes on
     next = std::move(*before);
-    merge_empty_run(next.pending, std::move(lead));
+    EmptyRunMerger joined;
+    joined.absorb(next.pending);
+    joined.absorb(lead.take());
+    next.pending = joined.take();
   } else {
     if (!part.started()) start();
     next.offset = part.finish();
     next.empty_runs = before->empty_runs + empty_runs_;
     next.empty_windows = before->empty_windows + empty_windows_;
-    next.pending = std::move(run_);
+    next.pending = runs_.take();
   }
   group_->send_message(static_cast<int>((group_->rank() + 1) % group_->size()), next.encode());
   if (a_.timings) print_rank_timings(kb, ke, t_own, Clock::now());

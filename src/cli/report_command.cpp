@@ -118,8 +118,7 @@ std::string report_page(const report::ReportBuilder& builder, const std::string&
 void analyze_on_ranks(mpi::RankGroup& group, AnalysisInput& in, const AnalysisOptions& opt,
                       unsigned threads, report::WindowFeed& feed,
                       const std::function<void(size_t, size_t)>& on_progress) {
-  const auto [kb, ke] =
-      rank_share(group, in.snail->index(), in.plan, 1.0 - 0.05 * (group.size() - 1));
+  const auto [kb, ke] = rank_share(group, in.snail->index(), in.plan, RootDuty::builds_report);
   auto render = [&](const WindowView& v, RenderedWindow& r) { feed.render(v, r); };
   if (group.rank() > 0) {
     send_windows_to_root(group, true, [&](const auto& send) {

@@ -63,7 +63,9 @@ struct RankGroup::State {
   int abort_code = -1;
   bool closing = false;
   bool receiving = false;
-  bool streamed = false;  // send_to_root was called: rank 0 expects the stream's end
+  bool streamed = false;   // send_to_root was called: rank 0 expects the stream's end
+  bool end_asked = false;  // end_stream was called: end it once the pieces are sent
+  bool end_sent = false;
   std::deque<std::string> outgoing;
   std::deque<std::pair<int, std::string>> outgoing_messages;  // to, bytes
   int awaited_messages = 0;  // announced by expect_message, not yet arrived
@@ -146,7 +148,15 @@ bool RankGroup::State::send_one(std::unique_lock<std::mutex>& lock) {
     lock.lock();
     return true;
   }
-  if (rank == 0 || outgoing.empty()) return false;
+  if (rank == 0) return false;
+  if (outgoing.empty()) {
+    if (!streamed || !end_asked || end_sent) return false;
+    end_sent = true;
+    lock.unlock();
+    send(std::string(), 0, kTag);  // an empty piece: the end of the stream
+    lock.lock();
+    return true;
+  }
   std::string piece = std::move(outgoing.front());
   outgoing.pop_front();
   lock.unlock();
@@ -214,13 +224,15 @@ void RankGroup::State::run() {
     mpi_cv.wait_for(lock, std::chrono::milliseconds(50));
   }
   lock.unlock();
-  if (rank > 0 && streamed)  // the end of the stream
+  if (rank > 0 && streamed && !end_sent)  // the end of the stream
     MPI_Send(nullptr, 0, MPI_BYTE, 0, kTag, MPI_COMM_WORLD);
   MPI_Finalize();
 }
 
+// At least one message, in pieces of at most kPiece bytes (an empty one ends a stream).
 bool RankGroup::State::send(const std::string& bytes, int to, int tag) {
-  for (size_t off = 0; off < bytes.size(); off += kPiece) {
+  size_t off = 0;
+  do {
     const int len = static_cast<int>(std::min(kPiece, bytes.size() - off));
     MPI_Request req;
     Backoff wait;
@@ -241,7 +253,8 @@ bool RankGroup::State::send(const std::string& bytes, int to, int tag) {
       }
       wait.sleep();
     }
-  }
+    off += kPiece;
+  } while (off < bytes.size());
   return true;
 }
 
@@ -281,6 +294,15 @@ void RankGroup::send_to_root(std::string bytes) {
     s_->streamed = true;
     if (bytes.empty()) return;  // an empty message ends the stream
     s_->outgoing.push_back(std::move(bytes));
+  }
+  s_->mpi_cv.notify_all();
+}
+
+void RankGroup::end_stream() {
+  {
+    std::lock_guard lock(s_->m);
+    s_->streamed = true;
+    s_->end_asked = true;
   }
   s_->mpi_cv.notify_all();
 }

@@ -36,6 +36,9 @@ class RankGroup {
   // order, as soon as rank 0 takes them). A rank that calls it (even with no bytes) ends
   // its stream when the group is destroyed; rank 0's receive_from waits for that end.
   void send_to_root(std::string bytes);
+  // Rank > 0: ends this rank's stream to rank 0 once its pieces are sent, before the group
+  // is destroyed (rank 0 need not wait for this rank's teardown).
+  void end_stream();
   // Rank 0: starts taking every other rank's stream in the background (call it early, so
   // the other ranks' bytes move while rank 0 works).
   void start_receiving();
