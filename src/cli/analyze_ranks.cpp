@@ -15,21 +15,11 @@
 
 #include "summary/summary_wire.hpp"
 #include "trace/big_vector.hpp"
+#include "trace/byte_wire.hpp"
 
 namespace snailtrail::cli {
 
 namespace {
-
-template <typename T>
-void put(std::string& out, T v) {
-  out.append(reinterpret_cast<const char*>(&v), sizeof v);
-}
-
-template <typename T>
-void get(std::string_view in, size_t& pos, T& v) {
-  std::memcpy(&v, in.data() + pos, sizeof v);
-  pos += sizeof v;
-}
 
 constexpr size_t kHeldPiece = size_t{4} << 20;
 constexpr size_t kWritePiece = size_t{1} << 20;
@@ -38,25 +28,22 @@ constexpr size_t kWritePiece = size_t{1} << 20;
 
 void append_record(std::string& out, const RenderedWindow& r, bool with_text, bool with_summary) {
   const bool run = r.summary.window.empty_run > 0;
-  put(out, static_cast<uint8_t>(run));
-  put(out, static_cast<uint64_t>(r.summary.index));
-  put(out, r.summary.window.start);
-  put(out, r.summary.window.end);
-  put(out, r.summary.window.empty_run);
-  put(out, static_cast<uint64_t>(run || !with_text ? 0 : r.text.size()));
-  const size_t summary_len_at = out.size();
-  put(out, uint64_t{0});
+  ByteWriter w(out);
+  w.pod(static_cast<uint8_t>(run));
+  w.pod(static_cast<uint64_t>(r.summary.index));
+  w.pod(r.summary.window);
+  w.pod(static_cast<uint64_t>(run || !with_text ? 0 : r.text.size()));
+  const size_t summary_length = w.placeholder();
   if (run) return;
   if (with_text) out.append(r.text);
   if (!with_summary) return;
   const size_t before = out.size();
   append_summary(out, r.summary);
-  const uint64_t len = out.size() - before;
-  std::memcpy(out.data() + summary_len_at, &len, sizeof len);
+  w.patch(summary_length, out.size() - before);
 }
 
 size_t replay_records(std::string_view in, const std::function<void(RenderedWindow&)>& consume) {
-  constexpr size_t kHead = 1 + 6 * sizeof(uint64_t);
+  constexpr size_t kHead = 1 + 2 * sizeof(uint64_t) + sizeof(Window) + sizeof(uint64_t);
   size_t pos = 0;
   RenderedWindow r;
   while (in.size() - pos >= kHead) {
@@ -64,14 +51,13 @@ size_t replay_records(std::string_view in, const std::function<void(RenderedWind
     uint8_t run = 0;
     uint64_t index = 0, len = 0, summary_len = 0;
     Window window;
-    get(in, pos, run);
-    get(in, pos, index);
-    get(in, pos, window.start);
-    get(in, pos, window.end);
-    get(in, pos, window.empty_run);
-    get(in, pos, len);
-    get(in, pos, summary_len);
-    if (in.size() - pos < len || in.size() - pos - len < summary_len) return begin;
+    ByteReader head(in, pos, "MPI: window record");
+    head.pod(run);
+    head.pod(index);
+    head.pod(window);
+    head.pod(len);
+    head.pod(summary_len);
+    if (head.left() < len || head.left() - len < summary_len) return begin;
     r.text.assign(in.data() + pos, len);
     pos += len;
     if (summary_len > 0) {
@@ -158,29 +144,27 @@ void send_windows_to_root(
 
 std::string Handover::encode() const {
   std::string out;
-  put(out, offset);
-  put(out, empty_runs);
-  put(out, empty_windows);
-  put(out, static_cast<uint64_t>(pending.index));
-  put(out, pending.window.start);
-  put(out, pending.window.end);
-  put(out, pending.window.empty_run);
+  ByteWriter w(out);
+  w.pod(offset);
+  w.pod(empty_runs);
+  w.pod(empty_windows);
+  w.pod(static_cast<uint64_t>(pending.index));
+  w.pod(pending.window);
   return out;
 }
 
 Handover Handover::decode(std::string_view bytes) {
-  if (bytes.size() != 7 * sizeof(uint64_t))
-    throw std::runtime_error(fmt::format("MPI: hand-over message of {} bytes", bytes.size()));
   Handover h;
   size_t pos = 0;
   uint64_t index = 0;
-  get(bytes, pos, h.offset);
-  get(bytes, pos, h.empty_runs);
-  get(bytes, pos, h.empty_windows);
-  get(bytes, pos, index);
-  get(bytes, pos, h.pending.window.start);
-  get(bytes, pos, h.pending.window.end);
-  get(bytes, pos, h.pending.window.empty_run);
+  ByteReader r(bytes, pos, "MPI: hand-over message");
+  r.pod(h.offset);
+  r.pod(h.empty_runs);
+  r.pod(h.empty_windows);
+  r.pod(index);
+  r.pod(h.pending.window);
+  if (pos != bytes.size())
+    throw std::runtime_error(fmt::format("MPI: hand-over message of {} bytes", bytes.size()));
   h.pending.index = static_cast<size_t>(index);
   return h;
 }

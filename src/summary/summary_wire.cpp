@@ -1,90 +1,29 @@
 #include "summary/summary_wire.hpp"
 
-#include <cstring>
-#include <stdexcept>
-#include <type_traits>
 #include <utility>
 #include <vector>
+
+#include "trace/byte_wire.hpp"
 
 namespace snailtrail {
 namespace {
 
-class Writer {
- public:
-  explicit Writer(std::string& out) : out_(out) {}
-  template <typename T>
-  void pod(const T& v) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    out_.append(reinterpret_cast<const char*>(&v), sizeof v);
-  }
-  template <typename T>
-  void vec(const std::vector<T>& v) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    pod(static_cast<uint64_t>(v.size()));
-    out_.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
-  }
-  void str(const std::string& s) {
-    pod(static_cast<uint64_t>(s.size()));
-    out_.append(s);
-  }
-  void pairs(const std::vector<std::pair<uint32_t, double>>& v) {
-    pod(static_cast<uint64_t>(v.size()));
-    for (const auto& [id, value] : v) pod(id), pod(value);
-  }
-
- private:
-  std::string& out_;
-};
-
-class Reader {
- public:
-  Reader(std::string_view in, size_t& pos) : in_(in), pos_(pos) {}
-  template <typename T>
-  void pod(T& v) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    need(sizeof v);
-    std::memcpy(&v, in_.data() + pos_, sizeof v);
-    pos_ += sizeof v;
-  }
-  template <typename T>
-  void vec(std::vector<T>& v) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    const uint64_t n = count(sizeof(T));
-    v.resize(n);
-    if (n > 0) std::memcpy(v.data(), in_.data() + pos_, n * sizeof(T));
-    pos_ += n * sizeof(T);
-  }
-  void str(std::string& s) {
-    const uint64_t n = count(1);
-    s.assign(in_.data() + pos_, n);
-    pos_ += n;
-  }
-  void pairs(std::vector<std::pair<uint32_t, double>>& v) {
-    v.resize(count(sizeof(uint32_t) + sizeof(double)));
-    for (auto& [id, value] : v) pod(id), pod(value);
-  }
-
- private:
-  // A length, checked against what is left (a corrupt length must not allocate).
-  uint64_t count(size_t element) {
-    uint64_t n = 0;
-    pod(n);
-    if (n > (in_.size() - pos_) / element) throw std::runtime_error("MPI: truncated summary");
-    return n;
-  }
-  void need(size_t n) const {
-    if (in_.size() - pos_ < n) throw std::runtime_error("MPI: truncated summary");
-  }
-  std::string_view in_;
-  size_t& pos_;
-};
+// The (operator, value) lists of a group summary.
+void pairs(ByteWriter& w, const std::vector<std::pair<uint32_t, double>>& v) {
+  w.pod(static_cast<uint64_t>(v.size()));
+  for (const auto& [id, value] : v) w.pod(id), w.pod(value);
+}
+void pairs(ByteReader& r, std::vector<std::pair<uint32_t, double>>& v) {
+  v.resize(r.length(sizeof(uint32_t) + sizeof(double)));
+  for (auto& [id, value] : v) r.pod(id), r.pod(value);
+}
 
 template <typename IO, typename G>
 void groups(IO& io, G& g) {
   io.pod(g.activity);
   io.vec(g.worker);
-  io.pairs(g.op);
-  io.pairs(g.op_per_worker);
+  pairs(io, g.op);
+  pairs(io, g.op_per_worker);
   io.vec(g.communication);
 }
 
@@ -122,7 +61,7 @@ void fields(IO& io, S& s) {
 }  // namespace
 
 void append_summary(std::string& out, const WindowSummary& s) {
-  Writer w(out);
+  ByteWriter w(out);
   fields(w, s);
   w.pod(static_cast<uint64_t>(s.diagnostics.input.size()));
   for (const auto& [kind, n] : s.diagnostics.input) {
@@ -132,7 +71,7 @@ void append_summary(std::string& out, const WindowSummary& s) {
 }
 
 void read_summary(std::string_view in, size_t& pos, WindowSummary& s) {
-  Reader r(in, pos);
+  ByteReader r(in, pos, "window summary");
   fields(r, s);
   uint64_t inputs = 0;
   r.pod(inputs);
