@@ -253,91 +253,146 @@ FinalWindows final_windows(const StreamedPlan& plan, int64_t k_end, int64_t max_
 
 }  // namespace
 
+namespace {
+
+// One streamed analysis of windows k_begin..k_end: reads the blocks from the lookback on
+// into a StreamingPag and analyzes windows in batches as they become final.
+class StreamedRun {
+ public:
+  StreamedRun(SnailFile& file, const AnalysisOptions& options, const StreamedPlan& plan,
+              int64_t k_begin, int64_t k_end, const StreamedCallbacks& cb, unsigned threads)
+      : file_(file),
+        facts_(file.index().facts),
+        options_(options),
+        plan_(plan),
+        cb_(cb),
+        threads_(threads),
+        next_k_(k_begin),
+        k_last_(k_end),
+        pag_(options.pag),
+        by_last_(workers_by_last_event(facts_)),
+        total_(static_cast<size_t>(k_end - k_begin + 1)),
+        batch_(std::max<int64_t>(8, 4 * static_cast<int64_t>(threads))) {}
+
+  StreamedStats run();
+
+ private:
+  void start();
+  void add_block(size_t i);
+  void close(int64_t kb, bool last);
+  bool all_closed() const { return next_k_ > k_last_; }
+
+  SnailFile& file_;
+  const TraceFacts& facts_;
+  const AnalysisOptions& options_;
+  const StreamedPlan& plan_;
+  const StreamedCallbacks& cb_;
+  unsigned threads_;
+  int64_t next_k_;  // the first window not analyzed yet
+  int64_t k_last_;  // the last window to analyze (lowered by cb_.claim)
+  StreamingPag pag_;
+  // Workers in order of their last event, finished as reading passes it.
+  const std::vector<std::pair<int64_t, uint32_t>> by_last_;
+  size_t finished_ = 0;
+  int64_t S_ = INT64_MIN;  // where reading starts (the lookback)
+  uint64_t empty_before_ = 0;
+  size_t total_, done_ = 0;
+  int64_t batch_;
+  BigVector<Event> buf_;
+  StreamedStats stats_;
+};
+
+// The lookback, the windows without events before the first window, and the PAG's
+// workers and operators.
+void StreamedRun::start() {
+  const int64_t A = plan_.start_of(next_k_);
+  S_ = reading_start(file_, A, plan_.width, options_.pag.gap_threshold_ns, buf_, stats_);
+  empty_before_ = empty_windows_before(plan_, next_k_, latest_event_before(file_, A, buf_));
+  pag_.assume_unique_correlators();  // streamed_analysis_obstacle() checked it
+  for (const TraceFacts::Worker& wk : facts_.workers) pag_.declare(wk.id);
+  for (uint32_t op : facts_.operators) pag_.declare_operator(op);
+}
+
+void StreamedRun::add_block(size_t block) {
+  file_.read_block(block, buf_);
+  ++stats_.blocks_read;
+  stats_.events_read += buf_.size();
+  for (const Event& e : buf_) {
+    if (e.ts < S_) continue;
+    if (pag_.add(e) != StreamingPag::Added::ok) throw out_of_order(file_, block, e);
+  }
+}
+
+// Analyzes windows [next_k_, kb) (as many as the claim allows); `last`: reading is done.
+void StreamedRun::close(int64_t kb, bool last) {
+  if (cb_.claim) k_last_ = std::min(k_last_, cb_.claim(std::min(kb - 1, k_last_)));
+  kb = std::min(kb, k_last_ + 1);
+  if (kb <= next_k_) return;
+  const bool closed = last && kb - 1 == plan_.k1;
+  int64_t end = plan_.start_of(kb);
+  if (kb - 1 == plan_.k1 && plan_.to) end = std::min(end, *plan_.to);
+  const int64_t start = plan_.start_of(next_k_);
+  const Pag cut = pag_.cut(start, end, closed);
+  const std::vector<Window> windows = plan_window_range(cut, plan_.origin, plan_.width, next_k_,
+                                                        kb - 1, closed, plan_.to, empty_before_);
+  analyze_windows_parallel(cut, windows, static_cast<size_t>(next_k_ - plan_.k0), options_,
+                           threads_, cb_.render, cb_.consume);
+  done_ += static_cast<size_t>(kb - next_k_);
+  next_k_ = kb;
+  pag_.retire(end);
+  if (cb_.on_progress) cb_.on_progress(done_, total_);
+}
+
+StreamedStats StreamedRun::run() {
+  start();
+  // Event blocks to read (those with events at or after S) and the frontier after each:
+  // every event before it has been read.
+  const std::vector<size_t> blocks = file_.blocks_overlapping(S_, INT64_MAX);
+  const std::vector<int64_t> frontier = frontiers_after(file_, blocks);
+  for (size_t i = 0; i < blocks.size() && !all_closed(); ++i) {
+    add_block(blocks[i]);
+    const int64_t F = frontier[i + 1];
+    pag_.flush_before(F);
+    while (finished_ < by_last_.size() && by_last_[finished_].first < F)
+      pag_.finish_worker(by_last_[finished_++].second);
+    stats_.peak_retained_nodes = std::max(stats_.peak_retained_nodes, pag_.retained_nodes());
+    if (F == INT64_MAX) break;
+    const int64_t max_end = final_until(pag_, F, facts_.max_delay, by_last_, finished_);
+    if (max_end == INT64_MIN) continue;
+    const FinalWindows ready = final_windows(plan_, k_last_, max_end);
+    if (ready.through_last) {
+      close(k_last_ + 1, true);
+      break;
+    }
+    if (ready.k > next_k_ && (ready.k - next_k_ >= batch_ || ready.k == k_last_ + 1))
+      close(ready.k, false);
+  }
+  if (!all_closed()) {
+    // Everything needed has been read: finish the workers and close the rest.
+    for (; finished_ < by_last_.size(); ++finished_) pag_.finish_worker(by_last_[finished_].second);
+    close(k_last_ + 1, true);
+  }
+  return stats_;
+}
+
+}  // namespace
+
+StreamedStats analyze_snail_streamed(SnailFile& file, const AnalysisOptions& options,
+                                     const StreamedPlan& plan, int64_t k_begin, int64_t k_end,
+                                     unsigned threads, const StreamedCallbacks& callbacks) {
+  if (plan.empty() || k_end < k_begin) return {};
+  if (k_begin < plan.k0 || k_end > plan.k1) throw std::invalid_argument("windows outside the plan");
+  return StreamedRun(file, options, plan, k_begin, k_end, callbacks, threads).run();
+}
+
 StreamedStats analyze_snail_streamed(
     SnailFile& file, const AnalysisOptions& options, const StreamedPlan& plan, int64_t k_begin,
     int64_t k_end, unsigned threads,
     const std::function<void(const WindowView&, RenderedWindow&)>& render,
     const std::function<void(RenderedWindow&)>& consume,
     const std::function<void(size_t, size_t)>& on_progress) {
-  StreamedStats stats;
-  const TraceFacts& facts = file.index().facts;
-  if (plan.empty() || k_end < k_begin) return stats;
-  if (k_begin < plan.k0 || k_end > plan.k1) throw std::invalid_argument("windows outside the plan");
-  const int64_t w = plan.width;
-  const int64_t h = options.pag.gap_threshold_ns;
-  const int64_t L = facts.max_delay;
-  BigVector<Event> buf;
-
-  const int64_t A = plan.start_of(k_begin);
-  const int64_t S = reading_start(file, A, w, h, buf, stats);
-  const int64_t latest_before = latest_event_before(file, A, buf);
-
-  StreamingPag pag(options.pag);
-  pag.assume_unique_correlators();  // streamed_analysis_obstacle() checked it
-  for (const TraceFacts::Worker& wk : facts.workers) pag.declare(wk.id);
-  for (uint32_t op : facts.operators) pag.declare_operator(op);
-  // Workers in order of their last event, finished as reading passes it.
-  const std::vector<std::pair<int64_t, uint32_t>> by_last = workers_by_last_event(facts);
-  size_t finished = 0;
-  std::vector<uint32_t> running;  // not finished yet, refreshed as workers finish
-
-  // Event blocks to read (those with events at or after S) and the frontier after each:
-  // every event before it has been read.
-  const std::vector<size_t> blocks = file.blocks_overlapping(S, INT64_MAX);
-  const std::vector<int64_t> frontier = frontiers_after(file, blocks);
-
-  int64_t next_k = k_begin;
-  uint64_t empty_before = empty_windows_before(plan, k_begin, latest_before);
-  const size_t total = static_cast<size_t>(k_end - k_begin + 1);
-  size_t done = 0;
-  const int64_t batch = std::max<int64_t>(8, 4 * static_cast<int64_t>(threads));
-
-  auto close = [&](int64_t kb, bool last) {  // windows [next_k, kb)
-    const bool closed = last && kb - 1 == plan.k1;
-    int64_t end = plan.start_of(kb);
-    if (kb - 1 == plan.k1 && plan.to) end = std::min(end, *plan.to);
-    const int64_t start = plan.start_of(next_k);
-    const Pag cut = pag.cut(start, end, closed);
-    const std::vector<Window> windows =
-        plan_window_range(cut, plan.origin, w, next_k, kb - 1, closed, plan.to, empty_before);
-    analyze_windows_parallel(cut, windows, static_cast<size_t>(next_k - plan.k0), options, threads,
-                             render, consume);
-    done += static_cast<size_t>(kb - next_k);
-    next_k = kb;
-    pag.retire(end);
-    if (on_progress) on_progress(done, total);
-  };
-
-  for (size_t i = 0; i < blocks.size() && next_k <= k_end; ++i) {
-    file.read_block(blocks[i], buf);
-    ++stats.blocks_read;
-    stats.events_read += buf.size();
-    for (const Event& e : buf) {
-      if (e.ts < S) continue;
-      if (pag.add(e) != StreamingPag::Added::ok) throw out_of_order(file, blocks[i], e);
-    }
-    const int64_t F = frontier[i + 1];
-    pag.flush_before(F);
-    while (finished < by_last.size() && by_last[finished].first < F)
-      pag.finish_worker(by_last[finished++].second);
-    stats.peak_retained_nodes = std::max(stats.peak_retained_nodes, pag.retained_nodes());
-    if (F == INT64_MAX) break;
-    const int64_t max_end = final_until(pag, F, L, by_last, finished);
-    if (max_end == INT64_MIN) continue;
-    const FinalWindows ready = final_windows(plan, k_end, max_end);
-    if (ready.through_last) {
-      close(k_end + 1, true);
-      break;
-    }
-    if (ready.k > next_k && (ready.k - next_k >= batch || ready.k == k_end + 1))
-      close(ready.k, false);
-  }
-  if (next_k <= k_end) {
-    // Everything needed has been read: finish the workers and close the rest.
-    for (; finished < by_last.size(); ++finished) pag.finish_worker(by_last[finished].second);
-    close(k_end + 1, true);
-  }
-  return stats;
+  return analyze_snail_streamed(file, options, plan, k_begin, k_end, threads,
+                                StreamedCallbacks{render, consume, on_progress, {}});
 }
 
 }  // namespace snailtrail

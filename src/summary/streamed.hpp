@@ -72,4 +72,18 @@ StreamedStats analyze_snail_streamed(
     const std::function<void(RenderedWindow&)>& consume,
     const std::function<void(size_t, size_t)>& on_progress = {});
 
+// The same with every callback, and `claim`: called before each batch of windows up to
+// `last` is analyzed, it returns the last window this analysis may still take (the end
+// given, or lower: windows given away while it runs, as mpirun's ranks share work; never
+// below a window claimed before). The analysis stops when no window is left.
+struct StreamedCallbacks {
+  std::function<void(const WindowView&, RenderedWindow&)> render;
+  std::function<void(RenderedWindow&)> consume;
+  std::function<void(size_t, size_t)> on_progress;
+  std::function<int64_t(int64_t last)> claim;
+};
+StreamedStats analyze_snail_streamed(SnailFile& file, const AnalysisOptions& options,
+                                     const StreamedPlan& plan, int64_t k_begin, int64_t k_end,
+                                     unsigned threads, const StreamedCallbacks& callbacks);
+
 }  // namespace snailtrail
