@@ -5,7 +5,8 @@
 # for JSONL, CSV and the table, several window widths, --from/--to, and traces with long
 # quiet stretches (runs of windows without events that cross the ranks' borders); to
 # stdout (every rank's part through rank 0) and to a file with -o (every rank writes its
-# own part; the file existed before, longer).
+# own part; the file existed before, longer), also with rank 0 taking windows from the last
+# rank.
 # Exit 77 (skipped) when mpirun is missing.
 bin=$1 procs=$2
 . "$(dirname "$0")/mpi_prologue.sh"
@@ -26,6 +27,7 @@ awk '{ if (match($0, /"ts":[0-9]+/)) { t = substr($0, RSTART + 5, RLENGTH - 5) +
   "$dir/sim.jsonl" > "$dir/quiet.jsonl"
 "$bin" convert "$dir/quiet.jsonl" "$dir/quiet.snail" 2>/dev/null || { echo "FAIL: convert"; exit 1; }
 fail=0
+moved=0  # runs where rank 0 took windows from the last rank
 check() {  # check TRACE ARGS...: one process vs mpirun -np procs
   trace=$1
   shift
@@ -40,6 +42,14 @@ check() {  # check TRACE ARGS...: one process vs mpirun -np procs
     "$bin" analyze "$trace" "$@" --no-progress -o "$dir/many.out" 2>"$dir/many.err" ||
     { cat "$dir/many.err"; echo "FAIL: mpirun analyze $* -o"; fail=1; return; }
   same "$dir/many.out" "-o: $(basename "$trace") $*"
+  # Rank 0 with a small share: done first, it takes windows from the end of the last
+  # rank's share (written after the last rank's part).
+  head -c 3000000 /dev/zero > "$dir/many.out"
+  $mpirun_lo -np "$procs" -x SNAILTRAIL_ROOT_WEIGHT=0.2 -x SNAILTRAIL_TEST_GIVE_WINDOWS=1 \
+    "$bin" analyze "$trace" "$@" --no-progress --timings -o "$dir/many.out" 2>"$dir/many.err" ||
+    { cat "$dir/many.err"; echo "FAIL: mpirun analyze $* -o, rank 0 taking windows"; fail=1; return; }
+  same "$dir/many.out" "-o, rank 0 taking windows: $(basename "$trace") $*"
+  if grep -q "^rank 0 .* [1-9][0-9]* windows moved" "$dir/many.err"; then moved=$((moved + 1)); fi
 }
 check_report() {  # check_report TRACE ARGS...: `report`, one process vs mpirun -np procs
   trace=$1
@@ -75,5 +85,9 @@ check "$dir/quiet.snail" --window 20ms --per-window --top 3
 check_report "$dir/t.snail" --window 1s --format json
 check_report "$dir/gaps.snail" --window 10ms --format json --timelines 20
 check_report "$dir/quiet.snail" --window 5ms
-[ $fail -eq 0 ] && echo PASS
+if [ "$moved" -eq 0 ]; then
+  echo "FAIL: rank 0 never took windows from the last rank"
+  fail=1
+fi
+[ $fail -eq 0 ] && echo "PASS (rank 0 took windows in $moved runs)"
 exit $fail

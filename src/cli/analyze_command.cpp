@@ -233,12 +233,15 @@ void AnalyzeRun::progress(size_t done, size_t total) {
 }
 
 void AnalyzeRun::analyze_share(int64_t kb, int64_t ke,
-                               const std::function<void(RenderedWindow&)>& consume) {
+                               const std::function<void(RenderedWindow&)>& consume,
+                               const std::function<int64_t(int64_t)>& claim) {
   if (group_ && ke < kb) return;  // a rank without windows
-  sstats_ = analyze_snail_streamed(
-      *snail_, opt_, splan_, kb, ke, threads_,
-      [this](const WindowView& v, RenderedWindow& r) { render(v, r); }, consume,
-      [this](size_t done, size_t total) { progress(done, total); });
+  StreamedCallbacks cb;
+  cb.render = [this](const WindowView& v, RenderedWindow& r) { render(v, r); };
+  cb.consume = consume;
+  cb.on_progress = [this](size_t done, size_t total) { progress(done, total); };
+  cb.claim = claim;
+  sstats_ = analyze_snail_streamed(*snail_, opt_, splan_, kb, ke, threads_, cb);
 }
 
 void AnalyzeRun::finish() {

@@ -142,8 +142,54 @@ void send_windows_to_root(
   group.end_stream();  // rank 0 need not wait for this rank's teardown
 }
 
+namespace {
+// The first byte of a message between ranks: what it is.
+constexpr char kHandOver = 'H', kSteal = 'S', kGrant = 'G';
+
+void expect_kind(std::string_view message, char kind, const char* what) {
+  if (message.empty() || message[0] != kind)
+    throw std::runtime_error(fmt::format("MPI: a message other than the {} expected", what));
+}
+}  // namespace
+
+std::string steal_request() {
+  return std::string(1, kSteal);
+}
+
+bool is_steal_request(std::string_view message) {
+  return message == steal_request();
+}
+
+std::string grant_message(int64_t first, int64_t last) {
+  std::string out(1, kGrant);
+  ByteWriter w(out);
+  w.pod(first);
+  w.pod(last);
+  return out;
+}
+
+std::pair<int64_t, int64_t> decode_grant(std::string_view message) {
+  expect_kind(message, kGrant, "grant of windows");
+  size_t pos = 1;
+  ByteReader r(message, pos, "MPI: grant of windows");
+  int64_t first = 0, last = 0;
+  r.pod(first);
+  r.pod(last);
+  if (pos != message.size()) throw std::runtime_error("MPI: malformed grant of windows");
+  return {first, last};
+}
+
+int64_t first_window_given(const SnailIndex& index, const StreamedPlan& plan, int64_t first_left,
+                           int64_t last) {
+  if (last - first_left + 1 < kMinStolenWindows) return last + 1;
+  StreamedPlan left = plan;
+  left.k0 = first_left;
+  left.k1 = last;
+  return split_windows_by_events(index, left, {1.0, 1.0})[1];
+}
+
 std::string Handover::encode() const {
-  std::string out;
+  std::string out(1, kHandOver);
   ByteWriter w(out);
   w.pod(offset);
   w.pod(empty_runs);
@@ -154,8 +200,9 @@ std::string Handover::encode() const {
 }
 
 Handover Handover::decode(std::string_view bytes) {
+  expect_kind(bytes, kHandOver, "hand-over");
   Handover h;
-  size_t pos = 0;
+  size_t pos = 1;
   uint64_t index = 0;
   ByteReader r(bytes, pos, "MPI: hand-over message");
   r.pod(h.offset);

@@ -78,6 +78,21 @@ struct Handover {
   static Handover decode(std::string_view bytes);  // throws on a malformed message
 };
 
+// Messages between ranks besides hand-overs: rank 0, done with its own share before the
+// last rank (its share is the smaller), asks the last rank for windows from the end of its
+// share; the last rank answers with a grant of the later half of the windows it has not
+// started yet (by events), or of none when fewer than kMinStolenWindows are left. Rank 0
+// asks again after each grant of some windows, so the last grant is always of none.
+inline constexpr int64_t kMinStolenWindows = 4;
+std::string steal_request();
+bool is_steal_request(std::string_view message);
+// Windows first..last (last < first: none).
+std::string grant_message(int64_t first, int64_t last);
+std::pair<int64_t, int64_t> decode_grant(std::string_view message);  // throws if malformed
+// The first window the last rank gives away of first_left..last (last + 1: none).
+int64_t first_window_given(const SnailIndex& index, const StreamedPlan& plan, int64_t first_left,
+                           int64_t last);
+
 // True if ranks other than 0 may write their parts of the output themselves: `path` names
 // a regular file, or nothing yet (stdout and devices go through rank 0).
 bool ranks_write_output(const std::string& path);

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "cli/analyze_ranks.hpp"
 #include "cli/output_file.hpp"
 #include "cli/trace_input.hpp"
 #include "importers/auto_window.hpp"
@@ -60,11 +61,17 @@ class AnalyzeRun {
   void flush_run();
   void add_to_totals(RenderedWindow& r);
   void progress(size_t done, size_t total);
-  void analyze_share(int64_t kb, int64_t ke, const std::function<void(RenderedWindow&)>& consume);
+  void analyze_share(int64_t kb, int64_t ke, const std::function<void(RenderedWindow&)>& consume,
+                     const std::function<int64_t(int64_t)>& claim = {});
+  std::vector<std::vector<RenderedWindow>> steal_windows();
   void analyze_split();
   void root_gathers(int64_t kb, int64_t ke);
   void helper_sends(int64_t kb, int64_t ke);
   void helper_writes(int64_t kb, int64_t ke);
+  void write_part(int64_t kb, int64_t ke, std::optional<Handover>& before,
+                  const std::function<void(bool)>& poll,
+                  const std::function<int64_t(int64_t)>& claim,
+                  const std::function<void()>& settle);
   void finish();
   void print_rank_timings(int64_t kb, int64_t ke, Clock::time_point own,
                           Clock::time_point written) const;
@@ -94,6 +101,7 @@ class AnalyzeRun {
   EmptyRunMerger runs_;  // runs of windows without events that meet are one run
   bool direct_ = false;  // under mpirun: the ranks write their own parts of the output
   StreamedStats sstats_;
+  int64_t moved_ = 0;   // windows rank 0 took from the last rank's share
   double cpu_own_ = 0;  // --timings under mpirun: CPU time when this rank's windows were done
 };
 

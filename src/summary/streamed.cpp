@@ -280,6 +280,7 @@ class StreamedRun {
   void start();
   void add_block(size_t i);
   void close(int64_t kb, bool last);
+  void analyze_until(int64_t kb, bool last);
   bool all_closed() const { return next_k_ > k_last_; }
 
   SnailFile& file_;
@@ -323,11 +324,20 @@ void StreamedRun::add_block(size_t block) {
   }
 }
 
-// Analyzes windows [next_k_, kb) (as many as the claim allows); `last`: reading is done.
+// Analyzes windows [next_k_, kb) (as many as the claim allows; with a claim, in batches,
+// so that windows are claimed just before they are analyzed); `last`: reading is done.
 void StreamedRun::close(int64_t kb, bool last) {
-  if (cb_.claim) k_last_ = std::min(k_last_, cb_.claim(std::min(kb - 1, k_last_)));
-  kb = std::min(kb, k_last_ + 1);
-  if (kb <= next_k_) return;
+  while (next_k_ < kb) {
+    int64_t upto = cb_.claim ? std::min(kb, next_k_ + batch_) : kb;
+    if (cb_.claim) k_last_ = std::min(k_last_, cb_.claim(std::min(upto - 1, k_last_)));
+    upto = std::min(upto, k_last_ + 1);
+    if (upto <= next_k_) return;
+    analyze_until(upto, last && upto == kb);
+  }
+}
+
+// Cuts windows [next_k_, kb) out of the PAG and analyzes them; `last`: reading is done.
+void StreamedRun::analyze_until(int64_t kb, bool last) {
   const bool closed = last && kb - 1 == plan_.k1;
   int64_t end = plan_.start_of(kb);
   if (kb - 1 == plan_.k1 && plan_.to) end = std::min(end, *plan_.to);
