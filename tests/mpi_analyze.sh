@@ -28,6 +28,7 @@ awk '{ if (match($0, /"ts":[0-9]+/)) { t = substr($0, RSTART + 5, RLENGTH - 5) +
 "$bin" convert "$dir/quiet.jsonl" "$dir/quiet.snail" 2>/dev/null || { echo "FAIL: convert"; exit 1; }
 fail=0
 moved=0  # runs where rank 0 took windows from the last rank
+taking=0  # check: also with rank 0 taking windows from the last rank
 check() {  # check TRACE ARGS...: one process vs mpirun -np procs
   trace=$1
   shift
@@ -43,7 +44,9 @@ check() {  # check TRACE ARGS...: one process vs mpirun -np procs
     { cat "$dir/many.err"; echo "FAIL: mpirun analyze $* -o"; fail=1; return; }
   same "$dir/many.out" "-o: $(basename "$trace") $*"
   # Rank 0 with a small share: done first, it takes windows from the end of the last
-  # rank's share (written after the last rank's part).
+  # rank's share (written after the last rank's part). Not for every case: under ASan
+  # each mpirun takes seconds.
+  [ "$taking" = 1 ] || return
   head -c 3000000 /dev/zero > "$dir/many.out"
   $mpirun_lo -np "$procs" -x SNAILTRAIL_ROOT_WEIGHT=0.2 -x SNAILTRAIL_TEST_GIVE_WINDOWS=1 \
     "$bin" analyze "$trace" "$@" --no-progress --timings -o "$dir/many.out" 2>"$dir/many.err" ||
@@ -71,16 +74,24 @@ same() {  # same FILE WHAT: FILE equals one process's output
   fi
 }
 check "$dir/t.snail" --window 1s --format jsonl
+taking=1
 check "$dir/t.snail" --window 300ms --format csv --threads 1
+taking=0
 check "$dir/t.snail" --window 250ms --format jsonl --from +1100ms --to +4s
+taking=1
 check "$dir/gaps.snail" --window 10ms --format jsonl
+taking=0
 check "$dir/gaps.snail" --window 7ms --format csv
+taking=1
 check "$dir/quiet.snail" --window 5ms --format jsonl
+taking=0
 check "$dir/quiet.snail" --window 3ms --format csv --threads 1
 # The table: every rank sends its windows' summaries to rank 0.
 check "$dir/t.snail" --window 1s
 check "$dir/gaps.snail" --window 10ms --per-window
+taking=1
 check "$dir/quiet.snail" --window 20ms --per-window --top 3
+taking=0
 # `report`: every rank sends its windows' summaries and timelines to rank 0.
 check_report "$dir/t.snail" --window 1s --format json
 check_report "$dir/gaps.snail" --window 10ms --format json --timelines 20
