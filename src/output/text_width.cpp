@@ -1,6 +1,7 @@
-// Terminal widths of names and their abbreviation to a column (output/names.hpp): the
-// table's columns are measured in display columns, not bytes, and a cut name keeps what
-// tells it apart from its neighbours.
+// Terminal widths of names, their abbreviation to a column and their printable form
+// (output/names.hpp): the table's columns are measured in display columns, not bytes, a
+// cut name keeps what tells it apart from its neighbours, and a name's control
+// characters are shown as escapes instead of reaching the terminal.
 #include <algorithm>
 #include <cctype>
 #include <string>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "output/names.hpp"
+#include "trace/json_text.hpp"
 
 namespace snailtrail {
 namespace {
@@ -189,6 +191,64 @@ class Abbreviator {
 };
 
 }  // namespace
+
+namespace {
+
+// Code points printable() escapes among the valid ones: C0 controls and DEL, C1 controls,
+// the line and paragraph separators and the bidirectional embeddings, overrides and
+// isolates (they reorder the text around them on the terminal).
+bool is_control(uint32_t cp) {
+  return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || (cp >= 0x2028 && cp <= 0x202e) ||
+         (cp >= 0x2066 && cp <= 0x2069);
+}
+
+void put_escape(std::string& out, uint32_t cp) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out += '\\';
+  switch (cp) {
+    case '\n':
+      out += 'n';
+      return;
+    case '\r':
+      out += 'r';
+      return;
+    case '\t':
+      out += 't';
+      return;
+    default:
+      break;
+  }
+  const int digits = cp <= 0x7f ? 2 : 4;
+  out += cp <= 0x7f ? 'x' : 'u';
+  for (int d = digits - 1; d >= 0; --d) out += kHex[(cp >> (4 * d)) & 15];
+}
+
+}  // namespace
+
+std::string printable(std::string_view s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const bool plain =
+      std::all_of(p, p + s.size(), [](unsigned char c) { return c >= 0x20 && c < 0x7f; });
+  if (plain) return std::string(s);
+  std::string out;
+  out.reserve(s.size() + 8);
+  for (size_t i = 0; i < s.size();) {
+    const size_t len = utf8_sequence_length(p + i, s.size() - i);
+    if (len == 0) {
+      out += "\xEF\xBF\xBD";  // U+FFFD for each byte that starts no valid sequence
+      ++i;
+      continue;
+    }
+    size_t decoded = 0;
+    const uint32_t cp = decode_utf8(s, i, decoded);
+    if (is_control(cp))
+      put_escape(out, cp);
+    else
+      out.append(s.substr(i, len));
+    i += len;
+  }
+  return out;
+}
 
 size_t display_width(std::string_view s) {
   size_t w = 0;
