@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <map>
 #include <random>
+#include <regex>
 #include <set>
 #include <string>
 #include <string_view>
@@ -484,6 +485,50 @@ TEST(WriterAbbreviate, FitsTheWidthAndKeepsAHeadAndATail) {
       EXPECT_EQ(pair, name + " -> " + other);
     }
   }
+}
+
+// True when abbreviation `a` of `name` cuts no escape of printable() in two: its head ends
+// and its tail starts outside every \n, \xHH, \uHHHH of the name.
+::testing::AssertionResult keeps_escapes_whole(const std::string& name, const std::string& a) {
+  static const std::regex escape(R"(\\(n|r|t|x[0-9a-f]{2}|u[0-9a-f]{4}))");
+  const size_t at = a.find(kEllipsis);
+  if (at == std::string::npos) return ::testing::AssertionSuccess();
+  if (!is_abbreviation_of(a, name))
+    return ::testing::AssertionFailure() << "not an abbreviation: " << name << " -> " << a;
+  const size_t head_end = at, tail_begin = name.size() - (a.size() - at - kEllipsis.size());
+  for (auto m = std::sregex_iterator(name.begin(), name.end(), escape); m != std::sregex_iterator();
+       ++m) {
+    const size_t b = m->position(), e = b + m->length();
+    if ((b < head_end && head_end < e) || (b < tail_begin && tail_begin < e))
+      return ::testing::AssertionFailure() << "an escape cut in two: " << name << " -> " << a;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// Names shown printable(): an abbreviation keeps each escape whole or drops it.
+TEST(WriterAbbreviate, KeepsEscapesWhole) {
+  const std::string pieces[] = {
+      "stage", " ",        "50",   "\n",   "\t", "\x1b[31m", std::string(1, '\0'),
+      "\x7f",  "\xC2\x9B", "\xFF", "exec", "(",  ":",        "_"};
+  std::mt19937 rng(21);
+  std::uniform_int_distribution<size_t> piece(0, std::size(pieces) - 1), count(1, 14);
+  size_t cut = 0;
+  for (int i = 0; i < 3000; ++i) {
+    std::string raw;
+    for (size_t n = count(rng); n > 0; --n) raw += pieces[piece(rng)];
+    const std::string name = printable(raw);
+    const size_t width = std::uniform_int_distribution<size_t>(2, 30)(rng);
+    const std::string a = abbreviate(name, width);
+    EXPECT_LE(display_width(a), width);
+    EXPECT_TRUE(keeps_escapes_whole(name, a));
+    cut += a != name;
+  }
+  EXPECT_GT(cut, 1000u);
+  // The communication row of the control names (the tail cut "\x1b" to "…1b[31m").
+  const std::string b = "nul\\x00 esc\\x1b[31m red\\x7f";
+  const std::string pair = abbreviate_pair("tab\\there\\r", " -> ", b, 30);
+  ASSERT_NE(pair.find(" -> "), std::string::npos);
+  EXPECT_TRUE(keeps_escapes_whole(b, pair.substr(pair.find(" -> ") + 4))) << pair;
 }
 
 TEST(WriterAbbreviate, DisplayWidthCountsColumnsNotBytes) {

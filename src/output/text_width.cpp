@@ -87,6 +87,22 @@ std::vector<std::pair<size_t, size_t>> digit_runs(std::string_view name) {
   return runs;
 }
 
+// The length of the escape printable() writes that starts `s` (\n, \r, \t, \xHH,
+// \uHHHH), or 0.
+size_t escape_length(std::string_view s) {
+  const auto hex = [&](size_t from, size_t n) {
+    if (s.size() < from + n) return false;
+    for (size_t k = from; k < from + n; ++k)
+      if (!std::isxdigit(static_cast<unsigned char>(s[k]))) return false;
+    return true;
+  };
+  if (s.size() < 2 || s[0] != '\\') return 0;
+  if (s[1] == 'n' || s[1] == 'r' || s[1] == 't') return 2;
+  if (s[1] == 'x') return hex(2, 2) ? 4 : 0;
+  if (s[1] == 'u') return hex(2, 4) ? 6 : 0;
+  return 0;
+}
+
 // A candidate abbreviation: name[0, head) + "…" + name[tail, end).
 struct Cut {
   size_t head, tail;
@@ -146,8 +162,21 @@ class Abbreviator {
   // The cut after a head of `head` bytes (trailing spaces dropped from the head).
   Cut cut(size_t head, int kind) const {
     const size_t tail = tail_after(head);
+    head = escape_around(head).first;
     while (head > 0 && name_[head - 1] == ' ') --head;
     return {head, tail, kind};
+  }
+
+  // The escape printable() wrote (\n, \x1b, \u202e) that byte offset `i` cuts through,
+  // as [begin, end); {i, i} when it cuts none. A cut keeps an escape whole or drops it:
+  // half of one ("…1b[31m") reads as part of the name.
+  std::pair<size_t, size_t> escape_around(size_t i) const {
+    for (size_t b = i > 5 ? i - 5 : 0; b < i; ++b)
+      if (name_[b] == '\\') {
+        const size_t len = escape_length(name_.substr(b));
+        if (len != 0 && b + len > i) return {b, b + len};
+      }
+    return {i, i};
   }
 
   // The end after a head of `head` bytes, starting at a word boundary when one is near.
@@ -166,6 +195,7 @@ class Abbreviator {
         }
       }
     }
+    t = escape_around(t).second;
     while (t < name_.size() &&
            (name_[t] == ' ' || name_[t] == ':' || name_[t] == ',' || name_[t] == ';'))
       ++t;
