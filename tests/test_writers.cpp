@@ -352,17 +352,21 @@ std::vector<std::string> section(const std::vector<std::string>& lines, std::str
   return rows;
 }
 
-// The table of `agg` over the odd names, every summary with what-if.
-std::string odd_table(const Aggregate& agg) {
-  OddNames t;
-  const Names names(t.trace, t.pag);
+// The table of `agg`, every summary with what-if, in the default context.
+std::string full_table(const Aggregate& agg, const Names& names, const char* heading) {
   TableContext ctx;
   ctx.window_label = "1s";
   SummarySelection sel;
   sel.what_if = true;
   fmt::memory_buffer out;
-  write_table(out, agg, names, sel, ctx, "odd names");
+  write_table(out, agg, names, sel, ctx, heading);
   return fmt::to_string(out);
+}
+
+// The table of `agg` over the odd names.
+std::string odd_table(const Aggregate& agg) {
+  OddNames t;
+  return full_table(agg, Names(t.trace, t.pag), "odd names");
 }
 
 TEST(WriterTable, RankedSectionsKeepTheirColumnsWithOddNames) {
@@ -664,15 +668,9 @@ struct ControlTrace {
 
 TEST(WriterTable, ControlCharactersInNamesAreEscapedAndRowsStayWhole) {
   const ControlTrace t;
-  const Names names(t.trace, t.pag);
-  TableContext ctx;
-  ctx.window_label = "1ms";
-  SummarySelection sel;
-  sel.what_if = true;
-  fmt::memory_buffer out;
-  write_table(out, t.agg, names, sel, ctx, "control names");
-  const std::string text = fmt::to_string(out);
+  const std::string text = full_table(t.agg, Names(t.trace, t.pag), "control names");
   ASSERT_TRUE(terminal_safe(text, true));
+  const TableContext ctx;  // the limits the table had
   const std::vector<std::string> lines = lines_of(text);
   for (const std::string& line : lines) EXPECT_LE(display_width(line), 79u) << line;
   EXPECT_NE(text.find("\nVERDICT: "), std::string::npos);
