@@ -1,5 +1,7 @@
 // Unit tests of the output writers (src/output) on small hand-made summaries with odd
-// names: quotes, commas, newlines, wide Unicode and names too long for a table column.
+// names: quotes, commas, newlines, wide Unicode and names too long for a table column;
+// on a trace whose names hold control characters and invalid UTF-8, through the whole
+// analysis; and the what-if tables of the examples and test traces, through the CLI.
 // Each format is checked against an independent oracle: the CSV read back with an
 // RFC 4180 reader, the JSON parsed back with simdjson, and the table against its column
 // invariants (every row of a section as wide as its header, values right-aligned under
@@ -7,9 +9,13 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <random>
+#include <regex>
 #include <set>
 #include <string>
 #include <string_view>
@@ -18,8 +24,12 @@
 
 #include "csv_reader.hpp"
 #include "output/names.hpp"
+#include "output/verdict_text.hpp"
 #include "output/writers.hpp"
 #include "pag/timeline.hpp"
+#include "process_util.hpp"
+#include "summary/analysis.hpp"
+#include "trace/trace_io.hpp"
 #include "trace_builder.hpp"
 
 namespace snailtrail {
@@ -98,7 +108,9 @@ WindowSummary odd_window(uint64_t index, bool has_paths) {
 // (summary, key) -> (cp, conventional, single_path) as text, from the summary's fields.
 using CsvOracle = std::map<std::pair<std::string, std::string>, std::tuple<double, double, double>>;
 
-CsvOracle expected_csv(const WindowSummary& w, const Names& names) {
+// `worker_names` by dense index: the names as the trace has them (the test's own list).
+CsvOracle expected_csv(const WindowSummary& w, const Names& names,
+                       const std::vector<std::string>& worker_names) {
   CsvOracle rows;
   for (int a = 0; a < kActivityTypeCount; ++a)
     if (w.cp.activity[a] != 0 || w.conventional.activity[a] != 0)
@@ -106,7 +118,7 @@ CsvOracle expected_csv(const WindowSummary& w, const Names& names) {
           w.cp.activity[a], w.conventional.activity[a], w.single_path.activity[a]};
   for (size_t k = 0; k < w.cp.worker.size(); ++k)
     if (w.cp.worker[k] != 0 || w.conventional.worker[k] != 0)
-      rows[{"worker", kWorkerNames[k]}] = {w.cp.worker[k], w.conventional.worker[k],
+      rows[{"worker", worker_names[k]}] = {w.cp.worker[k], w.conventional.worker[k],
                                            w.single_path.worker[k]};
   for (size_t k = 0; k < w.cp.op.size(); ++k) {
     rows[{"operator", names.op(w.cp.op[k].first)}] = {
@@ -117,7 +129,7 @@ CsvOracle expected_csv(const WindowSummary& w, const Names& names) {
   }
   for (size_t k = 0; k < w.cp.communication.size(); ++k) {
     const CommCell& c = w.cp.communication[k];
-    rows[{"communication", std::string(kWorkerNames[c.src]) + "->" + kWorkerNames[c.dst]}] = {
+    rows[{"communication", worker_names[c.src] + "->" + worker_names[c.dst]}] = {
         c.value, w.conventional.communication[k].value, w.single_path.communication[k].value};
   }
   return rows;
@@ -144,7 +156,7 @@ TEST(WriterCsv, OddNamesReadBackWithEveryValue) {
     EXPECT_EQ(got.count(key), 0u) << "row listed twice: " << key.first << " " << key.second;
     got[key] = {std::stod(rows[r][5]), std::stod(rows[r][6]), std::stod(rows[r][7])};
   }
-  EXPECT_EQ(got, expected_csv(w, names));
+  EXPECT_EQ(got, expected_csv(w, names, {std::begin(kWorkerNames), std::end(kWorkerNames)}));
 }
 
 TEST(WriterCsv, WindowWithoutPathsLeavesTheCpColumnsEmpty) {
@@ -340,32 +352,30 @@ std::vector<std::string> section(const std::vector<std::string>& lines, std::str
   return rows;
 }
 
-// The table of `agg` over the odd names, every summary with what-if.
-std::string odd_table(const Aggregate& agg) {
-  OddNames t;
-  const Names names(t.trace, t.pag);
+// The table of `agg`, every summary with what-if, in the default context.
+std::string full_table(const Aggregate& agg, const Names& names, const char* heading) {
   TableContext ctx;
   ctx.window_label = "1s";
   SummarySelection sel;
   sel.what_if = true;
   fmt::memory_buffer out;
-  write_table(out, agg, names, sel, ctx, "odd names");
+  write_table(out, agg, names, sel, ctx, heading);
   return fmt::to_string(out);
+}
+
+// The table of `agg` over the odd names.
+std::string odd_table(const Aggregate& agg) {
+  OddNames t;
+  return full_table(agg, Names(t.trace, t.pag), "odd names");
 }
 
 TEST(WriterTable, RankedSectionsKeepTheirColumnsWithOddNames) {
   const Aggregate agg = odd_aggregate(2);
   const std::string text = odd_table(agg);
   const std::vector<std::string> lines = lines_of(text);
-  // Every line within 79 columns, but for the what-if rows: their name column takes up to
-  // 29 columns after 53 of numbers, so a long name makes them 82 wide (as it stands).
-  std::string what_if_header;
-  const std::vector<std::string> what_if =
-      section(lines, "WHAT IF (critical path time saved, summed over windows)", &what_if_header);
-  for (const std::string& line : lines) {
-    const bool what_if_row = std::find(what_if.begin(), what_if.end(), line) != what_if.end();
-    EXPECT_LE(display_width(line), what_if_row ? 82u : 79u) << line;
-  }
+  // Every line within 79 columns, the what-if rows too (their name column takes the
+  // rest of the line).
+  for (const std::string& line : lines) EXPECT_LE(display_width(line), 79u) << line;
   // Name column: 2 + 30, a space, a bar of 20 cells; then the values right-aligned under
   // their headers, so each row is exactly as wide as its header.
   std::set<std::string> shown_workers;
@@ -435,7 +445,7 @@ TEST(WriterTable, TopListAndWhatIfColumnsLineUpUnderTheirHeaders) {
     const std::string name = what_if[k].substr(byte_at_column(what_if[k], name_col));
     EXPECT_TRUE(is_abbreviation_of(name, kWorkerNames[2]) || is_abbreviation_of(name, kOpLongName))
         << name;
-    EXPECT_LE(display_width(name), 29u);
+    EXPECT_LE(display_width(what_if[k]), 79u) << what_if[k];
   }
   // The diagnostics list the odd input kind as written.
   EXPECT_NE(std::find(lines.begin(), lines.end(), "  input: late \"events\", dropped: 3"),
@@ -481,6 +491,50 @@ TEST(WriterAbbreviate, FitsTheWidthAndKeepsAHeadAndATail) {
   }
 }
 
+// True when abbreviation `a` of `name` cuts no escape of printable() in two: its head ends
+// and its tail starts outside every \n, \xHH, \uHHHH of the name.
+::testing::AssertionResult keeps_escapes_whole(const std::string& name, const std::string& a) {
+  static const std::regex escape(R"(\\(n|r|t|x[0-9a-f]{2}|u[0-9a-f]{4}))");
+  const size_t at = a.find(kEllipsis);
+  if (at == std::string::npos) return ::testing::AssertionSuccess();
+  if (!is_abbreviation_of(a, name))
+    return ::testing::AssertionFailure() << "not an abbreviation: " << name << " -> " << a;
+  const size_t head_end = at, tail_begin = name.size() - (a.size() - at - kEllipsis.size());
+  for (auto m = std::sregex_iterator(name.begin(), name.end(), escape); m != std::sregex_iterator();
+       ++m) {
+    const size_t b = m->position(), e = b + m->length();
+    if ((b < head_end && head_end < e) || (b < tail_begin && tail_begin < e))
+      return ::testing::AssertionFailure() << "an escape cut in two: " << name << " -> " << a;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// Names shown printable(): an abbreviation keeps each escape whole or drops it.
+TEST(WriterAbbreviate, KeepsEscapesWhole) {
+  const std::string pieces[] = {
+      "stage", " ",        "50",   "\n",   "\t", "\x1b[31m", std::string(1, '\0'),
+      "\x7f",  "\xC2\x9B", "\xFF", "exec", "(",  ":",        "_"};
+  std::mt19937 rng(21);
+  std::uniform_int_distribution<size_t> piece(0, std::size(pieces) - 1), count(1, 14);
+  size_t cut = 0;
+  for (int i = 0; i < 3000; ++i) {
+    std::string raw;
+    for (size_t n = count(rng); n > 0; --n) raw += pieces[piece(rng)];
+    const std::string name = printable(raw);
+    const size_t width = std::uniform_int_distribution<size_t>(2, 30)(rng);
+    const std::string a = abbreviate(name, width);
+    EXPECT_LE(display_width(a), width);
+    EXPECT_TRUE(keeps_escapes_whole(name, a));
+    cut += a != name;
+  }
+  EXPECT_GT(cut, 1000u);
+  // The communication row of the control names (the tail cut "\x1b" to "…1b[31m").
+  const std::string b = "nul\\x00 esc\\x1b[31m red\\x7f";
+  const std::string pair = abbreviate_pair("tab\\there\\r", " -> ", b, 30);
+  ASSERT_NE(pair.find(" -> "), std::string::npos);
+  EXPECT_TRUE(keeps_escapes_whole(b, pair.substr(pair.find(" -> ") + 4))) << pair;
+}
+
 TEST(WriterAbbreviate, DisplayWidthCountsColumnsNotBytes) {
   EXPECT_EQ(display_width("plain"), 5u);
   EXPECT_EQ(display_width("\xC3\xA9"), 1u);                  // é: two bytes, one column
@@ -488,6 +542,383 @@ TEST(WriterAbbreviate, DisplayWidthCountsColumnsNotBytes) {
   EXPECT_EQ(display_width("\xE6\x9D\xB1\xE4\xBA\xAC"), 4u);  // two wide CJK
   EXPECT_EQ(display_width("\xFF\xFE"), 2u);                  // invalid bytes: one each
   EXPECT_EQ(display_width(kEllipsis), 1u);
+}
+
+// ---- names with control characters --------------------------------------------------------
+
+using namespace std::string_literals;
+
+// A name as an untrusted trace may carry it; how the human-readable outputs show it
+// (written out by hand: the oracle of printable()); and what JSON reads back.
+struct ControlName {
+  std::string raw, shown, json;
+};
+// Workers 0..3 by id; worker 3's name is invalid UTF-8, which no JSON text can carry:
+// the test sets it through the trace API.
+const ControlName kControlWorkers[] = {
+    {"in\nput 0", "in\\nput 0", "in\nput 0"},
+    {"tab\there\r", "tab\\there\\r", "tab\there\r"},
+    {"nul\0 esc\x1b[31m red\x7f"s, "nul\\x00 esc\\x1b[31m red\\x7f", "nul\0 esc\x1b[31m red\x7f"s},
+    {"bad\xff\xc3( c1\xc2\x9b", "bad\xEF\xBF\xBD\xEF\xBF\xBD( c1\\u009b",
+     "bad\xEF\xBF\xBD\xEF\xBF\xBD( c1\xc2\x9b"},
+};
+// Operators 1 and 2: a newline, and a right-to-left override (it would reorder the line).
+const ControlName kControlOps[] = {
+    {"op\nsplit", "op\\nsplit", "op\nsplit"},
+    {"bidi \xE2\x80\xAE evil", "bidi \\u202e evil", "bidi \xE2\x80\xAE evil"},
+};
+
+std::vector<const ControlName*> control_names() {
+  std::vector<const ControlName*> all;
+  for (const ControlName& c : kControlWorkers) all.push_back(&c);
+  for (const ControlName& c : kControlOps) all.push_back(&c);
+  return all;
+}
+
+// A JSONL trace of 4 ms: each millisecond worker 0 reads input (operator 1) and sends it
+// to worker 1 (operator 2), which sends to worker 2 (operator 1); worker 3 works alone
+// (operator 2). The names are JSON-escaped as a trace writer writes them.
+std::string control_names_jsonl() {
+  std::string s = R"({"meta":"worker","id":0,"name":"in\nput 0"})"
+                  "\n"
+                  R"({"meta":"worker","id":1,"name":"tab\there\r"})"
+                  "\n"
+                  R"({"meta":"worker","id":2,"name":"nul\u0000 esc\u001b[31m red\u007f"})"
+                  "\n"
+                  R"({"meta":"worker","id":3,"name":"replaced by the test"})"
+                  "\n"
+                  R"({"meta":"operator","id":1,"name":"op\nsplit"})"
+                  "\n"
+                  R"({"meta":"operator","id":2,"name":"bidi \u202e evil"})"
+                  "\n";
+  std::vector<std::pair<int64_t, std::string>> events;
+  auto activity = [&](int64_t start, int64_t end, int worker, const char* type, int op) {
+    for (const char* kind : {"start", "end"})
+      events.emplace_back(
+          kind[0] == 's' ? start : end,
+          fmt::format(R"({{"ts":{},"worker":{},"activity":"{}","event":"{}","operator":{}}})",
+                      kind[0] == 's' ? start : end, worker, type, kind, op));
+  };
+  int64_t correlator = 0;
+  auto message = [&](int64_t send, int from, int64_t recv, int to) {
+    ++correlator;
+    for (const bool is_send : {true, false})
+      events.emplace_back(
+          is_send ? send : recv,
+          fmt::format(
+              R"({{"ts":{},"worker":{},"activity":"data_message","event":"{}","correlator":{},"remote":{}}})",
+              is_send ? send : recv, is_send ? from : to, is_send ? "send" : "recv", correlator,
+              is_send ? to : from));
+  };
+  for (int64_t t = 0; t < 4'000'000; t += 1'000'000) {
+    activity(t, t + 200'000, 0, "input", 1);
+    message(t + 200'000, 0, t + 250'000, 1);
+    activity(t + 250'000, t + 600'000, 1, "processing", 2);
+    message(t + 600'000, 1, t + 650'000, 2);
+    activity(t + 650'000, t + 900'000, 2, "processing", 1);
+    activity(t, t + 950'000, 3, "processing", 2);
+  }
+  std::stable_sort(events.begin(), events.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [ts, line] : events) s += line + "\n";
+  return s;
+}
+
+// The trace, analyzed in windows of 1 ms with what-if, and the run's aggregate.
+struct ControlTrace {
+  Trace trace;
+  Pag pag;
+  std::vector<WindowSummary> windows;
+  Aggregate agg;
+  ControlTrace() {
+    trace = parse_jsonl(control_names_jsonl(), "control.jsonl");
+    trace.worker_names[3] = kControlWorkers[3].raw;
+    pag = build_pag(trace);
+    AnalysisOptions opt;
+    opt.windows.width_ns = 1'000'000;
+    opt.what_if.enabled = true;
+    analyze_pag(pag, opt, [&](const WindowView& v) { windows.push_back(v.summary); });
+    for (const WindowSummary& w : windows) agg.add(w, 10);
+    agg.finish();
+  }
+  // The worker's entry of kControlWorkers by dense index.
+  const ControlName& worker(size_t k) const { return kControlWorkers[pag.worker_ids.at(k)]; }
+  const ControlName& op(uint32_t id) const { return kControlOps[id - 1]; }
+};
+
+// Text a terminal shows as it is: valid UTF-8 with no control character (but '\n' ending
+// lines when `lines`): no C0, DEL, C1, line or paragraph separator, bidirectional control.
+::testing::AssertionResult terminal_safe(std::string_view text, bool lines) {
+  if (!simdjson::validate_utf8(text.data(), text.size()))
+    return ::testing::AssertionFailure() << "invalid UTF-8: " << text;
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  for (size_t i = 0; i < text.size(); ++i) {
+    const bool c0 = p[i] < 0x20 && !(lines && p[i] == '\n');
+    const bool c1 = p[i] == 0xC2 && i + 1 < text.size() && p[i + 1] >= 0x80 && p[i + 1] <= 0x9F;
+    const bool e2 = p[i] == 0xE2 && i + 2 < text.size();
+    const bool separator_or_bidi =
+        e2 && ((p[i + 1] == 0x80 && p[i + 2] >= 0xA8 && p[i + 2] <= 0xAE) ||
+               (p[i + 1] == 0x81 && p[i + 2] >= 0xA6 && p[i + 2] <= 0xA9));
+    if (c0 || p[i] == 0x7F || c1 || separator_or_bidi)
+      return ::testing::AssertionFailure()
+             << "control character at byte " << i << ": " << text.substr(i > 20 ? i - 20 : 0, 40);
+  }
+  return ::testing::AssertionSuccess();
+}
+
+TEST(WriterTable, ControlCharactersInNamesAreEscapedAndRowsStayWhole) {
+  const ControlTrace t;
+  const std::string text = full_table(t.agg, Names(t.trace, t.pag), "control names");
+  ASSERT_TRUE(terminal_safe(text, true));
+  const TableContext ctx;  // the limits the table had
+  const std::vector<std::string> lines = lines_of(text);
+  for (const std::string& line : lines) EXPECT_LE(display_width(line), 79u) << line;
+  EXPECT_NE(text.find("\nVERDICT: "), std::string::npos);
+  // The ranked sections: one line per row, as wide as the header; every worker and
+  // operator listed under its escaped name (whole or abbreviated).
+  std::set<std::string> shown;
+  for (const char* title : {"WORKER (straggler)", "OPERATOR (all its activities)"}) {
+    std::string header;
+    const std::vector<std::string> rows = section(lines, title, &header);
+    for (const std::string& row : rows) {
+      EXPECT_EQ(display_width(row), display_width(header)) << title << ": " << row;
+      const std::string name = trim_right(row.substr(2, byte_at_column(row, 32) - 2));
+      if (name == "(communication)") continue;
+      bool matched = false;
+      for (const ControlName* c : control_names())
+        if (is_abbreviation_of(name, c->shown)) matched = true, shown.insert(c->shown);
+      EXPECT_TRUE(matched) << title << ": " << row;
+    }
+  }
+  std::set<std::string> all;
+  for (const ControlName* c : control_names()) all.insert(c->shown);
+  EXPECT_EQ(shown, all);
+  // Communication, the top list and what-if: one line per item.
+  std::string header;
+  EXPECT_EQ(section(lines, "COMMUNICATION", &header).size(), t.agg.cp.communication.size());
+  const size_t top = std::min<size_t>(ctx.top_k, t.agg.top.size());
+  ASSERT_GT(top, 0u);
+  EXPECT_EQ(section(lines, fmt::format("TOP {} CRITICAL ACTIVITIES", top), &header).size(),
+            1 + top);
+  const std::vector<std::string> what_if =
+      section(lines, "WHAT IF (critical path time saved, summed over windows)", &header);
+  ASSERT_GT(t.agg.what_if.size(), 0u);
+  ASSERT_EQ(what_if.size(), 1 + std::min(t.agg.what_if.size(), ctx.max_rows));
+  const size_t name_col = column_of(what_if[0], "name");
+  for (size_t k = 1; k < what_if.size(); ++k) {
+    const WhatIf& x = t.agg.what_if[k - 1];
+    const std::string expected = x.kind == WhatIfKind::worker ? t.worker(x.id).shown
+                                 : x.kind == WhatIfKind::op
+                                     ? t.op(x.id).shown
+                                     : std::string(name_of(static_cast<ActivityType>(x.id)));
+    const std::string name = what_if[k].substr(byte_at_column(what_if[k], name_col));
+    EXPECT_TRUE(is_abbreviation_of(name, expected)) << name << " / " << expected;
+  }
+}
+
+TEST(WriterVerdict, SentencesShowNamesEscaped) {
+  const ControlTrace t;
+  const Names names(t.trace, t.pag);
+  for (size_t k = 0; k < t.pag.worker_ids.size(); ++k) {
+    Verdict v;
+    v.kind = VerdictKind::straggler;
+    v.id = static_cast<uint32_t>(k);
+    v.cp = 0.4;
+    v.busy = 0.2;
+    v.busy_rank = 3;
+    std::string text = verdict_text(v, names);
+    EXPECT_TRUE(terminal_safe(text, false));
+    EXPECT_NE(text.find(t.worker(k).shown + " is the straggler"), std::string::npos) << text;
+    v.kind = VerdictKind::activity;
+    v.id = static_cast<uint32_t>(ActivityType::processing);
+    v.top_worker = static_cast<uint32_t>(k);
+    text = verdict_text(v, names);
+    EXPECT_TRUE(terminal_safe(text, false));
+    EXPECT_NE(text.find("most on " + t.worker(k).shown + " ("), std::string::npos) << text;
+  }
+  for (uint32_t id : {1u, 2u}) {
+    Verdict v;
+    v.kind = VerdictKind::op;
+    v.id = id;
+    const std::string text = verdict_text(v, names);
+    EXPECT_TRUE(terminal_safe(text, false));
+    EXPECT_NE(text.find("Operator " + t.op(id).shown + " is"), std::string::npos) << text;
+    EXPECT_NE(text.find("instances of " + t.op(id).shown + " ("), std::string::npos) << text;
+  }
+  // The run's sentence names what other windows find.
+  RunVerdict r;
+  r.verdict.kind = VerdictKind::straggler;
+  r.windows = 2;
+  r.windows_with_paths = 4;
+  r.others = {{VerdictKind::straggler, 1, 1, 0, 0}, {VerdictKind::op, 2, 1, 0, 0}};
+  const std::string text = output_detail::run_verdict_text(r, names);
+  EXPECT_TRUE(terminal_safe(text, false));
+  EXPECT_NE(text.find("finds straggler " + t.worker(1).shown + ","), std::string::npos) << text;
+  EXPECT_NE(text.find("finds operator " + t.op(2).shown + "."), std::string::npos) << text;
+}
+
+TEST(WriterJson, ControlCharactersInNamesReadBack) {
+  const ControlTrace t;
+  const Names names(t.trace, t.pag);
+  std::set<std::string> workers, ops, activities;
+  for (const ControlName& c : kControlWorkers) workers.insert(c.json);
+  for (const ControlName& c : kControlOps) ops.insert(c.json);
+  for (int a = 0; a < kActivityTypeCount; ++a)
+    activities.insert(std::string(name_of(static_cast<ActivityType>(a))));
+  auto in = [](const std::set<std::string>& set, simdjson::dom::element e) {
+    return set.count(str(e)) > 0;
+  };
+  SummarySelection sel;
+  sel.what_if = true;
+  ASSERT_EQ(t.windows.size(), 4u);
+  for (const WindowSummary& w : t.windows) {
+    fmt::memory_buffer out;
+    write_window_json(out, w, names, sel);
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    ASSERT_EQ(parser.parse(out.data(), out.size()).get(doc), simdjson::SUCCESS)
+        << "window " << w.index << " is not valid JSON";
+    std::set<std::string> keys;
+    for (auto [key, value] : simdjson::dom::object(doc["worker"])) keys.insert(std::string(key));
+    EXPECT_EQ(keys, workers) << "window " << w.index;
+    std::set<std::string> op_keys;
+    for (auto [key, value] : simdjson::dom::object(doc["conventional"]["operator"]))
+      op_keys.insert(std::string(key));
+    EXPECT_EQ(op_keys, ops);
+    for (simdjson::dom::element c : simdjson::dom::array(doc["communication"]))
+      EXPECT_TRUE(in(workers, c["src"]) && in(workers, c["dst"]));
+    for (simdjson::dom::element a : simdjson::dom::array(doc["top"])) {
+      EXPECT_TRUE(in(workers, a["worker"]));
+      if (a["operator"].error() == simdjson::SUCCESS) {
+        EXPECT_TRUE(in(ops, a["operator"]));
+      }
+    }
+    for (simdjson::dom::element x : simdjson::dom::array(doc["what_if"]))
+      EXPECT_TRUE(in(workers, x["name"]) || in(ops, x["name"]) || in(activities, x["name"]))
+          << str(x["name"]);
+    // The verdict's sentence is for people: names escaped as in the table.
+    EXPECT_TRUE(terminal_safe(str(doc["verdict"]["text"]), false));
+  }
+  fmt::memory_buffer out;
+  write_run_json(out, t.agg, names, sel);
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_EQ(parser.parse(out.data(), out.size()).get(doc), simdjson::SUCCESS)
+      << "the run line is not valid JSON";
+  const simdjson::dom::element name = doc["verdict"]["name"];
+  EXPECT_TRUE(name.is_null() || in(workers, name) || in(ops, name) || in(activities, name));
+  EXPECT_TRUE(terminal_safe(str(doc["verdict"]["text"]), false));
+  ASSERT_GT(simdjson::dom::array(doc["what_if"]).size(), 0u);
+  for (simdjson::dom::element x : simdjson::dom::array(doc["what_if"]))
+    EXPECT_TRUE(in(workers, x["name"]) || in(ops, x["name"]) || in(activities, x["name"]));
+}
+
+TEST(WriterCsv, ControlCharactersInNamesReadBackExactly) {
+  const ControlTrace t;
+  const Names names(t.trace, t.pag);
+  std::vector<std::string> raw;  // by dense index
+  for (size_t k = 0; k < t.pag.worker_ids.size(); ++k) raw.push_back(t.worker(k).raw);
+  ASSERT_EQ(t.windows.size(), 4u);
+  for (const WindowSummary& w : t.windows) {
+    fmt::memory_buffer out;
+    write_window_csv(out, w, names, SummarySelection{});
+    const auto rows = testing::read_csv(fmt::to_string(out));
+    CsvOracle got;
+    for (const auto& row : rows) {
+      ASSERT_EQ(row.size(), 8u);
+      got[{row[3], row[4]}] = {std::stod(row[5]), std::stod(row[6]), std::stod(row[7])};
+    }
+    EXPECT_EQ(got, expected_csv(w, names, raw)) << "window " << w.index;
+    EXPECT_GE(got.size(), 4u + 2u);  // the workers and operators at least
+  }
+}
+
+TEST(WriterPrintable, EscapesControlsReplacesInvalidUtf8AndKeepsTheRest) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"plain name (stage 5): x", "plain name (stage 5): x"},
+      {"back\\slash", "back\\slash"},
+      {"a\nb\rc\td", "a\\nb\\rc\\td"},
+      {"\0\x01\x1f\x7f"s, "\\x00\\x01\\x1f\\x7f"},
+      {"\x1b[2J\x1b]0;title\x07", "\\x1b[2J\\x1b]0;title\\x07"},
+      {"\xC2\x80 \xC2\x9B \xC2\x9F \xC2\xA0", "\\u0080 \\u009b \\u009f \xC2\xA0"},
+      {"\xE2\x80\xA8\xE2\x80\xA9\xE2\x80\xAA\xE2\x80\xAE\xE2\x81\xA6\xE2\x81\xA9",
+       "\\u2028\\u2029\\u202a\\u202e\\u2066\\u2069"},
+      {"\xC3\xA9 \xE6\x9D\xB1 e\xCC\x81 \xF0\x9F\x98\x80",
+       "\xC3\xA9 \xE6\x9D\xB1 e\xCC\x81 \xF0\x9F\x98\x80"},
+      {"\xFF", "\xEF\xBF\xBD"},
+      {"\xC3(", "\xEF\xBF\xBD("},
+      {"\xC0\xAF", "\xEF\xBF\xBD\xEF\xBF\xBD"},                  // overlong '/'
+      {"\xED\xA0\x80", "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"},  // a surrogate
+      {"cut \xE6\x9D", "cut \xEF\xBF\xBD\xEF\xBF\xBD"},          // a sequence cut short
+  };
+  for (const auto& [in, want] : cases) {
+    EXPECT_EQ(printable(in), want) << in;
+    EXPECT_TRUE(terminal_safe(printable(in), false)) << in;
+  }
+  EXPECT_EQ(display_width(printable("a\nb")), 4u);
+  EXPECT_EQ(display_width(printable("\x1b")), 4u);
+  EXPECT_EQ(display_width(printable("\xFF")), 1u);
+  // Any bytes: terminal-safe, printable() again changes nothing.
+  std::mt19937 rng(7);
+  for (int i = 0; i < 2000; ++i) {
+    std::string s(std::uniform_int_distribution<size_t>(0, 24)(rng), '\0');
+    for (char& c : s) c = static_cast<char>(std::uniform_int_distribution<int>(0, 255)(rng));
+    const std::string p = printable(s);
+    EXPECT_TRUE(terminal_safe(p, false));
+    EXPECT_EQ(printable(p), p);
+  }
+}
+
+// ---- the examples and test traces through the CLI ----------------------------------------
+
+// `analyze --what-if` over every example scenario (simulated) and every trace of
+// tests/data, as golden.sh runs them: every line of the table within 79 columns.
+TEST(WriterTable, WhatIfTablesOfTheExamplesAndTestTracesFit79Columns) {
+  namespace fs = std::filesystem;
+  const fs::path source = SNAILTRAIL_SOURCE_DIR;
+  const fs::path dir =
+      fs::temp_directory_path() / ("snailtrail-writers-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  auto run = [&](const std::vector<std::string>& args) {
+    const fs::path out = dir / "out", err = dir / "err";
+    testing::Process p(args, out, err);
+    const int code = p.wait();
+    EXPECT_EQ(code, 0) << args[0] << " " << args[1] << ": " << testing::slurp(err);
+    return testing::slurp(out);
+  };
+  std::vector<fs::path> traces;
+  for (const auto& entry : fs::directory_iterator(source / "examples"))
+    if (entry.path().extension() == ".toml") {
+      const fs::path trace = dir / (entry.path().stem().string() + ".snail");
+      run({"simulate", entry.path().string(), "-d", "3s", "--seed", "7", "-o", trace.string(),
+           "-q"});
+      traces.push_back(trace);
+    }
+  ASSERT_GE(traces.size(), 10u);
+  traces.push_back(source / "examples" / "pipeline.jsonl");
+  for (const char* f : {"chrome-flows.json", "chrome-tf-timeline.json", "jaeger-request.json",
+                        "otlp-request.json", "perf-sched-timer.txt", "spark-2stage-eventlog"})
+    traces.push_back(source / "tests" / "data" / f);
+  size_t what_if_rows = 0, abbreviated = 0;
+  for (const fs::path& trace : traces)
+    for (const char* window : {"auto", "whole"}) {
+      const std::string text =
+          run({"analyze", trace.string(), "--what-if", "--window", window, "--no-progress"});
+      const std::vector<std::string> lines = lines_of(text);
+      for (const std::string& line : lines)
+        EXPECT_LE(display_width(line), 79u) << trace.filename() << " --window " << window << ":\n"
+                                            << line;
+      std::string header;
+      const std::vector<std::string> rows =
+          section(lines, "WHAT IF (critical path time saved, summed over windows)", &header);
+      EXPECT_FALSE(header.empty()) << trace;
+      for (size_t k = 1; k < rows.size(); ++k, ++what_if_rows)
+        abbreviated += rows[k].find(kEllipsis) != std::string::npos;
+    }
+  // The case that overflowed: what-if names too long for their column.
+  EXPECT_GT(what_if_rows, 50u);
+  EXPECT_GT(abbreviated, 0u);
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -31,4 +31,18 @@ std::string format_ns(int64_t ns);
 // The worker, operator or activity type a what-if item speeds up.
 std::string what_if_name(const WhatIf& x, const Names& names);
 
+// The names as the human-readable writers show them: printable() at each use (names
+// come from untrusted traces). A view of Names, so a table pays only for the names it
+// shows; the table's sections take it instead of Names, so none prints a raw name.
+class ShownNames {
+ public:
+  explicit ShownNames(const Names& names) : names_(names) {}
+  std::string worker(size_t k) const { return printable(names_.worker[k]); }
+  std::string op(uint32_t id) const { return printable(names_.op(id)); }
+  std::string what_if(const WhatIf& x) const { return printable(what_if_name(x, names_)); }
+
+ private:
+  const Names& names_;
+};
+
 }  // namespace snailtrail::output_detail

@@ -49,7 +49,7 @@ void put_op_map(Buf& out, const std::vector<std::pair<uint32_t, double>>& ops, c
   out.push_back('{');
   for (size_t k = 0; k < ops.size(); ++k) {
     if (k) out.push_back(',');
-    append_json_string(out, names.op(ops[k].first));
+    append_json_string(out, names.op(ops[k].first), kJsonNames);
     out.push_back(':');
     append_json_number(out, ops[k].second);
   }
@@ -111,7 +111,7 @@ void put_diagnostics(fmt::memory_buffer& out, const Diagnostics& d, DiagnosticsJ
     put(out, ",\"input\":{");
     for (size_t i = 0; i < d.input.size(); ++i) {
       if (i) out.push_back(',');
-      append_json_string(out, d.input[i].first);
+      append_json_string(out, d.input[i].first, kJsonNames);
       fmt::format_to(std::back_inserter(out), ":{}", d.input[i].second);
     }
     out.push_back('}');
@@ -123,7 +123,7 @@ void put_what_if(Buf& out, const WhatIf& x, const Names& names) {
   put(out, "{\"kind\":");
   append_json_string(out, name_of(x.kind));
   put(out, ",\"name\":");
-  append_json_string(out, what_if_name(x, names));
+  append_json_string(out, what_if_name(x, names), kJsonNames);
   put(out, ",\"speedup\":");
   append_json_number(out, x.speedup);
   fmt::format_to(std::back_inserter(out), ",\"basis\":\"{}\",\"saved_ns\":{}}}",
@@ -149,16 +149,16 @@ void put_top_list(Buf& out, const std::vector<TopActivity>& top, const Names& na
     const TopActivity& a = top[k];
     if (k) out.push_back(',');
     put(out, "{\"worker\":");
-    append_json_string(out, names.worker[a.worker]);
+    append_json_string(out, names.worker[a.worker], kJsonNames);
     if (a.remote != kNone) {
       put(out, ",\"remote\":");
-      append_json_string(out, names.worker[a.remote]);
+      append_json_string(out, names.worker[a.remote], kJsonNames);
     }
     put(out, ",\"type\":");
     append_json_string(out, name_of(a.type));
     if (a.op != kNone) {
       put(out, ",\"operator\":");
-      append_json_string(out, names.op(a.op));
+      append_json_string(out, names.op(a.op), kJsonNames);
     }
     fmt::format_to(std::back_inserter(out), ",\"start_ns\":{},\"end_ns\":{},\"cp\":", a.start,
                    a.end);

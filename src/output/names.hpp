@@ -17,6 +17,20 @@ namespace snailtrail {
 // append_json_string (quoted, escaped; output documents use kJsonOutput, its default)
 // and append_json_number are in trace/json_text.hpp.
 
+// Names in output documents: they come from untrusted traces, so invalid UTF-8 becomes
+// \ufffd (kJsonOutput would copy it and make the document invalid JSON).
+inline constexpr JsonEscape kJsonNames{true, false, "\\ufffd"};
+
+// `s` as the human-readable outputs show it (tables, verdict sentences): names come from
+// untrusted traces, and a newline would split a row, an escape sequence drive the
+// terminal. Control characters become escapes: \n \r \t, the other C0 ones and DEL
+// \xHH (\x00, \x1b, \x7f), C1 ones and the line, paragraph and bidirectional controls
+// \uHHHH; each byte of invalid UTF-8 becomes U+FFFD. The result is valid UTF-8 without
+// controls, so display_width() measures it right; text without any of these is returned
+// unchanged (a backslash too, so printable(printable(s)) == printable(s)). In
+// text_width.cpp.
+std::string printable(std::string_view s);
+
 // Terminal columns `s` takes: UTF-8 code points, East Asian wide ones count 2, combining
 // marks 0; invalid bytes count 1 each. In text_width.cpp.
 size_t display_width(std::string_view s);
@@ -50,7 +64,7 @@ struct Names {
     worker_json.reserve(worker.size());
     for (const std::string& name : worker) {
       fmt::memory_buffer quoted;
-      append_json_string(quoted, name);
+      append_json_string(quoted, name, kJsonNames);
       worker_json.emplace_back(quoted.data(), quoted.size());
     }
   }

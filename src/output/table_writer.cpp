@@ -20,6 +20,10 @@ using Buf = fmt::memory_buffer;
 using output_detail::format_ns;
 using output_detail::percent;
 using output_detail::put;
+using output_detail::ShownNames;
+
+// Every line within 79 columns, so that none wraps on an 80-column terminal.
+constexpr size_t kTableWidth = 79;
 
 // A bar of `width` cells for a value in [0, 1], with eighth-cell resolution.
 std::string bar(double v, int width) {
@@ -95,7 +99,10 @@ void put_rows(Buf& out, const char* title, const std::vector<const char*>& heade
 }
 
 // Word-wraps `text` to lines of at most `width` columns, each continuation indented.
-void put_wrapped(Buf& out, std::string_view text, size_t width, std::string_view indent) {
+// The text may carry names (the verdict's): printed printable().
+void put_wrapped(Buf& out, std::string_view raw, size_t width, std::string_view indent) {
+  const std::string shown = printable(raw);
+  std::string_view text = shown;
   size_t col = 0;
   bool line_start = true;
   while (!text.empty()) {
@@ -122,7 +129,7 @@ void put_wrapped(Buf& out, std::string_view text, size_t width, std::string_view
 
 // The heading: the source, the windows and how many of them have a CP.
 void put_heading(Buf& out, const Aggregate& agg, const TableContext& ctx, const char* heading) {
-  fmt::format_to(std::back_inserter(out), "{}\n", heading);
+  fmt::format_to(std::back_inserter(out), "{}\n", printable(heading));
   fmt::format_to(std::back_inserter(out), "{} window{} of {}, {} events, {} edges\n", agg.windows,
                  agg.windows == 1 ? "" : "s", ctx.window_label, agg.events, agg.edges);
   fmt::format_to(std::back_inserter(out), "CP: mean over the {} window{} with transient paths\n",
@@ -138,10 +145,10 @@ void put_verdict_and_hints(Buf& out, const Aggregate& agg, const Names& names,
     put_wrapped(out,
                 "VERDICT: " + output_detail::run_verdict_text(
                                   output_detail::run_verdict(agg, ctx.enrich), names),
-                79, "  ");
+                kTableWidth, "  ");
   const std::vector<Hint> hints = decide_hints(agg.cp, agg.diagnostics, agg.windows_with_paths > 0,
                                                agg.diag_weight_ns, agg.windows);
-  for (const Hint& h : hints) put_wrapped(out, "HINT: " + h.text, 79, "  ");
+  for (const Hint& h : hints) put_wrapped(out, "HINT: " + h.text, kTableWidth, "  ");
   if (sel.verdict || !hints.empty()) out.push_back('\n');
 }
 
@@ -165,7 +172,7 @@ void put_column_key(Buf& out, const SummarySelection& sel, const Sections& shown
   if (time_col) key += " time = share of all activity time";
   if (time_col && busy_col) key += ",";
   if (busy_col) key += " busy = share of all workers' busy (non-waiting) time";
-  put_wrapped(out, key + ".", 79, "  ");
+  put_wrapped(out, key + ".", kTableWidth, "  ");
 }
 
 void put_activity_section(Buf& out, const Aggregate& agg, size_t max_rows) {
@@ -177,11 +184,11 @@ void put_activity_section(Buf& out, const Aggregate& agg, size_t max_rows) {
   put_rows(out, "ACTIVITY TYPE", {"CP", "time"}, rows, max_rows);
 }
 
-void put_worker_section(Buf& out, const Aggregate& agg, const Names& names, size_t max_rows) {
+void put_worker_section(Buf& out, const Aggregate& agg, const ShownNames& names, size_t max_rows) {
   std::vector<Row> rows;
   for (size_t k = 0; k < agg.cp.worker.size(); ++k)
     if (agg.cp.worker[k] != 0 || agg.conventional.worker[k] != 0)
-      rows.push_back({names.worker[k], {agg.cp.worker[k], agg.conventional.worker[k]}});
+      rows.push_back({names.worker(k), {agg.cp.worker[k], agg.conventional.worker[k]}});
   const double comm_cp = agg.cp.activity[static_cast<int>(ActivityType::data_message)] +
                          agg.cp.activity[static_cast<int>(ActivityType::control_message)];
   const double comm_time =
@@ -194,7 +201,8 @@ void put_worker_section(Buf& out, const Aggregate& agg, const Names& names, size
     put_row(out, {"(communication)", {comm_cp, NAN}}, {"CP", "busy"});
 }
 
-void put_operator_section(Buf& out, const Aggregate& agg, const Names& names, size_t max_rows) {
+void put_operator_section(Buf& out, const Aggregate& agg, const ShownNames& names,
+                          size_t max_rows) {
   // The value of `id` in a list sorted by id (0 when absent).
   auto value_of = [](const std::vector<std::pair<uint32_t, double>>& list, uint32_t id) {
     auto it = std::lower_bound(list.begin(), list.end(), id,
@@ -208,7 +216,7 @@ void put_operator_section(Buf& out, const Aggregate& agg, const Names& names, si
   put_rows(out, "OPERATOR (all its activities)", {"CP", "CP/worker", "busy"}, rows, max_rows);
 }
 
-void put_communication_section(Buf& out, const Aggregate& agg, const Names& names,
+void put_communication_section(Buf& out, const Aggregate& agg, const ShownNames& names,
                                size_t max_rows) {
   std::vector<Row> rows;
   for (size_t k = 0; k < agg.cp.communication.size(); ++k) {
@@ -216,7 +224,7 @@ void put_communication_section(Buf& out, const Aggregate& agg, const Names& name
     double time = 0;
     for (const CommCell& x : agg.conventional.communication)
       if (x.src == c.src && x.dst == c.dst) time = x.value;
-    rows.push_back({abbreviate_pair(names.worker[c.src], " -> ", names.worker[c.dst], kNameWidth),
+    rows.push_back({abbreviate_pair(names.worker(c.src), " -> ", names.worker(c.dst), kNameWidth),
                     {c.value, time}});
   }
   put_rows(out, "COMMUNICATION", {"CP", "time"}, rows, max_rows);
@@ -230,20 +238,20 @@ struct TopColumns {
 // "  CP(6)  type  worker  operator  duration(8)  at": 36 columns plus the type, worker
 // and operator columns, sized to what is shown, within 79. Messages have no operator:
 // their "sender->receiver" spans the worker and operator columns.
-TopColumns top_columns(const Aggregate& agg, const Names& names, size_t k_max) {
+TopColumns top_columns(const Aggregate& agg, const ShownNames& names, size_t k_max) {
   size_t type_w = 4, who_w = 6, op_w = 8, msg_w = 0;
   for (size_t k = 0; k < k_max; ++k) {
     const TopActivity& a = agg.top[k];
     type_w = std::max(type_w, display_width(name_of(a.type)));
     if (a.remote != kNone) {
       msg_w = std::max(
-          msg_w, display_width(names.worker[a.worker]) + 2 + display_width(names.worker[a.remote]));
+          msg_w, display_width(names.worker(a.worker)) + 2 + display_width(names.worker(a.remote)));
     } else {
-      who_w = std::max(who_w, display_width(names.worker[a.worker]));
+      who_w = std::max(who_w, display_width(names.worker(a.worker)));
       if (a.op != kNone) op_w = std::max(op_w, display_width(names.op(a.op)));
     }
   }
-  const size_t room = 79 - 36 - type_w;  // for worker + operator
+  const size_t room = kTableWidth - 36 - type_w;  // for worker + operator
   if (who_w + op_w > room) {
     // The worker keeps its name when it can; the operator (whose identifier comes
     // first, "stage 50 (…") takes the rest, at least half.
@@ -256,7 +264,8 @@ TopColumns top_columns(const Aggregate& agg, const Names& names, size_t k_max) {
   return {type_w, who_w, op_w};
 }
 
-void put_top_section(Buf& out, const Aggregate& agg, const Names& names, const TableContext& ctx) {
+void put_top_section(Buf& out, const Aggregate& agg, const ShownNames& names,
+                     const TableContext& ctx) {
   const size_t k_max = std::min(ctx.top_k, agg.top.size());
   fmt::format_to(std::back_inserter(out), "\nTOP {} CRITICAL ACTIVITIES\n", k_max);
   const TopColumns w = top_columns(agg, names, k_max);
@@ -266,10 +275,10 @@ void put_top_section(Buf& out, const Aggregate& agg, const Names& names, const T
   for (size_t k = 0; k < k_max; ++k) {
     const TopActivity& a = agg.top[k];
     const std::string where =
-        a.remote != kNone ? fit_column(abbreviate_pair(names.worker[a.worker], "->",
-                                                       names.worker[a.remote], w.who + 2 + w.op),
+        a.remote != kNone ? fit_column(abbreviate_pair(names.worker(a.worker), "->",
+                                                       names.worker(a.remote), w.who + 2 + w.op),
                                        w.who + 2 + w.op)
-                          : fit_column(names.worker[a.worker], w.who) + "  " +
+                          : fit_column(names.worker(a.worker), w.who) + "  " +
                                 fit_column(a.op == kNone ? "-" : names.op(a.op), w.op);
     fmt::format_to(std::back_inserter(out), "  {}  {}  {}  {:>8}  +{}\n", percent(a.cp),
                    fit_column(name_of(a.type), w.type), where, format_ns(a.end - a.start),
@@ -278,7 +287,7 @@ void put_top_section(Buf& out, const Aggregate& agg, const Names& names, const T
 }
 
 // The CP sections: the column key, then the ranked sections and the top list.
-void put_cp_sections(Buf& out, const Aggregate& agg, const Names& names,
+void put_cp_sections(Buf& out, const Aggregate& agg, const ShownNames& names,
                      const SummarySelection& sel, const TableContext& ctx) {
   const Sections shown(agg, sel);
   if (ctx.column_key) put_column_key(out, sel, shown);
@@ -289,27 +298,52 @@ void put_cp_sections(Buf& out, const Aggregate& agg, const Names& names,
   if (sel.top && !agg.top.empty()) put_top_section(out, agg, names, ctx);
 }
 
+// One what-if row's cells before the name: the saving, its share of the analyzed time
+// and the speed-up tried.
+struct WhatIfRow {
+  std::string saved, share, how;
+  WhatIfRow(const WhatIf& x, const Aggregate& agg)
+      : saved(format_ns(std::llround(x.saved_ns))),
+        share(percent(agg.diag_weight_ns > 0 ? x.saved_ns / static_cast<double>(agg.diag_weight_ns)
+                                             : 0)),
+        how(x.peer_median ? fmt::format("peer median ({:.2f}x)", x.speedup)
+                          : fmt::format("{:g}x faster", x.speedup)) {}
+};
+
+// "  saved(9)  share(6)  kind(8)  speed-up(20)  name": the number columns widen when a
+// row needs it (a large peer-median factor), and the name takes the rest of the 79
+// columns (abbreviated as in the other sections; at least 8).
+struct WhatIfColumns {
+  size_t saved = 9, share = 6, how = 20, name = 0;
+  explicit WhatIfColumns(const std::vector<WhatIfRow>& rows) {
+    for (const WhatIfRow& r : rows) {
+      saved = std::max(saved, display_width(r.saved));
+      share = std::max(share, display_width(r.share));
+      how = std::max(how, display_width(r.how));
+    }
+    const size_t used = 2 + saved + 2 + share + 2 + 8 + 2 + how + 2;
+    name = used + 8 <= kTableWidth ? kTableWidth - used : 8;
+  }
+};
+
 // What-if: the critical path time each speed-up saves, summed over the windows.
-void put_what_if_section(Buf& out, const Aggregate& agg, const Names& names,
+void put_what_if_section(Buf& out, const Aggregate& agg, const ShownNames& names,
                          const TableContext& ctx) {
   put(out, "\nWHAT IF (critical path time saved, summed over windows)\n");
   if (agg.what_if.empty()) {
     put(out, "  no speed-up of the most critical items shortens the critical path\n");
     return;
   }
-  const size_t rows = std::min(agg.what_if.size(), ctx.max_rows);
-  fmt::format_to(std::back_inserter(out), "  {:>9}  {:>6}  {:<8}  {:<20}  {}\n", "saved", "share",
-                 "kind", "speed-up", "name");
-  for (size_t k = 0; k < rows; ++k) {
-    const WhatIf& x = agg.what_if[k];
-    const std::string how = x.peer_median ? fmt::format("peer median ({:.2f}x)", x.speedup)
-                                          : fmt::format("{:g}x faster", x.speedup);
-    const double share =
-        agg.diag_weight_ns > 0 ? x.saved_ns / static_cast<double>(agg.diag_weight_ns) : 0;
-    fmt::format_to(std::back_inserter(out), "  {:>9}  {}  {:<8}  {:<20}  {}\n",
-                   format_ns(std::llround(x.saved_ns)), percent(share), name_of(x.kind), how,
-                   abbreviate(output_detail::what_if_name(x, names), 29));
-  }
+  std::vector<WhatIfRow> rows;
+  for (size_t k = 0; k < std::min(agg.what_if.size(), ctx.max_rows); ++k)
+    rows.emplace_back(agg.what_if[k], agg);
+  const WhatIfColumns w(rows);
+  fmt::format_to(std::back_inserter(out), "  {:>{}}  {:>{}}  {:<8}  {:<{}}  {}\n", "saved", w.saved,
+                 "share", w.share, "kind", "speed-up", w.how, "name");
+  for (size_t k = 0; k < rows.size(); ++k)
+    fmt::format_to(std::back_inserter(out), "  {:>{}}  {:>{}}  {:<8}  {:<{}}  {}\n", rows[k].saved,
+                   w.saved, rows[k].share, w.share, name_of(agg.what_if[k].kind), rows[k].how,
+                   w.how, abbreviate(names.what_if(agg.what_if[k]), w.name));
 }
 
 // The diagnostics: each problem found on its own line, or a line saying there is none.
@@ -345,7 +379,7 @@ void put_diagnostics_section(Buf& out, const Aggregate& agg) {
       any = true;
     }
   for (const auto& [kind, n] : d.input) {
-    fmt::format_to(std::back_inserter(out), "  input: {}: {}\n", kind, n);
+    fmt::format_to(std::back_inserter(out), "  input: {}: {}\n", printable(kind), n);
     any = true;
   }
   if (!any && !d.property1_violations && !d.property2_violations)
@@ -356,13 +390,14 @@ void put_diagnostics_section(Buf& out, const Aggregate& agg) {
 
 void write_table(Buf& out, const Aggregate& agg, const Names& names, const SummarySelection& sel,
                  const TableContext& ctx, const char* heading) {
+  const ShownNames shown(names);  // the sections print names only through it
   put_heading(out, agg, ctx, heading);
   put_verdict_and_hints(out, agg, names, sel, ctx);
   if (agg.windows_with_paths == 0)
     put(out, "\nno transient critical path in any window (see diagnostics): no CP to show\n");
   else
-    put_cp_sections(out, agg, names, sel, ctx);
-  if (sel.what_if) put_what_if_section(out, agg, names, ctx);
+    put_cp_sections(out, agg, shown, sel, ctx);
+  if (sel.what_if) put_what_if_section(out, agg, shown, ctx);
   if (sel.diagnostics || agg.windows_with_paths == 0)  // they say why there is no CP
     put_diagnostics_section(out, agg);
 }

@@ -1,6 +1,7 @@
-// Terminal widths of names and their abbreviation to a column (output/names.hpp): the
-// table's columns are measured in display columns, not bytes, and a cut name keeps what
-// tells it apart from its neighbours.
+// Terminal widths of names, their abbreviation to a column and their printable form
+// (output/names.hpp): the table's columns are measured in display columns, not bytes, a
+// cut name keeps what tells it apart from its neighbours, and a name's control
+// characters are shown as escapes instead of reaching the terminal.
 #include <algorithm>
 #include <cctype>
 #include <string>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "output/names.hpp"
+#include "trace/json_text.hpp"
 
 namespace snailtrail {
 namespace {
@@ -85,6 +87,22 @@ std::vector<std::pair<size_t, size_t>> digit_runs(std::string_view name) {
   return runs;
 }
 
+// The length of the escape printable() writes that starts `s` (\n, \r, \t, \xHH,
+// \uHHHH), or 0.
+size_t escape_length(std::string_view s) {
+  const auto hex = [&](size_t from, size_t n) {
+    if (s.size() < from + n) return false;
+    for (size_t k = from; k < from + n; ++k)
+      if (!std::isxdigit(static_cast<unsigned char>(s[k]))) return false;
+    return true;
+  };
+  if (s.size() < 2 || s[0] != '\\') return 0;
+  if (s[1] == 'n' || s[1] == 'r' || s[1] == 't') return 2;
+  if (s[1] == 'x') return hex(2, 2) ? 4 : 0;
+  if (s[1] == 'u') return hex(2, 4) ? 6 : 0;
+  return 0;
+}
+
 // A candidate abbreviation: name[0, head) + "…" + name[tail, end).
 struct Cut {
   size_t head, tail;
@@ -144,8 +162,21 @@ class Abbreviator {
   // The cut after a head of `head` bytes (trailing spaces dropped from the head).
   Cut cut(size_t head, int kind) const {
     const size_t tail = tail_after(head);
+    head = escape_around(head).first;
     while (head > 0 && name_[head - 1] == ' ') --head;
     return {head, tail, kind};
+  }
+
+  // The escape printable() wrote (\n, \x1b, \u202e) that byte offset `i` cuts through,
+  // as [begin, end); {i, i} when it cuts none. A cut keeps an escape whole or drops it:
+  // half of one ("…1b[31m") reads as part of the name.
+  std::pair<size_t, size_t> escape_around(size_t i) const {
+    for (size_t b = i > 5 ? i - 5 : 0; b < i; ++b)
+      if (name_[b] == '\\') {
+        const size_t len = escape_length(name_.substr(b));
+        if (len != 0 && b + len > i) return {b, b + len};
+      }
+    return {i, i};
   }
 
   // The end after a head of `head` bytes, starting at a word boundary when one is near.
@@ -164,6 +195,7 @@ class Abbreviator {
         }
       }
     }
+    t = escape_around(t).second;
     while (t < name_.size() &&
            (name_[t] == ' ' || name_[t] == ':' || name_[t] == ',' || name_[t] == ';'))
       ++t;
@@ -189,6 +221,64 @@ class Abbreviator {
 };
 
 }  // namespace
+
+namespace {
+
+// Code points printable() escapes among the valid ones: C0 controls and DEL, C1 controls,
+// the line and paragraph separators and the bidirectional embeddings, overrides and
+// isolates (they reorder the text around them on the terminal).
+bool is_control(uint32_t cp) {
+  return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || (cp >= 0x2028 && cp <= 0x202e) ||
+         (cp >= 0x2066 && cp <= 0x2069);
+}
+
+void put_escape(std::string& out, uint32_t cp) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out += '\\';
+  switch (cp) {
+    case '\n':
+      out += 'n';
+      return;
+    case '\r':
+      out += 'r';
+      return;
+    case '\t':
+      out += 't';
+      return;
+    default:
+      break;
+  }
+  const int digits = cp <= 0x7f ? 2 : 4;
+  out += cp <= 0x7f ? 'x' : 'u';
+  for (int d = digits - 1; d >= 0; --d) out += kHex[(cp >> (4 * d)) & 15];
+}
+
+}  // namespace
+
+std::string printable(std::string_view s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const bool plain =
+      std::all_of(p, p + s.size(), [](unsigned char c) { return c >= 0x20 && c < 0x7f; });
+  if (plain) return std::string(s);
+  std::string out;
+  out.reserve(s.size() + 8);
+  for (size_t i = 0; i < s.size();) {
+    const size_t len = utf8_sequence_length(p + i, s.size() - i);
+    if (len == 0) {
+      out += "\xEF\xBF\xBD";  // U+FFFD for each byte that starts no valid sequence
+      ++i;
+      continue;
+    }
+    size_t decoded = 0;
+    const uint32_t cp = decode_utf8(s, i, decoded);
+    if (is_control(cp))
+      put_escape(out, cp);
+    else
+      out.append(s.substr(i, len));
+    i += len;
+  }
+  return out;
+}
 
 size_t display_width(std::string_view s) {
   size_t w = 0;

@@ -43,6 +43,8 @@ const char* activity_advice(ActivityType t) {
   }
 }
 
+// The name the verdict is about, as the trace has it (the JSON "name"); its sentence
+// shows it printable() (shown_name).
 std::string verdict_name(const Verdict& v, const Names& names) {
   switch (v.kind) {
     case VerdictKind::straggler:
@@ -55,6 +57,10 @@ std::string verdict_name(const Verdict& v, const Names& names) {
     default:
       return std::string(name_of(static_cast<ActivityType>(v.id)));
   }
+}
+
+std::string shown_name(const Verdict& v, const Names& names) {
+  return printable(verdict_name(v, names));
 }
 
 std::string pct(double v) {
@@ -133,14 +139,14 @@ std::string verdict_text(const Verdict& v, const Names& names) {
   if (it == std::end(kVerdictSentences)) return {};
   const bool activity = v.kind == VerdictKind::activity;
   return fmt::format(
-      fmt::runtime(it->text), fmt::arg("name", verdict_name(v, names)), fmt::arg("cp", pct(v.cp)),
+      fmt::runtime(it->text), fmt::arg("name", shown_name(v, names)), fmt::arg("cp", pct(v.cp)),
       fmt::arg("busy", pct(v.busy)), fmt::arg("rank", rank_text(v.busy_rank)),
-      fmt::arg("worker",
-               v.top_worker < names.worker.size() ? names.worker[v.top_worker] : std::string("?")),
+      fmt::arg("worker", v.top_worker < names.worker.size() ? printable(names.worker[v.top_worker])
+                                                            : std::string("?")),
       fmt::arg("worker_cp", pct(v.top_worker_cp)), fmt::arg("saving", saving_text(v.what_if, "it")),
       fmt::arg("advice", activity ? activity_advice(static_cast<ActivityType>(v.id)) : ""),
       fmt::arg("op_advice",
-               v.kind == VerdictKind::op ? op_advice(v, verdict_name(v, names)) : std::string()));
+               v.kind == VerdictKind::op ? op_advice(v, shown_name(v, names)) : std::string()));
 }
 
 namespace {
@@ -152,11 +158,11 @@ std::string finding_text(const VerdictTally::Entry& e, const Names& names) {
   v.id = e.id;
   switch (e.kind) {
     case VerdictKind::straggler:
-      return "straggler " + verdict_name(v, names);
+      return "straggler " + shown_name(v, names);
     case VerdictKind::op:
-      return "operator " + verdict_name(v, names);
+      return "operator " + shown_name(v, names);
     case VerdictKind::activity:
-      return verdict_name(v, names);
+      return shown_name(v, names);
     case VerdictKind::instrumentation:
       return "unknown time";
     case VerdictKind::communication:
@@ -216,9 +222,9 @@ void put_verdict(Buf& out, const Verdict& v, const Names& names, const std::vect
   if (name.empty())
     put(out, "null");
   else
-    append_json_string(out, name);
+    append_json_string(out, name, kJsonNames);
   put(out, ",\"text\":");
-  append_json_string(out, run ? run_verdict_text(*run, names) : verdict_text(v, names));
+  append_json_string(out, run ? run_verdict_text(*run, names) : verdict_text(v, names), kJsonNames);
   if (v.ds2_needed > 0)
     fmt::format_to(std::back_inserter(out), ",\"ds2\":{{\"instances\":{},\"now\":{}}}",
                    v.ds2_needed, v.ds2_now);
@@ -234,7 +240,7 @@ void put_verdict(Buf& out, const Verdict& v, const Names& names, const std::vect
       Verdict x;
       x.kind = e.kind;
       x.id = e.id;
-      append_json_string(out, verdict_name(x, names));
+      append_json_string(out, verdict_name(x, names), kJsonNames);
       fmt::format_to(std::back_inserter(out), ",\"windows\":{}}}", e.windows);
     }
     out.push_back(']');
@@ -245,7 +251,7 @@ void put_verdict(Buf& out, const Verdict& v, const Names& names, const std::vect
       put(out, i ? ",{\"kind\":" : "{\"kind\":");
       append_json_string(out, name_of(hints[i].kind));
       put(out, ",\"text\":");
-      append_json_string(out, hints[i].text);
+      append_json_string(out, hints[i].text, kJsonNames);
       out.push_back('}');
     }
     out.push_back(']');
