@@ -471,6 +471,42 @@ TEST(CriticalPathCli, TableAndErrors) {
   EXPECT_EQ(forced.code, 1) << forced.out;
 }
 
+// Service names come from untrusted files: a newline or a terminal escape in one must not
+// split the table's rows or reach the terminal; JSON keeps the name exactly.
+TEST(CriticalPathCli, ControlCharactersInNamesAreEscapedInTheTable) {
+  std::FILE* in = std::fopen((kData + "jaeger-request.json").c_str(), "rb");
+  ASSERT_NE(in, nullptr);
+  std::string text;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, in)) > 0;) text.append(buf, n);
+  std::fclose(in);
+  const std::string from = "\"serviceName\": \"inventory\"";
+  const size_t at = text.find(from);
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, from.size(), "\"serviceName\": \"inv\\u001b[31mentory\\nx\"");
+  const std::string path = ::testing::TempDir() + "jaeger-control-names.json";
+  std::FILE* out = std::fopen(path.c_str(), "wb");
+  ASSERT_NE(out, nullptr);
+  std::fwrite(text.data(), 1, text.size(), out);
+  std::fclose(out);
+
+  const CliRun t = run("critical-path " + path);
+  ASSERT_EQ(t.code, 0) << t.out;
+  EXPECT_EQ(t.out.find('\x1b'), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("inv\\x1b[31mentory\\nx"), std::string::npos) << t.out;
+  EXPECT_EQ(t.out.find("\nx "), std::string::npos) << t.out;  // no row split at the newline
+  const CliRun j = run("critical-path " + path + " --format json");
+  ASSERT_EQ(j.code, 0) << j.out;
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_FALSE(parser.parse(j.out).get(doc)) << j.out;
+  bool found = false;
+  for (simdjson::dom::element s : simdjson::dom::array(doc["services"]))
+    found = found || std::string_view(s["service"]) == "inv\x1b[31mentory\nx";
+  EXPECT_TRUE(found) << j.out;
+  std::remove(path.c_str());
+}
+
 TEST(CriticalPathCli, AnalyzeDetectsTheNewFormats) {
   // The TensorFlow fixture: processing 19/25, data messages 6/25 (test_import_chrome.cpp).
   const CliRun r =

@@ -10,6 +10,7 @@
 #include "cli/commands.hpp"
 #include "cli/output_file.hpp"
 #include "importers/otel/otel_importer.hpp"
+#include "output/names.hpp"
 #include "output/writers.hpp"
 #include "requests/critical_path.hpp"
 #include "requests/folded.hpp"
@@ -55,7 +56,7 @@ void write_json(fmt::memory_buffer& out, const PathCollection& all,
   for (size_t t = 0; t < all.traces().size(); ++t) {
     const PathCollection::TracePaths& p = all.traces()[t];
     fmt::format_to(it, "{}{{\"trace_id\": ", t ? ", " : "");
-    append_json_string(out, p.trace_id());
+    append_json_string(out, p.trace_id(), kJsonNames);
     fmt::format_to(it,
                    ", \"duration_ns\": {}, \"spans\": {}, \"clipped_children\": {}, "
                    "\"dropped_children\": {}, \"roots\": {}, \"nonblocking_children\": {}, "
@@ -64,11 +65,11 @@ void write_json(fmt::memory_buffer& out, const PathCollection& all,
     for (size_t k = 0; k < p.path.size(); ++k) {
       const PathCollection::Step& s = p.path[k];
       fmt::format_to(it, "{}{{\"span_id\": ", k ? ", " : "");
-      append_json_string(out, p.span_id(s));
+      append_json_string(out, p.span_id(s), kJsonNames);
       fmt::format_to(it, ", \"operation\": ");
-      append_json_string(out, all.name(s.operation));
+      append_json_string(out, all.name(s.operation), kJsonNames);
       fmt::format_to(it, ", \"service\": ");
-      append_json_string(out, all.name(s.service));
+      append_json_string(out, all.name(s.service), kJsonNames);
       fmt::format_to(it, ", \"start_ns\": {}, \"end_ns\": {}, \"self_ns\": {}}}", s.start_ns,
                      s.end_ns, s.self_ns);
     }
@@ -79,7 +80,7 @@ void write_json(fmt::memory_buffer& out, const PathCollection& all,
   fmt::format_to(it, "], \"services\": [");
   for (size_t k = 0; k < services.size(); ++k) {
     fmt::format_to(it, "{}{{\"service\": ", k ? ", " : "");
-    append_json_string(out, all.name(services[k].service));
+    append_json_string(out, all.name(services[k].service), kJsonNames);
     fmt::format_to(it, ", \"critical_ns\": {}, \"share\": {}, \"spans_on_path\": {}}}",
                    services[k].critical_ns,
                    total > 0 ? static_cast<double>(services[k].critical_ns) / total : 0.0,
@@ -106,8 +107,8 @@ void write_table(fmt::memory_buffer& out, const CriticalPathArgs& a, const PathC
   for (size_t i : order) {
     const PathCollection::TracePaths& p = paths[i];
     const int64_t t0 = p.start_ns;
-    fmt::format_to(it, "\ntrace {}  {} ms, {} spans, {} on the critical path\n", p.trace_id(),
-                   ms(p.duration_ns), p.spans, p.path.size());
+    fmt::format_to(it, "\ntrace {}  {} ms, {} spans, {} on the critical path\n",
+                   printable(p.trace_id()), ms(p.duration_ns), p.spans, p.path.size());
     if (p.clipped || p.dropped)
       fmt::format_to(it,
                      "  ({} children clipped to their parent: clock skew or async work; {} "
@@ -127,7 +128,7 @@ void write_table(fmt::memory_buffer& out, const CriticalPathArgs& a, const PathC
       fmt::format_to(it, "  {:>10} {:>10} {:>10} {:>5.1f}%  {:<16} {}\n", ms(s.start_ns - t0),
                      ms(s.end_ns - t0), ms(s.self_ns),
                      p.duration_ns > 0 ? 100.0 * s.self_ns / p.duration_ns : 100.0,
-                     all.name(s.service), all.name(s.operation));
+                     printable(all.name(s.service)), printable(all.name(s.operation)));
   }
   if (paths.size() > order.size())
     fmt::format_to(it, "\n({} more traces; --traces N shows more, --format json shows all)\n",
@@ -137,11 +138,12 @@ void write_table(fmt::memory_buffer& out, const CriticalPathArgs& a, const PathC
   fmt::format_to(it, "\ncritical time by service (all {} traces)\n", paths.size());
   fmt::format_to(it, "  {:<16} {:>12} {:>7} {:>8}\n", "service", "crit_ms", "share", "spans");
   for (const ServiceTime& s : services)
-    fmt::format_to(it, "  {:<16} {:>12} {:>6.1f}% {:>8}\n", all.name(s.service), ms(s.critical_ns),
-                   total > 0 ? 100.0 * s.critical_ns / total : 0.0, s.spans_on_path);
+    fmt::format_to(it, "  {:<16} {:>12} {:>6.1f}% {:>8}\n", printable(all.name(s.service)),
+                   ms(s.critical_ns), total > 0 ? 100.0 * s.critical_ns / total : 0.0,
+                   s.spans_on_path);
   if (!diagnostics.empty()) {
     fmt::format_to(it, "\nimport diagnostics\n");
-    for (const auto& [key, n] : diagnostics) fmt::format_to(it, "  {:<40} {}\n", key, n);
+    for (const auto& [key, n] : diagnostics) fmt::format_to(it, "  {:<40} {}\n", printable(key), n);
   }
 }
 
