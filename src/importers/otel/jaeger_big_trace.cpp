@@ -166,7 +166,7 @@ void JaegerStream::read_big_rest(bool cut) {
   JaegerReader& r = *big_.reader;
   if (cut) {
     r.cut_ = true;
-    r.set_.count("truncated_file", 1);
+    r.set_.count(SpanDiagnostic::truncated_file, 1);
     dom::element procs;
     if (big_.processes.empty()) return;
     if (auto err = big_parser_.parse(big_.processes).get(procs))
