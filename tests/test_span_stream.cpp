@@ -446,6 +446,24 @@ TEST(SpanStream, CutLargeTraceDamagedBeforeItsSpansKeepsNoSpans) {
   importers::set_stream_chunk_bytes(size_t(1) << 22);
 }
 
+// Open (found by fuzz_otel, not fixed): a file cut inside a span that has a member named
+// "spans" itself. The whole-file import's cut point (json_prefix.cpp) takes any array
+// named "spans" as a record array, so it closes the inner one and keeps the cut span; the
+// stream, reading span by span, keeps only complete spans. Record arrays should be
+// matched by their path, not their key alone.
+TEST(SpanStream, DISABLED_CutInsideASpanWithASpansMember) {
+  const std::string text =
+      R"({"data":[{"spans":[{"traceID":"1","spanID":"0","startTime":0,"duration":6,"spans":[)";
+  const std::string path = write_temp("stream-cut-inner-spans.json", text);
+  importers::set_stream_chunk_bytes(8);
+  size_t spans = 0;
+  const importers::SpanStream s = importers::stream_spans(
+      path, "jaeger", 1, [&](size_t, const SpanSet& set) { spans += set.spans.size(); });
+  importers::set_stream_chunk_bytes(size_t(1) << 22);
+  EXPECT_TRUE(s.skipped.empty());
+  EXPECT_EQ(spans, importers::parse_jaeger(text, path).spans.size());
+}
+
 // OTLP requests one per line (the collector's file exporter): `traces` random traces whose
 // spans are spread over `lines` lines (each line a request, spans grouped by service).
 std::string random_otlp(std::mt19937& rng, int traces, int lines) {
