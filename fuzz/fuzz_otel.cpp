@@ -1,7 +1,7 @@
 // libFuzzer target for the OTLP/JSON and Jaeger JSON importers and the critical path.
 // The first byte picks the parser (bit 0), and (bit 1) also reads the text as a stream
 // (stream_spans, as `critical-path` does: jaeger_stream, otlp_stream) in read chunks of
-// 8 to 39 bytes (bits 3-7), so that Jaeger traces are read span by span
+// 8 to 38 bytes (bits 3-7; all set: 1 MiB), so that Jaeger traces are read span by span
 // (jaeger_big_trace), with an OTLP trace gap of 1 document (bit 2: traces cut into
 // pieces) or 64: it must keep every span the whole-file import keeps when it skips no
 // trace. TraceError is the only acceptable failure; every diagnostic counted must be
@@ -47,7 +47,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const int fd = ::memfd_create("fuzz-spans", 0);
     if (fd < 0) std::abort();
     if (::write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) std::abort();
-    importers::set_stream_chunk_bytes(8 + (data[0] >> 3));
+    // Bits 3-7 all set: 1 MiB chunks, so traces are whole units (push_trace).
+    const size_t chunk_bits = data[0] >> 3;
+    importers::set_stream_chunk_bytes(chunk_bits == 31 ? size_t(1) << 20 : 8 + chunk_bits);
     size_t spans = 0;
     try {
       const importers::SpanStream s = importers::stream_spans(
