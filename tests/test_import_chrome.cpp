@@ -11,6 +11,7 @@
 #include "importers/chrome/chrome_importer.hpp"
 #include "importers/common/activity_map.hpp"
 #include "importers/importer.hpp"
+#include "importers/otel/otel_importer.hpp"
 #include "summary/analysis.hpp"
 
 namespace snailtrail {
@@ -291,6 +292,23 @@ TEST(ChromeImport, GeneratedNestedSlicesKeepWorkersSequential) {
   EXPECT_TRUE(t.import_diagnostics.empty());
   const Pag pag = build_pag(t);
   EXPECT_EQ(pag.messages.size(), 7u * 200);
+}
+
+// Found by fuzz_chrome (ASan): locating the syntax error of a document nested thousands of
+// arrays deep walked it recursively and overflowed the stack. Now an error at a byte.
+TEST(ChromeImport, DeeplyNestedDamageIsAnErrorNotAStackOverflow) {
+  const std::string nest = std::string(4000, '[') + std::string(3999, ']');
+  for (const std::string key : {"traceEvents", "resourceSpans", "data"}) {
+    const std::string text = "{\"" + key + "\":" + nest;
+    try {
+      if (key == "traceEvents") (void)importers::parse_chrome(text, "deep.json");
+      if (key == "resourceSpans") (void)importers::parse_otlp(text, "deep.json");
+      if (key == "data") (void)importers::parse_jaeger(text, "deep.json");
+      ADD_FAILURE() << key << ": accepted";
+    } catch (const TraceError& e) {
+      EXPECT_NE(std::string(e.what()).find("deep.json: byte "), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace

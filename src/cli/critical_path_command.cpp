@@ -182,7 +182,10 @@ int run(const CriticalPathArgs& a) {
                stream.skipped.size() - kShown);
   std::vector<std::pair<std::string, uint64_t>> diagnostics = std::move(stream.diagnostics);
   if (all.repeated_trace_ids())
-    diagnostics.emplace_back(stream.format + ".repeated_trace_ids", all.repeated_trace_ids());
+    diagnostics.emplace_back(
+        importers::span_diagnostic(stream.format, importers::SpanDiagnostic::repeated_trace_ids)
+            .name,
+        all.repeated_trace_ids());
   if (all.total_spans() == 0) throw TraceError(stream.source, "input", "the trace has no spans");
   OutputFile out(a.output);
   if (!a.diff.empty()) {

@@ -18,6 +18,7 @@
 #include "importers/otel/otel_importer.hpp"
 #include "importers/spark/spark_importer.hpp"
 #include "importers/streaming.hpp"
+#include "kernel/diagnostic_kinds.hpp"
 #include "kernel/load.hpp"
 #include "kernel/perf_script.hpp"
 #include "kernel/perf_stream.hpp"
@@ -116,12 +117,14 @@ const Importer kPerfSched{
                  const ImportOptions&) -> std::unique_ptr<StreamImporter> {
       return std::make_unique<PerfSchedStreamImporter>(source);
     },
-    .window_reason = kKernelTraces};
+    .window_reason = kKernelTraces,
+    .diagnostics = kernel::kPerfSchedDiagnostics};
 const Importer kLttng{.name = "lttng",
                       .description = "LTTng kernel trace (CTF directory, read with libbabeltrace2)",
                       .sniff = sniff_lttng,
                       .read = read_lttng,
-                      .window_reason = kKernelTraces};
+                      .window_reason = kKernelTraces,
+                      .diagnostics = kernel::kLttngDiagnostics};
 
 // Reads up to kSniffBytes from the start of a regular file, or up to kCompressedSniffBytes
 // if it starts with a compression magic: sniffers decode the head, and a codec's first
@@ -185,6 +188,12 @@ const std::vector<Importer>& all_importers() {
 const Importer* find_importer(std::string_view name) {
   for (const Importer& imp : all_importers())
     if (imp.name == name) return &imp;
+  return nullptr;
+}
+
+const DiagnosticKind* find_diagnostic_kind(std::string_view name) {
+  for (const Importer& imp : all_importers())
+    if (const DiagnosticKind* kind = find_kind(imp.diagnostics, name)) return kind;
   return nullptr;
 }
 

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "trace/diagnostic_kind.hpp"
 #include "trace/trace.hpp"
 
 namespace snailtrail::importers {
@@ -62,16 +63,22 @@ struct Importer {
   // and why, for the note analyze prints; empty: "a NAME trace is a stream".
   bool whole_window = false;
   std::string_view window_reason = {};
+  // Every kind of diagnostic it counts (trace/diagnostic_kind.hpp), each declared once.
+  std::span<const DiagnosticKind> diagnostics = {};
 };
 
 inline constexpr size_t kSniffBytes = 4096;
 // The head of a file that starts with a compression magic: enough for its first block.
 inline constexpr size_t kCompressedSniffBytes = size_t{1} << 20;
 
-// Whether an import diagnostic kind ("chrome.truncated_file", "spark.truncated_last_line",
-// ...) says that the input ended inside a record, i.e. it was cut off while being written.
-inline bool is_cut_input(std::string_view kind) {
-  return kind.find(".truncated_") != std::string_view::npos;
+// The declared kind of the import diagnostic named `name` ("spark.truncated_last_line"),
+// from the importers' `diagnostics`; nullptr if no importer declares it.
+const DiagnosticKind* find_diagnostic_kind(std::string_view name);
+// Whether the import diagnostic named `name` is declared as meaning that the input ended
+// inside a record (cut off while being written). An undeclared name is not.
+inline bool is_cut_input(std::string_view name) {
+  const DiagnosticKind* kind = find_diagnostic_kind(name);
+  return kind && kind->cut_input();
 }
 
 // Every importer, in the order they are tried when two sniff equally.

@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cstring>
 
+#include "kernel/diagnostic_kinds.hpp"
 #include "trace/trace.hpp"
 
 namespace snailtrail::kernel {
@@ -236,7 +237,7 @@ class Reader {
     for (size_t i = 1; i < ev.size(); ++i)
       if (ev[i].ts < ev[i - 1].ts) ++inversions;
     if (inversions) {
-      out_.diagnostics.add("perf.out_of_order", inversions);
+      out_.diagnostics.add(kPerfOutOfOrder.name, inversions);
       std::stable_sort(ev.begin(), ev.end(),
                        [](const KEvent& x, const KEvent& y) { return x.ts < y.ts; });
     }
@@ -260,7 +261,7 @@ class Reader {
     ++samples_;
     const KType* known = tracepoint_type(name, false);
     if (!known) {
-      out_.diagnostics.add("perf.unknown_event");
+      out_.diagnostics.add(kPerfUnknownEvent.name);
       return;
     }
     KEvent ev;
@@ -272,7 +273,7 @@ class Reader {
     ev.line = line_no;
     if (!args(ev, h.rest, name)) {
       if (last_line_cut_) {
-        out_.diagnostics.add("perf.truncated_last_line");
+        out_.diagnostics.add(kPerfTruncatedLastLine.name);
         return;
       }
       fail(line_no, std::string(name) + " without the fields it needs: '" +
@@ -294,7 +295,7 @@ class Reader {
           ev.state = prev_state_of(st);
           ev.comm_a = out_.strings.intern(next_comm);
           if (prev != ev.tid) {
-            out_.diagnostics.add("perf.switch_prev_not_current");
+            out_.diagnostics.add(kPerfSwitchPrevNotCurrent.name);
             ev.tid = prev;
             std::string_view pc;
             if (kv(a, "prev_comm", pc)) ev.comm = out_.strings.intern(pc);
@@ -311,7 +312,7 @@ class Reader {
         ev.state = prev_state_of(br == std::string_view::npos ? "" : left.substr(br + 1));
         ev.comm_a = out_.strings.intern(nc);
         if (prev != ev.tid) {
-          out_.diagnostics.add("perf.switch_prev_not_current");
+          out_.diagnostics.add(kPerfSwitchPrevNotCurrent.name);
           ev.tid = prev;
           ev.comm = out_.strings.intern(pc);
         }
@@ -336,7 +337,7 @@ class Reader {
         if (!kv_int(a, "child_pid", ev.a) || !kv_int(a, "pid", parent)) return false;
         if (kv(a, "child_comm", cc)) ev.comm_a = out_.strings.intern(cc);
         if (parent != ev.tid) {
-          out_.diagnostics.add("perf.fork_parent_not_current");
+          out_.diagnostics.add(kPerfForkParentNotCurrent.name);
           ev.tid = parent;
           std::string_view pc;
           if (kv(a, "comm", pc)) ev.comm = out_.strings.intern(pc);
@@ -362,7 +363,7 @@ class Reader {
 
   void skip(uint32_t line_no) {
     if (!first_bad_line_) first_bad_line_ = line_no;
-    out_.diagnostics.add("perf.skipped_line");
+    out_.diagnostics.add(kPerfSkippedLine.name);
   }
 
   KernelEvents out_;

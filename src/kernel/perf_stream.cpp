@@ -1,6 +1,7 @@
 // Streaming perf script text -> events (perf_stream.hpp).
 #include "kernel/perf_stream.hpp"
 
+#include "kernel/diagnostic_kinds.hpp"
 #include "kernel/to_trace.hpp"
 
 #include <algorithm>
@@ -83,7 +84,7 @@ std::vector<std::pair<std::string, uint64_t>> PerfSchedStream::diagnostics() con
   std::vector<std::pair<std::string, uint64_t>> d;
   for (const auto& kv : lines_.events().diagnostics.items()) d.push_back(kv);
   for (const auto& kv : model_.diagnostics().items()) d.push_back(kv);
-  if (out_of_order_) d.emplace_back("perf.stream_out_of_order", out_of_order_);
+  if (out_of_order_) d.emplace_back(kPerfStreamOutOfOrder.name, out_of_order_);
   return d;
 }
 

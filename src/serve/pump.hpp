@@ -74,6 +74,7 @@ class Pump {
     else
       decoder_.finish(pending_);
     hand_over();
+    // A foreign stream that ended inside a record: its importer's declared cut-input kinds.
     if (foreign_)
       for (const auto& [key, n] : foreign_->diagnostics())
         if (importers::is_cut_input(key)) counters_.truncated += n;

@@ -3,6 +3,7 @@
 // names and diagnostics (chrome_trace.cpp). Internal to the Chrome importer.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <unordered_map>
@@ -10,6 +11,7 @@
 
 #include "importers/common/json_util.hpp"
 #include "importers/common/slices.hpp"
+#include "trace/diagnostic_kind.hpp"
 #include "trace/trace.hpp"
 
 namespace snailtrail::importers::chrome_detail {
@@ -31,6 +33,26 @@ struct FlowPoint {
   uint8_t phase;    // 0 s, 1 t, 2 f
   bool next_slice;  // "bp": "e": binds to the next slice starting at or after ts
   uint32_t index;
+};
+
+// The importer's diagnostic kinds, in the order a trace lists them (chrome_trace.cpp).
+inline constexpr DiagnosticKind kTruncatedFile = cut_input("chrome.truncated_file");
+inline constexpr DiagnosticKind kOverlappingSlicesMoved =
+    repaired("chrome.overlapping_slices_moved");
+inline constexpr DiagnosticKind kUnmatchedEnds = repaired("chrome.unmatched_ends");
+inline constexpr DiagnosticKind kUnclosedBegins = repaired("chrome.unclosed_begins");
+inline constexpr DiagnosticKind kNegativeDurations = repaired("chrome.negative_durations");
+inline constexpr DiagnosticKind kCompleteWithoutDur = repaired("chrome.complete_without_dur");
+inline constexpr DiagnosticKind kFlowsWithoutId = repaired("chrome.flows_without_id");
+inline constexpr DiagnosticKind kFlowsWithoutStart = repaired("chrome.flows_without_start");
+inline constexpr DiagnosticKind kFlowsWithoutEnd = repaired("chrome.flows_without_end");
+inline constexpr DiagnosticKind kInputsWithoutProducer = repaired("chrome.inputs_without_producer");
+inline constexpr DiagnosticKind kIgnoredEvents = repaired("chrome.ignored_events");
+inline constexpr DiagnosticKind kEnvelopeEvents = repaired("chrome.envelope_events");
+inline constexpr std::array kDiagnostics = {
+    kTruncatedFile,     kOverlappingSlicesMoved, kUnmatchedEnds,  kUnclosedBegins,
+    kNegativeDurations, kCompleteWithoutDur,     kFlowsWithoutId, kFlowsWithoutStart,
+    kFlowsWithoutEnd,   kInputsWithoutProducer,  kIgnoredEvents,  kEnvelopeEvents,
 };
 
 struct Counts {

@@ -388,6 +388,7 @@ const Importer& chrome_descriptor() {
       .options = kChromeOptions,
       .whole_window = true,
       .window_reason = "a profiler's capture (Chrome trace) is one run",
+      .diagnostics = chrome_detail::kDiagnostics,
   };
   return d;
 }

@@ -158,21 +158,21 @@ Trace build_chrome_trace(ChromeEvents& ev, const std::string& source) {
     trace.worker_names[lane] = std::move(name);
   }
   for (const Slice& s : ev.slices) trace.operator_names.emplace(s.op, ev.names.names[s.op]);
-  auto diag = [&](const char* key, uint64_t n) {
-    if (n) trace.import_diagnostics.emplace_back(std::string("chrome.") + key, n);
+  auto diag = [&](const DiagnosticKind& kind, uint64_t n) {
+    if (n) trace.import_diagnostics.emplace_back(kind.name, n);
   };
-  diag("truncated_file", ev.counts.truncated_file);
-  diag("overlapping_slices_moved", lanes.moved);
-  diag("unmatched_ends", ev.counts.unmatched_ends);
-  diag("unclosed_begins", ev.counts.unclosed_begins);
-  diag("negative_durations", ev.counts.negative_durations);
-  diag("complete_without_dur", ev.counts.complete_without_dur);
-  diag("flows_without_id", ev.counts.flow_without_id);
-  diag("flows_without_start", ev.counts.flow_without_start);
-  diag("flows_without_end", ev.counts.flow_without_end);
-  diag("inputs_without_producer", ev.counts.inputs_without_producer);
-  diag("ignored_events", ev.counts.ignored_events);
-  diag("envelope_events", ev.counts.envelope_events);
+  diag(kTruncatedFile, ev.counts.truncated_file);
+  diag(kOverlappingSlicesMoved, lanes.moved);
+  diag(kUnmatchedEnds, ev.counts.unmatched_ends);
+  diag(kUnclosedBegins, ev.counts.unclosed_begins);
+  diag(kNegativeDurations, ev.counts.negative_durations);
+  diag(kCompleteWithoutDur, ev.counts.complete_without_dur);
+  diag(kFlowsWithoutId, ev.counts.flow_without_id);
+  diag(kFlowsWithoutStart, ev.counts.flow_without_start);
+  diag(kFlowsWithoutEnd, ev.counts.flow_without_end);
+  diag(kInputsWithoutProducer, ev.counts.inputs_without_producer);
+  diag(kIgnoredEvents, ev.counts.ignored_events);
+  diag(kEnvelopeEvents, ev.counts.envelope_events);
   return trace;
 }
 

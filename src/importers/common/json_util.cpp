@@ -12,7 +12,13 @@ namespace {
 
 namespace od = simdjson::ondemand;
 
-simdjson::error_code walk(od::value v) {
+// Values nested deeper than this are not walked: the walk's position there is the error's
+// (a document nested this deep is already beyond what the importers read). Each level is
+// a stack frame: without a limit, a file of thousands of '[' overflows the stack.
+constexpr int kMaxWalkDepth = 256;
+
+simdjson::error_code walk(od::value v, int depth = 0) {
+  if (depth >= kMaxWalkDepth) return simdjson::DEPTH_ERROR;
   od::json_type t;
   if (auto e = v.type().get(t)) return e;
   switch (t) {
@@ -22,7 +28,7 @@ simdjson::error_code walk(od::value v) {
       for (auto item : a) {
         od::value x;
         if (auto e = std::move(item).get(x)) return e;
-        if (auto e = walk(x)) return e;
+        if (auto e = walk(x, depth + 1)) return e;
       }
       return simdjson::SUCCESS;
     }
@@ -34,7 +40,7 @@ simdjson::error_code walk(od::value v) {
         if (auto e = std::move(field).get(f)) return e;
         std::string_view key;
         if (auto e = f.unescaped_key().get(key)) return e;
-        if (auto e = walk(f.value())) return e;
+        if (auto e = walk(f.value(), depth + 1)) return e;
       }
       return simdjson::SUCCESS;
     }

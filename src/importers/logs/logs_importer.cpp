@@ -2,12 +2,38 @@
 #include "importers/logs/logs_importer.hpp"
 
 #include <algorithm>
+#include <array>
 #include <filesystem>
 #include <fstream>
 
 #include "importers/common/slices.hpp"
 
 namespace snailtrail::importers {
+namespace {
+
+// The kinds the importer counts, and those the log reader counts (logs/log_set.cpp, by
+// name; tests/test_diagnostic_kinds.cpp checks they are declared here). A line longer
+// than the reader keeps is cut by the reader, not cut input.
+constexpr DiagnosticKind kRecordsWithoutId = repaired("logs.records_without_id");
+constexpr DiagnosticKind kZeroLengthSteps = repaired("logs.zero_length_steps");
+constexpr DiagnosticKind kMultiIdRecords = repaired("logs.multi_id_records");
+constexpr std::array kDiagnostics = {
+    repaired("logs.binary_lines"),
+    repaired("logs.long_lines_cut"),
+    repaired("logs.invalid_utf8_lines"),
+    repaired("logs.joined_lines"),
+    repaired("logs.lines_before_first_header"),
+    repaired("logs.other_format_lines"),
+    repaired("logs.time_backwards"),
+    repaired("logs.too_many_tokens"),
+    repaired("logs.files_without_format"),
+    repaired("logs.bad_timestamps"),
+    kRecordsWithoutId,
+    kZeroLengthSteps,
+    kMultiIdRecords,
+};
+
+}  // namespace
 
 Trace logs_to_trace(const logs::LogSet& set, const logs::FlowSet& fs, const std::string& source) {
   // Pass 1: one slice per same-node step; per step, the slice index (or none).
@@ -79,10 +105,10 @@ Trace logs_to_trace(const logs::LogSet& set, const logs::FlowSet& fs, const std:
   }
   trace.import_diagnostics = set.diagnostics;
   if (fs.records_without_id)
-    trace.import_diagnostics.emplace_back("logs.records_without_id", fs.records_without_id);
-  if (zero_length) trace.import_diagnostics.emplace_back("logs.zero_length_steps", zero_length);
+    trace.import_diagnostics.emplace_back(kRecordsWithoutId.name, fs.records_without_id);
+  if (zero_length) trace.import_diagnostics.emplace_back(kZeroLengthSteps.name, zero_length);
   if (fs.multi_id_records)
-    trace.import_diagnostics.emplace_back("logs.multi_id_records", fs.multi_id_records);
+    trace.import_diagnostics.emplace_back(kMultiIdRecords.name, fs.multi_id_records);
   return trace;
 }
 
@@ -164,6 +190,7 @@ const Importer& logs_descriptor() {
       .options = kLogsOptions,
       .whole_window = true,
       .window_reason = "request logs are a set of requests",
+      .diagnostics = kDiagnostics,
   };
   return d;
 }

@@ -116,6 +116,12 @@ struct Counts {
   uint64_t bogus = 0, mismatched = 0, truncated = 0;
 };
 
+// The kinds of the counts: a log still being written ends inside a record.
+constexpr DiagnosticKind kTruncatedRecord = cut_input("msgpack.truncated_record");
+constexpr DiagnosticKind kBogusEvents = repaired("msgpack.bogus_events");
+constexpr DiagnosticKind kMismatchedEventTypes = repaired("msgpack.mismatched_event_types");
+constexpr std::array kDiagnostics = {kTruncatedRecord, kBogusEvents, kMismatchedEventTypes};
+
 // Decodes records until the end or the first problem. With `sniffing`, stops quietly.
 // Returns the number of complete records; fills `events` if not null.
 Status decode(std::span<const uint8_t> bytes, BigVector<Event>* events, Counts& counts, Decoder& d,
@@ -229,9 +235,9 @@ class MsgpackStream final : public StreamImporter {
 
   std::vector<std::pair<std::string, uint64_t>> diagnostics() const override {
     std::vector<std::pair<std::string, uint64_t>> d;
-    if (counts_.truncated) d.emplace_back("msgpack.truncated_record", 1);
-    if (counts_.bogus) d.emplace_back("msgpack.bogus_events", counts_.bogus);
-    if (counts_.mismatched) d.emplace_back("msgpack.mismatched_event_types", counts_.mismatched);
+    if (counts_.truncated) d.emplace_back(kTruncatedRecord.name, 1);
+    if (counts_.bogus) d.emplace_back(kBogusEvents.name, counts_.bogus);
+    if (counts_.mismatched) d.emplace_back(kMismatchedEventTypes.name, counts_.mismatched);
     return d;
   }
 
@@ -293,6 +299,7 @@ const Importer& descriptor() {
       .stream = [](const std::string& source, const ImportOptions&)
           -> std::unique_ptr<StreamImporter> { return make_stream(source); },
       .window_reason = "snailtrail's own traces (dataflow runs, the simulator) are streams",
+      .diagnostics = kDiagnostics,
   };
   return d;
 }

@@ -76,6 +76,7 @@ void JaegerStream::big_member_opens(char x, size_t at) {
     big_.in = In::spans;
     big_.had_spans = true;
     big_.skeleton.append(buf_, big_.copied, at + 1 - big_.copied);
+    big_.spans_open = big_.skeleton.size();
     big_.copied = npos;
     big_.batch = at + 1;
     big_.last_end = npos;
@@ -165,8 +166,13 @@ void JaegerStream::big_finish(bool cut) {
 void JaegerStream::read_big_rest(bool cut) {
   JaegerReader& r = *big_.reader;
   if (cut) {
+    // The scan notes members by their last string, not by JSON's syntax: damage before
+    // "spans" must make the trace as invalid as it makes the whole-file import.
+    if (big_.had_spans && !cut_spans_kept())
+      return big_fail(source_ + ": byte " + std::to_string(big_.byte) + ": " + big_.where +
+                      ": invalid JSON before its spans");
     r.cut_ = true;
-    r.set_.count("truncated_file", 1);
+    r.set_.count(SpanDiagnostic::truncated_file, 1);
     dom::element procs;
     if (big_.processes.empty()) return;
     if (auto err = big_parser_.parse(big_.processes).get(procs))
@@ -182,6 +188,15 @@ void JaegerStream::read_big_rest(bool cut) {
     else
       r.trace(root, big_.where);
   }
+}
+
+bool JaegerStream::cut_spans_kept() {
+  const std::string text = "{\"data\": [" + big_.skeleton.substr(0, big_.spans_open);
+  const std::optional<json::CutDocument> cut = json::close_cut_document(text, {"data", "spans"});
+  if (!cut || cut->kept != text.size()) return false;
+  const simdjson::padded_string padded(cut->closed);
+  dom::element root;
+  return !big_parser_.parse(padded).get(root);
 }
 
 }  // namespace snailtrail::importers::otel_detail

@@ -269,7 +269,7 @@ class JaegerReader : public SpanReader {
   }
 
   SpanSet done() {
-    set_.count("spans_without_process", unknown_process_);
+    set_.count(SpanDiagnostic::spans_without_process, unknown_process_);
     return finish();
   }
 

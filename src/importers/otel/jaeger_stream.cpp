@@ -247,7 +247,7 @@ void JaegerStream::finish() {
       job.cut = true;
       workers_.push(std::move(job));
     } else {
-      sink_.add({{"jaeger.truncated_file", 1}});
+      sink_.add(kJaegerDiagnostics, SpanDiagnostic::truncated_file, 1);
     }
   }
   workers_.finish();

@@ -65,10 +65,11 @@ class JaegerStream {
     std::string where, key;  // key: the last string at depth 3 (a member's name)
     In in = In::other;
     bool had_spans = false;
-    size_t batch = npos;     // spans: start of the bytes not read yet
-    size_t last_end = npos;  // spans: end of the last complete element
-    size_t elem = npos;      // processes: its '{'
-    size_t copied = npos;    // skeleton: buf[copied, ...) not appended yet (npos in spans)
+    size_t batch = npos;       // spans: start of the bytes not read yet
+    size_t last_end = npos;    // spans: end of the last complete element
+    size_t elem = npos;        // processes: its '{'
+    size_t copied = npos;      // skeleton: buf[copied, ...) not appended yet (npos in spans)
+    size_t spans_open = npos;  // skeleton: its length up to the '[' of "spans"
     std::string skeleton, processes;
     size_t spans = 0;   // spans read
     std::string error;  // the first error: the trace is skipped
@@ -148,6 +149,9 @@ class JaegerStream {
 
   // What the trace holds besides its spans: the skeleton, or a cut trace's "processes".
   void read_big_rest(bool cut);
+  // A cut trace: whether the whole-file import keeps its spans too (its text up to
+  // "spans" starts a document whose cut point is in that array, json_prefix.hpp).
+  bool cut_spans_kept();
 
   ChunkReader reader_;
   const std::string& source_;

@@ -54,7 +54,7 @@ SpanSet parse_otlp(std::string_view text, const std::string& source) {
       if (rest.substr(0, last).find('\n') != std::string_view::npos ||
           !json::ends_inside_value(rest))
         fail();
-      reader.set_.count("truncated_last_line", 1);
+      reader.set_.count(SpanDiagnostic::truncated_last_line, 1);
     } else {
       dom::element root;
       json::parse_cut_document(
@@ -62,7 +62,7 @@ SpanSet parse_otlp(std::string_view text, const std::string& source) {
           {"resourceSpans", "scopeSpans", "instrumentationLibrarySpans", "spans"}, tail_error,
           root);
       reader.document(root, "");
-      reader.set_.count("truncated_file", 1);
+      reader.set_.count(SpanDiagnostic::truncated_file, 1);
       ++n;
     }
   }
@@ -78,7 +78,7 @@ SpanSet parse_jaeger(std::string_view text, const std::string& source) {
   if (auto err = parser.parse(padded).get(root)) {
     // Cut short: the complete traces, and the complete spans of the cut one.
     json::parse_cut_document(parser, text, source, {"data", "spans"}, err, root);
-    reader.set_.count("truncated_file", 1);
+    reader.set_.count(SpanDiagnostic::truncated_file, 1);
     reader.cut_ = true;
   }
   if (root.type() != dom::element_type::OBJECT)
@@ -139,6 +139,7 @@ const Importer& otlp_descriptor() {
       .options = kSpanOptions,
       .whole_window = true,
       .window_reason = "a span trace is a set of requests",
+      .diagnostics = kOtlpDiagnostics,
   };
   return d;
 }
@@ -155,6 +156,7 @@ const Importer& jaeger_descriptor() {
       .options = kSpanOptions,
       .whole_window = true,
       .window_reason = "a span trace is a set of requests",
+      .diagnostics = kJaegerDiagnostics,
   };
   return d;
 }

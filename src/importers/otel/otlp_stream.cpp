@@ -247,7 +247,7 @@ void OtlpStream::finish() {
     const std::string_view rest = std::string_view(buf_).substr(doc_start_);
     const size_t last = rest.find_last_not_of(" \t\r\n");
     if (rest.substr(0, last).find('\n') == std::string_view::npos && json::ends_inside_value(rest))
-      sink_.add({{"otlp.truncated_last_line", 1}});
+      sink_.add(kOtlpDiagnostics, SpanDiagnostic::truncated_last_line, 1);
     else
       read_document(rest, base_ + doc_start_);
   }
@@ -260,8 +260,8 @@ void OtlpStream::finish() {
   pending_.clear();
   workers_.finish();
   workers_.rethrow();
-  if (negative_) sink_.add({{"otlp.negative_durations", negative_}});
-  if (cut_traces_) sink_.add({{"otlp.cut_traces", cut_traces_}});
+  sink_.add(kOtlpDiagnostics, SpanDiagnostic::negative_durations, negative_);
+  sink_.add(kOtlpDiagnostics, SpanDiagnostic::cut_traces, cut_traces_);
   out_.units = next_index_;
   sink_.finish(out_);
 }

@@ -109,7 +109,7 @@ class SpanReader {
   }
 
   SpanSet finish() {
-    set_.count("negative_durations", negative_);
+    set_.count(SpanDiagnostic::negative_durations, negative_);
     resolve_spans(set_);
     return std::move(set_);
   }

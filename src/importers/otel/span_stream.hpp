@@ -27,13 +27,10 @@ namespace snailtrail::importers::otel_detail {
 
 // Diagnostics summed over units come out in the order one whole-file import counts them.
 inline size_t diagnostic_rank(std::string_view key) {
-  static constexpr std::array<std::string_view, 7> kOrder = {
-      "truncated_file",     "truncated_last_line", "spans_without_process", "negative_durations",
-      "duplicate_span_ids", "orphan_spans",        "parent_cycles"};
-  const std::string_view k = key.substr(key.find('.') + 1);
-  for (size_t i = 0; i < kOrder.size(); ++i)
-    if (k == kOrder[i]) return i;
-  return kOrder.size();
+  for (const auto* kinds : {&kJaegerDiagnostics, &kOtlpDiagnostics})
+    if (const DiagnosticKind* k = find_kind(*kinds, key))
+      return std::min(static_cast<size_t>(k - kinds->data()), kRankedSpanDiagnostics);
+  return kRankedSpanDiagnostics;
 }
 
 // Units of work handed to worker threads through a bounded queue (at most two units per
@@ -338,6 +335,9 @@ struct StreamSink {
         it->second += n;
     }
   }
+  void add(std::span<const DiagnosticKind> kinds, SpanDiagnostic d, uint64_t n) {
+    if (n) add({{std::string(kinds[size_t(d)].name), n}});
+  }
   void skip(size_t index, std::string where, uint64_t byte, std::string error) {
     std::lock_guard lock(mutex);
     skipped.push_back({std::move(where), byte, std::move(error)});
@@ -353,7 +353,8 @@ struct StreamSink {
               [&](size_t a, size_t b) { return skipped_index[a] < skipped_index[b]; });
     for (size_t i : order) out.skipped.push_back(std::move(skipped[i]));
     if (!out.skipped.empty())
-      diagnostics.emplace_back(out.format + ".skipped_traces", out.skipped.size());
+      diagnostics.emplace_back(span_diagnostic(out.format, SpanDiagnostic::skipped_traces).name,
+                               out.skipped.size());
     out.diagnostics = std::move(diagnostics);
   }
 };

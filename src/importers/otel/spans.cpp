@@ -193,9 +193,9 @@ void SpanIds::append(uint32_t id, std::string& out) const {
   out.append(buf, k.len);
 }
 
-void SpanSet::count(const std::string& key, uint64_t n) {
+void SpanSet::count(SpanDiagnostic d, uint64_t n) {
   if (n == 0) return;
-  const std::string full = format + "." + key;
+  const std::string_view full = span_diagnostic(format, d).name;
   for (auto& [k, v] : diagnostics)
     if (k == full) {
       v += n;
@@ -254,9 +254,9 @@ void resolve_spans(SpanSet& set) {
     }
   }
   for (uint32_t i = 0; i < spans.size(); ++i) spans[i].depth = depth[i];
-  set.count("duplicate_span_ids", duplicates);
-  set.count("orphan_spans", orphans);
-  set.count("parent_cycles", cycles);
+  set.count(SpanDiagnostic::duplicate_span_ids, duplicates);
+  set.count(SpanDiagnostic::orphan_spans, orphans);
+  set.count(SpanDiagnostic::parent_cycles, cycles);
 }
 
 namespace {
@@ -398,11 +398,11 @@ Trace spans_to_trace(const SpanSet& set, const ActivityMap& map) {
   for (uint32_t i = 0; i < operators.names.size(); ++i)
     trace.operator_names[i] = operators.names[i];
   trace.import_diagnostics = set.diagnostics;
-  auto diag = [&](const char* key, uint64_t n) {
-    if (n) trace.import_diagnostics.emplace_back(set.format + "." + key, n);
+  auto diag = [&](SpanDiagnostic d, uint64_t n) {
+    if (n) trace.import_diagnostics.emplace_back(span_diagnostic(set.format, d).name, n);
   };
-  diag("children_starting_before_parent", counts.skewed);
-  diag("links_before_source", counts.links_before_source);
+  diag(SpanDiagnostic::children_starting_before_parent, counts.skewed);
+  diag(SpanDiagnostic::links_before_source, counts.links_before_source);
   return trace;
 }
 

@@ -3,6 +3,7 @@
 // and follows-from references -> messages (docs/IMPORTERS.md, "Spans").
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -11,6 +12,7 @@
 
 #include "importers/common/activity_map.hpp"
 #include "importers/common/json_util.hpp"
+#include "trace/diagnostic_kind.hpp"
 #include "trace/trace.hpp"
 
 namespace snailtrail::importers {
@@ -70,6 +72,61 @@ class SpanIds {
   std::vector<uint64_t> slots_;  // open addressing: fingerprint << 32 | id + 1, 0 empty
 };
 
+// What the span importers count, the same for both formats: each is a kind of the
+// format's ("jaeger.orphan_spans", "otlp.orphan_spans"). The first kRankedSpanDiagnostics
+// are listed in this order, the others as they come (span_stream.hpp).
+enum class SpanDiagnostic : uint8_t {
+  truncated_file,       // the document ends inside a trace or request: cut input
+  truncated_last_line,  // OTLP one request per line: the last line is cut: cut input
+  spans_without_process,
+  negative_durations,
+  duplicate_span_ids,
+  orphan_spans,
+  parent_cycles,
+  children_starting_before_parent,
+  links_before_source,
+  cut_traces,          // OTLP stream: a trace's spans after it was closed (its gap)
+  skipped_traces,      // stream: a trace that did not parse, skipped
+  repeated_trace_ids,  // critical-path: one trace id in several units
+  count,
+};
+inline constexpr size_t kRankedSpanDiagnostics = 7;
+
+inline constexpr size_t kSpanDiagnosticCount = size_t(SpanDiagnostic::count);
+using SpanKinds = std::array<DiagnosticKind, kSpanDiagnosticCount>;
+
+// One format's kinds from their names, in SpanDiagnostic order.
+constexpr SpanKinds span_kinds(const std::array<std::string_view, kSpanDiagnosticCount>& names) {
+  SpanKinds kinds{};
+  for (size_t i = 0; i < kSpanDiagnosticCount; ++i)
+    kinds[i] =
+        i <= size_t(SpanDiagnostic::truncated_last_line) ? cut_input(names[i]) : repaired(names[i]);
+  return kinds;
+}
+inline constexpr SpanKinds kJaegerDiagnostics = span_kinds(
+    {"jaeger.truncated_file", "jaeger.truncated_last_line", "jaeger.spans_without_process",
+     "jaeger.negative_durations", "jaeger.duplicate_span_ids", "jaeger.orphan_spans",
+     "jaeger.parent_cycles", "jaeger.children_starting_before_parent", "jaeger.links_before_source",
+     "jaeger.cut_traces", "jaeger.skipped_traces", "jaeger.repeated_trace_ids"});
+inline constexpr SpanKinds kOtlpDiagnostics = span_kinds(
+    {"otlp.truncated_file", "otlp.truncated_last_line", "otlp.spans_without_process",
+     "otlp.negative_durations", "otlp.duplicate_span_ids", "otlp.orphan_spans",
+     "otlp.parent_cycles", "otlp.children_starting_before_parent", "otlp.links_before_source",
+     "otlp.cut_traces", "otlp.skipped_traces", "otlp.repeated_trace_ids"});
+// Both name the same counts, in the same order.
+constexpr bool same_counts(const SpanKinds& a, const SpanKinds& b) {
+  for (size_t i = 0; i < kSpanDiagnosticCount; ++i)
+    if (a[i].name.substr(a[i].name.find('.')) != b[i].name.substr(b[i].name.find('.')))
+      return false;
+  return true;
+}
+static_assert(same_counts(kJaegerDiagnostics, kOtlpDiagnostics));
+
+// The kind `d` of `format` ("jaeger", else OTLP).
+inline const DiagnosticKind& span_diagnostic(std::string_view format, SpanDiagnostic d) {
+  return (format == "jaeger" ? kJaegerDiagnostics : kOtlpDiagnostics)[size_t(d)];
+}
+
 struct SpanSet {
   std::string source;
   std::string format;      // "otlp" or "jaeger": prefix of the diagnostics
@@ -80,7 +137,7 @@ struct SpanSet {
   std::vector<uint32_t> ref_target;  // per ref: span index or kNoSpan (resolve_spans)
   std::vector<std::pair<std::string, uint64_t>> diagnostics;  // "otlp.orphan_spans" -> n
 
-  void count(const std::string& key, uint64_t n);
+  void count(SpanDiagnostic d, uint64_t n);
   const std::string& str(uint32_t id) const { return strings.names[id]; }
 };
 

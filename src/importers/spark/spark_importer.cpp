@@ -131,7 +131,7 @@ class SparkStream final : public StreamImporter {
   std::vector<std::pair<std::string, uint64_t>> diagnostics() const override {
     std::vector<std::pair<std::string, uint64_t>> out;
     for (int p = 0; p < kProblemCount; ++p)
-      if (log_.problems_[p] > 0) out.emplace_back(kProblemNames[p], log_.problems_[p]);
+      if (log_.problems_[p] > 0) out.emplace_back(kProblemKinds[p].name, log_.problems_[p]);
     return out;
   }
 
@@ -330,6 +330,7 @@ const Importer& descriptor() {
       .options = kOptions,
       .whole_window = true,
       .window_reason = "a Spark application is a batch job",
+      .diagnostics = detail::kProblemKinds,
   };
   return d;
 }

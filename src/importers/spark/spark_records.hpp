@@ -3,12 +3,14 @@
 // the recoverable problems both count.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <string>
 #include <unordered_set>
 #include <vector>
 
+#include "trace/diagnostic_kind.hpp"
 #include "trace/trace.hpp"
 
 namespace snailtrail::importers::spark::detail {
@@ -76,25 +78,27 @@ enum Problem {
   kJobsWithoutCompletionTime,
   kProblemCount,
 };
-inline constexpr const char* kProblemNames[kProblemCount] = {
-    "spark.truncated_last_line",
-    "spark.truncated_compressed_data",
-    "spark.tasks_without_metrics",
-    "spark.tasks_without_end",
-    "spark.tasks_finished_before_launch",
-    "spark.bad_getting_result_time",
-    "spark.executor_time_exceeds_task_time",
-    "spark.run_time_parts_exceed_run_time",
-    "spark.tasks_beyond_executor_cores",
-    "spark.executors_without_cores",
-    "spark.stages_without_completion",
-    "spark.bad_stage_times",
-    "spark.jobs_without_end",
-    "spark.bad_job_times",
-    "spark.zero_duration_tasks",
-    "spark.tasks_ended_after_their_job",
-    "spark.jobs_without_submission_time",
-    "spark.jobs_without_completion_time",
+// Their kinds (trace/diagnostic_kind.hpp), by Problem: a log cut inside its last line or
+// inside a compressed block was cut off while being written.
+inline constexpr std::array<DiagnosticKind, kProblemCount> kProblemKinds = {
+    cut_input("spark.truncated_last_line"),
+    cut_input("spark.truncated_compressed_data"),
+    repaired("spark.tasks_without_metrics"),
+    repaired("spark.tasks_without_end"),
+    repaired("spark.tasks_finished_before_launch"),
+    repaired("spark.bad_getting_result_time"),
+    repaired("spark.executor_time_exceeds_task_time"),
+    repaired("spark.run_time_parts_exceed_run_time"),
+    repaired("spark.tasks_beyond_executor_cores"),
+    repaired("spark.executors_without_cores"),
+    repaired("spark.stages_without_completion"),
+    repaired("spark.bad_stage_times"),
+    repaired("spark.jobs_without_end"),
+    repaired("spark.bad_job_times"),
+    repaired("spark.zero_duration_tasks"),
+    repaired("spark.tasks_ended_after_their_job"),
+    repaired("spark.jobs_without_submission_time"),
+    repaired("spark.jobs_without_completion_time"),
 };
 
 // What lasts from one epoch to the next.
