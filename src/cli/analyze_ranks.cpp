@@ -103,15 +103,16 @@ int run_on_ranks(const std::function<int(mpi::RankGroup*)>& run) {
 }
 
 // Rank 0's share is smaller by the work it does at the end: writing what the other ranks
-// analyzed, about 15 % of the analysis per other rank; ending the run alone when the
-// ranks write their own parts, 10 % (the best of 0.8-0.97 measured at two ranks); adding
-// the other ranks' windows and timelines to a report, 5 %.
+// analyzed, about 15 % of the analysis per other rank; adding the other ranks' windows and
+// timelines to a report, 5 %. When the ranks write their own parts, rank 0 is to be done
+// first, whatever the run-to-run variation, so that it takes windows from the last rank
+// (steal_windows) instead of waiting for it: 0.7 of a share (median walls at two ranks
+// of 1.76 / 1.84 / 1.80 s for 0.7 / 0.8 / 0.9, docs/PERFORMANCE.md).
 double root_weight(RootDuty duty, int ranks) {
   if (const char* w = std::getenv("SNAILTRAIL_ROOT_WEIGHT"); w && std::atof(w) > 0)
     return std::atof(w);
-  const double per_rank = duty == RootDuty::writes_every_part ? 0.15
-                          : duty == RootDuty::writes_own_part ? 0.1
-                                                              : 0.05;
+  if (duty == RootDuty::writes_own_part) return 0.7;
+  const double per_rank = duty == RootDuty::writes_every_part ? 0.15 : 0.05;
   return std::max(0.1, 1.0 - per_rank * static_cast<double>(ranks - 1));
 }
 

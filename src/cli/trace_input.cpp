@@ -10,6 +10,7 @@
 #include "cli/import_warnings.hpp"
 #include "cli/streamed_input.hpp"
 #include "importers/auto_window.hpp"
+#include "mpi/rank_group.hpp"
 
 namespace snailtrail::cli {
 
@@ -64,7 +65,10 @@ AutoWindowChoice resolve_auto_window(std::string_view importer, AnalysisOptions&
 }
 
 unsigned analysis_threads(const TraceInputArgs& a) {
-  return a.threads > 0 ? a.threads : std::max(1u, std::thread::hardware_concurrency());
+  // Under mpirun the ranks on one host share its cores.
+  return a.threads > 0
+             ? a.threads
+             : std::max(1u, std::thread::hardware_concurrency() / mpi::ranks_on_this_host());
 }
 
 Trace read_whole_trace(const TraceInputArgs& a, bool progress, std::string_view* used) {

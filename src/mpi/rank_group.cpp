@@ -2,6 +2,8 @@
 
 #include <mpi.h>
 #include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -13,6 +15,7 @@
 #include <deque>
 #include <mutex>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -46,7 +49,43 @@ std::optional<int> env_int(const char* name) {
   return static_cast<int>(n);
 }
 
+// Open MPI binds each rank to one core by default when it starts at most two per host (to
+// a socket beyond): a rank's analysis threads, its MPI thread and its writer would share
+// that core while the other cores idle (measured: each of two ranks on 2 cores at 82-85 %
+// of a core, the writer unable to use the core the other rank had left). Unless the user
+// asked for a binding (mpirun --bind-to sets OMPI_MCA_hwloc_base_binding_policy), the
+// rank may run on every core; before any thread starts, so that all inherit it.
+void undo_default_binding() {
+  const char* bound = std::getenv("OMPI_MCA_orte_bound_at_launch");
+  if (!bound || std::string_view(bound) != "1" || std::getenv("OMPI_MCA_hwloc_base_binding_policy"))
+    return;
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  const long n = sysconf(_SC_NPROCESSORS_CONF);
+  for (long c = 0; c < n && c < CPU_SETSIZE; ++c) CPU_SET(static_cast<int>(c), &all);
+  sched_setaffinity(0, sizeof all, &all);  // if refused, the rank stays where it was bound
+}
+
+// Open MPI components this rank does without, unless the user chose (mpirun --mca pml ...,
+// OMPI_MCA_pml, OMPI_MCA_osc): what the ranks of `analyze` exchange is little (summaries,
+// hand-overs, at most the output), which the "ob1" layer over shared memory or TCP
+// carries well.
+// - "cm" probes for Omni-Path and libfabric networks in MPI_Init: ~0.2 s and CPU at every
+//   start (`mpirun -np 2 analyze` of a tiny trace 0.33 s, 0.15 s without it).
+// - the UCX components load libucm, which hooks malloc and mmap when loaded: MPI_Init runs
+//   on the MPI thread while the analysis allocates, and that corrupted the heap (a rank
+//   crashed in malloc during its first windows, about once in 40 runs).
+void skip_unneeded_components() {
+  setenv("OMPI_MCA_pml", "^ucx,cm", 0);
+  setenv("OMPI_MCA_osc", "^ucx", 0);
+}
+
 }  // namespace
+
+unsigned ranks_on_this_host() {
+  const std::optional<int> n = env_int("OMPI_COMM_WORLD_LOCAL_SIZE");
+  return n && *n > 0 ? static_cast<unsigned>(*n) : 1u;
+}
 
 struct RankGroup::State {
   using Clock = std::chrono::steady_clock;
@@ -262,6 +301,8 @@ std::unique_ptr<RankGroup> RankGroup::join_if_launched() {
   const std::optional<int> size = env_int("OMPI_COMM_WORLD_SIZE");
   if (!size || *size <= 1) return nullptr;
   const std::optional<int> rank = env_int("OMPI_COMM_WORLD_RANK");
+  undo_default_binding();
+  skip_unneeded_components();  // before the MPI thread calls MPI_Init
   auto s = std::make_unique<State>();
   if (rank && *rank < *size) {
     s->rank = *rank;

@@ -18,6 +18,10 @@
 
 namespace snailtrail::mpi {
 
+// Processes of this mpirun job on this host (OMPI_COMM_WORLD_LOCAL_SIZE; 1 without
+// mpirun): they share its cores.
+unsigned ranks_on_this_host();
+
 class RankGroup {
  public:
   // When launched by mpirun with more than one process (OMPI_COMM_WORLD_SIZE > 1): starts
