@@ -106,7 +106,8 @@ TEST(DiagnosticKinds, DeclaredOnceWithOneMeaning) {
       EXPECT_TRUE(own.insert(k.name).second) << imp.name << " declares " << k.name << " twice";
       const size_t dot = k.name.find('.');
       EXPECT_TRUE(dot != std::string_view::npos && dot > 0 && dot + 1 < k.name.size()) << k.name;
-      EXPECT_EQ(k.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_."), std::string_view::npos)
+      EXPECT_EQ(k.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_."),
+                std::string_view::npos)
           << k.name;
       // A name several importers declare (the kernel model's) means the same everywhere.
       const DiagnosticKind* found = importers::find_diagnostic_kind(k.name);
