@@ -42,7 +42,7 @@ void AnalyzeRun::root_gathers(int64_t kb, int64_t ke) {
     // Hand the output on to rank 1; the last rank hands it back when all parts are written.
     Handover h{out_->position(), empty_runs_, empty_windows_, runs_.take()};
     group_->send_message(1, h.encode());
-    const std::vector<std::vector<RenderedWindow>> stolen = steal_windows();
+    std::vector<std::vector<RenderedWindow>> stolen = steal_windows();
     for (int r = 1; r < group_->size(); ++r)
       replay_rank(*group_, r, [this](RenderedWindow& w) { add_to_totals(w); });
     h = Handover::decode(*group_->receive_message(true));
@@ -51,7 +51,7 @@ void AnalyzeRun::root_gathers(int64_t kb, int64_t ke) {
     empty_windows_ = h.empty_windows;
     runs_.absorb(h.pending);
     for (auto grant = stolen.rbegin(); grant != stolen.rend(); ++grant)
-      for (RenderedWindow w : *grant) consume_merging(w);
+      for (RenderedWindow& w : *grant) consume_merging(w);
   } else {
     for (int r = 1; r < group_->size(); ++r)
       replay_rank(*group_, r, [this](RenderedWindow& w) { consume_merging(w); });
@@ -95,7 +95,7 @@ void AnalyzeRun::helper_writes(int64_t kb, int64_t ke) {
   const bool last_rank = group_->rank() == group_->size() - 1;
   group_->expect_message();                 // the hand-over
   if (last_rank) group_->expect_message();  // rank 0's first request for windows
-  bool asked = false, given_all = !last_rank;
+  bool asked = false, requests_over = !last_rank;
   int64_t k_end = ke;
   std::optional<Handover> before;
   auto poll = [&](bool wait) {
@@ -113,8 +113,8 @@ void AnalyzeRun::helper_writes(int64_t kb, int64_t ke) {
     const int64_t given = first_window_given(snail_->index(), splan_, first_left, k_end);
     group_->send_message(0, grant_message(given, k_end));
     asked = false;
-    given_all = given > k_end;
-    if (given_all) return;
+    requests_over = given > k_end;
+    if (requests_over) return;
     moved_ += k_end - given + 1;
     k_end = given - 1;
     group_->expect_message();  // rank 0 asks again
@@ -131,7 +131,7 @@ void AnalyzeRun::helper_writes(int64_t kb, int64_t ke) {
     while (!asked) poll(true);
   // Once its windows are done, before it hands on to rank 0 (which then waits for no grant).
   auto settle = [&] {
-    while (!given_all) {
+    while (!requests_over) {
       if (!asked) poll(true);
       if (asked) answer(k_end + 1);
     }
@@ -211,15 +211,18 @@ void AnalyzeRun::write_part(int64_t kb, int64_t ke, std::optional<Handover>& bef
 // its run, and its CPU time).
 void AnalyzeRun::print_rank_timings(int64_t kb, int64_t ke, Clock::time_point own,
                                     Clock::time_point written) const {
+  // The last rank gave the end of its share to rank 0: the windows it kept, then its share.
+  const bool gave = group_->rank() == group_->size() - 1 && moved_ > 0;
+  const std::string kept = gave ? fmt::format("{}..{} of ", kb, ke - moved_) : std::string();
   fmt::print(stderr,
-             "rank {} of {}: windows {}..{} ({} events in its blocks); MPI_Init done at "
+             "rank {} of {}: windows {}{}..{} ({} events in its blocks); MPI_Init done at "
              "{:.3f}s, own windows done at {:.3f}s (cpu {:.3f}s), output written at "
              "{:.3f}s, end {:.3f}s; cpu {:.3f}s, of which MPI thread {:.3f}s; lookback {} ns, "
              "{} blocks read; {} windows moved from the last rank to rank 0\n",
-             group_->rank(), group_->size(), kb, ke, sstats_.events_read, group_->init_seconds(),
-             seconds(t0_, own), cpu_own_, seconds(t0_, written), seconds(t0_, Clock::now()),
-             cpu_seconds(), group_->mpi_thread_cpu_seconds(), sstats_.lookback_ns,
-             sstats_.blocks_read, moved_);
+             group_->rank(), group_->size(), kept, kb, ke, sstats_.events_read,
+             group_->init_seconds(), seconds(t0_, own), cpu_own_, seconds(t0_, written),
+             seconds(t0_, Clock::now()), cpu_seconds(), group_->mpi_thread_cpu_seconds(),
+             sstats_.lookback_ns, sstats_.blocks_read, moved_);
 }
 
 }  // namespace snailtrail::cli
