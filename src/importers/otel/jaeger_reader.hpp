@@ -18,6 +18,11 @@ inline SpanKind jaeger_kind(std::string_view s) {
   return SpanKind::unspecified;
 }
 
+// The arrays whose elements a cut Jaeger file keeps whole (json_prefix.hpp): the traces
+// of "data", and the spans of such a trace or of a single trace object at the top.
+inline const std::initializer_list<std::string_view> kJaegerRecordArrays = {"data", "data[].spans",
+                                                                            "spans"};
+
 class JaegerReader : public SpanReader {
  public:
   using SpanReader::SpanReader;

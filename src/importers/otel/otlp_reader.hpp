@@ -52,6 +52,12 @@ inline bool attribute(dom::element attrs, std::initializer_list<std::string_view
   return false;
 }
 
+// The arrays whose elements a cut OTLP request keeps whole (json_prefix.hpp): resource
+// spans, their scope spans ("instrumentationLibrarySpans" before OTLP 1.0), their spans.
+inline const std::initializer_list<std::string_view> kOtlpRecordArrays = {
+    "resourceSpans", "resourceSpans[].scopeSpans", "resourceSpans[].instrumentationLibrarySpans",
+    "resourceSpans[].scopeSpans[].spans", "resourceSpans[].instrumentationLibrarySpans[].spans"};
+
 class OtlpReader : public SpanReader {
  public:
   using SpanReader::SpanReader;
