@@ -19,14 +19,6 @@ namespace snailtrail::importers::otel_detail {
 
 namespace dom = simdjson::dom;
 
-inline std::string_view skip_space(std::string_view s) {
-  while (!s.empty() &&
-         (s.front() == ' ' || s.front() == '\t' || s.front() == '\r' || s.front() == '\n' ||
-          s.front() == '\xEF' || s.front() == '\xBB' || s.front() == '\xBF'))
-    s.remove_prefix(1);
-  return s;
-}
-
 // Optional member of the given type; absent and null are "not there", another type is
 // an error reported by the caller.
 inline bool member(dom::object o, std::string_view key, dom::element& out) {
