@@ -28,14 +28,6 @@
 namespace snailtrail::importers {
 namespace {
 
-std::string_view skip_space(std::string_view s) {
-  while (!s.empty() &&
-         (s.front() == ' ' || s.front() == '\t' || s.front() == '\r' || s.front() == '\n' ||
-          s.front() == '\xEF' || s.front() == '\xBB' || s.front() == '\xBF'))
-    s.remove_prefix(1);
-  return s;
-}
-
 int sniff_snail(std::string_view path, std::string_view head) {
   if (head.starts_with("SNAILTRC")) return 100;
   return has_extension(path, ".snail") ? 10 : 0;

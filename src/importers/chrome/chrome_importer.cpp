@@ -28,14 +28,6 @@ struct BeginEnd {
   SliceInfo info;
 };
 
-std::string_view skip_space(std::string_view s) {
-  while (!s.empty() &&
-         (s.front() == ' ' || s.front() == '\t' || s.front() == '\r' || s.front() == '\n' ||
-          s.front() == '\xEF' || s.front() == '\xBB' || s.front() == '\xBF'))
-    s.remove_prefix(1);
-  return s;
-}
-
 // A slice that the tracer writes about the recording itself, not work of the program:
 // the PyTorch profiler's (Kineto's) whole-trace span `{"ph":"X","cat":"Trace","name":
 // "PyTorch Profiler (0)"}` on its own "Spans" thread, Chrome's `__metadata` category and

@@ -16,8 +16,34 @@ struct Frame {
   std::string_view key;     // object: the name of the member being read
 };
 
-bool is_record_array(std::string_view key, std::initializer_list<std::string_view> names) {
-  return std::find(names.begin(), names.end(), key) != names.end();
+// True if the array opening inside `stack` (the containers open around it, outermost
+// first) is at `path`: member names joined by '.', "[]" for an array's element ("" is
+// the top-level value, "data[].spans" the member "spans" of an element of the top-level
+// member "data"). A name is matched whole: a member named "a.b" is not the path "a.b".
+bool at_path(const std::vector<Frame>& stack, std::string_view path) {
+  size_t at = 0;
+  for (size_t i = 0; i < stack.size(); ++i) {
+    if (stack[i].object) {
+      if (at == path.size()) return false;  // "" is the top-level value, no member of it
+      if (i > 0) {
+        if (at >= path.size() || path[at] != '.') return false;
+        ++at;
+      }
+      const size_t end = std::min(path.find_first_of(".[", at), path.size());
+      if (path.substr(at, end - at) != stack[i].key) return false;
+      at = end;
+    } else {
+      if (path.substr(at, 2) != "[]") return false;
+      at += 2;
+    }
+  }
+  return at == path.size();
+}
+
+bool is_record_array(const std::vector<Frame>& stack,
+                     std::initializer_list<std::string_view> paths) {
+  return std::any_of(paths.begin(), paths.end(),
+                     [&](std::string_view p) { return at_path(stack, p); });
 }
 
 struct Scan {
@@ -56,11 +82,7 @@ Scan scan(std::string_view text, std::initializer_list<std::string_view> record_
       Frame f;
       f.object = c == '{';
       f.expect_key = f.object;
-      if (!f.object) {
-        const std::string_view key =
-            stack.empty() ? std::string_view() : (stack.back().object ? stack.back().key : "\x01");
-        f.record = is_record_array(key, record_arrays);
-      }
+      if (!f.object) f.record = is_record_array(stack, record_arrays);
       stack.push_back(f);
       if (f.record) remember_cut(i + 1);
     } else if (c == '}' || c == ']') {

@@ -19,8 +19,11 @@ struct CutDocument {
 
 // `text` must be one JSON value that ends early: its brackets are balanced up to the end
 // of the text and some stay open (or a string or literal is unterminated there). The
-// records are the elements of the arrays named by `record_arrays` (the key of the
-// member holding the array; "" for an array at the top level): the cut point is right
+// records are the elements of the arrays at the paths `record_arrays` from the top:
+// member names joined by '.', "[]" for an element of an array ("" for an array at the
+// top level, "data[].spans" for the member "spans" of the elements of the top-level
+// member "data"; an array of that name anywhere else holds no records, e.g. a member
+// "spans" inside a span). The cut point is right
 // after the last complete record, or after the opening bracket of the innermost record
 // array if none of its records is complete. The returned text is the prefix up to that
 // point with the open arrays and objects closed, so that it parses as JSON if the prefix

@@ -192,7 +192,7 @@ void JaegerStream::read_big_rest(bool cut) {
 
 bool JaegerStream::cut_spans_kept() {
   const std::string text = "{\"data\": [" + big_.skeleton.substr(0, big_.spans_open);
-  const std::optional<json::CutDocument> cut = json::close_cut_document(text, {"data", "spans"});
+  const std::optional<json::CutDocument> cut = json::close_cut_document(text, kJaegerRecordArrays);
   if (!cut || cut->kept != text.size()) return false;
   const simdjson::padded_string padded(cut->closed);
   dom::element root;

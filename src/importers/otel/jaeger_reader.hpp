@@ -9,14 +9,10 @@
 
 namespace snailtrail::importers::otel_detail {
 
-inline SpanKind jaeger_kind(std::string_view s) {
-  if (s == "server") return SpanKind::server;
-  if (s == "client") return SpanKind::client;
-  if (s == "producer") return SpanKind::producer;
-  if (s == "consumer") return SpanKind::consumer;
-  if (s == "internal") return SpanKind::internal;
-  return SpanKind::unspecified;
-}
+// The arrays whose elements a cut Jaeger file keeps whole (json_prefix.hpp): the traces
+// of "data", and the spans of such a trace or of a single trace object at the top.
+inline const std::initializer_list<std::string_view> kJaegerRecordArrays = {"data", "data[].spans",
+                                                                            "spans"};
 
 class JaegerReader : public SpanReader {
  public:
@@ -187,7 +183,7 @@ class JaegerReader : public SpanReader {
       if (!member(dom::object(tag), "value", v)) continue;
       std::string text;
       if (!json::scalar_text(v, text)) continue;
-      if (key == "span.kind") s.kind = jaeger_kind(text);
+      if (key == "span.kind") s.kind = span_kind_named(text, &SpanKindName::tag);
       if (key == "thread.name") thread_name = text;
       if (key == "thread.id") thread_id = text;
     }

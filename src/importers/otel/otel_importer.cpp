@@ -57,10 +57,7 @@ SpanSet parse_otlp(std::string_view text, const std::string& source) {
       reader.set_.count(SpanDiagnostic::truncated_last_line, 1);
     } else {
       dom::element root;
-      json::parse_cut_document(
-          parser, text, source,
-          {"resourceSpans", "scopeSpans", "instrumentationLibrarySpans", "spans"}, tail_error,
-          root);
+      json::parse_cut_document(parser, text, source, kOtlpRecordArrays, tail_error, root);
       reader.document(root, "");
       reader.set_.count(SpanDiagnostic::truncated_file, 1);
       ++n;
@@ -77,7 +74,7 @@ SpanSet parse_jaeger(std::string_view text, const std::string& source) {
   dom::element root;
   if (auto err = parser.parse(padded).get(root)) {
     // Cut short: the complete traces, and the complete spans of the cut one.
-    json::parse_cut_document(parser, text, source, {"data", "spans"}, err, root);
+    json::parse_cut_document(parser, text, source, kJaegerRecordArrays, err, root);
     reader.set_.count(SpanDiagnostic::truncated_file, 1);
     reader.cut_ = true;
   }

@@ -12,13 +12,7 @@ inline SpanKind otlp_kind(dom::element e) {
     return k >= 1 && k <= 5 ? static_cast<SpanKind>(k) : SpanKind::unspecified;
   }
   if (e.type() != dom::element_type::STRING) return SpanKind::unspecified;
-  const std::string_view s = std::string_view(e);
-  if (s == "SPAN_KIND_INTERNAL") return SpanKind::internal;
-  if (s == "SPAN_KIND_SERVER") return SpanKind::server;
-  if (s == "SPAN_KIND_CLIENT") return SpanKind::client;
-  if (s == "SPAN_KIND_PRODUCER") return SpanKind::producer;
-  if (s == "SPAN_KIND_CONSUMER") return SpanKind::consumer;
-  return SpanKind::unspecified;
+  return span_kind_named(std::string_view(e), &SpanKindName::otlp);
 }
 
 // Value of an OTLP AnyValue as text (string, int, double, bool); false otherwise.
@@ -51,6 +45,12 @@ inline bool attribute(dom::element attrs, std::initializer_list<std::string_view
     }
   return false;
 }
+
+// The arrays whose elements a cut OTLP request keeps whole (json_prefix.hpp): resource
+// spans, their scope spans ("instrumentationLibrarySpans" before OTLP 1.0), their spans.
+inline const std::initializer_list<std::string_view> kOtlpRecordArrays = {
+    "resourceSpans", "resourceSpans[].scopeSpans", "resourceSpans[].instrumentationLibrarySpans",
+    "resourceSpans[].scopeSpans[].spans", "resourceSpans[].instrumentationLibrarySpans[].spans"};
 
 class OtlpReader : public SpanReader {
  public:

@@ -19,14 +19,6 @@ namespace snailtrail::importers::otel_detail {
 
 namespace dom = simdjson::dom;
 
-inline std::string_view skip_space(std::string_view s) {
-  while (!s.empty() &&
-         (s.front() == ' ' || s.front() == '\t' || s.front() == '\r' || s.front() == '\n' ||
-          s.front() == '\xEF' || s.front() == '\xBB' || s.front() == '\xBF'))
-    s.remove_prefix(1);
-  return s;
-}
-
 // Optional member of the given type; absent and null are "not there", another type is
 // an error reported by the caller.
 inline bool member(dom::object o, std::string_view key, dom::element& out) {
@@ -45,16 +37,22 @@ class SpanReader {
     throw TraceError(set_.source, where, what);
   }
 
+  // The member `key` of `o`, of type `type` (`what` names it): false if absent or null
+  // (then an error if `required`), an error if of another type.
+  bool typed_member(dom::object o, std::string_view key, dom::element_type type, const char* what,
+                    const std::string& where, bool required, dom::element& out) {
+    if (!member(o, key, out)) {
+      if (required) fail(where, "missing \"" + std::string(key) + "\"");
+      return false;
+    }
+    if (out.type() != type) fail(where, "\"" + std::string(key) + "\" must be " + what);
+    return true;
+  }
   // An absent optional array is empty (a default dom::array is not iterable: no tape).
   std::vector<dom::element> array_of(dom::object o, std::string_view key, const std::string& where,
                                      bool required) {
     dom::element e;
-    if (!member(o, key, e)) {
-      if (required) fail(where, "missing \"" + std::string(key) + "\"");
-      return {};
-    }
-    if (e.type() != dom::element_type::ARRAY)
-      fail(where, "\"" + std::string(key) + "\" must be an array");
+    if (!typed_member(o, key, dom::element_type::ARRAY, "an array", where, required, e)) return {};
     std::vector<dom::element> items;
     for (dom::element x : dom::array(e)) items.push_back(x);
     return items;
@@ -63,9 +61,7 @@ class SpanReader {
   bool array_member(dom::object o, std::string_view key, const std::string& where,
                     dom::array& out) {
     dom::element e;
-    if (!member(o, key, e)) return false;
-    if (e.type() != dom::element_type::ARRAY)
-      fail(where, "\"" + std::string(key) + "\" must be an array");
+    if (!typed_member(o, key, dom::element_type::ARRAY, "an array", where, false, e)) return false;
     out = dom::array(e);
     return true;
   }
@@ -86,12 +82,7 @@ class SpanReader {
   std::string_view string_of(dom::object o, std::string_view key, const std::string& where,
                              bool required) {
     dom::element e;
-    if (!member(o, key, e)) {
-      if (required) fail(where, "missing \"" + std::string(key) + "\"");
-      return {};
-    }
-    if (e.type() != dom::element_type::STRING)
-      fail(where, "\"" + std::string(key) + "\" must be a string");
+    if (!typed_member(o, key, dom::element_type::STRING, "a string", where, required, e)) return {};
     return std::string_view(e);
   }
   uint32_t intern(std::string_view s) { return set_.strings.id(s); }

@@ -9,20 +9,14 @@
 namespace snailtrail::importers {
 
 std::string_view name_of(SpanKind k) {
-  switch (k) {
-    case SpanKind::internal:
-      return "internal";
-    case SpanKind::server:
-      return "server";
-    case SpanKind::client:
-      return "client";
-    case SpanKind::producer:
-      return "producer";
-    case SpanKind::consumer:
-      return "consumer";
-    default:
-      return "";
-  }
+  const size_t i = static_cast<size_t>(k);
+  return i < kSpanKindNames.size() ? kSpanKindNames[i].tag : "";
+}
+
+SpanKind span_kind_named(std::string_view name, std::string_view SpanKindName::*spelling) {
+  for (size_t i = 1; i < kSpanKindNames.size(); ++i)
+    if (kSpanKindNames[i].*spelling == name) return static_cast<SpanKind>(i);
+  return SpanKind::unspecified;
 }
 
 namespace {

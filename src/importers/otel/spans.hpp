@@ -20,7 +20,23 @@ namespace snailtrail::importers {
 inline constexpr uint32_t kNoSpan = UINT32_MAX;
 
 enum class SpanKind : uint8_t { unspecified, internal, server, client, producer, consumer };
+// The names of each kind, in SpanKind order: as Jaeger's "span.kind" tag and the outputs
+// write it ("" when unspecified), and as OTLP/JSON writes its enum.
+struct SpanKindName {
+  std::string_view tag, otlp;
+};
+inline constexpr std::array<SpanKindName, 6> kSpanKindNames = {{
+    {"", "SPAN_KIND_UNSPECIFIED"},
+    {"internal", "SPAN_KIND_INTERNAL"},
+    {"server", "SPAN_KIND_SERVER"},
+    {"client", "SPAN_KIND_CLIENT"},
+    {"producer", "SPAN_KIND_PRODUCER"},
+    {"consumer", "SPAN_KIND_CONSUMER"},
+}};
 std::string_view name_of(SpanKind k);
+// The kind whose name in `spelling` (&SpanKindName::tag or &SpanKindName::otlp) is
+// `name`; unspecified if none is.
+SpanKind span_kind_named(std::string_view name, std::string_view SpanKindName::*spelling);
 
 struct SpanRef {
   uint32_t trace;    // trace id of the referenced span (SpanSet::ids)
