@@ -13,6 +13,7 @@
 #include "logs/json_text.hpp"
 #include "logs/log_set.hpp"
 #include "logs/synthetic.hpp"
+#include "output/names.hpp"
 
 namespace snailtrail::cli {
 namespace {
@@ -48,7 +49,7 @@ void write_diagnostics_table(fmt::memory_buffer& out, const logs::LogSet& set) {
   if (set.diagnostics.empty()) return;
   auto it = std::back_inserter(out);
   fmt::format_to(it, "\ndiagnostics\n");
-  for (const auto& [k, v] : set.diagnostics) fmt::format_to(it, "  {:<34} {}\n", k, v);
+  for (const auto& [k, v] : set.diagnostics) fmt::format_to(it, "  {:<34} {}\n", printable(k), v);
 }
 
 void write_diagnostics_json(fmt::memory_buffer& out, const logs::LogSet& set) {
@@ -125,7 +126,7 @@ int run_templates(const LogsArgs& a) {
     fmt::format_to(it, "  {:>5} {:>9} {:>5.1f}%  {}\n", c, set.drain.size(c),
                    100.0 * static_cast<double>(set.drain.size(c)) /
                        static_cast<double>(std::max<size_t>(set.records.size(), 1)),
-                   set.drain.template_text(c));
+                   printable(set.drain.template_text(c)));
   write_diagnostics_table(out.buf(), set);
   return 0;
 }
@@ -263,8 +264,10 @@ void write_flows_table(fmt::memory_buffer& buf, const FlowsView& v, const LogsAr
                  fs.records_in_flows, fs.records_without_id, fs.multi_id_records);
   auto tmpl = [&](uint32_t c) {
     std::string t = set.drain.template_text(c);
-    if (t.size() > 60) t = t.substr(0, 57) + "...";
-    return t;
+    if (t.size() <= 60) return printable(t);
+    size_t cut = 57;  // not inside a UTF-8 sequence
+    while (cut > 0 && (static_cast<unsigned char>(t[cut]) & 0xC0) == 0x80) --cut;
+    return printable(std::string_view(t).substr(0, cut)) + "...";
   };
   fmt::format_to(it, "\nmost common flows (template sequences)\n  {:>4} {:>7} {:>14}  {}\n", "flow",
                  "count", "mean latency", "templates");
@@ -279,12 +282,12 @@ void write_flows_table(fmt::memory_buffer& buf, const FlowsView& v, const LogsAr
   }
   size_t id_w = 2;
   for (size_t k = 0; k < std::min(a.top, slowest.size()); ++k)
-    id_w = std::max(id_w, std::min<size_t>(fs.flows[slowest[k]].id.size(), 48));
+    id_w = std::max(id_w, std::min<size_t>(display_width(printable(fs.flows[slowest[k]].id)), 48));
   fmt::format_to(it, "\nslowest requests\n  {:<{}} {:>14} {:>7} {:>5} {:>4}\n", "id", id_w,
                  "latency", "records", "nodes", "flow");
   for (size_t k = 0; k < std::min(a.top, slowest.size()); ++k) {
     const logs::Flow& f = fs.flows[slowest[k]];
-    fmt::format_to(it, "  {:<{}} {:>14} {:>7} {:>5} {:>4}\n", f.id, id_w,
+    fmt::format_to(it, "  {:<{}} {:>14} {:>7} {:>5} {:>4}\n", printable(f.id), id_w,
                    dur(f.latency(), has_time), f.records.size(), f.node_count, f.signature);
   }
   fmt::format_to(it,
@@ -304,7 +307,8 @@ void write_flows_table(fmt::memory_buffer& buf, const FlowsView& v, const LogsAr
   }
   fmt::format_to(it, "\ntemplates\n");
   for (uint32_t c = 0; c < set.drain.cluster_count(); ++c)
-    fmt::format_to(it, "  T{:<4} {:>8}  {}\n", c, set.drain.size(c), set.drain.template_text(c));
+    fmt::format_to(it, "  T{:<4} {:>8}  {}\n", c, set.drain.size(c),
+                   printable(set.drain.template_text(c)));
   write_diagnostics_table(buf, set);
 }
 

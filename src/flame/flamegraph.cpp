@@ -401,9 +401,11 @@ std::string to_json(const FlameTree& tree, const SampleSet& set, const std::vect
       fmt::format_to(it, "{}", op);
     fmt::format_to(it, ", \"name\": ");
     auto n = set.operator_names.find(op);
-    append_json_string(out, op == kNoId                     ? std::string("")
-                            : n != set.operator_names.end() ? n->second
-                                                            : std::to_string(op));
+    append_json_string(out,
+                       op == kNoId                     ? std::string("")
+                       : n != set.operator_names.end() ? n->second
+                                                       : std::to_string(op),
+                       kJsonNames);
     fmt::format_to(it, ", \"value\": {}, \"share\": {}}}", v, sum > 0 ? v / sum : 0.0);
     first = false;
   }
@@ -448,7 +450,7 @@ std::string to_json(const FlameTree& tree, const SampleSet& set, const std::vect
       first_child[node.parent] = false;
     }
     fmt::format_to(it, "{{\"name\": ");
-    append_json_string(out, node.name);
+    append_json_string(out, node.name, kJsonNames);
     fmt::format_to(it, ", \"value\": {}, \"self\": {}, \"children\": [", node.value, node.self);
     todo.emplace_back(n, 1);
     for (auto c = node.children.rbegin(); c != node.children.rend(); ++c) todo.emplace_back(*c, 0);
