@@ -74,19 +74,6 @@ int64_t resolve(const std::string& text, int64_t origin) {
   return i.relative ? origin + i.ns : i.ns;
 }
 
-void write_diagnostics(fmt::memory_buffer& out, const kernel::KernelModel& m) {
-  auto it = std::back_inserter(out);
-  fmt::format_to(it, "{{");
-  bool first = true;
-  for (const auto& [k, v] : m.diagnostics.items()) {
-    fmt::format_to(it, "{}", first ? "" : ", ");
-    append_json_string(out, k, kJsonNames);
-    fmt::format_to(it, ": {}", v);
-    first = false;
-  }
-  fmt::format_to(it, "}}");
-}
-
 // A critical path with its totals per thread (largest first) and per state.
 struct PathView {
   const kernel::KernelModel& m;
@@ -108,17 +95,13 @@ struct PathView {
     std::sort(threads.begin(), threads.end(),
               [](const auto& x, const auto& y) { return x.second > y.second; });
   }
+  void write_json(OutputFile& out) const;
+  // The table with the first `limit` segments.
+  void write_table(fmt::memory_buffer& buf, size_t limit) const;
 };
 
-void write_path_json(OutputFile& out, const PathView& v) {
-  const kernel::KernelModel& m = v.m;
-  const kernel::CriticalPathResult& r = v.r;
-  const auto& threads = v.threads;
-  const auto& per_state = v.per_state;
-  const int32_t t = v.t;
+void PathView::write_json(OutputFile& out) const {
   const kernel::Thread& th = m.threads[t];
-  const int64_t from = v.from, to = v.to;
-  const double total = v.total;
   auto& buf = out.buf();
   auto it = std::back_inserter(buf);
   // "host" fields only when the trace holds several machines.
@@ -167,18 +150,11 @@ void write_path_json(OutputFile& out, const PathView& v) {
     fmt::format_to(it, "], ");
   }
   fmt::format_to(it, "\"diagnostics\": ");
-  write_diagnostics(buf, m);
+  put_counts(buf, m.diagnostics.items());
   fmt::format_to(it, "}}\n");
 }
 
-void write_path_table(fmt::memory_buffer& buf, const PathView& v, size_t limit) {
-  const kernel::KernelModel& m = v.m;
-  const kernel::CriticalPathResult& r = v.r;
-  const auto& threads = v.threads;
-  const auto& per_state = v.per_state;
-  const int32_t t = v.t;
-  const int64_t from = v.from, to = v.to;
-  const double total = v.total;
+void PathView::write_table(fmt::memory_buffer& buf, size_t limit) const {
   auto it = std::back_inserter(buf);
   fmt::format_to(it, "critical path of {} from {} to {} ({} ms, {} segments, {} waker hops",
                  printable(m.thread_label(t)), secs(from), secs(to), ms(to - from), r.path.size(),
@@ -232,9 +208,9 @@ int run_critical_path(const KernelArgs& a) {
   const PathView view(m, t, from, to, r);
   OutputFile out(a.output);
   if (a.format == "json")
-    write_path_json(out, view);
+    view.write_json(out);
   else
-    write_path_table(out.buf(), view, a.limit);
+    view.write_table(out.buf(), a.limit);
   return 0;
 }
 

@@ -13,7 +13,7 @@
 #include "logs/json_text.hpp"
 #include "logs/log_set.hpp"
 #include "logs/synthetic.hpp"
-#include "output/names.hpp"
+#include "output/writers.hpp"
 
 namespace snailtrail::cli {
 namespace {
@@ -50,17 +50,6 @@ void write_diagnostics_table(fmt::memory_buffer& out, const logs::LogSet& set) {
   auto it = std::back_inserter(out);
   fmt::format_to(it, "\ndiagnostics\n");
   for (const auto& [k, v] : set.diagnostics) fmt::format_to(it, "  {:<34} {}\n", printable(k), v);
-}
-
-void write_diagnostics_json(fmt::memory_buffer& out, const logs::LogSet& set) {
-  auto it = std::back_inserter(out);
-  fmt::format_to(it, "{{");
-  for (size_t k = 0; k < set.diagnostics.size(); ++k) {
-    fmt::format_to(it, "{}", k ? ", " : "");
-    append_json_text(out, set.diagnostics[k].first);
-    fmt::format_to(it, ": {}", set.diagnostics[k].second);
-  }
-  fmt::format_to(it, "}}");
 }
 
 std::string files_summary(const logs::LogSet& set) {
@@ -184,14 +173,13 @@ struct FlowsView {
   double share(int64_t ns) const {
     return total_latency > 0 ? static_cast<double>(ns) / static_cast<double>(total_latency) : 0.0;
   }
+  // --format json: the summary, the flow graph and the `top` slowest requests.
+  void write_json(fmt::memory_buffer& buf, size_t top) const;
+  // The table.
+  void write_table(fmt::memory_buffer& buf, const LogsArgs& a) const;
 };
 
-void write_flows_json(fmt::memory_buffer& buf, const FlowsView& v, size_t top) {
-  const logs::LogSet& set = v.set;
-  const logs::FlowSet& fs = v.fs;
-  const std::vector<uint32_t>& slowest = v.slowest;
-  const bool has_time = v.has_time;
-  auto share = [&](int64_t ns) { return v.share(ns); };
+void FlowsView::write_json(fmt::memory_buffer& buf, size_t top) const {
   auto it = std::back_inserter(buf);
   fmt::format_to(it,
                  "{{\"id_source\": \"{}\", \"records\": {}, \"records_in_flows\": {}, "
@@ -239,16 +227,11 @@ void write_flows_json(fmt::memory_buffer& buf, const FlowsView& v, size_t top) {
     write_flow_json(buf, set, fs.flows[slowest[k]], true);
   }
   fmt::format_to(it, "], \"diagnostics\": ");
-  write_diagnostics_json(buf, set);
+  put_counts(buf, set.diagnostics);
   fmt::format_to(it, "}}\n");
 }
 
-void write_flows_table(fmt::memory_buffer& buf, const FlowsView& v, const LogsArgs& a) {
-  const logs::LogSet& set = v.set;
-  const logs::FlowSet& fs = v.fs;
-  const std::vector<uint32_t>& slowest = v.slowest;
-  const bool has_time = v.has_time;
-  auto share = [&](int64_t ns) { return v.share(ns); };
+void FlowsView::write_table(fmt::memory_buffer& buf, const LogsArgs& a) const {
   auto it = std::back_inserter(buf);
   fmt::format_to(it, "snailtrail logs flows: {} records, {} templates, {} requests\n  {}\n",
                  set.records.size(), set.drain.cluster_count(), fs.flows.size(),
@@ -327,9 +310,9 @@ int run_flows(const LogsArgs& a) {
       out.maybe_flush();
     }
   } else if (a.format == "json") {
-    write_flows_json(out.buf(), view, a.top);
+    view.write_json(out.buf(), a.top);
   } else {
-    write_flows_table(out.buf(), view, a);
+    view.write_table(out.buf(), a);
   }
   return 0;
 }

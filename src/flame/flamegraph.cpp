@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "output/names.hpp"
+#include "output/writers.hpp"
 #include "trace/event.hpp"
 #include "trace/setting_error.hpp"
 
@@ -426,13 +427,9 @@ std::string to_json(const FlameTree& tree, const SampleSet& set, const std::vect
     fmt::format_to(it, ", \"value\": {}, \"share\": {}}}", v, sum > 0 ? v / sum : 0.0);
     first = false;
   }
-  fmt::format_to(it, "], \"diagnostics\": {{");
-  for (size_t k = 0; k < set.diagnostics.size(); ++k) {
-    fmt::format_to(it, "{}", k ? ", " : "");
-    append_json_string(out, set.diagnostics[k].first);
-    fmt::format_to(it, ": {}", set.diagnostics[k].second);
-  }
-  fmt::format_to(it, "}}, \"root\": ");
+  fmt::format_to(it, "], \"diagnostics\": ");
+  put_counts(out, set.diagnostics);
+  fmt::format_to(it, ", \"root\": ");
   // Iterative pre-order writer: (node, state) with state 0 = open, 1 = close.
   std::vector<std::pair<uint32_t, int>> todo;
   if (!tree.nodes.empty()) todo.emplace_back(0, 0);
