@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <stdexcept>
 #include <unordered_map>
@@ -16,26 +17,20 @@
 
 namespace snailtrail::flame {
 
+namespace {
+// By Mode.
+constexpr const char* kModeNames[] = {"on-cpu", "off-cpu", "mixed", "critical"};
+}  // namespace
+
 std::optional<Mode> parse_mode(const std::string& s) {
-  if (s == "on-cpu") return Mode::on_cpu;
-  if (s == "off-cpu") return Mode::off_cpu;
-  if (s == "mixed") return Mode::mixed;
-  if (s == "critical") return Mode::critical;
+  for (size_t m = 0; m < std::size(kModeNames); ++m)
+    if (s == kModeNames[m]) return static_cast<Mode>(m);
   return std::nullopt;
 }
 
 const char* mode_name(Mode m) {
-  switch (m) {
-    case Mode::on_cpu:
-      return "on-cpu";
-    case Mode::off_cpu:
-      return "off-cpu";
-    case Mode::mixed:
-      return "mixed";
-    case Mode::critical:
-      return "critical";
-  }
-  return "?";
+  const auto i = static_cast<size_t>(m);
+  return i < std::size(kModeNames) ? kModeNames[i] : "?";
 }
 
 const char* mode_unit(Mode m) {
