@@ -375,6 +375,29 @@ std::string to_svg(const FlameTree& tree, const SvgOptions& o) {
   return out;
 }
 
+namespace {
+
+// {"id": ID or null, ..., "value": V, "share": V / sum} per id; `more(id)` writes the
+// "..." (", \"name\": ..." or nothing).
+template <typename More>
+void put_shares(fmt::memory_buffer& out, const std::map<uint32_t, double>& values, double sum,
+                More&& more) {
+  auto it = std::back_inserter(out);
+  bool first = true;
+  for (const auto& [id, v] : values) {
+    fmt::format_to(it, "{}{{\"id\": ", first ? "" : ", ");
+    if (id == kNoId)
+      fmt::format_to(it, "null");
+    else
+      fmt::format_to(it, "{}", id);
+    more(id);
+    fmt::format_to(it, ", \"value\": {}, \"share\": {}}}", v, sum > 0 ? v / sum : 0.0);
+    first = false;
+  }
+}
+
+}  // namespace
+
 std::string to_json(const FlameTree& tree, const SampleSet& set, const std::vector<double>& weights,
                     Mode mode) {
   fmt::memory_buffer out;
@@ -388,13 +411,7 @@ std::string to_json(const FlameTree& tree, const SampleSet& set, const std::vect
       per_op[set.samples[i].op] += weights[i];
       sum += weights[i];
     }
-  bool first = true;
-  for (auto& [op, v] : per_op) {
-    fmt::format_to(it, "{}{{\"id\": ", first ? "" : ", ");
-    if (op == kNoId)
-      fmt::format_to(it, "null");
-    else
-      fmt::format_to(it, "{}", op);
+  put_shares(out, per_op, sum, [&](uint32_t op) {
     fmt::format_to(it, ", \"name\": ");
     auto n = set.operator_names.find(op);
     append_json_string(out,
@@ -402,9 +419,7 @@ std::string to_json(const FlameTree& tree, const SampleSet& set, const std::vect
                        : n != set.operator_names.end() ? n->second
                                                        : std::to_string(op),
                        kJsonNames);
-    fmt::format_to(it, ", \"value\": {}, \"share\": {}}}", v, sum > 0 ? v / sum : 0.0);
-    first = false;
-  }
+  });
   std::map<uint32_t, double> per_worker;
   for (size_t i = 0; i < set.samples.size() && i < weights.size(); ++i)
     if (weights[i] > 0) {
@@ -412,16 +427,7 @@ std::string to_json(const FlameTree& tree, const SampleSet& set, const std::vect
       per_worker[s.worker != kNoId ? s.worker : s.thread] += weights[i];
     }
   fmt::format_to(it, "], \"workers\": [");
-  first = true;
-  for (auto& [w, v] : per_worker) {
-    fmt::format_to(it, "{}{{\"id\": ", first ? "" : ", ");
-    if (w == kNoId)
-      fmt::format_to(it, "null");
-    else
-      fmt::format_to(it, "{}", w);
-    fmt::format_to(it, ", \"value\": {}, \"share\": {}}}", v, sum > 0 ? v / sum : 0.0);
-    first = false;
-  }
+  put_shares(out, per_worker, sum, [](uint32_t) {});
   fmt::format_to(it, "], \"diagnostics\": ");
   put_counts(out, set.diagnostics);
   fmt::format_to(it, ", \"root\": ");
