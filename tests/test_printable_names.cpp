@@ -152,6 +152,25 @@ TEST_F(PrintableNames, FlamegraphJsonIsValidWithInvalidUtf8Frames) {
   EXPECT_EQ(uint64_t(f["value"]), 10u);
 }
 
+TEST_F(PrintableNames, FlamegraphSvgIsValidUtf8WithoutControls) {
+  // A frame with a byte that is not UTF-8 and an escape.
+  const std::string bad = write("bad.folded", "main;f\xffn;g\x1bx 10\nmain;h 5\n");
+  const std::string svg = stdout_of({"flamegraph", bad, "--format", "svg", "-q"});
+  EXPECT_TRUE(valid_utf8(svg));
+  EXPECT_TRUE(no_controls(svg));
+  EXPECT_NE(svg.find("<title>f" + kReplacement + "n (10 samples"), std::string::npos) << svg;
+  EXPECT_NE(svg.find("<title>g x (10 samples"), std::string::npos) << svg;
+
+  // A frame of 200 two-byte characters in half the width: its label is cut after 79
+  // bytes, inside a character, so at the character before.
+  std::string accents;
+  for (int k = 0; k < 200; ++k) accents += "\xC3\xA9";  // é
+  const std::string wide = write("wide.folded", "main;h 15\n" + accents + " 15\n");
+  const std::string cut = stdout_of({"flamegraph", wide, "--format", "svg", "-q"});
+  EXPECT_TRUE(valid_utf8(cut));
+  EXPECT_NE(cut.find(">" + accents.substr(0, 78) + "..</text>"), std::string::npos) << cut;
+}
+
 TEST_F(PrintableNames, LogsTablesShowTemplatesAndIdsPrintable) {
   // Requests "r<ESC>N" whose first template holds a terminal escape, a byte that is not
   // UTF-8 and a DEL, and whose second is longer than the steps table's column (60 bytes),

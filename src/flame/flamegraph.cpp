@@ -192,8 +192,13 @@ std::string folded_name(const std::string& s) {
   return out;
 }
 
+// `s` as XML text: markup characters as entities, control characters as spaces, each
+// byte of invalid UTF-8 as U+FFFD (so the SVG is well-formed whatever the names hold).
 void append_xml(std::string& out, std::string_view s) {
-  for (char c : s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  for (size_t i = 0; i < s.size();) {
+    const char c = s[i];
+    const size_t len = p[i] < 0x80 ? 1 : utf8_sequence_length(p + i, s.size() - i);
     switch (c) {
       case '&':
         out += "&amp;";
@@ -211,11 +216,14 @@ void append_xml(std::string& out, std::string_view s) {
         out += "&apos;";
         break;
       default:
-        if (static_cast<unsigned char>(c) < 0x20)
+        if (len == 0)
+          out += "\xEF\xBF\xBD";
+        else if (p[i] < 0x20)
           out += ' ';
         else
-          out += c;
+          out.append(s.substr(i, len));
     }
+    i += len == 0 ? 1 : len;
   }
 }
 
@@ -310,7 +318,9 @@ void append_frames(std::string& out, const FlameTree& tree, const SvgOptions& o,
     if (fit >= node.name.size()) {
       text = label;
     } else if (fit >= 3) {
-      append_xml(text, node.name.substr(0, fit - 2));
+      size_t cut = fit - 2;  // not inside a UTF-8 sequence
+      while (cut > 0 && (static_cast<unsigned char>(node.name[cut]) & 0xC0) == 0x80) --cut;
+      append_xml(text, std::string_view(node.name).substr(0, cut));
       text += "..";
     }
     out += fmt::format("<text x=\"{:.2f}\" y=\"{}\">{}</text></g>\n", px + 3, y + fh - 4, text);
