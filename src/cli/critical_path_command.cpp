@@ -38,16 +38,6 @@ std::string ms(int64_t ns) {
   return fmt::format("{:.3f}", static_cast<double>(ns) / 1e6);
 }
 
-void write_diagnostics_json(fmt::memory_buffer& out,
-                            const std::vector<std::pair<std::string, uint64_t>>& diagnostics) {
-  auto it = std::back_inserter(out);
-  for (size_t k = 0; k < diagnostics.size(); ++k) {
-    fmt::format_to(it, "{}", k ? ", " : "");
-    append_json_string(out, diagnostics[k].first);
-    fmt::format_to(it, ": {}", diagnostics[k].second);
-  }
-}
-
 void write_json(fmt::memory_buffer& out, const PathCollection& all,
                 const std::vector<ServiceTime>& services,
                 const std::vector<std::pair<std::string, uint64_t>>& diagnostics) {
@@ -86,9 +76,9 @@ void write_json(fmt::memory_buffer& out, const PathCollection& all,
                    total > 0 ? static_cast<double>(services[k].critical_ns) / total : 0.0,
                    services[k].spans_on_path);
   }
-  fmt::format_to(it, "], \"import_diagnostics\": {{");
-  write_diagnostics_json(out, diagnostics);
-  fmt::format_to(it, "}}}}\n");
+  fmt::format_to(it, "], \"import_diagnostics\": ");
+  put_counts(out, diagnostics);
+  fmt::format_to(it, "}}\n");
 }
 
 void write_table(fmt::memory_buffer& out, const CriticalPathArgs& a, const PathCollection& all,

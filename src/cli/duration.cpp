@@ -46,6 +46,18 @@ int64_t parse_with_unit(const std::string& text, bool unit_required) {
 
 }  // namespace
 
+std::optional<double> parse_number(const std::string& text) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (used == 0 || used != text.size() || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
 int64_t parse_duration(const std::string& text) {
   return parse_with_unit(text, true);
 }

@@ -1,4 +1,5 @@
-// Parsing of durations and instants given on the command line ("1s", "250ms", "+10s").
+// Parsing of numbers, durations and instants given on the command line ("2.5", "1s",
+// "250ms", "+10s").
 #pragma once
 
 #include <cstdint>
@@ -6,6 +7,10 @@
 #include <string>
 
 namespace snailtrail {
+
+// The whole of `text` as a finite number ("2.5", "1e6", "+3"); nullopt when it is not one
+// (empty, trailing characters, out of range, inf or nan).
+std::optional<double> parse_number(const std::string& text);
 
 // "<number><unit>" with unit ns, us, ms, s, m or h; fractions allowed ("1.5s").
 // Throws std::invalid_argument with a message naming the problem.

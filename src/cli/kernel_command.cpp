@@ -12,6 +12,7 @@
 #include "cli/output_file.hpp"
 #include "kernel/critical_path.hpp"
 #include "kernel/load.hpp"
+#include "output/names.hpp"
 #include "output/writers.hpp"
 
 namespace snailtrail::cli {
@@ -56,7 +57,7 @@ int32_t pick_thread(const kernel::KernelModel& m, std::string sel) {
                                 " (see `snailtrail kernel threads`)");
   if (found.size() > 1 && !numeric) {
     std::string tids;
-    for (int32_t t : found) tids += (tids.empty() ? "" : ", ") + m.thread_label(t);
+    for (int32_t t : found) tids += (tids.empty() ? "" : ", ") + printable(m.thread_label(t));
     throw std::invalid_argument("comm '" + sel + "' names " + std::to_string(found.size()) +
                                 " threads (" + tids + "): pick one with --thread " +
                                 (m.multi_host() ? "HOST/TID" : "TID"));
@@ -71,19 +72,6 @@ int32_t pick_thread(const kernel::KernelModel& m, std::string sel) {
 int64_t resolve(const std::string& text, int64_t origin) {
   const Instant i = parse_instant(text);
   return i.relative ? origin + i.ns : i.ns;
-}
-
-void write_diagnostics(fmt::memory_buffer& out, const kernel::KernelModel& m) {
-  auto it = std::back_inserter(out);
-  fmt::format_to(it, "{{");
-  bool first = true;
-  for (const auto& [k, v] : m.diagnostics.items()) {
-    fmt::format_to(it, "{}", first ? "" : ", ");
-    append_json_string(out, k);
-    fmt::format_to(it, ": {}", v);
-    first = false;
-  }
-  fmt::format_to(it, "}}");
 }
 
 // A critical path with its totals per thread (largest first) and per state.
@@ -107,27 +95,23 @@ struct PathView {
     std::sort(threads.begin(), threads.end(),
               [](const auto& x, const auto& y) { return x.second > y.second; });
   }
+  void write_json(OutputFile& out) const;
+  // The table with the first `limit` segments.
+  void write_table(fmt::memory_buffer& buf, size_t limit) const;
 };
 
-void write_path_json(OutputFile& out, const PathView& v) {
-  const kernel::KernelModel& m = v.m;
-  const kernel::CriticalPathResult& r = v.r;
-  const auto& threads = v.threads;
-  const auto& per_state = v.per_state;
-  const int32_t t = v.t;
+void PathView::write_json(OutputFile& out) const {
   const kernel::Thread& th = m.threads[t];
-  const int64_t from = v.from, to = v.to;
-  const double total = v.total;
   auto& buf = out.buf();
   auto it = std::back_inserter(buf);
   // "host" fields only when the trace holds several machines.
   auto host = [&](int32_t thr) {
     if (!m.multi_host()) return;
     fmt::format_to(it, ", \"host\": ");
-    append_json_string(buf, m.hosts[m.threads[thr].host]);
+    append_json_string(buf, m.hosts[m.threads[thr].host], kJsonNames);
   };
   fmt::format_to(it, "{{\"thread\": {{\"tid\": {}, \"comm\": ", th.tid);
-  append_json_string(buf, m.comm(t));
+  append_json_string(buf, m.comm(t), kJsonNames);
   host(t);
   fmt::format_to(it, "}}, \"from_ns\": {}, \"to_ns\": {}, \"path\": [", from, to);
   for (size_t k = 0; k < r.path.size(); ++k) {
@@ -135,7 +119,7 @@ void write_path_json(OutputFile& out, const PathView& v) {
     fmt::format_to(it,
                    "{}{{\"start_ns\": {}, \"end_ns\": {}, \"tid\": {}, \"comm\": ", k ? ", " : "",
                    s.start, s.end, m.threads[s.thread].tid);
-    append_json_string(buf, m.comm(s.thread));
+    append_json_string(buf, m.comm(s.thread), kJsonNames);
     host(s.thread);
     fmt::format_to(it, ", \"state\": \"{}\"}}", kernel::name_of(s.state));
     out.maybe_flush();
@@ -144,7 +128,7 @@ void write_path_json(OutputFile& out, const PathView& v) {
   for (size_t k = 0; k < threads.size(); ++k) {
     fmt::format_to(it, "{}{{\"tid\": {}, \"comm\": ", k ? ", " : "",
                    m.threads[threads[k].first].tid);
-    append_json_string(buf, m.comm(threads[k].first));
+    append_json_string(buf, m.comm(threads[k].first), kJsonNames);
     host(threads[k].first);
     fmt::format_to(it, ", \"ns\": {}, \"share\": {:.6f}}}", threads[k].second,
                    threads[k].second / total);
@@ -159,47 +143,40 @@ void write_path_json(OutputFile& out, const PathView& v) {
     fmt::format_to(it, "\"packet_hops\": {}, \"hosts\": [", r.packet_hops);
     for (size_t h = 0; h < m.hosts.size(); ++h) {
       fmt::format_to(it, "{}{{\"name\": ", h ? ", " : "");
-      append_json_string(buf, m.hosts[h]);
+      append_json_string(buf, m.hosts[h], kJsonNames);
       fmt::format_to(it, ", \"clock_offset_ns\": {}}}",
                      h < m.host_offsets_ns.size() ? m.host_offsets_ns[h] : 0);
     }
     fmt::format_to(it, "], ");
   }
   fmt::format_to(it, "\"diagnostics\": ");
-  write_diagnostics(buf, m);
+  put_counts(buf, m.diagnostics.items());
   fmt::format_to(it, "}}\n");
 }
 
-void write_path_table(fmt::memory_buffer& buf, const PathView& v, size_t limit) {
-  const kernel::KernelModel& m = v.m;
-  const kernel::CriticalPathResult& r = v.r;
-  const auto& threads = v.threads;
-  const auto& per_state = v.per_state;
-  const int32_t t = v.t;
-  const int64_t from = v.from, to = v.to;
-  const double total = v.total;
+void PathView::write_table(fmt::memory_buffer& buf, size_t limit) const {
   auto it = std::back_inserter(buf);
   fmt::format_to(it, "critical path of {} from {} to {} ({} ms, {} segments, {} waker hops",
-                 m.thread_label(t), secs(from), secs(to), ms(to - from), r.path.size(),
+                 printable(m.thread_label(t)), secs(from), secs(to), ms(to - from), r.path.size(),
                  r.waker_hops);
   if (r.packet_hops) fmt::format_to(it, ", {} packet hops", r.packet_hops);
   fmt::format_to(it, ")\n");
   for (size_t h = 0; m.multi_host() && h < m.hosts.size(); ++h)
-    fmt::format_to(it, "host {}: clock offset {} ms\n", m.hosts[h],
+    fmt::format_to(it, "host {}: clock offset {} ms\n", printable(m.hosts[h]),
                    ms(h < m.host_offsets_ns.size() ? m.host_offsets_ns[h] : 0));
   fmt::format_to(it, "\n{:>20} {:>12}  {:<24} {}\n", "start (s)", "ms", "thread", "state");
   const size_t shown = std::min(r.path.size(), limit);
   for (size_t k = 0; k < shown; ++k) {
     const kernel::PathSegment& s = r.path[k];
     fmt::format_to(it, "{:>20} {:>12}  {:<24} {}\n", secs(s.start), ms(s.end - s.start),
-                   m.thread_label(s.thread), kernel::name_of(s.state));
+                   printable(m.thread_label(s.thread)), kernel::name_of(s.state));
   }
   if (shown < r.path.size())
     fmt::format_to(it, "{:>20} ({} more segments; --limit N, or --format json)\n", "...",
                    r.path.size() - shown);
   fmt::format_to(it, "\nshare per thread\n");
   for (const auto& [thr, ns] : threads)
-    fmt::format_to(it, "  {:<24} {:>12} ms {:>6.1f} %\n", m.thread_label(thr), ms(ns),
+    fmt::format_to(it, "  {:<24} {:>12} ms {:>6.1f} %\n", printable(m.thread_label(thr)), ms(ns),
                    100.0 * ns / total);
   fmt::format_to(it, "\nshare per state\n");
   for (int s = 0; s < kernel::kPathStateCount; ++s)
@@ -209,7 +186,8 @@ void write_path_table(fmt::memory_buffer& buf, const PathView& v, size_t limit) 
                      100.0 * per_state[s] / total);
   if (!m.diagnostics.items().empty()) {
     fmt::format_to(it, "\ndiagnostics\n");
-    for (const auto& [k, v] : m.diagnostics.items()) fmt::format_to(it, "  {:<40} {}\n", k, v);
+    for (const auto& [k, v] : m.diagnostics.items())
+      fmt::format_to(it, "  {:<40} {}\n", printable(k), v);
   }
   if (r.inconsistent)
     fmt::format_to(it, "  {:<40} {}\n", "kernel.inconsistent_waker", r.inconsistent);
@@ -230,9 +208,9 @@ int run_critical_path(const KernelArgs& a) {
   const PathView view(m, t, from, to, r);
   OutputFile out(a.output);
   if (a.format == "json")
-    write_path_json(out, view);
+    view.write_json(out);
   else
-    write_path_table(out.buf(), view, a.limit);
+    view.write_table(out.buf(), a.limit);
   return 0;
 }
 
@@ -255,8 +233,8 @@ int run_threads(const KernelArgs& a) {
     const std::string comm =
         m.multi_host() ? m.hosts[m.threads[t].host] + "/" + m.comm(static_cast<int32_t>(t))
                        : m.comm(static_cast<int32_t>(t));
-    fmt::format_to(it, "{:>8}  {:<24} {:>12} {:>12} {:>12}\n", m.threads[t].tid, comm, ms(by[0]),
-                   ms(by[1]), ms(by[2]));
+    fmt::format_to(it, "{:>8}  {:<24} {:>12} {:>12} {:>12}\n", m.threads[t].tid, printable(comm),
+                   ms(by[0]), ms(by[1]), ms(by[2]));
   }
   return 0;
 }

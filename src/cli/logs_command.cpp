@@ -13,6 +13,7 @@
 #include "logs/json_text.hpp"
 #include "logs/log_set.hpp"
 #include "logs/synthetic.hpp"
+#include "output/writers.hpp"
 
 namespace snailtrail::cli {
 namespace {
@@ -48,18 +49,7 @@ void write_diagnostics_table(fmt::memory_buffer& out, const logs::LogSet& set) {
   if (set.diagnostics.empty()) return;
   auto it = std::back_inserter(out);
   fmt::format_to(it, "\ndiagnostics\n");
-  for (const auto& [k, v] : set.diagnostics) fmt::format_to(it, "  {:<34} {}\n", k, v);
-}
-
-void write_diagnostics_json(fmt::memory_buffer& out, const logs::LogSet& set) {
-  auto it = std::back_inserter(out);
-  fmt::format_to(it, "{{");
-  for (size_t k = 0; k < set.diagnostics.size(); ++k) {
-    fmt::format_to(it, "{}", k ? ", " : "");
-    append_json_text(out, set.diagnostics[k].first);
-    fmt::format_to(it, ": {}", set.diagnostics[k].second);
-  }
-  fmt::format_to(it, "}}");
+  for (const auto& [k, v] : set.diagnostics) fmt::format_to(it, "  {:<34} {}\n", printable(k), v);
 }
 
 std::string files_summary(const logs::LogSet& set) {
@@ -125,7 +115,7 @@ int run_templates(const LogsArgs& a) {
     fmt::format_to(it, "  {:>5} {:>9} {:>5.1f}%  {}\n", c, set.drain.size(c),
                    100.0 * static_cast<double>(set.drain.size(c)) /
                        static_cast<double>(std::max<size_t>(set.records.size(), 1)),
-                   set.drain.template_text(c));
+                   printable(set.drain.template_text(c)));
   write_diagnostics_table(out.buf(), set);
   return 0;
 }
@@ -183,14 +173,13 @@ struct FlowsView {
   double share(int64_t ns) const {
     return total_latency > 0 ? static_cast<double>(ns) / static_cast<double>(total_latency) : 0.0;
   }
+  // --format json: the summary, the flow graph and the `top` slowest requests.
+  void write_json(fmt::memory_buffer& buf, size_t top) const;
+  // The table.
+  void write_table(fmt::memory_buffer& buf, const LogsArgs& a) const;
 };
 
-void write_flows_json(fmt::memory_buffer& buf, const FlowsView& v, size_t top) {
-  const logs::LogSet& set = v.set;
-  const logs::FlowSet& fs = v.fs;
-  const std::vector<uint32_t>& slowest = v.slowest;
-  const bool has_time = v.has_time;
-  auto share = [&](int64_t ns) { return v.share(ns); };
+void FlowsView::write_json(fmt::memory_buffer& buf, size_t top) const {
   auto it = std::back_inserter(buf);
   fmt::format_to(it,
                  "{{\"id_source\": \"{}\", \"records\": {}, \"records_in_flows\": {}, "
@@ -238,16 +227,11 @@ void write_flows_json(fmt::memory_buffer& buf, const FlowsView& v, size_t top) {
     write_flow_json(buf, set, fs.flows[slowest[k]], true);
   }
   fmt::format_to(it, "], \"diagnostics\": ");
-  write_diagnostics_json(buf, set);
+  put_counts(buf, set.diagnostics);
   fmt::format_to(it, "}}\n");
 }
 
-void write_flows_table(fmt::memory_buffer& buf, const FlowsView& v, const LogsArgs& a) {
-  const logs::LogSet& set = v.set;
-  const logs::FlowSet& fs = v.fs;
-  const std::vector<uint32_t>& slowest = v.slowest;
-  const bool has_time = v.has_time;
-  auto share = [&](int64_t ns) { return v.share(ns); };
+void FlowsView::write_table(fmt::memory_buffer& buf, const LogsArgs& a) const {
   auto it = std::back_inserter(buf);
   fmt::format_to(it, "snailtrail logs flows: {} records, {} templates, {} requests\n  {}\n",
                  set.records.size(), set.drain.cluster_count(), fs.flows.size(),
@@ -263,8 +247,10 @@ void write_flows_table(fmt::memory_buffer& buf, const FlowsView& v, const LogsAr
                  fs.records_in_flows, fs.records_without_id, fs.multi_id_records);
   auto tmpl = [&](uint32_t c) {
     std::string t = set.drain.template_text(c);
-    if (t.size() > 60) t = t.substr(0, 57) + "...";
-    return t;
+    if (t.size() <= 60) return printable(t);
+    size_t cut = 57;  // not inside a UTF-8 sequence
+    while (cut > 0 && (static_cast<unsigned char>(t[cut]) & 0xC0) == 0x80) --cut;
+    return printable(std::string_view(t).substr(0, cut)) + "...";
   };
   fmt::format_to(it, "\nmost common flows (template sequences)\n  {:>4} {:>7} {:>14}  {}\n", "flow",
                  "count", "mean latency", "templates");
@@ -279,12 +265,12 @@ void write_flows_table(fmt::memory_buffer& buf, const FlowsView& v, const LogsAr
   }
   size_t id_w = 2;
   for (size_t k = 0; k < std::min(a.top, slowest.size()); ++k)
-    id_w = std::max(id_w, std::min<size_t>(fs.flows[slowest[k]].id.size(), 48));
+    id_w = std::max(id_w, std::min<size_t>(display_width(printable(fs.flows[slowest[k]].id)), 48));
   fmt::format_to(it, "\nslowest requests\n  {:<{}} {:>14} {:>7} {:>5} {:>4}\n", "id", id_w,
                  "latency", "records", "nodes", "flow");
   for (size_t k = 0; k < std::min(a.top, slowest.size()); ++k) {
     const logs::Flow& f = fs.flows[slowest[k]];
-    fmt::format_to(it, "  {:<{}} {:>14} {:>7} {:>5} {:>4}\n", f.id, id_w,
+    fmt::format_to(it, "  {:<{}} {:>14} {:>7} {:>5} {:>4}\n", printable(f.id), id_w,
                    dur(f.latency(), has_time), f.records.size(), f.node_count, f.signature);
   }
   fmt::format_to(it,
@@ -304,7 +290,8 @@ void write_flows_table(fmt::memory_buffer& buf, const FlowsView& v, const LogsAr
   }
   fmt::format_to(it, "\ntemplates\n");
   for (uint32_t c = 0; c < set.drain.cluster_count(); ++c)
-    fmt::format_to(it, "  T{:<4} {:>8}  {}\n", c, set.drain.size(c), set.drain.template_text(c));
+    fmt::format_to(it, "  T{:<4} {:>8}  {}\n", c, set.drain.size(c),
+                   printable(set.drain.template_text(c)));
   write_diagnostics_table(buf, set);
 }
 
@@ -323,9 +310,9 @@ int run_flows(const LogsArgs& a) {
       out.maybe_flush();
     }
   } else if (a.format == "json") {
-    write_flows_json(out.buf(), view, a.top);
+    view.write_json(out.buf(), a.top);
   } else {
-    write_flows_table(out.buf(), view, a);
+    view.write_table(out.buf(), a);
   }
   return 0;
 }

@@ -192,15 +192,9 @@ void configure_planners(const RunArgs& a, JobWiring& w, bool skewed, megaphone::
 
 double parse_rate(const std::string& text) {
   if (text == "max") return 0;
-  size_t used = 0;
-  double r = 0;
-  try {
-    r = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || !std::isfinite(r))
-    throw std::invalid_argument("--rate: '" + text + "' is not a number or 'max'");
+  const std::optional<double> number = parse_number(text);
+  if (!number) throw std::invalid_argument("--rate: '" + text + "' is not a number or 'max'");
+  const double r = *number;
   if (r < 1 || r > 1e10)
     throw std::invalid_argument("--rate: " + text + " is out of range [1, 1e10] records/s");
   return r;

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/duration.hpp"
 #include "cli/import_warnings.hpp"
 #include "importers/importer.hpp"
 #include "serve/sender.hpp"
@@ -16,16 +17,10 @@ double parse_speed(const std::string& s) {
   if (s == "max") return 0;
   std::string digits = s;
   if (!digits.empty() && (digits.back() == 'x' || digits.back() == 'X')) digits.pop_back();
-  size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(digits, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != digits.size() || !(v > 0))
+  const std::optional<double> v = parse_number(digits);
+  if (!v || !(*v > 0))
     throw std::invalid_argument("--speed must be like 1x, 10x or max, not \"" + s + "\"");
-  return v;
+  return *v;
 }
 
 // "0,3,5-7" -> {0, 3, 5, 6, 7}.

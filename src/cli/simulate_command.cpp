@@ -57,14 +57,8 @@ int run(const SimulateArgs& a) {
   if (!a.rate.empty()) o.rate = parse_rate_arg(a.rate);
   for (const std::string& text : a.speedups) {
     const size_t eq = text.rfind('=');
-    double k = 0;
-    try {
-      size_t used = 0;
-      if (eq != std::string::npos && eq > 0) k = std::stod(text.substr(eq + 1), &used);
-      if (used == 0 || eq + 1 + used != text.size()) k = 0;
-    } catch (const std::exception&) {
-      k = 0;
-    }
+    const double k =
+        eq != std::string::npos && eq > 0 ? parse_number(text.substr(eq + 1)).value_or(0.0) : 0.0;
     if (!(k > 0))
       throw std::invalid_argument("--speed-up " + text +
                                   ": expected TARGET=K with a factor K > 0 (e.g. count-0=2)");

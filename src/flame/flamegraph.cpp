@@ -5,36 +5,32 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <stdexcept>
 #include <unordered_map>
 
 #include "output/names.hpp"
+#include "output/writers.hpp"
 #include "trace/event.hpp"
 #include "trace/setting_error.hpp"
 
 namespace snailtrail::flame {
 
+namespace {
+// By Mode.
+constexpr const char* kModeNames[] = {"on-cpu", "off-cpu", "mixed", "critical"};
+}  // namespace
+
 std::optional<Mode> parse_mode(const std::string& s) {
-  if (s == "on-cpu") return Mode::on_cpu;
-  if (s == "off-cpu") return Mode::off_cpu;
-  if (s == "mixed") return Mode::mixed;
-  if (s == "critical") return Mode::critical;
+  for (size_t m = 0; m < std::size(kModeNames); ++m)
+    if (s == kModeNames[m]) return static_cast<Mode>(m);
   return std::nullopt;
 }
 
 const char* mode_name(Mode m) {
-  switch (m) {
-    case Mode::on_cpu:
-      return "on-cpu";
-    case Mode::off_cpu:
-      return "off-cpu";
-    case Mode::mixed:
-      return "mixed";
-    case Mode::critical:
-      return "critical";
-  }
-  return "?";
+  const auto i = static_cast<size_t>(m);
+  return i < std::size(kModeNames) ? kModeNames[i] : "?";
 }
 
 const char* mode_unit(Mode m) {
@@ -196,8 +192,13 @@ std::string folded_name(const std::string& s) {
   return out;
 }
 
+// `s` as XML text: markup characters as entities, control characters as spaces, each
+// byte of invalid UTF-8 as U+FFFD (so the SVG is well-formed whatever the names hold).
 void append_xml(std::string& out, std::string_view s) {
-  for (char c : s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  for (size_t i = 0; i < s.size();) {
+    const char c = s[i];
+    const size_t len = p[i] < 0x80 ? 1 : utf8_sequence_length(p + i, s.size() - i);
     switch (c) {
       case '&':
         out += "&amp;";
@@ -215,11 +216,14 @@ void append_xml(std::string& out, std::string_view s) {
         out += "&apos;";
         break;
       default:
-        if (static_cast<unsigned char>(c) < 0x20)
+        if (len == 0)
+          out += "\xEF\xBF\xBD";
+        else if (p[i] < 0x20)
           out += ' ';
         else
-          out += c;
+          out.append(s.substr(i, len));
     }
+    i += len == 0 ? 1 : len;
   }
 }
 
@@ -314,7 +318,9 @@ void append_frames(std::string& out, const FlameTree& tree, const SvgOptions& o,
     if (fit >= node.name.size()) {
       text = label;
     } else if (fit >= 3) {
-      append_xml(text, node.name.substr(0, fit - 2));
+      size_t cut = fit - 2;  // not inside a UTF-8 sequence
+      while (cut > 0 && (static_cast<unsigned char>(node.name[cut]) & 0xC0) == 0x80) --cut;
+      append_xml(text, std::string_view(node.name).substr(0, cut));
       text += "..";
     }
     out += fmt::format("<text x=\"{:.2f}\" y=\"{}\">{}</text></g>\n", px + 3, y + fh - 4, text);
@@ -379,6 +385,29 @@ std::string to_svg(const FlameTree& tree, const SvgOptions& o) {
   return out;
 }
 
+namespace {
+
+// {"id": ID or null, ..., "value": V, "share": V / sum} per id; `more(id)` writes the
+// "..." (", \"name\": ..." or nothing).
+template <typename More>
+void put_shares(fmt::memory_buffer& out, const std::map<uint32_t, double>& values, double sum,
+                More&& more) {
+  auto it = std::back_inserter(out);
+  bool first = true;
+  for (const auto& [id, v] : values) {
+    fmt::format_to(it, "{}{{\"id\": ", first ? "" : ", ");
+    if (id == kNoId)
+      fmt::format_to(it, "null");
+    else
+      fmt::format_to(it, "{}", id);
+    more(id);
+    fmt::format_to(it, ", \"value\": {}, \"share\": {}}}", v, sum > 0 ? v / sum : 0.0);
+    first = false;
+  }
+}
+
+}  // namespace
+
 std::string to_json(const FlameTree& tree, const SampleSet& set, const std::vector<double>& weights,
                     Mode mode) {
   fmt::memory_buffer out;
@@ -392,21 +421,15 @@ std::string to_json(const FlameTree& tree, const SampleSet& set, const std::vect
       per_op[set.samples[i].op] += weights[i];
       sum += weights[i];
     }
-  bool first = true;
-  for (auto& [op, v] : per_op) {
-    fmt::format_to(it, "{}{{\"id\": ", first ? "" : ", ");
-    if (op == kNoId)
-      fmt::format_to(it, "null");
-    else
-      fmt::format_to(it, "{}", op);
+  put_shares(out, per_op, sum, [&](uint32_t op) {
     fmt::format_to(it, ", \"name\": ");
     auto n = set.operator_names.find(op);
-    append_json_string(out, op == kNoId                     ? std::string("")
-                            : n != set.operator_names.end() ? n->second
-                                                            : std::to_string(op));
-    fmt::format_to(it, ", \"value\": {}, \"share\": {}}}", v, sum > 0 ? v / sum : 0.0);
-    first = false;
-  }
+    append_json_string(out,
+                       op == kNoId                     ? std::string("")
+                       : n != set.operator_names.end() ? n->second
+                                                       : std::to_string(op),
+                       kJsonNames);
+  });
   std::map<uint32_t, double> per_worker;
   for (size_t i = 0; i < set.samples.size() && i < weights.size(); ++i)
     if (weights[i] > 0) {
@@ -414,23 +437,10 @@ std::string to_json(const FlameTree& tree, const SampleSet& set, const std::vect
       per_worker[s.worker != kNoId ? s.worker : s.thread] += weights[i];
     }
   fmt::format_to(it, "], \"workers\": [");
-  first = true;
-  for (auto& [w, v] : per_worker) {
-    fmt::format_to(it, "{}{{\"id\": ", first ? "" : ", ");
-    if (w == kNoId)
-      fmt::format_to(it, "null");
-    else
-      fmt::format_to(it, "{}", w);
-    fmt::format_to(it, ", \"value\": {}, \"share\": {}}}", v, sum > 0 ? v / sum : 0.0);
-    first = false;
-  }
-  fmt::format_to(it, "], \"diagnostics\": {{");
-  for (size_t k = 0; k < set.diagnostics.size(); ++k) {
-    fmt::format_to(it, "{}", k ? ", " : "");
-    append_json_string(out, set.diagnostics[k].first);
-    fmt::format_to(it, ": {}", set.diagnostics[k].second);
-  }
-  fmt::format_to(it, "}}, \"root\": ");
+  put_shares(out, per_worker, sum, [](uint32_t) {});
+  fmt::format_to(it, "], \"diagnostics\": ");
+  put_counts(out, set.diagnostics);
+  fmt::format_to(it, ", \"root\": ");
   // Iterative pre-order writer: (node, state) with state 0 = open, 1 = close.
   std::vector<std::pair<uint32_t, int>> todo;
   if (!tree.nodes.empty()) todo.emplace_back(0, 0);
@@ -448,7 +458,7 @@ std::string to_json(const FlameTree& tree, const SampleSet& set, const std::vect
       first_child[node.parent] = false;
     }
     fmt::format_to(it, "{{\"name\": ");
-    append_json_string(out, node.name);
+    append_json_string(out, node.name, kJsonNames);
     fmt::format_to(it, ", \"value\": {}, \"self\": {}, \"children\": [", node.value, node.self);
     todo.emplace_back(n, 1);
     for (auto c = node.children.rbegin(); c != node.children.rend(); ++c) todo.emplace_back(*c, 0);

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "kernel/perf_time.hpp"
 #include "trace/trace.hpp"
 
 namespace snailtrail::flame {
@@ -62,22 +63,6 @@ bool all_digits(std::string_view s) {
   return true;
 }
 
-// "SECS.FRAC:" (FRAC 1..9 digits) -> ns.
-bool parse_perf_time(std::string_view tok, int64_t& ns) {
-  if (tok.size() < 4 || tok.back() != ':') return false;
-  tok.remove_suffix(1);
-  size_t dot = tok.find('.');
-  if (dot == std::string_view::npos || dot == 0) return false;
-  std::string_view secs = tok.substr(0, dot), frac = tok.substr(dot + 1);
-  if (frac.empty() || frac.size() > 9 || !all_digits(frac) || !all_digits(secs)) return false;
-  uint64_t s = 0, f = 0;
-  if (!parse_u64(secs, s) || !parse_u64(frac, f)) return false;
-  if (s > static_cast<uint64_t>(INT64_MAX / 1'000'000'000 - 1)) return false;
-  for (size_t i = frac.size(); i < 9; ++i) f *= 10;
-  ns = static_cast<int64_t>(s) * 1'000'000'000 + static_cast<int64_t>(f);
-  return true;
-}
-
 struct Token {
   std::string_view text;
   size_t pos;
@@ -107,7 +92,7 @@ struct PerfHeader {
 bool parse_perf_header(std::string_view line, PerfHeader& h) {
   std::vector<Token> tok = tokens_of(line);
   for (size_t t = 1; t < tok.size(); ++t) {
-    if (!parse_perf_time(tok[t].text, h.ts)) continue;
+    if (!kernel::parse_perf_time(tok[t].text, h.ts)) continue;
     size_t k = t;
     std::string_view cpu = tok[k - 1].text;
     if (cpu.size() >= 3 && cpu.front() == '[' && cpu.back() == ']' &&

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "kernel/diagnostic_kinds.hpp"
+#include "kernel/perf_time.hpp"
 #include "trace/trace.hpp"
 
 namespace snailtrail::kernel {
@@ -39,23 +40,6 @@ bool parse_int(std::string_view s, int32_t& out) {
   const char* end = s.data() + s.size();
   auto r = std::from_chars(s.data(), end, out);
   return r.ec == std::errc() && r.ptr == end;
-}
-
-// "12345.678901:" -> ns. The fraction has 1..9 digits (perf prints 6, or 9 with --ns).
-bool parse_time(std::string_view tok, int64_t& ns) {
-  if (tok.size() < 4 || tok.back() != ':') return false;
-  tok.remove_suffix(1);
-  const size_t dot = tok.find('.');
-  if (dot == std::string_view::npos || dot == 0 || dot + 1 >= tok.size()) return false;
-  const std::string_view sec = tok.substr(0, dot), frac = tok.substr(dot + 1);
-  if (!all_digits(sec) || !all_digits(frac) || frac.size() > 9 || sec.size() > 10) return false;
-  int64_t s = 0, f = 0;
-  for (char c : sec) s = s * 10 + (c - '0');
-  if (s > INT64_MAX / 1'000'000'000 - 1) return false;  // epoch seconds fit, overflow does not
-  for (char c : frac) f = f * 10 + (c - '0');
-  for (size_t k = frac.size(); k < 9; ++k) f *= 10;
-  ns = s * 1'000'000'000 + f;
-  return true;
 }
 
 // "1234" or "1234/1235" (pid/tid): the tid.
@@ -154,7 +138,7 @@ bool parse_head(std::string_view s, SampleHead& h) {
     while (p < s.size() && !is_space(s[p])) ++p;
     tok_start[ntok] = b;
     tok_len[ntok] = p - b;
-    if (ntok >= 1 && parse_time(s.substr(b, p - b), h.ts)) {
+    if (ntok >= 1 && parse_perf_time(s.substr(b, p - b), h.ts)) {
       time_tok = ntok++;
       break;
     }

@@ -8,25 +8,6 @@
 #include <cstring>
 
 namespace snailtrail::kernel {
-namespace {
-
-// Order of a worker's events at one instant, as to_trace: a send inside the interval
-// that ends there, then the end, the receive of a wake-up, the next interval's start.
-int rank(EventKind k) {
-  switch (k) {
-    case EventKind::send:
-      return 0;
-    case EventKind::end:
-      return 1;
-    case EventKind::recv:
-      return 2;
-    case EventKind::start:
-      return 3;
-  }
-  return 3;
-}
-
-}  // namespace
 
 PerfSchedStream::PerfSchedStream(std::string source) : lines_(source) {}
 
@@ -195,7 +176,7 @@ void PerfSchedStream::emit(Trace& out) {
     evs.insert(evs.end(), keep, pend.end());
     pend.erase(keep, pend.end());
     std::stable_sort(evs.begin(), evs.end(), [](const Event& a, const Event& b) {
-      return a.ts != b.ts ? a.ts < b.ts : rank(a.kind) < rank(b.kind);
+      return a.ts != b.ts ? a.ts < b.ts : instant_order(a.kind) < instant_order(b.kind);
     });
     for (const Event& e : evs) out.events.push_back(e);
     emitted_[t] = ivs.size();

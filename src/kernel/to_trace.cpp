@@ -114,27 +114,12 @@ void add_pseudo_workers(const KernelModel& m, uint32_t nthreads, const bool* pse
   }
 }
 
-// A waker's send belongs inside its running interval: order every worker's events by
-// time, a send after the events of its instant that end an interval and before those
-// that start one (so a wake-up at the very end of a running slice stays inside it).
+// Every worker's events by time, those of one instant in instant_order().
 void order_events(std::vector<Event>& ev) {
-  auto rank = [](const Event& e) {
-    switch (e.kind) {
-      case EventKind::end:
-        return 1;
-      case EventKind::recv:
-        return 2;
-      case EventKind::send:
-        return 0;
-      case EventKind::start:
-        return 3;
-    }
-    return 3;
-  };
   std::stable_sort(ev.begin(), ev.end(), [&](const Event& a, const Event& b) {
     if (a.ts != b.ts) return a.ts < b.ts;
     if (a.worker != b.worker) return a.worker < b.worker;
-    return rank(a) < rank(b);
+    return instant_order(a.kind) < instant_order(b.kind);
   });
 }
 

@@ -22,4 +22,21 @@ Trace to_trace(const KernelModel& model);
 // operator of a running interval), shared with the streaming reader (perf_stream.hpp).
 std::pair<Event, Event> interval_events(const Interval& iv, uint32_t w, uint32_t op);
 
+// The order of a worker's events at one instant (lower first): a waker's send inside
+// the interval that ends there, then the end, the receive of a wake-up, the next
+// interval's start (so a wake-up at the very end of a running slice stays inside it).
+inline int instant_order(EventKind kind) {
+  switch (kind) {
+    case EventKind::send:
+      return 0;
+    case EventKind::end:
+      return 1;
+    case EventKind::recv:
+      return 2;
+    case EventKind::start:
+      return 3;
+  }
+  return 3;
+}
+
 }  // namespace snailtrail::kernel

@@ -1,9 +1,12 @@
 // The shared helpers of the output formats (output/format.hpp) and the --summary list.
 #include "output/format.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 
 #include "output/writers.hpp"
 
@@ -43,29 +46,31 @@ SummarySelection SummarySelection::parse(const std::string& list) {
   std::stringstream ss(list);
   std::string item;
   bool any = false;
+  // The summaries by name, in the order the error message lists them.
+  static constexpr std::pair<const char*, bool SummarySelection::*> kSummaries[] = {
+      {"activity", &SummarySelection::activity},
+      {"worker", &SummarySelection::worker},
+      {"operator", &SummarySelection::op},
+      {"communication", &SummarySelection::communication},
+      {"top", &SummarySelection::top},
+      {"diagnostics", &SummarySelection::diagnostics},
+      {"verdict", &SummarySelection::verdict}};
   while (std::getline(ss, item, ',')) {
     if (item.empty()) continue;
     any = true;
-    if (item == "all")
+    if (item == "all") {
       s = SummarySelection{};
-    else if (item == "activity")
-      s.activity = true;
-    else if (item == "worker")
-      s.worker = true;
-    else if (item == "operator")
-      s.op = true;
-    else if (item == "communication")
-      s.communication = true;
-    else if (item == "top")
-      s.top = true;
-    else if (item == "diagnostics")
-      s.diagnostics = true;
-    else if (item == "verdict")
-      s.verdict = true;
-    else
-      throw std::invalid_argument("unknown summary \"" + item +
-                                  "\" (expected activity, worker, operator, communication, top, "
-                                  "diagnostics, verdict or all)");
+      continue;
+    }
+    auto it = std::find_if(std::begin(kSummaries), std::end(kSummaries),
+                           [&](const auto& k) { return item == k.first; });
+    if (it == std::end(kSummaries)) {
+      std::string names;
+      for (const auto& [name, flag] : kSummaries) names += std::string(name) + ", ";
+      throw std::invalid_argument("unknown summary \"" + item + "\" (expected " +
+                                  names.substr(0, names.size() - 2) + " or all)");
+    }
+    s.*(it->second) = true;
   }
   if (!any) throw std::invalid_argument("empty summary list");
   return s;

@@ -108,13 +108,20 @@ void put_diagnostics(fmt::memory_buffer& out, const Diagnostics& d, DiagnosticsJ
   put(out, ",\"waiting_share\":");
   append_json_number(out, d.waiting_share, style.significant);
   if (!d.input.empty()) {
-    put(out, ",\"input\":{");
-    for (size_t i = 0; i < d.input.size(); ++i) {
-      if (i) out.push_back(',');
-      append_json_string(out, d.input[i].first, kJsonNames);
-      fmt::format_to(std::back_inserter(out), ":{}", d.input[i].second);
-    }
-    out.push_back('}');
+    put(out, ",\"input\":");
+    put_counts(out, d.input, true);
+  }
+  out.push_back('}');
+}
+
+void put_counts(Buf& out, const std::vector<std::pair<std::string, uint64_t>>& counts,
+                bool compact) {
+  out.push_back('{');
+  for (size_t i = 0; i < counts.size(); ++i) {
+    if (i) put(out, compact ? "," : ", ");
+    append_json_string(out, counts[i].first, kJsonNames);
+    put(out, compact ? ":" : ": ");
+    fmt::format_to(std::back_inserter(out), "{}", counts[i].second);
   }
   out.push_back('}');
 }

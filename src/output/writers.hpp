@@ -58,6 +58,13 @@ struct DiagnosticsJson {
 };
 void put_diagnostics(fmt::memory_buffer& out, const Diagnostics& d, DiagnosticsJson style = {});
 
+// Counts by kind as one JSON object, `{"perf.bad_frames": 2, "perf.empty_stacks": 1}`
+// (compact: `{"a":2,"b":1}`), the kinds written as names (kJsonNames): the import
+// diagnostics of analyze's JSON and of the kernel, logs, critical-path and flamegraph
+// commands.
+void put_counts(fmt::memory_buffer& out,
+                const std::vector<std::pair<std::string, uint64_t>>& counts, bool compact = false);
+
 // One JSON line per snapshot edge, waiting edges included.
 void write_edges_jsonl(fmt::memory_buffer& out, const WindowView& view);
 

@@ -69,7 +69,7 @@ void put_ranked(Buf& out, std::vector<SeriesPoint::Group> g, size_t keep,
   put(out, "{\"groups\":");
   list(out, g, [&](const SeriesPoint::Group& x) {
     fmt::format_to(std::back_inserter(out), "{{\"id\":{},\"name\":", x.id);
-    append_json_string(out, name(x.id));
+    append_json_string(out, name(x.id), kJsonNames);
     put(out, ",\"cp\":");
     num(out, x.cp);
     put(out, ",\"conv\":");
@@ -93,8 +93,11 @@ void put_ranked(Buf& out, std::vector<SeriesPoint::Group> g, size_t keep,
 // (CP + conventional, as sender or receiver) plus an "other" row/column.
 // Worker names by slot and operator names, as put_heatmap/put_top read them.
 struct Labels {
-  const std::vector<std::string>& worker;
+  const std::vector<std::string>& workers;
   const std::unordered_map<uint32_t, std::string>& ops;
+  std::string worker(uint32_t slot) const {
+    return slot < workers.size() ? workers[slot] : std::to_string(slot);
+  }
   std::string op(uint32_t id) const {
     auto it = ops.find(id);
     return it != ops.end() ? it->second : std::to_string(id);
@@ -132,7 +135,7 @@ void put_heatmap(Buf& out, const Groups& cp, const Groups& conv, size_t keep, co
   for (size_t i = 0; i < ranked.size(); ++i) {
     if (i) out.push_back(',');
     const uint32_t w = ranked[i].first;
-    append_json_string(out, w < names.worker.size() ? names.worker[w] : std::to_string(w));
+    append_json_string(out, names.worker(w), kJsonNames);
   }
   if (other) put(out, ranked.empty() ? "\"other\"" : ",\"other\"");
   put(out, "],\"cp\":");
@@ -146,21 +149,18 @@ template <typename Windows = std::nullptr_t>
 void put_top(Buf& out, const std::vector<TopActivity>& top, const Labels& names, int64_t origin,
              const Windows* windows = nullptr) {
   size_t i = 0;
-  auto worker = [&](uint32_t w) {
-    return w < names.worker.size() ? names.worker[w] : std::to_string(w);
-  };
   list(out, top, [&](const TopActivity& a) {
     put(out, "{\"worker\":");
-    append_json_string(out, worker(a.worker));
+    append_json_string(out, names.worker(a.worker), kJsonNames);
     if (a.remote != kNone) {
       put(out, ",\"remote\":");
-      append_json_string(out, worker(a.remote));
+      append_json_string(out, names.worker(a.remote), kJsonNames);
     }
     put(out, ",\"type\":");
     append_json_string(out, name_of(a.type));
     if (a.op != kNone) {
       put(out, ",\"operator\":");
-      append_json_string(out, names.op(a.op));
+      append_json_string(out, names.op(a.op), kJsonNames);
     }
     if constexpr (!std::is_same_v<Windows, std::nullptr_t>)
       fmt::format_to(std::back_inserter(out), ",\"window\":{}", (*windows)[i].window);
@@ -185,7 +185,7 @@ class ReportJson {
     const Labels& names = names_;
     const int64_t origin = origin_;
     put(out, "{\"schema\":1,\"source\":");
-    append_json_string(out, opt_.source);
+    append_json_string(out, opt_.source, kJsonNames);
     put(out, ",\"window\":");
     append_json_string(out, opt_.window_label);
     fmt::format_to(std::back_inserter(out),
@@ -196,7 +196,7 @@ class ReportJson {
     put(out, ",\"types\":");
     list(out, kActivityNames, [&](std::string_view n) { append_json_string(out, n); });
     put(out, ",\"workers\":");
-    list(out, names.worker, [&](const std::string& n) { append_json_string(out, n); });
+    list(out, names.workers, [&](const std::string& n) { append_json_string(out, n, kJsonNames); });
   }
 
   // Time series: one entry per point, values are means over the point's windows; then
@@ -217,13 +217,6 @@ class ReportJson {
   template <typename Top>
   void overall(const Aggregate& agg, std::vector<Top> top) {
     Buf& out = out_;
-    const Labels& names = names_;
-    const int64_t origin = origin_;
-    const Names& full_names = full_names_;
-    auto worker_name = [&](uint32_t w) {
-      return w < names.worker.size() ? names.worker[w] : std::to_string(w);
-    };
-    auto op_name = [&](uint32_t id) { return names.op(id); };
     put(out, ",\"overall\":{\"activity\":");
     put_activity(out, agg.cp, agg.conventional);
     put(out, ",\"single_path\":");
@@ -237,15 +230,15 @@ class ReportJson {
         if (cp != 0 || conv != 0) w.push_back({static_cast<uint32_t>(k), cp, conv});
       }
       put(out, ",\"workers\":");
-      put_ranked(out, std::move(w), opt_.top_groups, worker_name);
+      ranked_workers(std::move(w));
       WindowSummary tmp;
       tmp.cp.op = agg.cp.op;
       tmp.conventional.op = agg.conventional.op;
       put(out, ",\"operators\":");
-      put_ranked(out, op_groups(tmp, 1.0, 1.0), opt_.top_groups, op_name, &agg.cp.op_per_worker);
+      ranked_operators(op_groups(tmp, 1.0, 1.0), agg.cp.op_per_worker);
     }
     put(out, ",\"heatmap\":");
-    put_heatmap(out, agg.cp, agg.conventional, opt_.heatmap_workers, names);
+    put_heatmap(out, agg.cp, agg.conventional, opt_.heatmap_workers, names_);
     {
       std::sort(top.begin(), top.end(), [](const Top& a, const Top& b) {
         return a.activity.cp != b.activity.cp ? a.activity.cp > b.activity.cp : a.window < b.window;
@@ -254,12 +247,12 @@ class ReportJson {
       std::vector<TopActivity> activities;
       for (const Top& t : top) activities.push_back(t.activity);
       put(out, ",\"top\":");
-      put_top(out, activities, names, origin, &top);
+      put_top(out, activities, names_, origin_, &top);
     }
     put(out, ",\"diagnostics\":");
     put_diagnostics(out, agg.diagnostics, kReportDiagnostics);
     put(out, ",\"verdict\":");
-    write_run_verdict_json(out, agg, full_names, opt_.enrich);
+    write_run_verdict_json(out, agg, full_names_, opt_.enrich);
     // What-if savings summed over the windows (report --what-if), largest first; null when
     // not computed.
     put(out, ",\"what_if\":");
@@ -268,7 +261,7 @@ class ReportJson {
       put(out, "[");
       for (size_t k = 0; k < n; ++k) {
         if (k) out.push_back(',');
-        put_what_if(out, agg.what_if[k], full_names);
+        put_what_if(out, agg.what_if[k], full_names_);
       }
       put(out, "]");
     } else {
@@ -280,13 +273,7 @@ class ReportJson {
   // A window with a timeline, with its own summaries.
   void timeline(const Timeline* t) {
     Buf& out = out_;
-    const Labels& names = names_;
     const int64_t origin = origin_;
-    const Names& full_names = full_names_;
-    auto worker_name = [&](uint32_t w) {
-      return w < names.worker.size() ? names.worker[w] : std::to_string(w);
-    };
-    auto op_name = [&](uint32_t id) { return names.op(id); };
     const WindowSummary& w = t->summary;
     fmt::format_to(std::back_inserter(out),
                    "{{\"index\":{},\"t0\":{},\"t1\":{},\"span0\":{},\"span1\":{},\"events\":{},"
@@ -303,22 +290,33 @@ class ReportJson {
     put(out, ",\"activity\":");
     put_activity(out, w.cp, w.conventional);
     put(out, ",\"workers\":");
-    put_ranked(out, worker_groups(w, 1.0, 1.0), opt_.top_groups, worker_name);
+    ranked_workers(worker_groups(w, 1.0, 1.0));
     put(out, ",\"operators\":");
-    put_ranked(out, op_groups(w, 1.0, 1.0), opt_.top_groups, op_name, &w.cp.op_per_worker);
+    ranked_operators(op_groups(w, 1.0, 1.0), w.cp.op_per_worker);
     put(out, ",\"heatmap\":");
-    put_heatmap(out, w.cp, w.conventional, opt_.heatmap_workers, names);
+    put_heatmap(out, w.cp, w.conventional, opt_.heatmap_workers, names_);
     put(out, ",\"top\":");
-    put_top(out, w.top, names, w.window.start);
+    put_top(out, w.top, names_, w.window.start);
     put(out, ",\"diagnostics\":");
     put_diagnostics(out, w.diagnostics, kReportDiagnostics);
     put(out, ",\"verdict\":");
     write_verdict_json(out, w.cp, w.conventional, w.has_paths, w.what_if, w.diagnostics,
-                       w.window.end - w.window.start, 1, full_names);
+                       w.window.end - w.window.start, 1, full_names_);
     edges(*t);
   }
 
  private:
+  // The `top_groups` largest worker or operator groups, by name (put_ranked).
+  void ranked_workers(std::vector<SeriesPoint::Group> g) {
+    put_ranked(out_, std::move(g), opt_.top_groups, [&](uint32_t w) { return names_.worker(w); });
+  }
+  void ranked_operators(std::vector<SeriesPoint::Group> g,
+                        const std::vector<std::pair<uint32_t, double>>& cp_per_worker) {
+    put_ranked(
+        out_, std::move(g), opt_.top_groups, [&](uint32_t id) { return names_.op(id); },
+        &cp_per_worker);
+  }
+
   void point(const SeriesPoint& p) {
     Buf& out = out_;
     const int64_t origin = origin_;
@@ -376,7 +374,7 @@ class ReportJson {
     out.push_back('{');
     for (size_t i = 0; i < ids.size(); ++i) {
       fmt::format_to(std::back_inserter(out), "{}\"{}\":", i ? "," : "", ids[i]);
-      append_json_string(out, names.op(ids[i]));
+      append_json_string(out, names.op(ids[i]), kJsonNames);
     }
     out.push_back('}');
   }
