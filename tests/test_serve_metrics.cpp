@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "process_util.hpp"
+#include "serve/serve_state.hpp"
 
 namespace snailtrail {
 namespace {
@@ -132,6 +133,26 @@ TEST_F(ServeMetrics, CpPerWorkerAndOperatorBounded) {
   }
   server.signal(SIGTERM);
   server.wait();
+}
+
+// Label values must be UTF-8 (Prometheus text format): a name with invalid bytes from an
+// untrusted trace gets U+FFFD per bad byte; valid multi-byte names and the escapes of
+// backslash, quote and newline are kept. Hand-computed expectations.
+TEST(PrometheusLabel, ValuesAreValidUtf8) {
+  using serve::label_value;
+  EXPECT_EQ(label_value("op \"a\"\\b\nc"), "op \\\"a\\\"\\\\b\\nc");
+  EXPECT_EQ(label_value("\xc3\xa9t\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x90\x8c"),
+            "\xc3\xa9t\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x90\x8c");
+  EXPECT_EQ(label_value("a\xff"
+                        "b"),
+            "a\xef\xbf\xbd"
+            "b");
+  EXPECT_EQ(label_value("\xc3"), "\xef\xbf\xbd");                                  // cut sequence
+  EXPECT_EQ(label_value("\xed\xa0\x80"), "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");  // surrogate
+  for (const std::string bad : {"\x80", "\xc0\xaf", "w\xfe\xfe", "\xf4\x90\x80\x80"}) {
+    const std::string out = label_value(bad);
+    EXPECT_TRUE(simdjson::validate_utf8(out.data(), out.size())) << out;
+  }
 }
 
 }  // namespace

@@ -5,23 +5,37 @@
 #include <fmt/format.h>
 
 #include "serve/serve_state.hpp"
+#include "trace/json_text.hpp"
 
 namespace snailtrail::serve {
-namespace {
 
-// A Prometheus label value: backslash, double quote and newline escaped.
 std::string label_value(std::string_view v) {
   std::string out;
-  for (char c : v) {
-    if (c == '\\' || c == '"') out.push_back('\\');
-    if (c == '\n') {
-      out += "\\n";
+  const auto* p = reinterpret_cast<const unsigned char*>(v.data());
+  for (size_t i = 0; i < v.size();) {
+    const char c = v[i];
+    if (p[i] >= 0x80) {
+      const size_t len = utf8_sequence_length(p + i, v.size() - i);
+      if (len == 0) {
+        out += "\xef\xbf\xbd";
+        ++i;
+      } else {
+        out.append(v.substr(i, len));
+        i += len;
+      }
       continue;
     }
-    out.push_back(c);
+    if (c == '\\' || c == '"') out.push_back('\\');
+    if (c == '\n')
+      out += "\\n";
+    else
+      out.push_back(c);
+    ++i;
   }
   return out;
 }
+
+namespace {
 
 // Appends Prometheus metrics to one text.
 class MetricText {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -45,6 +46,10 @@ struct SharedState {
 // with the sum of the rest when there is a rest.
 std::vector<std::pair<std::string, double>> bounded_groups(
     std::vector<std::pair<std::string, double>> all, size_t keep);
+
+// A Prometheus label value: backslash, double quote and newline escaped, and each byte of
+// invalid UTF-8 as U+FFFD (label values are UTF-8; names come from untrusted traces).
+std::string label_value(std::string_view v);
 
 // The Prometheus text of /metrics (without the rates' part); locks s.mu.
 std::string metrics_text(SharedState& s, const IngestCounters& c, const BatchQueue& q,
