@@ -8,26 +8,16 @@
 #include <sstream>
 
 #include "kernel/perf_time.hpp"
+#include "trace/ascii.hpp"
 #include "trace/trace.hpp"
 
 namespace snailtrail::flame {
 namespace {
 
-bool is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
-}
-bool is_digit(char c) {
-  return c >= '0' && c <= '9';
-}
-bool is_hex(char c) {
-  return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
-  return s;
-}
+using ascii::is_digit;
+using ascii::is_hex;
+using ascii::is_space;
+using ascii::trim;
 
 // Splits text into lines (without '\n' and a trailing '\r'), numbered from 1.
 template <typename F>

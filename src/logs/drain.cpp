@@ -3,18 +3,15 @@
 
 #include <algorithm>
 
+#include "trace/ascii.hpp"
+
 namespace snailtrail::logs {
 namespace {
 
-bool is_ws(char c) {
-  return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v';
-}
-bool is_digit(char c) {
-  return c >= '0' && c <= '9';
-}
-bool is_hex(char c) {
-  return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
+using ascii::is_digit;
+using ascii::is_hex;
+using ascii::is_space;
+
 bool opening(char c) {
   return c == '(' || c == '[' || c == '{' || c == '<' || c == '\'' || c == '"';
 }
@@ -73,11 +70,11 @@ bool tokenize(std::string_view s, std::vector<Token>& out, size_t max_tokens) {
   out.clear();
   size_t i = 0;
   while (i < s.size()) {
-    while (i < s.size() && is_ws(s[i])) ++i;
+    while (i < s.size() && is_space(s[i])) ++i;
     if (i == s.size()) break;
     if (out.size() == max_tokens) return false;
     size_t j = i;
-    while (j < s.size() && !is_ws(s[j])) ++j;
+    while (j < s.size() && !is_space(s[j])) ++j;
     Token t;
     t.raw = s.substr(i, j - i);
     classify(t);

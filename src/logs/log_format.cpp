@@ -6,12 +6,12 @@
 #include <cctype>
 #include <stdexcept>
 
+#include "trace/ascii.hpp"
+
 namespace snailtrail::logs {
 namespace {
 
-bool is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v';
-}
+using ascii::is_space;
 
 bool iequals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
