@@ -3,21 +3,21 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "trace/make_event.hpp"
+
 namespace snailtrail::sim {
 namespace {
 
 // The start event of an activity; its end is the same event with another ts and kind.
 Event start_event(uint32_t worker, ActivityType type, int64_t start, uint32_t op) {
-  Event e;
-  e.worker = worker;
-  e.activity = type;
-  e.ts = start;
-  e.kind = EventKind::start;
-  if (op != kNoOp) {
-    e.op = op;
-    e.flags = kHasOperator;
-  }
+  Event e = local_event(worker, start, type, EventKind::start);
+  if (op != kNoOp) set_operator(e, op);
   return e;
+}
+
+// The record count, when known (>= 0), saturated to the field's range.
+void set_records_if_known(Event& e, int64_t records) {
+  if (records >= 0) set_records(e, static_cast<uint32_t>(std::min<int64_t>(records, UINT32_MAX)));
 }
 
 }  // namespace
@@ -46,10 +46,7 @@ void Recorder::activity(uint32_t worker, ActivityType type, int64_t start, int64
   out.push_back(e);
   e.ts = end;
   e.kind = EventKind::end;
-  if (records >= 0) {
-    e.records = static_cast<uint32_t>(std::min<int64_t>(records, UINT32_MAX));
-    e.flags |= kHasRecords;
-  }
+  set_records_if_known(e, records);
   out.push_back(e);
   events_ += 2;
 }
@@ -82,39 +79,20 @@ void Recorder::close(uint32_t worker, int64_t end) {
 
 int64_t Recorder::send(uint32_t worker, ActivityType type, int64_t ts, uint32_t to,
                        int64_t records) {
-  Event e;
-  e.ts = ts;
-  e.worker = worker;
-  e.activity = type;
-  e.kind = EventKind::send;
-  e.correlator = next_correlator_++;
-  if (!recording_) return e.correlator;
-  e.remote = to;
-  e.flags = kHasCorrelator | kHasRemote;
-  if (records >= 0) {
-    e.records = static_cast<uint32_t>(std::min<int64_t>(records, UINT32_MAX));
-    e.flags |= kHasRecords;
-  }
+  const int64_t correlator = next_correlator_++;
+  if (!recording_) return correlator;
+  Event e = message_event(worker, ts, type, EventKind::send, to, correlator);
+  set_records_if_known(e, records);
   workers_[worker].local.push_back(e);
   ++events_;
-  return e.correlator;
+  return correlator;
 }
 
 void Recorder::recv(uint32_t worker, ActivityType type, int64_t ts, uint32_t from,
                     int64_t correlator, int64_t records) {
   if (!recording_) return;
-  Event e;
-  e.ts = ts;
-  e.worker = worker;
-  e.activity = type;
-  e.kind = EventKind::recv;
-  e.correlator = correlator;
-  e.remote = from;
-  e.flags = kHasCorrelator | kHasRemote;
-  if (records >= 0) {
-    e.records = static_cast<uint32_t>(std::min<int64_t>(records, UINT32_MAX));
-    e.flags |= kHasRecords;
-  }
+  Event e = message_event(worker, ts, type, EventKind::recv, from, correlator);
+  set_records_if_known(e, records);
   workers_[worker].recvs.push_back(e);
   ++events_;
 }
