@@ -174,14 +174,20 @@ class Microbatch {
   }
 
   void schedule_next(int64_t t) {
+    driver_step(ActivityType::scheduling, s_.microbatch.scheduling_cost, DriverPhase::scheduling,
+                t);
+  }
+
+  // The driver spends a sampled `cost` (1 ns at least) on `activity` from `t`, in `phase`,
+  // and wakes at its end; past the end of the run it stops instead.
+  void driver_step(ActivityType activity, const Distribution& cost, DriverPhase phase, int64_t t) {
     if (ended(t)) {
       phase_ = DriverPhase::stopped;
       return;
     }
-    const int64_t end =
-        t + std::max<int64_t>(1, ns(s_.microbatch.scheduling_cost.sample(driver_rng_)));
-    rec_.activity(kDriver, ActivityType::scheduling, t, end);
-    phase_ = DriverPhase::scheduling;
+    const int64_t end = t + std::max<int64_t>(1, ns(cost.sample(driver_rng_)));
+    rec_.activity(kDriver, activity, t, end);
+    phase_ = phase;
     q_.push(end, kDriverWake, 0);
   }
 
@@ -223,15 +229,8 @@ class Microbatch {
   }
 
   void barrier(int64_t t) {
-    if (ended(t)) {
-      phase_ = DriverPhase::stopped;
-      return;
-    }
-    const int64_t end =
-        t + std::max<int64_t>(1, ns(s_.microbatch.stage_barrier_cost.sample(driver_rng_)));
-    rec_.activity(kDriver, ActivityType::barrier_processing, t, end);
-    phase_ = DriverPhase::barrier;
-    q_.push(end, kDriverWake, 0);
+    driver_step(ActivityType::barrier_processing, s_.microbatch.stage_barrier_cost,
+                DriverPhase::barrier, t);
   }
 
   void on_result(const Task& task, int64_t t) {

@@ -20,6 +20,43 @@ void set_records_if_known(Event& e, int64_t records) {
   if (records >= 0) set_records(e, static_cast<uint32_t>(std::min<int64_t>(records, UINT32_MAX)));
 }
 
+// Truncates a worker's local events from index `from` on at `cutoff`: drops the sends of
+// the messages in `dropped` or sent after the cutoff and the activities that start at or
+// after it (with `whole_waits`, also a waiting that ends after it), and ends the others by
+// the cutoff. Returns how many events it dropped.
+size_t truncate(std::vector<Event>& v, size_t from, int64_t cutoff,
+                const std::unordered_set<int64_t>& dropped, bool whole_waits) {
+  size_t out = from;
+  bool dropping = false;  // inside an activity that is dropped
+  for (size_t i = from; i < v.size(); ++i) {
+    Event e = v[i];
+    if (e.kind == EventKind::send) {
+      if (dropped.count(e.correlator) || e.ts > cutoff) continue;
+    } else if (e.kind == EventKind::start) {
+      dropping = e.ts >= cutoff;
+      if (!dropping && whole_waits && e.activity == ActivityType::waiting) {
+        // Find its end: a waiting that ends after the cutoff is dropped.
+        for (size_t j = i + 1; j < v.size(); ++j)
+          if (v[j].kind == EventKind::end) {
+            dropping = v[j].ts > cutoff;
+            break;
+          }
+      }
+      if (dropping) continue;
+    } else if (e.kind == EventKind::end) {
+      if (dropping) {
+        dropping = false;
+        continue;
+      }
+      e.ts = std::min(e.ts, cutoff);
+    }
+    v[out++] = e;
+  }
+  const size_t dropped_events = v.size() - out;
+  v.resize(out);
+  return dropped_events;
+}
+
 }  // namespace
 
 uint32_t Recorder::add_worker(std::string name) {
@@ -108,37 +145,7 @@ void Recorder::cut(int64_t cutoff) {
     });
     events_ -= before - w.recvs.size();
   }
-  for (Worker& w : workers_) {
-    std::vector<Event>& v = w.local;
-    size_t out = 0;
-    bool dropping = false;  // inside an activity that is dropped
-    for (size_t i = 0; i < v.size(); ++i) {
-      Event e = v[i];
-      if (e.kind == EventKind::send) {
-        if (late.count(e.correlator) || e.ts > cutoff) continue;
-      } else if (e.kind == EventKind::start) {
-        dropping = e.ts >= cutoff;
-        if (!dropping && e.activity == ActivityType::waiting) {
-          // Find its end: a waiting that ends after the cutoff is dropped.
-          for (size_t j = i + 1; j < v.size(); ++j)
-            if (v[j].kind == EventKind::end) {
-              dropping = v[j].ts > cutoff;
-              break;
-            }
-        }
-        if (dropping) continue;
-      } else if (e.kind == EventKind::end) {
-        if (dropping) {
-          dropping = false;
-          continue;
-        }
-        e.ts = std::min(e.ts, cutoff);
-      }
-      v[out++] = e;
-    }
-    events_ -= v.size() - out;
-    v.resize(out);
-  }
+  for (Worker& w : workers_) events_ -= truncate(w.local, 0, cutoff, late, true);
 }
 
 void Recorder::halt(int64_t t, const std::vector<int64_t>& in_flight) {
@@ -151,28 +158,8 @@ void Recorder::halt(int64_t t, const std::vector<int64_t>& in_flight) {
       --events_;
       w.open = SIZE_MAX;
     }
-    std::vector<Event>& v = w.local;
-    size_t out = w.halted;
-    bool dropping = false;
-    for (size_t i = w.halted; i < v.size(); ++i) {
-      Event e = v[i];
-      if (e.kind == EventKind::send) {
-        if (dropped.count(e.correlator) || e.ts > t) continue;
-      } else if (e.kind == EventKind::start) {
-        dropping = e.ts >= t;
-        if (dropping) continue;
-      } else if (e.kind == EventKind::end) {
-        if (dropping) {
-          dropping = false;
-          continue;
-        }
-        e.ts = std::min(e.ts, t);
-      }
-      v[out++] = e;
-    }
-    events_ -= v.size() - out;
-    v.resize(out);
-    w.halted = v.size();
+    events_ -= truncate(w.local, w.halted, t, dropped, false);
+    w.halted = w.local.size();
   }
 }
 
