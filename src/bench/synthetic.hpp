@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "trace/make_event.hpp"
 #include "trace/trace.hpp"
 
 namespace snailtrail::bench {
@@ -127,19 +128,9 @@ class Generator {
 
   void emit(uint32_t w, int64_t ts, ActivityType a, EventKind k, uint32_t op = 0,
             uint32_t records = 0) {
-    Event e;
-    e.ts = ts;
-    e.worker = w;
-    e.activity = a;
-    e.kind = k;
-    if (op) {
-      e.op = op;
-      e.flags |= kHasOperator;
-    }
-    if (records) {
-      e.records = records;
-      e.flags |= kHasRecords;
-    }
+    Event e = local_event(w, ts, a, k);
+    if (op) set_operator(e, op);
+    if (records) set_records(e, records);
     events_[w].push_back(e);
   }
 
@@ -158,23 +149,16 @@ class Generator {
     return rng_.chance(15) ? rng_.uniform(150'000, 600'000) : rng_.uniform(0, 8'000);
   }
 
-  void message_event(uint32_t w, EventKind kind, uint32_t remote, int64_t correlator) {
-    Event e;
-    e.ts = clock_[w];
-    e.worker = w;
-    e.remote = remote;
-    e.correlator = correlator;
-    e.activity = ActivityType::data_message;
-    e.kind = kind;
-    e.flags = kHasCorrelator | kHasRemote;
-    events_[w].push_back(e);
+  void message(uint32_t w, EventKind kind, uint32_t remote, int64_t correlator) {
+    events_[w].push_back(
+        message_event(w, clock_[w], ActivityType::data_message, kind, remote, correlator));
   }
 
   // Sends the output of `stage` to a pseudo-random worker (hash partitioning).
   void send(uint32_t w, uint32_t stage) {
     const auto dst = static_cast<uint32_t>(rng_.next() % opt_.workers);
     const int64_t correlator = next_correlator_++;
-    message_event(w, EventKind::send, dst, correlator);
+    message(w, EventKind::send, dst, correlator);
     const int64_t arrival = clock_[w] + rng_.uniform(40'000, 400'000);
     mailbox_[dst].push({arrival, correlator, w, stage + 1});
     if (blocked_[dst]) {
@@ -200,7 +184,7 @@ class Generator {
       emit(w, m.arrival, ActivityType::waiting, EventKind::end);
       clock_[w] = m.arrival;
     }
-    message_event(w, EventKind::recv, m.sender, m.correlator);
+    message(w, EventKind::recv, m.sender, m.correlator);
     const uint32_t op = m.stage + 1;
     activity(w, ActivityType::deserialization, op, 300'000, 1'200'000);
     activity(w, ActivityType::processing, op, 4'500'000, 16'500'000, 100);

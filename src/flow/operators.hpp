@@ -86,6 +86,50 @@ ProbeHandle probe(const Stream<T>& s, std::string name, F on_advance) {
   return state;
 }
 
+// An operator's input held per time until the input frontier passes it, for operators
+// that apply records in timestamp order:
+//   held.hold(in);                                         // each activation
+//   held.release(in, [&](Time t, std::vector<T>& records) { ... });
+//   if (held.complete(in)) done(...);                      // once
+template <class T>
+class HeldByTime {
+ public:
+  // Holds the input's new records under their times (in arrival order).
+  void hold(Input<T>& in) {
+    in.for_each([&](Time t, std::vector<T>& data) {
+      auto [it, inserted] = pending_.try_emplace(t);
+      if (inserted) notes_.notify_at(in.retain(t));
+      if (it->second.empty())
+        it->second.swap(data);
+      else
+        it->second.insert(it->second.end(), std::make_move_iterator(data.begin()),
+                          std::make_move_iterator(data.end()));
+    });
+  }
+  // Calls f(t, records) for every held time t the frontier has passed, in time order, and
+  // forgets them.
+  template <class F>
+  void release(Input<T>& in, F&& f) {
+    notes_.for_each(in.frontier(), [&](Capability& cap) {
+      auto it = pending_.find(cap.time());
+      if (it == pending_.end()) return;
+      f(cap.time(), it->second);
+      pending_.erase(it);
+    });
+  }
+  // True once: at the first call after the input is complete and all is released.
+  bool complete(const Input<T>& in) {
+    if (finished_ || !pending_.empty() || in.frontier() != kTimeMax) return false;
+    finished_ = true;
+    return true;
+  }
+
+ private:
+  std::map<Time, std::vector<T>> pending_;
+  Notificator notes_;
+  bool finished_ = false;
+};
+
 // Per-key state, records applied in timestamp order (Megaphone's S, without bins):
 // records are exchanged by key(record); those of time t wait until the input frontier
 // passes t, then fold(t, key, record, state_of_key, out) runs for each in arrival order
@@ -96,38 +140,22 @@ Stream<Out> stateful_unary(const Stream<T>& s, std::string name, KeyFn key, Fold
     KeyFn key;
     Fold fold;
     Done done;
-    std::map<Time, std::vector<T>> pending;
-    Notificator notes;
+    HeldByTime<T> held;
     std::unordered_map<uint64_t, State> states;
-    bool finished = false;
     void operator()(Input<T>& in, Output<Out>& out) {
-      in.for_each([&](Time t, std::vector<T>& data) {
-        auto [it, inserted] = pending.try_emplace(t);
-        if (inserted) notes.notify_at(in.retain(t));
-        if (it->second.empty())
-          it->second.swap(data);
-        else
-          it->second.insert(it->second.end(), std::make_move_iterator(data.begin()),
-                            std::make_move_iterator(data.end()));
-      });
-      notes.for_each(in.frontier(), [&](Capability& cap) {
-        auto it = pending.find(cap.time());
-        if (it == pending.end()) return;
-        for (T& r : it->second) {
+      held.hold(in);
+      held.release(in, [&](Time t, std::vector<T>& records) {
+        for (T& r : records) {
           const uint64_t k = key(r);
-          fold(cap.time(), k, r, states[k], out);
+          fold(t, k, r, states[k], out);
         }
-        pending.erase(it);
       });
-      if (!finished && pending.empty() && in.frontier() == kTimeMax) {
-        finished = true;
-        done(states);
-      }
+      if (held.complete(in)) done(states);
     }
   };
   auto k = key;
   return s.template unary<Out>(exchange(std::move(k)), std::move(name),
-                               Logic{std::move(key), std::move(fold), std::move(done), {}, {}, {}});
+                               Logic{std::move(key), std::move(fold), std::move(done), {}, {}});
 }
 
 // Windows (by end time) whose end the frontier has passed: every key's aggregate is given
@@ -140,34 +168,6 @@ void give_closed_windows(In& in, Output<Out>& out, Notificator& notes, Windows& 
     for (auto& [k, acc] : it->second) out.give(cap.time(), Out(k, std::move(acc)));
     windows.erase(it);
   });
-}
-
-// Tumbling windows of `width` time units: records of time t count toward the window
-// ending at e = (t / width + 1) * width - 1; when the frontier passes e, every key's
-// aggregate is given as (key, acc) at time e. add(acc, record) folds a record in.
-template <class Acc, class T, class KeyFn, class Add>
-Stream<std::pair<uint64_t, Acc>> tumbling_window(const Stream<T>& s, std::string name, Time width,
-                                                 KeyFn key, Add add) {
-  using Out = std::pair<uint64_t, Acc>;
-  struct Logic {
-    Time width;
-    KeyFn key;
-    Add add;
-    std::map<Time, std::unordered_map<uint64_t, Acc>> windows;
-    Notificator notes;
-    void operator()(Input<T>& in, Output<Out>& out) {
-      in.for_each([&](Time t, std::vector<T>& data) {
-        const Time end = (t / width + 1) * width - 1;
-        auto [it, inserted] = windows.try_emplace(end);
-        if (inserted) notes.notify_at(in.retain(end));
-        for (T& r : data) add(it->second[key(r)], r);
-      });
-      give_closed_windows(in, out, notes, windows);
-    }
-  };
-  auto k = key;
-  return s.template unary<Out>(exchange(std::move(k)), std::move(name),
-                               Logic{width, std::move(key), std::move(add), {}, {}});
 }
 
 // Sliding windows of `size` time units every `slide` units: window j covers times
@@ -204,6 +204,16 @@ Stream<std::pair<uint64_t, Acc>> sliding_window(const Stream<T>& s, std::string 
   auto k = key;
   return s.template unary<Out>(exchange(std::move(k)), std::move(name),
                                Logic{size, slide, std::move(key), std::move(add), {}, {}});
+}
+
+// Tumbling windows of `width` time units: records of time t count toward the window
+// ending at e = (t / width + 1) * width - 1; when the frontier passes e, every key's
+// aggregate is given as (key, acc) at time e. add(acc, record) folds a record in. The
+// sliding windows whose slide is their size. Throws std::invalid_argument if width is 0.
+template <class Acc, class T, class KeyFn, class Add>
+Stream<std::pair<uint64_t, Acc>> tumbling_window(const Stream<T>& s, std::string name, Time width,
+                                                 KeyFn key, Add add) {
+  return sliding_window<Acc>(s, std::move(name), width, width, std::move(key), std::move(add));
 }
 
 }  // namespace snailtrail::flow

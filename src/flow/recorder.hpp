@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "trace/event.hpp"
+#include "trace/make_event.hpp"
 
 namespace snailtrail::flow {
 
@@ -24,35 +24,15 @@ class Recorder {
   }
   void activity(int64_t ts, ActivityType a, EventKind k, uint32_t op, bool has_op,
                 int64_t records = -1) {
-    Event e;
-    e.ts = ts;
-    e.worker = worker_;
-    e.activity = a;
-    e.kind = k;
-    if (has_op) {
-      e.op = op;
-      e.flags |= kHasOperator;
-    }
-    if (records >= 0) {
-      e.records = static_cast<uint32_t>(records);
-      e.flags |= kHasRecords;
-    }
+    Event e = local_event(worker_, ts, a, k);
+    if (has_op) set_operator(e, op);
+    if (records >= 0) set_records(e, static_cast<uint32_t>(records));
     events_.push_back(e);
   }
   void message(int64_t ts, ActivityType a, EventKind k, uint32_t remote, int64_t correlator,
                int64_t records = -1) {
-    Event e;
-    e.ts = ts;
-    e.worker = worker_;
-    e.activity = a;
-    e.kind = k;
-    e.remote = remote;
-    e.correlator = correlator;
-    e.flags = kHasRemote | kHasCorrelator;
-    if (records >= 0) {
-      e.records = static_cast<uint32_t>(records);
-      e.flags |= kHasRecords;
-    }
+    Event e = message_event(worker_, ts, a, k, remote, correlator);
+    if (records >= 0) set_records(e, static_cast<uint32_t>(records));
     events_.push_back(e);
   }
   // Part [t0, t1) of the running operator activation was activity `a` (e.g. a state's

@@ -33,6 +33,16 @@ class Reader {
     off_ += sizeof(T);
     return v;
   }
+  // A count of `items` that take at least `item_bytes` each: one beyond what the bytes
+  // left can hold is corrupt.
+  uint32_t count(const char* what, const char* items, size_t item_bytes) {
+    const auto n = get<uint32_t>(what);
+    if (n > left() / item_bytes)
+      throw std::runtime_error(
+          fmt::format("autoscale: rank report claims {} {} in {} bytes (offset {})", n, items,
+                      left(), off_ + 4));  // + the magic before the reader's bytes
+    return n;
+  }
   size_t offset() const { return off_; }
   size_t left() const { return s_.size() - off_; }
 
@@ -77,22 +87,11 @@ RankReport decode_report(std::string_view bytes) {
   RankReport r;
   r.rank = in.get<uint32_t>("rank");
   r.watermark_ns = in.get<int64_t>("watermark");
-  const uint32_t n = in.get<uint32_t>("interval count");
-  // Each interval takes at least kReportIntervalBytes: a count beyond what is left is corrupt.
-  if (n > in.left() / kReportIntervalBytes)
-    throw std::runtime_error(
-        fmt::format("autoscale: rank report claims {} intervals in {} bytes (offset {})", n,
-                    in.left(), in.offset() + 4));
-  r.intervals.resize(n);
+  r.intervals.resize(in.count("interval count", "intervals", kReportIntervalBytes));
   for (auto& m : r.intervals) {
     m.start_ns = in.get<int64_t>("interval start");
     m.end_ns = in.get<int64_t>("interval end");
-    const uint32_t k = in.get<uint32_t>("instance count");
-    if (k > in.left() / kReportInstanceBytes)
-      throw std::runtime_error(
-          fmt::format("autoscale: rank report claims {} instances in {} bytes (offset {})", k,
-                      in.left(), in.offset() + 4));
-    m.instances.resize(k);
+    m.instances.resize(in.count("instance count", "instances", kReportInstanceBytes));
     for (auto& x : m.instances) {
       x.op = in.get<uint32_t>("op");
       const uint32_t w = in.get<uint32_t>("worker");

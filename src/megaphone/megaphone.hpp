@@ -65,33 +65,18 @@ Stream<Out> native_unary(const Stream<T>& input, const std::string& name, DestFn
     Fold fold;
     Done done;
     State state{};
-    std::map<Time, std::vector<T>> pending;
-    flow::Notificator notes;
-    bool finished = false;
+    flow::HeldByTime<T> held;
     void operator()(Input<T>& in, Output<Out>& out) {
-      in.for_each([&](Time t, std::vector<T>& data) {
-        auto [it, fresh] = pending.try_emplace(t);
-        if (fresh) notes.notify_at(in.retain(t));
-        if (it->second.empty())
-          it->second.swap(data);
-        else
-          it->second.insert(it->second.end(), data.begin(), data.end());
+      held.hold(in);
+      held.release(in, [&](Time t, std::vector<T>& records) {
+        for (T& r : records) fold(t, r, state, out);
       });
-      notes.for_each(in.frontier(), [&](Capability& cap) {
-        auto it = pending.find(cap.time());
-        if (it == pending.end()) return;
-        for (T& r : it->second) fold(cap.time(), r, state, out);
-        pending.erase(it);
-      });
-      if (!finished && pending.empty() && in.frontier() == kTimeMax) {
-        finished = true;
-        done(state);
-      }
+      if (held.complete(in)) done(state);
     }
   };
   auto key = [rkeys, dest, W](const T& r) { return rkeys[dest(r, W)]; };
   return input.template unary<Out>(flow::exchange(key), name,
-                                   Logic{std::move(fold), std::move(done), {}, {}, {}});
+                                   Logic{std::move(fold), std::move(done), {}, {}});
 }
 
 // ---- the binary operator ----

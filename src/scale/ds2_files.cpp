@@ -47,6 +47,24 @@ std::string where(size_t line) {
   return "line " + std::to_string(line);
 }
 
+// Calls f(line_number, fields) for every data row of a CSV file whose columns are `header`
+// (comma-separated): a header row (its first column's name first) is skipped, and a row of
+// another width is an error.
+template <class F>
+void for_each_record(std::string_view text, const std::string& source, std::string_view header,
+                     F&& f) {
+  const auto width = static_cast<size_t>(std::count(header.begin(), header.end(), ',') + 1);
+  const std::string_view first = header.substr(0, header.find(','));
+  for_each_row(text, [&](size_t line, const std::vector<std::string_view>& x) {
+    if (x[0] == first) return;
+    if (x.size() != width)
+      throw TraceError(source, where(line),
+                       "expected " + std::to_string(width) + " fields (" + std::string(header) +
+                           "), got " + std::to_string(x.size()));
+    f(line, x);
+  });
+}
+
 uint32_t parse_count(std::string_view s, const std::string& source, size_t line, const char* what) {
   uint32_t v = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
@@ -90,14 +108,10 @@ struct Row {
 // Parses the rows of a rates file, in order.
 template <class F>
 void for_each_rate_row(std::string_view text, const std::string& source, const Topology& t, F&& f) {
-  for_each_row(text, [&](size_t line, const std::vector<std::string_view>& x) {
-    if (x[0] == "operator_id") return;  // header
-    if (x.size() != 8)
-      throw TraceError(source, where(line),
-                       "expected 8 fields (operator_id,operator_instance_id,"
-                       "total_number_of_operator_instances,epoch_timestamp,true_processing_rate,"
-                       "true_output_rate,observed_processing_rate,observed_output_rate), got " +
-                           std::to_string(x.size()));
+  constexpr std::string_view kHeader =
+      "operator_id,operator_instance_id,total_number_of_operator_instances,epoch_timestamp,"
+      "true_processing_rate,true_output_rate,observed_processing_rate,observed_output_rate";
+  for_each_record(text, source, kHeader, [&](size_t line, const std::vector<std::string_view>& x) {
     auto op = t.find_id(x[0]);
     if (!op)
       throw TraceError(source, where(line),
@@ -151,14 +165,10 @@ int64_t epoch_of(const std::string& file) {
 
 Topology parse_topology_csv(std::string_view text, const std::string& source) {
   Topology t;
-  for_each_row(text, [&](size_t line, const std::vector<std::string_view>& x) {
-    if (x[0] == "operator_id1") return;  // header
-    if (x.size() != 6)
-      throw TraceError(source, where(line),
-                       "expected 6 fields (operator_id1,operator_name1,"
-                       "total_number_of_operator_instances1,operator_id2,operator_name2,"
-                       "total_number_of_operator_instances2), got " +
-                           std::to_string(x.size()));
+  constexpr std::string_view kHeader =
+      "operator_id1,operator_name1,total_number_of_operator_instances1,operator_id2,"
+      "operator_name2,total_number_of_operator_instances2";
+  for_each_record(text, source, kHeader, [&](size_t line, const std::vector<std::string_view>& x) {
     uint32_t ends[2];
     for (int k = 0; k < 2; ++k) {
       const std::string_view id = x[3 * k], name = x[3 * k + 1];
@@ -271,12 +281,8 @@ std::vector<RatesEpoch> read_rates(const std::string& path, const Topology& t,
 std::vector<double> parse_source_rates_csv(std::string_view text, const std::string& source,
                                            const Topology& t) {
   std::vector<double> rates(t.size(), kUndefined);
-  for_each_row(text, [&](size_t line, const std::vector<std::string_view>& x) {
-    if (x[0] == "source_operator_name") return;
-    if (x.size() != 2)
-      throw TraceError(source, where(line),
-                       "expected 2 fields (source_operator_name,output_rate_per_instance), got " +
-                           std::to_string(x.size()));
+  constexpr std::string_view kHeader = "source_operator_name,output_rate_per_instance";
+  for_each_record(text, source, kHeader, [&](size_t line, const std::vector<std::string_view>& x) {
     auto op = t.find_name(x[0]);
     if (!op) op = t.find_id(x[0]);
     if (!op)

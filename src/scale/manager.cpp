@@ -70,6 +70,16 @@ std::vector<uint32_t> combine_history(const std::vector<std::vector<uint32_t>>& 
   return next;
 }
 
+// Checks that `o` observes `t`; true (and one interval less to wait) while the warm-up
+// after a change lasts: the controller ignores the interval.
+bool warming_up(const Topology& t, const Observation& o, uint32_t& warmup_left) {
+  if (o.parallelism.size() != t.size())
+    throw std::invalid_argument("observation for a different topology");
+  if (warmup_left == 0) return false;
+  --warmup_left;
+  return true;
+}
+
 }  // namespace
 
 Ds2Manager::Ds2Manager(Topology topology, ManagerOptions options)
@@ -83,12 +93,7 @@ Ds2Manager::Ds2Manager(Topology topology, ManagerOptions options)
 }
 
 std::optional<Action> Ds2Manager::observe(const Observation& o) {
-  if (o.parallelism.size() != topology_.size())
-    throw std::invalid_argument("observation for a different topology");
-  if (warmup_left_ > 0) {
-    --warmup_left_;
-    return std::nullopt;
-  }
+  if (warming_up(topology_, o, warmup_left_)) return std::nullopt;
   const double achieved = achieved_source_rate(topology_, o);
   if (evaluating_) {
     evaluating_ = false;
@@ -150,12 +155,7 @@ DhalionController::DhalionController(Topology topology, DhalionOptions options)
 }
 
 std::optional<Action> DhalionController::observe(const Observation& o) {
-  if (o.parallelism.size() != topology_.size())
-    throw std::invalid_argument("observation for a different topology");
-  if (warmup_left_ > 0) {
-    --warmup_left_;
-    return std::nullopt;
-  }
+  if (warming_up(topology_, o, warmup_left_)) return std::nullopt;
   const size_t n = topology_.size();
   const double achieved = achieved_source_rate(topology_, o);
   if (last_op_) {

@@ -9,13 +9,8 @@ namespace snailtrail::scale {
 uint32_t Topology::add_operator(std::string name, uint32_t p, std::string id) {
   if (id.empty()) id = name;
   const auto index = static_cast<uint32_t>(names.size());
-  // The first operator of a name or id wins, as the scans below find it.
-  if (id_index_.size() == index - dup_ids_) {
-    if (!id_index_.try_emplace(id, index).second) ++dup_ids_;
-  }
-  if (name_index_.size() == index - dup_names_) {
-    if (!name_index_.try_emplace(name, index).second) ++dup_names_;
-  }
+  id_index_.add(id, index);
+  name_index_.add(name, index);
   names.push_back(std::move(name));
   ids.push_back(std::move(id));
   parallelism.push_back(p);
@@ -33,26 +28,28 @@ void Topology::add_edge(uint32_t from, uint32_t to) {
   if (std::find(edges.begin(), edges.end(), e) == edges.end()) edges.push_back(e);
 }
 
-std::optional<uint32_t> Topology::find_name(std::string_view name) const {
-  if (name_index_.size() + dup_names_ == names.size()) {
-    auto it = name_index_.find(std::string(name));
-    if (it == name_index_.end()) return std::nullopt;
+void Topology::ColumnIndex::add(const std::string& value, uint32_t index) {
+  if (first.size() == index - dups && !first.try_emplace(value, index).second) ++dups;
+}
+
+std::optional<uint32_t> Topology::ColumnIndex::find(const std::vector<std::string>& column,
+                                                    std::string_view value) const {
+  if (first.size() + dups == column.size()) {
+    auto it = first.find(std::string(value));
+    if (it == first.end()) return std::nullopt;
     return it->second;
   }
-  for (uint32_t i = 0; i < names.size(); ++i)
-    if (names[i] == name) return i;
+  for (uint32_t i = 0; i < column.size(); ++i)
+    if (column[i] == value) return i;
   return std::nullopt;
 }
 
+std::optional<uint32_t> Topology::find_name(std::string_view name) const {
+  return name_index_.find(names, name);
+}
+
 std::optional<uint32_t> Topology::find_id(std::string_view id) const {
-  if (id_index_.size() + dup_ids_ == ids.size()) {
-    auto it = id_index_.find(std::string(id));
-    if (it == id_index_.end()) return std::nullopt;
-    return it->second;
-  }
-  for (uint32_t i = 0; i < ids.size(); ++i)
-    if (ids[i] == id) return i;
-  return std::nullopt;
+  return id_index_.find(ids, id);
 }
 
 bool Topology::is_source(uint32_t op) const {

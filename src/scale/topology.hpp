@@ -45,9 +45,18 @@ struct Topology {
   // and looking them up is O(n), not O(n^2) (live rates with 100 k operators). Code that
   // fills the public vectors directly is still served: the lookups fall back to a scan
   // when an index does not cover the vectors.
-  std::unordered_map<std::string, uint32_t> id_index_, name_index_;
+  // The index of one column (ids or names): the first operator of a value wins, as the
+  // scan finds it.
+  struct ColumnIndex {
+    std::unordered_map<std::string, uint32_t> first;
+    size_t dups = 0;  // operators whose value an earlier one has
+    // Indexes `value` of operator `index` while every operator so far is indexed.
+    void add(const std::string& value, uint32_t index);
+    std::optional<uint32_t> find(const std::vector<std::string>& column,
+                                 std::string_view value) const;
+  };
+  ColumnIndex id_index_, name_index_;
   std::unordered_set<uint64_t> edge_index_;
-  size_t dup_ids_ = 0, dup_names_ = 0;  // operators whose id (name) an earlier one has
 };
 
 }  // namespace snailtrail::scale

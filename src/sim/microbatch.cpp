@@ -15,8 +15,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sim/engine_core.hpp"
 #include "sim/engines.hpp"
-#include "sim/event_queue.hpp"
 #include "sim/network.hpp"
 #include "sim/source_curve.hpp"
 
@@ -68,22 +68,11 @@ class Microbatch {
     build();
     for (uint32_t e = 0; e < E_; ++e) executors_[e].since = 0;
     start_batch(0);
-    while (!q_.empty()) {
-      const SimEvent e = q_.pop();
-      switch (e.kind) {
-        case kDriverWake:
-          on_driver_wake(e.time);
-          break;
-        case kExecutorWake:
-          on_executor_wake(e.arg, e.time);
-          break;
-        case kArrival:
-          on_arrival(e.arg, e.time);
-          break;
-      }
-    }
-    for (auto& per_op : stats_)
-      for (InstanceTruth& x : per_op) truth_.instances.push_back(std::move(x));
+    run_agenda(
+        q_, [this](uint32_t, int64_t t) { on_driver_wake(t); },     // kDriverWake
+        [this](uint32_t e, int64_t t) { on_executor_wake(e, t); },  // kExecutorWake
+        [this](uint32_t m, int64_t t) { on_arrival(m, t); });       // kArrival
+    hand_over(stats_, truth_);
   }
 
  private:
@@ -126,22 +115,13 @@ class Microbatch {
   // ---- messages ----------------------------------------------------------------
 
   void send(uint32_t from, uint32_t to, bool is_result, const Task& task, int64_t t) {
-    uint32_t m;
-    if (!free_.empty()) {
-      m = free_.back();
-      free_.pop_back();
-    } else {
-      msgs_.emplace_back();
-      m = static_cast<uint32_t>(msgs_.size() - 1);
-    }
     const int64_t corr = rec_.send(from, ActivityType::control_message, t, to);
-    msgs_[m] = Msg{corr, from, to, is_result, task};
+    const uint32_t m = msgs_.put(Msg{corr, from, to, is_result, task});
     q_.push(net_.arrival(from, t, net_.control_bytes()), kArrival, m);
   }
 
   void on_arrival(uint32_t m, int64_t t) {
-    const Msg msg = msgs_[m];
-    free_.push_back(m);
+    const Msg msg = msgs_.take(m);
     rec_.recv(msg.to, ActivityType::control_message, t, msg.from, msg.correlator);
     if (msg.is_result)
       on_result(msg.task, t);
@@ -153,10 +133,7 @@ class Microbatch {
 
   // Records of batch b: those that arrived in [b*I, (b+1)*I).
   uint64_t batch_records(uint32_t b) const {
-    const int64_t I = s_.microbatch.batch_interval_ns;
-    const double a = std::floor(curve_.arrived(static_cast<int64_t>(b) * I) + 1e-9);
-    const double z = std::floor(curve_.arrived(static_cast<int64_t>(b + 1) * I) + 1e-9);
-    return static_cast<uint64_t>(std::max(0.0, z - a));
+    return curve_.in_interval(b, s_.microbatch.batch_interval_ns);
   }
 
   void start_batch(int64_t t) {
@@ -197,14 +174,20 @@ class Microbatch {
   }
 
   void schedule_next(int64_t t) {
+    driver_step(ActivityType::scheduling, s_.microbatch.scheduling_cost, DriverPhase::scheduling,
+                t);
+  }
+
+  // The driver spends a sampled `cost` (1 ns at least) on `activity` from `t`, in `phase`,
+  // and wakes at its end; past the end of the run it stops instead.
+  void driver_step(ActivityType activity, const Distribution& cost, DriverPhase phase, int64_t t) {
     if (ended(t)) {
       phase_ = DriverPhase::stopped;
       return;
     }
-    const int64_t end =
-        t + std::max<int64_t>(1, ns(s_.microbatch.scheduling_cost.sample(driver_rng_)));
-    rec_.activity(kDriver, ActivityType::scheduling, t, end);
-    phase_ = DriverPhase::scheduling;
+    const int64_t end = t + std::max<int64_t>(1, ns(cost.sample(driver_rng_)));
+    rec_.activity(kDriver, activity, t, end);
+    phase_ = phase;
     q_.push(end, kDriverWake, 0);
   }
 
@@ -246,15 +229,8 @@ class Microbatch {
   }
 
   void barrier(int64_t t) {
-    if (ended(t)) {
-      phase_ = DriverPhase::stopped;
-      return;
-    }
-    const int64_t end =
-        t + std::max<int64_t>(1, ns(s_.microbatch.stage_barrier_cost.sample(driver_rng_)));
-    rec_.activity(kDriver, ActivityType::barrier_processing, t, end);
-    phase_ = DriverPhase::barrier;
-    q_.push(end, kDriverWake, 0);
+    driver_step(ActivityType::barrier_processing, s_.microbatch.stage_barrier_cost,
+                DriverPhase::barrier, t);
   }
 
   void on_result(const Task& task, int64_t t) {
@@ -377,8 +353,7 @@ class Microbatch {
   std::vector<Executor> executors_;
   std::vector<Rng> exec_rng_;
   Rng driver_rng_;
-  std::vector<Msg> msgs_;
-  std::vector<uint32_t> free_;
+  MessageSlots<Msg> msgs_;
   std::vector<std::vector<InstanceTruth>> stats_;  // per operator, per task index
   // Driver state.
   DriverPhase phase_ = DriverPhase::input;

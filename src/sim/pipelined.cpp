@@ -37,13 +37,9 @@ void Pipelined::start() {
 }
 
 void Pipelined::run_until(int64_t t) {
-  while (!q_.empty() && q_.top().time < t) {
-    const SimEvent e = q_.pop();
-    if (e.kind == kWake)
-      on_wake(e.arg, e.time);
-    else
-      on_arrival(e.arg, e.time);
-  }
+  run_agenda_before(
+      q_, t, [this](uint32_t w, int64_t now) { on_wake(w, now); },  // kWake
+      [this](uint32_t m, int64_t now) { on_arrival(m, now); });     // kArrival
 }
 
 void Pipelined::run(Truth& truth) {
@@ -131,16 +127,6 @@ void Pipelined::build() {
   }
 }
 
-uint32_t Pipelined::alloc_msg() {
-  if (!free_msgs_.empty()) {
-    const uint32_t i = free_msgs_.back();
-    free_msgs_.pop_back();
-    return i;
-  }
-  msgs_.emplace_back();
-  return static_cast<uint32_t>(msgs_.size() - 1);
-}
-
 void Pipelined::cut(OutChannel& ch, uint32_t records) {
   ch.pending.push({records, Ctl::data, 0});
   ++ch.pending_data;
@@ -207,7 +193,6 @@ void Pipelined::transmit(uint32_t w, uint32_t c, int64_t t) {
       --ch.pending_data;
     }
     ch.pending.pop();
-    const uint32_t m = alloc_msg();
     int64_t corr;
     uint64_t bytes;
     if (pb.kind != Ctl::data) {
@@ -217,7 +202,7 @@ void Pipelined::transmit(uint32_t w, uint32_t c, int64_t t) {
       corr = rec_.send(id(w), ActivityType::data_message, t, id(ch.target), pb.records);
       bytes = uint64_t{pb.records} * spec(inst_[w]).record_bytes;
     }
-    msgs_[m] = Msg{corr, pb.value, w, ch.target, c, pb.records, false, pb.kind};
+    const uint32_t m = msgs_.put(Msg{corr, pb.value, w, ch.target, c, pb.records, false, pb.kind});
     q_.push(net_.arrival(w, t, bytes), kArrival, m);
   }
 }
@@ -281,7 +266,7 @@ void Pipelined::on_arrival(uint32_t m, int64_t t) {
   const uint32_t w = msg.to;
   Instance& x = inst_[w];
   if (msg.is_credit) {
-    free_msgs_.push_back(m);
+    msgs_.release(m);
     rec_.recv(id(w), ActivityType::control_message, t, id(msg.from), msg.correlator);
     OutChannel& ch = x.out[msg.channel];
     ++ch.credits;
@@ -321,9 +306,8 @@ void Pipelined::return_credit(uint32_t w, const Msg& msg, int64_t t) {
   OutChannel& ch = inst_[msg.from].out[msg.channel];
   if (inst_[msg.from].state == State::blocked && ch.pending_data > ch.credit_msgs_in_flight) {
     ++ch.credit_msgs_in_flight;
-    const uint32_t m = alloc_msg();
     const int64_t corr = rec_.send(id(w), ActivityType::control_message, t, id(msg.from));
-    msgs_[m] = Msg{corr, 0, w, msg.from, msg.channel, 0, true, Ctl::data};
+    const uint32_t m = msgs_.put(Msg{corr, 0, w, msg.from, msg.channel, 0, true, Ctl::data});
     q_.push(net_.arrival(w, t, net_.control_bytes()), kArrival, m);
   } else {
     ++ch.credits;
@@ -342,8 +326,7 @@ void Pipelined::next_step(uint32_t w, int64_t t) {
   }
   while (!x.queue.empty()) {
     const uint32_t m = x.queue.pop();
-    const Msg msg = msgs_[m];
-    free_msgs_.push_back(m);
+    const Msg msg = msgs_.take(m);
     if (msg.kind == Ctl::data) {
       return_credit(w, msg, t);
       data_step(w, msg.records, t);

@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "sim/engine_core.hpp"
 #include "sim/engines.hpp"
-#include "sim/event_queue.hpp"
 #include "sim/network.hpp"
 #include "sim/source_curve.hpp"
 
@@ -160,8 +160,6 @@ class Pipelined {
   static int64_t ns(const Instance& x, double v) { return ns(v / x.speed); }
   bool ended(int64_t t) const { return t >= s_.duration_ns; }
 
-  uint32_t alloc_msg();
-
   // ---- output buffers (the producer's side) ------------------------------------
 
   void cut(OutChannel& ch, uint32_t records);
@@ -239,8 +237,7 @@ class Pipelined {
   std::vector<Instance> inst_;  // index = instance (worker id in a plain run)
   std::vector<SourceCurve> curves_;
   std::vector<uint32_t> source_curve_;
-  std::vector<Msg> msgs_;
-  std::vector<uint32_t> free_msgs_;
+  MessageSlots<Msg> msgs_;
   uint64_t cuts_ = 0;  // buffers cut by the running partition()
 };
 

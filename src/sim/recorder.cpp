@@ -3,21 +3,58 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "trace/make_event.hpp"
+
 namespace snailtrail::sim {
 namespace {
 
 // The start event of an activity; its end is the same event with another ts and kind.
 Event start_event(uint32_t worker, ActivityType type, int64_t start, uint32_t op) {
-  Event e;
-  e.worker = worker;
-  e.activity = type;
-  e.ts = start;
-  e.kind = EventKind::start;
-  if (op != kNoOp) {
-    e.op = op;
-    e.flags = kHasOperator;
-  }
+  Event e = local_event(worker, start, type, EventKind::start);
+  if (op != kNoOp) set_operator(e, op);
   return e;
+}
+
+// The record count, when known (>= 0), saturated to the field's range.
+void set_records_if_known(Event& e, int64_t records) {
+  if (records >= 0) set_records(e, static_cast<uint32_t>(std::min<int64_t>(records, UINT32_MAX)));
+}
+
+// Truncates a worker's local events from index `from` on at `cutoff`: drops the sends of
+// the messages in `dropped` or sent after the cutoff and the activities that start at or
+// after it (with `whole_waits`, also a waiting that ends after it), and ends the others by
+// the cutoff. Returns how many events it dropped.
+size_t truncate(std::vector<Event>& v, size_t from, int64_t cutoff,
+                const std::unordered_set<int64_t>& dropped, bool whole_waits) {
+  size_t out = from;
+  bool dropping = false;  // inside an activity that is dropped
+  for (size_t i = from; i < v.size(); ++i) {
+    Event e = v[i];
+    if (e.kind == EventKind::send) {
+      if (dropped.count(e.correlator) || e.ts > cutoff) continue;
+    } else if (e.kind == EventKind::start) {
+      dropping = e.ts >= cutoff;
+      if (!dropping && whole_waits && e.activity == ActivityType::waiting) {
+        // Find its end: a waiting that ends after the cutoff is dropped.
+        for (size_t j = i + 1; j < v.size(); ++j)
+          if (v[j].kind == EventKind::end) {
+            dropping = v[j].ts > cutoff;
+            break;
+          }
+      }
+      if (dropping) continue;
+    } else if (e.kind == EventKind::end) {
+      if (dropping) {
+        dropping = false;
+        continue;
+      }
+      e.ts = std::min(e.ts, cutoff);
+    }
+    v[out++] = e;
+  }
+  const size_t dropped_events = v.size() - out;
+  v.resize(out);
+  return dropped_events;
 }
 
 }  // namespace
@@ -46,10 +83,7 @@ void Recorder::activity(uint32_t worker, ActivityType type, int64_t start, int64
   out.push_back(e);
   e.ts = end;
   e.kind = EventKind::end;
-  if (records >= 0) {
-    e.records = static_cast<uint32_t>(std::min<int64_t>(records, UINT32_MAX));
-    e.flags |= kHasRecords;
-  }
+  set_records_if_known(e, records);
   out.push_back(e);
   events_ += 2;
 }
@@ -82,39 +116,20 @@ void Recorder::close(uint32_t worker, int64_t end) {
 
 int64_t Recorder::send(uint32_t worker, ActivityType type, int64_t ts, uint32_t to,
                        int64_t records) {
-  Event e;
-  e.ts = ts;
-  e.worker = worker;
-  e.activity = type;
-  e.kind = EventKind::send;
-  e.correlator = next_correlator_++;
-  if (!recording_) return e.correlator;
-  e.remote = to;
-  e.flags = kHasCorrelator | kHasRemote;
-  if (records >= 0) {
-    e.records = static_cast<uint32_t>(std::min<int64_t>(records, UINT32_MAX));
-    e.flags |= kHasRecords;
-  }
+  const int64_t correlator = next_correlator_++;
+  if (!recording_) return correlator;
+  Event e = message_event(worker, ts, type, EventKind::send, to, correlator);
+  set_records_if_known(e, records);
   workers_[worker].local.push_back(e);
   ++events_;
-  return e.correlator;
+  return correlator;
 }
 
 void Recorder::recv(uint32_t worker, ActivityType type, int64_t ts, uint32_t from,
                     int64_t correlator, int64_t records) {
   if (!recording_) return;
-  Event e;
-  e.ts = ts;
-  e.worker = worker;
-  e.activity = type;
-  e.kind = EventKind::recv;
-  e.correlator = correlator;
-  e.remote = from;
-  e.flags = kHasCorrelator | kHasRemote;
-  if (records >= 0) {
-    e.records = static_cast<uint32_t>(std::min<int64_t>(records, UINT32_MAX));
-    e.flags |= kHasRecords;
-  }
+  Event e = message_event(worker, ts, type, EventKind::recv, from, correlator);
+  set_records_if_known(e, records);
   workers_[worker].recvs.push_back(e);
   ++events_;
 }
@@ -130,37 +145,7 @@ void Recorder::cut(int64_t cutoff) {
     });
     events_ -= before - w.recvs.size();
   }
-  for (Worker& w : workers_) {
-    std::vector<Event>& v = w.local;
-    size_t out = 0;
-    bool dropping = false;  // inside an activity that is dropped
-    for (size_t i = 0; i < v.size(); ++i) {
-      Event e = v[i];
-      if (e.kind == EventKind::send) {
-        if (late.count(e.correlator) || e.ts > cutoff) continue;
-      } else if (e.kind == EventKind::start) {
-        dropping = e.ts >= cutoff;
-        if (!dropping && e.activity == ActivityType::waiting) {
-          // Find its end: a waiting that ends after the cutoff is dropped.
-          for (size_t j = i + 1; j < v.size(); ++j)
-            if (v[j].kind == EventKind::end) {
-              dropping = v[j].ts > cutoff;
-              break;
-            }
-        }
-        if (dropping) continue;
-      } else if (e.kind == EventKind::end) {
-        if (dropping) {
-          dropping = false;
-          continue;
-        }
-        e.ts = std::min(e.ts, cutoff);
-      }
-      v[out++] = e;
-    }
-    events_ -= v.size() - out;
-    v.resize(out);
-  }
+  for (Worker& w : workers_) events_ -= truncate(w.local, 0, cutoff, late, true);
 }
 
 void Recorder::halt(int64_t t, const std::vector<int64_t>& in_flight) {
@@ -173,28 +158,8 @@ void Recorder::halt(int64_t t, const std::vector<int64_t>& in_flight) {
       --events_;
       w.open = SIZE_MAX;
     }
-    std::vector<Event>& v = w.local;
-    size_t out = w.halted;
-    bool dropping = false;
-    for (size_t i = w.halted; i < v.size(); ++i) {
-      Event e = v[i];
-      if (e.kind == EventKind::send) {
-        if (dropped.count(e.correlator) || e.ts > t) continue;
-      } else if (e.kind == EventKind::start) {
-        dropping = e.ts >= t;
-        if (dropping) continue;
-      } else if (e.kind == EventKind::end) {
-        if (dropping) {
-          dropping = false;
-          continue;
-        }
-        e.ts = std::min(e.ts, t);
-      }
-      v[out++] = e;
-    }
-    events_ -= v.size() - out;
-    v.resize(out);
-    w.halted = v.size();
+    events_ -= truncate(w.local, w.halted, t, dropped, false);
+    w.halted = w.local.size();
   }
 }
 

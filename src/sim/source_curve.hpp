@@ -4,8 +4,10 @@
 //   SourceCurve c(op_spec, /*instances=*/4);
 //   double n = c.arrived(t);                 // records arrived by t
 //   int64_t at = c.time_when(n + 100);       // when 100 more will have arrived
+//   uint64_t b = c.in_interval(3, 1'000'000); // whole records of [3 ms, 4 ms)
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -39,6 +41,14 @@ class SourceCurve {
     for (const Seg& x : segs_)
       if (x.start <= t) s = &x;
     return s->cum + s->rate * static_cast<double>(t - s->start);
+  }
+
+  // Whole records that arrive in the i-th interval of `interval` ns, [i, i + 1) *
+  // interval: a micro-batch's or an epoch's input.
+  uint64_t in_interval(uint32_t i, int64_t interval) const {
+    const double a = std::floor(arrived(static_cast<int64_t>(i) * interval) + 1e-9);
+    const double z = std::floor(arrived(static_cast<int64_t>(i + 1) * interval) + 1e-9);
+    return static_cast<uint64_t>(std::max(0.0, z - a));
   }
 
   // Earliest time at which `target` records have arrived; INT64_MAX if never.

@@ -16,8 +16,8 @@
 #include <cmath>
 #include <unordered_map>
 
+#include "sim/engine_core.hpp"
 #include "sim/engines.hpp"
-#include "sim/event_queue.hpp"
 #include "sim/network.hpp"
 #include "sim/source_curve.hpp"
 
@@ -80,22 +80,11 @@ class Timely {
   void run() {
     build();
     for (uint32_t w = 0; w < W_; ++w) round(w, 0);
-    while (!q_.empty()) {
-      const SimEvent e = q_.pop();
-      switch (e.kind) {
-        case kRoundEnd:
-          on_round_end(e.arg, e.time);
-          break;
-        case kArrival:
-          on_arrival(e.arg, e.time);
-          break;
-        case kEpoch:
-          on_epoch_timer(e.arg, e.time);
-          break;
-      }
-    }
-    for (auto& per_op : stats_)
-      for (InstanceTruth& x : per_op) truth_.instances.push_back(std::move(x));
+    run_agenda(
+        q_, [this](uint32_t w, int64_t t) { on_round_end(w, t); },     // kRoundEnd
+        [this](uint32_t m, int64_t t) { on_arrival(m, t); },           // kArrival
+        [this](uint32_t arg, int64_t t) { on_epoch_timer(arg, t); });  // kEpoch
+    hand_over(stats_, truth_);
   }
 
  private:
@@ -159,38 +148,26 @@ class Timely {
 
   // Records of epoch e read by one worker.
   uint64_t epoch_records(uint32_t e) const {
-    const int64_t I = s_.timely.epoch_interval_ns;
-    const double a = std::floor(curve_.arrived(static_cast<int64_t>(e) * I) + 1e-9);
-    const double z = std::floor(curve_.arrived(static_cast<int64_t>(e + 1) * I) + 1e-9);
-    return static_cast<uint64_t>(std::max(0.0, z - a));
+    return curve_.in_interval(e, s_.timely.epoch_interval_ns);
   }
 
   // ---- messages ----------------------------------------------------------------
 
   void send(uint32_t from, uint32_t to, const Msg& proto, int64_t t, uint64_t bytes) {
-    uint32_t m;
-    if (!free_.empty()) {
-      m = free_.back();
-      free_.pop_back();
-    } else {
-      msgs_.emplace_back();
-      m = static_cast<uint32_t>(msgs_.size() - 1);
-    }
     Msg msg = proto;
     msg.from = from;
     msg.to = to;
     msg.correlator = rec_.send(
         from, msg.is_progress ? ActivityType::control_message : ActivityType::data_message, t, to,
         msg.is_progress ? -1 : static_cast<int64_t>(msg.records));
-    msgs_[m] = msg;
+    const uint32_t m = msgs_.put(msg);
     const int64_t at = process_of(from) == process_of(to) ? Network::local_arrival(t)
                                                           : net_.arrival(from, t, bytes);
     q_.push(at, kArrival, m);
   }
 
   void on_arrival(uint32_t m, int64_t t) {
-    const Msg msg = msgs_[m];
-    free_.push_back(m);
+    const Msg msg = msgs_.take(m);
     Worker& x = workers_[msg.to];
     rec_.recv(msg.to, msg.is_progress ? ActivityType::control_message : ActivityType::data_message,
               t, msg.from, msg.correlator,
@@ -446,8 +423,7 @@ class Timely {
   EventQueue q_;
   std::vector<Stage> stages_;
   std::vector<Worker> workers_;
-  std::vector<Msg> msgs_;
-  std::vector<uint32_t> free_;
+  MessageSlots<Msg> msgs_;
   std::vector<std::vector<InstanceTruth>> stats_;  // per operator, per worker
   std::vector<uint64_t> counts_;
   std::vector<uint64_t> completed_;

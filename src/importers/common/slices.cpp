@@ -6,6 +6,8 @@
 #include <numeric>
 #include <queue>
 
+#include "trace/make_event.hpp"
+
 namespace snailtrail::importers {
 
 uint32_t Lanes::first_lane(uint32_t group) {
@@ -115,15 +117,8 @@ Lanes assign_lanes(const std::vector<Slice>& s, uint32_t group_count, bool requi
 
 void EventSink::segment(uint32_t worker, int64_t a, int64_t b, ActivityType type, uint32_t op) {
   if (a >= b) return;
-  Event e;
-  e.ts = a;
-  e.worker = worker;
-  e.activity = type;
-  e.kind = EventKind::start;
-  if (op != kNoOperator && type != ActivityType::waiting) {
-    e.op = op;
-    e.flags = kHasOperator;
-  }
+  Event e = local_event(worker, a, type, EventKind::start);
+  if (op != kNoOperator && type != ActivityType::waiting) set_operator(e, op);
   events_.push_back(e);
   e.ts = b;
   e.kind = EventKind::end;
@@ -182,14 +177,7 @@ void EventSink::add_timelines(const std::vector<Slice>& s, const Lanes& lanes,
 
 void EventSink::add_message(uint32_t from, int64_t send_ts, uint32_t to, int64_t recv_ts,
                             ActivityType type) {
-  Event e;
-  e.ts = send_ts;
-  e.worker = from;
-  e.remote = to;
-  e.correlator = next_correlator_++;
-  e.activity = type;
-  e.kind = EventKind::send;
-  e.flags = kHasCorrelator | kHasRemote;
+  Event e = message_event(from, send_ts, type, EventKind::send, to, next_correlator_++);
   events_.push_back(e);
   e.ts = recv_ts;
   e.worker = to;

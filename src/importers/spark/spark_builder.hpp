@@ -9,6 +9,7 @@
 #include "importers/spark/spark_importer.hpp"
 #include "importers/spark/spark_log_parser.hpp"
 #include "importers/spark/spark_records.hpp"
+#include "trace/make_event.hpp"
 #include "trace/trace.hpp"
 
 namespace snailtrail::importers::spark::detail {
@@ -34,28 +35,13 @@ class Builder {
   // Events of the slots and the driver.
   static Event local(uint32_t worker, int64_t ts, ActivityType type, EventKind kind,
                      std::optional<uint32_t> op) {
-    Event e;
-    e.ts = ts;
-    e.worker = worker;
-    e.activity = type;
-    e.kind = kind;
-    if (op) {
-      e.op = *op;
-      e.flags |= kHasOperator;
-    }
+    Event e = local_event(worker, ts, type, kind);
+    if (op) set_operator(e, *op);
     return e;
   }
   static Event message(uint32_t worker, int64_t ts, EventKind kind, uint32_t remote,
                        int64_t correlator) {
-    Event e;
-    e.ts = ts;
-    e.worker = worker;
-    e.activity = ActivityType::control_message;
-    e.kind = kind;
-    e.remote = remote;
-    e.correlator = correlator;
-    e.flags = kHasRemote | kHasCorrelator;
-    return e;
+    return message_event(worker, ts, ActivityType::control_message, kind, remote, correlator);
   }
 
   // The driver's timeline. At every instant it knows how many tasks are out (launched, no
