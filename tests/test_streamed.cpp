@@ -162,6 +162,7 @@ class StreamedTest : public testing::TempDirTest {
     std::vector<std::string> b = a;
     b.push_back("--in-memory");
     a.push_back("--timings");
+    a.push_back("--streamed");  // also when a window holds a quarter of the events
     const Out streamed = run(a);
     const Out memory = run(b);
     std::string what = trace.string();
@@ -509,6 +510,58 @@ TEST_F(StreamedTest, CutOrCorruptIndexIsRebuiltWithAWarning) {
   }
 }
 
+// streaming_pays against hand-counted shares: 8 blocks of 100 events, block i over
+// [100 i, 100 i + 99]; a window's share is the events of the blocks it covers.
+TEST(StreamingPays, AWindowWithAQuarterOfTheEventsIsReadWhole) {
+  SnailIndex index;
+  for (int i = 0; i < 8; ++i) index.blocks.push_back({0, 1, 100, 100 * i, 100 * i + 99});
+  index.blocks.push_back({0, 2, 3, 0, 0});  // metadata: not events
+  auto plan = [](int64_t width, int64_t k0, int64_t k1) {
+    StreamedPlan p;
+    p.width = width;
+    p.k0 = k0;
+    p.k1 = k1;
+    return p;
+  };
+  EXPECT_FALSE(streaming_pays(index, plan(800, 0, 0)));  // one window: all 800
+  EXPECT_FALSE(streaming_pays(index, plan(200, 0, 3)));  // 200 of 800 each: a quarter
+  EXPECT_TRUE(streaming_pays(index, plan(100, 0, 7)));   // an eighth each
+  EXPECT_TRUE(streaming_pays(index, plan(400, 1, 0)));   // no window
+  // --to cuts the last window: [600, 650) holds 50 events, the others 200 each.
+  StreamedPlan cut = plan(200, 3, 3);
+  cut.to = 650;
+  EXPECT_TRUE(streaming_pays(index, cut));
+  cut.k0 = 2;  // [400, 600) holds 200 events
+  EXPECT_FALSE(streaming_pays(index, cut));
+}
+
+// By default a trace whose window holds a quarter or more of the events is read whole
+// (--timings says nothing of streaming); --streamed reads it block by block; same output.
+TEST_F(StreamedTest, FewLargeWindowsAreReadWholeUnlessStreamed) {
+  bench::SyntheticOptions so;
+  so.duration_ns = 8'000'000'000;
+  so.workers = 4;
+  SnailWriteOptions o;
+  o.events_per_block = 2000;
+  write_trace(bench::make_synthetic_trace(so), path("few.snail").string(), o);
+  for (const char* w : {"2s", "8s"}) {
+    const std::vector<std::string> base = {
+        "analyze", path("few.snail").string(), "--window", w, "--format", "jsonl", "--timings"};
+    std::vector<std::string> forced = base;
+    forced.push_back("--streamed");
+    const Out d = run(base), s = run(forced);
+    ASSERT_EQ(d.code, 0) << d.err;
+    ASSERT_EQ(s.code, 0) << s.err;
+    EXPECT_EQ(d.err.find("streamed:"), std::string::npos) << w << d.err;
+    EXPECT_NE(s.err.find("streamed:"), std::string::npos) << w << s.err;
+    EXPECT_EQ(d.out, s.out) << w;
+  }
+  // Many small windows are still streamed.
+  const Out many = run({"analyze", path("few.snail").string(), "--window", "100ms", "--format",
+                        "jsonl", "--timings"});
+  EXPECT_NE(many.err.find("streamed:"), std::string::npos) << many.err;
+}
+
 TEST_F(StreamedTest, SeekReadsOnlyTheBlocksItNeeds) {
   bench::SyntheticOptions so;
   so.duration_ns = 60'000'000'000;
@@ -540,6 +593,7 @@ class StreamedReportTest : public StreamedTest {
     std::vector<std::string> b = a;
     b.push_back("--in-memory");
     a.push_back("--timings");
+    a.push_back("--streamed");  // also when a window holds a quarter of the events
     const Out streamed = run(a);
     const Out memory = run(b);
     std::string what = trace.string();
@@ -727,7 +781,8 @@ TEST_F(StreamedTest, JsonlInputIsStreamedWithTheSameOutput) {
   text.pop_back();
   std::ofstream(path("big.jsonl"), std::ios::binary) << text;
   expect_same(path("big.jsonl"), {"--window", "200ms", "--format", "jsonl"});
-  const Out r = run({"report", path("big.jsonl").string(), "-o", "-", "-f", "json", "--timings"});
+  const Out r = run(
+      {"report", path("big.jsonl").string(), "-o", "-", "-f", "json", "--timings", "--streamed"});
   const Out m = run({"report", path("big.jsonl").string(), "-o", "-", "-f", "json", "--in-memory"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, m.out);

@@ -287,6 +287,12 @@ int AnalyzeRun::run() {
   // Under mpirun only a streamed analysis is split; otherwise rank 0 does it all.
   if (helper_rank() && !snail_) return 0;
   read_trace();
+  if (snail_ &&
+      !keep_streamed(a_.in, *snail_, plan_streamed(snail_->index().facts, opt_.windows))) {
+    snail_.reset();  // every rank decides the same: rank 0 then does it all
+    if (helper_rank()) return 0;
+    read_trace();
+  }
   prepare_output();
   if (!snail_)
     analyze_pag_parallel(

@@ -42,6 +42,10 @@ void add_trace_input_options(CLI::App* cmd, TraceInputArgs& a, std::string_view 
                 fmt::format("Read the whole trace before analyzing (default for .snail with "
                             "tumbling windows: block by block, in bounded memory; same {})",
                             what_in_memory));
+  cmd->add_flag("--streamed", a.streamed,
+                "Read a .snail trace block by block even when one window holds a quarter or "
+                "more of its events (by default such a trace is read whole: faster, and "
+                "streaming would hold about as much)");
   cmd->add_option("--threads,-j", a.threads,
                   "Threads analyzing windows (0: one per core); results do not depend on it")
       ->capture_default_str();
@@ -83,6 +87,10 @@ std::unique_ptr<SnailFile> open_streamed_trace(const TraceInputArgs& a,
                                                const AnalysisOptions& opt) {
   if (a.in_memory || a.window == "whole") return nullptr;
   return open_snail_streamed(a.trace, a.importer, opt);
+}
+
+bool keep_streamed(const TraceInputArgs& a, const SnailFile& snail, const StreamedPlan& plan) {
+  return a.streamed || streaming_pays(snail.index(), plan);
 }
 
 void resolve_time_range(const TraceInputArgs& a, const Pag& pag, AnalysisOptions& opt) {
@@ -157,6 +165,10 @@ AnalysisInput open_analysis_input(TraceInputArgs& a, AnalysisOptions& opt, bool 
   }
   resolve_time_range(a, in.pag, opt);
   if (in.snail) in.plan = plan_streamed(in.snail->index().facts, opt.windows);
+  if (in.snail && !keep_streamed(a, *in.snail, in.plan)) {
+    a.in_memory = true;  // and the window is known now: no second note
+    return open_analysis_input(a, opt, progress, whole_if_profile, helper_rank);
+  }
   return in;
 }
 

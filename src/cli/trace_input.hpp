@@ -27,11 +27,13 @@ struct TraceInputArgs {
   importers::ImportOptions import;  // --map, --spark-delay-split, --log-format, --log-id
   uint64_t seed = 1;
   bool in_memory = false;
+  bool streamed = false;  // block by block even when a window holds a quarter of the trace
   unsigned threads = 0;
 };
 
 // Registers TRACE (positional, required unless `trace_optional`), --window, --gap-threshold,
-// --from, --to, --importer and the importers' own options, --seed, --in-memory and --threads.
+// --from, --to, --importer and the importers' own options, --seed, --in-memory, --streamed
+// and --threads.
 void add_trace_input_options(CLI::App* cmd, TraceInputArgs& a, std::string_view what_in_memory,
                              bool trace_optional = false);
 
@@ -57,6 +59,10 @@ Trace read_whole_trace(const TraceInputArgs& a, bool progress, std::string_view*
 // A .snail (or native JSONL) trace read block by block when the analysis allows it
 // (tumbling windows, not --in-memory), else null.
 std::unique_ptr<SnailFile> open_streamed_trace(const TraceInputArgs& a, const AnalysisOptions& opt);
+
+// Whether a .snail file opened block by block is best analyzed so with `plan`: unless
+// --streamed, not when one window holds a quarter or more of its events (streaming_pays).
+bool keep_streamed(const TraceInputArgs& a, const SnailFile& snail, const StreamedPlan& plan);
 
 // --from/--to into `opt`: absolute instants, or relative to the trace's first event.
 void resolve_time_range(const TraceInputArgs& a, const Pag& pag, AnalysisOptions& opt);

@@ -114,6 +114,35 @@ StreamedPlan plan_streamed(const TraceFacts& facts, const WindowSpec& spec) {
   return p;
 }
 
+// Events before t (estimated): each block's count spread evenly over [min_ts, max_ts].
+static double events_before(const SnailIndex& index, int64_t t) {
+  double n = 0;
+  for (const SnailBlock& blk : index.blocks) {
+    if (blk.kind != 1 || blk.count == 0 || blk.min_ts >= t) continue;
+    if (blk.max_ts < t) {
+      n += blk.count;
+    } else {  // min_ts < t <= max_ts
+      n += static_cast<double>(blk.count) * (static_cast<double>(t) - blk.min_ts) /
+           (static_cast<double>(blk.max_ts) - blk.min_ts + 1);
+    }
+  }
+  return n;
+}
+
+bool streaming_pays(const SnailIndex& index, const StreamedPlan& plan) {
+  // Past 16 windows none can hold a quarter unless the trace is very uneven; not worth
+  // estimating every window of a long plan.
+  if (plan.empty() || plan.count() > 16) return true;
+  const double total = events_before(index, std::numeric_limits<int64_t>::max());
+  for (int64_t k = plan.k0; k <= plan.k1; ++k) {
+    int64_t end = plan.start_of(k + 1);
+    if (plan.to) end = std::min(end, *plan.to);
+    const double in_window = events_before(index, end) - events_before(index, plan.start_of(k));
+    if (in_window * 4 >= total) return false;
+  }
+  return true;
+}
+
 std::vector<int64_t> split_windows_by_events(const SnailIndex& index, const StreamedPlan& plan,
                                              const std::vector<double>& weights) {
   const size_t parts = weights.size();
@@ -127,20 +156,7 @@ std::vector<int64_t> split_windows_by_events(const SnailIndex& index, const Stre
   std::vector<int64_t> b(parts + 1, plan.k1 + 1);
   b[0] = plan.k0;
   if (plan.empty()) return b;
-  // Events before t (estimated): each block's count spread evenly over [min_ts, max_ts].
-  auto before = [&](int64_t t) {
-    double n = 0;
-    for (const SnailBlock& blk : index.blocks) {
-      if (blk.kind != 1 || blk.count == 0 || blk.min_ts >= t) continue;
-      if (blk.max_ts < t) {
-        n += blk.count;
-      } else {  // min_ts < t <= max_ts
-        n += static_cast<double>(blk.count) * (static_cast<double>(t) - blk.min_ts) /
-             (static_cast<double>(blk.max_ts) - blk.min_ts + 1);
-      }
-    }
-    return n;
-  };
+  auto before = [&](int64_t t) { return events_before(index, t); };
   int64_t end = plan.start_of(plan.k1 + 1);
   if (plan.to) end = std::min(end, *plan.to);
   const double lo = before(plan.start_of(plan.k0)), total = before(end) - lo;
