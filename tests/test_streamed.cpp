@@ -155,6 +155,16 @@ class StreamedTest : public testing::TempDirTest {
     return {code, p.out(), p.err()};
   }
 
+  // A synthetic trace of 4 workers and `duration_ns`, in blocks of 2000 events.
+  void write_synthetic(const std::string& name, int64_t duration_ns) {
+    bench::SyntheticOptions so;
+    so.duration_ns = duration_ns;
+    so.workers = 4;
+    SnailWriteOptions o;
+    o.events_per_block = 2000;
+    write_trace(bench::make_synthetic_trace(so), path(name).string(), o);
+  }
+
   // `analyze` streamed and in memory print the same bytes; returns the output.
   std::string expect_same(const fs::path& trace, std::vector<std::string> args) {
     std::vector<std::string> a = {"analyze", trace.string()};
@@ -517,11 +527,7 @@ TEST(StreamingPays, AWindowWithAQuarterOfTheEventsIsReadWhole) {
   for (int i = 0; i < 8; ++i) index.blocks.push_back({0, 1, 100, 100 * i, 100 * i + 99});
   index.blocks.push_back({0, 2, 3, 0, 0});  // metadata: not events
   auto plan = [](int64_t width, int64_t k0, int64_t k1) {
-    StreamedPlan p;
-    p.width = width;
-    p.k0 = k0;
-    p.k1 = k1;
-    return p;
+    return StreamedPlan{.origin = 0, .width = width, .k0 = k0, .k1 = k1, .to = {}};
   };
   EXPECT_FALSE(streaming_pays(index, plan(800, 0, 0)));  // one window: all 800
   EXPECT_FALSE(streaming_pays(index, plan(200, 0, 3)));  // 200 of 800 each: a quarter
@@ -538,12 +544,7 @@ TEST(StreamingPays, AWindowWithAQuarterOfTheEventsIsReadWhole) {
 // By default a trace whose window holds a quarter or more of the events is read whole
 // (--timings says nothing of streaming); --streamed reads it block by block; same output.
 TEST_F(StreamedTest, FewLargeWindowsAreReadWholeUnlessStreamed) {
-  bench::SyntheticOptions so;
-  so.duration_ns = 8'000'000'000;
-  so.workers = 4;
-  SnailWriteOptions o;
-  o.events_per_block = 2000;
-  write_trace(bench::make_synthetic_trace(so), path("few.snail").string(), o);
+  write_synthetic("few.snail", 8'000'000'000);
   for (const char* w : {"2s", "8s"}) {
     const std::vector<std::string> base = {
         "analyze", path("few.snail").string(), "--window", w, "--format", "jsonl", "--timings"};
@@ -563,12 +564,7 @@ TEST_F(StreamedTest, FewLargeWindowsAreReadWholeUnlessStreamed) {
 }
 
 TEST_F(StreamedTest, SeekReadsOnlyTheBlocksItNeeds) {
-  bench::SyntheticOptions so;
-  so.duration_ns = 60'000'000'000;
-  so.workers = 4;
-  SnailWriteOptions o;
-  o.events_per_block = 2000;
-  write_trace(bench::make_synthetic_trace(so), path("long.snail").string(), o);
+  write_synthetic("long.snail", 60'000'000'000);
   const Out s = run({"analyze", path("long.snail").string(), "--window", "1s", "--format", "jsonl",
                      "--from", "+20s", "--to", "+22s", "--timings"});
   ASSERT_EQ(s.code, 0) << s.err;
