@@ -557,6 +557,15 @@ TEST_F(StreamedTest, FewLargeWindowsAreReadWholeUnlessStreamed) {
     EXPECT_NE(s.err.find("streamed:"), std::string::npos) << w << s.err;
     EXPECT_EQ(d.out, s.out) << w;
   }
+  // A JSONL trace is parsed once, into its spool, and streamed whatever its windows.
+  ASSERT_EQ(run({"convert", path("few.snail").string(), path("few.jsonl").string()}).code, 0);
+  const Out j = run(
+      {"analyze", path("few.jsonl").string(), "--window", "8s", "--format", "jsonl", "--timings"});
+  ASSERT_EQ(j.code, 0) << j.err;
+  EXPECT_NE(j.err.find("streamed:"), std::string::npos) << j.err;
+  EXPECT_EQ(
+      j.out,
+      run({"analyze", path("few.snail").string(), "--window", "8s", "--format", "jsonl"}).out);
   // Many small windows are still streamed.
   const Out many = run({"analyze", path("few.snail").string(), "--window", "100ms", "--format",
                         "jsonl", "--timings"});

@@ -90,7 +90,9 @@ std::unique_ptr<SnailFile> open_streamed_trace(const TraceInputArgs& a,
 }
 
 bool keep_streamed(const TraceInputArgs& a, const SnailFile& snail, const StreamedPlan& plan) {
-  return a.streamed || streaming_pays(snail.index(), plan);
+  // A JSONL trace has been parsed once already, into the spooled file: reading it whole
+  // would parse it again (slower than streaming the spool).
+  return a.streamed || is_native_jsonl(a.trace, a.importer) || streaming_pays(snail.index(), plan);
 }
 
 void resolve_time_range(const TraceInputArgs& a, const Pag& pag, AnalysisOptions& opt) {
