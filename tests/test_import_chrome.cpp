@@ -278,6 +278,7 @@ TEST(ChromeImport, GeneratedNestedSlicesKeepWorkersSequential) {
           "{{\"ph\":\"X\",\"name\":\"inner\",\"pid\":1,\"tid\":{},\"ts\":{},\"dur\":40}},",
           tid, base, tid, base + 10);
       expected_segments += 3;
+      if (k > 0) ++expected_segments;  // idle (waiting) since the previous outer's end
       if (tid > 0)
         text += fmt::format(
             "{{\"ph\":\"s\",\"id\":{},\"pid\":1,\"tid\":{},\"ts\":{}}},"

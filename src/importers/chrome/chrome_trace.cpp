@@ -135,7 +135,7 @@ void input_messages(ChromeEvents& ev, const Lanes& lanes, EventSink& sink) {
 Trace build_chrome_trace(ChromeEvents& ev, const std::string& source) {
   Lanes lanes = assign_lanes(ev.slices, static_cast<uint32_t>(ev.groups.names.size()), false);
   EventSink sink;
-  sink.add_timelines(ev.slices, lanes, nullptr);
+  sink.add_timelines(ev.slices, lanes, nullptr, GapsBetweenSlices::idle);
   const bool has_flows =
       !ev.flows.empty() || std::any_of(ev.infos.begin(), ev.infos.end(),
                                        [](const SliceInfo& i) { return i.bind != kNone32; });

@@ -126,7 +126,8 @@ void EventSink::segment(uint32_t worker, int64_t a, int64_t b, ActivityType type
 }
 
 void EventSink::add_timelines(const std::vector<Slice>& s, const Lanes& lanes,
-                              const std::vector<std::vector<std::pair<int64_t, int64_t>>>* waits) {
+                              const std::vector<std::vector<std::pair<int64_t, int64_t>>>* waits,
+                              GapsBetweenSlices gaps) {
   std::vector<size_t> wait_cursor(waits ? s.size() : 0, 0);
   // Emits slice x's own time in [a, b): its type, or waiting inside its wait intervals.
   auto emit = [&](uint32_t worker, uint32_t x, int64_t a, int64_t b) {
@@ -166,8 +167,13 @@ void EventSink::add_timelines(const std::vector<Slice>& s, const Lanes& lanes,
         }
       }
     };
+    bool any = false;
     for (uint32_t x : lanes.slices[lane]) {
       advance(s[x].start);
+      // Nothing open since the last top-level slice ended: the lane was idle.
+      if (any && stack.empty() && gaps == GapsBetweenSlices::idle)
+        segment(lane, cur, s[x].start, ActivityType::waiting, kNoOperator);
+      any = true;
       stack.push_back(x);
       cur = s[x].start;
     }

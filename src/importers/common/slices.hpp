@@ -7,7 +7,10 @@
 //   on the lowest free lane. Every lane is one worker;
 // - a lane's timeline is its innermost open slice at every instant (self time), except
 //   during the slice's wait intervals (a child running on another worker), which are
-//   `waiting`.
+//   `waiting`;
+// - between a lane's top-level slices the lane is either idle (`waiting`: a thread of a
+//   profiler capture runs nothing) or unrecorded (nothing emitted, the PAG's gap filling
+//   decides: a service between two spans may run code nobody traced).
 // Shared by the chrome and otel importers.
 #pragma once
 
@@ -47,13 +50,18 @@ struct Lanes {
 // true: only on the lane where its parent is the innermost open slice (spans).
 Lanes assign_lanes(const std::vector<Slice>& slices, uint32_t group_count, bool require_parent);
 
+// What a lane does between its top-level slices.
+enum class GapsBetweenSlices { unrecorded, idle };
+
 // Collects events and turns them into a Trace (events sorted by time, then worker).
 class EventSink {
  public:
   // Appends the lane timelines. `waits` (optional, per slice, sorted, disjoint, inside the
-  // slice) are intervals emitted as `waiting`.
+  // slice) are intervals emitted as `waiting`; so are the gaps between a lane's top-level
+  // slices when `gaps` is idle.
   void add_timelines(const std::vector<Slice>& slices, const Lanes& lanes,
-                     const std::vector<std::vector<std::pair<int64_t, int64_t>>>* waits);
+                     const std::vector<std::vector<std::pair<int64_t, int64_t>>>* waits,
+                     GapsBetweenSlices gaps);
   void add_message(uint32_t from, int64_t send_ts, uint32_t to, int64_t recv_ts,
                    ActivityType type = ActivityType::data_message);
   size_t message_count() const { return next_correlator_; }

@@ -85,7 +85,7 @@ Trace logs_to_trace(const logs::LogSet& set, const logs::FlowSet& fs, const std:
     }
   }
   EventSink sink;
-  sink.add_timelines(slices, lanes, nullptr);
+  sink.add_timelines(slices, lanes, nullptr, GapsBetweenSlices::unrecorded);
   for (const Msg& m : msgs) sink.add_message(m.from, m.send, m.to, m.recv);
   Trace trace;
   trace.source = source;

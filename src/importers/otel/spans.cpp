@@ -382,7 +382,7 @@ Trace spans_to_trace(const SpanSet& set, const ActivityMap& map) {
   Lanes lanes = assign_lanes(slices, static_cast<uint32_t>(groups.of.size()), true);
   const auto waits = synchronous_waits(set.spans, lanes);
   EventSink sink;
-  sink.add_timelines(slices, lanes, &waits);
+  sink.add_timelines(slices, lanes, &waits, GapsBetweenSlices::unrecorded);
   const SpanMessageCounts counts = add_span_messages(set, lanes, sink);
 
   Trace trace;
