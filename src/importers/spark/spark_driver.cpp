@@ -3,7 +3,6 @@
 // names of the workers and stages.
 #include <algorithm>
 #include <limits>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -123,7 +122,8 @@ bool Builder::job_span_from_stages(JobRec& j, const StageTaskSpan& spans) {
 // The driver's activity between consecutive instants of the sorted `points`: waiting
 // while tasks are out and a result comes next, scheduling while tasks are out
 // otherwise, barrier processing after a stage's last result, scheduling while a stage
-// or job is open; nothing when idle.
+// or job is open; waiting when nothing is (idle between jobs: the application's own
+// code, which the log does not record, is not the analyzed jobs' work).
 std::vector<Builder::DriverRun> Builder::driver_runs(const std::vector<DriverPoint>& points) {
   std::vector<DriverRun> runs;
   int64_t out = 0, barrier = 0, open = 0;
@@ -139,18 +139,19 @@ std::vector<Builder::DriverRun> Builder::driver_runs(const std::vector<DriverPoi
     bool next_recv = false;
     for (size_t k = i; k < points.size() && points[k].ts == next; ++k)
       next_recv = next_recv || points[k].recv;
-    std::optional<ActivityType> type;
+    ActivityType type;
     if (out > 0)
       type = next_recv ? ActivityType::waiting : ActivityType::scheduling;
     else if (barrier > 0)
       type = ActivityType::barrier_processing;
     else if (open > 0)
       type = ActivityType::scheduling;
-    if (!type) continue;
-    if (!runs.empty() && runs.back().to == ts && runs.back().type == *type)
+    else
+      type = ActivityType::waiting;
+    if (!runs.empty() && runs.back().to == ts && runs.back().type == type)
       runs.back().to = next;
     else
-      runs.push_back({ts, next, *type});
+      runs.push_back({ts, next, type});
   }
   return runs;
 }
@@ -158,6 +159,16 @@ std::vector<Builder::DriverRun> Builder::driver_runs(const std::vector<DriverPoi
 // Merges activity boundaries and messages (both sorted) by time into the trace.
 void Builder::emit_driver_events(Trace& trace, std::vector<DriverRun> runs,
                                  const std::vector<Event>& messages) {
+  // Idle since the previous epoch's last event (between jobs): waiting.
+  int64_t first = runs.empty() ? std::numeric_limits<int64_t>::max() : runs.front().from;
+  if (!messages.empty()) first = std::min(first, messages.front().ts);
+  if (state_.driver_until != std::numeric_limits<int64_t>::min() && state_.driver_until < first &&
+      first != std::numeric_limits<int64_t>::max()) {
+    if (!runs.empty() && runs.front().from == first && runs.front().type == ActivityType::waiting)
+      runs.front().from = state_.driver_until;
+    else
+      runs.insert(runs.begin(), DriverRun{state_.driver_until, first, ActivityType::waiting});
+  }
   reserve_more(trace.events, messages.size() + 2 * runs.size());
   size_t m = 0;
   auto flush_messages = [&](int64_t up_to) {
