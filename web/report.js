@@ -215,7 +215,9 @@
       el('path', { d: `M${px - 4},${y0 + 1}L${px + 4},${y0 + 1}L${px},${y0 - 6}Z`, class: 'kept-marker' }, svg);
     }
     timeAxis(svg, x, tMin, tMax, y0, x1 - x0, 'time since the first window');
-    if (state.sel >= 0 && state.sel < ps.length) {
+    // The selected window, outlined: a tint would change the areas' colors from the
+    // legend's (and with one point it would tint the whole chart).
+    if (state.sel >= 0 && state.sel < ps.length && ps.length > 1) {
       const p = ps[state.sel];
       el('rect', { class: 'selection', x: x(p.t0), y: y1, width: Math.max(2, x(p.t1) - x(p.t0)), height: y0 - y1 }, svg);
     }

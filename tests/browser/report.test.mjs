@@ -35,6 +35,8 @@ before(async () => {
   run('report', trace, '-o', files.partial, '--format', 'json', '--to', '+5s', '--no-progress');
   files.full = path.join(work, 'full.json');
   run('report', trace, '-o', files.full, '--format', 'json', '--no-progress');
+  files.oneWindow = path.join(work, 'one-window.html');
+  run('report', trace, '-o', files.oneWindow, '--window', 'whole', '--no-progress');
   files.whatIf = path.join(work, 'skew-what-if.html');
   run('report', trace, '-o', files.whatIf, '--window', '1s', '--to', '+4s', '--what-if', '--no-progress');
   // A profiled run of the runtime (docs/FLAME.md): the report gets a flame view.
@@ -183,6 +185,55 @@ test('clicking a window in the time chart updates the other views', async () => 
   await page.waitForFunction((w) => [...document.querySelectorAll('[data-chart="timeline"] .axis text')].map((e) => e.textContent).join('|') !== w, wide.join('|'));
   assert.notDeepEqual(await ticks(), wide);
   await page.screenshot({ path: path.join(artifacts, 'report-selected.png'), fullPage: true });
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+// The pixels of an element's screenshot, decoded by the page itself: [r, g, b, a] at (x, y).
+async function pixels(page, locator) {
+  const png = (await locator.screenshot()).toString('base64');
+  return page.evaluate(async (b64) => {
+    const img = new Image();
+    img.src = `data:image/png;base64,${b64}`;
+    await img.decode();
+    const c = document.createElement('canvas');
+    c.width = img.width;
+    c.height = img.height;
+    const ctx = c.getContext('2d');
+    ctx.drawImage(img, 0, 0);
+    return { width: c.width, height: c.height, data: [...ctx.getImageData(0, 0, c.width, c.height).data] };
+  }, png);
+}
+
+test('one window: the CP-over-time chart has the legend\'s colors', async () => {
+  const { page, problems } = await openPage();
+  await page.goto(pathToFileURL(files.oneWindow).href);
+  await page.waitForSelector('body[data-windows]');
+  assert.equal(await page.getAttribute('body', 'data-windows'), '1');
+  const legend = await page.locator('#legend-types i').evaluateAll((is) => is.map((i) => {
+    const m = getComputedStyle(i).backgroundColor.match(/\d+/g).map(Number);
+    return m.slice(0, 3);
+  }));
+  assert.ok(legend.length >= 3, `legend: ${legend}`);
+  // Sample the plot (the overlay covers it) on a grid away from its borders: a window with
+  // transient paths is stacked to 100 %, so every sample is some type's band.
+  const chart = page.locator('[data-chart="cp-time"] svg');
+  const svgBox = await chart.boundingBox();
+  const plot = await page.locator('[data-chart="cp-time"] .overlay').boundingBox();
+  const img = await pixels(page, chart);
+  const scale = img.width / svgBox.width;
+  let samples = 0, matching = 0;
+  for (let i = 1; i < 10; ++i)
+    for (let j = 1; j < 10; ++j) {
+      const x = Math.round((plot.x - svgBox.x + plot.width * i / 10) * scale);
+      const y = Math.round((plot.y - svgBox.y + plot.height * j / 10) * scale);
+      const k = (y * img.width + x) * 4;
+      const px = img.data.slice(k, k + 3);
+      ++samples;
+      if (legend.some((c) => c.every((v, n) => Math.abs(v - px[n]) <= 2))) ++matching;
+    }
+  // A band boundary may fall on a sample (anti-aliased); the colors themselves must match.
+  assert.ok(matching >= samples * 0.8, `${matching} of ${samples} samples have a legend color`);
   assert.deepEqual(problems, []);
   await page.close();
 });
