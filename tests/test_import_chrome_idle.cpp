@@ -169,7 +169,10 @@ TEST_F(ChromeIdleCli, DevToolsRecordingIsIdleNotUnknownAndCpOnTheBusyMainThread)
   const size_t v = r.out.find("VERDICT: ");
   ASSERT_NE(v, std::string::npos) << r.out;
   const std::string verdict = r.out.substr(v, r.out.find("\n\n", v) - v);
-  EXPECT_NE(verdict.find("FunctionCall"), std::string::npos) << verdict;
+  // (its op, or the thread that runs it: whichever unit the verdict rules pick)
+  EXPECT_TRUE(verdict.find("FunctionCall") != std::string::npos ||
+              verdict.find("CrRendererMain") != std::string::npos)
+      << verdict;
   EXPECT_EQ(verdict.find("IOThread"), std::string::npos) << verdict;
   EXPECT_EQ(verdict.find("instrument"), std::string::npos) << verdict;
   EXPECT_NE(r.out.find("unknown activity 0.0%"), std::string::npos) << r.out;
