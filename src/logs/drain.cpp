@@ -225,20 +225,16 @@ uint32_t Drain::add(const std::vector<Token>& tokens) {
   return id;
 }
 
-void Drain::posting_key(std::string& key, size_t position, std::string_view token) {
-  const uint16_t p = static_cast<uint16_t>(std::min<size_t>(position, UINT16_MAX));
-  key.assign(reinterpret_cast<const char*>(&p), sizeof p);
-  key.append(token);
+uint64_t Drain::posting_key(size_t position, std::string_view token) {
+  return std::hash<std::string_view>{}(token) ^ (uint64_t{position} * 0x9E3779B97F4A7C15ull);
 }
 
 void Drain::index_cluster(Node& leaf, uint32_t c) {
   const std::vector<std::string>& tt = clusters_[c].tokens;
   for (size_t i = 0; i < tt.size(); ++i) {
     if (tt[i] == kWildcard) continue;
-    posting_key(key_, i, tt[i]);
-    auto it = leaf.postings.find(std::string_view(key_));
-    if (it == leaf.postings.end()) it = leaf.postings.emplace(key_, std::vector<uint32_t>{}).first;
-    it->second.push_back(c);
+    std::vector<uint32_t>& list = leaf.postings[posting_key(i, tt[i])];
+    if (list.empty() || list.back() != c) list.push_back(c);
   }
 }
 
@@ -263,12 +259,9 @@ void Drain::candidates(Node& leaf, const std::vector<Token>& tokens) {
   for (size_t i = 0; i < tokens.size(); ++i) {
     if (tokens[i].var && tokens[i].pre == 0 && tokens[i].suf == 0) continue;  // bare <*>
     ++positions;
-    if (tokens[i].var) {
-      posting_key(key_, i, masked(tokens[i]));
-    } else {
-      posting_key(key_, i, tokens[i].raw);
-    }
-    const auto it = leaf.postings.find(std::string_view(key_));
+    const uint64_t key =
+        tokens[i].var ? posting_key(i, masked(tokens[i])) : posting_key(i, tokens[i].raw);
+    const auto it = leaf.postings.find(key);
     if (it != leaf.postings.end()) lists.emplace_back(it->second.size(), &it->second);
   }
   if (t == 0) {  // every position may be both-variable: no bound

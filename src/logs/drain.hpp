@@ -92,7 +92,9 @@ class Drain {
   // constant tokens: (position, token) -> clusters. Only clusters sharing one of the
   // message's rarest tokens can reach the threshold (prefix filtering), so a message is
   // compared with those, not with every cluster of the leaf.
-  using Postings = std::unordered_map<std::string, std::vector<uint32_t>, Hash, std::equal_to<>>;
+  // Keyed by a hash of (position, token): a collision only adds a candidate, and every
+  // candidate's similarity is computed exactly.
+  using Postings = std::unordered_map<uint64_t, std::vector<uint32_t>>;
   struct Node {
     std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> children;
     std::vector<uint32_t> clusters;
@@ -106,7 +108,7 @@ class Drain {
   uint32_t leaf_for(const std::vector<Token>& tokens, bool create);
   void index_cluster(Node& leaf, uint32_t c);
   void candidates(Node& leaf, const std::vector<Token>& tokens);
-  static void posting_key(std::string& key, size_t position, std::string_view token);
+  static uint64_t posting_key(size_t position, std::string_view token);
 
   DrainOptions options_;
   TokenMasks masks_;
@@ -116,8 +118,6 @@ class Drain {
   std::vector<Token> scratch_;
   std::vector<uint32_t> candidates_, seen_;  // seen_[c]: the message that last listed c
   uint32_t stamp_ = 0;
-  std::string key_;
-  std::vector<std::string> masked_;  // per position: the message's masked token
 };
 
 }  // namespace snailtrail::logs
