@@ -439,9 +439,12 @@ bool match_header(const LogFormat& f, std::string_view line, bool check_level,
     }
     out.ts = parse_timestamp(time_buf);
     // loghub's formats name several fields that are not one time together (BGL's
-    // <Timestamp> <Date> ... <Time>): then the first field that is a time on its own.
+    // <Timestamp> <Date> ... <Time>): then the <Timestamp> field on its own.
+    // (Only a field named Timestamp: a lone Time or Month field would let lazy fields
+    // match foreign headers.)
     for (size_t k = 0; !out.ts && f.time_fields().size() > 1 && k < f.time_fields().size(); ++k)
-      out.ts = parse_timestamp(scratch[f.time_fields()[k]]);
+      if (iequals(f.field_names()[f.time_fields()[k]], "Timestamp"))
+        out.ts = parse_timestamp(scratch[f.time_fields()[k]]);
     if (!out.ts) return false;
   }
   out.content = scratch[f.content_field()];

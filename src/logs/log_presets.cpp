@@ -11,6 +11,9 @@ const std::vector<FormatPreset>& format_presets() {
       {"log4j-thread", R"(<Date> <Time> <Level> \[<Thread>\] <Component>: <Content>)",
        "2015-10-18 18:01:47,978 INFO [main] org.apache.hadoop.mapreduce.v2.app.MRAppMaster: "
        "Created MRAppMaster"},
+      {"zookeeper", R"(<Date> <Time> - <Level> \[<Thread>:<Component>@<Line>\] - <Content>)",
+       "2015-07-29 17:41:44,747 - INFO  [QuorumPeer[myid=1]/0:0:0:0:0:0:0:0:2181:"
+       "FastLeaderElection@774] - Notification time out: 3200"},
       {"hdfs", "<Date> <Time> <Pid> <Level> <Component>: <Content>",
        "081109 203615 148 INFO dfs.DataNode$PacketResponder: PacketResponder 1 for block "
        "blk_38865049064139660 terminating"},
@@ -20,9 +23,6 @@ const std::vector<FormatPreset>& format_presets() {
        "nova.osapi_compute.wsgi.server [req-38101a0b-2096-447d-96ea-a692162415ae "
        "113d3a99c3da401fbd62cc2caa5b96d2 54fadb412c4e40cdbaed9335e4c35a9e - - -] 10.11.10.1 "
        "\"GET /v2/54fadb412c4e40cdbaed9335e4c35a9e/servers/detail HTTP/1.1\" status: 200"},
-      {"zookeeper", R"(<Date> <Time> - <Level> \[<Thread>:<Component>@<Line>\] - <Content>)",
-       "2015-07-29 17:41:44,747 - INFO  [QuorumPeer[myid=1]/0:0:0:0:0:0:0:0:2181:"
-       "FastLeaderElection@774] - Notification time out: 3200"},
       {"android", "<Date> <Time> <Pid> <Tid> <Level> <Component>: <Content>",
        "03-17 16:13:38.811  1702  2395 D WindowManager: printFreezingDisplayLogsopening app "
        "wtoken = AppWindowToken{9f4ef63 token=Token{a64f992 ActivityRecord{de9231d u0 "
@@ -48,7 +48,8 @@ const std::vector<FormatPreset>& format_presets() {
        "- 1117838570 2005.06.03 R02-M1-N0-C:J12-U11 2005-06-03-15.42.50.675872 "
        "R02-M1-N0-C:J12-U11 RAS KERNEL INFO instruction cache parity error corrected"},
       {"hpc", "<LogId> <Node> <Component> <State> <Time> <Flag> <Content>",
-       "134681 node-246 unix.hw 1077804742 1 Component State Change: Component "
+       "134681 node-246 unix.hw state_change.unavailable 1077804742 1 Component State Change: "
+       "Component "
        "\\042SCSI-WWID:01000010:6005-08b4-0001-00c6-0006-3000-003d-0000\\042 is in the "
        "unavailable state (HWID=1973)"},
       {"apache", R"(\[<Time>\] \[<Level>\] <Content>)",
