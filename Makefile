@@ -94,6 +94,7 @@ bench: build
 	build/bin/snailtrail_bench
 	scripts/run-bench.sh
 	scripts/megaphone-bench.py --quick
+	scripts/logs-bench.sh 100000 400000 2000000
 
 FUZZ_SECONDS ?= 60
 fuzz: deps

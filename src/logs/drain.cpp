@@ -2,11 +2,15 @@
 #include "logs/drain.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <stdexcept>
 
 #include "trace/ascii.hpp"
 
 namespace snailtrail::logs {
 namespace {
+
+constexpr size_t kIndexFrom = 32;  // clusters in a leaf before it is indexed
 
 using ascii::is_digit;
 using ascii::is_hex;
@@ -44,6 +48,8 @@ void classify(Token& t) {
   if (!var && core.size() >= 2 && core[0] == '/' && core.find('/', 1) != std::string_view::npos)
     var = true;                                                        // a path
   if (!var && core.find("://") != std::string_view::npos) var = true;  // a URL
+  if (!var && (core.find(":\\") != std::string_view::npos || core.starts_with("\\\\")))
+    var = true;  // a Windows path: C:\Windows\..., \\server\share
   if (!var && core.size() >= 8 && std::all_of(core.begin(), core.end(), is_hex)) var = true;
   if (!var) return;
   t.var = true;
@@ -66,7 +72,31 @@ bool has_wildcard(std::string_view tt) {
 
 }  // namespace
 
-bool tokenize(std::string_view s, std::vector<Token>& out, size_t max_tokens) {
+TokenMasks::TokenMasks(const std::vector<std::string>& patterns) {
+  for (const std::string& p : patterns) {
+    try {
+      masks_.emplace_back(p, std::regex::ECMAScript | std::regex::optimize);
+    } catch (const std::regex_error& e) {
+      throw std::invalid_argument("--mask '" + p + "': " + e.what());
+    }
+  }
+}
+
+void TokenMasks::apply(Token& t) const {
+  std::match_results<std::string_view::const_iterator> m;
+  for (const std::regex& re : masks_) {
+    if (!std::regex_search(t.raw.begin(), t.raw.end(), m, re) || m.length(0) == 0) continue;
+    const size_t pos = static_cast<size_t>(m.position(0)), len = static_cast<size_t>(m.length(0));
+    if (pos > UINT16_MAX || t.raw.size() - pos - len > UINT16_MAX) continue;
+    t.var = true;
+    t.pre = static_cast<uint16_t>(pos);
+    t.suf = static_cast<uint16_t>(t.raw.size() - pos - len);
+    return;
+  }
+}
+
+bool tokenize(std::string_view s, std::vector<Token>& out, size_t max_tokens,
+              const TokenMasks* masks) {
   out.clear();
   size_t i = 0;
   while (i < s.size()) {
@@ -78,6 +108,7 @@ bool tokenize(std::string_view s, std::vector<Token>& out, size_t max_tokens) {
     Token t;
     t.raw = s.substr(i, j - i);
     classify(t);
+    if (!t.var && masks && !masks->empty()) masks->apply(t);
     out.push_back(t);
     i = j;
   }
@@ -92,7 +123,7 @@ std::string masked(const Token& t) {
   return s;
 }
 
-Drain::Drain(DrainOptions options) : options_(options) {
+Drain::Drain(DrainOptions options) : options_(options), masks_(options_.masks) {
   options_.depth = std::max(options_.depth, 3);
   options_.max_children = std::max(options_.max_children, 2);
   nodes_.emplace_back();  // index 0 = "none"
@@ -138,7 +169,7 @@ uint32_t Drain::leaf_for(const std::vector<Token>& tokens, bool create) {
 }
 
 uint32_t Drain::add(std::string_view content) {
-  tokenize(content, scratch_, options_.max_tokens);
+  tokenize(content, scratch_, options_.max_tokens, &masks_);
   return add(scratch_);
 }
 
@@ -149,7 +180,8 @@ uint32_t Drain::add(const std::vector<Token>& tokens) {
     int64_t best = -1;
     double best_sim = -1;
     size_t best_params = 0;
-    for (uint32_t c : nodes_[leaf].clusters) {
+    candidates(nodes_[leaf], tokens);
+    for (uint32_t c : candidates_) {
       const std::vector<std::string>& tt = clusters_[c].tokens;
       size_t equal = 0, both_var = 0, params = 0;
       for (size_t i = 0; i < tokens.size(); ++i) {
@@ -182,8 +214,73 @@ uint32_t Drain::add(const std::vector<Token>& tokens) {
   for (const Token& t : tokens) cl.tokens.push_back(masked(t));
   cl.size = 1;
   clusters_.push_back(std::move(cl));
-  nodes_[leaf].clusters.push_back(id);
+  Node& node = nodes_[leaf];
+  node.clusters.push_back(id);
+  if (node.indexed) {
+    index_cluster(node, id);
+  } else if (node.clusters.size() >= kIndexFrom) {
+    node.indexed = true;
+    for (uint32_t c : node.clusters) index_cluster(node, c);
+  }
   return id;
+}
+
+uint64_t Drain::posting_key(size_t position, std::string_view token) {
+  return std::hash<std::string_view>{}(token) ^ (uint64_t{position} * 0x9E3779B97F4A7C15ull);
+}
+
+void Drain::index_cluster(Node& leaf, uint32_t c) {
+  const std::vector<std::string>& tt = clusters_[c].tokens;
+  for (size_t i = 0; i < tt.size(); ++i) {
+    if (tt[i] == kWildcard) continue;
+    std::vector<uint32_t>& list = leaf.postings[posting_key(i, tt[i])];
+    if (list.empty() || list.back() != c) list.push_back(c);
+  }
+}
+
+// The clusters of a leaf that may reach the threshold, in id order. sim >= st needs
+// equal >= t = ceil(st * (n - v)) (v: the message's variables, an upper bound on the
+// both-variable positions), so a cluster that qualifies shares a constant with any
+// |P| - t + 1 of the positions P that can be equal: the ones with the shortest postings.
+// (Postings of positions since generalised to <*> stay: the candidates are re-checked.)
+void Drain::candidates(Node& leaf, const std::vector<Token>& tokens) {
+  candidates_.clear();
+  if (!leaf.indexed) {
+    candidates_ = leaf.clusters;
+    return;
+  }
+  size_t vars = 0;
+  for (const Token& t : tokens) vars += t.var;
+  const double need = options_.similarity * static_cast<double>(tokens.size() - vars) - 1e-9;
+  const size_t t = need <= 0 ? 0 : static_cast<size_t>(std::ceil(need));
+  thread_local std::vector<std::pair<size_t, const std::vector<uint32_t>*>> lists;
+  lists.clear();
+  size_t positions = 0;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i].var && tokens[i].pre == 0 && tokens[i].suf == 0) continue;  // bare <*>
+    ++positions;
+    const uint64_t key =
+        tokens[i].var ? posting_key(i, masked(tokens[i])) : posting_key(i, tokens[i].raw);
+    const auto it = leaf.postings.find(key);
+    if (it != leaf.postings.end()) lists.emplace_back(it->second.size(), &it->second);
+  }
+  if (t == 0) {  // every position may be both-variable: no bound
+    candidates_ = leaf.clusters;
+    return;
+  }
+  if (t > positions) return;
+  // Positions without postings match no cluster: they count among the rarest.
+  const size_t take = positions - t + 1;
+  const size_t missing = positions - lists.size();
+  if (missing >= take) return;
+  std::sort(lists.begin(), lists.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  if (seen_.size() < clusters_.size()) seen_.resize(clusters_.size(), 0);
+  ++stamp_;
+  for (size_t k = 0; k < take - missing && k < lists.size(); ++k)
+    for (uint32_t c : *lists[k].second)
+      if (seen_[c] != stamp_) seen_[c] = stamp_, candidates_.push_back(c);
+  std::sort(candidates_.begin(), candidates_.end());
 }
 
 std::string Drain::template_text(uint32_t c) const {

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <regex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -32,8 +33,10 @@ struct Token {
   std::string_view value() const { return raw.substr(pre, raw.size() - pre - suf); }
 };
 
+class TokenMasks;
 // Splits `content` into at most max_tokens tokens (the rest is dropped; returns false then).
-bool tokenize(std::string_view content, std::vector<Token>& out, size_t max_tokens);
+bool tokenize(std::string_view content, std::vector<Token>& out, size_t max_tokens,
+              const TokenMasks* masks = nullptr);
 // The masked form of a token.
 std::string masked(const Token& t);
 
@@ -42,6 +45,22 @@ struct DrainOptions {
   int depth = 4;            // tree depth: token count + (depth - 2) prefix tokens
   int max_children = 100;
   size_t max_tokens = 256;  // longer messages are cut (counted by the reader)
+  // --mask: regular expressions whose first match in a token makes it a variable (the
+  // match is the value), besides the built-in masks.
+  std::vector<std::string> masks;
+};
+
+// Compiled --mask expressions; throws std::invalid_argument naming a bad one.
+class TokenMasks {
+ public:
+  TokenMasks() = default;
+  explicit TokenMasks(const std::vector<std::string>& patterns);
+  bool empty() const { return masks_.empty(); }
+  // Marks t a variable if a mask matches in it (only tokens the built-in masks left).
+  void apply(Token& t) const;
+
+ private:
+  std::vector<std::regex> masks_;
 };
 
 class Drain {
@@ -57,6 +76,7 @@ class Drain {
   std::string template_text(uint32_t c) const;
   uint64_t size(uint32_t c) const { return clusters_[c].size; }
   const DrainOptions& options() const { return options_; }
+  const TokenMasks& masks() const { return masks_; }
 
   // The parameters of a message of cluster c under the cluster's current template: for
   // every template token holding <*>, the message token's text in the <*>'s place.
@@ -68,21 +88,36 @@ class Drain {
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
+  // A leaf with many clusters (logs of mostly unique tokens) indexes them by their
+  // constant tokens: (position, token) -> clusters. Only clusters sharing one of the
+  // message's rarest tokens can reach the threshold (prefix filtering), so a message is
+  // compared with those, not with every cluster of the leaf.
+  // Keyed by a hash of (position, token): a collision only adds a candidate, and every
+  // candidate's similarity is computed exactly.
+  using Postings = std::unordered_map<uint64_t, std::vector<uint32_t>>;
   struct Node {
     std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> children;
     std::vector<uint32_t> clusters;
+    Postings postings;  // built once the leaf has kIndexFrom clusters
+    bool indexed = false;
   };
   struct Cluster {
     std::vector<std::string> tokens;
     uint64_t size = 0;
   };
   uint32_t leaf_for(const std::vector<Token>& tokens, bool create);
+  void index_cluster(Node& leaf, uint32_t c);
+  void candidates(Node& leaf, const std::vector<Token>& tokens);
+  static uint64_t posting_key(size_t position, std::string_view token);
 
   DrainOptions options_;
+  TokenMasks masks_;
   std::vector<Node> nodes_;
   std::vector<uint32_t> by_length_;  // token count -> node (0 = none; node 0 is unused)
   std::vector<Cluster> clusters_;
   std::vector<Token> scratch_;
+  std::vector<uint32_t> candidates_, seen_;  // seen_[c]: the message that last listed c
+  uint32_t stamp_ = 0;
 };
 
 }  // namespace snailtrail::logs

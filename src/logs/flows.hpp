@@ -70,13 +70,24 @@ struct FlowSignature {
 };
 
 struct FlowSet {
-  std::string id_source;  // "auto", "regex", "thread" or "none"
+  // "auto", "shape" (sampled log: slots by the shape of their values), "regex", "thread"
+  // or "none"
+  std::string id_source;
   std::vector<IdSlot> id_slots;
   std::vector<Flow> flows;                // by first record
   std::vector<FlowEdge> edges;            // by count, descending
   std::vector<FlowSignature> signatures;  // by count, descending
   uint64_t records_in_flows = 0, records_without_id = 0, multi_id_records = 0;
+  // Inference: id-like values, and those on more than one record. When almost none
+  // repeat the log is sampled (loghub's 2k lines of HDFS): requests are single lines.
+  uint64_t id_values = 0, id_values_repeating = 0;
+  bool sampled = false;
+  std::string id_shape;  // "shape": the values' common prefix (blk_)
 };
+
+// Whether a parameter value can name a request: a letter or at least 6 digits, and not a
+// number with separators (IP, date, time, version, decimal) nor a host:port address.
+bool id_like(std::string_view v);
 
 FlowSet build_flows(const LogSet& logs, const FlowOptions& options);
 

@@ -139,15 +139,20 @@ int64_t take_fraction(TimeParts& p) {
 }
 
 struct CivilTime {
-  int64_t y = 1970, mo = 1, d = 1, h = 0, mi = 0, s = 0;
+  int64_t y = 1970, mo = 1, d = 1, h = 0, mi = 0, s = 0, ns = 0;
 };
 
-// nums[k..] as h m [s], or one 6-digit hhmmss.
+// nums[k..] as h m [s], or one 6-digit hhmmss, or h m s ms (HealthApp's 22:15:29:606).
 bool read_hms(const TimeParts& p, int k, CivilTime& c) {
   const auto& nums = p.nums;
   const int r = p.n - k;
   if (r == 1 && nums[k].digits == 6) {
     c.h = nums[k].v / 10000, c.mi = nums[k].v / 100 % 100, c.s = nums[k].v % 100;
+    return true;
+  }
+  if (r == 4 && nums[k + 3].digits == 3) {
+    c.h = nums[k].v, c.mi = nums[k + 1].v, c.s = nums[k + 2].v;
+    c.ns = nums[k + 3].v * 1'000'000;
     return true;
   }
   if (r != 2 && r != 3) return false;
@@ -192,6 +197,11 @@ bool read_civil(std::string_view t, TimeParts& p, CivilTime& c) {
   if (n >= 5 && nums[0].digits <= 2 && nums[2].digits == 4) {  // 01/03/2024 12:00:00
     c.d = nums[0].v, c.mo = nums[1].v, c.y = nums[2].v;
     return read_hms(p, 3, c);
+  }
+  if (n == 5 && nums[0].digits == 2 && nums[1].digits == 2) {
+    // No year: Android's 03-17 16:13:38.811, Proxifier's 10.30 16:49:06
+    c.mo = nums[0].v, c.d = nums[1].v;
+    return read_hms(p, 2, c);
   }
   if (n >= 5 && nums[0].digits == 2) {  // Spark 17/06/09 20:10:40
     c.y = 2000 + nums[0].v, c.mo = nums[1].v, c.d = nums[2].v;
@@ -291,9 +301,18 @@ void LogFormat::assign_roles() {
     if (is_one_of(n, {"Date", "Time", "Timestamp", "Datetime", "Month", "Day", "Year"}))
       time_fields_.push_back(idx);
     if (is_one_of(n, {"Level", "Severity"})) level_ = idx;
-    if (thread_ < 0 && is_one_of(n, {"Thread", "Tid", "Pid", "Process"})) thread_ = idx;
+    if (thread_ < 0 && is_one_of(n, {"Thread", "Tid"})) thread_ = idx;
     if (node_ < 0 && is_one_of(n, {"Node", "Host", "Hostname"})) node_ = idx;
   }
+  // A process id is the thread only if there is no thread field (Android has both).
+  for (size_t k = 0; k < names_.size() && thread_ < 0; ++k)
+    if (is_one_of(names_[k], {"Pid", "Process"})) thread_ = static_cast<int>(k);
+}
+
+int LogFormat::field_index(std::string_view name) const {
+  for (size_t k = 0; k < names_.size(); ++k)
+    if (iequals(names_[k], name)) return static_cast<int>(k);
+  return -1;
 }
 
 bool LogFormat::match_from(size_t e, size_t p, std::string_view line,
@@ -362,26 +381,6 @@ bool LogFormat::match(std::string_view line, std::vector<std::string_view>& fiel
   return match_from(0, 0, line, fields, budget);
 }
 
-const std::vector<FormatPreset>& format_presets() {
-  static const std::vector<FormatPreset> presets = {
-      {"log4j-thread", R"(<Date> <Time> <Level> \[<Thread>\] <Component>: <Content>)",
-       "2015-10-18 18:01:47,978 INFO [main] org.apache.hadoop.mapreduce.v2.app.MRAppMaster: "
-       "Created MRAppMaster"},
-      {"hdfs", "<Date> <Time> <Pid> <Level> <Component>: <Content>",
-       "081109 203615 148 INFO dfs.DataNode$PacketResponder: PacketResponder 1 for block "
-       "blk_38865049064139660 terminating"},
-      {"log4j", "<Date> <Time> <Level> <Component>: <Content>",
-       "17/06/09 20:10:40 INFO executor.CoarseGrainedExecutorBackend: Registered signal handlers"},
-      {"iso8601", R"(<Timestamp> <Level> \[<Thread>\] <Component> - <Content>)",
-       "2024-03-01T12:00:00.123Z INFO [http-nio-8080-exec-1] c.e.OrderService - Order 42 placed"},
-      {"iso8601-plain", "<Timestamp> <Level> <Content>",
-       "2024-03-01T12:00:00.123+01:00 WARN cache miss for key user:42"},
-      {"syslog", "<Month> <Day> <Time> <Host> <Process>: <Content>",
-       "Jun 14 15:16:01 combo sshd(pam_unix)[19939]: authentication failure; logname= uid=0"},
-  };
-  return presets;
-}
-
 LogFormat format_from_option(std::string_view s) {
   for (const FormatPreset& p : format_presets())
     if (p.name == s) return LogFormat::compile(p.pattern, p.name);
@@ -423,7 +422,8 @@ std::optional<int64_t> parse_timestamp(std::string_view t) {
     return std::nullopt;
   const int64_t days =
       days_from_civil(c.y, static_cast<unsigned>(c.mo), static_cast<unsigned>(c.d));
-  return ((days * 86400 + c.h * 3600 + c.mi * 60 + c.s) - p.offset_s) * 1'000'000'000 + frac_ns;
+  return ((days * 86400 + c.h * 3600 + c.mi * 60 + c.s) - p.offset_s) * 1'000'000'000 + frac_ns +
+         c.ns;
 }
 
 bool match_header(const LogFormat& f, std::string_view line, bool check_level,
@@ -438,6 +438,13 @@ bool match_header(const LogFormat& f, std::string_view line, bool check_level,
       time_buf.append(scratch[k]);
     }
     out.ts = parse_timestamp(time_buf);
+    // loghub's formats name several fields that are not one time together (BGL's
+    // <Timestamp> <Date> ... <Time>): then the <Timestamp> field on its own.
+    // (Only a field named Timestamp: a lone Time or Month field would let lazy fields
+    // match foreign headers.)
+    for (size_t k = 0; !out.ts && f.time_fields().size() > 1 && k < f.time_fields().size(); ++k)
+      if (iequals(f.field_names()[f.time_fields()[k]], "Timestamp"))
+        out.ts = parse_timestamp(scratch[f.time_fields()[k]]);
     if (!out.ts) return false;
   }
   out.content = scratch[f.content_field()];

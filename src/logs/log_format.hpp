@@ -35,6 +35,8 @@ class LogFormat {
   // Thread-like field (Thread, Process, Pid, Tid), -1 if none; node-like (Node, Host).
   int thread_field() const { return thread_; }
   int node_field() const { return node_; }
+  // The index of the field of this name (case-insensitive), -1 if none.
+  int field_index(std::string_view name) const;
   bool uses_std_regex() const { return use_regex_; }
 
  private:
@@ -60,7 +62,9 @@ class LogFormat {
 struct FormatPreset {
   std::string_view name, pattern, example;
 };
-// log4j (Hadoop/Spark default layouts), log4j-thread, hdfs, syslog, iso8601.
+// The loghub datasets' headers (hdfs, openstack, zookeeper, android, windows-cbs, bgl,
+// hpc, thunderbird, apache, proxifier, healthapp; Hadoop is log4j-thread, Spark log4j,
+// Linux/Mac/OpenSSH syslog) and the Java layouts (log4j, iso8601), in log_presets.cpp.
 const std::vector<FormatPreset>& format_presets();
 // A preset's name or a pattern -> the compiled format. Throws std::invalid_argument.
 LogFormat format_from_option(std::string_view name_or_pattern);

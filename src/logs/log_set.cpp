@@ -75,6 +75,7 @@ class LogReader {
   bool screen_line(std::string_view& line, LineInfo& info);
   bool match_record(const FileState& fs, std::string_view line, LineInfo& info);
   bool other_preset_header(const LogFormat& format, std::string_view line);
+  bool node_from_field(const LogFormat& format);
   void add_record(FileState& fs, LineInfo& info, LogFile& file);
 
   LogSet& set_;
@@ -163,7 +164,7 @@ bool LogReader::match_record(const FileState& fs, std::string_view line, LineInf
     return true;
   }
   const LogFormat& format = *fs.format;
-  if (match_header(format, line, false, scratch_, time_buf_, m_)) return true;
+  if (match_header(format, line, false, scratch_, time_buf_, m_)) return node_from_field(format);
   if (!fs.have_record) {
     // Before the first header: a record of its own, without header.
     ++cnt_.no_header;
@@ -184,9 +185,17 @@ bool LogReader::match_record(const FileState& fs, std::string_view line, LineInf
     m_.thread = format.thread_field() >= 0 ? scratch_[format.thread_field()] : "";
     m_.node = format.node_field() >= 0 ? scratch_[format.node_field()] : "";
     m_.ts = fs.last_ts;
-    return true;
+    return node_from_field(format);
   }
   return false;
+}
+
+// --node-field: the named header field (if the format has it) is the line's node.
+bool LogReader::node_from_field(const LogFormat& format) {
+  if (options_.node_field.empty()) return true;
+  const int k = format.field_index(options_.node_field);
+  if (k >= 0 && !scratch_[k].empty()) m_.node = scratch_[k];
+  return true;
 }
 
 // Mixed formats in one file: a line with another preset's valid header is a record.
@@ -194,7 +203,7 @@ bool LogReader::other_preset_header(const LogFormat& format, std::string_view li
   for (const LogFormat& p : presets_)
     if (p.name() != format.name() && match_header(p, line, true, scratch_, time_buf_, m_)) {
       ++cnt_.other_format;
-      return true;
+      return node_from_field(p);
     }
   return false;
 }
@@ -216,7 +225,8 @@ void LogReader::add_record(FileState& fs, LineInfo& info, LogFile& file) {
   if (fresh) set_.threads.emplace_back(r.node, std::string(m_.thread));
   r.thread = it->second;
   r.content = m_.content;
-  if (!tokenize(r.content, tokens_, options_.drain.max_tokens)) ++cnt_.too_many_tokens;
+  if (!tokenize(r.content, tokens_, options_.drain.max_tokens, &set_.drain.masks()))
+    ++cnt_.too_many_tokens;
   r.cluster = set_.drain.add(tokens_);
   if (info.kind != LineKind::no_header) info.kind = LineKind::record;
   info.record = static_cast<uint32_t>(set_.records.size());

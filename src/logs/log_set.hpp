@@ -22,6 +22,9 @@ namespace snailtrail::logs {
 
 struct LogOptions {
   std::string format;  // preset name or pattern; empty = detect per file
+  // A header field whose text names the node (e.g. Component, Logrecord); empty = the
+  // <Node>/<Host> field, else the file.
+  std::string node_field;
   DrainOptions drain;
   size_t max_line_bytes = 64 * 1024;  // longer lines: the message is cut for mining
 };
@@ -60,9 +63,18 @@ struct LogSet {
   Drain drain;
   std::vector<std::pair<std::string, uint64_t>> diagnostics;  // kind -> count, nonzero only
 
+  // A record's whole first line, header included (the message runs to the line's end).
+  std::string_view whole_line(const LogRecord& r) const {
+    const std::string& b = files[r.file].bytes;
+    const size_t end = static_cast<size_t>(r.content.data() - b.data()) + r.content.size();
+    const size_t nl = std::string_view(b).rfind('\n', end == 0 ? 0 : end - 1);
+    const size_t begin = nl == std::string_view::npos || nl >= end ? 0 : nl + 1;
+    return std::string_view(b).substr(begin, end - begin);
+  }
+
   // The message tokens of a record (into `scratch`), as the miner saw them.
   const std::vector<Token>& tokens(const LogRecord& r, std::vector<Token>& scratch) const {
-    tokenize(r.content, scratch, drain.options().max_tokens);
+    tokenize(r.content, scratch, drain.options().max_tokens, &drain.masks());
     return scratch;
   }
 };
