@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "flame/paths.hpp"
 #include "output/names.hpp"
 #include "output/writers.hpp"
 #include "trace/event.hpp"
@@ -65,23 +66,6 @@ std::vector<double> mode_weights(const SampleSet& set, Mode mode) {
   return w;
 }
 
-namespace {
-
-std::string operator_frame(const SampleSet& set, uint32_t op) {
-  if (op == kNoId) return "[no operator]";
-  auto it = set.operator_names.find(op);
-  return fmt::format("[op {}]", it != set.operator_names.end() ? it->second : std::to_string(op));
-}
-
-std::string thread_frame(const SampleSet& set, uint32_t t) {
-  if (t == kNoId) return "[no thread]";
-  auto it = set.thread_names.find(t);
-  if (it != set.thread_names.end()) return fmt::format("[thread {} {}]", t, it->second);
-  return fmt::format("[thread {}]", t);
-}
-
-}  // namespace
-
 std::string short_frame_name(const std::string& name) {
   // Drop the trailing parameter list: the last top-level "(...)" and what follows it
   // (" const", " &&"), unless the name ends in a bracket of its own like "{lambda()#1}".
@@ -128,59 +112,6 @@ std::string short_frame_name(const std::string& name) {
   return out;
 }
 
-FlameTree build_tree(const SampleSet& set, const std::vector<double>& weights,
-                     const TreeOptions& options) {
-  FlameTree tree;
-  tree.nodes.push_back({"all", 0, 0, 0, 0, {}});
-  bool any_op = false;
-  for (const StackSample& s : set.samples) any_op = any_op || s.op != kNoId;
-  // (parent, name) -> node; names of stack frames are interned ids, roots are strings.
-  std::map<std::pair<uint32_t, std::string>, uint32_t> child;
-  auto step = [&](uint32_t parent, const std::string& name, double w) {
-    auto key = std::make_pair(parent, name);
-    auto it = child.find(key);
-    uint32_t n;
-    if (it == child.end()) {
-      n = static_cast<uint32_t>(tree.nodes.size());
-      uint32_t depth = tree.nodes[parent].depth + 1;
-      tree.nodes.push_back({name, parent, depth, 0, 0, {}});
-      tree.nodes[parent].children.push_back(n);
-      tree.max_depth = std::max(tree.max_depth, depth);
-      child.emplace(std::move(key), n);
-    } else {
-      n = it->second;
-    }
-    tree.nodes[n].value += w;
-    return n;
-  };
-  std::vector<std::string> names(set.frame_count());
-  for (uint32_t f = 0; f < names.size(); ++f)
-    names[f] = options.short_names ? short_frame_name(set.frame(f)) : set.frame(f);
-  for (size_t i = 0; i < set.samples.size(); ++i) {
-    const StackSample& s = set.samples[i];
-    double w = i < weights.size() ? weights[i] : 0;
-    if (!(w > 0)) continue;
-    if (options.operator_id && s.op != *options.operator_id) continue;
-    if (options.worker) {
-      uint32_t who = s.worker != kNoId ? s.worker : s.thread;
-      if (who != *options.worker) continue;
-    }
-    tree.nodes[0].value += w;
-    uint32_t n = 0;
-    if (options.thread_root) n = step(n, thread_frame(set, s.thread), w);
-    if (options.operator_root && any_op) n = step(n, operator_frame(set, s.op), w);
-    auto [b, e] = set.stack(s.stack);
-    for (const uint32_t* f = b; f != e; ++f) n = step(n, names[*f], w);
-    if (options.off_cpu_leaf && s.kind == SampleKind::off_cpu && s.activity < kActivityTypeCount)
-      n = step(n, fmt::format("[off-cpu {}]", kActivityNames[s.activity]), w);
-    tree.nodes[n].self += w;
-  }
-  for (FlameTree::Node& node : tree.nodes)
-    std::sort(node.children.begin(), node.children.end(),
-              [&](uint32_t a, uint32_t b) { return tree.nodes[a].name < tree.nodes[b].name; });
-  return tree;
-}
-
 namespace {
 
 std::string folded_name(const std::string& s) {
@@ -191,6 +122,54 @@ std::string folded_name(const std::string& s) {
   }
   return out;
 }
+
+}  // namespace
+
+FlameTree build_tree(const SampleSet& set, const std::vector<double>& weights,
+                     const TreeOptions& options) {
+  const PathSet ps = collect_paths(set, weights, options);
+  FlameTree tree;
+  tree.nodes.push_back({"all", 0, 0, ps.total, 0, {}});
+  const double min_value = options.min_share * ps.total;
+  // The sweep over the sorted paths: open[d] is the node at depth d + 1 of the current
+  // path; a node is complete when a path leaves it, and then dropped if too narrow (its
+  // subtree, narrower still, is gone already, so it is the last node).
+  std::vector<uint32_t> open, open_names, names;
+  auto close_to = [&](size_t depth) {
+    while (open.size() > depth) {
+      const uint32_t n = open.back();
+      open.pop_back();
+      open_names.pop_back();
+      if (tree.nodes[n].value < min_value && n + 1 == tree.nodes.size()) {
+        tree.nodes[tree.nodes[n].parent].children.pop_back();
+        tree.nodes.pop_back();
+      } else {
+        tree.max_depth = std::max(tree.max_depth, tree.nodes[n].depth);
+      }
+    }
+  };
+  for (const PathSet::Path& p : ps.paths) {
+    ps.names_of(set, p, names);
+    size_t common = 0;
+    while (common < open.size() && common < names.size() && names[common] == open_names[common])
+      ++common;
+    close_to(common);
+    for (size_t d = common; d < names.size(); ++d) {
+      const uint32_t parent = d == 0 ? 0 : open[d - 1];
+      const auto n = static_cast<uint32_t>(tree.nodes.size());
+      tree.nodes.push_back({ps.names[names[d]], parent, static_cast<uint32_t>(d + 1), 0, 0, {}});
+      tree.nodes[parent].children.push_back(n);
+      open.push_back(n);
+      open_names.push_back(names[d]);
+    }
+    for (uint32_t n : open) tree.nodes[n].value += p.weight;
+    (open.empty() ? tree.nodes[0] : tree.nodes[open.back()]).self += p.weight;
+  }
+  close_to(0);
+  return tree;
+}
+
+namespace {
 
 // `s` as XML text: markup characters as entities, control characters as spaces, each
 // byte of invalid UTF-8 as U+FFFD (so the SVG is well-formed whatever the names hold).
@@ -261,28 +240,87 @@ std::string format_value(double v, const std::string& unit) {
 
 }  // namespace
 
+namespace {
+
+// Folded lines "path weight" sorted by path as bytes (as stackcollapse-perf.pl and
+// flamegraph.pl sort), weights rounded, lines rounding to 0 left out.
+class FoldedLines {
+ public:
+  void add(const std::string& path, double w) {
+    const double r = std::round(w);
+    if (r < 1) return;
+    lines_.push_back({text_.size(), path.size(), r});
+    text_ += path;
+  }
+  std::string str() {
+    std::sort(lines_.begin(), lines_.end(),
+              [&](const Line& a, const Line& b) { return path(a) < path(b); });
+    std::string out;
+    out.reserve(text_.size() + lines_.size() * 8);
+    for (const Line& l : lines_) {
+      out += path(l);
+      out += fmt::format(" {:.0f}\n", l.weight);
+    }
+    return out;
+  }
+
+ private:
+  struct Line {
+    size_t begin, size;
+    double weight;
+  };
+  std::string_view path(const Line& l) const {
+    return std::string_view(text_).substr(l.begin, l.size);
+  }
+  std::string text_;
+  std::vector<Line> lines_;
+};
+
+}  // namespace
+
 std::string to_folded(const FlameTree& tree) {
-  std::vector<std::pair<std::string, double>> lines;
-  std::vector<std::pair<uint32_t, std::string>> todo;  // node, its path
-  for (uint32_t c : tree.nodes.empty() ? std::vector<uint32_t>{} : tree.nodes[0].children)
-    todo.emplace_back(c, folded_name(tree.nodes[c].name));
-  while (!todo.empty()) {
-    auto [n, path] = std::move(todo.back());
-    todo.pop_back();
+  FoldedLines lines;
+  std::string path;
+  std::vector<size_t> cut(tree.max_depth + 2, 0);  // path length before depth d's frame
+  // Depth-first: nodes are stored in depth-first order, so a node's path is its parent's
+  // (still in `path`) plus its name.
+  for (uint32_t n = 1; n < tree.nodes.size(); ++n) {
     const FlameTree::Node& node = tree.nodes[n];
-    if (node.self > 0) lines.emplace_back(path, node.self);
-    for (uint32_t c : node.children)
-      todo.emplace_back(c, path + ";" + folded_name(tree.nodes[c].name));
+    path.resize(cut[node.depth]);
+    if (node.depth > 1) path += ';';
+    path += folded_name(node.name);
+    if (node.depth + 1 < cut.size()) cut[node.depth + 1] = path.size();
+    if (node.self > 0) lines.add(path, node.self);
   }
-  std::sort(lines.begin(), lines.end());
-  std::string out;
-  for (auto& [path, w] : lines) {
-    double r = std::round(w);
-    if (r < 1) continue;
-    out += path;
-    out += fmt::format(" {:.0f}\n", r);
+  return lines.str();
+}
+
+std::string to_folded(const SampleSet& set, const std::vector<double>& weights,
+                      const TreeOptions& options) {
+  const PathSet ps = collect_paths(set, weights, options);
+  std::vector<std::string> folded(ps.names.size());
+  for (size_t i = 0; i < folded.size(); ++i) folded[i] = folded_name(ps.names[i]);
+  FoldedLines lines;
+  std::vector<uint32_t> names, last;
+  std::string path;
+  double weight = 0;
+  auto flush = [&]() {
+    if (last.empty()) return;
+    path.clear();
+    for (size_t d = 0; d < last.size(); ++d) (d ? path += ';' : path) += folded[last[d]];
+    lines.add(path, weight);
+  };
+  for (const PathSet::Path& p : ps.paths) {  // equal name paths are adjacent
+    ps.names_of(set, p, names);
+    if (names != last) {
+      flush();
+      last.swap(names);
+      weight = 0;
+    }
+    weight += p.weight;
   }
-  return out;
+  flush();
+  return lines.str();
 }
 
 namespace {
