@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <numeric>
 #include <tuple>
@@ -172,6 +173,102 @@ PathSet collect_paths(const SampleSet& set, const std::vector<double>& weights,
     return na < nb;
   });
   return ps;
+}
+
+namespace {
+
+std::string folded_name(const std::string& s) {
+  std::string out = s;
+  for (char& c : out) {
+    if (c == ';') c = ':';
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return out;
+}
+
+}  // namespace
+
+namespace {
+
+// Folded lines "path weight" sorted by path as bytes (as stackcollapse-perf.pl and
+// flamegraph.pl sort), weights rounded, lines rounding to 0 left out.
+class FoldedLines {
+ public:
+  void add(const std::string& path, double w) {
+    const double r = std::round(w);
+    if (r < 1) return;
+    lines_.push_back({text_.size(), path.size(), r});
+    text_ += path;
+  }
+  std::string str() {
+    std::sort(lines_.begin(), lines_.end(),
+              [&](const Line& a, const Line& b) { return path(a) < path(b); });
+    std::string out;
+    out.reserve(text_.size() + lines_.size() * 8);
+    for (const Line& l : lines_) {
+      out += path(l);
+      out += fmt::format(" {:.0f}\n", l.weight);
+    }
+    return out;
+  }
+
+ private:
+  struct Line {
+    size_t begin, size;
+    double weight;
+  };
+  std::string_view path(const Line& l) const {
+    return std::string_view(text_).substr(l.begin, l.size);
+  }
+  std::string text_;
+  std::vector<Line> lines_;
+};
+
+}  // namespace
+
+std::string to_folded(const FlameTree& tree) {
+  FoldedLines lines;
+  std::string path;
+  std::vector<size_t> cut(tree.max_depth + 2, 0);  // path length before depth d's frame
+  // Depth-first: nodes are stored in depth-first order, so a node's path is its parent's
+  // (still in `path`) plus its name.
+  for (uint32_t n = 1; n < tree.nodes.size(); ++n) {
+    const FlameTree::Node& node = tree.nodes[n];
+    path.resize(cut[node.depth]);
+    if (node.depth > 1) path += ';';
+    path += folded_name(node.name);
+    if (node.depth + 1 < cut.size()) cut[node.depth + 1] = path.size();
+    if (node.self > 0) lines.add(path, node.self);
+  }
+  return lines.str();
+}
+
+std::string to_folded(const SampleSet& set, const std::vector<double>& weights,
+                      const TreeOptions& options) {
+  const PathSet ps = collect_paths(set, weights, options);
+  std::vector<std::string> folded(ps.names.size());
+  for (size_t i = 0; i < folded.size(); ++i) folded[i] = folded_name(ps.names[i]);
+  FoldedLines lines;
+  std::vector<uint32_t> names, last;
+  std::string path;
+  double weight = 0;
+  auto flush = [&]() {
+    if (last.empty()) return;
+    path.clear();
+    for (size_t d = 0; d < last.size(); ++d) (d ? path += ';' : path) += folded[last[d]];
+    lines.add(path, weight);
+  };
+  for (const PathSet::Path& p : ps.paths) {  // equal name paths are adjacent
+    ps.names_of(set, p, names);
+    if (names != last) {
+      flush();
+      last.swap(names);
+      weight = 0;
+    }
+    weight += p.weight;
+  }
+  flush();
+  return lines.str();
 }
 
 }  // namespace snailtrail::flame
