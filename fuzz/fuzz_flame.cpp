@@ -22,7 +22,14 @@ void render(const snailtrail::flame::SampleSet& set, const std::vector<double>& 
             snailtrail::flame::Mode mode) {
   using namespace snailtrail::flame;
   FlameTree tree = build_tree(set, w, {});
-  (void)to_folded(tree);
+  const std::string folded = to_folded(tree);
+  // The tree-less writer and the pruned tree must agree with the full tree.
+  if (to_folded(set, w, {}) != folded) std::abort();
+  TreeOptions pruned;
+  pruned.min_share = 0.01;
+  pruned.process_root = ProcessRoot::tid;
+  pruned.thread_root = true;
+  (void)to_svg(build_tree(set, w, pruned), {});
   (void)to_svg(tree, {});
   (void)to_json(tree, set, w, mode);
 }
@@ -70,6 +77,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   parse_perf_script(text, "fuzz.perf", perf);
   std::vector<double> w = mode_weights(perf, Mode::on_cpu);
   render(perf, w, Mode::on_cpu);
+  SampleSet perf_all;  // every option of the CLI's perf reading on
+  PerfOptions all;
+  all.weight_period = all.annotate_kernel = all.tidy_names = all.first_event_only = true;
+  parse_perf_script(text, "fuzz.perf", perf_all, all);
+  render(perf_all, mode_weights(perf_all, Mode::on_cpu), Mode::on_cpu);
   SampleSet folded;
   try {
     parse_folded(text, "fuzz.folded", folded);

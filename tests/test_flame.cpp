@@ -104,7 +104,9 @@ TEST(FlameFolded, ErrorsNameTheLine) {
 
 TEST(FlamePerf, ReadsWhatPerfScriptPrints) {
   SampleSet set;
-  parse_perf_script(kPerfScript, "perf.txt", set);
+  PerfOptions annotated;  // "_[k]" as stackcollapse-perf.pl --kernel
+  annotated.annotate_kernel = true;
+  parse_perf_script(kPerfScript, "perf.txt", set, annotated);
   ASSERT_EQ(set.samples.size(), 4u);
   EXPECT_EQ(set.samples[0].thread, 41232u);
   EXPECT_EQ(set.samples[0].ts, 18203123456000);
@@ -362,18 +364,20 @@ TEST_F(FlameCli, FoldedSvgJsonAndCritical) {
   write("perf.txt", kPerfScript);
   auto r = snailtrail::testing::run_binary("flamegraph " + path("perf.txt").string() + " -q");
   EXPECT_EQ(r.code, 0) << r.out;
+  // As stackcollapse-perf.pl (issue 34): comm as the root frame, spaces as '_'.
   EXPECT_EQ(r.out,
-            "[unknown];[libxul.so];handle_mm_fault_[k];clear_page_erms_[k] 1\n"
-            "kthread_[k];worker_thread_[k] 1\n"
-            "start_thread;snailtrail::flow::Worker::step;snailtrail::flow::count_records 2\n");
+            "Web_Content;[unknown];[libxul.so];handle_mm_fault;clear_page_erms 1\n"
+            "kworker/0:1-eve;kthread;worker_thread 1\n"
+            "snailtrail;start_thread;snailtrail::flow::Worker::step;"
+            "snailtrail::flow::count_records 2\n");
   r = snailtrail::testing::run_binary("flamegraph " + path("perf.txt").string() +
-                                      " -q --full-names --thread-root");
+                                      " -q --full-names --thread-root --no-process-root");
   EXPECT_NE(r.out.find("[thread 41232 snailtrail];start_thread;snailtrail::flow::Worker::step();"
                        "snailtrail::flow::count_records(unsigned long) 2\n"),
             std::string::npos)
       << r.out;
   r = snailtrail::testing::run_binary("flamegraph " + path("perf.txt").string() +
-                                      " --format svg -o " + path("g.svg").string());
+                                      " --kernel --format svg -o " + path("g.svg").string());
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("warning: " + path("perf.txt").string() +
                        ": 2 perf.unknown_symbols (first at line 13)"),
@@ -393,7 +397,8 @@ TEST_F(FlameCli, FoldedSvgJsonAndCritical) {
   named.operator_names = {{1, "A"}, {2, "D"}, {4, "C"}};
   write_trace(named, path("t.jsonl").string());
   r = snailtrail::testing::run_binary("flamegraph " + path("s.perf").string() + " --trace " +
-                                      path("t.jsonl").string() + " --mode critical");
+                                      path("t.jsonl").string() +
+                                      " --mode critical --no-process-root");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("critical: 300 ns of 300 ns critical time on timelines carried by 3 "
                        "samples in 1 windows; 0 samples outside any activity, 1 without worker"),
@@ -402,7 +407,7 @@ TEST_F(FlameCli, FoldedSvgJsonAndCritical) {
   EXPECT_NE(r.out.find("[op A];a 200\n[op C];c 50\n[op D];d 50\n"), std::string::npos) << r.out;
   r = snailtrail::testing::run_binary("flamegraph " + path("s.perf").string() + " --trace " +
                                       path("t.jsonl").string() +
-                                      " --thread-worker 12=1 --mode critical -q");
+                                      " --thread-worker 12=1 --mode critical -q --no-process-root");
   EXPECT_EQ(r.out, "[op A];a 200\n[op C];c 50\n[op D];d 50\n");  // 11 and 12 split C's 50
   r = snailtrail::testing::run_binary("flamegraph " + path("s.perf").string() + " --mode critical");
   EXPECT_EQ(r.code, 2);

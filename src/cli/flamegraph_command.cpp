@@ -30,6 +30,12 @@ struct FlameArgs {
   std::string window;
   std::vector<std::string> thread_worker;
   std::string perf_event;
+  std::string weight = "samples";
+  bool kernel = false;
+  bool pid_root = false;
+  bool tid_root = false;
+  bool no_process_root = false;
+  bool perf_input = false;  // set when the input is read as perf script text
   double hz = 0;
   bool no_operator_root = false;
   bool thread_root = false;
@@ -61,8 +67,8 @@ uint32_t parse_u32(const std::string& s, const char* what) {
 using namespace flame;
 
 // The samples of the input and the activity trace they fall in, if any: the input itself
-// when it is a trace (with a profile), else --trace.
-std::optional<Trace> read_samples(const FlameArgs& a, SampleSet& set) {
+// when it is a trace (with a profile), else --trace. Text inputs are read in chunks.
+std::optional<Trace> read_samples(FlameArgs& a, SampleSet& set) {
   std::optional<Trace> trace;
   std::string fmt_in = a.input_format;
   if (fmt_in == "auto") fmt_in = is_trace_path(a.input) ? "trace" : "";
@@ -74,18 +80,29 @@ std::optional<Trace> read_samples(const FlameArgs& a, SampleSet& set) {
           "--trace: the input is a trace already (its own activities are used)");
     return trace;
   }
-  std::string text = read_text_file(a.input);
-  if (fmt_in.empty()) fmt_in = sniff_sample_format(text);
+  if (a.weight != "samples" && a.weight != "period")
+    throw std::invalid_argument(fmt::format("--weight: '{}' is not samples or period", a.weight));
+  const std::string head = read_file_head(a.input, 1 << 16);
+  check_text(head, a.input);
+  if (fmt_in.empty()) fmt_in = sniff_sample_format(head);
   if (fmt_in == "perf") {
     PerfOptions po;
-    po.event = a.perf_event;
-    parse_perf_script(text, a.input, set, po);
+    po.event = a.perf_event == "all" ? "" : a.perf_event;
+    po.first_event_only = a.perf_event.empty();
+    po.weight_period = a.weight == "period";
+    po.annotate_kernel = a.kernel;
+    po.tidy_names = !a.full_names;
+    a.perf_input = true;
+    parse_perf_script_file(a.input, set, po);
   } else if (fmt_in == "folded") {
-    parse_folded(text, a.input, set);
+    if (a.weight == "period")
+      throw std::invalid_argument("--weight period: folded stacks carry counts only");
+    parse_folded_file(a.input, set);
   } else {
     throw std::invalid_argument(
         fmt::format("--input-format: '{}' is not auto, perf, folded or trace", a.input_format));
   }
+  if (set.samples.empty()) throw TraceError(a.input, "samples", no_samples_message(set, fmt_in));
   if (!a.trace.empty()) trace = read_trace(a.trace);
   return trace;
 }
@@ -104,9 +121,10 @@ void place_samples_on_workers(const FlameArgs& a, const std::optional<Trace>& tr
   if (trace) {
     std::map<std::string, uint32_t> by_name;
     for (auto& [id, name] : trace->worker_names) by_name[name] = id;
-    for (auto& [tid, comm] : set.thread_names)
-      if (!t2w.count(tid))
-        if (auto it = by_name.find(comm); it != by_name.end()) t2w[tid] = it->second;
+    // By the sample's own comm: a thread that execs is another program before and after.
+    for (StackSample& s : set.samples)
+      if (s.worker == kNoId && s.comm != kNoId && !t2w.count(s.thread))
+        if (auto it = by_name.find(set.comm(s.comm)); it != by_name.end()) s.worker = it->second;
     for (auto& [id, name] : trace->operator_names) set.operator_names.try_emplace(id, name);
   }
   for (StackSample& s : set.samples)
@@ -151,7 +169,11 @@ TreeOptions tree_options(const FlameArgs& a, const SampleSet& set, std::vector<d
   TreeOptions to;
   to.operator_root = !a.no_operator_root;
   to.thread_root = a.thread_root;
-  to.short_names = !a.full_names;
+  to.short_names = !a.full_names && !a.perf_input;  // perf: stackcollapse-perf's names
+  if (!a.no_process_root)
+    to.process_root = a.tid_root   ? ProcessRoot::tid
+                      : a.pid_root ? ProcessRoot::pid
+                                   : ProcessRoot::comm;
   if (!a.op.empty()) {
     std::optional<uint32_t> id;
     for (auto& [oid, name] : set.operator_names)
@@ -173,20 +195,21 @@ TreeOptions tree_options(const FlameArgs& a, const SampleSet& set, std::vector<d
   return to;
 }
 
-std::string render(const FlameArgs& a, Mode mode, const FlameTree& tree, const TreeOptions& to,
-                   const SampleSet& set, const std::vector<double>& weights) {
-  if (a.format == "folded") return to_folded(tree);
-  if (a.format == "json") return to_json(tree, set, weights, mode);
+std::string render(const FlameArgs& a, Mode mode, TreeOptions to, const SampleSet& set,
+                   const std::vector<double>& weights) {
+  if (a.format == "folded") return to_folded(set, weights, to);
+  if (a.format == "json") return to_json(build_tree(set, weights, to), set, weights, mode);
   SvgOptions so;
+  to.min_share = so.min_width_px / (so.width - 20);  // what the SVG would not draw
   so.unit = mode_unit(mode);
   so.title = a.title.empty() ? fmt::format("{} flame graph", mode_name(mode)) : a.title;
   so.subtitle = a.input;
   if (to.operator_id) so.subtitle += ", operator " + a.op;
   if (to.worker) so.subtitle += fmt::format(", worker {}", *to.worker);
-  return to_svg(tree, so);
+  return to_svg(build_tree(set, weights, to), so);
 }
 
-int run_flamegraph(const FlameArgs& a) {
+int run_flamegraph(FlameArgs& a) {
   std::optional<Mode> mode = parse_mode(a.mode);
   if (!mode)
     throw std::invalid_argument(
@@ -199,7 +222,6 @@ int run_flamegraph(const FlameArgs& a) {
   place_samples_on_workers(a, trace, set);
   std::vector<double> weights = sample_weights(a, *mode, trace, set);
   const TreeOptions to = tree_options(a, set, weights);
-  const FlameTree tree = build_tree(set, weights, to);
   if (!a.quiet)
     for (auto& [kind, n] : set.diagnostics) {
       auto fl = set.first_line.find(kind);
@@ -207,7 +229,7 @@ int run_flamegraph(const FlameArgs& a) {
                  fl != set.first_line.end() ? fmt::format(" (first at line {})", fl->second) : "");
     }
   OutputFile out(a.output);
-  const std::string text = render(a, *mode, tree, to, set, weights);
+  const std::string text = render(a, *mode, to, set, weights);
   out.buf().append(text.data(), text.data() + text.size());
   return 0;
 }
@@ -243,7 +265,18 @@ CommandRunner add_flamegraph_command(CLI::App& app) {
   cmd->add_option("--thread-worker", a->thread_worker,
                   "TID=WORKER: samples of thread TID belong to worker WORKER (repeatable)");
   cmd->add_option("--perf-event", a->perf_event,
-                  "Keep only perf samples of this event (e.g. cpu-clock); others are counted");
+                  "Keep only perf samples of this event (e.g. cpu-clock; default: the first "
+                  "event met, as stackcollapse-perf.pl; 'all': every event); others are counted");
+  cmd->add_option("--weight", a->weight,
+                  "perf samples weigh 1 each (samples) or their period (period: the number "
+                  "before the event, e.g. cycles or page faults)")
+      ->capture_default_str();
+  cmd->add_flag("--kernel", a->kernel,
+                "Suffix '_[k]' on kernel frames (DSO [kernel.kallsyms], [module] or vmlinux)");
+  cmd->add_flag("--pid", a->pid_root, "perf: process frame 'comm-PID' instead of 'comm'");
+  cmd->add_flag("--tid", a->tid_root, "perf: process frame 'comm-PID/TID' instead of 'comm'");
+  cmd->add_flag("--no-process-root", a->no_process_root,
+                "perf: no process frame at the root of each stack");
   cmd->add_option("--hz", a->hz,
                   "Sampling frequency of imported on-CPU samples (for --mode mixed)");
   cmd->add_flag("--no-operator-root", a->no_operator_root,
@@ -251,7 +284,8 @@ CommandRunner add_flamegraph_command(CLI::App& app) {
   cmd->add_flag("--thread-root", a->thread_root, "Put the thread as the root frame of each stack");
   cmd->add_flag("--full-names", a->full_names,
                 "Keep C++ template arguments and parameter lists in frame names (default: "
-                "ns::Class<...>::method)");
+                "ns::Class<...>::method; perf input: cut at the first '(' as "
+                "stackcollapse-perf.pl)");
   cmd->add_option("--title", a->title, "SVG title");
   cmd->add_flag("-q,--quiet", a->quiet, "No summary or warnings on stderr");
   return [cmd, a]() -> int {

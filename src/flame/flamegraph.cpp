@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "flame/paths.hpp"
 #include "output/names.hpp"
 #include "output/writers.hpp"
 #include "trace/event.hpp"
@@ -65,23 +66,6 @@ std::vector<double> mode_weights(const SampleSet& set, Mode mode) {
   return w;
 }
 
-namespace {
-
-std::string operator_frame(const SampleSet& set, uint32_t op) {
-  if (op == kNoId) return "[no operator]";
-  auto it = set.operator_names.find(op);
-  return fmt::format("[op {}]", it != set.operator_names.end() ? it->second : std::to_string(op));
-}
-
-std::string thread_frame(const SampleSet& set, uint32_t t) {
-  if (t == kNoId) return "[no thread]";
-  auto it = set.thread_names.find(t);
-  if (it != set.thread_names.end()) return fmt::format("[thread {} {}]", t, it->second);
-  return fmt::format("[thread {}]", t);
-}
-
-}  // namespace
-
 std::string short_frame_name(const std::string& name) {
   // Drop the trailing parameter list: the last top-level "(...)" and what follows it
   // (" const", " &&"), unless the name ends in a bracket of its own like "{lambda()#1}".
@@ -130,67 +114,49 @@ std::string short_frame_name(const std::string& name) {
 
 FlameTree build_tree(const SampleSet& set, const std::vector<double>& weights,
                      const TreeOptions& options) {
+  const PathSet ps = collect_paths(set, weights, options);
   FlameTree tree;
-  tree.nodes.push_back({"all", 0, 0, 0, 0, {}});
-  bool any_op = false;
-  for (const StackSample& s : set.samples) any_op = any_op || s.op != kNoId;
-  // (parent, name) -> node; names of stack frames are interned ids, roots are strings.
-  std::map<std::pair<uint32_t, std::string>, uint32_t> child;
-  auto step = [&](uint32_t parent, const std::string& name, double w) {
-    auto key = std::make_pair(parent, name);
-    auto it = child.find(key);
-    uint32_t n;
-    if (it == child.end()) {
-      n = static_cast<uint32_t>(tree.nodes.size());
-      uint32_t depth = tree.nodes[parent].depth + 1;
-      tree.nodes.push_back({name, parent, depth, 0, 0, {}});
-      tree.nodes[parent].children.push_back(n);
-      tree.max_depth = std::max(tree.max_depth, depth);
-      child.emplace(std::move(key), n);
-    } else {
-      n = it->second;
+  tree.nodes.push_back({"all", 0, 0, ps.total, 0, {}});
+  const double min_value = options.min_share * ps.total;
+  // The sweep over the sorted paths: open[d] is the node at depth d + 1 of the current
+  // path; a node is complete when a path leaves it, and then dropped if too narrow (its
+  // subtree, narrower still, is gone already, so it is the last node).
+  std::vector<uint32_t> open, open_names, names;
+  auto close_to = [&](size_t depth) {
+    while (open.size() > depth) {
+      const uint32_t n = open.back();
+      open.pop_back();
+      open_names.pop_back();
+      if (tree.nodes[n].value < min_value && n + 1 == tree.nodes.size()) {
+        tree.nodes[tree.nodes[n].parent].children.pop_back();
+        tree.nodes.pop_back();
+      } else {
+        tree.max_depth = std::max(tree.max_depth, tree.nodes[n].depth);
+      }
     }
-    tree.nodes[n].value += w;
-    return n;
   };
-  std::vector<std::string> names(set.frame_count());
-  for (uint32_t f = 0; f < names.size(); ++f)
-    names[f] = options.short_names ? short_frame_name(set.frame(f)) : set.frame(f);
-  for (size_t i = 0; i < set.samples.size(); ++i) {
-    const StackSample& s = set.samples[i];
-    double w = i < weights.size() ? weights[i] : 0;
-    if (!(w > 0)) continue;
-    if (options.operator_id && s.op != *options.operator_id) continue;
-    if (options.worker) {
-      uint32_t who = s.worker != kNoId ? s.worker : s.thread;
-      if (who != *options.worker) continue;
+  for (const PathSet::Path& p : ps.paths) {
+    ps.names_of(set, p, names);
+    size_t common = 0;
+    while (common < open.size() && common < names.size() && names[common] == open_names[common])
+      ++common;
+    close_to(common);
+    for (size_t d = common; d < names.size(); ++d) {
+      const uint32_t parent = d == 0 ? 0 : open[d - 1];
+      const auto n = static_cast<uint32_t>(tree.nodes.size());
+      tree.nodes.push_back({ps.names[names[d]], parent, static_cast<uint32_t>(d + 1), 0, 0, {}});
+      tree.nodes[parent].children.push_back(n);
+      open.push_back(n);
+      open_names.push_back(names[d]);
     }
-    tree.nodes[0].value += w;
-    uint32_t n = 0;
-    if (options.thread_root) n = step(n, thread_frame(set, s.thread), w);
-    if (options.operator_root && any_op) n = step(n, operator_frame(set, s.op), w);
-    auto [b, e] = set.stack(s.stack);
-    for (const uint32_t* f = b; f != e; ++f) n = step(n, names[*f], w);
-    if (options.off_cpu_leaf && s.kind == SampleKind::off_cpu && s.activity < kActivityTypeCount)
-      n = step(n, fmt::format("[off-cpu {}]", kActivityNames[s.activity]), w);
-    tree.nodes[n].self += w;
+    for (uint32_t n : open) tree.nodes[n].value += p.weight;
+    (open.empty() ? tree.nodes[0] : tree.nodes[open.back()]).self += p.weight;
   }
-  for (FlameTree::Node& node : tree.nodes)
-    std::sort(node.children.begin(), node.children.end(),
-              [&](uint32_t a, uint32_t b) { return tree.nodes[a].name < tree.nodes[b].name; });
+  close_to(0);
   return tree;
 }
 
 namespace {
-
-std::string folded_name(const std::string& s) {
-  std::string out = s;
-  for (char& c : out) {
-    if (c == ';') c = ':';
-    if (c == '\n' || c == '\r') c = ' ';
-  }
-  return out;
-}
 
 // `s` as XML text: markup characters as entities, control characters as spaces, each
 // byte of invalid UTF-8 as U+FFFD (so the SVG is well-formed whatever the names hold).
@@ -260,30 +226,6 @@ std::string format_value(double v, const std::string& unit) {
 }
 
 }  // namespace
-
-std::string to_folded(const FlameTree& tree) {
-  std::vector<std::pair<std::string, double>> lines;
-  std::vector<std::pair<uint32_t, std::string>> todo;  // node, its path
-  for (uint32_t c : tree.nodes.empty() ? std::vector<uint32_t>{} : tree.nodes[0].children)
-    todo.emplace_back(c, folded_name(tree.nodes[c].name));
-  while (!todo.empty()) {
-    auto [n, path] = std::move(todo.back());
-    todo.pop_back();
-    const FlameTree::Node& node = tree.nodes[n];
-    if (node.self > 0) lines.emplace_back(path, node.self);
-    for (uint32_t c : node.children)
-      todo.emplace_back(c, path + ";" + folded_name(tree.nodes[c].name));
-  }
-  std::sort(lines.begin(), lines.end());
-  std::string out;
-  for (auto& [path, w] : lines) {
-    double r = std::round(w);
-    if (r < 1) continue;
-    out += path;
-    out += fmt::format(" {:.0f}\n", r);
-  }
-  return out;
-}
 
 namespace {
 

@@ -21,16 +21,25 @@ const char* mode_unit(Mode m);
 // unknown). Critical weights come from critical.hpp.
 std::vector<double> mode_weights(const SampleSet& set, Mode mode);
 
+// The process frame above each perf stack, as stackcollapse-perf.pl writes it: none,
+// "comm", "comm-PID" (its --pid) or "comm-PID/TID" (its --tid); spaces in comm as '_'.
+enum class ProcessRoot { none, comm, pid, tid };
+
 struct TreeOptions {
   std::optional<uint32_t> operator_id;  // only samples of this operator
   std::optional<uint32_t> worker;       // only samples of this worker (or thread)
   // Put the operator as the root frame ("[op count]") when any sample has one.
   bool operator_root = true;
   bool thread_root = false;  // put the thread's name ("[thread 12 comm]") above it
+  // Below those, the process frame of samples with a comm (perf).
+  ProcessRoot process_root = ProcessRoot::none;
   // Frame names shortened by short_frame_name (C++ template arguments and parameters out).
   bool short_names = false;
   // Off-CPU samples with a known activity get it as their leaf ("[off-cpu waiting]").
   bool off_cpu_leaf = true;
+  // build_tree leaves out frames (and their subtrees) narrower than this share of the
+  // total: an SVG does not draw them, and 1 M distinct stacks need not be held.
+  double min_share = 0;
 };
 
 // "ns::A<int, B<c>>::f(unsigned long) const" -> "ns::A<...>::f": template arguments
@@ -39,7 +48,8 @@ struct TreeOptions {
 std::string short_frame_name(const std::string& name);
 
 // The merged call tree. Node 0 is the root ("all"); children of a node are sorted by
-// name. value: weight of the samples whose stack passes through the node.
+// name, nodes in depth-first order. value: weight of the samples whose stack passes
+// through the node.
 struct FlameTree {
   struct Node {
     std::string name;
@@ -61,6 +71,9 @@ FlameTree build_tree(const SampleSet& set, const std::vector<double>& weights,
 // rounded to integers (lines rounding to 0 are left out). ';' and line breaks inside a
 // frame name are written as ':' and ' '.
 std::string to_folded(const FlameTree& tree);
+// The same from the samples, without a tree (memory: the distinct paths and the text).
+std::string to_folded(const SampleSet& set, const std::vector<double>& weights,
+                      const TreeOptions& options);
 
 struct SvgOptions {
   std::string title = "Flame Graph";

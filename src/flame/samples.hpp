@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <limits>
 #include <string>
 #include <string_view>
@@ -24,6 +25,10 @@ struct StackSample {
   int64_t ts = kNoTime;     // ns; kNoTime when the source has no time (folded stacks)
   uint32_t stack = 0;       // index into SampleSet's stacks
   uint32_t thread = kNoId;  // tid (perf) or worker id (runtime); kNoId if unknown
+  uint32_t pid = kNoId;     // process id (perf prints it with -F pid), kNoId if unknown
+  // The thread's name when the sample was taken (perf's comm), an index into
+  // SampleSet::comm; kNoId if unknown. Per sample: a thread that execs changes its name.
+  uint32_t comm = kNoId;
   uint32_t worker = kNoId;  // worker id of the activity trace, if known
   uint32_t op = kNoId;      // operator id, if known
   uint8_t activity = 0xff;  // ActivityType the worker was in, 0xff if unknown
@@ -36,6 +41,12 @@ struct StackSample {
 class SampleSet {
  public:
   SampleSet() { stack_begin_.push_back(0); }
+  // Moves keep the deques' elements in place (the indexes' views stay valid); copies
+  // would not.
+  SampleSet(SampleSet&&) = default;
+  SampleSet& operator=(SampleSet&&) = default;
+  SampleSet(const SampleSet&) = delete;
+  SampleSet& operator=(const SampleSet&) = delete;
 
   uint32_t intern_frame(std::string_view name);
   // Interns the stack made of `frames` (root first); equal stacks get one index.
@@ -46,6 +57,8 @@ class SampleSet {
     return {stack_frames_.data() + stack_begin_[s], stack_frames_.data() + stack_begin_[s + 1]};
   }
   const std::string& frame(uint32_t f) const { return frames_[f]; }
+  const std::string& comm(uint32_t c) const { return comms_[c]; }
+  uint32_t intern_comm(std::string_view name);
   size_t frame_count() const { return frames_.size(); }
 
   std::vector<StackSample> samples;
@@ -62,11 +75,18 @@ class SampleSet {
   void count_problem(const std::string& kind, uint64_t line = 0);
 
  private:
-  std::vector<std::string> frames_;
-  std::unordered_map<std::string, uint32_t> frame_index_;
+  // Names live in deques (stable addresses), so the indexes can key on views of them.
+  std::deque<std::string> comms_;
+  std::unordered_map<std::string_view, uint32_t> comm_index_;
+  std::deque<std::string> frames_;
+  std::unordered_map<std::string_view, uint32_t> frame_index_;
   std::vector<uint32_t> stack_frames_;
   std::vector<uint32_t> stack_begin_;
-  std::unordered_map<std::string, uint32_t> stack_index_;  // key: the frame ids' bytes
+  // Open addressing over the stacks themselves (slot: stack id + 1, 0 empty): no key
+  // copies, so 1 M distinct stacks cost their frame ids and 8 bytes of table each.
+  std::vector<uint32_t> stack_slots_;
+  uint64_t hash_stack(const uint32_t* b, const uint32_t* e) const;
+  void grow_stack_slots();
 };
 
 }  // namespace snailtrail::flame

@@ -1,0 +1,38 @@
+// The samples' root-to-leaf paths (root frames of TreeOptions, the stack, an off-CPU
+// leaf) with their summed weights, sorted by frame names: the flame tree is built from
+// them in one sweep, and folded output written without a tree (docs/FLAME.md,
+// "Performance").
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "flame/flamegraph.hpp"
+#include "flame/samples.hpp"
+
+namespace snailtrail::flame {
+
+struct PathSet {
+  // Names of the frames used, and their order: equal names have equal ranks.
+  std::vector<std::string> names;
+  std::vector<uint32_t> rank;
+  std::vector<uint32_t> frame_name;             // SampleSet frame id -> name id (after shortening)
+  std::vector<std::vector<uint32_t>> prefixes;  // root frames (name ids) above a stack
+  struct Path {
+    uint32_t prefix = 0;    // index into prefixes
+    uint32_t stack = 0;     // SampleSet stack
+    uint32_t leaf = kNoId;  // name id of a leaf below the stack (off-CPU), or kNoId
+    double weight = 0;
+  };
+  std::vector<Path> paths;  // sorted by their names' ranks, root first
+  double total = 0;
+
+  // Name ids of path p, root first, into `out`.
+  void names_of(const SampleSet& set, const Path& p, std::vector<uint32_t>& out) const;
+};
+
+// The paths of the samples with weight > 0 that pass the options' filters.
+PathSet collect_paths(const SampleSet& set, const std::vector<double>& weights,
+                      const TreeOptions& options);
+
+}  // namespace snailtrail::flame
