@@ -13,7 +13,7 @@
 #include <map>
 #include <sstream>
 
-#include "process_util.hpp"
+#include "process_util.hpp"  // tests/
 #include "summary/analysis.hpp"
 #include "summary/summary.hpp"
 #include "trace/snail_index.hpp"
