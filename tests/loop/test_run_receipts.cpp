@@ -129,11 +129,16 @@ void expect_hot_worker_first(const TracedRun& run, const std::string& tag) {
   ASSERT_FALSE(run.hot.empty()) << "the run did not say which worker counts the hot word";
   const auto cp = cp_by_worker(run.trace);
   ASSERT_EQ(cp.size(), 2u) << describe(cp);
-  for (const auto& [name, share] : cp)
-    if (name != run.hot) EXPECT_GT(cp.at(run.hot), share) << describe(cp);
+  for (const auto& [name, share] : cp) {
+    if (name != run.hot) {
+      EXPECT_GT(cp.at(run.hot), share) << describe(cp);
+    }
+  }
   const auto [kind, name] = run_verdict(run.path, tag);
   EXPECT_NE(kind, "communication") << name;
-  if (kind == "straggler") EXPECT_EQ(name, run.hot);
+  if (kind == "straggler") {
+    EXPECT_EQ(name, run.hot);
+  }
 }
 
 // Closed loop (--rate max): the other worker's sources wait for the hot one.
