@@ -118,7 +118,8 @@ void write_stats_json(const std::string& path, double throughput,
                       const std::string& migrations = "", const std::string& decisions = "",
                       const std::vector<std::pair<double, double>>& rss_timeline = {},
                       const std::string& cp_analyses = "");
-void print_ccdf_summary(const std::vector<uint64_t>& latency);
+// exact_max: the largest sample (percentiles are bucket bounds, never above it).
+void print_ccdf_summary(const std::vector<uint64_t>& latency, uint64_t exact_max = UINT64_MAX);
 // The run's line (records, throughput, latency, digest) and the CCDF summary on stderr.
 void print_run_summary(const RunArgs& a, const flow::RunResult& r, const std::string& digest);
 // --trace: the run's events (with --profile's samples) into the file.

@@ -58,7 +58,7 @@ void write_stats_json(const std::string& path, double throughput,
   f.flush();
 }
 
-void print_ccdf_summary(const std::vector<uint64_t>& latency) {
+void print_ccdf_summary(const std::vector<uint64_t>& latency, uint64_t exact_max) {
   static constexpr std::pair<double, const char*> kQ[] = {
       {0.5, "p50"}, {0.9, "p90"}, {0.99, "p99"}, {0.999, "p99.9"}, {1.0, "max"}};
   uint64_t n = 0;
@@ -67,7 +67,7 @@ void print_ccdf_summary(const std::vector<uint64_t>& latency) {
   const auto c = flow::ccdf(latency);
   fmt::print(stderr, "latency CCDF over {} epochs:\n", n);
   for (const auto& [q, label] : kQ) {
-    const uint64_t v = flow::percentile(latency, q);
+    const uint64_t v = flow::percentile(latency, q, exact_max);
     double above = 0;  // share of epochs whose latency is at or above v (bucket bound)
     for (const auto& [ns, share] : c)
       if (ns >= v) {
@@ -85,10 +85,10 @@ void print_run_summary(const RunArgs& a, const flow::RunResult& r, const std::st
              "{}: {} records in {:.2f} s ({:.3g} records/s) on {} workers; latency p50 "
              "{:.3f} ms, p99 {:.3f} ms, max {:.3f} ms; output digest {}\n",
              a.job, r.records, r.seconds, r.throughput(), r.generated.size(),
-             static_cast<double>(flow::percentile(h, 0.5)) * 1e-6,
-             static_cast<double>(flow::percentile(h, 0.99)) * 1e-6,
-             static_cast<double>(flow::percentile(h, 1.0)) * 1e-6, digest);
-  print_ccdf_summary(h);
+             static_cast<double>(flow::percentile(h, 0.5, r.latency_max_ns)) * 1e-6,
+             static_cast<double>(flow::percentile(h, 0.99, r.latency_max_ns)) * 1e-6,
+             static_cast<double>(r.latency_max_ns) * 1e-6, digest);
+  print_ccdf_summary(h, r.latency_max_ns);
 }
 
 void write_run_trace(const RunArgs& a, const flow::RunResult& r,

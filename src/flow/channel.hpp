@@ -29,7 +29,8 @@ template <class T>
 struct Message {
   Time time = 0;
   uint32_t from = 0;
-  int64_t correlator = 0;  // trace correlator of the data message (0: not traced)
+  int64_t correlator = 0;   // trace correlator of the data message (0: not traced)
+  int64_t arrived_ns = -1;  // traced: when it entered the receiver's ring (or was delivered)
   std::vector<T> data;
 };
 
@@ -42,6 +43,11 @@ class SpscRing {
   SpscRing& operator=(const SpscRing&) = delete;
   ~SpscRing() {
     while (T* p = pop()) delete p;
+  }
+  // Producer side: a push now would fail.
+  bool full() const {
+    return tail_.load(std::memory_order_relaxed) - head_.load(std::memory_order_acquire) ==
+           slots_.size();
   }
   // Takes ownership on success; returns false (ownership stays) when full.
   bool push(T* p) {
@@ -73,6 +79,10 @@ class Pusher {
   virtual void push(std::unique_ptr<Message<T>> m) = 0;
   // Retries what could not be delivered; true when nothing is left at the sender.
   virtual bool flush() = 0;
+  // Called on the sender's thread as a message enters the receiver's ring (or the
+  // transport's queue), never while it waits at the sender: the runtime's tracing takes
+  // the correlator, records the send and stamps the arrival there.
+  std::function<void(Message<T>&)> on_enter;
 };
 
 template <class T>
@@ -99,21 +109,22 @@ class RingPusher final : public Pusher<T> {
  public:
   explicit RingPusher(SpscRing<Message<T>>* ring) : ring_(ring) {}
   void push(std::unique_ptr<Message<T>> m) override {
-    if (overflow_.empty() && ring_->push(m.get())) {
-      m.release();
-      return;
-    }
+    if (overflow_.empty() && enter(m)) return;
     overflow_.push_back(std::move(m));
   }
   bool flush() override {
-    while (!overflow_.empty() && ring_->push(overflow_.front().get())) {
-      overflow_.front().release();
-      overflow_.pop_front();
-    }
+    while (!overflow_.empty() && enter(overflow_.front())) overflow_.pop_front();
     return overflow_.empty();
   }
 
  private:
+  // Only this thread pushes, so a ring that is not full takes the message.
+  bool enter(std::unique_ptr<Message<T>>& m) {
+    if (ring_->full()) return false;
+    if (this->on_enter) this->on_enter(*m);
+    ring_->push(m.release());
+    return true;
+  }
   SpscRing<Message<T>>* ring_;
   std::deque<std::unique_ptr<Message<T>>> overflow_;
 };
@@ -148,6 +159,7 @@ struct FrameHeader {
   uint32_t from = 0, to = 0;  // global worker indices
   Time time = 0;
   int64_t correlator = 0;
+  int64_t arrived_ns = -1;  // stamped by the receiving process's delivery (traced runs)
   uint64_t bytes = 0;
 };
 
@@ -200,6 +212,10 @@ class Transport {
       if (len > n) throw std::runtime_error("transport: truncated frame");
       auto box = inbox(h.channel, h.to);
       std::vector<char> frame(p, p + len);
+      if (now) {  // the receipt's time: delivery, not the receiver's dequeue
+        h.arrived_ns = now();
+        std::memcpy(frame.data(), &h, sizeof h);
+      }
       {
         std::lock_guard<std::mutex> lock(box->mu);
         box->frames.push_back(std::move(frame));
@@ -222,6 +238,7 @@ class RemotePusher final : public Pusher<T> {
       : t_(t), channel_(channel), to_(to), proc_(proc) {}
   void push(std::unique_ptr<Message<T>> m) override {
     if constexpr (std::is_trivially_copyable_v<T>) {
+      if (this->on_enter) this->on_enter(*m);
       const bool traced = static_cast<bool>(t_->on_codec);
       const int64_t t0 = traced ? t_->now() : 0;
       FrameHeader h;
@@ -282,6 +299,7 @@ class MixedPuller final : public Puller<T> {
       m->time = h.time;
       m->from = h.from;
       m->correlator = h.correlator;
+      m->arrived_ns = h.arrived_ns;
       m->data.resize(h.bytes / sizeof(T));
       if (h.bytes) std::memcpy(m->data.data(), frame.data() + sizeof h, h.bytes);
       if (traced) t_->on_codec(h.to, t0, t_->now(), false, m->data.size());

@@ -3,6 +3,7 @@
 // the stats thread can read while one worker records.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <bit>
@@ -31,7 +32,15 @@ class Histogram {
     return lo + (uint64_t{1} << (e - 5)) - 1;
   }
 
-  void record(uint64_t v) { counts_[bucket_of(v)].fetch_add(1, std::memory_order_relaxed); }
+  void record(uint64_t v) {
+    counts_[bucket_of(v)].fetch_add(1, std::memory_order_relaxed);
+    uint64_t m = max_.load(std::memory_order_relaxed);
+    while (v > m && !max_.compare_exchange_weak(m, v, std::memory_order_relaxed)) {
+    }
+  }
+  // The largest value recorded, exact: a bucket's upper bound can read like a wrap (the
+  // bucket of 4.228 s .. 4.295 s ends at 2^32 - 1 ns, "4294.967 ms").
+  uint64_t max() const { return max_.load(std::memory_order_relaxed); }
   std::vector<uint64_t> snapshot() const {
     std::vector<uint64_t> s(kBuckets);
     for (int b = 0; b < kBuckets; ++b) s[b] = counts_[b].load(std::memory_order_relaxed);
@@ -40,10 +49,13 @@ class Histogram {
 
  private:
   std::array<std::atomic<uint64_t>, kBuckets> counts_{};
+  std::atomic<uint64_t> max_{0};
 };
 
-// Percentile q in [0, 1] of a bucket count vector (0 if empty).
-inline uint64_t percentile(const std::vector<uint64_t>& counts, double q) {
+// Percentile q in [0, 1] of a bucket count vector (0 if empty): its bucket's upper bound,
+// never above `exact_max` (the largest sample, when known).
+inline uint64_t percentile(const std::vector<uint64_t>& counts, double q,
+                           uint64_t exact_max = UINT64_MAX) {
   uint64_t total = 0;
   for (uint64_t c : counts) total += c;
   if (total == 0) return 0;
@@ -52,7 +64,7 @@ inline uint64_t percentile(const std::vector<uint64_t>& counts, double q) {
   uint64_t seen = 0;
   for (int b = 0; b < static_cast<int>(counts.size()); ++b) {
     seen += counts[b];
-    if (seen > rank) return Histogram::upper_of(b);
+    if (seen > rank) return std::min(Histogram::upper_of(b), exact_max);
   }
   return 0;
 }

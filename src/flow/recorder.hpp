@@ -2,6 +2,7 @@
 // own buffer, no locks; the runtime merges the buffers into a Trace at the end.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <vector>
@@ -47,8 +48,34 @@ class Recorder {
     if (on_) carved_.push_back({t0, t1, a, records});
   }
   std::vector<Carved>& carved() { return carved_; }
-  // Correlators unique over all workers: worker in the high bits.
+  // Correlators unique over all workers: worker in the high bits. Taken when a message
+  // enters the receiver's ring, so that each (sender, receiver) pair sees them increase in
+  // the order of its receipts too (TraceFacts::correlators_increasing).
   int64_t next_correlator() { return static_cast<int64_t>((uint64_t{worker_} + 1) << 40 | ++seq_); }
+  // The moment a message of this (sending) worker enters a receiver's ring: its receipt's
+  // time. Strictly increasing per sender, so receipts of one pair keep their order.
+  int64_t next_arrival() {
+    int64_t t = now();
+    if (t <= last_arrival_) t = last_arrival_ + 1;
+    return last_arrival_ = t;
+  }
+  // The receiver's side: records a receipt at the message's arrival (a message queued
+  // behind a busy receiver waited in the receiver's processing, not in communication),
+  // never before what was already handed to a live sink (floor).
+  void receipt(int64_t arrived, ActivityType a, uint32_t from, int64_t correlator,
+               int64_t records = -1) {
+    const int64_t ts = arrived >= 0 ? std::max(arrived, floor_) : now();
+    first_receipt_ = std::min(first_receipt_, ts);
+    message(ts, a, EventKind::recv, from, correlator, records);
+  }
+  // Earliest receipt recorded since the last call (INT64_MAX: none); a wait ends there.
+  int64_t take_first_receipt() {
+    const int64_t t = first_receipt_;
+    first_receipt_ = INT64_MAX;
+    return t;
+  }
+  // Events up to `ts` were handed to a live sink: later receipts are not stamped before.
+  void set_floor(int64_t ts) { floor_ = std::max(floor_, ts); }
   std::vector<Event>& events() { return events_; }
 
  private:
@@ -58,6 +85,9 @@ class Recorder {
   std::vector<Event> events_;
   std::vector<Carved> carved_;
   uint64_t seq_ = 0;
+  int64_t last_arrival_ = INT64_MIN;
+  int64_t first_receipt_ = INT64_MAX;
+  int64_t floor_ = INT64_MIN;
 };
 
 }  // namespace snailtrail::flow

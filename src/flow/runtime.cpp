@@ -37,10 +37,37 @@ int64_t since(Clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
 }
 
+// The wait [start, woke) that ended with the round at `woke`: waiting until the first
+// message taken in that round arrived, scheduling from there to `woke`. Waits under 1 us
+// are not recorded. The events go in before the round's own (`mark`).
+void record_wait(Recorder& rec, uint32_t worker, int64_t start, int64_t woke, size_t mark) {
+  const int64_t first = rec.take_first_receipt();
+  const int64_t end = std::clamp(first, start, woke);
+  Event spans[4];
+  int n = 0;
+  auto span = [&](int64_t t0, int64_t t1, ActivityType a) {
+    if (t1 - t0 < 1000) return;
+    Event s, e;
+    s.ts = t0;
+    e.ts = t1;
+    s.worker = e.worker = worker;
+    s.activity = e.activity = a;
+    s.kind = EventKind::start;
+    e.kind = EventKind::end;
+    spans[n++] = s;
+    spans[n++] = e;
+  };
+  span(start, end, ActivityType::waiting);
+  span(end, woke, ActivityType::scheduling);
+  auto& ev = rec.events();
+  ev.insert(ev.begin() + static_cast<std::ptrdiff_t>(mark), spans, spans + n);
+}
+
 // Steps the worker until its dataflow is complete (or another worker failed). Idle
-// rounds yield, then sleep briefly; traced as `input` while a source of this worker is
-// still running (the worker waits for its next record to be due, as the simulator's
-// timely workers wait on their input), otherwise as `waiting`.
+// rounds yield, then sleep briefly; traced as `waiting` (for messages, progress, or an
+// open-loop source's next record to be due: nothing to do is not work). A wait that a
+// message ended ends at the message's arrival; the time until the worker woke up and
+// took it (the sleep's granularity, the OS) is `scheduling`.
 // With `sink`, the recorded events go to it every `flush_ns` (also during a wait: an idle
 // round records nothing, so the wait's events, inserted when it ends, still come after
 // everything flushed) and at the end.
@@ -53,7 +80,6 @@ void drive(Worker& w, const std::atomic<bool>& abort, const TraceSink* sink = nu
   Recorder& rec = w.recorder();
   int idle = 0;
   int64_t wait_start = -1;
-  ActivityType wait_type = ActivityType::waiting;
   const bool streaming = sink && *sink && rec.on();
   int64_t next_flush = streaming ? rec.now() + flush_ns : 0;
   auto flush = [&] {
@@ -64,6 +90,7 @@ void drive(Worker& w, const std::atomic<bool>& abort, const TraceSink* sink = nu
     std::vector<Event> out;
     out.reserve(ev.capacity());
     out.swap(ev);
+    rec.set_floor(out.back().ts);
     (*sink)(std::move(out), w.operator_names());
   };
   while (!w.done() && !abort.load(std::memory_order_relaxed)) {
@@ -77,26 +104,16 @@ void drive(Worker& w, const std::atomic<bool>& abort, const TraceSink* sink = nu
     }
     const size_t mark = rec.on() ? rec.events().size() : 0;
     const int64_t t_step = rec.on() ? rec.now() : 0;
+    rec.take_first_receipt();
     if (w.step()) {
       if (wait_start >= 0) profile::wait_ends(t_step);
-      if (wait_start >= 0 && t_step - wait_start >= 1000) {
-        Event s, e;
-        s.ts = wait_start;
-        e.ts = t_step;
-        s.worker = e.worker = w.index();
-        s.activity = e.activity = wait_type;
-        s.kind = EventKind::start;
-        e.kind = EventKind::end;
-        auto& ev = rec.events();
-        ev.insert(ev.begin() + static_cast<std::ptrdiff_t>(mark), {s, e});
-      }
+      if (wait_start >= 0) record_wait(rec, w.index(), wait_start, t_step, mark);
       wait_start = -1;
       idle = 0;
     } else {
       if (wait_start < 0 && rec.on()) {
         wait_start = t_step;
-        wait_type = w.awaiting_input() ? ActivityType::input : ActivityType::waiting;
-        profile::wait_begins(t_step, static_cast<uint8_t>(wait_type));
+        profile::wait_begins(t_step, static_cast<uint8_t>(ActivityType::waiting));
       }
       if (idle < kIdleYields) {
         ++idle;
@@ -229,9 +246,9 @@ struct RunWorkers {
 // Several processes: rank 0 gets every process's counters, per-worker record counts,
 // output and end time (`end`: this process's, ns); W: workers per process.
 void gather_ranks(Transport& tr, int64_t end, uint32_t W, RunResult& result) {
-  std::vector<uint64_t> mine = {static_cast<uint64_t>(end), result.counters.frontier_regressions,
+  std::vector<uint64_t> mine = {static_cast<uint64_t>(end),    result.counters.frontier_regressions,
                                 result.counters.early_records, result.counters.steps,
-                                result.counters.idle_steps};
+                                result.counters.idle_steps,    result.latency_max_ns};
   mine.insert(mine.end(), result.generated.begin(), result.generated.end());
   for (const auto& [k, v] : result.output) {
     mine.push_back(k);
@@ -249,8 +266,9 @@ void gather_ranks(Transport& tr, int64_t end, uint32_t W, RunResult& result) {
     const uint64_t* p = all.data() + at;
     last_end = std::max(last_end, p[0]);
     add(result.counters, {p[1], p[2], p[3], p[4]});
-    result.generated.insert(result.generated.end(), p + 5, p + 5 + W);
-    for (size_t k = 5 + W; k + 1 < n; k += 2) result.output.emplace_back(p[k], p[k + 1]);
+    result.latency_max_ns = std::max(result.latency_max_ns, p[5]);
+    result.generated.insert(result.generated.end(), p + 6, p + 6 + W);
+    for (size_t k = 6 + W; k + 1 < n; k += 2) result.output.emplace_back(p[k], p[k + 1]);
     at += n;
   }
   result.seconds = static_cast<double>(last_end) * 1e-9;
@@ -397,7 +415,8 @@ RunResult run_job(const RunConfig& cfg) {
   if (tr) tr->finish();  // every process agrees that the dataflow is complete
   stats.collect(true);
   result.seconds = static_cast<double>(end) * 1e-9;
-  result.latency = stats.total_hist();  // every rank's samples on rank 0
+  result.latency = stats.total_hist();     // every rank's samples on rank 0
+  result.latency_max_ns = run.hist.max();  // this rank's; gather_ranks takes the largest
   if (tr) gather_ranks(*tr, end, W, result);
   for (uint64_t g : result.generated) result.records += g;
   add_up_by_key(result.output);

@@ -276,6 +276,7 @@ struct RunResult {
   // every rank).
   std::vector<std::pair<double, double>> rss_timeline;
   std::vector<uint64_t> latency;  // histogram buckets (ns) over the whole run (idem)
+  uint64_t latency_max_ns = 0;    // the largest latency sample, exact (idem)
   KeyCounts output;
   WorkerCounters counters;  // summed over workers
   // With cfg.trace: every worker's events in time order, and the names to give them.

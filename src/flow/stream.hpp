@@ -91,6 +91,9 @@ class ExchangeTarget final : public Target<T> {
   ExchangeTarget(Worker& w, uint32_t op, uint32_t edge, KeyFn key, uint64_t channel)
       : w_(w), op_(op), edge_(edge), key_(std::move(key)), bufs_(w.peers()) {
     pushers_ = w.fabric().pushers<T>(channel, w.index());
+    for (uint32_t d = 0; d < pushers_.size(); ++d)
+      if (d != w.index() && w.recorder().on())
+        pushers_[d]->on_enter = [this, d](Message<T>& m) { w_.trace_send(m, d); };
     w.add_flusher([this] {
       bool all = true;
       for (auto& p : pushers_) all = p->flush() && all;
@@ -114,11 +117,9 @@ class ExchangeTarget final : public Target<T> {
       for (auto& r : batch) bufs_[worker_of(key_(r), W)].push_back(std::move(r));
     }
     batch.clear();
-    int64_t t1 = 0;
     if (rec.on()) {
-      t1 = rec.now();
       rec.activity(t0, ActivityType::serialization, EventKind::start, op_, true);
-      rec.activity(t1, ActivityType::serialization, EventKind::end, op_, true,
+      rec.activity(rec.now(), ActivityType::serialization, EventKind::end, op_, true,
                    static_cast<int64_t>(n));
     }
     for (uint32_t d = 0; d < W; ++d) {
@@ -128,11 +129,6 @@ class ExchangeTarget final : public Target<T> {
       m->from = w_.index();
       m->data.swap(bufs_[d]);
       bufs_[d].reserve(kBatch);
-      if (rec.on() && d != w_.index()) {
-        m->correlator = rec.next_correlator();
-        rec.message(t1, ActivityType::data_message, EventKind::send, d, m->correlator,
-                    static_cast<int64_t>(m->data.size()));
-      }
       w_.change(edge_location(edge_), t, +1);
       pushers_[d]->push(std::move(m));
     }
@@ -224,7 +220,8 @@ class Input {
   // A capability for output at t >= the time of a message being processed.
   Capability retain(Time t) { return w_.mint(op_, t); }
 
-  // Runtime side: takes up to `limit` messages (traced receipts), counts them consumed.
+  // Runtime side: takes up to `limit` messages, counts them consumed. Receipts are traced
+  // at each message's arrival (Recorder::receipt), not here.
   uint64_t stage(size_t limit = 256) {
     uint64_t records = 0;
     Recorder& rec = w_.recorder();
@@ -234,7 +231,7 @@ class Input {
       if (!m) break;
       if (m->time < f || m->time < seen_) ++w_.counters().early_records;
       if (rec.on() && m->correlator != 0)
-        rec.message(rec.now(), ActivityType::data_message, EventKind::recv, m->from, m->correlator,
+        rec.receipt(m->arrived_ns, ActivityType::data_message, m->from, m->correlator,
                     static_cast<int64_t>(m->data.size()));
       records += m->data.size();
       staged_.push_back(std::move(m));

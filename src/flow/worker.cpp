@@ -52,6 +52,12 @@ Worker::Worker(uint32_t index, Fabric& fabric, Recorder& recorder)
     : index_(index), fabric_(fabric), rec_(recorder) {
   progress_out_ = fabric_.pushers<ProgressUpdate>(0, index_);
   progress_in_ = fabric_.puller<ProgressUpdate>(0, index_);
+  if (rec_.on())
+    for (uint32_t to = 0; to < progress_out_.size(); ++to)
+      if (to != index_)
+        progress_out_[to]->on_enter = [this, to](Message<ProgressUpdate>& m) {
+          trace_send(m, to, ActivityType::control_message);
+        };
 }
 
 Worker::~Worker() {
@@ -98,8 +104,7 @@ bool Worker::step() {
   bool changed = false;
   while (auto m = progress_in_->pull()) {
     if (rec_.on() && m->from != index_)
-      rec_.message(rec_.now(), ActivityType::control_message, EventKind::recv, m->from,
-                   m->correlator);
+      rec_.receipt(m->arrived_ns, ActivityType::control_message, m->from, m->correlator);
     tracker_.apply(m->data.data(), m->data.size());
     changed = true;
   }
@@ -119,17 +124,11 @@ bool Worker::step() {
     std::vector<ProgressUpdate> updates = changes_.drain();
     pending_count_ = 0;
     if (!updates.empty()) {
-      const int64_t ts = rec_.on() ? rec_.now() : 0;
       for (uint32_t to = 0; to < peers(); ++to) {
         auto m = std::make_unique<Message<ProgressUpdate>>();
         m->from = index_;
         m->data = updates;
-        if (rec_.on() && to != index_) {
-          m->correlator = rec_.next_correlator();
-          rec_.message(ts, ActivityType::control_message, EventKind::send, to, m->correlator,
-                       static_cast<int64_t>(updates.size()));
-        }
-        progress_out_[to]->push(std::move(m));
+        progress_out_[to]->push(std::move(m));  // traced as it enters the ring (on_enter)
       }
       worked = true;
     }

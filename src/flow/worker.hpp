@@ -72,6 +72,16 @@ class Worker {
   uint32_t peers() const { return fabric_.workers(); }
   Fabric& fabric() { return fabric_; }
   Recorder& recorder() { return rec_; }
+  // Tracing, on this (sending) worker's thread as `m` enters worker `to`'s ring
+  // (Pusher::on_enter): its correlator, the send, and the arrival its receipt is stamped
+  // at (another process's delivery restamps it).
+  template <class T>
+  void trace_send(Message<T>& m, uint32_t to, ActivityType a = ActivityType::data_message) {
+    m.correlator = rec_.next_correlator();
+    rec_.message(rec_.now(), a, EventKind::send, to, m.correlator,
+                 static_cast<int64_t>(m.data.size()));
+    m.arrived_ns = rec_.next_arrival();
+  }
   WorkerCounters& counters() { return counters_; }
 
   // --- building (the same calls in the same order on every worker) ---

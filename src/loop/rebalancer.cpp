@@ -33,12 +33,8 @@ std::vector<double> cp_per_worker(std::vector<Event> events,
                                   int64_t from_ns, int64_t to_ns) {
   std::vector<double> cp(workers, 0.0);
   if (events.empty() || to_ns <= from_ns) return cp;
-  // A worker idle until its open-loop source's next record is due is recorded as `input`
-  // without an operator (docs/RUNTIME.md): for the question which worker holds the others
-  // back that is waiting (off the critical paths), not work.
-  for (Event& e : events)
-    if (e.activity == ActivityType::input && !e.has(kHasOperator))
-      e.activity = ActivityType::waiting;
+  // The events as the runtime wrote them (an idle worker is `waiting`): no relabelling,
+  // so that `analyze` of the written trace sees the same activities.
   std::stable_sort(events.begin(), events.end(),
                    [](const Event& x, const Event& y) { return x.ts < y.ts; });
   Trace t;
@@ -156,9 +152,9 @@ std::optional<std::vector<uint32_t>> Rebalancer::plan(int64_t now_ns,
     int64_t watermark = INT64_MAX;
     for (int64_t t : last_ts_) watermark = std::min(watermark, t);
     if (watermark < 0) return std::nullopt;
-    // The interval that ends where every worker's events have arrived: about the span of
-    // the bin counts taken since the last tick.
-    to = watermark;
+    // The last interval of the grid [k I, (k + 1) I) that every worker's events have
+    // passed: the window `analyze --window I` of the written trace has the same borders.
+    to = watermark / I * I;
     from = to - I;
     // Skipped: the first interval (start-up), intervals analyzed already and intervals
     // with a migration in them (the configuration in force was not the one analyzed).

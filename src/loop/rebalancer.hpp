@@ -58,9 +58,9 @@ struct CpAnalysis {
 };
 
 // CP share per worker (index < workers) of the events in [from, to) (the analysis of
-// `analyze`: build_pag, analyze_pag with one window, summaries), after relabelling a
-// worker's idle wait for due input (`input` without an operator) as `waiting`. Events:
-// each worker's in time order.
+// `analyze`: build_pag, analyze_pag with one window, summaries), on the events as the
+// runtime wrote them (no relabelling: `analyze` of the written trace gives the same
+// shares for the same window). Events: each worker's in time order.
 std::vector<double> cp_per_worker(std::vector<Event> events,
                                   const std::vector<std::string>& operator_names, uint32_t workers,
                                   int64_t from_ns, int64_t to_ns);

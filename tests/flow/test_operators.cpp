@@ -217,6 +217,20 @@ TEST(FlowHistogram, BucketsBoundValuesWithinThreePercent) {
   for (size_t i = 1; i < c.size(); ++i) EXPECT_LT(c[i].second, c[i - 1].second);
 }
 
+// A latency of 4.25 s falls into the bucket [4.228 s, 2^32 ns), whose upper bound printed
+// as "4294.967 ms" (read as a 32-bit wrap): the exact maximum is kept and caps every
+// reported percentile.
+TEST(FlowHistogram, ExactMaximumCapsTheBucketBound) {
+  Histogram h;
+  h.record(1'000'000);
+  h.record(4'250'000'000);
+  const std::vector<uint64_t> counts = h.snapshot();
+  EXPECT_EQ(percentile(counts, 1.0), (uint64_t{1} << 32) - 1);  // the bucket's bound
+  EXPECT_EQ(h.max(), 4'250'000'000u);
+  EXPECT_EQ(percentile(counts, 1.0, h.max()), 4'250'000'000u);
+  EXPECT_EQ(percentile(counts, 0.0, h.max()), Histogram::upper_of(Histogram::bucket_of(1'000'000)));
+}
+
 // Every job, several worker counts, against its plain loop over the same input.
 TEST(FlowJobs, EveryJobMatchesItsReferenceOnAnyWorkerCount) {
   for (const std::string& name : job_names())

@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -19,6 +21,9 @@
 #include "loop/rebalancer.hpp"
 #include "megaphone/jobs.hpp"
 #include "megaphone/skew.hpp"
+#include "pag/timeline.hpp"
+#include "summary/analysis.hpp"
+#include "summary/summary.hpp"
 
 namespace flow = snailtrail::flow;
 namespace mp = snailtrail::megaphone;
@@ -209,7 +214,7 @@ TEST(LoopRebalance, CpPerWorkerOfAHandBuiltTrace) {
 }
 
 // Rebalancer::plan on a synthetic feed (no runtime, deterministic): worker 0 processes
-// without a break, worker 1 idles on its input (`input` without an operator) 9 of every
+// without a break, worker 1 idles (`waiting`, as the runtime records it) 9 of every
 // 10 ms. The CP analysis names worker 0; with the records of bins 0..3 (worker 0's) ten
 // times those of the others it moves the hottest of them; with an even load nothing (the
 // load guard), although the CP still names worker 0.
@@ -233,7 +238,7 @@ std::vector<Event> synthetic_second(int64_t from_ns) {
   };
   for (int64_t t = from_ns; t < from_ns + 1'000'000'000; t += 10'000'000) {
     act(t, t + 10'000'000, 0, snailtrail::ActivityType::processing, true);
-    act(t, t + 9'000'000, 1, snailtrail::ActivityType::input, false);
+    act(t, t + 9'000'000, 1, snailtrail::ActivityType::waiting, false);
     act(t + 9'000'000, t + 10'000'000, 1, snailtrail::ActivityType::processing, true);
   }
   std::stable_sort(ev.begin(), ev.end(), [](const Event& a, const Event& b) {
@@ -272,7 +277,7 @@ TEST(LoopRebalance, PlanOnASyntheticFeed) {
     const auto as = rb.analyses();
     ASSERT_EQ(as.size(), 1u);
     EXPECT_EQ(as[0].top, 0);
-    EXPECT_GT(as[0].top_cp, 0.9);  // worker 1's idle input is waiting: off the paths
+    EXPECT_GT(as[0].top_cp, 0.9);  // worker 1's wait is off the paths
     EXPECT_TRUE(as[0].straggler);
     if (!skewed) {
       EXPECT_FALSE(to);
@@ -325,7 +330,9 @@ std::string describe(const SkewRun& run) {
 
 // keycount-megaphone on 2 workers, 64 bins in two contiguous ranges (hot bins [0, 8) on
 // worker 0), `records` records at `rate` with the hot share `share` from the start.
-SkewRun run_skewed(double share, bool rebalance, uint64_t records, double rate, double cost_us) {
+// With `all`, every trace event of the run is appended to it too.
+SkewRun run_skewed(double share, bool rebalance, uint64_t records, double rate, double cost_us,
+                   std::vector<Event>* all = nullptr) {
   const uint32_t W = 2, log_bins = 6, B = 64;
   mp::JobOptions o;
   o.base = "keycount";
@@ -358,8 +365,13 @@ SkewRun run_skewed(double share, bool rebalance, uint64_t records, double rate, 
   out.cfg.keys = 50'000;
   if (rb) {
     out.cfg.trace = true;
-    out.cfg.on_trace_events = [r = rb.get()](std::vector<Event>&& ev,
-                                             const std::vector<std::string>& ops) {
+    auto mu = std::make_shared<std::mutex>();
+    out.cfg.on_trace_events = [r = rb.get(), all, mu](std::vector<Event>&& ev,
+                                                      const std::vector<std::string>& ops) {
+      if (all) {
+        std::lock_guard<std::mutex> lock(*mu);
+        all->insert(all->end(), ev.begin(), ev.end());
+      }
       r->on_events(std::move(ev), ops);
     };
   }
@@ -409,6 +421,43 @@ TEST(LoopRebalance, BalancedLoadGetsNoDecision) {
   EXPECT_GE(run.analyses.size(), 3u);  // it did look
   EXPECT_TRUE(run.decisions.empty());
   EXPECT_TRUE(run.migrations.empty());
+}
+
+// One code path: each interval the run analyzed in process has the CP per worker that
+// `analyze --window 500ms` of the run's trace gives for the same window (the same
+// borders, the same events; the in-process analysis sees 100 ms of events before the
+// interval instead of the whole trace before it, which leaves the window's PAG the same).
+TEST(LoopRebalance, InProcessAnalysesEqualAnalyzeOfTheWrittenTrace) {
+  std::vector<Event> all;
+  const auto run = run_skewed(0.7, true, 40'000, 16'000, 50, &all);  // 2.5 s
+  SCOPED_TRACE(describe(run));
+  ASSERT_GE(run.analyses.size(), 2u);
+  snailtrail::Trace t;
+  std::stable_sort(all.begin(), all.end(),
+                   [](const Event& a, const Event& b) { return a.ts < b.ts; });
+  t.events.resize(all.size());
+  std::copy(all.begin(), all.end(), t.events.begin());
+  for (uint32_t w = 0; w < 2; ++w) t.worker_names[w] = "worker-" + std::to_string(w);
+  const snailtrail::Pag pag = snailtrail::build_pag(t);
+  snailtrail::AnalysisOptions ao;
+  ao.windows.width_ns = 500'000'000;
+  ao.sample_single_path = false;
+  std::map<int64_t, std::vector<double>> offline;  // window start -> CP per worker
+  snailtrail::analyze_pag(pag, ao, [&](const snailtrail::WindowView& v) {
+    std::vector<double> cp(2, 0.0);
+    for (size_t k = 0; k < pag.worker_count() && k < v.summary.cp.worker.size(); ++k)
+      if (pag.worker_ids[k] < 2) cp[pag.worker_ids[k]] = v.summary.cp.worker[k];
+    offline[v.summary.window.start] = cp;
+  });
+  for (const auto& a : run.analyses) {
+    const auto from = static_cast<int64_t>(std::llround(a.from_s * 1e9));
+    EXPECT_EQ(from % 500'000'000, 0) << "interval not on the grid: " << a.from_s;
+    auto it = offline.find(from);
+    ASSERT_NE(it, offline.end()) << "no offline window at " << a.from_s;
+    ASSERT_EQ(a.cp.size(), 2u);
+    for (uint32_t w = 0; w < 2; ++w)
+      EXPECT_NEAR(a.cp[w], it->second[w], 1e-9) << "worker " << w << " at " << a.from_s << " s";
+  }
 }
 
 }  // namespace
