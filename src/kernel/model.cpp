@@ -192,13 +192,12 @@ class Builder {
     return WakeCause::thread;
   }
 
+  // The IRQ or softirq a wake-up fired in (an hrtimer's is already the cause `timer`).
   static IrqContext irq_of(const Cpu* c) {
-    if (!c || c->stack.empty()) return {};
+    if (!c || c->stack.empty() || c->stack.back().kind == KType::hrtimer_entry) return {};
     const Context& x = c->stack.back();
-    const IrqKind k = x.kind == KType::irq_entry       ? IrqKind::irq
-                      : x.kind == KType::softirq_entry ? IrqKind::softirq
-                                                       : IrqKind::hrtimer;
-    return {k, k == IrqKind::hrtimer ? -1 : x.num, k == IrqKind::irq ? x.name : 0};
+    if (x.kind == KType::irq_entry) return {IrqKind::irq, x.num, x.name};
+    return {IrqKind::softirq, x.num, 0};
   }
 
   void wake(const KEvent& e, int32_t waker, Cpu* c) {
