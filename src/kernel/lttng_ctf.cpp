@@ -187,38 +187,45 @@ struct Sink {
     return id;
   }
 
+  // The packet context's cpu_id (LTTng and perf alike); -1 if none.
+  static int32_t cpu_of(const bt_event* ev) {
+    const bt_packet* pkt = bt_event_borrow_packet_const(ev);
+    int64_t cpu = -1;
+    if (pkt) get_int(bt_packet_borrow_context_field_const(pkt), "cpu_id", cpu);
+    return cpu >= 0 && cpu < (1 << 16) ? static_cast<int32_t>(cpu) : -1;
+  }
+
+  void unknown_event(std::string_view name) {
+    if (unknown_names.size() < 4 &&
+        std::find(unknown_names.begin(), unknown_names.end(), name) == unknown_names.end())
+      unknown_names.emplace_back(name);
+    out.diagnostics.add("lttng.unknown_event");
+  }
+
   void event(const bt_message* msg) {
     const bt_event* ev = bt_message_event_borrow_event_const(msg);
     const char* cname = bt_event_class_get_name(bt_event_borrow_class_const(ev));
     if (!cname) return out.diagnostics.add("lttng.unknown_event");
     const std::string_view name(cname);
     const KType* known = tracepoint_type(name, true);
-    if (!known) {
-      if (unknown_names.size() < 4 &&
-          std::find(unknown_names.begin(), unknown_names.end(), name) == unknown_names.end())
-        unknown_names.emplace_back(name);
-      return out.diagnostics.add("lttng.unknown_event");
-    }
+    if (!known) return unknown_event(name);
     KEvent k;
     k.type = *known;
     const bt_clock_snapshot* cs = bt_message_event_borrow_default_clock_snapshot_const(msg);
     if (!cs || bt_clock_snapshot_get_ns_from_origin(cs, &k.ts) !=
                    BT_CLOCK_SNAPSHOT_GET_NS_FROM_ORIGIN_STATUS_OK)
       return out.diagnostics.add("lttng.event_without_time");
-    const bt_packet* pkt = bt_event_borrow_packet_const(ev);
-    int64_t cpu = -1;
-    if (pkt) get_int(bt_packet_borrow_context_field_const(pkt), "cpu_id", cpu);
-    k.cpu = cpu >= 0 && cpu < (1 << 16) ? static_cast<int32_t>(cpu) : -1;
+    k.cpu = cpu_of(ev);
     k.host = host(ev);
     int32_t& cur = current_of(k.cpu);
     k.tid = cur;
     int32_t ctx_tid;
+    const bt_field* p = bt_event_borrow_payload_field_const(ev);
     if (get_i32(bt_event_borrow_specific_context_field_const(ev), "tid", ctx_tid) ||
         get_i32(bt_event_borrow_common_context_field_const(ev), "tid", ctx_tid) ||
-        get_i32(bt_event_borrow_common_context_field_const(ev), "_tid", ctx_tid))
+        get_i32(bt_event_borrow_common_context_field_const(ev), "_tid", ctx_tid) ||
+        get_i32(p, "perf_tid", ctx_tid))  // perf's CTF: the sample's thread
       k.tid = ctx_tid;
-    const bt_field* p = bt_event_borrow_payload_field_const(ev);
-    if (get_i32(p, "perf_tid", ctx_tid)) k.tid = ctx_tid;  // perf's sample tid
     std::string_view s;
     bool ok = true;
     switch (k.type) {
