@@ -280,8 +280,8 @@ TEST_F(KernelCtf, ShareTableLeavesOutZeroRows) {
   p.waking(2, t0 + 20'200, 200, 100, 0);
   p.sched_switch(0, t0 + 20'300, 0, "R", 100);
   p.sched_switch(2, t0 + 20'400, 200, "S", 0);
-  p.sched_switch(0, t0 + 30'000, 100, "S", 0);
-  p.sched_switch(1, t0 + 30'000, 300, "S", 0);
+  p.sched_switch(0, t0 + 30'000'000, 100, "S", 0);
+  p.sched_switch(1, t0 + 30'000'000, 300, "S", 0);
   const std::string file = (dir_ / "sched.txt").string();
   std::ofstream(file) << p.text();
   std::string out, err;
