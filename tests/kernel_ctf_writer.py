@@ -15,9 +15,30 @@
 # header fields, `saddr`/`daddr` as arrays of 4 bytes, and `transport_header_type`
 # selecting the `transport_header` variant whose `tcp` option holds the TCP header.
 # An event of such a class without `tcp=` selects the empty `unknown` options.
+# With --perf (after the arguments) it writes what `perf data convert --to-ctf` writes
+# instead (linux tools/perf/util/data-convert-bt.c): event classes named as perf names
+# them ("sched:sched_switch", "irq:irq_handler_entry"), a payload that starts with the
+# sample's perf_ip, perf_tid, perf_pid, perf_id and perf_period, then the tracepoint's
+# common fields (common_type, common_flags, common_preempt_count, common_pid) and its own
+# fields with the kernel's names and types (prev_pid s32, prev_state s64, comm strings);
+# the CPU in the packet context's cpu_id; the clock `perf_clock`; the environment's
+# `host` (not `hostname`) and tracer_name=perf. The sample's thread is the key `_tid`
+# (default: prev_pid of a sched_switch, else pid, else 0).
 import sys
 
 import bt2
+
+# The kernel's tracepoint field types as perf's converter maps them: signed fields of 8
+# bytes to s64, other signed ones to s32, unsigned ones to u32 (u64 when 8 bytes).
+PERF_FIELD_TYPES = {
+    "prev_state": "s64", "vec": "u32", "irq": "s32", "ret": "s32", "now": "s64",
+    "dev": "u32", "sector": "u64", "nr_sector": "u32", "error": "s32", "len": "u32",
+    "skbaddr": "x64", "hrtimer": "x64", "function": "x64",
+}
+PERF_COMMON = [("common_type", "u32"), ("common_flags", "u32"),
+               ("common_preempt_count", "u32"), ("common_pid", "s32")]
+PERF_GENERIC = [("perf_ip", "x64"), ("perf_tid", "s32"), ("perf_pid", "s32"),
+                ("perf_id", "u64"), ("perf_period", "u64")]
 
 
 def parse_spec(text):
@@ -129,14 +150,55 @@ class Iter(bt2._UserMessageIterator):
         return self._msgs.pop(0)
 
 
+def perf_type(tc, kind):
+    if kind == "s64":
+        return tc.create_signed_integer_field_class(64)
+    if kind == "s32":
+        return tc.create_signed_integer_field_class(32)
+    if kind == "u32":
+        return tc.create_unsigned_integer_field_class(32)
+    if kind == "x64":
+        return tc.create_unsigned_integer_field_class(
+            64, preferred_display_base=bt2.IntegerDisplayBase.HEXADECIMAL)
+    return tc.create_unsigned_integer_field_class(64)
+
+
+def perf_payload_class(tc, fields):
+    payload = tc.create_structure_field_class()
+    for key, kind in PERF_GENERIC + PERF_COMMON:
+        payload.append_member(key, perf_type(tc, kind))
+    for key, value in fields:
+        if key == "_tid":
+            continue
+        if isinstance(value, int):
+            payload.append_member(key, perf_type(tc, PERF_FIELD_TYPES.get(key, "s32")))
+        else:
+            payload.append_member(key, tc.create_string_field_class())
+    return payload
+
+
+def set_perf_payload(payload, cpu, fields):
+    values = dict(fields)
+    tid = values.get("_tid", values.get("prev_pid", values.get("pid", 0)))
+    generic = {"perf_ip": 0xffffffff81000000, "perf_tid": tid, "perf_pid": tid, "perf_id": cpu,
+               "perf_period": 1, "common_type": 316, "common_flags": 1,
+               "common_preempt_count": 0, "common_pid": tid}
+    for key, value in generic.items():
+        payload[key] = value
+    for key, value in fields:
+        if key != "_tid":
+            payload[key] = value
+
+
 class Source(bt2._UserSourceComponent, message_iterator_class=Iter):
     def __init__(self, config, params, obj):
-        self._events, self._hostname = obj
+        self._events, self._hostname, self._perf = obj
         self._add_output_port("out", self)
 
     def build(self, it):
         tc = self._create_trace_class()
-        cc = self._create_clock_class(frequency=1_000_000_000, name="monotonic")
+        cc = self._create_clock_class(frequency=1_000_000_000,
+                                      name="perf_clock" if self._perf else "monotonic")
         pctx = tc.create_structure_field_class()
         pctx.append_member("cpu_id", tc.create_unsigned_integer_field_class(32))
         sc = tc.create_stream_class(
@@ -151,6 +213,10 @@ class Source(bt2._UserSourceComponent, message_iterator_class=Iter):
                     if any(k == "tcp" for k, _ in fields)}
         for _, _, name, fields in self._events:
             if name in classes:
+                continue
+            if self._perf:
+                classes[name] = sc.create_event_class(
+                    name=name, payload_field_class=perf_payload_class(tc, fields))
                 continue
             payload = tc.create_structure_field_class()
             for key, value in fields:
@@ -167,6 +233,10 @@ class Source(bt2._UserSourceComponent, message_iterator_class=Iter):
                "tracer_minor": 13}
         if self._hostname:
             env["hostname"] = self._hostname
+        if self._perf:
+            env = {"host": self._hostname or "localhost", "sysname": "Linux",
+                   "release": "6.1.0-18-amd64", "version": "#1 SMP PREEMPT_DYNAMIC",
+                   "machine": "x86_64", "domain": "kernel", "tracer_name": "perf"}
         trace = tc(environment=env)
         cpus = sorted({cpu for _, cpu, _, _ in self._events})
         first = self._events[0][0] if self._events else 0
@@ -182,6 +252,10 @@ class Source(bt2._UserSourceComponent, message_iterator_class=Iter):
             msgs.append(it._create_packet_beginning_message(p, first))
         for ts, cpu, name, fields in self._events:
             msg = it._create_event_message(classes[name], packets[cpu], ts)
+            if self._perf:
+                set_perf_payload(msg.event.payload_field, cpu, fields)
+                msgs.append(msg)
+                continue
             tcp = None
             for key, value in fields:
                 if key == "tcp":
@@ -198,11 +272,13 @@ class Source(bt2._UserSourceComponent, message_iterator_class=Iter):
 
 
 def main():
-    out = sys.argv[1]
-    hostname = sys.argv[2] if len(sys.argv) > 2 else None
+    args = [a for a in sys.argv[1:] if a != "--perf"]
+    perf = "--perf" in sys.argv[1:]
+    out = args[0]
+    hostname = args[1] if len(args) > 1 else None
     events = parse_spec(sys.stdin.read())
     graph = bt2.Graph()
-    src = graph.add_component(Source, "src", obj=(events, hostname))
+    src = graph.add_component(Source, "src", obj=(events, hostname, perf))
     ctf = bt2.find_plugin("ctf")
     sink = graph.add_component(ctf.sink_component_classes["fs"], "sink",
                                params={"path": out, "assume-single-trace": True})

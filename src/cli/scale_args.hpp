@@ -8,6 +8,7 @@
 #include <string>
 
 #include "importers/importer.hpp"
+#include "scale/policy.hpp"
 
 namespace snailtrail::cli {
 
@@ -42,8 +43,10 @@ struct ManageArgs {
   double threshold = 0.95, factor = 1.0, rollback_drop = 0.1;
   double target_utilization = 1.0, saturation = 0.95;
   std::string catch_up = "0s";
-  std::string source_target;  // "" = per input (source_target_arg)
-  bool no_rollback = false;
+  std::string source_target;     // "" = per input (source_target_arg)
+  bool threshold_given = false;  // --threshold on the command line
+  bool no_rollback = false, rollback = false;
+  bool follow = false;  // --rates DIR: keep reading as it is written
   std::string system = "flink";
   std::string apply;
   std::string format = "table";
@@ -61,5 +64,15 @@ void add_policy_options(CLI::App* cmd, PolicyArgs& a);
 void add_manage_sources(CLI::App* cmd, ManageArgs& a);
 void add_manage_knobs(CLI::App* cmd, ManageArgs& a);
 void add_manage_output(CLI::App* cmd, ManageArgs& a);
+
+// A duration option's value (parse_duration) in ns, positive (or >= 0 with zero_ok).
+int64_t duration_arg(const std::string& text, const char* flag, bool zero_ok = false);
+scale::System system_arg(const std::string& s);
+// --source-target, or its default for the input: DS2's definition (the sources' true
+// output rate) for DS2's files; the observed rate for traces.
+scale::SourceTarget source_target_arg(const std::string& s, bool ds2_files);
+
+// `scale manage` (scale_manage.cpp).
+int run_manage(const ManageArgs& a);
 
 }  // namespace snailtrail::cli

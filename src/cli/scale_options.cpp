@@ -1,6 +1,7 @@
 // Registration of the options of `snailtrail scale` (scale_args.hpp).
 #include "cli/scale_args.hpp"
 
+#include "cli/duration.hpp"
 #include "cli/import_options.hpp"
 #include "importers/importer.hpp"
 
@@ -8,7 +9,9 @@ namespace snailtrail::cli {
 
 void add_policy_options(CLI::App* cmd, PolicyArgs& a) {
   cmd->add_option("--topology", a.topology, "DS2 topology CSV (one edge per line)");
-  cmd->add_option("--rates", a.rates, "DS2 rates CSV, or a directory of NAME-EPOCH.EXT rate files");
+  cmd->add_option("--rates,--ds2-metrics", a.rates,
+                  "DS2 rates CSV, or a directory of NAME-EPOCH.EXT rate files "
+                  "(--ds2-metrics: the same)");
   cmd->add_option("--trace", a.trace,
                   "A trace instead of DS2 files (any importer; uses the records field)");
   cmd->add_option("--flink", a.flink,
@@ -54,8 +57,13 @@ void add_policy_options(CLI::App* cmd, PolicyArgs& a) {
 void add_manage_sources(CLI::App* cmd, ManageArgs& a) {
   cmd->add_option("--simulate", a.simulate,
                   "Run this pipelined scenario (TOML) with the controller in the loop");
-  cmd->add_option("--ds2-metrics", a.metrics_dir,
-                  "Follow a directory of DS2 rate files (NAME-EPOCH.EXT) as it is written");
+  cmd->add_option("--rates,--ds2-metrics", a.metrics_dir,
+                  "A directory of DS2 rate files (NAME-EPOCH.EXT): read to its end, decisions "
+                  "as scale policy --rates gives them (--follow: as it is written; "
+                  "--ds2-metrics: the old name)");
+  cmd->add_flag("--follow", a.follow,
+                "With --rates DIR: keep reading the files as they are written (until "
+                "--idle-exit without a new epoch; given --idle-exit implies it)");
   cmd->add_option("--trace", a.trace, "Replay the metrics of a trace (any importer)");
   cmd->add_option("--serve", a.serve,
                   "Follow the DS2 rates of a running `snailtrail serve` (its HTTP API, "
@@ -92,8 +100,9 @@ void add_manage_knobs(CLI::App* cmd, ManageArgs& a) {
   cmd->add_option("--combine", a.combine, "How activation combines decisions: max or median")
       ->check(CLI::IsMember({"max", "median"}))
       ->capture_default_str();
-  cmd->add_option("--threshold", a.threshold, "Target-rate ratio (see scale policy); 0 = off")
-      ->capture_default_str();
+  cmd->add_option("--threshold", a.threshold,
+                  "Target-rate ratio (see scale policy); 0 = off. Default 0.95, but 0 with "
+                  "--rates, as in scale policy");
   cmd->add_option("--factor", a.factor, "Scaling factor")->capture_default_str();
   cmd->add_option("--target-utilization", a.target_utilization,
                   "Headroom: size operators to be busy this share of the time (0-1, e.g. 0.7)")
@@ -104,7 +113,7 @@ void add_manage_knobs(CLI::App* cmd, ManageArgs& a) {
       ->capture_default_str();
   cmd->add_option("--source-target", a.source_target,
                   "Sources without a target: their true output rate (default with "
-                  "--ds2-metrics) or their observed one (default otherwise)")
+                  "--rates) or their observed one (default otherwise)")
       ->check(CLI::IsMember({"true", "observed"}));
   cmd->add_option("--saturation", a.saturation,
                   "An instance at least this busy is saturated: its operator is never scaled "
@@ -117,6 +126,9 @@ void add_manage_knobs(CLI::App* cmd, ManageArgs& a) {
                   "Stop reconfiguring after this many decisions (--serve: and exit)");
   cmd->add_flag("--no-rollback", a.no_rollback,
                 "Never roll back a change after which the sources' rate dropped");
+  cmd->add_flag("--rollback", a.rollback,
+                "With --rates: roll back as with the other sources (off by default: recorded "
+                "files do not follow the decisions, as in scale policy)");
   cmd->add_option("--rollback-drop", a.rollback_drop,
                   "Roll back when the achieved source rate falls by this fraction")
       ->capture_default_str();
@@ -134,11 +146,11 @@ void add_manage_output(CLI::App* cmd, ManageArgs& a) {
                   "--flink and no COMMAND: rescale the job through its REST API")
       ->expected(0, 1);
   cmd->add_option("--poll", a.poll,
-                  "With --ds2-metrics or --serve: how often to look for new metrics")
+                  "With --rates --follow or --serve: how often to look for new metrics")
       ->capture_default_str();
   cmd->add_option("--idle-exit", a.idle_exit,
-                  "With --ds2-metrics or --serve: exit after this long without a new epoch "
-                  "(0: never)")
+                  "With --rates --follow or --serve: exit after this long without a new "
+                  "epoch (0: never)")
       ->capture_default_str();
   cmd->add_option("--format,-f", a.format,
                   "Output: table, json, or jsonl (not with --simulate: one JSON object per "
@@ -157,6 +169,36 @@ void add_manage_output(CLI::App* cmd, ManageArgs& a) {
   cmd->add_option("--diagnose-intervals", a.diagnose_intervals,
                   "With --diagnose: how many of the last policy intervals to judge and analyze")
       ->capture_default_str();
+}
+
+int64_t duration_arg(const std::string& text, const char* flag, bool zero_ok) {
+  int64_t v = 0;
+  try {
+    v = parse_duration(text);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string(flag) + ": " + e.what());
+  }
+  if (v < 0 || (v == 0 && !zero_ok))
+    throw std::invalid_argument(std::string(flag) + " must be " + (zero_ok ? ">= 0" : "positive"));
+  return v;
+}
+
+scale::System system_arg(const std::string& s) {
+  auto v = scale::parse_system(s);
+  if (!v) throw std::invalid_argument("--system must be flink, heron or timely");
+  return *v;
+}
+
+// --source-target, or its default for the input: DS2's definition (the sources' true
+// output rate) for DS2's files; the observed rate for traces, where a source's useful
+// time is only its own (de)serialization and processing, so its true output rate is its
+// capacity, not the rate records arrive at (docs/AUTOSCALING.md §1).
+scale::SourceTarget source_target_arg(const std::string& s, bool ds2_files) {
+  if (s.empty())
+    return ds2_files ? scale::SourceTarget::true_output : scale::SourceTarget::observed_output;
+  auto v = scale::parse_source_target(s);
+  if (!v) throw std::invalid_argument("--source-target must be true or observed");
+  return *v;
 }
 
 }  // namespace snailtrail::cli

@@ -18,6 +18,7 @@
 #include "importers/otel/otel_importer.hpp"
 #include "importers/spark/spark_importer.hpp"
 #include "importers/streaming.hpp"
+#include "kernel/ctf_dir.hpp"
 #include "kernel/diagnostic_kinds.hpp"
 #include "kernel/load.hpp"
 #include "kernel/perf_script.hpp"
@@ -62,7 +63,7 @@ int sniff_perf_sched(std::string_view, std::string_view head) {
 Trace read_perf_sched(const std::string& path, const ImportOptions&) {
   return kernel::to_trace(kernel::load_kernel_model(path, "perf-sched"));
 }
-// A CTF trace is a directory: never sniffed, named with --importer lttng.
+// A CTF trace is a directory: not sniffed by content, found by detect_importer.
 int sniff_lttng(std::string_view, std::string_view) {
   return 0;
 }
@@ -233,7 +234,8 @@ const Importer& detect_importer(const std::string& path) {
         "this looks like a simulator scenario, not a trace: run `snailtrail simulate " + path +
             " -o trace.snail` and analyze trace.snail");
   if (spark::is_rolling_dir(path)) return *find_importer("spark");
-  if (is_log_dir(path)) return *find_importer("logs");  // one plain log per node
+  if (kernel::is_ctf_directory(path)) return *find_importer("lttng");  // LTTng or perf CTF
+  if (is_log_dir(path)) return *find_importer("logs");                 // one plain log per node
   const std::string head = read_head(path);
   const Importer* best = sniff_importer(path, head);
   if (!best) {

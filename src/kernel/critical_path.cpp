@@ -100,15 +100,15 @@ class PathWalker {
   }
 
  private:
-  void emit(int32_t thread, int64_t s, int64_t e, PathState st) {
+  void emit(int32_t thread, int64_t s, int64_t e, PathState st, IrqContext irq = {}) {
     std::vector<PathSegment>& out = r_.path;
     if (e <= s) return;
     if (!out.empty() && out.back().start == e && out.back().thread == thread &&
-        out.back().state == st) {
+        out.back().state == st && out.back().irq == irq) {
       out.back().start = s;
       return;
     }
-    out.push_back({s, e, thread, st});
+    out.push_back({s, e, thread, st, irq});
   }
 
   // Before the thread's history: follow its fork back to the parent.
@@ -148,7 +148,8 @@ class PathWalker {
     if (iv.state == ThreadState::blocked && iv.cause == WakeCause::network && iv.waker >= 0 &&
         iv.sent > INT64_MIN)
       return packet_wakeup(f, iv, s);
-    emit(f.thread, s, f.t, path_state(iv));
+    emit(f.thread, s, f.t, path_state(iv),
+         iv.state == ThreadState::blocked ? iv.irq : IrqContext{});
     f.t = s;
     f.first = false;
   }

@@ -41,6 +41,7 @@ struct PathSegment {
   int64_t end = 0;
   int32_t thread = -1;  // thread index in the model
   PathState state = PathState::unknown;
+  IrqContext irq;  // a wait ended from an interrupt: which one (model.hpp)
 };
 
 struct CriticalPathResult {

@@ -25,12 +25,13 @@ inline constexpr std::array kPerfKinds = {
     kPerfForkParentNotCurrent, kPerfSkippedLine, kPerfStreamOutOfOrder,
 };
 
-// LTTng CTF (lttng_ctf.cpp): babeltrace2 reports a cut stream as an error.
+// LTTng CTF (lttng_ctf.cpp): babeltrace2 reports a cut stream as an error; a stream file
+// of 0 bytes (a CPU's events lost) is counted as cut input.
 inline constexpr std::array kLttngKinds = {
     repaired("lttng.too_many_hosts"),     repaired("lttng.unknown_event"),
     repaired("lttng.event_without_time"), repaired("lttng.missing_field"),
     repaired("lttng.discarded_events"),   repaired("lttng.discarded_packets"),
-    repaired("lttng.out_of_order"),
+    repaired("lttng.out_of_order"),       cut_input("lttng.empty_stream"),
 };
 
 // The model (model.cpp): what it repaired in the events of either reader.

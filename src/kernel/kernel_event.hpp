@@ -20,7 +20,7 @@ enum class KType : uint8_t {
   sched_wakeup_new,  // same, for a new thread
   process_fork,      // tid = parent, a = child
   process_exit,      // tid = exiting thread
-  irq_entry,         // a = irq number
+  irq_entry,         // a = irq number, comm_a = the handler's name (irq_handler_entry)
   irq_exit,
   softirq_entry,  // a = vector (0 HI, 1 TIMER, 2 NET_TX, 3 NET_RX, 4 BLOCK, ... 8 HRTIMER)
   softirq_exit,
@@ -61,9 +61,12 @@ inline constexpr Tracepoint kTracepoints[] = {
     {KType::statedump, nullptr, "lttng_statedump_process_state"},
 };
 
-// The type of the tracepoint `name` as perf script (lttng false) or LTTng names it;
-// nullptr if it is not one we read.
+// The type of the tracepoint `name` as perf script (lttng false) or a CTF trace (LTTng's
+// names, or perf's "sched:sched_switch") names it; nullptr if it is not one we read.
 inline const KType* tracepoint_type(std::string_view name, bool lttng) {
+  // perf's CTF (`perf data convert --to-ctf`) names them "subsystem:name", as perf does.
+  if (lttng && name.find(':') != std::string_view::npos)
+    return tracepoint_type(name.substr(name.find(':') + 1), false);
   for (const Tracepoint& t : kTracepoints) {
     const char* n = lttng ? t.lttng : t.perf;
     if (n != nullptr && name == n) return &t.type;
@@ -141,6 +144,9 @@ struct KernelEvents {
   std::vector<std::string> hosts;
   StringTable strings;
   Counters diagnostics;
+  // What the user must not miss, one sentence each (a stream file that is empty, so a
+  // CPU's events are missing): load_kernel_model prints them on stderr.
+  std::vector<std::string> warnings;
   std::string source = "<memory>";
 };
 

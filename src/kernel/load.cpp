@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
+#include <utility>
 
 #include "kernel/lttng_ctf.hpp"
 #include "kernel/perf_script.hpp"
@@ -39,7 +40,12 @@ KernelModel load_kernel_model(const std::string& path, std::string_view format) 
     const std::string bytes = read_bytes(path);
     return build_model(parse_perf_script(bytes, path));
   }
-  if (format == "lttng") return build_model(read_lttng_ctf(path));
+  if (format == "lttng") {
+    KernelEvents events = read_lttng_ctf(path);
+    for (const std::string& w : events.warnings)
+      std::fprintf(stderr, "snailtrail: warning: %s\n", w.c_str());
+    return build_model(std::move(events));
+  }
   throw std::invalid_argument("unknown kernel trace format '" + std::string(format) +
                               "' (auto, perf-sched, lttng)");
 }

@@ -1,12 +1,15 @@
 // LTTng CTF -> kernel events through libbabeltrace2 (lttng_ctf.hpp).
 #include "kernel/lttng_ctf.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
+#include "kernel/ctf_dir.hpp"
 #include "trace/trace.hpp"
 
 #ifdef SNAILTRAIL_HAVE_BABELTRACE2
@@ -78,6 +81,12 @@ bool get_i32(const bt_field* st, const char* name, int32_t& out) {
   return true;
 }
 
+// LTTng's field name, else perf's (perf data convert --to-ctf keeps the kernel's
+// tracepoint field names: prev_pid, next_pid, pid, parent_pid, child_pid).
+bool get_i32(const bt_field* st, const char* lttng, const char* perf, int32_t& out) {
+  return get_i32(st, lttng, out) || get_i32(st, perf, out);
+}
+
 bool get_str(const bt_field* st, const char* name, std::string_view& out) {
   const bt_field* f = member(st, name);
   if (!f || bt_field_get_class_type(f) != BT_FIELD_CLASS_TYPE_STRING) return false;
@@ -145,6 +154,7 @@ struct Sink {
   bt_message_iterator* it = nullptr;
   std::vector<int32_t> current;  // running tid per CPU of the trace read (sched_switch)
   std::unordered_map<const bt_trace*, uint16_t> host_of_trace;
+  std::vector<std::string> unknown_names;  // the first event classes not read, for errors
 
   int32_t& current_of(int32_t cpu) {
     static int32_t none = -1;
@@ -161,6 +171,7 @@ struct Sink {
     if (it != host_of_trace.end()) return it->second;
     std::string name;
     const bt_value* v = bt_trace_borrow_environment_entry_value_by_name_const(trace, "hostname");
+    if (!v) v = bt_trace_borrow_environment_entry_value_by_name_const(trace, "host");  // perf
     if (v && bt_value_get_type(v) == BT_VALUE_TYPE_STRING) name = bt_value_string_get(v);
     uint16_t id = 0;
     while (id < out.hosts.size() && out.hosts[id] != name) ++id;
@@ -176,38 +187,51 @@ struct Sink {
     return id;
   }
 
+  // The packet context's cpu_id (LTTng and perf alike); -1 if none.
+  static int32_t cpu_of(const bt_event* ev) {
+    const bt_packet* pkt = bt_event_borrow_packet_const(ev);
+    int64_t cpu = -1;
+    if (pkt) get_int(bt_packet_borrow_context_field_const(pkt), "cpu_id", cpu);
+    return cpu >= 0 && cpu < (1 << 16) ? static_cast<int32_t>(cpu) : -1;
+  }
+
+  void unknown_event(std::string_view name) {
+    if (unknown_names.size() < 4 &&
+        std::find(unknown_names.begin(), unknown_names.end(), name) == unknown_names.end())
+      unknown_names.emplace_back(name);
+    out.diagnostics.add("lttng.unknown_event");
+  }
+
   void event(const bt_message* msg) {
     const bt_event* ev = bt_message_event_borrow_event_const(msg);
     const char* cname = bt_event_class_get_name(bt_event_borrow_class_const(ev));
     if (!cname) return out.diagnostics.add("lttng.unknown_event");
     const std::string_view name(cname);
     const KType* known = tracepoint_type(name, true);
-    if (!known) return out.diagnostics.add("lttng.unknown_event");
+    if (!known) return unknown_event(name);
     KEvent k;
     k.type = *known;
     const bt_clock_snapshot* cs = bt_message_event_borrow_default_clock_snapshot_const(msg);
     if (!cs || bt_clock_snapshot_get_ns_from_origin(cs, &k.ts) !=
                    BT_CLOCK_SNAPSHOT_GET_NS_FROM_ORIGIN_STATUS_OK)
       return out.diagnostics.add("lttng.event_without_time");
-    const bt_packet* pkt = bt_event_borrow_packet_const(ev);
-    int64_t cpu = -1;
-    if (pkt) get_int(bt_packet_borrow_context_field_const(pkt), "cpu_id", cpu);
-    k.cpu = cpu >= 0 && cpu < (1 << 16) ? static_cast<int32_t>(cpu) : -1;
+    k.cpu = cpu_of(ev);
     k.host = host(ev);
     int32_t& cur = current_of(k.cpu);
     k.tid = cur;
     int32_t ctx_tid;
+    const bt_field* p = bt_event_borrow_payload_field_const(ev);
     if (get_i32(bt_event_borrow_specific_context_field_const(ev), "tid", ctx_tid) ||
         get_i32(bt_event_borrow_common_context_field_const(ev), "tid", ctx_tid) ||
-        get_i32(bt_event_borrow_common_context_field_const(ev), "_tid", ctx_tid))
+        get_i32(bt_event_borrow_common_context_field_const(ev), "_tid", ctx_tid) ||
+        get_i32(p, "perf_tid", ctx_tid))  // perf's CTF: the sample's thread
       k.tid = ctx_tid;
-    const bt_field* p = bt_event_borrow_payload_field_const(ev);
     std::string_view s;
     bool ok = true;
     switch (k.type) {
       case KType::sched_switch: {
         int64_t st = 0;
-        ok = get_i32(p, "prev_tid", k.tid) && get_i32(p, "next_tid", k.a) &&
+        ok = get_i32(p, "prev_tid", "prev_pid", k.tid) && get_i32(p, "next_tid", "next_pid", k.a) &&
              get_int(p, "prev_state", st);
         k.state = lttng_prev_state(st);
         if (get_str(p, "prev_comm", s)) k.comm = out.strings.intern(s);
@@ -218,20 +242,22 @@ struct Sink {
       case KType::sched_waking:
       case KType::sched_wakeup:
       case KType::sched_wakeup_new:
-        ok = get_i32(p, "tid", k.a);
+        ok = get_i32(p, "tid", "pid", k.a);
         if (get_str(p, "comm", s)) k.comm_a = out.strings.intern(s);
         break;
       case KType::process_fork:
-        ok = get_i32(p, "parent_tid", k.tid) && get_i32(p, "child_tid", k.a);
+        ok = get_i32(p, "parent_tid", "parent_pid", k.tid) &&
+             get_i32(p, "child_tid", "child_pid", k.a);
         if (get_str(p, "parent_comm", s)) k.comm = out.strings.intern(s);
         if (get_str(p, "child_comm", s)) k.comm_a = out.strings.intern(s);
         break;
       case KType::process_exit:
-        ok = get_i32(p, "tid", k.tid);
+        ok = get_i32(p, "tid", "pid", k.tid);
         break;
       case KType::irq_entry:
       case KType::irq_exit:
         ok = get_i32(p, "irq", k.a);
+        if (get_str(p, "name", s)) k.comm_a = out.strings.intern(s);
         break;
       case KType::softirq_entry:
       case KType::softirq_exit:
@@ -393,6 +419,26 @@ void read_one_trace(const std::string& trace, Sink& sink) {
     throw TraceError(trace, "read", take_error("babeltrace2 could not read the trace"));
 }
 
+// A trace that yields no event the model uses is refused, saying what it held.
+[[noreturn]] void throw_no_events(const std::string& path, const Sink& sink) {
+  std::string what = "no scheduler or interrupt event read";
+  const uint64_t unknown = sink.out.diagnostics.get("lttng.unknown_event");
+  const uint64_t missing = sink.out.diagnostics.get("lttng.missing_field");
+  if (unknown) {
+    what += fmt::format(" ({} events of other kinds, e.g.", unknown);
+    for (const std::string& n : sink.unknown_names) what += " '" + n + "'";
+    what += ")";
+  }
+  if (missing) what += fmt::format(" ({} events without the fields read)", missing);
+  if (!unknown && !missing) what += " (the trace holds no events)";
+  if (const uint64_t n = sink.out.diagnostics.get("lttng.empty_stream"))
+    what += fmt::format(" ({} stream files are empty)", n);
+  throw TraceError(path, "read",
+                   what +
+                       "; read are LTTng's sched_switch, sched_waking, ... and perf's "
+                       "sched:sched_switch, ... (perf data convert --to-ctf)");
+}
+
 }  // namespace
 
 KernelEvents read_lttng_ctf(const std::string& path) {
@@ -418,10 +464,12 @@ KernelEvents read_lttng_ctf(const std::string& path) {
   for (const std::string& trace : traces) {
     const size_t first = ev.size();
     sink.current.clear();
+    check_empty_streams(trace, sink.out);
     read_one_trace(trace, sink);
     for (size_t i = first + 1; i < ev.size(); ++i)
       if (ev[i].ts < ev[i - 1].ts) ++inversions;
   }
+  if (ev.empty()) throw_no_events(path, sink);
   if (inversions) sink.out.diagnostics.add("lttng.out_of_order", inversions);
   if (traces.size() > 1 || inversions)
     std::stable_sort(ev.begin(), ev.end(),

@@ -5,10 +5,15 @@
 // netif_receive_skb, lttng_statedump_process_state) with their payload fields, the CPU
 // from the packet context's cpu_id, and the running thread per CPU from sched_switch
 // (or an event context `tid`/`_tid` field when the session added one).
+//
+// perf's CTF (`perf data convert --to-ctf`) is read the same way: its event classes are
+// named "sched:sched_switch", ..., its payloads carry the kernel's field names (prev_pid,
+// next_pid, pid, parent_pid, child_pid) and the sample's thread as `perf_tid`.
 #pragma once
 
 #include <string>
 
+#include "kernel/ctf_dir.hpp"
 #include "kernel/kernel_event.hpp"
 
 namespace snailtrail::kernel {
@@ -21,7 +26,9 @@ bool have_lttng_reader();
 // path and babeltrace2's own error (truncated stream, bad metadata, ...). Events of other
 // names are counted (`lttng.unknown_event`), discarded-event records too
 // (`lttng.discarded_events`), payloads without the fields an event needs are counted
-// (`lttng.missing_field`).
+// (`lttng.missing_field`), stream files of 0 bytes are counted (`lttng.empty_stream`) and
+// named in `warnings`. A trace without any event the model uses is refused (TraceError
+// naming the event classes it holds).
 KernelEvents read_lttng_ctf(const std::string& path);
 
 }  // namespace snailtrail::kernel

@@ -7,57 +7,6 @@
 
 namespace snailtrail::kernel {
 
-std::string_view name_of(ThreadState s) {
-  switch (s) {
-    case ThreadState::running:
-      return "running";
-    case ThreadState::preempted:
-      return "preempted";
-    case ThreadState::blocked:
-      return "blocked";
-  }
-  return "?";
-}
-
-std::string_view name_of(WakeCause c) {
-  switch (c) {
-    case WakeCause::none:
-      return "none";
-    case WakeCause::thread:
-      return "thread";
-    case WakeCause::timer:
-      return "timer";
-    case WakeCause::block_device:
-      return "block_device";
-    case WakeCause::network:
-      return "network";
-    case WakeCause::interrupt:
-      return "interrupt";
-  }
-  return "?";
-}
-
-std::vector<int32_t> KernelModel::find_tid(int32_t tid) const {
-  std::vector<int32_t> out;
-  for (size_t i = 0; i < threads.size(); ++i)
-    if (threads[i].tid == tid) out.push_back(static_cast<int32_t>(i));
-  return out;
-}
-
-std::string KernelModel::thread_label(int32_t thread) const {
-  const Thread& t = threads[thread];
-  std::string label = strings.str(t.comm) + ":" + std::to_string(t.tid);
-  if (multi_host()) label = hosts[t.host] + "/" + label;
-  return label;
-}
-
-std::vector<int32_t> KernelModel::find_comm(std::string_view name) const {
-  std::vector<int32_t> out;
-  for (size_t i = 0; i < threads.size(); ++i)
-    if (strings.str(threads[i].comm) == name) out.push_back(static_cast<int32_t>(i));
-  return out;
-}
-
 namespace {
 
 enum class Open : uint8_t { none, running, preempted, blocked, dead };
@@ -68,6 +17,7 @@ struct Context {
   bool block_done = false;  // a block request completed in this context
   bool net_rx = false;      // a packet was received in this context
   uint64_t packet = 0;      // the identity of the last one, if known
+  uint32_t name = 0;        // irq_handler_entry's name (string id)
 };
 
 struct Cpu {
@@ -173,7 +123,7 @@ class Builder {
   }
 
   void add(size_t t, int64_t start, int64_t end, ThreadState s, WakeCause c = WakeCause::none,
-           int32_t waker = -1, int64_t sent = INT64_MIN) {
+           int32_t waker = -1, int64_t sent = INT64_MIN, IrqContext irq = {}) {
     if (end <= start) return;
     auto& ivs = m_.threads[t].intervals;
     if (!ivs.empty() && ivs.back().end == start && ivs.back().state == s &&
@@ -181,7 +131,7 @@ class Builder {
       ivs.back().end = end;
       return;
     }
-    ivs.push_back({start, end, sent, waker, s, c});
+    ivs.push_back({start, end, sent, waker, s, c, irq});
   }
 
   // A packet wake-up of thread `t` at `ts`: the thread that sent the packet received in
@@ -242,6 +192,14 @@ class Builder {
     return WakeCause::thread;
   }
 
+  // The IRQ or softirq a wake-up fired in (an hrtimer's is already the cause `timer`).
+  static IrqContext irq_of(const Cpu* c) {
+    if (!c || c->stack.empty() || c->stack.back().kind == KType::hrtimer_entry) return {};
+    const Context& x = c->stack.back();
+    if (x.kind == KType::irq_entry) return {IrqKind::irq, x.num, x.name};
+    return {IrqKind::softirq, x.num, 0};
+  }
+
   void wake(const KEvent& e, int32_t waker, Cpu* c) {
     const int32_t t = thread(e.host, e.a, e.comm_a);
     if (t < 0) return;
@@ -252,7 +210,8 @@ class Builder {
       int32_t by = cause == WakeCause::thread ? waker : -1;
       int64_t sent = INT64_MIN;
       if (cause == WakeCause::network) packet_sender(c, t, e.ts, by, sent);
-      add(t, o.since, e.ts, ThreadState::blocked, cause, by, sent);
+      add(t, o.since, e.ts, ThreadState::blocked, cause, by, sent,
+          cause == WakeCause::thread ? IrqContext{} : irq_of(c));
       ++m_.wakeups;
       o = {Open::preempted, e.ts};
     } else if (o.state == Open::none) {
@@ -382,7 +341,7 @@ class Builder {
       m_.diagnostics.add("kernel.interrupt_nesting_too_deep");
       c.stack.erase(c.stack.begin());
     }
-    c.stack.push_back({e.type, e.a});
+    c.stack.push_back({e.type, e.a, false, false, 0, e.type == KType::irq_entry ? e.comm_a : 0});
   }
 
   void exit_interrupt(const KEvent& e, Cpu& c) {

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "kernel/irq_context.hpp"
 #include "kernel/kernel_event.hpp"
 
 namespace snailtrail::kernel {
@@ -33,6 +34,7 @@ struct Interval {
   int32_t waker = -1;        // thread index when cause == thread (or a packet's sender)
   ThreadState state = ThreadState::running;
   WakeCause cause = WakeCause::none;
+  IrqContext irq;  // blocked, woken from an interrupt: which one
 };
 
 struct Thread {

@@ -215,6 +215,12 @@ class Reader {
                          "EVENT: ARGS')");
       throw TraceError(out_.source, "line 1", "no perf script samples (empty input)");
     }
+    if (out_.events.empty())
+      throw TraceError(out_.source, "input",
+                       std::to_string(samples_) +
+                           " perf script samples, none of an event the model uses "
+                           "(sched:sched_switch, sched:sched_waking, ...; docs/KERNEL.md "
+                           "says how to record them)");
     // perf script orders samples by time; a text merged from several sources may not be.
     auto& ev = out_.events;
     uint64_t inversions = 0;
@@ -334,8 +340,11 @@ class Reader {
         return true;
       }
       case KType::irq_entry:
-      case KType::irq_exit:
+      case KType::irq_exit: {
+        std::string_view irq_name;
+        if (kv(a, "name", irq_name)) ev.comm_a = out_.strings.intern(irq_name);
         return kv_int(a, "irq", ev.a);
+      }
       case KType::softirq_entry:
       case KType::softirq_exit:
         return kv_int(a, "vec", ev.a);

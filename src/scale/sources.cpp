@@ -80,15 +80,20 @@ std::optional<SourceInterval> Ds2RatesSource::next() {
 }
 
 Ds2DirectorySource::Ds2DirectorySource(std::string dir, Topology topology, double interval_s,
-                                       int64_t poll_ns, int64_t idle_ns)
+                                       int64_t poll_ns, int64_t idle_ns, bool follow)
     : topology_(std::move(topology)),
       watcher_(std::move(dir), topology_),
       interval_s_(interval_s),
       poll_ns_(poll_ns),
       idle_ns_(idle_ns),
+      follow_(follow),
       last_new_(std::chrono::steady_clock::now()) {}
 
 std::optional<SourceInterval> Ds2DirectorySource::next() {
+  if (!follow_ && !ended_) {  // a finished directory: all of it, once
+    for (RatesEpoch& e : watcher_.flush()) pending_.push_back(std::move(e));
+    ended_ = true;
+  }
   while (pending_.empty()) {
     if (ended_) return std::nullopt;
     if (polled_) std::this_thread::sleep_for(std::chrono::nanoseconds(poll_ns_));

@@ -74,11 +74,13 @@ SourceInterval ds2_interval(const RatesEpoch& e, double interval_s);
 // ends.
 class Ds2DirectorySource : public ObservationSource {
  public:
+  // follow false: the files there now, every epoch (the last one too, however complete),
+  // then the end; true: as they are written, until idle_ns without a new epoch (0: never).
   Ds2DirectorySource(std::string dir, Topology topology, double interval_s, int64_t poll_ns,
-                     int64_t idle_ns);
+                     int64_t idle_ns, bool follow = true);
   const Topology& topology() const override { return topology_; }
   std::optional<SourceInterval> next() override;
-  bool live() const override { return true; }
+  bool live() const override { return follow_; }
 
  private:
   Topology topology_;  // before watcher_, which refers to it
@@ -86,6 +88,7 @@ class Ds2DirectorySource : public ObservationSource {
   double interval_s_;
   int64_t poll_ns_, idle_ns_;
   std::deque<RatesEpoch> pending_;
+  bool follow_ = true;
   bool polled_ = false, ended_ = false;
   std::chrono::steady_clock::time_point last_new_;
 };
