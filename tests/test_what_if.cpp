@@ -75,14 +75,9 @@ TEST(WhatIf, ForkJoinStragglerSavesOnlyTheGapToTheNextPath) {
   EXPECT_DOUBLE_EQ(saved(s2, WhatIfKind::worker, 3), 1);
   const WindowSummary s10 = analyze_whole(t, 10);
   EXPECT_DOUBLE_EQ(saved(s10, WhatIfKind::worker, 1), 5);  // 10 -> 1, but w2 ends at 8
-  // Peer median of w1..w3's busy time (w0: 2, w1: 10, w2: 5, w3: 2 -> median 3.5):
-  // w1 becomes 10 / (10 / 3.5) = 3.5 long and ends at 6.5 < w2's 8: saves 5 as well.
-  EXPECT_DOUBLE_EQ(saved(s2, WhatIfKind::worker, 1, true), 5);
-  for (const WhatIf& x : s2.what_if) {
-    if (x.kind == WhatIfKind::worker && x.id == 1 && x.peer_median) {
-      EXPECT_NEAR(x.speedup, 10 / 3.5, 1e-9);
-    }
-  }
+  // No operators: the workers run nothing in common, so none has peers to be as fast as
+  // (a peer median needs 3 instances of one operator: test_what_if_segments.cpp).
+  for (const WhatIf& x : s2.what_if) EXPECT_FALSE(x.peer_median);
 }
 
 // A source paced from outside (its waits end without a message) cannot start earlier:
