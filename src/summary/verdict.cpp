@@ -1,6 +1,7 @@
 #include "summary/verdict.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "summary/summary.hpp"
@@ -31,10 +32,14 @@ uint32_t rank_of(It begin, It end, double value, Get get) {
   return r;
 }
 
-const WhatIf* best_what_if(const std::vector<WhatIf>& what_if, WhatIfKind kind, uint32_t id) {
+// The row about (kind, id) that saves most; with `peer`, only rows of that basis.
+const WhatIf* best_what_if(const std::vector<WhatIf>& what_if, WhatIfKind kind, uint32_t id,
+                           std::optional<bool> peer = std::nullopt) {
   const WhatIf* best = nullptr;
   for (const WhatIf& x : what_if)
-    if (x.kind == kind && x.id == id && (!best || x.saved_ns > best->saved_ns)) best = &x;
+    if (x.kind == kind && x.id == id && (!peer || x.peer_median == *peer) &&
+        (!best || x.saved_ns > best->saved_ns))
+      best = &x;
   return best;
 }
 
@@ -105,7 +110,9 @@ Verdict verdict_about(VerdictKind kind, uint32_t id, const Groups& cp, const Gro
         if (op == id) v.busy = share;
       v.busy_rank =
           rank_of(conv.op.begin(), conv.op.end(), v.busy, [](const auto& p) { return p.second; });
-      v.what_if = best_what_if(what_if, WhatIfKind::op, id);
+      // Its k-times-faster row: the one that measures its tasks (the evidence of skew).
+      v.what_if = best_what_if(what_if, WhatIfKind::op, id, false);
+      if (!v.what_if) v.what_if = best_what_if(what_if, WhatIfKind::op, id);
       break;
     case VerdictKind::instrumentation:
     case VerdictKind::activity:
