@@ -361,7 +361,7 @@ TEST(Verdict, Rules) {
   // A worker with most CP, twice the next and twice its work share: a straggler.
   cp.worker = {0.7, 0.2, 0.1};
   conv.worker = {0.3, 0.35, 0.35};
-  std::vector<WhatIf> wi = {{WhatIfKind::worker, 0, true, 2.5, 1e6}};
+  std::vector<WhatIf> wi = {{WhatIfKind::worker, 0, true, 2.5, 1e6, 0, 0, 0, 0, 0}};
   v = decide_verdict(cp, conv, true, wi);
   EXPECT_EQ(v.kind, VerdictKind::straggler);
   EXPECT_EQ(v.id, 0u);
