@@ -395,8 +395,8 @@ TEST(VerdictText, EveryKindAgainstHandWrittenSentences) {
   Pag pag;
   pag.worker_ids = {5, 7};
   const Names names(trace, pag);
-  const WhatIf twice{WhatIfKind::worker, 1, false, 2, 1.5e6};
-  const WhatIf peers{WhatIfKind::op, 3, true, 3.25, 2e9};
+  const WhatIf twice{WhatIfKind::worker, 1, false, 2, 1.5e6, 0, 0, 0, 0, 0};
+  const WhatIf peers{WhatIfKind::op, 3, true, 3.25, 2e9, 0, 0, 0, 0, 0};
   auto v = [](VerdictKind k, uint32_t id, const WhatIf* w = nullptr) {
     Verdict x;
     x.kind = k;
