@@ -9,6 +9,8 @@
 #include <random>
 #include <string>
 
+#include "output/names.hpp"
+#include "output/verdict_text.hpp"
 #include "process_util.hpp"
 #include "spark_log_util.hpp"
 #include "summary/summary.hpp"
@@ -67,6 +69,45 @@ TEST(VerdictRules, StragglerThreshold) {
   wi = {saving(WhatIfKind::op, 4, 150)};
   EXPECT_EQ(decide_verdict(cp, conv, true, wi, span).kind, VerdictKind::op);
   EXPECT_EQ(decide_verdict(cp, conv, true, {}, span).kind, VerdictKind::balanced);
+}
+
+// The sentences: a Spark stage limits the job, uniform or skewed by its tasks; threads of
+// one process hand off through memory, never "check the network".
+TEST(VerdictRules, StageAndHandOffSentences) {
+  Trace trace;
+  trace.operator_names[7] = "stage 7 (count at power.py:191)";
+  trace.operator_names[3] = "flatmap";
+  Pag pag;
+  pag.worker_ids = {0, 1};
+  const Names names(trace, pag);
+  WhatIf row{WhatIfKind::op, 7, false, 2, 16.6e9, 128, 1.0e9, 1.01e9, 1.04e9, 1.05e9};
+  Verdict v;
+  v.kind = VerdictKind::op;
+  v.id = 7;
+  v.cp = 0.35;
+  v.what_if = &row;
+  std::string text = verdict_text(v, names);
+  EXPECT_EQ(text.rfind("Spark stage 7 (count at power.py:191) limits the job: 35.0%", 0), 0u)
+      << text;
+  EXPECT_NE(text.find("Its 128 tasks are uniform, not skew (min / median / p95 / max: "),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("DS2"), std::string::npos) << text;
+  row.task_max = 4.2e9;  // one task 4.2 s against a median of 1.01 s
+  text = verdict_text(v, names);
+  EXPECT_NE(text.find("Its tasks are skewed: the slowest takes "), std::string::npos) << text;
+  EXPECT_NE(text.find("(4.2x the median "), std::string::npos) << text;
+  v.id = 3;
+  row.id = 3;
+  EXPECT_EQ(verdict_text(v, names).rfind("Operator flatmap is the bottleneck", 0), 0u);
+  Verdict c;
+  c.kind = VerdictKind::communication;
+  c.cp = 0.4;
+  EXPECT_NE(verdict_text(c, names).find("check the network"), std::string::npos);
+  c.one_process = true;
+  text = verdict_text(c, names);
+  EXPECT_EQ(text.find("network"), std::string::npos) << text;
+  EXPECT_NE(text.find("Hand-offs between threads"), std::string::npos) << text;
 }
 
 // ---------------------------------------------------------------------------------------
