@@ -189,7 +189,9 @@ class VerdictInputs : public TempDirTest {
 
 // The saving of the what-if row of `kind` named `name` (2x), or -1.
 double row_saving(simdjson::dom::element doc, const std::string& kind, const std::string& name) {
-  for (simdjson::dom::element x : doc["what_if"].get_array().value()) {
+  simdjson::dom::array rows;
+  if (doc["what_if"].get(rows) != simdjson::SUCCESS) return -1;
+  for (simdjson::dom::element x : rows) {
     if (std::string(x["kind"].get_string().value()) != kind) continue;
     if (std::string(x["name"].get_string().value()) != name) continue;
     if (std::string(x["basis"].get_string().value()) != "factor") continue;
