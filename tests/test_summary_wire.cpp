@@ -44,7 +44,8 @@ WindowSummary full_summary() {
   s.diagnostics.waiting_share = 0.2;
   s.diagnostics.add_input("late events", 5);
   s.diagnostics.add_input("spark.bad_lines", 2);
-  s.what_if = {{WhatIfKind::worker, 1, false, 2, 300}, {WhatIfKind::op, 7, true, 1.5, 120}};
+  s.what_if = {{WhatIfKind::worker, 1, false, 2, 300, 0, 0, 0, 0, 0},
+               {WhatIfKind::op, 7, true, 1.5, 120, 0, 0, 0, 0, 0}};
   return s;
 }
 

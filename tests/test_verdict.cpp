@@ -361,7 +361,7 @@ TEST(Verdict, Rules) {
   // A worker with most CP, twice the next and twice its work share: a straggler.
   cp.worker = {0.7, 0.2, 0.1};
   conv.worker = {0.3, 0.35, 0.35};
-  std::vector<WhatIf> wi = {{WhatIfKind::worker, 0, true, 2.5, 1e6}};
+  std::vector<WhatIf> wi = {{WhatIfKind::worker, 0, true, 2.5, 1e6, 0, 0, 0, 0, 0}};
   v = decide_verdict(cp, conv, true, wi);
   EXPECT_EQ(v.kind, VerdictKind::straggler);
   EXPECT_EQ(v.id, 0u);
@@ -395,8 +395,8 @@ TEST(VerdictText, EveryKindAgainstHandWrittenSentences) {
   Pag pag;
   pag.worker_ids = {5, 7};
   const Names names(trace, pag);
-  const WhatIf twice{WhatIfKind::worker, 1, false, 2, 1.5e6};
-  const WhatIf peers{WhatIfKind::op, 3, true, 3.25, 2e9};
+  const WhatIf twice{WhatIfKind::worker, 1, false, 2, 1.5e6, 0, 0, 0, 0, 0};
+  const WhatIf peers{WhatIfKind::op, 3, true, 3.25, 2e9, 0, 0, 0, 0, 0};
   auto v = [](VerdictKind k, uint32_t id, const WhatIf* w = nullptr) {
     Verdict x;
     x.kind = k;

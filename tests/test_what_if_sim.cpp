@@ -159,13 +159,10 @@ TEST(WhatIfSim, DriverFaster) {
     expect_within(p.saved_ns, batch_time(plain.trace) - batch_time(fast.trace), 0.10,
                   "driver " + std::to_string(k) + "x");
   }
-  // As fast as the executors' median busy time (about 12.5x).
+  // The executors are no peers of the driver (they run other operators): no peer-median
+  // row for it (before, "as fast as the executors' median", about 12.5x, was tried).
   const Predicted p = predict(plain.trace, 100'000'000, WhatIfKind::worker, "driver", true, 2);
-  ASSERT_GT(p.factor, 4);
-  const sim::SimResult fast =
-      sim::simulate(scenario("spark-microbatch", 10 * kSecond, {}, {{"driver", p.factor}}));
-  expect_within(p.saved_ns, batch_time(plain.trace) - batch_time(fast.trace), 0.10,
-                "driver peer median");
+  EXPECT_EQ(p.factor, 0);
 }
 
 // A driver that keeps up (already 2x faster: busy half of every batch interval) waits

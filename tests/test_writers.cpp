@@ -95,8 +95,8 @@ WindowSummary odd_window(uint64_t index, bool has_paths) {
       {2, 1, ActivityType::data_message, kNone, w.window.start + 400, w.window.start + 500, 0.1},
       {1, kNone, ActivityType::processing, kOpLong, w.window.start + 500, w.window.start + 900,
        0.3}};
-  w.what_if = {{WhatIfKind::worker, 2, false, 2.0, 250.0},
-               {WhatIfKind::op, kOpLong, true, 1.5, 120.0}};
+  w.what_if = {{WhatIfKind::worker, 2, false, 2.0, 250.0, 0, 0, 0, 0, 0},
+               {WhatIfKind::op, kOpLong, true, 1.5, 120.0, 0, 0, 0, 0, 0}};
   w.diagnostics.segments = 1;
   w.diagnostics.unknown_share = 0.05;
   w.diagnostics.add_input("late \"events\", dropped", 3);

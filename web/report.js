@@ -616,7 +616,9 @@
     box.innerHTML = verdictHtml(v);
     box.dataset.kind = v ? v.kind : '';
     const tl = d.timelines[state.timeline], sel = document.getElementById('verdict-sel');
-    sel.innerHTML = tl && tl.verdict ? `<p><small>window ${tl.index}:</small></p>` + verdictHtml(tl.verdict) : '';
+    // One window: its verdict is the whole trace's, shown once.
+    const oneWindow = d.windows <= 1;
+    sel.innerHTML = tl && tl.verdict && !oneWindow ? `<p><small>window ${tl.index}:</small></p>` + verdictHtml(tl.verdict) : '';
     const wi = document.getElementById('what-if');
     const items = d.overall.what_if;
     if (!items) { wi.innerHTML = ''; return; }
@@ -633,7 +635,7 @@
     const live = window.SNAILTRAIL_MODE === 'live';
     document.getElementById('facts').textContent =
       `${d.windows} window${d.windows === 1 ? '' : 's'} of ${d.window} (${d.windows_with_paths} with transient paths), ` +
-      `${d.events.toLocaleString('en')} events, ${d.edges.toLocaleString('en')} edges, ${d.workers.length} workers` +
+      `${d.events.toLocaleString('en')} events, ${d.edges.toLocaleString('en')} edges, ${d.workers.length} worker${d.workers.length === 1 ? '' : 's'}` +
       (d.series.windows_per_point > 1 ? `; time charts: ${d.series.windows_per_point} windows per point` : '') +
       (live ? '' : '');
     legend(document.getElementById('legend-types'), activeTypes().map((t) => [d.types[t], TYPE_COLORS[t]]).concat(d.series.points.some((p) => !p.cp) ? [['no transient paths', '#f0f0f0']] : []));

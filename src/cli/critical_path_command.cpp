@@ -14,6 +14,7 @@
 #include "output/writers.hpp"
 #include "requests/critical_path.hpp"
 #include "requests/folded.hpp"
+#include "trace/plural.hpp"
 
 namespace snailtrail::cli {
 namespace {
@@ -86,8 +87,9 @@ void write_table(fmt::memory_buffer& out, const CriticalPathArgs& a, const PathC
                  const std::vector<std::pair<std::string, uint64_t>>& diagnostics) {
   auto it = std::back_inserter(out);
   const auto& paths = all.traces();
-  fmt::format_to(it, "snailtrail critical-path {}: {} traces, {} spans\n", a.trace, paths.size(),
-                 all.total_spans());
+  fmt::format_to(it, "snailtrail critical-path {}: {}, {}\n", a.trace,
+                 counted(paths.size(), "trace", "traces"),
+                 counted(all.total_spans(), "span", "spans"));
   // The slowest requests first: they are the ones worth explaining.
   std::vector<size_t> order(paths.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -125,7 +127,8 @@ void write_table(fmt::memory_buffer& out, const CriticalPathArgs& a, const PathC
                    paths.size() - order.size());
   int64_t total = 0;
   for (const ServiceTime& s : services) total += s.critical_ns;
-  fmt::format_to(it, "\ncritical time by service (all {} traces)\n", paths.size());
+  fmt::format_to(it, "\ncritical time by service (all {})\n",
+                 counted(paths.size(), "trace", "traces"));
   fmt::format_to(it, "  {:<16} {:>12} {:>7} {:>8}\n", "service", "crit_ms", "share", "spans");
   for (const ServiceTime& s : services)
     fmt::format_to(it, "  {:<16} {:>12} {:>6.1f}% {:>8}\n", printable(all.name(s.service)),

@@ -8,6 +8,7 @@
 #include "cli/profile_samples.hpp"
 #include "cli/run_args.hpp"
 #include "cli/run_dashboard.hpp"
+#include "trace/plural.hpp"
 #include "trace/trace_io.hpp"
 
 namespace snailtrail::cli::runcmd {
@@ -82,9 +83,10 @@ void print_ccdf_summary(const std::vector<uint64_t>& latency, uint64_t exact_max
 void print_run_summary(const RunArgs& a, const flow::RunResult& r, const std::string& digest) {
   const auto& h = r.latency;
   fmt::print(stderr,
-             "{}: {} records in {:.2f} s ({:.3g} records/s) on {} workers; latency p50 "
+             "{}: {} records in {:.2f} s ({:.3g} records/s) on {}; latency p50 "
              "{:.3f} ms, p99 {:.3f} ms, max {:.3f} ms; output digest {}\n",
-             a.job, r.records, r.seconds, r.throughput(), r.generated.size(),
+             a.job, r.records, r.seconds, r.throughput(),
+             counted(r.generated.size(), "worker", "workers"),
              static_cast<double>(flow::percentile(h, 0.5, r.latency_max_ns)) * 1e-6,
              static_cast<double>(flow::percentile(h, 0.99, r.latency_max_ns)) * 1e-6,
              static_cast<double>(r.latency_max_ns) * 1e-6, digest);

@@ -10,6 +10,7 @@
 #include "cli/output_file.hpp"
 #include "sim/simulator.hpp"
 #include "sim/units.hpp"
+#include "trace/plural.hpp"
 #include "trace/trace_io.hpp"
 
 namespace snailtrail::cli {
@@ -86,10 +87,11 @@ int run(const SimulateArgs& a) {
     const double sim_s = std::chrono::duration<double>(t1 - t0).count();
     const double all_s = std::chrono::duration<double>(t2 - t0).count();
     fmt::print(stderr,
-               "simulated {} ({}, {} workers): {} events, {:.3g} s simulated, {:.2f} s wall "
+               "simulated {} ({}, {}): {} events, {:.3g} s simulated, {:.2f} s wall "
                "({:.2f} M events/s; {:.2f} s with writing) -> {}\n",
-               scenario.name, sim::name_of(scenario.model), sim::worker_count(scenario),
-               r.trace.events.size(), static_cast<double>(scenario.duration_ns) * 1e-9, sim_s,
+               scenario.name, sim::name_of(scenario.model),
+               counted(sim::worker_count(scenario), "worker", "workers"), r.trace.events.size(),
+               static_cast<double>(scenario.duration_ns) * 1e-9, sim_s,
                sim_s > 0 ? static_cast<double>(r.trace.events.size()) / sim_s * 1e-6 : 0.0, all_s,
                a.output);
   }

@@ -35,14 +35,40 @@ Ds2Run ds2_over_trace(const std::string& trace, const std::string& importer,
   return run;
 }
 
+// The importer that reads `trace` ("" when none does).
+std::string importer_kind(const std::string& trace, const std::string& importer) {
+  if (importer != "auto") return importer;
+  try {
+    return std::string(importers::detect_importer(trace).name);
+  } catch (const std::exception&) {
+    return {};
+  }
+}
+
+// DS2 sizes operators for their sources' rates: only dataflow traces (our runtime's and
+// its formats) have sources to size for. Profiler captures (Chrome, PyTorch), batch jobs
+// (Spark), span traces and kernel traces have none: no DS2 advice there.
+bool has_source_rates(const std::string& kind) {
+  return kind == "snail" || kind == "jsonl" || kind == "snailtrail-msgpack";
+}
+
+// Threads of one process or one machine: a profiler capture or a kernel trace. Their
+// messages are hand-offs through memory, never the network.
+bool is_one_process(const std::string& kind) {
+  return kind == "chrome" || kind == "perf-sched" || kind == "lttng";
+}
+
 }  // namespace
 
 VerdictEnricher ds2_enricher(const std::string& trace, const std::string& importer,
                              const importers::ImportOptions& options, int64_t interval_ns) {
   if (trace == "-") return {};
+  const std::string kind = importer_kind(trace, importer);
+  const bool rates = has_source_rates(kind), one_process = is_one_process(kind);
   auto cache = std::make_shared<std::optional<Ds2Run>>();
-  return [trace, importer, options, interval_ns, cache](Verdict& v) {
-    if (v.kind != VerdictKind::op) return;
+  return [trace, importer, options, interval_ns, cache, rates, one_process](Verdict& v) {
+    v.one_process = one_process;
+    if (!rates || v.kind != VerdictKind::op) return;
     if (!*cache) {
       try {
         *cache = ds2_over_trace(trace, importer, options, interval_ns);

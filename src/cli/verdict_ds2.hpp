@@ -16,7 +16,10 @@ namespace snailtrail::cli {
 
 // Fills ds2_needed/ds2_now of operator verdicts; reads the trace again the first time
 // one is asked for (never for other verdicts, nor for stdin). A trace without rates, or
-// one DS2 cannot size, leaves the verdict as it is.
+// one DS2 cannot size, leaves the verdict as it is; so does every input without sources
+// to size for (profiler captures, Spark, span and kernel traces: docs/PAG.md §verdict).
+// Also marks the verdict of a capture or kernel trace as one process (hand-offs, not the
+// network).
 // `interval_ns` 0: the whole trace as one interval.
 VerdictEnricher ds2_enricher(const std::string& trace, const std::string& importer,
                              const importers::ImportOptions& options, int64_t interval_ns);

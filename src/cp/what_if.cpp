@@ -5,7 +5,8 @@
 
 namespace snailtrail {
 
-void LongestPath::prepare(const Snapshot& snap, const Pag& pag) {
+void LongestPath::prepare(const Snapshot& snap, const Pag& pag,
+                          std::span<const std::pair<int64_t, int64_t>> segments) {
   snap_ = &snap;
   const size_t n = snap.node_count();
   const size_t m = snap.msg_src.size();
@@ -16,6 +17,7 @@ void LongestPath::prepare(const Snapshot& snap, const Pag& pag) {
     start_ = *lo;
     span_ = *hi - *lo;
   }
+  assign_segments(snap, segments);
   const auto waiting = static_cast<uint8_t>(ActivityType::waiting);
   std::vector<uint8_t> sends(n, 0), received(n, 0);
   for (size_t i = 0; i < m; ++i) sends[snap.msg_src[i]] = 1, received[snap.msg_dst[i]] = 1;
@@ -37,6 +39,22 @@ void LongestPath::prepare(const Snapshot& snap, const Pag& pag) {
   order_nodes(snap, indegree);
   dist_.assign(n, 0);
   base_ = length({}, {});
+}
+
+void LongestPath::assign_segments(const Snapshot& snap,
+                                  std::span<const std::pair<int64_t, int64_t>> segs) {
+  seg_start_.clear();
+  seg_end_.clear();
+  for (const auto& [a, b] : segs) seg_start_.push_back(a), seg_end_.push_back(b);
+  if (seg_start_.empty()) seg_start_.push_back(start_), seg_end_.push_back(start_ + span_);
+  const size_t n = snap.node_count();
+  seg_of_.resize(n);
+  for (size_t v = 0; v < n; ++v) {
+    // A node at a border starts the next segment.
+    const auto it = std::upper_bound(seg_start_.begin(), seg_start_.end(), snap.ts[v]);
+    seg_of_[v] = it == seg_start_.begin() ? 0 : static_cast<uint32_t>(it - seg_start_.begin() - 1);
+  }
+  seg_len_.assign(seg_start_.size(), 0);
 }
 
 void LongestPath::weigh_messages(const Snapshot& snap, const Pag& pag,
@@ -124,7 +142,7 @@ std::vector<uint32_t> LongestPath::set_release(const Snapshot& snap,
     const bool starts = snap.has_timeline_edge(static_cast<uint32_t>(v)) || sends[v];
     // Nothing in the window explains when this node happened: it keeps its time.
     if (starts && !received[v] && (!pred || after_wait))
-      release_[v] = static_cast<double>(snap.ts[v] - start_);
+      release_[v] = static_cast<double>(snap.ts[v] - seg_start_[seg_of_[v]]);
     indegree[v] = pred + (in_begin_[v + 1] - in_begin_[v]);
   }
   return indegree;
@@ -171,22 +189,30 @@ void LongestPath::order_nodes(const Snapshot& snap, std::vector<uint32_t>& indeg
 double LongestPath::length(std::span<const float> timeline_div,
                            std::span<const float> message_div) {
   const Snapshot& snap = *snap_;
+  const auto waiting = static_cast<uint8_t>(ActivityType::waiting);
+  // An edge from an earlier segment counts from the start of v's segment.
   auto relax = [&](uint32_t v) {
     double d = release_[v];
+    const uint32_t k = seg_of_[v];
+    const double from = static_cast<double>(seg_start_[k]);
     if (timeline_pred_[v]) {
       const uint32_t u = v - 1;
+      const bool same = seg_of_[u] == k;
       double w = 0;
-      if (snap.type[u] != static_cast<uint8_t>(ActivityType::waiting)) {
-        w = static_cast<double>(snap.ts[v] - snap.ts[u]);
+      if (snap.type[u] != waiting) {
+        w = static_cast<double>(snap.ts[v]) - (same ? static_cast<double>(snap.ts[u]) : from);
         if (!timeline_div.empty()) w /= timeline_div[u];
       }
-      d = std::max(d, dist_[u] + w);
+      d = std::max(d, (same ? dist_[u] : 0.0) + std::max(w, 0.0));
     }
-    for (uint32_t k = in_begin_[v]; k < in_begin_[v + 1]; ++k) {
-      const uint32_t i = in_msg_[k];
+    for (uint32_t q = in_begin_[v]; q < in_begin_[v + 1]; ++q) {
+      const uint32_t i = in_msg_[q];
+      const uint32_t u = snap.msg_src[i];
+      if (seg_of_[u] > k) continue;  // a skewed message from a later segment
       double w = msg_w_[i];
+      if (seg_of_[u] < k) w = std::clamp(static_cast<double>(snap.ts[v]) - from, 0.0, w);
       if (!message_div.empty()) w /= message_div[i];
-      d = std::max(d, dist_[snap.msg_src[i]] + w);
+      d = std::max(d, (seg_of_[u] == k ? dist_[u] : 0.0) + w);
     }
     return d;
   };
@@ -205,8 +231,29 @@ double LongestPath::length(std::span<const float> timeline_div,
     }
     if (!changed) break;
   }
+  return segment_lengths(timeline_div);
+}
+
+double LongestPath::segment_lengths(std::span<const float> timeline_div) {
+  const Snapshot& snap = *snap_;
+  const size_t n = dist_.size();
+  std::fill(seg_len_.begin(), seg_len_.end(), 0.0);
+  for (size_t v = 0; v < n; ++v) {
+    const uint32_t k = seg_of_[v];
+    seg_len_[k] = std::max(seg_len_[k], dist_[v]);
+    if (!timeline_pred_[v] || seg_of_[v - 1] == k) continue;
+    // A timeline edge crossing borders: its part in each segment it covers.
+    const uint32_t u = static_cast<uint32_t>(v - 1);
+    if (snap.type[u] == static_cast<uint8_t>(ActivityType::waiting)) continue;
+    const double div = timeline_div.empty() ? 1.0 : timeline_div[u];
+    for (uint32_t j = seg_of_[u]; j < k; ++j) {
+      const int64_t a = j == seg_of_[u] ? snap.ts[u] : seg_start_[j];
+      const double part = static_cast<double>(seg_end_[j] - a) / div;
+      seg_len_[j] = std::max(seg_len_[j], (j == seg_of_[u] ? dist_[u] : 0.0) + part);
+    }
+  }
   double length = 0;
-  for (double d : dist_) length = std::max(length, d);
+  for (double x : seg_len_) length += x;
   return length;
 }
 

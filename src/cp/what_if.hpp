@@ -27,11 +27,19 @@
 //    waited for it later, e.g. a driver for its tasks' results), or nothing.
 // Neither changes the length without speed-up; both let a busy worker's speed-up run
 // ahead of a queue whose recorded length it had set itself (docs/PAG.md §5).
+//
+// Segments (cp/segments.hpp): when the window is cut into CP segments, each segment is
+// measured on its own (its longest path V_s -> V_e) and the lengths are summed, as CP
+// combines them. A node that keeps its recorded time then holds its time within its
+// segment only, so a late unrelated slice (a helper thread starting near the end) does
+// not cap the savings of every earlier segment. An edge crossing a border counts its part
+// inside each segment.
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "pag/snapshot.hpp"
@@ -43,7 +51,9 @@ class LongestPath {
  public:
   // Prepares the graph of a snapshot (message lists, a topological order); the snapshot
   // must stay alive and unchanged while length() is used.
-  void prepare(const Snapshot& snap, const Pag& pag);
+  // `segments`: the window's CP segments [start, end] in time order (empty: one).
+  void prepare(const Snapshot& snap, const Pag& pag,
+               std::span<const std::pair<int64_t, int64_t>> segments = {});
 
   // The window's length (ns, from its first node to its last) when the duration of the
   // timeline edge leaving node v is divided by timeline_div[v] and that of message m by
@@ -64,6 +74,9 @@ class LongestPath {
   std::vector<uint32_t> set_release(const Snapshot& snap, const std::vector<uint8_t>& sends,
                                     const std::vector<uint8_t>& received);
   void order_nodes(const Snapshot& snap, std::vector<uint32_t>& indegree);
+  void assign_segments(const Snapshot& snap, std::span<const std::pair<int64_t, int64_t>> segs);
+  // Sum over the segments of their longest path, from the final dist_.
+  double segment_lengths(std::span<const float> timeline_div);
 
   const Snapshot* snap_ = nullptr;
   int64_t start_ = 0, span_ = 0;
@@ -77,6 +90,9 @@ class LongestPath {
   std::vector<uint32_t> order_;                    // topological order (Kahn)
   std::vector<uint32_t> rest_;  // nodes on or after zero-duration cycles, by time
   std::vector<double> dist_;
+  std::vector<int64_t> seg_start_, seg_end_;  // per segment, absolute times
+  std::vector<uint32_t> seg_of_;              // per node: its segment
+  std::vector<double> seg_len_;
 };
 
 }  // namespace snailtrail

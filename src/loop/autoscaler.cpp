@@ -1,4 +1,5 @@
 #include "loop/autoscaler.hpp"
+#include "trace/plural.hpp"
 
 #include <fmt/format.h>
 
@@ -95,8 +96,9 @@ void Autoscaler::link_ranks(RankLink link) {
       uint64_t{link.procs} * link.workers != opt_.max_workers ||
       link.first_worker != link.rank * link.workers)
     throw std::invalid_argument(
-        fmt::format("autoscale: rank {} of {} with workers [{}, +{}) does not cover the {} workers",
-                    link.rank, link.procs, link.first_worker, link.workers, opt_.max_workers));
+        fmt::format("autoscale: rank {} of {} with workers [{}, +{}) does not cover the {}",
+                    link.rank, link.procs, link.first_worker, link.workers,
+                    counted(opt_.max_workers, "worker", "workers")));
   if (link.procs > 1 && ((link.rank > 0 && !link.send) || (link.rank == 0 && !link.receive)))
     throw std::invalid_argument("autoscale: a rank link without its send/receive");
   link_ = std::move(link);
@@ -252,9 +254,9 @@ std::optional<std::vector<uint32_t>> Autoscaler::plan(int64_t now_ns,
     const auto& d = manager_.last_decision();
     const double target = d && d->target_rate.size() > 1 ? d->target_rate[1] : NAN;
     const std::string why = fmt::format(
-        "ds2: {} needs {} workers for {:.0f} records/s (true processing rate {:.0f} records/s per "
+        "ds2: {} needs {} for {:.0f} records/s (true processing rate {:.0f} records/s per "
         "worker over {} active, interval {:.1f}-{:.1f} s)",
-        opt_.stateful_op, want, target, n ? per / n : 0.0, active_,
+        opt_.stateful_op, counted(want, "worker", "workers"), target, n ? per / n : 0.0, active_,
         static_cast<double>(m.start_ns) * 1e-9, static_cast<double>(m.end_ns) * 1e-9);
     active_ = want;
     DecisionRecord rec;

@@ -133,8 +133,14 @@ void put_what_if(Buf& out, const WhatIf& x, const Names& names) {
   append_json_string(out, what_if_name(x, names), kJsonNames);
   put(out, ",\"speedup\":");
   append_json_number(out, x.speedup);
-  fmt::format_to(std::back_inserter(out), ",\"basis\":\"{}\",\"saved_ns\":{}}}",
+  fmt::format_to(std::back_inserter(out), ",\"basis\":\"{}\",\"saved_ns\":{}",
                  x.peer_median ? "peer_median" : "factor", std::llround(x.saved_ns));
+  // An operator's tasks (docs/OUTPUT.md): the verdict's evidence of skew or uniform work.
+  if (x.tasks > 0)
+    fmt::format_to(std::back_inserter(out), ",\"tasks\":{},\"task_ns\":[{},{},{},{}]", x.tasks,
+                   std::llround(x.task_min), std::llround(x.task_median), std::llround(x.task_p95),
+                   std::llround(x.task_max));
+  out.push_back('}');
 }
 
 namespace {
@@ -213,7 +219,7 @@ void write_window_json(Buf& out, const WindowSummary& w, const Names& names,
   if (sel.top) put_top_list(out, w.top, names);
   if (sel.verdict) {
     put(out, ",\"verdict\":");
-    write_verdict_json(out, w.cp, w.conventional, w.has_paths, w.what_if, w.diagnostics,
+    write_verdict_json(out, w.cp, w.conventional, w.has_paths, w.what_if, w.cp_ns, w.diagnostics,
                        w.window.end - w.window.start, 1, names);
   }
   if (sel.what_if) put_what_if_list(out, w.what_if, names);

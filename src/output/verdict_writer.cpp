@@ -48,6 +48,7 @@ const char* activity_advice(ActivityType t) {
 std::string verdict_name(const Verdict& v, const Names& names) {
   switch (v.kind) {
     case VerdictKind::straggler:
+    case VerdictKind::worker:
     case VerdictKind::balanced:
       return v.id < names.worker.size() ? names.worker[v.id] : std::string();
     case VerdictKind::op:
@@ -76,6 +77,9 @@ std::string saving_text(const WhatIf* w, const char* subject) {
   const std::string how = w->peer_median    ? "As fast as its peers' median"
                           : w->speedup == 2 ? "Twice as fast"
                                             : fmt::format("{:g} times as fast", w->speedup);
+  if (!(w->saved_ns > 0))
+    return fmt::format(" {}, {} would not shorten the critical path: other work holds it.", how,
+                       subject);
   return fmt::format(" {}, {} would shorten the critical path by {}.", how, subject,
                      format_ns(std::llround(w->saved_ns)));
 }
@@ -103,8 +107,12 @@ constexpr VerdictSentence kVerdictSentences[] = {
      "(conventional profiling ranks it {rank}).{saving} Next: look for a hot key or a skewed "
      "partition on it (split the key, rebalance)."},
     {VerdictKind::op,
-     "Operator {name} is the bottleneck: {cp} of the critical paths, {busy} of the busy time "
-     "(conventional profiling ranks it {rank}).{saving} Next: {op_advice}."},
+     "{unit}{name} {verb}: {cp} of the critical paths, {busy} of the busy time "
+     "(conventional profiling ranks it {rank}).{saving}{tasks} Next: {op_advice}."},
+    {VerdictKind::worker,
+     "{name} limits latency: on {cp} of the critical paths while doing {busy} of the work "
+     "(conventional profiling ranks it {rank}).{saving} Next: make its work cheaper (its "
+     "operators and activities are in the tables above)."},
     {VerdictKind::communication,
      "Communication limits latency: messages are {cp} of the critical paths. Next: "
      "co-locate the operators that talk most, batch messages, or check the network."},
@@ -116,8 +124,39 @@ constexpr VerdictSentence kVerdictSentences[] = {
      "activities (the most critical worker, {name}, holds {cp})."},
 };
 
+// A Spark stage is named "stage N (…)" by its importer: the job's unit is the stage.
+bool is_stage(const std::string& name) {
+  return name.rfind("stage ", 0) == 0;
+}
+
+// Its tasks are uniform when the slowest takes at most this much over the median.
+constexpr double kSkewOverMedian = 1.5;
+
+bool skewed(const WhatIf& w) {
+  return w.tasks >= 2 && w.task_max > kSkewOverMedian * w.task_median;
+}
+
+// The operator's task durations as evidence: uniform work or skew.
+std::string tasks_text(const WhatIf* w, const char* tasks) {
+  if (!w || w->kind != WhatIfKind::op || w->tasks < 2) return {};
+  auto ns = [](float x) { return format_ns(std::llround(static_cast<double>(x))); };
+  if (!skewed(*w))
+    return fmt::format(
+        " Its {} {} are uniform, not skew (min / median / p95 / max: {} / {} / {} / {}).", w->tasks,
+        tasks, ns(w->task_min), ns(w->task_median), ns(w->task_p95), ns(w->task_max));
+  return fmt::format(
+      " Its {} are skewed: the slowest takes {} ({:.1f}x the median {}; p95 {}, min {}, {} {}).",
+      tasks, ns(w->task_max), w->task_max / w->task_median, ns(w->task_median), ns(w->task_p95),
+      ns(w->task_min), w->tasks, tasks);
+}
+
 // The next step for an operator verdict: DS2's number when the trace's rates gave one.
 std::string op_advice(const Verdict& v, const std::string& name) {
+  if (is_stage(name))
+    return v.what_if && skewed(*v.what_if)
+               ? "split the hot keys or repartition the stage's slowest partitions"
+               : "make the stage's work cheaper, or give it more cores (more executors "
+                 "or partitions)";
   if (v.ds2_needed == 0)
     return fmt::format(
         "add instances of {} (`snailtrail scale policy` gives the number when rates are known)",
@@ -134,16 +173,31 @@ std::string op_advice(const Verdict& v, const std::string& name) {
 
 // One sentence for the verdict (output/verdict_text.hpp).
 std::string verdict_text(const Verdict& v, const Names& names) {
+  if (v.kind == VerdictKind::communication && v.one_process)
+    return fmt::format(
+        "Hand-offs between threads limit latency: messages are {} of the critical paths. In "
+        "one process they go through memory: look at the queues and hand-offs between the "
+        "threads that wait for each other most (a receiver busy elsewhere, a queue that "
+        "fills).",
+        pct(v.cp));
   const auto* it = std::find_if(std::begin(kVerdictSentences), std::end(kVerdictSentences),
                                 [&](const VerdictSentence& x) { return x.kind == v.kind; });
   if (it == std::end(kVerdictSentences)) return {};
   const bool activity = v.kind == VerdictKind::activity;
+  const bool stage = v.kind == VerdictKind::op && is_stage(verdict_name(v, names));
   return fmt::format(
       fmt::runtime(it->text), fmt::arg("name", shown_name(v, names)), fmt::arg("cp", pct(v.cp)),
       fmt::arg("busy", pct(v.busy)), fmt::arg("rank", rank_text(v.busy_rank)),
       fmt::arg("worker", v.top_worker < names.worker.size() ? printable(names.worker[v.top_worker])
                                                             : std::string("?")),
       fmt::arg("worker_cp", pct(v.top_worker_cp)), fmt::arg("saving", saving_text(v.what_if, "it")),
+      fmt::arg("verb", stage ? "limits the job" : "is the bottleneck"),
+      fmt::arg("unit", v.kind != VerdictKind::op ? ""
+                       : stage                   ? "Spark "
+                                                 : "Operator "),
+      fmt::arg("tasks", v.kind == VerdictKind::op
+                            ? tasks_text(v.what_if, stage ? "tasks" : "instances")
+                            : std::string()),
       fmt::arg("advice", activity ? activity_advice(static_cast<ActivityType>(v.id)) : ""),
       fmt::arg("op_advice",
                v.kind == VerdictKind::op ? op_advice(v, shown_name(v, names)) : std::string()));
@@ -159,6 +213,8 @@ std::string finding_text(const VerdictTally::Entry& e, const Names& names) {
   switch (e.kind) {
     case VerdictKind::straggler:
       return "straggler " + shown_name(v, names);
+    case VerdictKind::worker:
+      return shown_name(v, names);
     case VerdictKind::op:
       return "operator " + shown_name(v, names);
     case VerdictKind::activity:
@@ -262,10 +318,11 @@ void put_verdict(Buf& out, const Verdict& v, const Names& names, const std::vect
 }  // namespace
 
 void write_verdict_json(Buf& out, const Groups& cp, const Groups& conventional, bool has_paths,
-                        const std::vector<WhatIf>& what_if, const Diagnostics& diagnostics,
-                        int64_t window_ns, uint64_t windows, const Names& names) {
-  put_verdict(out, decide_verdict(cp, conventional, has_paths, what_if), names,
-              decide_hints(cp, diagnostics, has_paths, window_ns, windows));
+                        const std::vector<WhatIf>& what_if, int64_t cp_ns,
+                        const Diagnostics& diagnostics, int64_t window_ns, uint64_t windows,
+                        const Names& names) {
+  put_verdict(out, decide_verdict(cp, conventional, has_paths, what_if, static_cast<double>(cp_ns)),
+              names, decide_hints(cp, diagnostics, has_paths, window_ns, windows));
 }
 
 void write_run_verdict_json(Buf& out, const Aggregate& agg, const Names& names,

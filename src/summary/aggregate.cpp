@@ -68,10 +68,17 @@ void Aggregate::add(const WindowSummary& w, size_t top_k) {
     } else {
       it->saved_ns += x.saved_ns;
       it->speedup = std::max(it->speedup, x.speedup);
+      // The task durations of the window with the most tasks stand for the run's.
+      if (x.tasks > it->tasks) {
+        it->tasks = x.tasks;
+        it->task_min = x.task_min, it->task_median = x.task_median;
+        it->task_p95 = x.task_p95, it->task_max = x.task_max;
+      }
     }
   }
   if (!w.has_paths) return;
-  verdicts.add(decide_verdict(w.cp, w.conventional, true, w.what_if), w.cp_ns);
+  verdicts.add(decide_verdict(w.cp, w.conventional, true, w.what_if, static_cast<double>(w.cp_ns)),
+               w.cp_ns);
   ++windows_with_paths;
   const int64_t span = w.cp_ns;
   weight_ns += span;

@@ -71,7 +71,11 @@ class WindowAnalyzer {
     summarizer_.summarize(snap_, cp_, sampled_, options_.summary, summary_);
     if (options_.what_if.enabled) {
       const bool whole = !options_.segments || plan_.whole();
-      what_if_.analyze(whole ? snap_ : plain_snap_, options_.what_if, summary_);
+      segments_.clear();
+      if (!whole)
+        for (const SegmentPlan::Part& p : plan_.parts)
+          if (!p.idle) segments_.emplace_back(p.window.start, p.window.end);
+      what_if_.analyze(whole ? snap_ : plain_snap_, options_.what_if, summary_, segments_);
     }
     lap(times_.summary_s);
     with_view(WindowView{pag_, snap_, cp_, summary_});
@@ -97,6 +101,7 @@ class WindowAnalyzer {
   SegmentPlan plan_;
   Summarizer summarizer_;
   WhatIfAnalyzer what_if_;
+  std::vector<std::pair<int64_t, int64_t>> segments_;  // the what-if's CP segments
   Snapshot snap_;
   Snapshot plain_snap_;  // the unsegmented snapshot, kept for the what-if
   CpResult cp_;

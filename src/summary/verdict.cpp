@@ -1,6 +1,7 @@
 #include "summary/verdict.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "summary/summary.hpp"
@@ -31,10 +32,14 @@ uint32_t rank_of(It begin, It end, double value, Get get) {
   return r;
 }
 
-const WhatIf* best_what_if(const std::vector<WhatIf>& what_if, WhatIfKind kind, uint32_t id) {
+// The row about (kind, id) that saves most; with `peer`, only rows of that basis.
+const WhatIf* best_what_if(const std::vector<WhatIf>& what_if, WhatIfKind kind, uint32_t id,
+                           std::optional<bool> peer = std::nullopt) {
   const WhatIf* best = nullptr;
   for (const WhatIf& x : what_if)
-    if (x.kind == kind && x.id == id && (!best || x.saved_ns > best->saved_ns)) best = &x;
+    if (x.kind == kind && x.id == id && (!peer || x.peer_median == *peer) &&
+        (!best || x.saved_ns > best->saved_ns))
+      best = &x;
   return best;
 }
 
@@ -58,6 +63,8 @@ const char* name_of(VerdictKind kind) {
       return "input";
     case VerdictKind::balanced:
       return "balanced";
+    case VerdictKind::worker:
+      return "worker";
   }
   return "?";
 }
@@ -89,6 +96,7 @@ Verdict verdict_about(VerdictKind kind, uint32_t id, const Groups& cp, const Gro
       v.id = 0;
       break;
     case VerdictKind::straggler:
+    case VerdictKind::worker:
       v.cp = id < cp.worker.size() ? cp.worker[id] : 0;
       v.busy = id < conv.worker.size() ? conv.worker[id] : 0;
       v.busy_rank =
@@ -102,7 +110,9 @@ Verdict verdict_about(VerdictKind kind, uint32_t id, const Groups& cp, const Gro
         if (op == id) v.busy = share;
       v.busy_rank =
           rank_of(conv.op.begin(), conv.op.end(), v.busy, [](const auto& p) { return p.second; });
-      v.what_if = best_what_if(what_if, WhatIfKind::op, id);
+      // Its k-times-faster row: the one that measures its tasks (the evidence of skew).
+      v.what_if = best_what_if(what_if, WhatIfKind::op, id, false);
+      if (!v.what_if) v.what_if = best_what_if(what_if, WhatIfKind::op, id);
       break;
     case VerdictKind::instrumentation:
     case VerdictKind::activity:
@@ -128,8 +138,62 @@ Verdict verdict_about(VerdictKind kind, uint32_t id, const Groups& cp, const Gro
   return v;
 }
 
+namespace {
+
+// The row of `kind` ("speedup times faster", not the peer median) that saves most.
+const WhatIf* top_saving(const std::vector<WhatIf>& what_if, WhatIfKind kind) {
+  const WhatIf* best = nullptr;
+  for (const WhatIf& x : what_if)
+    if (x.kind == kind && !x.peer_median && (!best || x.saved_ns > best->saved_ns)) best = &x;
+  return best;
+}
+
+// The what-if rules: the worker or operator whose speed-up saves most. A worker is the
+// straggler only when it is slower than peers running the same operators (its peer-median
+// row saves something) and its saving is a real part of the span and of the best one;
+// else the operator that saves most, else the worker (no operator saves enough: a thread
+// of a capture without operators). Returns false when no saving reaches kSavingMin.
+bool decide_by_saving(const Groups& cp, const std::vector<WhatIf>& what_if, double span_ns,
+                      VerdictKind& kind, uint32_t& id) {
+  const WhatIf* w = top_saving(what_if, WhatIfKind::worker);
+  const WhatIf* o = top_saving(what_if, WhatIfKind::op);
+  if (o && o->id == kNone) o = nullptr;
+  const double ws = w ? w->saved_ns : 0, os = o ? o->saved_ns : 0;
+  const double best = std::max(ws, os);
+  if (!(span_ns > 0) || best < kSavingMin * span_ns) return false;
+  if (w && cp.worker.size() >= 2 && ws >= kSavingMin * span_ns && ws >= kStragglerOfBest * best) {
+    bool slower = false;
+    for (const WhatIf& x : what_if)
+      if (x.kind == WhatIfKind::worker && x.id == w->id && x.peer_median && x.saved_ns > 0)
+        slower = true;
+    if (slower) {
+      kind = VerdictKind::straggler;
+      id = w->id;
+      return true;
+    }
+  }
+  // Not a straggler: the operator is what one can act on (a worker's saving is all of its
+  // operators'), when it saves a real part of the span.
+  if (o && os >= kSavingMin * span_ns) {
+    kind = VerdictKind::op;
+    id = o->id;
+    return true;
+  }
+  kind = VerdictKind::worker;
+  id = w->id;
+  return true;
+}
+
+bool has_saving_rows(const std::vector<WhatIf>& what_if) {
+  return std::any_of(what_if.begin(), what_if.end(), [](const WhatIf& x) {
+    return x.kind != WhatIfKind::activity && !x.peer_median;
+  });
+}
+
+}  // namespace
+
 Verdict decide_verdict(const Groups& cp, const Groups& conv, bool has_paths,
-                       const std::vector<WhatIf>& what_if) {
+                       const std::vector<WhatIf>& what_if, double span_ns) {
   if (!has_paths) return verdict_about(VerdictKind::no_cp, 0, cp, conv, what_if);
   auto about = [&](VerdictKind kind, uint32_t id) {
     return verdict_about(kind, id, cp, conv, what_if);
@@ -167,8 +231,12 @@ Verdict decide_verdict(const Groups& cp, const Groups& conv, bool has_paths,
   const double input = at(cp.activity, ActivityType::input);
   if (input >= kInputDominates)
     return about(VerdictKind::input, static_cast<uint32_t>(ActivityType::input));
-  if (cp.worker.size() >= 2 && c1 >= kStragglerMin && c1 >= kStragglerOverNext * c2 &&
-      w1 < conv.worker.size() && c1 >= kStragglerOverBusy * conv.worker[w1])
+  if (has_saving_rows(what_if) && span_ns > 0) {
+    VerdictKind kind = VerdictKind::balanced;
+    uint32_t id = 0;
+    if (decide_by_saving(cp, what_if, span_ns, kind, id)) return about(kind, id);
+  } else if (cp.worker.size() >= 2 && c1 >= kStragglerMin && c1 >= kStragglerOverNext * c2 &&
+             w1 < conv.worker.size() && c1 >= kStragglerOverBusy * conv.worker[w1])
     return about(VerdictKind::straggler, w1);
   const auto top_op = std::max_element(
       cp.op.begin(), cp.op.end(), [](const auto& a, const auto& b) { return a.second < b.second; });

@@ -3,7 +3,8 @@
 // saving when computed) and the next step. Decided from the summaries by fixed rules, in
 // this order: no CP; unknown time; a dominant activity other than processing and input;
 // the job keeping up with its input; a straggler worker; a bottleneck operator;
-// communication; otherwise nothing stands out.
+// communication; otherwise nothing stands out. With what-if rows, a straggler and a
+// bottleneck are the ones whose speed-up saves most (docs/PAG.md §verdict).
 #pragma once
 
 #include <cstdint>
@@ -24,6 +25,7 @@ enum class VerdictKind : uint8_t {
   communication,    // messages hold many of the critical paths
   input,            // the sources' input paces the job; operators keep up
   balanced,         // nothing stands out
+  worker,  // one worker (a thread of a capture) saves most, with no peers to be slow against
 };
 
 struct Verdict {
@@ -38,10 +40,21 @@ struct Verdict {
   // For operator verdicts, when the trace carries rates: DS2's parallelism for the
   // operator and its current one (0: not known). Set by who can run DS2 (cli/verdict_ds2).
   uint32_t ds2_needed = 0, ds2_now = 0;
+  // The workers are threads of one process (or machine): a message is a hand-off through
+  // memory, not the network. Set by who knows the input's kind (cli/verdict_ds2).
+  bool one_process = false;
 };
 
+// `span_ns`: the time the CP is spread over (WindowSummary::cp_ns; for a run, the sum
+// over its windows, as its what-if savings are), against which savings are weighed.
 Verdict decide_verdict(const Groups& cp, const Groups& conventional, bool has_paths,
-                       const std::vector<WhatIf>& what_if);
+                       const std::vector<WhatIf>& what_if, double span_ns = 0);
+
+// Thresholds of the what-if rules (docs/PAG.md §verdict): a straggler's or bottleneck's 2x
+// saving is at least kSavingMin of the span, and a straggler's at least kStragglerOfBest of
+// the best saving of any worker or operator.
+inline constexpr double kSavingMin = 0.05;
+inline constexpr double kStragglerOfBest = 0.5;
 
 const char* name_of(VerdictKind kind);
 

@@ -1,7 +1,9 @@
 #include "summary/what_if.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
+#include <unordered_map>
 
 #include "summary/summary.hpp"
 
@@ -35,6 +37,9 @@ std::vector<Id> top_ids(std::vector<std::pair<Id, double>> items, size_t n) {
   }
   return out;
 }
+
+// Peers needed for a peer median: fewer give no meaningful "typical" instance.
+constexpr size_t kMinPeers = 3;
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -79,59 +84,112 @@ double WhatIfAnalyzer::saved(WhatIfKind kind, uint32_t id, double factor) {
     for (size_t i = 0; i < message_div_.size(); ++i)
       if (static_cast<uint32_t>(pag_.messages[s.msg_index[i]].type) == id) message_div_[i] = f;
   }
-  return path_.base_length() - path_.length(timeline_div_, message_div_);
+  return std::max(0.0, path_.base_length() - path_.length(timeline_div_, message_div_));
 }
 
-// Workers: the worker's busy time against the median of all workers' busy time. Operators:
-// every instance (the operator on one worker) busier than the median instance becomes as
-// fast as it. `factor` returns the speed-up of the worker, or of the busiest instance.
+// Peers run the same operator: every instance of an operator (the operator on one
+// worker) busier than the median instance becomes as fast as it, for operators with at
+// least kMinPeers instances. For an operator, its instances; for a worker, its instance of
+// every operator it runs (work outside operators has no peers). Unrelated threads are no
+// peers: a profiler's helper thread is no yardstick for its main thread. `factor` returns
+// the largest speed-up applied.
 double WhatIfAnalyzer::saved_peer_median(WhatIfKind kind, uint32_t id, double& factor) {
   const Snapshot& s = *snap_;
   const size_t n = s.node_count();
   const size_t W = pag_.worker_count();
-  std::vector<double> busy(W, 0.0);
-  std::vector<uint8_t> present(W, 0);
-  for (size_t v = 0; v + 1 < n; ++v) {
-    if (!s.has_timeline_edge(static_cast<uint32_t>(v)) || !is_work(s.type[v])) continue;
-    if (kind == WhatIfKind::op && pag_.edge_op[s.edge[v]] != id) continue;
-    busy[s.worker[v]] += static_cast<double>(s.ts[v + 1] - s.ts[v]);
-    present[s.worker[v]] = 1;
-  }
-  std::vector<double> peers;
-  for (size_t w = 0; w < W; ++w)
-    if (present[w]) peers.push_back(busy[w]);
-  const double med = median(peers);
   factor = 1;
-  if (peers.size() < 2 || !(med > 0)) return 0;
-  timeline_div_.assign(n, 1.0f);
-  message_div_.clear();
-  std::vector<float> div(W, 1.0f);
-  for (size_t w = 0; w < W; ++w) {
-    if (kind == WhatIfKind::worker && w != id) continue;
-    if (busy[w] > med) {
-      div[w] = static_cast<float>(busy[w] / med);
-      factor = std::max(factor, busy[w] / med);
+  auto considered = [&](size_t v) {
+    if (!s.has_timeline_edge(static_cast<uint32_t>(v)) || !is_work(s.type[v])) return false;
+    const uint32_t op = pag_.edge_op[s.edge[v]];
+    if (op == kNone) return false;
+    return kind == WhatIfKind::worker ? true : op == id;
+  };
+  // Busy time per (operator, worker).
+  std::unordered_map<uint32_t, std::vector<double>> busy;  // operator -> per worker (-1: absent)
+  for (size_t v = 0; v + 1 < n; ++v) {
+    if (!considered(v)) continue;
+    auto [it, fresh] = busy.try_emplace(pag_.edge_op[s.edge[v]]);
+    if (fresh) it->second.assign(W, -1.0);
+    double& b = it->second[s.worker[v]];
+    b = std::max(b, 0.0) + static_cast<double>(s.ts[v + 1] - s.ts[v]);
+  }
+  std::unordered_map<uint32_t, std::vector<float>> div;  // operator -> per worker divisor
+  for (const auto& [op, per_worker] : busy) {
+    std::vector<double> peers;
+    for (double b : per_worker)
+      if (b >= 0) peers.push_back(b);
+    const double med = median(peers);
+    if (peers.size() < kMinPeers || !(med > 0)) continue;
+    if (kind == WhatIfKind::worker && !(id < W && per_worker[id] >= 0)) continue;
+    std::vector<float>& d = div[op];
+    d.assign(W, 1.0f);
+    for (size_t w = 0; w < W; ++w) {
+      if (kind == WhatIfKind::worker && w != id) continue;
+      if (per_worker[w] > med) {
+        d[w] = static_cast<float>(per_worker[w] / med);
+        factor = std::max(factor, per_worker[w] / med);
+      }
     }
   }
   if (factor <= 1.0 + 1e-9) return 0;
+  timeline_div_.assign(n, 1.0f);
+  message_div_.clear();
   for (size_t v = 0; v < n; ++v) {
-    if (!s.has_timeline_edge(static_cast<uint32_t>(v)) || !is_work(s.type[v])) continue;
-    if (kind == WhatIfKind::op && pag_.edge_op[s.edge[v]] != id) continue;
-    timeline_div_[v] = div[s.worker[v]];
+    if (!considered(v)) continue;
+    const auto it = div.find(pag_.edge_op[s.edge[v]]);
+    if (it != div.end()) timeline_div_[v] = it->second[s.worker[v]];
   }
-  return path_.base_length() - path_.length(timeline_div_, message_div_);
+  return std::max(0.0, path_.base_length() - path_.length(timeline_div_, message_div_));
+}
+
+// The durations of the operator's tasks: a task is a run of the operator's work on one
+// worker with nothing else between (a Spark task's deserialize, compute and write).
+void WhatIfAnalyzer::measure_tasks(uint32_t op, WhatIf& row) const {
+  const Snapshot& s = *snap_;
+  auto of_op = [&](size_t v) {
+    return s.has_timeline_edge(static_cast<uint32_t>(v)) && is_work(s.type[v]) &&
+           pag_.edge_op[s.edge[v]] == op;
+  };
+  std::vector<double> d;
+  bool open = false;
+  for (size_t v = 0; v + 1 < s.node_count(); ++v) {
+    if (!of_op(v)) {
+      open = false;
+      continue;
+    }
+    const bool continues = open && v > 0 && s.worker[v - 1] == s.worker[v];
+    if (!continues) d.push_back(0);
+    d.back() += static_cast<double>(s.ts[v + 1] - s.ts[v]);
+    open = true;
+  }
+  if (d.empty()) return;
+  std::sort(d.begin(), d.end());
+  // Nearest rank: the smallest duration with at least q of the instances at or below it.
+  auto rank = [&](double q) {
+    const size_t k = static_cast<size_t>(std::ceil(q * static_cast<double>(d.size())));
+    return static_cast<float>(d[std::clamp<size_t>(k, 1, d.size()) - 1]);
+  };
+  row.tasks = static_cast<uint32_t>(d.size());
+  row.task_min = static_cast<float>(d.front());
+  row.task_median = static_cast<float>(median(d));
+  row.task_p95 = rank(0.95);
+  row.task_max = static_cast<float>(d.back());
 }
 
 void WhatIfAnalyzer::analyze(const Snapshot& snap, const WhatIfOptions& options,
-                             WindowSummary& summary) {
+                             WindowSummary& summary,
+                             std::span<const std::pair<int64_t, int64_t>> segments) {
   summary.what_if.clear();
   if (!options.enabled || snap.node_count() == 0 || !summary.has_paths) return;
   snap_ = &snap;
-  path_.prepare(snap, pag_);
+  path_.prepare(snap, pag_, segments);
+  // A speed-up that saves nothing is a row too (its saving 0: something else holds the
+  // path); floating-point noise is no saving. A peer median with no peers is no row.
   auto add = [&](WhatIfKind kind, uint32_t id, bool peer, double factor, double saved_ns) {
-    // Floating-point noise is no saving.
-    if (saved_ns < 0.5) return;
-    summary.what_if.push_back(WhatIf{kind, id, peer, factor, saved_ns});
+    if (peer && factor <= 1.0 + 1e-9) return;
+    summary.what_if.push_back(
+        WhatIf{kind, id, peer, factor, saved_ns < 0.5 ? 0.0 : saved_ns, 0, 0, 0, 0, 0});
+    if (kind == WhatIfKind::op && !peer) measure_tasks(id, summary.what_if.back());
   };
 
   std::vector<std::pair<uint32_t, double>> workers;

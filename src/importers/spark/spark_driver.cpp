@@ -189,6 +189,19 @@ void Builder::emit_driver_events(Trace& trace, std::vector<DriverRun> runs,
   for (const Event& e : messages) state_.driver_until = std::max(state_.driver_until, e.ts);
 }
 
+// A stage's call site with the directories of its file dropped ("count at
+// /home/u/jobs/power.py:191" -> "count at power.py:191"): long paths made every stage's
+// label abbreviate to the same "stage …power.py:191" in tables.
+namespace {
+std::string short_call_site(const std::string& name) {
+  const size_t at = name.rfind(" at ");
+  const size_t from = at == std::string::npos ? 0 : at + 4;
+  const size_t slash = name.rfind('/');
+  if (slash == std::string::npos || slash < from) return name;
+  return name.substr(0, from) + name.substr(slash + 1);
+}
+}  // namespace
+
 // Names not emitted before: the driver, slots used for the first time, stages.
 void Builder::name_workers_and_stages(Trace& trace) {
   if (!state_.driver_named) trace.worker_names[kDriver] = "driver";
@@ -196,13 +209,16 @@ void Builder::name_workers_and_stages(Trace& trace) {
   for (ExecutorRec& ex : log_.executors)
     for (size_t s = 0; s < ex.slots.size(); ++s)
       if (!ex.slots[s].named && ex.slots[s].busy_until != std::numeric_limits<int64_t>::min()) {
-        trace.worker_names[ex.slots[s].worker] = "exec " + ex.id + " slot " + std::to_string(s);
+        // Local mode runs its tasks in the driver's JVM: its slots are the machine's.
+        trace.worker_names[ex.slots[s].worker] =
+            (ex.id == "driver" ? std::string("local") : "exec " + ex.id) + " slot " +
+            std::to_string(s);
         ex.slots[s].named = true;
       }
   for (uint32_t s : log_.epoch_stages_) {
     const uint32_t id = log_.stages[s].id;
     if (!state_.named_ops.insert(id).second) continue;
-    const std::string& name = log_.stage_names[s];
+    const std::string name = short_call_site(log_.stage_names[s]);
     trace.operator_names[id] = name.empty() ? "stage " + std::to_string(id)
                                             : "stage " + std::to_string(id) + " (" + name + ")";
   }
