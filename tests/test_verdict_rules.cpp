@@ -260,10 +260,9 @@ TEST_F(VerdictInputs, SparkHeavyUniformStageIsNamed) {
 // small gaps; aten::conv2d is 59 % of them. A helper thread has a few slices, the last
 // near the end. The verdict names aten::conv2d, with its own what-if row: twice as fast it
 // saves half of its time (the serial property), and no row compares unrelated threads.
-// Disabled until the `idle` branch merges: here the helper thread's gap between its two
-// slices is still `unknown` (importers/common/slices.cpp), which holds 47 % of CP and
-// caps the op's saving at 2.5 % (measured: verdict balanced, conv2d 2x saves 250 us).
-TEST_F(VerdictInputs, DISABLED_ProfilerCaptureNamesTheHeavyOp) {
+// Needs the helper thread's gap between its two slices to be idle (`waiting`): as
+// `unknown` it held 47 % of CP and capped the op's saving at 2.5 % (verdict balanced).
+TEST_F(VerdictInputs, ProfilerCaptureNamesTheHeavyOp) {
   std::string events;
   auto slice = [&](const char* name, int tid, int64_t ts, int64_t dur) {
     events += std::string(events.empty() ? "" : ",\n") + "{\"name\":\"" + name +
