@@ -461,7 +461,7 @@ TEST(CriticalPathCli, TableAndErrors) {
   const CliRun t = run("critical-path " + kData + "jaeger-request.json");
   ASSERT_EQ(t.code, 0) << t.out;
   EXPECT_NE(t.out.find("critical time by service"), std::string::npos) << t.out;
-  EXPECT_NE(t.out.find("(1 children clipped to their parent"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("(1 child clipped to their parent"), std::string::npos) << t.out;
   const CliRun chrome = run("critical-path " + kData + "chrome-flows.json");
   EXPECT_EQ(chrome.code, 1) << chrome.out;
   EXPECT_NE(chrome.out.find("need a request trace"), std::string::npos) << chrome.out;

@@ -357,8 +357,8 @@ TEST(SparkImport, LocalModeExecutorGetsSlotsOnDemand) {
                           task_end(0, 2, "driver", 160, 170, metrics(0, 7, 0));
   const Trace t = spark::parse_event_log(log, "local");
   EXPECT_EQ(diagnostic(t, "spark.executors_without_cores"), 1u);
-  EXPECT_EQ(t.worker_name(1), "exec driver slot 0");
-  EXPECT_EQ(t.worker_name(2), "exec driver slot 1");
+  EXPECT_EQ(t.worker_name(1), "local slot 0");
+  EXPECT_EQ(t.worker_name(2), "local slot 1");
   // Task 2 starts at 161 when slot 1 (task 1, busy until 148) is free, slot 0 is not.
   std::set<std::pair<uint32_t, int64_t>> recvs;
   for (const Event& e : t.events)

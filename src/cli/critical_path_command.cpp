@@ -103,9 +103,9 @@ void write_table(fmt::memory_buffer& out, const CriticalPathArgs& a, const PathC
                    printable(p.trace_id()), ms(p.duration_ns), p.spans, p.path.size());
     if (p.clipped || p.dropped)
       fmt::format_to(it,
-                     "  ({} children clipped to their parent: clock skew or async work; {} "
+                     "  ({} clipped to their parent: clock skew or async work; {} "
                      "entirely outside it, left out)\n",
-                     p.clipped, p.dropped);
+                     counted(p.clipped, "child", "children"), p.dropped);
     if (p.roots > 1)
       fmt::format_to(it, "  ({} roots: one path per root, concatenated; duration is their sum)\n",
                      p.roots);

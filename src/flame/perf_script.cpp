@@ -196,6 +196,9 @@ class PerfReader {
   bool skip_ = false;       // the current sample is dropped (bad header, other event)
   PerfHeader h_;
   uint32_t comm_ = kNoId;
+  // A copy: h_.comm points into the line, which a chunked file read may have freed by
+  // the time the sample ends (the next header, or the end of the file).
+  std::string comm_name_;
   uint64_t header_line_ = 0;
   std::vector<uint32_t> leaf_first_, root_first_;
   std::string name_;
@@ -221,8 +224,8 @@ void PerfReader::finish() {
       }
       out_.samples.push_back(s);
       auto it = out_.thread_names.find(h_.tid);
-      if (it == out_.thread_names.end() || it->second != h_.comm)
-        out_.thread_names[h_.tid] = std::string(h_.comm);
+      if (it == out_.thread_names.end() || it->second != comm_name_)
+        out_.thread_names[h_.tid] = comm_name_;
     }
   }
   in_sample_ = false;
@@ -264,6 +267,7 @@ void PerfReader::start(std::string_view line, uint64_t n) {
     return;
   }
   comm_ = out_.intern_comm(h_.comm);
+  comm_name_.assign(h_.comm);
   if (!h_.rest.empty()) {  // "ADDR SYM (DSO)" on the header line itself (no -g)
     bool unknown = false;
     if (parse_perf_frame(h_.rest, o_, name_, unknown)) {

@@ -40,7 +40,9 @@ int64_t since(Clock::time_point start) {
 // The wait [start, woke) that ended with the round at `woke`: waiting until the first
 // message taken in that round arrived, scheduling from there to `woke`. Waits under 1 us
 // are not recorded. The events go in before the round's own (`mark`).
-void record_wait(Recorder& rec, uint32_t worker, int64_t start, int64_t woke, size_t mark) {
+// Returns the wait's end (the off-CPU profile's wait ends there too).
+int64_t record_wait(Recorder& rec, uint32_t worker, int64_t start, int64_t woke, size_t mark,
+                    ActivityType wait_type) {
   const int64_t first = rec.take_first_receipt();
   const int64_t end = std::clamp(first, start, woke);
   Event spans[4];
@@ -57,17 +59,20 @@ void record_wait(Recorder& rec, uint32_t worker, int64_t start, int64_t woke, si
     spans[n++] = s;
     spans[n++] = e;
   };
-  span(start, end, ActivityType::waiting);
+  span(start, end, wait_type);
   span(end, woke, ActivityType::scheduling);
   auto& ev = rec.events();
   ev.insert(ev.begin() + static_cast<std::ptrdiff_t>(mark), spans, spans + n);
+  return end;
 }
 
 // Steps the worker until its dataflow is complete (or another worker failed). Idle
-// rounds yield, then sleep briefly; traced as `waiting` (for messages, progress, or an
-// open-loop source's next record to be due: nothing to do is not work). A wait that a
-// message ended ends at the message's arrival; the time until the worker woke up and
-// took it (the sleep's granularity, the OS) is `scheduling`.
+// rounds yield, then sleep briefly; traced as `input` while a source of this worker is
+// still running (the worker waits for its next record to be due, as the simulator's
+// timely workers wait on their input: a job that keeps up is input-bound, and all
+// workers waiting with nothing in flight would break Property 2), otherwise as
+// `waiting`. A wait that a message ended ends at the message's arrival; the time until
+// the worker woke up and took it (the sleep's granularity, the OS) is `scheduling`.
 // With `sink`, the recorded events go to it every `flush_ns` (also during a wait: an idle
 // round records nothing, so the wait's events, inserted when it ends, still come after
 // everything flushed) and at the end.
@@ -80,6 +85,7 @@ void drive(Worker& w, const std::atomic<bool>& abort, const TraceSink* sink = nu
   Recorder& rec = w.recorder();
   int idle = 0;
   int64_t wait_start = -1;
+  ActivityType wait_type = ActivityType::waiting;
   const bool streaming = sink && *sink && rec.on();
   int64_t next_flush = streaming ? rec.now() + flush_ns : 0;
   auto flush = [&] {
@@ -106,14 +112,15 @@ void drive(Worker& w, const std::atomic<bool>& abort, const TraceSink* sink = nu
     const int64_t t_step = rec.on() ? rec.now() : 0;
     rec.take_first_receipt();
     if (w.step()) {
-      if (wait_start >= 0) profile::wait_ends(t_step);
-      if (wait_start >= 0) record_wait(rec, w.index(), wait_start, t_step, mark);
+      if (wait_start >= 0)
+        profile::wait_ends(record_wait(rec, w.index(), wait_start, t_step, mark, wait_type));
       wait_start = -1;
       idle = 0;
     } else {
       if (wait_start < 0 && rec.on()) {
         wait_start = t_step;
-        profile::wait_begins(t_step, static_cast<uint8_t>(ActivityType::waiting));
+        wait_type = w.awaiting_input() ? ActivityType::input : ActivityType::waiting;
+        profile::wait_begins(t_step, static_cast<uint8_t>(wait_type));
       }
       if (idle < kIdleYields) {
         ++idle;

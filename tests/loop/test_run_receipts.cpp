@@ -179,24 +179,28 @@ TEST(RuntimeReceipts, HotWorkerFirstInAnOverloadedOpenLoop) {
 
 // Two workers offered 2000 lines/s have almost nothing to do: each is mostly `waiting`
 // (an open-loop source waiting for its next record is not busy), and no wait is `input`.
-TEST(RuntimeReceipts, IdleWorkersAreWaiting) {
+// A worker with nothing to do is not busy: it waits, on its open-loop source's next
+// record (`input`, outside any operator: the job is input-bound, as the simulator's
+// timely workers are) or on messages (`waiting`). Not `processing` or `scheduling`.
+TEST(RuntimeReceipts, IdleWorkersWaitOnTheirInput) {
   TracedRun run = traced_wordcount("idle", {"--rate", "2000", "--duration", "500ms"});
-  std::map<uint32_t, int64_t> waiting, open_at, first, last;
+  std::map<uint32_t, int64_t> idle, open_at, first, last;
   uint64_t input_waits = 0;
   for (size_t i = 0; i < run.trace.events.size(); ++i) {
     const Event& e = run.trace.events[i];
     if (!first.count(e.worker)) first[e.worker] = e.ts;
     last[e.worker] = e.ts;
-    if (e.activity == ActivityType::input && !e.has(kHasOperator)) ++input_waits;
-    if (e.activity != ActivityType::waiting) continue;
+    const bool input_wait = e.activity == ActivityType::input && !e.has(kHasOperator);
+    input_waits += input_wait && e.kind == EventKind::start;
+    if (e.activity != ActivityType::waiting && !input_wait) continue;
     if (e.kind == EventKind::start) open_at[e.worker] = e.ts;
-    if (e.kind == EventKind::end) waiting[e.worker] += e.ts - open_at[e.worker];
+    if (e.kind == EventKind::end) idle[e.worker] += e.ts - open_at[e.worker];
   }
-  EXPECT_EQ(input_waits, 0u);
+  EXPECT_GT(input_waits, 0u);
   ASSERT_EQ(first.size(), 2u);
   for (const auto& [w, t0] : first) {
     const double span = static_cast<double>(last[w] - t0);
-    EXPECT_GT(static_cast<double>(waiting[w]) / span, 0.7) << "worker " << w;
+    EXPECT_GT(static_cast<double>(idle[w]) / span, 0.7) << "worker " << w;
   }
   fs::remove(run.path);
 }
