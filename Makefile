@@ -65,9 +65,11 @@ test: test-release test-asan test-tsan
 test-release: build
 	@cd build && ctest --output-on-failure -j $(JOBS)
 
+# Tests labelled release-only (tests/CMakeLists.txt: most mpirun tests, golden) run in
+# the release build only.
 test-asan: build-asan
 	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  ctest --output-on-failure -j $(JOBS)
+	  ctest --output-on-failure -j $(JOBS) -LE release-only
 
 # The runtime's, Megaphone's and NEXMark's tests under ThreadSanitizer: builds only them,
 # in build-tsan/.

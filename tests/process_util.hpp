@@ -115,8 +115,12 @@ struct CommandResult {
   std::string out;
 };
 
-inline CommandResult run_binary(const std::string& args) {
-  const std::string cmd = std::string(SNAILTRAIL_BINARY) + " " + args + " 2>&1";
+// With `kill_after_s` > 0 the binary is killed after that many seconds (code 137 then: a
+// command that never ends fails instead of hanging the suite).
+inline CommandResult run_binary(const std::string& args, int kill_after_s = 0) {
+  const std::string limit =
+      kill_after_s > 0 ? "timeout -s KILL " + std::to_string(kill_after_s) + " " : "";
+  const std::string cmd = limit + std::string(SNAILTRAIL_BINARY) + " " + args + " 2>&1";
   CommandResult r;
   FILE* p = ::popen(cmd.c_str(), "r");
   if (!p) return r;

@@ -25,20 +25,9 @@ std::string data(const std::string& name) {
   return std::string(SNAILTRAIL_SOURCE_DIR) + "/tests/data/" + name;
 }
 
-// The binary with stdout and stderr, stopped after `seconds` (code 137 then: a manager
-// that never ends fails instead of hanging the suite).
+// The binary with stdout and stderr, stopped after `seconds`.
 testing::CommandResult run_limited(const std::string& args, int seconds = 30) {
-  const std::string cmd = "timeout -s KILL " + std::to_string(seconds) + " " +
-                          std::string(SNAILTRAIL_BINARY) + " " + args + " 2>&1";
-  testing::CommandResult r;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = ::pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return testing::run_binary(args, seconds);
 }
 
 // Word count (source -> flatmap -> count) as DS2's Flink instrumentation writes it: one

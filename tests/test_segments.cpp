@@ -12,6 +12,7 @@
 #include "importers/chrome/chrome_importer.hpp"
 #include "output/names.hpp"
 #include "summary/analysis.hpp"
+#include "trace_builder.hpp"
 
 namespace snailtrail {
 namespace {
@@ -119,6 +120,61 @@ TEST(Segments, ASleepingThreadAndAnIdleInstant) {
   double total = 0;
   for (double v : w.cp.activity) total += v;
   EXPECT_NEAR(total, 1.0, 1e-12);
+}
+
+// Idle time while some worker waits for its input (a `waiting` edge of a source operator,
+// as `snailtrail run` records it) is the job keeping up (input_idle_ns), not a Property 2
+// violation; idle time no input wait covers is one. Times in ms:
+//   worker 0: processing [0, 10], waits for input [10, 30], waits [30, 40], processing
+//             [40, 50], waits [50, 60], processing [60, 70]
+//   worker 1: processing [0, 20], waits [20, 60], processing [60, 70]
+// Idle: [20, 40] (input covers [20, 30]) and [50, 60]: 10 ms input-bound, 2 violating
+// intervals of 10 ms each; the CP is spread over the 50 ms that are not idle.
+TEST(Segments, WaitsForInputAreTheJobKeepingUp) {
+  constexpr auto P = ActivityType::processing;
+  constexpr auto W = ActivityType::waiting;
+  constexpr int64_t ms = 1'000'000;
+  constexpr uint32_t source = 0, count = 1;
+  testing::TraceBuilder b;
+  b.activity(0, P, 0, 10 * ms, count)
+      .activity(0, W, 10 * ms, 30 * ms, source)
+      .activity(0, W, 30 * ms, 40 * ms)
+      .activity(0, P, 40 * ms, 50 * ms, count)
+      .activity(0, W, 50 * ms, 60 * ms)
+      .activity(0, P, 60 * ms, 70 * ms, count)
+      .activity(1, P, 0, 20 * ms, count)
+      .activity(1, W, 20 * ms, 60 * ms)
+      .activity(1, P, 60 * ms, 70 * ms, count);
+  const Pag pag = build_pag(b.build());
+  AnalysisOptions opt;
+  std::vector<WindowSummary> windows;
+  analyze_pag(pag, opt, [&](const WindowView& v) { windows.push_back(v.summary); });
+  ASSERT_EQ(windows.size(), 1u);
+  const Diagnostics& d = windows[0].diagnostics;
+  EXPECT_EQ(d.input_idle_ns, 10 * ms);
+  EXPECT_EQ(d.property2_violations, 2u);
+  EXPECT_EQ(d.property2_ns, 20 * ms);
+  EXPECT_EQ(windows[0].cp_ns, 40 * ms);
+
+  // Waiting for input through both idle intervals: no violation at all.
+  testing::TraceBuilder all;
+  all.activity(0, P, 0, 10 * ms, count)
+      .activity(0, W, 10 * ms, 40 * ms, source)
+      .activity(0, P, 40 * ms, 50 * ms, count)
+      .activity(0, W, 50 * ms, 60 * ms, source)
+      .activity(0, P, 60 * ms, 70 * ms, count)
+      .activity(1, P, 0, 20 * ms, count)
+      .activity(1, W, 20 * ms, 60 * ms)
+      .activity(1, P, 60 * ms, 70 * ms, count);
+  const Pag pag2 = build_pag(all.build());
+  windows.clear();
+  analyze_pag(pag2, opt, [&](const WindowView& v) { windows.push_back(v.summary); });
+  ASSERT_EQ(windows.size(), 1u);
+  EXPECT_EQ(windows[0].diagnostics.input_idle_ns, 30 * ms);
+  EXPECT_EQ(windows[0].diagnostics.property2_violations, 0u);
+  EXPECT_EQ(windows[0].diagnostics.property2_ns, 0);
+  EXPECT_EQ(windows[0].cp_ns, 40 * ms);
+  EXPECT_NEAR(input_idle_share(windows[0]), 30.0 / 70, 1e-12);
 }
 
 // A PyTorch profiler trace of 41 steps of 1 s: the CPU thread runs aten::mm for 600 ms,

@@ -71,6 +71,29 @@ TEST(VerdictRules, StragglerThreshold) {
   EXPECT_EQ(decide_verdict(cp, conv, true, {}, span).kind, VerdictKind::balanced);
 }
 
+// A window idle for at least half its length with some worker waiting for its input
+// (snailtrail run's open-loop jobs below capacity): the job keeps up, whatever dominates
+// the short busy stretches (here the wake-up lag, scheduling); below half, that decides.
+TEST(VerdictRules, IdleWaitingForInputKeepsUp) {
+  Groups cp, conv;
+  cp.worker = {0.5, 0.5};
+  conv.worker = {0.5, 0.5};
+  cp.activity[static_cast<int>(ActivityType::scheduling)] = 0.7;
+  cp.activity[static_cast<int>(ActivityType::processing)] = 0.3;
+  Verdict v = decide_verdict(cp, conv, true, {}, 1000, 0.6);
+  EXPECT_EQ(v.kind, VerdictKind::input);
+  EXPECT_DOUBLE_EQ(v.input_idle, 0.6);
+  const Trace trace;
+  const Pag pag;
+  EXPECT_EQ(verdict_text(v, Names(trace, pag)),
+            "The job keeps up with its input: every worker waited, some for input, 60.0% of "
+            "the time. Next: nothing limits it at this rate; load it more to find what would.");
+  v = decide_verdict(cp, conv, true, {}, 1000, 0.4);
+  EXPECT_EQ(v.kind, VerdictKind::activity);
+  EXPECT_EQ(v.id, static_cast<uint32_t>(ActivityType::scheduling));
+  EXPECT_EQ(v.input_idle, 0.0);
+}
+
 // The sentences: a Spark stage limits the job, uniform or skewed by its tasks; threads of
 // one process hand off through memory, never "check the network".
 TEST(VerdictRules, StageAndHandOffSentences) {
@@ -108,6 +131,23 @@ TEST(VerdictRules, StageAndHandOffSentences) {
   text = verdict_text(c, names);
   EXPECT_EQ(text.find("network"), std::string::npos) << text;
   EXPECT_NE(text.find("Hand-offs between threads"), std::string::npos) << text;
+  // The pair whose messages hold the most CP is named: which queue to look at.
+  c.top_pair = {1, 0};
+  c.top_pair_cp = 0.25;
+  text = verdict_text(c, names);
+  EXPECT_NE(text.find("of the critical paths, most from " + names.worker[1] + " to " +
+                      names.worker[0] + " (25.0%). In one process"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("look at the queue from " + names.worker[1] + " to " + names.worker[0]),
+            std::string::npos)
+      << text;
+  c.one_process = false;
+  text = verdict_text(c, names);
+  EXPECT_NE(text.find("most from " + names.worker[1] + " to " + names.worker[0] +
+                      " (25.0%). Next: co-locate"),
+            std::string::npos)
+      << text;
 }
 
 // ---------------------------------------------------------------------------------------

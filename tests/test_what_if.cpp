@@ -11,10 +11,12 @@
 #include "process_util.hpp"
 #include "summary/analysis.hpp"
 #include "trace_builder.hpp"
+#include "what_if_util.hpp"
 
 namespace snailtrail {
 namespace {
 
+using testing::analyze_whole;
 using testing::CommandResult;
 using testing::run_binary;
 using testing::slurp;
@@ -22,19 +24,6 @@ using testing::TempDirTest;
 using testing::TraceBuilder;
 constexpr auto P = ActivityType::processing;
 constexpr auto Wt = ActivityType::waiting;
-
-// Runs the whole-trace window of `trace` with the what-if on; returns its summary.
-WindowSummary analyze_whole(const Trace& trace, double speedup = 2, bool segments = true) {
-  Pag pag = build_pag(trace);
-  AnalysisOptions opt;
-  opt.segments = segments;
-  opt.what_if.enabled = true;
-  opt.what_if.speedup = speedup;
-  opt.what_if.per_kind = 10;
-  WindowSummary out;
-  analyze_pag(pag, opt, [&](const WindowView& v) { out = v.summary; });
-  return out;
-}
 
 double saved(const WindowSummary& s, WhatIfKind kind, uint32_t id, bool peer = false) {
   for (const WhatIf& x : s.what_if)

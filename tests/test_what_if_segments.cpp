@@ -9,24 +9,15 @@
 
 #include "summary/analysis.hpp"
 #include "trace_builder.hpp"
+#include "what_if_util.hpp"
 
 namespace snailtrail {
 namespace {
 
+using testing::analyze_whole;
 using testing::TraceBuilder;
 constexpr auto P = ActivityType::processing;
 constexpr auto Wt = ActivityType::waiting;
-
-WindowSummary analyze_whole(const Trace& trace, double speedup) {
-  Pag pag = build_pag(trace);
-  AnalysisOptions opt;
-  opt.what_if.enabled = true;
-  opt.what_if.speedup = speedup;
-  opt.what_if.per_kind = 10;
-  WindowSummary out;
-  analyze_pag(pag, opt, [&](const WindowView& v) { out = v.summary; });
-  return out;
-}
 
 const WhatIf* row(const WindowSummary& s, WhatIfKind kind, uint32_t id, bool peer = false) {
   for (const WhatIf& x : s.what_if)

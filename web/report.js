@@ -505,6 +505,7 @@
     property1_violations: 'nodes without an incoming edge inside a window: a worker started mid-window (missing events)',
     property2_violations: 'intervals where every worker waits and no message is in flight',
     property2_ns: 'total length of those intervals',
+    input_idle_ns: 'time every worker waited, some for its input: the job keeps up (not a problem)',
     zero_duration_cycles: 'zero-duration messages dropped to break cycles',
     unmatched_sends: 'sends without a matching receive',
     unmatched_recvs: 'receives without a matching send',
@@ -522,7 +523,7 @@
   function diagValue(k, v) {
     if (v === undefined) return '';
     if (k.endsWith('_share')) return pct(v);
-    if (k === 'property2_ns') return fmtNs(v);
+    if (k === 'property2_ns' || k === 'input_idle_ns') return fmtNs(v);
     if (typeof v === 'boolean') return v ? 'yes' : 'no';
     return String(v);
   }

@@ -68,6 +68,7 @@ VerdictEnricher ds2_enricher(const std::string& trace, const std::string& import
   auto cache = std::make_shared<std::optional<Ds2Run>>();
   return [trace, importer, options, interval_ns, cache, rates, one_process](Verdict& v) {
     v.one_process = one_process;
+    v.no_source_rates = !rates;
     if (!rates || v.kind != VerdictKind::op) return;
     if (!*cache) {
       try {

@@ -35,6 +35,7 @@ struct CpResult {
   uint64_t no_path_segments = 0;
   uint64_t property2_violations = 0;
   int64_t property2_ns = 0;
+  int64_t input_idle_ns = 0;  // idle time some worker waited for input (not a violation)
 };
 
 // Per-edge centrality c(e) = f(src) * b(dst).

@@ -6,10 +6,44 @@
 
 namespace snailtrail {
 
+namespace {
+
+// Splits the idle intervals' time into what the input waits (sorted by start, as
+// (start - origin, end)) cover and the rest: the Property 2 violations.
+void classify_idle(const std::vector<KeyValue<int64_t>>& input_waits, int64_t origin,
+                   SegmentPlan& plan) {
+  static thread_local std::vector<std::pair<int64_t, int64_t>> merged;  // their union
+  merged.clear();
+  for (const auto& kv : input_waits) {
+    const int64_t s = static_cast<int64_t>(kv.key) + origin;
+    if (!merged.empty() && s <= merged.back().second)
+      merged.back().second = std::max(merged.back().second, kv.value);
+    else
+      merged.emplace_back(s, kv.value);
+  }
+  size_t k = 0;
+  for (const auto& [a, b] : plan.idle) {
+    while (k < merged.size() && merged[k].second <= a) ++k;
+    int64_t covered = 0;
+    for (size_t m = k; m < merged.size() && merged[m].first < b; ++m)
+      covered += std::min(merged[m].second, b) - std::max(merged[m].first, a);
+    plan.input_idle_ns += covered;
+    if (covered < b - a) {
+      ++plan.property2_violations;
+      plan.property2_ns += b - a - covered;
+    }
+  }
+}
+
+}  // namespace
+
 void plan_segments(const Pag& pag, const Snapshot& snap, SegmentPlan& plan) {
   plan.idle.clear();
   plan.parts.clear();
   plan.segments = 0;
+  plan.input_idle_ns = 0;
+  plan.property2_violations = 0;
+  plan.property2_ns = 0;
   const size_t n = snap.node_count();
   if (n == 0) {
     plan.span_start = plan.span_end = snap.window.start;
@@ -23,9 +57,11 @@ void plan_segments(const Pag& pag, const Snapshot& snap, SegmentPlan& plan) {
   // Intervals covered by some non-waiting timeline edge or message in flight; every
   // uncovered stretch of [span_start, span_end] is idle (a Property 2 violation).
   static thread_local std::vector<KeyValue<int64_t>> busy, scratch;  // (start, end)
+  static thread_local std::vector<KeyValue<int64_t>> input_waits;    // (start, end)
   static thread_local std::vector<int64_t> borders;
   static thread_local std::vector<uint8_t> flags;  // per node: 1 if a message arrives
   busy.clear();
+  input_waits.clear();
   borders.clear();
   flags.assign(n, 0);
   for (size_t k = 0; k < snap.msg_dst.size(); ++k) flags[snap.msg_dst[k]] = 1;
@@ -36,6 +72,8 @@ void plan_segments(const Pag& pag, const Snapshot& snap, SegmentPlan& plan) {
     if ((v == 0 || snap.edge[v - 1] == kNone) && snap.ts[v] > span_start && !(flags[v] & 1))
       borders.push_back(snap.ts[v]);
     if (snap.type[v] == kWaiting) {
+      if (pag.edge_op[snap.edge[v]] != kNone && snap.ts[v + 1] > snap.ts[v])
+        input_waits.push_back({static_cast<uint64_t>(snap.ts[v] - span_start), snap.ts[v + 1]});
       // A wait that ends with no message arriving (and not cut by the window's end): the
       // worker resumes for no reason the trace shows, like a worker that starts.
       if (!(flags[v + 1] & 1) && snap.ts[v + 1] == pag.node_ts[snap.edge[v] + 1])
@@ -62,6 +100,10 @@ void plan_segments(const Pag& pag, const Snapshot& snap, SegmentPlan& plan) {
     if (covered >= span_end) break;
   }
   if (covered < span_end) plan.idle.emplace_back(covered, span_end);
+  if (!plan.idle.empty()) {
+    radix_sort(input_waits, scratch);
+    classify_idle(input_waits, span_start, plan);
+  }
 
   // The last part owns span_end unless the next window starts there.
   const bool closed = span_end < snap.window.end || snap.window.closed_end;

@@ -21,9 +21,15 @@ namespace snailtrail {
 // The segments of one window snapshot.
 struct SegmentPlan {
   int64_t span_start = 0, span_end = 0;  // earliest and latest node time
-  // Property 2 violations: maximal intervals of [span_start, span_end] where no timeline
-  // edge but waiting ones is present and no message is in flight.
+  // Maximal intervals of [span_start, span_end] where no timeline edge but waiting ones is
+  // present and no message is in flight.
   std::vector<std::pair<int64_t, int64_t>> idle;
+  // Of that idle time, what some worker spent waiting for its input (a waiting edge of a
+  // source operator: the job keeps up, input-bound), and the rest: the Property 2
+  // violations (intervals with time no input wait covers, and that time).
+  int64_t input_idle_ns = 0;
+  uint64_t property2_violations = 0;
+  int64_t property2_ns = 0;
   // [span_start, span_end] cut at every border, in time order: the segments and the idle
   // intervals. Only the last part may own its end instant (closed_end: zero-duration
   // messages there belong to it), when the window does.
@@ -37,7 +43,8 @@ struct SegmentPlan {
   bool whole() const { return parts.size() <= 1 && idle.empty(); }
 };
 
-// Finds the idle intervals and segments of a window snapshot of `pag`. Segment borders:
+// Finds the idle intervals and segments of a window snapshot of `pag` (a waiting edge with
+// an operator is a wait for input, docs/RUNTIME.md). Segment borders:
 // the span's ends, the ends of idle intervals, the first node of a worker's timeline
 // after span_start where no message arrives, and the end of every waiting edge that ends
 // (not cut by the window) at a node where no message arrives.

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <barrier>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 #include <exception>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -42,7 +44,7 @@ int64_t since(Clock::time_point start) {
 // are not recorded. The events go in before the round's own (`mark`).
 // Returns the wait's end (the off-CPU profile's wait ends there too).
 int64_t record_wait(Recorder& rec, uint32_t worker, int64_t start, int64_t woke, size_t mark,
-                    ActivityType wait_type) {
+                    std::optional<uint32_t> input_op) {
   const int64_t first = rec.take_first_receipt();
   const int64_t end = std::clamp(first, start, woke);
   Event spans[4];
@@ -59,7 +61,12 @@ int64_t record_wait(Recorder& rec, uint32_t worker, int64_t start, int64_t woke,
     spans[n++] = s;
     spans[n++] = e;
   };
-  span(start, end, wait_type);
+  span(start, end, ActivityType::waiting);
+  if (input_op && n == 2)
+    for (int k = 0; k < 2; ++k) {
+      spans[k].op = *input_op;
+      spans[k].flags |= kHasOperator;
+    }
   span(end, woke, ActivityType::scheduling);
   auto& ev = rec.events();
   ev.insert(ev.begin() + static_cast<std::ptrdiff_t>(mark), spans, spans + n);
@@ -67,12 +74,12 @@ int64_t record_wait(Recorder& rec, uint32_t worker, int64_t start, int64_t woke,
 }
 
 // Steps the worker until its dataflow is complete (or another worker failed). Idle
-// rounds yield, then sleep briefly; traced as `input` while a source of this worker is
-// still running (the worker waits for its next record to be due, as the simulator's
-// timely workers wait on their input: a job that keeps up is input-bound, and all
-// workers waiting with nothing in flight would break Property 2), otherwise as
-// `waiting`. A wait that a message ended ends at the message's arrival; the time until
-// the worker woke up and took it (the sleep's granularity, the OS) is `scheduling`.
+// rounds yield, then sleep briefly; traced as `waiting`, attributed to the source operator
+// while a source of this worker waits for its next record to be due (the worker waits on
+// its input: when every worker does, the job keeps up, input-bound, and analysis reports
+// that time as waiting for input, not as missing instrumentation). A wait that a message
+// ended ends at the message's arrival; the time until the worker woke up and took it (the
+// sleep's granularity, the OS) is `scheduling`.
 // With `sink`, the recorded events go to it every `flush_ns` (also during a wait: an idle
 // round records nothing, so the wait's events, inserted when it ends, still come after
 // everything flushed) and at the end.
@@ -85,7 +92,7 @@ void drive(Worker& w, const std::atomic<bool>& abort, const TraceSink* sink = nu
   Recorder& rec = w.recorder();
   int idle = 0;
   int64_t wait_start = -1;
-  ActivityType wait_type = ActivityType::waiting;
+  std::optional<uint32_t> input_op;  // the wait's source operator, if it waits on input
   const bool streaming = sink && *sink && rec.on();
   int64_t next_flush = streaming ? rec.now() + flush_ns : 0;
   auto flush = [&] {
@@ -113,14 +120,14 @@ void drive(Worker& w, const std::atomic<bool>& abort, const TraceSink* sink = nu
     rec.take_first_receipt();
     if (w.step()) {
       if (wait_start >= 0)
-        profile::wait_ends(record_wait(rec, w.index(), wait_start, t_step, mark, wait_type));
+        profile::wait_ends(record_wait(rec, w.index(), wait_start, t_step, mark, input_op));
       wait_start = -1;
       idle = 0;
     } else {
       if (wait_start < 0 && rec.on()) {
         wait_start = t_step;
-        wait_type = w.awaiting_input() ? ActivityType::input : ActivityType::waiting;
-        profile::wait_begins(t_step, static_cast<uint8_t>(wait_type));
+        input_op = w.awaiting_input() ? std::optional<uint32_t>(w.input_operator()) : std::nullopt;
+        profile::wait_begins(t_step, static_cast<uint8_t>(ActivityType::waiting));
       }
       if (idle < kIdleYields) {
         ++idle;
@@ -200,10 +207,21 @@ struct RunWorkers {
   Histogram hist;  // latency of the epochs the first worker saw complete
   std::mutex mu;   // result, op_names
   std::vector<std::string> op_names;
+  // The workers start stepping together, once each has built its dataflow: a worker that
+  // started early would otherwise wait on messages while the others do not exist yet
+  // (every existing worker waiting: an idle instant no input explains).
+  std::barrier<> built;
 
   RunWorkers(const RunConfig& c, const JobSpec& j, Fabric& f, Clock::time_point s, RunResult& r,
              std::vector<Recorder>& recs)
-      : cfg(c), job(j), fabric(f), start(s), result(r), recorders(recs), generated(c.workers) {}
+      : cfg(c),
+        job(j),
+        fabric(f),
+        start(s),
+        result(r),
+        recorders(recs),
+        generated(c.workers),
+        built(static_cast<std::ptrdiff_t>(c.workers)) {}
 
   // Worker i's output probe moved from `old` to `now_f`: the latency of the epochs it
   // completed (one worker per process measures: every worker sees the same frontier).
@@ -232,8 +250,14 @@ struct RunWorkers {
       std::lock_guard<std::mutex> lock(mu);
       result.output.insert(result.output.end(), part.begin(), part.end());
     };
-    job.build(ctx);
-    w.finish_build();
+    try {
+      job.build(ctx);
+      w.finish_build();
+    } catch (...) {
+      built.arrive_and_drop();  // the others go on (and stop on the abort)
+      throw;
+    }
+    built.arrive_and_wait();
     if (i == 0) {
       std::lock_guard<std::mutex> lock(mu);
       op_names = w.operator_names();

@@ -114,9 +114,12 @@ bool Worker::step() {
   }
   // 2. Every operator once.
   active_sources_ = 0;
-  for (auto& op : ops_)
-    if (op->schedule()) worked = true;
+  for (uint32_t i = 0; i < ops_.size(); ++i) {
+    scheduling_ = i;
+    if (ops_[i]->schedule()) worked = true;
+  }
   last_active_sources_ = active_sources_;
+  last_input_op_ = input_op_;
   // 3. Messages that found a full ring.
   for (auto& f : flushers_) f();
   // 4. This round's progress to everyone.

@@ -115,8 +115,14 @@ class Worker {
   void note_change() { ++pending_count_; }
   // Sources that wait for their next record to be due (set by such sources every
   // round): an idle worker with one waits on its input, not on the dataflow.
-  void set_source_active(bool active) { active_sources_ += active ? 1 : 0; }
+  void set_source_active(bool active) {
+    if (!active) return;
+    if (active_sources_++ == 0) input_op_ = scheduling_;
+  }
   bool awaiting_input() const { return last_active_sources_ > 0; }
+  // The operator of the first source that waited in the last round (valid if
+  // awaiting_input()): an idle wait on input is that source's.
+  uint32_t input_operator() const { return last_input_op_; }
 
  private:
   uint32_t index_;
@@ -132,6 +138,8 @@ class Worker {
   ChangeBatch changes_;
   size_t pending_count_ = 0;
   uint32_t active_sources_ = 0, last_active_sources_ = 0;
+  uint32_t scheduling_ = 0;  // the operator step() is running
+  uint32_t input_op_ = 0, last_input_op_ = 0;
   ProgressTracker tracker_;
   std::vector<std::unique_ptr<Pusher<ProgressUpdate>>> progress_out_;
   std::unique_ptr<Puller<ProgressUpdate>> progress_in_;

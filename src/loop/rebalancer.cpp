@@ -33,13 +33,6 @@ std::vector<double> cp_per_worker(std::vector<Event> events,
                                   int64_t from_ns, int64_t to_ns) {
   std::vector<double> cp(workers, 0.0);
   if (events.empty() || to_ns <= from_ns) return cp;
-  // A worker idle until its open-loop source's next record is due is recorded as `input`
-  // without an operator (docs/RUNTIME.md): for the question which worker holds the others
-  // back that is waiting (off the critical paths), not work. (`analyze` of the written
-  // trace keeps it as input, so its CP per worker differs from this one's: issue 33.)
-  for (Event& e : events)
-    if (e.activity == ActivityType::input && !e.has(kHasOperator))
-      e.activity = ActivityType::waiting;
   std::stable_sort(events.begin(), events.end(),
                    [](const Event& x, const Event& y) { return x.ts < y.ts; });
   Trace t;

@@ -95,9 +95,9 @@ void put_groups(Buf& out, const Groups& g, const WindowSummary& w, const Names& 
 void put_diagnostics(fmt::memory_buffer& out, const Diagnostics& d, DiagnosticsJson style) {
   fmt::format_to(std::back_inserter(out),
                  "{{\"no_paths\":{},\"property1_violations\":{},\"property2_violations\":{},"
-                 "\"property2_ns\":{},\"zero_duration_cycles\":{}",
+                 "\"property2_ns\":{},\"input_idle_ns\":{},\"zero_duration_cycles\":{}",
                  d.no_paths, d.property1_violations, d.property2_violations, d.property2_ns,
-                 d.zero_duration_cycles);
+                 d.input_idle_ns, d.zero_duration_cycles);
   if (style.segments)
     fmt::format_to(std::back_inserter(out), ",\"segments\":{},\"no_path_segments\":{}", d.segments,
                    d.no_path_segments);

@@ -127,6 +127,9 @@ void put_wrapped(Buf& out, std::string_view raw, size_t width, std::string_view 
   out.push_back('\n');
 }
 
+// Below this share of the analyzed time covered by critical paths, the heading says so.
+constexpr double kCoveredShown = 0.9;
+
 // The heading: the source, the windows and how many of them have a CP.
 void put_heading(Buf& out, const Aggregate& agg, const TableContext& ctx, const char* heading) {
   fmt::format_to(std::back_inserter(out), "{}\n", printable(heading));
@@ -134,6 +137,21 @@ void put_heading(Buf& out, const Aggregate& agg, const TableContext& ctx, const 
                  agg.windows == 1 ? "" : "s", ctx.window_label, agg.events, agg.edges);
   fmt::format_to(std::back_inserter(out), "CP: mean over the {} window{} with transient paths\n",
                  agg.windows_with_paths, agg.windows_with_paths == 1 ? "" : "s");
+  // Which part of the run the critical paths describe, when much of it is left out (a
+  // Spark log whose first minute holds no tasks, a job idling on its input).
+  const Diagnostics& d = agg.diagnostics;
+  const int64_t idle = d.input_idle_ns + d.property2_ns;
+  if (agg.windows_with_paths > 0 && static_cast<double>(agg.weight_ns) <
+                                        kCoveredShown * static_cast<double>(agg.weight_ns + idle)) {
+    put(out, "  ");
+    put_wrapped(out,
+                fmt::format("over {} of the run; left out: {} when every worker waited{}",
+                            format_ns(agg.weight_ns), format_ns(idle),
+                            d.input_idle_ns > 0
+                                ? fmt::format(" ({} of it for input)", format_ns(d.input_idle_ns))
+                                : std::string()),
+                kTableWidth - 2, "  ");
+  }
 }
 
 // The verdict, and the hints also without it when there is no CP (a user stuck).
@@ -361,6 +379,10 @@ void put_diagnostics_section(Buf& out, const Aggregate& agg) {
     fmt::format_to(std::back_inserter(out),
                    "  property 1: {} node(s) without incoming edge after the window start\n",
                    d.property1_violations);
+  if (d.input_idle_ns)
+    fmt::format_to(std::back_inserter(out),
+                   "  input-bound: every worker waited, some for input, {} in all\n",
+                   format_ns(d.input_idle_ns));
   if (d.property2_violations)
     fmt::format_to(std::back_inserter(out),
                    "  property 2: {} interval(s), {} in all, of only waiting and no message\n",

@@ -24,7 +24,8 @@ namespace {
 const char* activity_advice(ActivityType t) {
   switch (t) {
     case ActivityType::scheduling:
-      return "cut the scheduling delay (fewer, larger tasks; a less loaded driver or scheduler)";
+      return "cut the delay between work being ready and being run (fewer, larger tasks; a "
+             "less loaded machine, driver or scheduler)";
     case ActivityType::serialization:
     case ActivityType::deserialization:
       return "make records cheaper to (de)serialize, or avoid the exchange that needs it";
@@ -113,9 +114,6 @@ constexpr VerdictSentence kVerdictSentences[] = {
      "{name} limits latency: on {cp} of the critical paths while doing {busy} of the work "
      "(conventional profiling ranks it {rank}).{saving} Next: make its work cheaper (its "
      "operators and activities are in the tables above)."},
-    {VerdictKind::communication,
-     "Communication limits latency: messages are {cp} of the critical paths. Next: "
-     "co-locate the operators that talk most, batch messages, or check the network."},
     {VerdictKind::input,
      "The job keeps up with its input: {cp} of the critical paths are sources reading "
      "input; no worker or operator stands out."},
@@ -157,6 +155,12 @@ std::string op_advice(const Verdict& v, const std::string& name) {
                ? "split the hot keys or repartition the stage's slowest partitions"
                : "make the stage's work cheaper, or give it more cores (more executors "
                  "or partitions)";
+  if (v.no_source_rates)  // one run of a program: more instances do not apply
+    return v.what_if ? fmt::format("make {} cheaper, or run it less often", name)
+                     : fmt::format(
+                           "make {} cheaper, or run it less often (`--what-if` says "
+                           "what a speed-up would save)",
+                           name);
   if (v.ds2_needed == 0)
     return fmt::format(
         "add instances of {} (`snailtrail scale policy` gives the number when rates are known)",
@@ -173,13 +177,32 @@ std::string op_advice(const Verdict& v, const std::string& name) {
 
 // One sentence for the verdict (output/verdict_text.hpp).
 std::string verdict_text(const Verdict& v, const Names& names) {
-  if (v.kind == VerdictKind::communication && v.one_process)
+  if (v.kind == VerdictKind::communication) {
+    auto worker = [&](uint32_t w) {
+      return w < names.worker.size() ? printable(names.worker[w]) : std::string("?");
+    };
+    const bool pair = v.top_pair_cp > 0;
+    const std::string from = worker(v.top_pair.first), to = worker(v.top_pair.second);
+    const std::string most =
+        pair ? fmt::format(", most from {} to {} ({})", from, to, pct(v.top_pair_cp)) : "";
+    if (v.one_process)
+      return fmt::format(
+          "Hand-offs between threads limit latency: messages are {} of the critical paths{}. "
+          "In one process they go through memory: look at {} (a receiver busy elsewhere, a "
+          "queue that fills).",
+          pct(v.cp), most,
+          pair ? fmt::format("the queue from {} to {}", from, to)
+               : std::string("the queues between the threads that wait for each other most"));
     return fmt::format(
-        "Hand-offs between threads limit latency: messages are {} of the critical paths. In "
-        "one process they go through memory: look at the queues and hand-offs between the "
-        "threads that wait for each other most (a receiver busy elsewhere, a queue that "
-        "fills).",
-        pct(v.cp));
+        "Communication limits latency: messages are {} of the critical paths{}. Next: "
+        "co-locate the operators that talk most, batch messages, or check the network.",
+        pct(v.cp), most);
+  }
+  if (v.kind == VerdictKind::input && v.input_idle > 0)
+    return fmt::format(
+        "The job keeps up with its input: every worker waited, some for input, {} of the "
+        "time. Next: nothing limits it at this rate; load it more to find what would.",
+        pct(v.input_idle));
   const auto* it = std::find_if(std::begin(kVerdictSentences), std::end(kVerdictSentences),
                                 [&](const VerdictSentence& x) { return x.kind == v.kind; });
   if (it == std::end(kVerdictSentences)) return {};
@@ -256,6 +279,9 @@ std::string run_verdict_text(const RunVerdict& r, const Names& names) {
 
 RunVerdict run_verdict(const Aggregate& agg, const VerdictEnricher& enrich) {
   RunVerdict r = decide_run_verdict(agg.verdicts, agg.cp, agg.conventional, agg.what_if);
+  if (r.verdict.kind == VerdictKind::input && agg.diag_weight_ns > 0)
+    r.verdict.input_idle = static_cast<double>(agg.diagnostics.input_idle_ns) /
+                           static_cast<double>(agg.diag_weight_ns);
   if (enrich) enrich(r.verdict);
   return r;
 }
@@ -321,8 +347,12 @@ void write_verdict_json(Buf& out, const Groups& cp, const Groups& conventional, 
                         const std::vector<WhatIf>& what_if, int64_t cp_ns,
                         const Diagnostics& diagnostics, int64_t window_ns, uint64_t windows,
                         const Names& names) {
-  put_verdict(out, decide_verdict(cp, conventional, has_paths, what_if, static_cast<double>(cp_ns)),
-              names, decide_hints(cp, diagnostics, has_paths, window_ns, windows));
+  const double idle = window_ns > 0 ? static_cast<double>(diagnostics.input_idle_ns) /
+                                          static_cast<double>(window_ns)
+                                    : 0.0;
+  put_verdict(
+      out, decide_verdict(cp, conventional, has_paths, what_if, static_cast<double>(cp_ns), idle),
+      names, decide_hints(cp, diagnostics, has_paths, window_ns, windows));
 }
 
 void write_run_verdict_json(Buf& out, const Aggregate& agg, const Names& names,

@@ -1,4 +1,4 @@
-// The HTML report and the live dashboard (issue #7): a ReportBuilder reduces the analyzed
+// The HTML report and the live dashboard: a ReportBuilder reduces the analyzed
 // windows of a trace, one at a time and in bounded memory, to the data the web views draw;
 // render_report_html embeds that data into one self-contained page, and
 // render_dashboard_html returns the same page fetching it from /api/report instead.

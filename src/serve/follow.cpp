@@ -113,9 +113,13 @@ class Follower {
         buf_(kReadSize) {}
 
   void run() {
+    bool said_waiting = false;
     while (!stop_.load()) {
       const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
       if (fd < 0) {  // not there yet: wait for it
+        if (log_ && !said_waiting)
+          fmt::print(stderr, "snailtrail serve: waiting for {} to appear\n", path_);
+        said_waiting = true;
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
         continue;
       }

@@ -50,6 +50,7 @@ void Aggregate::add(const WindowSummary& w, size_t top_k) {
   d.property1_violations += x.property1_violations;
   d.property2_violations += x.property2_violations;
   d.property2_ns += x.property2_ns;
+  d.input_idle_ns += x.input_idle_ns;
   d.zero_duration_cycles += x.zero_duration_cycles;
   d.segments += x.segments;
   d.no_path_segments += x.no_path_segments;
@@ -77,7 +78,8 @@ void Aggregate::add(const WindowSummary& w, size_t top_k) {
     }
   }
   if (!w.has_paths) return;
-  verdicts.add(decide_verdict(w.cp, w.conventional, true, w.what_if, static_cast<double>(w.cp_ns)),
+  verdicts.add(decide_verdict(w.cp, w.conventional, true, w.what_if, static_cast<double>(w.cp_ns),
+                              input_idle_share(w)),
                w.cp_ns);
   ++windows_with_paths;
   const int64_t span = w.cp_ns;

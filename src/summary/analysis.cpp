@@ -63,9 +63,9 @@ class WindowAnalyzer {
       segmented_.compute(plan_, snap_, cp_, options_.sample_single_path ? &seed : nullptr,
                          sampled_);
     }
-    cp_.property2_violations = plan_.idle.size();
-    cp_.property2_ns = 0;
-    for (const auto& [a, b] : plan_.idle) cp_.property2_ns += b - a;
+    cp_.property2_violations = plan_.property2_violations;
+    cp_.property2_ns = plan_.property2_ns;
+    cp_.input_idle_ns = plan_.input_idle_ns;
     lap(times_.cp_s);
     summary_.index = index;
     summarizer_.summarize(snap_, cp_, sampled_, options_.summary, summary_);

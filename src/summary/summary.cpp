@@ -358,6 +358,7 @@ void fill_diagnostics(const CpResult& cp, const ProfileTotals& t, Diagnostics& d
   d.waiting_share = t.timeline > 0 ? t.waiting / t.timeline : 0;
   d.property2_violations = cp.property2_violations;
   d.property2_ns = cp.property2_ns;
+  d.input_idle_ns = cp.input_idle_ns;
   d.segments = cp.segments;
   d.no_path_segments = cp.no_path_segments;
 }

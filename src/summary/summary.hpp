@@ -52,6 +52,7 @@ struct Diagnostics {
   uint64_t property1_violations = 0;
   uint64_t property2_violations = 0;  // maximal intervals without any non-waiting activity
   int64_t property2_ns = 0;
+  int64_t input_idle_ns = 0;      // time every worker waited, some for its input (input-bound)
   uint64_t segments = 0;          // parts the window's CP was computed in (docs/PAG.md §4)
   uint64_t no_path_segments = 0;  // of which without any transient path (no CP)
   uint64_t zero_duration_cycles = 0;
@@ -85,6 +86,14 @@ struct WindowSummary {
   Diagnostics diagnostics;
   std::vector<WhatIf> what_if;  // analyze --what-if: largest saving first
 };
+
+// The share of the window every worker waited, some for its input (the verdict's
+// input-bound rule).
+inline double input_idle_share(const WindowSummary& w) {
+  const int64_t length = w.window.end - w.window.start;
+  return length > 0 ? static_cast<double>(w.diagnostics.input_idle_ns) / static_cast<double>(length)
+                    : 0.0;
+}
 
 struct SummaryOptions {
   size_t top_k = 10;

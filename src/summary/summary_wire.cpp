@@ -49,6 +49,7 @@ void fields(IO& io, S& s) {
   io.pod(d.property1_violations);
   io.pod(d.property2_violations);
   io.pod(d.property2_ns);
+  io.pod(d.input_idle_ns);
   io.pod(d.segments);
   io.pod(d.no_path_segments);
   io.pod(d.zero_duration_cycles);

@@ -128,6 +128,12 @@ Verdict verdict_about(VerdictKind kind, uint32_t id, const Groups& cp, const Gro
       v.top_worker = w1;
       v.top_worker_cp = std::max(c1, 0.0);
       v.what_if = best_what_if(what_if, WhatIfKind::activity, id);
+      if (kind == VerdictKind::communication)  // the pair whose messages hold the most CP
+        for (const CommCell& c : cp.communication)
+          if (c.value > v.top_pair_cp) {
+            v.top_pair_cp = c.value;
+            v.top_pair = {c.src, c.dst};
+          }
       break;
     }
     case VerdictKind::balanced:
@@ -193,7 +199,7 @@ bool has_saving_rows(const std::vector<WhatIf>& what_if) {
 }  // namespace
 
 Verdict decide_verdict(const Groups& cp, const Groups& conv, bool has_paths,
-                       const std::vector<WhatIf>& what_if, double span_ns) {
+                       const std::vector<WhatIf>& what_if, double span_ns, double input_idle) {
   if (!has_paths) return verdict_about(VerdictKind::no_cp, 0, cp, conv, what_if);
   auto about = [&](VerdictKind kind, uint32_t id) {
     return verdict_about(kind, id, cp, conv, what_if);
@@ -213,6 +219,13 @@ Verdict decide_verdict(const Groups& cp, const Groups& conv, bool has_paths,
   const double unknown = at(cp.activity, ActivityType::unknown);
   if (unknown >= kUnknownDominates)
     return about(VerdictKind::instrumentation, static_cast<uint32_t>(ActivityType::unknown));
+  // Idle most of the time, waiting for input: what the busy rest spends is not what
+  // limits the job (waking up, for one, would dominate it).
+  if (input_idle >= kInputIdleMin) {
+    Verdict v = about(VerdictKind::input, static_cast<uint32_t>(ActivityType::input));
+    v.input_idle = input_idle;
+    return v;
+  }
   // A dominant activity type that is not the job's own work or its input.
   ActivityType top_type = ActivityType::processing;
   double top_share = -1;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "summary/what_if.hpp"
@@ -36,6 +37,10 @@ struct Verdict {
   uint32_t busy_rank = 0;   // its rank in the conventional profile (1 = first)
   uint32_t top_worker = 0;  // for activity verdicts: the worker with the most CP
   double top_worker_cp = 0;
+  // For communication verdicts: the (sender, receiver) pair whose messages hold the most
+  // CP (dense worker indices), and that share; 0 when no pair has any.
+  std::pair<uint32_t, uint32_t> top_pair{0, 0};
+  double top_pair_cp = 0;
   const WhatIf* what_if = nullptr;  // the largest saving about the subject, if computed
   // For operator verdicts, when the trace carries rates: DS2's parallelism for the
   // operator and its current one (0: not known). Set by who can run DS2 (cli/verdict_ds2).
@@ -43,12 +48,22 @@ struct Verdict {
   // The workers are threads of one process (or machine): a message is a hand-off through
   // memory, not the network. Set by who knows the input's kind (cli/verdict_ds2).
   bool one_process = false;
+  // The input has no sources to size operators for (a profiler capture, a batch job, a span
+  // or kernel trace): no "add instances". Set by who knows the input's kind.
+  bool no_source_rates = false;
+  // For input verdicts: the share of the time every worker waited, some for its input
+  // (the job keeps up), when that decided it; 0 when the sources' CP did.
+  double input_idle = 0;
 };
 
 // `span_ns`: the time the CP is spread over (WindowSummary::cp_ns; for a run, the sum
 // over its windows, as its what-if savings are), against which savings are weighed.
+// `input_idle`: the share of the window every worker waited, some for its input
+// (Diagnostics::input_idle_ns): from kInputIdleMin on, the job keeps up with its input.
 Verdict decide_verdict(const Groups& cp, const Groups& conventional, bool has_paths,
-                       const std::vector<WhatIf>& what_if, double span_ns = 0);
+                       const std::vector<WhatIf>& what_if, double span_ns = 0,
+                       double input_idle = 0);
+inline constexpr double kInputIdleMin = 0.5;
 
 // Thresholds of the what-if rules (docs/PAG.md §verdict): a straggler's or bottleneck's 2x
 // saving is at least kSavingMin of the span, and a straggler's at least kStragglerOfBest of

@@ -214,22 +214,20 @@ TEST(LoopRebalance, CpPerWorkerOfAHandBuiltTrace) {
 }
 
 // Rebalancer::plan on a synthetic feed (no runtime, deterministic): worker 0 processes
-// without a break, worker 1 idles on its input (`input` without an operator) 9 of every
-// 10 ms. The CP analysis names worker 0; with the records of bins 0..3 (worker 0's) ten
-// times those of the others it moves the hottest of them; with an even load nothing (the
-// load guard), although the CP still names worker 0.
+// without a break, worker 1 idles on its input (`waiting` of its source, as the runtime
+// records it) 9 of every 10 ms. The CP analysis names worker 0; with the records of bins 0..3
+// (worker 0's) ten times those of the others it moves the hottest of them; with an even load
+// nothing (the load guard), although the CP still names worker 0.
 std::vector<Event> synthetic_second(int64_t from_ns) {
   std::vector<Event> ev;
-  auto act = [&ev](int64_t t0, int64_t t1, uint32_t w, snailtrail::ActivityType a, bool op) {
+  auto act = [&ev](int64_t t0, int64_t t1, uint32_t w, snailtrail::ActivityType a, uint32_t op) {
     Event s{};
     s.ts = t0;
     s.worker = w;
     s.activity = a;
     s.kind = snailtrail::EventKind::start;
-    if (op) {
-      s.flags = snailtrail::kHasOperator;
-      s.op = 1;
-    }
+    s.flags = snailtrail::kHasOperator;
+    s.op = op;
     Event e = s;
     e.ts = t1;
     e.kind = snailtrail::EventKind::end;
@@ -237,9 +235,9 @@ std::vector<Event> synthetic_second(int64_t from_ns) {
     ev.push_back(e);
   };
   for (int64_t t = from_ns; t < from_ns + 1'000'000'000; t += 10'000'000) {
-    act(t, t + 10'000'000, 0, snailtrail::ActivityType::processing, true);
-    act(t, t + 9'000'000, 1, snailtrail::ActivityType::input, false);
-    act(t + 9'000'000, t + 10'000'000, 1, snailtrail::ActivityType::processing, true);
+    act(t, t + 10'000'000, 0, snailtrail::ActivityType::processing, 1);
+    act(t, t + 9'000'000, 1, snailtrail::ActivityType::waiting, 0);
+    act(t + 9'000'000, t + 10'000'000, 1, snailtrail::ActivityType::processing, 1);
   }
   std::stable_sort(ev.begin(), ev.end(), [](const Event& a, const Event& b) {
     return a.worker != b.worker ? a.worker < b.worker : a.ts < b.ts;
@@ -277,7 +275,7 @@ TEST(LoopRebalance, PlanOnASyntheticFeed) {
     const auto as = rb.analyses();
     ASSERT_EQ(as.size(), 1u);
     EXPECT_EQ(as[0].top, 0);
-    EXPECT_GT(as[0].top_cp, 0.9);  // worker 1's idle input is waiting: off the paths
+    EXPECT_GT(as[0].top_cp, 0.9);  // worker 1's wait for input is off the paths
     EXPECT_TRUE(as[0].straggler);
     if (!skewed) {
       EXPECT_FALSE(to);
@@ -427,14 +425,9 @@ TEST(LoopRebalance, BalancedLoadGetsNoDecision) {
 // `analyze --window 500ms` of the run's trace gives for the same window (the same
 // borders, the same events; the in-process analysis sees 100 ms of events before the
 // interval instead of the whole trace before it, which leaves the window's PAG the same).
-// Disabled: issue 33 item 4 is open. The in-process analysis relabels the runtime's idle
-// `input` waits as `waiting` (cp_per_worker) and `analyze` does not; recording them as
-// `waiting` in the trace made both agree, but then every open-loop run that keeps up
-// broke Property 2 (all workers waiting, nothing in flight: MegaphoneRun.
-// TheMigrationIsInTheTrace) and its verdict named scheduling, so that was not merged.
-TEST(LoopRebalance, DISABLED_InProcessAnalysesEqualAnalyzeOfTheWrittenTrace) {
+TEST(LoopRebalance, InProcessAnalysesEqualAnalyzeOfTheWrittenTrace) {
   std::vector<Event> all;
-  const auto run = run_skewed(0.7, true, 40'000, 16'000, 50, &all);  // 2.5 s
+  const auto run = run_skewed(0.7, true, 64'000, 16'000, 50, &all);  // 4 s
   SCOPED_TRACE(describe(run));
   ASSERT_GE(run.analyses.size(), 2u);
   snailtrail::Trace t;
