@@ -1,8 +1,8 @@
 // The verdict over every example (examples/*.toml simulated, examples/pipeline.jsonl,
-// the traces in tests/data) with the what-if on, one whole-trace window each: the
-// entity it names maximises the what-if saving in its unit, or the rules say why not
-// (docs/PAG.md §verdict). The check reads only the JSON output: the what-if rows are
-// the oracle, not the verdict's code.
+// the traces in tests/data, traces of the runtime's built-in jobs) with the what-if on, one
+// whole-trace window each: the entity it names maximises the what-if saving in its unit, or the
+// rules say why not (docs/PAG.md §verdict). The check reads only the JSON output: the what-if rows
+// are the oracle, not the verdict's code.
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
@@ -104,6 +104,26 @@ TEST_F(VerdictSuite, ExampleAndTestTraces) {
                         "tests/data/otlp-request.json", "tests/data/perf-sched-timer.txt",
                         "tests/data/spark-2stage-eventlog"})
     check(src + "/" + f, f);
+}
+
+// Our own runtime's built-in jobs, traced (2 workers, short runs): closed loop, open loop
+// below and above capacity, a skewed word count, NEXMark's join and windowed queries.
+TEST_F(VerdictSuite, BuiltInRuntimeJobs) {
+  const std::pair<const char*, const char*> jobs[] = {
+      {"wordcount-skew", "wordcount --skew 0.9 --keys 1000 --rate max"},
+      {"wordcount-open", "wordcount --skew 0.5 --keys 1000 --rate 200000"},
+      {"keycount-over", "keycount --keys 100000 --rate 20000000"},
+      {"hashcount", "hashcount --bins 16 --keys 10000 --rate max"},
+      {"nexmark-q3", "nexmark-q3 --rate max"},
+      {"nexmark-q5", "nexmark-q5 --rate max"},
+  };
+  for (const auto& [name, job] : jobs) {
+    const std::string trace = path(std::string(name) + ".snail").string();
+    const CommandResult run =
+        run_binary(std::string("run ") + job + " --workers 2 --duration 300ms -q --trace " + trace);
+    ASSERT_EQ(run.code, 0) << name << ": " << run.out;
+    check(trace, name);
+  }
 }
 
 }  // namespace
