@@ -94,6 +94,21 @@ TEST(VerdictRules, IdleWaitingForInputKeepsUp) {
   EXPECT_EQ(v.input_idle, 0.0);
 }
 
+// The share of input-bound idle time is over the part of the window the trace covers: a
+// 500 ms run in a 1 s window that waited for input 480 ms of it keeps up (96 %), where
+// the window's nominal length made it 48 % and the rule missed it.
+TEST(VerdictRules, InputIdleShareIsOverTheCoveredPartOfTheWindow) {
+  WindowSummary w;
+  w.window.start = 0;
+  w.window.end = 1'000'000'000;
+  w.span_start = 5'000'000;
+  w.span_end = 505'000'000;
+  w.diagnostics.input_idle_ns = 480'000'000;
+  EXPECT_DOUBLE_EQ(input_idle_share(w), 0.96);
+  w.span_start = w.span_end = 0;  // no span recorded: the window's length
+  EXPECT_DOUBLE_EQ(input_idle_share(w), 0.48);
+}
+
 // The sentences: a Spark stage limits the job, uniform or skewed by its tasks; threads of
 // one process hand off through memory, never "check the network".
 TEST(VerdictRules, StageAndHandOffSentences) {

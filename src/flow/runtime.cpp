@@ -39,6 +39,28 @@ int64_t since(Clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
 }
 
+// Appends the activity [t0, t1) of worker `worker` (on operator `op` if given) to `out`;
+// under 1 us it is not recorded. Returns the number of events appended (0 or 2).
+int append_span(Event* out, uint32_t worker, int64_t t0, int64_t t1, ActivityType a,
+                std::optional<uint32_t> op) {
+  if (t1 - t0 < 1000) return 0;
+  Event s, e;
+  s.ts = t0;
+  e.ts = t1;
+  s.worker = e.worker = worker;
+  s.activity = e.activity = a;
+  s.kind = EventKind::start;
+  e.kind = EventKind::end;
+  if (op) {
+    s.op = e.op = *op;
+    s.flags |= kHasOperator;
+    e.flags |= kHasOperator;
+  }
+  out[0] = s;
+  out[1] = e;
+  return 2;
+}
+
 // The wait [start, woke) that ended with the round at `woke`: waiting until the first
 // message taken in that round arrived, scheduling from there to `woke`. Waits under 1 us
 // are not recorded. The events go in before the round's own (`mark`).
@@ -48,29 +70,41 @@ int64_t record_wait(Recorder& rec, uint32_t worker, int64_t start, int64_t woke,
   const int64_t first = rec.take_first_receipt();
   const int64_t end = std::clamp(first, start, woke);
   Event spans[4];
-  int n = 0;
-  auto span = [&](int64_t t0, int64_t t1, ActivityType a) {
-    if (t1 - t0 < 1000) return;
-    Event s, e;
-    s.ts = t0;
-    e.ts = t1;
-    s.worker = e.worker = worker;
-    s.activity = e.activity = a;
-    s.kind = EventKind::start;
-    e.kind = EventKind::end;
-    spans[n++] = s;
-    spans[n++] = e;
-  };
-  span(start, end, ActivityType::waiting);
-  if (input_op && n == 2)
-    for (int k = 0; k < 2; ++k) {
-      spans[k].op = *input_op;
-      spans[k].flags |= kHasOperator;
-    }
-  span(end, woke, ActivityType::scheduling);
+  int n = append_span(spans, worker, start, end, ActivityType::waiting, input_op);
+  n += append_span(spans + n, worker, end, woke, ActivityType::scheduling, std::nullopt);
   auto& ev = rec.events();
   ev.insert(ev.begin() + static_cast<std::ptrdiff_t>(mark), spans, spans + n);
   return end;
+}
+
+// The runtime's own time in a round that worked, [t_step, t_end): what no operator's
+// activity (events from `mark` on) covers is progress tracking, flushing, or the OS
+// taking the core, recorded as `scheduling` (the round's scheduler) instead of leaving a
+// gap that analysis can only call `unknown`. Parts under 10 us are left to gap filling's
+// alignment, so rounds do not multiply the trace's events.
+void record_round_gaps(Recorder& rec, uint32_t worker, size_t mark, int64_t t_step, int64_t t_end) {
+  constexpr int64_t kMinGapNs = 10'000;
+  auto& ev = rec.events();
+  const size_t round_end = ev.size();
+  int depth = 0;
+  int64_t covered = t_step;
+  auto gap = [&](int64_t t1) {
+    if (t1 - covered < kMinGapNs) return;
+    Event span[2];
+    append_span(span, worker, covered, t1, ActivityType::scheduling, std::nullopt);
+    ev.push_back(span[0]);  // after the round's events; flushes and the merge sort by time
+    ev.push_back(span[1]);
+  };
+  for (size_t i = mark; i < round_end; ++i) {
+    const EventKind kind = ev[i].kind;
+    const int64_t ts = ev[i].ts;
+    if (kind == EventKind::start) {
+      if (depth++ == 0) gap(ts);
+    } else if (kind == EventKind::end && depth > 0 && --depth == 0) {
+      covered = std::max(covered, ts);
+    }
+  }
+  if (depth == 0) gap(t_end);
 }
 
 // Steps the worker until its dataflow is complete (or another worker failed). Idle
@@ -80,9 +114,9 @@ int64_t record_wait(Recorder& rec, uint32_t worker, int64_t start, int64_t woke,
 // that time as waiting for input, not as missing instrumentation). A wait that a message
 // ended ends at the message's arrival; the time until the worker woke up and took it (the
 // sleep's granularity, the OS) is `scheduling`.
-// With `sink`, the recorded events go to it every `flush_ns` (also during a wait: an idle
-// round records nothing, so the wait's events, inserted when it ends, still come after
-// everything flushed) and at the end.
+// Rounds that only apply progress are idle too: the wait goes on through them.
+// With `sink`, the recorded events go to it every `flush_ns` (also during a wait, which
+// is then recorded up to the flush and goes on from there) and at the end.
 using TraceSink = std::function<void(std::vector<Event>&&, const std::vector<std::string>&)>;
 // With fail_at_ns >= 0 (the test-only SNAILTRAIL_FLOW_FAIL_WORKER), the worker throws once
 // its clock passes it: how the tests make a worker fail in the middle of a run.
@@ -93,6 +127,7 @@ void drive(Worker& w, const std::atomic<bool>& abort, const TraceSink* sink = nu
   int idle = 0;
   int64_t wait_start = -1;
   std::optional<uint32_t> input_op;  // the wait's source operator, if it waits on input
+  int64_t round_end = -1;            // when the last round ended (-1: none yet)
   const bool streaming = sink && *sink && rec.on();
   int64_t next_flush = streaming ? rec.now() + flush_ns : 0;
   auto flush = [&] {
@@ -112,13 +147,29 @@ void drive(Worker& w, const std::atomic<bool>& abort, const TraceSink* sink = nu
           fmt::format("injected failure after {} ms (SNAILTRAIL_FLOW_FAIL_WORKER, a test hook)",
                       fail_at_ns / 1'000'000));
     if (streaming && rec.now() >= next_flush) {
+      // A wait goes on through rounds that only applied progress, and those record the
+      // progress' receipts: the wait so far goes out first, so nothing is sent out of order.
+      if (wait_start >= 0) {
+        const int64_t now = rec.now();
+        Event spans[2];
+        const int n =
+            append_span(spans, w.index(), wait_start, now, ActivityType::waiting, input_op);
+        rec.events().insert(rec.events().end(), spans, spans + n);
+        wait_start = now;
+      }
       flush();
       next_flush = rec.now() + flush_ns;
     }
     const size_t mark = rec.on() ? rec.events().size() : 0;
-    const int64_t t_step = rec.on() ? rec.now() : 0;
+    // A round starts where the last one ended: the loop's own time between rounds is the
+    // runtime's too (recorded with the round, or inside the wait).
+    const int64_t t_step = rec.on() ? (round_end >= 0 ? round_end : rec.now()) : 0;
     rec.take_first_receipt();
-    if (w.step()) {
+    const bool worked = w.step();
+    // After an idle round the worker sleeps: the next round starts when it woke.
+    round_end = rec.on() && worked ? rec.now() : -1;
+    if (worked) {
+      if (rec.on()) record_round_gaps(rec, w.index(), mark, t_step, round_end);
       if (wait_start >= 0)
         profile::wait_ends(record_wait(rec, w.index(), wait_start, t_step, mark, input_op));
       wait_start = -1;

@@ -108,10 +108,10 @@ bool Worker::step() {
     tracker_.apply(m->data.data(), m->data.size());
     changed = true;
   }
-  if (changed) {
-    counters_.frontier_regressions += tracker_.recompute();
-    worked = true;
-  }
+  // Applying progress is not work by itself: the operators run after it in this round,
+  // and if none has anything to do the worker is still waiting. (Counted as work, such a
+  // round ended the worker's wait and recorded nothing: an `unknown` gap in the trace.)
+  if (changed) counters_.frontier_regressions += tracker_.recompute();
   // 2. Every operator once.
   active_sources_ = 0;
   for (uint32_t i = 0; i < ops_.size(); ++i) {

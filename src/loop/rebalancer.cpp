@@ -16,8 +16,33 @@ namespace snailtrail::loop {
 
 namespace {
 // Events this long before an analyzed interval are kept: activities that began before
-// it are cut at its start instead of missing their beginning.
+// it are cut at its start instead of missing their beginning. And an interval is analyzed
+// once every worker's events have passed its end by as much: the messages sent in it and
+// received after it are there, as in the written trace.
 constexpr int64_t kMarginNs = 100'000'000;
+
+// Drops the events before `keep_from`, except, per worker, the start of an activity still
+// open then (a wait or an activation longer than the margin, as under a sanitizer on a
+// loaded machine): without it that worker's timeline would begin at the activity's end,
+// where the written trace has the whole activity. A worker's timeline is flat (one
+// activity at a time, docs/PAG.md), and its events come in time order.
+void drop_before(std::vector<Event>& events, int64_t keep_from) {
+  std::vector<size_t> open;  // per worker: index + 1 of its open start, 0: none
+  for (size_t i = 0; i < events.size(); ++i) {
+    const Event& e = events[i];
+    if (e.ts >= keep_from) continue;
+    if (e.worker >= open.size()) open.resize(e.worker + 1, 0);
+    if (e.kind == EventKind::start) open[e.worker] = i + 1;
+    if (e.kind == EventKind::end) open[e.worker] = 0;
+  }
+  size_t kept = 0;
+  for (size_t i = 0; i < events.size(); ++i) {
+    const Event& e = events[i];
+    if (e.ts >= keep_from || (e.worker < open.size() && open[e.worker] == i + 1))
+      events[kept++] = e;
+  }
+  events.resize(kept);
+}
 }  // namespace
 
 std::vector<uint32_t> contiguous_config(uint32_t bins, uint32_t active) {
@@ -151,12 +176,14 @@ std::optional<std::vector<uint32_t>> Rebalancer::plan(int64_t now_ns,
     for (int64_t t : last_ts_) watermark = std::min(watermark, t);
     if (watermark < 0) return std::nullopt;
     // The last interval of the grid [k I, (k + 1) I) that every worker's events have
-    // passed: the window `analyze --window I` of the written trace has the same borders.
-    to = watermark / I * I;
+    // passed by the margin: the window `analyze --window I` of the written trace has the
+    // same borders.
+    to = (watermark - kMarginNs) / I * I;
     from = to - I;
     // Skipped: the first interval (start-up), intervals analyzed already and intervals
     // with a migration in them (the configuration in force was not the one analyzed).
-    const bool skip = from < I || to <= analyzed_until_ || from < settled_ns_;
+    const bool skip =
+        watermark < kMarginNs || from < I || to <= analyzed_until_ || from < settled_ns_;
     // The load per bin since the last tick.
     const std::vector<uint64_t> totals = opt_.bin_counts();
     load.assign(totals.size(), 0);
@@ -167,14 +194,14 @@ std::optional<std::vector<uint32_t>> Rebalancer::plan(int64_t now_ns,
     if (skip || !have_counts) {
       if (to > analyzed_until_ && from >= settled_ns_) analyzed_until_ = to;
       keep_from_ = std::max(keep_from_, to - kMarginNs);
-      std::erase_if(events_, [this](const Event& e) { return e.ts < keep_from_; });
+      drop_before(events_, keep_from_);
       return std::nullopt;
     }
     analyzed_until_ = to;
     for (const Event& e : events_)
       if (e.ts < to + kMarginNs) window.push_back(e);
     keep_from_ = to - kMarginNs;
-    std::erase_if(events_, [this](const Event& e) { return e.ts < keep_from_; });
+    drop_before(events_, keep_from_);
     ops = ops_;
   }
   pending_a_ = CpAnalysis{};

@@ -219,8 +219,7 @@ void write_window_json(Buf& out, const WindowSummary& w, const Names& names,
   if (sel.top) put_top_list(out, w.top, names);
   if (sel.verdict) {
     put(out, ",\"verdict\":");
-    write_verdict_json(out, w.cp, w.conventional, w.has_paths, w.what_if, w.cp_ns, w.diagnostics,
-                       w.window.end - w.window.start, 1, names);
+    write_verdict_json(out, w, names);
   }
   if (sel.what_if) put_what_if_list(out, w.what_if, names);
   if (sel.diagnostics || !w.has_paths) {  // they say why a window has no CP

@@ -279,9 +279,9 @@ std::string run_verdict_text(const RunVerdict& r, const Names& names) {
 
 RunVerdict run_verdict(const Aggregate& agg, const VerdictEnricher& enrich) {
   RunVerdict r = decide_run_verdict(agg.verdicts, agg.cp, agg.conventional, agg.what_if);
-  if (r.verdict.kind == VerdictKind::input && agg.diag_weight_ns > 0)
-    r.verdict.input_idle = static_cast<double>(agg.diagnostics.input_idle_ns) /
-                           static_cast<double>(agg.diag_weight_ns);
+  if (r.verdict.kind == VerdictKind::input && agg.covered_ns > 0)
+    r.verdict.input_idle =
+        static_cast<double>(agg.diagnostics.input_idle_ns) / static_cast<double>(agg.covered_ns);
   if (enrich) enrich(r.verdict);
   return r;
 }
@@ -343,16 +343,12 @@ void put_verdict(Buf& out, const Verdict& v, const Names& names, const std::vect
 
 }  // namespace
 
-void write_verdict_json(Buf& out, const Groups& cp, const Groups& conventional, bool has_paths,
-                        const std::vector<WhatIf>& what_if, int64_t cp_ns,
-                        const Diagnostics& diagnostics, int64_t window_ns, uint64_t windows,
-                        const Names& names) {
-  const double idle = window_ns > 0 ? static_cast<double>(diagnostics.input_idle_ns) /
-                                          static_cast<double>(window_ns)
-                                    : 0.0;
-  put_verdict(
-      out, decide_verdict(cp, conventional, has_paths, what_if, static_cast<double>(cp_ns), idle),
-      names, decide_hints(cp, diagnostics, has_paths, window_ns, windows));
+void write_verdict_json(Buf& out, const WindowSummary& w, const Names& names) {
+  put_verdict(out,
+              decide_verdict(w.cp, w.conventional, w.has_paths, w.what_if,
+                             static_cast<double>(w.cp_ns), input_idle_share(w)),
+              names,
+              decide_hints(w.cp, w.diagnostics, w.has_paths, w.window.end - w.window.start, 1));
 }
 
 void write_run_verdict_json(Buf& out, const Aggregate& agg, const Names& names,

@@ -31,12 +31,9 @@ void write_csv_header(fmt::memory_buffer& out);
 void write_window_csv(fmt::memory_buffer& out, const WindowSummary& w, const Names& names,
                       const SummarySelection& sel);
 
-// The verdict object of a window or a run, with its hints (docs/OUTPUT.md; also in the
-// report's data): `window_ns` the analyzed time, `windows` how many windows it spans.
-void write_verdict_json(fmt::memory_buffer& out, const Groups& cp, const Groups& conventional,
-                        bool has_paths, const std::vector<WhatIf>& what_if, int64_t cp_ns,
-                        const Diagnostics& diagnostics, int64_t window_ns, uint64_t windows,
-                        const Names& names);
+// The verdict object of a window, with its hints (docs/OUTPUT.md; also in the report's
+// data).
+void write_verdict_json(fmt::memory_buffer& out, const WindowSummary& w, const Names& names);
 // Adds what only the caller knows to the run's verdict (cli/verdict_ds2.hpp: DS2's
 // parallelism for an operator verdict when the trace carries rates).
 using VerdictEnricher = std::function<void(Verdict&)>;

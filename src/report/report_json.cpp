@@ -300,8 +300,7 @@ class ReportJson {
     put(out, ",\"diagnostics\":");
     put_diagnostics(out, w.diagnostics, kReportDiagnostics);
     put(out, ",\"verdict\":");
-    write_verdict_json(out, w.cp, w.conventional, w.has_paths, w.what_if, w.cp_ns, w.diagnostics,
-                       w.window.end - w.window.start, 1, full_names_);
+    write_verdict_json(out, w, full_names_);
     edges(*t);
   }
 

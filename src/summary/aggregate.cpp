@@ -58,6 +58,7 @@ void Aggregate::add(const WindowSummary& w, size_t top_k) {
   for (const auto& [kind, n] : x.input) d.add_input(kind, n);
   const int64_t length = w.window.end - w.window.start;
   diag_weight_ns += length;
+  covered_ns += covered_length(w);
   d.unknown_share += x.unknown_share * static_cast<double>(length);
   d.waiting_share += x.waiting_share * static_cast<double>(length);
   for (const WhatIf& x : w.what_if) {

@@ -89,8 +89,14 @@ struct WindowSummary {
 
 // The share of the window every worker waited, some for its input (the verdict's
 // input-bound rule).
+// Share of the window's span (the part its events cover, not the nominal length: a run
+// shorter than the window must not dilute it) in which every worker waited for input.
+inline int64_t covered_length(const WindowSummary& w) {
+  const int64_t span = w.span_end - w.span_start;
+  return span > 0 ? span : w.window.end - w.window.start;
+}
 inline double input_idle_share(const WindowSummary& w) {
-  const int64_t length = w.window.end - w.window.start;
+  const int64_t length = covered_length(w);
   return length > 0 ? static_cast<double>(w.diagnostics.input_idle_ns) / static_cast<double>(length)
                     : 0.0;
 }
@@ -122,6 +128,7 @@ struct Aggregate {
   uint64_t windows = 0, windows_with_paths = 0, events = 0, edges = 0;
   int64_t weight_ns = 0;       // total cp_ns of windows with paths (weights CP)
   int64_t diag_weight_ns = 0;  // total length of all windows (weights shares)
+  int64_t covered_ns = 0;      // total span of all windows (covered_length)
   Groups cp, conventional, single_path;
   Diagnostics diagnostics;  // counts summed; shares time-weighted
   std::vector<TopActivity> top;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <random>
@@ -253,6 +254,36 @@ TEST(FlowProgress, ChangeBatchMergesAndDropsZeros) {
   EXPECT_EQ(u[0].loc, 1u);
   EXPECT_EQ(u[0].delta, 3);
   EXPECT_TRUE(b.empty());
+}
+
+// A round that only applies other workers' progress is not work (issue 33): the operators
+// run after it in the same round, and when none has anything to do the worker is still
+// waiting. Counted as work, each such round ended the worker's wait and left a gap in its
+// trace. Worker 0 advances its source's time 100 times, 300 us apart; worker 1 has no
+// records at all and receives that progress about 100 times.
+TEST(FlowProgress, RoundsThatOnlyApplyProgressAreIdle) {
+  using Clock = std::chrono::steady_clock;
+  constexpr Time kTicks = 100;
+  std::vector<WorkerCounters> counters;
+  run_dataflow(
+      2,
+      [](Worker& w) {
+        const bool ticking = w.index() == 0;
+        Clock::time_point next = Clock::now();
+        auto ticks = source<uint64_t>(w, "ticks",
+                                      [ticking, next](Capability& cap, Output<uint64_t>&) mutable {
+                                        if (!ticking || cap.time() == kTicks) return cap.drop();
+                                        if (Clock::now() < next) return;
+                                        next = Clock::now() + std::chrono::microseconds(300);
+                                        cap.downgrade(cap.time() + 1);
+                                      });
+        map<uint64_t>(ticks, "same", [](uint64_t v) { return v; });
+      },
+      &counters);
+  ASSERT_EQ(counters.size(), 2u);
+  EXPECT_GE(counters[0].steps - counters[0].idle_steps, kTicks);
+  // Worker 1 works once to drop its source's capability and send that, and at the end.
+  EXPECT_LT(counters[1].steps - counters[1].idle_steps, 10u);
 }
 
 }  // namespace

@@ -203,6 +203,39 @@ TEST(RuntimeReceipts, IdleWorkersWaitOnTheirInput) {
     const double span = static_cast<double>(last[w] - t0);
     EXPECT_GT(static_cast<double>(idle[w]) / span, 0.7) << "worker " << w;
   }
+  // And analysis says so: the job keeps up with its input (one window of 1 s, the run's
+  // 500 ms in it).
+  EXPECT_EQ(run_verdict(run.path, "idle").first, "input");
+  fs::remove(run.path);
+}
+
+// The runtime accounts for all of a worker's time: its operators' activities, its waits,
+// and its own time in a round (progress tracking, flushing, the OS taking the core) as
+// `scheduling`. No stretch of 100 us or more (what analysis would call `unknown`) is left
+// out between a worker's first and last event. Before issue 33's fix, rounds that only
+// applied progress and the runtime's time within rounds recorded nothing.
+TEST(RuntimeReceipts, TheRuntimeAccountsForAllOfAWorkersTime) {
+  TracedRun run = traced_wordcount("covered", {"--rate", "20000", "--duration", "300ms"});
+  struct Cover {
+    int depth = 0;
+    int64_t covered_until = INT64_MIN, gaps_ns = 0, gaps = 0;
+  };
+  std::map<uint32_t, Cover> by_worker;
+  for (size_t i = 0; i < run.trace.events.size(); ++i) {
+    const Event& e = run.trace.events[i];
+    Cover& c = by_worker[e.worker];
+    if (e.kind == EventKind::start) {
+      if (c.depth++ == 0 && c.covered_until != INT64_MIN && e.ts - c.covered_until >= 100'000) {
+        c.gaps_ns += e.ts - c.covered_until;
+        ++c.gaps;
+      }
+    } else if (e.kind == EventKind::end && c.depth > 0 && --c.depth == 0) {
+      c.covered_until = std::max(c.covered_until, e.ts);
+    }
+  }
+  ASSERT_EQ(by_worker.size(), 2u);
+  for (const auto& [w, c] : by_worker)
+    EXPECT_EQ(c.gaps, 0) << "worker " << w << ": " << c.gaps_ns << " ns in gaps of 100 us or more";
   fs::remove(run.path);
 }
 
