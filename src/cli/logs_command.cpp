@@ -42,7 +42,11 @@ logs::LogOptions log_options(const LogsArgs& a) {
 }
 
 int run_templates(const LogsArgs& a) {
-  const logs::LogSet set = logs::read_logs(a.files, log_options(a));
+  logs::LogOptions o = log_options(a);
+  // The table needs only counts; per-line JSON the messages (for their parameters).
+  o.keep = a.format == "table" ? logs::KeepText::none : logs::KeepText::messages;
+  o.line_kinds = a.format != "table";
+  const logs::LogSet set = logs::read_logs(a.files, o);
   OutputFile out(a.output);
   if (a.format == "table") {
     output::write_templates_table(out.buf(), set);
@@ -59,7 +63,11 @@ int run_templates(const LogsArgs& a) {
 }
 
 int run_flows(const LogsArgs& a) {
-  const logs::LogSet set = logs::read_logs(a.files, log_options(a));
+  logs::LogOptions o = log_options(a);
+  // --id searches the header too; no per-line output.
+  o.keep = a.id.empty() ? logs::KeepText::messages : logs::KeepText::whole_lines;
+  o.line_kinds = false;
+  const logs::LogSet set = logs::read_logs(a.files, o);
   logs::FlowOptions fo;
   fo.id_regex = a.id;
   fo.by_thread = a.by_thread;

@@ -180,7 +180,7 @@ uint32_t Drain::add(const std::vector<Token>& tokens) {
     int64_t best = -1;
     double best_sim = -1;
     size_t best_params = 0;
-    candidates(nodes_[leaf], tokens);
+    candidates(leaf, tokens);
     for (uint32_t c : candidates_) {
       const std::vector<std::string>& tt = clusters_[c].tokens;
       size_t equal = 0, both_var = 0, params = 0;
@@ -217,24 +217,61 @@ uint32_t Drain::add(const std::vector<Token>& tokens) {
   Node& node = nodes_[leaf];
   node.clusters.push_back(id);
   if (node.indexed) {
-    index_cluster(node, id);
+    index_cluster(leaf, id);
   } else if (node.clusters.size() >= kIndexFrom) {
     node.indexed = true;
-    for (uint32_t c : node.clusters) index_cluster(node, c);
+    for (uint32_t c : node.clusters) index_cluster(leaf, c);
   }
   return id;
 }
 
-uint64_t Drain::posting_key(size_t position, std::string_view token) {
-  return std::hash<std::string_view>{}(token) ^ (uint64_t{position} * 0x9E3779B97F4A7C15ull);
+uint32_t Drain::posting_key(uint32_t leaf, size_t position, std::string_view token) {
+  uint64_t h = std::hash<std::string_view>{}(token) ^ (uint64_t{position} * 0x9E3779B97F4A7C15ull) ^
+               (uint64_t{leaf} * 0xC2B2AE3D27D4EB4Full);
+  h ^= h >> 31;  // spread the bits the table index uses
+  h *= 0xBF58476D1CE4E5B9ull;
+  return static_cast<uint32_t>(h ^ (h >> 32));
 }
 
-void Drain::index_cluster(Node& leaf, uint32_t c) {
+void Drain::release_index() {
+  for (Node& n : nodes_) n.indexed = false;
+  std::vector<Posting>().swap(postings_);
+  std::vector<PostingLink>().swap(posting_links_);
+  postings_used_ = 0;
+}
+
+// Keys that hash alike share a list: that only adds candidates.
+Drain::Posting* Drain::find_posting(uint32_t key, bool create) {
+  if (create && (postings_used_ + 1) * 4 > postings_.size() * 3) {
+    std::vector<Posting> old(std::max<size_t>(1024, postings_.size() * 2));
+    old.swap(postings_);
+    postings_used_ = 0;
+    for (const Posting& p : old)
+      if (p.head != UINT32_MAX) *find_posting(p.key, true) = p;
+  }
+  if (postings_.empty()) return nullptr;
+  const size_t mask = postings_.size() - 1;
+  for (size_t i = key & mask;; i = (i + 1) & mask) {
+    Posting& p = postings_[i];
+    if (p.head == UINT32_MAX) {
+      if (!create) return nullptr;
+      ++postings_used_;
+      p.key = key;
+      return &p;
+    }
+    if (p.key == key) return &p;
+  }
+}
+
+void Drain::index_cluster(uint32_t leaf, uint32_t c) {
   const std::vector<std::string>& tt = clusters_[c].tokens;
   for (size_t i = 0; i < tt.size(); ++i) {
     if (tt[i] == kWildcard) continue;
-    std::vector<uint32_t>& list = leaf.postings[posting_key(i, tt[i])];
-    if (list.empty() || list.back() != c) list.push_back(c);
+    Posting& p = *find_posting(posting_key(leaf, i, tt[i]), true);
+    if (p.head != UINT32_MAX && posting_links_[p.head].cluster == c) continue;
+    posting_links_.push_back({c, p.head});
+    p.head = static_cast<uint32_t>(posting_links_.size() - 1);
+    ++p.count;
   }
 }
 
@@ -243,7 +280,8 @@ void Drain::index_cluster(Node& leaf, uint32_t c) {
 // both-variable positions), so a cluster that qualifies shares a constant with any
 // |P| - t + 1 of the positions P that can be equal: the ones with the shortest postings.
 // (Postings of positions since generalised to <*> stay: the candidates are re-checked.)
-void Drain::candidates(Node& leaf, const std::vector<Token>& tokens) {
+void Drain::candidates(uint32_t leaf_id, const std::vector<Token>& tokens) {
+  const Node& leaf = nodes_[leaf_id];
   candidates_.clear();
   if (!leaf.indexed) {
     candidates_ = leaf.clusters;
@@ -253,16 +291,15 @@ void Drain::candidates(Node& leaf, const std::vector<Token>& tokens) {
   for (const Token& t : tokens) vars += t.var;
   const double need = options_.similarity * static_cast<double>(tokens.size() - vars) - 1e-9;
   const size_t t = need <= 0 ? 0 : static_cast<size_t>(std::ceil(need));
-  thread_local std::vector<std::pair<size_t, const std::vector<uint32_t>*>> lists;
+  thread_local std::vector<std::pair<size_t, uint32_t>> lists;  // (count, head)
   lists.clear();
   size_t positions = 0;
   for (size_t i = 0; i < tokens.size(); ++i) {
     if (tokens[i].var && tokens[i].pre == 0 && tokens[i].suf == 0) continue;  // bare <*>
     ++positions;
-    const uint64_t key =
-        tokens[i].var ? posting_key(i, masked(tokens[i])) : posting_key(i, tokens[i].raw);
-    const auto it = leaf.postings.find(key);
-    if (it != leaf.postings.end()) lists.emplace_back(it->second.size(), &it->second);
+    const uint32_t key = tokens[i].var ? posting_key(leaf_id, i, masked(tokens[i]))
+                                       : posting_key(leaf_id, i, tokens[i].raw);
+    if (const Posting* p = find_posting(key, false)) lists.emplace_back(p->count, p->head);
   }
   if (t == 0) {  // every position may be both-variable: no bound
     candidates_ = leaf.clusters;
@@ -278,8 +315,10 @@ void Drain::candidates(Node& leaf, const std::vector<Token>& tokens) {
   if (seen_.size() < clusters_.size()) seen_.resize(clusters_.size(), 0);
   ++stamp_;
   for (size_t k = 0; k < take - missing && k < lists.size(); ++k)
-    for (uint32_t c : *lists[k].second)
+    for (uint32_t e = lists[k].second; e != UINT32_MAX; e = posting_links_[e].next) {
+      const uint32_t c = posting_links_[e].cluster;
       if (seen_[c] != stamp_) seen_[c] = stamp_, candidates_.push_back(c);
+    }
   std::sort(candidates_.begin(), candidates_.end());
 }
 

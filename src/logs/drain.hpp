@@ -71,6 +71,10 @@ class Drain {
   uint32_t add(const std::vector<Token>& tokens);
   uint32_t add(std::string_view content);
 
+  // Frees the leaves' postings once no more messages come (mining is over): later adds
+  // still work, comparing with every cluster of a leaf.
+  void release_index();
+
   size_t cluster_count() const { return clusters_.size(); }
   const std::vector<std::string>& template_tokens(uint32_t c) const { return clusters_[c].tokens; }
   std::string template_text(uint32_t c) const;
@@ -89,32 +93,44 @@ class Drain {
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
   // A leaf with many clusters (logs of mostly unique tokens) indexes them by their
-  // constant tokens: (position, token) -> clusters. Only clusters sharing one of the
+  // constant tokens: (leaf, position, token) -> clusters. Only clusters sharing one of the
   // message's rarest tokens can reach the threshold (prefix filtering), so a message is
   // compared with those, not with every cluster of the leaf.
-  // Keyed by a hash of (position, token): a collision only adds a candidate, and every
-  // candidate's similarity is computed exactly.
-  using Postings = std::unordered_map<uint64_t, std::vector<uint32_t>>;
+  // Keyed by a hash of (leaf, position, token): a collision only adds a candidate, and
+  // every candidate's similarity is computed exactly. One open-addressing table for all
+  // leaves and the lists linked through one array: a few bytes per posting, not a map
+  // node and a vector each (400 000 word-salad templates made 8 postings each).
+  struct Posting {
+    uint32_t key = 0;            // 32 bits of the key's hash; its low bits pick the slot
+    uint32_t head = UINT32_MAX;  // into posting_links_; UINT32_MAX = empty slot
+    uint32_t count = 0;
+  };
+  struct PostingLink {
+    uint32_t cluster = 0, next = UINT32_MAX;
+  };
   struct Node {
     std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> children;
     std::vector<uint32_t> clusters;
-    Postings postings;  // built once the leaf has kIndexFrom clusters
-    bool indexed = false;
+    bool indexed = false;  // postings built (once the leaf has kIndexFrom clusters)
   };
   struct Cluster {
     std::vector<std::string> tokens;
     uint64_t size = 0;
   };
   uint32_t leaf_for(const std::vector<Token>& tokens, bool create);
-  void index_cluster(Node& leaf, uint32_t c);
-  void candidates(Node& leaf, const std::vector<Token>& tokens);
-  static uint64_t posting_key(size_t position, std::string_view token);
+  void index_cluster(uint32_t leaf, uint32_t c);
+  void candidates(uint32_t leaf, const std::vector<Token>& tokens);
+  static uint32_t posting_key(uint32_t leaf, size_t position, std::string_view token);
+  Posting* find_posting(uint32_t key, bool create);
 
   DrainOptions options_;
   TokenMasks masks_;
   std::vector<Node> nodes_;
   std::vector<uint32_t> by_length_;  // token count -> node (0 = none; node 0 is unused)
   std::vector<Cluster> clusters_;
+  std::vector<Posting> postings_;  // power-of-two size, at most 3/4 full
+  size_t postings_used_ = 0;
+  std::vector<PostingLink> posting_links_;
   std::vector<Token> scratch_;
   std::vector<uint32_t> candidates_, seen_;  // seen_[c]: the message that last listed c
   uint32_t stamp_ = 0;

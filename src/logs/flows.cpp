@@ -62,10 +62,15 @@ void collect_flows(const LogSet& logs, Grouping& g, FlowSet& out) {
     }
     ++sizes[flow_of_root[root]];
   }
-  for (size_t f = 0; f < out.flows.size(); ++f) out.flows[f].records.reserve(sizes[f]);
+  // One flat array: each flow's records are a span of it, filled in record order.
+  std::vector<uint64_t> fill(out.flows.size() + 1, 0);
+  for (size_t f = 0; f < out.flows.size(); ++f) fill[f + 1] = fill[f] + sizes[f];
+  out.record_ids.resize(fill.back());
+  for (size_t f = 0; f < out.flows.size(); ++f)
+    out.flows[f].records = std::span<uint32_t>(out.record_ids.data() + fill[f], sizes[f]);
   for (size_t r = 0; r < logs.records.size(); ++r) {
     if (g.key[r] == kNone) continue;
-    out.flows[flow_of_root[g.uf.find(g.key[r])]].records.push_back(static_cast<uint32_t>(r));
+    out.record_ids[fill[flow_of_root[g.uf.find(g.key[r])]]++] = static_cast<uint32_t>(r);
     ++out.records_in_flows;
   }
 }
@@ -226,6 +231,7 @@ FlowSet build_flows(const LogSet& logs, const FlowOptions& options) {
   if (options.by_thread || (options.id_regex.empty() && out.id_slots.empty()))
     group_by_thread(logs, out, groups);
   collect_flows(logs, groups, out);
+  out.id_texts = std::move(groups.owned);  // the flows view into them
   FlowOrder{logs}(out.flows);
   count_edges(logs, out);
   summarize_flows(logs, out);

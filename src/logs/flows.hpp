@@ -23,7 +23,10 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "logs/log_set.hpp"
@@ -47,9 +50,11 @@ struct IdSlot {
   uint64_t records = 0, distinct = 0, recurring = 0;
 };
 
+// Flows hold views, not copies (a log of unique request ids has a flow per line): the id
+// into the LogSet's texts (or FlowSet::id_texts), the records into FlowSet::record_ids.
 struct Flow {
-  std::string id;                 // the identifier value of its first record
-  std::vector<uint32_t> records;  // by (time, file, line)
+  std::string_view id;          // the identifier value of its first record
+  std::span<uint32_t> records;  // by (time, file, line)
   int64_t start = 0, end = 0;
   uint32_t node_count = 0;
   uint32_t signature = 0;  // index into FlowSet::signatures
@@ -70,11 +75,19 @@ struct FlowSignature {
 };
 
 struct FlowSet {
+  FlowSet() = default;
+  FlowSet(FlowSet&&) = default;
+  FlowSet& operator=(FlowSet&&) = default;
+  FlowSet(const FlowSet&) = delete;  // flows view into record_ids
+  FlowSet& operator=(const FlowSet&) = delete;
+
   // "auto", "shape" (sampled log: slots by the shape of their values), "regex", "thread"
   // or "none"
   std::string id_source;
   std::vector<IdSlot> id_slots;
   std::vector<Flow> flows;                // by first record
+  std::vector<uint32_t> record_ids;       // the flows' records, flow after flow
+  std::deque<std::string> id_texts;       // ids made here (node/thread), not in the logs
   std::vector<FlowEdge> edges;            // by count, descending
   std::vector<FlowSignature> signatures;  // by count, descending
   uint64_t records_in_flows = 0, records_without_id = 0, multi_id_records = 0;
@@ -89,6 +102,7 @@ struct FlowSet {
 // number with separators (IP, date, time, version, decimal) nor a host:port address.
 bool id_like(std::string_view v);
 
+// The flows' ids view into `logs`, which must outlive them.
 FlowSet build_flows(const LogSet& logs, const FlowOptions& options);
 
 }  // namespace snailtrail::logs

@@ -66,7 +66,7 @@ namespace {
 // Pass 1: every id-like parameter value, the template slots it occurs in (a slot is a
 // (template, parameter position)), and the values of each record.
 struct ParamValue {
-  uint64_t records = 0;
+  uint32_t records = 0;  // a record index is 32-bit: 12 bytes a value, not 16
   uint32_t first_cluster = kNone;
   bool multi_cluster = false;
 };
@@ -80,15 +80,44 @@ struct ValueCensus {
   std::vector<uint32_t> slot_base;  // per template: its first slot; [clusters] = all slots
   std::vector<ParamValue> values;
   std::vector<std::string_view> value_text;
-  std::vector<uint64_t> rec_begin;                           // per record: into rec_values
-  std::vector<std::pair<uint32_t, uint32_t>> rec_values;     // (value, slot)
-  std::unordered_map<std::string_view, uint32_t> value_ids;  // text -> value
-  std::vector<uint32_t> slot_begin, value_slots;             // per value: its distinct slots (flat)
+  std::vector<uint64_t> rec_begin;                        // per record: into rec_values
+  std::vector<std::pair<uint32_t, uint32_t>> rec_values;  // (value, slot)
+  // text -> value: open addressing over value indices + 1 (0 = empty), at most half full;
+  // a map node per value was most of `flows`' memory on logs of unique tokens.
+  std::vector<uint32_t> value_table;
+  uint32_t intern(std::string_view v);
+  uint32_t id_of_last() const { return static_cast<uint32_t>(value_text.size() - 1); }
+  std::vector<uint32_t> slot_begin, value_slots;  // per value: its distinct slots (flat)
   size_t slots() const { return slot_base.back(); }
   SlotRange slots_of(size_t v) const {
     return {value_slots.data() + slot_begin[v], value_slots.data() + slot_begin[v + 1]};
   }
 };
+
+uint32_t ValueCensus::intern(std::string_view v) {
+  if ((value_text.size() + 1) * 2 > value_table.size()) {
+    std::vector<uint32_t> table(std::max<size_t>(1024, value_table.size() * 2), 0);
+    const size_t mask = table.size() - 1;
+    for (uint32_t id : value_table) {
+      if (id == 0) continue;
+      size_t i = std::hash<std::string_view>{}(value_text[id - 1]) & mask;
+      while (table[i] != 0) i = (i + 1) & mask;
+      table[i] = id;
+    }
+    value_table.swap(table);
+  }
+  const size_t mask = value_table.size() - 1;
+  for (size_t i = std::hash<std::string_view>{}(v)&mask;; i = (i + 1) & mask) {
+    const uint32_t id = value_table[i];
+    if (id == 0) {
+      value_table[i] = static_cast<uint32_t>(value_text.size() + 1);
+      values.emplace_back();
+      value_text.push_back(v);
+      return id_of_last();
+    }
+    if (value_text[id - 1] == v) return id - 1;
+  }
+}
 
 std::vector<uint32_t> slot_bases(const Drain& drain) {
   const size_t clusters = drain.cluster_count();
@@ -105,14 +134,26 @@ std::vector<uint32_t> slot_bases(const Drain& drain) {
 // Each value's distinct slots, from the (value, slot) pairs of the records: one flat
 // array, not a list per value (logs of mostly unique tokens have millions of values).
 void value_slot_lists(ValueCensus& vc) {
-  std::vector<std::pair<uint32_t, uint32_t>> pairs(vc.rec_values);
-  std::sort(pairs.begin(), pairs.end());
-  pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
-  vc.slot_begin.assign(vc.values.size() + 1, 0);
-  for (const auto& [v, s] : pairs) ++vc.slot_begin[v + 1];
-  for (size_t v = 0; v < vc.values.size(); ++v) vc.slot_begin[v + 1] += vc.slot_begin[v];
-  vc.value_slots.resize(pairs.size());
-  for (size_t k = 0; k < pairs.size(); ++k) vc.value_slots[k] = pairs[k].second;
+  const size_t n = vc.values.size();
+  vc.slot_begin.assign(n + 1, 0);
+  for (const auto& [v, s] : vc.rec_values) ++vc.slot_begin[v + 1];
+  for (size_t v = 0; v < n; ++v) vc.slot_begin[v + 1] += vc.slot_begin[v];
+  vc.value_slots.resize(vc.rec_values.size());  // counting sort by value, no copy of the pairs
+  for (const auto& [v, s] : vc.rec_values) vc.value_slots[vc.slot_begin[v]++] = s;
+  for (size_t v = n; v > 0; --v) vc.slot_begin[v] = vc.slot_begin[v - 1];
+  vc.slot_begin[0] = 0;
+  uint32_t out = 0;  // each value's slots sorted, duplicates dropped, compacted
+  for (size_t v = 0; v < n; ++v) {
+    uint32_t* b = vc.value_slots.data() + vc.slot_begin[v];
+    uint32_t* e = vc.value_slots.data() + vc.slot_begin[v + 1];
+    std::sort(b, e);
+    e = std::unique(b, e);
+    vc.slot_begin[v] = out;
+    for (uint32_t* p = b; p != e; ++p) vc.value_slots[out++] = *p;
+  }
+  vc.slot_begin[n] = out;
+  vc.value_slots.resize(out);
+  vc.value_slots.shrink_to_fit();
 }
 
 ValueCensus census_values(const LogSet& logs) {
@@ -128,20 +169,19 @@ ValueCensus census_values(const LogSet& logs) {
     for (size_t k = 0; k < params.size(); ++k) {
       const std::string_view v = params[k];
       if (!id_like(v)) continue;
-      auto [it, fresh] = vc.value_ids.try_emplace(v, static_cast<uint32_t>(vc.values.size()));
-      if (fresh) vc.values.emplace_back(), vc.value_text.push_back(v);
-      ParamValue& val = vc.values[it->second];
+      const uint32_t id = vc.intern(v);
+      ParamValue& val = vc.values[id];
       const uint32_t slot = vc.slot_base[rec.cluster] + static_cast<uint32_t>(k);
       // A value counts once per record.
       bool dup = false;
       for (uint64_t j = vc.rec_begin[r]; j < vc.rec_values.size(); ++j)
-        dup |= vc.rec_values[j].first == it->second;
+        dup |= vc.rec_values[j].first == id;
       if (!dup) ++val.records;
       if (val.first_cluster == kNone)
         val.first_cluster = rec.cluster;
       else if (val.first_cluster != rec.cluster)
         val.multi_cluster = true;
-      vc.rec_values.emplace_back(it->second, slot);
+      vc.rec_values.emplace_back(id, slot);
     }
     vc.rec_begin[r + 1] = vc.rec_values.size();
   }

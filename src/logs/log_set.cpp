@@ -1,6 +1,7 @@
 // Reading plain logs into records (log_set.hpp).
 #include "logs/log_set.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -58,7 +59,7 @@ class LogReader {
       presets_.push_back(LogFormat::compile(p.pattern, p.name));
   }
 
-  void read_file(uint32_t f);
+  void read_file(uint32_t f, std::istream& in);
   void put_diagnostics();
 
  private:
@@ -72,11 +73,12 @@ class LogReader {
   };
 
   std::optional<LogFormat> detect(std::string_view bytes) const;
+  void read_line(FileState& fs, LogFile& file, std::string_view line);
   bool screen_line(std::string_view& line, LineInfo& info);
   bool match_record(const FileState& fs, std::string_view line, LineInfo& info);
   bool other_preset_header(const LogFormat& format, std::string_view line);
   bool node_from_field(const LogFormat& format);
-  void add_record(FileState& fs, LineInfo& info, LogFile& file);
+  void add_record(FileState& fs, LineInfo& info, LogFile& file, std::string_view line);
 
   LogSet& set_;
   const LogOptions& options_;
@@ -91,34 +93,70 @@ class LogReader {
   HeaderMatch m_;  // the header of the line being read
 };
 
-void LogReader::read_file(uint32_t f) {
+// Complete lines ('\n'-terminated) that are not binary, up to `enough`.
+size_t head_lines(std::string_view bytes, size_t enough) {
+  size_t n = 0, pos = 0;
+  std::string_view line;
+  while (n < enough && next_line(bytes, pos, line) && pos <= bytes.size())
+    n += !is_binary_line(line);
+  return n;
+}
+
+// A file is read a chunk at a time; only the lines' records (and the text the options
+// keep) stay, so memory follows records and templates, not the file's size.
+void LogReader::read_file(uint32_t f, std::istream& in) {
   LogFile& file = set_.files[f];
+  const size_t chunk = std::max<size_t>(1, options_.read_chunk_bytes);
+  std::string buf;
+  bool eof = false;
+  auto fill = [&] {
+    const size_t old = buf.size();
+    buf.resize(old + chunk);
+    in.read(buf.data() + old, static_cast<std::streamsize>(chunk));
+    if (in.bad()) throw std::runtime_error(file.path + ": cannot read");
+    const size_t got = static_cast<size_t>(in.gcount());
+    buf.resize(old + got);
+    eof = got < chunk;
+  };
+  while (!eof && head_lines(buf, 200) < 200) fill();  // detection sees the first 200 lines
   FileState fs;
   fs.index = f;
   fs.format = given_;
   fs.detected = !given_;
-  if (!fs.format) fs.format = detect(file.bytes);
+  if (!fs.format) fs.format = detect(buf);
   file.format = fs.format ? fs.format->name() : "none";
   file.has_time = fs.format && !fs.format->time_fields().empty();
   if (!fs.format) ++cnt_.no_format;
   fs.node = node_ids_.get(base_name(file.path), set_.nodes);
 
   size_t pos = 0;
-  std::string_view line;
-  while (next_line(file.bytes, pos, line)) {
-    ++fs.line_no;
-    LineInfo info;
-    if (!screen_line(line, info)) {
-      file.lines.push_back(info);
-    } else if (match_record(fs, line, info)) {
-      add_record(fs, info, file);
-    } else {
-      ++cnt_.joined;
-      ++set_.records.back().extra_lines;
-      info.kind = LineKind::joined;
-      info.record = static_cast<uint32_t>(set_.records.size() - 1);
-      file.lines.push_back(info);
+  for (;;) {
+    const void* nl = std::memchr(buf.data() + pos, '\n', buf.size() - pos);
+    if (!nl && !eof) {  // an incomplete line: keep it, read on
+      buf.erase(0, pos);
+      pos = 0;
+      fill();
+      continue;
     }
+    std::string_view line;
+    if (!next_line(buf, pos, line)) break;
+    read_line(fs, file, line);
+  }
+}
+
+void LogReader::read_line(FileState& fs, LogFile& file, std::string_view line) {
+  ++fs.line_no;
+  LineInfo info;
+  if (!screen_line(line, info)) {
+    if (options_.line_kinds) file.lines.push_back(info);
+  } else if (match_record(fs, line, info)) {
+    add_record(fs, info, file, line);
+  } else {
+    ++cnt_.joined;
+    ++set_.records.back().extra_lines;
+    info.kind = LineKind::joined;
+    info.record = static_cast<uint32_t>(set_.records.size() - 1);
+    if (options_.line_kinds) file.lines.push_back(info);
   }
 }
 
@@ -210,7 +248,7 @@ bool LogReader::other_preset_header(const LogFormat& format, std::string_view li
 
 // The record of the header in m_: its time (the previous one's if it has none), node,
 // thread (interned per node) and template.
-void LogReader::add_record(FileState& fs, LineInfo& info, LogFile& file) {
+void LogReader::add_record(FileState& fs, LineInfo& info, LogFile& file, std::string_view line) {
   LogRecord r;
   r.file = fs.index;
   r.line = fs.line_no;
@@ -224,13 +262,20 @@ void LogReader::add_record(FileState& fs, LineInfo& info, LogFile& file) {
   auto [it, fresh] = thread_ids_.try_emplace(key_, static_cast<uint32_t>(set_.threads.size()));
   if (fresh) set_.threads.emplace_back(r.node, std::string(m_.thread));
   r.thread = it->second;
-  r.content = m_.content;
-  if (!tokenize(r.content, tokens_, options_.drain.max_tokens, &set_.drain.masks()))
+  if (!tokenize(m_.content, tokens_, options_.drain.max_tokens, &set_.drain.masks()))
     ++cnt_.too_many_tokens;
   r.cluster = set_.drain.add(tokens_);
+  if (options_.keep != KeepText::none) {
+    const bool inside = m_.content.data() >= line.data() &&
+                        m_.content.data() + m_.content.size() <= line.data() + line.size();
+    const size_t header = inside && options_.keep == KeepText::whole_lines
+                              ? static_cast<size_t>(m_.content.data() - line.data())
+                              : 0;
+    r.content = file.text.add(line.substr(0, header), m_.content);
+  }
   if (info.kind != LineKind::no_header) info.kind = LineKind::record;
   info.record = static_cast<uint32_t>(set_.records.size());
-  file.lines.push_back(info);
+  if (options_.line_kinds) file.lines.push_back(info);
   set_.records.push_back(r);
   fs.have_record = true;
 }
@@ -296,45 +341,58 @@ bool is_valid_utf8(std::string_view s) {
   return true;
 }
 
+std::string_view TextArena::add(std::string_view header, std::string_view content) {
+  const uint32_t h = static_cast<uint32_t>(header.size());
+  const size_t need = header.size() + content.size() + sizeof h;
+  if (used_ + need > capacity_) {
+    capacity_ = std::max(kBlock, need);
+    blocks_.push_back(std::make_unique_for_overwrite<char[]>(capacity_));
+    used_ = 0;
+  }
+  char* at = blocks_.back().get() + used_;
+  if (!header.empty()) std::memcpy(at, header.data(), header.size());
+  if (!content.empty()) std::memcpy(at + header.size(), content.data(), content.size());
+  std::memcpy(at + header.size() + content.size(), &h, sizeof h);
+  used_ += need;
+  return {at + header.size(), content.size()};
+}
+
+uint32_t TextArena::header_size(std::string_view content) {
+  uint32_t h;
+  std::memcpy(&h, content.data() + content.size(), sizeof h);
+  return h;
+}
+
 LogSet parse_logs(std::vector<std::pair<std::string, std::string>> inputs,
                   const LogOptions& options) {
   LogSet set;
   set.drain = Drain(options.drain);
-  set.files.resize(inputs.size());  // never moved again: records point into their bytes
-  for (size_t f = 0; f < inputs.size(); ++f) {
-    set.files[f].path = std::move(inputs[f].first);
-    set.files[f].bytes = std::move(inputs[f].second);
-  }
+  set.files.resize(inputs.size());
   LogReader reader(set, options);
-  for (uint32_t f = 0; f < set.files.size(); ++f) reader.read_file(f);
+  for (uint32_t f = 0; f < inputs.size(); ++f) {
+    set.files[f].path = std::move(inputs[f].first);
+    std::istringstream in(std::move(inputs[f].second));
+    reader.read_file(f, in);
+  }
   reader.put_diagnostics();
+  set.drain.release_index();  // no more messages: flows need the templates, not the index
   return set;
 }
 
 LogSet read_logs(const std::vector<std::string>& paths, const LogOptions& options) {
-  std::vector<std::pair<std::string, std::string>> inputs;
-  for (const std::string& p : paths) {
-    std::ifstream in(p, std::ios::binary);
-    if (!in) throw std::runtime_error(p + ": cannot open: " + std::strerror(errno));
-    std::string bytes;
-    in.seekg(0, std::ios::end);
-    const std::streamoff size = in.tellg();
-    if (size > 0) {
-      bytes.resize(static_cast<size_t>(size));
-      in.seekg(0);
-      in.read(bytes.data(), size);
-      bytes.resize(static_cast<size_t>(in.gcount()));
-    } else {
-      in.clear();
-      in.seekg(0);
-      std::ostringstream s;
-      s << in.rdbuf();
-      bytes = s.str();
-    }
-    if (in.bad()) throw std::runtime_error(p + ": cannot read");
-    inputs.emplace_back(p, std::move(bytes));
+  LogSet set;
+  set.drain = Drain(options.drain);
+  set.files.resize(paths.size());
+  LogReader reader(set, options);
+  for (uint32_t f = 0; f < paths.size(); ++f) {
+    std::ifstream in(paths[f], std::ios::binary);
+    if (!in) throw std::runtime_error(paths[f] + ": cannot open: " + std::strerror(errno));
+    set.files[f].path = paths[f];
+    reader.read_file(f, in);
   }
-  return parse_logs(std::move(inputs), options);
+  reader.put_diagnostics();
+  set.drain.release_index();  // no more messages: flows need the templates, not the index
+  return set;
 }
 
 }  // namespace snailtrail::logs

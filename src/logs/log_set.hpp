@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -20,6 +21,11 @@
 
 namespace snailtrail::logs {
 
+// What the reader keeps of each record's text (files are read in chunks, never whole):
+// the whole first line (for --id, which searches header fields too), only the message
+// (for parameters and identifiers), or nothing (template counts only).
+enum class KeepText : uint8_t { whole_lines, messages, none };
+
 struct LogOptions {
   std::string format;  // preset name or pattern; empty = detect per file
   // A header field whose text names the node (e.g. Component, Logrecord); empty = the
@@ -27,6 +33,9 @@ struct LogOptions {
   std::string node_field;
   DrainOptions drain;
   size_t max_line_bytes = 64 * 1024;  // longer lines: the message is cut for mining
+  KeepText keep = KeepText::whole_lines;
+  bool line_kinds = true;             // fill LogFile::lines (per-line output; 8 bytes a line)
+  size_t read_chunk_bytes = 1 << 20;  // bytes read at a time (tests make it tiny)
 };
 
 struct LogRecord {
@@ -37,7 +46,21 @@ struct LogRecord {
   uint32_t node = 0;         // index into LogSet::nodes
   uint32_t cluster = 0;      // template
   int64_t ts = 0;            // ns since the epoch (the line number if the file has no time)
-  std::string_view content;  // the message (first line), into LogFile::bytes
+  std::string_view content;  // the message (first line), into LogFile::text; empty if not kept
+};
+
+// The kept texts of a file's records, in blocks that never move (records view into them).
+// Each text is followed by the length of its header (4 bytes), for LogSet::whole_line.
+class TextArena {
+ public:
+  // Stores header + content; returns the view of the content.
+  std::string_view add(std::string_view header, std::string_view content);
+  static uint32_t header_size(std::string_view content);
+
+ private:
+  static constexpr size_t kBlock = 1 << 20;
+  std::vector<std::unique_ptr<char[]>> blocks_;
+  size_t used_ = 0, capacity_ = 0;
 };
 
 // What became of each input line, for per-line output.
@@ -49,10 +72,10 @@ struct LineInfo {
 
 struct LogFile {
   std::string path;
-  std::string bytes;
+  TextArena text;
   std::string format;  // the format used ("none" if no header was found)
   bool has_time = false;
-  std::vector<LineInfo> lines;
+  std::vector<LineInfo> lines;  // empty unless LogOptions::line_kinds
 };
 
 struct LogSet {
@@ -63,13 +86,12 @@ struct LogSet {
   Drain drain;
   std::vector<std::pair<std::string, uint64_t>> diagnostics;  // kind -> count, nonzero only
 
-  // A record's whole first line, header included (the message runs to the line's end).
+  // A record's whole first line, header included (the message runs to the line's end);
+  // only the message if the reader kept only messages (LogOptions::keep).
   std::string_view whole_line(const LogRecord& r) const {
-    const std::string& b = files[r.file].bytes;
-    const size_t end = static_cast<size_t>(r.content.data() - b.data()) + r.content.size();
-    const size_t nl = std::string_view(b).rfind('\n', end == 0 ? 0 : end - 1);
-    const size_t begin = nl == std::string_view::npos || nl >= end ? 0 : nl + 1;
-    return std::string_view(b).substr(begin, end - begin);
+    if (r.content.data() == nullptr) return {};
+    const uint32_t h = TextArena::header_size(r.content);
+    return {r.content.data() - h, h + r.content.size()};
   }
 
   // The message tokens of a record (into `scratch`), as the miner saw them.

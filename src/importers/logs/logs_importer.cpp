@@ -154,6 +154,8 @@ Trace read_logs_trace(const std::string& path, const ImportOptions& options) {
   }
   logs::LogOptions lo;
   lo.format = options.log_format;
+  lo.keep = options.log_id.empty() ? logs::KeepText::messages : logs::KeepText::whole_lines;
+  lo.line_kinds = false;
   logs::LogSet set;
   try {
     set = logs::read_logs(files, lo);
