@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 #include <tuple>
@@ -315,6 +316,50 @@ TEST_F(KernelCtf, EmptyStreamFileIsNamed) {
   std::string out, err;
   ASSERT_EQ(run({"kernel", "threads", ctf}, &out, &err), 0) << err;
   EXPECT_NE(err.find("warning: " + streams[1].string() + " is empty"), std::string::npos) << err;
+}
+
+// Found by fuzz/fuzz_ctf.cpp: babeltrace2 2.0 aborts the process (an assertion in its
+// CTF message iterator) on a packet whose content_size reads as >= 2^63. The reader runs
+// babeltrace2 in a child process: the damage is an error naming the trace, not a crash.
+TEST_F(KernelCtf, DamagedPacketContextIsAnErrorNotACrash) {
+  need_ctf();
+  const std::string ctf = write_ctf(irq_scenario().spec, "damaged", false);
+  fs::path stream;
+  for (const auto& e : fs::directory_iterator(ctf))
+    if (e.path().filename() != "metadata") stream = e.path();
+  ASSERT_FALSE(stream.empty());
+  // One packet per stream file: its context's packet_size (bits) is the file's size;
+  // content_size follows it. Make content_size 2^64 - 2.
+  std::string bytes;
+  {
+    std::ifstream in(stream, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const uint64_t bits = bytes.size() * 8;
+  const std::string packet_size(reinterpret_cast<const char*>(&bits), 8);
+  const size_t at = bytes.find(packet_size);
+  ASSERT_LT(at, 64u) << "no packet_size in the packet context";
+  const uint64_t huge = ~uint64_t{1};
+  bytes.replace(at + 8, 8, std::string(reinterpret_cast<const char*>(&huge), 8));
+  std::ofstream(stream, std::ios::binary | std::ios::trunc) << bytes;
+  try {
+    kernel::read_lttng_ctf(ctf);
+    FAIL() << "expected an error";
+  } catch (const TraceError& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind(ctf + ": read: babeltrace2 stopped on a damaged trace", 0), 0u) << what;
+  }
+  std::string out, err;
+  EXPECT_EQ(run({"kernel", "threads", ctf}, &out, &err), 1) << out;
+  EXPECT_NE(err.find("damaged trace"), std::string::npos) << err;
+  // Errors babeltrace2 reports itself still come through with their text.
+  std::ofstream(fs::path(ctf) / "metadata", std::ios::trunc) << "/* CTF 1.8 */\ntrace {";
+  try {
+    kernel::read_lttng_ctf(ctf);
+    FAIL() << "expected an error";
+  } catch (const TraceError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(ctf + ": ", 0), 0u) << e.what();
+  }
 }
 
 TEST_F(KernelCtf, AnalyzeTakesACtfDirectory) {
