@@ -9,14 +9,19 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <map>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "kernel/critical_path.hpp"
+#include "kernel/load.hpp"
 #include "kernel/lttng_ctf.hpp"
 #include "kernel/model.hpp"
 #include "kernel/perf_script.hpp"
+#include "kernel/perf_stream.hpp"
+#include "kernel/to_trace.hpp"
 #include "kernel_dual_text.hpp"
 #include "process_util.hpp"
 #include "trace/trace.hpp"
@@ -153,6 +158,78 @@ TEST(KernelIrq, LabelsOfEveryContext) {
   EXPECT_EQ(kernel::irq_label(strings, {}), "");
 }
 
+// irq_scenario, plus C(300) woken from the NET_RX softirq (a packet received in it) and
+// D(400) woken by an hrtimer, on CPU 2.
+DualText every_interrupt_scenario() {
+  DualText d = irq_scenario();
+  d.name(300, "rx");
+  d.name(400, "sleeper");
+  d.sched_switch(2, us(61), 0, "R", 300);
+  d.sched_switch(2, us(62), 300, "S", 400);
+  d.sched_switch(2, us(63), 400, "S", 0);
+  d.softirq_entry(2, us(70), 0, 3);
+  d.net_receive(2, us(70), 0);
+  d.waking(2, us(70), 0, 300, 2);
+  d.softirq_exit(2, us(70), 0, 3);
+  d.hrtimer_entry(2, us(75), 0);
+  d.waking(2, us(75), 0, 400, 2);
+  d.hrtimer_exit(2, us(75), 0);
+  d.sched_switch(2, us(76), 0, "R", 300);
+  d.sched_switch(2, us(80), 300, "S", 400);
+  d.sched_switch(2, us(90), 400, "S", 0);
+  return d;
+}
+
+// Who woke whom, as analyze sees it: (sender's worker name, receiver's, receive time in us).
+using Wake = std::tuple<std::string, std::string, int64_t>;
+std::vector<Wake> wakeups(const Trace& t) {
+  std::vector<Wake> out;
+  for (const Event& e : t.events)
+    if (e.kind == EventKind::recv)
+      out.emplace_back(t.worker_names.at(e.remote), t.worker_names.at(e.worker),
+                       (e.ts - kBase) / 1000);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+const std::vector<Wake> kEveryWakeup = {
+    {"[interrupt: irq 16 (nvme0q16)]", "app:100", 20},
+    {"[interrupt: softirq TASKLET]", "helper:200", 40},
+    {"[network: softirq NET_RX]", "rx:300", 70},
+    {"[timer]", "sleeper:400", 75},  // an hrtimer: the cause says it all
+    {"helper:200", "app:100", 50},
+};
+
+// analyze, report and serve see a kernel trace through to_trace: the pseudo-workers that
+// send interrupt wake-ups name their IRQ or softirq, as `kernel critical-path` does.
+TEST(KernelIrq, AnalyzeNamesTheIrqOrSoftirqOfAWakeup) {
+  const DualText d = every_interrupt_scenario();
+  const Trace batch =
+      kernel::to_trace(kernel::build_model(kernel::parse_perf_script(d.text(), "s")));
+  EXPECT_EQ(wakeups(batch), kEveryWakeup);
+  // serve --follow reads the same text as a stream: the same names.
+  kernel::PerfSchedStream stream("s");
+  Trace streamed;
+  stream.feed(d.text(), streamed);
+  stream.finish(streamed);
+  EXPECT_EQ(wakeups(streamed), kEveryWakeup);
+  // Labels of the pseudo-workers, and their order (cause, then context).
+  kernel::StringTable strings;
+  const uint32_t ahci = strings.intern("ahci");
+  using kernel::IrqKind;
+  using kernel::WakeCause;
+  EXPECT_EQ(kernel::pseudo_worker_name({WakeCause::interrupt, {IrqKind::irq, 16, ahci}}, strings),
+            "[interrupt: irq 16 (ahci)]");
+  EXPECT_EQ(
+      kernel::pseudo_worker_name({WakeCause::block_device, {IrqKind::softirq, 4, 0}}, strings),
+      "[block_device: softirq BLOCK]");
+  EXPECT_EQ(kernel::pseudo_worker_name({WakeCause::interrupt, {}}, strings), "[interrupt]");
+  std::map<std::string, uint32_t> ids;
+  for (const auto& [w, name] : batch.worker_names) ids[name] = w;
+  EXPECT_LT(ids.at("[timer]"), ids.at("[network: softirq NET_RX]"));
+  EXPECT_LT(ids.at("[interrupt: irq 16 (nvme0q16)]"), ids.at("[interrupt: softirq TASKLET]"));
+}
+
 TEST_F(KernelCtf, PerfConvertedCtfReadsAsPerfScriptDoes) {
   need_ctf();
   const DualText d = irq_scenario();
@@ -241,6 +318,50 @@ TEST_F(KernelCtf, EmptyStreamFileIsNamed) {
   EXPECT_NE(err.find("warning: " + streams[1].string() + " is empty"), std::string::npos) << err;
 }
 
+// Found by fuzz/fuzz_ctf.cpp: babeltrace2 2.0 aborts the process (an assertion in its
+// CTF message iterator) on a packet whose content_size reads as >= 2^63. The reader runs
+// babeltrace2 in a child process: the damage is an error naming the trace, not a crash.
+TEST_F(KernelCtf, DamagedPacketContextIsAnErrorNotACrash) {
+  need_ctf();
+  const std::string ctf = write_ctf(irq_scenario().spec, "damaged", false);
+  fs::path stream;
+  for (const auto& e : fs::directory_iterator(ctf))
+    if (e.path().filename() != "metadata") stream = e.path();
+  ASSERT_FALSE(stream.empty());
+  // One packet per stream file: its context's packet_size (bits) is the file's size;
+  // content_size follows it. Make content_size 2^64 - 2.
+  std::string bytes;
+  {
+    std::ifstream in(stream, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const uint64_t bits = bytes.size() * 8;
+  const std::string packet_size(reinterpret_cast<const char*>(&bits), 8);
+  const size_t at = bytes.find(packet_size);
+  ASSERT_LT(at, 64u) << "no packet_size in the packet context";
+  const uint64_t huge = ~uint64_t{1};
+  bytes.replace(at + 8, 8, std::string(reinterpret_cast<const char*>(&huge), 8));
+  std::ofstream(stream, std::ios::binary | std::ios::trunc) << bytes;
+  try {
+    kernel::read_lttng_ctf(ctf);
+    FAIL() << "expected an error";
+  } catch (const TraceError& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind(ctf + ": read: babeltrace2 stopped on a damaged trace", 0), 0u) << what;
+  }
+  std::string out, err;
+  EXPECT_EQ(run({"kernel", "threads", ctf}, &out, &err), 1) << out;
+  EXPECT_NE(err.find("damaged trace"), std::string::npos) << err;
+  // Errors babeltrace2 reports itself still come through with their text.
+  std::ofstream(fs::path(ctf) / "metadata", std::ios::trunc) << "/* CTF 1.8 */\ntrace {";
+  try {
+    kernel::read_lttng_ctf(ctf);
+    FAIL() << "expected an error";
+  } catch (const TraceError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(ctf + ": ", 0), 0u) << e.what();
+  }
+}
+
 TEST_F(KernelCtf, AnalyzeTakesACtfDirectory) {
   need_ctf();
   const DualText d = irq_scenario();
@@ -254,6 +375,17 @@ TEST_F(KernelCtf, AnalyzeTakesACtfDirectory) {
     simdjson::dom::element doc;
     ASSERT_EQ(parser.parse(out.substr(0, out.find('\n'))).get(doc), simdjson::SUCCESS) << out;
     EXPECT_NE(out.find("app"), std::string::npos) << out;
+  }
+  // perf script text and both CTF shapes name the IRQs and softirqs of wake-ups alike.
+  const DualText every = every_interrupt_scenario();
+  const std::string text_file = (dir_ / "every.txt").string();
+  std::ofstream(text_file) << every.text();
+  for (const std::string& trace : {text_file, write_ctf(every.perf_spec, "every-perf", true),
+                                   write_ctf(every.spec, "every-lttng", false)}) {
+    EXPECT_EQ(wakeups(kernel::to_trace(kernel::load_kernel_model(trace))), kEveryWakeup) << trace;
+    std::string out, err;
+    ASSERT_EQ(run({"analyze", trace, "--format", "jsonl"}, &out, &err), 0) << trace << err;
+    EXPECT_NE(out.find("[interrupt: irq 16 (nvme0q16)]"), std::string::npos) << trace << out;
   }
   // A session directory (kernel/ below it) is a CTF directory too.
   fs::create_directories(dir_ / "session");

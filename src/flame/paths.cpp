@@ -163,10 +163,22 @@ PathSet collect_paths(const SampleSet& set, const std::vector<double>& weights,
     const std::vector<uint32_t>& pre = ps.prefixes[p.prefix];
     return Seq{pre.data(), b, pre.size(), static_cast<size_t>(e - b), p.leaf, ps.frame_name.data()};
   };
+  // Rank of each stack frame, so that paths under one prefix (the common case: all of
+  // them) compare their stacks in a tight loop; the general walk finishes the rest.
+  std::vector<uint32_t> frame_rank(ps.frame_name.size());
+  for (size_t f = 0; f < frame_rank.size(); ++f) frame_rank[f] = ps.rank[ps.frame_name[f]];
   std::sort(ps.paths.begin(), ps.paths.end(), [&](const auto& pa, const auto& pb) {
     const Seq a = seq(pa), b = seq(pb);
+    size_t i = 0;
+    if (pa.prefix == pb.prefix) {
+      const size_t common = std::min(a.nstack, b.nstack);
+      size_t k = 0;
+      while (k < common && frame_rank[a.stack[k]] == frame_rank[b.stack[k]]) ++k;
+      if (k < common) return frame_rank[a.stack[k]] < frame_rank[b.stack[k]];
+      i = a.npre + common;
+    }
     const size_t na = a.size(), nb = b.size();
-    for (size_t i = 0; i < na && i < nb; ++i) {
+    for (; i < na && i < nb; ++i) {
       const uint32_t ra = ps.rank[a.at(i)], rb = ps.rank[b.at(i)];
       if (ra != rb) return ra < rb;
     }

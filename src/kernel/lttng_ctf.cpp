@@ -33,7 +33,7 @@ namespace snailtrail::kernel {
 bool have_lttng_reader() {
   return false;
 }
-KernelEvents read_lttng_ctf(const std::string& path) {
+KernelEvents read_lttng_ctf_in_process(const std::string& path) {
   throw TraceError(path, "open",
                    "this build has no LTTng CTF reader (install libbabeltrace2-dev, rebuild)");
 }
@@ -441,7 +441,7 @@ void read_one_trace(const std::string& trace, Sink& sink) {
 
 }  // namespace
 
-KernelEvents read_lttng_ctf(const std::string& path) {
+KernelEvents read_lttng_ctf_in_process(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::is_directory(path, ec))

@@ -29,6 +29,14 @@ bool have_lttng_reader();
 // (`lttng.missing_field`), stream files of 0 bytes are counted (`lttng.empty_stream`) and
 // named in `warnings`. A trace without any event the model uses is refused (TraceError
 // naming the event classes it holds).
+//
+// The trace is read in a child process (ctf_child.cpp): babeltrace2 2.0 aborts the process
+// on some damaged stream files instead of returning an error (an assertion on a packet
+// context's content_size >= 2^63, found by fuzz/fuzz_ctf.cpp), and bad input must never
+// crash snailtrail. A child that dies is a TraceError naming the path and the signal.
 KernelEvents read_lttng_ctf(const std::string& path);
+
+// The same, in this process (a damaged trace may abort it): for the child and fuzz_ctf.
+KernelEvents read_lttng_ctf_in_process(const std::string& path);
 
 }  // namespace snailtrail::kernel

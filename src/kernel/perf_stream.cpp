@@ -93,12 +93,12 @@ uint32_t PerfSchedStream::worker_of_thread(int32_t thread, Trace& out) {
   return static_cast<uint32_t>(w);
 }
 
-uint32_t PerfSchedStream::worker_of_cause(WakeCause c, Trace& out) {
-  for (const auto& [cause, w] : pseudo_)
-    if (cause == c) return w;
+uint32_t PerfSchedStream::worker_of_cause(const PseudoKey& key, Trace& out) {
+  for (const auto& [k, w] : pseudo_)  // a handful: one per cause and IRQ or softirq
+    if (k == key) return w;
   const uint32_t w = next_worker_++;
-  pseudo_.emplace_back(c, w);
-  out.worker_names[w] = "[" + std::string(name_of(c)) + "]";
+  pseudo_.emplace_back(key, w);
+  out.worker_names[w] = pseudo_worker_name(key, lines_.events().strings);
   Event s;  // busy with io over the whole trace, as in to_trace
   s.worker = w;
   s.ts = model_.model().begin;
@@ -141,7 +141,7 @@ void PerfSchedStream::emit(Trace& out) {
         snd.worker = worker_of_thread(iv.waker, out);
         pending_sends_[iv.waker].push_back(snd);
       } else {
-        snd.worker = worker_of_cause(iv.cause, out);
+        snd.worker = worker_of_cause({iv.cause, iv.irq}, out);
         pseudo_sends.push_back(snd);
       }
       rcv.remote = snd.worker;

@@ -3,7 +3,8 @@
 // parsed as they complete, fed to the incremental thread-state model (ModelBuilder), and
 // every interval the model closes becomes events at once, with the same mapping as
 // to_trace (threads = workers, running = processing per comm, preempted = scheduling,
-// blocked = waiting, wake-ups = control messages from the waker or a pseudo-worker).
+// blocked = waiting, wake-ups = control messages from the waker or a pseudo-worker named
+// by its cause and interrupt).
 //
 // Differences from the batch importer (to_trace on the whole model), all documented:
 // worker ids follow first appearance (names are the same), a thread keeps the comm it
@@ -21,6 +22,7 @@
 
 #include "kernel/model.hpp"
 #include "kernel/perf_script.hpp"
+#include "kernel/to_trace.hpp"
 #include "trace/trace.hpp"
 
 namespace snailtrail::kernel {
@@ -42,7 +44,7 @@ class PerfSchedStream {
   void step_events();
   void emit(Trace& out);
   uint32_t worker_of_thread(int32_t thread, Trace& out);
-  uint32_t worker_of_cause(WakeCause c, Trace& out);
+  uint32_t worker_of_cause(const PseudoKey& key, Trace& out);
 
   PerfScriptLines lines_;
   ModelBuilder model_;
@@ -53,7 +55,7 @@ class PerfSchedStream {
   std::vector<size_t> emitted_;            // per thread: intervals already turned to events
   std::vector<int64_t> worker_of_thread_;  // per thread: worker id, -1 before its first
   std::unordered_map<uint32_t, uint32_t> op_of_comm_;
-  std::vector<std::pair<WakeCause, uint32_t>> pseudo_;  // cause -> worker id
+  std::vector<std::pair<PseudoKey, uint32_t>> pseudo_;  // cause, interrupt -> worker id
   uint32_t next_worker_ = 0;
   int64_t correlator_ = 0;
   std::vector<std::vector<Event>> pending_sends_;  // per thread: sends not yet placed

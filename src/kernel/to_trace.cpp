@@ -2,6 +2,7 @@
 #include "kernel/to_trace.hpp"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <unordered_map>
 
@@ -31,17 +32,36 @@ std::pair<Event, Event> interval_events(const Interval& iv, uint32_t w, uint32_t
   return {s, e};
 }
 
+std::string pseudo_worker_name(const PseudoKey& k, const StringTable& strings) {
+  const std::string irq = irq_label(strings, k.irq);
+  return "[" + std::string(name_of(k.cause)) + (irq.empty() ? "" : ": " + irq) + "]";
+}
+
 namespace {
 
-// Pseudo-workers after the threads, one per non-thread wake-up cause.
-constexpr WakeCause kPseudo[] = {WakeCause::timer, WakeCause::block_device, WakeCause::network,
-                                 WakeCause::interrupt};
-constexpr uint32_t kPseudoCount = 4;
+// Pseudo-workers after the threads, one per (non-thread cause, interrupt context), in
+// PseudoKey order.
+using PseudoWorkers = std::map<PseudoKey, uint32_t>;
 
-uint32_t pseudo_index(WakeCause c) {
-  for (uint32_t k = 0; k < kPseudoCount; ++k)
-    if (kPseudo[k] == c) return k;
-  return 0;
+PseudoKey pseudo_key(const Interval& iv) {
+  return {iv.cause, iv.irq};
+}
+
+bool from_pseudo_worker(const Interval& iv, uint32_t nthreads) {
+  if (iv.state != ThreadState::blocked || iv.cause == WakeCause::none) return false;
+  if (iv.cause == WakeCause::thread) return false;
+  return !(iv.cause == WakeCause::network && iv.waker >= 0 &&
+           static_cast<uint32_t>(iv.waker) < nthreads && iv.sent <= iv.end);
+}
+
+PseudoWorkers number_pseudo_workers(const KernelModel& m, uint32_t nthreads) {
+  PseudoWorkers ids;
+  for (const Thread& t : m.threads)
+    for (const Interval& iv : t.intervals)
+      if (from_pseudo_worker(iv, nthreads)) ids.emplace(pseudo_key(iv), 0);
+  uint32_t next = nthreads;
+  for (auto& [key, id] : ids) id = next++;
+  return ids;
 }
 
 // The message that ended a wait: from its waker (a thread, the sender of a packet, or
@@ -53,24 +73,22 @@ struct Wakeup {
 };
 
 // nullopt for intervals that are no wait or whose end we cannot draw as a message.
-std::optional<Wakeup> wakeup_of(const Interval& iv, uint32_t nthreads, bool* pseudo_used) {
+std::optional<Wakeup> wakeup_of(const Interval& iv, uint32_t nthreads,
+                                const PseudoWorkers& pseudo) {
   if (iv.state != ThreadState::blocked || iv.cause == WakeCause::none) return std::nullopt;
   Wakeup w;
   w.sent_at = iv.end;
-  if (iv.cause == WakeCause::network && iv.waker >= 0 &&
-      static_cast<uint32_t>(iv.waker) < nthreads && iv.sent <= iv.end) {
+  if (from_pseudo_worker(iv, nthreads)) {
+    w.from = pseudo.at(pseudo_key(iv));
+  } else if (iv.cause == WakeCause::network) {
     // A packet whose sender is known: a data message from the sending thread, sent
     // when the packet left, received at the wake-up (across hosts too).
     w.from = static_cast<uint32_t>(iv.waker);
     w.sent_at = iv.sent;
     w.message = ActivityType::data_message;
-  } else if (iv.cause == WakeCause::thread) {
+  } else {
     if (iv.waker < 0 || static_cast<uint32_t>(iv.waker) >= nthreads) return std::nullopt;
     w.from = static_cast<uint32_t>(iv.waker);
-  } else {
-    const uint32_t k = pseudo_index(iv.cause);
-    w.from = nthreads + k;
-    pseudo_used[k] = true;
   }
   return w;
 }
@@ -94,13 +112,12 @@ std::pair<Event, Event> message_events(const Wakeup& w, uint32_t to, int64_t at,
   return {snd, rcv};
 }
 
-// The used pseudo-workers: named by their cause, busy (io) over the whole trace.
-void add_pseudo_workers(const KernelModel& m, uint32_t nthreads, const bool* pseudo_used,
-                        Trace& out, std::vector<Event>& ev) {
-  for (uint32_t k = 0; k < kPseudoCount; ++k) {
-    if (!pseudo_used[k]) continue;
-    const uint32_t w = nthreads + k;
-    out.worker_names[w] = "[" + std::string(name_of(kPseudo[k])) + "]";
+// The used pseudo-workers: named by their cause and interrupt, busy (io) over the whole
+// trace.
+void add_pseudo_workers(const KernelModel& m, const PseudoWorkers& pseudo, Trace& out,
+                        std::vector<Event>& ev) {
+  for (const auto& [key, w] : pseudo) {
+    out.worker_names[w] = pseudo_worker_name(key, m.strings);
     Event s;
     s.worker = w;
     s.ts = m.begin;
@@ -130,7 +147,7 @@ Trace to_trace(const KernelModel& m) {
   out.source = m.source;
   out.format = TraceFormat::snail;  // locations as "record N": there is no line per event
   const auto nthreads = static_cast<uint32_t>(m.threads.size());
-  bool pseudo_used[kPseudoCount] = {false, false, false, false};
+  const PseudoWorkers pseudo = number_pseudo_workers(m, nthreads);
   std::unordered_map<uint32_t, uint32_t> op_of_comm;  // comm string id -> operator id
 
   std::vector<Event> ev;
@@ -149,7 +166,7 @@ Trace to_trace(const KernelModel& m) {
       const auto [s, e] = interval_events(iv, w, op);
       ev.push_back(s);
       ev.push_back(e);
-      const std::optional<Wakeup> wake = wakeup_of(iv, nthreads, pseudo_used);
+      const std::optional<Wakeup> wake = wakeup_of(iv, nthreads, pseudo);
       if (!wake) continue;
       const auto [snd, rcv] = message_events(*wake, w, iv.end, ++correlator);
       // The receive sits between the wait's end and the next interval's start.
@@ -157,7 +174,7 @@ Trace to_trace(const KernelModel& m) {
       sends.push_back(snd);
     }
   }
-  add_pseudo_workers(m, nthreads, pseudo_used, out, ev);
+  add_pseudo_workers(m, pseudo, out, ev);
   ev.insert(ev.end(), sends.begin(), sends.end());
   order_events(ev);
   out.events.resize(ev.size());
