@@ -232,8 +232,21 @@ int64_t injected_failure(uint32_t g) {
 
 // Under tracing, the transport's (de)serialization of a worker's frames is recorded on
 // that worker's own recorder (the transport calls on_codec on the worker's thread).
-void trace_transport_codec(Transport& tr, std::vector<Recorder>& recorders, uint32_t base) {
-  tr.now = [&recorders] { return recorders[0].now(); };
+// The transport's clock reads the run's origin once it is published (`origin_ns`, set
+// after start()): the communication thread delivers other ranks' frames from start() on,
+// before this process's recorders exist. Until then a delivery is not stamped (-1: the
+// receipt takes the receiver's time), instead of a time read off a recorder not yet
+// built (a time since boot in the trace, 2026-11-29).
+void trace_transport_codec(Transport& tr, std::vector<Recorder>& recorders, uint32_t base,
+                           std::shared_ptr<const std::atomic<int64_t>> origin_ns) {
+  tr.now = [origin_ns = std::move(origin_ns)] {
+    const int64_t origin = origin_ns->load(std::memory_order_acquire);
+    if (origin == INT64_MIN) return int64_t{-1};
+    return static_cast<int64_t>(
+               std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+                   .count()) -
+           origin;
+  };
   tr.on_codec = [&recorders, base](uint32_t w, int64_t t0, int64_t t1, bool ser, uint64_t records) {
     const auto a = ser ? ActivityType::serialization : ActivityType::deserialization;
     Recorder& r = recorders[w - base];  // called on worker w's own thread
@@ -451,8 +464,11 @@ RunResult run_job(const RunConfig& cfg) {
   result.generated.assign(W, 0);
   std::vector<Recorder> recorders;
   recorders.reserve(W);
+  // Published once `start` is known; shared with the transport's clock, which may outlive
+  // this function on an error.
+  auto transport_origin = std::make_shared<std::atomic<int64_t>>(INT64_MIN);
   if (tr) {
-    if (cfg.trace) trace_transport_codec(*tr, recorders, fabric.base());
+    if (cfg.trace) trace_transport_codec(*tr, recorders, fabric.base(), transport_origin);
     tr->start();  // every process is here: the clocks start together
   }
   const auto start = tr && tr->origin_ns() >= 0
@@ -460,6 +476,7 @@ RunResult run_job(const RunConfig& cfg) {
                          : Clock::now();
   result.clock_origin_ns = start.time_since_epoch().count();
   for (uint32_t i = 0; i < W; ++i) recorders.emplace_back(fabric.base() + i, cfg.trace, start);
+  transport_origin->store(result.clock_origin_ns, std::memory_order_release);
 
   RunWorkers run(cfg, *job, fabric, start, result, recorders);
   std::exception_ptr error;
