@@ -131,7 +131,9 @@ void LogReader::read_file(uint32_t f, std::istream& in) {
 
   size_t pos = 0;
   for (;;) {
-    const void* nl = std::memchr(buf.data() + pos, '\n', buf.size() - pos);
+    // pos passes the end by one after a last line without '\n' (next_line).
+    const size_t left = pos < buf.size() ? buf.size() - pos : 0;
+    const void* nl = left ? std::memchr(buf.data() + pos, '\n', left) : nullptr;
     if (!nl && !eof) {  // an incomplete line: keep it, read on
       buf.erase(0, pos);
       pos = 0;
