@@ -232,7 +232,8 @@ TEST(RunCommand, TraceToStreamsTheRunToServe) {
 }
 
 TEST(RunCommand, TraceToAnUnreachableTargetIsAClearError) {
-  // A port nothing listens on: bind one, learn its number, close it.
+  // A port nothing listens on: bind one and keep it bound without listening, so that
+  // connections are refused and no other test's listener can take it meanwhile.
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -241,9 +242,9 @@ TEST(RunCommand, TraceToAnUnreachableTargetIsAClearError) {
   socklen_t len = sizeof addr;
   ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
   const int port = ntohs(addr.sin_port);
-  ::close(fd);
   Ran r = run_cli({"run", "keycount", "--records", "1000", "--trace-to",
                    "127.0.0.1:" + std::to_string(port), "-q"});
+  ::close(fd);
   EXPECT_EQ(r.code, 1) << r.err;  // as `send` to an unreachable target
   EXPECT_NE(r.err.find("cannot connect to 127.0.0.1:" + std::to_string(port)), std::string::npos)
       << r.err;
