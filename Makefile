@@ -66,15 +66,10 @@ test-release: build
 	@cd build && ctest --output-on-failure -j $(JOBS)
 
 # Tests labelled release-only (tests/CMakeLists.txt: most mpirun tests, golden) run in
-# the release build only. So does LoopRebalance.InProcessAnalysesEqualAnalyzeOfTheWrittenTrace:
-# under ASan in a loaded `make test` its in-process CP of an interval still differed from
-# analyze's, though by much less since the rebalancer's margin fix (0.2647 against 0.2636
-# for [1.5, 2) s, 2026-11-29; it passed alone under ASan, also with two CPU hogs). Cause
-# open (issue 33).
+# the release build only.
 test-asan: build-asan
 	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  ctest --output-on-failure -j $(JOBS) -LE release-only \
-	  -E '^LoopRebalance.InProcessAnalysesEqualAnalyzeOfTheWrittenTrace$$'
+	  ctest --output-on-failure -j $(JOBS) -LE release-only
 
 # The runtime's, Megaphone's and NEXMark's tests under ThreadSanitizer: builds only them,
 # in build-tsan/.

@@ -8,6 +8,7 @@
 #include <future>
 #include <numeric>
 #include <stdexcept>
+#include <tuple>
 
 #include "pag/timeline.hpp"
 #include "summary/analysis.hpp"
@@ -15,33 +16,88 @@
 namespace snailtrail::loop {
 
 namespace {
-// Events this long before an analyzed interval are kept: activities that began before
-// it are cut at its start instead of missing their beginning. And an interval is analyzed
-// once every worker's events have passed its end by as much: the messages sent in it and
-// received after it are there, as in the written trace.
+// An interval is analyzed once every worker's events have passed its end by this much,
+// and the events from this long before it on are kept for the next one.
 constexpr int64_t kMarginNs = 100'000'000;
 
-// Drops the events before `keep_from`, except, per worker, the start of an activity still
-// open then (a wait or an activation longer than the margin, as under a sanitizer on a
-// loaded machine): without it that worker's timeline would begin at the activity's end,
-// where the written trace has the whole activity. A worker's timeline is flat (one
-// activity at a time, docs/PAG.md), and its events come in time order.
+// message_join pairs a send and its receive by (sender, receiver, correlator).
+using MessageKey = std::tuple<uint32_t, uint32_t, int64_t>;
+bool is_paired_message(const Event& e) {
+  return e.is_message() && e.has(kHasCorrelator) && e.has(kHasRemote);
+}
+MessageKey key_of(const Event& e) {
+  return e.kind == EventKind::send ? MessageKey{e.worker, e.remote, e.correlator}
+                                   : MessageKey{e.remote, e.worker, e.correlator};
+}
+// The receives among `events`: their keys and times, sorted.
+using Receipt = std::pair<MessageKey, int64_t>;
+std::vector<Receipt> receipts(const std::vector<Event>& events) {
+  std::vector<Receipt> r;
+  for (const Event& e : events)
+    if (e.kind == EventKind::recv && is_paired_message(e)) r.emplace_back(key_of(e), e.ts);
+  std::sort(r.begin(), r.end());
+  return r;
+}
+// For a send: when it was received (the first receipt of its key), INT64_MAX: not yet.
+int64_t received_at(const Event& send, const std::vector<Receipt>& receipts) {
+  const MessageKey k = key_of(send);
+  auto it = std::lower_bound(receipts.begin(), receipts.end(), Receipt{k, INT64_MIN});
+  return it != receipts.end() && it->first == k ? it->second : INT64_MAX;
+}
+bool is_paired_send(const Event& e) {
+  return e.kind == EventKind::send && is_paired_message(e);
+}
+
+// Drops the events before `keep_from`, except what the analysis of a later interval needs
+// to see as `analyze` sees it in the whole trace:
+// - per worker, its last activity that began before then (open or not) and what follows:
+//   without it, a worker waiting or working across `keep_from` and the next interval's
+//   start would have a timeline that begins later than the written trace's;
+// - the sends received after `keep_from` or not yet: a message into a later interval is
+//   cut at its start, on the sender's side.
+// A worker's timeline is flat (one activity at a time, docs/PAG.md), and its events come
+// in time order.
 void drop_before(std::vector<Event>& events, int64_t keep_from) {
-  std::vector<size_t> open;  // per worker: index + 1 of its open start, 0: none
+  std::vector<size_t> last_start;  // per worker: index + 1 of its last start before, 0: none
   for (size_t i = 0; i < events.size(); ++i) {
     const Event& e = events[i];
     if (e.ts >= keep_from) continue;
-    if (e.worker >= open.size()) open.resize(e.worker + 1, 0);
-    if (e.kind == EventKind::start) open[e.worker] = i + 1;
-    if (e.kind == EventKind::end) open[e.worker] = 0;
+    if (e.worker >= last_start.size()) last_start.resize(e.worker + 1, 0);
+    if (e.kind == EventKind::start) last_start[e.worker] = i + 1;
   }
+  const std::vector<Receipt> received = receipts(events);
   size_t kept = 0;
   for (size_t i = 0; i < events.size(); ++i) {
     const Event& e = events[i];
-    if (e.ts >= keep_from || (e.worker < open.size() && open[e.worker] == i + 1))
+    if (e.ts >= keep_from ||
+        (e.worker < last_start.size() && last_start[e.worker] != 0 &&
+         i + 1 >= last_start[e.worker]) ||
+        (is_paired_send(e) && received_at(e, received) >= keep_from))
       events[kept++] = e;
   }
   events.resize(kept);
+}
+
+// The events to analyze [from, to) with: all those kept, and for each message sent before
+// `to` and not received yet, its receive after the receiver's last event. The written
+// trace has it later still; either way the window cuts the message at `to` on the
+// receiver's side (pag/snapshot.cpp), so the window's PAG is the same.
+std::vector<Event> window_events(const std::vector<Event>& events,
+                                 const std::vector<int64_t>& last_ts, int64_t to) {
+  std::vector<Event> window = events;
+  const std::vector<Receipt> received = receipts(events);
+  for (const Event& e : events) {
+    if (e.ts >= to || e.remote >= last_ts.size() || !is_paired_send(e) ||
+        received_at(e, received) != INT64_MAX)
+      continue;
+    Event r = e;
+    r.kind = EventKind::recv;
+    r.worker = e.remote;
+    r.remote = e.worker;
+    r.ts = std::max(last_ts[e.remote], to) + 1;
+    window.push_back(r);
+  }
+  return window;
 }
 }  // namespace
 
@@ -198,8 +254,7 @@ std::optional<std::vector<uint32_t>> Rebalancer::plan(int64_t now_ns,
       return std::nullopt;
     }
     analyzed_until_ = to;
-    for (const Event& e : events_)
-      if (e.ts < to + kMarginNs) window.push_back(e);
+    window = window_events(events_, last_ts_, to);
     keep_from_ = to - kMarginNs;
     drop_before(events_, keep_from_);
     ops = ops_;

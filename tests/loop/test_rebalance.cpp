@@ -307,6 +307,96 @@ TEST(LoopRebalance, PlanOnASyntheticFeed) {
   }
 }
 
+// In-process equals offline across the interval's borders, on a feed delivered as the
+// runtime delivers it (an activity when it ends, a receipt when the receiver takes it),
+// every 10 ms: a receiver 1.15 s behind its input (a message sent at 1.2 s, received at
+// 2.35 s, beyond the 100 ms the analysis waits), a message sent before the events kept
+// for the next interval and received in it (0.7 s -> 1.3 s), and a wait across both the
+// kept events' start and the interval's (0.85 s -> 1.05 s). Each interval's CP per worker
+// equals cp_per_worker over the whole feed, as `analyze` of the written trace gives it.
+TEST(LoopRebalance, InProcessAnalysisSeesWhatCrossesItsBorders) {
+  using snailtrail::ActivityType;
+  using snailtrail::EventKind;
+  const int64_t ms = 1'000'000;
+  struct Fed {
+    int64_t at;  // when the runtime hands it to the sink
+    Event e;
+  };
+  std::vector<Fed> feed;
+  auto act = [&](uint32_t w, int64_t t0, int64_t t1, ActivityType a) {
+    Event s{};
+    s.ts = t0;
+    s.worker = w;
+    s.activity = a;
+    s.kind = EventKind::start;
+    s.flags = snailtrail::kHasOperator;
+    s.op = 1;
+    Event e = s;
+    e.ts = t1;
+    e.kind = EventKind::end;
+    feed.push_back({t1, s});
+    feed.push_back({t1, e});
+  };
+  auto msg = [&](uint32_t from, uint32_t to, int64_t sent, int64_t received, int64_t c) {
+    feed.push_back({sent, snailtrail::message_event(from, sent, ActivityType::data_message,
+                                                    EventKind::send, to, c)});
+    feed.push_back({received, snailtrail::message_event(to, received, ActivityType::data_message,
+                                                        EventKind::recv, from, c)});
+  };
+  for (int64_t t = 0; t < 3000 * ms; t += 10 * ms) act(0, t, t + 10 * ms, ActivityType::processing);
+  for (int64_t t = 0; t < 3000 * ms; t += 10 * ms) {
+    if (t == 850 * ms) {
+      act(1, t, 1050 * ms, ActivityType::waiting);
+      t = 1040 * ms;
+      continue;
+    }
+    act(1, t, t + 10 * ms, ActivityType::processing);
+  }
+  msg(0, 1, 1200 * ms, 2350 * ms, 7);
+  msg(1, 0, 700 * ms, 1300 * ms, 8);
+  std::stable_sort(feed.begin(), feed.end(), [](const Fed& a, const Fed& b) {
+    return a.at != b.at ? a.at < b.at : a.e.ts < b.e.ts;
+  });
+  lp::RebalanceOptions ro;
+  ro.workers = 2;
+  ro.bins = 4;
+  ro.policy_interval_ns = 500 * ms;
+  ro.over_next = 1e9;  // never a straggler: no decision, no migration
+  ro.bin_counts = [] { return std::vector<uint64_t>(4, 1); };
+  lp::Rebalancer rb(ro);
+  const auto config = lp::contiguous_config(4, 2);
+  const std::vector<std::string> ops = {"source", "count"};
+  size_t next = 0;
+  for (int64_t now = 10 * ms; now <= 3000 * ms; now += 10 * ms) {
+    std::vector<Event> batch;
+    for (; next < feed.size() && feed[next].at <= now; ++next) batch.push_back(feed[next].e);
+    rb.on_events(std::move(batch), ops);
+    const size_t before = rb.analyses().size();
+    EXPECT_FALSE(rb.plan(now + 1, config));
+    // Ticks from 1.5 s on start an analysis (of the interval that ended 0.5 s before):
+    // wait for it, so that none is skipped.
+    if (now >= 1500 * ms && now % (500 * ms) == 0)
+      for (int k = 0; k < 60'000 && rb.analyses().size() == before; ++k) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        EXPECT_FALSE(rb.plan(now + 2, config));
+      }
+  }
+  std::vector<Event> all;
+  for (const Fed& f : feed) all.push_back(f.e);
+  std::stable_sort(all.begin(), all.end(),
+                   [](const Event& a, const Event& b) { return a.ts < b.ts; });
+  const auto as = rb.analyses();
+  std::vector<double> froms;
+  for (const auto& a : as) {
+    froms.push_back(a.from_s);
+    const auto from = static_cast<int64_t>(std::llround(a.from_s * 1e9));
+    const auto want = lp::cp_per_worker(all, ops, 2, from, from + 500 * ms);
+    for (uint32_t w = 0; w < 2; ++w)
+      EXPECT_NEAR(a.cp[w], want[w], 1e-12) << "worker " << w << " at " << a.from_s << " s";
+  }
+  EXPECT_EQ(froms, (std::vector<double>{0.5, 1.0, 1.5, 2.0}));
+}
+
 struct SkewRun {
   flow::RunResult r;
   flow::RunConfig cfg;
