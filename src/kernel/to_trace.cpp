@@ -32,9 +32,26 @@ std::pair<Event, Event> interval_events(const Interval& iv, uint32_t w, uint32_t
   return {s, e};
 }
 
+WaitCause wait_cause(WakeCause c) {
+  switch (c) {
+    case WakeCause::timer:
+      return WaitCause::timer;
+    case WakeCause::block_device:
+      return WaitCause::block_device;
+    case WakeCause::network:
+      return WaitCause::network;
+    case WakeCause::interrupt:
+      return WaitCause::interrupt;
+    case WakeCause::none:
+    case WakeCause::thread:
+      break;
+  }
+  return WaitCause::none;
+}
+
 std::string pseudo_worker_name(const PseudoKey& k, const StringTable& strings) {
   const std::string irq = irq_label(strings, k.irq);
-  return "[" + std::string(name_of(k.cause)) + (irq.empty() ? "" : ": " + irq) + "]";
+  return "[" + std::string(name_of(wait_cause(k.cause))) + (irq.empty() ? "" : ": " + irq) + "]";
 }
 
 namespace {

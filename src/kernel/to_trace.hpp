@@ -15,6 +15,7 @@
 
 #include "kernel/model.hpp"
 #include "trace/trace.hpp"
+#include "trace/wait_cause.hpp"
 
 namespace snailtrail::kernel {
 
@@ -37,8 +38,13 @@ struct PseudoKey {
 };
 
 // "[cause]", or "[cause: irq label]" when the interrupt context is known
-// ("[interrupt: irq 16 (ahci)]", "[timer: softirq TIMER]"; an hrtimer is "[timer]").
+// ("[interrupt: irq 16 (ahci)]", "[timer: softirq TIMER]"; an hrtimer is "[timer]"): the
+// names trace/wait_cause.hpp reads back (wait_cause_of), so the verdict can say what the
+// threads waited for.
 std::string pseudo_worker_name(const PseudoKey& k, const StringTable& strings);
+// The cause of a wake-up by anything but a thread, as trace/wait_cause.hpp names it (none
+// for `none` and `thread`).
+WaitCause wait_cause(WakeCause c);
 
 std::pair<Event, Event> interval_events(const Interval& iv, uint32_t w, uint32_t op);
 

@@ -27,6 +27,17 @@ std::string format_ns(int64_t ns) {
   return fmt::format("{:.4g}h", v / 3.6e12);
 }
 
+std::string application_coverage(const Aggregate& agg, const Trace::Application& app) {
+  if (agg.covered_first > agg.covered_last) return {};
+  const std::string range = fmt::format("from +{} to +{}", format_ns(agg.covered_first - app.start),
+                                        format_ns(agg.covered_last - app.start));
+  if (!app.end)
+    return fmt::format("over {} of the application ({} after its start; the log has no end)",
+                       format_ns(agg.covered_ns), range);
+  return fmt::format("over {} of the application's {} ({})", format_ns(agg.covered_ns),
+                     format_ns(*app.end - app.start), range);
+}
+
 std::string what_if_name(const WhatIf& x, const Names& names) {
   switch (x.kind) {
     case WhatIfKind::worker:

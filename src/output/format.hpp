@@ -28,6 +28,10 @@ std::string percent(double v);
 // At most 4 significant digits and a unit: "423us", "3.096ms", "12.5s", "2.8h".
 std::string format_ns(int64_t ns);
 
+// Which part of the application the run's windows cover (docs/OUTPUT.md "Coverage"),
+// e.g. "over 62.1s of the application's 142.5s (from +80s to +142.1s)"; "" when the
+// windows cover nothing.
+std::string application_coverage(const Aggregate& agg, const Trace::Application& app);
 // The worker, operator or activity type a what-if item speeds up.
 std::string what_if_name(const WhatIf& x, const Names& names);
 

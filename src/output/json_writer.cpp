@@ -190,6 +190,19 @@ void write_run_json(Buf& out, const Aggregate& agg, const Names& names, const Su
                  "\"edges\":{},\"window_ns\":{},\"cp_ns\":{}}}",
                  agg.windows, agg.windows_with_paths, agg.events, agg.edges, agg.diag_weight_ns,
                  agg.weight_ns);
+  if (names.application && agg.covered_first <= agg.covered_last) {
+    // Which part of the application the windows cover (docs/OUTPUT.md "Coverage").
+    out.resize(out.size() - 1);  // inside "run"
+    fmt::format_to(std::back_inserter(out),
+                   ",\"application\":{{\"start_ns\":{},\"end_ns\":", names.application->start);
+    if (names.application->end)
+      fmt::format_to(std::back_inserter(out), "{}", *names.application->end);
+    else
+      put(out, "null");
+    fmt::format_to(std::back_inserter(out),
+                   ",\"covered_from_ns\":{},\"covered_to_ns\":{},\"covered_ns\":{}}}}}",
+                   agg.covered_first, agg.covered_last, agg.covered_ns);
+  }
   if (sel.verdict) {
     put(out, ",\"verdict\":");
     write_run_verdict_json(out, agg, names, enrich);

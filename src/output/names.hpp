@@ -1,6 +1,7 @@
 // Display names of workers and operators: metadata name when present, else the id.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -56,9 +57,12 @@ struct Names {
   std::vector<std::string> worker_json;  // the same as JSON string literals
   std::unordered_map<uint32_t, std::string> op_names;
   std::vector<uint32_t> worker_ids;
+  // The application the trace is a part of (Trace::application): the outputs' coverage
+  // says which part of it was analyzed.
+  std::optional<Trace::Application> application;
 
   Names(const Trace& trace, const Pag& pag)
-      : op_names(trace.operator_names), worker_ids(pag.worker_ids) {
+      : op_names(trace.operator_names), worker_ids(pag.worker_ids), application(trace.application) {
     worker.reserve(pag.worker_ids.size());
     for (uint32_t id : pag.worker_ids) worker.push_back(trace.worker_name(id));
     worker_json.reserve(worker.size());

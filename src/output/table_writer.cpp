@@ -17,6 +17,7 @@ namespace snailtrail {
 namespace {
 
 using Buf = fmt::memory_buffer;
+using output_detail::application_coverage;
 using output_detail::format_ns;
 using output_detail::percent;
 using output_detail::put;
@@ -131,14 +132,24 @@ void put_wrapped(Buf& out, std::string_view raw, size_t width, std::string_view 
 constexpr double kCoveredShown = 0.9;
 
 // The heading: the source, the windows and how many of them have a CP.
-void put_heading(Buf& out, const Aggregate& agg, const TableContext& ctx, const char* heading) {
+void put_heading(Buf& out, const Aggregate& agg, const Names& names, const TableContext& ctx,
+                 const char* heading) {
   fmt::format_to(std::back_inserter(out), "{}\n", printable(heading));
   fmt::format_to(std::back_inserter(out), "{} window{} of {}, {} events, {} edges\n", agg.windows,
                  agg.windows == 1 ? "" : "s", ctx.window_label, agg.events, agg.edges);
   fmt::format_to(std::back_inserter(out), "CP: mean over the {} window{} with transient paths\n",
                  agg.windows_with_paths, agg.windows_with_paths == 1 ? "" : "s");
+  // Which part of the application the windows cover, when the trace says (a Spark log
+  // whose first minute holds no jobs).
+  if (names.application) {
+    const std::string covered = application_coverage(agg, *names.application);
+    if (!covered.empty()) {
+      put(out, "  ");
+      put_wrapped(out, covered, kTableWidth - 2, "  ");
+    }
+  }
   // Which part of the run the critical paths describe, when much of it is left out (a
-  // Spark log whose first minute holds no tasks, a job idling on its input).
+  // job idling on its input).
   const Diagnostics& d = agg.diagnostics;
   const int64_t idle = d.input_idle_ns + d.property2_ns;
   if (agg.windows_with_paths > 0 && static_cast<double>(agg.weight_ns) <
@@ -162,7 +173,7 @@ void put_verdict_and_hints(Buf& out, const Aggregate& agg, const Names& names,
   if (sel.verdict)
     put_wrapped(out,
                 "VERDICT: " + output_detail::run_verdict_text(
-                                  output_detail::run_verdict(agg, ctx.enrich), names),
+                                  output_detail::run_verdict(agg, names, ctx.enrich), names),
                 kTableWidth, "  ");
   const std::vector<Hint> hints = decide_hints(agg.cp, agg.diagnostics, agg.windows_with_paths > 0,
                                                agg.diag_weight_ns, agg.windows);
@@ -413,7 +424,7 @@ void put_diagnostics_section(Buf& out, const Aggregate& agg) {
 void write_table(Buf& out, const Aggregate& agg, const Names& names, const SummarySelection& sel,
                  const TableContext& ctx, const char* heading) {
   const ShownNames shown(names);  // the sections print names only through it
-  put_heading(out, agg, ctx, heading);
+  put_heading(out, agg, names, ctx, heading);
   put_verdict_and_hints(out, agg, names, sel, ctx);
   if (agg.windows_with_paths == 0)
     put(out, "\nno transient critical path in any window (see diagnostics): no CP to show\n");

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "output/writers.hpp"
 #include "summary/verdict.hpp"
@@ -14,8 +15,13 @@ std::string verdict_text(const Verdict& v, const Names& names);
 
 namespace output_detail {
 
-// The run's verdict over its windows, with what the caller adds (DS2's parallelism).
-RunVerdict run_verdict(const Aggregate& agg, const VerdictEnricher& enrich);
+// What each worker stands for (trace/wait_cause.hpp): empty when no worker is a kernel
+// trace's pseudo-worker.
+std::vector<WaitCause> wait_causes(const Names& names);
+
+// The run's verdict over its windows, with what the caller adds (DS2's parallelism); a
+// kernel trace's waits named by their cause (summary/verdict.hpp name_the_wait).
+RunVerdict run_verdict(const Aggregate& agg, const Names& names, const VerdictEnricher& enrich);
 
 // The run verdict's sentence, followed by the tally of what its windows find.
 std::string run_verdict_text(const RunVerdict& r, const Names& names);

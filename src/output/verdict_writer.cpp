@@ -51,6 +51,7 @@ std::string verdict_name(const Verdict& v, const Names& names) {
     case VerdictKind::straggler:
     case VerdictKind::worker:
     case VerdictKind::balanced:
+    case VerdictKind::wait:
       return v.id < names.worker.size() ? names.worker[v.id] : std::string();
     case VerdictKind::op:
       return names.op(v.id);
@@ -83,6 +84,55 @@ std::string saving_text(const WhatIf* w, const char* subject) {
                        subject);
   return fmt::format(" {}, {} would shorten the critical path by {}.", how, subject,
                      format_ns(std::llround(w->saved_ns)));
+}
+
+// A wait verdict (kernel traces): what the threads waited for, in words, and the next
+// step for it. {cp} is the share of all waits of the cause, {name} the pseudo-worker
+// with the most of it.
+struct WaitSentence {
+  WaitCause cause;
+  const char* text;
+};
+constexpr WaitSentence kWaitSentences[] = {
+    {WaitCause::timer,
+     "Waiting on timers (sleeps) limits latency: threads sleeping until a timer fires are "
+     "{cp} of the critical paths, most on {name} ({worker_cp}).{saving} Next: the threads "
+     "sleep on purpose: shorten or remove the sleeps and poll intervals, or wake the "
+     "threads by an event instead of a timer."},
+    {WaitCause::block_device,
+     "Block I/O limits latency: threads waiting for a disk's reads and writes are {cp} of "
+     "the critical paths, most on {name} ({worker_cp}).{saving} Next: faster storage or "
+     "fewer synchronous reads and writes (cache, read ahead, batch or defer writes)."},
+    {WaitCause::network,
+     "Waiting on the network limits latency: threads waiting for packets are {cp} of the "
+     "critical paths, most on {name} ({worker_cp}).{saving} Next: look at the network or "
+     "the sender (when the packets leave it, and why not sooner)."},
+    {WaitCause::interrupt,
+     "Waiting on device interrupts limits latency: threads woken by an interrupt are {cp} "
+     "of the critical paths, most on {name} ({worker_cp}).{saving} Next: find the device "
+     "behind the interrupt and what it waits for (a slow device, interrupt coalescing)."},
+};
+
+// The what-if of a wait's pseudo-worker: waking the threads sooner.
+std::string wait_saving_text(const WhatIf* w) {
+  if (!w) return {};
+  const std::string how = w->peer_median    ? "as fast as their peers'"
+                          : w->speedup == 2 ? "twice as fast"
+                                            : fmt::format("{:g} times as fast", w->speedup);
+  if (!(w->saved_ns > 0))
+    return fmt::format(" Woken {}, they would not shorten the critical path: other work holds it.",
+                       how);
+  return fmt::format(" Woken {}, they would shorten the critical path by {}.", how,
+                     format_ns(std::llround(w->saved_ns)));
+}
+
+std::string wait_text(const Verdict& v, const Names& names) {
+  const auto* it = std::find_if(std::begin(kWaitSentences), std::end(kWaitSentences),
+                                [&](const WaitSentence& x) { return x.cause == v.cause; });
+  if (it == std::end(kWaitSentences)) return {};
+  return fmt::format(fmt::runtime(it->text), fmt::arg("name", shown_name(v, names)),
+                     fmt::arg("cp", pct(v.cp)), fmt::arg("worker_cp", pct(v.top_worker_cp)),
+                     fmt::arg("saving", wait_saving_text(v.what_if)));
 }
 
 // One sentence per verdict kind, filled by name from the same fields: {name} (what the
@@ -198,6 +248,7 @@ std::string verdict_text(const Verdict& v, const Names& names) {
         "co-locate the operators that talk most, batch messages, or check the network.",
         pct(v.cp), most);
   }
+  if (v.kind == VerdictKind::wait) return wait_text(v, names);
   if (v.kind == VerdictKind::input && v.input_idle > 0)
     return fmt::format(
         "The job keeps up with its input: every worker waited, some for input, {} of the "
@@ -238,6 +289,8 @@ std::string finding_text(const VerdictTally::Entry& e, const Names& names) {
       return "straggler " + shown_name(v, names);
     case VerdictKind::worker:
       return shown_name(v, names);
+    case VerdictKind::wait:
+      return "waits on " + shown_name(v, names);
     case VerdictKind::op:
       return "operator " + shown_name(v, names);
     case VerdictKind::activity:
@@ -277,8 +330,20 @@ std::string run_verdict_text(const RunVerdict& r, const Names& names) {
   return text + ".";
 }
 
-RunVerdict run_verdict(const Aggregate& agg, const VerdictEnricher& enrich) {
+std::vector<WaitCause> wait_causes(const Names& names) {
+  std::vector<WaitCause> causes;
+  for (size_t w = 0; w < names.worker.size(); ++w) {
+    const WaitCause c = wait_cause_of(names.worker[w]);
+    if (c == WaitCause::none) continue;
+    causes.resize(names.worker.size(), WaitCause::none);
+    causes[w] = c;
+  }
+  return causes;
+}
+
+RunVerdict run_verdict(const Aggregate& agg, const Names& names, const VerdictEnricher& enrich) {
   RunVerdict r = decide_run_verdict(agg.verdicts, agg.cp, agg.conventional, agg.what_if);
+  r.verdict = name_the_wait(r.verdict, wait_causes(names), agg.cp, agg.conventional, agg.what_if);
   if (r.verdict.kind == VerdictKind::input && agg.covered_ns > 0)
     r.verdict.input_idle =
         static_cast<double>(agg.diagnostics.input_idle_ns) / static_cast<double>(agg.covered_ns);
@@ -307,6 +372,10 @@ void put_verdict(Buf& out, const Verdict& v, const Names& names, const std::vect
     append_json_string(out, name, kJsonNames);
   put(out, ",\"text\":");
   append_json_string(out, run ? run_verdict_text(*run, names) : verdict_text(v, names), kJsonNames);
+  if (v.kind == VerdictKind::wait) {
+    put(out, ",\"cause\":");
+    append_json_string(out, name_of(v.cause));
+  }
   if (v.ds2_needed > 0)
     fmt::format_to(std::back_inserter(out), ",\"ds2\":{{\"instances\":{},\"now\":{}}}",
                    v.ds2_needed, v.ds2_now);
@@ -344,16 +413,16 @@ void put_verdict(Buf& out, const Verdict& v, const Names& names, const std::vect
 }  // namespace
 
 void write_verdict_json(Buf& out, const WindowSummary& w, const Names& names) {
-  put_verdict(out,
-              decide_verdict(w.cp, w.conventional, w.has_paths, w.what_if,
-                             static_cast<double>(w.cp_ns), input_idle_share(w)),
-              names,
-              decide_hints(w.cp, w.diagnostics, w.has_paths, w.window.end - w.window.start, 1));
+  const Verdict v = decide_verdict(w.cp, w.conventional, w.has_paths, w.what_if,
+                                   static_cast<double>(w.cp_ns), input_idle_share(w));
+  put_verdict(
+      out, name_the_wait(v, output_detail::wait_causes(names), w.cp, w.conventional, w.what_if),
+      names, decide_hints(w.cp, w.diagnostics, w.has_paths, w.window.end - w.window.start, 1));
 }
 
 void write_run_verdict_json(Buf& out, const Aggregate& agg, const Names& names,
                             const VerdictEnricher& enrich) {
-  const RunVerdict r = run_verdict(agg, enrich);
+  const RunVerdict r = run_verdict(agg, names, enrich);
   put_verdict(out, r.verdict, names,
               decide_hints(agg.cp, agg.diagnostics, agg.windows_with_paths > 0, agg.diag_weight_ns,
                            agg.windows),

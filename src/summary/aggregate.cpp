@@ -59,6 +59,9 @@ void Aggregate::add(const WindowSummary& w, size_t top_k) {
   const int64_t length = w.window.end - w.window.start;
   diag_weight_ns += length;
   covered_ns += covered_length(w);
+  const bool spanned = w.span_end > w.span_start;
+  covered_first = std::min(covered_first, spanned ? w.span_start : w.window.start);
+  covered_last = std::max(covered_last, spanned ? w.span_end : w.window.end);
   d.unknown_share += x.unknown_share * static_cast<double>(length);
   d.waiting_share += x.waiting_share * static_cast<double>(length);
   for (const WhatIf& x : w.what_if) {

@@ -129,6 +129,9 @@ struct Aggregate {
   int64_t weight_ns = 0;       // total cp_ns of windows with paths (weights CP)
   int64_t diag_weight_ns = 0;  // total length of all windows (weights shares)
   int64_t covered_ns = 0;      // total span of all windows (covered_length)
+  // From the first window's covered start to the last one's covered end (the part of the
+  // trace analyzed); first > last while no window was added.
+  int64_t covered_first = INT64_MAX, covered_last = INT64_MIN;
   Groups cp, conventional, single_path;
   Diagnostics diagnostics;  // counts summed; shares time-weighted
   std::vector<TopActivity> top;

@@ -65,6 +65,8 @@ const char* name_of(VerdictKind kind) {
       return "balanced";
     case VerdictKind::worker:
       return "worker";
+    case VerdictKind::wait:
+      return "wait";
   }
   return "?";
 }
@@ -97,6 +99,7 @@ Verdict verdict_about(VerdictKind kind, uint32_t id, const Groups& cp, const Gro
       break;
     case VerdictKind::straggler:
     case VerdictKind::worker:
+    case VerdictKind::wait:
       v.cp = id < cp.worker.size() ? cp.worker[id] : 0;
       v.busy = id < conv.worker.size() ? conv.worker[id] : 0;
       v.busy_rank =
@@ -265,6 +268,61 @@ Verdict decide_verdict(const Groups& cp, const Groups& conv, bool has_paths,
     return about(VerdictKind::communication, static_cast<uint32_t>(t));
   }
   return about(VerdictKind::balanced, w1);
+}
+
+namespace {
+
+WaitCause cause_of(const std::vector<WaitCause>& causes, uint32_t w) {
+  return w < causes.size() ? causes[w] : WaitCause::none;
+}
+
+// The pseudo-worker whose verdict is `v`'s subject (kNone: none).
+uint32_t waited_on(const Verdict& v, const std::vector<WaitCause>& causes, const Groups& cp) {
+  switch (v.kind) {
+    case VerdictKind::straggler:
+    case VerdictKind::worker:
+      return cause_of(causes, v.id) != WaitCause::none ? v.id : kNone;
+    case VerdictKind::activity: {
+      if (static_cast<ActivityType>(v.id) != ActivityType::io) return kNone;
+      uint32_t top = kNone;  // the pseudo-worker with the most CP
+      for (uint32_t w = 0; w < cp.worker.size(); ++w)
+        if (cause_of(causes, w) != WaitCause::none && cp.worker[w] > 0 &&
+            (top == kNone || cp.worker[w] > cp.worker[top]))
+          top = w;
+      return top;
+    }
+    default:
+      return kNone;
+  }
+}
+
+}  // namespace
+
+Verdict name_the_wait(const Verdict& v, const std::vector<WaitCause>& causes, const Groups& cp,
+                      const Groups& conv, const std::vector<WhatIf>& what_if) {
+  if (v.kind == VerdictKind::balanced && cause_of(causes, v.id) != WaitCause::none) {
+    // Nothing stands out: name the most critical thread, not a wait's pseudo-worker.
+    Verdict b = v;
+    b.cp = 0;
+    for (uint32_t w = 0; w < cp.worker.size(); ++w)
+      if (cause_of(causes, w) == WaitCause::none && cp.worker[w] > b.cp) {
+        b.id = w;
+        b.cp = cp.worker[w];
+      }
+    return b;
+  }
+  const uint32_t w = waited_on(v, causes, cp);
+  if (w == kNone) return v;
+  Verdict x = verdict_about(VerdictKind::wait, w, cp, conv, what_if);
+  x.cause = causes[w];
+  x.top_worker = w;
+  x.top_worker_cp = x.cp;
+  x.cp = 0;  // all waits of this cause
+  for (uint32_t k = 0; k < cp.worker.size(); ++k)
+    if (cause_of(causes, k) == x.cause) x.cp += cp.worker[k];
+  x.one_process = v.one_process;
+  x.no_source_rates = v.no_source_rates;
+  return x;
 }
 
 void VerdictTally::add(const Verdict& v, int64_t cp_ns) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "summary/what_if.hpp"
+#include "trace/wait_cause.hpp"
 
 namespace snailtrail {
 
@@ -27,6 +28,7 @@ enum class VerdictKind : uint8_t {
   input,            // the sources' input paces the job; operators keep up
   balanced,         // nothing stands out
   worker,  // one worker (a thread of a capture) saves most, with no peers to be slow against
+  wait,    // kernel trace: threads waiting on a timer, a disk, the network or an interrupt
 };
 
 struct Verdict {
@@ -54,6 +56,10 @@ struct Verdict {
   // For input verdicts: the share of the time every worker waited, some for its input
   // (the job keeps up), when that decided it; 0 when the sources' CP did.
   double input_idle = 0;
+  // For wait verdicts (id: the pseudo-worker with the most CP, see trace/wait_cause.hpp):
+  // what the threads waited for; `cp` is the share of the critical paths on all
+  // pseudo-workers of that cause, `top_worker_cp` the named one's.
+  WaitCause cause = WaitCause::none;
 };
 
 // `span_ns`: the time the CP is spread over (WindowSummary::cp_ns; for a run, the sum
@@ -77,6 +83,15 @@ const char* name_of(VerdictKind kind);
 // evidence of these summaries: its CP and conventional shares, rank, top worker, saving.
 Verdict verdict_about(VerdictKind kind, uint32_t id, const Groups& cp, const Groups& conventional,
                       const std::vector<WhatIf>& what_if);
+
+// Kernel traces (docs/PAG.md §verdict): their waits on timers, disks, the network and
+// interrupts are the `io` of pseudo-workers (trace/wait_cause.hpp). `causes[w]` is what
+// worker w stands for (none for a thread; empty when the trace has no pseudo-worker). A
+// verdict about such a worker (an io verdict, a worker or a straggler) becomes a wait
+// verdict naming the cause and its pseudo-worker with the most CP; a balanced verdict
+// names the most critical thread instead. Other verdicts are returned as they are.
+Verdict name_the_wait(const Verdict& v, const std::vector<WaitCause>& causes, const Groups& cp,
+                      const Groups& conventional, const std::vector<WhatIf>& what_if);
 
 // The windows' verdicts of a run, tallied for the whole run's (Aggregate keeps one).
 struct VerdictTally {

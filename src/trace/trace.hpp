@@ -51,6 +51,14 @@ struct Trace {
     std::string bytes;
   };
   std::vector<ProfileBlock> profile_blocks;
+  // The application the trace is a part of, when the input records its start and end (a
+  // Spark log's SparkListenerApplicationStart and ApplicationEnd), in the events' clock:
+  // the outputs say which part of it was analyzed (docs/OUTPUT.md "Coverage").
+  struct Application {
+    int64_t start = 0;
+    std::optional<int64_t> end;  // none when the log has no end (yet)
+  };
+  std::optional<Application> application;
 
   // "file:LINE" for JSONL, "file: record N" for binary input.
   std::string location(size_t event_index) const {

@@ -126,6 +126,7 @@ class SparkStream final : public StreamImporter {
       log_.line(data, len, line_no, true);
     });
     Builder(log_, options_, state_).build(out, true);
+    note_application(out);
   }
 
   std::vector<std::pair<std::string, uint64_t>> diagnostics() const override {
@@ -165,6 +166,17 @@ class SparkStream final : public StreamImporter {
       log_.line(data, len, line_no, false);
       if (log_.epoch_complete()) Builder(log_, options_, state_).build(out, false);
     });
+    note_application(out);
+  }
+
+  // The application's start and end as far as seen: the output says which part of it the
+  // analysis covers (docs/OUTPUT.md). An end before the start is not believed.
+  void note_application(Trace& out) const {
+    if (log_.app_start < 0) return;
+    Trace::Application app;
+    app.start = log_.app_start;
+    if (log_.app_end >= log_.app_start) app.end = log_.app_end;
+    out.application = app;
   }
 
   LogParser log_;

@@ -79,6 +79,8 @@ class LogParser {
   std::vector<uint32_t> epoch_stages_;   // stages touched in the epoch
   std::unordered_set<int64_t> running_;  // task ids started, not ended yet
   uint32_t task_cpus = 1;
+  // SparkListenerApplicationStart / ApplicationEnd "Timestamp" (ns; -1: not seen).
+  int64_t app_start = -1, app_end = -1;
 
  private:
   [[noreturn]] void fail(const std::string& what) const {
@@ -188,6 +190,10 @@ class LogParser {
       const uint32_t cores = need_u32(need_object(obj, "Executor Info"), "Total Cores");
       ExecutorRec& ex = executors[executor(id)];
       ex.cores = std::max(ex.cores, cores);  // re-added: keep the larger
+    } else if (name == "SparkListenerApplicationStart") {
+      if (auto t = opt_ms(obj, "Timestamp")) app_start = *t;
+    } else if (name == "SparkListenerApplicationEnd") {
+      if (auto t = opt_ms(obj, "Timestamp")) app_end = *t;
     } else if (name == "SparkListenerEnvironmentUpdate") {
       if (auto props = field(obj, "Spark Properties")) {
         dom::object p = object_of(*props, "Spark Properties");
