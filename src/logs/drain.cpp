@@ -95,22 +95,124 @@ void TokenMasks::apply(Token& t) const {
   }
 }
 
+// A value with its unit is one variable token: "1190 bytes", "<1 sec", "45 ms", and a
+// parenthesised restatement after a value, "1190 bytes (1.16 KB)". Otherwise the optional
+// unit or restatement changes the token count, and Drain (which compares only messages
+// of one length) splits one event into several templates (loghub's Proxifier).
+namespace {
+
+bool is_unit(std::string_view w) {
+  static constexpr std::string_view kUnits[] = {
+      "B",      "byte",    "bytes", "Bytes", "KB",   "kB",   "MB",     "GB",      "TB",      "PB",
+      "KiB",    "MiB",     "GiB",   "TiB",   "KB/s", "MB/s", "GB/s",   "B/s",     "bytes/s", "ns",
+      "us",     "µs",      "ms",    "s",     "sec",  "secs", "second", "seconds", "min",     "mins",
+      "minute", "minutes", "h",     "hr",    "hrs",  "hour", "hours",  "day",     "days"};
+  for (std::string_view u : kUnits)
+    if (w == u) return true;
+  return false;
+}
+
+// The text of a token without trailing closing punctuation ("KB)," -> "KB").
+std::string_view strip_closing(std::string_view w) {
+  while (!w.empty() && closing(w.back())) w.remove_suffix(1);
+  return w;
+}
+
+// Opening punctuation and a `key=` before a number ("(" of "(1.16", "size=" of
+// "size=2.1"); the number may start with a comparison or sign ("<1", "~3", "-2"), which
+// stays in the value.
+size_t number_start(std::string_view w) {
+  size_t i = 0;
+  while (i < w.size() && opening(w[i]) && w[i] != '<') ++i;
+  const size_t eq = w.find('=', i);
+  if (eq != std::string_view::npos && eq > i &&
+      std::none_of(w.begin() + static_cast<ptrdiff_t>(i), w.begin() + static_cast<ptrdiff_t>(eq),
+                   is_digit))
+    for (i = eq + 1; i < w.size() && opening(w[i]) && w[i] != '<';) ++i;
+  return i;
+}
+
+// "1190", "1.16", "<1", "00:01", "(1.16": a number with nothing after it.
+bool is_number(std::string_view w) {
+  size_t i = number_start(w);
+  if (i < w.size() && (w[i] == '<' || w[i] == '>' || w[i] == '~' || w[i] == '-' || w[i] == '+'))
+    ++i;
+  if (i == w.size() || !is_digit(w[i]) || !is_digit(w.back())) return false;
+  for (; i < w.size(); ++i)
+    if (!is_digit(w[i]) && w[i] != '.' && w[i] != ',' && w[i] != ':') return false;
+  return true;
+}
+
+// How many words from k form a quantity: a number, its unit, and a restatement in
+// parentheses ("(1.16 KB)", "(1.16KB)") unless the number or unit ends in punctuation;
+// 0 if words[k] is no number.
+size_t quantity_length(const std::vector<std::string_view>& words, size_t k) {
+  if (!is_number(words[k])) return 0;
+  size_t n = 1;
+  if (k + 1 < words.size() && is_unit(strip_closing(words[k + 1]))) ++n;
+  if (k + n >= words.size() || closing(words[k + n - 1].back()) || number_start(words[k]) > 0)
+    return n;
+  const std::string_view a = words[k + n];
+  if (a.size() < 2 || a[0] != '(' || !is_digit(a[1])) return n;
+  if (a.find(')') != std::string_view::npos) {  // "(1.16KB)": a number and a unit
+    std::string_view inner = strip_closing(a.substr(1));
+    while (!inner.empty() && (is_digit(inner.front()) || inner.front() == '.'))
+      inner.remove_prefix(1);
+    return is_unit(inner) ? n + 1 : n;
+  }
+  if (k + n + 1 < words.size() && is_number(a) && is_unit(strip_closing(words[k + n + 1])) &&
+      words[k + n + 1].find(')') != std::string_view::npos)
+    return n + 2;
+  return n;
+}
+
+// Marks a quantity (raw spans its words) a variable: opening punctuation before it and
+// closing punctuation after it stay constant, except a ')' that closes a '(' inside.
+void classify_quantity(Token& t) {
+  const std::string_view r = t.raw;
+  const size_t pre = number_start(r);
+  size_t suf = r.size() - strip_closing(r).size();
+  const std::string_view inside = r.substr(pre, r.size() - pre - suf);
+  const auto opens = std::count(inside.begin(), inside.end(), '(');
+  const auto closes = std::count(inside.begin(), inside.end(), ')');
+  for (auto open = opens - closes; open > 0 && suf > 0; --suf) open -= r[r.size() - suf] == ')';
+  if (pre + suf >= r.size() || pre > UINT16_MAX || suf > UINT16_MAX) return;
+  t.var = true;
+  t.pre = static_cast<uint16_t>(pre);
+  t.suf = static_cast<uint16_t>(suf);
+}
+
+}  // namespace
+
 bool tokenize(std::string_view s, std::vector<Token>& out, size_t max_tokens,
               const TokenMasks* masks) {
   out.clear();
-  size_t i = 0;
-  while (i < s.size()) {
+  thread_local std::vector<std::string_view> words;
+  words.clear();
+  for (size_t i = 0; i < s.size();) {
     while (i < s.size() && is_space(s[i])) ++i;
     if (i == s.size()) break;
-    if (out.size() == max_tokens) return false;
     size_t j = i;
     while (j < s.size() && !is_space(s[j])) ++j;
-    Token t;
-    t.raw = s.substr(i, j - i);
-    classify(t);
-    if (!t.var && masks && !masks->empty()) masks->apply(t);
-    out.push_back(t);
+    words.push_back(s.substr(i, j - i));
     i = j;
+  }
+  for (size_t k = 0; k < words.size();) {
+    if (out.size() == max_tokens) return false;
+    Token t;
+    const size_t q = quantity_length(words, k);
+    if (q >= 2) {  // one variable from the number to its unit or restatement
+      const std::string_view first = words[k], last = words[k + q - 1];
+      t.raw = s.substr(static_cast<size_t>(first.data() - s.data()),
+                       static_cast<size_t>(last.data() + last.size() - first.data()));
+      classify_quantity(t);
+    } else {
+      t.raw = words[k];
+      classify(t);
+      if (!t.var && masks && !masks->empty()) masks->apply(t);
+    }
+    out.push_back(t);
+    k += q >= 2 ? q : 1;
   }
   return true;
 }

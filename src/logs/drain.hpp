@@ -2,10 +2,11 @@
 // split into whitespace tokens; tokens that hold variables (anything with a digit:
 // numbers, hex ids, IPs, block/attempt ids, UUIDs, versions; paths; URLs; long hex
 // strings) are masked to <*> (keeping surrounding punctuation and a `key=` prefix:
-// "(size=42)," -> "(size=<*>),"). A fixed-depth tree routes the message by its token
-// count, then by its first depth-2 tokens (a masked token, or a new one under a node
-// that already has max_children, goes to the <*> child). In the leaf, the message joins
-// the cluster whose template is most similar,
+// "(size=42)," -> "(size=<*>),"); a value with its unit, "1190 bytes (1.16 KB)" or "<1 sec",
+// is one variable token (its value the whole quantity). A fixed-depth tree routes the message by
+// its token count, then by its first depth-2 tokens (a masked token, or a new one under a node that
+// already has max_children, goes to the <*> child). In the leaf, the message joins the cluster
+// whose template is most similar,
 //     sim = (positions where template and message tokens are equal constants)
 //           / (positions, not counting those where both are variables),
 // if sim >= similarity (ties: more <*> positions); the template's differing positions
@@ -24,8 +25,9 @@ namespace snailtrail::logs {
 
 inline constexpr std::string_view kWildcard = "<*>";
 
-// One whitespace token of a message. A variable token's masked form is
-// raw[0, pre) + "<*>" + raw[size - suf, size); its value is the part in between.
+// One whitespace token of a message (or a quantity's words: raw then spans spaces). A
+// variable token's masked form is raw[0, pre) + "<*>" + raw[size - suf, size); its value
+// is the part in between.
 struct Token {
   std::string_view raw;
   uint16_t pre = 0, suf = 0;

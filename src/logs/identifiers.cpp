@@ -39,8 +39,10 @@ bool is_host_port(std::string_view v) {
 // Small counters (all digits, dots, signs: "12", "0.0", "-3") collide across requests:
 // only values with a letter or at least 6 digits can identify one. Numbers with
 // separators (IPs 10.251.42.84, dates 2015-08-07, times 17:41:44, versions, decimals)
-// and addresses (host:port) name nodes, times or sizes, never a request.
+// and addresses (host:port) name nodes, times or sizes, never a request; nor does a value
+// with its unit ("45 ms", "1190 bytes (1.16 KB)", one token for the miner).
 bool id_like(std::string_view v) {
+  if (v.find(' ') != std::string_view::npos || v.find('\t') != std::string_view::npos) return false;
   size_t digits = 0, separators = 0;
   bool letter = false;
   for (size_t i = 0; i < v.size(); ++i) {
