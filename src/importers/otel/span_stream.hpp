@@ -148,8 +148,15 @@ class ChunkReader {
     return at >= 0 && st.st_size > at ? static_cast<size_t>(st.st_size - at) : 0;
   }
   ChunkReader& operator=(const ChunkReader&) = delete;
-  // Appends up to `chunk` bytes; 0 at the end.
+  // Appends up to `chunk` bytes; 0 at the end. For a regular file, no more room than
+  // what is left of it (and one byte to see the end): the resize zero-fills the room, a
+  // 4 MiB chunk for a file of a few kilobytes.
   size_t append(std::string& buf, size_t chunk) {
+    if (struct stat st{}; !stdin_ && ::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode)) {
+      const off_t at = ::lseek(fd_, 0, SEEK_CUR);
+      if (at >= 0 && st.st_size >= at)
+        chunk = std::min(chunk, static_cast<size_t>(st.st_size - at) + 1);
+    }
     const size_t at = buf.size();
     buf.resize(at + chunk);
     for (;;) {
