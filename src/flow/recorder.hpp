@@ -61,16 +61,10 @@ class Recorder {
   }
   // The receiver's side: records a receipt at the message's arrival (a message queued
   // behind a busy receiver waited in the receiver's processing, not in communication),
-  // never before what was already handed to a live sink (floor), nor before the last
-  // receipt from the same sender: a pair's receipts keep the order of its correlators
-  // (TraceFacts::correlators_increasing). That order broke when a delivery before the
-  // run's clock existed (arrived -1: stamped now) was followed by one stamped at its
-  // earlier delivery (under mpirun on a loaded machine).
+  // never before what was already handed to a live sink (floor).
   void receipt(int64_t arrived, ActivityType a, uint32_t from, int64_t correlator,
                int64_t records = -1) {
-    if (from >= last_receipt_.size()) last_receipt_.resize(from + 1, INT64_MIN);
-    int64_t ts = arrived >= 0 ? std::max(arrived, floor_) : now();
-    ts = last_receipt_[from] = std::max(ts, last_receipt_[from]);
+    const int64_t ts = arrived >= 0 ? std::max(arrived, floor_) : now();
     first_receipt_ = std::min(first_receipt_, ts);
     message(ts, a, EventKind::recv, from, correlator, records);
   }
@@ -94,7 +88,6 @@ class Recorder {
   int64_t last_arrival_ = INT64_MIN;
   int64_t first_receipt_ = INT64_MAX;
   int64_t floor_ = INT64_MIN;
-  std::vector<int64_t> last_receipt_;  // per sender
 };
 
 }  // namespace snailtrail::flow

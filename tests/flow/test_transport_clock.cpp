@@ -10,7 +10,6 @@
 #include <algorithm>
 
 #include "flow/channel.hpp"
-#include "flow/recorder.hpp"
 #include "flow/runtime.hpp"
 
 namespace snailtrail::flow {
@@ -50,23 +49,6 @@ TEST(TransportClock, NoTimeBeforeTheRecordersExistAndTheRunsTimeAfter) {
   }
   EXPECT_GE(probe.at_finish, last);
   EXPECT_LT(probe.at_finish, last + int64_t{60'000'000'000});
-}
-
-// A delivery before the clock existed is stamped when the receiver takes it; the next
-// message of the same pair, delivered once the clock existed, carries an earlier delivery
-// time. Its receipt must not go before the first: a pair's receipts keep the order of
-// their correlators. Other senders' receipts keep their own times.
-TEST(TransportClock, ReceiptsOfAPairKeepTheirOrder) {
-  Recorder rec(0, true, std::chrono::steady_clock::now());
-  rec.receipt(-1, ActivityType::data_message, 1, 101);  // stamped now
-  const int64_t first = rec.events().back().ts;
-  ASSERT_GT(first, 0);
-  rec.receipt(first / 2, ActivityType::data_message, 1, 102);  // delivered earlier
-  EXPECT_EQ(rec.events().back().ts, first);
-  rec.receipt(first / 4, ActivityType::data_message, 2, 201);  // another sender
-  EXPECT_EQ(rec.events().back().ts, first / 4);
-  rec.receipt(first + 5, ActivityType::data_message, 1, 103);
-  EXPECT_EQ(rec.events().back().ts, first + 5);
 }
 
 }  // namespace
