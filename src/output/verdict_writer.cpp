@@ -74,16 +74,26 @@ std::string rank_text(uint32_t rank) {
   return rank == 1 ? "first" : fmt::format("#{}", rank);
 }
 
+// "Twice as fast", "3 times as fast", or `peers` (a peer-median what-if); lower case
+// inside a sentence.
+std::string speedup_words(const WhatIf& w, const char* peers, bool capital) {
+  if (w.peer_median) return peers;
+  if (w.speedup == 2) return capital ? "Twice as fast" : "twice as fast";
+  return fmt::format("{:g} times as fast", w.speedup);
+}
+
+// The what-if sentence: "{lead}, ... would (not) shorten the critical path ...".
+std::string saving_sentence(const WhatIf& w, const std::string& lead) {
+  if (!(w.saved_ns > 0))
+    return fmt::format(" {} would not shorten the critical path: other work holds it.", lead);
+  return fmt::format(" {} would shorten the critical path by {}.", lead,
+                     format_ns(std::llround(w.saved_ns)));
+}
+
 std::string saving_text(const WhatIf* w, const char* subject) {
   if (!w) return {};
-  const std::string how = w->peer_median    ? "As fast as its peers' median"
-                          : w->speedup == 2 ? "Twice as fast"
-                                            : fmt::format("{:g} times as fast", w->speedup);
-  if (!(w->saved_ns > 0))
-    return fmt::format(" {}, {} would not shorten the critical path: other work holds it.", how,
-                       subject);
-  return fmt::format(" {}, {} would shorten the critical path by {}.", how, subject,
-                     format_ns(std::llround(w->saved_ns)));
+  return saving_sentence(
+      *w, fmt::format("{}, {}", speedup_words(*w, "As fast as its peers' median", true), subject));
 }
 
 // A wait verdict (kernel traces): what the threads waited for, in words, and the next
@@ -116,14 +126,8 @@ constexpr WaitSentence kWaitSentences[] = {
 // The what-if of a wait's pseudo-worker: waking the threads sooner.
 std::string wait_saving_text(const WhatIf* w) {
   if (!w) return {};
-  const std::string how = w->peer_median    ? "as fast as their peers'"
-                          : w->speedup == 2 ? "twice as fast"
-                                            : fmt::format("{:g} times as fast", w->speedup);
-  if (!(w->saved_ns > 0))
-    return fmt::format(" Woken {}, they would not shorten the critical path: other work holds it.",
-                       how);
-  return fmt::format(" Woken {}, they would shorten the critical path by {}.", how,
-                     format_ns(std::llround(w->saved_ns)));
+  return saving_sentence(
+      *w, fmt::format("Woken {}, they", speedup_words(*w, "as fast as their peers'", false)));
 }
 
 std::string wait_text(const Verdict& v, const Names& names) {
