@@ -158,8 +158,11 @@ void register_job(JobSpec job);
 // input). With --rate max: closed loop, as fast as the dataflow keeps up (timestamps:
 // the current time), never more than kMaxLagEpochs ahead of the output probe's frontier
 // (timely's "while probe.less_than(time) step()"), so queues stay bounded and a slow
-// worker makes the others wait.
-inline constexpr Time kMaxLagEpochs = 2;
+// worker makes the others wait. One epoch: with two, a 2-worker wordcount had the same
+// throughput (0.94-1.00x) but a 1.2-1.35x higher median latency, and the worker that did
+// not count the hot word was held back so loosely that CP ranked it first in 2 of 10 runs
+// at --skew 0.5 (docs/RUNTIME.md, "Closed loop").
+inline constexpr Time kMaxLagEpochs = 1;
 
 namespace detail {
 // open_loop_source's operator: a source of T at the run's rate (or closed loop).
