@@ -9,6 +9,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <deque>
@@ -196,6 +197,15 @@ class Transport {
   // Called while tracing: how long (de)serialization took, per worker (set by the runtime).
   std::function<void(uint32_t worker, int64_t t0, int64_t t1, bool ser, uint64_t records)> on_codec;
   std::function<int64_t()> now;
+  // Set while tracing: the run's time of a delivery stamped on the steady clock. Deliveries
+  // are stamped from start() on, before the run's origin is known; they are converted
+  // on the receiving worker's thread, once it is.
+  std::function<int64_t(int64_t steady_ns)> since_origin;
+  static int64_t steady_now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
   // The inbox of (channel, global worker `to`), created on first use by either side.
   std::shared_ptr<Inbox> inbox(uint64_t channel, uint32_t to) {
     std::lock_guard<std::mutex> lock(inbox_mu_);
@@ -212,8 +222,8 @@ class Transport {
       if (len > n) throw std::runtime_error("transport: truncated frame");
       auto box = inbox(h.channel, h.to);
       std::vector<char> frame(p, p + len);
-      if (now) {  // the receipt's time: delivery, not the receiver's dequeue
-        h.arrived_ns = now();
+      if (since_origin) {  // the receipt's time: delivery, not the receiver's dequeue
+        h.arrived_ns = steady_now_ns();
         std::memcpy(frame.data(), &h, sizeof h);
       }
       {
@@ -299,7 +309,7 @@ class MixedPuller final : public Puller<T> {
       m->time = h.time;
       m->from = h.from;
       m->correlator = h.correlator;
-      m->arrived_ns = h.arrived_ns;
+      m->arrived_ns = t_->since_origin ? t_->since_origin(h.arrived_ns) : h.arrived_ns;
       m->data.resize(h.bytes / sizeof(T));
       if (h.bytes) std::memcpy(m->data.data(), frame.data() + sizeof h, h.bytes);
       if (traced) t_->on_codec(h.to, t0, t_->now(), false, m->data.size());

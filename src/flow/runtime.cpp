@@ -232,20 +232,25 @@ int64_t injected_failure(uint32_t g) {
 
 // Under tracing, the transport's (de)serialization of a worker's frames is recorded on
 // that worker's own recorder (the transport calls on_codec on the worker's thread).
-// The transport's clock reads the run's origin once it is published (`origin_ns`, set
-// after start()): the communication thread delivers other ranks' frames from start() on,
-// before this process's recorders exist. Until then a delivery is not stamped (-1: the
-// receipt takes the receiver's time), instead of a time read off a recorder not yet
-// built (a time since boot in the trace, 2026-11-29).
+// The transport's clock (codec timings, on the workers' threads) reads the run's origin
+// once it is published (`origin_ns`, set after start()). The communication thread
+// delivers other ranks' frames from start() on, before this process's recorders and
+// origin exist: deliveries are stamped on the steady clock and converted by the receiving
+// worker (since_origin), so that early ones keep their delivery time and a pair's
+// receipts the order of its correlators. (A time read off a recorder not yet built put a
+// time since boot in the trace, and an early delivery stamped at its dequeue broke the
+// order; 2026-11-29.)
 void trace_transport_codec(Transport& tr, std::vector<Recorder>& recorders, uint32_t base,
                            std::shared_ptr<const std::atomic<int64_t>> origin_ns) {
-  tr.now = [origin_ns = std::move(origin_ns)] {
+  tr.now = [origin_ns] {
     const int64_t origin = origin_ns->load(std::memory_order_acquire);
     if (origin == INT64_MIN) return int64_t{-1};
-    return static_cast<int64_t>(
-               std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
-                   .count()) -
-           origin;
+    return Transport::steady_now_ns() - origin;
+  };
+  tr.since_origin = [origin_ns](int64_t steady_ns) {
+    const int64_t origin = origin_ns->load(std::memory_order_acquire);
+    if (origin == INT64_MIN || steady_ns < 0) return int64_t{-1};
+    return std::max<int64_t>(0, steady_ns - origin);  // delivered before the origin: at it
   };
   tr.on_codec = [&recorders, base](uint32_t w, int64_t t0, int64_t t1, bool ser, uint64_t records) {
     const auto a = ser ? ActivityType::serialization : ActivityType::deserialization;

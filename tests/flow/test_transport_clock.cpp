@@ -51,5 +51,45 @@ TEST(TransportClock, NoTimeBeforeTheRecordersExistAndTheRunsTimeAfter) {
   EXPECT_LT(probe.at_finish, last + int64_t{60'000'000'000});
 }
 
+// A delivery before the run's origin existed (stamped inside start()) converts to the run's
+// time it happened at, not to when the receiver took it: before every later delivery, so
+// that a pair's receipts keep the order of their correlators (an early delivery stamped
+// at its dequeue once broke it, under mpirun on a loaded machine).
+TEST(TransportClock, DeliveriesBeforeTheOriginKeepTheirTime) {
+  struct Early : ClockProbe {
+    void start() override {
+      ClockProbe::start();
+      early = steady_now_ns();  // a delivery now
+    }
+    void finish() override {
+      ClockProbe::finish();
+      late = steady_now_ns();
+      ASSERT_TRUE(since_origin);
+      early_run = since_origin(early);
+      late_run = since_origin(late);
+    }
+    int64_t early = 0, late = 0, early_run = -2, late_run = -2;
+  } probe;
+  RunConfig cfg;
+  cfg.job = "keycount";
+  cfg.workers = 2;
+  cfg.records = 20000;
+  cfg.keys = 100;
+  cfg.trace = true;
+  cfg.transport = &probe;
+  const RunResult r = run_job(cfg);
+  // The origin is taken right after start(): the early delivery is at it (0) or just after.
+  EXPECT_GE(probe.early_run, 0);
+  EXPECT_LT(probe.early_run, 1'000'000'000);
+  EXPECT_GT(probe.late_run, probe.early_run);
+  if (probe.early_run > 0) {
+    EXPECT_EQ(probe.late_run - probe.early_run, probe.late - probe.early);
+  }
+  int64_t last = 0;
+  for (const Event& e : r.events) last = std::max(last, e.ts);
+  EXPECT_GE(probe.late_run, last);
+  EXPECT_EQ(probe.since_origin(-1), -1);  // no stamp stays no stamp
+}
+
 }  // namespace
 }  // namespace snailtrail::flow
