@@ -16,6 +16,7 @@
 #include "bench/synthetic.hpp"
 #include "pag/timeline.hpp"
 #include "process_util.hpp"
+#include "sanitized.hpp"
 #include "sim/simulator.hpp"
 #include "summary/streamed.hpp"
 #include "trace/snail_index.hpp"
@@ -189,7 +190,7 @@ class StreamedTest : public testing::TempDirTest {
 
 TEST_F(StreamedTest, RandomTracesEveryFormatAndRange) {
   std::mt19937_64 rng(20);
-  for (int i = 0; i < 10; ++i) {
+  for (int i = 0; i < testing::random_inputs(10, 4); ++i) {
     const Trace t = random_trace(rng);
     SnailWriteOptions o;
     o.events_per_block = static_cast<uint32_t>(1 + rng() % 300);  // many blocks
@@ -616,7 +617,7 @@ class StreamedReportTest : public StreamedTest {
 
 TEST_F(StreamedReportTest, RandomTracesSeveralWindowsAndRanges) {
   std::mt19937_64 rng(2020);
-  for (int i = 0; i < 6; ++i) {
+  for (int i = 0; i < testing::random_inputs(6, 3); ++i) {
     const Trace t = random_trace(rng);
     SnailWriteOptions o;
     o.events_per_block = static_cast<uint32_t>(1 + rng() % 300);
@@ -690,7 +691,7 @@ class StreamedConvertTest : public StreamedTest {
 
 TEST_F(StreamedConvertTest, SnailAndJsonlEveryDirection) {
   std::mt19937_64 rng(2021);
-  for (int i = 0; i < 5; ++i) {
+  for (int i = 0; i < testing::random_inputs(5, 3); ++i) {
     Trace t = random_trace(rng);
     t.operator_names[2] = "reduce \"x\"";
     SnailWriteOptions o;
@@ -768,7 +769,7 @@ TEST_F(StreamedConvertTest, WriterInPiecesEqualsWholeAndIndexMatchesAScan) {
 
 TEST_F(StreamedTest, JsonlInputIsStreamedWithTheSameOutput) {
   std::mt19937_64 rng(2022);
-  for (int i = 0; i < 6; ++i) {
+  for (int i = 0; i < testing::random_inputs(6, 3); ++i) {
     const Trace t = random_trace(rng);
     const fs::path file = path("r" + std::to_string(i) + ".jsonl");
     write_trace(t, file.string());
