@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -75,6 +76,7 @@ struct LogFile {
   TextArena text;
   std::string format;  // the format used ("none" if no header was found)
   bool has_time = false;
+  uint64_t bytes = 0;           // read (a second pass checks that the file did not change)
   std::vector<LineInfo> lines;  // empty unless LogOptions::line_kinds
 };
 
@@ -106,6 +108,12 @@ LogSet read_logs(const std::vector<std::string>& paths, const LogOptions& option
 // The same from in-memory contents: (name, bytes) per file.
 LogSet parse_logs(std::vector<std::pair<std::string, std::string>> files,
                   const LogOptions& options);
+
+// Reads the files of `set` (read_logs with the same options) again, giving each record's
+// message, in record order, to visit(record, message): a second pass over regular files,
+// so that the records need not keep their texts. Throws if a file changed in between.
+void reread_messages(const LogSet& set, const LogOptions& options,
+                     const std::function<void(uint32_t, std::string_view)>& visit);
 
 // Whether a line looks binary (NUL, or more than a quarter control characters).
 bool is_binary_line(std::string_view line);
