@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -214,6 +215,36 @@ TEST(LogPasses, AFileChangedBetweenPassesIsAnError) {
   EXPECT_THROW(build_flows_rereading(set, o, {}), std::runtime_error);
   fs::remove(t.paths[0]);
   EXPECT_THROW(build_flows_rereading(set, o, {}), std::runtime_error);
+}
+
+// What a shell command printed (stdout only).
+std::string shell_output(const std::string& cmd) {
+  std::string out;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  ::pclose(p);
+  return out;
+}
+
+// The command takes passes on a regular file and one pass on a pipe: same output.
+TEST(LogPassesCli, AFileAndThePipeOfItGiveTheSameFlows) {
+  TempLogs t("cli");
+  const std::vector<std::string> files = service_logs(400, 30, true, 9);
+  t.add("stdin.log", files[0] + files[1] + files[2]);  // the node of /dev/stdin too
+  const std::string bin = SNAILTRAIL_BINARY, path = t.paths[0];
+  for (const char* format : {"table", "json", "jsonl"}) {
+    SCOPED_TRACE(format);
+    const std::string args = std::string(" logs flows --format ") + format;
+    const std::string from_file = shell_output(bin + args + " " + path);
+    std::string from_pipe = shell_output("cat " + path + " | " + bin + args + " /dev/stdin");
+    for (size_t at; (at = from_pipe.find("/dev/stdin")) != std::string::npos;)
+      from_pipe.replace(at, 10, path);
+    ASSERT_GT(from_file.size(), 1000u);
+    EXPECT_TRUE(from_file == from_pipe);
+  }
 }
 
 }  // namespace
