@@ -245,7 +245,7 @@ FlowSet flows_of(const LogSet& logs, const FlowOptions& options,
 FlowSet build_flows(const LogSet& logs, const FlowOptions& options) {
   const detail::MessageSource kept = [&](const detail::MessageVisitor& visit) {
     for (size_t r = 0; r < logs.records.size(); ++r)
-      visit(static_cast<uint32_t>(r), logs.records[r].content);
+      visit(static_cast<uint32_t>(r), logs.content(r));
   };
   return flows_of(logs, options, kept, false);
 }

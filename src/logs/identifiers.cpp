@@ -390,7 +390,7 @@ void group_by_regex(const LogSet& logs, const std::string& id_regex, Grouping& g
   std::match_results<std::string_view::const_iterator> m;
   for (size_t r = 0; r < logs.records.size(); ++r) {
     // The whole line: an id may sit in a header field (OpenStack's [req-...]).
-    const std::string_view c = logs.whole_line(logs.records[r]);
+    const std::string_view c = logs.whole_line(r);
     if (!std::regex_search(c.begin(), c.end(), m, re)) continue;
     const size_t group = m.size() > 1 && m[1].matched ? 1 : 0;
     const std::string_view v =

@@ -288,7 +288,7 @@ void LogReader::add_record(FileState& fs, LineInfo& info, LogFile& file, std::st
     const size_t header = inside && options_.keep == KeepText::whole_lines
                               ? static_cast<size_t>(m_.content.data() - line.data())
                               : 0;
-    r.content = file.text.add(line.substr(0, header), m_.content);
+    set_.contents.push_back(file.text.add(line.substr(0, header), m_.content));
   }
   if (info.kind != LineKind::no_header) info.kind = LineKind::record;
   info.record = static_cast<uint32_t>(set_.records.size());

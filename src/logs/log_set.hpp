@@ -47,8 +47,7 @@ struct LogRecord {
   uint32_t node = 0;         // index into LogSet::nodes
   uint32_t cluster = 0;      // template
   int64_t ts = 0;            // ns since the epoch (the line number if the file has no time)
-  std::string_view content;  // the message (first line), into LogFile::text; empty if not kept
-};
+};  // 32 bytes: the kept texts are in LogSet::contents, not here (most runs keep none)
 
 // The kept texts of a file's records, in blocks that never move (records view into them).
 // Each text is followed by the length of its header (4 bytes), for LogSet::whole_line.
@@ -83,22 +82,30 @@ struct LogFile {
 struct LogSet {
   std::vector<LogFile> files;
   std::vector<LogRecord> records;  // file by file, in line order
+  // Per record its message (first line), into LogFile::text; empty if no text is kept.
+  std::vector<std::string_view> contents;
   std::vector<std::string> nodes;
   std::vector<std::pair<uint32_t, std::string>> threads;  // (node, thread name)
   Drain drain;
   std::vector<std::pair<std::string, uint64_t>> diagnostics;  // kind -> count, nonzero only
 
-  // A record's whole first line, header included (the message runs to the line's end);
-  // only the message if the reader kept only messages (LogOptions::keep).
-  std::string_view whole_line(const LogRecord& r) const {
-    if (r.content.data() == nullptr) return {};
-    const uint32_t h = TextArena::header_size(r.content);
-    return {r.content.data() - h, h + r.content.size()};
+  // Record r's message (first line); empty if the reader kept no text (LogOptions::keep).
+  std::string_view content(size_t r) const {
+    return r < contents.size() ? contents[r] : std::string_view();
   }
 
-  // The message tokens of a record (into `scratch`), as the miner saw them.
-  const std::vector<Token>& tokens(const LogRecord& r, std::vector<Token>& scratch) const {
-    tokenize(r.content, scratch, drain.options().max_tokens, &drain.masks());
+  // Record r's whole first line, header included (the message runs to the line's end);
+  // only the message if the reader kept only messages (LogOptions::keep).
+  std::string_view whole_line(size_t r) const {
+    const std::string_view c = content(r);
+    if (c.data() == nullptr) return {};
+    const uint32_t h = TextArena::header_size(c);
+    return {c.data() - h, h + c.size()};
+  }
+
+  // The message tokens of record r (into `scratch`), as the miner saw them.
+  const std::vector<Token>& tokens(size_t r, std::vector<Token>& scratch) const {
+    tokenize(content(r), scratch, drain.options().max_tokens, &drain.masks());
     return scratch;
   }
 };
