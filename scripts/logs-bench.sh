@@ -4,6 +4,7 @@
 # request ids, 1 line in 5 a random word salad that makes a template of its own), at
 # 100 k, 400 k and 2 M lines. Prints CPU seconds, lines per minute of CPU and max RSS
 # from /usr/bin/time. Targets (issue 34): linear time, >= 1 M lines/min, <= 500 MB.
+# `flows` reads the (regular) file twice: mining, then the identifier census.
 # Usage: scripts/logs-bench.sh [LINES...]   (default 100000 400000 2000000)
 # Needs build/bin/snailtrail, python3 and /usr/bin/time. Writes to a temporary directory.
 set -euo pipefail

@@ -93,7 +93,7 @@ TEST(RealLogs, LoghubHeadersAreDetectedWithTheirFields) {
     const LogSet set = parse_one("node", c.lines);
     ASSERT_EQ(set.files[0].format, c.preset) << c.lines;
     ASSERT_EQ(set.records.size(), 2u) << c.preset;
-    EXPECT_EQ(set.records[0].content, c.content) << c.preset;
+    EXPECT_EQ(set.content(0), c.content) << c.preset;
     EXPECT_EQ(set.records[0].ts, first_ts.at(c.preset)) << c.preset;
   }
   // Windows CBS 2016-09-28 04:30:30 by hand: 17072 days since 1970 + 16230 s.

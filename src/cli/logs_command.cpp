@@ -62,16 +62,30 @@ int run_templates(const LogsArgs& a) {
   return 0;
 }
 
+// Whether every input can be read a second time (not a pipe or standard input).
+bool rereadable(const std::vector<std::string>& files) {
+  std::error_code ec;
+  for (const std::string& f : files)
+    if (!std::filesystem::is_regular_file(f, ec)) return false;
+  return true;
+}
+
 int run_flows(const LogsArgs& a) {
   logs::LogOptions o = log_options(a);
-  // --id searches the header too; no per-line output.
-  o.keep = a.id.empty() ? logs::KeepText::messages : logs::KeepText::whole_lines;
-  o.line_kinds = false;
-  const logs::LogSet set = logs::read_logs(a.files, o);
   logs::FlowOptions fo;
   fo.id_regex = a.id;
   fo.by_thread = a.by_thread;
-  const logs::FlowSet fs = logs::build_flows(set, fo);
+  // Regular files are read twice (docs/LOGS.md "Speed"): the records keep no text and
+  // the identifier census reads the messages again. --id searches the header too, so it
+  // keeps whole lines; pipes keep the messages (one pass). No per-line output.
+  const bool passes = a.id.empty() && !a.by_thread && rereadable(a.files);
+  o.keep = !a.id.empty()           ? logs::KeepText::whole_lines
+           : a.by_thread || passes ? logs::KeepText::none
+                                   : logs::KeepText::messages;
+  o.line_kinds = false;
+  const logs::LogSet set = logs::read_logs(a.files, o);
+  const logs::FlowSet fs =
+      passes ? logs::build_flows_rereading(set, o, fo) : logs::build_flows(set, fo);
   const output::FlowsView view(set, fs);
   OutputFile out(a.output);
   if (a.format == "jsonl") {

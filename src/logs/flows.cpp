@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <stdexcept>
 #include <unordered_map>
 
 #include "logs/request_groups.hpp"
@@ -217,16 +218,16 @@ void rank_signatures(FlowSet& out) {
   for (Flow& f : out.flows) f.signature = rank[f.signature];
 }
 
-}  // namespace
-
-FlowSet build_flows(const LogSet& logs, const FlowOptions& options) {
+// Groups by --id, inferred identifiers (from `messages`) or threads, then makes the flows.
+FlowSet flows_of(const LogSet& logs, const FlowOptions& options,
+                 const detail::MessageSource& messages, bool copy_values) {
   FlowSet out;
   Grouping groups(logs.records.size());
   if (!options.id_regex.empty()) {
     out.id_source = "regex";
     group_by_regex(logs, options.id_regex, groups);
   } else if (!options.by_thread) {
-    group_by_identifiers(logs, out, groups);
+    group_by_identifiers(logs, messages, copy_values, out, groups);
   }
   if (options.by_thread || (options.id_regex.empty() && out.id_slots.empty()))
     group_by_thread(logs, out, groups);
@@ -237,6 +238,26 @@ FlowSet build_flows(const LogSet& logs, const FlowOptions& options) {
   summarize_flows(logs, out);
   rank_signatures(out);
   return out;
+}
+
+}  // namespace
+
+FlowSet build_flows(const LogSet& logs, const FlowOptions& options) {
+  const detail::MessageSource kept = [&](const detail::MessageVisitor& visit) {
+    for (size_t r = 0; r < logs.records.size(); ++r)
+      visit(static_cast<uint32_t>(r), logs.content(r));
+  };
+  return flows_of(logs, options, kept, false);
+}
+
+FlowSet build_flows_rereading(const LogSet& logs, const LogOptions& read_options,
+                              const FlowOptions& options) {
+  if (!options.id_regex.empty())
+    throw std::logic_error("build_flows_rereading: --id needs the kept lines (build_flows)");
+  const detail::MessageSource reread = [&](const detail::MessageVisitor& visit) {
+    reread_messages(logs, read_options, visit);
+  };
+  return flows_of(logs, options, reread, true);
 }
 
 }  // namespace snailtrail::logs

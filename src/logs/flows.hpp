@@ -88,6 +88,7 @@ struct FlowSet {
   std::vector<Flow> flows;                // by first record
   std::vector<uint32_t> record_ids;       // the flows' records, flow after flow
   std::deque<std::string> id_texts;       // ids made here (node/thread), not in the logs
+  TextArena id_arena;                     // inferred ids copied from messages read again
   std::vector<FlowEdge> edges;            // by count, descending
   std::vector<FlowSignature> signatures;  // by count, descending
   uint64_t records_in_flows = 0, records_without_id = 0, multi_id_records = 0;
@@ -102,7 +103,15 @@ struct FlowSet {
 // number with separators (IP, date, time, version, decimal) nor a host:port address.
 bool id_like(std::string_view v);
 
-// The flows' ids view into `logs`, which must outlive them.
+// The flows' ids view into `logs`, which must outlive them. One pass: the records keep
+// their texts (LogOptions::keep: whole lines for --id, else messages).
 FlowSet build_flows(const LogSet& logs, const FlowOptions& options);
+
+// The same flows (byte-identical outputs) from logs read by read_logs(paths, read_options)
+// with read_options.keep == KeepText::none: the identifier census reads the files again
+// (regular files only, not pipes), so no record keeps its text. Without --id only (--id
+// needs the whole lines: use build_flows).
+FlowSet build_flows_rereading(const LogSet& logs, const LogOptions& read_options,
+                              const FlowOptions& options);
 
 }  // namespace snailtrail::logs

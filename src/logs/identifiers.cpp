@@ -87,7 +87,8 @@ struct ValueCensus {
   // text -> value: open addressing over value indices + 1 (0 = empty), at most half full;
   // a map node per value was most of `flows`' memory on logs of unique tokens.
   std::vector<uint32_t> value_table;
-  uint32_t intern(std::string_view v);
+  TextArena text;  // copies of the values (intern(v, true))
+  uint32_t intern(std::string_view v, bool copy);
   uint32_t id_of_last() const { return static_cast<uint32_t>(value_text.size() - 1); }
   std::vector<uint32_t> slot_begin, value_slots;  // per value: its distinct slots (flat)
   size_t slots() const { return slot_base.back(); }
@@ -96,7 +97,7 @@ struct ValueCensus {
   }
 };
 
-uint32_t ValueCensus::intern(std::string_view v) {
+uint32_t ValueCensus::intern(std::string_view v, bool copy) {
   if ((value_text.size() + 1) * 2 > value_table.size()) {
     std::vector<uint32_t> table(std::max<size_t>(1024, value_table.size() * 2), 0);
     const size_t mask = table.size() - 1;
@@ -114,7 +115,7 @@ uint32_t ValueCensus::intern(std::string_view v) {
     if (id == 0) {
       value_table[i] = static_cast<uint32_t>(value_text.size() + 1);
       values.emplace_back();
-      value_text.push_back(v);
+      value_text.push_back(copy ? text.add({}, v) : v);
       return id_of_last();
     }
     if (value_text[id - 1] == v) return id - 1;
@@ -158,20 +159,26 @@ void value_slot_lists(ValueCensus& vc) {
   vc.value_slots.shrink_to_fit();
 }
 
-ValueCensus census_values(const LogSet& logs) {
+// Every id-like parameter value of the records' messages, as `messages` gives them (in
+// record order). Values are copied into `vc.text` if `copy_values` (messages read again
+// from the files do not stay).
+ValueCensus census_values(const LogSet& logs, const detail::MessageSource& messages,
+                          bool copy_values) {
   const size_t n = logs.records.size();
   ValueCensus vc;
   vc.slot_base = slot_bases(logs.drain);
   vc.rec_begin.assign(n + 1, 0);
   std::vector<Token> tokens;
   std::vector<std::string_view> params;
-  for (size_t r = 0; r < n; ++r) {
+  const size_t max_tokens = logs.drain.options().max_tokens;
+  messages([&](uint32_t r, std::string_view message) {
     const LogRecord& rec = logs.records[r];
-    logs.drain.params(rec.cluster, logs.tokens(rec, tokens), params);
+    tokenize(message, tokens, max_tokens, &logs.drain.masks());
+    logs.drain.params(rec.cluster, tokens, params);
     for (size_t k = 0; k < params.size(); ++k) {
       const std::string_view v = params[k];
       if (!id_like(v)) continue;
-      const uint32_t id = vc.intern(v);
+      const uint32_t id = vc.intern(v, copy_values);
       ParamValue& val = vc.values[id];
       const uint32_t slot = vc.slot_base[rec.cluster] + static_cast<uint32_t>(k);
       // A value counts once per record.
@@ -186,7 +193,7 @@ ValueCensus census_values(const LogSet& logs) {
       vc.rec_values.emplace_back(id, slot);
     }
     vc.rec_begin[r + 1] = vc.rec_values.size();
-  }
+  });
   value_slot_lists(vc);
   return vc;
 }
@@ -383,7 +390,7 @@ void group_by_regex(const LogSet& logs, const std::string& id_regex, Grouping& g
   std::match_results<std::string_view::const_iterator> m;
   for (size_t r = 0; r < logs.records.size(); ++r) {
     // The whole line: an id may sit in a header field (OpenStack's [req-...]).
-    const std::string_view c = logs.whole_line(logs.records[r]);
+    const std::string_view c = logs.whole_line(r);
     if (!std::regex_search(c.begin(), c.end(), m, re)) continue;
     const size_t group = m.size() > 1 && m[1].matched ? 1 : 0;
     const std::string_view v =
@@ -394,8 +401,9 @@ void group_by_regex(const LogSet& logs, const std::string& id_regex, Grouping& g
   }
 }
 
-void group_by_identifiers(const LogSet& logs, FlowSet& out, Grouping& g) {
-  const ValueCensus vc = census_values(logs);
+void group_by_identifiers(const LogSet& logs, const MessageSource& messages, bool copy_values,
+                          FlowSet& out, Grouping& g) {
+  ValueCensus vc = census_values(logs, messages, copy_values);
   const uint64_t hub = std::max<uint64_t>(64, logs.records.size() / 100);
   std::vector<bool> is_id = identifier_slots(vc, hub, out.id_slots);
   out.id_values = vc.values.size();
@@ -410,6 +418,7 @@ void group_by_identifiers(const LogSet& logs, FlowSet& out, Grouping& g) {
   IdKinds kinds = identifier_kinds(vc, is_id);
   out.multi_id_records += join_requests(vc, is_id, hub, kinds, g);
   out.id_source = out.id_slots.empty() ? "none" : out.sampled ? "shape" : "auto";
+  out.id_arena = std::move(vc.text);  // the groups' names view into it
 }
 
 }  // namespace detail

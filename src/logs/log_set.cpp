@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -53,7 +54,15 @@ bool next_line(std::string_view bytes, size_t& pos, std::string_view& line) {
 // and template. What goes wrong is counted, never fatal.
 class LogReader {
  public:
-  LogReader(LogSet& set, const LogOptions& options) : set_(set), options_(options) {
+  // With `replay`, the reader only re-reads the records of `replay->of` (read before with
+  // the same options) and gives each one's message to `replay->visit`; it adds nothing.
+  struct Replay {
+    const LogSet& of;
+    const std::function<void(uint32_t, std::string_view)>& visit;
+    uint32_t next = 0;
+  };
+  LogReader(LogSet& set, const LogOptions& options, Replay* replay = nullptr)
+      : set_(set), options_(options), replay_(replay) {
     if (!options.format.empty()) given_ = format_from_option(options.format);
     for (const FormatPreset& p : format_presets())
       presets_.push_back(LogFormat::compile(p.pattern, p.name));
@@ -79,9 +88,11 @@ class LogReader {
   bool other_preset_header(const LogFormat& format, std::string_view line);
   bool node_from_field(const LogFormat& format);
   void add_record(FileState& fs, LineInfo& info, LogFile& file, std::string_view line);
+  void replay_record(FileState& fs);
 
   LogSet& set_;
   const LogOptions& options_;
+  Replay* replay_;
   std::optional<LogFormat> given_;
   std::vector<LogFormat> presets_;
   Counters cnt_;
@@ -116,6 +127,7 @@ void LogReader::read_file(uint32_t f, std::istream& in) {
     if (in.bad()) throw std::runtime_error(file.path + ": cannot read");
     const size_t got = static_cast<size_t>(in.gcount());
     buf.resize(old + got);
+    file.bytes += got;
     eof = got < chunk;
   };
   while (!eof && head_lines(buf, 200) < 200) fill();  // detection sees the first 200 lines
@@ -153,6 +165,8 @@ void LogReader::read_line(FileState& fs, LogFile& file, std::string_view line) {
     if (options_.line_kinds) file.lines.push_back(info);
   } else if (match_record(fs, line, info)) {
     add_record(fs, info, file, line);
+  } else if (replay_) {
+    ++cnt_.joined;
   } else {
     ++cnt_.joined;
     ++set_.records.back().extra_lines;
@@ -251,6 +265,7 @@ bool LogReader::other_preset_header(const LogFormat& format, std::string_view li
 // The record of the header in m_: its time (the previous one's if it has none), node,
 // thread (interned per node) and template.
 void LogReader::add_record(FileState& fs, LineInfo& info, LogFile& file, std::string_view line) {
+  if (replay_) return replay_record(fs);
   LogRecord r;
   r.file = fs.index;
   r.line = fs.line_no;
@@ -273,13 +288,26 @@ void LogReader::add_record(FileState& fs, LineInfo& info, LogFile& file, std::st
     const size_t header = inside && options_.keep == KeepText::whole_lines
                               ? static_cast<size_t>(m_.content.data() - line.data())
                               : 0;
-    r.content = file.text.add(line.substr(0, header), m_.content);
+    set_.contents.push_back(file.text.add(line.substr(0, header), m_.content));
   }
   if (info.kind != LineKind::no_header) info.kind = LineKind::record;
   info.record = static_cast<uint32_t>(set_.records.size());
   if (options_.line_kinds) file.lines.push_back(info);
   set_.records.push_back(r);
   fs.have_record = true;
+}
+
+// A record read again: it must be the one read before (a file changed in between would
+// give other records, silently wrong flows).
+void LogReader::replay_record(FileState& fs) {
+  const uint32_t r = replay_->next++;
+  if (r >= replay_->of.records.size() || replay_->of.records[r].file != fs.index ||
+      replay_->of.records[r].line != fs.line_no)
+    throw std::runtime_error(set_.files[fs.index].path + ": changed while read (line " +
+                             std::to_string(fs.line_no) + ")");
+  fs.last_ts = replay_->of.records[r].ts;
+  fs.have_record = true;
+  replay_->visit(r, m_.content);
 }
 
 void LogReader::put_diagnostics() {
@@ -395,6 +423,28 @@ LogSet read_logs(const std::vector<std::string>& paths, const LogOptions& option
   reader.put_diagnostics();
   set.drain.release_index();  // no more messages: flows need the templates, not the index
   return set;
+}
+
+void reread_messages(const LogSet& set, const LogOptions& options,
+                     const std::function<void(uint32_t, std::string_view)>& visit) {
+  LogSet scratch;  // the reader's nodes and threads, dropped
+  scratch.drain = Drain(options.drain);
+  scratch.files.resize(set.files.size());
+  LogReader::Replay replay{set, visit};
+  LogReader reader(scratch, options, &replay);
+  for (uint32_t f = 0; f < set.files.size(); ++f) {
+    std::ifstream in(set.files[f].path, std::ios::binary);
+    if (!in) throw std::runtime_error(set.files[f].path + ": cannot open: " + std::strerror(errno));
+    scratch.files[f].path = set.files[f].path;
+    reader.read_file(f, in);
+    if (scratch.files[f].bytes != set.files[f].bytes)
+      throw std::runtime_error(set.files[f].path + ": changed while read (" +
+                               std::to_string(set.files[f].bytes) + " bytes, then " +
+                               std::to_string(scratch.files[f].bytes) + ")");
+  }
+  if (replay.next != set.records.size())
+    throw std::runtime_error("logs changed while read: " + std::to_string(replay.next) +
+                             " records instead of " + std::to_string(set.records.size()));
 }
 
 }  // namespace snailtrail::logs

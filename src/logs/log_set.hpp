@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -46,8 +47,7 @@ struct LogRecord {
   uint32_t node = 0;         // index into LogSet::nodes
   uint32_t cluster = 0;      // template
   int64_t ts = 0;            // ns since the epoch (the line number if the file has no time)
-  std::string_view content;  // the message (first line), into LogFile::text; empty if not kept
-};
+};  // 32 bytes: the kept texts are in LogSet::contents, not here (most runs keep none)
 
 // The kept texts of a file's records, in blocks that never move (records view into them).
 // Each text is followed by the length of its header (4 bytes), for LogSet::whole_line.
@@ -75,28 +75,37 @@ struct LogFile {
   TextArena text;
   std::string format;  // the format used ("none" if no header was found)
   bool has_time = false;
+  uint64_t bytes = 0;           // read (a second pass checks that the file did not change)
   std::vector<LineInfo> lines;  // empty unless LogOptions::line_kinds
 };
 
 struct LogSet {
   std::vector<LogFile> files;
   std::vector<LogRecord> records;  // file by file, in line order
+  // Per record its message (first line), into LogFile::text; empty if no text is kept.
+  std::vector<std::string_view> contents;
   std::vector<std::string> nodes;
   std::vector<std::pair<uint32_t, std::string>> threads;  // (node, thread name)
   Drain drain;
   std::vector<std::pair<std::string, uint64_t>> diagnostics;  // kind -> count, nonzero only
 
-  // A record's whole first line, header included (the message runs to the line's end);
-  // only the message if the reader kept only messages (LogOptions::keep).
-  std::string_view whole_line(const LogRecord& r) const {
-    if (r.content.data() == nullptr) return {};
-    const uint32_t h = TextArena::header_size(r.content);
-    return {r.content.data() - h, h + r.content.size()};
+  // Record r's message (first line); empty if the reader kept no text (LogOptions::keep).
+  std::string_view content(size_t r) const {
+    return r < contents.size() ? contents[r] : std::string_view();
   }
 
-  // The message tokens of a record (into `scratch`), as the miner saw them.
-  const std::vector<Token>& tokens(const LogRecord& r, std::vector<Token>& scratch) const {
-    tokenize(r.content, scratch, drain.options().max_tokens, &drain.masks());
+  // Record r's whole first line, header included (the message runs to the line's end);
+  // only the message if the reader kept only messages (LogOptions::keep).
+  std::string_view whole_line(size_t r) const {
+    const std::string_view c = content(r);
+    if (c.data() == nullptr) return {};
+    const uint32_t h = TextArena::header_size(c);
+    return {c.data() - h, h + c.size()};
+  }
+
+  // The message tokens of record r (into `scratch`), as the miner saw them.
+  const std::vector<Token>& tokens(size_t r, std::vector<Token>& scratch) const {
+    tokenize(content(r), scratch, drain.options().max_tokens, &drain.masks());
     return scratch;
   }
 };
@@ -106,6 +115,12 @@ LogSet read_logs(const std::vector<std::string>& paths, const LogOptions& option
 // The same from in-memory contents: (name, bytes) per file.
 LogSet parse_logs(std::vector<std::pair<std::string, std::string>> files,
                   const LogOptions& options);
+
+// Reads the files of `set` (read_logs with the same options) again, giving each record's
+// message, in record order, to visit(record, message): a second pass over regular files,
+// so that the records need not keep their texts. Throws if a file changed in between.
+void reread_messages(const LogSet& set, const LogOptions& options,
+                     const std::function<void(uint32_t, std::string_view)>& visit);
 
 // Whether a line looks binary (NUL, or more than a quarter control characters).
 bool is_binary_line(std::string_view line);

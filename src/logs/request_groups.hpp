@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,7 +50,14 @@ struct Grouping {
 
 // --id REGEX: the first match in every whole line (its first group if any).
 void group_by_regex(const LogSet& logs, const std::string& id_regex, Grouping& g);
-// Inferred identifiers; sets out.id_source, id_slots, sampled and their counts.
-void group_by_identifiers(const LogSet& logs, FlowSet& out, Grouping& g);
+// The records' messages, in record order: visit(record, message) for each record.
+using MessageVisitor = std::function<void(uint32_t, std::string_view)>;
+using MessageSource = std::function<void(const MessageVisitor&)>;
+
+// Inferred identifiers from the records' messages; sets out.id_source, id_slots, sampled
+// and their counts. With copy_values the identifiers are copied (into out.id_arena): the
+// messages need not outlive the call.
+void group_by_identifiers(const LogSet& logs, const MessageSource& messages, bool copy_values,
+                          FlowSet& out, Grouping& g);
 
 }  // namespace snailtrail::logs::detail

@@ -57,7 +57,7 @@ void write_templates_line(fmt::memory_buffer& out, const logs::LogSet& set, uint
     thread_local std::vector<logs::Token> tokens;
     thread_local std::vector<std::string_view> params;
     const logs::LogRecord& r = set.records[li.record];
-    set.drain.params(r.cluster, set.tokens(r, tokens), params);
+    set.drain.params(r.cluster, set.tokens(li.record, tokens), params);
     fmt::format_to(it, ", \"template_id\": {}, \"template\": ", r.cluster);
     append_json_text(out, templates[r.cluster]);
     fmt::format_to(it, ", \"params\": [");

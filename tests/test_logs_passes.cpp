@@ -1,0 +1,251 @@
+// `logs flows` on regular files in passes (flows.hpp build_flows_rereading): the records
+// keep no text and the identifier census reads the files again. The oracle is the one-pass
+// path (build_flows on records that keep their messages): every output (table, JSON,
+// JSONL, --by-thread) must be byte-identical, on logs written by the test in the shapes
+// that stress grouping: interleaved requests over several files, ids that come back late,
+// a request open across the whole file, coarse clocks (ties), sampled logs, and the
+// generator's five styles.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "logs/flows.hpp"
+#include "logs/log_set.hpp"
+#include "logs/synthetic.hpp"
+#include "output/logs_writers.hpp"
+
+namespace snailtrail::logs {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Files under a fresh temporary directory, removed with it.
+struct TempLogs {
+  fs::path dir;
+  std::vector<std::string> paths;
+  explicit TempLogs(const std::string& name) {
+    dir =
+        fs::temp_directory_path() / ("snailtrail_passes_" + std::to_string(getpid()) + "_" + name);
+    fs::create_directories(dir);
+  }
+  ~TempLogs() { fs::remove_all(dir); }
+  void add(const std::string& name, const std::string& bytes) {
+    const fs::path p = dir / name;
+    std::ofstream(p, std::ios::binary)
+        .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    paths.push_back(p.string());
+  }
+};
+
+// Every output of `logs flows` for one flow set, concatenated.
+std::string all_outputs(const LogSet& set, const FlowSet& flows) {
+  const output::FlowsView view(set, flows);
+  fmt::memory_buffer out;
+  for (const Flow& f : flows.flows) {
+    output::write_flow_json(out, set, f, true);
+    out.push_back('\n');
+  }
+  view.write_json(out, 10);
+  view.write_json(out, 1000000);
+  view.write_table(out, 10, "");
+  view.write_table(out, 1000000, "");
+  return fmt::to_string(out);
+}
+
+// The one-pass result and the result in passes, for inferred ids and --by-thread.
+void expect_passes_equal_one_pass(const std::vector<std::string>& paths, size_t chunk,
+                                  size_t min_flows) {
+  for (const bool by_thread : {false, true}) {
+    SCOPED_TRACE(by_thread ? "--by-thread" : "inferred ids");
+    FlowOptions fo;
+    fo.by_thread = by_thread;
+    LogOptions kept;
+    kept.keep = KeepText::messages;
+    kept.line_kinds = false;
+    const LogSet one_set = read_logs(paths, kept);
+    const FlowSet one = build_flows(one_set, fo);
+    LogOptions bare = kept;
+    bare.keep = KeepText::none;
+    bare.read_chunk_bytes = chunk;
+    const LogSet pass_set = read_logs(paths, bare);
+    ASSERT_TRUE(pass_set.contents.empty());
+    const FlowSet passes = build_flows_rereading(pass_set, bare, fo);
+    if (!by_thread) {
+      EXPECT_GE(one.flows.size(), min_flows);  // the test is not vacuous
+    }
+    EXPECT_EQ(passes.id_source, one.id_source);
+    const std::string want = all_outputs(one_set, one), got = all_outputs(pass_set, passes);
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_TRUE(got == want);
+  }
+}
+
+std::string hex_id(std::mt19937_64& rng) {
+  return fmt::format("{:012x}", rng() >> 16);
+}
+
+// A service of three nodes (gateway, orders, payments) with `requests` requests, up to
+// `open` at once, interleaved. Timestamps in whole seconds if `coarse` (many ties). Some
+// requests come back late (their id reused near the end), one is open from the first to
+// the last line, and noise lines (no id, stack traces, a binary line) are mixed in.
+std::vector<std::string> service_logs(size_t requests, size_t open, bool coarse, uint32_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<std::string> files(3);
+  int64_t ms = 0;
+  auto line = [&](size_t node, const std::string& thread, const std::string& msg) {
+    ms += static_cast<int64_t>(rng() % 40);
+    const int64_t shown = coarse ? ms / 1000 * 1000 : ms;
+    files[node] += fmt::format("2024-03-01T12:{:02}:{:02}.{:03}Z INFO [{}] c.e.Svc - {}\n",
+                               shown / 60000 % 60, shown / 1000 % 60, shown % 1000, thread, msg);
+  };
+  struct Open {
+    std::string req, order;
+    int step = 0;
+  };
+  const std::string forever = "req-" + hex_id(rng);
+  line(0, "main", "Incoming request " + forever + " GET /health from 10.0.0.1");
+  std::vector<Open> live;
+  std::vector<std::string> finished;
+  size_t started = 0;
+  while (started < requests || !live.empty()) {
+    if (started < requests && (live.size() < open && rng() % 3 != 0)) {
+      live.push_back({"req-" + hex_id(rng), "ORD-" + std::to_string(100000 + rng() % 900000), 0});
+      ++started;
+    }
+    if (live.empty()) continue;
+    const size_t k = rng() % live.size();
+    Open& o = live[k];
+    const std::string th = "exec-" + std::to_string(rng() % 6);
+    switch (o.step++) {
+      case 0:
+        line(0, th, "Incoming request " + o.req + " GET /api/orders from 10.1.2.3");
+        break;
+      case 1:
+        line(1, th, "Handling " + o.req + " for customer C" + std::to_string(rng() % 99999));
+        break;
+      case 2:
+        line(1, th, "Order " + o.order + " created for request " + o.req);
+        break;
+      case 3:
+        line(2, th, "Charging order " + o.order + " amount 12.50 EUR");
+        break;
+      case 4:
+        line(2, th,
+             "Payment for order " + o.order + " authorized in " + std::to_string(rng() % 900) +
+                 " ms");
+        break;
+      default:
+        line(0, th, "Completed " + o.req + " status 200 in " + std::to_string(rng() % 900) + " ms");
+        finished.push_back(o.req);
+        live.erase(live.begin() + static_cast<std::ptrdiff_t>(k));
+        break;
+    }
+    if (rng() % 11 == 0)
+      line(1, "main", "Cache stats: hits=" + std::to_string(rng() % 100) + " misses=3");
+    if (rng() % 17 == 0) files[2] += "\tat com.example.Pay.run(Pay.java:42)\n";
+  }
+  for (size_t i = 0; i < finished.size(); i += 7)  // ids that come back late
+    line(0, "exec-9", "Completed " + finished[i] + " status 500 in 1 ms");
+  files[1] += std::string("\x01\x02\x03 bin\n");
+  line(0, "main", "Completed " + forever + " status 200 in 1 ms");
+  return files;
+}
+
+TEST(LogPasses, InterleavedRequestsOverThreeFilesEqualOnePass) {
+  for (const bool coarse : {false, true}) {
+    SCOPED_TRACE(coarse ? "coarse clock" : "ms clock");
+    TempLogs t(coarse ? "service_coarse" : "service");
+    const std::vector<std::string> files = service_logs(1500, 40, coarse, 34);
+    t.add("gateway.log", files[0]);
+    t.add("orders.log", files[1]);
+    t.add("payments.log", files[2]);
+    expect_passes_equal_one_pass(t.paths, size_t{1} << 20, 1500);
+    expect_passes_equal_one_pass(t.paths, 7, 1500);  // lines cut across reads
+  }
+}
+
+TEST(LogPasses, OneFileWithOneRequestOpenThroughoutEqualsOnePass) {
+  TempLogs t("one_file");
+  const std::vector<std::string> files = service_logs(800, 200, false, 7);
+  t.add("all.log", files[0] + files[1] + files[2]);  // times go backwards between parts
+  expect_passes_equal_one_pass(t.paths, 4096, 800);
+}
+
+// A sampled log: ids rarely repeat, so identifiers are chosen by their shape (blk_).
+TEST(LogPasses, SampledLogEqualsOnePass) {
+  TempLogs t("sampled");
+  std::mt19937_64 rng(5);
+  std::string bytes;
+  for (int i = 0; i < 3000; ++i) {
+    const std::string blk = "blk_" + std::to_string(rng() >> 2);
+    bytes += fmt::format("081109 2036{:02} 148 INFO dfs.DataNode: {} {}\n", i % 60,
+                         i % 2 ? "Receiving block" : "Deleting block", blk);
+  }
+  t.add("dn.log", bytes);
+  expect_passes_equal_one_pass(t.paths, 1 << 20, 1);
+}
+
+TEST(LogPasses, GeneratedStylesEqualOnePass) {
+  for (const char* style : {"hdfs", "spark", "hadoop", "syslog", "service"}) {
+    SCOPED_TRACE(style);
+    TempLogs t(std::string("style_") + style);
+    const SyntheticLog log = generate_log(parse_log_style(style), 300, 11);
+    for (const auto& [name, bytes] : log.files) t.add(name, bytes);
+    expect_passes_equal_one_pass(t.paths, 1 << 20, 1);
+  }
+}
+
+// A file that changes between the passes never gives silently wrong flows.
+TEST(LogPasses, AFileChangedBetweenPassesIsAnError) {
+  TempLogs t("changed");
+  const std::vector<std::string> files = service_logs(50, 5, false, 3);
+  t.add("a.log", files[0]);
+  LogOptions o;
+  o.keep = KeepText::none;
+  const LogSet set = read_logs(t.paths, o);
+  std::ofstream(t.paths[0], std::ios::app) << "2024-03-01T13:00:00.000Z INFO [x] c.e.Svc - late\n";
+  EXPECT_THROW(build_flows_rereading(set, o, {}), std::runtime_error);
+  std::ofstream(t.paths[0], std::ios::trunc) << files[1];
+  EXPECT_THROW(build_flows_rereading(set, o, {}), std::runtime_error);
+  fs::remove(t.paths[0]);
+  EXPECT_THROW(build_flows_rereading(set, o, {}), std::runtime_error);
+}
+
+// What a shell command printed (stdout only).
+std::string shell_output(const std::string& cmd) {
+  std::string out;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  ::pclose(p);
+  return out;
+}
+
+// The command takes passes on a regular file and one pass on a pipe: same output.
+TEST(LogPassesCli, AFileAndThePipeOfItGiveTheSameFlows) {
+  TempLogs t("cli");
+  const std::vector<std::string> files = service_logs(400, 30, true, 9);
+  t.add("stdin.log", files[0] + files[1] + files[2]);  // the node of /dev/stdin too
+  const std::string bin = SNAILTRAIL_BINARY, path = t.paths[0];
+  for (const char* format : {"table", "json", "jsonl"}) {
+    SCOPED_TRACE(format);
+    const std::string args = std::string(" logs flows --format ") + format;
+    const std::string from_file = shell_output(bin + args + " " + path);
+    std::string from_pipe = shell_output("cat " + path + " | " + bin + args + " /dev/stdin");
+    for (size_t at; (at = from_pipe.find("/dev/stdin")) != std::string::npos;)
+      from_pipe.replace(at, 10, path);
+    ASSERT_GT(from_file.size(), 1000u);
+    EXPECT_TRUE(from_file == from_pipe);
+  }
+}
+
+}  // namespace
+}  // namespace snailtrail::logs
