@@ -396,8 +396,8 @@ void merge_traces(std::vector<Recorder>& recorders, RunResult& result) {
 }  // namespace
 
 void run_dataflow(uint32_t workers, const std::function<void(Worker&)>& build,
-                  std::vector<WorkerCounters>* counters) {
-  Fabric fabric(workers);
+                  std::vector<WorkerCounters>* counters, size_t ring_capacity) {
+  Fabric fabric(workers, nullptr, ring_capacity);
   std::atomic<bool> abort{false};
   if (counters) counters->assign(workers, {});
   const auto origin = Clock::now();

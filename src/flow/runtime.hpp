@@ -293,9 +293,11 @@ struct RunResult {
 
 // Runs cfg.job (throws std::invalid_argument for an unknown job).
 RunResult run_job(const RunConfig& cfg);
-// Runs a dataflow on cfg.workers threads until every operator is complete (tests).
+// Runs a dataflow on `workers` threads until every operator is complete (tests); the
+// rings between workers hold `ring_capacity` messages.
 void run_dataflow(uint32_t workers, const std::function<void(Worker&)>& build,
-                  std::vector<WorkerCounters>* counters = nullptr);
+                  std::vector<WorkerCounters>* counters = nullptr,
+                  size_t ring_capacity = kRingCapacity);
 
 // The plain loop over the same input as the run: worker w's stream, records [0, n_w).
 KeyCounts reference_output(const RunConfig& cfg, const std::vector<uint64_t>& per_worker);
