@@ -246,6 +246,8 @@ TEST(MegaphoneRun, TheMigrationWindowRanksItsActivities) {
 TEST(MegaphoneRun, BadFlagsExitTwoWithTheReason) {
   for (const auto& [args, why] : std::vector<std::pair<std::string, std::string>>{
            {"--bins 100", "power of two"},
+           {"--bins 0", "0 is not a number of bins: give a power of two from 1 to 2^20"},
+           {"--bins 00 --native", "0 is not a number of bins"},
            {"--bins 64 --strategy sideways", "all-at-once, fluid or batched"},
            {"--bins 64 --native", "exclude each other"},
            {"--migrate-at 1s", "needs --bins"},

@@ -122,6 +122,10 @@ TEST(RunCommand, BadInputIsAClearUsageError) {
       {{"run", "keycount", "--workers", "0"}, "--workers"},
       {{"run", "keycount", "--skew", "1.5"}, "--skew"},
       {{"run", "keycount", "--duration", "-1s"}, "duration"},
+      {{"run", "keycount", "--duration", "0s"}, "--duration must be positive"},
+      {{"run", "keycount", "--records", "0"},
+       "0 records would end the run before it starts: give at least 1, or leave --records out "
+       "for no limit"},
       {{"run", "keycount", "--trace", "x.txt"}, "--trace"},
       {{"run", "keycount", "--nosuchflag"}, "nosuchflag"},
   };

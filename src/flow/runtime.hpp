@@ -106,8 +106,12 @@ class RateSchedule {
   }
   std::vector<Seg> seg_;
 };
-// Parses "0s:100k,30s:400k" (times: ns from `parse_ns`; rates with an optional k or M
-// suffix); throws a UsageError naming the setting `name` (e.g. "rate_profile") on bad input.
+// A number with an optional suffix k or K (x1e3), M (x1e6) or G (x1e9): "200k", "1.5M",
+// "2e5"; nullopt unless the whole text is one and finite. `run --rate` and the profiles'
+// values read theirs with it.
+std::optional<double> parse_scaled(const std::string& text);
+// Parses "0s:100k,30s:400k" (times: ns from `parse_ns`; values as parse_scaled); throws a
+// UsageError naming the setting `name` (e.g. "rate_profile") on bad input.
 std::vector<std::pair<int64_t, double>> parse_profile(
     const std::string& text, const std::string& name,
     const std::function<int64_t(const std::string&)>& parse_ns, bool rates_positive = true);
