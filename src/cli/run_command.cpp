@@ -93,6 +93,11 @@ void finish_live_trace(const RunArgs& a, LiveTrace& live, flow::Transport* mpi,
                "{}trace-to: dropped {} events: the receiver did not keep up (queue bound "
                "{} events, --trace-to-queue)\n",
                who, live.dropped(), a.trace_to_queue);
+  if (live.cut())
+    fmt::print(stderr,
+               "{}trace-to: {} events not sent: the receiver took nothing for 1 s after the job "
+               "ended (stopped?), the stream to {} was cut\n",
+               who, live.unsent(), a.trace_to);
 }
 
 // After the run: the events for --trace (the planners took them), every rank's on rank 0
