@@ -48,6 +48,17 @@ TEST(CliNumbers, RunRate) {
   const CommandResult low = run_binary(run + "0.5");
   EXPECT_EQ(low.code, 2);
   EXPECT_NE(low.out.find("out of range [1, 1e10]"), std::string::npos) << low.out;
+  // The suffixes of --rate-profile (issue 35): k/K, M, G multiply; "20G" is 2e10, too much.
+  for (const char* r : {"200k", "200K", "1.5M", "1G", "2e5"})
+    EXPECT_EQ(run_binary(run + r + " -q").code, 0) << r;
+  const CommandResult high = run_binary(run + "20G");
+  EXPECT_EQ(high.code, 2);
+  EXPECT_NE(high.out.find("--rate: 20G is out of range [1, 1e10]"), std::string::npos) << high.out;
+  for (const char* r : {"200m", "200kk", "k", "200 k"}) {
+    const CommandResult out = run_binary(run + "'" + r + "'");
+    EXPECT_EQ(out.code, 2) << r << ": " << out.out;
+    EXPECT_NE(out.out.find("is not a number or 'max'"), std::string::npos) << out.out;
+  }
 }
 
 }  // namespace

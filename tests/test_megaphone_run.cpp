@@ -243,9 +243,56 @@ TEST(MegaphoneRun, TheMigrationWindowRanksItsActivities) {
   fs::remove(jsonl);
 }
 
+// Migrations whose time comes after the input ended do not run (the controller ends with
+// the input): the summary and --stats-json say how many ran of those requested, and why
+// the others did not (issue 35: they were dropped silently).
+TEST(MegaphoneRun, MigrationsThatDoNotRunAreReported) {
+  const fs::path json = temp("requests.json");
+  const auto r = run_binary(
+      "run keycount --bins 64 --workers 2 --rate 100000 --duration 1s --keys 10000 "
+      "--migrate-at 100ms,1h,2h --stats-json " +
+      json.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      r.out, m,
+      std::regex("migrations: 1 of 3 requested \\(--migrate-at\\) ran; 2 did not run: the "
+                 "input ended at ([0-9.]+) s, before they started \\(the first was due at "
+                 "3600\\.000 s\\)")))
+      << r.out;
+  const double ended = std::stod(m[1]);
+  EXPECT_GE(ended, 0.9);
+  EXPECT_LT(ended, 60.0);
+  simdjson::dom::parser p;
+  auto doc = p.load(json.string());
+  ASSERT_FALSE(doc.error()) << json;
+  simdjson::dom::element req = doc["migrations_requested"];
+  EXPECT_EQ(uint64_t(req["requested"].get_uint64()), 3u);
+  EXPECT_EQ(uint64_t(req["ran"].get_uint64()), 1u);
+  EXPECT_EQ(uint64_t(req["not_run"].get_uint64()), 2u);
+  EXPECT_NE(std::string(std::string_view(req["why"].get_string())).find("the input ended at"),
+            std::string::npos);
+  EXPECT_EQ(doc["migrations"].get_array().size(), 1u);  // the one that ran
+  // Every requested migration ran: said too, with no reason.
+  const auto all = run_binary(
+      "run keycount --bins 64 --workers 2 --rate 100000 --duration 600ms --keys 10000 "
+      "--migrate-at 100ms --stats-json " +
+      json.string());
+  ASSERT_EQ(all.code, 0) << all.out;
+  EXPECT_NE(all.out.find("migrations: 1 of 1 requested (--migrate-at) ran\n"), std::string::npos)
+      << all.out;
+  auto doc2 = p.load(json.string());
+  ASSERT_FALSE(doc2.error()) << json;
+  EXPECT_EQ(uint64_t(doc2["migrations_requested"]["not_run"].get_uint64()), 0u);
+  EXPECT_EQ(std::string(std::string_view(doc2["migrations_requested"]["why"].get_string())), "");
+  fs::remove(json);
+}
+
 TEST(MegaphoneRun, BadFlagsExitTwoWithTheReason) {
   for (const auto& [args, why] : std::vector<std::pair<std::string, std::string>>{
            {"--bins 100", "power of two"},
+           {"--bins 0", "0 is not a number of bins: give a power of two from 1 to 2^20"},
+           {"--bins 00 --native", "0 is not a number of bins"},
            {"--bins 64 --strategy sideways", "all-at-once, fluid or batched"},
            {"--bins 64 --native", "exclude each other"},
            {"--migrate-at 1s", "needs --bins"},

@@ -8,10 +8,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -122,6 +124,10 @@ TEST(RunCommand, BadInputIsAClearUsageError) {
       {{"run", "keycount", "--workers", "0"}, "--workers"},
       {{"run", "keycount", "--skew", "1.5"}, "--skew"},
       {{"run", "keycount", "--duration", "-1s"}, "duration"},
+      {{"run", "keycount", "--duration", "0s"}, "--duration must be positive"},
+      {{"run", "keycount", "--records", "0"},
+       "0 records would end the run before it starts: give at least 1, or leave --records out "
+       "for no limit"},
       {{"run", "keycount", "--trace", "x.txt"}, "--trace"},
       {{"run", "keycount", "--nosuchflag"}, "nosuchflag"},
   };
@@ -299,6 +305,48 @@ TEST(RunCommand, TraceToDropsWhatASlowReceiverCannotTakeAndCountsIt) {
                "127.0.0.1:1", "--trace-to-queue", "0", "-q"});
   EXPECT_EQ(r.code, 2) << r.err;  // the bound is at least 1
   fs::remove(file);
+}
+
+// --trace-to when the receiver stops (issue 35): a receiver that accepts the connection
+// and then never reads nor closes it (a `serve` under SIGSTOP) must not hold `run` after
+// the job: 1 s after it the stream is cut, the events not sent are counted, and the
+// summary follows as usual. (Before, the run never ended: the kill after 60 s fails it.)
+TEST(RunCommand, TraceToAReceiverThatStopsDoesNotHoldTheRun) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  const int small = 4096;  // no receive-buffer autotuning: the sender fills up quickly
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(fd, 4), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const int port = ntohs(addr.sin_port);
+  std::atomic<bool> over{false};
+  std::thread holder([fd, &over] {  // accepts, then neither reads nor closes until the end
+    const int c = ::accept(fd, nullptr, nullptr);
+    while (!over) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (c >= 0) ::close(c);
+  });
+  const auto r = testing::run_binary(
+      "run wordcount --workers 2 --rate 200000 --duration 500ms "
+      "--keys 1000 --trace-to 127.0.0.1:" +
+          std::to_string(port),
+      60);
+  over = true;
+  holder.join();
+  ::close(fd);
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      r.out, m,
+      std::regex("trace-to: ([0-9]+) events not sent: the receiver took nothing for 1 s after "
+                 "the job ended \\(stopped\\?\\), the stream to 127\\.0\\.0\\.1:[0-9]+ was cut")))
+      << r.out;
+  EXPECT_NE(r.out.find("trace-to: sent "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("wordcount: "), std::string::npos) << r.out;  // the summary
+  EXPECT_NE(r.out.find("latency CCDF over"), std::string::npos) << r.out;
 }
 
 // A worker that throws (the test-only SNAILTRAIL_FLOW_FAIL_WORKER hook) stops the others:

@@ -111,13 +111,15 @@ std::vector<loop::DecisionRecord> all_decisions(const loop::Autoscaler* autoscal
 // run_outputs.cpp --------------------------------------------------------------------
 
 // --stats-json: throughput, the 250 ms intervals, the latency CCDF, Megaphone's
-// migrations, the planners' decisions, the RSS timeline, the CP analyses, the digest.
+// migrations (and how many of those requested ran), the planners' decisions, the RSS
+// timeline, the CP analyses, the digest.
 void write_stats_json(const std::string& path, double throughput,
                       const std::vector<flow::IntervalStats>& intervals,
                       const std::vector<uint64_t>& latency, const std::string& digest,
                       const std::string& migrations = "", const std::string& decisions = "",
                       const std::vector<std::pair<double, double>>& rss_timeline = {},
-                      const std::string& cp_analyses = "");
+                      const std::string& cp_analyses = "",
+                      const std::string& migration_requests = "");
 // exact_max: the largest sample (percentiles are bucket bounds, never above it).
 void print_ccdf_summary(const std::vector<uint64_t>& latency, uint64_t exact_max = UINT64_MAX);
 // The run's line (records, throughput, latency, digest) and the CCDF summary on stderr.

@@ -93,6 +93,11 @@ void finish_live_trace(const RunArgs& a, LiveTrace& live, flow::Transport* mpi,
                "{}trace-to: dropped {} events: the receiver did not keep up (queue bound "
                "{} events, --trace-to-queue)\n",
                who, live.dropped(), a.trace_to_queue);
+  if (live.cut())
+    fmt::print(stderr,
+               "{}trace-to: {} events not sent: the receiver took nothing for 1 s after the job "
+               "ended (stopped?), the stream to {} was cut\n",
+               who, live.unsent(), a.trace_to);
 }
 
 // After the run: the events for --trace (the planners took them), every rank's on rank 0
@@ -123,13 +128,17 @@ int report(const RunArgs& a, const JobWiring& w, const flow::RunConfig& cfg,
       a.bins > 0 ? megaphone::migrations_json(w.migrations->records()) : "";
   const std::string decisions_text =
       w.autoscaler || w.rebalancer ? loop::decisions_json(decisions) : "";
+  const megaphone::MigrationRequests requests = w.migrations->requests();  // --migrate-at
   if (!a.stats_json.empty())
     write_stats_json(a.stats_json, r.throughput(), r.intervals, r.latency, digest, migrations_text,
                      decisions_text, r.rss_timeline,
-                     w.rebalancer ? loop::analyses_json(w.rebalancer->analyses()) : "");
+                     w.rebalancer ? loop::analyses_json(w.rebalancer->analyses()) : "",
+                     requests.requested ? megaphone::migration_requests_json(requests) : "");
   if (dash) dash->finish(r.intervals, decisions_text, migrations_text);
   if (!a.quiet) print_decisions(decisions);
   if (a.bins > 0 && !a.quiet) print_migrations(w.migrations->records(), a.trace);
+  if (requests.requested && !a.quiet)
+    fmt::print(stderr, "{}\n", megaphone::migration_requests_text(requests));
   int rc = 0;
   if (a.verify) {
     const flow::KeyCounts want = flow::reference_output(cfg, r.generated);

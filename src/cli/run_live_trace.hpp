@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -23,7 +24,9 @@ namespace snailtrail::cli {
 // every 50 ms as one time-ordered chunk of the .snail stream (so src/flow knows nothing
 // of the network). With --trace too, every event is also kept for the file. The queue
 // is bounded (`max_queued` events): a chunk that does not fit while the receiver is
-// slow is dropped and counted, never blocking the workers (docs/RUNTIME.md).
+// slow is dropped and counted, never blocking the workers (docs/RUNTIME.md). The end is
+// bounded too: a receiver that takes nothing (stopped) gets `finish`'s bound, then the
+// stream is cut and what it did not take is counted (unsent()).
 class LiveTrace {
  public:
   LiveTrace(const std::string& address, uint32_t first_worker, uint32_t workers, bool keep,
@@ -48,23 +51,29 @@ class LiveTrace {
     queued_.insert(queued_.end(), events.begin(), events.end());
   }
   uint64_t dropped() const { return dropped_; }
-  // Sends what is left, closes the stream; rethrows a send error.
-  void finish() {
-    stop();
-    if (error_) std::rethrow_exception(error_);
+  // Sends what is left and closes the stream, waiting at most `bound` for the receiver;
+  // rethrows a send error, unless the bound cut the stream (then see unsent()).
+  void finish(std::chrono::milliseconds bound = std::chrono::milliseconds(1000)) {
+    stop(bound);
+    if (error_ && !cut_) std::rethrow_exception(error_);
   }
+  // After finish: events not sent because the connection broke or the bound cut it.
+  uint64_t unsent() const { return unsent_; }
+  bool cut() const { return cut_; }
   const serve::SendStats& stats() const { return stream_.stats(); }
   std::vector<Event>& kept() { return kept_; }
   const Trace& names() const { return names_; }
 
  private:
-  void stop() {
+  void stop(std::chrono::milliseconds bound = std::chrono::milliseconds(1000)) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      std::unique_lock<std::mutex> lock(mu_);
       if (stopping_) return;
       stopping_ = true;
+      cv_.notify_all();
+      cut_ = !cv_.wait_for(lock, bound, [this] { return loop_done_; });
     }
-    cv_.notify_all();
+    if (cut_) stream_.interrupt();  // a blocked send or close fails at once
     thread_.join();
   }
   void loop() {
@@ -84,29 +93,40 @@ class LiveTrace {
           named = true;
         }
       }
-      if (error_) continue;  // the connection broke: keep draining, report at the end
+      if (error_) {  // the connection broke: keep draining, report at the end
+        unsent_ += events.size();
+        continue;
+      }
       std::stable_sort(events.begin(), events.end(),
                        [](const Event& x, const Event& y) { return x.ts < y.ts; });
       chunk.events.resize(events.size());
       std::copy(events.begin(), events.end(), chunk.events.begin());
+      bool sent = false;
       try {
         if (!chunk.events.empty() || !chunk.worker_names.empty()) stream_.send(chunk);
+        sent = true;
         if (last) stream_.close();
       } catch (...) {
         error_ = std::current_exception();
+        if (!sent) unsent_ += chunk.events.size();
       }
     }
+    std::lock_guard<std::mutex> lock(mu_);
+    loop_done_ = true;
+    cv_.notify_all();
   }
 
   serve::TraceStream stream_;
   bool keep_;
   uint64_t max_queued_, dropped_ = 0;
+  uint64_t unsent_ = 0;  // the sending thread's; read after it ended
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<Event> queued_;
   std::vector<Event> kept_;
   Trace names_;
-  bool have_ops_ = false, stopping_ = false;
+  bool have_ops_ = false, stopping_ = false, loop_done_ = false;
+  bool cut_ = false;  // finish's bound passed: the stream was cut
   std::exception_ptr error_;
   std::thread thread_;
 };

@@ -1,9 +1,19 @@
 // Registration of the options of `snailtrail run` (run_args.hpp), in the order --help
 // lists them.
+#include <functional>
+#include <string>
+
 #include "cli/run_args.hpp"
 
 namespace snailtrail::cli {
 namespace {
+
+// A check that refuses an explicit 0 (the default 0 means "not given"), saying why.
+std::function<std::string(const std::string&)> refuse_zero(std::string why) {
+  return [why = std::move(why)](const std::string& v) {
+    return !v.empty() && v.find_first_not_of('0') == std::string::npos ? why : std::string();
+  };
+}
 
 // The job and its generated input.
 void add_job_options(CLI::App* cmd, RunArgs& a) {
@@ -14,12 +24,17 @@ void add_job_options(CLI::App* cmd, RunArgs& a) {
   cmd->add_option("--workers,-w", a.workers, "Worker threads (default 1)")
       ->check(CLI::Range(1u, 1024u));
   cmd->add_option("--rate", a.rate,
-                  "Offered load in records/s over all workers (open loop), or 'max' (the "
-                  "default: closed loop, as fast as the dataflow keeps up; sources stay within "
-                  "2 epochs of the output probe)");
-  cmd->add_option("--duration,-d", a.duration, "How long the sources run (default 10s)");
+                  "Offered load in records/s over all workers (open loop; k, M, G suffixes as "
+                  "in --rate-profile, e.g. 200k), or 'max' (the default: closed loop, as fast "
+                  "as the dataflow keeps up; sources stay within 1 epoch of the output probe)");
+  cmd->add_option("--duration,-d", a.duration,
+                  "How long the sources run, > 0 (default 10s); the run ends at --duration or "
+                  "--records, whichever comes first");
   cmd->add_option("--records", a.records,
-                  "Stop the sources after this many records in total (default: no limit)");
+                  "Stop the sources after this many records in total, >= 1 (default: no "
+                  "limit, only --duration ends the run)")
+      ->check(refuse_zero("0 records would end the run before it starts: give at least 1, or "
+                          "leave --records out for no limit"));
   cmd->add_option("--seed", a.seed, "Seed of the generated input (default 1)");
   cmd->add_option("--keys", a.keys,
                   "Key domain (keycount) or vocabulary (wordcount) size (default 1000000)")
@@ -60,7 +75,11 @@ void add_output_options(CLI::App* cmd, RunArgs& a) {
 void add_megaphone_options(CLI::App* cmd, RunArgs& a) {
   cmd->add_option("--bins", a.bins,
                   "keycount/hashcount/nexmark-q3..q8 on Megaphone's migratable operators with "
-                  "this many bins (a power of two, e.g. 4096; docs/MEGAPHONE.md, docs/NEXMARK.md)");
+                  "this many bins (a power of two from 1 to 2^20, e.g. 4096; docs/MEGAPHONE.md, "
+                  "docs/NEXMARK.md)")
+      ->check(refuse_zero("0 is not a number of bins: give a power of two from 1 to 2^20 for "
+                          "Megaphone's operators, or --native (or no --bins) for the plain "
+                          "operator"));
   cmd->add_flag("--native", a.native,
                 "keycount/hashcount on the plain, non-migratable operator (Megaphone's overhead "
                 "baseline; hashcount's default); nexmark-qN: the native keyed state (the default)");
@@ -122,7 +141,7 @@ void add_loop_options(CLI::App* cmd, RunArgs& a) {
 void add_load_options(CLI::App* cmd, RunArgs& a) {
   cmd->add_option("--rate-profile", a.rate_profile,
                   "Piecewise-constant open-loop rate instead of --rate: TIME:RATE,... with "
-                  "records/s over all workers (k, M suffixes), e.g. 0s:100k,30s:400k,60s:100k");
+                  "records/s over all workers (k, M, G suffixes), e.g. 0s:100k,30s:400k,60s:100k");
   cmd->add_option("--skew-profile", a.skew_profile,
                   "keycount/hashcount on Megaphone's operators: a share of the records over time "
                   "sent to the hot bins [0, bins/8), TIME:SHARE,... with shares in [0, 1] (e.g. "

@@ -26,7 +26,7 @@ void write_stats_json(const std::string& path, double throughput,
                       const std::vector<uint64_t>& latency, const std::string& digest,
                       const std::string& migrations, const std::string& decisions,
                       const std::vector<std::pair<double, double>>& rss_timeline,
-                      const std::string& cp_analyses) {
+                      const std::string& cp_analyses, const std::string& migration_requests) {
   OutputFile f(path);
   auto out = std::back_inserter(f.buf());
   fmt::format_to(out, "{{\"throughput\": {}, \"intervals\": [", json_number(throughput));
@@ -48,6 +48,8 @@ void write_stats_json(const std::string& path, double throughput,
     fmt::format_to(out, "], \"migrations\": {}", migrations);
   else
     fmt::format_to(out, "]");
+  if (!migration_requests.empty())
+    fmt::format_to(out, ", \"migrations_requested\": {}", migration_requests);
   if (!decisions.empty()) fmt::format_to(out, ", \"decisions\": {}", decisions);
   fmt::format_to(out, ", \"rss_timeline\": [");  // (s, MiB) every 10 ms, this process
   for (size_t i = 0; i < rss_timeline.size(); ++i)

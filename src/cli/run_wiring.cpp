@@ -192,7 +192,7 @@ void configure_planners(const RunArgs& a, JobWiring& w, bool skewed, megaphone::
 
 double parse_rate(const std::string& text) {
   if (text == "max") return 0;
-  const std::optional<double> number = parse_number(text);
+  const std::optional<double> number = flow::parse_scaled(text);  // as --rate-profile's
   if (!number) throw std::invalid_argument("--rate: '" + text + "' is not a number or 'max'");
   const double r = *number;
   if (r < 1 || r > 1e10)

@@ -8,7 +8,9 @@
 // process that serializes batches) can hand out other endpoints for remote workers.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -35,11 +37,18 @@ struct Message {
   std::vector<T> data;
 };
 
-// Bounded single-producer single-consumer ring of pointers (capacity a power of two).
+// Slots of every ring between two workers of one process (Fabric's default).
+inline constexpr size_t kRingCapacity = 1024;
+
+// Bounded single-producer single-consumer ring of pointers: at most `capacity` (>= 1)
+// entries; the slots are rounded up to a power of two, so an index is a mask.
 template <class T>
 class SpscRing {
  public:
-  explicit SpscRing(size_t capacity = 1024) : slots_(capacity), mask_(capacity - 1) {}
+  explicit SpscRing(size_t capacity = kRingCapacity)
+      : slots_(std::bit_ceil(std::max<size_t>(capacity, 1))),
+        mask_(slots_.size() - 1),
+        capacity_(std::max<size_t>(capacity, 1)) {}
   SpscRing(const SpscRing&) = delete;
   SpscRing& operator=(const SpscRing&) = delete;
   ~SpscRing() {
@@ -48,12 +57,12 @@ class SpscRing {
   // Producer side: a push now would fail.
   bool full() const {
     return tail_.load(std::memory_order_relaxed) - head_.load(std::memory_order_acquire) ==
-           slots_.size();
+           capacity_;
   }
   // Takes ownership on success; returns false (ownership stays) when full.
   bool push(T* p) {
     const size_t t = tail_.load(std::memory_order_relaxed);
-    if (t - head_.load(std::memory_order_acquire) == slots_.size()) return false;
+    if (t - head_.load(std::memory_order_acquire) == capacity_) return false;
     slots_[t & mask_] = p;
     tail_.store(t + 1, std::memory_order_release);
     return true;
@@ -68,7 +77,7 @@ class SpscRing {
 
  private:
   std::vector<T*> slots_;
-  size_t mask_;
+  size_t mask_, capacity_;
   alignas(64) std::atomic<size_t> head_{0};
   alignas(64) std::atomic<size_t> tail_{0};
 };
@@ -96,10 +105,10 @@ class Puller {
 // All rings of one channel: ring[from * workers + to].
 template <class T>
 struct ChannelRings {
-  explicit ChannelRings(uint32_t workers) : workers(workers) {
+  ChannelRings(uint32_t workers, size_t capacity) : workers(workers) {
     rings.reserve(size_t{workers} * workers);
     for (size_t i = 0; i < size_t{workers} * workers; ++i)
-      rings.push_back(std::make_unique<SpscRing<Message<T>>>());
+      rings.push_back(std::make_unique<SpscRing<Message<T>>>(capacity));
   }
   uint32_t workers;
   std::vector<std::unique_ptr<SpscRing<Message<T>>>> rings;
@@ -327,13 +336,19 @@ class MixedPuller final : public Puller<T> {
 // The fabric: hands every worker its endpoints of a channel. Channels are identified by
 // the order in which each worker's (identical) dataflow creates them. With a transport
 // of P processes, this process runs workers [rank*W, rank*W + W) of P*W (global indices).
+// Every ring between two local workers holds `ring_capacity` messages (tests make it
+// small, so that pushes overflow at the sender).
 class Fabric {
  public:
-  explicit Fabric(uint32_t workers, Transport* transport = nullptr)
+  explicit Fabric(uint32_t workers, Transport* transport = nullptr,
+                  size_t ring_capacity = kRingCapacity)
       : local_(workers),
         procs_(transport ? transport->procs() : 1),
         base_(transport ? transport->rank() * workers : 0),
-        transport_(transport) {}
+        transport_(transport),
+        ring_capacity_(ring_capacity) {
+    if (ring_capacity == 0) throw std::invalid_argument("fabric: a ring needs a slot");
+  }
   // All workers, over every process.
   uint32_t workers() const { return local_ * procs_; }
   uint32_t local_workers() const { return local_; }
@@ -369,11 +384,12 @@ class Fabric {
   std::shared_ptr<ChannelRings<T>> get(uint64_t channel) {
     std::lock_guard<std::mutex> lock(mu_);  // only while dataflows are built
     auto& slot = channels_[channel];
-    if (!slot) slot = std::make_shared<ChannelRings<T>>(local_);
+    if (!slot) slot = std::make_shared<ChannelRings<T>>(local_, ring_capacity_);
     return std::static_pointer_cast<ChannelRings<T>>(slot);
   }
   uint32_t local_, procs_, base_;
   Transport* transport_;
+  size_t ring_capacity_;
   std::mutex mu_;
   std::unordered_map<uint64_t, std::shared_ptr<void>> channels_;
 };

@@ -401,8 +401,8 @@ void merge_traces(std::vector<Recorder>& recorders, RunResult& result) {
 }  // namespace
 
 void run_dataflow(uint32_t workers, const std::function<void(Worker&)>& build,
-                  std::vector<WorkerCounters>* counters) {
-  Fabric fabric(workers);
+                  std::vector<WorkerCounters>* counters, size_t ring_capacity) {
+  Fabric fabric(workers, nullptr, ring_capacity);
   std::atomic<bool> abort{false};
   if (counters) counters->assign(workers, {});
   const auto origin = Clock::now();
@@ -414,49 +414,6 @@ void run_dataflow(uint32_t workers, const std::function<void(Worker&)>& build,
     drive(w, abort);
     if (counters) (*counters)[i] = w.counters();
   });
-}
-
-std::vector<std::pair<int64_t, double>> parse_profile(
-    const std::string& text, const std::string& name,
-    const std::function<int64_t(const std::string&)>& parse_ns, bool rates_positive) {
-  auto bad = [&name](const std::string& why) { return UsageError({field(name), ": " + why}); };
-  std::vector<std::pair<int64_t, double>> out;
-  size_t at = 0;
-  while (at <= text.size()) {
-    const size_t comma = std::min(text.find(',', at), text.size());
-    const std::string item = text.substr(at, comma - at);
-    const size_t colon = item.find(':');
-    if (colon == std::string::npos) throw bad("'" + item + "' is not TIME:VALUE (e.g. 0s:100k)");
-    int64_t ns = 0;
-    try {
-      ns = parse_ns(item.substr(0, colon));
-    } catch (const std::invalid_argument& e) {
-      throw bad(e.what());
-    }
-    std::string v = item.substr(colon + 1);
-    double mult = 1;
-    if (!v.empty() && (v.back() == 'k' || v.back() == 'K'))
-      mult = 1e3, v.pop_back();
-    else if (!v.empty() && v.back() == 'M')
-      mult = 1e6, v.pop_back();
-    size_t used = 0;
-    double x = 0;
-    try {
-      x = std::stod(v, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (v.empty() || used != v.size() || !std::isfinite(x))
-      throw bad("'" + item.substr(colon + 1) + "' is not a number");
-    x *= mult;
-    if (rates_positive && (x < 1 || x > 1e10))
-      throw bad(item + ": the rate must be in [1, 1e10] records/s");
-    if (out.empty() && ns != 0) throw bad("the first time must be 0s");
-    if (!out.empty() && ns <= out.back().first) throw bad("times must increase");
-    out.emplace_back(ns, x);
-    at = comma + 1;
-  }
-  return out;
 }
 
 RunResult run_job(const RunConfig& cfg) {

@@ -106,8 +106,12 @@ class RateSchedule {
   }
   std::vector<Seg> seg_;
 };
-// Parses "0s:100k,30s:400k" (times: ns from `parse_ns`; rates with an optional k or M
-// suffix); throws a UsageError naming the setting `name` (e.g. "rate_profile") on bad input.
+// A number with an optional suffix k or K (x1e3), M (x1e6) or G (x1e9): "200k", "1.5M",
+// "2e5"; nullopt unless the whole text is one and finite. `run --rate` and the profiles'
+// values read theirs with it.
+std::optional<double> parse_scaled(const std::string& text);
+// Parses "0s:100k,30s:400k" (times: ns from `parse_ns`; values as parse_scaled); throws a
+// UsageError naming the setting `name` (e.g. "rate_profile") on bad input.
 std::vector<std::pair<int64_t, double>> parse_profile(
     const std::string& text, const std::string& name,
     const std::function<int64_t(const std::string&)>& parse_ns, bool rates_positive = true);
@@ -293,9 +297,11 @@ struct RunResult {
 
 // Runs cfg.job (throws std::invalid_argument for an unknown job).
 RunResult run_job(const RunConfig& cfg);
-// Runs a dataflow on cfg.workers threads until every operator is complete (tests).
+// Runs a dataflow on `workers` threads until every operator is complete (tests); the
+// rings between workers hold `ring_capacity` messages.
 void run_dataflow(uint32_t workers, const std::function<void(Worker&)>& build,
-                  std::vector<WorkerCounters>* counters = nullptr);
+                  std::vector<WorkerCounters>* counters = nullptr,
+                  size_t ring_capacity = kRingCapacity);
 
 // The plain loop over the same input as the run: worker w's stream, records [0, n_w).
 KeyCounts reference_output(const RunConfig& cfg, const std::vector<uint64_t>& per_worker);

@@ -121,7 +121,8 @@ bool Worker::step() {
   last_active_sources_ = active_sources_;
   last_input_op_ = input_op_;
   // 3. Messages that found a full ring.
-  for (auto& f : flushers_) f();
+  bool flushed = true;
+  for (auto& f : flushers_) flushed = f() && flushed;
   // 4. This round's progress to everyone.
   if (!changes_.empty()) {
     std::vector<ProgressUpdate> updates = changes_.drain();
@@ -136,7 +137,8 @@ bool Worker::step() {
       worked = true;
     }
   }
-  for (auto& p : progress_out_) p->flush();
+  for (auto& p : progress_out_) flushed = p->flush() && flushed;
+  flushed_ = flushed;  // else done() waits: the next rounds retry
   if (!worked) ++counters_.idle_steps;
   return worked;
 }

@@ -100,8 +100,10 @@ class Worker {
 
   // --- running ---
   bool step();
-  // Nothing held anywhere: every operator is complete.
-  bool done() const { return built_ && tracker_.all_empty() && changes_.empty(); }
+  // Nothing held anywhere (every operator is complete) and nothing left at this sender:
+  // a worker that stopped with its last progress in a pusher's overflow (a full ring)
+  // would leave its peers waiting for it forever.
+  bool done() const { return built_ && flushed_ && tracker_.all_empty() && changes_.empty(); }
   Time frontier(uint32_t edge) const { return tracker_.frontier(edge); }
   const ProgressTracker& tracker() const { return tracker_; }
   void change(uint32_t loc, Time t, int64_t delta) { changes_.add(loc, t, delta); }
@@ -144,6 +146,7 @@ class Worker {
   std::vector<std::unique_ptr<Pusher<ProgressUpdate>>> progress_out_;
   std::unique_ptr<Puller<ProgressUpdate>> progress_in_;
   bool built_ = false;
+  bool flushed_ = true;  // the last round left nothing at the sender (its pushers' overflow)
 };
 
 }  // namespace snailtrail::flow

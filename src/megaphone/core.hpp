@@ -123,15 +123,35 @@ inline std::function<void(Time, uint32_t, uint64_t)> bin_sent_callback(const Opt
 
 // ---- the control stream ----
 
+// An update given at time t, checked before any operator uses it: F applies an update at
+// its `time`, M at the time it was given, so the two must agree (else records and state
+// part ways), and its bin and worker index the operators' tables.
+inline void check_update(const ControlUpdate& u, Time t, uint32_t workers, uint32_t bins) {
+  const std::string what = "megaphone: the control update of bin " + std::to_string(u.bin);
+  if (u.time != t)
+    throw std::invalid_argument(what + " says time " + std::to_string(u.time) +
+                                " but was given at time " + std::to_string(t) +
+                                " (give an update at its own time)");
+  if (u.bin >= bins)
+    throw std::invalid_argument(what + ": no such bin (" + std::to_string(bins) + " bins)");
+  if (u.worker >= workers)
+    throw std::invalid_argument(what + " names worker " + std::to_string(u.worker) + " of " +
+                                std::to_string(workers) + " (workers 0 to " +
+                                std::to_string(workers - 1) + ")");
+}
+
 // Every F and M gets every update: W copies, one to each worker.
-inline Stream<Routed<ControlUpdate>> broadcast_control(const Stream<ControlUpdate>& control) {
+inline Stream<Routed<ControlUpdate>> broadcast_control(const Stream<ControlUpdate>& control,
+                                                       uint32_t bins) {
   const uint32_t W = control.worker().peers();
   return control.template unary<Routed<ControlUpdate>>(
       flow::Pipeline{}, "control-broadcast",
-      [W](Input<ControlUpdate>& in, Output<Routed<ControlUpdate>>& out) {
+      [W, bins](Input<ControlUpdate>& in, Output<Routed<ControlUpdate>>& out) {
         in.for_each([&](Time t, std::vector<ControlUpdate>& data) {
-          for (const ControlUpdate& u : data)
+          for (const ControlUpdate& u : data) {
+            check_update(u, t, W, bins);
             for (uint32_t d = 0; d < W; ++d) out.give(t, Routed<ControlUpdate>{u, u.bin, d});
+          }
         });
       });
 }
@@ -392,7 +412,7 @@ Stream<Out> migratable(const Stream<Rec>& input, const Stream<ControlUpdate>& co
   bins->resize(static_cast<uint32_t>(config.size()));
   for (uint32_t b = 0; b < config.size(); ++b) bins->owned[b] = config[b] == w.index();
 
-  auto ctl = broadcast_control(control);
+  auto ctl = broadcast_control(control, static_cast<uint32_t>(config.size()));
   auto ctl_key = [rkeys](const Routed<ControlUpdate>& r) { return rkeys[r.dest]; };
   auto routed = flow::binary<Routed<Rec>>(
       input, flow::Pipeline{}, ctl, flow::exchange(ctl_key), name + "-F",

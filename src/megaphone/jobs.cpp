@@ -133,7 +133,9 @@ struct Controller {
     flow::Time start_at = kTimeMax;
     step_progress(now);
     if (idle()) {
-      if (data->frontier == kTimeMax) {  // the data sources have ended
+      if (data->frontier == kTimeMax) {        // the data sources have ended
+        if (next < opts.migrate_at_ns.size())  // said in the run's summary, not dropped silently
+          log->not_run(opts.migrate_at_ns.size() - next, now, opts.migrate_at_ns[next]);
         cap.drop();
         return;
       }
@@ -238,6 +240,7 @@ Stream<ControlUpdate> controller(JobContext& ctx, const JobOptions& opts,
   Controller c{&ctx, opts, std::move(log), std::move(data), {}, 0, {}, false, 0, false, false, {}};
   c.config = opts.initial.empty() ? round_robin_config(1u << opts.log_bins, ctx.worker.peers())
                                   : opts.initial;
+  if (ctx.worker.index() == 0) c.log->requested(opts.migrate_at_ns.size());
   return flow::source<ControlUpdate>(ctx.worker, "control", std::move(c));
 }
 

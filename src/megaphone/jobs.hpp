@@ -66,9 +66,24 @@ struct MigrationRecord {
   bool completed = false;
 };
 
+// The --migrate-at migrations asked for, and those that never started: the controller
+// ends with the input, so a migration whose time comes after the input ended (or that
+// waited behind another one until then) does not run.
+struct MigrationRequests {
+  uint64_t requested = 0, not_run = 0;
+  double input_end_s = 0;      // when the controller saw the input end (not_run > 0)
+  double first_not_run_s = 0;  // the --migrate-at time of the first that did not run
+  uint64_t ran() const { return requested - not_run; }
+};
+
 // Written by worker 0 (controller, latency) and by every worker (bytes sent).
 class MigrationLog {
  public:
+  // The controller (worker 0): `n` migrations requested; `n` of them not run, the input
+  // having ended at now_ns, the first of them due at first_ns.
+  void requested(uint64_t n);
+  void not_run(uint64_t n, int64_t now_ns, int64_t first_ns);
+  MigrationRequests requests() const;
   // `label` names the record's strategy instead of `s` ("restart").
   void start(int64_t now_ns, Strategy s, uint64_t bins, uint64_t steps,
              const char* label = nullptr);
@@ -97,6 +112,7 @@ class MigrationLog {
   std::vector<Entry> entries_;
   std::vector<std::pair<flow::Time, uint64_t>> sent_;  // add_bytes_at
   std::atomic<uint64_t> bytes_{0};
+  MigrationRequests requests_;
 };
 
 // The configurations the controller alternates between: bin b on worker b % W, and
@@ -137,6 +153,11 @@ std::string register_job(const JobOptions& opts, std::shared_ptr<MigrationLog> l
 
 // The "migrations" array of --stats-json.
 std::string migrations_json(const std::vector<MigrationRecord>& ms);
+// The "migrations_requested" object of --stats-json: {"requested", "ran", "not_run",
+// "why"} ("why": "" when every one ran).
+std::string migration_requests_json(const MigrationRequests& r);
+// One line for the run's summary: how many ran of those requested, and why not.
+std::string migration_requests_text(const MigrationRequests& r);
 
 // For jobs of later stages (src/nexmark): the controller of the keycount/hashcount jobs
 // as a control source (worker 0 migrates at opts.migrate_at_ns with opts.strategy between

@@ -44,6 +44,23 @@ void MigrationLog::start(int64_t now_ns, Strategy s, uint64_t bins, uint64_t ste
   entries_.push_back(e);
 }
 
+void MigrationLog::requested(uint64_t n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  requests_.requested = n;
+}
+
+void MigrationLog::not_run(uint64_t n, int64_t now_ns, int64_t first_ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  requests_.not_run = n;
+  requests_.input_end_s = static_cast<double>(now_ns) * 1e-9;
+  requests_.first_not_run_s = static_cast<double>(first_ns) * 1e-9;
+}
+
+MigrationRequests MigrationLog::requests() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return requests_;
+}
+
 void MigrationLog::end(int64_t now_ns) {
   std::lock_guard<std::mutex> lock(mu_);
   if (entries_.empty()) return;
@@ -124,6 +141,27 @@ std::string migrations_json(const std::vector<MigrationRecord>& ms) {
         m.completed ? "true" : "false");
   }
   return out + "]";
+}
+
+namespace {
+std::string not_run_why(const MigrationRequests& r) {
+  if (r.not_run == 0) return "";
+  return fmt::format(
+      "the input ended at {:.3f} s, before they started (the first was due at {:.3f} s)",
+      r.input_end_s, r.first_not_run_s);
+}
+}  // namespace
+
+std::string migration_requests_json(const MigrationRequests& r) {
+  return fmt::format(R"({{"requested": {}, "ran": {}, "not_run": {}, "why": "{}"}})", r.requested,
+                     r.ran(), r.not_run, not_run_why(r));
+}
+
+std::string migration_requests_text(const MigrationRequests& r) {
+  std::string line =
+      fmt::format("migrations: {} of {} requested (--migrate-at) ran", r.ran(), r.requested);
+  if (r.not_run > 0) line += fmt::format("; {} did not run: {}", r.not_run, not_run_why(r));
+  return line;
 }
 
 }  // namespace snailtrail::megaphone

@@ -196,7 +196,7 @@ TraceStream::~TraceStream() {
 }
 
 void TraceStream::send(const Trace& chunk) {
-  if (fd_ < 0) throw std::runtime_error("stream to " + address_ + " is closed");
+  if (fd_ < 0 || closed_) throw std::runtime_error("stream to " + address_ + " is closed");
   if (chunk.events.empty() && chunk.worker_names.empty() && chunk.operator_names.empty() && !first_)
     return;
   SnailWriteOptions w;
@@ -210,14 +210,17 @@ void TraceStream::send(const Trace& chunk) {
 }
 
 void TraceStream::close() {
-  if (fd_ < 0) return;
+  if (fd_ < 0 || closed_) return;
   if (first_) send(Trace{});  // a stream with no events still has its header
   ::shutdown(fd_, SHUT_WR);
   char sink[256];
   while (::recv(fd_, sink, sizeof sink, 0) > 0) {
   }
-  ::close(fd_);
-  fd_ = -1;
+  closed_ = true;
+}
+
+void TraceStream::interrupt() {
+  if (fd_ >= 0) ::shutdown(fd_, SHUT_RDWR);
 }
 
 }  // namespace snailtrail::serve

@@ -46,12 +46,15 @@ class TraceStream {
   void send(const Trace& chunk);
   // Ends the stream and waits for the server to read it all.
   void close();
+  // The one call from another thread: a send or close blocked on a receiver that stopped
+  // reading fails at once (the socket is shut down; it stays open until destruction).
+  void interrupt();
   const SendStats& stats() const { return stats_; }
 
  private:
   std::string address_;
-  int fd_ = -1;
-  bool first_ = true;
+  int fd_ = -1;  // set once; closed by the destructor only, so interrupt() never races it
+  bool first_ = true, closed_ = false;
   SendStats stats_;
 };
 
