@@ -13,6 +13,8 @@ inline constexpr bool kSanitized = false;
 #endif
 
 // `full` random inputs in the release build, `sanitized` under a sanitizer.
-constexpr int random_inputs(int full, int sanitized) { return kSanitized ? sanitized : full; }
+constexpr int random_inputs(int full, int sanitized) {
+  return kSanitized ? sanitized : full;
+}
 
 }  // namespace snailtrail::testing

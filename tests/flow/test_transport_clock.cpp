@@ -29,16 +29,21 @@ class ClockProbe : public Transport {
   int64_t at_start = -2, at_finish = -2;
 };
 
-TEST(TransportClock, NoTimeBeforeTheRecordersExistAndTheRunsTimeAfter) {
-  ClockProbe probe;
+// A traced 2-worker keycount over `transport`.
+RunConfig traced_keycount(Transport& transport) {
   RunConfig cfg;
   cfg.job = "keycount";
   cfg.workers = 2;
   cfg.records = 20000;
   cfg.keys = 100;
   cfg.trace = true;
-  cfg.transport = &probe;
-  const RunResult r = run_job(cfg);
+  cfg.transport = &transport;
+  return cfg;
+}
+
+TEST(TransportClock, NoTimeBeforeTheRecordersExistAndTheRunsTimeAfter) {
+  ClockProbe probe;
+  const RunResult r = run_job(traced_keycount(probe));
   EXPECT_EQ(probe.at_start, -1);
   // After the run: the time since the run's origin, as the recorders stamp events.
   ASSERT_FALSE(r.events.empty());
@@ -70,14 +75,7 @@ TEST(TransportClock, DeliveriesBeforeTheOriginKeepTheirTime) {
     }
     int64_t early = 0, late = 0, early_run = -2, late_run = -2;
   } probe;
-  RunConfig cfg;
-  cfg.job = "keycount";
-  cfg.workers = 2;
-  cfg.records = 20000;
-  cfg.keys = 100;
-  cfg.trace = true;
-  cfg.transport = &probe;
-  const RunResult r = run_job(cfg);
+  const RunResult r = run_job(traced_keycount(probe));
   // The origin is taken right after start(): the early delivery is at it (0) or just after.
   EXPECT_GE(probe.early_run, 0);
   EXPECT_LT(probe.early_run, 1'000'000'000);
