@@ -84,7 +84,8 @@ TEST(RunCommand, StatsJsonHasTheDocumentedShapeAndAStableDigest) {
   EXPECT_TRUE(ea["throughput"].is_number());
   simdjson::dom::array intervals = ea["intervals"].get_array();
   for (auto iv : intervals)
-    for (const char* k : {"t_s", "records", "p50_ms", "p99_ms", "p999_ms", "max_ms", "rss_mb"})
+    for (const char* k :
+         {"t_s", "records", "epochs", "p50_ms", "p99_ms", "p999_ms", "max_ms", "rss_mb"})
       EXPECT_FALSE(iv[k].error()) << k;
   simdjson::dom::array ccdf = ea["ccdf"].get_array();
   ASSERT_GT(ccdf.size(), 0u);
@@ -370,11 +371,19 @@ TEST(RunCommand, AFailingWorkerStopsTheRunNamingIt) {
 }
 
 TEST(RunCommand, PrintsTheLatencyCcdfSummary) {
+  const fs::path stats = temp_file("ccdf.json");
   Ran r = run_cli({"run", "keycount", "--workers", "2", "--rate", "100000", "--duration", "300ms",
-                   "--keys", "1000"});
+                   "--keys", "1000", "--stats-json", stats.string()});
   ASSERT_EQ(r.code, 0) << r.err;
   const size_t at = r.err.find("latency CCDF over ");
   ASSERT_NE(at, std::string::npos) << r.err;
+  // The intervals' "epochs" count the same samples: every epoch in exactly one interval.
+  simdjson::dom::parser parser;
+  uint64_t epochs = 0;
+  for (auto iv : parser.load(stats.string())["intervals"].get_array())
+    epochs += iv["epochs"].get_uint64().value();
+  EXPECT_EQ(epochs, std::stoull(r.err.substr(at + 18))) << r.err;
+  fs::remove(stats);
   for (const char* q : {"p50", "p90", "p99", "p99.9", "max"})
     EXPECT_NE(r.err.find(q, at), std::string::npos) << q << "\n" << r.err;
   // The max line: the largest latency, which only its own bucket reaches (> 0 %).

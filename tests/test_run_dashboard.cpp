@@ -4,9 +4,13 @@
 // decisions and migrations equal the same run's --stats-json ones, its intervals are the
 // --stats-json intervals (same times, same latencies) with times increasing; `/` is the
 // self-contained page that polls it.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
 #include <simdjson.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <regex>
@@ -155,6 +159,41 @@ TEST_F(RunDashboardTest, TimelineEqualsStatsJsonAndThePageIsServed) {
     ASSERT_LE(early.size(), points.size());
     EXPECT_TRUE(std::equal(early.begin(), early.end(), points.begin()));
   }
+}
+
+// A browser keeps spare sockets open, and tabs left open keep theirs: 150 sockets that
+// never send a byte (over the dashboard's 64 connections) must not lock a real client out.
+TEST_F(RunDashboardTest, IdleSocketsMakeRoomForRealClients) {
+  Process p(
+      {"run", "keycount", "--rate", "20k", "--duration", "30s", "--http", "127.0.0.1:0", "-q"},
+      path("out"), path("err"));
+  ASSERT_TRUE(p.started());
+  const int port = dashboard_port(path("err"), 30);
+  ASSERT_GT(port, 0) << slurp(path("err"));
+  auto connect_idle = [&] {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    return fd;
+  };
+  std::vector<int> idle;
+  for (int i = 0; i < 150; ++i) idle.push_back(connect_idle());
+  for (int i = 0; i < 10; ++i) {
+    int status = 0;
+    EXPECT_EQ(get(port, "/healthz", &status), "ok\n") << "request " << i;
+    EXPECT_EQ(status, 200);
+  }
+  // The oldest idle sockets were closed for them: reading one gives end of file at once.
+  char byte;
+  timeval tv{2, 0};
+  ::setsockopt(idle.front(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  EXPECT_EQ(::recv(idle.front(), &byte, 1, 0), 0);
+  for (int fd : idle) ::close(fd);
+  p.signal(SIGTERM);
+  p.wait();
 }
 
 TEST_F(RunDashboardTest, BadAddressAndReferenceAreRefused) {

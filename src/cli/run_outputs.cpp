@@ -33,9 +33,9 @@ void write_stats_json(const std::string& path, double throughput,
   for (size_t i = 0; i < intervals.size(); ++i) {
     const auto& s = intervals[i];
     fmt::format_to(out,
-                   "{}{{\"t_s\": {}, \"records\": {}, \"p50_ms\": {}, \"p99_ms\": {}, "
-                   "\"p999_ms\": {}, \"max_ms\": {}, \"rss_mb\": {}}}",
-                   i ? ", " : "", json_number(s.t_s), s.records, json_number(s.p50_ms),
+                   "{}{{\"t_s\": {}, \"records\": {}, \"epochs\": {}, \"p50_ms\": {}, "
+                   "\"p99_ms\": {}, \"p999_ms\": {}, \"max_ms\": {}, \"rss_mb\": {}}}",
+                   i ? ", " : "", json_number(s.t_s), s.records, s.epochs, json_number(s.p50_ms),
                    json_number(s.p99_ms), json_number(s.p999_ms), json_number(s.max_ms),
                    json_number(s.rss_mb));
   }

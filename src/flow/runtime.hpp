@@ -269,6 +269,9 @@ Stream<T> open_loop_source(JobContext& ctx, std::string name, Gen gen) {
 struct IntervalStats {
   double t_s = 0;
   uint64_t records = 0;
+  // Latency samples of the interval: one per epoch completed (per rank under mpirun). 0 is
+  // a stall, whose percentiles are 0 for want of samples, not because latency was low.
+  uint64_t epochs = 0;
   double p50_ms = 0, p99_ms = 0, p999_ms = 0, max_ms = 0, rss_mb = 0;
 };
 

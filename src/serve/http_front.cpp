@@ -239,7 +239,7 @@ struct HttpFront::Impl {
     for (;;) {
       const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
       if (fd < 0) return;
-      if (conns.size() >= max_connections) {
+      if (conns.size() >= max_connections && !close_oldest_idle()) {
         ::close(fd);
         ++front.counters_.refused;
         continue;
@@ -255,6 +255,20 @@ struct HttpFront::Impl {
       ++front.counters_.connections_total;
       ++front.counters_.connections_open;
     }
+  }
+
+  // At the limit, a new client takes the place of the longest-connected one that has sent
+  // nothing of a request and waits for no response (a browser's spare keep-alive sockets),
+  // so idle sockets never lock real clients out.
+  bool close_oldest_idle() {
+    uint64_t oldest = 0;
+    for (const auto& [id, c] : conns)
+      if (!c->busy && c->in.empty() && c->out_pos >= c->out.size() && (!oldest || id < oldest))
+        oldest = id;
+    if (!oldest) return false;
+    close_conn(oldest);
+    ++front.counters_.idle_closed;
+    return true;
   }
 
   void collect_done() {

@@ -5,7 +5,8 @@
 // idle, slow or stalled clients cost a buffer each, never a thread, and `/healthz` and
 // `/metrics` answer at once whatever other clients do. Requests must arrive within
 // kRequestSeconds of their first byte, responses be taken within kResponseSeconds, and a
-// keep-alive connection idle for kIdleSeconds is closed.
+// keep-alive connection idle for kIdleSeconds is closed, or sooner when a new client needs
+// its place under the connection limit.
 #pragma once
 
 #include <atomic>
@@ -29,7 +30,7 @@ class HttpFront : public httplib::Server {
 
   struct Counters {
     std::atomic<uint64_t> connections_total{0}, connections_open{0}, refused{0}, timed_out{0},
-        bad_requests{0};
+        bad_requests{0}, idle_closed{0};
   };
 
   HttpFront();

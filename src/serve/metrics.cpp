@@ -134,8 +134,12 @@ void server_metrics(MetricText& m, const SharedState& s, const BatchQueue& q,
   m.gauge("snailtrail_http_connections_open", "HTTP clients connected now.",
           static_cast<double>(h.connections_open.load()));
   m.counter("snailtrail_http_connections_refused_total",
-            "HTTP clients closed at once: the HTTP connection limit was reached.",
+            "HTTP clients closed at once: the HTTP connection limit was reached, every "
+            "client in the middle of a request.",
             h.refused.load());
+  m.counter("snailtrail_http_idle_closed_total",
+            "Idle HTTP clients closed to let a new client in under the connection limit.",
+            h.idle_closed.load());
   m.counter("snailtrail_http_timeouts_total",
             "HTTP clients closed for sending a request or taking a response too slowly, or idle.",
             h.timed_out.load());

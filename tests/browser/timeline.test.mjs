@@ -184,6 +184,41 @@ test('a recorded timeline: a mark per decision, a span per migration, on both ax
   }
 });
 
+test('intervals without a completed epoch are drawn as stalls, not as zero latency', async () => {
+  const tl = fixture();
+  // 4.0-4.75 s: no epoch completed (the runtime's "epochs": 0, percentiles 0).
+  let stalls = 0;
+  for (const p of tl.intervals) {
+    const stalled = p.t_s > 4.0 && p.t_s <= 4.75;
+    Object.assign(p, stalled ? { epochs: 0, p50_ms: 0, p99_ms: 0, max_ms: 0 } : { epochs: 250 });
+    stalls += stalled;
+  }
+  assert.equal(stalls, 3);
+  const { server, url } = await serve(() => tl);
+  try {
+    const { page, problems } = await openPage();
+    await page.goto(url);
+    await page.waitForSelector('body[data-done="true"]', { timeout: 5000 });
+    for (const scale of ['log', 'linear']) {
+      await page.check(`input[name=scale][value=${scale}]`);
+      const bands = page.locator('[data-chart="latency"] rect.stall');
+      assert.equal(await bands.count(), stalls, scale);
+      assert.match(await bands.first().locator('title').textContent(), /4-4\.25 s: no epoch completed/);
+      // Each series breaks at the stall: two runs of points, none at the stalled times.
+      for (const cls of ['p50', 'p99', 'max']) {
+        const d = await page.locator(`[data-chart="latency"] path.${cls}`).getAttribute('d');
+        assert.equal((d.match(/M/g) || []).length, 2, `${scale} ${cls}: ${d}`);
+        assert.equal((d.match(/[ML]/g) || []).length, tl.intervals.length - stalls);
+      }
+    }
+    await page.screenshot({ path: path.join(artifacts, 'run-timeline-stall.png'), fullPage: true });
+    assert.deepEqual(problems, []);
+    await page.close();
+  } finally {
+    server.close();
+  }
+});
+
 test('live: marks appear as decisions arrive; the last state stays when the server goes', async () => {
   let upTo = 4;
   const { server, url, polls } = await serve(() => fixture({ upTo, done: false }));
