@@ -85,7 +85,7 @@ TEST(RunCommand, StatsJsonHasTheDocumentedShapeAndAStableDigest) {
   simdjson::dom::array intervals = ea["intervals"].get_array();
   for (auto iv : intervals)
     for (const char* k :
-         {"t_s", "records", "epochs", "p50_ms", "p99_ms", "p999_ms", "max_ms", "rss_mb"})
+         {"t_s", "records", "samples", "p50_ms", "p99_ms", "p999_ms", "max_ms", "rss_mb"})
       EXPECT_FALSE(iv[k].error()) << k;
   simdjson::dom::array ccdf = ea["ccdf"].get_array();
   ASSERT_GT(ccdf.size(), 0u);
@@ -377,12 +377,12 @@ TEST(RunCommand, PrintsTheLatencyCcdfSummary) {
   ASSERT_EQ(r.code, 0) << r.err;
   const size_t at = r.err.find("latency CCDF over ");
   ASSERT_NE(at, std::string::npos) << r.err;
-  // The intervals' "epochs" count the same samples: every epoch in exactly one interval.
+  // The intervals' "samples" are the CCDF's: every epoch in exactly one interval.
   simdjson::dom::parser parser;
-  uint64_t epochs = 0;
+  uint64_t samples = 0;
   for (auto iv : parser.load(stats.string())["intervals"].get_array())
-    epochs += iv["epochs"].get_uint64().value();
-  EXPECT_EQ(epochs, std::stoull(r.err.substr(at + 18))) << r.err;
+    samples += iv["samples"].get_uint64().value();
+  EXPECT_EQ(samples, std::stoull(r.err.substr(at + 18))) << r.err;
   fs::remove(stats);
   for (const char* q : {"p50", "p90", "p99", "p99.9", "max"})
     EXPECT_NE(r.err.find(q, at), std::string::npos) << q << "\n" << r.err;
@@ -393,6 +393,49 @@ TEST(RunCommand, PrintsTheLatencyCcdfSummary) {
   // -q prints none of it.
   r = run_cli({"run", "keycount", "--records", "20000", "--keys", "100", "-q"});
   EXPECT_EQ(r.err.find("CCDF"), std::string::npos) << r.err;
+}
+
+// --latency record: every Nth record of each worker's source is one sample, whatever the
+// job (plain, Megaphone's binned operator, NEXMark's own source), and a record's latency
+// runs from its intended time, so it counts the wait for its epoch to close: at 20 ms
+// epochs and a steady rate the median is at least about half an epoch, a bound that load
+// can only make looser (latency only grows).
+TEST(RunCommand, LatencyPerRecordSamplesEveryNthRecordFromItsIntendedTime) {
+  struct Case {
+    std::vector<std::string> args;
+    uint64_t samples;  // per worker: ceil(records / N)
+  };
+  const std::vector<Case> cases = {
+      {{"keycount", "--records", "4000", "--latency-sample", "4"}, 2 * 500},
+      {{"keycount", "--bins", "16", "--records", "3001", "--latency-sample", "2"}, 751 + 750},
+      {{"nexmark-q3", "--records", "3000", "--latency-sample", "3"}, 2 * 500},
+  };
+  for (const Case& c : cases) {
+    const fs::path stats = temp_file("per-record.json");
+    std::vector<std::string> args = {"run",    "--workers",    "2",           "--rate",
+                                     "20k",    "--epoch",      "20ms",        "--latency",
+                                     "record", "--stats-json", stats.string()};
+    args.insert(args.begin() + 1, c.args.front());
+    args.insert(args.end(), c.args.begin() + 1, c.args.end());
+    Ran r = run_cli(args);
+    ASSERT_EQ(r.code, 0) << r.err;
+    const std::string header = "latency CCDF over " + std::to_string(c.samples) +
+                               " sampled records (1 in " + c.args.back() + ", ";
+    EXPECT_NE(r.err.find(header), std::string::npos) << header << "\n" << r.err;
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc = parser.load(stats.string());
+    EXPECT_EQ(std::string_view(doc["latency_per"].get_string().value()), "record");
+    EXPECT_EQ(doc["latency_sample_every"].get_uint64().value(), std::stoull(c.args.back()));
+    uint64_t samples = 0;
+    for (auto iv : doc["intervals"].get_array()) samples += iv["samples"].get_uint64().value();
+    EXPECT_EQ(samples, c.samples) << c.args.front();
+    // The median: at least 8 ms (0.4 epochs); the per-epoch median of the same job is
+    // measured from the epoch's end.
+    const size_t p50 = r.err.find("p50 ", r.err.find(header));
+    ASSERT_NE(p50, std::string::npos) << r.err;
+    EXPECT_GE(std::stod(r.err.substr(p50 + 4)), 8.0) << r.err;
+    fs::remove(stats);
+  }
 }
 
 }  // namespace

@@ -38,6 +38,8 @@ struct RunArgs {
   uint64_t keys = 1'000'000;
   double skew = 0;
   std::string epoch = "1ms";
+  std::string latency = "epoch";  // or "record" (flow/record_latency.hpp)
+  uint64_t latency_sample = 16;   // with --latency record: every Nth record of each source
   std::string trace;
   std::string trace_to;
   uint64_t trace_to_queue = 2'000'000;
@@ -119,9 +121,12 @@ void write_stats_json(const std::string& path, double throughput,
                       const std::string& migrations = "", const std::string& decisions = "",
                       const std::vector<std::pair<double, double>>& rss_timeline = {},
                       const std::string& cp_analyses = "",
-                      const std::string& migration_requests = "");
-// exact_max: the largest sample (percentiles are bucket bounds, never above it).
-void print_ccdf_summary(const std::vector<uint64_t>& latency, uint64_t exact_max = UINT64_MAX);
+                      const std::string& migration_requests = "",
+                      uint64_t latency_record_every = 0);
+// exact_max: the largest sample (percentiles are bucket bounds, never above it); unit:
+// what one sample is ("epochs", "sampled records"); how: said after the count.
+void print_ccdf_summary(const std::vector<uint64_t>& latency, uint64_t exact_max = UINT64_MAX,
+                        const std::string& unit = "epochs", const std::string& how = "");
 // The run's line (records, throughput, latency, digest) and the CCDF summary on stderr.
 void print_run_summary(const RunArgs& a, const flow::RunResult& r, const std::string& digest);
 // --trace: the run's events (with --profile's samples) into the file.

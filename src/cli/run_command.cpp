@@ -133,7 +133,8 @@ int report(const RunArgs& a, const JobWiring& w, const flow::RunConfig& cfg,
     write_stats_json(a.stats_json, r.throughput(), r.intervals, r.latency, digest, migrations_text,
                      decisions_text, r.rss_timeline,
                      w.rebalancer ? loop::analyses_json(w.rebalancer->analyses()) : "",
-                     requests.requested ? megaphone::migration_requests_json(requests) : "");
+                     requests.requested ? megaphone::migration_requests_json(requests) : "",
+                     a.latency == "record" ? a.latency_sample : 0);
   if (dash) dash->finish(r.intervals, decisions_text, migrations_text);
   if (!a.quiet) print_decisions(decisions);
   if (a.bins > 0 && !a.quiet) print_migrations(w.migrations->records(), a.trace);

@@ -109,9 +109,9 @@ std::string RunDashboard::timeline_json() const {
     const double dt = p.st.t_s - prev;
     prev = p.st.t_s;
     out += fmt::format(
-        "{}{{\"t_s\": {}, \"records\": {}, \"epochs\": {}, \"throughput\": {}, \"p50_ms\": {}, "
+        "{}{{\"t_s\": {}, \"records\": {}, \"samples\": {}, \"throughput\": {}, \"p50_ms\": {}, "
         "\"p99_ms\": {}, \"max_ms\": {}, \"active_workers\": {}}}",
-        i ? ", " : "", num(p.st.t_s), p.st.records, p.st.epochs,
+        i ? ", " : "", num(p.st.t_s), p.st.records, p.st.samples,
         num(dt > 0 ? static_cast<double>(p.st.records) / dt : 0), num(p.st.p50_ms),
         num(p.st.p99_ms), num(p.st.max_ms), p.active);
   }

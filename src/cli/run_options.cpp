@@ -45,6 +45,15 @@ void add_job_options(CLI::App* cmd, RunArgs& a) {
   cmd->add_option("--epoch", a.epoch,
                   "Logical time granularity: records generated within one epoch share a "
                   "timestamp (default 1ms)");
+  cmd->add_option("--latency", a.latency,
+                  "What one latency sample is: 'epoch' (the default: from an epoch's end until "
+                  "the output has passed it) or 'record' (as Megaphone measures: from a "
+                  "record's intended time until the output has passed it, every "
+                  "--latency-sample'th record of each source)")
+      ->check(CLI::IsMember({"epoch", "record"}));
+  cmd->add_option("--latency-sample", a.latency_sample,
+                  "With --latency record: sample every Nth record of each source (default 16)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
 }
 
 // What the run writes: its trace, statistics, the check against the plain loop.

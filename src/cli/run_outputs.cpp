@@ -26,20 +26,25 @@ void write_stats_json(const std::string& path, double throughput,
                       const std::vector<uint64_t>& latency, const std::string& digest,
                       const std::string& migrations, const std::string& decisions,
                       const std::vector<std::pair<double, double>>& rss_timeline,
-                      const std::string& cp_analyses, const std::string& migration_requests) {
+                      const std::string& cp_analyses, const std::string& migration_requests,
+                      uint64_t latency_record_every) {
   OutputFile f(path);
   auto out = std::back_inserter(f.buf());
   fmt::format_to(out, "{{\"throughput\": {}, \"intervals\": [", json_number(throughput));
   for (size_t i = 0; i < intervals.size(); ++i) {
     const auto& s = intervals[i];
     fmt::format_to(out,
-                   "{}{{\"t_s\": {}, \"records\": {}, \"epochs\": {}, \"p50_ms\": {}, "
+                   "{}{{\"t_s\": {}, \"records\": {}, \"samples\": {}, \"p50_ms\": {}, "
                    "\"p99_ms\": {}, \"p999_ms\": {}, \"max_ms\": {}, \"rss_mb\": {}}}",
-                   i ? ", " : "", json_number(s.t_s), s.records, s.epochs, json_number(s.p50_ms),
+                   i ? ", " : "", json_number(s.t_s), s.records, s.samples, json_number(s.p50_ms),
                    json_number(s.p99_ms), json_number(s.p999_ms), json_number(s.max_ms),
                    json_number(s.rss_mb));
   }
-  fmt::format_to(out, "], \"ccdf\": [");
+  // What one latency sample is: an epoch, or a sampled record (--latency record).
+  fmt::format_to(out, "], \"latency_per\": \"{}\"", latency_record_every ? "record" : "epoch");
+  if (latency_record_every)
+    fmt::format_to(out, ", \"latency_sample_every\": {}", latency_record_every);
+  fmt::format_to(out, ", \"ccdf\": [");
   const auto c = flow::ccdf(latency);
   for (size_t i = 0; i < c.size(); ++i)
     fmt::format_to(out, "{}[{}, {}]", i ? ", " : "",
@@ -61,24 +66,25 @@ void write_stats_json(const std::string& path, double throughput,
   f.flush();
 }
 
-void print_ccdf_summary(const std::vector<uint64_t>& latency, uint64_t exact_max) {
+void print_ccdf_summary(const std::vector<uint64_t>& latency, uint64_t exact_max,
+                        const std::string& unit, const std::string& how) {
   static constexpr std::pair<double, const char*> kQ[] = {
       {0.5, "p50"}, {0.9, "p90"}, {0.99, "p99"}, {0.999, "p99.9"}, {1.0, "max"}};
   uint64_t n = 0;
   for (uint64_t c : latency) n += c;
   if (n == 0) return;
   const auto c = flow::ccdf(latency);
-  fmt::print(stderr, "latency CCDF over {} epochs:\n", n);
+  fmt::print(stderr, "latency CCDF over {} {}{}:\n", n, unit, how);
   for (const auto& [q, label] : kQ) {
     const uint64_t v = flow::percentile(latency, q, exact_max);
-    double above = 0;  // share of epochs whose latency is at or above v (bucket bound)
+    double above = 0;  // share of samples whose latency is at or above v (bucket bound)
     for (const auto& [ns, share] : c)
       if (ns >= v) {
         above = share;
         break;
       }
-    fmt::print(stderr, "  {:>6} {:>10.3f} ms   {:>8.4f} % of epochs at or above\n", label,
-               static_cast<double>(v) * 1e-6, 100.0 * above);
+    fmt::print(stderr, "  {:>6} {:>10.3f} ms   {:>8.4f} % of {} at or above\n", label,
+               static_cast<double>(v) * 1e-6, 100.0 * above, unit);
   }
 }
 
@@ -92,7 +98,11 @@ void print_run_summary(const RunArgs& a, const flow::RunResult& r, const std::st
              static_cast<double>(flow::percentile(h, 0.5, r.latency_max_ns)) * 1e-6,
              static_cast<double>(flow::percentile(h, 0.99, r.latency_max_ns)) * 1e-6,
              static_cast<double>(r.latency_max_ns) * 1e-6, digest);
-  print_ccdf_summary(h, r.latency_max_ns);
+  if (a.latency == "record")
+    print_ccdf_summary(h, r.latency_max_ns, "sampled records",
+                       fmt::format(" (1 in {}, from their intended times)", a.latency_sample));
+  else
+    print_ccdf_summary(h, r.latency_max_ns);
 }
 
 void write_run_trace(const RunArgs& a, const flow::RunResult& r,

@@ -273,6 +273,7 @@ flow::RunConfig make_run_config(const RunArgs& a, const JobWiring& w) {
   }
   if (cfg.duration_ns <= 0) throw std::invalid_argument("--duration must be positive");
   if (cfg.epoch_ns <= 0) throw std::invalid_argument("--epoch must be positive");
+  cfg.latency_record_every = a.latency == "record" ? a.latency_sample : 0;
   cfg.records = a.records;
   cfg.seed = a.seed;
   cfg.keys = a.keys;

@@ -43,7 +43,7 @@ void IntervalStatsCollector::publish(const Merged& m) {
   st.p999_ms = static_cast<double>(percentile(m.hist, 0.999)) * 1e-6;
   st.max_ms = static_cast<double>(percentile(m.hist, 1.0)) * 1e-6;
   st.rss_mb = m.rss;
-  for (uint64_t n : m.hist) st.epochs += n;
+  for (uint64_t n : m.hist) st.samples += n;
   for (size_t b = 0; b < m.hist.size(); ++b) total_hist_[b] += m.hist[b];
   result_.intervals.push_back(st);
   if (cfg_.on_interval) cfg_.on_interval(st);

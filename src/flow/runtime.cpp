@@ -294,7 +294,11 @@ struct RunWorkers {
 
   // Worker i's output probe moved from `old` to `now_f`: the latency of the epochs it
   // completed (one worker per process measures: every worker sees the same frontier).
-  void record_latency(uint32_t i, Time old, Time now_f) {
+  void record_latency(uint32_t i, Time old, Time now_f, RecordLatencySampler& per_record) {
+    if (per_record.on()) {  // every worker: its own sources' samples
+      per_record.passed(now_f, since(start), hist);
+      return;
+    }
     if (i != 0) return;
     const int64_t now = since(start);
     const auto epoch = static_cast<Time>(cfg.epoch_ns);
@@ -311,9 +315,11 @@ struct RunWorkers {
     auto sampling = cfg.profiler ? cfg.profiler->attach(g, start) : profile::Profiler::Guard{};
     Worker w(g, fabric, recorders[i]);
     JobContext ctx{cfg, w, start, generated[i], last_time, nullptr, 0, nullptr};
-    ctx.on_probe = [this, i, c = &ctx](Time old, Time now_f) {
+    RecordLatencySampler per_record(cfg.latency_record_every);
+    if (per_record.on()) ctx.record_latency = &per_record;
+    ctx.on_probe = [this, i, c = &ctx, &per_record](Time old, Time now_f) {
       c->probe_frontier = now_f;
-      record_latency(i, old, now_f);
+      record_latency(i, old, now_f, per_record);
     };
     ctx.emit_result = [this](KeyCounts&& part) {
       std::lock_guard<std::mutex> lock(mu);

@@ -15,6 +15,7 @@
 
 #include "flow/histogram.hpp"
 #include "flow/operators.hpp"
+#include "flow/record_latency.hpp"
 #include "trace/event.hpp"
 
 namespace snailtrail::flow {
@@ -40,6 +41,9 @@ struct RunConfig {
   uint64_t keys = 1'000'000;     // key domain (keycount) / vocabulary (wordcount)
   double skew = 0;               // wordcount: share of words that are the hot word
   int64_t epoch_ns = 1'000'000;  // logical time granularity
+  // 0: latency per epoch (from its end to the output probe passing it); N > 0: per record,
+  // every Nth record of each source (`run --latency record`, record_latency.hpp).
+  uint64_t latency_record_every = 0;
   bool trace = false;
   int64_t stats_interval_ns = 250'000'000;
   // This process's resident set (/proc/self/statm) is sampled every rss_sample_ns by the
@@ -121,11 +125,12 @@ struct JobContext {
   const RunConfig& cfg;
   Worker& worker;
   std::chrono::steady_clock::time_point start;
-  std::atomic<uint64_t>& generated;              // records this worker's sources produced
-  std::atomic<Time>& last_time;                  // greatest timestamp any source gave
-  std::function<void(Time, Time)> on_probe;      // give the job's output probe this
-  Time probe_frontier = 0;                       // the output probe's frontier (kept by on_probe)
-  std::function<void(KeyCounts&&)> emit_result;  // this worker's part of the final output
+  std::atomic<uint64_t>& generated;                // records this worker's sources produced
+  std::atomic<Time>& last_time;                    // greatest timestamp any source gave
+  std::function<void(Time, Time)> on_probe;        // give the job's output probe this
+  Time probe_frontier = 0;                         // the output probe's frontier (kept by on_probe)
+  std::function<void(KeyCounts&&)> emit_result;    // this worker's part of the final output
+  RecordLatencySampler* record_latency = nullptr;  // with --latency record: sources call given()
 
   uint64_t record_limit() const {  // this worker's share of cfg.records
     if (cfg.records == 0) return ~uint64_t{0};
@@ -201,6 +206,8 @@ struct OpenLoopSource {
     const Time lag = kMaxLagEpochs * epoch;
     if (t > lag && ctx->probe_frontier < t - lag) return;  // wait for the dataflow
     const uint64_t n = std::min<uint64_t>(4 * kBatch, limit - produced);
+    if (ctx->record_latency)
+      for (uint64_t k = 0; k < n; ++k) ctx->record_latency->given(produced + k, t, now);
     for (uint64_t k = 0; k < n; ++k) out.give(t, gen(w, produced + k));
     account(n, t);
   }
@@ -224,6 +231,7 @@ struct OpenLoopSource {
       const auto intended = intended_time(i);
       const Time t = std::max<Time>(cap.time(), intended / epoch * epoch);
       if (t != cap.time()) cap.downgrade(t);
+      if (ctx->record_latency) ctx->record_latency->given(i, t, static_cast<int64_t>(intended));
       out.give(t, gen(w, i));
       last_given = t;
     }
@@ -271,7 +279,7 @@ struct IntervalStats {
   uint64_t records = 0;
   // Latency samples of the interval: one per epoch completed (per rank under mpirun). 0 is
   // a stall, whose percentiles are 0 for want of samples, not because latency was low.
-  uint64_t epochs = 0;
+  uint64_t samples = 0;
   double p50_ms = 0, p99_ms = 0, p999_ms = 0, max_ms = 0, rss_mb = 0;
 };
 

@@ -63,6 +63,8 @@ flow::Stream<Event> nexmark_source(flow::JobContext& ctx, const QueryConfig& qc)
           break;
         }
         if (t != cap.time()) cap.downgrade(std::max(cap.time(), t));
+        if (ctx->record_latency)
+          ctx->record_latency->given(produced, t, static_cast<int64_t>(open_loop ? due : now));
         out.give(t, gen.event(n));
         last = t;
         ++produced;

@@ -186,11 +186,11 @@ test('a recorded timeline: a mark per decision, a span per migration, on both ax
 
 test('intervals without a completed epoch are drawn as stalls, not as zero latency', async () => {
   const tl = fixture();
-  // 4.0-4.75 s: no epoch completed (the runtime's "epochs": 0, percentiles 0).
+  // 4.0-4.75 s: no epoch completed (the runtime's "samples": 0, percentiles 0).
   let stalls = 0;
   for (const p of tl.intervals) {
     const stalled = p.t_s > 4.0 && p.t_s <= 4.75;
-    Object.assign(p, stalled ? { epochs: 0, p50_ms: 0, p99_ms: 0, max_ms: 0 } : { epochs: 250 });
+    Object.assign(p, stalled ? { samples: 0, p50_ms: 0, p99_ms: 0, max_ms: 0 } : { samples: 250 });
     stalls += stalled;
   }
   assert.equal(stalls, 3);
