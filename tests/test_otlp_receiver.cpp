@@ -6,7 +6,9 @@
 #include <httplib.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <thread>
 
@@ -295,6 +297,44 @@ TEST(OtlpReceiver, EvictionsAreCountedInMetrics) {
   EXPECT_NE(res->body.find("\nsnailtrail_otlp_traces_evicted_total 2\n"), std::string::npos)
       << res->body;
   EXPECT_NE(res->body.find("\nsnailtrail_otlp_open_traces 1\n"), std::string::npos) << res->body;
+}
+
+// The command: `serve --otlp` on a free port, its port file, and at SIGTERM the traces
+// still open are completed and written.
+TEST(OtlpReceiver, ServeCommandWritesOpenTracesAtSigterm) {
+  const std::string base = ::testing::TempDir() + std::to_string(::getpid()) + "-otlp-cli";
+  std::remove((base + ".port").c_str());
+  testing::Process serve({"serve", "--otlp", "127.0.0.1:0", "--port-file", base + ".port", "--out",
+                          base + ".jsonl", "--trace-idle", "1h"},
+                         base + ".stdout", base + ".stderr");
+  ASSERT_TRUE(serve.started());
+  const int port = testing::wait_for_port(base + ".port", "otlp");
+  ASSERT_GT(port, 0) << serve.err();
+  httplib::Client client("127.0.0.1", port);
+  auto res = client.Post("/v1/traces",
+                         testing::otlp_protobuf({{"s", {span(kTrace, 1, 0, "x", 1, 2)}}}), kProto);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  serve.signal(SIGTERM);
+  EXPECT_EQ(serve.wait(), 0) << serve.err();
+  const std::string out = testing::slurp(base + ".jsonl");
+  EXPECT_EQ(out.rfind("{\"trace_id\": \"" + kTrace + "\"", 0), 0u) << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1);
+  EXPECT_NE(serve.err().find("1 OTLP request, 1 span accepted, 0 rejected; 1 trace written"),
+            std::string::npos)
+      << serve.err();
+}
+
+TEST(OtlpReceiver, ServeCommandRefusesBadOptions) {
+  for (const auto& [args, error] : std::vector<std::pair<std::string, std::string>>{
+           {"serve --otlp --tcp", "--otlp runs alone"},
+           {"serve --otlp 127.0.0.1:0 --otlp-max-body 12XB", "not a size"},
+           {"serve --otlp 127.0.0.1:0 --max-open-traces 0", "must be at least 1"},
+           {"serve --otlp 127.0.0.1:0 --trace-idle 0s", "--trace-idle must be positive"}}) {
+    const auto r = testing::run_binary(args, 30);
+    EXPECT_NE(r.code, 0) << args;
+    EXPECT_NE(r.out.find(error), std::string::npos) << args << ": " << r.out;
+  }
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "requests/critical_path.hpp"
 #include "serve/server.hpp"
 #include "serve/trace_path_json.hpp"
+#include "trace/plural.hpp"
 
 namespace snailtrail::serve {
 
@@ -46,7 +47,9 @@ void OtlpReceiver::start() {
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http_->set_payload_max_length(opt_.max_body);
   http_->set_read_timeout(10, 0);
-  http_->set_keep_alive_timeout(5);
+  // A keep-alive connection holds a pool thread while it waits: SDKs export every few
+  // seconds, so connections idle longer than 2 s are closed to free the thread.
+  http_->set_keep_alive_timeout(2);
   add_routes();
   port_ = port == 0 ? http_->bind_to_any_port(host) : (http_->bind_to_port(host, port) ? port : -1);
   if (port_ <= 0) {
@@ -148,10 +151,17 @@ void OtlpReceiver::write_paths(std::vector<SpanSet>& done) {
       ++counters_.traces_written;
     }
   }
-  std::lock_guard lock(mu_);
-  if (!write_error_.empty()) return;
-  if (std::fwrite(text.data(), 1, text.size(), out_) != text.size() || std::fflush(out_) != 0)
-    write_error_ = std::string("cannot write the critical paths: ") + std::strerror(errno);
+  {
+    std::lock_guard lock(mu_);
+    if (!write_error_.empty()) return;
+  }
+  // Only this thread writes; the lock guards the error, not the (maybe slow) write.
+  if (std::fwrite(text.data(), 1, text.size(), out_) != text.size() || std::fflush(out_) != 0) {
+    const std::string error =
+        std::string("cannot write the critical paths: ") + std::strerror(errno);
+    std::lock_guard lock(mu_);
+    write_error_ = error;
+  }
 }
 
 namespace {
@@ -196,12 +206,14 @@ int run_otlp_server(const OtlpOptions& options, const std::string& out_path,
   const OtlpCounters& c = receiver.counters();
   if (!quiet)
     fmt::print(stderr,
-               "snailtrail serve: {} OTLP requests, {} spans accepted, {} rejected; {} traces "
-               "written ({} completed early by the open-trace bounds); {} requests refused as "
-               "bad, {} too large, {} of another type, {} throttled (429)\n",
-               c.requests.load(), c.spans_accepted.load(), c.spans_rejected.load(),
-               c.traces_written.load(), c.traces_evicted.load(), c.bad_requests.load(),
-               c.too_large.load(), c.unsupported_type.load(), c.throttled.load());
+               "snailtrail serve: {}, {} accepted, {} rejected; {} written ({} completed "
+               "early by the open-trace bounds); {} requests refused as bad, {} too large, {} "
+               "of another type, {} throttled (429)\n",
+               counted(c.requests.load(), "OTLP request", "OTLP requests"),
+               counted(c.spans_accepted.load(), "span", "spans"), c.spans_rejected.load(),
+               counted(c.traces_written.load(), "trace", "traces"), c.traces_evicted.load(),
+               c.bad_requests.load(), c.too_large.load(), c.unsupported_type.load(),
+               c.throttled.load());
   if (!receiver.write_error().empty()) throw std::runtime_error(receiver.write_error());
   if (file && std::fclose(file.release()) != 0)
     throw std::runtime_error("cannot write " + out_path + ": " + std::strerror(errno));

@@ -31,7 +31,7 @@ struct OtlpOptions {
   size_t buffer_spans = size_t{1} << 20;   // decoded spans not yet grouped; over it: 429
   int retry_after_s = 1;                   // Retry-After of a 429
   OtlpTraceLimits traces;
-  unsigned threads = 4;  // HTTP threads
+  unsigned threads = 8;  // HTTP threads
 };
 
 struct OtlpCounters {
