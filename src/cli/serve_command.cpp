@@ -40,7 +40,7 @@ struct ServeArgs {
   size_t otlp_buffer = size_t{1} << 20;
   std::string trace_idle = "5s";
   size_t max_open_traces = 100'000;
-  size_t max_open_spans = size_t{1} << 22;
+  size_t max_open_spans = size_t{1} << 20;
 };
 
 // The OpenTelemetry receiver (docs/SERVE.md, "OpenTelemetry (OTLP/HTTP) receiver").

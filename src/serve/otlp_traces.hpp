@@ -18,7 +18,7 @@ namespace snailtrail::serve {
 struct OtlpTraceLimits {
   int64_t idle_ns = 5'000'000'000;  // --trace-idle
   size_t max_open_traces = 100'000;
-  size_t max_open_spans = size_t{1} << 22;
+  size_t max_open_spans = size_t{1} << 20;
 };
 
 class OpenTraces {
