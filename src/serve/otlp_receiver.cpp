@@ -136,11 +136,12 @@ void OtlpReceiver::assemble_loop() {
   }
 }
 
-// Each trace's path as `critical-path` computes it on a file of one trace.
+// Each trace's path as `critical-path` computes it on a file of one trace, written in
+// pieces of about 1 MiB (thousands of traces may complete at once).
 void OtlpReceiver::write_paths(std::vector<SpanSet>& done) {
-  if (done.empty()) return;
   fmt::memory_buffer text;
-  for (const SpanSet& set : done) {
+  for (size_t i = 0; i < done.size(); ++i) {
+    const SpanSet& set = done[i];
     std::vector<uint32_t> tree_parent;
     const std::vector<requests::CriticalPath> paths = requests::critical_paths(set, &tree_parent);
     requests::PathCollection all;
@@ -150,7 +151,14 @@ void OtlpReceiver::write_paths(std::vector<SpanSet>& done) {
       text.push_back('\n');
       ++counters_.traces_written;
     }
+    if (text.size() >= (size_t{1} << 20) || i + 1 == done.size()) {
+      write_out(text);
+      text.clear();
+    }
   }
+}
+
+void OtlpReceiver::write_out(const fmt::memory_buffer& text) {
   {
     std::lock_guard lock(mu_);
     if (!write_error_.empty()) return;

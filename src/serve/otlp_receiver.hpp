@@ -16,6 +16,8 @@
 #include <string>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "importers/otel/spans.hpp"
 #include "serve/otlp_traces.hpp"
 
@@ -60,6 +62,7 @@ class OtlpReceiver {
   void add_routes();
   void assemble_loop();
   void write_paths(std::vector<importers::SpanSet>& done);
+  void write_out(const fmt::memory_buffer& text);
   bool admit(importers::SpanSet& spans);
   std::string metrics() const;
 
