@@ -14,6 +14,7 @@
 #include "output/writers.hpp"
 #include "requests/critical_path.hpp"
 #include "requests/folded.hpp"
+#include "serve/trace_path_json.hpp"
 #include "trace/plural.hpp"
 
 namespace snailtrail::cli {
@@ -45,26 +46,8 @@ void write_json(fmt::memory_buffer& out, const PathCollection& all,
   auto it = std::back_inserter(out);
   fmt::format_to(it, "{{\"traces\": [");
   for (size_t t = 0; t < all.traces().size(); ++t) {
-    const PathCollection::TracePaths& p = all.traces()[t];
-    fmt::format_to(it, "{}{{\"trace_id\": ", t ? ", " : "");
-    append_json_string(out, p.trace_id(), kJsonNames);
-    fmt::format_to(it,
-                   ", \"duration_ns\": {}, \"spans\": {}, \"clipped_children\": {}, "
-                   "\"dropped_children\": {}, \"roots\": {}, \"nonblocking_children\": {}, "
-                   "\"path\": [",
-                   p.duration_ns, p.spans, p.clipped, p.dropped, p.roots, p.nonblocking);
-    for (size_t k = 0; k < p.path.size(); ++k) {
-      const PathCollection::Step& s = p.path[k];
-      fmt::format_to(it, "{}{{\"span_id\": ", k ? ", " : "");
-      append_json_string(out, p.span_id(s), kJsonNames);
-      fmt::format_to(it, ", \"operation\": ");
-      append_json_string(out, all.name(s.operation), kJsonNames);
-      fmt::format_to(it, ", \"service\": ");
-      append_json_string(out, all.name(s.service), kJsonNames);
-      fmt::format_to(it, ", \"start_ns\": {}, \"end_ns\": {}, \"self_ns\": {}}}", s.start_ns,
-                     s.end_ns, s.self_ns);
-    }
-    fmt::format_to(it, "]}}");
+    if (t) fmt::format_to(it, ", ");
+    serve::append_trace_path_json(out, all, all.traces()[t]);
   }
   int64_t total = 0;
   for (const ServiceTime& s : services) total += s.critical_ns;

@@ -5,6 +5,7 @@
 #include "cli/duration.hpp"
 #include "cli/import_options.hpp"
 #include "importers/streaming.hpp"
+#include "serve/otlp_receiver.hpp"
 #include "serve/server.hpp"
 
 namespace snailtrail::cli {
@@ -33,7 +34,80 @@ struct ServeArgs {
   size_t max_connections = 1024;
   std::string connection_timeout = "60s";
   size_t ingest_buffer_mib = 256;
+  // The OTLP/HTTP receiver.
+  std::string otlp;
+  std::string otlp_max_body = "16MiB";
+  size_t otlp_buffer = size_t{1} << 20;
+  std::string trace_idle = "5s";
+  size_t max_open_traces = 100'000;
+  size_t max_open_spans = size_t{1} << 20;
 };
+
+// The OpenTelemetry receiver (docs/SERVE.md, "OpenTelemetry (OTLP/HTTP) receiver").
+void add_otlp_options(CLI::App* cmd, ServeArgs& a) {
+  cmd->add_option("--otlp", a.otlp,
+                  "Receive OpenTelemetry spans (OTLP/HTTP, POST /v1/traces, protobuf or JSON) on "
+                  "[HOST:]PORT (--otlp alone: 127.0.0.1:4318) and write each completed trace's "
+                  "critical path to --out as one JSON line; runs without the other sources")
+      ->expected(0, 1);
+  cmd->add_option("--otlp-max-body", a.otlp_max_body,
+                  "OTLP: largest request body, as received and decompressed (bytes, or with "
+                  "KiB, MiB, GiB); larger ones are answered 413")
+      ->capture_default_str();
+  cmd->add_option("--otlp-buffer", a.otlp_buffer,
+                  "OTLP: spans received but not yet grouped into traces, at most; over it "
+                  "requests are answered 429 with Retry-After")
+      ->capture_default_str();
+  cmd->add_option("--trace-idle", a.trace_idle,
+                  "OTLP: a trace is complete once none of its spans has arrived for this long")
+      ->capture_default_str();
+  cmd->add_option("--max-open-traces", a.max_open_traces,
+                  "OTLP: traces still receiving spans, at most; over it the least recent one "
+                  "is completed early (counted as evicted)")
+      ->capture_default_str();
+  cmd->add_option("--max-open-spans", a.max_open_spans,
+                  "OTLP: spans of the open traces, at most; over it the least recent traces "
+                  "are completed early (counted as evicted)")
+      ->capture_default_str();
+}
+
+// "16MiB", "512KiB", "1048576" -> bytes.
+size_t parse_bytes(const std::string& text, const char* option) {
+  size_t end = 0;
+  unsigned long long n = 0;
+  try {
+    n = std::stoull(text, &end);
+  } catch (const std::exception&) {
+    throw std::invalid_argument(std::string(option) + ": not a size: " + text);
+  }
+  const std::string unit = text.substr(end);
+  const int shift = unit.empty() || unit == "B"    ? 0
+                    : unit == "KiB" || unit == "K" ? 10
+                    : unit == "MiB" || unit == "M" ? 20
+                    : unit == "GiB" || unit == "G" ? 30
+                                                   : -1;
+  if (shift < 0 || n > (~0ull >> shift))
+    throw std::invalid_argument(std::string(option) +
+                                ": not a size (bytes, KiB, MiB, GiB): " + text);
+  return static_cast<size_t>(n << shift);
+}
+
+int run_otlp(const ServeArgs& a, const CLI::App& cmd) {
+  if (!a.tcp.empty() || cmd.count("--tcp") > 0 || a.stdin_source || !a.follow.empty() ||
+      cmd.count("--http") > 0)
+    throw std::invalid_argument(
+        "--otlp runs alone for now: not with --tcp, --stdin, --follow or --http");
+  serve::OtlpOptions o;
+  o.address = a.otlp.empty()                          ? "127.0.0.1:4318"
+              : a.otlp.find(':') == std::string::npos ? "127.0.0.1:" + a.otlp
+                                                      : a.otlp;
+  o.max_body = parse_bytes(a.otlp_max_body, "--otlp-max-body");
+  o.buffer_spans = a.otlp_buffer;
+  o.traces.idle_ns = parse_duration(a.trace_idle);
+  o.traces.max_open_traces = a.max_open_traces;
+  o.traces.max_open_spans = a.max_open_spans;
+  return serve::run_otlp_server(o, a.out, a.port_file, a.quiet);
+}
 
 // Where streams come from and the HTTP server.
 void add_source_options(CLI::App* cmd, ServeArgs& a) {
@@ -75,7 +149,9 @@ void add_window_options(CLI::App* cmd, ServeArgs& a) {
   cmd->add_option("--gap-threshold", a.gap_threshold,
                   "Gaps shorter than this are closed by alignment (docs/PAG.md)")
       ->capture_default_str();
-  cmd->add_option("--out,-o", a.out, "Write window JSON lines to FILE (default: stdout)");
+  cmd->add_option(
+      "--out,-o", a.out,
+      "Write window JSON lines (with --otlp: critical-path lines) to FILE (default: stdout)");
   cmd->add_option("--retain", a.retain,
                   "Windows (and DS2 rate intervals) kept in memory for the HTTP API")
       ->capture_default_str();
@@ -176,7 +252,12 @@ CommandRunner add_serve_command(CLI::App& app) {
   add_source_options(cmd, *args);
   add_window_options(cmd, *args);
   add_summary_and_limit_options(cmd, *args);
-  return [cmd, args]() { return *cmd ? serve::run_server(to_serve_options(*args, *cmd)) : -1; };
+  add_otlp_options(cmd, *args);
+  return [cmd, args]() {
+    if (!*cmd) return -1;
+    if (cmd->count("--otlp") > 0) return run_otlp(*args, *cmd);
+    return serve::run_server(to_serve_options(*args, *cmd));
+  };
 }
 
 }  // namespace snailtrail::cli

@@ -55,6 +55,8 @@ inline const std::initializer_list<std::string_view> kOtlpRecordArrays = {
 class OtlpReader : public SpanReader {
  public:
   using SpanReader::SpanReader;
+  // If set, spans without ids are counted here and left out instead of failing the read.
+  uint64_t* rejected_ = nullptr;
 
   void document(dom::element root, const std::string& at) {
     dom::object top = object_at(root, at.empty() ? "top level" : at);
@@ -89,9 +91,13 @@ class OtlpReader : public SpanReader {
     dom::object o = object_at(el, where);
     Span s;
     s.service = service;
-    const std::string_view trace = string_of(o, "traceId", where, true);
-    const std::string_view id = string_of(o, "spanId", where, true);
-    if (trace.empty() || id.empty()) fail(where, "empty \"traceId\" or \"spanId\"");
+    const std::string_view trace = string_of(o, "traceId", where, rejected_ == nullptr);
+    const std::string_view id = string_of(o, "spanId", where, rejected_ == nullptr);
+    if (trace.empty() || id.empty()) {
+      if (rejected_ == nullptr) fail(where, "empty \"traceId\" or \"spanId\"");
+      ++*rejected_;  // the OTLP receiver rejects the span alone (partial success)
+      return;
+    }
     s.trace = id_of(trace);
     s.id = id_of(id);
     s.operation = intern(string_of(o, "name", where, false));

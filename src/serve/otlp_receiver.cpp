@@ -1,0 +1,231 @@
+// The OTLP receiver's buffer, trace assembly and output (otlp_receiver.hpp); its HTTP
+// routes are in otlp_http.cpp.
+#include "serve/otlp_receiver.hpp"
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+
+#include "requests/critical_path.hpp"
+#include "serve/server.hpp"
+#include "serve/trace_path_json.hpp"
+#include "trace/plural.hpp"
+
+namespace snailtrail::serve {
+
+using importers::SpanSet;
+
+namespace {
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+OtlpReceiver::OtlpReceiver(const OtlpOptions& options, std::FILE* out)
+    : opt_(options), out_(out), traces_(options.traces) {
+  if (opt_.traces.max_open_traces == 0 || opt_.traces.max_open_spans == 0)
+    throw std::invalid_argument("--max-open-traces and --max-open-spans must be at least 1");
+  if (opt_.traces.idle_ns <= 0) throw std::invalid_argument("--trace-idle must be positive");
+  if (opt_.max_body == 0 || opt_.buffer_spans == 0)
+    throw std::invalid_argument("--otlp-max-body and --otlp-buffer must be at least 1");
+}
+
+OtlpReceiver::~OtlpReceiver() {
+  stop();
+}
+
+void OtlpReceiver::start() {
+  auto [host, port] = parse_address(opt_.address);
+  http_ = std::make_unique<httplib::Server>();
+  const unsigned threads = std::max(1u, opt_.threads);
+  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  http_->set_payload_max_length(opt_.max_body);
+  http_->set_read_timeout(10, 0);
+  // A keep-alive connection holds a pool thread while it waits: SDKs export every few
+  // seconds, so connections idle longer than 2 s are closed to free the thread.
+  http_->set_keep_alive_timeout(2);
+  add_routes();
+  port_ = port == 0 ? http_->bind_to_any_port(host) : (http_->bind_to_port(host, port) ? port : -1);
+  if (port_ <= 0) {
+    http_.reset();
+    throw std::runtime_error("cannot listen for OTLP on " + opt_.address + ": " +
+                             std::strerror(errno));
+  }
+  assembler_ = std::thread([this] { assemble_loop(); });
+  http_thread_ = std::thread([this] { http_->listen_after_bind(); });
+  // Until httplib runs its accept loop, stop() could not stop it.
+  while (!http_->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+void OtlpReceiver::stop() {
+  if (!http_) return;
+  http_->stop();
+  if (http_thread_.joinable()) http_thread_.join();
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (assembler_.joinable()) assembler_.join();
+  http_.reset();
+}
+
+void OtlpReceiver::hold(bool on) {
+  {
+    std::lock_guard lock(mu_);
+    held_ = on;
+  }
+  wake_.notify_all();
+}
+
+std::string OtlpReceiver::write_error() const {
+  std::lock_guard lock(mu_);
+  return write_error_;
+}
+
+// Into the buffer if it has room for the spans (or is empty: a request larger than the
+// whole buffer still gets in, alone); false: the client is to retry later.
+bool OtlpReceiver::admit(SpanSet& spans) {
+  const size_t n = spans.spans.size();
+  {
+    std::lock_guard lock(mu_);
+    if (buffered_ > 0 && buffered_ + n > opt_.buffer_spans) return false;
+    buffered_ += n;
+    counters_.buffered_spans = buffered_;
+    buffer_.push_back(std::move(spans));
+  }
+  wake_.notify_one();
+  return true;
+}
+
+void OtlpReceiver::assemble_loop() {
+  std::vector<SpanSet> batches, done;
+  for (;;) {
+    bool stopping = false;
+    {
+      std::unique_lock lock(mu_);
+      wake_.wait_for(lock, std::chrono::milliseconds(100),
+                     [&] { return stopping_ || (!held_ && !buffer_.empty()); });
+      stopping = stopping_;
+      if (!held_ || stopping) {
+        for (SpanSet& s : buffer_) batches.push_back(std::move(s));
+        buffer_.clear();
+        buffered_ = 0;
+        counters_.buffered_spans = 0;
+      }
+    }
+    const int64_t now = now_ns();
+    for (const SpanSet& b : batches) traces_.add(b, now, done);
+    batches.clear();
+    if (stopping)
+      traces_.take_all(done);
+    else
+      traces_.take_idle(now, done);
+    counters_.open_traces = traces_.open_traces();
+    counters_.open_spans = traces_.open_spans();
+    counters_.traces_evicted = traces_.evicted_traces();
+    write_paths(done);
+    done.clear();
+    if (stopping) return;
+  }
+}
+
+// Each trace's path as `critical-path` computes it on a file of one trace, written in
+// pieces of about 1 MiB (thousands of traces may complete at once).
+void OtlpReceiver::write_paths(std::vector<SpanSet>& done) {
+  fmt::memory_buffer text;
+  for (size_t i = 0; i < done.size(); ++i) {
+    const SpanSet& set = done[i];
+    std::vector<uint32_t> tree_parent;
+    const std::vector<requests::CriticalPath> paths = requests::critical_paths(set, &tree_parent);
+    requests::PathCollection all;
+    all.add(requests::summarize_paths(set, paths, tree_parent, false));
+    for (const auto& trace : all.traces()) {
+      append_trace_path_json(text, all, trace);
+      text.push_back('\n');
+      ++counters_.traces_written;
+    }
+    if (text.size() >= (size_t{1} << 20) || i + 1 == done.size()) {
+      write_out(text);
+      text.clear();
+    }
+  }
+}
+
+void OtlpReceiver::write_out(const fmt::memory_buffer& text) {
+  {
+    std::lock_guard lock(mu_);
+    if (!write_error_.empty()) return;
+  }
+  // Only this thread writes; the lock guards the error, not the (maybe slow) write.
+  if (std::fwrite(text.data(), 1, text.size(), out_) != text.size() || std::fflush(out_) != 0) {
+    const std::string error =
+        std::string("cannot write the critical paths: ") + std::strerror(errno);
+    std::lock_guard lock(mu_);
+    write_error_ = error;
+  }
+}
+
+namespace {
+std::atomic<bool> g_otlp_stop{false};
+void on_otlp_signal(int) {
+  g_otlp_stop = true;
+}
+}  // namespace
+
+int run_otlp_server(const OtlpOptions& options, const std::string& out_path,
+                    const std::string& port_file, bool quiet) {
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(nullptr, &std::fclose);
+  if (!out_path.empty() && out_path != "-") {
+    file.reset(std::fopen(out_path.c_str(), "w"));
+    if (!file) throw std::runtime_error("cannot write " + out_path + ": " + std::strerror(errno));
+  }
+  OtlpReceiver receiver(options, file ? file.get() : stdout);
+  g_otlp_stop = false;
+  struct sigaction sa {
+  }, old_int{}, old_term{};
+  sa.sa_handler = on_otlp_signal;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGINT, &sa, &old_int);
+  ::sigaction(SIGTERM, &sa, &old_term);
+  std::signal(SIGPIPE, SIG_IGN);
+  receiver.start();
+  if (!port_file.empty()) {
+    const std::string tmp = port_file + ".tmp";
+    std::FILE* f = std::fopen(tmp.c_str(), "w");
+    if (!f || std::fprintf(f, "otlp=%d\n", receiver.port()) < 0 || std::fclose(f) != 0 ||
+        std::rename(tmp.c_str(), port_file.c_str()) != 0)
+      throw std::runtime_error("cannot write " + port_file + ": " + std::strerror(errno));
+  }
+  if (!quiet)
+    fmt::print(stderr, "snailtrail serve: OTLP/HTTP receiver on http://{}:{}/v1/traces\n",
+               parse_address(options.address).first, receiver.port());
+  while (!g_otlp_stop && receiver.write_error().empty())
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  receiver.stop();
+  ::sigaction(SIGINT, &old_int, nullptr);
+  ::sigaction(SIGTERM, &old_term, nullptr);
+  const OtlpCounters& c = receiver.counters();
+  if (!quiet)
+    fmt::print(stderr,
+               "snailtrail serve: {}, {} accepted, {} rejected; {} written ({} completed "
+               "early by the open-trace bounds); {} requests refused as bad, {} too large, {} "
+               "of another type, {} throttled (429)\n",
+               counted(c.requests.load(), "OTLP request", "OTLP requests"),
+               counted(c.spans_accepted.load(), "span", "spans"), c.spans_rejected.load(),
+               counted(c.traces_written.load(), "trace", "traces"), c.traces_evicted.load(),
+               c.bad_requests.load(), c.too_large.load(), c.unsupported_type.load(),
+               c.throttled.load());
+  if (!receiver.write_error().empty()) throw std::runtime_error(receiver.write_error());
+  if (file && std::fclose(file.release()) != 0)
+    throw std::runtime_error("cannot write " + out_path + ": " + std::strerror(errno));
+  return 0;
+}
+
+}  // namespace snailtrail::serve

@@ -1,0 +1,90 @@
+// `serve --otlp`: an OpenTelemetry OTLP/HTTP trace receiver (docs/SERVE.md,
+// "OpenTelemetry (OTLP/HTTP) receiver"). `POST /v1/traces` takes protobuf or JSON export
+// requests (gzip or not, chunked or not); HTTP threads decode them into a bounded buffer
+// of spans, one thread groups the spans by trace (otlp_traces.hpp) and writes each
+// completed trace's critical path as one JSON line, the object `critical-path --format
+// json` writes for that trace. `GET /metrics` gives the receiver's counters.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "importers/otel/spans.hpp"
+#include "serve/otlp_traces.hpp"
+
+namespace httplib {
+class Server;
+}
+
+namespace snailtrail::serve {
+
+struct OtlpOptions {
+  std::string address = "127.0.0.1:4318";  // port 0: any free port
+  size_t max_body = size_t{16} << 20;      // request body, received and decompressed
+  size_t buffer_spans = size_t{1} << 20;   // decoded spans not yet grouped; over it: 429
+  int retry_after_s = 1;                   // Retry-After of a 429
+  OtlpTraceLimits traces;
+  unsigned threads = 8;  // HTTP threads
+};
+
+struct OtlpCounters {
+  std::atomic<uint64_t> requests{0}, spans_accepted{0}, spans_rejected{0}, bad_requests{0},
+      too_large{0}, unsupported_type{0}, throttled{0}, traces_written{0}, traces_evicted{0},
+      open_traces{0}, open_spans{0}, buffered_spans{0};
+};
+
+class OtlpReceiver {
+ public:
+  // Critical paths go to `out` (not owned), flushed after every batch of them.
+  OtlpReceiver(const OtlpOptions& options, std::FILE* out);
+  ~OtlpReceiver();
+  // Binds (throws std::runtime_error if it cannot) and starts answering.
+  void start();
+  int port() const { return port_; }
+  // Stops answering, completes every open trace and writes its path.
+  void stop();
+  // Tests: while held, nothing leaves the buffer (so that it fills up).
+  void hold(bool on);
+  const OtlpCounters& counters() const { return counters_; }
+  // A write to `out` failed: its message (the receiver then writes nothing more).
+  std::string write_error() const;
+
+ private:
+  void add_routes();
+  void assemble_loop();
+  void write_paths(std::vector<importers::SpanSet>& done);
+  void write_out(const fmt::memory_buffer& text);
+  bool admit(importers::SpanSet& spans);
+  std::string metrics() const;
+
+  OtlpOptions opt_;
+  std::FILE* out_;
+  OtlpCounters counters_;
+  std::unique_ptr<httplib::Server> http_;
+  std::thread http_thread_, assembler_;
+  int port_ = 0;
+  OpenTraces traces_;
+
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  std::deque<importers::SpanSet> buffer_;
+  size_t buffered_ = 0;
+  bool held_ = false, stopping_ = false;
+  std::string write_error_;
+};
+
+// Runs a receiver until SIGINT or SIGTERM; paths to `out_path` ("" or "-": stdout);
+// `port_file`: written once listening ("otlp=PORT"). Returns 0, or throws.
+int run_otlp_server(const OtlpOptions& options, const std::string& out_path,
+                    const std::string& port_file, bool quiet);
+
+}  // namespace snailtrail::serve

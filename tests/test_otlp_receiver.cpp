@@ -1,0 +1,344 @@
+// `serve --otlp` (src/serve/otlp_receiver.cpp, otlp_http.cpp) over HTTP on 127.0.0.1:
+// critical paths equal to `critical-path` on the same spans from a file, the OTLP/HTTP
+// answers (200 with partial success, 400, 413, 415, 429 with Retry-After) and a receiver
+// that keeps serving after each.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <thread>
+
+#include "otlp_builder.hpp"
+#include "process_util.hpp"
+#include "serve/otlp_receiver.hpp"
+#include "temp_file.hpp"
+
+namespace snailtrail {
+namespace {
+
+using testing::TestResource;
+using testing::TestSpan;
+
+constexpr const char* kProto = "application/x-protobuf";
+constexpr const char* kJson = "application/json";
+const std::string kTrace = "0af7651916cd43dd8448eb211c80319c";
+const std::string kOther = "4bf92f3577b34da6a3ce929d0e0e4736";
+
+std::string sid(int n) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016x", n);
+  return buf;
+}
+TestSpan span(const std::string& trace, int id, int parent, const char* name, int64_t s,
+              int64_t e) {
+  TestSpan t;
+  t.trace = trace;
+  t.id = sid(id);
+  t.parent = parent ? sid(parent) : "";
+  t.name = name;
+  t.start = s;
+  t.end = e;
+  return t;
+}
+
+std::string gzip(const std::string& in) {
+  z_stream zs{};
+  EXPECT_EQ(deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  std::string out(deflateBound(&zs, in.size()) + 64, '\0');
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  zs.avail_in = static_cast<uInt>(in.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
+  EXPECT_EQ(deflate(&zs, Z_FINISH), Z_STREAM_END);
+  out.resize(zs.total_out);
+  deflateEnd(&zs);
+  return out;
+}
+
+// A receiver on an ephemeral port of 127.0.0.1 writing its paths to a temporary file.
+class Receiver {
+ public:
+  explicit Receiver(serve::OtlpOptions o, const std::string& name) {
+    o.address = "127.0.0.1:0";
+    path_ = testing::write_temp(name, "");
+    out_ = std::fopen(path_.c_str(), "w");
+    receiver_ = std::make_unique<serve::OtlpReceiver>(o, out_);
+    receiver_->start();
+    client_ = std::make_unique<httplib::Client>("127.0.0.1", receiver_->port());
+  }
+  ~Receiver() {
+    receiver_->stop();
+    std::fclose(out_);
+  }
+  serve::OtlpReceiver& operator*() { return *receiver_; }
+  httplib::Client& client() { return *client_; }
+  httplib::Result post(const std::string& body, const char* type,
+                       const httplib::Headers& headers = {}) {
+    return client_->Post("/v1/traces", headers, body, type);
+  }
+  // Waits (up to 20 s) for `n` lines of paths.
+  std::vector<std::string> lines(size_t n) {
+    std::vector<std::string> out;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (std::chrono::steady_clock::now() < deadline) {
+      out.clear();
+      const std::string text = testing::slurp(path_);
+      for (size_t at = 0, nl; (nl = text.find('\n', at)) != std::string::npos; at = nl + 1)
+        out.push_back(text.substr(at, nl - at));
+      if (out.size() >= n) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return out;
+  }
+
+ private:
+  std::string path_;
+  std::FILE* out_ = nullptr;
+  std::unique_ptr<serve::OtlpReceiver> receiver_;
+  std::unique_ptr<httplib::Client> client_;
+};
+
+serve::OtlpOptions quick() {
+  serve::OtlpOptions o;
+  o.traces.idle_ns = 200'000'000;
+  o.threads = 2;
+  return o;
+}
+
+// The hand-computed example of test_otlp_decode.cpp (nested, sequential, overlapping,
+// linked-only and parentless children) and a second trace, in three requests whose
+// children come before their parents.
+std::vector<std::vector<TestResource>> out_of_order_requests() {
+  constexpr int64_t ms = 1'000'000;
+  TestSpan g = span(kTrace, 7, 0, "G", 92 * ms, 130 * ms);
+  g.links.push_back({"", sid(1)});
+  return {{{"back",
+            {span(kTrace, 3, 2, "C", 15 * ms, 35 * ms), span(kTrace, 5, 1, "E", 45 * ms, 60 * ms)}},
+           {"db", {span(kOther, 2, 1, "query", 5, 25)}}},
+          {{"front", {g, span(kTrace, 8, 0, "H", 200 * ms, 230 * ms)}}},
+          {{"front",
+            {span(kTrace, 1, 0, "A", 0, 100 * ms), span(kTrace, 4, 1, "D", 40 * ms, 70 * ms),
+             span(kOther, 1, 0, "get", 0, 30)}},
+           {"back", {span(kTrace, 2, 1, "B", 10 * ms, 40 * ms)}}}};
+}
+
+TEST(OtlpReceiver, PathsEqualCriticalPathOnTheSameSpansFromAFile) {
+  for (const char* type : {kProto, kJson}) {
+    Receiver r(quick(), "otlp-equal.jsonl");
+    // Held, so that a slow machine cannot split the trace by the idle time between requests.
+    (*r).hold(true);
+    std::string file;
+    for (const auto& q : out_of_order_requests()) {
+      const std::string body = type == kProto ? testing::otlp_protobuf(q) : testing::otlp_json(q);
+      auto res = r.post(body, type);
+      ASSERT_TRUE(res);
+      EXPECT_EQ(res->status, 200);
+      file += testing::otlp_json(q) + "\n";  // the collector's file: one request a line
+    }
+    (*r).hold(false);
+    const std::vector<std::string> lines = r.lines(2);
+    ASSERT_EQ(lines.size(), 2u) << type;
+    const std::string path = testing::write_temp("otlp-equal-spans.json", file);
+    const auto cli = testing::run_binary("critical-path --format json " + path, 60);
+    ASSERT_EQ(cli.code, 0) << cli.out;
+    const std::string head = "{\"traces\": [";
+    ASSERT_EQ(cli.out.rfind(head, 0), 0u) << cli.out;
+    const std::string traces =
+        cli.out.substr(head.size(), cli.out.find("], \"services\"") - head.size());
+    // Both traces' objects, and nothing else: the lines' lengths add up.
+    EXPECT_NE(traces.find(lines[0]), std::string::npos) << lines[0] << "\n" << traces;
+    EXPECT_NE(traces.find(lines[1]), std::string::npos) << lines[1] << "\n" << traces;
+    EXPECT_EQ(lines[0].size() + lines[1].size() + 2, traces.size());
+    // And the hand-computed figures (test_otlp_decode.cpp): 130 ms over two roots.
+    const std::string& example = lines[0].find(kTrace) != std::string::npos ? lines[0] : lines[1];
+    EXPECT_NE(example.find("\"duration_ns\": 130000000, \"spans\": 7, \"clipped_children\": 1"),
+              std::string::npos)
+        << example;
+  }
+}
+
+TEST(OtlpReceiver, AnswersExportResponsesWithPartialSuccess) {
+  Receiver r(quick(), "otlp-partial.jsonl");
+  const std::vector<TestResource> good = {{"s", {span(kTrace, 1, 0, "x", 1, 2)}}};
+  auto res = r.post(testing::otlp_protobuf(good), kProto);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->get_header_value("Content-Type"), kProto);
+  EXPECT_EQ(res->body, "");  // an empty ExportTraceServiceResponse
+  res = r.post(testing::otlp_json(good), "application/json; charset=utf-8");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->body, "{}");
+  // A span without a span id: rejected alone.
+  testing::ProtoWriter no_id, scope, rs, request;
+  no_id.bytes(1, testing::unhex(kTrace)).bytes(5, "no id");
+  request.message(1, rs.message(2, scope.message(2, no_id)));
+  res = r.post(testing::otlp_protobuf(good) + request.str(), kProto);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  // partial_success (1) { rejected_spans (1) = 1, error_message (2) }
+  ASSERT_GE(res->body.size(), 6u);
+  EXPECT_EQ(res->body.substr(0, 1), "\x0a");
+  EXPECT_EQ(static_cast<size_t>(res->body[1]), res->body.size() - 2);
+  EXPECT_EQ(res->body.substr(2, 3), std::string("\x08\x01\x12", 3));
+  res = r.post(R"({"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": ")" + kTrace +
+                   R"(", "name": "no id", "startTimeUnixNano": 1, "endTimeUnixNano": 2}]}]}]})",
+               kJson);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->body.rfind(R"({"partialSuccess": {"rejectedSpans": "1", "errorMessage": ")", 0),
+            0u)
+      << res->body;
+  EXPECT_EQ((*r).counters().spans_rejected.load(), 2u);
+  EXPECT_EQ((*r).counters().spans_accepted.load(), 3u);
+}
+
+TEST(OtlpReceiver, BadRequestsAreAnsweredAndTheReceiverKeepsServing) {
+  serve::OtlpOptions o = quick();
+  o.max_body = 1 << 20;
+  Receiver r(o, "otlp-bad.jsonl");
+  const std::string good = testing::otlp_protobuf({{"s", {span(kTrace, 1, 0, "x", 1, 2)}}});
+  auto still_serving = [&] {
+    auto res = r.post(good, kProto);
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 200);
+  };
+  auto expect_status = [&](httplib::Result res, int status, const char* what) {
+    ASSERT_TRUE(res) << what;
+    EXPECT_EQ(res->status, status) << what << ": " << res->body;
+    still_serving();
+  };
+  expect_status(r.post(std::string("\x0a\xff\xff\xff\x0f garbage", 12), kProto), 400, "garbage");
+  expect_status(r.post("{\"resourceSpans\": [", kJson), 400, "cut JSON");
+  expect_status(r.post(good.substr(0, good.size() - 3), kProto), 400, "truncated protobuf");
+  auto res = r.post(good.substr(0, good.size() - 3), kJson);  // protobuf sent as JSON
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400);
+  EXPECT_NE(res->body.find("\"message\": \"request: byte "), std::string::npos) << res->body;
+  expect_status(r.post(good, "text/plain"), 415, "another content type");
+  expect_status(r.post(std::string((1 << 20) + 1, '\0'), kProto), 413, "over the limit");
+  // The same over the limit, chunked (no Content-Length).
+  expect_status(r.client().Post(
+                    "/v1/traces",
+                    [](size_t offset, httplib::DataSink& sink) {
+                      if (offset >= (3u << 19)) {
+                        sink.done();
+                        return true;
+                      }
+                      const std::string chunk(1 << 16, '\0');
+                      return sink.write(chunk.data(), chunk.size());
+                    },
+                    kProto),
+                413, "chunked, over the limit");
+  // gzip: accepted; a small body that inflates past the limit is a zip bomb.
+  expect_status(r.post(gzip(good), kProto, {{"Content-Encoding", "gzip"}}), 200, "gzip");
+  expect_status(r.post(gzip(std::string(8 << 20, '\0')), kProto, {{"Content-Encoding", "gzip"}}),
+                413, "gzip bomb");
+  expect_status(r.post("not gzip at all", kProto, {{"Content-Encoding", "gzip"}}), 400, "bad gzip");
+  // A chunked body within the limit.
+  expect_status(r.client().Post(
+                    "/v1/traces",
+                    [&](size_t offset, httplib::DataSink& sink) {
+                      if (offset >= good.size()) {
+                        sink.done();
+                        return true;
+                      }
+                      return sink.write(good.data() + offset,
+                                        std::min<size_t>(3, good.size() - offset));
+                    },
+                    kProto),
+                200, "chunked");
+  const serve::OtlpCounters& c = (*r).counters();
+  EXPECT_EQ(c.bad_requests.load(), 5u);
+  EXPECT_EQ(c.too_large.load(), 3u);
+  EXPECT_EQ(c.unsupported_type.load(), 1u);
+}
+
+TEST(OtlpReceiver, AFullBufferIsAnswered429WithRetryAfter) {
+  serve::OtlpOptions o = quick();
+  o.buffer_spans = 10;
+  Receiver r(o, "otlp-full.jsonl");
+  std::vector<TestSpan> spans;
+  for (int i = 1; i <= 8; ++i) spans.push_back(span(kTrace, i, 0, "x", i, i + 1));
+  const std::string body = testing::otlp_protobuf({{"s", spans}});
+  (*r).hold(true);
+  auto res = r.post(body, kProto);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  res = r.post(body, kProto);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 429);
+  EXPECT_EQ(res->get_header_value("Retry-After"), "1");
+  (*r).hold(false);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while ((*r).counters().buffered_spans.load() > 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  res = r.post(body, kProto);  // the retry
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ((*r).counters().throttled.load(), 1u);
+  EXPECT_EQ((*r).counters().spans_accepted.load(), 16u);
+}
+
+TEST(OtlpReceiver, EvictionsAreCountedInMetrics) {
+  serve::OtlpOptions o = quick();
+  o.traces.max_open_traces = 1;
+  o.traces.idle_ns = 60'000'000'000;  // only the bound completes traces here
+  Receiver r(o, "otlp-evict.jsonl");
+  for (const std::string& t : {kTrace, kOther, kTrace}) {
+    auto res = r.post(testing::otlp_protobuf({{"s", {span(t, 1, 0, "x", 1, 2)}}}), kProto);
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 200);
+  }
+  EXPECT_EQ(r.lines(2).size(), 2u);
+  auto res = r.client().Get("/metrics");
+  ASSERT_TRUE(res);
+  EXPECT_NE(res->body.find("\nsnailtrail_otlp_traces_evicted_total 2\n"), std::string::npos)
+      << res->body;
+  EXPECT_NE(res->body.find("\nsnailtrail_otlp_open_traces 1\n"), std::string::npos) << res->body;
+}
+
+// The command: `serve --otlp` on a free port, its port file, and at SIGTERM the traces
+// still open are completed and written.
+TEST(OtlpReceiver, ServeCommandWritesOpenTracesAtSigterm) {
+  const std::string base = ::testing::TempDir() + std::to_string(::getpid()) + "-otlp-cli";
+  std::remove((base + ".port").c_str());
+  testing::Process serve({"serve", "--otlp", "127.0.0.1:0", "--port-file", base + ".port", "--out",
+                          base + ".jsonl", "--trace-idle", "1h"},
+                         base + ".stdout", base + ".stderr");
+  ASSERT_TRUE(serve.started());
+  const int port = testing::wait_for_port(base + ".port", "otlp");
+  ASSERT_GT(port, 0) << serve.err();
+  httplib::Client client("127.0.0.1", port);
+  auto res = client.Post("/v1/traces",
+                         testing::otlp_protobuf({{"s", {span(kTrace, 1, 0, "x", 1, 2)}}}), kProto);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  serve.signal(SIGTERM);
+  EXPECT_EQ(serve.wait(), 0) << serve.err();
+  const std::string out = testing::slurp(base + ".jsonl");
+  EXPECT_EQ(out.rfind("{\"trace_id\": \"" + kTrace + "\"", 0), 0u) << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1);
+  EXPECT_NE(serve.err().find("1 OTLP request, 1 span accepted, 0 rejected; 1 trace written"),
+            std::string::npos)
+      << serve.err();
+}
+
+TEST(OtlpReceiver, ServeCommandRefusesBadOptions) {
+  for (const auto& [args, error] : std::vector<std::pair<std::string, std::string>>{
+           {"serve --otlp --tcp", "--otlp runs alone"},
+           {"serve --otlp 127.0.0.1:0 --otlp-max-body 12XB", "not a size"},
+           {"serve --otlp 127.0.0.1:0 --max-open-traces 0", "must be at least 1"},
+           {"serve --otlp 127.0.0.1:0 --trace-idle 0s", "--trace-idle must be positive"}}) {
+    const auto r = testing::run_binary(args, 30);
+    EXPECT_NE(r.code, 0) << args;
+    EXPECT_NE(r.out.find(error), std::string::npos) << args << ": " << r.out;
+  }
+}
+
+}  // namespace
+}  // namespace snailtrail
