@@ -279,6 +279,14 @@ uint64_t join_requests(const ValueCensus& vc, const std::vector<bool>& is_id, ui
         if (kind_of[x] == kind_of[y] && value_of[x] != value_of[y]) return false;
     return true;
   };
+  // At most one union-find node per identifier value: reserved once, not grown by
+  // doubling (a log of unique request ids has millions).
+  const size_t nodes =
+      static_cast<size_t>(std::count_if(kinds.kind_of_value.begin(), kinds.kind_of_value.end(),
+                                        [](uint32_t k) { return k != kNone; }));
+  for (std::vector<uint32_t>* v : {&kind_of, &value_of, &next, &tail, &g.uf.parent})
+    v->reserve(nodes);
+  g.key_names.reserve(nodes);
   uint64_t multi_id_records = 0;
   std::vector<uint32_t> ids;
   for (size_t end = 0; end < vc.rec_values.size();) {
