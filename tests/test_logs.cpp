@@ -266,6 +266,17 @@ TEST(Flows, IdentifiersLinkedAcrossTemplatesInAServiceLog) {
   expect_flows_exact(log, FlowOptions{}, 300);
 }
 
+// A log of unique request ids has a flow every few lines: the flows and their records
+// are counted before they are allocated, so they hold no doubling's spare room.
+TEST(Flows, FlowsAndTheirRecordsAllocatedAtTheirSize) {
+  const SyntheticLog log = generate_log(LogStyle::service, 300, 5);
+  const LogSet set = parse_logs(log.files, LogOptions{});
+  const FlowSet fs = build_flows(set, FlowOptions{});
+  ASSERT_EQ(fs.flows.size(), 300u);
+  EXPECT_EQ(fs.flows.capacity(), fs.flows.size());
+  EXPECT_EQ(fs.record_ids.capacity(), fs.record_ids.size());
+}
+
 TEST(Flows, HadoopAttemptsInferredAndSparkTasksByRegex) {
   expect_flows_exact(generate_log(LogStyle::hadoop, 200, 3), FlowOptions{}, 200);
   FlowOptions fo;

@@ -330,6 +330,73 @@ TEST(RealLogs, IndexedDrainEqualsLinearScanOnMostlyUniqueTokens) {
   EXPECT_GT(d.cluster_count(), 200u);  // many clusters per leaf: the index was used
 }
 
+// The miner keeps template tokens as views into one text (8 bytes a token), generalised
+// in place to the shared "<*>": every template's text, token by token, must stay what a
+// reference that keeps a std::string per token has, through masked tokens with kept
+// punctuation ("(size=<*>),"), literal "<*>" tokens and generalisations of constants.
+TEST(RealLogs, CompactTemplateTokensEqualReferenceStrings) {
+  std::mt19937_64 rng(34);
+  const std::vector<std::string> pieces = {"open", "close", "<*>", "(size=", "key=", "a", "bb"};
+  std::vector<std::vector<std::string>> ref;  // per cluster: its tokens
+  std::map<size_t, std::vector<uint32_t>> leaf;
+  Drain d;
+  std::vector<Token> toks;
+  for (int n = 0; n < 3000; ++n) {
+    std::string msg = "op x";  // the tree routes by length only, as the reference
+    const size_t len = 2 + rng() % 5;
+    for (size_t k = 0; k < len; ++k) {
+      const uint64_t r = rng() % 8;
+      const std::string& p = pieces[rng() % pieces.size()];
+      msg += " " + (r < 3   ? p
+                    : r < 5 ? p + std::to_string(rng() % 100) + (r == 3 ? ")," : "")
+                    : r < 6 ? std::to_string(rng() % 5000)
+                            : "w" + std::to_string(rng() % 40) + "x");
+    }
+    tokenize(msg, toks, 256);
+    int64_t best = -1;
+    double best_sim = -1;
+    size_t best_params = 0;
+    for (uint32_t c : leaf[toks.size()]) {
+      size_t equal = 0, both = 0, params = 0;
+      for (size_t i = 0; i < toks.size(); ++i) {
+        if (ref[c][i] == "<*>")
+          ++params, both += toks[i].var;
+        else if (masked(toks[i]) == ref[c][i])
+          ++equal;
+      }
+      const size_t den = toks.size() - both;
+      const double sim = den == 0 ? 1.0 : double(equal) / double(den);
+      if (sim > best_sim || (sim == best_sim && params > best_params))
+        best = c, best_sim = sim, best_params = params;
+    }
+    uint32_t want;
+    if (best >= 0 && best_sim >= 0.5) {
+      want = static_cast<uint32_t>(best);
+      for (size_t i = 0; i < toks.size(); ++i)
+        if (ref[want][i] != masked(toks[i])) ref[want][i] = "<*>";
+    } else {
+      want = static_cast<uint32_t>(ref.size());
+      ref.emplace_back();
+      for (const Token& t : toks) ref.back().push_back(masked(t));
+      leaf[toks.size()].push_back(want);
+    }
+    ASSERT_EQ(d.add(msg), want) << "message " << n << ": " << msg;
+    ASSERT_EQ(d.token_count(want), ref[want].size());
+    for (size_t i = 0; i < ref[want].size(); ++i)
+      ASSERT_EQ(d.token(want, i), ref[want][i]) << "message " << n << ", token " << i;
+  }
+  ASSERT_EQ(d.cluster_count(), ref.size());
+  size_t generalised = 0;
+  for (uint32_t c = 0; c < ref.size(); ++c) {
+    std::string text;
+    for (const std::string& t : ref[c]) text += (text.empty() ? "" : " ") + t;
+    EXPECT_EQ(d.template_text(c), text) << "cluster " << c;
+    generalised += d.size(c) > 1;
+  }
+  EXPECT_GT(ref.size(), 50u);   // many templates
+  EXPECT_GT(generalised, 20u);  // and many that absorbed other messages
+}
+
 class RealLogsCli : public ::testing::Test {
  protected:
   void SetUp() override {

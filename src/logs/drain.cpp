@@ -229,6 +229,17 @@ Drain::Drain(DrainOptions options) : options_(options), masks_(options_.masks) {
   options_.depth = std::max(options_.depth, 3);
   options_.max_children = std::max(options_.max_children, 2);
   nodes_.emplace_back();  // index 0 = "none"
+  token_text_ = kWildcard;
+}
+
+Drain::TokenRef Drain::store_token(std::string_view text) {
+  if (text == kWildcard) return TokenRef{0, 3};
+  // 32-bit offsets: past 4 GiB of template text, fail rather than wrap.
+  if (token_text_.size() + text.size() > UINT32_MAX)
+    throw std::length_error("log templates exceed 4 GiB of text");
+  const TokenRef t{static_cast<uint32_t>(token_text_.size()), static_cast<uint32_t>(text.size())};
+  token_text_.append(text);
+  return t;
 }
 
 uint32_t Drain::leaf_for(const std::vector<Token>& tokens, bool create) {
@@ -284,10 +295,9 @@ uint32_t Drain::add(const std::vector<Token>& tokens) {
     size_t best_params = 0;
     candidates(leaf, tokens);
     for (uint32_t c : candidates_) {
-      const std::vector<std::string>& tt = clusters_[c].tokens;
       size_t equal = 0, both_var = 0, params = 0;
       for (size_t i = 0; i < tokens.size(); ++i) {
-        const std::string_view x = tt[i];
+        const std::string_view x = token(c, i);
         if (x == kWildcard) {
           ++params;
           both_var += tokens[i].var;
@@ -302,9 +312,10 @@ uint32_t Drain::add(const std::vector<Token>& tokens) {
     }
     if (best >= 0 && best_sim >= options_.similarity) {
       Cluster& cl = clusters_[static_cast<size_t>(best)];
-      for (size_t i = 0; i < tokens.size(); ++i)
-        if (cl.tokens[i] != kWildcard && !same(tokens[i], cl.tokens[i]))
-          cl.tokens[i] = std::string(kWildcard);
+      for (size_t i = 0; i < tokens.size(); ++i) {
+        const std::string_view x = token(static_cast<uint32_t>(best), i);
+        if (x != kWildcard && !same(tokens[i], x)) token_refs_[cl.first + i] = TokenRef{0, 3};
+      }
       ++cl.size;
       return static_cast<uint32_t>(best);
     }
@@ -312,10 +323,16 @@ uint32_t Drain::add(const std::vector<Token>& tokens) {
   leaf = leaf_for(tokens, true);
   const uint32_t id = static_cast<uint32_t>(clusters_.size());
   Cluster cl;
-  cl.tokens.reserve(tokens.size());
-  for (const Token& t : tokens) cl.tokens.push_back(masked(t));
+  cl.first = static_cast<uint32_t>(token_refs_.size());
+  cl.count = static_cast<uint32_t>(tokens.size());
+  if (token_refs_.size() + tokens.size() > UINT32_MAX)
+    throw std::length_error("log templates exceed 4 G tokens");
+  for (const Token& t : tokens)
+    token_refs_.push_back(t.var && t.pre == 0 && t.suf == 0
+                              ? TokenRef{0, 3}
+                              : store_token(t.var ? masked(t) : t.raw));
   cl.size = 1;
-  clusters_.push_back(std::move(cl));
+  clusters_.push_back(cl);
   Node& node = nodes_[leaf];
   node.clusters.push_back(id);
   if (node.indexed) {
@@ -366,10 +383,10 @@ Drain::Posting* Drain::find_posting(uint32_t key, bool create) {
 }
 
 void Drain::index_cluster(uint32_t leaf, uint32_t c) {
-  const std::vector<std::string>& tt = clusters_[c].tokens;
-  for (size_t i = 0; i < tt.size(); ++i) {
-    if (tt[i] == kWildcard) continue;
-    Posting& p = *find_posting(posting_key(leaf, i, tt[i]), true);
+  for (size_t i = 0; i < clusters_[c].count; ++i) {
+    const std::string_view x = token(c, i);
+    if (x == kWildcard) continue;
+    Posting& p = *find_posting(posting_key(leaf, i, x), true);
     if (p.head != UINT32_MAX && posting_links_[p.head].cluster == c) continue;
     posting_links_.push_back({c, p.head});
     p.head = static_cast<uint32_t>(posting_links_.size() - 1);
@@ -426,9 +443,9 @@ void Drain::candidates(uint32_t leaf_id, const std::vector<Token>& tokens) {
 
 std::string Drain::template_text(uint32_t c) const {
   std::string s;
-  for (const std::string& t : clusters_[c].tokens) {
-    if (!s.empty()) s.push_back(' ');
-    s += t;
+  for (size_t i = 0; i < clusters_[c].count; ++i) {
+    if (i) s.push_back(' ');
+    s += token(c, i);
   }
   return s;
 }
@@ -436,10 +453,9 @@ std::string Drain::template_text(uint32_t c) const {
 void Drain::params(uint32_t c, const std::vector<Token>& tokens,
                    std::vector<std::string_view>& out) const {
   out.clear();
-  const std::vector<std::string>& tt = clusters_[c].tokens;
-  const size_t n = std::min(tt.size(), tokens.size());
+  const size_t n = std::min<size_t>(clusters_[c].count, tokens.size());
   for (size_t i = 0; i < n; ++i) {
-    const std::string_view x = tt[i];
+    const std::string_view x = token(c, i);
     if (!has_wildcard(x)) continue;
     const std::string_view r = tokens[i].raw;
     const size_t w = x.find(kWildcard);

@@ -78,7 +78,12 @@ class Drain {
   void release_index();
 
   size_t cluster_count() const { return clusters_.size(); }
-  const std::vector<std::string>& template_tokens(uint32_t c) const { return clusters_[c].tokens; }
+  // Cluster c's template tokens; the views last until the next add.
+  size_t token_count(uint32_t c) const { return clusters_[c].count; }
+  std::string_view token(uint32_t c, size_t i) const {
+    const TokenRef& t = token_refs_[clusters_[c].first + i];
+    return {token_text_.data() + t.offset, t.length};
+  }
   std::string template_text(uint32_t c) const;
   uint64_t size(uint32_t c) const { return clusters_[c].size; }
   const DrainOptions& options() const { return options_; }
@@ -115,10 +120,18 @@ class Drain {
     std::vector<uint32_t> clusters;
     bool indexed = false;  // postings built (once the leaf has kIndexFrom clusters)
   };
-  struct Cluster {
-    std::vector<std::string> tokens;
-    uint64_t size = 0;
+  // A template's tokens are views into one text (token_text_): 8 bytes a token and its
+  // characters once, not a std::string each (a log of word salads makes a template every
+  // few lines: 480 bytes a template before, most of the miner's memory).
+  struct TokenRef {
+    uint32_t offset = 0, length = 0;  // into token_text_; offset 0 is the shared "<*>"
   };
+  struct Cluster {
+    uint64_t size = 0;
+    uint32_t first = 0;  // into token_refs_
+    uint32_t count = 0;
+  };
+  TokenRef store_token(std::string_view text);
   uint32_t leaf_for(const std::vector<Token>& tokens, bool create);
   void index_cluster(uint32_t leaf, uint32_t c);
   void candidates(uint32_t leaf, const std::vector<Token>& tokens);
@@ -130,7 +143,9 @@ class Drain {
   std::vector<Node> nodes_;
   std::vector<uint32_t> by_length_;  // token count -> node (0 = none; node 0 is unused)
   std::vector<Cluster> clusters_;
-  std::vector<Posting> postings_;  // power-of-two size, at most 3/4 full
+  std::vector<TokenRef> token_refs_;  // the clusters' tokens, cluster after cluster
+  std::string token_text_;            // starts with "<*>"; only grows
+  std::vector<Posting> postings_;     // power-of-two size, at most 3/4 full
   size_t postings_used_ = 0;
   std::vector<PostingLink> posting_links_;
   std::vector<Token> scratch_;

@@ -78,12 +78,16 @@ struct SlotRange {
   const uint32_t* begin() const { return b; }
   const uint32_t* end() const { return e; }
 };
+struct RecordValue {
+  uint32_t record = 0, value = 0, slot = 0;
+};
 struct ValueCensus {
   std::vector<uint32_t> slot_base;  // per template: its first slot; [clusters] = all slots
   std::vector<ParamValue> values;
   std::vector<std::string_view> value_text;
-  std::vector<uint64_t> rec_begin;                        // per record: into rec_values
-  std::vector<std::pair<uint32_t, uint32_t>> rec_values;  // (value, slot)
+  // The records' (value, slot) pairs in record order; only records with values have any
+  // (no array per record: most lines of a log hold no id-like value).
+  std::vector<RecordValue> rec_values;
   // text -> value: open addressing over value indices + 1 (0 = empty), at most half full;
   // a map node per value was most of `flows`' memory on logs of unique tokens.
   std::vector<uint32_t> value_table;
@@ -127,8 +131,8 @@ std::vector<uint32_t> slot_bases(const Drain& drain) {
   std::vector<uint32_t> slot_base(clusters + 1, 0);
   for (size_t c = 0; c < clusters; ++c) {
     uint32_t k = 0;
-    for (const std::string& t : drain.template_tokens(static_cast<uint32_t>(c)))
-      k += t.find(kWildcard) != std::string::npos;
+    for (size_t i = 0; i < drain.token_count(static_cast<uint32_t>(c)); ++i)
+      k += drain.token(static_cast<uint32_t>(c), i).find(kWildcard) != std::string_view::npos;
     slot_base[c + 1] = slot_base[c] + k;
   }
   return slot_base;
@@ -139,10 +143,10 @@ std::vector<uint32_t> slot_bases(const Drain& drain) {
 void value_slot_lists(ValueCensus& vc) {
   const size_t n = vc.values.size();
   vc.slot_begin.assign(n + 1, 0);
-  for (const auto& [v, s] : vc.rec_values) ++vc.slot_begin[v + 1];
+  for (const auto& [r, v, s] : vc.rec_values) ++vc.slot_begin[v + 1];
   for (size_t v = 0; v < n; ++v) vc.slot_begin[v + 1] += vc.slot_begin[v];
   vc.value_slots.resize(vc.rec_values.size());  // counting sort by value, no copy of the pairs
-  for (const auto& [v, s] : vc.rec_values) vc.value_slots[vc.slot_begin[v]++] = s;
+  for (const auto& [r, v, s] : vc.rec_values) vc.value_slots[vc.slot_begin[v]++] = s;
   for (size_t v = n; v > 0; --v) vc.slot_begin[v] = vc.slot_begin[v - 1];
   vc.slot_begin[0] = 0;
   uint32_t out = 0;  // each value's slots sorted, duplicates dropped, compacted
@@ -164,10 +168,8 @@ void value_slot_lists(ValueCensus& vc) {
 // from the files do not stay).
 ValueCensus census_values(const LogSet& logs, const detail::MessageSource& messages,
                           bool copy_values) {
-  const size_t n = logs.records.size();
   ValueCensus vc;
   vc.slot_base = slot_bases(logs.drain);
-  vc.rec_begin.assign(n + 1, 0);
   std::vector<Token> tokens;
   std::vector<std::string_view> params;
   const size_t max_tokens = logs.drain.options().max_tokens;
@@ -175,6 +177,7 @@ ValueCensus census_values(const LogSet& logs, const detail::MessageSource& messa
     const LogRecord& rec = logs.records[r];
     tokenize(message, tokens, max_tokens, &logs.drain.masks());
     logs.drain.params(rec.cluster, tokens, params);
+    const size_t begin = vc.rec_values.size();  // this record's pairs
     for (size_t k = 0; k < params.size(); ++k) {
       const std::string_view v = params[k];
       if (!id_like(v)) continue;
@@ -183,16 +186,14 @@ ValueCensus census_values(const LogSet& logs, const detail::MessageSource& messa
       const uint32_t slot = vc.slot_base[rec.cluster] + static_cast<uint32_t>(k);
       // A value counts once per record.
       bool dup = false;
-      for (uint64_t j = vc.rec_begin[r]; j < vc.rec_values.size(); ++j)
-        dup |= vc.rec_values[j].first == id;
+      for (size_t j = begin; j < vc.rec_values.size(); ++j) dup |= vc.rec_values[j].value == id;
       if (!dup) ++val.records;
       if (val.first_cluster == kNone)
         val.first_cluster = rec.cluster;
       else if (val.first_cluster != rec.cluster)
         val.multi_cluster = true;
-      vc.rec_values.emplace_back(id, slot);
+      vc.rec_values.push_back({r, id, slot});
     }
-    vc.rec_begin[r + 1] = vc.rec_values.size();
   });
   value_slot_lists(vc);
   return vc;
@@ -212,7 +213,7 @@ std::vector<bool> identifier_slots(const ValueCensus& vc, uint64_t hub,
       ++stats[s].distinct;
       stats[s].recurring += vc.values[v].multi_cluster && vc.values[v].records <= hub;
     }
-  for (const auto& [v, s] : vc.rec_values) ++stats[s].records;
+  for (const auto& [r, v, s] : vc.rec_values) ++stats[s].records;
   std::vector<bool> is_id(slots, false);
   for (size_t s = 0; s < slots; ++s)
     if (stats[s].recurring > 0 && stats[s].recurring * 10 >= stats[s].distinct * 3) {
@@ -278,12 +279,23 @@ uint64_t join_requests(const ValueCensus& vc, const std::vector<bool>& is_id, ui
         if (kind_of[x] == kind_of[y] && value_of[x] != value_of[y]) return false;
     return true;
   };
+  // At most one union-find node per identifier value: reserved once, not grown by
+  // doubling (a log of unique request ids has millions).
+  const size_t nodes =
+      static_cast<size_t>(std::count_if(kinds.kind_of_value.begin(), kinds.kind_of_value.end(),
+                                        [](uint32_t k) { return k != kNone; }));
+  for (std::vector<uint32_t>* v : {&kind_of, &value_of, &next, &tail, &g.uf.parent})
+    v->reserve(nodes);
+  g.key_names.reserve(nodes);
   uint64_t multi_id_records = 0;
   std::vector<uint32_t> ids;
-  for (size_t r = 0; r + 1 < vc.rec_begin.size(); ++r) {
+  for (size_t end = 0; end < vc.rec_values.size();) {
+    const uint32_t r = vc.rec_values[end].record;  // the record's pairs: [begin, end)
+    const size_t begin = end;
+    while (end < vc.rec_values.size() && vc.rec_values[end].record == r) ++end;
     ids.clear();
-    for (uint64_t j = vc.rec_begin[r]; j < vc.rec_begin[r + 1]; ++j) {
-      const auto [v, s] = vc.rec_values[j];
+    for (size_t j = begin; j < end; ++j) {
+      const auto [rec, v, s] = vc.rec_values[j];
       if (!is_id[s] || vc.values[v].records > hub) continue;
       if (std::find(ids.begin(), ids.end(), v) == ids.end()) ids.push_back(v);
     }
