@@ -97,7 +97,7 @@ int run_flows(const LogsArgs& a) {
   } else if (a.format == "json") {
     view.write_json(out.buf(), a.top);
   } else {
-    view.write_table(out.buf(), a.top, a.id);
+    view.write_table(out.buf(), a.top, a.id, [&out] { out.maybe_flush(); });
   }
   return 0;
 }

@@ -210,8 +210,8 @@ void FlowsView::write_json(fmt::memory_buffer& buf, size_t top) const {
   fmt::format_to(it, "}}\n");
 }
 
-void FlowsView::write_table(fmt::memory_buffer& buf, size_t top,
-                            const std::string& id_regex) const {
+void FlowsView::write_table(fmt::memory_buffer& buf, size_t top, const std::string& id_regex,
+                            const std::function<void()>& flush) const {
   auto it = std::back_inserter(buf);
   fmt::format_to(it, "snailtrail logs flows: {} records, {} templates, {} requests\n  {}\n",
                  set.records.size(), set.drain.cluster_count(), fs.flows.size(),
@@ -262,9 +262,11 @@ void FlowsView::write_table(fmt::memory_buffer& buf, size_t top,
                    100.0 * share(e.total_ns), tmpl(e.to));
   }
   fmt::format_to(it, "\ntemplates\n");
-  for (uint32_t c = 0; c < set.drain.cluster_count(); ++c)
+  for (uint32_t c = 0; c < set.drain.cluster_count(); ++c) {
     fmt::format_to(it, "  T{:<4} {:>8}  {}\n", c, set.drain.size(c),
                    printable(set.drain.template_text(c)));
+    if (flush) flush();
+  }
   write_diagnostics_table(buf, set);
 }
 

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -41,8 +42,11 @@ struct FlowsView {
   }
   // --format json: the summary, the flow graph and the `top` slowest requests.
   void write_json(fmt::memory_buffer& buf, size_t top) const;
-  // The table; `id_regex` is --id (empty if inferred).
-  void write_table(fmt::memory_buffer& buf, size_t top, const std::string& id_regex) const;
+  // The table; `id_regex` is --id (empty if inferred). `flush`, if set, is called after
+  // each template line, so that a caller can write the buffer out in pieces (a log of
+  // mostly unique lines has a template per few lines: tens of MB of table).
+  void write_table(fmt::memory_buffer& buf, size_t top, const std::string& id_regex,
+                   const std::function<void()>& flush = {}) const;
   // The line that says where the request ids came from.
   std::string identifiers_line(const std::string& id_regex) const;
 };

@@ -13,6 +13,7 @@
 #include "flow/runtime.hpp"
 #include "megaphone/jobs.hpp"
 #include "megaphone/megaphone.hpp"
+#include "sanitized.hpp"  // tests/
 
 namespace mp = snailtrail::megaphone;
 namespace flow = snailtrail::flow;
@@ -181,7 +182,8 @@ bool plan_moves_something(const Scenario& s) {
 TEST(Megaphone, RandomPlansAtRandomTimesMatchThePlainLoopExactlyOnce) {
   std::mt19937_64 rng(16);
   int moved = 0;
-  for (int iter = 0; iter < 120; ++iter) {
+  const int iters = snailtrail::testing::random_inputs(120, 60);
+  for (int iter = 0; iter < iters; ++iter) {
     const Scenario s = random_scenario(rng, true);
     SCOPED_TRACE(::testing::Message()
                  << "iteration " << iter << ": " << s.workers << " workers, 2^" << s.log_bins
@@ -207,7 +209,7 @@ TEST(Megaphone, RandomPlansAtRandomTimesMatchThePlainLoopExactlyOnce) {
     EXPECT_EQ(base.counts, got.counts);
     EXPECT_EQ(base.bins_sent, 0u);
   }
-  EXPECT_GT(moved, 50);  // the plans did move state
+  EXPECT_GT(moved, iters * 5 / 12);  // the plans did move state
 }
 
 TEST(Megaphone, PendingRecordsTravelWithTheirBin) {
