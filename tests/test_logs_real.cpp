@@ -269,6 +269,41 @@ TEST(RealLogs, MasksBuiltInAndGiven) {
   EXPECT_THROW(Drain{o}, std::invalid_argument);
 }
 
+// The reference Drain of the two tests below: the documented similarity over every
+// cluster of the message's length (its leaf), as a linear scan over templates kept as one
+// std::string per token. Returns the cluster the message joins (generalising it) or opens.
+uint32_t reference_drain(std::vector<std::vector<std::string>>& ref,
+                         std::map<size_t, std::vector<uint32_t>>& leaf,
+                         const std::vector<Token>& toks) {
+  int64_t best = -1;
+  double best_sim = -1;
+  size_t best_params = 0;
+  for (uint32_t c : leaf[toks.size()]) {
+    size_t equal = 0, both = 0, params = 0;
+    for (size_t i = 0; i < toks.size(); ++i) {
+      if (ref[c][i] == "<*>")
+        ++params, both += toks[i].var;
+      else if (masked(toks[i]) == ref[c][i])
+        ++equal;
+    }
+    const size_t den = toks.size() - both;
+    const double sim = den == 0 ? 1.0 : double(equal) / double(den);
+    if (sim > best_sim || (sim == best_sim && params > best_params))
+      best = c, best_sim = sim, best_params = params;
+  }
+  if (best >= 0 && best_sim >= 0.5) {
+    const auto want = static_cast<uint32_t>(best);
+    for (size_t i = 0; i < toks.size(); ++i)
+      if (ref[want][i] != masked(toks[i])) ref[want][i] = "<*>";
+    return want;
+  }
+  const auto want = static_cast<uint32_t>(ref.size());
+  ref.emplace_back();
+  for (const Token& t : toks) ref.back().push_back(masked(t));
+  leaf[toks.size()].push_back(want);
+  return want;
+}
+
 // The leaf index must not change a single assignment: a plain Drain on messages that all
 // share their first depth-2 tokens (so one leaf per length) against the linear scan.
 TEST(RealLogs, IndexedDrainEqualsLinearScanOnMostlyUniqueTokens) {
@@ -278,11 +313,8 @@ TEST(RealLogs, IndexedDrainEqualsLinearScanOnMostlyUniqueTokens) {
     words.push_back("w" + std::string(1, char('a' + i % 26)) +
                     std::string(1, char('a' + i / 26 % 26)) +
                     std::string(1, char('a' + i / 676 % 26)));
-  struct Ref {
-    std::vector<std::string> t;
-  };
   std::map<size_t, std::vector<uint32_t>> leaf;  // length -> clusters
-  std::vector<Ref> ref;
+  std::vector<std::vector<std::string>> ref;
   Drain d;
   std::vector<Token> toks;
   for (int n = 0; n < 4000; ++n) {
@@ -297,34 +329,7 @@ TEST(RealLogs, IndexedDrainEqualsLinearScanOnMostlyUniqueTokens) {
     const uint32_t got = d.add(msg);
     // Reference: the documented similarity over every cluster of the leaf.
     tokenize(msg, toks, 256);
-    int64_t best = -1;
-    double best_sim = -1;
-    size_t best_params = 0;
-    for (uint32_t c : leaf[toks.size()]) {
-      size_t equal = 0, both = 0, params = 0;
-      for (size_t i = 0; i < toks.size(); ++i) {
-        if (ref[c].t[i] == "<*>") {
-          ++params, both += toks[i].var;
-        } else if (masked(toks[i]) == ref[c].t[i]) {
-          ++equal;
-        }
-      }
-      const size_t den = toks.size() - both;
-      const double sim = den == 0 ? 1.0 : double(equal) / double(den);
-      if (sim > best_sim || (sim == best_sim && params > best_params))
-        best = c, best_sim = sim, best_params = params;
-    }
-    uint32_t want;
-    if (best >= 0 && best_sim >= 0.5) {
-      want = static_cast<uint32_t>(best);
-      for (size_t i = 0; i < toks.size(); ++i)
-        if (ref[want].t[i] != masked(toks[i])) ref[want].t[i] = "<*>";
-    } else {
-      want = static_cast<uint32_t>(ref.size());
-      ref.push_back({});
-      for (const Token& t : toks) ref.back().t.push_back(masked(t));
-      leaf[toks.size()].push_back(want);
-    }
+    const uint32_t want = reference_drain(ref, leaf, toks);
     ASSERT_EQ(got, want) << "message " << n << ": " << msg;
   }
   EXPECT_GT(d.cluster_count(), 200u);  // many clusters per leaf: the index was used
@@ -353,33 +358,7 @@ TEST(RealLogs, CompactTemplateTokensEqualReferenceStrings) {
                             : "w" + std::to_string(rng() % 40) + "x");
     }
     tokenize(msg, toks, 256);
-    int64_t best = -1;
-    double best_sim = -1;
-    size_t best_params = 0;
-    for (uint32_t c : leaf[toks.size()]) {
-      size_t equal = 0, both = 0, params = 0;
-      for (size_t i = 0; i < toks.size(); ++i) {
-        if (ref[c][i] == "<*>")
-          ++params, both += toks[i].var;
-        else if (masked(toks[i]) == ref[c][i])
-          ++equal;
-      }
-      const size_t den = toks.size() - both;
-      const double sim = den == 0 ? 1.0 : double(equal) / double(den);
-      if (sim > best_sim || (sim == best_sim && params > best_params))
-        best = c, best_sim = sim, best_params = params;
-    }
-    uint32_t want;
-    if (best >= 0 && best_sim >= 0.5) {
-      want = static_cast<uint32_t>(best);
-      for (size_t i = 0; i < toks.size(); ++i)
-        if (ref[want][i] != masked(toks[i])) ref[want][i] = "<*>";
-    } else {
-      want = static_cast<uint32_t>(ref.size());
-      ref.emplace_back();
-      for (const Token& t : toks) ref.back().push_back(masked(t));
-      leaf[toks.size()].push_back(want);
-    }
+    const uint32_t want = reference_drain(ref, leaf, toks);
     ASSERT_EQ(d.add(msg), want) << "message " << n << ": " << msg;
     ASSERT_EQ(d.token_count(want), ref[want].size());
     for (size_t i = 0; i < ref[want].size(); ++i)

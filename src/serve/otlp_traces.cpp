@@ -7,23 +7,7 @@ using importers::SpanSet;
 
 // A span of `from` into `to`, its names and ids re-interned there (each trace has its own).
 void OpenTraces::copy_span(const SpanSet& from, const Span& s, SpanSet& to) {
-  auto name = [&](uint32_t x) { return to.strings.id(from.str(x)); };
-  auto id = [&](uint32_t x) {
-    text_.clear();
-    from.ids.append(x, text_);
-    return to.ids.id(text_);
-  };
-  Span t = s;
-  t.trace = id(s.trace);
-  t.id = id(s.id);
-  t.service = name(s.service);
-  t.operation = name(s.operation);
-  if (s.thread != importers::kNoSpan) t.thread = name(s.thread);
-  t.refs_begin = static_cast<uint32_t>(to.refs.size());
-  for (uint32_t r = s.refs_begin; r < s.refs_end; ++r)
-    to.refs.push_back({id(from.refs[r].trace), id(from.refs[r].span_id), from.refs[r].child_of});
-  t.refs_end = static_cast<uint32_t>(to.refs.size());
-  to.spans.push_back(t);
+  importers::copy_span(from, s, to, text_);
 }
 
 void OpenTraces::add(const SpanSet& batch, int64_t now_ns, std::vector<SpanSet>& done) {

@@ -190,23 +190,7 @@ void OtlpStream::gather(const SpanSet& from) {
     Pending& p = it->second;
     p.last_doc = docs_;
     SpanSet& to = p.set;
-    auto name = [&](uint32_t x) { return to.strings.id(from.str(x)); };
-    auto id = [&](uint32_t x) {
-      text.clear();
-      from.ids.append(x, text);
-      return to.ids.id(text);
-    };
-    Span t = s;
-    t.trace = id(s.trace);
-    t.id = id(s.id);
-    t.service = name(s.service);
-    t.operation = name(s.operation);
-    if (s.thread != kNoSpan) t.thread = name(s.thread);
-    t.refs_begin = static_cast<uint32_t>(to.refs.size());
-    for (uint32_t r = s.refs_begin; r < s.refs_end; ++r)
-      to.refs.push_back({id(from.refs[r].trace), id(from.refs[r].span_id), from.refs[r].child_of});
-    t.refs_end = static_cast<uint32_t>(to.refs.size());
-    to.spans.push_back(t);
+    copy_span(from, s, to, text);
   }
 }
 

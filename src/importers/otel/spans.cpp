@@ -198,6 +198,26 @@ void SpanSet::count(SpanDiagnostic d, uint64_t n) {
   diagnostics.emplace_back(full, n);
 }
 
+void copy_span(const SpanSet& from, const Span& s, SpanSet& to, std::string& scratch) {
+  auto name = [&](uint32_t x) { return to.strings.id(from.str(x)); };
+  auto id = [&](uint32_t x) {
+    scratch.clear();
+    from.ids.append(x, scratch);
+    return to.ids.id(scratch);
+  };
+  Span t = s;
+  t.trace = id(s.trace);
+  t.id = id(s.id);
+  t.service = name(s.service);
+  t.operation = name(s.operation);
+  if (s.thread != kNoSpan) t.thread = name(s.thread);
+  t.refs_begin = static_cast<uint32_t>(to.refs.size());
+  for (uint32_t r = s.refs_begin; r < s.refs_end; ++r)
+    to.refs.push_back({id(from.refs[r].trace), id(from.refs[r].span_id), from.refs[r].child_of});
+  t.refs_end = static_cast<uint32_t>(to.refs.size());
+  to.spans.push_back(t);
+}
+
 void resolve_spans(SpanSet& set) {
   std::vector<Span>& spans = set.spans;
   SpanIndex index(spans.size());

@@ -157,6 +157,10 @@ struct SpanSet {
   const std::string& str(uint32_t id) const { return strings.names[id]; }
 };
 
+// Appends span `s` of `from` to `to`, its names, ids and references interned again in
+// `to` (a set per trace has its own tables); `scratch` holds an id's text meanwhile.
+void copy_span(const SpanSet& from, const Span& s, SpanSet& to, std::string& scratch);
+
 // Resolves references to span indices, breaks parent cycles, computes depths and counts
 // problems (duplicate ids, orphans, cycles, negative durations already clamped by parsers).
 void resolve_spans(SpanSet& set);
