@@ -7,6 +7,7 @@
 
 #include "importers/otel/otlp_request.hpp"
 #include "serve/otlp_receiver.hpp"
+#include "trace/json_text.hpp"
 
 namespace snailtrail::serve {
 
@@ -33,18 +34,9 @@ void put_bytes(std::string& out, uint32_t field, std::string_view bytes) {
   out.append(bytes);
 }
 std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(static_cast<char>(c));
-    } else if (c < 0x20) {
-      out += fmt::format("\\u{:04x}", c);
-    } else {
-      out.push_back(static_cast<char>(c));
-    }
-  }
-  return out + "\"";
+  std::string out;
+  append_json_string(out, s, kJsonPlain);
+  return out;
 }
 
 void set_body(httplib::Response& res, OtlpEncoding e, std::string body) {
