@@ -77,28 +77,31 @@ int run_flows(const LogsArgs& a) {
   fo.by_thread = a.by_thread;
   // Regular files are read twice (docs/LOGS.md "Speed"): the records keep no text and
   // the identifier census reads the messages again. --id searches the header too, so it
-  // keeps whole lines; pipes keep the messages (one pass). No per-line output.
+  // keeps whole lines; pipes keep the messages (one read). No per-line output.
   const bool passes = a.id.empty() && !a.by_thread && rereadable(a.files);
   o.keep = !a.id.empty()           ? logs::KeepText::whole_lines
            : a.by_thread || passes ? logs::KeepText::none
                                    : logs::KeepText::messages;
   o.line_kinds = false;
   const logs::LogSet set = logs::read_logs(a.files, o);
-  const logs::FlowSet fs =
-      passes ? logs::build_flows_rereading(set, o, fo) : logs::build_flows(set, fo);
-  const output::FlowsView view(set, fs);
   OutputFile out(a.output);
-  if (a.format == "jsonl") {
-    for (const logs::Flow& f : fs.flows) {
+  // The flows are streamed: memory follows the requests open at a time, and only the
+  // --top slowest are kept; JSONL is written a flow at a time as they are given.
+  logs::FlowVisitor each_flow;
+  if (a.format == "jsonl")
+    each_flow = [&](const logs::Flow& f) {
       output::write_flow_json(out.buf(), set, f, true);
       out.buf().push_back('\n');
       out.maybe_flush();
-    }
-  } else if (a.format == "json") {
-    view.write_json(out.buf(), a.top);
-  } else {
+    };
+  const logs::FlowSet fs =
+      logs::stream_flows(set, o, fo, a.format == "jsonl" ? 0 : a.top, each_flow);
+  if (a.format == "jsonl") return 0;
+  const output::FlowsView view(set, fs);
+  if (a.format == "json")
+    view.write_json(out.buf(), a.top, [&out] { out.maybe_flush(); });
+  else
     view.write_table(out.buf(), a.top, a.id, [&out] { out.maybe_flush(); });
-  }
   return 0;
 }
 

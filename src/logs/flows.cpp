@@ -17,14 +17,7 @@ using detail::group_by_identifiers;
 using detail::group_by_regex;
 using detail::Grouping;
 using detail::kNone;
-
-struct VecHash {
-  size_t operator()(const std::vector<uint32_t>& v) const {
-    uint64_t h = 1469598103934665603ull;
-    for (uint32_t x : v) h = (h ^ x) * 1099511628211ull;
-    return static_cast<size_t>(h);
-  }
-};
+using detail::VecHash;
 
 // Fallback: a request per (node, thread), if the header has a thread.
 void group_by_thread(const LogSet& logs, FlowSet& out, Grouping& g) {
@@ -81,82 +74,6 @@ void collect_flows(const LogSet& logs, Grouping& g, FlowSet& out) {
   }
 }
 
-// Order within a flow: by time, then file and line. Logs with coarse clocks (seconds)
-// tie often, across nodes too; ties are then ordered by the precedence of their
-// templates learnt from the untied pairs of all flows (lprof's temporal order, inferred
-// instead of read from the code): x goes before y if template(x) was seen strictly
-// before template(y) more often than after.
-class FlowOrder {
- public:
-  explicit FlowOrder(const LogSet& logs) : logs_(logs) {}
-
-  void operator()(std::vector<Flow>& flows) {
-    for (Flow& f : flows) sort_by_time(f);
-    for (const Flow& f : flows) learn_precedence(f);
-    for (Flow& f : flows) break_ties(f);
-  }
-
- private:
-  static uint64_t pair_key(uint32_t a, uint32_t b) { return (uint64_t{a} << 32) | b; }
-
-  void sort_by_time(Flow& f) const {
-    std::stable_sort(f.records.begin(), f.records.end(), [&](uint32_t a, uint32_t b) {
-      const LogRecord &x = logs_.records[a], &y = logs_.records[b];
-      if (x.ts != y.ts) return x.ts < y.ts;
-      if (x.file != y.file) return x.file < y.file;
-      return x.line < y.line;
-    });
-  }
-
-  // Counts the untied pairs of templates up to kWindow records apart.
-  void learn_precedence(const Flow& f) {
-    constexpr size_t kWindow = 8;
-    for (size_t i = 0; i < f.records.size(); ++i)
-      for (size_t j = i + 1; j < f.records.size() && j <= i + kWindow; ++j) {
-        const LogRecord &x = logs_.records[f.records[i]], &y = logs_.records[f.records[j]];
-        if (x.ts < y.ts && x.cluster != y.cluster) ++before_[pair_key(x.cluster, y.cluster)];
-      }
-  }
-
-  int64_t count_before(uint32_t a, uint32_t b) const {
-    const auto it = before_.find(pair_key(a, b));
-    return it == before_.end() ? 0 : it->second;
-  }
-
-  // Runs of 2 to 64 records with one time: by the templates' precedence score.
-  void break_ties(Flow& f) {
-    for (size_t i = 0; i < f.records.size();) {
-      size_t j = i + 1;
-      const int64_t ts = logs_.records[f.records[i]].ts;
-      while (j < f.records.size() && logs_.records[f.records[j]].ts == ts) ++j;
-      if (j - i >= 2 && j - i <= 64) sort_run(f, i, j);
-      i = j;
-    }
-  }
-
-  void sort_run(Flow& f, size_t i, size_t j) {
-    run_.clear();
-    for (size_t a = i; a < j; ++a) {
-      int64_t score = 0;
-      const uint32_t ca = logs_.records[f.records[a]].cluster;
-      for (size_t b = i; b < j; ++b) {
-        const uint32_t cb = logs_.records[f.records[b]].cluster;
-        if (ca == cb) continue;
-        const int64_t n_ab = count_before(ca, cb), n_ba = count_before(cb, ca);
-        score += (n_ab > n_ba) - (n_ba > n_ab);
-      }
-      run_.emplace_back(-score, f.records[a]);
-    }
-    std::stable_sort(run_.begin(), run_.end(),
-                     [](const auto& x, const auto& y) { return x.first < y.first; });
-    for (size_t a = i; a < j; ++a) f.records[a] = run_[a - i].second;
-  }
-
-  const LogSet& logs_;
-  std::unordered_map<uint64_t, int64_t> before_;  // (a, b) -> #(a strictly before b)
-  std::vector<std::pair<int64_t, uint32_t>> run_;
-};
-
 // The flow graph's edges: consecutive records' templates, by count, descending.
 void count_edges(const LogSet& logs, FlowSet& out) {
   std::unordered_map<uint64_t, uint32_t> edge_ids;
@@ -198,12 +115,15 @@ void summarize_flows(const LogSet& logs, FlowSet& out) {
       out.signatures.emplace_back();
       out.signatures.back().templates = seq;
       out.signatures.back().example = fi;
+      out.signatures.back().example_id = f.id;
     }
     FlowSignature& s = out.signatures[it->second];
     ++s.count;
     s.total_ns = saturating_add(s.total_ns, f.latency());
     f.signature = it->second;
+    out.total_latency = saturating_add(out.total_latency, f.latency());
   }
+  out.flow_count = out.flows.size();
 }
 
 // Signatures by count, descending; the flows' signature indices follow.
@@ -223,23 +143,16 @@ void rank_signatures(FlowSet& out) {
   for (Flow& f : out.flows) f.signature = rank[f.signature];
 }
 
-// Groups by --id, inferred identifiers (from `messages`) or threads, then makes the flows.
+// Groups the records, then makes the flows.
 FlowSet flows_of(const LogSet& logs, const FlowOptions& options,
                  const detail::MessageSource& messages, bool copy_values) {
   FlowSet out;
   Grouping groups(logs.records.size());
-  if (!options.id_regex.empty()) {
-    out.id_source = "regex";
-    group_by_regex(logs, options.id_regex, groups);
-  } else if (!options.by_thread) {
-    group_by_identifiers(logs, messages, copy_values, out, groups);
-  }
-  if (options.by_thread || (options.id_regex.empty() && out.id_slots.empty()))
-    group_by_thread(logs, out, groups);
+  detail::group_records(logs, options, messages, copy_values, out, groups);
   collect_flows(logs, groups, out);
   out.id_texts = std::move(groups.owned);  // the flows view into them
   groups = Grouping(0);                    // freed before the flows are ordered
-  FlowOrder{logs}(out.flows);
+  detail::FlowOrder{logs}(out.flows);
   count_edges(logs, out);
   summarize_flows(logs, out);
   rank_signatures(out);
@@ -247,6 +160,81 @@ FlowSet flows_of(const LogSet& logs, const FlowOptions& options,
 }
 
 }  // namespace
+
+namespace detail {
+
+void FlowOrder::operator()(std::vector<Flow>& flows) {
+  for (Flow& f : flows) sort_by_time(f.records);
+  for (const Flow& f : flows) learn_precedence(f.records);
+  for (Flow& f : flows) break_ties(f.records);
+}
+
+void FlowOrder::sort_by_time(std::span<uint32_t> records) const {
+  std::stable_sort(records.begin(), records.end(), [&](uint32_t a, uint32_t b) {
+    const LogRecord &x = logs_.records[a], &y = logs_.records[b];
+    if (x.ts != y.ts) return x.ts < y.ts;
+    if (x.file != y.file) return x.file < y.file;
+    return x.line < y.line;
+  });
+}
+
+// Counts the untied pairs of templates up to kWindow records apart.
+void FlowOrder::learn_precedence(std::span<const uint32_t> records) {
+  constexpr size_t kWindow = 8;
+  for (size_t i = 0; i < records.size(); ++i)
+    for (size_t j = i + 1; j < records.size() && j <= i + kWindow; ++j) {
+      const LogRecord &x = logs_.records[records[i]], &y = logs_.records[records[j]];
+      if (x.ts < y.ts && x.cluster != y.cluster) ++before_[pair_key(x.cluster, y.cluster)];
+    }
+}
+
+int64_t FlowOrder::count_before(uint32_t a, uint32_t b) const {
+  const auto it = before_.find(pair_key(a, b));
+  return it == before_.end() ? 0 : it->second;
+}
+
+// Runs of 2 to 64 records with one time: by the templates' precedence score.
+void FlowOrder::break_ties(std::span<uint32_t> records) {
+  for (size_t i = 0; i < records.size();) {
+    size_t j = i + 1;
+    const int64_t ts = logs_.records[records[i]].ts;
+    while (j < records.size() && logs_.records[records[j]].ts == ts) ++j;
+    if (j - i >= 2 && j - i <= 64) sort_run(records, i, j);
+    i = j;
+  }
+}
+
+void FlowOrder::sort_run(std::span<uint32_t> records, size_t i, size_t j) {
+  run_.clear();
+  for (size_t a = i; a < j; ++a) {
+    int64_t score = 0;
+    const uint32_t ca = logs_.records[records[a]].cluster;
+    for (size_t b = i; b < j; ++b) {
+      const uint32_t cb = logs_.records[records[b]].cluster;
+      if (ca == cb) continue;
+      const int64_t n_ab = count_before(ca, cb), n_ba = count_before(cb, ca);
+      score += (n_ab > n_ba) - (n_ba > n_ab);
+    }
+    run_.emplace_back(-score, records[a]);
+  }
+  std::stable_sort(run_.begin(), run_.end(),
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
+  for (size_t a = i; a < j; ++a) records[a] = run_[a - i].second;
+}
+
+void group_records(const LogSet& logs, const FlowOptions& options, const MessageSource& messages,
+                   bool copy_values, FlowSet& out, Grouping& g) {
+  if (!options.id_regex.empty()) {
+    out.id_source = "regex";
+    group_by_regex(logs, options.id_regex, g);
+  } else if (!options.by_thread) {
+    group_by_identifiers(logs, messages, copy_values, out, g);
+  }
+  if (options.by_thread || (options.id_regex.empty() && out.id_slots.empty()))
+    group_by_thread(logs, out, g);
+}
+
+}  // namespace detail
 
 FlowSet build_flows(const LogSet& logs, const FlowOptions& options) {
   const detail::MessageSource kept = [&](const detail::MessageVisitor& visit) {

@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -71,7 +72,8 @@ struct FlowSignature {
   std::vector<uint32_t> templates;
   uint64_t count = 0;
   int64_t total_ns = 0;
-  uint32_t example = 0;  // a flow
+  uint32_t example = 0;         // its first flow (in order of first record)
+  std::string_view example_id;  // that flow's id
 };
 
 struct FlowSet {
@@ -85,7 +87,12 @@ struct FlowSet {
   // or "none"
   std::string id_source;
   std::vector<IdSlot> id_slots;
-  std::vector<Flow> flows;                // by first record
+  // build_flows: every flow, by first record. stream_flows: only the `top` slowest,
+  // slowest first (only_slowest), their records in record_ids.
+  std::vector<Flow> flows;
+  bool only_slowest = false;
+  uint64_t flow_count = 0;                // all flows (requests)
+  int64_t total_latency = 0;              // of all flows (saturated)
   std::vector<uint32_t> record_ids;       // the flows' records, flow after flow
   std::deque<std::string> id_texts;       // ids made here (node/thread), not in the logs
   TextArena id_arena;                     // inferred ids copied from messages read again
@@ -113,5 +120,18 @@ FlowSet build_flows(const LogSet& logs, const FlowOptions& options);
 // needs the whole lines: use build_flows).
 FlowSet build_flows_rereading(const LogSet& logs, const LogOptions& read_options,
                               const FlowOptions& options);
+
+// The same outputs with memory bounded by the requests open at a time, not by the flows
+// (docs/LOGS.md "Speed"): the records are grouped, then passes over them in record order
+// close each request after its last record and keep only sums (signatures, edges, the
+// count and total latency of the flows) and the `top` slowest flows (out.flows, slowest
+// first, out.only_slowest). If each_flow is set, a third pass gives it every flow in order
+// of first record, with its signature's rank (the JSONL; a flow that closes before an
+// earlier one waits for it). The messages for inferred ids: the kept ones if
+// read_options.keep is messages (or whole lines, needed by --id), else the files are
+// read again (regular files only).
+using FlowVisitor = std::function<void(const Flow&)>;
+FlowSet stream_flows(const LogSet& logs, const LogOptions& read_options, const FlowOptions& options,
+                     size_t top, const FlowVisitor& each_flow = {});
 
 }  // namespace snailtrail::logs

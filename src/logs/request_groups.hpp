@@ -6,8 +6,10 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "logs/flows.hpp"
@@ -59,5 +61,42 @@ using MessageSource = std::function<void(const MessageVisitor&)>;
 // messages need not outlive the call.
 void group_by_identifiers(const LogSet& logs, const MessageSource& messages, bool copy_values,
                           FlowSet& out, Grouping& g);
+
+// Groups by --id, inferred identifiers (from `messages`) or threads (flows.cpp); sets
+// out.id_source and the identifiers' fields.
+void group_records(const LogSet& logs, const FlowOptions& options, const MessageSource& messages,
+                   bool copy_values, FlowSet& out, Grouping& g);
+
+struct VecHash {
+  size_t operator()(const std::vector<uint32_t>& v) const {
+    uint64_t h = 1469598103934665603ull;
+    for (uint32_t x : v) h = (h ^ x) * 1099511628211ull;
+    return static_cast<size_t>(h);
+  }
+};
+
+// Order within a flow: by time, then file and line. Logs with coarse clocks (seconds)
+// tie often, across nodes too; ties are then ordered by the precedence of their
+// templates learnt from the untied pairs of all flows (lprof's temporal order, inferred
+// instead of read from the code): x goes before y if template(x) was seen strictly
+// before template(y) more often than after. Learning needs every flow sorted by time
+// first; breaking ties then needs all that was learnt (flows.cpp).
+class FlowOrder {
+ public:
+  explicit FlowOrder(const LogSet& logs) : logs_(logs) {}
+  void operator()(std::vector<Flow>& flows);  // all three steps on all flows
+  void sort_by_time(std::span<uint32_t> records) const;
+  void learn_precedence(std::span<const uint32_t> records);  // after sort_by_time
+  void break_ties(std::span<uint32_t> records);              // after all learning
+
+ private:
+  static uint64_t pair_key(uint32_t a, uint32_t b) { return (uint64_t{a} << 32) | b; }
+  int64_t count_before(uint32_t a, uint32_t b) const;
+  void sort_run(std::span<uint32_t> records, size_t i, size_t j);
+
+  const LogSet& logs_;
+  std::unordered_map<uint64_t, int64_t> before_;  // (a, b) -> #(a strictly before b)
+  std::vector<std::pair<int64_t, uint32_t>> run_;
+};
 
 }  // namespace snailtrail::logs::detail

@@ -126,15 +126,14 @@ void write_flow_json(fmt::memory_buffer& out, const logs::LogSet& set, const log
 }
 
 FlowsView::FlowsView(const logs::LogSet& s, const logs::FlowSet& f)
-    : set(s), fs(f), slowest(f.flows.size()) {
+    : set(s), fs(f), total_latency(f.total_latency) {
   has_time = !set.files.empty();
   for (const logs::LogFile& file : set.files) has_time &= file.has_time;
-  for (uint32_t i = 0; i < slowest.size(); ++i) slowest[i] = i;
-  std::stable_sort(slowest.begin(), slowest.end(), [&](uint32_t x, uint32_t y) {
-    return fs.flows[x].latency() > fs.flows[y].latency();
+  for (const logs::Flow& flow : fs.flows) slowest.push_back(&flow);
+  if (fs.only_slowest) return;  // already slowest first
+  std::stable_sort(slowest.begin(), slowest.end(), [](const logs::Flow* x, const logs::Flow* y) {
+    return x->latency() > y->latency();
   });
-  for (const logs::Flow& flow : fs.flows)
-    total_latency = logs::saturating_add(total_latency, flow.latency());
 }
 
 std::string FlowsView::identifiers_line(const std::string& id_regex) const {
@@ -156,15 +155,19 @@ std::string FlowsView::identifiers_line(const std::string& id_regex) const {
   return s;
 }
 
-void FlowsView::write_json(fmt::memory_buffer& buf, size_t top) const {
+void FlowsView::write_json(fmt::memory_buffer& buf, size_t top,
+                           const std::function<void()>& flush) const {
   auto it = std::back_inserter(buf);
+  auto piece = [&flush] {
+    if (flush) flush();
+  };
   fmt::format_to(it,
                  "{{\"id_source\": \"{}\", \"records\": {}, \"records_in_flows\": {}, "
                  "\"records_without_id\": {}, \"multi_id_records\": {}, \"has_time\": {}, "
                  "\"requests\": {}, \"sampled\": {}, \"id_values\": {}, "
                  "\"id_values_repeating\": {}, \"id_slots\": [",
                  fs.id_source, set.records.size(), fs.records_in_flows, fs.records_without_id,
-                 fs.multi_id_records, has_time, fs.flows.size(), fs.sampled, fs.id_values,
+                 fs.multi_id_records, has_time, fs.flow_count, fs.sampled, fs.id_values,
                  fs.id_values_repeating);
   for (size_t k = 0; k < fs.id_slots.size(); ++k) {
     const logs::IdSlot& s = fs.id_slots[k];
@@ -179,17 +182,19 @@ void FlowsView::write_json(fmt::memory_buffer& buf, size_t top) const {
                    set.drain.size(c));
     append_json_text(buf, set.drain.template_text(c));
     fmt::format_to(it, "}}");
+    piece();
   }
   fmt::format_to(it, "], \"flows\": [");
   for (size_t k = 0; k < fs.signatures.size(); ++k) {
     const logs::FlowSignature& s = fs.signatures[k];
     fmt::format_to(it, "{}{{\"flow\": {}, \"count\": {}, \"mean_latency_ns\": {}, \"example\": ",
                    k ? ", " : "", k, s.count, s.total_ns / static_cast<int64_t>(s.count));
-    append_json_text(buf, fs.flows[s.example].id);
+    append_json_text(buf, s.example_id);
     fmt::format_to(it, ", \"templates\": [");
     for (size_t j = 0; j < s.templates.size(); ++j)
       fmt::format_to(it, "{}{}", j ? ", " : "", s.templates[j]);
     fmt::format_to(it, "]}}");
+    piece();
   }
   fmt::format_to(it, "], \"graph\": [");
   for (size_t k = 0; k < fs.edges.size(); ++k) {
@@ -199,11 +204,13 @@ void FlowsView::write_json(fmt::memory_buffer& buf, size_t top) const {
                    "\"total_ns\": {}, \"mean_ns\": {}, \"max_ns\": {}, \"latency_share\": {}}}",
                    k ? ", " : "", e.from, e.to, e.count, e.cross_node, e.total_ns,
                    e.total_ns / static_cast<int64_t>(e.count), e.max_ns, share(e.total_ns));
+    piece();
   }
   fmt::format_to(it, "], \"slowest\": [");
   for (size_t k = 0; k < std::min(top, slowest.size()); ++k) {
     fmt::format_to(it, "{}", k ? ", " : "");
-    write_flow_json(buf, set, fs.flows[slowest[k]], true);
+    write_flow_json(buf, set, *slowest[k], true);
+    piece();
   }
   fmt::format_to(it, "], \"diagnostics\": ");
   put_counts(buf, set.diagnostics);
@@ -214,8 +221,7 @@ void FlowsView::write_table(fmt::memory_buffer& buf, size_t top, const std::stri
                             const std::function<void()>& flush) const {
   auto it = std::back_inserter(buf);
   fmt::format_to(it, "snailtrail logs flows: {} records, {} templates, {} requests\n  {}\n",
-                 set.records.size(), set.drain.cluster_count(), fs.flows.size(),
-                 files_summary(set));
+                 set.records.size(), set.drain.cluster_count(), fs.flow_count, files_summary(set));
   fmt::format_to(it, "  identifiers: {}\n", identifiers_line(id_regex));
   auto tmpl = [&](uint32_t c) {
     std::string t = set.drain.template_text(c);
@@ -237,11 +243,11 @@ void FlowsView::write_table(fmt::memory_buffer& buf, size_t top, const std::stri
   }
   size_t id_w = 2;
   for (size_t k = 0; k < std::min(top, slowest.size()); ++k)
-    id_w = std::max(id_w, std::min<size_t>(display_width(printable(fs.flows[slowest[k]].id)), 48));
+    id_w = std::max(id_w, std::min<size_t>(display_width(printable(slowest[k]->id)), 48));
   fmt::format_to(it, "\nslowest requests\n  {:<{}} {:>14} {:>7} {:>5} {:>4}\n", "id", id_w,
                  "latency", "records", "nodes", "flow");
   for (size_t k = 0; k < std::min(top, slowest.size()); ++k) {
-    const logs::Flow& f = fs.flows[slowest[k]];
+    const logs::Flow& f = *slowest[k];
     fmt::format_to(it, "  {:<{}} {:>14} {:>7} {:>5} {:>4}\n", printable(f.id), id_w,
                    log_duration(f.latency(), has_time), f.records.size(), f.node_count,
                    f.signature);

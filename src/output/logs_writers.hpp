@@ -29,19 +29,22 @@ void write_flow_json(fmt::memory_buffer& out, const logs::LogSet& set, const log
                      bool steps);
 
 // What the outputs of `logs flows` share: the log set, its flows, the flows by latency
-// (slowest first) and each step's share of all requests' latency.
+// (slowest first: all of build_flows', or the few that stream_flows kept) and each step's
+// share of all requests' latency.
 struct FlowsView {
   const logs::LogSet& set;
   const logs::FlowSet& fs;
-  std::vector<uint32_t> slowest;
+  std::vector<const logs::Flow*> slowest;
   int64_t total_latency = 0;
   bool has_time = false;
   FlowsView(const logs::LogSet& s, const logs::FlowSet& f);
   double share(int64_t ns) const {
     return total_latency > 0 ? static_cast<double>(ns) / static_cast<double>(total_latency) : 0.0;
   }
-  // --format json: the summary, the flow graph and the `top` slowest requests.
-  void write_json(fmt::memory_buffer& buf, size_t top) const;
+  // --format json: the summary, the flow graph and the `top` slowest requests. `flush`,
+  // if set, is called after each template, flow, edge and request (as write_table's).
+  void write_json(fmt::memory_buffer& buf, size_t top,
+                  const std::function<void()>& flush = {}) const;
   // The table; `id_regex` is --id (empty if inferred). `flush`, if set, is called after
   // each template line, so that a caller can write the buffer out in pieces (a log of
   // mostly unique lines has a template per few lines: tens of MB of table).
