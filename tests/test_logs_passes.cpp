@@ -1,9 +1,10 @@
-// `logs flows` on regular files in passes (flows.hpp build_flows_rereading): the records
-// keep no text and the identifier census reads the files again. The oracle is the one-pass
-// path (build_flows on records that keep their messages): every output (table, JSON,
-// JSONL, --by-thread) must be byte-identical, on logs written by the test in the shapes
-// that stress grouping: interleaved requests over several files, ids that come back late,
-// a request open across the whole file, coarse clocks (ties), sampled logs, and the
+// `logs flows` on regular files in passes (flows.hpp build_flows_rereading, and
+// stream_flows, which closes each request after its last record and keeps only sums and
+// the slowest): the records keep no text and the identifier census reads the files again.
+// The oracle is the one-pass path (build_flows on records that keep their messages):
+// every output (table, JSON, JSONL, --by-thread) must be byte-identical, on logs written by the
+// test in the shapes that stress grouping: interleaved requests over several files, ids that come
+// back late, a request open across the whole file, coarse clocks (ties), sampled logs, and the
 // generator's five styles.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -42,6 +43,42 @@ struct TempLogs {
     paths.push_back(p.string());
   }
 };
+
+// The outputs of `logs flows` streamed (stream_flows) as the command writes them: the
+// JSONL from the visitor, the JSON and table from the sums and the `top` kept slowest.
+std::string streamed_outputs(const LogSet& set, const LogOptions& read, const FlowOptions& fo,
+                             FlowSet* kept_all = nullptr) {
+  fmt::memory_buffer out;
+  const FlowSet none = stream_flows(set, read, fo, 0, [&](const Flow& f) {
+    output::write_flow_json(out, set, f, true);
+    out.push_back('\n');
+  });
+  EXPECT_TRUE(none.flows.empty());
+  const FlowSet top10 = stream_flows(set, read, fo, 10);
+  EXPECT_LE(top10.flows.size(), 10u);
+  FlowSet all = stream_flows(set, read, fo, 1000000);
+  EXPECT_EQ(all.flows.size(), all.flow_count);
+  output::FlowsView(set, top10).write_json(out, 10);
+  output::FlowsView(set, all).write_json(out, 1000000);
+  output::FlowsView(set, top10).write_table(out, 10, "");
+  output::FlowsView(set, all).write_table(out, 1000000, "");
+  if (kept_all) *kept_all = std::move(all);
+  return fmt::to_string(out);
+}
+
+// The most flows open at once: a flow is open from its first to its last record (in
+// record order), brute force over build_flows' flows.
+uint64_t most_open_by_brute_force(const FlowSet& flows, size_t records) {
+  std::vector<int64_t> delta(records + 1, 0);
+  for (const Flow& f : flows.flows) {
+    const auto [lo, hi] = std::minmax_element(f.records.begin(), f.records.end());
+    ++delta[*lo];
+    --delta[*hi + 1];
+  }
+  int64_t open = 0, most = 0;
+  for (int64_t d : delta) most = std::max(most, open += d);
+  return static_cast<uint64_t>(most);
+}
 
 // Every output of `logs flows` for one flow set, concatenated.
 std::string all_outputs(const LogSet& set, const FlowSet& flows) {
@@ -83,6 +120,15 @@ void expect_passes_equal_one_pass(const std::vector<std::string>& paths, size_t 
     const std::string want = all_outputs(one_set, one), got = all_outputs(pass_set, passes);
     ASSERT_EQ(got.size(), want.size());
     EXPECT_TRUE(got == want);
+    // Streamed, from the files read again and from the kept messages.
+    FlowSet streamed;
+    const std::string from_files = streamed_outputs(pass_set, bare, fo, &streamed);
+    const std::string from_kept = streamed_outputs(one_set, kept, fo);
+    ASSERT_EQ(from_files.size(), want.size());
+    EXPECT_TRUE(from_files == want);
+    EXPECT_TRUE(from_kept == want);
+    EXPECT_EQ(streamed.most_open, most_open_by_brute_force(one, one_set.records.size()));
+    EXPECT_EQ(streamed.total_latency, one.total_latency);
   }
 }
 
@@ -199,6 +245,56 @@ TEST(LogPasses, GeneratedStylesEqualOnePass) {
     for (const auto& [name, bytes] : log.files) t.add(name, bytes);
     expect_passes_equal_one_pass(t.paths, 1 << 20, 1);
   }
+}
+
+// Memory follows the open requests: a log of many short requests, a few open at a time
+// (no id comes back late), holds a few at once, not the flows.
+TEST(LogPasses, StreamedFlowsHoldOnlyTheOpenRequests) {
+  std::string log;
+  for (int i = 0; i < 4000; ++i) {
+    // blocks of 16 lines: 4 requests of 4 lines each, interleaved
+    const std::string req = fmt::format("req-{:06x}", 0xa00000 + i / 16 * 4 + i % 4);
+    log += fmt::format("2024-03-01T12:00:{:02}.{:03}Z INFO [t{}] c.e.Svc - {} {} step {}\n",
+                       i / 1000 % 60, i % 1000, i % 3, i % 16 < 8 ? "Handling" : "Finished", req,
+                       i % 16);
+  }
+  LogOptions o;
+  o.keep = KeepText::messages;
+  const LogSet set = parse_logs({{"svc.log", log}}, o);
+  const FlowSet one = build_flows(set, {});
+  const FlowSet streamed = stream_flows(set, o, {}, 10);
+  ASSERT_EQ(streamed.flow_count, 1000u);
+  EXPECT_EQ(one.flows.size(), 1000u);
+  EXPECT_EQ(streamed.most_open, most_open_by_brute_force(one, set.records.size()));
+  EXPECT_LE(streamed.most_open, 4u);
+  EXPECT_EQ(streamed.record_ids.size(), 40u);  // 10 slowest of 4 records
+}
+
+// -f json written in pieces: the pieces make the one-buffer document, and the buffer
+// never holds the whole template list.
+TEST(LogPasses, JsonWrittenInPiecesEqualsOneBuffer) {
+  TempLogs t("json_pieces");
+  const SyntheticLog log = generate_log(parse_log_style("service"), 3000, 4);
+  for (const auto& [name, bytes] : log.files) t.add(name, bytes);
+  LogOptions o;
+  o.keep = KeepText::messages;
+  const LogSet set = read_logs(t.paths, o);
+  const FlowSet flows = build_flows(set, {});
+  const output::FlowsView view(set, flows);
+  fmt::memory_buffer whole, buf;
+  view.write_json(whole, 1000);
+  std::string pieces;
+  size_t most = 0, calls = 0;
+  view.write_json(buf, 1000, [&] {
+    most = std::max(most, buf.size());
+    ++calls;
+    if (buf.size() > 4096) pieces.append(buf.data(), buf.size()), buf.clear();
+  });
+  pieces.append(buf.data(), buf.size());
+  EXPECT_TRUE(pieces == fmt::to_string(whole));
+  EXPECT_GT(whole.size(), 100000u);
+  EXPECT_GT(calls, flows.edges.size() + set.drain.cluster_count());
+  EXPECT_LT(most, whole.size() / 4);
 }
 
 // A file that changes between the passes never gives silently wrong flows.

@@ -297,6 +297,7 @@ FlowSet stream_flows(const LogSet& logs, const LogOptions& read_options, const F
     totals.add(index, id, records);
   });
   totals.finish(out);
+  out.most_open = open.most_open();
   if (each_flow) each_flow_in_order(logs, open, order, totals, each_flow);
   out.id_texts = std::move(groups.owned);  // the flows view into them
   return out;

@@ -91,8 +91,9 @@ struct FlowSet {
   // slowest first (only_slowest), their records in record_ids.
   std::vector<Flow> flows;
   bool only_slowest = false;
-  uint64_t flow_count = 0;                // all flows (requests)
-  int64_t total_latency = 0;              // of all flows (saturated)
+  uint64_t flow_count = 0;    // all flows (requests)
+  int64_t total_latency = 0;  // of all flows (saturated)
+  uint64_t most_open = 0;     // stream_flows: most requests open at once (their records held)
   std::vector<uint32_t> record_ids;       // the flows' records, flow after flow
   std::deque<std::string> id_texts;       // ids made here (node/thread), not in the logs
   TextArena id_arena;                     // inferred ids copied from messages read again
