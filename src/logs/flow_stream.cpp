@@ -10,6 +10,7 @@
 // a signature's rank ties by its first flow, an edge's by its first (flow, step).
 #include <algorithm>
 #include <map>
+#include <stdexcept>
 #include <unordered_map>
 
 #include "logs/flows.hpp"
@@ -275,6 +276,8 @@ void each_flow_in_order(const LogSet& logs, OpenRequests& open, detail::FlowOrde
 FlowSet stream_flows(const LogSet& logs, const LogOptions& read_options, const FlowOptions& options,
                      size_t top, const FlowVisitor& each_flow) {
   const bool reread = read_options.keep == KeepText::none;
+  if (reread && !options.id_regex.empty())
+    throw std::logic_error("stream_flows: --id needs the kept lines (KeepText::whole_lines)");
   const detail::MessageSource messages = [&](const detail::MessageVisitor& visit) {
     if (reread) return reread_messages(logs, read_options, visit);
     for (size_t r = 0; r < logs.records.size(); ++r)
