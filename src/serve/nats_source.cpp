@@ -21,9 +21,11 @@ constexpr int64_t kAckWaitNs = 300'000'000'000;
 
 }  // namespace
 
-NatsSource::NatsSource(const NatsSourceOptions& options, NatsProgress& progress, bool log)
+NatsSource::NatsSource(const NatsSourceOptions& options, NatsProgress& progress,
+                       IngestCounters& counters, bool log)
     : options_(options),
       progress_(progress),
+      counters_(counters),
       log_(log),
       link_(parse_nats_address(options.address), options.connect_timeout_s) {
   if (options_.durable.empty()) throw std::invalid_argument("--nats needs --durable NAME");
@@ -65,19 +67,20 @@ NatsSource::~NatsSource() {
 }
 
 // Decodes one message (a whole .snail stream) into a batch.
-void NatsSource::take(void* raw, BatchQueue& queue, IngestCounters& counters) {
+void NatsSource::take(void* raw, BatchQueue& queue) {
+  IngestCounters& counters = counters_;
   natsMsg* msg = static_cast<natsMsg*>(raw);
   jsMsgMetaData* meta = nullptr;
   if (natsMsg_GetMetaData(&meta, msg) != NATS_OK) return;  // not a JetStream message
   const uint64_t seq = meta->Sequence.Stream;
-  progress_.pending = meta->NumPending;
+  counters_.nats_pending = meta->NumPending;
   jsMsgMetaData_Destroy(meta);
   if (seq <= last_seq_) {
-    ++progress_.redelivered;
+    ++counters_.nats_redelivered;
     return;
   }
   last_seq_ = seq;
-  ++progress_.messages;
+  ++counters_.nats_messages;
   const auto* data = reinterpret_cast<const uint8_t*>(natsMsg_GetData(msg));
   const auto n = static_cast<size_t>(natsMsg_GetDataLength(msg));
   const std::string name =
@@ -101,7 +104,7 @@ void NatsSource::take(void* raw, BatchQueue& queue, IngestCounters& counters) {
   for (const Event& e : decoded.events) max_ts = std::max(max_ts, e.ts);
   const char* reply = natsMsg_GetReply(msg);
   unacked_.push_back({seq, max_ts, reply ? reply : ""});
-  progress_.ack_pending = unacked_.size();
+  counters_.nats_ack_pending = unacked_.size();
   if (decoded.events.empty() && decoded.worker_names.empty() && decoded.operator_names.empty())
     return;
   Batch batch;
@@ -123,9 +126,9 @@ void NatsSource::acknowledge() {
   const Unacked& last = unacked_.front();
   if (!last.reply.empty() &&
       natsConnection_PublishString(link_.connection(), last.reply.c_str(), "+ACK") == NATS_OK)
-    progress_.acked_seq = last.seq;
+    counters_.nats_acked_seq = last.seq;
   unacked_.pop_front();
-  progress_.ack_pending = unacked_.size();
+  counters_.nats_ack_pending = unacked_.size();
   if (written == INT64_MAX) natsConnection_FlushTimeout(link_.connection(), 2000);
 }
 
@@ -137,12 +140,12 @@ bool NatsSource::all_read() {
                          nullptr, &code) != NATS_OK)
     return false;
   const bool done = ci->NumPending == 0;
-  progress_.pending = ci->NumPending;
+  counters_.nats_pending = ci->NumPending;
   jsConsumerInfo_Destroy(ci);
   return done;
 }
 
-void NatsSource::run(BatchQueue& queue, IngestCounters& counters, const std::atomic<bool>& stop) {
+void NatsSource::run(BatchQueue& queue, const std::atomic<bool>& stop) {
   bool reported = false;
   while (!stop.load()) {
     natsMsgList list{nullptr, 0};
@@ -150,7 +153,7 @@ void NatsSource::run(BatchQueue& queue, IngestCounters& counters, const std::ato
     const natsStatus s = natsSubscription_Fetch(&list, sub_, kFetchBatch, kFetchWaitMs, &code);
     if (s == NATS_OK) {
       reported = false;
-      for (int i = 0; i < list.Count; ++i) take(list.Msgs[i], queue, counters);
+      for (int i = 0; i < list.Count; ++i) take(list.Msgs[i], queue);
       natsMsgList_Destroy(&list);
     } else if (s == NATS_TIMEOUT) {
       if (options_.drain && all_read()) {

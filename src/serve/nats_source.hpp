@@ -25,17 +25,13 @@ struct NatsSourceOptions {
   double connect_timeout_s = 5;
 };
 
-// Shared by the consumer thread, the analysis thread and /metrics.
+// Shared by the consumer thread and the analysis thread (the consumer's position is in
+// IngestCounters, for /metrics).
 struct NatsProgress {
   // End (exclusive) of the windows written and synced so far: messages whose events all
   // lie before it are acknowledged.
   std::atomic<int64_t> written_until{INT64_MIN};
-  std::atomic<uint64_t> pending{0};      // stored, not delivered to this consumer yet (lag)
-  std::atomic<uint64_t> ack_pending{0};  // delivered, not acknowledged yet
-  std::atomic<uint64_t> acked_seq{0};    // stream sequence of the last acknowledgement
-  std::atomic<uint64_t> messages{0};     // read
-  std::atomic<uint64_t> redelivered{0};  // read again (ack timeout), skipped
-  std::atomic<bool> drained{false};      // --drain: everything stored was read
+  std::atomic<bool> drained{false};  // --drain: everything stored was read
 };
 
 class NatsSource {
@@ -44,13 +40,14 @@ class NatsSource {
   // stream's first message (an existing one is replaced: the analysis is rebuilt from
   // the start, windows already in --out are not written again). Throws
   // std::runtime_error when the server is unreachable or refuses.
-  NatsSource(const NatsSourceOptions& options, NatsProgress& progress, bool log);
+  NatsSource(const NatsSourceOptions& options, NatsProgress& progress, IngestCounters& counters,
+             bool log);
   ~NatsSource();
   NatsSource(const NatsSource&) = delete;
   NatsSource& operator=(const NatsSource&) = delete;
 
   // Reads until `stop` (or, with drain, until everything stored was read).
-  void run(BatchQueue& queue, IngestCounters& counters, const std::atomic<bool>& stop);
+  void run(BatchQueue& queue, const std::atomic<bool>& stop);
   // Acknowledges the messages whose events lie before written_until (any thread, but
   // not concurrently with run()).
   void acknowledge();
@@ -62,10 +59,11 @@ class NatsSource {
     std::string reply;
   };
   bool all_read();
-  void take(void* msg, BatchQueue& queue, IngestCounters& counters);
+  void take(void* msg, BatchQueue& queue);
 
   NatsSourceOptions options_;
   NatsProgress& progress_;
+  IngestCounters& counters_;
   bool log_;
   NatsLink link_;
   __natsSubscription* sub_ = nullptr;

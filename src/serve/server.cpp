@@ -261,9 +261,9 @@ void Server::start_sources() {
   for (const std::string& path : opt_.follow)
     spawn([this, path] { follow_file(path, follow_format_, *queue_, counters_, stop_, log_); });
   if (!opt_.nats.address.empty()) {
-    nats_ = std::make_unique<NatsSource>(opt_.nats, nats_progress_, log_);
+    nats_ = std::make_unique<NatsSource>(opt_.nats, nats_progress_, counters_, log_);
     spawn([this] {
-      nats_->run(*queue_, counters_, stop_);
+      nats_->run(*queue_, stop_);
       if (nats_progress_.drained.load()) stop_ = true;  // --drain: the stream was read
     });
   }
@@ -283,10 +283,8 @@ void Server::write_port_file() {
 }
 
 void Server::on_window(LiveWindow& w) {
-  // Another shard's window, or one written before a restart.
-  const uint64_t index = w.summary.index;
-  if (static_cast<int64_t>(index) <= resumed_until_ || index % opt_.shard_count != opt_.shard_index)
-    return;
+  const auto index = static_cast<int64_t>(w.summary.index);  // another shard's, or written
+  if (index <= resumed_until_ || index % opt_.shard_count != opt_.shard_index) return;
   if (out_error_.empty()) {
     errno = 0;
     if (std::fwrite(w.json.data(), 1, w.json.size(), out_) != w.json.size() ||
