@@ -234,8 +234,9 @@ TEST_F(ServeNats, UnreachableOrNoJetStreamIsAClearError) {
   EXPECT_NE(r.out.find("cannot connect to nats://127.0.0.1:" + std::to_string(closed)),
             std::string::npos)
       << r.out;
-  r = testing::run_binary(
-      "serve --nats " + nowhere + " --durable d --out " + path("w.jsonl").string(), 20);
+  r = testing::run_binary("serve --nats " + nowhere + " --durable d --nats-timeout 0.2 --out " +
+                              path("w.jsonl").string(),
+                          20);
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.out.find("cannot connect"), std::string::npos) << r.out;
   start_nats(/*jetstream=*/false);

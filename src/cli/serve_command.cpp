@@ -37,6 +37,7 @@ struct ServeArgs {
   size_t ingest_buffer_mib = 256;
   std::string nats, durable, shard = "0/1";
   bool drain = false;
+  double nats_timeout = 5;
   // The OTLP/HTTP receiver.
   std::string otlp;
   std::string otlp_max_body = "16MiB";
@@ -136,6 +137,9 @@ void add_source_options(CLI::App* cmd, ServeArgs& a) {
                   "appended, its windows are not written again after a restart");
   cmd->add_option("--durable", a.durable, "Durable consumer name of --nats (one per shard)");
   cmd->add_option("--shard", a.shard, "Write only the windows whose index is I mod N")
+      ->capture_default_str();
+  cmd->add_option("--nats-timeout", a.nats_timeout, "Seconds to retry connecting to --nats")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_flag("--drain", a.drain, "--nats: stop once everything stored so far is analyzed");
   cmd->add_option(
@@ -246,6 +250,7 @@ serve::ServeOptions to_serve_options(const ServeArgs& a, const CLI::App& cmd) {
   o.nats.address = a.nats;
   o.nats.durable = a.durable;
   o.nats.drain = a.drain;
+  o.nats.connect_timeout_s = a.nats_timeout;
   if (a.nats.empty() && (!a.durable.empty() || a.drain))
     throw std::invalid_argument("--durable and --drain apply to --nats");
   unsigned i = 0, n = 0;
