@@ -223,6 +223,29 @@ TEST_F(ServeNats, TwoShardsTogetherEqualAnalyze) {
   EXPECT_EQ(got, want);
 }
 
+// `run --trace-to nats://...` publishes the run's events as it goes; serve's windows of
+// the stream equal analyze's of the same run's --trace file.
+TEST_F(ServeNats, RunTraceToNatsEqualsAnalyzeOfItsTrace) {
+  start_nats();
+  Process run(
+      {"run", "wordcount", "--workers", "2", "--rate", "200000", "--duration", "300ms", "--keys",
+       "1000", "--skew", "0.3", "--trace", path("run.snail").string(), "--trace-to", url("RUN")},
+      path("run.out"), path("run.err"));
+  ASSERT_EQ(run.wait(), 0) << run.err();
+  EXPECT_NE(run.err().find("trace-to: sent "), std::string::npos) << run.err();
+  auto s = serve("RUN", "r", "windows.jsonl", {"--drain", "--lateness", "10s"});
+  ASSERT_EQ(s->wait(), 0) << s->err();
+  Process p({"analyze", path("run.snail").string(), "--window", "1ms", "--format", "jsonl",
+             "--no-progress"},
+            path("analyze.out"), path("analyze.err"));
+  ASSERT_EQ(p.wait(), 0) << p.err();
+  std::vector<std::string> want = lines_of(p.out());
+  ASSERT_FALSE(want.empty());
+  want.pop_back();  // the run record
+  EXPECT_GT(want.size(), 100u);
+  EXPECT_EQ(lines_of(testing::slurp(path("windows.jsonl"))), want);
+}
+
 // No server, or one without JetStream: a clear error and a non-zero exit, no hang.
 TEST_F(ServeNats, UnreachableOrNoJetStreamIsAClearError) {
   const int closed = free_port();

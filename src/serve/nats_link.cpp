@@ -189,8 +189,12 @@ void NatsPublisher::add(const Trace& chunk) {
   }
 }
 
-void NatsPublisher::finish(double timeout_s) {
+void NatsPublisher::flush() {
   for (auto& [worker, buf] : buffers_) flush_worker(worker);
+}
+
+void NatsPublisher::finish(double timeout_s) {
+  flush();
   jsPubOptions po;
   jsPubOptions_Init(&po);
   po.MaxWait = static_cast<int64_t>(timeout_s * 1000);

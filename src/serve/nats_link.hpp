@@ -74,6 +74,8 @@ class NatsPublisher {
   ~NatsPublisher();
   // Events of a chunk (each worker's in time order) and names.
   void add(const Trace& chunk);
+  // Publishes what is buffered (without waiting for the acknowledgements).
+  void flush();
   // Publishes what is buffered and waits until the server has stored every message;
   // throws std::runtime_error if any publish failed.
   void finish(double timeout_s = 30);
