@@ -101,6 +101,7 @@ bench: build
 	scripts/run-bench.sh
 	scripts/megaphone-bench.py --quick
 	scripts/logs-bench.sh 100000 400000 2000000
+	scripts/nats-bench.sh 20
 
 FUZZ_SECONDS ?= 60
 fuzz: deps

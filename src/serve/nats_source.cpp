@@ -13,7 +13,12 @@
 namespace snailtrail::serve {
 namespace {
 
-constexpr int kFetchBatch = 64;        // messages per pull request
+// Messages per pull request. One: with libnats 3.4.1 (Debian 12), fetching 64 at once
+// corrupted the heap now and then with several consumers on a loaded machine (glibc's
+// "free(): invalid pointer" in natsMsgList_Destroy; 5 of ~30 runs of
+// scripts/nats-bench.sh), never with one (0 of 29). A message carries up to 4096
+// events, so one per request costs little.
+constexpr int kFetchBatch = 1;
 constexpr int64_t kFetchWaitMs = 200;  // a pull request's wait when nothing is stored
 // Unacknowledged messages are sent again after this long; the consumer skips them by
 // their stream sequence, so a window held back for longer costs bandwidth, not output.
