@@ -9,7 +9,7 @@ JOBS ?= $(shell nproc)
 DEB_PACKAGES := cmake ninja-build g++ make git clang-14 libclang-rt-14-dev clang-format \
   libsimdjson-dev libtomlplusplus-dev libcli11-dev libfmt-dev libzstd-dev liblz4-dev libsnappy-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev \
   libcpp-httplib-dev libmsgpack-cxx-dev python3 libbabeltrace2-dev python3-bt2 \
-  chromium nodejs openmpi-bin libopenmpi-dev libdw-dev
+  chromium nodejs openmpi-bin libopenmpi-dev libdw-dev nats-server libnats-dev
 
 .PHONY: deps build build-asan demo test test-release test-asan test-tsan test-tsan-nexmark test-browser bench fuzz format format-check clean
 
@@ -101,6 +101,7 @@ bench: build
 	scripts/run-bench.sh
 	scripts/megaphone-bench.py --quick
 	scripts/logs-bench.sh 100000 400000 2000000
+	scripts/nats-bench.sh 20
 
 FUZZ_SECONDS ?= 60
 fuzz: deps

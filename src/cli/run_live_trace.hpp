@@ -9,16 +9,50 @@
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "flow/channel.hpp"
+#include "serve/nats_link.hpp"
 #include "serve/sender.hpp"
 #include "trace/trace.hpp"
 
 namespace snailtrail::cli {
+
+// --trace-to's destination: serve's TCP listener (HOST:PORT) or a JetStream stream
+// (nats://HOST:PORT/STREAM, each chunk published at once, docs/SERVE.md).
+class TraceSink {
+ public:
+  explicit TraceSink(const std::string& address) {
+    if (serve::is_nats_address(address))
+      nats_ = std::make_unique<serve::NatsPublisher>(serve::parse_nats_address(address), 1.0);
+    else
+      tcp_ = std::make_unique<serve::TraceStream>(address, 1.0);
+  }
+  void send(const Trace& chunk) {
+    if (!nats_) return tcp_->send(chunk);
+    nats_->add(chunk);
+    nats_->flush();
+  }
+  void close() { nats_ ? nats_->finish(5) : tcp_->close(); }
+  void interrupt() {
+    if (tcp_) tcp_->interrupt();  // a NATS finish is bounded by its own timeout
+  }
+  serve::SendStats stats() const {
+    if (tcp_) return tcp_->stats();
+    serve::SendStats s;
+    s.events = nats_->stats().events;
+    s.bytes = nats_->stats().bytes;
+    return s;
+  }
+
+ private:
+  std::unique_ptr<serve::TraceStream> tcp_;
+  std::unique_ptr<serve::NatsPublisher> nats_;
+};
 
 // --trace-to: the workers' flushed events go into a queue; a thread sends what arrived
 // every 50 ms as one time-ordered chunk of the .snail stream (so src/flow knows nothing
@@ -31,7 +65,7 @@ class LiveTrace {
  public:
   LiveTrace(const std::string& address, uint32_t first_worker, uint32_t workers, bool keep,
             uint64_t max_queued)
-      : stream_(address, 1.0), keep_(keep), max_queued_(max_queued) {
+      : stream_(address), keep_(keep), max_queued_(max_queued) {
     for (uint32_t i = first_worker; i < first_worker + workers; ++i)
       names_.worker_names[i] = fmt::format("worker-{}", i);
     thread_ = std::thread([this] { loop(); });
@@ -60,7 +94,7 @@ class LiveTrace {
   // After finish: events not sent because the connection broke or the bound cut it.
   uint64_t unsent() const { return unsent_; }
   bool cut() const { return cut_; }
-  const serve::SendStats& stats() const { return stream_.stats(); }
+  serve::SendStats stats() const { return stream_.stats(); }
   std::vector<Event>& kept() { return kept_; }
   const Trace& names() const { return names_; }
 
@@ -116,7 +150,7 @@ class LiveTrace {
     cv_.notify_all();
   }
 
-  serve::TraceStream stream_;
+  TraceSink stream_;
   bool keep_;
   uint64_t max_queued_, dropped_ = 0;
   uint64_t unsent_ = 0;  // the sending thread's; read after it ended

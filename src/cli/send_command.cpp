@@ -7,6 +7,7 @@
 #include "cli/duration.hpp"
 #include "cli/import_warnings.hpp"
 #include "importers/importer.hpp"
+#include "serve/nats_link.hpp"
 #include "serve/sender.hpp"
 
 namespace snailtrail::cli {
@@ -62,12 +63,15 @@ CommandRunner add_send_command(CLI::App& app) {
     std::string importer = "auto";
     bool quiet = false;
     uint64_t repeat = 1;
+    double connect_timeout = 5;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
       "send", "Replay a trace to `snailtrail serve` as a live producer; exits when it is sent");
   cmd->add_option("TRACE", args->trace, "Trace file in any format snailtrail imports")->required();
-  cmd->add_option("--to", args->to, "Address of serve's --tcp listener")->capture_default_str();
+  cmd->add_option("--to", args->to,
+                  "Address of serve's --tcp listener, or nats://HOST:PORT/STREAM (JetStream)")
+      ->capture_default_str();
   cmd->add_option("--rate", args->rate, "At most this many events per second (0: no limit)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
@@ -86,6 +90,10 @@ CommandRunner add_send_command(CLI::App& app) {
                   "Send the trace N times, each copy later by the trace's span (load tests)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  cmd->add_option("--connect-timeout", args->connect_timeout,
+                  "Seconds to retry while the server is not up yet")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_flag("--quiet,-q", args->quiet, "Print nothing when done");
   return [cmd, args]() {
     if (!*cmd) return -1;
@@ -96,9 +104,11 @@ CommandRunner add_send_command(CLI::App& app) {
     o.workers = parse_workers(args->workers);
     o.jsonl = args->format == "jsonl";
     o.repeat = args->repeat;
+    o.connect_timeout_s = args->connect_timeout;
     const Trace trace = importers::import_trace(args->trace, args->importer);
     cli::warn_if_cut(trace);
-    const serve::SendStats s = serve::send_trace(trace, o);
+    const serve::SendStats s = serve::is_nats_address(o.to) ? serve::send_trace_nats(trace, o)
+                                                            : serve::send_trace(trace, o);
     if (!args->quiet)
       fmt::print(stderr, "sent {} events ({} bytes) to {} in {:.3f} s ({:.0f} events/s)\n",
                  s.events, s.bytes, o.to, s.seconds,

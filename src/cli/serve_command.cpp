@@ -1,4 +1,5 @@
 // `snailtrail serve`: online analysis of live trace streams (docs/SERVE.md).
+#include <cstdio>
 #include <memory>
 
 #include "cli/commands.hpp"
@@ -34,6 +35,9 @@ struct ServeArgs {
   size_t max_connections = 1024;
   std::string connection_timeout = "60s";
   size_t ingest_buffer_mib = 256;
+  std::string nats, durable, shard = "0/1";
+  bool drain = false;
+  double nats_timeout = 5;
   // The OTLP/HTTP receiver.
   std::string otlp;
   std::string otlp_max_body = "16MiB";
@@ -128,6 +132,16 @@ void add_source_options(CLI::App* cmd, ServeArgs& a) {
                       ". The other importers read whole files only")
       ->capture_default_str();
   add_import_options(cmd, a.import_options, /*streaming_only=*/true);
+  cmd->add_option("--nats", a.nats,
+                  "Read a JetStream stream nats://HOST:PORT/STREAM (docs/SERVE.md); --out is "
+                  "appended, its windows are not written again after a restart");
+  cmd->add_option("--durable", a.durable, "Durable consumer name of --nats (one per shard)");
+  cmd->add_option("--shard", a.shard, "Write only the windows whose index is I mod N")
+      ->capture_default_str();
+  cmd->add_option("--nats-timeout", a.nats_timeout, "Seconds to retry connecting to --nats")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_flag("--drain", a.drain, "--nats: stop once everything stored so far is analyzed");
   cmd->add_option(
          "--http", a.http,
          "Serve the live dashboard (/) and the HTTP API (/api/windows, /api/summary/latest, "
@@ -233,6 +247,18 @@ serve::ServeOptions to_serve_options(const ServeArgs& a, const CLI::App& cmd) {
   if (o.live.max_jump_ns < 0) throw std::invalid_argument("--max-jump must not be negative");
   o.port_file = a.port_file;
   o.quiet = a.quiet;
+  o.nats.address = a.nats;
+  o.nats.durable = a.durable;
+  o.nats.drain = a.drain;
+  o.nats.connect_timeout_s = a.nats_timeout;
+  if (a.nats.empty() && (!a.durable.empty() || a.drain))
+    throw std::invalid_argument("--durable and --drain apply to --nats");
+  unsigned i = 0, n = 0;
+  char end = 0;
+  if (std::sscanf(a.shard.c_str(), "%u/%u%c", &i, &n, &end) != 2 || n == 0 || i >= n)
+    throw std::invalid_argument("--shard must be I/N with 0 <= I < N, not \"" + a.shard + "\"");
+  o.shard_index = i;
+  o.shard_count = n;
   o.tcp_limits.max_connections = a.max_connections;
   o.tcp_limits.idle_timeout_ns = parse_duration(a.connection_timeout);
   if (a.ingest_buffer_mib > (size_t{1} << 20))

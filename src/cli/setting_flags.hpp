@@ -16,7 +16,7 @@ namespace snailtrail::cli {
 
 // Setting (field) -> flag. tests/test_setting_error.cpp checks that every field named
 // by a library error under src/ has its row.
-inline constexpr std::array<std::pair<std::string_view, std::string_view>, 29> kSettingFlags{{
+inline constexpr std::array<std::pair<std::string_view, std::string_view>, 31> kSettingFlags{{
     {"apply", "--apply"},
     {"binary", "--binary"},
     {"connection_timeout", "--connection-timeout"},
@@ -30,6 +30,7 @@ inline constexpr std::array<std::pair<std::string_view, std::string_view>, 29> k
     {"log_bins", "--bins"},
     {"max_workers", "--max-workers"},
     {"mode", "--mode"},
+    {"nats", "--nats"},
     {"profile", "--profile"},
     {"profile_hz", "--profile-hz"},
     {"rate", "--rate"},
@@ -40,6 +41,7 @@ inline constexpr std::array<std::pair<std::string_view, std::string_view>, 29> k
     {"repeat", "--repeat"},
     {"retain", "--retain"},
     {"serve", "--serve"},
+    {"shard", "--shard"},
     {"skew_profile", "--skew-profile"},
     {"speed_up", "--speed-up"},
     {"stdin", "--stdin"},

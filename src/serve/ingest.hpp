@@ -115,6 +115,12 @@ struct IngestCounters {
   std::atomic<int64_t> buffered_bytes{0};          // TCP input received, not decoded yet
   std::atomic<int64_t> buffered_peak{0};           // the largest buffered_bytes so far
   std::atomic<uint64_t> paused_connections{0};     // waiting for the buffer budget
+  // --nats: the durable consumer's position (serve/nats_source.hpp).
+  std::atomic<uint64_t> nats_messages{0};     // read
+  std::atomic<uint64_t> nats_pending{0};      // stored, not delivered to this consumer yet
+  std::atomic<uint64_t> nats_ack_pending{0};  // read, not acknowledged yet
+  std::atomic<uint64_t> nats_acked_seq{0};    // stream sequence of the last acknowledgement
+  std::atomic<uint64_t> nats_redelivered{0};  // read again after the ack wait, skipped
 };
 
 // Limits of the TCP ingestion (docs/SERVE.md, "Robustness").

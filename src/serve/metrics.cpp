@@ -126,6 +126,19 @@ void input_metrics(MetricText& m, const IngestCounters& c, size_t budget) {
   m.gauge("snailtrail_ingest_paused_connections",
           "TCP connections not read now: waiting for the input buffer budget.",
           static_cast<double>(c.paused_connections.load()));
+  // --nats: the durable consumer's lag (stored, not read yet) and its acknowledgements.
+  m.counter("snailtrail_nats_messages_total", "JetStream messages read.", c.nats_messages.load());
+  m.gauge("snailtrail_nats_pending_messages",
+          "JetStream messages stored but not yet delivered to this consumer (its lag).",
+          static_cast<double>(c.nats_pending.load()));
+  m.gauge("snailtrail_nats_ack_pending_messages",
+          "JetStream messages read whose windows are not all written yet (unacknowledged).",
+          static_cast<double>(c.nats_ack_pending.load()));
+  m.gauge("snailtrail_nats_acked_sequence", "Stream sequence acknowledged so far (AckAll).",
+          static_cast<double>(c.nats_acked_seq.load()));
+  m.counter("snailtrail_nats_redelivered_total",
+            "JetStream messages delivered again after the ack wait, skipped.",
+            c.nats_redelivered.load());
 }
 
 // HTTP clients, the analysis queue and the retained PAG.

@@ -23,6 +23,7 @@
 #include "serve/http_api.hpp"
 #include "serve/listener.hpp"
 #include "serve/serve_state.hpp"
+#include "serve/window_resume.hpp"
 #include "trace/setting_error.hpp"
 
 namespace snailtrail::serve {
@@ -46,9 +47,11 @@ double seconds_since(Clock::time_point t) {
 
 // The options that fail before anything is opened.
 FollowFormat check_sources(const ServeOptions& opt) {
-  if (opt.tcp.empty() && !opt.stdin_source && opt.follow.empty())
-    throw UsageError(
-        {"no source: give ", field("tcp"), ", ", field("stdin"), " or ", field("follow")});
+  if (opt.tcp.empty() && !opt.stdin_source && opt.follow.empty() && opt.nats.address.empty())
+    throw UsageError({"no source: give ", field("tcp"), ", ", field("stdin"), ", ", field("follow"),
+                      " or ", field("nats")});
+  if (opt.shard_count == 0 || opt.shard_index >= opt.shard_count)
+    throw UsageError({field("shard"), " must be I/N with I < N"});
   if (opt.retain == 0) throw UsageError({field("retain"), " must be at least 1"});
   FollowFormat follow_format;
   follow_format.importer = opt.follow_importer;
@@ -126,6 +129,7 @@ class Server {
   void on_window(LiveWindow& w);
   void on_view(const WindowView& view, const Names& names);
   void shut_down();
+  void synced_windows();
   void check_output();
 
   const ServeOptions& opt_;
@@ -148,6 +152,9 @@ class Server {
   std::mutex threads_mu_;
   std::list<std::thread> threads_;
   std::unique_ptr<TcpIngest> tcp_;
+  NatsProgress nats_progress_;
+  std::unique_ptr<NatsSource> nats_;
+  int64_t resumed_until_ = -1;  // windows up to this index are in --out already (--nats)
 
   // The analysis loop's state.
   std::deque<std::pair<int64_t, Clock::time_point>> passed_;  // window end -> when passed
@@ -189,7 +196,9 @@ int Server::run() {
 
 void Server::open_output() {
   if (!opt_.out.empty() && opt_.out != "-") {
-    out_file_.reset(std::fopen(opt_.out.c_str(), "w"));
+    const bool resume = !opt_.nats.address.empty();
+    if (resume) resumed_until_ = resume_window_output(opt_.out);  // appended, not rewritten
+    out_file_.reset(std::fopen(opt_.out.c_str(), resume ? "a" : "w"));
     if (!out_file_)
       throw std::runtime_error("cannot write " + opt_.out + ": " + std::strerror(errno));
     out_ = out_file_.get();
@@ -251,6 +260,13 @@ void Server::start_sources() {
     spawn([this] { pump_stream(STDIN_FILENO, "stdin", *queue_, counters_, stop_, log_); });
   for (const std::string& path : opt_.follow)
     spawn([this, path] { follow_file(path, follow_format_, *queue_, counters_, stop_, log_); });
+  if (!opt_.nats.address.empty()) {
+    nats_ = std::make_unique<NatsSource>(opt_.nats, nats_progress_, counters_, log_);
+    spawn([this] {
+      nats_->run(*queue_, stop_);
+      if (nats_progress_.drained.load()) stop_ = true;  // --drain: the stream was read
+    });
+  }
 }
 
 void Server::write_port_file() {
@@ -267,6 +283,8 @@ void Server::write_port_file() {
 }
 
 void Server::on_window(LiveWindow& w) {
+  const auto index = static_cast<int64_t>(w.summary.index);  // another shard's, or written
+  if (index <= resumed_until_ || index % opt_.shard_count != opt_.shard_index) return;
   if (out_error_.empty()) {
     errno = 0;
     if (std::fwrite(w.json.data(), 1, w.json.size(), out_) != w.json.size() ||
@@ -336,7 +354,7 @@ void Server::analysis_loop() {
     // after the first one: producers started together connect within it.
     live_->hold(producers_ < opt_.wait_for_producers || !first_data_ ||
                 (!stop_.load() && now - *first_data_ < grace));
-    live_->advance();
+    if (live_->advance() > 0 && nats_) synced_windows();
     rates_->advance(live_->closed_until());
     publish_stats();
     if (finished(batch.has_value())) break;
@@ -419,9 +437,16 @@ bool Server::finished(bool had_batch) const {
   return stop_.load() && readers_.load() == 0 && (!tcp_ || tcp_->finished()) && drained;
 }
 
+// --nats: windows are synced to disk before the messages with their events are acked.
+void Server::synced_windows() {
+  if (out_file_ && (std::fflush(out_) != 0 || ::fsync(::fileno(out_)) != 0)) return;
+  nats_progress_.written_until = live_->closed_until();
+}
+
 void Server::shut_down() {
   live_->hold(false);
-  live_->finish();
+  // A JetStream stream goes on after we stop: open windows are left to the next run.
+  if (!nats_ || nats_progress_.drained.load()) live_->finish();
   if (live_->stats().unterminated_at_shutdown > 0 && log_)
     fmt::print(stderr,
                "snailtrail serve: {} activities still open at shutdown, reported as "
@@ -437,6 +462,11 @@ void Server::shut_down() {
   stop_ = true;
   for (std::thread& t : threads_) t.join();
   if (tcp_) tcp_->join();
+  if (nats_ && nats_progress_.drained.load()) {
+    synced_windows();
+    nats_progress_.written_until = INT64_MAX;
+    nats_->acknowledge();
+  }
   if (http_) http_->shutdown();
   ::sigaction(SIGINT, &old_int_, nullptr);
   ::sigaction(SIGTERM, &old_term_, nullptr);

@@ -9,6 +9,7 @@
 
 #include "serve/ingest.hpp"
 #include "serve/live_analyzer.hpp"
+#include "serve/nats_source.hpp"
 
 namespace snailtrail::serve {
 
@@ -33,6 +34,8 @@ struct ServeOptions {
   unsigned http_threads = 4;          // threads answering complete HTTP requests
   std::string port_file;              // written once listening: "tcp=PORT\nhttp=PORT\n"
   bool quiet = false;                 // no log lines on stderr
+  NatsSourceOptions nats;             // a JetStream stream (nats.address empty: none)
+  uint32_t shard_index = 0, shard_count = 1;  // write only windows with index % count == index
 };
 
 // Runs until SIGINT or SIGTERM (or, without TCP and HTTP, until every source has ended),

@@ -1,0 +1,246 @@
+#include "serve/nats_link.hpp"
+
+#include <nats/nats.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+#include "trace/trace_io.hpp"
+
+namespace snailtrail::serve {
+
+std::string nats_error(int status) {
+  natsStatus last = NATS_OK;
+  const char* text = nats_GetLastError(&last);
+  std::string out = natsStatus_GetText(static_cast<natsStatus>(status));
+  // The client's detail, without its source location "(file.c:N): ", when it adds one.
+  std::string detail = text && last == static_cast<natsStatus>(status) ? text : "";
+  if (const size_t loc = detail.find("): "); detail.rfind('(', 0) == 0 && loc != std::string::npos)
+    detail.erase(0, loc + 3);
+  if (!detail.empty() && detail != out) out += ": " + detail;
+  return out;
+}
+
+bool is_nats_address(const std::string& s) {
+  return s.rfind("nats://", 0) == 0;
+}
+
+NatsAddress parse_nats_address(const std::string& s) {
+  const std::string form = " (expected nats://HOST:PORT/STREAM)";
+  if (!is_nats_address(s)) throw std::invalid_argument("not a NATS address: \"" + s + "\"" + form);
+  const size_t slash = s.find('/', 7);
+  if (slash == std::string::npos || slash == 7)
+    throw std::invalid_argument("no server or no stream in \"" + s + "\"" + form);
+  NatsAddress a;
+  a.server = s.substr(0, slash);
+  a.stream = s.substr(slash + 1);
+  a.text = s;
+  if (a.stream.empty()) throw std::invalid_argument("no stream name in \"" + s + "\"" + form);
+  for (char c : a.stream)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_')
+      throw std::invalid_argument("stream name \"" + a.stream +
+                                  "\": only letters, digits, '-' and '_' are allowed");
+  return a;
+}
+
+// Failed async publishes, reported by the client's thread.
+struct NatsPublishFailures {
+  std::mutex mu;
+  uint64_t count = 0;
+  std::string first;
+};
+
+namespace {
+
+void on_publish_error(jsCtx*, jsPubAckErr* pae, void* closure) {
+  auto* f = static_cast<NatsPublishFailures*>(closure);
+  std::lock_guard lock(f->mu);
+  if (++f->count == 1)
+    f->first = std::string(natsStatus_GetText(pae->Err)) +
+               (pae->ErrText ? std::string(": ") + pae->ErrText : std::string());
+}
+
+}  // namespace
+
+NatsLink::NatsLink(const NatsAddress& address, double connect_timeout_s)
+    : address_(address), failures_(std::make_unique<NatsPublishFailures>()) {
+  natsOptions* opts = nullptr;
+  natsStatus s = natsOptions_Create(&opts);
+  if (s == NATS_OK) s = natsOptions_SetURL(opts, address_.server.c_str());
+  if (s == NATS_OK) s = natsOptions_SetTimeout(opts, 1000);
+  if (s != NATS_OK) {
+    natsOptions_Destroy(opts);
+    throw std::runtime_error("NATS client: " + nats_error(s));
+  }
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration<double>(std::max(connect_timeout_s, 0.0));
+  for (;;) {
+    s = natsConnection_Connect(&nc_, opts);
+    if (s == NATS_OK || std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  natsOptions_Destroy(opts);
+  if (s != NATS_OK)
+    throw std::runtime_error("cannot connect to " + address_.server + ": " + nats_error(s));
+  jsOptions jo;
+  jsOptions_Init(&jo);
+  jo.PublishAsync.MaxPending = 64;  // messages of up to a few thousand events in flight
+  jo.PublishAsync.ErrHandler = on_publish_error;
+  jo.PublishAsync.ErrHandlerClosure = failures_.get();
+  jo.Wait = 5000;
+  s = natsConnection_JetStream(&js_, nc_, &jo);
+  if (s != NATS_OK) {
+    natsConnection_Destroy(nc_);
+    throw std::runtime_error("NATS JetStream context: " + nats_error(s));
+  }
+}
+
+NatsLink::~NatsLink() {
+  jsCtx_Destroy(js_);
+  natsConnection_Destroy(nc_);
+}
+
+uint64_t NatsLink::failed() const {
+  std::lock_guard lock(failures_->mu);
+  return failures_->count;
+}
+
+std::string NatsLink::first_failure() const {
+  std::lock_guard lock(failures_->mu);
+  return failures_->first;
+}
+
+void NatsLink::ensure_stream() {
+  jsStreamInfo* si = nullptr;
+  jsErrCode code = static_cast<jsErrCode>(0);
+  natsStatus s = js_GetStreamInfo(&si, js_, address_.stream.c_str(), nullptr, &code);
+  if (s == NATS_OK) {
+    jsStreamInfo_Destroy(si);
+    return;
+  }
+  if (s == NATS_NOT_FOUND) {
+    const std::string subjects = address_.stream + ".>";
+    const char* list[] = {subjects.c_str()};
+    jsStreamConfig cfg;
+    jsStreamConfig_Init(&cfg);
+    cfg.Name = address_.stream.c_str();
+    cfg.Subjects = list;
+    cfg.SubjectsLen = 1;
+    cfg.Storage = js_FileStorage;
+    s = js_AddStream(&si, js_, &cfg, nullptr, &code);
+    if (s == NATS_OK) {
+      jsStreamInfo_Destroy(si);
+      return;
+    }
+  }
+  throw std::runtime_error("cannot find or create the JetStream stream \"" + address_.stream +
+                           "\" on " + address_.server + ": " + nats_error(s) +
+                           (s == NATS_NO_RESPONDERS || s == NATS_TIMEOUT
+                                ? " (is JetStream enabled? start nats-server with -js)"
+                                : ""));
+}
+
+NatsPublisher::NatsPublisher(const NatsAddress& address, double connect_timeout_s,
+                             size_t events_per_message)
+    : link_(address, connect_timeout_s), per_message_(std::max<size_t>(events_per_message, 1)) {
+  link_.ensure_stream();
+}
+
+NatsPublisher::~NatsPublisher() = default;
+
+void NatsPublisher::publish(const std::string& subject, const Trace& message) {
+  SnailWriteOptions w;
+  w.version = 1;  // a stream without index, as on the TCP ingest
+  w.events_per_block = static_cast<uint32_t>(per_message_);
+  const std::string bytes = to_snail(message, w);
+  const natsStatus s = js_PublishAsync(link_.js(), subject.c_str(), bytes.data(),
+                                       static_cast<int>(bytes.size()), nullptr);
+  if (s != NATS_OK)
+    throw std::runtime_error("cannot publish to " + link_.address().text + ": " + nats_error(s));
+  stats_.bytes += bytes.size();
+  stats_.events += message.events.size();
+  ++stats_.messages;
+}
+
+void NatsPublisher::flush_worker(uint32_t worker) {
+  Trace& buf = buffers_[worker];
+  if (buf.events.empty()) return;
+  buf.source = source_;
+  publish(link_.address().stream + "." + std::to_string(worker), buf);
+  buf.events.clear();
+}
+
+void NatsPublisher::add(const Trace& chunk) {
+  if (!chunk.worker_names.empty() || !chunk.operator_names.empty()) {
+    Trace names;
+    names.source = source_ = chunk.source;
+    names.worker_names = chunk.worker_names;
+    names.operator_names = chunk.operator_names;
+    publish(link_.address().stream + ".names", names);
+  }
+  for (const Event& e : chunk.events) {
+    Trace& buf = buffers_[e.worker];
+    buf.events.push_back(e);
+    if (buf.events.size() >= per_message_) flush_worker(e.worker);
+  }
+}
+
+void NatsPublisher::flush() {
+  for (auto& [worker, buf] : buffers_) flush_worker(worker);
+}
+
+void NatsPublisher::finish(double timeout_s) {
+  flush();
+  jsPubOptions po;
+  jsPubOptions_Init(&po);
+  po.MaxWait = static_cast<int64_t>(timeout_s * 1000);
+  const natsStatus s = js_PublishAsyncComplete(link_.js(), &po);
+  if (s != NATS_OK)
+    throw std::runtime_error("not every message was stored by " + link_.address().text + ": " +
+                             nats_error(s));
+  if (link_.failed() > 0)
+    throw std::runtime_error(std::to_string(link_.failed()) + " publish(es) to " +
+                             link_.address().text + " failed: " + link_.first_failure());
+}
+
+SendStats send_trace_nats(const Trace& trace, const SendOptions& o) {
+  if (o.speed != 0 || o.rate != 0 || o.repeat != 1)
+    throw std::invalid_argument("--speed, --rate and --repeat are for the TCP path, not nats://");
+  const auto start = std::chrono::steady_clock::now();
+  auto selected = [&](uint32_t w) {
+    return o.workers.empty() || std::find(o.workers.begin(), o.workers.end(), w) != o.workers.end();
+  };
+  std::vector<uint32_t> order;
+  order.reserve(trace.events.size());
+  for (uint32_t i = 0; i < trace.events.size(); ++i)
+    if (selected(trace.events[i].worker)) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](uint32_t a, uint32_t b) { return trace.events[a].ts < trace.events[b].ts; });
+  NatsPublisher pub(parse_nats_address(o.to), o.connect_timeout_s, o.batch_events);
+  Trace chunk;
+  chunk.source = trace.source;
+  for (const auto& [id, name] : trace.worker_names)
+    if (selected(id)) chunk.worker_names.emplace(id, name);
+  chunk.operator_names = trace.operator_names;
+  pub.add(chunk);  // the names first
+  chunk.worker_names.clear();
+  chunk.operator_names.clear();
+  for (size_t i = 0; i < order.size(); i += o.batch_events) {
+    const size_t j = std::min(order.size(), i + o.batch_events);
+    chunk.events.resize(j - i);
+    for (size_t k = i; k < j; ++k) chunk.events[k - i] = trace.events[order[k]];
+    pub.add(chunk);
+  }
+  pub.finish();
+  SendStats stats;
+  stats.events = pub.stats().events;
+  stats.bytes = pub.stats().bytes;
+  stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return stats;
+}
+
+}  // namespace snailtrail::serve

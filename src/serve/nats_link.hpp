@@ -1,0 +1,100 @@
+// Trace streams through a NATS JetStream broker (docs/SERVE.md, "Through NATS JetStream"):
+// the address form nats://HOST:PORT/STREAM, a connection with its JetStream context, and
+// the producer side. A message is one worker's events (or the names) as a whole .snail
+// stream (header and blocks, the bytes of the TCP ingest), on subject STREAM.<worker>
+// (names on STREAM.names), so that many events travel per message.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "serve/sender.hpp"
+#include "trace/trace.hpp"
+
+struct __natsConnection;
+struct __jsCtx;
+
+namespace snailtrail::serve {
+
+struct NatsPublishFailures;
+
+// nats://HOST:PORT/STREAM.
+struct NatsAddress {
+  std::string server;  // nats://HOST:PORT
+  std::string stream;  // letters, digits, '-' and '_'
+  std::string text;    // as given
+};
+
+bool is_nats_address(const std::string& s);
+// Throws std::invalid_argument naming what is wrong.
+NatsAddress parse_nats_address(const std::string& s);
+
+// A connection to the server and its JetStream context. Throws std::runtime_error with
+// the server's address and the client's reason when it cannot connect within
+// `connect_timeout_s` (retrying while the server is not up yet).
+class NatsLink {
+ public:
+  NatsLink(const NatsAddress& address, double connect_timeout_s);
+  ~NatsLink();
+  NatsLink(const NatsLink&) = delete;
+  NatsLink& operator=(const NatsLink&) = delete;
+  // The stream (subjects STREAM.>, file storage), created if missing; throws
+  // std::runtime_error when it can be neither found nor created (e.g. no -js).
+  void ensure_stream();
+  __natsConnection* connection() const { return nc_; }
+  __jsCtx* js() const { return js_; }
+  const NatsAddress& address() const { return address_; }
+  // The async publishes that failed so far (their acks said so, or never came).
+  uint64_t failed() const;
+  std::string first_failure() const;
+
+ private:
+  NatsAddress address_;
+  __natsConnection* nc_ = nullptr;
+  __jsCtx* js_ = nullptr;
+  std::unique_ptr<NatsPublishFailures> failures_;
+};
+
+// "STATUS: text" of the client's last error, for messages.
+std::string nats_error(int status);
+
+struct NatsSendStats {
+  uint64_t events = 0, bytes = 0, messages = 0;
+};
+
+// Publishes chunks of a live stream: each worker's events are buffered until
+// `events_per_message`, then published (acknowledged asynchronously, a bounded number in
+// flight). Names go first, on STREAM.names. Not thread-safe.
+class NatsPublisher {
+ public:
+  NatsPublisher(const NatsAddress& address, double connect_timeout_s,
+                size_t events_per_message = 4096);
+  ~NatsPublisher();
+  // Events of a chunk (each worker's in time order) and names.
+  void add(const Trace& chunk);
+  // Publishes what is buffered (without waiting for the acknowledgements).
+  void flush();
+  // Publishes what is buffered and waits until the server has stored every message;
+  // throws std::runtime_error if any publish failed.
+  void finish(double timeout_s = 30);
+  const NatsSendStats& stats() const { return stats_; }
+
+ private:
+  void publish(const std::string& subject, const Trace& message);
+  void flush_worker(uint32_t worker);
+  NatsLink link_;
+  size_t per_message_;
+  std::map<uint32_t, Trace> buffers_;
+  std::string source_;
+  NatsSendStats stats_;
+};
+
+// `send TRACE --to nats://...`: the selected workers' events in event-time order, then
+// waits until the server has stored them all. Pacing (speed, rate) and repeat are not
+// supported on this path (std::invalid_argument). Throws std::runtime_error when the
+// server is unreachable, the stream cannot be created or a publish fails.
+SendStats send_trace_nats(const Trace& trace, const SendOptions& options);
+
+}  // namespace snailtrail::serve
