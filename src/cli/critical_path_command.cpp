@@ -186,9 +186,8 @@ int run(const CriticalPathArgs& a) {
 CommandRunner add_critical_path_command(CLI::App& app) {
   auto args = std::make_shared<CriticalPathArgs>();
   // Percentiles as 99 or p99.
-  const auto strip_p = [](std::string s) {
-    if (!s.empty() && (s[0] == 'p' || s[0] == 'P')) s.erase(0, 1);
-    return s;
+  const auto strip_p = [](const std::string& s) {
+    return s.starts_with('p') || s.starts_with('P') ? s.substr(1) : s;
   };
   CLI::App* cmd = app.add_subcommand(
       "critical-path",
