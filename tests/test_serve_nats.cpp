@@ -186,9 +186,18 @@ TEST_F(ServeNats, SigkillThenRestartWritesEveryWindowOnce) {
     if (want == SIZE_MAX) std::this_thread::sleep_for(std::chrono::milliseconds(300));
     first->signal(SIGKILL);
     EXPECT_EQ(first->wait(), 128 + SIGKILL);
-    const auto partial = lines_of(testing::slurp(path("windows.jsonl")));
+    const std::string text = testing::slurp(path("windows.jsonl"));
+    const auto partial = lines_of(text);
     ASSERT_LE(partial.size(), expected.size());
-    for (size_t i = 0; i < partial.size(); ++i) ASSERT_EQ(partial[i], expected[i]) << i;
+    // Killed in the middle of a write, the last line may be torn: a prefix of its window's
+    // (the restart cuts it, below).
+    const bool torn = !text.empty() && text.back() != '\n';
+    for (size_t i = 0; i < partial.size(); ++i) {
+      if (torn && i + 1 == partial.size())
+        ASSERT_TRUE(expected[i].starts_with(partial[i])) << i << ": " << partial[i];
+      else
+        ASSERT_EQ(partial[i], expected[i]) << i;
+    }
   }
   // A crash in the middle of a line: the torn line is cut and its window written again.
   {
