@@ -14,7 +14,7 @@
 #include "process_util.hpp"
 #include "spark_log_util.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_auto_window {
 namespace {
 
 namespace fs = std::filesystem;
@@ -165,4 +165,4 @@ TEST_F(AutoWindowCli, ReportChoosesAndImportsAsAnalyzeDoes) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_auto_window

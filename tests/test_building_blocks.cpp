@@ -18,7 +18,7 @@
 #include "trace/big_vector.hpp"
 #include "trace_builder.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_building_blocks {
 namespace {
 
 // ---- radix sort -------------------------------------------------------------------------
@@ -380,4 +380,4 @@ TEST(Writers, DiagnosticsKeepEveryDigitOrRoundAsAsked) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_building_blocks

@@ -23,6 +23,8 @@
 
 #include "process_util.hpp"
 
+namespace test_cli {
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -1241,3 +1243,5 @@ TEST_F(Cli, SeedChoosesTheSinglePath) {
 }
 
 }  // namespace
+
+}  // namespace test_cli

@@ -7,7 +7,7 @@
 
 #include "process_util.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_cli_numbers {
 namespace {
 
 using testing::CommandResult;
@@ -62,4 +62,4 @@ TEST(CliNumbers, RunRate) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_cli_numbers

@@ -7,7 +7,7 @@
 #include "summary/analysis.hpp"
 #include "trace_builder.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_cp_examples {
 namespace {
 
 using testing::TraceBuilder;
@@ -247,4 +247,4 @@ TEST(CpExamples, SampledSinglePathIsUniform) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_cp_examples

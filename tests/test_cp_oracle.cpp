@@ -15,7 +15,7 @@
 #include "summary/analysis.hpp"
 #include "trace_builder.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_cp_oracle {
 namespace {
 
 struct Seg {
@@ -447,4 +447,4 @@ TEST(CpOracle, SegmentedRandomSmallTracesMatchBruteForcePerSegment) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_cp_oracle

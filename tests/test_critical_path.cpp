@@ -16,7 +16,7 @@
 #include "importers/otel/otel_importer.hpp"
 #include "requests/critical_path.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_critical_path {
 namespace {
 
 using importers::kNoSpan;
@@ -544,4 +544,4 @@ TEST(CriticalPathCli, AnalyzeDetectsTheNewFormats) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_critical_path

@@ -18,7 +18,7 @@
 #include "sanitized.hpp"
 #include "temp_file.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_cut_record_paths {
 namespace {
 
 using importers::SpanSet;
@@ -206,4 +206,4 @@ TEST(CutRecordPaths, CloseCutDocumentMatchesWholePaths) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_cut_record_paths

@@ -20,7 +20,7 @@
 #include "process_util.hpp"
 #include "serve/pump.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_diagnostic_kinds {
 namespace {
 
 namespace fs = std::filesystem;
@@ -253,4 +253,4 @@ TEST(DiagnosticKinds, EveryKindCountedOnTheFixturesIsDeclared) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_diagnostic_kinds

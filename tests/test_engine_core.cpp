@@ -10,7 +10,7 @@
 #include "sim/source_curve.hpp"
 #include "trace/make_event.hpp"
 
-namespace snailtrail::sim {
+namespace snailtrail::sim::test_engine_core {
 namespace {
 
 TEST(EngineCore, AgendaHandsEachKindToItsHandlerInTimeThenPushOrder) {
@@ -93,9 +93,9 @@ TEST(EngineCore, SourceCurveIntervalsCountWholeRecords) {
 }
 
 }  // namespace
-}  // namespace snailtrail::sim
+}  // namespace snailtrail::sim::test_engine_core
 
-namespace snailtrail {
+namespace snailtrail::test_engine_core {
 namespace {
 
 TEST(MakeEvent, LocalEventHasOnlyTheOptionalFieldsSet) {
@@ -127,4 +127,4 @@ TEST(MakeEvent, MessageEventEqualsTheFieldByFieldRecord) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_engine_core

@@ -17,6 +17,8 @@
 #include "trace/trace_io.hpp"
 #include "trace_builder.hpp"
 
+namespace test_flame {
+
 using namespace snailtrail;
 using namespace snailtrail::flame;
 
@@ -585,3 +587,5 @@ TEST_F(FlameCli, RunProfileThenFlamegraph) {
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("--profile needs --trace FILE.snail"), std::string::npos) << r.out;
 }
+
+}  // namespace test_flame

@@ -15,6 +15,8 @@
 #include "flame/import.hpp"
 #include "process_util.hpp"
 
+namespace test_flame_perf {
+
 using namespace snailtrail;
 using namespace snailtrail::flame;
 
@@ -302,3 +304,5 @@ TEST(FlameTreeSweep, PruningDropsExactlyTheNarrowFrames) {
         EXPECT_EQ(pruned.nodes[c].parent, static_cast<uint32_t>(&n - pruned.nodes.data()));
   }
 }
+
+}  // namespace test_flame_perf

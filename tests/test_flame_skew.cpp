@@ -22,6 +22,8 @@
 #include "trace/trace.hpp"
 #include "trace/trace_io.hpp"
 
+namespace test_flame_skew {
+
 using namespace snailtrail;
 
 namespace {
@@ -212,3 +214,5 @@ TEST_F(FlameSkew, CriticalRanksTheStragglersCodeFarAboveItsShareOfCpu) {
   const double attributed = std::stod(r.out.substr(at + 10));
   EXPECT_NEAR(crit.total, attributed, 1e-6 * attributed + 1);
 }
+
+}  // namespace test_flame_skew

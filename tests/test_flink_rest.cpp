@@ -21,7 +21,7 @@
 #include "scale/flink_rest.hpp"
 #include "scale/sources.hpp"
 
-namespace snailtrail::scale {
+namespace snailtrail::scale::test_flink_rest {
 namespace {
 
 const std::string kJob = "6b1af540c0c0bb3fcfcad50ac037c862";
@@ -474,4 +474,4 @@ TEST_F(FlinkManageCli, Errors) {
 }
 
 }  // namespace
-}  // namespace snailtrail::scale
+}  // namespace snailtrail::scale::test_flink_rest

@@ -11,7 +11,7 @@
 #include "summary/hints.hpp"
 #include "summary/summary.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_hints {
 namespace {
 
 using testing::CommandResult;
@@ -125,4 +125,4 @@ TEST_F(HintsCli, NoCpShowsDiagnosticsAndWhatToTry) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_hints

@@ -20,6 +20,8 @@
 #include "importers/spark/spark_importer.hpp"
 #include "summary/analysis.hpp"
 
+namespace test_import_acceptance {
+
 namespace {
 
 using namespace snailtrail;
@@ -562,3 +564,5 @@ TEST(ImportAcceptance, JaegerMalformedRecordNamesItsByteOrSpan) {
 }
 
 }  // namespace
+
+}  // namespace test_import_acceptance

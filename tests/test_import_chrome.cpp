@@ -14,7 +14,7 @@
 #include "importers/otel/otel_importer.hpp"
 #include "summary/analysis.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_import_chrome {
 namespace {
 
 const std::string kData = std::string(SNAILTRAIL_SOURCE_DIR) + "/tests/data/";
@@ -313,4 +313,4 @@ TEST(ChromeImport, DeeplyNestedDamageIsAnErrorNotAStackOverflow) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_import_chrome

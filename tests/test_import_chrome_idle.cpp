@@ -14,7 +14,7 @@
 #include "process_util.hpp"
 #include "summary/analysis.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_import_chrome_idle {
 namespace {
 
 using testing::run_binary;
@@ -179,4 +179,4 @@ TEST_F(ChromeIdleCli, DevToolsRecordingIsIdleNotUnknownAndCpOnTheBusyMainThread)
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_import_chrome_idle

@@ -17,7 +17,7 @@
 #include "process_util.hpp"
 #include "sanitized.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_import_cut {
 namespace {
 
 const std::string kData = std::string(SNAILTRAIL_SOURCE_DIR) + "/tests/data/";
@@ -309,4 +309,4 @@ TEST(CutFiles, CloseCutDocumentFindsTheLastCompleteRecord) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_import_cut

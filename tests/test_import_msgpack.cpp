@@ -23,6 +23,8 @@
 #include "summary/analysis.hpp"
 #include "trace/trace_io.hpp"
 
+namespace test_import_msgpack {
+
 namespace {
 
 using namespace snailtrail;
@@ -494,3 +496,5 @@ TEST(MsgpackImportCli, AnalyzeDetectsTheFormat) {
 }
 
 }  // namespace
+
+}  // namespace test_import_msgpack

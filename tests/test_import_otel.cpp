@@ -13,7 +13,7 @@
 #include "importers/otel/otel_importer.hpp"
 #include "summary/analysis.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_import_otel {
 namespace {
 
 const std::string kData = std::string(SNAILTRAIL_SOURCE_DIR) + "/tests/data/";
@@ -390,4 +390,4 @@ TEST(OtelImport, DetectedByContent) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_import_otel

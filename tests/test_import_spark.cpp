@@ -26,6 +26,8 @@
 #include "summary/analysis.hpp"
 #include "trace/trace_io.hpp"
 
+namespace test_import_spark {
+
 namespace {
 
 using namespace snailtrail;
@@ -713,3 +715,5 @@ TEST(SparkImportGenerated, DISABLED_WriteLargeLog) {
 }
 
 }  // namespace
+
+}  // namespace test_import_spark

@@ -23,6 +23,8 @@
 #include "spark_log_util.hpp"
 #include "trace/trace_io.hpp"
 
+namespace test_import_spark_codecs {
+
 namespace {
 
 using namespace snailtrail;
@@ -444,3 +446,5 @@ TEST(Spark1Log, JobTimesComeFromItsStagesAndAreCounted) {
 }
 
 }  // namespace
+
+}  // namespace test_import_spark_codecs

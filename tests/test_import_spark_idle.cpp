@@ -12,7 +12,7 @@
 #include "spark_log_util.hpp"
 #include "summary/analysis.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_import_spark_idle {
 namespace {
 
 using namespace testing::spark_log;
@@ -87,4 +87,4 @@ TEST(SparkIdle, DriverBetweenJobsWaits) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_import_spark_idle

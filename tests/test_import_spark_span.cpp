@@ -11,7 +11,7 @@
 #include "process_util.hpp"
 #include "spark_log_util.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_import_spark_span {
 namespace {
 
 using namespace testing::spark_log;
@@ -121,4 +121,4 @@ TEST_F(SparkSpanCli, LogWithoutEndSaysSo) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_import_spark_span

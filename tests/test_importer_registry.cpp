@@ -10,7 +10,7 @@
 #include "importers/streaming.hpp"
 #include "process_util.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_importer_registry {
 namespace {
 
 using importers::Importer;
@@ -99,4 +99,4 @@ TEST(ImporterRegistry, CommandsRegisterTheOptions) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_importer_registry

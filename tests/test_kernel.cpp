@@ -12,7 +12,7 @@
 #include "kernel_perf_text.hpp"
 #include "trace/trace.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_kernel {
 namespace {
 
 using kernel::KernelModel;
@@ -354,4 +354,4 @@ TEST(KernelModel, IntervalsAndWakers) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_kernel

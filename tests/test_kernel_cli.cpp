@@ -16,7 +16,7 @@
 #include "pag/timeline.hpp"
 #include "process_util.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_kernel_cli {
 namespace {
 
 namespace fs = std::filesystem;
@@ -174,9 +174,9 @@ TEST(KernelToTrace, ThreadsWorkersWakeupsMessages) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_kernel_cli
 
-namespace snailtrail {
+namespace snailtrail::test_kernel_cli {
 namespace {
 
 TEST(KernelSniff, PerfScriptIsRecognisedByContent) {
@@ -189,4 +189,4 @@ TEST(KernelSniff, PerfScriptIsRecognisedByContent) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_kernel_cli

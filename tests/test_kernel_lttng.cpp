@@ -20,7 +20,7 @@
 #include "kernel_sim.hpp"
 #include "trace/trace.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_kernel_lttng {
 namespace {
 
 namespace fs = std::filesystem;
@@ -314,4 +314,4 @@ TEST_F(KernelLttng, BadTracesAreClearErrors) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_kernel_lttng

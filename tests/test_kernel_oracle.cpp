@@ -20,7 +20,7 @@
 #include "kernel_perf_text.hpp"
 #include "kernel_sim.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_kernel_oracle {
 namespace {
 
 using testing::PerfStyle;
@@ -237,4 +237,4 @@ TEST(KernelOracle, PacketWaitsFollowTheSenderPointwise) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_kernel_oracle

@@ -26,7 +26,7 @@
 #include "process_util.hpp"
 #include "trace/trace.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_kernel_perf_ctf {
 namespace {
 
 namespace fs = std::filesystem;
@@ -430,4 +430,4 @@ TEST_F(KernelCtf, ShareTableLeavesOutZeroRows) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_kernel_perf_ctf

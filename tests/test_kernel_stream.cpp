@@ -19,7 +19,7 @@
 #include "kernel_sim.hpp"
 #include "trace/trace.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_kernel_stream {
 namespace {
 
 using testing::PerfStyle;
@@ -132,4 +132,4 @@ TEST(KernelStream, BadLineNamesItsLineAndOutOfOrderIsCounted) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_kernel_stream

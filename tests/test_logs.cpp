@@ -19,7 +19,7 @@
 #include "pag/timeline.hpp"
 #include "process_util.hpp"
 
-namespace snailtrail::logs {
+namespace snailtrail::logs::test_logs {
 namespace {
 
 TEST(LogFormat, MatchesLogpaiPatternsByHand) {
@@ -461,4 +461,4 @@ TEST_F(LogsCli, TemplatesJsonlHasOneObjectPerInputLineAndAnalyzeRunsOnLogs) {
 }
 
 }  // namespace
-}  // namespace snailtrail::logs
+}  // namespace snailtrail::logs::test_logs

@@ -21,7 +21,7 @@
 #include "logs/synthetic.hpp"
 #include "output/logs_writers.hpp"
 
-namespace snailtrail::logs {
+namespace snailtrail::logs::test_logs_passes {
 namespace {
 
 namespace fs = std::filesystem;
@@ -344,4 +344,4 @@ TEST(LogPassesCli, AFileAndThePipeOfItGiveTheSameFlows) {
 }
 
 }  // namespace
-}  // namespace snailtrail::logs
+}  // namespace snailtrail::logs::test_logs_passes

@@ -19,7 +19,7 @@
 #include "output/logs_writers.hpp"
 #include "process_util.hpp"
 
-namespace snailtrail::logs {
+namespace snailtrail::logs::test_logs_real {
 namespace {
 
 constexpr int64_t kS = 1'000'000'000;
@@ -400,4 +400,4 @@ TEST_F(RealLogsCli, FlowsTableSaysSampledAndShowsHumanDurations) {
 }
 
 }  // namespace
-}  // namespace snailtrail::logs
+}  // namespace snailtrail::logs::test_logs_real

@@ -17,7 +17,7 @@
 #include "logs/log_set.hpp"
 #include "logs/synthetic.hpp"
 
-namespace snailtrail::logs {
+namespace snailtrail::logs::test_logs_stream {
 namespace {
 
 // A log4j-thread log written by the test: per line, what it is and (for records) the
@@ -162,4 +162,4 @@ TEST(LogStream, FlowsOfChunkedFilesEqualFlowsOfWholeFiles) {
 }
 
 }  // namespace
-}  // namespace snailtrail::logs
+}  // namespace snailtrail::logs::test_logs_stream

@@ -13,7 +13,7 @@
 #include "logs/log_set.hpp"
 #include "logs/synthetic.hpp"
 
-namespace snailtrail::logs {
+namespace snailtrail::logs::test_logs_units {
 namespace {
 
 std::vector<std::string> values_of(std::string_view message) {
@@ -157,4 +157,4 @@ TEST(LogUnits, ProxifierEventsGroupExactly) {
 }
 
 }  // namespace
-}  // namespace snailtrail::logs
+}  // namespace snailtrail::logs::test_logs_units

@@ -12,7 +12,7 @@
 
 #include "process_util.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_megaphone_run {
 namespace {
 
 namespace fs = std::filesystem;
@@ -307,4 +307,4 @@ TEST(MegaphoneRun, BadFlagsExitTwoWithTheReason) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_megaphone_run

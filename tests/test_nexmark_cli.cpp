@@ -7,7 +7,7 @@
 
 #include "process_util.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_nexmark_cli {
 namespace {
 
 namespace fs = std::filesystem;
@@ -67,9 +67,9 @@ TEST(NexmarkCli, BadKnobsAreClearErrors) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_nexmark_cli
 
-namespace snailtrail {
+namespace snailtrail::test_nexmark_cli {
 namespace {
 
 // The Megaphone versions (`--bins`, `--migrate-at`, `--strategy`): --verify with
@@ -121,4 +121,4 @@ TEST(NexmarkCli, MegaphoneBadFlags) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_nexmark_cli

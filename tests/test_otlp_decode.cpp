@@ -11,7 +11,7 @@
 #include "requests/critical_path.hpp"
 #include "serve/otlp_traces.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_otlp_decode {
 namespace {
 
 using importers::decode_otlp_request;
@@ -305,4 +305,4 @@ TEST(OtlpTraces, BoundsCompleteTheLeastRecentTracesEarly) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_otlp_decode

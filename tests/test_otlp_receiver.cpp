@@ -17,7 +17,7 @@
 #include "serve/otlp_receiver.hpp"
 #include "temp_file.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_otlp_receiver {
 namespace {
 
 using testing::TestResource;
@@ -341,4 +341,4 @@ TEST(OtlpReceiver, ServeCommandRefusesBadOptions) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_otlp_receiver

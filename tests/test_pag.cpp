@@ -7,7 +7,7 @@
 #include "summary/analysis.hpp"
 #include "trace_builder.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_pag {
 namespace {
 
 using testing::TraceBuilder;
@@ -341,4 +341,4 @@ TEST(CpInvariant, SumsToOneOnLargerRandomTraces) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_pag

@@ -11,7 +11,7 @@
 #include "output/writers.hpp"
 #include "trace/trace_io.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_parallel {
 namespace {
 
 // Asserts that two PAGs are equal, array by array.
@@ -277,4 +277,4 @@ TEST(Parallel, WindowPipelineStopsAtTheFirstFailure) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_parallel

@@ -16,7 +16,7 @@
 #include "kernel_perf_text.hpp"
 #include "process_util.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_printable_names {
 namespace {
 
 using testing::PerfStyle;
@@ -208,4 +208,4 @@ TEST_F(PrintableNames, LogsTablesShowTemplatesAndIdsPrintable) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_printable_names

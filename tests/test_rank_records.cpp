@@ -11,7 +11,7 @@
 #include "cli/analyze_ranks.hpp"
 #include "trace/byte_wire.hpp"
 
-namespace snailtrail::cli {
+namespace snailtrail::cli::test_rank_records {
 namespace {
 
 RenderedWindow window(size_t index, int64_t start, uint64_t empty_run, std::string text) {
@@ -154,4 +154,4 @@ TEST(ByteWire, LengthsAreCheckedBeforeAnyAllocation) {
 }
 
 }  // namespace
-}  // namespace snailtrail::cli
+}  // namespace snailtrail::cli::test_rank_records

@@ -14,7 +14,7 @@
 #include "report/report.hpp"
 #include "trace_builder.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_report {
 namespace {
 
 using report::ReportBuilder;
@@ -469,4 +469,4 @@ TEST(ReportCli, ErrorsExitWithTheDocumentedCodes) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_report

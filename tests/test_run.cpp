@@ -21,7 +21,7 @@
 #include "sim_test_util.hpp"
 #include "trace/trace_io.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_run {
 namespace {
 
 namespace fs = std::filesystem;
@@ -439,4 +439,4 @@ TEST(RunCommand, LatencyPerRecordSamplesEveryNthRecordFromItsIntendedTime) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_run

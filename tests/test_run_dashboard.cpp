@@ -20,6 +20,8 @@
 
 #include "process_util.hpp"
 
+namespace test_run_dashboard {
+
 namespace {
 
 using snailtrail::testing::Process;
@@ -211,3 +213,5 @@ TEST_F(RunDashboardTest, BadAddressAndReferenceAreRefused) {
 }
 
 }  // namespace
+
+}  // namespace test_run_dashboard

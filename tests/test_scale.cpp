@@ -31,7 +31,7 @@
 #include "trace/trace.hpp"
 #include "trace/trace_io.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_scale {
 namespace {
 
 using namespace scale;
@@ -1036,4 +1036,4 @@ TEST(ScaleCli, ManageFollowsAMetricsDirectory) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_scale

@@ -17,7 +17,7 @@
 #include "sim/scenario.hpp"
 #include "sim/truth.hpp"
 
-namespace snailtrail::scale {
+namespace snailtrail::scale::test_scale_acceptance {
 namespace {
 
 constexpr int64_t kSec = 1'000'000'000;
@@ -328,4 +328,4 @@ TEST(ScaleSkew, ManageDiagnoseReportsTheStragglerInTableAndJson) {
 }
 
 }  // namespace
-}  // namespace snailtrail::scale
+}  // namespace snailtrail::scale::test_scale_acceptance

@@ -28,7 +28,7 @@
 #include "sim/scenario.hpp"
 #include "sim/truth.hpp"
 
-namespace snailtrail::scale {
+namespace snailtrail::scale::test_scale_ds2_parity {
 namespace {
 
 namespace fs = std::filesystem;
@@ -502,4 +502,4 @@ TEST(ScaleBacklog, ManageJsonCarriesTheBacklogAndTheWarning) {
 }
 
 }  // namespace
-}  // namespace snailtrail::scale
+}  // namespace snailtrail::scale::test_scale_ds2_parity

@@ -13,7 +13,7 @@
 #include "scale/simulation.hpp"
 #include "sim/scenario.hpp"
 
-namespace snailtrail::scale {
+namespace snailtrail::scale::test_scale_loop {
 namespace {
 
 Topology two_ops(const std::string& second) {
@@ -175,4 +175,4 @@ TEST(ScaleLoop, SimulatorSourceIsRunControlled) {
 }
 
 }  // namespace
-}  // namespace snailtrail::scale
+}  // namespace snailtrail::scale::test_scale_loop

@@ -16,7 +16,7 @@
 
 #include "process_util.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_scale_manage_files {
 namespace {
 
 namespace fs = std::filesystem;
@@ -153,4 +153,4 @@ TEST(ScaleManageFiles, DifferencesAreOptInAndSaid) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_scale_manage_files

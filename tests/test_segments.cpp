@@ -14,7 +14,7 @@
 #include "summary/analysis.hpp"
 #include "trace_builder.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_segments {
 namespace {
 
 // Complete slice `name` of pid 1, thread `tid`, [ts, ts + dur] in microseconds.
@@ -263,4 +263,4 @@ TEST(Segments, ChromeEnvelopeAndTracingMetadataSlicesAreSkipped) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_segments

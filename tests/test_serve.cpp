@@ -38,7 +38,7 @@
 #include "summary/analysis.hpp"
 #include "trace/trace_io.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_serve {
 namespace {
 
 Event local(uint32_t w, int64_t ts, ActivityType a, EventKind k, uint32_t op = kNone) {
@@ -557,12 +557,12 @@ TEST(LiveAnalyzer, ActivitiesOpenAtShutdownAreReported) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_serve
 
 // ---------------------------------------------------------------------------------------------
 // The serve and send commands, as processes talking TCP and HTTP on loopback.
 
-namespace snailtrail {
+namespace snailtrail::test_serve {
 namespace {
 
 namespace fs = std::filesystem;
@@ -1435,4 +1435,4 @@ TEST_F(ServeCli, UsageErrors) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_serve

@@ -24,7 +24,7 @@
 #include "trace/trace_io.hpp"
 #include "trace/trace_io_detail.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_serve_limits {
 namespace {
 
 namespace fs = std::filesystem;
@@ -584,4 +584,4 @@ TEST_F(ServeLimits, HttpAnswersWhateverSlowAndIdleClientsDo) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_serve_limits

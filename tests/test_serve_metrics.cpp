@@ -16,7 +16,7 @@
 #include "process_util.hpp"
 #include "serve/serve_state.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_serve_metrics {
 namespace {
 
 using testing::Process;
@@ -156,4 +156,4 @@ TEST(PrometheusLabel, ValuesAreValidUtf8) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_serve_metrics

@@ -24,7 +24,7 @@
 #include "sim_test_util.hpp"
 #include "trace/trace_io.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_serve_nats {
 namespace {
 
 namespace fs = std::filesystem;
@@ -310,4 +310,4 @@ TEST_F(WindowResume, ALastLineThatIsNoWindowIsRefusedWithItsOffset) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_serve_nats

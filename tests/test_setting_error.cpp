@@ -15,6 +15,8 @@
 #include "sim/scenario.hpp"
 #include "trace/setting_error.hpp"
 
+namespace test_setting_error {
+
 namespace {
 
 using namespace snailtrail;
@@ -117,3 +119,5 @@ TEST(SettingError, TheBinaryPrintsFlagsAndExitsByClass) {
 }
 
 }  // namespace
+
+}  // namespace test_setting_error

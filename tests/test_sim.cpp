@@ -16,7 +16,7 @@
 #include "sim_test_util.hpp"
 #include "trace/trace_io.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_sim {
 namespace {
 
 using testing::simulate_example;
@@ -591,4 +591,4 @@ TEST(SimTruth, JsonHasTheDocumentedSchema) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_sim

@@ -6,7 +6,7 @@
 
 #include "sim_test_util.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_sim_usecases {
 namespace {
 
 using testing::analyze_sums;
@@ -173,9 +173,9 @@ TEST(SimMicroBatch, DriverSchedulingCpIsAtLeastTwiceItsConventionalShare) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_sim_usecases
 
-namespace snailtrail {
+namespace snailtrail::test_sim_usecases {
 namespace {
 
 // The whole run's verdict (summary/verdict.hpp decide_run_verdict) over 1 s windows,
@@ -243,4 +243,4 @@ TEST(SimRunVerdict, NamesThePlantedCauseForTheWholeRun) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_sim_usecases

@@ -8,7 +8,7 @@
 
 #include "importers/otel/otel_importer.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_span_kind_names {
 namespace {
 
 using importers::SpanKind;
@@ -67,4 +67,4 @@ TEST(SpanKindNames, ReadersTakeTheirFormatsSpelling) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_span_kind_names

@@ -18,7 +18,7 @@
 #include "sanitized.hpp"
 #include "temp_file.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_span_stream {
 namespace {
 
 using importers::SpanSet;
@@ -734,4 +734,4 @@ TEST(FoldedStacks, PercentileBuckets) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_span_stream

@@ -8,7 +8,7 @@
 #include "trace/stream_decoder.hpp"
 #include "trace/trace_io.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_stream_decoder {
 namespace {
 
 std::span<const uint8_t> bytes_of(const std::string& s) {
@@ -169,4 +169,4 @@ TEST(StreamDecoder, RandomBytesNeverThrow) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_stream_decoder

@@ -24,7 +24,7 @@
 #include "trace/trace_io_detail.hpp"
 #include "trace/trace_writer.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_streamed {
 namespace {
 
 namespace fs = std::filesystem;
@@ -961,4 +961,4 @@ TEST(SplitWindowsByEvents, EqualWeightsOnEvenDensityAreEqualShares) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_streamed

@@ -16,7 +16,7 @@
 #include "summary/analysis.hpp"
 #include "trace_builder.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_summary {
 namespace {
 
 using testing::TraceBuilder;
@@ -413,4 +413,4 @@ TEST(TableOutput, LongRealisticNamesFit80ColumnsWithPaddingBeforeBars) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_summary

@@ -8,7 +8,7 @@
 #include "output/writers.hpp"
 #include "summary/summary_wire.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_summary_wire {
 namespace {
 
 WindowSummary full_summary() {
@@ -122,4 +122,4 @@ TEST(SummaryWire, AHugeLengthIsAnErrorNotAnAllocation) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_summary_wire

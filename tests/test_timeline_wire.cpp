@@ -8,7 +8,7 @@
 
 #include "report/timeline_wire.hpp"
 
-namespace snailtrail::report {
+namespace snailtrail::report::test_timeline_wire {
 namespace {
 
 Timeline sample_timeline() {
@@ -70,4 +70,4 @@ TEST(TimelineWire, CutOrHugeCountsAreErrors) {
 }
 
 }  // namespace
-}  // namespace snailtrail::report
+}  // namespace snailtrail::report::test_timeline_wire

@@ -16,7 +16,7 @@
 
 #include "trace/trace_io.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_trace_io {
 namespace {
 
 using ::testing::HasSubstr;
@@ -918,4 +918,4 @@ TEST(TraceIoFiles, StdinDash) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_trace_io

@@ -19,7 +19,7 @@
 #include "trace/little_endian.hpp"
 #include "trace/random.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_util {
 namespace {
 
 std::string esc(std::string_view s, const JsonEscape& style) {
@@ -244,4 +244,4 @@ TEST(Kernel, TracepointNamesPerTracer) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_util

@@ -12,7 +12,7 @@
 #include "summary/verdict.hpp"
 #include "trace/trace_io.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_verdict {
 namespace {
 
 using testing::CommandResult;
@@ -381,9 +381,9 @@ TEST(Verdict, Rules) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_verdict
 
-namespace snailtrail {
+namespace snailtrail::test_verdict {
 namespace {
 
 // Every verdict kind's sentence, written out by hand (the texts before they became one
@@ -461,4 +461,4 @@ TEST(VerdictText, EveryKindAgainstHandWrittenSentences) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_verdict

@@ -16,7 +16,7 @@
 #include "summary/verdict.hpp"
 #include "trace/wait_cause.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_verdict_kernel {
 namespace {
 
 using testing::PerfStyle;
@@ -250,4 +250,4 @@ TEST(WaitCause, PseudoWorkerIsNoStraggler) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_verdict_kernel

@@ -16,7 +16,7 @@
 #include "summary/summary.hpp"
 #include "summary/verdict.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_verdict_rules {
 namespace {
 
 using testing::CommandResult;
@@ -348,4 +348,4 @@ TEST_F(VerdictInputs, ProfilerCaptureNamesTheHeavyOp) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_verdict_rules

@@ -12,7 +12,7 @@
 
 #include "process_util.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_verdict_suite {
 namespace {
 
 using testing::CommandResult;
@@ -132,4 +132,4 @@ TEST_F(VerdictSuite, BuiltInRuntimeJobs) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_verdict_suite

@@ -13,7 +13,7 @@
 #include "trace_builder.hpp"
 #include "what_if_util.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_what_if {
 namespace {
 
 using testing::analyze_whole;
@@ -387,4 +387,4 @@ TEST_F(WhatIfCli, NamesThePlantedStragglerInJsonlAndTable) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_what_if

@@ -11,7 +11,7 @@
 #include "trace_builder.hpp"
 #include "what_if_util.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_what_if_segments {
 namespace {
 
 using testing::analyze_whole;
@@ -120,4 +120,4 @@ TEST(WhatIfSegments, OperatorRowsMeasureTheirTasks) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_what_if_segments

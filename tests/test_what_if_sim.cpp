@@ -15,7 +15,7 @@
 #include "sim/simulator.hpp"
 #include "summary/analysis.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_what_if_sim {
 namespace {
 
 constexpr int64_t kSecond = 1'000'000'000;
@@ -232,4 +232,4 @@ TEST(SimSpeedUp, RejectsUnknownTargetsAndFactors) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_what_if_sim

@@ -9,7 +9,7 @@
 #include "summary/analysis.hpp"
 #include "trace_builder.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_window_pieces {
 namespace {
 
 using testing::TraceBuilder;
@@ -118,4 +118,4 @@ TEST(WindowPieces, CutsInPiecesGiveTheWholePlan) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_window_pieces

@@ -32,7 +32,7 @@
 #include "trace/trace_io.hpp"
 #include "trace_builder.hpp"
 
-namespace snailtrail {
+namespace snailtrail::test_writers {
 namespace {
 
 constexpr std::string_view kEllipsis = "…";
@@ -924,4 +924,4 @@ TEST(WriterTable, WhatIfTablesOfTheExamplesAndTestTracesFit79Columns) {
 }
 
 }  // namespace
-}  // namespace snailtrail
+}  // namespace snailtrail::test_writers
