@@ -368,14 +368,15 @@ TEST_F(ServeNats, BrokerKilledMidStreamLosesAndDoublesNothing) {
   restart_mid_stream(SIGKILL);
 }
 
-// A slow consumer: serve stopped (SIGSTOP) for longer than its ack wait, so JetStream
-// delivers the messages it holds unacknowledged again; they are skipped by their stream
-// sequence. Oracle: analyze's windows, line for line; the redeliveries are counted.
+// A slow consumer: serve stopped (SIGSTOP) for longer than its ack wait while a paced
+// producer publishes, so JetStream delivers the messages it holds unacknowledged again;
+// they are skipped by their stream sequence. Oracle: analyze's windows, line for line
+// (serve stopped with SIGTERM, then a --drain run closes the last windows); the
+// redeliveries are counted.
 TEST_F(ServeNats, StoppedConsumerPastItsAckWaitSkipsRedeliveries) {
   start_nats();
   const fs::path trace = simulated(600'000'000, 17);
   const auto expected = analyze_lines(trace);
-  send(trace, "TR");
   std::vector<std::string> args = {"serve",
                                    "--nats",
                                    url("TR"),
@@ -387,15 +388,22 @@ TEST_F(ServeNats, StoppedConsumerPastItsAckWaitSkipsRedeliveries) {
                                    path("windows.jsonl").string(),
                                    "--nats-ack-wait",
                                    "0.5",
-                                   "--drain"};
+                                   "--idle-timeout",
+                                   "120s"};
   Process reader(args, path("slow.out"), path("slow.err"));
-  ASSERT_TRUE(wait_lines("windows.jsonl", 10)) << reader.err();
+  auto producer = start_send(trace, "TR", "send", {"--rate", std::to_string(events_ * 2 / 3)});
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
   reader.signal(SIGSTOP);
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   reader.signal(SIGCONT);
+  ASSERT_EQ(producer->wait(), 0) << producer->err();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  reader.signal(SIGTERM);
   ASSERT_EQ(reader.wait(), 0) << reader.err();
-  EXPECT_EQ(lines_of(testing::slurp(path("windows.jsonl"))), expected);
   EXPECT_GT(number_before(reader.err(), "delivered again"), 0) << reader.err();
+  auto last = serve("TR", "slow", "windows.jsonl", {"--drain"});
+  ASSERT_EQ(last->wait(), 0) << last->err();
+  EXPECT_EQ(lines_of(testing::slurp(path("windows.jsonl"))), expected);
 }
 
 // A producer killed mid-stream (SIGKILL) and a new one with --resume: it publishes only

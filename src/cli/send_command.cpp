@@ -97,7 +97,7 @@ CommandRunner add_send_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--resume", args->resume,
                 "nats:// only: publish what the stream does not hold yet of this trace (after a "
-                "send that failed or was killed; same trace, --workers and pacing)");
+                "send that failed or was killed; same trace, --workers, --rate and --speed)");
   cmd->add_flag("--quiet,-q", args->quiet, "Print nothing when done");
   return [cmd, args]() {
     if (!*cmd) return -1;

@@ -308,7 +308,10 @@ namespace {
 // The id prefix of a send: the same trace sent with the same batch size and pacing mode
 // is cut into the same messages.
 std::string send_identity(const Trace& trace, const SendOptions& o) {
-  uint64_t h = mix(mix(0xcbf29ce484222325ULL, o.batch_events), o.speed > 0 || o.rate > 0);
+  uint64_t speed = 0, rate = 0;  // the pacing cuts the chunks (send_trace_nats)
+  std::memcpy(&speed, &o.speed, sizeof speed);
+  std::memcpy(&rate, &o.rate, sizeof rate);
+  uint64_t h = mix(mix(mix(0xcbf29ce484222325ULL, o.batch_events), speed), rate);
   for (const Event& e : trace.events) {
     uint64_t words[sizeof(Event) / 8];
     static_assert(sizeof(Event) % 8 == 0);
@@ -346,11 +349,20 @@ SendStats send_trace_nats(const Trace& trace, const SendOptions& o) {
     chunk.worker_names.clear();
     chunk.operator_names.clear();
     const int64_t t0 = order.empty() ? 0 : trace.events[order.front()].ts;
-    for (size_t i = 0; i < order.size(); i += o.batch_events) {
-      const size_t j = std::min(order.size(), i + o.batch_events);
-      if (paced)  // the chunk leaves when its last event is due, as on TCP
-        std::this_thread::sleep_until(
-            send_due(o, start, trace.events[order[j - 1]].ts - t0, j - 1));
+    auto due = [&](size_t k) { return send_due(o, start, trace.events[order[k]].ts - t0, k); };
+    for (size_t i = 0, j = 0; i < order.size(); i = j) {
+      // Paced, a chunk holds the events due within 50 ms of its first (at most a batch), and
+      // leaves when its last is due, as on TCP. The cut depends on the options only.
+      j = std::min(order.size(), i + o.batch_events);
+      if (paced) {
+        const auto limit = due(i) + std::chrono::milliseconds(50);
+        for (size_t k = i + 1; k < j; ++k)
+          if (due(k) > limit) {
+            j = k;
+            break;
+          }
+        std::this_thread::sleep_until(due(j - 1));
+      }
       chunk.events.resize(j - i);
       for (size_t k = i; k < j; ++k) chunk.events[k - i] = trace.events[order[k]];
       pub.add(chunk);
