@@ -556,6 +556,88 @@ TEST(LiveAnalyzer, ActivitiesOpenAtShutdownAreReported) {
       << got.back().json;
 }
 
+// The index a window line (or an empty_windows record, by its first window) starts with.
+uint64_t line_index(const std::string& line) {
+  for (const char* key : {"{\"window\":{\"index\":", "{\"empty_windows\":{\"first_index\":"})
+    if (line.rfind(key, 0) == 0) return std::stoull(line.substr(std::strlen(key)));
+  ADD_FAILURE() << "not a window line: " << line;
+  return 0;
+}
+
+// serve --shard I/N: shard I emits exactly the windows of the unsharded analyzer whose
+// index is I mod N, equal byte for byte (their late-event diagnostics included), and
+// analyzes no other window. Oracle: the unsharded LiveAnalyzer (itself checked against
+// the batch analysis above).
+TEST(LiveAnalyzer, ShardsEmitTheirWindowsOnlyAndAnalyzeNoOther) {
+  std::mt19937_64 rng(20261129);
+  uint64_t skipped = 0;
+  for (int round = 0; round < 60; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    const int64_t max_delay = 60'000;
+    const Trace trace = random_trace(rng, max_delay, round % 2 == 1);
+    LiveOptions lo;
+    lo.window_ns = std::uniform_int_distribution<int64_t>(20'000, 300'000)(rng);
+    lo.lateness_ns = max_delay + 1;
+    lo.pag.gap_threshold_ns = 100'000;
+    LiveStats all_stats;
+    const uint64_t seed = rng();
+    std::mt19937_64 feed(seed);
+    const auto all = live_windows(trace, lo, feed, &all_stats);
+    const uint32_t n = 2 + static_cast<uint32_t>(round % 3);
+    std::vector<std::string> merged;
+    uint64_t analyzed = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+      LiveOptions shard = lo;
+      shard.shard_index = i;
+      shard.shard_count = n;
+      LiveStats stats;
+      std::mt19937_64 shard_feed(seed + 1 + i);  // another interleaving: same windows
+      const auto got = live_windows(trace, shard, shard_feed, &stats);
+      for (const std::string& line : got) EXPECT_EQ(line_index(line) % n, i) << line;
+      merged.insert(merged.end(), got.begin(), got.end());
+      EXPECT_EQ(stats.windows + stats.skipped_windows, all_stats.windows);
+      analyzed += stats.windows;
+      skipped += stats.skipped_windows;
+    }
+    EXPECT_EQ(analyzed, all_stats.windows);  // each window analyzed by one shard
+    std::sort(merged.begin(), merged.end(), [](const std::string& a, const std::string& b) {
+      return line_index(a) < line_index(b);
+    });
+    ASSERT_EQ(merged, all);
+  }
+  EXPECT_GT(skipped, 500u);
+}
+
+// Late events go into the diagnostics of the next window, also when that window is
+// another shard's: shard 0 of 2 must not carry them on into its next one.
+TEST(LiveAnalyzer, LateEventsOfAnotherShardsWindowStayThere) {
+  auto run = [](uint32_t index, uint32_t count) {
+    LiveOptions lo;
+    lo.window_ns = 1000;
+    lo.lateness_ns = 0;
+    lo.shard_index = index;
+    lo.shard_count = count;
+    std::vector<std::string> got;
+    LiveAnalyzer live(lo, [&](LiveWindow& w) { got.push_back(w.json); });
+    for (uint32_t w : {1u, 2u}) {
+      live.add(local(w, 0, ActivityType::processing, EventKind::start));
+      live.add(local(w, 5000, ActivityType::processing, EventKind::end));
+      live.add(local(w, 5001, ActivityType::processing, EventKind::start));
+    }
+    live.advance();                                                      // windows 0 to 4
+    live.add(local(2, 10, ActivityType::scheduling, EventKind::start));  // late: window 5's
+    for (uint32_t w : {1u, 2u}) live.add(local(w, 7000, ActivityType::processing, EventKind::end));
+    live.finish();
+    return got;
+  };
+  const auto all = run(0, 1);
+  ASSERT_EQ(all.size(), 7u);
+  ASSERT_NE(all[5].find("\"late_events\":1"), std::string::npos) << all[5];
+  EXPECT_EQ(all[6].find("late_events"), std::string::npos) << all[6];
+  EXPECT_EQ(run(0, 2), (std::vector<std::string>{all[0], all[2], all[4], all[6]}));
+  EXPECT_EQ(run(1, 2), (std::vector<std::string>{all[1], all[3], all[5]}));
+}
+
 }  // namespace
 }  // namespace snailtrail::test_serve
 

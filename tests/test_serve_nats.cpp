@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -93,9 +94,10 @@ class ServeNats : public testing::TempDirTest {
     TempDirTest::TearDown();
   }
 
-  // nats-server on a free loopback port (with JetStream unless `jetstream` is false).
-  void start_nats(bool jetstream = true) {
-    port_ = free_port();
+  // nats-server on a free loopback port (with JetStream unless `jetstream` is false); with
+  // `same_port`, on the port and the store of the previous one (a restart).
+  void start_nats(bool jetstream = true, bool same_port = false) {
+    if (!same_port) port_ = free_port();
     ASSERT_GT(port_, 0);
     std::vector<std::string> args = {binary_, "-a", "127.0.0.1", "-p", std::to_string(port_)};
     if (jetstream) args.insert(args.end(), {"-js", "-sd", path("store").string()});
@@ -106,7 +108,7 @@ class ServeNats : public testing::TempDirTest {
     posix_spawn_file_actions_init(&actions);
     const std::string log = path("nats-server.log").string();
     posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+                                     O_WRONLY | O_CREAT | O_APPEND, 0644);
     posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
     ASSERT_EQ(posix_spawn(&nats_pid_, argv[0], &actions, nullptr, argv.data(), environ), 0);
     posix_spawn_file_actions_destroy(&actions);
@@ -116,13 +118,49 @@ class ServeNats : public testing::TempDirTest {
     ASSERT_TRUE(accepts(port_)) << testing::slurp(path("nats-server.log"));
   }
 
+  // Stops nats-server (SIGTERM: a clean shutdown; SIGKILL: a crash) and starts it again
+  // on the same port with the same store.
+  void restart_nats(int sig) {
+    ASSERT_GT(nats_pid_, 0);
+    ::kill(nats_pid_, sig);
+    int status = 0;
+    ::waitpid(nats_pid_, &status, 0);
+    nats_pid_ = -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // clients notice
+    start_nats(true, /*same_port=*/true);
+  }
+
+  size_t lines_in(const std::string& file) const {
+    return lines_of(testing::slurp(path(file))).size();
+  }
+
+  // Polls until `file` has at least `n` lines (false after `timeout_s`).
+  bool wait_lines(const std::string& file, size_t n, double timeout_s = 30) const {
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    while (lines_in(file) < n)
+      if (std::chrono::steady_clock::now() >= deadline)
+        return false;
+      else
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    return true;
+  }
+
+  std::unique_ptr<Process> start_send(const fs::path& trace, const std::string& stream,
+                                      const std::string& name, std::vector<std::string> more) {
+    std::vector<std::string> args = {"send", trace.string(), "--to", url(stream)};
+    args.insert(args.end(), more.begin(), more.end());
+    return std::make_unique<Process>(args, path(name + ".out"), path(name + ".err"));
+  }
+
   std::string url(const std::string& stream) const {
     return "nats://127.0.0.1:" + std::to_string(port_) + "/" + stream;
   }
 
-  fs::path simulated(int64_t duration_ns, uint64_t seed) const {
+  fs::path simulated(int64_t duration_ns, uint64_t seed) {
     const sim::SimResult sim = testing::simulate_example("wordcount-skew-30", duration_ns, seed);
     write_trace(sim.trace, path("trace.snail").string());
+    events_ = sim.trace.events.size();
     return path("trace.snail");
   }
 
@@ -150,7 +188,10 @@ class ServeNats : public testing::TempDirTest {
     return std::make_unique<Process>(args, path(durable + ".out"), path(durable + ".err"));
   }
 
+  void restart_mid_stream(int sig);
+
   std::string binary_;
+  size_t events_ = 0;  // of the last simulated trace
   pid_t nats_pid_ = -1;
   int port_ = -1;
 };
@@ -275,6 +316,152 @@ TEST_F(ServeNats, UnreachableOrNoJetStreamIsAClearError) {
   r = testing::run_binary("send " + path("trace.snail").string() + " --to " + url("TR"), 20);
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.out.find("start nats-server with -js"), std::string::npos) << r.out;
+}
+
+// A number printed before `label` in `text` (e.g. "12 delivered again"), or -1.
+long long number_before(const std::string& text, const std::string& label) {
+  const size_t at = text.find(" " + label);
+  if (at == std::string::npos) return -1;
+  size_t from = at;
+  while (from > 0 && std::isdigit(static_cast<unsigned char>(text[from - 1]))) --from;
+  return from < at ? std::stoll(text.substr(from, at - from)) : -1;
+}
+
+// nats-server stopped and started again (same port, same store) while `send` publishes
+// and `serve` reads: send either finishes or fails saying to resume (it never reconnects
+// on its own: what the client would buffer meanwhile could be stored out of order), and a
+// `send --resume` then publishes the rest; serve reconnects and goes on. Oracle: analyze
+// of the trace, line for line.
+void ServeNats::restart_mid_stream(int sig) {
+  start_nats();
+  const fs::path trace = simulated(600'000'000, 13);
+  const auto expected = analyze_lines(trace);
+  ASSERT_GT(expected.size(), 300u);
+  // Paced over about 1.5 s, so that the restart falls in the middle of both.
+  const std::vector<std::string> pace = {"--rate", std::to_string(events_ * 2 / 3)};
+  auto reader = serve("TR", "live", "windows.jsonl", {"--idle-timeout", "120s"});
+  auto producer = start_send(trace, "TR", "send1", pace);
+  ASSERT_TRUE(wait_lines("windows.jsonl", 20)) << reader->err();
+  const size_t before = lines_in("windows.jsonl");
+  restart_nats(sig);
+  if (producer->wait() != 0) {  // a clear error, then the rest
+    EXPECT_NE(producer->err().find("run the same send again with --resume"), std::string::npos)
+        << producer->err();
+    auto resumed = start_send(trace, "TR", "send2", {pace[0], pace[1], "--resume"});
+    ASSERT_EQ(resumed->wait(), 0) << resumed->err();
+  }
+  // serve came back on its own: it writes windows after the restart.
+  EXPECT_TRUE(wait_lines("windows.jsonl", std::max(before + 50, expected.size() / 2)))
+      << reader->err();
+  reader->signal(SIGTERM);  // the open windows are left to the next run
+  EXPECT_EQ(reader->wait(), 0) << reader->err();
+  auto last = serve("TR", "live", "windows.jsonl", {"--drain"});
+  ASSERT_EQ(last->wait(), 0) << last->err();
+  EXPECT_EQ(lines_of(testing::slurp(path("windows.jsonl"))), expected);
+}
+
+TEST_F(ServeNats, BrokerStoppedMidStreamLosesAndDoublesNothing) {
+  restart_mid_stream(SIGTERM);
+}
+
+TEST_F(ServeNats, BrokerKilledMidStreamLosesAndDoublesNothing) {
+  restart_mid_stream(SIGKILL);
+}
+
+// A slow consumer: serve stopped (SIGSTOP) for longer than its ack wait while a paced
+// producer publishes, so JetStream delivers the messages it holds unacknowledged again;
+// they are skipped by their stream sequence. Oracle: analyze's windows, line for line
+// (serve stopped with SIGTERM, then a --drain run closes the last windows); the
+// redeliveries are counted.
+TEST_F(ServeNats, StoppedConsumerPastItsAckWaitSkipsRedeliveries) {
+  start_nats();
+  const fs::path trace = simulated(600'000'000, 17);
+  const auto expected = analyze_lines(trace);
+  std::vector<std::string> args = {"serve",
+                                   "--nats",
+                                   url("TR"),
+                                   "--durable",
+                                   "slow",
+                                   "--window",
+                                   "1ms",
+                                   "--out",
+                                   path("windows.jsonl").string(),
+                                   "--nats-ack-wait",
+                                   "0.5",
+                                   "--idle-timeout",
+                                   "120s"};
+  Process reader(args, path("slow.out"), path("slow.err"));
+  auto producer = start_send(trace, "TR", "send", {"--rate", std::to_string(events_ * 2 / 3)});
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  reader.signal(SIGSTOP);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  reader.signal(SIGCONT);
+  ASSERT_EQ(producer->wait(), 0) << producer->err();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  reader.signal(SIGTERM);
+  ASSERT_EQ(reader.wait(), 0) << reader.err();
+  EXPECT_GT(number_before(reader.err(), "delivered again"), 0) << reader.err();
+  auto last = serve("TR", "slow", "windows.jsonl", {"--drain"});
+  ASSERT_EQ(last->wait(), 0) << last->err();
+  EXPECT_EQ(lines_of(testing::slurp(path("windows.jsonl"))), expected);
+}
+
+// A producer killed mid-stream (SIGKILL) and a new one with --resume: it publishes only
+// what the stream does not hold (per worker, after the last message stored under the
+// trace's id), and serve's windows equal analyze's: nothing lost, nothing doubled (a
+// doubled event would be older than its worker's previous one: dropped and counted in
+// the window's diagnostics, which analyze's lines do not have).
+TEST_F(ServeNats, KilledProducerResumedByANewOne) {
+  start_nats();
+  const fs::path trace = simulated(600'000'000, 19);
+  const auto expected = analyze_lines(trace);
+  const std::vector<std::string> pace = {"--rate", std::to_string(events_)};  // about 1 s
+  auto first = start_send(trace, "TR", "send1", pace);
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  first->signal(SIGKILL);
+  ASSERT_EQ(first->wait(), 128 + SIGKILL);
+  auto second = start_send(trace, "TR", "send2", {pace[0], pace[1], "--resume"});
+  ASSERT_EQ(second->wait(), 0) << second->err();
+  const long long skipped = number_before(second->err(), "events were stored already");
+  EXPECT_GT(skipped, 0) << second->err();
+  EXPECT_LT(skipped, static_cast<long long>(events_)) << second->err();
+  auto reader = serve("TR", "r", "windows.jsonl", {"--drain"});
+  ASSERT_EQ(reader->wait(), 0) << reader->err();
+  EXPECT_EQ(lines_of(testing::slurp(path("windows.jsonl"))), expected);
+}
+
+// The same trace sent twice (no --resume) within the stream's duplicate window: the
+// server recognizes every message by its id and stores nothing twice.
+TEST_F(ServeNats, SameTraceSentTwiceIsStoredOnce) {
+  start_nats();
+  const fs::path trace = simulated(300'000'000, 23);
+  const auto expected = analyze_lines(trace);
+  send(trace, "TR");
+  send(trace, "TR");
+  auto reader = serve("TR", "r", "windows.jsonl", {"--drain"});
+  ASSERT_EQ(reader->wait(), 0) << reader->err();
+  EXPECT_EQ(lines_of(testing::slurp(path("windows.jsonl"))), expected);
+}
+
+// --resume on a stream that holds the whole trace publishes nothing; --resume over TCP
+// and --repeat over NATS are refused.
+TEST_F(ServeNats, ResumeOfACompleteSendPublishesNothing) {
+  start_nats();
+  const fs::path trace = simulated(100'000'000, 29);
+  send(trace, "TR");
+  auto again = start_send(trace, "TR", "again", {"--resume"});
+  ASSERT_EQ(again->wait(), 0) << again->err();
+  EXPECT_EQ(number_before(again->err(), "events were stored already"),
+            static_cast<long long>(events_))
+      << again->err();
+  EXPECT_NE(again->err().find("sent 0 events"), std::string::npos) << again->err();
+  testing::CommandResult r =
+      testing::run_binary("send " + trace.string() + " --to 127.0.0.1:1 --resume", 20);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("--resume applies to nats://"), std::string::npos) << r.out;
+  r = testing::run_binary("send " + trace.string() + " --to " + url("TR") + " --repeat 2", 20);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("--repeat is for the TCP path"), std::string::npos) << r.out;
 }
 
 // resume_window_output against hand-written files.

@@ -64,6 +64,7 @@ CommandRunner add_send_command(CLI::App& app) {
     bool quiet = false;
     uint64_t repeat = 1;
     double connect_timeout = 5;
+    bool resume = false;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
@@ -94,6 +95,9 @@ CommandRunner add_send_command(CLI::App& app) {
                   "Seconds to retry while the server is not up yet")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  cmd->add_flag("--resume", args->resume,
+                "nats:// only: publish what the stream does not hold yet of this trace (after a "
+                "send that failed or was killed; same trace, --workers, --rate and --speed)");
   cmd->add_flag("--quiet,-q", args->quiet, "Print nothing when done");
   return [cmd, args]() {
     if (!*cmd) return -1;
@@ -105,14 +109,16 @@ CommandRunner add_send_command(CLI::App& app) {
     o.jsonl = args->format == "jsonl";
     o.repeat = args->repeat;
     o.connect_timeout_s = args->connect_timeout;
+    o.resume = args->resume;
     const Trace trace = importers::import_trace(args->trace, args->importer);
     cli::warn_if_cut(trace);
     const serve::SendStats s = serve::is_nats_address(o.to) ? serve::send_trace_nats(trace, o)
                                                             : serve::send_trace(trace, o);
     if (!args->quiet)
-      fmt::print(stderr, "sent {} events ({} bytes) to {} in {:.3f} s ({:.0f} events/s)\n",
+      fmt::print(stderr, "sent {} events ({} bytes) to {} in {:.3f} s ({:.0f} events/s){}\n",
                  s.events, s.bytes, o.to, s.seconds,
-                 s.seconds > 0 ? static_cast<double>(s.events) / s.seconds : 0.0);
+                 s.seconds > 0 ? static_cast<double>(s.events) / s.seconds : 0.0,
+                 o.resume ? fmt::format("; {} events were stored already", s.skipped_events) : "");
     return 0;
   };
 }

@@ -38,6 +38,7 @@ struct ServeArgs {
   std::string nats, durable, shard = "0/1";
   bool drain = false;
   double nats_timeout = 5;
+  double nats_ack_wait = 300;
   // The OTLP/HTTP receiver.
   std::string otlp;
   std::string otlp_max_body = "16MiB";
@@ -136,10 +137,15 @@ void add_source_options(CLI::App* cmd, ServeArgs& a) {
                   "Read a JetStream stream nats://HOST:PORT/STREAM (docs/SERVE.md); --out is "
                   "appended, its windows are not written again after a restart");
   cmd->add_option("--durable", a.durable, "Durable consumer name of --nats (one per shard)");
-  cmd->add_option("--shard", a.shard, "Write only the windows whose index is I mod N")
+  cmd->add_option("--shard", a.shard, "Analyze and write only the windows whose index is I mod N")
       ->capture_default_str();
   cmd->add_option("--nats-timeout", a.nats_timeout, "Seconds to retry connecting to --nats")
       ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--nats-ack-wait", a.nats_ack_wait,
+                  "Seconds before JetStream delivers an unacknowledged message again (it is "
+                  "skipped; acknowledged once its windows are written)")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_flag("--drain", a.drain, "--nats: stop once everything stored so far is analyzed");
   cmd->add_option(
@@ -251,6 +257,7 @@ serve::ServeOptions to_serve_options(const ServeArgs& a, const CLI::App& cmd) {
   o.nats.durable = a.durable;
   o.nats.drain = a.drain;
   o.nats.connect_timeout_s = a.nats_timeout;
+  o.nats.ack_wait_s = a.nats_ack_wait;
   if (a.nats.empty() && (!a.durable.empty() || a.drain))
     throw std::invalid_argument("--durable and --drain apply to --nats");
   unsigned i = 0, n = 0;

@@ -121,6 +121,7 @@ struct IngestCounters {
   std::atomic<uint64_t> nats_ack_pending{0};  // read, not acknowledged yet
   std::atomic<uint64_t> nats_acked_seq{0};    // stream sequence of the last acknowledgement
   std::atomic<uint64_t> nats_redelivered{0};  // read again after the ack wait, skipped
+  std::atomic<uint64_t> nats_gap_fetched{0};  // fetched by sequence to close a gap
 };
 
 // Limits of the TCP ingestion (docs/SERVE.md, "Robustness").

@@ -31,6 +31,8 @@ LiveAnalyzer::LiveAnalyzer(const LiveOptions& options, std::function<void(LiveWi
     : options_(options), on_window_(std::move(on_window)), pag_(options.pag) {
   if (options_.window_ns <= 0) throw std::invalid_argument("the window width must be positive");
   if (options_.lateness_ns < 0) throw std::invalid_argument("the lateness must not be negative");
+  if (options_.shard_count == 0 || options_.shard_index >= options_.shard_count)
+    throw std::invalid_argument("the shard must be I/N with I < N");
 }
 
 int64_t LiveAnalyzer::closed_until() const {
@@ -143,7 +145,7 @@ void LiveAnalyzer::emit_run() {
   run.json.assign(buf.data(), buf.size());
   stats_.empty_windows += run.summary.window.empty_run;
   ++stats_.empty_runs;
-  on_window_(run);
+  if (mine(run.summary.index)) on_window_(run);
 }
 
 // An analyzed window: the stream's problems since the previous window go into its
@@ -165,6 +167,13 @@ void LiveAnalyzer::emit_window(const WindowView& view, const Names& names) {
   on_window_(out);
 }
 
+// Another shard's window: its stream problems went into its diagnostics there.
+void LiveAnalyzer::skip_window() {
+  late_since_last_window_ = out_of_order_since_last_window_ = 0;
+  jumps_since_last_window_ = 0;
+  ++stats_.skipped_windows;
+}
+
 // Emits windows [next_k_, k_end); returns how many (runs of windows without events count
 // their windows). The windows are cut and planned as a .snail file read block by block
 // is (cut_windows), and analyzed one after the other on this thread by the shared window
@@ -176,14 +185,16 @@ size_t LiveAnalyzer::close(int64_t k_end, bool last_closed_end) {
   AnalysisOptions options;
   options.pag = options_.pag;
   options.summary = options_.summary;
-  analyze_windows(cut.pag, cut.windows, static_cast<size_t>(next_k_ - k0_), options,
-                  [&](const WindowView& view) {
-                    // Runs are merged across calls and emitted before the next window
-                    // with events (or at the end), as analyze writes them.
-                    if (runs_.absorb(view.summary)) return;
-                    emit_run();
-                    emit_window(view, names);
-                  });
+  analyze_windows(
+      cut.pag, cut.windows, static_cast<size_t>(next_k_ - k0_), options,
+      [&](const WindowView& view) {
+        // Runs are merged across calls and emitted before the next window
+        // with events (or at the end), as analyze writes them.
+        if (runs_.absorb(view.summary)) return;
+        emit_run();
+        view.skipped ? skip_window() : emit_window(view, names);
+      },
+      [&](size_t index) { return mine(index); });
   if (last_closed_end) emit_run();
   const size_t n = static_cast<size_t>(k_end - next_k_);
   next_k_ = k_end;

@@ -27,16 +27,24 @@ struct LiveOptions {
   int64_t max_jump_ns = 0;
   SummaryOptions summary;
   SummarySelection selection;
+  // serve --shard I/N: only windows whose index is I mod N are analyzed and emitted (a run
+  // of windows without events by its first index); the others are still cut from the
+  // stream (a window needs what came before) but cost no snapshot, CP or summary.
+  uint32_t shard_index = 0, shard_count = 1;
+  // serve --nats after a restart: the windows up to this index are in --out already; they
+  // are skipped the same way.
+  int64_t written_through = -1;
 };
 
 struct LiveStats {
-  uint64_t events = 0;         // accepted
-  uint64_t late_events = 0;    // before the start of the first open window: dropped
-  uint64_t out_of_order = 0;   // older than the worker's previous event: dropped
-  uint64_t windows = 0;        // emitted (analyzed)
-  uint64_t time_jumps = 0;     // more than max_jump_ns ahead of the latest event: dropped
-  uint64_t empty_windows = 0;  // in runs of windows without events (not analyzed)
-  uint64_t empty_runs = 0;     // `empty_windows` records emitted
+  uint64_t events = 0;           // accepted
+  uint64_t late_events = 0;      // before the start of the first open window: dropped
+  uint64_t out_of_order = 0;     // older than the worker's previous event: dropped
+  uint64_t windows = 0;          // emitted (analyzed)
+  uint64_t skipped_windows = 0;  // other shards' windows with events: not analyzed
+  uint64_t time_jumps = 0;       // more than max_jump_ns ahead of the latest event: dropped
+  uint64_t empty_windows = 0;    // in runs of windows without events (not analyzed)
+  uint64_t empty_runs = 0;       // `empty_windows` records emitted
   uint64_t unterminated_at_shutdown = 0;  // activities still open at finish()
 };
 
@@ -85,6 +93,11 @@ class LiveAnalyzer {
   size_t close(int64_t k_end, bool last_closed_end);
   void emit_run();  // the pending run of windows without events, if any
   void emit_window(const WindowView& view, const Names& names);
+  void skip_window();
+  bool mine(uint64_t index) const {
+    return static_cast<int64_t>(index) > options_.written_through &&
+           index % options_.shard_count == options_.shard_index;
+  }
 
   LiveOptions options_;
   std::function<void(LiveWindow&)> on_window_;

@@ -139,6 +139,10 @@ void input_metrics(MetricText& m, const IngestCounters& c, size_t budget) {
   m.counter("snailtrail_nats_redelivered_total",
             "JetStream messages delivered again after the ack wait, skipped.",
             c.nats_redelivered.load());
+  m.counter("snailtrail_nats_gap_fetched_total",
+            "JetStream messages fetched by stream sequence to close a gap in the consumer's "
+            "delivery (lost in flight when the server restarted).",
+            c.nats_gap_fetched.load());
 }
 
 // HTTP clients, the analysis queue and the retained PAG.

@@ -2,9 +2,12 @@
 
 #include <nats/nats.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cstring>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -66,12 +69,13 @@ void on_publish_error(jsCtx*, jsPubAckErr* pae, void* closure) {
 
 }  // namespace
 
-NatsLink::NatsLink(const NatsAddress& address, double connect_timeout_s)
+NatsLink::NatsLink(const NatsAddress& address, double connect_timeout_s, bool reconnect)
     : address_(address), failures_(std::make_unique<NatsPublishFailures>()) {
   natsOptions* opts = nullptr;
   natsStatus s = natsOptions_Create(&opts);
   if (s == NATS_OK) s = natsOptions_SetURL(opts, address_.server.c_str());
   if (s == NATS_OK) s = natsOptions_SetTimeout(opts, 1000);
+  if (s == NATS_OK) s = natsOptions_SetAllowReconnect(opts, reconnect);
   if (s != NATS_OK) {
     natsOptions_Destroy(opts);
     throw std::runtime_error("NATS client: " + nats_error(s));
@@ -132,6 +136,10 @@ void NatsLink::ensure_stream() {
     cfg.SubjectsLen = 1;
     cfg.Storage = js_FileStorage;
     s = js_AddStream(&si, js_, &cfg, nullptr, &code);
+    // Another producer or consumer may have created it meanwhile.
+    if (s != NATS_OK &&
+        js_GetStreamInfo(&si, js_, address_.stream.c_str(), nullptr, &code) == NATS_OK)
+      s = NATS_OK;
     if (s == NATS_OK) {
       jsStreamInfo_Destroy(si);
       return;
@@ -145,22 +153,85 @@ void NatsLink::ensure_stream() {
 }
 
 NatsPublisher::NatsPublisher(const NatsAddress& address, double connect_timeout_s,
-                             size_t events_per_message)
-    : link_(address, connect_timeout_s), per_message_(std::max<size_t>(events_per_message, 1)) {
+                             size_t events_per_message, NatsIdentity identity)
+    // Without reconnecting: what the client would buffer during a reconnect could be
+    // stored before messages lost in flight, out of order; a lost connection fails the
+    // producer instead, and a new one resumes (NatsIdentity).
+    : link_(address, connect_timeout_s, /*reconnect=*/identity.prefix.empty()),
+      per_message_(std::max<size_t>(events_per_message, 1)),
+      identity_(std::move(identity)) {
   link_.ensure_stream();
 }
 
 NatsPublisher::~NatsPublisher() = default;
 
-void NatsPublisher::publish(const std::string& subject, const Trace& message) {
+void NatsPublisher::lost(const std::string& what, int status) const {
+  throw std::runtime_error(what + " " + link_.address().text + ": " + nats_error(status) +
+                           (natsConnection_IsClosed(link_.connection())
+                                ? " (the connection to the server was lost)"
+                                : ""));
+}
+
+namespace {
+
+// FNV-1a over 64-bit words.
+uint64_t mix(uint64_t h, uint64_t x) {
+  return (h ^ x) * 0x100000001b3ULL;
+}
+
+uint64_t hash_bytes(const std::string& bytes) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : bytes) h = mix(h, c);
+  return h;
+}
+
+// The index i of a message id "PREFIX.W.i", 0 if it is not one of PREFIX's.
+uint64_t id_index(const char* id, const std::string& prefix, const std::string& worker) {
+  const std::string head = prefix + "." + worker + ".";
+  if (!id || std::strncmp(id, head.c_str(), head.size()) != 0) return 0;
+  char* end = nullptr;
+  const unsigned long long i = std::strtoull(id + head.size(), &end, 10);
+  return end && *end == '\0' ? i : 0;
+}
+
+}  // namespace
+
+// Resume: the index of the last message of `worker` stored under our prefix, else 0.
+uint64_t NatsPublisher::stored_until(const std::string& worker) {
+  const std::string subject = link_.address().stream + "." + worker;
+  natsMsg* m = nullptr;
+  jsErrCode code = static_cast<jsErrCode>(0);
+  const natsStatus s = js_GetLastMsg(&m, link_.js(), link_.address().stream.c_str(),
+                                     subject.c_str(), nullptr, &code);
+  if (s == NATS_NOT_FOUND) return 0;
+  if (s != NATS_OK) lost("cannot read what is stored on " + subject + " of", s);
+  const char* id = nullptr;
+  uint64_t i = 0;
+  if (natsMsgHeader_Get(m, "Nats-Msg-Id", &id) == NATS_OK)
+    i = id_index(id, identity_.prefix, worker);
+  natsMsg_Destroy(m);
+  return i;
+}
+
+void NatsPublisher::publish(const std::string& subject, const Trace& message,
+                            const std::string& id) {
   SnailWriteOptions w;
   w.version = 1;  // a stream without index, as on the TCP ingest
   w.events_per_block = static_cast<uint32_t>(per_message_);
   const std::string bytes = to_snail(message, w);
-  const natsStatus s = js_PublishAsync(link_.js(), subject.c_str(), bytes.data(),
-                                       static_cast<int>(bytes.size()), nullptr);
-  if (s != NATS_OK)
-    throw std::runtime_error("cannot publish to " + link_.address().text + ": " + nats_error(s));
+  jsPubOptions po;
+  jsPubOptions_Init(&po);
+  if (!id.empty()) po.MsgId = id.c_str();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  natsStatus s = NATS_OK;
+  // With the most publishes in flight, a publish waits for acknowledgements and times out
+  // after a while: a slow server, not a failure (unless the connection is gone).
+  do {
+    s = js_PublishAsync(link_.js(), subject.c_str(), bytes.data(), static_cast<int>(bytes.size()),
+                        &po);
+  } while (s == NATS_TIMEOUT && !natsConnection_IsClosed(link_.connection()) &&
+           std::chrono::steady_clock::now() < deadline);
+  if (s != NATS_OK) lost("cannot publish to", s);
   stats_.bytes += bytes.size();
   stats_.events += message.events.size();
   ++stats_.messages;
@@ -169,8 +240,21 @@ void NatsPublisher::publish(const std::string& subject, const Trace& message) {
 void NatsPublisher::flush_worker(uint32_t worker) {
   Trace& buf = buffers_[worker];
   if (buf.events.empty()) return;
+  const uint64_t index = ++published_[worker];
+  std::string id;
+  if (!identity_.prefix.empty()) {
+    const std::string w = std::to_string(worker);
+    if (identity_.resume && !stored_.count(worker)) stored_[worker] = stored_until(w);
+    if (identity_.resume && index <= stored_[worker]) {
+      stats_.skipped_events += buf.events.size();
+      ++stats_.skipped_messages;
+      buf.events.clear();
+      return;
+    }
+    id = identity_.prefix + "." + w + "." + std::to_string(index);
+  }
   buf.source = source_;
-  publish(link_.address().stream + "." + std::to_string(worker), buf);
+  publish(link_.address().stream + "." + std::to_string(worker), buf, id);
   buf.events.clear();
 }
 
@@ -180,7 +264,12 @@ void NatsPublisher::add(const Trace& chunk) {
     names.source = source_ = chunk.source;
     names.worker_names = chunk.worker_names;
     names.operator_names = chunk.operator_names;
-    publish(link_.address().stream + ".names", names);
+    // The names of each producer's workers (several producers of one trace differ).
+    const std::string id =
+        identity_.prefix.empty()
+            ? ""
+            : fmt::format("{}.names.{:016x}", identity_.prefix, hash_bytes(to_snail(names)));
+    publish(link_.address().stream + ".names", names, id);
   }
   for (const Event& e : chunk.events) {
     Trace& buf = buffers_[e.worker];
@@ -197,19 +286,46 @@ void NatsPublisher::finish(double timeout_s) {
   flush();
   jsPubOptions po;
   jsPubOptions_Init(&po);
-  po.MaxWait = static_cast<int64_t>(timeout_s * 1000);
-  const natsStatus s = js_PublishAsyncComplete(link_.js(), &po);
-  if (s != NATS_OK)
-    throw std::runtime_error("not every message was stored by " + link_.address().text + ": " +
-                             nats_error(s));
+  po.MaxWait = 100;
+  // Waited for in short steps, so that a lost connection fails at once.
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(std::max(timeout_s, 0.0));
+  natsStatus s = NATS_OK;
+  for (;;) {
+    s = js_PublishAsyncComplete(link_.js(), &po);
+    if (s != NATS_TIMEOUT || natsConnection_IsClosed(link_.connection()) ||
+        std::chrono::steady_clock::now() >= deadline)
+      break;
+  }
+  if (s != NATS_OK) lost("not every message was stored by", s);
   if (link_.failed() > 0)
     throw std::runtime_error(std::to_string(link_.failed()) + " publish(es) to " +
                              link_.address().text + " failed: " + link_.first_failure());
 }
 
+namespace {
+
+// The id prefix of a send: the same trace sent with the same batch size and pacing mode
+// is cut into the same messages.
+std::string send_identity(const Trace& trace, const SendOptions& o) {
+  uint64_t speed = 0, rate = 0;  // the pacing cuts the chunks (send_trace_nats)
+  std::memcpy(&speed, &o.speed, sizeof speed);
+  std::memcpy(&rate, &o.rate, sizeof rate);
+  uint64_t h = mix(mix(mix(0xcbf29ce484222325ULL, o.batch_events), speed), rate);
+  for (const Event& e : trace.events) {
+    uint64_t words[sizeof(Event) / 8];
+    static_assert(sizeof(Event) % 8 == 0);
+    std::memcpy(words, &e, sizeof(Event));
+    for (uint64_t x : words) h = mix(h, x);
+  }
+  return fmt::format("st{:016x}", h);
+}
+
+}  // namespace
+
 SendStats send_trace_nats(const Trace& trace, const SendOptions& o) {
-  if (o.speed != 0 || o.rate != 0 || o.repeat != 1)
-    throw std::invalid_argument("--speed, --rate and --repeat are for the TCP path, not nats://");
+  if (o.repeat != 1) throw std::invalid_argument("--repeat is for the TCP path, not nats://");
+  if (o.speed < 0 || o.rate < 0) throw std::invalid_argument("speed and rate must be positive");
   const auto start = std::chrono::steady_clock::now();
   auto selected = [&](uint32_t w) {
     return o.workers.empty() || std::find(o.workers.begin(), o.workers.end(), w) != o.workers.end();
@@ -220,25 +336,49 @@ SendStats send_trace_nats(const Trace& trace, const SendOptions& o) {
     if (selected(trace.events[i].worker)) order.push_back(i);
   std::stable_sort(order.begin(), order.end(),
                    [&](uint32_t a, uint32_t b) { return trace.events[a].ts < trace.events[b].ts; });
-  NatsPublisher pub(parse_nats_address(o.to), o.connect_timeout_s, o.batch_events);
-  Trace chunk;
-  chunk.source = trace.source;
-  for (const auto& [id, name] : trace.worker_names)
-    if (selected(id)) chunk.worker_names.emplace(id, name);
-  chunk.operator_names = trace.operator_names;
-  pub.add(chunk);  // the names first
-  chunk.worker_names.clear();
-  chunk.operator_names.clear();
-  for (size_t i = 0; i < order.size(); i += o.batch_events) {
-    const size_t j = std::min(order.size(), i + o.batch_events);
-    chunk.events.resize(j - i);
-    for (size_t k = i; k < j; ++k) chunk.events[k - i] = trace.events[order[k]];
-    pub.add(chunk);
+  const bool paced = o.speed > 0 || o.rate > 0;
+  NatsPublisher pub(parse_nats_address(o.to), o.connect_timeout_s, o.batch_events,
+                    NatsIdentity{send_identity(trace, o), o.resume});
+  try {
+    Trace chunk;
+    chunk.source = trace.source;
+    for (const auto& [id, name] : trace.worker_names)
+      if (selected(id)) chunk.worker_names.emplace(id, name);
+    chunk.operator_names = trace.operator_names;
+    pub.add(chunk);  // the names first
+    chunk.worker_names.clear();
+    chunk.operator_names.clear();
+    const int64_t t0 = order.empty() ? 0 : trace.events[order.front()].ts;
+    auto due = [&](size_t k) { return send_due(o, start, trace.events[order[k]].ts - t0, k); };
+    for (size_t i = 0, j = 0; i < order.size(); i = j) {
+      // Paced, a chunk holds the events due within 50 ms of its first (at most a batch), and
+      // leaves when its last is due, as on TCP. The cut depends on the options only.
+      j = std::min(order.size(), i + o.batch_events);
+      if (paced) {
+        const auto limit = due(i) + std::chrono::milliseconds(50);
+        for (size_t k = i + 1; k < j; ++k)
+          if (due(k) > limit) {
+            j = k;
+            break;
+          }
+        std::this_thread::sleep_until(due(j - 1));
+      }
+      chunk.events.resize(j - i);
+      for (size_t k = i; k < j; ++k) chunk.events[k - i] = trace.events[order[k]];
+      pub.add(chunk);
+      if (paced) pub.flush();  // each chunk's events leave now (one message per worker)
+    }
+    pub.finish();
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(
+        std::string(e.what()) + "; " + std::to_string(pub.stats().messages) +
+        " message(s) published, not all of them stored: run the same send again with --resume "
+        "to publish the rest (nothing is stored twice)");
   }
-  pub.finish();
   SendStats stats;
   stats.events = pub.stats().events;
   stats.bytes = pub.stats().bytes;
+  stats.skipped_events = pub.stats().skipped_events;
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return stats;
 }

@@ -33,10 +33,12 @@ NatsAddress parse_nats_address(const std::string& s);
 
 // A connection to the server and its JetStream context. Throws std::runtime_error with
 // the server's address and the client's reason when it cannot connect within
-// `connect_timeout_s` (retrying while the server is not up yet).
+// `connect_timeout_s` (retrying while the server is not up yet). With `reconnect`, a
+// connection lost later is re-established by the client (which buffers what is
+// published meanwhile); without, it stays closed and everything fails at once.
 class NatsLink {
  public:
-  NatsLink(const NatsAddress& address, double connect_timeout_s);
+  NatsLink(const NatsAddress& address, double connect_timeout_s, bool reconnect = true);
   ~NatsLink();
   NatsLink(const NatsLink&) = delete;
   NatsLink& operator=(const NatsLink&) = delete;
@@ -62,6 +64,17 @@ std::string nats_error(int status);
 
 struct NatsSendStats {
   uint64_t events = 0, bytes = 0, messages = 0;
+  uint64_t skipped_events = 0, skipped_messages = 0;  // --resume: stored already
+};
+
+// What makes a producer's messages recognizable when it is run again (`send`): message i
+// of worker W carries the JetStream message id (Nats-Msg-Id) "PREFIX.W.i", the names
+// "PREFIX.names.HASH". The server drops a message whose id it stored within the
+// stream's duplicate window (2 minutes by default), and `resume` skips, for each worker,
+// the messages up to the last one stored on its subject under the same prefix.
+struct NatsIdentity {
+  std::string prefix;  // empty: no ids (run --trace-to)
+  bool resume = false;
 };
 
 // Publishes chunks of a live stream: each worker's events are buffered until
@@ -70,7 +83,7 @@ struct NatsSendStats {
 class NatsPublisher {
  public:
   NatsPublisher(const NatsAddress& address, double connect_timeout_s,
-                size_t events_per_message = 4096);
+                size_t events_per_message = 4096, NatsIdentity identity = {});
   ~NatsPublisher();
   // Events of a chunk (each worker's in time order) and names.
   void add(const Trace& chunk);
@@ -82,19 +95,27 @@ class NatsPublisher {
   const NatsSendStats& stats() const { return stats_; }
 
  private:
-  void publish(const std::string& subject, const Trace& message);
+  void publish(const std::string& subject, const Trace& message, const std::string& id);
   void flush_worker(uint32_t worker);
+  uint64_t stored_until(const std::string& subject);
+  [[noreturn]] void lost(const std::string& what, int status) const;
   NatsLink link_;
   size_t per_message_;
+  NatsIdentity identity_;
   std::map<uint32_t, Trace> buffers_;
+  std::map<uint32_t, uint64_t> published_;  // messages per worker so far, stored or skipped
+  std::map<uint32_t, uint64_t> stored_;     // resume: the last one stored per worker
   std::string source_;
   NatsSendStats stats_;
 };
 
-// `send TRACE --to nats://...`: the selected workers' events in event-time order, then
-// waits until the server has stored them all. Pacing (speed, rate) and repeat are not
-// supported on this path (std::invalid_argument). Throws std::runtime_error when the
-// server is unreachable, the stream cannot be created or a publish fails.
+// `send TRACE --to nats://...`: the selected workers' events in event-time order (paced by
+// speed and rate as on TCP), then waits until the server has stored them all. Repeat is
+// not supported on this path (std::invalid_argument). Messages carry ids (NatsIdentity:
+// PREFIX is a hash of the trace, batch size and pacing); `options.resume` skips what the
+// stream holds already. Throws std::runtime_error when the server is unreachable, the
+// stream cannot be created, a publish fails or the connection is lost (saying to run
+// again with --resume).
 SendStats send_trace_nats(const Trace& trace, const SendOptions& options);
 
 }  // namespace snailtrail::serve

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "serve/pump.hpp"
 #include "trace/stream_decoder.hpp"
 
 namespace snailtrail::serve {
@@ -20,10 +21,6 @@ namespace {
 // events, so one per request costs little.
 constexpr int kFetchBatch = 1;
 constexpr int64_t kFetchWaitMs = 200;  // a pull request's wait when nothing is stored
-// Unacknowledged messages are sent again after this long; the consumer skips them by
-// their stream sequence, so a window held back for longer costs bandwidth, not output.
-constexpr int64_t kAckWaitNs = 300'000'000'000;
-
 }  // namespace
 
 NatsSource::NatsSource(const NatsSourceOptions& options, NatsProgress& progress,
@@ -54,7 +51,9 @@ NatsSource::NatsSource(const NatsSourceOptions& options, NatsProgress& progress,
   so.Config.Durable = options_.durable.c_str();
   so.Config.DeliverPolicy = js_DeliverAll;
   so.Config.AckPolicy = js_AckAll;
-  so.Config.AckWait = kAckWaitNs;
+  if (!(options_.ack_wait_s > 0) || options_.ack_wait_s > 1e9)
+    throw std::invalid_argument("--nats-ack-wait must be positive");
+  so.Config.AckWait = static_cast<int64_t>(options_.ack_wait_s * 1e9);
   so.Config.MaxAckPending = -1;  // held until windows close: no bound, or reading stalls
   const std::string subjects = stream + ".>";
   s = js_PullSubscribe(&sub_, link_.js(), subjects.c_str(), options_.durable.c_str(), nullptr, &so,
@@ -62,6 +61,13 @@ NatsSource::NatsSource(const NatsSourceOptions& options, NatsProgress& progress,
   if (s != NATS_OK)
     throw std::runtime_error("cannot create the consumer \"" + options_.durable + "\" on " +
                              options_.address + ": " + nats_error(s));
+  // Messages are taken in stream order from the first one stored: a message the consumer
+  // skips (see fill_gap) is noticed by its sequence.
+  jsStreamInfo* si = nullptr;
+  if (js_GetStreamInfo(&si, link_.js(), stream.c_str(), nullptr, &code) == NATS_OK) {
+    if (si->State.FirstSeq > 0) last_seq_ = si->State.FirstSeq - 1;
+    jsStreamInfo_Destroy(si);
+  }
   if (log_)
     fmt::print(stderr, "snailtrail serve: reading {} through the durable consumer {}\n",
                options_.address, options_.durable);
@@ -71,55 +77,61 @@ NatsSource::~NatsSource() {
   natsSubscription_Destroy(sub_);
 }
 
-// Decodes one message (a whole .snail stream) into a batch.
-void NatsSource::take(void* raw, BatchQueue& queue) {
-  IngestCounters& counters = counters_;
-  natsMsg* msg = static_cast<natsMsg*>(raw);
-  jsMsgMetaData* meta = nullptr;
-  if (natsMsg_GetMetaData(&meta, msg) != NATS_OK) return;  // not a JetStream message
-  const uint64_t seq = meta->Sequence.Stream;
-  counters_.nats_pending = meta->NumPending;
-  jsMsgMetaData_Destroy(meta);
-  if (seq <= last_seq_) {
-    ++counters_.nats_redelivered;
-    return;
-  }
+// Decodes one message (a whole .snail stream: `n` bytes at `data`) into a batch.
+void NatsSource::take(uint64_t seq, const char* subject, const char* data, int n, const char* reply,
+                      BatchQueue& queue) {
   last_seq_ = seq;
   ++counters_.nats_messages;
-  const auto* data = reinterpret_cast<const uint8_t*>(natsMsg_GetData(msg));
-  const auto n = static_cast<size_t>(natsMsg_GetDataLength(msg));
-  const std::string name =
-      fmt::format("{} message {} ({})", options_.address, seq, natsMsg_GetSubject(msg));
+  const std::string name = fmt::format("{} message {} ({})", options_.address, seq, subject);
   StreamDecoder decoder(name);
   Trace decoded;
-  decoder.feed(std::span<const uint8_t>(data, n), decoded);
+  const auto bytes = static_cast<size_t>(std::max(n, 0));
+  decoder.feed(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(data), bytes), decoded);
   decoder.finish(decoded);
   const StreamStats& st = decoder.stats();
-  counters.bytes += n;
-  counters.bad_blocks += st.bad_blocks;
-  counters.bad_lines += st.bad_lines;
-  counters.truncated += st.truncated;
+  counters_.bytes += bytes;
+  counters_.bad_blocks += st.bad_blocks;
+  counters_.bad_lines += st.bad_lines;
+  counters_.truncated += st.truncated;
   if (decoder.broken() || !st.first_error.empty()) {
-    ++counters.broken_streams;
+    ++counters_.broken_streams;
     if (log_)
       fmt::print(stderr, "snailtrail serve: {}: {}\n", name,
                  decoder.broken() ? decoder.broken_reason() : st.first_error);
   }
   int64_t max_ts = INT64_MIN;
   for (const Event& e : decoded.events) max_ts = std::max(max_ts, e.ts);
-  const char* reply = natsMsg_GetReply(msg);
   unacked_.push_back({seq, max_ts, reply ? reply : ""});
   counters_.nats_ack_pending = unacked_.size();
-  if (decoded.events.empty() && decoded.worker_names.empty() && decoded.operator_names.empty())
-    return;
-  Batch batch;
-  batch.first = first_;
-  first_ = false;
-  batch.events.assign(decoded.events.begin(), decoded.events.end());
-  counters.events += batch.events.size();
-  batch.names.worker_names.swap(decoded.worker_names);
-  batch.names.operator_names.swap(decoded.operator_names);
-  queue.push(std::move(batch));
+  queue_decoded(decoded, first_, queue, counters_);
+}
+
+// Takes the messages after the last one taken and before `until` by their stream
+// sequence. The consumer skips messages it delivered that never arrived (in flight when
+// the server stopped) until its ack wait ends; events must be taken in order, so they
+// are fetched directly. False when the server cannot be asked now.
+bool NatsSource::fill_gap(uint64_t until, BatchQueue& queue) {
+  const std::string& stream = link_.address().stream;
+  while (last_seq_ + 1 < until) {
+    const uint64_t seq = last_seq_ + 1;
+    natsMsg* m = nullptr;
+    jsErrCode code = static_cast<jsErrCode>(0);
+    const natsStatus s = js_GetMsg(&m, link_.js(), stream.c_str(), seq, nullptr, &code);
+    if (s == NATS_NOT_FOUND) {
+      // Removed from the stream (its limits, or deleted) before it was read: logged.
+      if (log_)
+        fmt::print(stderr, "snailtrail serve: {} message {} is no longer in the stream; skipped\n",
+                   options_.address, seq);
+      ++counters_.broken_streams;
+      last_seq_ = seq;
+      continue;
+    }
+    if (s != NATS_OK) return false;
+    ++counters_.nats_gap_fetched;
+    take(seq, natsMsg_GetSubject(m), natsMsg_GetData(m), natsMsg_GetDataLength(m), nullptr, queue);
+    natsMsg_Destroy(m);
+  }
+  return true;
 }
 
 void NatsSource::acknowledge() {
@@ -137,17 +149,24 @@ void NatsSource::acknowledge() {
   if (written == INT64_MAX) natsConnection_FlushTimeout(link_.connection(), 2000);
 }
 
-// Nothing stored is left for this consumer (its pending count on the server is 0).
-bool NatsSource::all_read() {
+// Everything stored was taken: the consumer has nothing left to deliver, and what it
+// delivered without arriving (see fill_gap) is fetched by sequence.
+bool NatsSource::all_read(BatchQueue& queue) {
+  const std::string& stream = link_.address().stream;
   jsConsumerInfo* ci = nullptr;
   jsErrCode code = static_cast<jsErrCode>(0);
-  if (js_GetConsumerInfo(&ci, link_.js(), link_.address().stream.c_str(), options_.durable.c_str(),
-                         nullptr, &code) != NATS_OK)
+  if (js_GetConsumerInfo(&ci, link_.js(), stream.c_str(), options_.durable.c_str(), nullptr,
+                         &code) != NATS_OK)
     return false;
-  const bool done = ci->NumPending == 0;
-  counters_.nats_pending = ci->NumPending;
+  const uint64_t pending = ci->NumPending;
+  counters_.nats_pending = pending;
   jsConsumerInfo_Destroy(ci);
-  return done;
+  if (pending > 0) return false;
+  jsStreamInfo* si = nullptr;
+  if (js_GetStreamInfo(&si, link_.js(), stream.c_str(), nullptr, &code) != NATS_OK) return false;
+  const uint64_t last = si->State.LastSeq;
+  jsStreamInfo_Destroy(si);
+  return fill_gap(last + 1, queue) && last_seq_ >= last;
 }
 
 void NatsSource::run(BatchQueue& queue, const std::atomic<bool>& stop) {
@@ -158,10 +177,25 @@ void NatsSource::run(BatchQueue& queue, const std::atomic<bool>& stop) {
     const natsStatus s = natsSubscription_Fetch(&list, sub_, kFetchBatch, kFetchWaitMs, &code);
     if (s == NATS_OK) {
       reported = false;
-      for (int i = 0; i < list.Count; ++i) take(list.Msgs[i], queue);
+      for (int i = 0; i < list.Count; ++i) {
+        natsMsg* msg = list.Msgs[i];
+        jsMsgMetaData* meta = nullptr;
+        if (natsMsg_GetMetaData(&meta, msg) != NATS_OK) continue;  // not a JetStream message
+        const uint64_t seq = meta->Sequence.Stream;
+        counters_.nats_pending = meta->NumPending;
+        jsMsgMetaData_Destroy(meta);
+        if (seq <= last_seq_) {
+          ++counters_.nats_redelivered;  // after the ack wait, or fetched by sequence
+          continue;
+        }
+        // A gap: taken by sequence first; if that fails now, this message comes again.
+        if (seq > last_seq_ + 1 && !fill_gap(seq, queue)) continue;
+        take(seq, natsMsg_GetSubject(msg), natsMsg_GetData(msg), natsMsg_GetDataLength(msg),
+             natsMsg_GetReply(msg), queue);
+      }
       natsMsgList_Destroy(&list);
     } else if (s == NATS_TIMEOUT) {
-      if (options_.drain && all_read()) {
+      if (all_read(queue) && options_.drain) {
         progress_.drained = true;
         break;
       }

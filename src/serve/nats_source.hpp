@@ -23,6 +23,9 @@ struct NatsSourceOptions {
   std::string durable;  // consumer name
   bool drain = false;   // end once the consumer has read everything stored so far
   double connect_timeout_s = 5;
+  // Unacknowledged messages are delivered again after this long (skipped by their stream
+  // sequence); windows held back for longer cost bandwidth, not output.
+  double ack_wait_s = 300;
 };
 
 // Shared by the consumer thread and the analysis thread (the consumer's position is in
@@ -58,8 +61,10 @@ class NatsSource {
     int64_t max_ts;
     std::string reply;
   };
-  bool all_read();
-  void take(void* msg, BatchQueue& queue);
+  bool all_read(BatchQueue& queue);
+  bool fill_gap(uint64_t until, BatchQueue& queue);
+  void take(uint64_t seq, const char* subject, const char* data, int n, const char* reply,
+            BatchQueue& queue);
 
   NatsSourceOptions options_;
   NatsProgress& progress_;
@@ -68,7 +73,7 @@ class NatsSource {
   NatsLink link_;
   __natsSubscription* sub_ = nullptr;
   std::deque<Unacked> unacked_;
-  uint64_t last_seq_ = 0;
+  uint64_t last_seq_ = 0;  // stream sequence of the last message taken
   bool first_ = true;
 };
 

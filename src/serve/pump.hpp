@@ -22,6 +22,24 @@ constexpr size_t kBatchEvents = 1 << 16;
 // A JSONL line longer than this is skipped by the decoder (StreamDecoder's kMaxLine).
 constexpr size_t kMaxLine = size_t{1} << 20;
 
+// Queues what a stream's decoder completed (its events and names, which are taken out of
+// `decoded`); `first` marks the stream's first batch. False when there was nothing.
+inline bool queue_decoded(Trace& decoded, bool& first, BatchQueue& queue,
+                          IngestCounters& counters) {
+  if (decoded.events.empty() && decoded.worker_names.empty() && decoded.operator_names.empty())
+    return false;
+  Batch batch;
+  batch.first = first;
+  first = false;
+  batch.events.assign(decoded.events.begin(), decoded.events.end());
+  counters.events += batch.events.size();
+  batch.names.worker_names.swap(decoded.worker_names);
+  batch.names.operator_names.swap(decoded.operator_names);
+  decoded.events.clear();
+  queue.push(std::move(batch));
+  return true;
+}
+
 // Decodes one piece of a stream and queues what it completed: our own formats
 // (StreamDecoder), or a foreign format through its streaming importer.
 class Pump {
@@ -129,18 +147,8 @@ class Pump {
     counters_.bad_blocks += s.bad_blocks - seen_.bad_blocks;
     counters_.truncated += s.truncated - seen_.truncated;
     seen_ = s;
-    if (pending_.events.empty() && pending_.worker_names.empty() && pending_.operator_names.empty())
-      return;
-    Batch batch;
-    batch.first = first_;
-    first_ = false;
-    batch.events.assign(pending_.events.begin(), pending_.events.end());
-    counters_.events += batch.events.size();
-    batch.names.worker_names.swap(pending_.worker_names);
-    batch.names.operator_names.swap(pending_.operator_names);
-    pending_.events.clear();
+    if (!queue_decoded(pending_, first_, queue_, counters_)) return;
     if (pending_.events.capacity() > 2 * kBatchEvents) pending_.events = BigVector<Event>();
-    queue_.push(std::move(batch));
   }
 
   std::string name_;

@@ -128,13 +128,7 @@ void send_paced(int fd, const Trace& trace, const Replay& replay, const SendOpti
                 Clock::time_point start, SendStats& stats) {
   const size_t total = replay.total();
   const int64_t t0 = replay.first_ts();
-  // When event i may leave: paced by event time and/or by rate.
-  auto due = [&](size_t i) {
-    double s = 0;
-    if (o.speed > 0) s = static_cast<double>(replay.at(i).ts - t0) / 1e9 / o.speed;
-    if (o.rate > 0) s = std::max(s, static_cast<double>(i) / o.rate);
-    return start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
-  };
+  auto due = [&](size_t i) { return send_due(o, start, replay.at(i).ts - t0, i); };
   Trace chunk;
   chunk.source = trace.source;
   // Names go with the first chunk: this producer's workers and every operator.
@@ -166,8 +160,18 @@ void send_paced(int fd, const Trace& trace, const Replay& replay, const SendOpti
 
 }  // namespace
 
+std::chrono::steady_clock::time_point send_due(const SendOptions& o,
+                                               std::chrono::steady_clock::time_point start,
+                                               int64_t offset_ns, size_t i) {
+  double s = 0;
+  if (o.speed > 0) s = static_cast<double>(offset_ns) / 1e9 / o.speed;
+  if (o.rate > 0) s = std::max(s, static_cast<double>(i) / o.rate);
+  return start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+}
+
 SendStats send_trace(const Trace& trace, const SendOptions& o) {
   if (o.speed < 0 || o.rate < 0) throw std::invalid_argument("speed and rate must be positive");
+  if (o.resume) throw std::invalid_argument("--resume applies to nats:// destinations only");
   const Replay replay(trace, o);
   const int fd = connect_to(o.to, o.connect_timeout_s);
   SendStats stats;

@@ -2,6 +2,7 @@
 // event-time order, as fast as possible or paced by event time or by a rate.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -21,13 +22,23 @@ struct SendOptions {
   // Send the trace this many times, each copy shifted in time by the trace's span (and its
   // correlators by their range), so that a short trace feeds a long-running load test.
   uint64_t repeat = 1;
+  // nats:// only: publish only what the stream does not hold yet of this trace (a send
+  // that died is run again; docs/SERVE.md "Through NATS JetStream").
+  bool resume = false;
 };
 
 struct SendStats {
   uint64_t events = 0;
   uint64_t bytes = 0;
   double seconds = 0;
+  uint64_t skipped_events = 0;  // nats:// --resume: stored by an earlier send
 };
+
+// When the i-th event sent (at `offset_ns` of event time after the first) may leave,
+// paced by event time (speed) and/or by rate; `start` when there is no pacing.
+std::chrono::steady_clock::time_point send_due(const SendOptions& o,
+                                               std::chrono::steady_clock::time_point start,
+                                               int64_t offset_ns, size_t i);
 
 // Throws std::runtime_error when it cannot connect or the connection breaks.
 SendStats send_trace(const Trace& trace, const SendOptions& options);

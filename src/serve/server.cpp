@@ -282,9 +282,8 @@ void Server::write_port_file() {
     throw std::runtime_error("cannot write " + opt_.port_file + ": " + std::strerror(errno));
 }
 
+// This shard's windows not written before a restart (LiveAnalyzer skips the others).
 void Server::on_window(LiveWindow& w) {
-  const auto index = static_cast<int64_t>(w.summary.index);  // another shard's, or written
-  if (index <= resumed_until_ || index % opt_.shard_count != opt_.shard_index) return;
   if (out_error_.empty()) {
     errno = 0;
     if (std::fwrite(w.json.data(), 1, w.json.size(), out_) != w.json.size() ||
@@ -335,7 +334,12 @@ void Server::on_view(const WindowView& view, const Names& names) {
 }
 
 void Server::analysis_loop() {
-  live_ = std::make_unique<LiveAnalyzer>(opt_.live, [this](LiveWindow& w) { on_window(w); });
+  // Other shards' windows, and those written before a restart, are not analyzed.
+  LiveOptions live = opt_.live;
+  live.shard_index = opt_.shard_index;
+  live.shard_count = opt_.shard_count;
+  live.written_through = resumed_until_;
+  live_ = std::make_unique<LiveAnalyzer>(live, [this](LiveWindow& w) { on_window(w); });
   if (http_) live_->on_view([this](const WindowView& v, const Names& n) { on_view(v, n); });
   const auto grace = std::chrono::nanoseconds(opt_.start_grace_ns);
   const auto idle = std::chrono::nanoseconds(opt_.idle_timeout_ns);
@@ -478,6 +482,13 @@ void Server::shut_down() {
                "bad blocks\n",
                s.events, s.windows, s.empty_windows, s.late_events, s.out_of_order, s.time_jumps,
                counters_.bad_lines.load(), counters_.bad_blocks.load());
+    if (nats_)
+      fmt::print(stderr,
+                 "snailtrail serve: {} JetStream messages read, {} delivered again (skipped), "
+                 "{} fetched by sequence; {} windows of other shards or written before not "
+                 "analyzed\n",
+                 counters_.nats_messages.load(), counters_.nats_redelivered.load(),
+                 counters_.nats_gap_fetched.load(), s.skipped_windows);
   }
 }
 

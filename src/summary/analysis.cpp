@@ -82,6 +82,15 @@ class WindowAnalyzer {
     lap(times_.callback_s);
   }
 
+  // A window not analyzed: the view says so and where it is.
+  template <typename F>
+  void skip(const Window& window, size_t index, F&& with_view) {
+    summary_ = WindowSummary{};
+    summary_.index = index;
+    summary_.window = window;
+    with_view(WindowView{pag_, snap_, cp_, summary_, /*skipped=*/true});
+  }
+
   // Adds this thread's stage times to `into` (under the caller's lock, if shared).
   void report_times(StageTimes* into) const {
     if (!into) return;
@@ -136,10 +145,17 @@ void analyze_pag(const Pag& pag, const AnalysisOptions& options,
 
 void analyze_windows(const Pag& pag, const std::vector<Window>& windows, size_t first_index,
                      const AnalysisOptions& options,
-                     const std::function<void(const WindowView&)>& on_window) {
+                     const std::function<void(const WindowView&)>& on_window,
+                     const std::function<bool(size_t)>& wanted) {
   const std::vector<size_t> index = window_indexes(windows, first_index);
   WindowAnalyzer analyzer(pag, options);
-  for (size_t i = 0; i < windows.size(); ++i) analyzer.run(windows[i], index[i], on_window);
+  for (size_t i = 0; i < windows.size(); ++i) {
+    if (wanted && windows[i].empty_run == 0 && !wanted(index[i])) {
+      analyzer.skip(windows[i], index[i], on_window);
+      continue;
+    }
+    analyzer.run(windows[i], index[i], on_window);
+  }
   analyzer.report_times(options.times);
 }
 

@@ -32,6 +32,9 @@ struct WindowView {
   const Snapshot& snapshot;
   const CpResult& cp;
   const WindowSummary& summary;
+  // Not analyzed (analyze_windows' `wanted` said no): only summary.index and
+  // summary.window are set, the rest of the view is not this window's.
+  bool skipped = false;
 };
 
 // Every entry of the window plan reaches the callbacks, also runs of windows without
@@ -48,9 +51,13 @@ void analyze_pag(const Pag& pag, const AnalysisOptions& options,
 
 // Analyzes the given windows (in increasing time order) of a PAG; the i-th is reported
 // with index first_index + i. For PAGs cut from a live stream (pag/streaming.hpp).
+// Windows with events whose index `wanted` (if given) refuses are not analyzed (no
+// snapshot, CP or summary): they reach `on_window` with view.skipped set, in order, so
+// that runs of windows without events are still split by them.
 void analyze_windows(const Pag& pag, const std::vector<Window>& windows, size_t first_index,
                      const AnalysisOptions& options,
-                     const std::function<void(const WindowView&)>& on_window);
+                     const std::function<void(const WindowView&)>& on_window,
+                     const std::function<bool(size_t)>& wanted = {});
 
 // A window's results as the parallel pipeline hands them over: the summary and
 // whatever bytes `render` produced for it.
