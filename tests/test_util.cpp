@@ -1,6 +1,6 @@
 // The shared utilities (trace/json_text.hpp, trace/little_endian.hpp, trace/random.hpp,
-// importers/common/path.hpp, pag/snapshot.hpp's window arithmetic), each against an
-// independent oracle.
+// importers/common/path.hpp, pag/snapshot.hpp's window arithmetic, trace/environment.hpp),
+// each against an independent oracle.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -11,10 +11,12 @@
 #include <cstdlib>
 #include <limits>
 #include <string>
+#include <thread>
 
 #include "importers/common/path.hpp"
 #include "kernel/kernel_event.hpp"
 #include "pag/snapshot.hpp"
+#include "trace/environment.hpp"
 #include "trace/json_text.hpp"
 #include "trace/little_endian.hpp"
 #include "trace/random.hpp"
@@ -241,6 +243,42 @@ TEST(Kernel, TracepointNamesPerTracer) {
   EXPECT_EQ(type("lttng_statedump_process_state", false), -1);
   EXPECT_EQ(type("sched_stat_runtime", false), -1);
   EXPECT_EQ(type("", true), -1);
+}
+
+// Before the freeze, reads are live (tests set variables between runs); after it, they
+// come from the copy, whatever is set since, while another thread writes the environment
+// (as Open MPI's threads do): in a child process, as the freeze lasts for the process.
+TEST(Environment, LiveUntilFrozenThenTheCopyWhileAnotherThreadWrites) {
+  EXPECT_EXIT(
+      {
+        ::setenv("SNAILTRAIL_TEST_ENV_A", "before", 1);
+        ::unsetenv("SNAILTRAIL_TEST_ENV_B");
+        const char* live = environment_value("SNAILTRAIL_TEST_ENV_A");
+        int wrong = live && std::string(live) == "before" ? 0 : 1;
+        ::setenv("SNAILTRAIL_TEST_ENV_A", "frozen", 1);
+        freeze_environment();
+        std::thread writer([] {
+          for (int i = 0; i < 2000; ++i) {
+            const std::string name = "SNAILTRAIL_TEST_ENV_W" + std::to_string(i % 300);
+            ::setenv(name.c_str(), "x", 1);
+            ::setenv("SNAILTRAIL_TEST_ENV_A", i % 2 ? "changed" : "again", 1);
+            ::setenv("SNAILTRAIL_TEST_ENV_B", "set", 1);
+          }
+        });
+        for (int i = 0; i < 20000; ++i) {
+          const char* a = environment_value("SNAILTRAIL_TEST_ENV_A");
+          if (!a || std::string(a) != "frozen") wrong |= 2;
+          if (environment_value("SNAILTRAIL_TEST_ENV_B")) wrong |= 4;
+          // A name that is a prefix of a set one is not that one.
+          if (environment_value("SNAILTRAIL_TEST_ENV_")) wrong |= 8;
+        }
+        writer.join();
+        freeze_environment();  // idempotent: the first copy stays
+        const char* a = environment_value("SNAILTRAIL_TEST_ENV_A");
+        if (!a || std::string(a) != "frozen") wrong |= 16;
+        std::exit(wrong);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace

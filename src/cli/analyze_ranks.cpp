@@ -16,6 +16,7 @@
 #include "summary/summary_wire.hpp"
 #include "trace/big_vector.hpp"
 #include "trace/byte_wire.hpp"
+#include "trace/environment.hpp"
 
 namespace snailtrail::cli {
 
@@ -109,7 +110,7 @@ int run_on_ranks(const std::function<int(mpi::RankGroup*)>& run) {
 // (steal_windows) instead of waiting for it: 0.7 of a share (median walls at two ranks
 // of 1.76 / 1.84 / 1.80 s for 0.7 / 0.8 / 0.9, docs/PERFORMANCE.md).
 double root_weight(RootDuty duty, int ranks) {
-  if (const char* w = std::getenv("SNAILTRAIL_ROOT_WEIGHT"); w && std::atof(w) > 0)
+  if (const char* w = environment_value("SNAILTRAIL_ROOT_WEIGHT"); w && std::atof(w) > 0)
     return std::atof(w);
   if (duty == RootDuty::writes_own_part) return 0.7;
   const double per_rank = duty == RootDuty::writes_every_part ? 0.15 : 0.05;

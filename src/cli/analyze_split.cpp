@@ -6,6 +6,7 @@
 
 #include "cli/analyze_ranks.hpp"
 #include "cli/analyze_run.hpp"
+#include "trace/environment.hpp"
 
 namespace snailtrail::cli {
 
@@ -127,7 +128,7 @@ void AnalyzeRun::helper_writes(int64_t kb, int64_t ke) {
   // For tests (tests/mpi_analyze.sh): the last rank waits for rank 0's first request before
   // its first windows, so that it gives some even when traces are too short for the
   // request to come in time.
-  if (last_rank && std::getenv("SNAILTRAIL_TEST_GIVE_WINDOWS"))
+  if (last_rank && environment_value("SNAILTRAIL_TEST_GIVE_WINDOWS"))
     while (!asked) poll(true);
   // Once its windows are done, before it hands on to rank 0 (which then waits for no grant).
   auto settle = [&] {

@@ -15,6 +15,7 @@
 #include "flow/profile/sampler.hpp"
 #include "loop/rank_link.hpp"
 #include "nexmark/jobs.hpp"
+#include "trace/environment.hpp"
 #include "trace/trace_io.hpp"
 
 namespace snailtrail::cli::runcmd {
@@ -83,7 +84,7 @@ std::unique_ptr<loop::Autoscaler> make_autoscaler(const RunArgs& a, const flow::
   if (a.native || !a.migrate_at.empty())
     throw std::invalid_argument("--autoscale excludes --native and --migrate-at");
   loop::LoopOptions lo;
-  const char* np = std::getenv("OMPI_COMM_WORLD_SIZE");  // mpirun -np P: every rank's workers
+  const char* np = environment_value("OMPI_COMM_WORLD_SIZE");  // mpirun -np P: every rank's workers
   lo.max_workers = cfg.workers * static_cast<uint32_t>(np && std::atoi(np) > 1 ? std::atoi(np) : 1);
   lo.initial_workers = a.initial_workers;
   lo.bins = a.bins;

@@ -4,6 +4,7 @@
 // the communication thread calls MPI; before start() and after finish() only the main
 // thread does.
 #include "flow/mpi_transport.hpp"
+#include "trace/environment.hpp"
 
 #include <mpi.h>
 #include <unistd.h>
@@ -124,7 +125,7 @@ class MpiTransport final : public Transport {
       MPI_Request barrier = MPI_REQUEST_NULL;
       bool in_barrier = false;
       int idle = 0;
-      const char* y = std::getenv("SNAILTRAIL_FLOW_IDLE_YIELDS");
+      const char* y = environment_value("SNAILTRAIL_FLOW_IDLE_YIELDS");
       const int idle_yields = y ? std::max(0, std::atoi(y)) : 0;
       for (;;) {
         bool worked = false;
@@ -207,8 +208,9 @@ class MpiTransport final : public Transport {
 }  // namespace
 
 std::unique_ptr<Transport> mpi_transport_if_launched() {
-  const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
+  const char* size = environment_value("OMPI_COMM_WORLD_SIZE");
   if (!size || std::atoi(size) <= 1) return nullptr;
+  freeze_environment();  // Open MPI's threads may write the environment while workers read
   return std::make_unique<MpiTransport>();
 }
 

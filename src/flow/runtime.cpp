@@ -1,6 +1,7 @@
 #include "flow/runtime.hpp"
 #include "flow/profile/sampler.hpp"
 #include "flow/run_stats.hpp"
+#include "trace/environment.hpp"
 #include "trace/setting_error.hpp"
 
 #include <fmt/format.h>
@@ -31,7 +32,7 @@ using Clock = std::chrono::steady_clock;
 // (docs/RUNTIME.md "Measured"). SNAILTRAIL_FLOW_IDLE_YIELDS=N restores N yields (for
 // experiments on a quiet machine).
 const int kIdleYields = [] {
-  const char* v = std::getenv("SNAILTRAIL_FLOW_IDLE_YIELDS");
+  const char* v = environment_value("SNAILTRAIL_FLOW_IDLE_YIELDS");
   return v ? std::max(0, std::atoi(v)) : 0;
 }();
 
@@ -220,7 +221,7 @@ void add(WorkerCounters& a, const WorkerCounters& b) {
 // SNAILTRAIL_FLOW_FAIL_WORKER=G[:MS] (test-only, docs/RUNTIME.md): global worker G
 // throws MS ms (default 200) after the start. Returns the failure time for worker g, or -1.
 int64_t injected_failure(uint32_t g) {
-  const char* v = std::getenv("SNAILTRAIL_FLOW_FAIL_WORKER");
+  const char* v = environment_value("SNAILTRAIL_FLOW_FAIL_WORKER");
   if (!v || !*v) return -1;
   char* end = nullptr;
   const unsigned long w = std::strtoul(v, &end, 10);

@@ -10,6 +10,7 @@
 #include <iterator>
 #include <stdexcept>
 
+#include "trace/environment.hpp"
 #include "trace/json_text.hpp"
 #include "trace/setting_error.hpp"
 
@@ -265,7 +266,7 @@ std::optional<std::vector<uint32_t>> Autoscaler::plan(int64_t now_ns,
     rec.reason = why;
     decisions_.push_back(std::move(rec));
     // Test hook (tests/loop_mpi.sh): a line per decision, as it is taken.
-    if (const char* mark = std::getenv("SNAILTRAIL_LOOP_DECISION_MARK"))
+    if (const char* mark = environment_value("SNAILTRAIL_LOOP_DECISION_MARK"))
       if (std::FILE* f = std::fopen(mark, "a")) {
         std::fprintf(f, "%.3f %u\n", static_cast<double>(now_ns) * 1e-9, want);
         std::fclose(f);

@@ -1,4 +1,5 @@
 #include "mpi/rank_group.hpp"
+#include "trace/environment.hpp"
 
 #include <mpi.h>
 #include <pthread.h>
@@ -41,7 +42,7 @@ struct Backoff {
 };
 
 std::optional<int> env_int(const char* name) {
-  const char* v = std::getenv(name);
+  const char* v = environment_value(name);
   if (!v || !*v) return std::nullopt;
   char* end = nullptr;
   const long n = std::strtol(v, &end, 10);
@@ -56,8 +57,9 @@ std::optional<int> env_int(const char* name) {
 // asked for a binding (mpirun --bind-to sets OMPI_MCA_hwloc_base_binding_policy), the
 // rank may run on every core; before any thread starts, so that all inherit it.
 void undo_default_binding() {
-  const char* bound = std::getenv("OMPI_MCA_orte_bound_at_launch");
-  if (!bound || std::string_view(bound) != "1" || std::getenv("OMPI_MCA_hwloc_base_binding_policy"))
+  const char* bound = environment_value("OMPI_MCA_orte_bound_at_launch");
+  if (!bound || std::string_view(bound) != "1" ||
+      environment_value("OMPI_MCA_hwloc_base_binding_policy"))
     return;
   cpu_set_t all;
   CPU_ZERO(&all);
@@ -303,6 +305,7 @@ std::unique_ptr<RankGroup> RankGroup::join_if_launched() {
   const std::optional<int> rank = env_int("OMPI_COMM_WORLD_RANK");
   undo_default_binding();
   skip_unneeded_components();  // before the MPI thread calls MPI_Init
+  freeze_environment();        // MPI_Init writes the environment while this thread reads
   auto s = std::make_unique<State>();
   if (rank && *rank < *size) {
     s->rank = *rank;
