@@ -10,6 +10,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "nexmark/built_queries.hpp"
 #include "nexmark/megaphone_keyed.hpp"
 #include "trace/setting_error.hpp"
 
@@ -134,7 +135,7 @@ flow::JobSpec query_job(int q) {
   j.build = [q](flow::JobContext& ctx) {
     const QueryConfig qc = query_config(ctx.cfg);
     auto events = nexmark_source(ctx, qc);
-    digest_and_probe(ctx, build_query(q, events, qc, NativeKeyed{}));
+    digest_and_probe(ctx, build_native_query(q, events, qc));
   };
   j.reference_run = [q](const flow::RunConfig& cfg, const std::vector<uint64_t>& per_stream) {
     const QueryConfig qc = query_config(cfg);
@@ -168,9 +169,9 @@ std::string register_megaphone_job(int q, const megaphone::JobOptions& opts,
     k.opts.on_bin_sent_at = [log](Time t, uint32_t, uint64_t bytes) {
       log->add_bytes_at(t, bytes);
     };
-    digest_and_probe(ctx, build_query(q, events, qc, k), [c = &ctx, log](Time old, Time now) {
-      megaphone::log_probe_latency(*c, *log, old, now);
-    });
+    digest_and_probe(
+        ctx, build_megaphone_query(q, events, qc, k),
+        [c = &ctx, log](Time old, Time now) { megaphone::log_probe_latency(*c, *log, old, now); });
   };
   const std::string name = j.name;
   flow::register_job(std::move(j));

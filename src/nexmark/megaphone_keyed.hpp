@@ -2,7 +2,7 @@
 // same queries with their keyed state in Megaphone's bins, migratable at run time.
 //
 //   MegaphoneKeyed k{control, opts};  // control: Stream<megaphone::ControlUpdate>
-//   build_query(q, events, qc, k);
+//   build_megaphone_query(q, events, qc, k);  // built_queries.hpp
 //
 // Every keyed operator is a megaphone::stateful_binary (a unary one gets an empty second
 // input) whose bin State is a KeyedBin: the States of the bin's keys and the bin's timers

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "flow/runtime.hpp"
+#include "nexmark/built_queries.hpp"
 #include "nexmark/jobs.hpp"
 #include "nexmark/megaphone_keyed.hpp"
 
@@ -71,10 +72,11 @@ Rows run_megaphone(int q, const QueryConfig& qc, uint64_t n, uint32_t workers, u
           sent.fetch_add(1);
           sent_bytes.fetch_add(bytes);
         };
-        flow::sink(build_query(q, src, qc, k), "collect", [&](flow::Time t, const Row& r) {
-          std::lock_guard<std::mutex> lock(mu);
-          out.emplace_back(t, r);
-        });
+        flow::sink(build_megaphone_query(q, src, qc, k), "collect",
+                   [&](flow::Time t, const Row& r) {
+                     std::lock_guard<std::mutex> lock(mu);
+                     out.emplace_back(t, r);
+                   });
       },
       &counters);
   for (const auto& c : counters) {

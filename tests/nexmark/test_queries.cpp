@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "flow/runtime.hpp"
+#include "nexmark/built_queries.hpp"
 #include "nexmark/jobs.hpp"
 
 namespace snailtrail::nexmark {
@@ -146,9 +147,8 @@ Rows run_hand(const QueryConfig& qc, const std::vector<Event>& events, uint32_t 
   return out;
 }
 Rows run_native(int q, const QueryConfig& qc, const std::vector<Event>& events, uint32_t workers) {
-  return run_hand(qc, events, workers, [&](const flow::Stream<Event>& src) {
-    return build_query(q, src, qc, NativeKeyed{});
-  });
+  return run_hand(qc, events, workers,
+                  [&](const flow::Stream<Event>& src) { return build_native_query(q, src, qc); });
 }
 
 Rows sorted(Rows r) {
