@@ -177,6 +177,7 @@ SendStats send_trace(const Trace& trace, const SendOptions& o) {
   SendStats stats;
   const auto start = Clock::now();
   try {
+    if (!o.token.empty()) write_all(fd, "Bearer " + o.token + "\n", o.to);
     send_paced(fd, trace, replay, o, start, stats);
   } catch (...) {
     ::close(fd);

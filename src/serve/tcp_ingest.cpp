@@ -53,7 +53,10 @@ struct TcpIngest::Loop {
     std::string name;
     std::unique_ptr<ConnectionInput> input;
     bool paused = false;  // waiting for the budget: not in the epoll set's interest
-    Clock::time_point last;
+    Clock::time_point last, opened;
+    // The stream's first line while it may still be a token line (kTokenLinePrefix).
+    std::string head;
+    bool head_done = false;
   };
 
   TcpIngest& owner;
@@ -62,6 +65,8 @@ struct TcpIngest::Loop {
   std::vector<std::pair<int, std::string>> inbox;
   std::unordered_map<int, std::unique_ptr<Conn>> conns;
   std::vector<uint8_t> buf = std::vector<uint8_t>(kReadSize);
+  std::string joined;  // held-back first bytes and the read after them
+  RateLimitedLog unauthorized_log;
   std::thread thread;
 
   explicit Loop(TcpIngest& o) : owner(o) {
@@ -103,7 +108,7 @@ struct TcpIngest::Loop {
       c->name = std::move(name);
       c->input =
           std::make_unique<ConnectionInput>(c->name, owner.queue_, owner.counters_, owner.budget_);
-      c->last = Clock::now();
+      c->last = c->opened = Clock::now();
       epoll_event ev{};
       ev.events = EPOLLIN;
       ev.data.ptr = c.get();
@@ -137,6 +142,75 @@ struct TcpIngest::Loop {
     conns.erase(c.fd);  // destroys c
   }
 
+  // A connection without a valid token: closed with nothing of it ingested. The log never
+  // shows what it sent.
+  void refuse(Conn& c, const char* why) {
+    ++owner.counters_.connections_unauthorized;
+    unauthorized_log(owner.log_, [&](uint64_t n) {
+      fmt::print(stderr,
+                 "snailtrail serve: {}: closed, {} ({} such connection(s) since the last line)\n",
+                 c.name, why, n);
+    });
+    c.head_done = true;
+    ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, c.fd, nullptr);
+    if (c.paused) --owner.counters_.paused_connections;
+    ::close(c.fd);
+    --owner.counters_.connections_open;
+    conns.erase(c.fd);  // destroys c, whose input saw nothing
+  }
+
+  // The stream's first line, while it may be a token line: collects it, checks the token
+  // and leaves in [data, data + size) what follows it (or the bytes collected, when the
+  // stream does not start with a token line and none is required). False if the
+  // connection was refused and closed.
+  bool take_head(Conn& c, const uint8_t*& data, size_t& size) {
+    const size_t old = c.head.size();
+    const size_t limit = kTokenLinePrefix.size() + kMaxTokenBytes + 2;
+    const size_t take = std::min(size, limit + 1 - old);
+    c.head.append(reinterpret_cast<const char*>(data), take);
+    const size_t cmp = std::min(c.head.size(), kTokenLinePrefix.size());
+    const bool token_line = c.head.compare(0, cmp, kTokenLinePrefix, 0, cmp) == 0;
+    if (!token_line) {
+      if (owner.auth_.enabled()) {
+        refuse(c, "its first line is not its token (Bearer TOKEN)");
+        return false;
+      }
+      // No token line: the bytes held back from earlier reads go first.
+      c.head_done = true;
+      if (old > 0) {
+        joined.assign(c.head, 0, old);
+        joined.append(reinterpret_cast<const char*>(data), size);
+        data = reinterpret_cast<const uint8_t*>(joined.data());
+        size = joined.size();
+      }
+      std::string().swap(c.head);
+      return true;
+    }
+    const size_t nl = c.head.find('\n');
+    if (nl == std::string::npos) {
+      if (c.head.size() > limit) {
+        refuse(c, "its token line is too long");
+        return false;
+      }
+      data += size;  // all taken into the head
+      size = 0;
+      return true;
+    }
+    std::string_view token(c.head.data() + kTokenLinePrefix.size(), nl - kTokenLinePrefix.size());
+    if (!token.empty() && token.back() == '\r') token.remove_suffix(1);
+    if (!owner.auth_.may_write(token)) {
+      refuse(c, "its token is not accepted");
+      return false;
+    }
+    c.head_done = true;
+    // What came after the line in this read.
+    const size_t used = nl + 1 - old;
+    data += used;
+    size -= used;
+    std::string().swap(c.head);
+    return true;
+  }
+
   // One read. False if the connection was closed.
   bool read_once(Conn& c) {
     if (!c.input->admit()) {
@@ -152,11 +226,18 @@ struct TcpIngest::Loop {
       return false;
     }
     if (n == 0) {
+      if (!c.head_done && owner.auth_.enabled()) {
+        refuse(c, "it ended before its token line");
+        return false;
+      }
       close_conn(c, true);
       return false;
     }
     c.last = Clock::now();
-    if (!c.input->feed(buf.data(), static_cast<size_t>(n))) {
+    const uint8_t* data = buf.data();
+    size_t size = static_cast<size_t>(n);
+    if (!c.head_done && !take_head(c, data, size)) return false;
+    if (size > 0 && !c.input->feed(data, size)) {
       ++owner.counters_.broken_streams;
       if (owner.log_)
         fmt::print(stderr, "snailtrail serve: {}: closing the stream: {}\n", c.name,
@@ -200,6 +281,15 @@ struct TcpIngest::Loop {
       const auto now = Clock::now();
       if (now - last_sweep > std::chrono::milliseconds(200)) {
         last_sweep = now;
+        // Without its token within kTokenTimeoutNs, a connection is refused (it holds a
+        // place under --max-connections meanwhile).
+        if (owner.auth_.enabled()) {
+          std::vector<Conn*> mute;
+          for (auto& [fd, c] : conns)
+            if (!c->head_done && now - c->opened > std::chrono::nanoseconds(kTokenTimeoutNs))
+              mute.push_back(c.get());
+          for (Conn* c : mute) refuse(*c, "no token line within 10 s");
+        }
         std::vector<Conn*> silent;
         for (auto& [fd, c] : conns)
           if (!c->paused && now - c->last > idle) silent.push_back(c.get());
@@ -236,13 +326,14 @@ struct TcpIngest::Loop {
 
 TcpIngest::TcpIngest(std::vector<std::pair<int, std::string>> listeners, BatchQueue& queue,
                      IngestCounters& counters, const TcpLimits& limits,
-                     const std::atomic<bool>& stop, bool log)
+                     const std::atomic<bool>& stop, bool log, AuthTokens auth)
     : listeners_(std::move(listeners)),
       queue_(queue),
       counters_(counters),
       limits_(limits),
       stop_(stop),
       log_(log),
+      auth_(std::move(auth)),
       budget_(limits.buffer_bytes) {
   if (limits_.threads == 0) limits_.threads = 1;
   for (unsigned i = 0; i < limits_.threads; ++i) loops_.push_back(std::make_unique<Loop>(*this));
