@@ -366,6 +366,55 @@ TEST_F(ServeAuthCli, HttpsWithTokenAndCaVerification) {
   EXPECT_EQ(server->wait(), 0) << server->err();
 }
 
+// The TCP ingest over TLS: `send --tls-ca` with the token gets every event in; a client
+// trusting another certificate, or asking for another host name, refuses the server; a
+// plain-TCP producer against the TLS port is closed with nothing ingested.
+TEST_F(ServeAuthCli, TcpIngestOverTls) {
+  make_certificate();
+  make_certificate("other.pem", "other-key.pem");
+  const sim::SimResult sim = testing::simulate_example("wordcount-skew-30", 200'000'000, 7);
+  write_trace(sim.trace, path("trace.snail").string());
+  auto server = start(
+      "serve", {"serve", "--tcp", "127.0.0.1:0", "--http", "127.0.0.1:0", "--tls-cert",
+                path("cert.pem").string(), "--tls-key", path("key.pem").string(), "--token-file",
+                path("token").string(), "--port-file", path("ports").string(), "--window", "10ms"});
+  const int tcp = testing::wait_for_port(path("ports"), "tcp");
+  const int http = testing::wait_for_port(path("ports"), "http");
+  ASSERT_GT(http, 0) << server->err();
+  const std::string to = "127.0.0.1:" + std::to_string(tcp);
+  auto send = [&](const std::string& name, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"send",
+                                     path("trace.snail").string(),
+                                     "--token-file",
+                                     path("token").string(),
+                                     "--connect-timeout",
+                                     "0"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto p = start(name, args);
+    p->wait();
+    return p;
+  };
+  auto untrusted = send("untrusted", {"--to", to, "--tls-ca", path("other.pem").string()});
+  EXPECT_EQ(untrusted->wait(), 1) << untrusted->err();
+  EXPECT_NE(untrusted->err().find("not trusted"), std::string::npos) << untrusted->err();
+  auto wrong_host = send(
+      "host", {"--to", "localhost:" + std::to_string(tcp), "--tls-ca", path("cert.pem").string()});
+  EXPECT_EQ(wrong_host->wait(), 1) << wrong_host->err();
+  EXPECT_NE(wrong_host->err().find("not trusted"), std::string::npos) << wrong_host->err();
+  send("plain", {"--to", to});  // may or may not see the close while writing
+  std::string metrics = https_get(http, "/metrics", path("cert.pem"), token).body;
+  EXPECT_EQ(metric(metrics, "snailtrail_events_ingested_total"), 0u);
+  EXPECT_GE(metric(metrics, "snailtrail_connections_tls_failed_total"), 1u);
+  auto good = send("good", {"--to", to, "--tls-ca", path("cert.pem").string()});
+  EXPECT_EQ(good->wait(), 0) << good->err();
+  metrics = https_get(http, "/metrics", path("cert.pem"), token).body;
+  EXPECT_EQ(metric(metrics, "snailtrail_events_ingested_total"), sim.trace.events.size());
+  EXPECT_EQ(metric(metrics, "snailtrail_truncated_streams_total"), 0u);
+  EXPECT_EQ(metric(metrics, "snailtrail_connections_unauthorized_total"), 0u);
+  server->signal(SIGTERM);
+  EXPECT_EQ(server->wait(), 0) << server->err();
+}
+
 // A client that does not trust the certificate (another CA) is refused by its own
 // verification: the server's certificate is what the client checks.
 TEST_F(ServeAuthCli, UntrustedCertificateIsRefusedByTheClient) {
@@ -419,17 +468,16 @@ TEST_F(ServeAuthCli, NonLoopbackBindNeedsTlsAndTokenOrInsecure) {
        {std::string("serve --tcp 127.0.0.1:0 --http 0.0.0.0:0"),
         "serve --tcp 127.0.0.1:0 --http 0.0.0.0:0" + tok,
         "serve --tcp 127.0.0.1:0 --http 0.0.0.0:0" + tls,
-        "serve --tcp 0.0.0.0:0 --http 127.0.0.1:0" + tls + tok,
-        std::string("serve --otlp 0.0.0.0:0"), "serve --otlp 0.0.0.0:0" + tok}) {
+        "serve --tcp 0.0.0.0:0 --http 127.0.0.1:0" + tls,
+        "serve --tcp 0.0.0.0:0 --http 127.0.0.1:0" + tok, std::string("serve --otlp 0.0.0.0:0"),
+        "serve --otlp 0.0.0.0:0" + tok}) {
     const auto r = testing::run_binary(args, 30);
     EXPECT_EQ(r.code, 2) << args << ": " << r.out;
     EXPECT_NE(r.out.find("0.0.0.0:0"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("--insecure"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("listens beyond this host"), std::string::npos) << r.out;
-    if (args.find("--http 0.0.0.0") != std::string::npos) {
-      for (const char* flag : {"--tls-cert", "--tls-key", "--token-file"})
-        EXPECT_NE(r.out.find(flag), std::string::npos) << flag << " in " << r.out;
-    }
+    for (const char* flag : {"--tls-cert", "--tls-key", "--token-file"})
+      EXPECT_NE(r.out.find(flag), std::string::npos) << flag << " in " << r.out;
   }
   // With TLS and a token, the HTTP API may listen on every address.
   {

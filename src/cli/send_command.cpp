@@ -67,6 +67,7 @@ CommandRunner add_send_command(CLI::App& app) {
     double connect_timeout = 5;
     bool resume = false;
     std::string token_file;
+    std::string tls_ca;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
@@ -103,6 +104,10 @@ CommandRunner add_send_command(CLI::App& app) {
   cmd->add_option("--token-file", args->token_file,
                   "Send the token in FILE (its first line) as the stream's first line, for a "
                   "serve started with --token-file (TCP only)");
+  cmd->add_option("--tls-ca", args->tls_ca,
+                  "Connect over TLS, trusting the CA certificate(s) in this PEM file (for a "
+                  "serve started with --tls-cert; TCP only); the certificate must name the "
+                  "--to host");
   cmd->add_flag("--quiet,-q", args->quiet, "Print nothing when done");
   return [cmd, args]() {
     if (!*cmd) return -1;
@@ -115,6 +120,9 @@ CommandRunner add_send_command(CLI::App& app) {
     o.repeat = args->repeat;
     o.connect_timeout_s = args->connect_timeout;
     o.resume = args->resume;
+    o.tls_ca = args->tls_ca;
+    if (!o.tls_ca.empty() && serve::is_nats_address(o.to))
+      throw std::invalid_argument("--tls-ca applies to TCP destinations, not nats:// (yet)");
     if (!args->token_file.empty()) {
       if (serve::is_nats_address(o.to))
         throw std::invalid_argument("--token-file applies to TCP destinations, not nats://");

@@ -60,8 +60,9 @@ void add_security_options(CLI::App* cmd, ServeArgs& a) {
                   "A second token (its first line) that may only read the HTTP API and "
                   "dashboard, not ingest; needs --token-file");
   cmd->add_option("--tls-cert", a.tls_cert,
-                  "Serve the HTTP API and dashboard (or --otlp) over HTTPS with this PEM "
-                  "certificate (chain); needs --tls-key");
+                  "TLS with this PEM certificate (chain) on every listener: the TCP ingest "
+                  "(send --tls-ca), the HTTP API and dashboard over HTTPS (or --otlp); needs "
+                  "--tls-key");
   cmd->add_option("--tls-key", a.tls_key, "The PEM private key of --tls-cert");
   cmd->add_flag("--insecure", a.insecure,
                 "Allow listening on a non-loopback address without TLS and a token");

@@ -117,10 +117,7 @@ void check_exposure(const std::vector<ListenerSpec>& listeners, bool has_token, 
     std::string missing;
     if (!l.tls) missing = "TLS";
     if (!has_token) missing += missing.empty() ? "a token" : " and a token";
-    std::string how = l.flag == "--tcp"
-                          ? "the TCP ingest has no TLS yet: keep it on loopback behind an SSH "
-                            "or TLS tunnel, or give --token-file and --insecure"
-                          : "give --tls-cert FILE --tls-key FILE and --token-file FILE";
+    const std::string how = "give --tls-cert FILE --tls-key FILE and --token-file FILE";
     throw std::invalid_argument(l.flag + " " + l.address +
                                 " listens beyond this host (not loopback) without " + missing +
                                 ": anyone who reaches it could send or read traces; " + how +

@@ -118,6 +118,9 @@ void input_metrics(MetricText& m, const IngestCounters& c, size_t budget) {
   m.counter("snailtrail_connections_unauthorized_total",
             "TCP connections closed without a valid token line (--token-file).",
             c.connections_unauthorized.load());
+  m.counter("snailtrail_connections_tls_failed_total",
+            "TCP connections closed because their TLS handshake failed (--tls-cert).",
+            c.tls_failed.load());
   m.gauge("snailtrail_ingest_buffered_bytes",
           "TCP input received but not decoded yet (incomplete blocks and lines).",
           static_cast<double>(c.buffered_bytes.load()));

@@ -27,6 +27,9 @@ struct SendOptions {
   bool resume = false;
   // TCP: sent as the stream's first line, "Bearer TOKEN" (serve --token-file).
   std::string token;
+  // TCP over TLS, verifying the server's certificate against the CA certificates in this
+  // PEM file (serve --tls-cert); empty: plain TCP.
+  std::string tls_ca;
 };
 
 struct SendStats {

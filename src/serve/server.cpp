@@ -146,7 +146,7 @@ class Server {
   std::unique_ptr<LiveRates> rates_;
   std::atomic<bool> stop_{false};
   std::atomic<int> readers_{0};  // source threads still running
-  TlsContext tls_;               // --tls-cert/--tls-key: the HTTP API over HTTPS
+  TlsContext tls_;               // --tls-cert/--tls-key: TLS on the TCP ingest and the HTTP API
   std::unique_ptr<HttpFront> http_;
   std::unique_ptr<Listener> http_listener_;
   struct sigaction old_int_ {
@@ -211,13 +211,14 @@ void Server::open_output() {
 void Server::open_listeners() {
   // Before anything binds: nothing exposed beyond this host without TLS and a token.
   std::vector<ListenerSpec> specs;
-  for (const std::string& a : opt_.tcp) specs.push_back({"--tcp", a, false});
+  for (const std::string& a : opt_.tcp) specs.push_back({"--tcp", a, !opt_.tls_cert.empty()});
   if (!opt_.http.empty()) specs.push_back({"--http", opt_.http, !opt_.tls_cert.empty()});
   check_exposure(specs, opt_.auth.enabled(), opt_.insecure);
   if (opt_.tls_cert.empty() != opt_.tls_key.empty())
     throw std::invalid_argument("--tls-cert and --tls-key go together");
   if (!opt_.tls_cert.empty()) {
-    if (opt_.http.empty()) throw std::invalid_argument("--tls-cert applies to --http (and --otlp)");
+    if (opt_.http.empty() && opt_.tcp.empty())
+      throw std::invalid_argument("--tls-cert applies to --tcp, --http and --otlp");
     tls_ = server_tls_context(opt_.tls_cert, opt_.tls_key);  // bad files fail before binding
   }
   for (const std::string& a : opt_.tcp) listeners_.push_back(std::make_unique<Listener>(a));
@@ -263,11 +264,13 @@ void Server::start_sources() {
   if (!listeners_.empty()) {
     std::vector<std::pair<int, std::string>> fds;
     for (auto& l : listeners_) {
-      if (log_) fmt::print(stderr, "snailtrail serve: listening for traces on tcp {}\n", l->name());
+      if (log_)
+        fmt::print(stderr, "snailtrail serve: listening for traces on tcp {}{}\n", l->name(),
+                   tls_ ? " (TLS)" : "");
       fds.emplace_back(l->fd(), l->name());
     }
     tcp_ = std::make_unique<TcpIngest>(std::move(fds), *queue_, counters_, tcp_limits_, stop_, log_,
-                                       opt_.auth);
+                                       opt_.auth, tls_.get());
   }
   if (opt_.stdin_source)
     spawn([this] { pump_stream(STDIN_FILENO, "stdin", *queue_, counters_, stop_, log_); });

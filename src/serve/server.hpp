@@ -38,7 +38,7 @@ struct ServeOptions {
   NatsSourceOptions nats;             // a JetStream stream (nats.address empty: none)
   uint32_t shard_index = 0, shard_count = 1;  // write only windows with index % count == index
   AuthTokens auth;                            // bearer tokens (none: open, as on loopback)
-  std::string tls_cert, tls_key;              // PEM files: the HTTP API over HTTPS
+  std::string tls_cert, tls_key;              // PEM files: TLS on --tcp and --http
   bool insecure = false;                      // allow a non-loopback bind without TLS and a token
 };
 

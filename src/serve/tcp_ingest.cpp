@@ -5,6 +5,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -57,6 +60,11 @@ struct TcpIngest::Loop {
     // The stream's first line while it may still be a token line (kTokenLinePrefix).
     std::string head;
     bool head_done = false;
+    SSL* ssl = nullptr;  // with TLS
+    bool handshaken = false;
+    ~Conn() {
+      if (ssl) SSL_free(ssl);
+    }
   };
 
   TcpIngest& owner;
@@ -109,6 +117,16 @@ struct TcpIngest::Loop {
       c->input =
           std::make_unique<ConnectionInput>(c->name, owner.queue_, owner.counters_, owner.budget_);
       c->last = c->opened = Clock::now();
+      if (owner.tls_) {
+        c->ssl = SSL_new(owner.tls_);
+        if (!c->ssl || SSL_set_fd(c->ssl, fd) != 1) {
+          ERR_clear_error();
+          ::close(fd);
+          --owner.counters_.connections_open;
+          continue;  // c (and its SSL, if any) is freed here
+        }
+        SSL_set_accept_state(c->ssl);
+      }
       epoll_event ev{};
       ev.events = EPOLLIN;
       ev.data.ptr = c.get();
@@ -211,13 +229,57 @@ struct TcpIngest::Loop {
     return true;
   }
 
+  // A read from the socket or the TLS session, as ::read answers: -1 with errno EAGAIN
+  // when nothing is there yet, 0 at the end of the stream.
+  ssize_t receive(Conn& c, size_t n) {
+    if (!c.ssl) return ::read(c.fd, buf.data(), n);
+    const int r = SSL_read(c.ssl, buf.data(), static_cast<int>(n));
+    if (r > 0) return r;
+    const int e = SSL_get_error(c.ssl, r);
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+      errno = EAGAIN;
+      return -1;
+    }
+    ERR_clear_error();
+    if (e == SSL_ERROR_ZERO_RETURN) return 0;  // close_notify: the stream's end
+    // The peer vanished without close_notify, or the session broke: an end, maybe a cut
+    // (a cut block or line counts as truncated, as on plain TCP).
+    return 0;
+  }
+
+  // Decrypted bytes wait inside the TLS session, where epoll does not see them.
+  bool tls_pending(const Conn& c) const { return c.ssl && !c.paused && SSL_pending(c.ssl) > 0; }
+
+  // A connection closed before it is a stream (a failed TLS handshake): nothing to finish.
+  void refuse_quietly(Conn& c) {
+    ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, c.fd, nullptr);
+    if (c.paused) --owner.counters_.paused_connections;
+    ::close(c.fd);
+    --owner.counters_.connections_open;
+    conns.erase(c.fd);
+  }
+
   // One read. False if the connection was closed.
   bool read_once(Conn& c) {
     if (!c.input->admit()) {
       set_paused(c, true);
       return true;
     }
-    const ssize_t n = ::read(c.fd, buf.data(), std::min(buf.size(), c.input->room()));
+    if (c.ssl && !c.handshaken) {
+      const int r = SSL_do_handshake(c.ssl);
+      if (r != 1) {
+        const int e = SSL_get_error(c.ssl, r);
+        if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) return true;
+        ERR_clear_error();
+        ++owner.counters_.tls_failed;
+        if (owner.log_)
+          fmt::print(stderr, "snailtrail serve: {}: closed, its TLS handshake failed\n", c.name);
+        refuse_quietly(c);
+        return false;
+      }
+      c.handshaken = true;
+    }
+    const ssize_t n = receive(c, std::min(buf.size(), c.input->room()));
     if (n < 0) {
       if (errno == EINTR || errno == EAGAIN) return true;
       if (owner.log_)
@@ -268,7 +330,8 @@ struct TcpIngest::Loop {
           if (events[i].events & (EPOLLERR | EPOLLHUP)) close_conn(c, true);
           continue;
         }
-        read_once(c);
+        while (read_once(c) && tls_pending(c)) {
+        }
       }
       // Paused connections whose reservation now fits go on.
       if (any_paused) {
@@ -276,7 +339,11 @@ struct TcpIngest::Loop {
         for (auto& [fd, c] : conns)
           if (c->paused) paused.push_back(c.get());
         for (Conn* c : paused)
-          if (c->input->admit()) set_paused(*c, false);
+          if (c->input->admit()) {
+            set_paused(*c, false);
+            while (tls_pending(*c) && read_once(*c)) {
+            }
+          }
       }
       const auto now = Clock::now();
       if (now - last_sweep > std::chrono::milliseconds(200)) {
@@ -316,7 +383,8 @@ struct TcpIngest::Loop {
       bool open = true;
       while (c->input->bytes() < until) {
         pollfd p{c->fd, POLLIN, 0};
-        if (::poll(&p, 1, 0) <= 0 || !c->input->admit()) break;
+        const bool pending = c->ssl && SSL_pending(c->ssl) > 0;
+        if ((!pending && ::poll(&p, 1, 0) <= 0) || !c->input->admit()) break;
         if (!(open = read_once(*c))) break;
       }
       if (open) close_conn(*c, true);
@@ -326,7 +394,7 @@ struct TcpIngest::Loop {
 
 TcpIngest::TcpIngest(std::vector<std::pair<int, std::string>> listeners, BatchQueue& queue,
                      IngestCounters& counters, const TcpLimits& limits,
-                     const std::atomic<bool>& stop, bool log, AuthTokens auth)
+                     const std::atomic<bool>& stop, bool log, AuthTokens auth, ssl_ctx_st* tls)
     : listeners_(std::move(listeners)),
       queue_(queue),
       counters_(counters),
@@ -334,6 +402,7 @@ TcpIngest::TcpIngest(std::vector<std::pair<int, std::string>> listeners, BatchQu
       stop_(stop),
       log_(log),
       auth_(std::move(auth)),
+      tls_(tls),
       budget_(limits.buffer_bytes) {
   if (limits_.threads == 0) limits_.threads = 1;
   for (unsigned i = 0; i < limits_.threads; ++i) loops_.push_back(std::make_unique<Loop>(*this));
