@@ -276,6 +276,14 @@ TEST_F(ServeAuthCli, TcpIngestNeedsTheTokenLine) {
   EXPECT_TRUE(send_and_wait_close(tcp, "Bearer " + token)) << "ended before the line's end";
   std::string metrics = http_get(http, "/metrics", read_token).body;
   EXPECT_EQ(metric(metrics, "snailtrail_connections_unauthorized_total"), 4u) << metrics;
+  // `send` with a wrong token learns it: the server resets the connection.
+  auto refused = start(
+      "refused", {"send", path("trace.jsonl").string(), "--to", "127.0.0.1:" + std::to_string(tcp),
+                  "--token-file", path("wrong-token").string()});
+  EXPECT_EQ(refused->wait(), 1) << refused->err();
+  EXPECT_TRUE(refused->err().find("did not take the stream") != std::string::npos ||
+              refused->err().find("reset by peer") != std::string::npos)
+      << refused->err();
   EXPECT_EQ(metric(metrics, "snailtrail_events_ingested_total"), 0u);
   EXPECT_EQ(metric(metrics, "snailtrail_bytes_received_total"), 0u);
   // The right token, as the first line that `send` writes (CRLF tolerated by hand).
@@ -290,7 +298,7 @@ TEST_F(ServeAuthCli, TcpIngestNeedsTheTokenLine) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   EXPECT_EQ(metric(metrics, "snailtrail_events_ingested_total"), 2 * sim.trace.events.size());
-  EXPECT_EQ(metric(metrics, "snailtrail_connections_unauthorized_total"), 4u);
+  EXPECT_EQ(metric(metrics, "snailtrail_connections_unauthorized_total"), 5u);
   server->signal(SIGTERM);
   EXPECT_EQ(server->wait(), 0) << server->err();
   EXPECT_EQ(server->err().find(token), std::string::npos) << "the token is never logged";
@@ -401,7 +409,12 @@ TEST_F(ServeAuthCli, TcpIngestOverTls) {
       "host", {"--to", "localhost:" + std::to_string(tcp), "--tls-ca", path("cert.pem").string()});
   EXPECT_EQ(wrong_host->wait(), 1) << wrong_host->err();
   EXPECT_NE(wrong_host->err().find("not trusted"), std::string::npos) << wrong_host->err();
-  send("plain", {"--to", to});  // may or may not see the close while writing
+  // A plain producer: the server closes with its input unread, the reset says so.
+  auto plain = send("plain", {"--to", to});
+  EXPECT_EQ(plain->wait(), 1) << plain->err();
+  EXPECT_TRUE(plain->err().find("did not take the stream") != std::string::npos ||
+              plain->err().find("reset by peer") != std::string::npos)
+      << plain->err();
   std::string metrics = https_get(http, "/metrics", path("cert.pem"), token).body;
   EXPECT_EQ(metric(metrics, "snailtrail_events_ingested_total"), 0u);
   EXPECT_GE(metric(metrics, "snailtrail_connections_tls_failed_total"), 1u);

@@ -137,7 +137,10 @@ void write_all(Wire& w, std::string_view data, const std::string& address) {
 }
 
 // Ends the stream and waits for the server to close its side, so everything sent was read.
-void finish(Wire& w) {
+// serve never writes on a producer's connection: bytes back (a TLS alert) or a reset (a
+// connection closed with unread input: a refused token, a failed TLS handshake) mean the
+// stream was not taken.
+void finish(Wire& w, const std::string& address) {
   if (w.ssl) SSL_shutdown(w.ssl);  // close_notify: the end of the stream, not a cut
   ::shutdown(w.fd, SHUT_WR);
   char sink[256];
@@ -147,8 +150,15 @@ void finish(Wire& w) {
     ERR_clear_error();
     return;
   }
-  while (::recv(w.fd, sink, sizeof sink, 0) > 0) {
-  }
+  bool answered = false;
+  ssize_t n;
+  while ((n = ::recv(w.fd, sink, sizeof sink, 0)) > 0 || (n < 0 && errno == EINTR))
+    answered |= n > 0;
+  if (n < 0 || answered)
+    throw std::runtime_error(
+        "the server at " + address + " did not take the stream (" +
+        (answered ? std::string("it answered with bytes") : std::strerror(errno)) +
+        "): a token it refuses (--token-file), or a TLS port (--tls-ca)?");
 }
 
 bool selected(const SendOptions& o, uint32_t worker) {
@@ -267,7 +277,7 @@ SendStats send_trace(const Trace& trace, const SendOptions& o) {
   const auto start = Clock::now();
   if (!o.token.empty()) write_all(wire, "Bearer " + o.token + "\n", o.to);
   send_paced(wire, trace, replay, o, start, stats);
-  finish(wire);
+  finish(wire, o.to);
   stats.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return stats;
 }

@@ -169,12 +169,7 @@ struct TcpIngest::Loop {
                  "snailtrail serve: {}: closed, {} ({} such connection(s) since the last line)\n",
                  c.name, why, n);
     });
-    c.head_done = true;
-    ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, c.fd, nullptr);
-    if (c.paused) --owner.counters_.paused_connections;
-    ::close(c.fd);
-    --owner.counters_.connections_open;
-    conns.erase(c.fd);  // destroys c, whose input saw nothing
+    refuse_quietly(c);  // destroys c, whose input saw nothing
   }
 
   // The stream's first line, while it may be a token line: collects it, checks the token
@@ -252,6 +247,10 @@ struct TcpIngest::Loop {
 
   // A connection closed before it is a stream (a failed TLS handshake): nothing to finish.
   void refuse_quietly(Conn& c) {
+    // An abortive close (a reset, not an end of stream): the producer learns that its
+    // stream was not taken, whatever it has sent so far.
+    const linger abort{1, 0};
+    ::setsockopt(c.fd, SOL_SOCKET, SO_LINGER, &abort, sizeof abort);
     ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, c.fd, nullptr);
     if (c.paused) --owner.counters_.paused_connections;
     ::close(c.fd);
