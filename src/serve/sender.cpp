@@ -57,12 +57,17 @@ int connect_to(const std::string& address, double timeout_s) {
   }
 }
 
+// Why a server would cut a producer off at once (docs/SERVE.md, "Running across hosts").
+constexpr const char* kRefusedHint =
+    " (a token the server refuses, --token-file, or a TLS port, --tls-ca?)";
+
 void write_all(int fd, std::string_view data, const std::string& address) {
   while (!data.empty()) {
     const ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
     if (n < 0) {
       if (errno == EINTR) continue;
-      throw std::runtime_error("connection to " + address + " broke: " + std::strerror(errno));
+      throw std::runtime_error("connection to " + address + " broke: " + std::strerror(errno) +
+                               (errno == ECONNRESET || errno == EPIPE ? kRefusedHint : ""));
     }
     data.remove_prefix(static_cast<size_t>(n));
   }
@@ -130,7 +135,9 @@ void write_all(Wire& w, std::string_view data, const std::string& address) {
   while (w.ssl && !data.empty()) {
     const int n =
         SSL_write(w.ssl, data.data(), static_cast<int>(std::min<size_t>(data.size(), 1 << 30)));
-    if (n <= 0) throw std::runtime_error("connection to " + address + " broke: " + tls_error());
+    if (n <= 0)
+      throw std::runtime_error("connection to " + address + " broke: " + tls_error() +
+                               kRefusedHint);
     data.remove_prefix(static_cast<size_t>(n));
   }
   write_all(w.fd, data, address);
@@ -157,8 +164,8 @@ void finish(Wire& w, const std::string& address) {
   if (n < 0 || answered)
     throw std::runtime_error(
         "the server at " + address + " did not take the stream (" +
-        (answered ? std::string("it answered with bytes") : std::strerror(errno)) +
-        "): a token it refuses (--token-file), or a TLS port (--tls-ca)?");
+        (answered ? std::string("it answered with bytes") : std::strerror(errno)) + ")" +
+        kRefusedHint);
 }
 
 bool selected(const SendOptions& o, uint32_t worker) {
