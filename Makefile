@@ -9,7 +9,7 @@ JOBS ?= $(shell nproc)
 DEB_PACKAGES := cmake ninja-build g++ make git clang-14 libclang-rt-14-dev clang-format \
   libsimdjson-dev libtomlplusplus-dev libcli11-dev libfmt-dev libzstd-dev liblz4-dev libsnappy-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev \
   libcpp-httplib-dev libmsgpack-cxx-dev python3 libbabeltrace2-dev python3-bt2 \
-  chromium nodejs openmpi-bin libopenmpi-dev libdw-dev nats-server libnats-dev
+  chromium nodejs openmpi-bin libopenmpi-dev libdw-dev nats-server libnats-dev libssl-dev
 
 .PHONY: deps build build-asan demo test test-release test-asan test-tsan test-tsan-nexmark test-browser bench fuzz format format-check clean
 

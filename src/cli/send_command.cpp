@@ -7,6 +7,7 @@
 #include "cli/duration.hpp"
 #include "cli/import_warnings.hpp"
 #include "importers/importer.hpp"
+#include "serve/auth.hpp"
 #include "serve/nats_link.hpp"
 #include "serve/sender.hpp"
 
@@ -65,6 +66,8 @@ CommandRunner add_send_command(CLI::App& app) {
     uint64_t repeat = 1;
     double connect_timeout = 5;
     bool resume = false;
+    std::string token_file;
+    std::string tls_ca;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
@@ -98,6 +101,13 @@ CommandRunner add_send_command(CLI::App& app) {
   cmd->add_flag("--resume", args->resume,
                 "nats:// only: publish what the stream does not hold yet of this trace (after a "
                 "send that failed or was killed; same trace, --workers, --rate and --speed)");
+  cmd->add_option("--token-file", args->token_file,
+                  "Send the token in FILE (its first line) as the stream's first line, for a "
+                  "serve started with --token-file (TCP only)");
+  cmd->add_option("--tls-ca", args->tls_ca,
+                  "Connect over TLS, trusting the CA certificate(s) in this PEM file (for a "
+                  "serve started with --tls-cert; TCP only); the certificate must name the "
+                  "--to host");
   cmd->add_flag("--quiet,-q", args->quiet, "Print nothing when done");
   return [cmd, args]() {
     if (!*cmd) return -1;
@@ -110,6 +120,14 @@ CommandRunner add_send_command(CLI::App& app) {
     o.repeat = args->repeat;
     o.connect_timeout_s = args->connect_timeout;
     o.resume = args->resume;
+    o.tls_ca = args->tls_ca;
+    if (!o.tls_ca.empty() && serve::is_nats_address(o.to))
+      throw std::invalid_argument("--tls-ca applies to TCP destinations, not nats:// (yet)");
+    if (!args->token_file.empty()) {
+      if (serve::is_nats_address(o.to))
+        throw std::invalid_argument("--token-file applies to TCP destinations, not nats://");
+      o.token = serve::read_token_file(args->token_file, "--token-file");
+    }
     const Trace trace = importers::import_trace(args->trace, args->importer);
     cli::warn_if_cut(trace);
     const serve::SendStats s = serve::is_nats_address(o.to) ? serve::send_trace_nats(trace, o)

@@ -46,7 +46,42 @@ struct ServeArgs {
   std::string trace_idle = "5s";
   size_t max_open_traces = 100'000;
   size_t max_open_spans = size_t{1} << 20;
+  // Who may send and read (docs/SERVE.md, "Running across hosts").
+  std::string token_file, read_token_file, tls_cert, tls_key;
+  bool insecure = false;
 };
+
+void add_security_options(CLI::App* cmd, ServeArgs& a) {
+  cmd->add_option("--token-file", a.token_file,
+                  "Require the token in FILE (its first line) from every producer and client: "
+                  "TCP streams start with the line \"Bearer TOKEN\", HTTP and OTLP requests "
+                  "send \"Authorization: Bearer TOKEN\" (401 otherwise); /healthz stays open");
+  cmd->add_option("--read-token-file", a.read_token_file,
+                  "A second token (its first line) that may only read the HTTP API and "
+                  "dashboard, not ingest; needs --token-file");
+  cmd->add_option("--tls-cert", a.tls_cert,
+                  "TLS with this PEM certificate (chain) on every listener: the TCP ingest "
+                  "(send --tls-ca), the HTTP API and dashboard over HTTPS (or --otlp); needs "
+                  "--tls-key");
+  cmd->add_option("--tls-key", a.tls_key, "The PEM private key of --tls-cert");
+  cmd->add_flag("--insecure", a.insecure,
+                "Allow listening on a non-loopback address without TLS and a token");
+}
+
+// The tokens and TLS files; the non-loopback check is the server's.
+void security_options(const ServeArgs& a, serve::AuthTokens& auth, std::string& cert,
+                      std::string& key, bool& insecure) {
+  if (!a.read_token_file.empty() && a.token_file.empty())
+    throw std::invalid_argument("--read-token-file needs --token-file (the token that ingests)");
+  if (a.tls_cert.empty() != a.tls_key.empty())
+    throw std::invalid_argument("--tls-cert and --tls-key go together");
+  if (!a.token_file.empty()) auth.write = serve::read_token_file(a.token_file, "--token-file");
+  if (!a.read_token_file.empty())
+    auth.read = serve::read_token_file(a.read_token_file, "--read-token-file");
+  cert = a.tls_cert;
+  key = a.tls_key;
+  insecure = a.insecure;
+}
 
 // The OpenTelemetry receiver (docs/SERVE.md, "OpenTelemetry (OTLP/HTTP) receiver").
 void add_otlp_options(CLI::App* cmd, ServeArgs& a) {
@@ -111,6 +146,9 @@ int run_otlp(const ServeArgs& a, const CLI::App& cmd) {
   o.traces.idle_ns = parse_duration(a.trace_idle);
   o.traces.max_open_traces = a.max_open_traces;
   o.traces.max_open_spans = a.max_open_spans;
+  bool insecure = false;
+  security_options(a, o.auth, o.tls_cert, o.tls_key, insecure);
+  serve::check_exposure({{"--otlp", o.address, !o.tls_cert.empty()}}, o.auth.enabled(), insecure);
   return serve::run_otlp_server(o, a.out, a.port_file, a.quiet);
 }
 
@@ -271,6 +309,7 @@ serve::ServeOptions to_serve_options(const ServeArgs& a, const CLI::App& cmd) {
   if (a.ingest_buffer_mib > (size_t{1} << 20))
     throw std::invalid_argument("--ingest-buffer is in MiB: at most 1048576");
   o.tcp_limits.buffer_bytes = a.ingest_buffer_mib << 20;
+  security_options(a, o.auth, o.tls_cert, o.tls_key, o.insecure);
   return o;
 }
 
@@ -286,6 +325,7 @@ CommandRunner add_serve_command(CLI::App& app) {
   add_window_options(cmd, *args);
   add_summary_and_limit_options(cmd, *args);
   add_otlp_options(cmd, *args);
+  add_security_options(cmd, *args);
   return [cmd, args]() {
     if (!*cmd) return -1;
     if (cmd->count("--otlp") > 0) return run_otlp(*args, *cmd);

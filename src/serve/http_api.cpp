@@ -46,6 +46,13 @@ std::string windows_since(SharedState& shared, int64_t since) {
 
 void add_api_routes(HttpFront& http, const ApiSources& src) {
   SharedState& shared = src.shared;
+  // Every route reads; /healthz stays open for load balancers and probes.
+  http.set_pre_routing_handler(
+      [&auth = src.auth](const httplib::Request& req, httplib::Response& res) {
+        if (req.path == "/healthz" || authorize_http(auth, req, res, false))
+          return httplib::Server::HandlerResponse::Unhandled;
+        return httplib::Server::HandlerResponse::Handled;
+      });
   // The live dashboard: the report's page, polling /api/report.
   http.Get("/", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(report::render_dashboard_html(), "text/html; charset=utf-8");

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 
+#include "serve/auth.hpp"
 #include "serve/http_front.hpp"
 #include "serve/ingest.hpp"
 #include "serve/live_rates.hpp"
@@ -17,7 +18,8 @@ struct ApiSources {
   const IngestCounters& counters;
   const BatchQueue& queue;
   LiveRates& rates;
-  size_t buffer_budget;  // --ingest-buffer, shown in /metrics
+  size_t buffer_budget;    // --ingest-buffer, shown in /metrics
+  const AuthTokens& auth;  // with a token, every route but /healthz needs it
 };
 
 // Registers the routes on `http` (before it starts).

@@ -11,6 +11,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -100,6 +103,8 @@ struct HttpFront::Impl {
     size_t requests = 0;
     bool busy = false;         // a worker has its request
     bool close_after = false;  // close once `out` is written
+    SSL* ssl = nullptr;        // with TLS
+    bool handshaken = false;
     Clock::time_point deadline;
   };
   struct Task {
@@ -116,6 +121,7 @@ struct HttpFront::Impl {
 
   HttpFront& front;
   int listen_fd = -1, epoll_fd = -1, wake_fd = -1;
+  SSL_CTX* tls = nullptr;
   size_t max_connections = 256;
   std::atomic<bool> stopping{false};
   std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns;
@@ -140,6 +146,11 @@ struct HttpFront::Impl {
     auto it = conns.find(id);
     if (it == conns.end()) return;
     ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, it->second->fd, nullptr);
+    if (SSL* ssl = it->second->ssl) {
+      if (it->second->handshaken) SSL_shutdown(ssl);  // one try: the close_notify alert
+      SSL_free(ssl);
+      ERR_clear_error();
+    }
     ::close(it->second->fd);
     conns.erase(it);
     --front.counters_.connections_open;
@@ -201,28 +212,76 @@ struct HttpFront::Impl {
     task_ready.notify_one();
   }
 
+  // The socket's (or TLS session's) bytes: > 0 read or written, -1 would block, 0 the
+  // connection is over (closed, an error).
+  static ssize_t tls_result(Conn& c, int r) {
+    if (r > 0) return r;
+    const int e = SSL_get_error(c.ssl, r);
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) return -1;
+    ERR_clear_error();
+    return 0;
+  }
+  static ssize_t receive(Conn& c, char* p, size_t n) {
+    if (c.ssl) return tls_result(c, SSL_read(c.ssl, p, static_cast<int>(n)));
+    for (;;) {
+      const ssize_t r = ::read(c.fd, p, n);
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0 && errno == EAGAIN) return -1;
+      return r < 0 ? 0 : r;
+    }
+  }
+  static ssize_t transmit(Conn& c, const char* p, size_t n) {
+    if (c.ssl)
+      return tls_result(c, SSL_write(c.ssl, p, static_cast<int>(std::min<size_t>(n, 1 << 30))));
+    for (;;) {
+      const ssize_t r = ::send(c.fd, p, n, MSG_NOSIGNAL);
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0 && errno == EAGAIN) return -1;
+      return r < 0 ? 0 : r;
+    }
+  }
+
+  // Drives the TLS handshake; true once it is done. False: wait for the socket (or the
+  // connection was closed: a client that does not speak TLS, e.g. plain HTTP).
+  bool handshake(Conn& c) {
+    const int r = SSL_do_handshake(c.ssl);
+    if (r == 1) {
+      c.handshaken = true;
+      watch(c, EPOLLIN, EPOLL_CTL_MOD);
+      return true;
+    }
+    const int e = SSL_get_error(c.ssl, r);
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+      watch(c, e == SSL_ERROR_WANT_READ ? EPOLLIN : EPOLLOUT, EPOLL_CTL_MOD);
+      return false;
+    }
+    ++front.counters_.tls_failed;
+    close_conn(c.id);
+    return false;
+  }
+
   void on_readable(Conn& c) {
+    if (c.ssl && !c.handshaken && !handshake(c)) return;
     char buf[16384];
     for (;;) {
-      const ssize_t n = ::read(c.fd, buf, sizeof buf);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && errno == EAGAIN) break;
-      if (n <= 0) return close_conn(c.id);
+      const ssize_t n = receive(c, buf, sizeof buf);
+      if (n < 0) break;
+      if (n == 0) return close_conn(c.id);
       if (c.in.empty()) c.deadline = Clock::now() + std::chrono::seconds(kRequestSeconds);
       c.in.append(buf, static_cast<size_t>(n));
       if (c.in.size() > kMaxHead + kMaxBody + 4) break;
-      if (static_cast<size_t>(n) < sizeof buf) break;
+      // A TLS session may hold decrypted bytes the socket no longer signals: read on.
+      if (!c.ssl && static_cast<size_t>(n) < sizeof buf) break;
     }
     try_dispatch(c);
   }
 
   void on_writable(Conn& c) {
+    if (c.ssl && !c.handshaken) return on_readable(c);
     while (c.out_pos < c.out.size()) {
-      const ssize_t n =
-          ::send(c.fd, c.out.data() + c.out_pos, c.out.size() - c.out_pos, MSG_NOSIGNAL);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && errno == EAGAIN) return;
-      if (n <= 0) return close_conn(c.id);
+      const ssize_t n = transmit(c, c.out.data() + c.out_pos, c.out.size() - c.out_pos);
+      if (n < 0) return;
+      if (n == 0) return close_conn(c.id);
       c.out_pos += static_cast<size_t>(n);
     }
     if (c.close_after) return close_conn(c.id);
@@ -233,6 +292,8 @@ struct HttpFront::Impl {
     c.deadline = Clock::now() + std::chrono::seconds(c.in.empty() ? kIdleSeconds : kRequestSeconds);
     watch(c, EPOLLIN, EPOLL_CTL_MOD);
     try_dispatch(c);
+    // Bytes the TLS session decrypted already (pipelined requests) raise no epoll event.
+    if (c.ssl && !c.busy && SSL_pending(c.ssl) > 0) on_readable(c);
   }
 
   void accept_all() {
@@ -250,6 +311,17 @@ struct HttpFront::Impl {
       c->id = next_id++;
       c->fd = fd;
       c->deadline = Clock::now() + std::chrono::seconds(kIdleSeconds);
+      if (tls) {
+        c->ssl = SSL_new(tls);
+        if (!c->ssl || SSL_set_fd(c->ssl, fd) != 1) {
+          if (c->ssl) SSL_free(c->ssl);
+          ERR_clear_error();
+          ::close(fd);
+          ++front.counters_.tls_failed;
+          continue;
+        }
+        SSL_set_accept_state(c->ssl);
+      }
       watch(*c, EPOLLIN, EPOLL_CTL_ADD);
       conns.emplace(c->id, std::move(c));
       ++front.counters_.connections_total;
@@ -359,9 +431,10 @@ std::string HttpFront::answer(const std::string& request, int fd, bool last, boo
   return out;
 }
 
-void HttpFront::start(int listen_fd, size_t max_connections, unsigned threads) {
+void HttpFront::start(int listen_fd, size_t max_connections, unsigned threads, SSL_CTX* tls) {
   impl_ = std::make_unique<Impl>(*this);
   Impl& m = *impl_;
+  m.tls = tls;
   m.listen_fd = listen_fd;
   m.max_connections = max_connections;
   const int flags = ::fcntl(listen_fd, F_GETFL);

@@ -6,7 +6,8 @@
 // `/metrics` answer at once whatever other clients do. Requests must arrive within
 // kRequestSeconds of their first byte, responses be taken within kResponseSeconds, and a
 // keep-alive connection idle for kIdleSeconds is closed, or sooner when a new client needs
-// its place under the connection limit.
+// its place under the connection limit. With a TLS context the same loop speaks HTTPS:
+// OpenSSL on the non-blocking sockets, the handshake within the same deadlines.
 #pragma once
 
 #include <atomic>
@@ -17,6 +18,8 @@
 #include <vector>
 
 #include <httplib.h>
+
+struct ssl_ctx_st;
 
 namespace snailtrail::serve {
 
@@ -30,13 +33,14 @@ class HttpFront : public httplib::Server {
 
   struct Counters {
     std::atomic<uint64_t> connections_total{0}, connections_open{0}, refused{0}, timed_out{0},
-        bad_requests{0}, idle_closed{0};
+        bad_requests{0}, idle_closed{0}, tls_failed{0};
   };
 
   HttpFront();
   ~HttpFront() override;
-  // Starts answering on the listening socket `fd` (owned by the caller).
-  void start(int listen_fd, size_t max_connections, unsigned threads);
+  // Starts answering on the listening socket `fd` (owned by the caller); over TLS with
+  // `tls` (owned by the caller, outliving the front) when given.
+  void start(int listen_fd, size_t max_connections, unsigned threads, ssl_ctx_st* tls = nullptr);
   // Stops every thread and closes every client.
   void shutdown();
   const Counters& counters() const { return counters_; }

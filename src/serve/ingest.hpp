@@ -17,7 +17,10 @@
 #include <vector>
 
 #include "importers/importer.hpp"
+#include "serve/auth.hpp"
 #include "trace/stream_decoder.hpp"
+
+struct ssl_ctx_st;
 
 namespace snailtrail::serve {
 
@@ -110,11 +113,13 @@ struct IngestCounters {
   std::atomic<uint64_t> broken_streams{0};  // framing lost: the connection was closed
   std::atomic<uint64_t> connections_total{0};
   std::atomic<uint64_t> connections_open{0};
-  std::atomic<uint64_t> connections_refused{0};    // over --max-connections
-  std::atomic<uint64_t> connections_timed_out{0};  // silent for --connection-timeout
-  std::atomic<int64_t> buffered_bytes{0};          // TCP input received, not decoded yet
-  std::atomic<int64_t> buffered_peak{0};           // the largest buffered_bytes so far
-  std::atomic<uint64_t> paused_connections{0};     // waiting for the buffer budget
+  std::atomic<uint64_t> connections_refused{0};       // over --max-connections
+  std::atomic<uint64_t> connections_timed_out{0};     // silent for --connection-timeout
+  std::atomic<uint64_t> connections_unauthorized{0};  // closed: no valid token line
+  std::atomic<uint64_t> tls_failed{0};                // closed: the TLS handshake failed
+  std::atomic<int64_t> buffered_bytes{0};             // TCP input received, not decoded yet
+  std::atomic<int64_t> buffered_peak{0};              // the largest buffered_bytes so far
+  std::atomic<uint64_t> paused_connections{0};        // waiting for the buffer budget
   // --nats: the durable consumer's position (serve/nats_source.hpp).
   std::atomic<uint64_t> nats_messages{0};     // read
   std::atomic<uint64_t> nats_pending{0};      // stored, not delivered to this consumer yet
@@ -132,6 +137,14 @@ struct TcpLimits {
   unsigned threads = 2;                      // event loops decoding the connections
 };
 
+// With a token, a TCP stream starts with the line "Bearer TOKEN\n" (docs/SERVE.md, "Running
+// across hosts"); without one such a line is skipped, so a producer that sends a token
+// also works against a server that asks for none.
+constexpr std::string_view kTokenLinePrefix = "Bearer ";
+// A connection that has not sent its token line within this is closed.
+constexpr int64_t kTokenTimeoutNs = 10'000'000'000;
+
+// With `tls`, every connection is a TLS session (docs/SERVE.md, "Running across hosts").
 // Accepts producers on `listen_fds` and reads them with `limits.threads` event loops
 // (epoll): a connection costs a few hundred bytes plus what it has sent but not yet
 // completed; idle connections cost no thread. Each connection's input is bounded by a
@@ -144,7 +157,7 @@ class TcpIngest {
  public:
   TcpIngest(std::vector<std::pair<int, std::string>> listeners, BatchQueue& queue,
             IngestCounters& counters, const TcpLimits& limits, const std::atomic<bool>& stop,
-            bool log);
+            bool log, AuthTokens auth = {}, ssl_ctx_st* tls = nullptr);
   ~TcpIngest();
   TcpIngest(const TcpIngest&) = delete;
   TcpIngest& operator=(const TcpIngest&) = delete;
@@ -162,6 +175,8 @@ class TcpIngest {
   TcpLimits limits_;
   const std::atomic<bool>& stop_;
   bool log_;
+  AuthTokens auth_;
+  ssl_ctx_st* tls_;  // with --tls-cert: every connection speaks TLS (not owned)
   MemoryBudget budget_;
   std::atomic<bool> accepting_{true};
   std::atomic<unsigned> running_{0};

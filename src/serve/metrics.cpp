@@ -115,6 +115,12 @@ void input_metrics(MetricText& m, const IngestCounters& c, size_t budget) {
   m.counter("snailtrail_connections_timed_out_total",
             "TCP connections closed after --connection-timeout of silence.",
             c.connections_timed_out.load());
+  m.counter("snailtrail_connections_unauthorized_total",
+            "TCP connections closed without a valid token line (--token-file).",
+            c.connections_unauthorized.load());
+  m.counter("snailtrail_connections_tls_failed_total",
+            "TCP connections closed because their TLS handshake failed (--tls-cert).",
+            c.tls_failed.load());
   m.gauge("snailtrail_ingest_buffered_bytes",
           "TCP input received but not decoded yet (incomplete blocks and lines).",
           static_cast<double>(c.buffered_bytes.load()));
@@ -160,6 +166,9 @@ void server_metrics(MetricText& m, const SharedState& s, const BatchQueue& q,
   m.counter("snailtrail_http_timeouts_total",
             "HTTP clients closed for sending a request or taking a response too slowly, or idle.",
             h.timed_out.load());
+  m.counter("snailtrail_http_tls_failures_total",
+            "HTTPS clients closed because their TLS handshake failed (e.g. plain HTTP).",
+            h.tls_failed.load());
   m.gauge("snailtrail_queued_events", "Events decoded, waiting for analysis.",
           static_cast<double>(q.queued_events()));
   m.gauge("snailtrail_retained_nodes", "PAG nodes kept for windows not yet closed.",

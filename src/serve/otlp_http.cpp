@@ -88,6 +88,12 @@ std::string media_type(const std::string& header) {
 }  // namespace
 
 void OtlpReceiver::add_routes() {
+  // Checked before the body is read: a request without the token ingests nothing.
+  http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (authorize_http(opt_.auth, req, res, req.method != "GET"))
+      return httplib::Server::HandlerResponse::Unhandled;
+    return httplib::Server::HandlerResponse::Handled;
+  });
   http_->Post("/v1/traces", [this](const httplib::Request& req, httplib::Response& res,
                                    const httplib::ContentReader& read) {
     ++counters_.requests;

@@ -12,6 +12,7 @@
 
 #include "requests/critical_path.hpp"
 #include "serve/server.hpp"
+#include "serve/tls.hpp"
 #include "serve/trace_path_json.hpp"
 #include "trace/plural.hpp"
 
@@ -42,7 +43,16 @@ OtlpReceiver::~OtlpReceiver() {
 
 void OtlpReceiver::start() {
   auto [host, port] = parse_address(opt_.address);
-  http_ = std::make_unique<httplib::Server>();
+  if (opt_.tls_cert.empty()) {
+    http_ = std::make_unique<httplib::Server>();
+  } else {
+    server_tls_context(opt_.tls_cert, opt_.tls_key);  // bad files: an error naming them
+    auto tls = std::make_unique<httplib::SSLServer>(opt_.tls_cert.c_str(), opt_.tls_key.c_str());
+    if (!tls->is_valid())
+      throw std::invalid_argument("--tls-cert/--tls-key: cannot set up TLS with " + opt_.tls_cert +
+                                  " and " + opt_.tls_key);
+    http_ = std::move(tls);
+  }
   const unsigned threads = std::max(1u, opt_.threads);
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http_->set_payload_max_length(opt_.max_body);
@@ -204,8 +214,9 @@ int run_otlp_server(const OtlpOptions& options, const std::string& out_path,
       throw std::runtime_error("cannot write " + port_file + ": " + std::strerror(errno));
   }
   if (!quiet)
-    fmt::print(stderr, "snailtrail serve: OTLP/HTTP receiver on http://{}:{}/v1/traces\n",
-               parse_address(options.address).first, receiver.port());
+    fmt::print(stderr, "snailtrail serve: OTLP/HTTP receiver on {}://{}:{}/v1/traces{}\n",
+               options.tls_cert.empty() ? "http" : "https", parse_address(options.address).first,
+               receiver.port(), options.auth.enabled() ? " (bearer token required)" : "");
   while (!g_otlp_stop && receiver.write_error().empty())
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   receiver.stop();

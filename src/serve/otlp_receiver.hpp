@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "importers/otel/spans.hpp"
+#include "serve/auth.hpp"
 #include "serve/otlp_traces.hpp"
 
 namespace httplib {
@@ -33,7 +34,9 @@ struct OtlpOptions {
   size_t buffer_spans = size_t{1} << 20;   // decoded spans not yet grouped; over it: 429
   int retry_after_s = 1;                   // Retry-After of a 429
   OtlpTraceLimits traces;
-  unsigned threads = 8;  // HTTP threads
+  unsigned threads = 8;           // HTTP threads
+  AuthTokens auth;                // with a token: POST needs the write token, /metrics either
+  std::string tls_cert, tls_key;  // PEM files: HTTPS instead of HTTP
 };
 
 struct OtlpCounters {

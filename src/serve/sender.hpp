@@ -25,6 +25,11 @@ struct SendOptions {
   // nats:// only: publish only what the stream does not hold yet of this trace (a send
   // that died is run again; docs/SERVE.md "Through NATS JetStream").
   bool resume = false;
+  // TCP: sent as the stream's first line, "Bearer TOKEN" (serve --token-file).
+  std::string token;
+  // TCP over TLS, verifying the server's certificate against the CA certificates in this
+  // PEM file (serve --tls-cert); empty: plain TCP.
+  std::string tls_ca;
 };
 
 struct SendStats {

@@ -23,6 +23,7 @@
 #include "serve/http_api.hpp"
 #include "serve/listener.hpp"
 #include "serve/serve_state.hpp"
+#include "serve/tls.hpp"
 #include "serve/window_resume.hpp"
 #include "trace/setting_error.hpp"
 
@@ -145,6 +146,7 @@ class Server {
   std::unique_ptr<LiveRates> rates_;
   std::atomic<bool> stop_{false};
   std::atomic<int> readers_{0};  // source threads still running
+  TlsContext tls_;               // --tls-cert/--tls-key: TLS on the TCP ingest and the HTTP API
   std::unique_ptr<HttpFront> http_;
   std::unique_ptr<Listener> http_listener_;
   struct sigaction old_int_ {
@@ -207,6 +209,18 @@ void Server::open_output() {
 }
 
 void Server::open_listeners() {
+  // Before anything binds: nothing exposed beyond this host without TLS and a token.
+  std::vector<ListenerSpec> specs;
+  for (const std::string& a : opt_.tcp) specs.push_back({"--tcp", a, !opt_.tls_cert.empty()});
+  if (!opt_.http.empty()) specs.push_back({"--http", opt_.http, !opt_.tls_cert.empty()});
+  check_exposure(specs, opt_.auth.enabled(), opt_.insecure);
+  if (opt_.tls_cert.empty() != opt_.tls_key.empty())
+    throw std::invalid_argument("--tls-cert and --tls-key go together");
+  if (!opt_.tls_cert.empty()) {
+    if (opt_.http.empty() && opt_.tcp.empty())
+      throw std::invalid_argument("--tls-cert applies to --tcp, --http and --otlp");
+    tls_ = server_tls_context(opt_.tls_cert, opt_.tls_key);  // bad files fail before binding
+  }
   for (const std::string& a : opt_.tcp) listeners_.push_back(std::make_unique<Listener>(a));
   tcp_limits_ = opt_.tcp_limits;
   check_limits(opt_, tcp_limits_);
@@ -217,13 +231,13 @@ void Server::start_http() {
   if (opt_.http.empty()) return;
   auto [host, port] = parse_address(opt_.http);
   http_ = std::make_unique<HttpFront>();
-  add_api_routes(*http_,
-                 ApiSources{shared_, counters_, *queue_, *rates_, tcp_limits_.buffer_bytes});
+  add_api_routes(*http_, ApiSources{shared_, counters_, *queue_, *rates_, tcp_limits_.buffer_bytes,
+                                    opt_.auth});
   http_listener_ = std::make_unique<Listener>(opt_.http);
-  http_->start(http_listener_->fd(), opt_.http_max_connections, opt_.http_threads);
+  http_->start(http_listener_->fd(), opt_.http_max_connections, opt_.http_threads, tls_.get());
   if (log_)
-    fmt::print(stderr, "snailtrail serve: HTTP API on http://{}:{}/\n", host,
-               http_listener_->port());
+    fmt::print(stderr, "snailtrail serve: HTTP API on {}://{}:{}/{}\n", tls_ ? "https" : "http",
+               host, http_listener_->port(), opt_.auth.enabled() ? " (bearer token required)" : "");
 }
 
 // Signals end the server cleanly; they are checked by every loop.
@@ -250,11 +264,13 @@ void Server::start_sources() {
   if (!listeners_.empty()) {
     std::vector<std::pair<int, std::string>> fds;
     for (auto& l : listeners_) {
-      if (log_) fmt::print(stderr, "snailtrail serve: listening for traces on tcp {}\n", l->name());
+      if (log_)
+        fmt::print(stderr, "snailtrail serve: listening for traces on tcp {}{}\n", l->name(),
+                   tls_ ? " (TLS)" : "");
       fds.emplace_back(l->fd(), l->name());
     }
-    tcp_ =
-        std::make_unique<TcpIngest>(std::move(fds), *queue_, counters_, tcp_limits_, stop_, log_);
+    tcp_ = std::make_unique<TcpIngest>(std::move(fds), *queue_, counters_, tcp_limits_, stop_, log_,
+                                       opt_.auth, tls_.get());
   }
   if (opt_.stdin_source)
     spawn([this] { pump_stream(STDIN_FILENO, "stdin", *queue_, counters_, stop_, log_); });

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "serve/auth.hpp"
 #include "serve/ingest.hpp"
 #include "serve/live_analyzer.hpp"
 #include "serve/nats_source.hpp"
@@ -36,6 +37,9 @@ struct ServeOptions {
   bool quiet = false;                 // no log lines on stderr
   NatsSourceOptions nats;             // a JetStream stream (nats.address empty: none)
   uint32_t shard_index = 0, shard_count = 1;  // write only windows with index % count == index
+  AuthTokens auth;                            // bearer tokens (none: open, as on loopback)
+  std::string tls_cert, tls_key;              // PEM files: TLS on --tcp and --http
+  bool insecure = false;                      // allow a non-loopback bind without TLS and a token
 };
 
 // Runs until SIGINT or SIGTERM (or, without TCP and HTTP, until every source has ended),

@@ -5,6 +5,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -53,7 +56,15 @@ struct TcpIngest::Loop {
     std::string name;
     std::unique_ptr<ConnectionInput> input;
     bool paused = false;  // waiting for the budget: not in the epoll set's interest
-    Clock::time_point last;
+    Clock::time_point last, opened;
+    // The stream's first line while it may still be a token line (kTokenLinePrefix).
+    std::string head;
+    bool head_done = false;
+    SSL* ssl = nullptr;  // with TLS
+    bool handshaken = false;
+    ~Conn() {
+      if (ssl) SSL_free(ssl);
+    }
   };
 
   TcpIngest& owner;
@@ -62,6 +73,8 @@ struct TcpIngest::Loop {
   std::vector<std::pair<int, std::string>> inbox;
   std::unordered_map<int, std::unique_ptr<Conn>> conns;
   std::vector<uint8_t> buf = std::vector<uint8_t>(kReadSize);
+  std::string joined;  // held-back first bytes and the read after them
+  RateLimitedLog unauthorized_log;
   std::thread thread;
 
   explicit Loop(TcpIngest& o) : owner(o) {
@@ -103,7 +116,17 @@ struct TcpIngest::Loop {
       c->name = std::move(name);
       c->input =
           std::make_unique<ConnectionInput>(c->name, owner.queue_, owner.counters_, owner.budget_);
-      c->last = Clock::now();
+      c->last = c->opened = Clock::now();
+      if (owner.tls_) {
+        c->ssl = SSL_new(owner.tls_);
+        if (!c->ssl || SSL_set_fd(c->ssl, fd) != 1) {
+          ERR_clear_error();
+          ::close(fd);
+          --owner.counters_.connections_open;
+          continue;  // c (and its SSL, if any) is freed here
+        }
+        SSL_set_accept_state(c->ssl);
+      }
       epoll_event ev{};
       ev.events = EPOLLIN;
       ev.data.ptr = c.get();
@@ -137,13 +160,125 @@ struct TcpIngest::Loop {
     conns.erase(c.fd);  // destroys c
   }
 
+  // A connection without a valid token: closed with nothing of it ingested. The log never
+  // shows what it sent.
+  void refuse(Conn& c, const char* why) {
+    ++owner.counters_.connections_unauthorized;
+    unauthorized_log(owner.log_, [&](uint64_t n) {
+      fmt::print(stderr,
+                 "snailtrail serve: {}: closed, {} ({} such connection(s) since the last line)\n",
+                 c.name, why, n);
+    });
+    refuse_quietly(c);  // destroys c, whose input saw nothing
+  }
+
+  // The stream's first line, while it may be a token line: collects it, checks the token
+  // and leaves in [data, data + size) what follows it (or the bytes collected, when the
+  // stream does not start with a token line and none is required). False if the
+  // connection was refused and closed.
+  bool take_head(Conn& c, const uint8_t*& data, size_t& size) {
+    const size_t old = c.head.size();
+    const size_t limit = kTokenLinePrefix.size() + kMaxTokenBytes + 2;
+    const size_t take = std::min(size, limit + 1 - old);
+    c.head.append(reinterpret_cast<const char*>(data), take);
+    const size_t cmp = std::min(c.head.size(), kTokenLinePrefix.size());
+    const bool token_line = c.head.compare(0, cmp, kTokenLinePrefix, 0, cmp) == 0;
+    if (!token_line) {
+      if (owner.auth_.enabled()) {
+        refuse(c, "its first line is not its token (Bearer TOKEN)");
+        return false;
+      }
+      // No token line: the bytes held back from earlier reads go first.
+      c.head_done = true;
+      if (old > 0) {
+        joined.assign(c.head, 0, old);
+        joined.append(reinterpret_cast<const char*>(data), size);
+        data = reinterpret_cast<const uint8_t*>(joined.data());
+        size = joined.size();
+      }
+      std::string().swap(c.head);
+      return true;
+    }
+    const size_t nl = c.head.find('\n');
+    if (nl == std::string::npos) {
+      if (c.head.size() > limit) {
+        refuse(c, "its token line is too long");
+        return false;
+      }
+      data += size;  // all taken into the head
+      size = 0;
+      return true;
+    }
+    std::string_view token(c.head.data() + kTokenLinePrefix.size(), nl - kTokenLinePrefix.size());
+    if (!token.empty() && token.back() == '\r') token.remove_suffix(1);
+    if (!owner.auth_.may_write(token)) {
+      refuse(c, "its token is not accepted");
+      return false;
+    }
+    c.head_done = true;
+    // What came after the line in this read.
+    const size_t used = nl + 1 - old;
+    data += used;
+    size -= used;
+    std::string().swap(c.head);
+    return true;
+  }
+
+  // A read from the socket or the TLS session, as ::read answers: -1 with errno EAGAIN
+  // when nothing is there yet, 0 at the end of the stream.
+  ssize_t receive(Conn& c, size_t n) {
+    if (!c.ssl) return ::read(c.fd, buf.data(), n);
+    const int r = SSL_read(c.ssl, buf.data(), static_cast<int>(n));
+    if (r > 0) return r;
+    const int e = SSL_get_error(c.ssl, r);
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+      errno = EAGAIN;
+      return -1;
+    }
+    ERR_clear_error();
+    if (e == SSL_ERROR_ZERO_RETURN) return 0;  // close_notify: the stream's end
+    // The peer vanished without close_notify, or the session broke: an end, maybe a cut
+    // (a cut block or line counts as truncated, as on plain TCP).
+    return 0;
+  }
+
+  // Decrypted bytes wait inside the TLS session, where epoll does not see them.
+  bool tls_pending(const Conn& c) const { return c.ssl && !c.paused && SSL_pending(c.ssl) > 0; }
+
+  // A connection closed before it is a stream (a failed TLS handshake): nothing to finish.
+  void refuse_quietly(Conn& c) {
+    // An abortive close (a reset, not an end of stream): the producer learns that its
+    // stream was not taken, whatever it has sent so far.
+    const linger abort{1, 0};
+    ::setsockopt(c.fd, SOL_SOCKET, SO_LINGER, &abort, sizeof abort);
+    ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, c.fd, nullptr);
+    if (c.paused) --owner.counters_.paused_connections;
+    ::close(c.fd);
+    --owner.counters_.connections_open;
+    conns.erase(c.fd);
+  }
+
   // One read. False if the connection was closed.
   bool read_once(Conn& c) {
     if (!c.input->admit()) {
       set_paused(c, true);
       return true;
     }
-    const ssize_t n = ::read(c.fd, buf.data(), std::min(buf.size(), c.input->room()));
+    if (c.ssl && !c.handshaken) {
+      const int r = SSL_do_handshake(c.ssl);
+      if (r != 1) {
+        const int e = SSL_get_error(c.ssl, r);
+        if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) return true;
+        ERR_clear_error();
+        ++owner.counters_.tls_failed;
+        if (owner.log_)
+          fmt::print(stderr, "snailtrail serve: {}: closed, its TLS handshake failed\n", c.name);
+        refuse_quietly(c);
+        return false;
+      }
+      c.handshaken = true;
+    }
+    const ssize_t n = receive(c, std::min(buf.size(), c.input->room()));
     if (n < 0) {
       if (errno == EINTR || errno == EAGAIN) return true;
       if (owner.log_)
@@ -152,11 +287,18 @@ struct TcpIngest::Loop {
       return false;
     }
     if (n == 0) {
+      if (!c.head_done && owner.auth_.enabled()) {
+        refuse(c, "it ended before its token line");
+        return false;
+      }
       close_conn(c, true);
       return false;
     }
     c.last = Clock::now();
-    if (!c.input->feed(buf.data(), static_cast<size_t>(n))) {
+    const uint8_t* data = buf.data();
+    size_t size = static_cast<size_t>(n);
+    if (!c.head_done && !take_head(c, data, size)) return false;
+    if (size > 0 && !c.input->feed(data, size)) {
       ++owner.counters_.broken_streams;
       if (owner.log_)
         fmt::print(stderr, "snailtrail serve: {}: closing the stream: {}\n", c.name,
@@ -187,7 +329,8 @@ struct TcpIngest::Loop {
           if (events[i].events & (EPOLLERR | EPOLLHUP)) close_conn(c, true);
           continue;
         }
-        read_once(c);
+        while (read_once(c) && tls_pending(c)) {
+        }
       }
       // Paused connections whose reservation now fits go on.
       if (any_paused) {
@@ -195,11 +338,24 @@ struct TcpIngest::Loop {
         for (auto& [fd, c] : conns)
           if (c->paused) paused.push_back(c.get());
         for (Conn* c : paused)
-          if (c->input->admit()) set_paused(*c, false);
+          if (c->input->admit()) {
+            set_paused(*c, false);
+            while (tls_pending(*c) && read_once(*c)) {
+            }
+          }
       }
       const auto now = Clock::now();
       if (now - last_sweep > std::chrono::milliseconds(200)) {
         last_sweep = now;
+        // Without its token within kTokenTimeoutNs, a connection is refused (it holds a
+        // place under --max-connections meanwhile).
+        if (owner.auth_.enabled()) {
+          std::vector<Conn*> mute;
+          for (auto& [fd, c] : conns)
+            if (!c->head_done && now - c->opened > std::chrono::nanoseconds(kTokenTimeoutNs))
+              mute.push_back(c.get());
+          for (Conn* c : mute) refuse(*c, "no token line within 10 s");
+        }
         std::vector<Conn*> silent;
         for (auto& [fd, c] : conns)
           if (!c->paused && now - c->last > idle) silent.push_back(c.get());
@@ -226,7 +382,8 @@ struct TcpIngest::Loop {
       bool open = true;
       while (c->input->bytes() < until) {
         pollfd p{c->fd, POLLIN, 0};
-        if (::poll(&p, 1, 0) <= 0 || !c->input->admit()) break;
+        const bool pending = c->ssl && SSL_pending(c->ssl) > 0;
+        if ((!pending && ::poll(&p, 1, 0) <= 0) || !c->input->admit()) break;
         if (!(open = read_once(*c))) break;
       }
       if (open) close_conn(*c, true);
@@ -236,13 +393,15 @@ struct TcpIngest::Loop {
 
 TcpIngest::TcpIngest(std::vector<std::pair<int, std::string>> listeners, BatchQueue& queue,
                      IngestCounters& counters, const TcpLimits& limits,
-                     const std::atomic<bool>& stop, bool log)
+                     const std::atomic<bool>& stop, bool log, AuthTokens auth, ssl_ctx_st* tls)
     : listeners_(std::move(listeners)),
       queue_(queue),
       counters_(counters),
       limits_(limits),
       stop_(stop),
       log_(log),
+      auth_(std::move(auth)),
+      tls_(tls),
       budget_(limits.buffer_bytes) {
   if (limits_.threads == 0) limits_.threads = 1;
   for (unsigned i = 0; i < limits_.threads; ++i) loops_.push_back(std::make_unique<Loop>(*this));
