@@ -530,6 +530,10 @@ TEST_F(ChromeExportCli, ConvertToChromeThenImportIt) {
   r = snailtrail::testing::run_binary("convert " + path("t.jsonl").string() + " " + out +
                                       " --to perfetto");
   EXPECT_NE(r.code, 0);
+  r = snailtrail::testing::run_binary("convert " + path("t.jsonl").string() + " " +
+                                      path("t2.jsonl").string() + " --window 1s");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("only matter with --to chrome"), std::string::npos) << r.out;
 }
 
 }  // namespace
