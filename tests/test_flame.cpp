@@ -5,8 +5,11 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <sstream>
 
 #include "flame/critical.hpp"
 #include "flame/flamegraph.hpp"
@@ -354,6 +357,162 @@ TEST(FlameCritical, WeightsPerWindow) {
   EXPECT_NEAR(r.timeline_critical_ns, 300, 1e-9);
 }
 
+namespace {
+
+// "a;b;c 12" lines as stack -> weight (the folded writer: the oracle of speedscope's).
+std::map<std::string, double> folded_lines(const std::string& folded) {
+  std::map<std::string, double> m;
+  std::istringstream in(folded);
+  for (std::string line; std::getline(in, line);) {
+    const size_t sp = line.rfind(' ');
+    m[line.substr(0, sp)] += std::stod(line.substr(sp + 1));
+  }
+  return m;
+}
+
+struct Speedscope {
+  std::vector<std::string> frames;
+  // Per profile: name, unit, endValue, stack ("a;b;c") -> summed weight.
+  struct Profile {
+    std::string name, unit;
+    double end = 0, sum = 0;
+    std::map<std::string, double> stacks;
+  };
+  std::vector<Profile> profiles;
+};
+
+// speedscope's JSON read back with simdjson; every frame index checked in range.
+Speedscope parse_speedscope(const std::string& json) {
+  Speedscope r;
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc = parser.parse(json);
+  EXPECT_EQ(std::string_view(doc["$schema"]), "https://www.speedscope.app/file-format-schema.json");
+  EXPECT_EQ(std::string_view(doc["exporter"]), "snailtrail flamegraph");
+  for (simdjson::dom::element f : doc["shared"]["frames"].get_array())
+    r.frames.emplace_back(std::string_view(f["name"]));
+  for (simdjson::dom::element p : doc["profiles"].get_array()) {
+    Speedscope::Profile pr;
+    EXPECT_EQ(std::string_view(p["type"]), "sampled");
+    EXPECT_EQ(double(p["startValue"]), 0.0);
+    pr.name = std::string_view(p["name"]);
+    pr.unit = std::string_view(p["unit"]);
+    pr.end = double(p["endValue"]);
+    simdjson::dom::array samples = p["samples"], weights = p["weights"];
+    EXPECT_EQ(samples.size(), weights.size());
+    for (size_t i = 0; i < samples.size() && i < weights.size(); ++i) {
+      std::string stack;
+      for (simdjson::dom::element f : samples.at(i).get_array()) {
+        const uint64_t fi = uint64_t(f);
+        EXPECT_LT(fi, r.frames.size());
+        if (fi >= r.frames.size()) continue;
+        (stack.empty() ? stack : stack += ';') += r.frames[fi];
+      }
+      const double w = double(weights.at(i));
+      EXPECT_GT(w, 0.0);
+      pr.stacks[stack] += w;
+      pr.sum += w;
+    }
+    r.profiles.push_back(std::move(pr));
+  }
+  return r;
+}
+
+}  // namespace
+
+TEST(FlameSpeedscope, WeightsPerStackAreTheFoldedOnes) {
+  // Two workers, a thread without worker, operators, on- and off-CPU samples.
+  SampleSet set;
+  uint32_t f = set.intern_frame("f"), g = set.intern_frame("g"), h = set.intern_frame("h");
+  set.intern_frame("unused");
+  set.operator_names[1] = "count";
+  set.thread_names[77] = "io thread";
+  auto add = [&](std::vector<uint32_t> st, uint32_t op, SampleKind k, uint64_t c, uint32_t w,
+                 uint32_t thread = kNoId) {
+    StackSample s;
+    s.stack = set.intern_stack(st);
+    s.op = op;
+    s.kind = k;
+    s.count = c;
+    s.worker = w;
+    s.thread = thread;
+    set.samples.push_back(s);
+  };
+  add({f, g}, 1, SampleKind::on_cpu, 1, 0);
+  add({f, g}, 1, SampleKind::on_cpu, 3, 1);
+  add({f, h}, 2, SampleKind::on_cpu, 1, 0);
+  add({f}, kNoId, SampleKind::on_cpu, 2, kNoId, 77);
+  add({f, h}, 1, SampleKind::off_cpu, 5000, 0);
+  add({g}, 1, SampleKind::off_cpu, 700, 1);
+  for (Mode mode : {Mode::on_cpu, Mode::off_cpu}) {
+    SCOPED_TRACE(mode_name(mode));
+    const std::vector<double> w = mode_weights(set, mode);
+    SpeedscopeOptions so;
+    so.name = "test";
+    so.worker_names = {{1, "w-one"}};
+    const Speedscope ss = parse_speedscope(to_speedscope(set, w, {}, mode, so));
+    ASSERT_FALSE(ss.profiles.empty());
+    // The first profile is the folded output, stack by stack.
+    EXPECT_EQ(ss.profiles[0].name, fmt::format("all, {}", mode_name(mode)));
+    EXPECT_EQ(ss.profiles[0].unit, mode == Mode::on_cpu ? "none" : "nanoseconds");
+    EXPECT_EQ(ss.profiles[0].stacks, folded_lines(to_folded(set, w, {})));
+    EXPECT_EQ(ss.profiles[0].end, ss.profiles[0].sum);
+    // Then one per worker or thread, each its filtered folded output.
+    std::vector<std::pair<std::string, std::map<std::string, double>>> want;
+    for (uint32_t worker : {0u, 1u, 77u}) {
+      TreeOptions only;
+      only.worker = worker;
+      auto lines = folded_lines(to_folded(set, w, only));
+      if (!lines.empty())
+        want.emplace_back(worker == 77  ? "thread 77 io thread"
+                          : worker == 1 ? "w-one"
+                                        : "worker 0",
+                          lines);
+    }
+    ASSERT_EQ(ss.profiles.size(), 1 + want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ(ss.profiles[1 + i].name, want[i].first + ", " + mode_name(mode));
+      EXPECT_EQ(ss.profiles[1 + i].stacks, want[i].second) << want[i].first;
+      EXPECT_EQ(ss.profiles[1 + i].end, ss.profiles[1 + i].sum);
+    }
+    // Only frames of written stacks are in the table ("unused" is not), each once.
+    EXPECT_EQ(std::count(ss.frames.begin(), ss.frames.end(), "unused"), 0);
+    std::vector<std::string> sorted = ss.frames;
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end());
+  }
+  // By hand, on-CPU: [op count];f;g weighs 1 on worker 0, 3 on worker 1, 4 in all.
+  const Speedscope ss =
+      parse_speedscope(to_speedscope(set, mode_weights(set, Mode::on_cpu), {}, Mode::on_cpu, {}));
+  ASSERT_EQ(ss.profiles.size(), 4u);
+  EXPECT_EQ(ss.profiles[0].stacks.at("[op count];f;g"), 4.0);
+  EXPECT_EQ(ss.profiles[1].stacks.at("[op count];f;g"), 1.0);
+  EXPECT_EQ(ss.profiles[2].stacks.at("[op count];f;g"), 3.0);
+  EXPECT_EQ(ss.profiles[3].stacks.at("[no operator];f"), 2.0);
+  EXPECT_EQ(ss.profiles[0].end, 7.0);
+}
+
+TEST(FlameSpeedscope, OneSourceNamesAndEmptyInput) {
+  SampleSet set;
+  // A frame name that needs escaping; one source (no worker or thread): only "all".
+  parse_folded("main;a\"b\\c 3\nmain;d 1\n", "f", set);
+  const std::vector<double> w = mode_weights(set, Mode::on_cpu);
+  SpeedscopeOptions so;
+  so.name = "t\"itle";
+  const std::string json = to_speedscope(set, w, {}, Mode::on_cpu, so);
+  const Speedscope ss = parse_speedscope(json);
+  ASSERT_EQ(ss.profiles.size(), 1u);
+  EXPECT_EQ(ss.profiles[0].stacks, folded_lines(to_folded(set, w, {})));
+  EXPECT_EQ(ss.profiles[0].stacks.at("main;a\"b\\c"), 3.0);
+  simdjson::dom::parser parser;
+  EXPECT_EQ(std::string_view(parser.parse(json)["name"]), "t\"itle");
+  // Nothing weighs anything: one empty profile, still a valid file.
+  const Speedscope empty = parse_speedscope(
+      to_speedscope(set, std::vector<double>(set.samples.size(), 0.0), {}, Mode::on_cpu, {}));
+  ASSERT_EQ(empty.profiles.size(), 1u);
+  EXPECT_TRUE(empty.profiles[0].stacks.empty());
+  EXPECT_TRUE(empty.frames.empty());
+}
+
 class FlameCli : public snailtrail::testing::TempDirTest {
  protected:
   FlameCli() : TempDirTest("flame") {}
@@ -411,6 +570,22 @@ TEST_F(FlameCli, FoldedSvgJsonAndCritical) {
                                       path("t.jsonl").string() +
                                       " --thread-worker 12=1 --mode critical -q --no-process-root");
   EXPECT_EQ(r.out, "[op A];a 200\n[op C];c 50\n[op D];d 50\n");  // 11 and 12 split C's 50
+  // speedscope: the same critical weights, one profile for all, one per worker.
+  r = snailtrail::testing::run_binary("flamegraph " + path("s.perf").string() + " --trace " +
+                                      path("t.jsonl").string() +
+                                      " --mode critical -q --no-process-root --format speedscope");
+  EXPECT_EQ(r.code, 0) << r.out;
+  {
+    const Speedscope ss = parse_speedscope(r.out);
+    ASSERT_EQ(ss.profiles.size(), 3u) << r.out;  // all, worker 0, worker 1 (12: no worker)
+    EXPECT_EQ(ss.profiles[0].stacks, folded_lines("[op A];a 200\n[op C];c 50\n[op D];d 50\n"));
+    EXPECT_EQ(ss.profiles[0].unit, "nanoseconds");
+    EXPECT_EQ(ss.profiles[1].name, "worker-0, critical");
+    EXPECT_EQ(ss.profiles[2].stacks, folded_lines("[op C];c 50\n"));
+  }
+  r = snailtrail::testing::run_binary("flamegraph " + path("s.perf").string() + " --format speed");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("not folded, svg, json or speedscope"), std::string::npos) << r.out;
   r = snailtrail::testing::run_binary("flamegraph " + path("s.perf").string() + " --mode critical");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("--mode critical needs an activity trace"), std::string::npos) << r.out;

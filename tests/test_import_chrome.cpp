@@ -1,7 +1,9 @@
 // Chrome Trace Event Format importer: hand-made fixtures in tests/data (chrome-*.json),
-// the PAG shape they produce and CP values computed by hand (docs/IMPORTERS.md).
+// the PAG shape they produce and CP values computed by hand (docs/IMPORTERS.md); and
+// the export to that format (`convert --to chrome`), read back by the importer.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <simdjson.h>
 
 #include <algorithm>
 #include <cmath>
@@ -12,7 +14,11 @@
 #include "importers/common/activity_map.hpp"
 #include "importers/importer.hpp"
 #include "importers/otel/otel_importer.hpp"
+#include "output/chrome_export.hpp"
+#include "process_util.hpp"
 #include "summary/analysis.hpp"
+#include "trace/trace_io.hpp"
+#include "trace_builder.hpp"
 
 namespace snailtrail::test_import_chrome {
 namespace {
@@ -310,6 +316,224 @@ TEST(ChromeImport, DeeplyNestedDamageIsAnErrorNotAStackOverflow) {
       EXPECT_NE(std::string(e.what()).find("deep.json: byte "), std::string::npos) << e.what();
     }
   }
+}
+
+// ---- Export: `convert --to chrome` (output/chrome_export.hpp) ----
+
+std::string export_chrome(const Trace& t, ChromeExportStats* stats = nullptr,
+                          AnalysisOptions opt = {}) {
+  std::string out;
+  const ChromeExportStats st =
+      write_chrome_trace(t, opt, [&](std::string_view s) { out.append(s); });
+  if (stats) *stats = st;
+  return out;
+}
+
+// The export's events as parsed back with simdjson: slices per pid, flows by id.
+struct Exported {
+  struct Slice {
+    uint64_t pid;
+    double ts, dur;  // us
+    std::string name, cat;
+    double critical_ns;
+  };
+  std::vector<Slice> slices;
+  std::map<uint64_t, std::string> process_names;
+  struct Flow {
+    int s = 0, f = 0;
+    uint64_t from = 0, to = 0;
+    double send = 0, recv = 0;
+    std::string name;
+  };
+  std::map<uint64_t, Flow> flows;
+  int64_t origin = 0;
+};
+
+Exported parse_export(const std::string& json) {
+  Exported r;
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc = parser.parse(json);
+  r.origin = int64_t(doc["otherData"]["time_origin_ns"]);
+  for (simdjson::dom::element e : doc["traceEvents"].get_array()) {
+    const std::string_view ph = e["ph"];
+    const uint64_t pid = e["pid"];
+    EXPECT_EQ(uint64_t(e["tid"]), pid);
+    if (ph == "M") {
+      if (std::string_view(e["name"]) == "process_name")
+        r.process_names[pid] = std::string(std::string_view(e["args"]["name"]));
+    } else if (ph == "X") {
+      r.slices.push_back(
+          {pid, double(e["ts"]), double(e["dur"]), std::string(std::string_view(e["name"])),
+           std::string(std::string_view(e["cat"])), double(e["args"]["critical_ns"])});
+    } else if (ph == "s" || ph == "f") {
+      Exported::Flow& f = r.flows[uint64_t(e["id"])];
+      f.name = std::string(std::string_view(e["name"]));
+      if (ph == "s") {
+        ++f.s;
+        f.from = pid;
+        f.send = double(e["ts"]);
+      } else {
+        ++f.f;
+        f.to = pid;
+        f.recv = double(e["ts"]);
+        EXPECT_EQ(std::string_view(e["bp"]), "e");
+      }
+    } else {
+      ADD_FAILURE() << "unexpected phase " << ph;
+    }
+  }
+  return r;
+}
+
+// Worker 0: A [0, 200123) with a send at 150000 inside it, then D to 300000; worker 1:
+// B [0, 100000), waiting to 200123, C to 300000, receiving at 200123. Times from 10^12 ns.
+Trace export_fixture() {
+  constexpr int64_t t0 = 1'000'000'000'000;
+  snailtrail::testing::TraceBuilder b;
+  b.activity(0, P, t0, t0 + 200'123, 1)
+      .activity(0, P, t0 + 200'123, t0 + 300'000, 2)
+      .activity(1, P, t0, t0 + 100'000, 3)
+      .activity(1, ActivityType::waiting, t0 + 100'000, t0 + 200'123)
+      .activity(1, P, t0 + 200'123, t0 + 300'000, 4)
+      .message(0, t0 + 150'000, 1, t0 + 200'123, 7);
+  Trace t = b.build();
+  t.worker_names = {{0, "w0"}, {1, "w1"}};
+  t.operator_names = {{1, "A"}, {2, "D"}, {3, "B"}, {4, "C"}};
+  return t;
+}
+
+TEST(ChromeExport, SlicesFlowsAndCriticalPathByHand) {
+  const Trace t = export_fixture();
+  ChromeExportStats st;
+  const Exported ex = parse_export(export_chrome(t, &st));
+  EXPECT_EQ(ex.origin, 1'000'000'000'000);
+  EXPECT_EQ(ex.process_names, (std::map<uint64_t, std::string>{{0, "w0"}, {1, "w1"}}));
+  // By hand: 5 activities (A is one slice, though the send cuts it into two edges), one
+  // message. One window: the transient paths are A-D and A-msg-C (B only leads into
+  // waiting): A, D, C and the message are critical, B and waiting are not. Critical ns:
+  // c(e) w(e) / N with N = 2: A's part before the send is on both paths (150000), after it
+  // on A-D only (50123 / 2); D and C 99877 / 2 each.
+  ASSERT_EQ(ex.slices.size(), 5u);
+  struct Want {
+    uint64_t pid;
+    double ts, dur;
+    const char* name;
+    const char* cat;
+    double critical_ns;
+  };
+  const Want want[] = {{0, 0, 200.123, "A", "processing,critical", 150000 + 50123 / 2.0},
+                       {0, 200.123, 99.877, "D", "processing,critical", 99877 / 2.0},
+                       {1, 0, 100, "B", "processing", 0},
+                       {1, 100, 100.123, "waiting", "waiting", 0},
+                       {1, 200.123, 99.877, "C", "processing,critical", 99877 / 2.0}};
+  for (size_t i = 0; i < 5; ++i) {
+    SCOPED_TRACE(want[i].name);
+    EXPECT_EQ(ex.slices[i].pid, want[i].pid);
+    EXPECT_DOUBLE_EQ(ex.slices[i].ts, want[i].ts);
+    EXPECT_DOUBLE_EQ(ex.slices[i].dur, want[i].dur);
+    EXPECT_EQ(ex.slices[i].name, want[i].name);
+    EXPECT_EQ(ex.slices[i].cat, want[i].cat);
+    EXPECT_NEAR(ex.slices[i].critical_ns, want[i].critical_ns, 1.0);  // written as integers
+  }
+  ASSERT_EQ(ex.flows.size(), 1u);
+  const Exported::Flow& f = ex.flows.begin()->second;
+  EXPECT_EQ(f.s, 1);
+  EXPECT_EQ(f.f, 1);
+  EXPECT_EQ(f.from, 0u);
+  EXPECT_EQ(f.to, 1u);
+  EXPECT_DOUBLE_EQ(f.send, 150.0);
+  EXPECT_DOUBLE_EQ(f.recv, 200.123);
+  EXPECT_EQ(f.name, "critical");
+  EXPECT_EQ(st.slices, 5u);
+  EXPECT_EQ(st.critical_slices, 3u);
+  EXPECT_EQ(st.flows, 1u);
+  EXPECT_EQ(st.critical_flows, 1u);
+  EXPECT_EQ(st.windows, 1u);
+}
+
+TEST(ChromeExport, ChromeImporterReadsBackTheSameActivities) {
+  // Three workers, each a chain of activities of varying length, messages from inside
+  // one worker's activity to the start of another's; counted here independently.
+  snailtrail::testing::TraceBuilder b;
+  std::map<uint32_t, std::vector<int64_t>> durations;  // per worker, in order
+  std::map<uint32_t, std::vector<int64_t>> starts;
+  uint64_t activities = 0;
+  for (uint32_t w = 0; w < 3; ++w) {
+    int64_t ts = 5'000'000'007;
+    for (int k = 0; k < 12; ++k) {
+      const int64_t d = 200'001 + 37'003 * ((k * 7 + w * 3) % 5);
+      b.activity(w, k % 4 == 3 ? ActivityType::serialization : P, ts, ts + d, k % 3);
+      durations[w].push_back(d);
+      starts[w].push_back(ts);
+      ts += d;
+      ++activities;
+    }
+  }
+  uint64_t sent = 0;
+  for (int k = 1; k < 11; ++k) {
+    const uint32_t from = k % 3, to = (k + 1) % 3;
+    const int64_t send = starts[from][k] + 1'000, recv = starts[to][k + 1];
+    if (recv <= send) continue;
+    b.message(from, send, to, recv, 100 + k);
+    ++sent;
+  }
+  Trace t = b.build();
+  ChromeExportStats st;
+  const std::string json = export_chrome(t, &st);
+  EXPECT_EQ(st.slices, activities);
+  EXPECT_EQ(st.flows, sent);
+  const Exported ex = parse_export(json);
+  EXPECT_EQ(ex.slices.size(), activities);
+  EXPECT_EQ(ex.flows.size(), sent);
+  for (const auto& [id, f] : ex.flows) {  // every "s" has its "f", in time order
+    EXPECT_EQ(f.s, 1) << id;
+    EXPECT_EQ(f.f, 1) << id;
+    EXPECT_LE(f.send, f.recv) << id;
+  }
+  std::map<uint64_t, size_t> per_pid;
+  for (const auto& s : ex.slices) ++per_pid[s.pid];
+  for (uint32_t w = 0; w < 3; ++w) EXPECT_EQ(per_pid[w], durations[w].size()) << w;
+
+  // Round trip: the chrome importer reads our output back into the same activities
+  // (per worker, count and ns durations) and the same messages.
+  const Trace back = importers::parse_chrome(json, "export.json");
+  const std::vector<Segment> segs = segments(back);
+  std::map<std::string, std::vector<int64_t>> got;
+  for (const Segment& s : segs) got[back.worker_name(s.worker)].push_back(s.end - s.start);
+  ASSERT_EQ(got.size(), 3u);
+  for (uint32_t w = 0; w < 3; ++w) EXPECT_EQ(got[fmt::format("{}/{}", w, w)], durations[w]) << w;
+  const std::vector<Msg> msgs = messages(back);
+  EXPECT_EQ(msgs.size(), sent);
+  for (const Msg& m : msgs) EXPECT_EQ(m.type, DM);
+  EXPECT_EQ(diag(back, "chrome.flows_without_end"), 0u);
+  EXPECT_EQ(diag(back, "chrome.flows_without_start"), 0u);
+}
+
+class ChromeExportCli : public snailtrail::testing::TempDirTest {
+ protected:
+  ChromeExportCli() : TempDirTest("chrome-export") {}
+};
+
+TEST_F(ChromeExportCli, ConvertToChromeThenImportIt) {
+  write_trace(export_fixture(), path("t.jsonl").string());
+  const std::string out = path("t.json").string();
+  auto r = snailtrail::testing::run_binary("convert " + path("t.jsonl").string() + " " + out +
+                                           " --to chrome --window whole");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("(Trace Event Format): 5 slices (3 on a critical path), 1 messages as "
+                       "flows (1 critical), CP over 1 windows (--window whole)"),
+            std::string::npos)
+      << r.out;
+  const Trace back = importers::import_trace(out);  // detected as chrome by content
+  EXPECT_EQ(segments(back).size(), 5u);
+  EXPECT_EQ(messages(back).size(), 1u);
+  r = snailtrail::testing::run_binary("convert " + path("t.jsonl").string() + " " + out +
+                                      " --to perfetto");
+  EXPECT_NE(r.code, 0);
+  r = snailtrail::testing::run_binary("convert " + path("t.jsonl").string() + " " +
+                                      path("t2.jsonl").string() + " --window 1s");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("only matter with --to chrome"), std::string::npos) << r.out;
 }
 
 }  // namespace

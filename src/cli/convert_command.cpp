@@ -1,4 +1,5 @@
-// `snailtrail convert`: between trace formats, chosen by file extension.
+// `snailtrail convert`: between trace formats, chosen by file extension; `--to chrome`
+// exports the Trace Event Format with the critical path marked (output/chrome_export.hpp).
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -11,8 +12,11 @@
 #include "cli/commands.hpp"
 #include "cli/import_options.hpp"
 #include "cli/import_warnings.hpp"
+#include "cli/output_file.hpp"
 #include "cli/streamed_input.hpp"
+#include "cli/trace_input.hpp"
 #include "importers/importer.hpp"
+#include "output/chrome_export.hpp"
 #include "trace/trace_io.hpp"
 #include "trace/trace_writer.hpp"
 
@@ -84,6 +88,30 @@ bool convert_streamed(const std::string& in, const std::string& importer, const 
   return true;
 }
 
+// --to chrome: the whole trace, its PAG and CP over the windows, then the export
+// streamed to `out`.
+int convert_to_chrome(const TraceInputArgs& in, const std::string& out) {
+  AnalysisOptions opt;
+  apply_window_options(in, opt);
+  opt.sample_single_path = false;
+  std::string_view used;
+  Trace t = read_whole_trace(in, false, &used);
+  std::string window = in.window;
+  if (window == "auto") window = resolve_auto_window(used, opt).label;
+  OutputFile file(out);
+  const ChromeExportStats st = write_chrome_trace(t, opt, [&](std::string_view s) {
+    file.buf().append(s.data(), s.data() + s.size());
+    file.flush();
+  });
+  file.flush();
+  fmt::print(stderr,
+             "converted {} events from {} to {} (Trace Event Format): {} slices ({} on a critical "
+             "path), {} messages as flows ({} critical), CP over {} windows (--window {})\n",
+             t.events.size(), in.trace, out == "-" ? "<stdout>" : out, st.slices,
+             st.critical_slices, st.flows, st.critical_flows, st.windows, window);
+  return 0;
+}
+
 }  // namespace
 
 CommandRunner add_convert_command(CLI::App& app) {
@@ -94,14 +122,33 @@ CommandRunner add_convert_command(CLI::App& app) {
     std::string importer = "auto";
     importers::ImportOptions import_options;
     bool in_memory = false;
+    std::string to;
+    std::string window = "auto";
+    std::string gap_threshold = "100us";
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
-      "convert", "Convert a trace to .jsonl or .snail (output format chosen by extension)");
+      "convert",
+      "Convert a trace to .jsonl or .snail (output format chosen by extension), or with --to "
+      "chrome to the Trace Event Format of chrome://tracing and Perfetto, critical path marked");
   cmd->add_option("IN", args->in,
                   "Input trace in any format snailtrail imports (- for JSONL on stdin)")
       ->required();
-  cmd->add_option("OUT", args->out, "Output trace (.jsonl or .snail)")->required();
+  cmd->add_option("OUT", args->out,
+                  "Output trace (.jsonl or .snail; with --to chrome: .json, - for stdout)")
+      ->required();
+  cmd->add_option("--to", args->to,
+                  "chrome: Trace Event Format JSON (one slice per activity, pid = worker, "
+                  "messages as flow arrows; activities and messages on a critical path in "
+                  "category 'critical'); default: by OUT's extension")
+      ->check(CLI::IsMember({"chrome"}));
+  cmd->add_option("--window", args->window,
+                  "--to chrome: windows the CP is computed over (as analyze: auto, whole or "
+                  "a width like 1s)")
+      ->capture_default_str();
+  cmd->add_option("--gap-threshold", args->gap_threshold,
+                  "--to chrome: gaps shorter than this are closed by alignment (as analyze)")
+      ->capture_default_str();
   cmd->add_option("--importer", args->importer,
                   "Input format: " + importers::importer_names() +
                       " (auto: recognised by content, then extension)")
@@ -116,6 +163,18 @@ CommandRunner add_convert_command(CLI::App& app) {
       ->capture_default_str();
   return [cmd, args]() {
     if (!*cmd) return -1;
+    if (args->to.empty() && (args->window != "auto" || args->gap_threshold != "100us"))
+      throw std::invalid_argument(
+          "--window and --gap-threshold only matter with --to chrome (a trace converts as is)");
+    if (args->to == "chrome") {
+      TraceInputArgs in;
+      in.trace = args->in;
+      in.window = args->window;
+      in.gap_threshold = args->gap_threshold;
+      in.importer = args->importer;
+      in.import = args->import_options;
+      return convert_to_chrome(in, args->out);
+    }
     SnailWriteOptions o;
     o.compress = args->compress;
     o.compression_level = args->level;

@@ -196,8 +196,14 @@ TreeOptions tree_options(const FlameArgs& a, const SampleSet& set, std::vector<d
 }
 
 std::string render(const FlameArgs& a, Mode mode, TreeOptions to, const SampleSet& set,
-                   const std::vector<double>& weights) {
+                   const std::vector<double>& weights, const std::optional<Trace>& trace) {
   if (a.format == "folded") return to_folded(set, weights, to);
+  if (a.format == "speedscope") {
+    SpeedscopeOptions so;
+    so.name = a.title.empty() ? fmt::format("{} {}", a.input, mode_name(mode)) : a.title;
+    if (trace) so.worker_names.insert(trace->worker_names.begin(), trace->worker_names.end());
+    return to_speedscope(set, weights, to, mode, so);
+  }
   if (a.format == "json") return to_json(build_tree(set, weights, to), set, weights, mode);
   SvgOptions so;
   to.min_share = so.min_width_px / (so.width - 20);  // what the SVG would not draw
@@ -214,8 +220,9 @@ int run_flamegraph(FlameArgs& a) {
   if (!mode)
     throw std::invalid_argument(
         fmt::format("--mode: '{}' is not on-cpu, off-cpu, mixed or critical", a.mode));
-  if (a.format != "folded" && a.format != "svg" && a.format != "json")
-    throw std::invalid_argument(fmt::format("--format: '{}' is not folded, svg or json", a.format));
+  if (a.format != "folded" && a.format != "svg" && a.format != "json" && a.format != "speedscope")
+    throw std::invalid_argument(
+        fmt::format("--format: '{}' is not folded, svg, json or speedscope", a.format));
   SampleSet set;
   const std::optional<Trace> trace = read_samples(a, set);
   if (a.hz > 0) set.period_ns = static_cast<int64_t>(1e9 / a.hz);
@@ -229,7 +236,7 @@ int run_flamegraph(FlameArgs& a) {
                  fl != set.first_line.end() ? fmt::format(" (first at line {})", fl->second) : "");
     }
   OutputFile out(a.output);
-  const std::string text = render(a, *mode, to, set, weights);
+  const std::string text = render(a, *mode, to, set, weights, trace);
   out.buf().append(text.data(), text.data() + text.size());
   return 0;
 }
@@ -255,7 +262,10 @@ CommandRunner add_flamegraph_command(CLI::App& app) {
                   "on-cpu (samples), off-cpu (ns waited), mixed (ns) or critical (ns of "
                   "critical time: each sample weighted by the CP of the activity it fell in)")
       ->capture_default_str();
-  cmd->add_option("--format", a->format, "folded, svg or json")->capture_default_str();
+  cmd->add_option("--format", a->format,
+                  "folded, svg, json or speedscope (https://www.speedscope.app file format: "
+                  "one profile for all samples, then one per worker or thread)")
+      ->capture_default_str();
   cmd->add_option("-o,--output", a->output, "Output file (default: stdout)");
   cmd->add_option("--operator", a->op, "Only samples of this operator (name or id)");
   cmd->add_option("--worker", a->worker, "Only samples of this worker (or thread id)");
@@ -286,7 +296,7 @@ CommandRunner add_flamegraph_command(CLI::App& app) {
                 "Keep C++ template arguments and parameter lists in frame names (default: "
                 "ns::Class<...>::method; perf input: cut at the first '(' as "
                 "stackcollapse-perf.pl)");
-  cmd->add_option("--title", a->title, "SVG title");
+  cmd->add_option("--title", a->title, "SVG title, speedscope file name");
   cmd->add_flag("-q,--quiet", a->quiet, "No summary or warnings on stderr");
   return [cmd, a]() -> int {
     if (!cmd->parsed()) return -1;

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "flame/samples.hpp"
@@ -40,6 +41,9 @@ struct TreeOptions {
   // build_tree leaves out frames (and their subtrees) narrower than this share of the
   // total: an SVG does not draw them, and 1 M distinct stacks need not be held.
   double min_share = 0;
+  // collect_paths keeps the paths of each worker (else thread) apart (PathSet::Path::who):
+  // speedscope's per-worker profiles.
+  bool split_by_who = false;
 };
 
 // "ns::A<int, B<c>>::f(unsigned long) const" -> "ns::A<...>::f": template arguments
@@ -91,5 +95,17 @@ std::string to_svg(const FlameTree& tree, const SvgOptions& options);
 //  "root": {"name", "value", "self", "children": [...]}}
 std::string to_json(const FlameTree& tree, const SampleSet& set, const std::vector<double>& weights,
                     Mode mode);
+
+struct SpeedscopeOptions {
+  std::string name;                                        // the file's title in speedscope
+  std::unordered_map<uint32_t, std::string> worker_names;  // profiles' names
+};
+// speedscope's file format (its file-format-schema.json, in the npm package speedscope):
+// one shared frames table and "sampled" profiles in the mode's unit ("none": samples;
+// "nanoseconds"): first "all, MODE" (per stack the weight the folded output has, not
+// rounded), then, when the samples come from more than one worker (else thread), one
+// per worker. A stack is a path of build_tree's (root frames included), root first.
+std::string to_speedscope(const SampleSet& set, const std::vector<double>& weights,
+                          TreeOptions options, Mode mode, const SpeedscopeOptions& so);
 
 }  // namespace snailtrail::flame

@@ -128,7 +128,8 @@ PathSet collect_paths(const SampleSet& set, const std::vector<double>& weights,
     if (!(w > 0)) continue;
     if (o.operator_id && s.op != *o.operator_id) continue;
     if (o.worker && (s.worker != kNoId ? s.worker : s.thread) != *o.worker) continue;
-    PathSet::Path p{prefixes.of(s), s.stack, kNoId, w};
+    PathSet::Path p{prefixes.of(s), s.stack, kNoId, 0, w};
+    if (o.split_by_who) p.who = s.worker != kNoId ? s.worker : (uint64_t{1} << 32 | s.thread);
     if (o.off_cpu_leaf && s.kind == SampleKind::off_cpu && s.activity < kActivityTypeCount) {
       uint32_t& leaf = off_cpu_leaf[s.activity];
       if (leaf == kNoId) leaf = names.id(fmt::format("[off-cpu {}]", kActivityNames[s.activity]));
@@ -138,7 +139,7 @@ PathSet collect_paths(const SampleSet& set, const std::vector<double>& weights,
     ps.paths.push_back(p);
   }
   // Merge samples of one path (integers first: cheap), then order by names.
-  auto key = [](const PathSet::Path& p) { return std::tie(p.prefix, p.stack, p.leaf); };
+  auto key = [](const PathSet::Path& p) { return std::tie(p.prefix, p.stack, p.leaf, p.who); };
   std::sort(ps.paths.begin(), ps.paths.end(),
             [&](const auto& a, const auto& b) { return key(a) < key(b); });
   size_t n = 0;

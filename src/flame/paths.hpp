@@ -22,6 +22,9 @@ struct PathSet {
     uint32_t prefix = 0;    // index into prefixes
     uint32_t stack = 0;     // SampleSet stack
     uint32_t leaf = kNoId;  // name id of a leaf below the stack (off-CPU), or kNoId
+    // With TreeOptions::split_by_who: the sample's worker, else (1 << 32 | thread);
+    // paths of different ones are kept apart. 0 otherwise.
+    uint64_t who = 0;
     double weight = 0;
   };
   std::vector<Path> paths;  // sorted by their names' ranks, root first
