@@ -27,6 +27,19 @@ using namespace snailtrail::flame;
 
 namespace {
 
+// One sample of `count` on stack `st` (frames interned in `set`).
+void add_sample(SampleSet& set, const std::vector<uint32_t>& st, uint32_t op, SampleKind kind,
+                uint64_t count, uint32_t worker, uint32_t thread = kNoId) {
+  StackSample s;
+  s.stack = set.intern_stack(st);
+  s.op = op;
+  s.kind = kind;
+  s.count = count;
+  s.worker = worker;
+  s.thread = thread;
+  set.samples.push_back(s);
+}
+
 std::string folded_of(const SampleSet& set, Mode mode = Mode::on_cpu, TreeOptions to = {}) {
   return to_folded(build_tree(set, mode_weights(set, mode), to));
 }
@@ -202,13 +215,7 @@ TEST(FlameTree, OperatorRootsFiltersAndModes) {
   uint32_t f = set.intern_frame("f"), g = set.intern_frame("g"), h = set.intern_frame("h");
   set.operator_names[1] = "count";
   auto add = [&](std::vector<uint32_t> st, uint32_t op, SampleKind k, uint64_t c, uint32_t w) {
-    StackSample s;
-    s.stack = set.intern_stack(st);
-    s.op = op;
-    s.kind = k;
-    s.count = c;
-    s.worker = w;
-    set.samples.push_back(s);
+    add_sample(set, st, op, k, c, w);
   };
   add({f, g}, 1, SampleKind::on_cpu, 1, 0);
   add({f, g}, 1, SampleKind::on_cpu, 1, 1);
@@ -427,16 +434,7 @@ TEST(FlameSpeedscope, WeightsPerStackAreTheFoldedOnes) {
   set.operator_names[1] = "count";
   set.thread_names[77] = "io thread";
   auto add = [&](std::vector<uint32_t> st, uint32_t op, SampleKind k, uint64_t c, uint32_t w,
-                 uint32_t thread = kNoId) {
-    StackSample s;
-    s.stack = set.intern_stack(st);
-    s.op = op;
-    s.kind = k;
-    s.count = c;
-    s.worker = w;
-    s.thread = thread;
-    set.samples.push_back(s);
-  };
+                 uint32_t thread = kNoId) { add_sample(set, st, op, k, c, w, thread); };
   add({f, g}, 1, SampleKind::on_cpu, 1, 0);
   add({f, g}, 1, SampleKind::on_cpu, 3, 1);
   add({f, h}, 2, SampleKind::on_cpu, 1, 0);

@@ -143,20 +143,18 @@ ChromeExportStats write_chrome_trace(const Trace& trace, const AnalysisOptions& 
     const std::string_view name = critical ? "critical" : name_of(msg.type);
     const std::string_view cat = critical ? "critical" : "message";
     const uint32_t src = pag.worker_ids[msg.src_worker], dst = pag.worker_ids[msg.dst_worker];
-    begin_event();
-    fmt::format_to(it,
-                   "{{\"ph\": \"s\", \"id\": {}, \"name\": \"{}\", \"cat\": \"{}\", \"pid\": {}, "
-                   "\"tid\": {}, \"ts\": ",
-                   m + 1, name, cat, src, src);
-    put_us(out, msg.src_ts - origin);
-    put(out, "}");
-    begin_event();
-    fmt::format_to(it,
-                   "{{\"ph\": \"f\", \"bp\": \"e\", \"id\": {}, \"name\": \"{}\", \"cat\": \"{}\", "
-                   "\"pid\": {}, \"tid\": {}, \"ts\": ",
-                   m + 1, name, cat, dst, dst);
-    put_us(out, msg.dst_ts - origin);
-    put(out, "}");
+    // A flow is a start ("s") on the sender and an end bound to the enclosing slice ("f").
+    auto put_flow = [&](std::string_view phase, uint32_t worker, int64_t ts) {
+      begin_event();
+      fmt::format_to(it,
+                     "{{\"ph\": {}, \"id\": {}, \"name\": \"{}\", \"cat\": \"{}\", \"pid\": {}, "
+                     "\"tid\": {}, \"ts\": ",
+                     phase, m + 1, name, cat, worker, worker);
+      put_us(out, ts - origin);
+      put(out, "}");
+    };
+    put_flow("\"s\"", src, msg.src_ts);
+    put_flow("\"f\", \"bp\": \"e\"", dst, msg.dst_ts);
     ++st.flows;
     st.critical_flows += critical;
     flush(false);
