@@ -171,12 +171,17 @@ bool NatsSource::all_read(BatchQueue& queue) {
 
 void NatsSource::run(BatchQueue& queue, const std::atomic<bool>& stop) {
   bool reported = false;
+  // Idle and everything read: without --drain the next look at the consumer and the
+  // stream (two API requests) waits kIdleRecheck; a message taken brings it forward.
+  constexpr auto kIdleRecheck = std::chrono::seconds(1);
+  auto next_idle_check = std::chrono::steady_clock::time_point{};
   while (!stop.load()) {
     natsMsgList list{nullptr, 0};
     jsErrCode code = static_cast<jsErrCode>(0);
     const natsStatus s = natsSubscription_Fetch(&list, sub_, kFetchBatch, kFetchWaitMs, &code);
     if (s == NATS_OK) {
       reported = false;
+      next_idle_check = {};
       for (int i = 0; i < list.Count; ++i) {
         natsMsg* msg = list.Msgs[i];
         jsMsgMetaData* meta = nullptr;
@@ -195,9 +200,14 @@ void NatsSource::run(BatchQueue& queue, const std::atomic<bool>& stop) {
       }
       natsMsgList_Destroy(&list);
     } else if (s == NATS_TIMEOUT) {
-      if (all_read(queue) && options_.drain) {
-        progress_.drained = true;
-        break;
+      const auto now = std::chrono::steady_clock::now();
+      if (options_.drain || now >= next_idle_check) {
+        const bool read = all_read(queue);
+        if (read && options_.drain) {
+          progress_.drained = true;
+          break;
+        }
+        if (read) next_idle_check = now + kIdleRecheck;
       }
     } else {
       // The server is away (restarting): the client reconnects; say so once.
