@@ -2,6 +2,7 @@
 // critical paths equal to `critical-path` on the same spans from a file, the OTLP/HTTP
 // answers (200 with partial success, 400, 413, 415, 429 with Retry-After) and a receiver
 // that keeps serving after each.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <zlib.h>
@@ -10,6 +11,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <regex>
 #include <thread>
 
 #include "otlp_builder.hpp"
@@ -326,6 +328,101 @@ TEST(OtlpReceiver, ServeCommandWritesOpenTracesAtSigterm) {
   EXPECT_NE(serve.err().find("1 OTLP request, 1 span accepted, 0 rejected; 1 trace written"),
             std::string::npos)
       << serve.err();
+}
+
+// Twenty traces of three services with distinct durations (a 2- or 3-level tree each).
+std::vector<TestResource> twenty_traces() {
+  constexpr int64_t ms = 1'000'000;
+  std::vector<TestResource> out = {{"front", {}}, {"back", {}}, {"db", {}}};
+  for (int i = 0; i < 20; ++i) {
+    const std::string trace = fmt::format("{:032x}", 0x100 + i);
+    out[0].spans.push_back(span(trace, 1, 0, "get", 0, (10 + 3 * i) * ms));
+    out[1].spans.push_back(span(trace, 2, 1, "work", 1 * ms, (5 + 2 * i) * ms));
+    if (i % 2 == 0) out[2].spans.push_back(span(trace, 3, 2, "query", 2 * ms, (4 + i) * ms));
+  }
+  return out;
+}
+
+// /api/critical-path over the recent traces answers what `critical-path` answers on a file
+// of the same spans: its services, its folded stacks, around a percentile, and the diff.
+TEST(OtlpReceiver, LiveCriticalPathEqualsCriticalPathOnAFileOfTheSameSpans) {
+  Receiver r(quick(), "otlp-live.jsonl");
+  const std::vector<TestResource> request = twenty_traces();
+  auto posted = r.post(testing::otlp_json(request), kJson);
+  ASSERT_TRUE(posted);
+  ASSERT_EQ(posted->status, 200);
+  ASSERT_EQ(r.lines(20).size(), 20u);
+  const std::string file = testing::write_temp("otlp-live-spans.json", testing::otlp_json(request));
+  auto get = [&](const std::string& query) {
+    auto res = r.client().Get("/api/critical-path" + query);
+    EXPECT_TRUE(res) << query;
+    return res ? res->body : std::string();
+  };
+  auto cli = [&](const std::string& args) {
+    const auto out = testing::run_binary("critical-path " + args + " " + file, 60);
+    EXPECT_EQ(out.code, 0) << args << ": " << out.out;
+    return out.out;
+  };
+  // The services array, byte for byte.
+  const std::string json = cli("--format json");
+  const size_t at = json.find("\"services\": ["), end = json.find("], \"import_diagnostics\"");
+  ASSERT_NE(at, std::string::npos);
+  ASSERT_NE(end, std::string::npos);
+  const std::string services = json.substr(at, end + 1 - at);
+  const std::string live = get("");
+  EXPECT_NE(live.find(services), std::string::npos) << live << "\n" << services;
+  EXPECT_NE(live.find("\"traces\": 20, \"dropped_traces\": 0, "), std::string::npos) << live;
+  // Durations 10, 13, ..., 67 ms: nearest-rank p50 is the 10th, p90 the 18th.
+  EXPECT_NE(live.find("\"duration_ns\": {\"p50\": 37000000, \"p90\": 61000000, \"p99\": "
+                      "67000000, \"max\": 67000000}"),
+            std::string::npos)
+      << live;
+  EXPECT_EQ(get("?format=folded"), cli("--format folded"));
+  EXPECT_EQ(get("?format=folded&percentile=p50&bucket=10"),
+            cli("--format folded --percentile 50 --bucket 10"));
+  EXPECT_EQ(get("?diff=50,95&bucket=5"), cli("--diff 50 95 --bucket 5"));
+  // Around p50 +- 10 points: ranks 8 to 12 (the 40th and 60th percentiles), 5 traces.
+  EXPECT_NE(get("?percentile=50&bucket=10").find("\"traces_around\": 5, "), std::string::npos);
+  // Per service in /metrics: the services' critical time in seconds.
+  auto metrics = r.client().Get("/metrics");
+  ASSERT_TRUE(metrics);
+  const std::regex row(R"re("service": "([a-z]+)", "critical_ns": ([0-9]+))re");
+  int rows = 0;
+  for (std::sregex_iterator m(services.begin(), services.end(), row), e; m != e; ++m, ++rows) {
+    const std::string line =
+        fmt::format("\nsnailtrail_otlp_critical_seconds_total{{service=\"{}\"}} {}\n",
+                    (*m)[1].str(), std::stod((*m)[2].str()) / 1e9);
+    EXPECT_NE(metrics->body.find(line), std::string::npos) << line << metrics->body;
+  }
+  EXPECT_EQ(rows, 3);
+  // Bad queries are answered 400 with what was wrong.
+  for (const char* bad : {"?minutes=x", "?percentile=101", "?diff=50", "?format=svg", "?top=3"}) {
+    auto res = r.client().Get(std::string("/api/critical-path") + bad);
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 400) << bad;
+    EXPECT_EQ(res->body.rfind("{\"error\": ", 0), 0u) << res->body;
+  }
+}
+
+// The window keeps at most --otlp-window-traces; the oldest go first and are counted.
+TEST(OtlpReceiver, LiveWindowKeepsTheNewestTracesAndCountsTheDropped) {
+  serve::OtlpOptions o = quick();
+  o.live.max_traces = 5;
+  Receiver r(o, "otlp-live-cap.jsonl");
+  auto posted = r.post(testing::otlp_json(twenty_traces()), kJson);
+  ASSERT_TRUE(posted);
+  ASSERT_EQ(r.lines(20).size(), 20u);
+  auto res = r.client().Get("/api/critical-path");
+  ASSERT_TRUE(res);
+  EXPECT_NE(res->body.find("\"traces\": 5, \"dropped_traces\": 15, "), std::string::npos)
+      << res->body;
+  // Nothing completed in the last 0.0001 minutes (6 ms) after a pause of 100 ms.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  res = r.client().Get("/api/critical-path?minutes=0.0001");
+  ASSERT_TRUE(res);
+  EXPECT_NE(res->body.find("\"traces\": 0, "), std::string::npos) << res->body;
+  EXPECT_NE(res->body.find("\"duration_ns\": null, \"services\": []"), std::string::npos)
+      << res->body;
 }
 
 TEST(OtlpReceiver, ServeCommandRefusesBadOptions) {

@@ -49,18 +49,9 @@ void write_json(fmt::memory_buffer& out, const PathCollection& all,
     if (t) fmt::format_to(it, ", ");
     serve::append_trace_path_json(out, all, all.traces()[t]);
   }
-  int64_t total = 0;
-  for (const ServiceTime& s : services) total += s.critical_ns;
-  fmt::format_to(it, "], \"services\": [");
-  for (size_t k = 0; k < services.size(); ++k) {
-    fmt::format_to(it, "{}{{\"service\": ", k ? ", " : "");
-    append_json_string(out, all.name(services[k].service), kJsonNames);
-    fmt::format_to(it, ", \"critical_ns\": {}, \"share\": {}, \"spans_on_path\": {}}}",
-                   services[k].critical_ns,
-                   total > 0 ? static_cast<double>(services[k].critical_ns) / total : 0.0,
-                   services[k].spans_on_path);
-  }
-  fmt::format_to(it, "], \"import_diagnostics\": ");
+  fmt::format_to(it, "], \"services\": ");
+  serve::append_services_json(out, all, services);
+  fmt::format_to(it, ", \"import_diagnostics\": ");
   put_counts(out, diagnostics);
   fmt::format_to(it, "}}\n");
 }

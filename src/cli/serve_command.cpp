@@ -46,6 +46,8 @@ struct ServeArgs {
   std::string trace_idle = "5s";
   size_t max_open_traces = 100'000;
   size_t max_open_spans = size_t{1} << 20;
+  std::string otlp_window = "5m";
+  size_t otlp_window_traces = 100'000;
   // Who may send and read (docs/SERVE.md, "Running across hosts").
   std::string token_file, read_token_file, tls_cert, tls_key;
   bool insecure = false;
@@ -109,6 +111,14 @@ void add_otlp_options(CLI::App* cmd, ServeArgs& a) {
                   "OTLP: spans of the open traces, at most; over it the least recent traces "
                   "are completed early (counted as evicted)")
       ->capture_default_str();
+  cmd->add_option("--otlp-window", a.otlp_window,
+                  "OTLP: GET /api/critical-path answers over the traces completed this recently "
+                  "(?minutes= asks for less)")
+      ->capture_default_str();
+  cmd->add_option("--otlp-window-traces", a.otlp_window_traces,
+                  "OTLP: completed traces kept for /api/critical-path, at most (the oldest go "
+                  "first, counted as dropped_traces)")
+      ->capture_default_str();
 }
 
 // "16MiB", "512KiB", "1048576" -> bytes.
@@ -146,6 +156,8 @@ int run_otlp(const ServeArgs& a, const CLI::App& cmd) {
   o.traces.idle_ns = parse_duration(a.trace_idle);
   o.traces.max_open_traces = a.max_open_traces;
   o.traces.max_open_spans = a.max_open_spans;
+  o.live.window_ns = parse_duration(a.otlp_window);
+  o.live.max_traces = a.otlp_window_traces;
   bool insecure = false;
   security_options(a, o.auth, o.tls_cert, o.tls_key, insecure);
   serve::check_exposure({{"--otlp", o.address, !o.tls_cert.empty()}}, o.auth.enabled(), insecure);

@@ -357,10 +357,16 @@ void PathCollection::add(const UnitPaths& unit) {
 }
 
 std::vector<ServiceTime> PathCollection::by_service() const {
+  std::vector<size_t> all(traces_.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+  return by_service(all);
+}
+
+std::vector<ServiceTime> PathCollection::by_service(const std::vector<size_t>& traces) const {
   std::unordered_map<uint32_t, size_t> slot;
   std::vector<ServiceTime> out;
-  for (const TracePaths& p : traces_)
-    for (const Step& s : p.path) {
+  for (size_t t : traces)
+    for (const Step& s : traces_[t].path) {
       auto [it, fresh] = slot.emplace(s.service, out.size());
       if (fresh) out.push_back({s.service, 0, 0});
       out[it->second].critical_ns += s.self_ns;

@@ -122,6 +122,8 @@ class PathCollection {
   uint64_t repeated_trace_ids() const { return repeated_; }
   // Critical time per service over all paths, most critical first (then by name).
   std::vector<ServiceTime> by_service() const;
+  // The same over the traces at these indices of traces().
+  std::vector<ServiceTime> by_service(const std::vector<size_t>& traces) const;
 
  private:
   uint32_t intern(const std::string& s);

@@ -1,5 +1,5 @@
 // The OTLP receiver's HTTP routes (otlp_receiver.hpp): `POST /v1/traces` answered as the
-// OTLP/HTTP specification says, and `GET /metrics`.
+// OTLP/HTTP specification says, `GET /metrics` and `GET /api/critical-path`.
 #include <fmt/format.h>
 #include <httplib.h>
 
@@ -146,7 +146,20 @@ void OtlpReceiver::add_routes() {
     succeed(res, e, decoded.rejected, decoded.reject_reason);
   });
   http_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(metrics(), "text/plain; version=0.0.4");
+    res.set_content(metrics() + live_.metrics(), "text/plain; version=0.0.4");
+  });
+  // The recent traces' critical paths, as `critical-path` gives them on a file of them.
+  http_->Get("/api/critical-path", [this](const httplib::Request& req, httplib::Response& res) {
+    CriticalPathQuery q;
+    try {
+      q = parse_critical_path_query({req.params.begin(), req.params.end()});
+    } catch (const std::invalid_argument& e) {
+      res.status = 400;
+      res.set_content(fmt::format("{{\"error\": {}}}\n", json_string(e.what())), kJsonType);
+      return;
+    }
+    res.set_content(live_.answer(q, steady_now_ns()),
+                    q.folded || q.diff ? "text/plain" : kJsonType);
   });
 }
 

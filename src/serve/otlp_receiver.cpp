@@ -20,19 +20,13 @@ namespace snailtrail::serve {
 
 using importers::SpanSet;
 
-namespace {
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-}  // namespace
-
 OtlpReceiver::OtlpReceiver(const OtlpOptions& options, std::FILE* out)
-    : opt_(options), out_(out), traces_(options.traces) {
+    : opt_(options), out_(out), traces_(options.traces), live_(options.live) {
   if (opt_.traces.max_open_traces == 0 || opt_.traces.max_open_spans == 0)
     throw std::invalid_argument("--max-open-traces and --max-open-spans must be at least 1");
   if (opt_.traces.idle_ns <= 0) throw std::invalid_argument("--trace-idle must be positive");
+  if (opt_.live.window_ns <= 0 || opt_.live.max_traces == 0)
+    throw std::invalid_argument("--otlp-window and --otlp-window-traces must be positive");
   if (opt_.max_body == 0 || opt_.buffer_spans == 0)
     throw std::invalid_argument("--otlp-max-body and --otlp-buffer must be at least 1");
 }
@@ -130,7 +124,7 @@ void OtlpReceiver::assemble_loop() {
         counters_.buffered_spans = 0;
       }
     }
-    const int64_t now = now_ns();
+    const int64_t now = steady_now_ns();
     for (const SpanSet& b : batches) traces_.add(b, now, done);
     batches.clear();
     if (stopping)
@@ -154,13 +148,16 @@ void OtlpReceiver::write_paths(std::vector<SpanSet>& done) {
     const SpanSet& set = done[i];
     std::vector<uint32_t> tree_parent;
     const std::vector<requests::CriticalPath> paths = requests::critical_paths(set, &tree_parent);
+    // With calling contexts: /api/critical-path's folded stacks need them.
+    requests::UnitPaths unit = requests::summarize_paths(set, paths, tree_parent, true);
     requests::PathCollection all;
-    all.add(requests::summarize_paths(set, paths, tree_parent, false));
+    all.add(unit);
     for (const auto& trace : all.traces()) {
       append_trace_path_json(text, all, trace);
       text.push_back('\n');
       ++counters_.traces_written;
     }
+    live_.add(std::move(unit), steady_now_ns());
     if (text.size() >= (size_t{1} << 20) || i + 1 == done.size()) {
       write_out(text);
       text.clear();

@@ -3,7 +3,8 @@
 // requests (gzip or not, chunked or not); HTTP threads decode them into a bounded buffer
 // of spans, one thread groups the spans by trace (otlp_traces.hpp) and writes each
 // completed trace's critical path as one JSON line, the object `critical-path --format
-// json` writes for that trace. `GET /metrics` gives the receiver's counters.
+// json` writes for that trace. `GET /metrics` gives the receiver's counters and the
+// critical time per service; `GET /api/critical-path` the recent traces' (otlp_live.hpp).
 #pragma once
 
 #include <atomic>
@@ -20,6 +21,7 @@
 
 #include "importers/otel/spans.hpp"
 #include "serve/auth.hpp"
+#include "serve/otlp_live.hpp"
 #include "serve/otlp_traces.hpp"
 
 namespace httplib {
@@ -34,6 +36,7 @@ struct OtlpOptions {
   size_t buffer_spans = size_t{1} << 20;   // decoded spans not yet grouped; over it: 429
   int retry_after_s = 1;                   // Retry-After of a 429
   OtlpTraceLimits traces;
+  OtlpLiveLimits live;            // what /api/critical-path keeps of the completed traces
   unsigned threads = 8;           // HTTP threads
   AuthTokens auth;                // with a token: POST needs the write token, /metrics either
   std::string tls_cert, tls_key;  // PEM files: HTTPS instead of HTTP
@@ -76,6 +79,7 @@ class OtlpReceiver {
   std::thread http_thread_, assembler_;
   int port_ = 0;
   OpenTraces traces_;
+  OtlpLivePaths live_;
 
   mutable std::mutex mu_;
   std::condition_variable wake_;

@@ -28,4 +28,21 @@ void append_trace_path_json(fmt::memory_buffer& out, const requests::PathCollect
   fmt::format_to(it, "]}}");
 }
 
+void append_services_json(fmt::memory_buffer& out, const requests::PathCollection& all,
+                          const std::vector<requests::ServiceTime>& services) {
+  auto it = std::back_inserter(out);
+  int64_t total = 0;
+  for (const requests::ServiceTime& s : services) total += s.critical_ns;
+  out.push_back('[');
+  for (size_t k = 0; k < services.size(); ++k) {
+    fmt::format_to(it, "{}{{\"service\": ", k ? ", " : "");
+    append_json_string(out, all.name(services[k].service), kJsonNames);
+    fmt::format_to(it, ", \"critical_ns\": {}, \"share\": {}, \"spans_on_path\": {}}}",
+                   services[k].critical_ns,
+                   total > 0 ? static_cast<double>(services[k].critical_ns) / total : 0.0,
+                   services[k].spans_on_path);
+  }
+  out.push_back(']');
+}
+
 }  // namespace snailtrail::serve

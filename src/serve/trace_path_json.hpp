@@ -13,4 +13,9 @@ namespace snailtrail::serve {
 void append_trace_path_json(fmt::memory_buffer& out, const requests::PathCollection& all,
                             const requests::PathCollection::TracePaths& trace);
 
+// [{"service": ..., "critical_ns": ..., "share": ..., "spans_on_path": ...}, ...]: the
+// "services" of `critical-path --format json` and of serve's /api/critical-path.
+void append_services_json(fmt::memory_buffer& out, const requests::PathCollection& all,
+                          const std::vector<requests::ServiceTime>& services);
+
 }  // namespace snailtrail::serve
