@@ -47,7 +47,7 @@ struct ServeArgs {
   size_t max_open_traces = 100'000;
   size_t max_open_spans = size_t{1} << 20;
   std::string otlp_window = "5m";
-  size_t otlp_window_traces = 100'000;
+  size_t otlp_window_traces = 20'000;
   // Who may send and read (docs/SERVE.md, "Running across hosts").
   std::string token_file, read_token_file, tls_cert, tls_key;
   bool insecure = false;

@@ -21,7 +21,7 @@ int64_t steady_now_ns();
 
 struct OtlpLiveLimits {
   int64_t window_ns = int64_t{300} * 1'000'000'000;  // --otlp-window
-  size_t max_traces = 100'000;                       // --otlp-window-traces
+  size_t max_traces = 20'000;                        // --otlp-window-traces
 };
 
 // What `GET /api/critical-path` asks (its query parameters).
