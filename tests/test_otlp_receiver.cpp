@@ -425,9 +425,43 @@ TEST(OtlpReceiver, LiveWindowKeepsTheNewestTracesAndCountsTheDropped) {
       << res->body;
 }
 
+// --otlp beside --tcp: one process, the receiver on its own port (in the port file) with
+// its paths in --otlp-out, the windows of the TCP producers in --out.
+TEST(OtlpReceiver, ServeCommandReceivesSpansBesideATcpSource) {
+  const std::string base = ::testing::TempDir() + std::to_string(::getpid()) + "-otlp-both";
+  std::remove((base + ".port").c_str());
+  testing::Process serve({"serve", "--tcp", "127.0.0.1:0", "--otlp", "127.0.0.1:0", "--otlp-out",
+                          base + ".paths", "--out", base + ".windows", "--window", "1ms",
+                          "--port-file", base + ".port", "--trace-idle", "1h"},
+                         base + ".stdout", base + ".stderr");
+  ASSERT_TRUE(serve.started());
+  const int otlp = testing::wait_for_port(base + ".port", "otlp");
+  const int tcp = testing::wait_for_port(base + ".port", "tcp");
+  ASSERT_GT(otlp, 0) << serve.err();
+  ASSERT_GT(tcp, 0) << serve.err();
+  httplib::Client client("127.0.0.1", otlp);
+  auto res = client.Post("/v1/traces",
+                         testing::otlp_protobuf({{"s", {span(kTrace, 1, 0, "x", 1, 2)}}}), kProto);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  const auto sent =
+      testing::run_binary("send " + std::string(SNAILTRAIL_SOURCE_DIR) +
+                              "/examples/pipeline.jsonl --to 127.0.0.1:" + std::to_string(tcp),
+                          30);
+  EXPECT_EQ(sent.code, 0) << sent.out;
+  serve.signal(SIGTERM);
+  EXPECT_EQ(serve.wait(), 0) << serve.err();
+  const std::string paths = testing::slurp(base + ".paths");
+  EXPECT_EQ(paths.rfind("{\"trace_id\": \"" + kTrace + "\"", 0), 0u) << paths;
+  EXPECT_EQ(std::count(paths.begin(), paths.end(), '\n'), 1);
+  const std::string windows = testing::slurp(base + ".windows");
+  EXPECT_NE(windows.find("\"window\""), std::string::npos) << windows.substr(0, 300);
+  EXPECT_EQ(windows.find("trace_id"), std::string::npos);
+}
+
 TEST(OtlpReceiver, ServeCommandRefusesBadOptions) {
   for (const auto& [args, error] : std::vector<std::pair<std::string, std::string>>{
-           {"serve --otlp --tcp", "--otlp runs alone"},
+           {"serve --otlp --tcp", "needs --otlp-out FILE"},
            {"serve --otlp 127.0.0.1:0 --otlp-max-body 12XB", "not a size"},
            {"serve --otlp 127.0.0.1:0 --max-open-traces 0", "must be at least 1"},
            {"serve --otlp 127.0.0.1:0 --trace-idle 0s", "--trace-idle must be positive"}}) {

@@ -48,6 +48,7 @@ struct ServeArgs {
   size_t max_open_spans = size_t{1} << 20;
   std::string otlp_window = "5m";
   size_t otlp_window_traces = 20'000;
+  std::string otlp_out;
   // Who may send and read (docs/SERVE.md, "Running across hosts").
   std::string token_file, read_token_file, tls_cert, tls_key;
   bool insecure = false;
@@ -90,7 +91,7 @@ void add_otlp_options(CLI::App* cmd, ServeArgs& a) {
   cmd->add_option("--otlp", a.otlp,
                   "Receive OpenTelemetry spans (OTLP/HTTP, POST /v1/traces, protobuf or JSON) on "
                   "[HOST:]PORT (--otlp alone: 127.0.0.1:4318) and write each completed trace's "
-                  "critical path to --out as one JSON line; runs without the other sources")
+                  "critical path to --out (--otlp-out beside other sources) as one JSON line")
       ->expected(0, 1);
   cmd->add_option("--otlp-max-body", a.otlp_max_body,
                   "OTLP: largest request body, as received and decompressed (bytes, or with "
@@ -111,6 +112,9 @@ void add_otlp_options(CLI::App* cmd, ServeArgs& a) {
                   "OTLP: spans of the open traces, at most; over it the least recent traces "
                   "are completed early (counted as evicted)")
       ->capture_default_str();
+  cmd->add_option("--otlp-out", a.otlp_out,
+                  "OTLP: write the critical paths to FILE; needed when --otlp runs beside "
+                  "--tcp, --stdin, --follow, --nats or --http (their windows go to --out)");
   cmd->add_option("--otlp-window", a.otlp_window,
                   "OTLP: GET /api/critical-path answers over the traces completed this recently "
                   "(?minutes= asks for less)")
@@ -142,11 +146,7 @@ size_t parse_bytes(const std::string& text, const char* option) {
   return static_cast<size_t>(n << shift);
 }
 
-int run_otlp(const ServeArgs& a, const CLI::App& cmd) {
-  if (!a.tcp.empty() || cmd.count("--tcp") > 0 || a.stdin_source || !a.follow.empty() ||
-      cmd.count("--http") > 0)
-    throw std::invalid_argument(
-        "--otlp runs alone for now: not with --tcp, --stdin, --follow or --http");
+serve::OtlpOptions otlp_options(const ServeArgs& a) {
   serve::OtlpOptions o;
   o.address = a.otlp.empty()                          ? "127.0.0.1:4318"
               : a.otlp.find(':') == std::string::npos ? "127.0.0.1:" + a.otlp
@@ -161,7 +161,13 @@ int run_otlp(const ServeArgs& a, const CLI::App& cmd) {
   bool insecure = false;
   security_options(a, o.auth, o.tls_cert, o.tls_key, insecure);
   serve::check_exposure({{"--otlp", o.address, !o.tls_cert.empty()}}, o.auth.enabled(), insecure);
-  return serve::run_otlp_server(o, a.out, a.port_file, a.quiet);
+  return o;
+}
+
+// --otlp alone: the paths go to --otlp-out, else --out.
+int run_otlp(const ServeArgs& a) {
+  return serve::run_otlp_server(otlp_options(a), a.otlp_out.empty() ? a.out : a.otlp_out,
+                                a.port_file, a.quiet);
 }
 
 // Where streams come from and the HTTP server.
@@ -340,8 +346,23 @@ CommandRunner add_serve_command(CLI::App& app) {
   add_security_options(cmd, *args);
   return [cmd, args]() {
     if (!*cmd) return -1;
-    if (cmd->count("--otlp") > 0) return run_otlp(*args, *cmd);
-    return serve::run_server(to_serve_options(*args, *cmd));
+    const ServeArgs& a = *args;
+    const bool others = !a.tcp.empty() || cmd->count("--tcp") > 0 || a.stdin_source ||
+                        !a.follow.empty() || cmd->count("--http") > 0 || !a.nats.empty();
+    if (cmd->count("--otlp") > 0 && !others) return run_otlp(a);
+    serve::ServeOptions options = to_serve_options(a, *cmd);
+    if (cmd->count("--otlp") == 0) return serve::run_server(options);
+    // Beside the other sources: its own port and output, stopped after them.
+    if (a.otlp_out.empty())
+      throw std::invalid_argument(
+          "--otlp beside --tcp, --stdin, --follow, --nats or --http needs --otlp-out FILE for "
+          "its critical paths (--out holds the windows)");
+    serve::OtlpService otlp(otlp_options(a), a.otlp_out, a.quiet);
+    otlp.start();
+    options.extra_ports.emplace_back("otlp", otlp.port());
+    const int code = serve::run_server(options);
+    otlp.finish();
+    return code;
   };
 }
 

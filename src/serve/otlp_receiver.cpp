@@ -186,41 +186,32 @@ void on_otlp_signal(int) {
 }
 }  // namespace
 
-int run_otlp_server(const OtlpOptions& options, const std::string& out_path,
-                    const std::string& port_file, bool quiet) {
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(nullptr, &std::fclose);
+OtlpService::OtlpService(const OtlpOptions& options, const std::string& out_path, bool quiet)
+    : options_(options), out_path_(out_path), quiet_(quiet), file_(nullptr, &std::fclose) {
   if (!out_path.empty() && out_path != "-") {
-    file.reset(std::fopen(out_path.c_str(), "w"));
-    if (!file) throw std::runtime_error("cannot write " + out_path + ": " + std::strerror(errno));
+    file_.reset(std::fopen(out_path.c_str(), "w"));
+    if (!file_) throw std::runtime_error("cannot write " + out_path + ": " + std::strerror(errno));
   }
-  OtlpReceiver receiver(options, file ? file.get() : stdout);
-  g_otlp_stop = false;
-  struct sigaction sa {
-  }, old_int{}, old_term{};
-  sa.sa_handler = on_otlp_signal;
-  sigemptyset(&sa.sa_mask);
-  ::sigaction(SIGINT, &sa, &old_int);
-  ::sigaction(SIGTERM, &sa, &old_term);
-  std::signal(SIGPIPE, SIG_IGN);
-  receiver.start();
-  if (!port_file.empty()) {
-    const std::string tmp = port_file + ".tmp";
-    std::FILE* f = std::fopen(tmp.c_str(), "w");
-    if (!f || std::fprintf(f, "otlp=%d\n", receiver.port()) < 0 || std::fclose(f) != 0 ||
-        std::rename(tmp.c_str(), port_file.c_str()) != 0)
-      throw std::runtime_error("cannot write " + port_file + ": " + std::strerror(errno));
-  }
-  if (!quiet)
+  receiver_ = std::make_unique<OtlpReceiver>(options, file_ ? file_.get() : stdout);
+}
+
+OtlpService::~OtlpService() {
+  if (!finished_) receiver_->stop();
+}
+
+void OtlpService::start() {
+  receiver_->start();
+  if (!quiet_)
     fmt::print(stderr, "snailtrail serve: OTLP/HTTP receiver on {}://{}:{}/v1/traces{}\n",
-               options.tls_cert.empty() ? "http" : "https", parse_address(options.address).first,
-               receiver.port(), options.auth.enabled() ? " (bearer token required)" : "");
-  while (!g_otlp_stop && receiver.write_error().empty())
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  receiver.stop();
-  ::sigaction(SIGINT, &old_int, nullptr);
-  ::sigaction(SIGTERM, &old_term, nullptr);
-  const OtlpCounters& c = receiver.counters();
-  if (!quiet)
+               options_.tls_cert.empty() ? "http" : "https", parse_address(options_.address).first,
+               receiver_->port(), options_.auth.enabled() ? " (bearer token required)" : "");
+}
+
+void OtlpService::finish() {
+  finished_ = true;
+  receiver_->stop();
+  const OtlpCounters& c = receiver_->counters();
+  if (!quiet_)
     fmt::print(stderr,
                "snailtrail serve: {}, {} accepted, {} rejected; {} written ({} completed "
                "early by the open-trace bounds); {} requests refused as bad, {} too large, {} "
@@ -230,9 +221,35 @@ int run_otlp_server(const OtlpOptions& options, const std::string& out_path,
                counted(c.traces_written.load(), "trace", "traces"), c.traces_evicted.load(),
                c.bad_requests.load(), c.too_large.load(), c.unsupported_type.load(),
                c.throttled.load());
-  if (!receiver.write_error().empty()) throw std::runtime_error(receiver.write_error());
-  if (file && std::fclose(file.release()) != 0)
-    throw std::runtime_error("cannot write " + out_path + ": " + std::strerror(errno));
+  if (!receiver_->write_error().empty()) throw std::runtime_error(receiver_->write_error());
+  if (file_ && std::fclose(file_.release()) != 0)
+    throw std::runtime_error("cannot write " + out_path_ + ": " + std::strerror(errno));
+}
+
+int run_otlp_server(const OtlpOptions& options, const std::string& out_path,
+                    const std::string& port_file, bool quiet) {
+  OtlpService service(options, out_path, quiet);
+  g_otlp_stop = false;
+  struct sigaction sa {
+  }, old_int{}, old_term{};
+  sa.sa_handler = on_otlp_signal;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGINT, &sa, &old_int);
+  ::sigaction(SIGTERM, &sa, &old_term);
+  std::signal(SIGPIPE, SIG_IGN);
+  service.start();
+  if (!port_file.empty()) {
+    const std::string tmp = port_file + ".tmp";
+    std::FILE* f = std::fopen(tmp.c_str(), "w");
+    if (!f || std::fprintf(f, "otlp=%d\n", service.port()) < 0 || std::fclose(f) != 0 ||
+        std::rename(tmp.c_str(), port_file.c_str()) != 0)
+      throw std::runtime_error("cannot write " + port_file + ": " + std::strerror(errno));
+  }
+  while (!g_otlp_stop && service.write_error().empty())
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ::sigaction(SIGINT, &old_int, nullptr);
+  ::sigaction(SIGTERM, &old_term, nullptr);
+  service.finish();
   return 0;
 }
 

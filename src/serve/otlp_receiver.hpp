@@ -89,6 +89,28 @@ class OtlpReceiver {
   std::string write_error_;
 };
 
+// A receiver writing its paths to a file it opens ("" or "-": stdout), for `serve --otlp`
+// alone or beside serve's other sources.
+class OtlpService {
+ public:
+  OtlpService(const OtlpOptions& options, const std::string& out_path, bool quiet);
+  ~OtlpService();
+  // Binds and starts answering; logs where unless quiet. Throws if it cannot bind.
+  void start();
+  int port() const { return receiver_->port(); }
+  std::string write_error() const { return receiver_->write_error(); }
+  // Stops, writes the open traces, logs the totals; throws if writing the paths failed.
+  void finish();
+
+ private:
+  OtlpOptions options_;
+  std::string out_path_;
+  bool quiet_;
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file_;
+  std::unique_ptr<OtlpReceiver> receiver_;
+  bool finished_ = false;
+};
+
 // Runs a receiver until SIGINT or SIGTERM; paths to `out_path` ("" or "-": stdout);
 // `port_file`: written once listening ("otlp=PORT"). Returns 0, or throws.
 int run_otlp_server(const OtlpOptions& options, const std::string& out_path,

@@ -293,6 +293,7 @@ void Server::write_port_file() {
   if (!f) throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(errno));
   for (auto& l : listeners_) fmt::print(f, "tcp={}\n", l->port());
   if (http_) fmt::print(f, "http={}\n", http_listener_->port());
+  for (const auto& [name, port] : opt_.extra_ports) fmt::print(f, "{}={}\n", name, port);
   std::fclose(f);
   if (std::rename(tmp.c_str(), opt_.port_file.c_str()) != 0)
     throw std::runtime_error("cannot write " + opt_.port_file + ": " + std::strerror(errno));

@@ -34,8 +34,9 @@ struct ServeOptions {
   size_t http_max_connections = 256;  // HTTP clients at once (more are refused)
   unsigned http_threads = 4;          // threads answering complete HTTP requests
   std::string port_file;              // written once listening: "tcp=PORT\nhttp=PORT\n"
-  bool quiet = false;                 // no log lines on stderr
-  NatsSourceOptions nats;             // a JetStream stream (nats.address empty: none)
+  std::vector<std::pair<std::string, int>> extra_ports;  // also in it: NAME=PORT (otlp)
+  bool quiet = false;                                    // no log lines on stderr
+  NatsSourceOptions nats;                     // a JetStream stream (nats.address empty: none)
   uint32_t shard_index = 0, shard_count = 1;  // write only windows with index % count == index
   AuthTokens auth;                            // bearer tokens (none: open, as on loopback)
   std::string tls_cert, tls_key;              // PEM files: TLS on --tcp and --http
