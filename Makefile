@@ -102,6 +102,7 @@ bench: build
 	scripts/megaphone-bench.py --quick
 	scripts/logs-bench.sh 100000 400000 2000000
 	scripts/nats-bench.sh 20
+	scripts/otlp-bench.sh 20 600 50000
 
 FUZZ_SECONDS ?= 60
 fuzz: deps
