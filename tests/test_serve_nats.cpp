@@ -208,6 +208,25 @@ TEST_F(ServeNats, SentTraceServedEqualsAnalyze) {
   EXPECT_EQ(lines_of(testing::slurp(path("windows.jsonl"))), expected);
 }
 
+// `send --speed 2x` into the stream paces by event time: a trace of 300 ms of events takes
+// at least about 150 ms to publish (far less at max speed), and what it published is
+// served as analyze reads the file, line for line.
+TEST_F(ServeNats, PacedSendIsServedEqualToAnalyze) {
+  start_nats();
+  const fs::path trace = simulated(300'000'000, 9);
+  const auto expected = analyze_lines(trace);
+  ASSERT_GT(expected.size(), 200u);
+  const auto t0 = std::chrono::steady_clock::now();
+  Process p({"send", trace.string(), "--to", url("PACED"), "--speed", "2x"}, path("send.out"),
+            path("send.err"));
+  ASSERT_EQ(p.wait(), 0) << p.err();
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_GE(took, 0.14) << "300 ms of events at 2x";
+  auto s = serve("PACED", "paced", "windows.jsonl", {"--drain"});
+  ASSERT_EQ(s->wait(), 0) << s->err();
+  EXPECT_EQ(lines_of(testing::slurp(path("windows.jsonl"))), expected);
+}
+
 // SIGKILL of serve mid-stream, restart with the same durable and --out: every window
 // exactly once. The first run may have written any prefix of the windows when killed.
 TEST_F(ServeNats, SigkillThenRestartWritesEveryWindowOnce) {
