@@ -62,8 +62,11 @@
       `${data.left_out} left out (report --traces N keeps more)`
     : `all ${data.traces_total} traces embedded`;
 
-  let current = -1;
   let selectedRow = -1;
+  let scrollToRow = () => {};
+  const kAllRows = 1500;    // traces with more spans draw only the rows in view
+  const kRowPx = 21;        // .wf-row's height with its border
+  const kPathItems = 500;   // critical sections listed below the waterfall
 
   function showSpan(t, r) {
     selectedRow = r;
@@ -90,7 +93,6 @@
   }
 
   function select(i) {
-    current = i;
     const t = data.traces[i];
     for (const tr of body.querySelectorAll('tr.trace')) tr.classList.toggle('selected', tr.dataset.index === String(i));
     $('trace-label').textContent = `trace ${t.id}: ${dur(t.duration_ns)}, ${t.spans} spans, ` +
@@ -104,6 +106,7 @@
     const wf = $('waterfall');
     wf.textContent = '';
     const frag = document.createDocumentFragment();
+    scrollToRow = () => {};
     const axis = el('div', 'wf-row axis');
     axis.appendChild(el('div', 'wf-label', 'service: operation'));
     const ticks = axis.appendChild(el('div', 'wf-track'));
@@ -113,10 +116,17 @@
       ticks.appendChild(tick);
     }
     frag.appendChild(axis);
-    const tracks = [];
-    t.rows.forEach((x, r) => {
+    // The critical sections per row, numbered in path order.
+    const sections = new Map();
+    t.path.forEach(([r, a, b], k) => {
+      if (!sections.has(r)) sections.set(r, []);
+      sections.get(r).push([k + 1, a, b]);
+    });
+    function buildRow(r) {
+      const x = t.rows[r];
       const row = el('div', 'wf-row span-row');
       row.dataset.row = String(r);
+      if (r === selectedRow) row.classList.add('selected');
       const label = el('div', 'wf-label');
       label.style.paddingLeft = `${6 + 12 * Math.min(x[1], 20)}px`;
       label.appendChild(el('span', 'svc', name(x[2])));
@@ -135,29 +145,69 @@
       if (x[4] + x[5] < 0.8 * end) d.style.left = `calc(${pct(x[4] + x[5])} + 4px)`;
       else d.style.right = `calc(${pct(end - x[4])} + 4px)`;
       track.appendChild(d);
+      for (const [k, a, b] of sections.get(r) || []) {
+        const c = el('div', 'crit');
+        c.dataset.seq = String(k);
+        c.dataset.row = String(r);
+        c.style.left = pct(a);
+        c.style.width = pct(b - a);
+        c.title = `critical section ${k}: ${name(x[2])}: ${name(x[3])}, ${dur(a)} to ${dur(b)} (${dur(b - a)})`;
+        c.appendChild(el('span', '', String(k)));
+        track.appendChild(c);
+      }
       row.appendChild(track);
       row.addEventListener('click', () => showSpan(t, r));
-      tracks.push(track);
-      frag.appendChild(row);
-    });
-    // The critical sections over their spans' bars, numbered in path order.
+      return row;
+    }
+    wf.dataset.rows = String(t.rows.length);
+    if (t.rows.length <= kAllRows) {
+      for (let r = 0; r < t.rows.length; ++r) frag.appendChild(buildRow(r));
+      wf.appendChild(frag);
+    } else {
+      // A big trace: only the rows in view are in the page (a DOM row per span would take
+      // seconds to lay out), redrawn as it scrolls.
+      wf.appendChild(frag);
+      const scroller = wf.appendChild(el('div', 'wf-scroll'));
+      const inner = scroller.appendChild(el('div', 'wf-inner'));
+      inner.style.height = `${t.rows.length * kRowPx}px`;
+      let drawn = '';
+      const draw = () => {
+        const first = Math.max(0, Math.floor(scroller.scrollTop / kRowPx) - 20);
+        const last = Math.min(t.rows.length, first + Math.ceil(scroller.clientHeight / kRowPx) + 40);
+        if (drawn === `${first}-${last}`) return;
+        drawn = `${first}-${last}`;
+        inner.textContent = '';
+        const f = document.createDocumentFragment();
+        for (let r = first; r < last; ++r) {
+          const row = buildRow(r);
+          row.style.top = `${r * kRowPx}px`;
+          f.appendChild(row);
+        }
+        inner.appendChild(f);
+      };
+      let pending = false;
+      scroller.addEventListener('scroll', () => {
+        if (pending) return;
+        pending = true;
+        requestAnimationFrame(() => { pending = false; draw(); });
+      });
+      scrollToRow = (r) => {
+        scroller.scrollTop = Math.max(0, r * kRowPx - scroller.clientHeight / 3);
+        draw();
+      };
+      draw();
+    }
     const list = $('path-list');
     list.textContent = '';
-    t.path.forEach(([r, a, b], k) => {
-      const c = el('div', 'crit');
-      c.dataset.seq = String(k + 1);
-      c.dataset.row = String(r);
-      c.style.left = pct(a);
-      c.style.width = pct(b - a);
-      c.title = `critical section ${k + 1}: ${name(t.rows[r][2])}: ${name(t.rows[r][3])}, ${dur(a)} to ${dur(b)} (${dur(b - a)})`;
-      c.appendChild(el('span', '', String(k + 1)));
-      tracks[r].appendChild(c);
+    const shown = Math.min(t.path.length, kPathItems);
+    for (let k = 0; k < shown; ++k) {
+      const [r, a, b] = t.path[k];
       const li = el('li', '', `${name(t.rows[r][2])}: ${name(t.rows[r][3])}  ${dur(a)} – ${dur(b)} (${dur(b - a)})`);
       li.dataset.row = String(r);
-      li.addEventListener('click', () => showSpan(t, r));
+      li.addEventListener('click', () => { scrollToRow(r); showSpan(t, r); });
       list.appendChild(li);
-    });
-    wf.appendChild(frag);
+    }
+    if (shown < t.path.length) list.appendChild(el('li', 'more', `… ${t.path.length - shown} more sections`));
     document.body.dataset.trace = String(i);
     showSpan(t, t.path.length ? t.path[0][0] : 0);
   }

@@ -59,6 +59,13 @@ before(async () => {
   run('report', spans, '-o', files.gen, '--traces', '12');
   files.genJson = path.join(work, 'checkout-waterfall.json');
   run('report', spans, '-o', files.genJson, '--traces', '12', '-f', 'json');
+  // One big trace (about 2 400 spans): drawn as it scrolls.
+  const big = path.join(work, 'big.json');
+  execFileSync('python3', ['scripts/gen-spans.py', '--traces', '1', '--items', '800', '-o', big], { cwd: root });
+  files.big = path.join(work, 'big.html');
+  run('report', big, '-o', files.big);
+  files.bigJson = path.join(work, 'big-waterfall.json');
+  run('report', big, '-o', files.bigJson, '-f', 'json');
   browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] });
 });
 
@@ -159,5 +166,27 @@ test('generated checkout traces: bounded picker, every row drawn, the path as in
   assert.deepEqual(requests.filter((u) => !u.startsWith('file:') && !u.startsWith('data:')), []);
   assert.deepEqual(problems, []);
   console.log(`waterfall loaded and drawn in ${loadMs} ms`);
+  await page.close();
+});
+
+test('a big trace draws the rows in view and the rest as it scrolls', async () => {
+  const data = JSON.parse(fs.readFileSync(files.bigJson, 'utf8'));
+  const t = data.traces[0];
+  assert.ok(t.spans > 1500, `${t.spans} spans`);
+  const { page, problems } = await open(files.big);
+  assert.equal(await page.getAttribute('#waterfall', 'data-rows'), String(t.spans));
+  const drawn = await page.locator('.span-row').count();
+  assert.ok(drawn > 10 && drawn < 200, `${drawn} rows in the page`);
+  // Scrolled to the end: the last rows are drawn, at their place.
+  await page.locator('.wf-scroll').evaluate((e) => { e.scrollTop = e.scrollHeight; });
+  await page.waitForSelector(`.span-row[data-row="${t.spans - 1}"]`);
+  // The last critical section, from the list: its row is drawn with its numbered overlay.
+  const [r] = t.path[t.path.length - 1];
+  await page.locator('.wf-scroll').evaluate((e) => { e.scrollTop = 0; });
+  assert.ok(t.path.length <= 500, 'every section is listed');
+  await page.locator('#path-list li').nth(t.path.length - 1).click();
+  await page.waitForSelector(`.span-row[data-row="${r}"] .crit[data-seq="${t.path.length}"]`);
+  assert.equal(await page.getAttribute('body', 'data-span'), String(r));
+  assert.deepEqual(problems, []);
   await page.close();
 });
