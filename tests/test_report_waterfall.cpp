@@ -240,5 +240,21 @@ TEST(ReportWaterfall, CommandWritesTheWaterfallForSpanTraces) {
   EXPECT_NE(e.out.find("waterfall-bad.json"), std::string::npos) << e.out;
 }
 
+// A file cut inside its second trace (still being written): the first trace is drawn, the
+// cut is said on stderr and kept in the data, which the page shows.
+TEST(ReportWaterfall, CutFileIsSaidNotHidden) {
+  std::vector<J> spans = kThreeSpans;
+  spans.push_back({"00000000000000a2", "0000000000000011", "", "GET /y", "p1", 2000, 50});
+  const std::string full = jaeger(spans);
+  const std::string cut = full.substr(0, full.find("0000000000000011") + 10);
+  const std::string in = testing::write_temp("waterfall-cut.json", cut);
+  const testing::CommandResult r = testing::run_binary("report " + in + " -f json -o -");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("the input ends inside a record"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"import_diagnostics\":{\"jaeger.truncated_file\":1}"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("\"traces_total\":1,"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace snailtrail::test_report_waterfall

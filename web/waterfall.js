@@ -33,6 +33,12 @@
   $('source').textContent = data.source;
   $('facts').textContent = `${data.traces_total} traces, ${data.spans_total} spans` +
     (data.skipped ? `; ${data.skipped} traces skipped (unreadable)` : '');
+  // What the importer repaired or skipped: the data is only as good as the trace.
+  const issues = Object.entries(data.import_diagnostics || {}).filter(([, n]) => n > 0);
+  if (issues.length) {
+    const d = $('facts').appendChild(el('div', 'issues'));
+    d.textContent = `import diagnostics (docs/IMPORTERS.md): ${issues.map(([k, n]) => `${k} ${n}`).join(', ')}`;
+  }
   document.body.dataset.traces = String(data.traces.length);
 
   // The picker: the embedded traces, slowest first (the order of the data).

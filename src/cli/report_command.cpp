@@ -170,7 +170,14 @@ int run_waterfall(const ReportArgs& a) {
   if (stream.skipped.size() > kShown)
     fmt::print(stderr, "snailtrail: warning: {} more traces skipped\n",
                stream.skipped.size() - kShown);
-  for (const auto& [kind, n] : stream.diagnostics) builder.add_diagnostic(kind, n);
+  for (const auto& [kind, n] : stream.diagnostics) {
+    builder.add_diagnostic(kind, n);
+    if (n > 0 && importers::is_cut_input(kind))  // as warn_if_cut says it for the other views
+      fmt::print(stderr,
+                 "snailtrail: warning: {}: the input ends inside a record (still being "
+                 "written?); read up to the last complete record ({})\n",
+                 stream.source, kind);
+  }
   builder.set_skipped(stream.skipped.size());
   if (builder.spans() == 0) throw TraceError(stream.source, "input", "the trace has no spans");
   const std::string json = builder.json();

@@ -52,6 +52,12 @@ before(async () => {
   fs.writeFileSync(hand, JSON.stringify(handTraces()));
   files.hand = path.join(work, 'hand.html');
   run('report', hand, '-o', files.hand);
+  // The same file cut inside its last trace (a file still being written).
+  const text = JSON.stringify(handTraces());
+  const cut = path.join(work, 'cut.json');
+  fs.writeFileSync(cut, text.slice(0, text.indexOf('0000000000000022') + 8));
+  files.cut = path.join(work, 'cut.html');
+  execFileSync(bin, ['report', cut, '-o', files.cut], { cwd: root, stdio: 'ignore' });
   // Generated checkout requests (scripts/gen-spans.py): 60 traces, 12 embedded.
   const spans = path.join(work, 'checkout.json');
   execFileSync('python3', ['scripts/gen-spans.py', '--traces', '60', '--items', '3', '-o', spans], { cwd: root });
@@ -101,6 +107,7 @@ test('the hand-made trace: rows, critical sections in path order, span details',
   // The picker: slowest first.
   const picker = await page.locator('#picker tr.trace').evaluateAll((rs) => rs.map((r) => Number(r.dataset.duration)));
   assert.deepEqual(picker, [100000, 60000, 30000]);
+  assert.equal(await page.locator('#facts .issues').count(), 0);
   assert.equal(await page.getAttribute('body', 'data-trace'), '0');
   assert.equal(await page.locator('.span-row').count(), 3);
   const labels = await page.locator('.span-row .wf-label').allTextContents();
@@ -187,6 +194,16 @@ test('a big trace draws the rows in view and the rest as it scrolls', async () =
   await page.locator('#path-list li').nth(t.path.length - 1).click();
   await page.waitForSelector(`.span-row[data-row="${r}"] .crit[data-seq="${t.path.length}"]`);
   assert.equal(await page.getAttribute('body', 'data-span'), String(r));
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('a cut file: what was read is drawn, the cut is shown', async () => {
+  const { page, problems } = await open(files.cut);
+  assert.match(await page.locator('#facts .issues').textContent(), /jaeger\.truncated_file 1/);
+  // Trace a2 is cut after its root: read up to its last complete span, the root alone.
+  assert.deepEqual(await page.locator('#picker tr.trace').evaluateAll((rs) => rs.map((r) => Number(r.dataset.duration))), [100000, 60000, 30000]);
+  assert.equal(await page.locator('#picker tr.trace[data-index="1"] td').nth(3).textContent(), '1');
   assert.deepEqual(problems, []);
   await page.close();
 });
