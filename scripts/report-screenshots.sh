@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Regenerates the report screenshots shown in README.md and docs/REPORT.md:
+# Regenerates the report screenshots shown in README.md and docs/REPORT.md (the waterfall
+# of span traces last):
 # simulate a scenario, write its report, photograph it with headless chromium.
 #   scripts/report-screenshots.sh [BINARY]      (default build/bin/snailtrail)
 set -euo pipefail
@@ -24,3 +25,12 @@ shoot() {  # name scenario window
 
 shoot skew examples/wordcount-skew-30.toml 1s
 shoot microbatch examples/spark-microbatch.toml 1s
+
+# The Waterfall of span traces: generated checkout requests (scripts/gen-spans.py), the
+# slowest one shown.
+python3 scripts/gen-spans.py --traces 60 --items 3 -o "$WORK/checkout.json"
+(cd "$WORK" && "$BIN" report checkout.json -o checkout.html --traces 12)
+"$CHROMIUM" --headless --no-sandbox --disable-gpu --hide-scrollbars --force-device-scale-factor=1 \
+  --virtual-time-budget=5000 --window-size=1280,860 \
+  --screenshot="$DOCS/report-waterfall.png" "file://$WORK/checkout.html" 2>/dev/null
+echo "docs/report-waterfall.png ($(stat -c %s "$DOCS/report-waterfall.png") bytes)"

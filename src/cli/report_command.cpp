@@ -22,7 +22,9 @@
 #include "flame/flamegraph.hpp"
 #include "flame/profile_io.hpp"
 #include "importers/importer.hpp"
+#include "importers/otel/otel_importer.hpp"
 #include "report/report.hpp"
+#include "report/waterfall.hpp"
 #include "report/window_feed.hpp"
 #include "trace/trace_io.hpp"
 
@@ -57,6 +59,8 @@ struct ReportArgs {
   bool no_progress = false;
   bool dashboard = false;
   bool timings = false;
+  std::string view = "auto";  // auto, dataflow, waterfall
+  size_t traces = 200;        // waterfall: traces embedded
 };
 
 // "123456 bytes, 121 KiB": exact for scripts, rounded for people.
@@ -135,9 +139,58 @@ void analyze_on_ranks(mpi::RankGroup& group, AnalysisInput& in, const AnalysisOp
     replay_rank(group, rank, [&](RenderedWindow& r) { feed.add_received(r); });
 }
 
+// Span traces (OTLP, Jaeger) get the waterfall unless --view dataflow asks for the PAG views.
+bool waterfall_view(const ReportArgs& a) {
+  if (a.view != "auto") return a.view == "waterfall";
+  if (a.in.importer != "auto") return a.in.importer == "otlp" || a.in.importer == "jaeger";
+  if (a.in.trace == "-") return false;
+  try {
+    const std::string_view name = importers::detect_importer(a.in.trace).name;
+    return name == "otlp" || name == "jaeger";
+  } catch (const std::exception&) {
+    return false;  // the analysis names the problem
+  }
+}
+
+// The "Waterfall" (docs/REPORT.md): every trace's critical path as `critical-path` computes
+// it, the picked traces' spans embedded.
+int run_waterfall(const ReportArgs& a) {
+  if (a.in.trace == "-") throw std::invalid_argument("the waterfall reads a file, not stdin");
+  if (a.in.importer != "auto" && a.in.importer != "otlp" && a.in.importer != "jaeger")
+    throw std::invalid_argument("--view waterfall needs a span trace (--importer otlp or jaeger)");
+  if (a.traces == 0) throw std::invalid_argument("--traces must be at least 1");
+  report::WaterfallBuilder builder({a.in.trace, a.traces});
+  importers::SpanStream stream = importers::stream_spans(
+      a.in.trace, a.in.importer, a.in.threads,
+      [&](size_t unit, const importers::SpanSet& set) { builder.add(unit, set); });
+  constexpr size_t kShown = 20;
+  for (size_t i = 0; i < stream.skipped.size() && i < kShown; ++i)
+    fmt::print(stderr, "snailtrail: warning: trace {} at byte {} skipped: {}\n",
+               stream.skipped[i].where, stream.skipped[i].byte, stream.skipped[i].error);
+  if (stream.skipped.size() > kShown)
+    fmt::print(stderr, "snailtrail: warning: {} more traces skipped\n",
+               stream.skipped.size() - kShown);
+  for (const auto& [kind, n] : stream.diagnostics) {
+    builder.add_diagnostic(kind, n);
+    if (n > 0 && importers::is_cut_input(kind))  // as warn_if_cut says it for the other views
+      fmt::print(stderr,
+                 "snailtrail: warning: {}: the input ends inside a record (still being "
+                 "written?); read up to the last complete record ({})\n",
+                 stream.source, kind);
+  }
+  builder.set_skipped(stream.skipped.size());
+  if (builder.spans() == 0) throw TraceError(stream.source, "input", "the trace has no spans");
+  const std::string json = builder.json();
+  return write_page(a.output, a.format == "json" ? json : report::render_waterfall_html(json));
+}
+
 int run(ReportArgs& a, mpi::RankGroup* group) {
   if (a.dashboard) return write_page(a.output, report::render_dashboard_html());
   if (a.in.trace.empty()) throw std::invalid_argument("a TRACE file is required");
+  if (waterfall_view(a)) {
+    if (group && group->rank() > 0) return 0;  // one process writes it
+    return run_waterfall(a);
+  }
   AnalysisOptions opt;
   apply_window_options(a.in, opt);
   opt.summary.top_k = a.top;
@@ -220,6 +273,14 @@ CommandRunner add_report_command(CLI::App& app) {
   cmd->add_flag("--what-if", a.report.what_if,
                 "Also show how much shorter the critical path would be if the most critical "
                 "workers, operators and activity types were faster (docs/PAG.md §5)");
+  cmd->add_option("--view", a.view,
+                  "auto: the Waterfall for span traces (otlp, jaeger), else the dataflow views; "
+                  "dataflow or waterfall to choose")
+      ->check(CLI::IsMember({"auto", "dataflow", "waterfall"}))
+      ->capture_default_str();
+  cmd->add_option("--traces", a.traces,
+                  "Waterfall: traces embedded, the slowest plus the p50, p90 and p99 ones")
+      ->capture_default_str();
   cmd->add_flag("--no-progress", a.no_progress, "Never print progress on stderr");
   cmd->add_flag("--timings", a.timings,
                 "Print on stderr how the trace was read (bytes and blocks when streamed)");

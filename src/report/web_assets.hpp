@@ -11,5 +11,8 @@ extern const std::string_view kReportCss;   // web/report.css
 extern const std::string_view kReportJs;    // web/report.js
 // web/timeline.html: `run --http`'s live dashboard, one self-contained page.
 extern const std::string_view kTimelineHtml;
+// web/waterfall.{html,js}: `report`'s page for span traces (report/waterfall.hpp).
+extern const std::string_view kWaterfallHtml;
+extern const std::string_view kWaterfallJs;
 
 }  // namespace snailtrail::report::assets

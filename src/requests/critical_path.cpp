@@ -94,8 +94,9 @@ std::vector<CriticalPath> paths_by_trace(const RequestTree& tree,
 // The buffers are per span of the set and reused from root to root.
 class PathWalker {
  public:
-  explicit PathWalker(const RequestTree& tree)
-      : tree_(tree),
+  PathWalker(const RequestTree& tree, bool segments)
+      : segments_(segments),
+        tree_(tree),
         spans_(tree.spans),
         cs_(spans_.size()),
         ce_(spans_.size()),
@@ -106,6 +107,7 @@ class PathWalker {
   void walk(uint32_t root, CriticalPath& path) {
     clip(root, path);
     order_.clear();
+    walked_.clear();
     push(root, ce_[root]);
     while (!stack_.empty()) {
       Frame& f = stack_.back();
@@ -121,6 +123,8 @@ class PathWalker {
       push(child, ce_[child]);  // may reallocate: f is not used after this
     }
     path.duration_ns += spans_[root].end - spans_[root].start;
+    // The walk went backward: its intervals come latest first.
+    path.segments.insert(path.segments.end(), walked_.rbegin(), walked_.rend());
     const size_t from = path.path.size();
     for (uint32_t x : reached_)
       if (crit_[x] > 0) path.path.push_back({x, crit_[x], first_[x]});
@@ -186,26 +190,33 @@ class PathWalker {
     if (b <= a) return;
     if (crit_[x] == 0 || a < first_[x]) first_[x] = a;
     crit_[x] += b - a;
+    if (!segments_) return;
+    if (!walked_.empty() && walked_.back().span == x && walked_.back().start_ns == b)
+      walked_.back().start_ns = a;  // continues the same stretch (a zero-length child between)
+    else
+      walked_.push_back({x, a, b});
   }
 
+  const bool segments_;
   const RequestTree& tree_;
   const std::vector<Span>& spans_;
   std::vector<int64_t> cs_, ce_;  // clipped intervals
   std::vector<int64_t> crit_, first_;
   std::vector<uint32_t> reached_, order_;
   std::vector<Frame> stack_;
+  std::vector<PathSegment> walked_;  // this root's intervals, latest first
 };
 
 }  // namespace
 
-std::vector<CriticalPath> critical_paths(const SpanSet& set,
-                                         std::vector<uint32_t>* tree_parent_out) {
+std::vector<CriticalPath> critical_paths(const SpanSet& set, std::vector<uint32_t>* tree_parent_out,
+                                         bool segments) {
   const std::vector<Span>& spans = set.spans;
   RequestTree tree(set);
   // Each root gets its own path, in order of start time, and the paths are concatenated.
   std::vector<std::vector<uint32_t>> roots;
   std::vector<CriticalPath> paths = paths_by_trace(tree, roots);
-  PathWalker walker(tree);
+  PathWalker walker(tree, segments);
   for (size_t t = 0; t < paths.size(); ++t) {
     CriticalPath& path = paths[t];
     std::vector<uint32_t>& rs = roots[t];

@@ -33,6 +33,12 @@ struct PathStep {
   int64_t first_ns;     // earliest instant it is on the path
 };
 
+// An interval during which one span is the critical one (report's waterfall).
+struct PathSegment {
+  uint32_t span;  // index into SpanSet::spans
+  int64_t start_ns, end_ns;
+};
+
 struct CriticalPath {
   uint32_t trace;              // interned trace id
   uint32_t root;               // span index of the first root
@@ -44,14 +50,19 @@ struct CriticalPath {
   uint32_t roots = 0;          // spans without a parent in the tree, one path each
   uint32_t nonblocking = 0;    // consumer children of producers, left out with their subtree
   int64_t start_ns = 0;        // the first root's start
+  // Only when asked for: the path as intervals in time order (per root, roots by start),
+  // each of one span; a span is on it once per stretch it runs critical.
+  std::vector<PathSegment> segments = {};
 };
 
 // One critical path per trace id, in order of the traces' first span in the file: the
 // concatenated paths of its roots. Ties between children ending together go to the one
 // that started first.
 // `tree_parent`, if given, receives each span's parent in the tree (kNoSpan for roots).
+// `segments`: also fill CriticalPath::segments.
 std::vector<CriticalPath> critical_paths(const SpanSet& set,
-                                         std::vector<uint32_t>* tree_parent = nullptr);
+                                         std::vector<uint32_t>* tree_parent = nullptr,
+                                         bool segments = false);
 
 struct ServiceTime {
   uint32_t service;  // interned service name

@@ -1,5 +1,6 @@
 // Measures how long chromium takes to open a report and draw every view, and to redraw
-// after a click in the time chart:  node tests/browser/measure-load.mjs REPORT.html
+// after a click in the time chart (the waterfall: in the trace picker):
+//   node tests/browser/measure-load.mjs REPORT.html
 import { chromium } from 'playwright-core';
 import fs from 'node:fs';
 import { pathToFileURL } from 'node:url';
@@ -16,8 +17,24 @@ page.on('pageerror', (e) => errors.push(e.message));
 page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
 const t0 = Date.now();
 await page.goto(pathToFileURL(file).href);
-await page.waitForSelector('body[data-windows]');
+await page.waitForSelector('body[data-windows], body[data-ready]');
 const load = Date.now() - t0;
+if (await page.getAttribute('body', 'data-ready')) {
+  // The waterfall of span traces: draw the first trace, then a click on the second.
+  const rows = await page.locator('.span-row').count();
+  const t1 = Date.now();
+  const next = (await page.locator('#picker tr.trace').count()) > 1 ? 1 : 0;
+  await page.locator(`#picker tr.trace[data-index="${next}"]`).click();
+  await page.waitForFunction((n) => document.body.dataset.trace === String(n), next);
+  const click = Date.now() - t1;
+  const rows2 = await page.locator('.span-row').count();
+  console.log(`${file}: ${(fs.statSync(file).size / 1024).toFixed(0)} KiB, ` +
+    `${await page.getAttribute('body', 'data-traces')} traces, loaded and drawn in ${load} ms ` +
+    `(${rows} span rows), click-to-redraw ${click} ms (${rows2} rows), ${errors.length} errors`);
+  for (const e of errors) console.log('  error:', e);
+  await browser.close();
+  process.exit(errors.length ? 1 : 0);
+}
 const marks = await page.locator('.mark').count();
 const box = await page.locator('[data-chart="cp-time"] .overlay').boundingBox();
 const t1 = Date.now();
