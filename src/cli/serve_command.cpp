@@ -75,9 +75,7 @@ void security_options(const ServeArgs& a, serve::AuthTokens& auth, std::string& 
     throw std::invalid_argument("--read-token-file needs --token-file (the token that ingests)");
   if (a.tls_cert.empty() != a.tls_key.empty())
     throw std::invalid_argument("--tls-cert and --tls-key go together");
-  if (!a.token_file.empty()) auth.write = serve::read_token_file(a.token_file, "--token-file");
-  if (!a.read_token_file.empty())
-    auth.read = serve::read_token_file(a.read_token_file, "--read-token-file");
+  auth = serve::load_token_files(a.token_file, a.read_token_file);  // re-read on SIGHUP
   cert = a.tls_cert;
   key = a.tls_key;
   insecure = a.insecure;

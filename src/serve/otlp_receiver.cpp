@@ -205,6 +205,7 @@ int run_otlp_server(const OtlpOptions& options, const std::string& out_path,
   ::sigaction(SIGINT, &sa, &old_int);
   ::sigaction(SIGTERM, &sa, &old_term);
   std::signal(SIGPIPE, SIG_IGN);
+  ReloadSignal hangup;  // SIGHUP: re-read the token files
   receiver.start();
   if (!port_file.empty()) {
     const std::string tmp = port_file + ".tmp";
@@ -217,8 +218,10 @@ int run_otlp_server(const OtlpOptions& options, const std::string& out_path,
     fmt::print(stderr, "snailtrail serve: OTLP/HTTP receiver on {}://{}:{}/v1/traces{}\n",
                options.tls_cert.empty() ? "http" : "https", parse_address(options.address).first,
                receiver.port(), options.auth.enabled() ? " (bearer token required)" : "");
-  while (!g_otlp_stop && receiver.write_error().empty())
+  while (!g_otlp_stop && receiver.write_error().empty()) {
+    hangup.poll(options.auth, !quiet);
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
   receiver.stop();
   ::sigaction(SIGINT, &old_int, nullptr);
   ::sigaction(SIGTERM, &old_term, nullptr);
