@@ -23,13 +23,27 @@
 #include "process_util.hpp"
 #include "serve/auth.hpp"
 #include "sim_test_util.hpp"
+#include "tls_test_util.hpp"
 #include "trace/trace_io.hpp"
 
 namespace snailtrail::test_serve_auth {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::https_get;
 using testing::Process;
+using Answer = testing::HttpAnswer;
+
+Answer http_get(int port, const std::string& target, const std::string& token = "") {
+  return testing::plain_get(port, target, token);
+}
+template <class Client>
+Answer get(Client& client, const std::string& target, const std::string& token) {
+  return testing::get_with_token(client, target, token);
+}
+uint64_t metric(const std::string& text, const std::string& name) {
+  return testing::metric_value(text, name);
+}
 
 // --- The pieces, against oracles -------------------------------------------------------
 
@@ -130,48 +144,6 @@ TEST_F(ServeAuthFiles, TokenFiles) {
 
 // --- The commands ------------------------------------------------------------------------
 
-// A GET with optional bearer token over plain HTTP: the status (-1: no answer), the body
-// and the WWW-Authenticate header.
-struct Answer {
-  int status = -1;
-  std::string body, authenticate;
-};
-template <class Client>
-Answer get(Client& client, const std::string& target, const std::string& token) {
-  httplib::Headers headers;
-  if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
-  client.set_connection_timeout(5);
-  client.set_read_timeout(5);
-  Answer a;
-  if (auto res = client.Get(target.c_str(), headers)) {
-    a.status = res->status;
-    a.body = res->body;
-    a.authenticate = res->get_header_value("WWW-Authenticate");
-  }
-  return a;
-}
-Answer http_get(int port, const std::string& target, const std::string& token = "") {
-  httplib::Client client("127.0.0.1", port);
-  return get(client, target, token);
-}
-// Over HTTPS, verifying the server's certificate against `ca`.
-Answer https_get(int port, const std::string& target, const fs::path& ca,
-                 const std::string& token = "") {
-  httplib::SSLClient client("127.0.0.1", port);
-  client.set_ca_cert_path(ca.c_str());
-  client.enable_server_certificate_verification(true);
-  return get(client, target, token);
-}
-
-uint64_t metric(const std::string& text, const std::string& name) {
-  const size_t at = text.find("\n" + name + " ");
-  if (at == std::string::npos) {
-    ADD_FAILURE() << "no metric " << name;
-    return 0;
-  }
-  return std::stoull(text.substr(at + name.size() + 2));
-}
-
 // Writes `bytes` to 127.0.0.1:port and reads until the server closes; returns whether it
 // closed the connection within 5 s.
 bool send_and_wait_close(int port, const std::string& bytes) {
@@ -218,12 +190,7 @@ class ServeAuthCli : public testing::TempDirTest {
   }
   // A self-signed certificate for 127.0.0.1 (its own CA) and its key.
   void make_certificate(const std::string& cert = "cert.pem", const std::string& key = "key.pem") {
-    const std::string cmd =
-        "openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 "
-        "-addext subjectAltName=IP:127.0.0.1 -days 1 -keyout " +
-        path(key).string() + " -out " + path(cert).string() + " >" + path("openssl.log").string() +
-        " 2>&1";
-    ASSERT_EQ(std::system(cmd.c_str()), 0) << testing::slurp(path("openssl.log"));
+    testing::make_certificate(dir_, cert, key);
   }
   const std::string token = "write-token-1234";
   const std::string read_token = "read-token-5678";

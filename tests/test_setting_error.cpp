@@ -67,9 +67,10 @@ TEST(SettingError, LibraryErrorsCarryNoFlagText) {
     scale::ServeSource("ftp://127.0.0.1:1", {});
     FAIL() << "no error";
   } catch (const UsageError& e) {
-    EXPECT_STREQ(e.what(), "serve: only http:// URLs of snailtrail serve are supported");
+    EXPECT_STREQ(e.what(),
+                 "serve: only http:// and https:// URLs of snailtrail serve are supported");
     EXPECT_EQ(cli::error_message(e),
-              "--serve: only http:// URLs of snailtrail serve are supported");
+              "--serve: only http:// and https:// URLs of snailtrail serve are supported");
   }
 }
 

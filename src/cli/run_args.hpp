@@ -43,6 +43,7 @@ struct RunArgs {
   std::string trace;
   std::string trace_to;
   uint64_t trace_to_queue = 2'000'000;
+  std::string trace_to_token_file, trace_to_tls_ca;  // --trace-to to a protected serve
   std::string stats_json;
   bool verify = false;
   bool reference = false;

@@ -21,6 +21,7 @@
 #include "flow/mpi_transport.hpp"
 #include "flow/profile/sampler.hpp"
 #include "nexmark/jobs.hpp"
+#include "serve/auth.hpp"
 
 namespace snailtrail::cli {
 namespace {
@@ -42,11 +43,19 @@ int run_reference(const RunArgs& a, const flow::RunConfig& cfg) {
 // --trace-to: connects now, so that an unreachable target fails before the run.
 std::unique_ptr<LiveTrace> start_live_trace(const RunArgs& a, flow::RunConfig& cfg,
                                             flow::Transport* mpi) {
+  if (a.trace_to.empty() && !(a.trace_to_token_file.empty() && a.trace_to_tls_ca.empty()))
+    throw std::invalid_argument("--trace-to-token-file and --trace-to-tls-ca need --trace-to");
   if (a.trace_to.empty()) return nullptr;
+  serve::ClientAuth auth;
+  auth.token_flag = "--trace-to-token-file";
+  auth.ca_flag = "--trace-to-tls-ca";
+  auth.tls_ca = a.trace_to_tls_ca;
+  if (!a.trace_to_token_file.empty())
+    auth.token = serve::read_token_file(a.trace_to_token_file, "--trace-to-token-file");
   std::unique_ptr<LiveTrace> live;
   try {
-    live = std::make_unique<LiveTrace>(a.trace_to, mpi ? mpi->rank() * cfg.workers : 0, cfg.workers,
-                                       !a.trace.empty(), a.trace_to_queue);
+    live = std::make_unique<LiveTrace>(a.trace_to, auth, mpi ? mpi->rank() * cfg.workers : 0,
+                                       cfg.workers, !a.trace.empty(), a.trace_to_queue);
   } catch (const std::exception& e) {
     if (!mpi) throw;
     fmt::print(stderr, "snailtrail: rank {}: {}\n", mpi->rank(), error_message(e));

@@ -11,26 +11,33 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "flow/channel.hpp"
 #include "serve/nats_link.hpp"
+#include "serve/producer_link.hpp"
 #include "serve/sender.hpp"
 #include "trace/trace.hpp"
 
 namespace snailtrail::cli {
 
 // --trace-to's destination: serve's TCP listener (HOST:PORT) or a JetStream stream
-// (nats://HOST:PORT/STREAM, each chunk published at once, docs/SERVE.md).
+// (nats://HOST:PORT/STREAM, each chunk published at once, docs/SERVE.md); TCP with the
+// token line and TLS when `auth` has them (docs/SERVE.md, "Running across hosts").
 class TraceSink {
  public:
-  explicit TraceSink(const std::string& address) {
-    if (serve::is_nats_address(address))
+  TraceSink(const std::string& address, const serve::ClientAuth& auth) {
+    if (serve::is_nats_address(address)) {
+      if (!auth.token.empty() || !auth.tls_ca.empty())
+        throw std::invalid_argument(auth.token_flag + " and " + auth.ca_flag +
+                                    " apply to HOST:PORT destinations, not nats://");
       nats_ = std::make_unique<serve::NatsPublisher>(serve::parse_nats_address(address), 1.0);
-    else
-      tcp_ = std::make_unique<serve::TraceStream>(address, 1.0);
+    } else {
+      tcp_ = std::make_unique<serve::TraceStream>(address, 1.0, auth);
+    }
   }
   void send(const Trace& chunk) {
     if (!nats_) return tcp_->send(chunk);
@@ -63,9 +70,9 @@ class TraceSink {
 // stream is cut and what it did not take is counted (unsent()).
 class LiveTrace {
  public:
-  LiveTrace(const std::string& address, uint32_t first_worker, uint32_t workers, bool keep,
-            uint64_t max_queued)
-      : stream_(address), keep_(keep), max_queued_(max_queued) {
+  LiveTrace(const std::string& address, const serve::ClientAuth& auth, uint32_t first_worker,
+            uint32_t workers, bool keep, uint64_t max_queued)
+      : stream_(address, auth), keep_(keep), max_queued_(max_queued) {
     for (uint32_t i = first_worker; i < first_worker + workers; ++i)
       names_.worker_names[i] = fmt::format("worker-{}", i);
     thread_ = std::thread([this] { loop(); });

@@ -70,6 +70,14 @@ void add_output_options(CLI::App* cmd, RunArgs& a) {
                   "--trace-to: events queued for the receiver at most (default 2000000); "
                   "events that do not fit are dropped and counted, never blocking the run")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 32));
+  cmd->add_option("--trace-to-token-file", a.trace_to_token_file,
+                  "--trace-to HOST:PORT: send the token in FILE (its first line) as the "
+                  "stream's first line, for a serve started with --token-file (as send "
+                  "--token-file)");
+  cmd->add_option("--trace-to-tls-ca", a.trace_to_tls_ca,
+                  "--trace-to HOST:PORT: connect over TLS, trusting the CA certificate(s) in "
+                  "this PEM file (serve --tls-cert); the certificate must name the HOST (as "
+                  "send --tls-ca)");
   cmd->add_option("--stats-json", a.stats_json,
                   "Write throughput, 250 ms intervals, the latency CCDF, the output digest and "
                   "the RSS every 10 ms (rss_timeline) as JSON");

@@ -29,6 +29,7 @@ struct PolicyArgs {
 
 struct ManageArgs {
   std::string simulate, metrics_dir, trace, serve, importer = "auto";
+  std::string token_file, tls_ca;           // --serve of a protected serve (docs/SERVE.md)
   importers::ImportOptions import_options;  // for --trace
   std::string flink, job;                   // --flink URL [--job ID]
   bool interval_given = false;              // --interval on the command line

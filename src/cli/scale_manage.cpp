@@ -23,6 +23,7 @@
 #include "scale/simulation.hpp"
 #include "scale/sources.hpp"
 #include "scale/svg.hpp"
+#include "serve/auth.hpp"
 #include "sim/scenario.hpp"
 #include "trace/trace_io.hpp"
 
@@ -132,6 +133,8 @@ ManageInput manage_input(const ManageArgs& a, int64_t interval_ns) {
     so.interval_text = a.interval;
     so.topology_file = a.topology;
     so.quiet = a.quiet;
+    so.tls_ca = a.tls_ca;
+    if (!a.token_file.empty()) so.token = serve::read_token_file(a.token_file, "--token-file");
     in.source = std::make_unique<ServeSource>(a.serve, std::move(so));
   } else if (!a.flink.empty()) {
     FlinkSourceOptions fo;
@@ -228,6 +231,8 @@ int run_manage(const ManageArgs& a) {
         "give exactly one of --simulate, --rates (--ds2-metrics), --trace, --serve and --flink");
   if ((a.follow || a.rollback) && a.metrics_dir.empty())
     throw std::invalid_argument("--follow and --rollback are for --rates DIR");
+  if ((!a.token_file.empty() || !a.tls_ca.empty()) && a.serve.empty())
+    throw std::invalid_argument("--token-file and --tls-ca are for --serve URL");
   if (!a.job.empty() && a.flink.empty()) throw std::invalid_argument("--job needs --flink URL");
   if (a.apply_given && a.apply.empty() && a.flink.empty())
     throw std::invalid_argument("--apply needs a COMMAND (only with --flink it may be left out)");

@@ -66,8 +66,14 @@ void add_manage_sources(CLI::App* cmd, ManageArgs& a) {
                 "--idle-exit without a new epoch; given --idle-exit implies it)");
   cmd->add_option("--trace", a.trace, "Replay the metrics of a trace (any importer)");
   cmd->add_option("--serve", a.serve,
-                  "Follow the DS2 rates of a running `snailtrail serve` (its HTTP API, "
-                  "http://127.0.0.1:PORT; loopback only)");
+                  "Follow the DS2 rates of a running `snailtrail serve` (its HTTP API: "
+                  "http://127.0.0.1:PORT on loopback, or https://HOST:PORT with --tls-ca)");
+  cmd->add_option("--token-file", a.token_file,
+                  "With --serve: send the token in FILE (its first line) as Authorization: "
+                  "Bearer, for a serve started with --token-file (its read or write token)");
+  cmd->add_option("--tls-ca", a.tls_ca,
+                  "With --serve https://HOST:PORT: trust the CA certificate(s) in this PEM "
+                  "file (serve --tls-cert); the certificate must name HOST");
   cmd->add_option("--importer", a.importer, "Trace format for --trace")->capture_default_str();
   add_import_options(cmd, a.import_options);
   cmd->add_option("--topology", a.topology,

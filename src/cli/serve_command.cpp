@@ -78,9 +78,7 @@ void security_options(const ServeArgs& a, serve::AuthTokens& auth, std::string& 
     throw std::invalid_argument("--read-token-file needs --token-file (the token that ingests)");
   if (a.tls_cert.empty() != a.tls_key.empty())
     throw std::invalid_argument("--tls-cert and --tls-key go together");
-  if (!a.token_file.empty()) auth.write = serve::read_token_file(a.token_file, "--token-file");
-  if (!a.read_token_file.empty())
-    auth.read = serve::read_token_file(a.read_token_file, "--read-token-file");
+  auth = serve::load_token_files(a.token_file, a.read_token_file);  // re-read on SIGHUP
   cert = a.tls_cert;
   key = a.tls_key;
   insecure = a.insecure;
@@ -357,7 +355,9 @@ CommandRunner add_serve_command(CLI::App& app) {
       throw std::invalid_argument(
           "--otlp beside --tcp, --stdin, --follow, --nats or --http needs --otlp-out FILE for "
           "its critical paths (--out holds the windows)");
-    serve::OtlpService otlp(otlp_options(a), a.otlp_out, a.quiet);
+    serve::OtlpOptions otlp_opt = otlp_options(a);
+    otlp_opt.auth = options.auth;  // one set of token files: the server's SIGHUP reloads both
+    serve::OtlpService otlp(otlp_opt, a.otlp_out, a.quiet);
     otlp.start();
     options.extra_ports.emplace_back("otlp", otlp.port());
     const int code = serve::run_server(options);

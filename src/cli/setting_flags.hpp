@@ -16,7 +16,7 @@ namespace snailtrail::cli {
 
 // Setting (field) -> flag. tests/test_setting_error.cpp checks that every field named
 // by a library error under src/ has its row.
-inline constexpr std::array<std::pair<std::string_view, std::string_view>, 31> kSettingFlags{{
+inline constexpr std::array<std::pair<std::string_view, std::string_view>, 32> kSettingFlags{{
     {"apply", "--apply"},
     {"binary", "--binary"},
     {"connection_timeout", "--connection-timeout"},
@@ -47,6 +47,7 @@ inline constexpr std::array<std::pair<std::string_view, std::string_view>, 31> k
     {"stdin", "--stdin"},
     {"strategy", "--strategy"},
     {"tcp", "--tcp"},
+    {"tls_ca", "--tls-ca"},
     {"workers", "--workers"},
 }};
 

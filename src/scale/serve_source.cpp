@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include <cerrno>
 #include <climits>
 #include <cstdio>
+#include <cstring>
 #include <stdexcept>
 #include <thread>
 
@@ -13,9 +15,12 @@
 
 namespace snailtrail::scale {
 
-std::pair<std::string, int> loopback_url(const std::string& url) {
+ServeUrl serve_url(const std::string& url, bool has_ca) {
+  ServeUrl u;
   std::string rest = url;
   if (rest.rfind("http://", 0) == 0) rest = rest.substr(7);
+  u.https = rest.rfind("https://", 0) == 0;
+  if (u.https) rest = rest.substr(8);
   if (!rest.empty() && rest.back() == '/') rest.pop_back();
   const size_t colon = rest.rfind(':');
   std::string host = colon == std::string::npos ? "" : rest.substr(0, colon);
@@ -25,17 +30,29 @@ std::pair<std::string, int> loopback_url(const std::string& url) {
   int port = 0;
   for (char c : port_text)
     port = c >= '0' && c <= '9' && port <= 65535 ? port * 10 + (c - '0') : 100000;
-  if (url.find("://") != std::string::npos && url.rfind("http://", 0) != 0)
-    throw UsageError({field("serve"), ": only http:// URLs of snailtrail serve are supported"});
+  if (url.find("://") != std::string::npos && url.rfind("http://", 0) != 0 && !u.https)
+    throw UsageError(
+        {field("serve"), ": only http:// and https:// URLs of snailtrail serve are supported"});
   if (host.empty() || port_text.empty() || port < 1 || port > 65535 ||
       host.find('/') != std::string::npos)
-    throw UsageError({field("serve"), ": expected http://HOST:PORT, got \"" + url + "\""});
+    throw UsageError(
+        {field("serve"), ": expected http://HOST:PORT or https://HOST:PORT, got \"" + url + "\""});
+  // Over TLS the server is verified (its certificate must name the host) and nothing can be
+  // read on the way, so it may be on another host; plain HTTP stays on this one.
+  if (u.https && !has_ca)
+    throw UsageError({field("serve"), ": https:// needs ", field("tls_ca"),
+                      " FILE (the CA certificate that signed serve's --tls-cert)"});
+  if (!u.https && has_ca)
+    throw UsageError({field("tls_ca"), " needs an https:// URL for ", field("serve")});
   const bool loopback = host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
-  if (!loopback)
+  if (!loopback && !u.https)
     throw UsageError({field("serve"),
-                      ": only loopback addresses (127.0.0.1, localhost, ::1) are allowed, got \"" +
-                          host + "\""});
-  return {host, port};
+                      ": only loopback addresses (127.0.0.1, localhost, ::1) are allowed over "
+                      "http://, got \"" +
+                          host + "\" (another host: https:// with --tls-ca)"});
+  u.host = host;
+  u.port = port;
+  return u;
 }
 
 namespace {
@@ -63,8 +80,19 @@ bool same_dataflow(const Topology& x, const Topology& y) {
 
 ServeSource::ServeSource(const std::string& url, ServeSourceOptions options)
     : opt_(std::move(options)) {
-  const auto [host, port] = loopback_url(url);
-  where_ = fmt::format("serve at http://{}:{}", host, port);
+  const ServeUrl u = serve_url(url, !opt_.tls_ca.empty());
+  const std::string base =
+      fmt::format("{}://{}:{}", u.https ? "https" : "http",
+                  u.host.find(':') != std::string::npos ? "[" + u.host + "]" : u.host, u.port);
+  where_ = "serve at " + base;
+  if (!opt_.tls_ca.empty()) {
+    // httplib would only say that verification failed: name an unreadable file here.
+    std::FILE* f = std::fopen(opt_.tls_ca.c_str(), "rb");
+    if (!f)
+      throw UsageError(
+          {field("tls_ca"), ": cannot read " + opt_.tls_ca + ": " + std::strerror(errno)});
+    std::fclose(f);
+  }
   file_topology_ = !opt_.topology_file.empty();
   if (file_topology_) {
     topology_ = read_topology_csv(opt_.topology_file);
@@ -75,7 +103,12 @@ ServeSource::ServeSource(const std::string& url, ServeSourceOptions options)
     }
     started_ = true;
   }
-  client_ = std::make_unique<httplib::Client>(host, port);
+  client_ = std::make_unique<httplib::Client>(base);
+  if (u.https) {
+    client_->set_ca_cert_path(opt_.tls_ca);
+    client_->enable_server_certificate_verification(true);  // the chain and the host name
+  }
+  if (!opt_.token.empty()) client_->set_bearer_token_auth(opt_.token);
   client_->set_connection_timeout(2);
   client_->set_read_timeout(10);
   start_ = last_new_ = std::chrono::steady_clock::now();
@@ -100,6 +133,12 @@ bool ServeSource::fetch() {
   const std::string target =
       since_ == INT64_MIN ? "/api/rates" : fmt::format("/api/rates?since={}", since_);
   httplib::Result res = client_->Get(target);
+  if (!res && res.error() == httplib::Error::SSLServerVerification) {
+    const long v = client_->get_openssl_verify_result();
+    throw std::runtime_error(fmt::format(
+        "cannot reach {}: the server's certificate is not trusted: {} (--tls-ca {})", where_,
+        v != X509_V_OK ? X509_verify_cert_error_string(v) : "hostname mismatch", opt_.tls_ca));
+  }
   if (!res) {
     if (!reached_)
       throw std::runtime_error(
@@ -109,6 +148,11 @@ bool ServeSource::fetch() {
                  request_error(res.error()), seen_);
     return false;
   }
+  if (res->status == 401)
+    throw std::runtime_error(fmt::format(
+        "{}: GET {} answered HTTP 401: {} (serve --token-file or --read-token-file)", where_,
+        target,
+        opt_.token.empty() ? "it needs a token, give --token-file" : "it refuses the token"));
   if (res->status != 200)
     throw std::runtime_error(
         fmt::format("{}: GET {} answered HTTP {} (is it snailtrail serve with --http?)", where_,

@@ -1,7 +1,7 @@
 // The DS2 rates of a running `snailtrail serve` as an observation source
 // (scale/control_loop.hpp; docs/AUTOSCALING.md "Following snailtrail serve"): polls its
-// GET /api/rates?since=... on a loopback address and delivers every new interval in
-// order. The topology is the one serve learned from the stream (a change restarts the
+// GET /api/rates?since=... (on a loopback address, or over verified TLS) and delivers every new
+// interval in order. The topology is the one serve learned from the stream (a change restarts the
 // controller) or a DS2 topology file's, to which the stream's operators are matched by
 // name, else by id.
 #pragma once
@@ -23,9 +23,15 @@ class Client;
 
 namespace snailtrail::scale {
 
-// "http://HOST:PORT" (or "HOST:PORT", optionally ending in "/") of a loopback address;
-// throws std::invalid_argument (naming --serve) for anything else.
-std::pair<std::string, int> loopback_url(const std::string& url);
+// "http://HOST:PORT" (or "HOST:PORT", optionally ending in "/") of a loopback address, or
+// "https://HOST:PORT" of any host when a CA file is given (`has_ca`; docs/SERVE.md
+// "Running across hosts"); throws UsageError (naming --serve or --tls-ca) otherwise.
+struct ServeUrl {
+  bool https = false;
+  std::string host;
+  int port = 0;
+};
+ServeUrl serve_url(const std::string& url, bool has_ca);
 
 struct ServeSourceOptions {
   int64_t poll_ns = 1'000'000'000;  // between two requests
@@ -36,6 +42,8 @@ struct ServeSourceOptions {
   std::string interval_text;        // ... as given (--interval), for the error
   std::string topology_file;        // a DS2 topology CSV instead of serve's topology
   bool quiet = false;               // no lines on stderr
+  std::string token;                // sent as Authorization: Bearer (serve --token-file)
+  std::string tls_ca;               // https://: the CA certificate(s) to verify serve with
 };
 
 class ServeSource : public ObservationSource {

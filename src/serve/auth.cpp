@@ -2,6 +2,10 @@
 
 #include <arpa/inet.h>
 
+#include <fmt/format.h>
+#include <signal.h>
+
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -29,18 +33,88 @@ bool constant_time_equals(std::string_view a, std::string_view b) {
   return result == 0;
 }
 
+namespace {
+
+// The tokens in force: the files' latest, else those given.
+std::pair<std::string, std::string> current(const AuthTokens& t) {
+  if (!t.files) return {t.write, t.read};
+  std::lock_guard lock(t.files->mu);
+  return {t.files->write, t.files->read};
+}
+
+std::atomic<bool> g_hangup{false};
+extern "C" void on_hangup(int) {
+  g_hangup = true;
+}
+struct sigaction g_old_hup {};
+
+}  // namespace
+
 bool AuthTokens::may_write(std::string_view presented) const {
   if (!enabled()) return true;
-  return !write.empty() && !presented.empty() && constant_time_equals(presented, write);
+  const auto [w, r] = current(*this);
+  return !w.empty() && !presented.empty() && constant_time_equals(presented, w);
 }
 
 bool AuthTokens::may_read(std::string_view presented) const {
   if (!enabled()) return true;
   if (presented.empty()) return false;
+  const auto [write_token, read_token] = current(*this);
   // Both comparisons always run: which token matched is not observable by timing.
-  const bool w = !write.empty() && constant_time_equals(presented, write);
-  const bool r = !read.empty() && constant_time_equals(presented, read);
+  const bool w = !write_token.empty() && constant_time_equals(presented, write_token);
+  const bool r = !read_token.empty() && constant_time_equals(presented, read_token);
   return w || r;
+}
+
+void AuthTokens::reload() const {
+  if (!files) return;
+  // Both files are read before either token changes: a bad file changes nothing.
+  std::string w = read_token_file(files->write_path, "--token-file");
+  std::string r =
+      files->read_path.empty() ? "" : read_token_file(files->read_path, "--read-token-file");
+  std::lock_guard lock(files->mu);
+  files->write = std::move(w);
+  files->read = std::move(r);
+}
+
+AuthTokens load_token_files(const std::string& write_path, const std::string& read_path) {
+  AuthTokens t;
+  if (write_path.empty() && read_path.empty()) return t;
+  t.files = std::make_shared<TokenFiles>();
+  t.files->write_path = write_path;
+  t.files->read_path = read_path;
+  t.reload();
+  t.write = t.files->write;
+  t.read = t.files->read;
+  return t;
+}
+
+ReloadSignal::ReloadSignal() {
+  g_hangup = false;
+  struct sigaction sa {};
+  sa.sa_handler = on_hangup;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGHUP, &sa, &g_old_hup);
+}
+
+ReloadSignal::~ReloadSignal() {
+  ::sigaction(SIGHUP, &g_old_hup, nullptr);
+}
+
+void ReloadSignal::poll(const AuthTokens& tokens, bool log) {
+  if (!g_hangup.exchange(false)) return;
+  if (!tokens.files) {
+    if (log) fmt::print(stderr, "snailtrail serve: SIGHUP: no token files to re-read\n");
+    return;
+  }
+  try {
+    tokens.reload();
+    if (log) fmt::print(stderr, "snailtrail serve: SIGHUP: re-read the token files\n");
+  } catch (const std::invalid_argument& e) {
+    // Always said: a rotation that did not happen must not pass unnoticed.
+    fmt::print(stderr, "snailtrail serve: SIGHUP: kept the previous tokens: {}\n", e.what());
+  }
 }
 
 std::string read_token_file(const std::string& path, const char* option) {

@@ -3,6 +3,8 @@
 // non-loopback address without TLS and a token unless --insecure says so.
 #pragma once
 
+#include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,14 +16,43 @@ struct Response;
 
 namespace snailtrail::serve {
 
+// The token files of a server, re-read on SIGHUP (rotation without a restart): the
+// tokens now in force, shared by every listener's copy of AuthTokens.
+struct TokenFiles {
+  std::string write_path, read_path;  // read_path empty: no read token
+  std::mutex mu;
+  std::string write, read;  // guarded by mu
+};
+
 // Tokens of a server; empty: none configured (everything open, as before).
 struct AuthTokens {
   std::string write;  // ingest (TCP, OTLP) and the API
   std::string read;   // the API only; empty: only `write` reads
+  // From files (load_token_files): the tokens in force are the files' latest, not the
+  // two above (which stay those read at start, for enabled()).
+  std::shared_ptr<TokenFiles> files = nullptr;
   bool enabled() const { return !write.empty() || !read.empty(); }
   // A token presented for reading (the write token reads too) / for ingest.
   bool may_read(std::string_view presented) const;
   bool may_write(std::string_view presented) const;
+  // Re-reads the token files (no-op without files). A file that is no longer valid
+  // throws std::invalid_argument naming it, and the tokens in force stay.
+  void reload() const;
+};
+
+// The tokens in `write_path` (--token-file) and `read_path` (--read-token-file, may be
+// empty), kept with their files for reload().
+AuthTokens load_token_files(const std::string& write_path, const std::string& read_path);
+
+// SIGHUP asks serve to re-read its token files: install the handler (returns the old
+// one's action through `old`), and, from the server's loops, reload when it was asked
+// (logging the outcome, never a token).
+struct ReloadSignal {
+  ReloadSignal();
+  ~ReloadSignal();
+  ReloadSignal(const ReloadSignal&) = delete;
+  ReloadSignal& operator=(const ReloadSignal&) = delete;
+  void poll(const AuthTokens& tokens, bool log);
 };
 
 // Equal strings, in a time that depends on their lengths only, never on where they

@@ -237,6 +237,7 @@ int run_otlp_server(const OtlpOptions& options, const std::string& out_path,
   ::sigaction(SIGINT, &sa, &old_int);
   ::sigaction(SIGTERM, &sa, &old_term);
   std::signal(SIGPIPE, SIG_IGN);
+  ReloadSignal hangup;  // SIGHUP: re-read the token files
   service.start();
   if (!port_file.empty()) {
     const std::string tmp = port_file + ".tmp";
@@ -245,8 +246,10 @@ int run_otlp_server(const OtlpOptions& options, const std::string& out_path,
         std::rename(tmp.c_str(), port_file.c_str()) != 0)
       throw std::runtime_error("cannot write " + port_file + ": " + std::strerror(errno));
   }
-  while (!g_otlp_stop && service.write_error().empty())
+  while (!g_otlp_stop && service.write_error().empty()) {
+    hangup.poll(options.auth, !quiet);
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
   ::sigaction(SIGINT, &old_int, nullptr);
   ::sigaction(SIGTERM, &old_term, nullptr);
   service.finish();

@@ -4,9 +4,11 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "serve/producer_link.hpp"
 #include "trace/trace.hpp"
 
 namespace snailtrail::serve {
@@ -52,15 +54,18 @@ SendStats send_trace(const Trace& trace, const SendOptions& options);
 // chunk by chunk as the events happen (`snailtrail run --trace-to`). Not thread-safe.
 class TraceStream {
  public:
-  // Connects (retrying up to `connect_timeout_s`); throws std::runtime_error if it cannot.
-  explicit TraceStream(std::string address, double connect_timeout_s = 0);
+  // Connects (retrying up to `connect_timeout_s`), over TLS and with the token line when
+  // `auth` says so; throws std::runtime_error if it cannot (ProducerLink).
+  explicit TraceStream(std::string address, double connect_timeout_s = 0,
+                       const ClientAuth& auth = {});
   ~TraceStream();
   TraceStream(const TraceStream&) = delete;
   TraceStream& operator=(const TraceStream&) = delete;
   // Sends the chunk's events (in time order) and names as .snail blocks; throws
   // std::runtime_error when the connection breaks.
   void send(const Trace& chunk);
-  // Ends the stream and waits for the server to read it all.
+  // Ends the stream and waits for the server to read it all; throws std::runtime_error
+  // when the server did not take it (a refused token).
   void close();
   // The one call from another thread: a send or close blocked on a receiver that stopped
   // reading fails at once (the socket is shut down; it stays open until destruction).
@@ -69,7 +74,8 @@ class TraceStream {
 
  private:
   std::string address_;
-  int fd_ = -1;  // set once; closed by the destructor only, so interrupt() never races it
+  // Set once; closed by the destructor only, so interrupt() never races it.
+  std::unique_ptr<ProducerLink> link_;
   bool first_ = true, closed_ = false;
   SendStats stats_;
 };

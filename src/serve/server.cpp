@@ -151,6 +151,7 @@ class Server {
   std::unique_ptr<Listener> http_listener_;
   struct sigaction old_int_ {
   }, old_term_{};
+  std::optional<ReloadSignal> hangup_;
   std::mutex threads_mu_;
   std::list<std::thread> threads_;
   std::unique_ptr<TcpIngest> tcp_;
@@ -250,6 +251,7 @@ void Server::install_signals() {
   ::sigaction(SIGINT, &sa, &old_int_);
   ::sigaction(SIGTERM, &sa, &old_term_);
   std::signal(SIGPIPE, SIG_IGN);
+  hangup_.emplace();  // SIGHUP: re-read the token files (the analysis loop polls it)
 }
 
 void Server::start_sources() {
@@ -362,6 +364,7 @@ void Server::analysis_loop() {
   const auto idle = std::chrono::nanoseconds(opt_.idle_timeout_ns);
   rate_start_ = Clock::now();
   for (;;) {
+    hangup_->poll(opt_.auth, log_);
     if (g_signalled.load() && !stop_.load()) {
       if (log_) fmt::print(stderr, "snailtrail serve: stopping: closing the open windows\n");
       stop_ = true;
