@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "cli/commands.hpp"
+#include "cli/import_warnings.hpp"
 #include "cli/output_file.hpp"
 #include "importers/otel/otel_importer.hpp"
 #include "output/names.hpp"
@@ -140,13 +141,7 @@ int run(const CriticalPathArgs& a) {
   // Units skipped (bad traces) leave holes: merge what is left, in order.
   for (auto& u : pending)
     if (u) all.add(*u);
-  constexpr size_t kShown = 20;
-  for (size_t i = 0; i < stream.skipped.size() && i < kShown; ++i)
-    fmt::print(stderr, "snailtrail: warning: trace {} at byte {} skipped: {}\n",
-               stream.skipped[i].where, stream.skipped[i].byte, stream.skipped[i].error);
-  if (stream.skipped.size() > kShown)
-    fmt::print(stderr, "snailtrail: warning: {} more traces skipped\n",
-               stream.skipped.size() - kShown);
+  warn_skipped_traces(stream);
   std::vector<std::pair<std::string, uint64_t>> diagnostics = std::move(stream.diagnostics);
   if (all.repeated_trace_ids())
     diagnostics.emplace_back(

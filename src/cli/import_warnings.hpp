@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "importers/importer.hpp"
+#include "importers/otel/otel_importer.hpp"
 #include "trace/trace.hpp"
 
 namespace snailtrail::cli {
@@ -20,6 +21,18 @@ inline void warn_if_cut(const Trace& trace) {
                  "snailtrail: warning: {}: the input ends inside a record (still being "
                  "written?); read up to the last complete record ({})\n",
                  trace.source, kind);
+}
+
+// The span traces an importer skipped (a bad trace in a file of many), the first 20 by
+// name and byte, then how many more.
+inline void warn_skipped_traces(const importers::SpanStream& stream) {
+  constexpr size_t kShown = 20;
+  for (size_t i = 0; i < stream.skipped.size() && i < kShown; ++i)
+    fmt::print(stderr, "snailtrail: warning: trace {} at byte {} skipped: {}\n",
+               stream.skipped[i].where, stream.skipped[i].byte, stream.skipped[i].error);
+  if (stream.skipped.size() > kShown)
+    fmt::print(stderr, "snailtrail: warning: {} more traces skipped\n",
+               stream.skipped.size() - kShown);
 }
 
 }  // namespace snailtrail::cli

@@ -163,13 +163,7 @@ int run_waterfall(const ReportArgs& a) {
   importers::SpanStream stream = importers::stream_spans(
       a.in.trace, a.in.importer, a.in.threads,
       [&](size_t unit, const importers::SpanSet& set) { builder.add(unit, set); });
-  constexpr size_t kShown = 20;
-  for (size_t i = 0; i < stream.skipped.size() && i < kShown; ++i)
-    fmt::print(stderr, "snailtrail: warning: trace {} at byte {} skipped: {}\n",
-               stream.skipped[i].where, stream.skipped[i].byte, stream.skipped[i].error);
-  if (stream.skipped.size() > kShown)
-    fmt::print(stderr, "snailtrail: warning: {} more traces skipped\n",
-               stream.skipped.size() - kShown);
+  warn_skipped_traces(stream);
   for (const auto& [kind, n] : stream.diagnostics) {
     builder.add_diagnostic(kind, n);
     if (n > 0 && importers::is_cut_input(kind))  // as warn_if_cut says it for the other views

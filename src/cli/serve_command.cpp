@@ -5,168 +5,15 @@
 #include "cli/commands.hpp"
 #include "cli/duration.hpp"
 #include "cli/import_options.hpp"
+#include "cli/serve_args.hpp"
 #include "importers/streaming.hpp"
 #include "serve/otlp_receiver.hpp"
 #include "serve/server.hpp"
 
 namespace snailtrail::cli {
 
+namespace servecmd {
 namespace {
-
-struct ServeArgs {
-  std::vector<std::string> tcp;
-  bool stdin_source = false;
-  std::vector<std::string> follow;
-  std::string importer = "auto";
-  importers::ImportOptions import_options;
-  std::string http;
-  std::string rate_interval;
-  std::string window = "1s", lateness = "200ms", idle_timeout = "5s", gap_threshold = "100us";
-  std::string out;
-  size_t retain = 1000;
-  size_t wait_for = 0;
-  std::string start_grace = "1s";
-  std::string max_jump = "24h";
-  std::string summary = "all";
-  size_t top = 10;
-  uint64_t seed = 1;
-  std::string port_file;
-  bool quiet = false;
-  size_t max_connections = 1024;
-  std::string connection_timeout = "60s";
-  size_t ingest_buffer_mib = 256;
-  std::string nats, durable, shard = "0/1";
-  bool drain = false;
-  double nats_timeout = 5;
-  double nats_ack_wait = 300;
-  // The OTLP/HTTP receiver.
-  std::string otlp;
-  std::string otlp_max_body = "16MiB";
-  size_t otlp_buffer = size_t{1} << 20;
-  std::string trace_idle = "5s";
-  size_t max_open_traces = 100'000;
-  size_t max_open_spans = size_t{1} << 20;
-  std::string otlp_window = "5m";
-  size_t otlp_window_traces = 20'000;
-  std::string otlp_out;
-  // Who may send and read (docs/SERVE.md, "Running across hosts").
-  std::string token_file, read_token_file, tls_cert, tls_key;
-  bool insecure = false;
-};
-
-void add_security_options(CLI::App* cmd, ServeArgs& a) {
-  cmd->add_option("--token-file", a.token_file,
-                  "Require the token in FILE (its first line) from every producer and client: "
-                  "TCP streams start with the line \"Bearer TOKEN\", HTTP and OTLP requests "
-                  "send \"Authorization: Bearer TOKEN\" (401 otherwise); /healthz stays open");
-  cmd->add_option("--read-token-file", a.read_token_file,
-                  "A second token (its first line) that may only read the HTTP API and "
-                  "dashboard, not ingest; needs --token-file");
-  cmd->add_option("--tls-cert", a.tls_cert,
-                  "TLS with this PEM certificate (chain) on every listener: the TCP ingest "
-                  "(send --tls-ca), the HTTP API and dashboard over HTTPS (or --otlp); needs "
-                  "--tls-key");
-  cmd->add_option("--tls-key", a.tls_key, "The PEM private key of --tls-cert");
-  cmd->add_flag("--insecure", a.insecure,
-                "Allow listening on a non-loopback address without TLS and a token");
-}
-
-// The tokens and TLS files; the non-loopback check is the server's.
-void security_options(const ServeArgs& a, serve::AuthTokens& auth, std::string& cert,
-                      std::string& key, bool& insecure) {
-  if (!a.read_token_file.empty() && a.token_file.empty())
-    throw std::invalid_argument("--read-token-file needs --token-file (the token that ingests)");
-  if (a.tls_cert.empty() != a.tls_key.empty())
-    throw std::invalid_argument("--tls-cert and --tls-key go together");
-  auth = serve::load_token_files(a.token_file, a.read_token_file);  // re-read on SIGHUP
-  cert = a.tls_cert;
-  key = a.tls_key;
-  insecure = a.insecure;
-}
-
-// The OpenTelemetry receiver (docs/SERVE.md, "OpenTelemetry (OTLP/HTTP) receiver").
-void add_otlp_options(CLI::App* cmd, ServeArgs& a) {
-  cmd->add_option("--otlp", a.otlp,
-                  "Receive OpenTelemetry spans (OTLP/HTTP, POST /v1/traces, protobuf or JSON) on "
-                  "[HOST:]PORT (--otlp alone: 127.0.0.1:4318) and write each completed trace's "
-                  "critical path to --out (--otlp-out beside other sources) as one JSON line")
-      ->expected(0, 1);
-  cmd->add_option("--otlp-max-body", a.otlp_max_body,
-                  "OTLP: largest request body, as received and decompressed (bytes, or with "
-                  "KiB, MiB, GiB); larger ones are answered 413")
-      ->capture_default_str();
-  cmd->add_option("--otlp-buffer", a.otlp_buffer,
-                  "OTLP: spans received but not yet grouped into traces, at most; over it "
-                  "requests are answered 429 with Retry-After")
-      ->capture_default_str();
-  cmd->add_option("--trace-idle", a.trace_idle,
-                  "OTLP: a trace is complete once none of its spans has arrived for this long")
-      ->capture_default_str();
-  cmd->add_option("--max-open-traces", a.max_open_traces,
-                  "OTLP: traces still receiving spans, at most; over it the least recent one "
-                  "is completed early (counted as evicted)")
-      ->capture_default_str();
-  cmd->add_option("--max-open-spans", a.max_open_spans,
-                  "OTLP: spans of the open traces, at most; over it the least recent traces "
-                  "are completed early (counted as evicted)")
-      ->capture_default_str();
-  cmd->add_option("--otlp-out", a.otlp_out,
-                  "OTLP: write the critical paths to FILE; needed when --otlp runs beside "
-                  "--tcp, --stdin, --follow, --nats or --http (their windows go to --out)");
-  cmd->add_option("--otlp-window", a.otlp_window,
-                  "OTLP: GET /api/critical-path answers over the traces completed this recently "
-                  "(?minutes= asks for less)")
-      ->capture_default_str();
-  cmd->add_option("--otlp-window-traces", a.otlp_window_traces,
-                  "OTLP: completed traces kept for /api/critical-path, at most (the oldest go "
-                  "first, counted as dropped_traces)")
-      ->capture_default_str();
-}
-
-// "16MiB", "512KiB", "1048576" -> bytes.
-size_t parse_bytes(const std::string& text, const char* option) {
-  size_t end = 0;
-  unsigned long long n = 0;
-  try {
-    n = std::stoull(text, &end);
-  } catch (const std::exception&) {
-    throw std::invalid_argument(std::string(option) + ": not a size: " + text);
-  }
-  const std::string unit = text.substr(end);
-  const int shift = unit.empty() || unit == "B"    ? 0
-                    : unit == "KiB" || unit == "K" ? 10
-                    : unit == "MiB" || unit == "M" ? 20
-                    : unit == "GiB" || unit == "G" ? 30
-                                                   : -1;
-  if (shift < 0 || n > (~0ull >> shift))
-    throw std::invalid_argument(std::string(option) +
-                                ": not a size (bytes, KiB, MiB, GiB): " + text);
-  return static_cast<size_t>(n << shift);
-}
-
-serve::OtlpOptions otlp_options(const ServeArgs& a) {
-  serve::OtlpOptions o;
-  o.address = a.otlp.empty()                          ? "127.0.0.1:4318"
-              : a.otlp.find(':') == std::string::npos ? "127.0.0.1:" + a.otlp
-                                                      : a.otlp;
-  o.max_body = parse_bytes(a.otlp_max_body, "--otlp-max-body");
-  o.buffer_spans = a.otlp_buffer;
-  o.traces.idle_ns = parse_duration(a.trace_idle);
-  o.traces.max_open_traces = a.max_open_traces;
-  o.traces.max_open_spans = a.max_open_spans;
-  o.live.window_ns = parse_duration(a.otlp_window);
-  o.live.max_traces = a.otlp_window_traces;
-  bool insecure = false;
-  security_options(a, o.auth, o.tls_cert, o.tls_key, insecure);
-  serve::check_exposure({{"--otlp", o.address, !o.tls_cert.empty()}}, o.auth.enabled(), insecure);
-  return o;
-}
-
-// --otlp alone: the paths go to --otlp-out, else --out.
-int run_otlp(const ServeArgs& a) {
-  return serve::run_otlp_server(otlp_options(a), a.otlp_out.empty() ? a.out : a.otlp_out,
-                                a.port_file, a.quiet);
-}
 
 // Where streams come from and the HTTP server.
 void add_source_options(CLI::App* cmd, ServeArgs& a) {
@@ -330,8 +177,10 @@ serve::ServeOptions to_serve_options(const ServeArgs& a, const CLI::App& cmd) {
 }
 
 }  // namespace
+}  // namespace servecmd
 
 CommandRunner add_serve_command(CLI::App& app) {
+  using namespace servecmd;  // NOLINT: this command's own helpers
   auto args = std::make_shared<ServeArgs>();
   CLI::App* cmd = app.add_subcommand(
       "serve",

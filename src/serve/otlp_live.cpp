@@ -121,20 +121,17 @@ std::string OtlpLivePaths::metrics() const {
             [](const auto& a, const auto& b) { return a.first < b.first; });
   fmt::memory_buffer out;
   auto it = std::back_inserter(out);
-  fmt::format_to(it,
-                 "# HELP snailtrail_otlp_critical_seconds_total Time on the completed traces' "
-                 "critical paths, per service\n"
-                 "# TYPE snailtrail_otlp_critical_seconds_total counter\n");
-  for (const auto& [service, t] : rows)
-    fmt::format_to(it, "snailtrail_otlp_critical_seconds_total{{service=\"{}\"}} {}\n",
-                   label_value(service), static_cast<double>(t.critical_ns) / 1e9);
-  fmt::format_to(it,
-                 "# HELP snailtrail_otlp_critical_path_spans_total Spans on the completed "
-                 "traces' critical paths, per service\n"
-                 "# TYPE snailtrail_otlp_critical_path_spans_total counter\n");
-  for (const auto& [service, t] : rows)
-    fmt::format_to(it, "snailtrail_otlp_critical_path_spans_total{{service=\"{}\"}} {}\n",
-                   label_value(service), t.spans_on_path);
+  auto counter = [&](const char* name, const char* help, auto value) {
+    fmt::format_to(it, "# HELP {0} {1}\n# TYPE {0} counter\n", name, help);
+    for (const auto& [service, t] : rows)
+      fmt::format_to(it, "{}{{service=\"{}\"}} {}\n", name, label_value(service), value(t));
+  };
+  counter("snailtrail_otlp_critical_seconds_total",
+          "Time on the completed traces' critical paths, per service",
+          [](const Total& t) { return static_cast<double>(t.critical_ns) / 1e9; });
+  counter("snailtrail_otlp_critical_path_spans_total",
+          "Spans on the completed traces' critical paths, per service",
+          [](const Total& t) { return t.spans_on_path; });
   return fmt::to_string(out);
 }
 
