@@ -156,6 +156,44 @@ TEST(SpanIds, SameIdIffSameTextAndTextComesBack) {
   }
 }
 
+// Binary ids (OTLP protobuf) and ids copied from another table: the same ids as their
+// hex text interned by id() (the oracle: lowercase hex written digit by digit here).
+TEST(SpanIds, BytesAndCopiedIdsAreTheIdsOfTheirText) {
+  std::mt19937 rng(11);
+  auto hex = [](const std::string& bytes) {
+    std::string out;
+    for (unsigned char b : bytes) {
+      out.push_back("0123456789abcdef"[b >> 4]);
+      out.push_back("0123456789abcdef"[b & 15]);
+    }
+    return out;
+  };
+  importers::SpanIds by_bytes, by_text, copied;
+  std::vector<std::string> texts = {"x-request", "ABC"};  // non-hex ids, copied too
+  for (int i = 0; i < 4000; ++i) {
+    std::string bytes(std::uniform_int_distribution<int>(0, 20)(rng), '\0');
+    for (char& c : bytes)
+      c = static_cast<char>(std::uniform_int_distribution<int>(0, i % 4 ? 255 : 1)(rng));
+    const uint32_t a = by_bytes.id_of_bytes(bytes);
+    const uint32_t b = by_text.id(hex(bytes));
+    ASSERT_EQ(a, b) << hex(bytes);
+    EXPECT_EQ(by_bytes.text(a), hex(bytes));
+    if (i % 100 == 0) {
+      texts.push_back("t" + std::to_string(i));
+      by_bytes.id(texts.back());
+      by_text.id(texts.back());
+    }
+  }
+  ASSERT_EQ(by_bytes.size(), by_text.size());
+  // Copied in another order (backwards), each id keeps its text.
+  for (uint32_t id = static_cast<uint32_t>(by_bytes.size()); id-- > 0;) {
+    const uint32_t c = copied.id_from(by_bytes, id);
+    EXPECT_EQ(copied.text(c), by_bytes.text(id));
+    EXPECT_EQ(copied.find(by_bytes.text(id)), c);
+  }
+  EXPECT_EQ(copied.size(), by_bytes.size());
+}
+
 TEST(CriticalPath, MatchesTheTickOracleOnRandomTrees) {
   std::mt19937_64 rng(6);
   for (int iter = 0; iter < 3000; ++iter) {

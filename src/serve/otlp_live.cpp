@@ -80,19 +80,19 @@ CriticalPathQuery parse_critical_path_query(
   return q;
 }
 
-void OtlpLivePaths::add(requests::UnitPaths unit, int64_t now_ns) {
-  // The per-service figures of this trace, by the collection's own code.
-  requests::PathCollection one;
-  one.add(unit);
-  const std::vector<requests::ServiceTime> services = one.by_service();
+void OtlpLivePaths::add(std::vector<requests::UnitPaths> units, const requests::PathCollection& all,
+                        int64_t now_ns) {
+  const std::vector<requests::ServiceTime> services = all.by_service();
   std::lock_guard lock(mu_);
   for (const requests::ServiceTime& s : services) {
-    Total& t = totals_[one.name(s.service)];
+    Total& t = totals_[all.name(s.service)];
     t.critical_ns += s.critical_ns;
     t.spans_on_path += s.spans_on_path;
   }
-  recent_traces_ += unit.traces.size();
-  recent_.push_back({now_ns, std::move(unit)});
+  for (requests::UnitPaths& unit : units) {
+    recent_traces_ += unit.traces.size();
+    recent_.push_back({now_ns, std::move(unit)});
+  }
   expire(now_ns);
 }
 
@@ -104,11 +104,6 @@ void OtlpLivePaths::expire(int64_t now_ns) {
     recent_traces_ -= n;
     recent_.pop_front();
   }
-}
-
-uint64_t OtlpLivePaths::dropped() const {
-  std::lock_guard lock(mu_);
-  return dropped_;
 }
 
 std::string OtlpLivePaths::metrics() const {

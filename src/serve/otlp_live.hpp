@@ -40,14 +40,14 @@ CriticalPathQuery parse_critical_path_query(
 class OtlpLivePaths {
  public:
   explicit OtlpLivePaths(OtlpLiveLimits limits) : limits_(limits) {}
-  // One completed trace (or several) as summarize_paths made it, completed at now_ns.
-  void add(requests::UnitPaths unit, int64_t now_ns);
+  // Traces completed at now_ns, as summarize_paths made them (a unit per trace), and
+  // `all`, a collection of the same units (their per-service totals are taken from it).
+  void add(std::vector<requests::UnitPaths> units, const requests::PathCollection& all,
+           int64_t now_ns);
   // Prometheus text: critical seconds and spans on the path per service since the start.
   std::string metrics() const;
   // The answer to `GET /api/critical-path`: JSON, or folded text if the query asks.
   std::string answer(const CriticalPathQuery& q, int64_t now_ns) const;
-  // Traces dropped from the window before their time by --otlp-window-traces.
-  uint64_t dropped() const;
 
  private:
   struct Completed {

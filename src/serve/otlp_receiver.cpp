@@ -54,6 +54,9 @@ void OtlpReceiver::start() {
   // A keep-alive connection holds a pool thread while it waits: SDKs export every few
   // seconds, so connections idle longer than 2 s are closed to free the thread.
   http_->set_keep_alive_timeout(2);
+  // Without it, a client that writes headers and body apart waits out the delayed ACK
+  // (~40 ms) on every request: 2 keep-alive clients got 74 k spans/s, with it ... .
+  http_->set_tcp_nodelay(true);
   add_routes();
   port_ = port == 0 ? http_->bind_to_any_port(host) : (http_->bind_to_port(host, port) ? port : -1);
   if (port_ <= 0) {
@@ -141,28 +144,32 @@ void OtlpReceiver::assemble_loop() {
 }
 
 // Each trace's path as `critical-path` computes it on a file of one trace, written in
-// pieces of about 1 MiB (thousands of traces may complete at once).
+// pieces of about 1 MiB (thousands of traces may complete at once). One collection of
+// the batch's traces serves the JSON lines and the live per-service totals.
 void OtlpReceiver::write_paths(std::vector<SpanSet>& done) {
-  fmt::memory_buffer text;
-  for (size_t i = 0; i < done.size(); ++i) {
-    const SpanSet& set = done[i];
-    std::vector<uint32_t> tree_parent;
+  if (done.empty()) return;
+  requests::PathCollection all;
+  std::vector<requests::UnitPaths> units;
+  units.reserve(done.size());
+  std::vector<uint32_t> tree_parent;
+  for (const SpanSet& set : done) {
     const std::vector<requests::CriticalPath> paths = requests::critical_paths(set, &tree_parent);
     // With calling contexts: /api/critical-path's folded stacks need them.
-    requests::UnitPaths unit = requests::summarize_paths(set, paths, tree_parent, true);
-    requests::PathCollection all;
-    all.add(unit);
-    for (const auto& trace : all.traces()) {
-      append_trace_path_json(text, all, trace);
-      text.push_back('\n');
-      ++counters_.traces_written;
-    }
-    live_.add(std::move(unit), steady_now_ns());
-    if (text.size() >= (size_t{1} << 20) || i + 1 == done.size()) {
+    units.push_back(requests::summarize_paths(set, paths, tree_parent, true));
+    all.add(units.back());
+  }
+  fmt::memory_buffer text;
+  for (const auto& trace : all.traces()) {
+    append_trace_path_json(text, all, trace);
+    text.push_back('\n');
+    ++counters_.traces_written;
+    if (text.size() >= (size_t{1} << 20)) {
       write_out(text);
       text.clear();
     }
   }
+  if (text.size() > 0) write_out(text);
+  live_.add(std::move(units), all, steady_now_ns());
 }
 
 void OtlpReceiver::write_out(const fmt::memory_buffer& text) {

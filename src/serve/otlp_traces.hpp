@@ -44,14 +44,14 @@ class OpenTraces {
     std::list<std::string>::iterator order;  // in order_
   };
   void complete(const std::string& trace, std::vector<importers::SpanSet>& done);
-  void copy_span(const importers::SpanSet& from, const importers::Span& s, importers::SpanSet& to);
 
   OtlpTraceLimits limits_;
   std::unordered_map<std::string, Open> open_;
   std::list<std::string> order_;  // trace ids, least recently added-to first
   size_t spans_ = 0;
   uint64_t evicted_ = 0;
-  std::string text_;  // scratch for ids
+  // Scratch of add(): the batch's spans ordered by trace (counting sort by dense id).
+  std::vector<uint32_t> by_trace_, next_, order_in_batch_;
 };
 
 }  // namespace snailtrail::serve

@@ -11,14 +11,6 @@
 
 namespace snailtrail::importers {
 
-void append_hex(std::string_view bytes, std::string& out) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  for (unsigned char b : bytes) {
-    out.push_back(kDigits[b >> 4]);
-    out.push_back(kDigits[b & 15]);
-  }
-}
-
 namespace {
 
 // Protobuf wire types.
@@ -220,7 +212,7 @@ class ProtoDecoder {
 
   OtlpRequest& out_;
   std::vector<Wire> scopes_;
-  std::string value_, hex_;
+  std::string value_;
   std::vector<std::pair<std::string_view, std::string_view>> links_;  // (trace, span) bytes
   uint64_t negative_ = 0;
 };
@@ -269,11 +261,7 @@ void ProtoDecoder::span(Wire w, uint32_t service) {
   constexpr uint64_t kMax = std::numeric_limits<int64_t>::max();
   if (start > kMax || end > kMax) return reject("a span time beyond 2^63 - 1 ns");
   SpanSet& set = out_.spans;
-  auto id_of = [&](std::string_view bytes) {
-    hex_.clear();
-    append_hex(bytes, hex_);
-    return set.ids.id(hex_);
-  };
+  auto id_of = [&](std::string_view bytes) { return set.ids.id_of_bytes(bytes); };
   Span s;
   s.trace = id_of(trace);
   s.id = id_of(id);

@@ -26,7 +26,4 @@ struct OtlpRequest {
 OtlpRequest decode_otlp_request(std::string_view body, OtlpEncoding encoding,
                                 const std::string& source);
 
-// Lowercase hex of `bytes`, as OTLP/JSON writes trace and span ids.
-void append_hex(std::string_view bytes, std::string& out);
-
 }  // namespace snailtrail::importers

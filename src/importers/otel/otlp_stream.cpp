@@ -175,7 +175,7 @@ void OtlpStream::read_document(std::string_view text, uint64_t byte) {
 }
 
 void OtlpStream::gather(const SpanSet& from) {
-  std::string trace, text;
+  std::string trace;
   for (const Span& s : from.spans) {
     trace.clear();
     from.ids.append(s.trace, trace);
@@ -190,7 +190,7 @@ void OtlpStream::gather(const SpanSet& from) {
     Pending& p = it->second;
     p.last_doc = docs_;
     SpanSet& to = p.set;
-    copy_span(from, s, to, text);
+    copy_span(from, s, to);
   }
 }
 

@@ -151,9 +151,38 @@ uint32_t SpanIds::find(std::string_view text) const {
 }
 
 uint32_t SpanIds::id(std::string_view text) {
-  if (2 * (keys_.size() + 1) > slots_.size()) grow();
   Key probe;
-  const uint64_t h = probe_key(text, probe), tag = h & ~0xFFFFFFFFull;
+  const uint64_t h = probe_key(text, probe);
+  return intern(probe, text, h);
+}
+
+uint32_t SpanIds::id_of_bytes(std::string_view bytes) {
+  if (bytes.empty() || bytes.size() > 16) {
+    std::string text;
+    append_hex(bytes, text);
+    return id(text);
+  }
+  // The key hex_key gives the bytes' hex text: digits are nibbles, most significant first.
+  Key probe;
+  const size_t split = bytes.size() > 8 ? bytes.size() - 8 : 0;  // bytes [0, split) -> hi
+  for (size_t i = 0; i < split; ++i) probe.hi = probe.hi << 8 | static_cast<uint8_t>(bytes[i]);
+  for (size_t i = split; i < bytes.size(); ++i)
+    probe.lo = probe.lo << 8 | static_cast<uint8_t>(bytes[i]);
+  probe.len = static_cast<uint32_t>(2 * bytes.size());
+  return intern(probe, {}, hash(probe));
+}
+
+uint32_t SpanIds::id_from(const SpanIds& from, uint32_t id) {
+  const Key& k = from.keys_[id];
+  if (k.len & kText) return this->id(std::string_view(from.arena_).substr(k.hi, k.len & ~kText));
+  return intern(k, {}, hash(k));
+}
+
+// `probe` (with `text` if it is not hex) as an id, new or found.
+uint32_t SpanIds::intern(const Key& key, std::string_view text, uint64_t h) {
+  if (2 * (keys_.size() + 1) > slots_.size()) grow();
+  Key probe = key;
+  const uint64_t tag = h & ~0xFFFFFFFFull;
   const size_t mask = slots_.size() - 1;
   size_t at = h & mask;
   for (; slots_[at]; at = (at + 1) & mask) {
@@ -169,6 +198,17 @@ uint32_t SpanIds::id(std::string_view text) {
   keys_.push_back(probe);
   slots_[at] = tag | (n + 1);
   return n;
+}
+
+void append_hex(std::string_view bytes, std::string& out) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  const size_t at = out.size();
+  out.resize(at + 2 * bytes.size());
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    const auto b = static_cast<uint8_t>(bytes[i]);
+    out[at + 2 * i] = kDigits[b >> 4];
+    out[at + 2 * i + 1] = kDigits[b & 15];
+  }
 }
 
 void SpanIds::append(uint32_t id, std::string& out) const {
@@ -198,13 +238,9 @@ void SpanSet::count(SpanDiagnostic d, uint64_t n) {
   diagnostics.emplace_back(full, n);
 }
 
-void copy_span(const SpanSet& from, const Span& s, SpanSet& to, std::string& scratch) {
+void copy_span(const SpanSet& from, const Span& s, SpanSet& to) {
   auto name = [&](uint32_t x) { return to.strings.id(from.str(x)); };
-  auto id = [&](uint32_t x) {
-    scratch.clear();
-    from.ids.append(x, scratch);
-    return to.ids.id(scratch);
-  };
+  auto id = [&](uint32_t x) { return to.ids.id_from(from.ids, x); };
   Span t = s;
   t.trace = id(s.trace);
   t.id = id(s.id);

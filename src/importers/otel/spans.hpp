@@ -56,6 +56,9 @@ struct Span {
   uint32_t depth = 0;
 };
 
+// Lowercase hex of `bytes`, as OTLP/JSON writes trace and span ids.
+void append_hex(std::string_view bytes, std::string& out);
+
 // Trace and span ids as dense numbers in first-seen order, without a heap string per id:
 // lowercase hex of up to 32 digits (what Jaeger and OTLP write) is kept as a 128-bit
 // number with its digit count, any other text in one arena. Two ids are the same iff
@@ -63,7 +66,12 @@ struct Span {
 class SpanIds {
  public:
   uint32_t id(std::string_view text);
-  uint32_t find(std::string_view text) const;        // kNoSpan if never interned
+  uint32_t find(std::string_view text) const;  // kNoSpan if never interned
+  // The id of the lowercase hex text of `bytes` (an OTLP protobuf id), without writing
+  // that text when it is at most 16 bytes.
+  uint32_t id_of_bytes(std::string_view bytes);
+  // The id here of id `id` of `from` (the same text), without writing the text of a hex id.
+  uint32_t id_from(const SpanIds& from, uint32_t id);
   void append(uint32_t id, std::string& out) const;  // the id's text
   std::string text(uint32_t id) const {
     std::string s;
@@ -82,6 +90,7 @@ class SpanIds {
   uint64_t hash(const Key& k) const;
   uint64_t probe_key(std::string_view text, Key& probe) const;
   bool same(const Key& k, std::string_view text, const Key& probe) const;
+  uint32_t intern(const Key& probe, std::string_view text, uint64_t h);
   void grow();
   std::vector<Key> keys_;
   std::string arena_;
@@ -158,8 +167,8 @@ struct SpanSet {
 };
 
 // Appends span `s` of `from` to `to`, its names, ids and references interned again in
-// `to` (a set per trace has its own tables); `scratch` holds an id's text meanwhile.
-void copy_span(const SpanSet& from, const Span& s, SpanSet& to, std::string& scratch);
+// `to` (a set per trace has its own tables).
+void copy_span(const SpanSet& from, const Span& s, SpanSet& to);
 
 // Resolves references to span indices, breaks parent cycles, computes depths and counts
 // problems (duplicate ids, orphans, cycles, negative durations already clamped by parsers).
