@@ -54,8 +54,8 @@ void OtlpReceiver::start() {
   // A keep-alive connection holds a pool thread while it waits: SDKs export every few
   // seconds, so connections idle longer than 2 s are closed to free the thread.
   http_->set_keep_alive_timeout(2);
-  // Without it, a client that writes headers and body apart waits out the delayed ACK
-  // (~40 ms) on every request: 2 keep-alive clients got 74 k spans/s, with it ... .
+  // Answers go out at once: with Nagle on, a response written in pieces can wait for the
+  // client's delayed ACK (~40 ms) before its last piece leaves.
   http_->set_tcp_nodelay(true);
   add_routes();
   port_ = port == 0 ? http_->bind_to_any_port(host) : (http_->bind_to_port(host, port) ? port : -1);
