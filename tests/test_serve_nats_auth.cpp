@@ -5,9 +5,12 @@
 // must be quick, say why, and never print the password or token. The address handling
 // (redaction, host, scheme) is checked against hand-written addresses.
 #include <gtest/gtest.h>
+#include <openssl/evp.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -46,6 +49,108 @@ Timed timed_run(const std::string& args) {
   t.result = testing::run_binary(args, 60);
   t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return t;
+}
+
+// Operator mode, made here (Debian packages no `nsc`): nkeys are ed25519 keys written as
+// base32 of a type prefix, the key and a CRC-16 (XMODEM); JWTs are signed by the
+// issuer's nkey ("ed25519-nkey"). An operator signs the accounts, an account its users.
+uint16_t crc16(const std::string& bytes) {
+  uint16_t crc = 0;
+  for (unsigned char b : bytes) {
+    crc ^= static_cast<uint16_t>(b << 8);
+    for (int i = 0; i < 8; ++i)
+      crc = static_cast<uint16_t>(crc & 0x8000 ? (crc << 1) ^ 0x1021 : crc << 1);
+  }
+  return crc;
+}
+
+std::string base32(const std::string& bytes) {
+  static const char* alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+  std::string out;
+  uint32_t buffer = 0;
+  int bits = 0;
+  for (unsigned char b : bytes) {
+    buffer = (buffer << 8) | b;
+    for (bits += 8; bits >= 5; bits -= 5) out += alphabet[(buffer >> (bits - 5)) & 31];
+  }
+  if (bits > 0) out += alphabet[(buffer << (5 - bits)) & 31];
+  return out;
+}
+
+std::string base64url(const std::string& bytes) {
+  static const char* alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  std::string out;
+  uint32_t buffer = 0;
+  int bits = 0;
+  for (unsigned char b : bytes) {
+    buffer = (buffer << 8) | b;
+    for (bits += 8; bits >= 6; bits -= 6) out += alphabet[(buffer >> (bits - 6)) & 63];
+  }
+  if (bits > 0) out += alphabet[(buffer << (6 - bits)) & 63];
+  return out;
+}
+
+std::string with_crc(std::string raw) {
+  const uint16_t c = crc16(raw);
+  raw += static_cast<char>(c & 0xff);
+  raw += static_cast<char>(c >> 8);
+  return base32(raw);
+}
+
+// An ed25519 nkey of a type (prefix byte: operator 14 << 3, account 0, user 20 << 3).
+struct NKey {
+  explicit NKey(unsigned char prefix) {
+    key = EVP_PKEY_Q_keygen(nullptr, nullptr, "ED25519");
+    std::string seed(32, '\0'), pub(32, '\0');
+    size_t n = 32;
+    EVP_PKEY_get_raw_private_key(key, reinterpret_cast<unsigned char*>(seed.data()), &n);
+    n = 32;
+    EVP_PKEY_get_raw_public_key(key, reinterpret_cast<unsigned char*>(pub.data()), &n);
+    public_key = with_crc(std::string(1, static_cast<char>(prefix)) + pub);
+    const unsigned char seed_prefix = 18 << 3;
+    seed_text = with_crc(std::string{static_cast<char>(seed_prefix | (prefix >> 5)),
+                                     static_cast<char>((prefix & 31) << 3)} +
+                         seed);
+  }
+  ~NKey() { EVP_PKEY_free(key); }
+  NKey(const NKey&) = delete;
+  NKey& operator=(const NKey&) = delete;
+  std::string sign(const std::string& text) const {
+    EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+    std::string sig(64, '\0');
+    size_t n = sig.size();
+    EVP_DigestSignInit(ctx, nullptr, nullptr, nullptr, key);
+    EVP_DigestSign(ctx, reinterpret_cast<unsigned char*>(sig.data()), &n,
+                   reinterpret_cast<const unsigned char*>(text.data()), text.size());
+    EVP_MD_CTX_free(ctx);
+    return sig;
+  }
+  EVP_PKEY* key = nullptr;
+  std::string public_key, seed_text;
+};
+
+// A JWT about `subject`, signed by `issuer`; `nats` is the claims' "nats" object.
+std::string jwt(const NKey& issuer, const std::string& subject, const std::string& nats) {
+  const std::string header = base64url(R"({"typ":"JWT","alg":"ed25519-nkey"})");
+  const std::string claims =
+      base64url(R"({"jti":")" + std::string(52, 'J') + R"(","iat":)" +
+                std::to_string(std::time(nullptr)) + R"(,"iss":")" + issuer.public_key +
+                R"(","sub":")" + subject + R"(","name":"snailtrail-test","nats":)" + nats + "}");
+  return header + "." + claims + "." + base64url(issuer.sign(header + "." + claims));
+}
+
+const char* kNoLimits =
+    R"("limits":{"subs":-1,"data":-1,"payload":-1,"imports":-1,"exports":-1,"wildcards":true,)"
+    R"("conn":-1,"leaf":-1,"mem_storage":-1,"disk_storage":-1,"streams":-1,"consumer":-1})";
+
+// A .creds file of a new user of `account`.
+std::string creds_of(const NKey& account) {
+  const NKey user(20 << 3);
+  return "-----BEGIN NATS USER JWT-----\n" +
+         jwt(account, user.public_key,
+             R"({"pub":{},"sub":{},"subs":-1,"data":-1,"payload":-1,"type":"user","version":2})") +
+         "\n------END NATS USER JWT------\n\n-----BEGIN USER NKEY SEED-----\n" + user.seed_text +
+         "\n------END USER NKEY SEED------\n";
 }
 
 class NatsAuth : public testing::TempDirTest {
@@ -269,8 +374,7 @@ TEST_F(NatsAuth, ClientCertificateForTlsVerify) {
 // --nats-creds: a missing or empty file is named before any connection (exit 2, even
 // with no server at all); a file that is no credentials file is named with libnats'
 // reason (it read the file: the option reaches the client); a well-formed one that the
-// server cannot verify is refused as credentials. (A creds file nats-server accepts
-// needs operator mode with nkey-signed JWTs, which Debian has no tool to make.)
+// server cannot verify is refused as credentials (accepted ones: the operator test below).
 TEST_F(NatsAuth, CredsFileErrors) {
   const fs::path trace = simulated(50'000'000, 1);
   const std::string nowhere =
@@ -331,6 +435,51 @@ TEST_F(NatsAuth, CredsFileErrors) {
       << t.result.out;
   EXPECT_NE(t.result.out.find("--nats-creds " + path("user.creds").string()), std::string::npos)
       << t.result.out;
+}
+
+// Operator mode: nats-server trusts an operator whose account (with JetStream) signed our
+// user's JWT. `--nats-creds` with that user's file streams equal to analyze (send, serve,
+// run); without it, or with a user of an account the operator did not sign, refused.
+TEST_F(NatsAuth, CredsFileOfAnOperatorsUserStreamsEqualToAnalyze) {
+  const NKey op(14 << 3), account(0), system(0), stranger(0);
+  std::ofstream(path("op.jwt")) << jwt(op, op.public_key, R"({"type":"operator","version":2})");
+  std::ofstream(path("server.conf"))
+      << "operator: " << path("op.jwt").string() << "\nsystem_account: " << system.public_key
+      << "\nresolver: MEMORY\nresolver_preload: {\n  " << account.public_key << ": "
+      << jwt(op, account.public_key,
+             std::string("{") + kNoLimits + R"(,"type":"account","version":2})")
+      << "\n  " << system.public_key << ": "
+      << jwt(op, system.public_key,
+             R"({"limits":{"subs":-1,"data":-1,"payload":-1,"imports":-1,"exports":-1,)"
+             R"("wildcards":true,"conn":-1,"leaf":-1},"type":"account","version":2})")
+      << "\n}\n";
+  std::ofstream(path("user.creds")) << creds_of(account);
+  std::ofstream(path("stranger.creds")) << creds_of(stranger);
+  nats_.start(binary_, dir_, {"-c", path("server.conf").string()});
+  const fs::path trace = simulated(300'000'000, 47);
+  const std::string creds = path("user.creds").string();
+  send_and_serve(trace, url("OP"), {"--nats-creds", creds}, url("OP"), {"--nats-creds", creds});
+  CommandResult r = testing::run_binary("send " + trace.string() + " --to " + url("OP"), 60);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("without credentials"), std::string::npos) << r.out;
+  r = testing::run_binary("send " + trace.string() + " --to " + url("OP") + " --nats-creds " +
+                              path("stranger.creds").string(),
+                          60);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("refused the credentials"), std::string::npos) << r.out;
+  Process run({"run", "wordcount", "--workers", "2", "--rate", "200000", "--duration", "200ms",
+               "--keys", "1000", "--trace", path("run.snail").string(), "--trace-to", url("OPRUN"),
+               "--trace-to-nats-creds", creds},
+              path("run.out"), path("run.err"));
+  ASSERT_EQ(run.wait(), 0) << run.err();
+  Process serve({"serve", "--nats", url("OPRUN"), "--nats-creds", creds, "--durable", "r",
+                 "--drain", "--lateness", "10s", "--window", "1ms", "--out",
+                 path("run-windows.jsonl").string(), "--quiet"},
+                path("serve-run.out"), path("serve-run.err"));
+  ASSERT_EQ(serve.wait(), 0) << serve.err();
+  const std::vector<std::string> want = analyze_lines(path("run.snail"));
+  EXPECT_GT(want.size(), 50u);
+  EXPECT_EQ(lines_of(testing::slurp(path("run-windows.jsonl"))), want);
 }
 
 // The address forms, by hand: what is redacted, the host the certificate must name, the
