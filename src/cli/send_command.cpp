@@ -97,7 +97,8 @@ CommandRunner add_send_command(CLI::App& app) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--connect-timeout", args->connect_timeout,
-                  "Seconds to retry while the server is not up yet")
+                  "Seconds to retry while the server is not up yet (nats://: refused "
+                  "credentials or TLS end at once)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_flag("--resume", args->resume,

@@ -41,7 +41,9 @@ void add_source_options(CLI::App* cmd, ServeArgs& a) {
   cmd->add_option("--durable", a.durable, "Durable consumer name of --nats (one per shard)");
   cmd->add_option("--shard", a.shard, "Analyze and write only the windows whose index is I mod N")
       ->capture_default_str();
-  cmd->add_option("--nats-timeout", a.nats_timeout, "Seconds to retry connecting to --nats")
+  cmd->add_option("--nats-timeout", a.nats_timeout,
+                  "Seconds to retry connecting to --nats while the server cannot be "
+                  "reached (refused credentials or TLS end at once)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--nats-ack-wait", a.nats_ack_wait,
