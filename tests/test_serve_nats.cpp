@@ -3,12 +3,9 @@
 // `analyze` of the same trace: the windows serve writes (across a SIGKILL and a restart,
 // or split over shards) equal analyze's, none lost, none doubled. Each test starts its own
 // nats-server on a free loopback port with a temporary store.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "nats_test_util.hpp"
 #include "process_util.hpp"
 #include "serve/window_resume.hpp"
 #include "sim_test_util.hpp"
@@ -30,44 +28,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::Process;
-
-std::string find_nats_server() {
-  std::string dirs = std::getenv("PATH") ? std::getenv("PATH") : "";
-  dirs += ":/usr/sbin:/usr/local/sbin:/sbin";
-  size_t pos = 0;
-  while (pos <= dirs.size()) {
-    const size_t colon = std::min(dirs.find(':', pos), dirs.size());
-    const fs::path p = fs::path(dirs.substr(pos, colon - pos)) / "nats-server";
-    if (colon > pos && ::access(p.c_str(), X_OK) == 0) return p.string();
-    pos = colon + 1;
-  }
-  return "";
-}
-
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  int port = -1;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
-    port = ntohs(addr.sin_port);
-  ::close(fd);
-  return port;
-}
-
-bool accepts(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-  ::close(fd);
-  return ok;
-}
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;
@@ -82,7 +42,7 @@ class ServeNats : public testing::TempDirTest {
 
   void SetUp() override {
     TempDirTest::SetUp();
-    binary_ = find_nats_server();
+    binary_ = testing::find_nats_server();
     if (binary_.empty()) GTEST_SKIP() << "nats-server is not installed (make deps installs it)";
   }
   void TearDown() override {
@@ -97,7 +57,7 @@ class ServeNats : public testing::TempDirTest {
   // nats-server on a free loopback port (with JetStream unless `jetstream` is false); with
   // `same_port`, on the port and the store of the previous one (a restart).
   void start_nats(bool jetstream = true, bool same_port = false) {
-    if (!same_port) port_ = free_port();
+    if (!same_port) port_ = testing::free_loopback_port();
     ASSERT_GT(port_, 0);
     std::vector<std::string> args = {binary_, "-a", "127.0.0.1", "-p", std::to_string(port_)};
     if (jetstream) args.insert(args.end(), {"-js", "-sd", path("store").string()});
@@ -113,9 +73,9 @@ class ServeNats : public testing::TempDirTest {
     ASSERT_EQ(posix_spawn(&nats_pid_, argv[0], &actions, nullptr, argv.data(), environ), 0);
     posix_spawn_file_actions_destroy(&actions);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!accepts(port_) && std::chrono::steady_clock::now() < deadline)
+    while (!testing::loopback_accepts(port_) && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    ASSERT_TRUE(accepts(port_)) << testing::slurp(path("nats-server.log"));
+    ASSERT_TRUE(testing::loopback_accepts(port_)) << testing::slurp(path("nats-server.log"));
   }
 
   // Stops nats-server (SIGTERM: a clean shutdown; SIGKILL: a crash) and starts it again
@@ -317,7 +277,7 @@ TEST_F(ServeNats, RunTraceToNatsEqualsAnalyzeOfItsTrace) {
 
 // No server, or one without JetStream: a clear error and a non-zero exit, no hang.
 TEST_F(ServeNats, UnreachableOrNoJetStreamIsAClearError) {
-  const int closed = free_port();
+  const int closed = testing::free_loopback_port();
   const std::string nowhere = "nats://127.0.0.1:" + std::to_string(closed) + "/TR";
   simulated(50'000'000, 1);
   testing::CommandResult r = testing::run_binary(

@@ -43,13 +43,16 @@ int run_reference(const RunArgs& a, const flow::RunConfig& cfg) {
 // --trace-to: connects now, so that an unreachable target fails before the run.
 std::unique_ptr<LiveTrace> start_live_trace(const RunArgs& a, flow::RunConfig& cfg,
                                             flow::Transport* mpi) {
-  if (a.trace_to.empty() && !(a.trace_to_token_file.empty() && a.trace_to_tls_ca.empty()))
-    throw std::invalid_argument("--trace-to-token-file and --trace-to-tls-ca need --trace-to");
+  if (a.trace_to.empty() && !(a.trace_to_token_file.empty() && a.trace_to_tls_ca.empty() &&
+                              a.trace_to_nats_creds.empty()))
+    throw std::invalid_argument(
+        "--trace-to-token-file, --trace-to-tls-ca and --trace-to-nats-creds need --trace-to");
   if (a.trace_to.empty()) return nullptr;
   serve::ClientAuth auth;
   auth.token_flag = "--trace-to-token-file";
   auth.ca_flag = "--trace-to-tls-ca";
   auth.tls_ca = a.trace_to_tls_ca;
+  auth.nats_creds = a.trace_to_nats_creds;
   if (!a.trace_to_token_file.empty())
     auth.token = serve::read_token_file(a.trace_to_token_file, "--trace-to-token-file");
   std::unique_ptr<LiveTrace> live;
@@ -96,7 +99,7 @@ void finish_live_trace(const RunArgs& a, LiveTrace& live, flow::Transport* mpi,
   const std::string who = mpi ? fmt::format("rank {}: ", mpi->rank()) : "";
   if (!a.quiet)
     fmt::print(stderr, "{}trace-to: sent {} events ({} bytes) to {}\n", who, live.stats().events,
-               live.stats().bytes, a.trace_to);
+               live.stats().bytes, serve::redact_nats_url(a.trace_to));
   if (live.dropped())
     fmt::print(stderr,
                "{}trace-to: dropped {} events: the receiver did not keep up (queue bound "
@@ -106,7 +109,7 @@ void finish_live_trace(const RunArgs& a, LiveTrace& live, flow::Transport* mpi,
     fmt::print(stderr,
                "{}trace-to: {} events not sent: the receiver took nothing for 1 s after the job "
                "ended (stopped?), the stream to {} was cut\n",
-               who, live.unsent(), a.trace_to);
+               who, live.unsent(), serve::redact_nats_url(a.trace_to));
 }
 
 // After the run: the events for --trace (the planners took them), every rank's on rank 0

@@ -26,16 +26,26 @@ namespace snailtrail::cli {
 
 // --trace-to's destination: serve's TCP listener (HOST:PORT) or a JetStream stream
 // (nats://HOST:PORT/STREAM, each chunk published at once, docs/SERVE.md); TCP with the
-// token line and TLS when `auth` has them (docs/SERVE.md, "Running across hosts").
+// token line and TLS when `auth` has them (docs/SERVE.md, "Running across hosts"); NATS
+// with TLS (auth.tls_ca) and a credentials file (auth.nats_creds).
 class TraceSink {
  public:
   TraceSink(const std::string& address, const serve::ClientAuth& auth) {
     if (serve::is_nats_address(address)) {
-      if (!auth.token.empty() || !auth.tls_ca.empty())
-        throw std::invalid_argument(auth.token_flag + " and " + auth.ca_flag +
-                                    " apply to HOST:PORT destinations, not nats://");
-      nats_ = std::make_unique<serve::NatsPublisher>(serve::parse_nats_address(address), 1.0);
+      if (!auth.token.empty())
+        throw std::invalid_argument(auth.token_flag +
+                                    " applies to HOST:PORT destinations, not nats:// (put the "
+                                    "NATS token in the URL: nats://TOKEN@HOST:PORT/STREAM)");
+      serve::NatsAuth nats_auth;
+      nats_auth.tls_ca = auth.tls_ca;
+      nats_auth.ca_flag = auth.ca_flag;
+      nats_auth.creds = auth.nats_creds;
+      nats_auth.creds_flag = "--trace-to-nats-creds";
+      nats_ = std::make_unique<serve::NatsPublisher>(serve::parse_nats_address(address), 1.0, 4096,
+                                                     serve::NatsIdentity{}, nats_auth);
     } else {
+      if (!auth.nats_creds.empty())
+        throw std::invalid_argument("--trace-to-nats-creds applies to nats:// destinations");
       tcp_ = std::make_unique<serve::TraceStream>(address, 1.0, auth);
     }
   }

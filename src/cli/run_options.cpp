@@ -65,7 +65,8 @@ void add_output_options(CLI::App* cmd, RunArgs& a) {
   cmd->add_option("--trace-to", a.trace_to,
                   "Stream the run's own activity live to `snailtrail serve --tcp HOST:PORT` "
                   "(.snail stream, flushed every 50 ms) or into a JetStream stream "
-                  "nats://HOST:PORT/STREAM; exit 1 if it cannot connect within 1 s");
+                  "nats://[USER:PASS@]HOST:PORT/STREAM (tls://... for TLS); exit 1 if it cannot "
+                  "connect within 1 s");
   cmd->add_option("--trace-to-queue", a.trace_to_queue,
                   "--trace-to: events queued for the receiver at most (default 2000000); "
                   "events that do not fit are dropped and counted, never blocking the run")
@@ -75,9 +76,12 @@ void add_output_options(CLI::App* cmd, RunArgs& a) {
                   "stream's first line, for a serve started with --token-file (as send "
                   "--token-file)");
   cmd->add_option("--trace-to-tls-ca", a.trace_to_tls_ca,
-                  "--trace-to HOST:PORT: connect over TLS, trusting the CA certificate(s) in "
-                  "this PEM file (serve --tls-cert); the certificate must name the HOST (as "
-                  "send --tls-ca)");
+                  "--trace-to: connect over TLS, trusting the CA certificate(s) in this PEM "
+                  "file (serve --tls-cert, or a nats-server with TLS); the certificate must name "
+                  "the HOST (as send --tls-ca)");
+  cmd->add_option("--trace-to-nats-creds", a.trace_to_nats_creds,
+                  "--trace-to nats://: present this NATS credentials file (user JWT and nkey "
+                  "seed) to nats-server (as send --nats-creds)");
   cmd->add_option("--stats-json", a.stats_json,
                   "Write throughput, 250 ms intervals, the latency CCDF, the output digest and "
                   "the RSS every 10 ms (rss_timeline) as JSON");

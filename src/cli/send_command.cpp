@@ -68,13 +68,15 @@ CommandRunner add_send_command(CLI::App& app) {
     bool resume = false;
     std::string token_file;
     std::string tls_ca;
+    std::string nats_creds, nats_tls_cert, nats_tls_key;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
       "send", "Replay a trace to `snailtrail serve` as a live producer; exits when it is sent");
   cmd->add_option("TRACE", args->trace, "Trace file in any format snailtrail imports")->required();
   cmd->add_option("--to", args->to,
-                  "Address of serve's --tcp listener, or nats://HOST:PORT/STREAM (JetStream)")
+                  "Address of serve's --tcp listener, or a JetStream stream "
+                  "nats://[USER:PASS@]HOST:PORT/STREAM (tls://... for TLS)")
       ->capture_default_str();
   cmd->add_option("--rate", args->rate, "At most this many events per second (0: no limit)")
       ->check(CLI::NonNegativeNumber)
@@ -95,7 +97,8 @@ CommandRunner add_send_command(CLI::App& app) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--connect-timeout", args->connect_timeout,
-                  "Seconds to retry while the server is not up yet")
+                  "Seconds to retry while the server is not up yet (nats://: refused "
+                  "credentials or TLS end at once)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_flag("--resume", args->resume,
@@ -105,9 +108,16 @@ CommandRunner add_send_command(CLI::App& app) {
                   "Send the token in FILE (its first line) as the stream's first line, for a "
                   "serve started with --token-file (TCP only)");
   cmd->add_option("--tls-ca", args->tls_ca,
-                  "Connect over TLS, trusting the CA certificate(s) in this PEM file (for a "
-                  "serve started with --tls-cert; TCP only); the certificate must name the "
-                  "--to host");
+                  "Connect over TLS, trusting the CA certificate(s) in this PEM file (a serve "
+                  "started with --tls-cert, or a nats-server with TLS for nats://); the "
+                  "certificate must name the --to host");
+  cmd->add_option("--nats-creds", args->nats_creds,
+                  "nats:// only: present this NATS credentials file (user JWT and nkey seed) to "
+                  "nats-server");
+  cmd->add_option("--nats-tls-cert", args->nats_tls_cert,
+                  "nats:// only: a client certificate (PEM) for a nats-server with --tlsverify; "
+                  "needs --nats-tls-key");
+  cmd->add_option("--nats-tls-key", args->nats_tls_key, "The PEM private key of --nats-tls-cert");
   cmd->add_flag("--quiet,-q", args->quiet, "Print nothing when done");
   return [cmd, args]() {
     if (!*cmd) return -1;
@@ -121,11 +131,18 @@ CommandRunner add_send_command(CLI::App& app) {
     o.connect_timeout_s = args->connect_timeout;
     o.resume = args->resume;
     o.tls_ca = args->tls_ca;
-    if (!o.tls_ca.empty() && serve::is_nats_address(o.to))
-      throw std::invalid_argument("--tls-ca applies to TCP destinations, not nats:// (yet)");
+    o.nats_creds = args->nats_creds;
+    o.nats_tls_cert = args->nats_tls_cert;
+    o.nats_tls_key = args->nats_tls_key;
+    if (!serve::is_nats_address(o.to) &&
+        !(o.nats_creds.empty() && o.nats_tls_cert.empty() && o.nats_tls_key.empty()))
+      throw std::invalid_argument(
+          "--nats-creds, --nats-tls-cert and --nats-tls-key apply to nats:// destinations");
     if (!args->token_file.empty()) {
       if (serve::is_nats_address(o.to))
-        throw std::invalid_argument("--token-file applies to TCP destinations, not nats://");
+        throw std::invalid_argument(
+            "--token-file applies to TCP destinations, not nats:// (put the NATS token in the "
+            "URL: nats://TOKEN@HOST:PORT/STREAM)");
       o.token = serve::read_token_file(args->token_file, "--token-file");
     }
     const Trace trace = importers::import_trace(args->trace, args->importer);
@@ -134,7 +151,7 @@ CommandRunner add_send_command(CLI::App& app) {
                                                             : serve::send_trace(trace, o);
     if (!args->quiet)
       fmt::print(stderr, "sent {} events ({} bytes) to {} in {:.3f} s ({:.0f} events/s){}\n",
-                 s.events, s.bytes, o.to, s.seconds,
+                 s.events, s.bytes, serve::redact_nats_url(o.to), s.seconds,
                  s.seconds > 0 ? static_cast<double>(s.events) / s.seconds : 0.0,
                  o.resume ? fmt::format("; {} events were stored already", s.skipped_events) : "");
     return 0;

@@ -11,6 +11,7 @@
 
 #include "importers/streaming.hpp"
 #include "serve/auth.hpp"
+#include "serve/nats_link.hpp"
 #include "serve/otlp_receiver.hpp"
 
 namespace snailtrail::cli::servecmd {
@@ -41,6 +42,8 @@ struct ServeArgs {
   bool drain = false;
   double nats_timeout = 5;
   double nats_ack_wait = 300;
+  // What --nats presents to a protected nats-server (docs/SERVE.md).
+  std::string nats_creds, nats_tls_ca, nats_tls_cert, nats_tls_key;
   // The OTLP/HTTP receiver.
   std::string otlp;
   std::string otlp_max_body = "16MiB";
@@ -56,8 +59,11 @@ struct ServeArgs {
   bool insecure = false;
 };
 
-// --token-file, --read-token-file, --tls-cert, --tls-key, --insecure.
+// --token-file, --read-token-file, --tls-cert, --tls-key, --insecure, and --nats's
+// --nats-creds, --nats-tls-ca, --nats-tls-cert, --nats-tls-key.
 void add_security_options(CLI::App* cmd, ServeArgs& a);
+// --nats's credentials and TLS files (refused without --nats).
+serve::NatsAuth nats_auth(const ServeArgs& a);
 // The tokens and TLS files; the non-loopback check is the server's.
 void security_options(const ServeArgs& a, serve::AuthTokens& auth, std::string& cert,
                       std::string& key, bool& insecure);

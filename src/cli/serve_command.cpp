@@ -35,12 +35,15 @@ void add_source_options(CLI::App* cmd, ServeArgs& a) {
       ->capture_default_str();
   add_import_options(cmd, a.import_options, /*streaming_only=*/true);
   cmd->add_option("--nats", a.nats,
-                  "Read a JetStream stream nats://HOST:PORT/STREAM (docs/SERVE.md); --out is "
-                  "appended, its windows are not written again after a restart");
+                  "Read a JetStream stream nats://[USER:PASS@]HOST:PORT/STREAM, or tls://... "
+                  "(docs/SERVE.md; --nats-creds, --nats-tls-ca); --out is appended, its windows "
+                  "are not written again after a restart");
   cmd->add_option("--durable", a.durable, "Durable consumer name of --nats (one per shard)");
   cmd->add_option("--shard", a.shard, "Analyze and write only the windows whose index is I mod N")
       ->capture_default_str();
-  cmd->add_option("--nats-timeout", a.nats_timeout, "Seconds to retry connecting to --nats")
+  cmd->add_option("--nats-timeout", a.nats_timeout,
+                  "Seconds to retry connecting to --nats while the server cannot be "
+                  "reached (refused credentials or TLS end at once)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--nats-ack-wait", a.nats_ack_wait,
@@ -159,6 +162,7 @@ serve::ServeOptions to_serve_options(const ServeArgs& a, const CLI::App& cmd) {
   o.nats.drain = a.drain;
   o.nats.connect_timeout_s = a.nats_timeout;
   o.nats.ack_wait_s = a.nats_ack_wait;
+  o.nats.auth = nats_auth(a);
   if (a.nats.empty() && (!a.durable.empty() || a.drain))
     throw std::invalid_argument("--durable and --drain apply to --nats");
   unsigned i = 0, n = 0;

@@ -23,6 +23,31 @@ void add_security_options(CLI::App* cmd, ServeArgs& a) {
   cmd->add_option("--tls-key", a.tls_key, "The PEM private key of --tls-cert");
   cmd->add_flag("--insecure", a.insecure,
                 "Allow listening on a non-loopback address without TLS and a token");
+  // The client side of --nats (serve's --tls-* are its own listeners').
+  cmd->add_option("--nats-creds", a.nats_creds,
+                  "--nats: present this NATS credentials file (user JWT and nkey seed, as nsc "
+                  "writes it) to nats-server; a user and password or a token go in the URL "
+                  "(nats://USER:PASS@HOST:PORT/STREAM)");
+  cmd->add_option("--nats-tls-ca", a.nats_tls_ca,
+                  "--nats over TLS, trusting the CA certificate(s) in this PEM file (tls:// "
+                  "alone: the system store); the certificate must name the URL's host");
+  cmd->add_option("--nats-tls-cert", a.nats_tls_cert,
+                  "--nats: a client certificate (PEM) for a nats-server with --tlsverify; needs "
+                  "--nats-tls-key");
+  cmd->add_option("--nats-tls-key", a.nats_tls_key, "The PEM private key of --nats-tls-cert");
+}
+
+serve::NatsAuth nats_auth(const ServeArgs& a) {
+  serve::NatsAuth auth;
+  auth.creds = a.nats_creds;
+  auth.tls_ca = a.nats_tls_ca;
+  auth.tls_cert = a.nats_tls_cert;
+  auth.tls_key = a.nats_tls_key;
+  if (a.nats.empty() &&
+      !(auth.creds.empty() && auth.tls_ca.empty() && auth.tls_cert.empty() && auth.tls_key.empty()))
+    throw std::invalid_argument(
+        "--nats-creds, --nats-tls-ca, --nats-tls-cert and --nats-tls-key apply to --nats");
+  return auth;
 }
 
 // The tokens and TLS files; the non-loopback check is the server's.

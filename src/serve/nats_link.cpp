@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -29,20 +31,66 @@ std::string nats_error(int status) {
 }
 
 bool is_nats_address(const std::string& s) {
-  return s.rfind("nats://", 0) == 0;
+  return s.rfind("nats://", 0) == 0 || s.rfind("tls://", 0) == 0;
+}
+
+namespace {
+
+// Where HOST:PORT starts in scheme://[userinfo@]HOST:PORT/..., and where the userinfo does
+// (npos: none). The userinfo ends at the last '@' before the first '/' after the scheme.
+struct UrlParts {
+  size_t authority = std::string::npos, userinfo = std::string::npos, host = std::string::npos;
+};
+
+UrlParts url_parts(const std::string& s) {
+  UrlParts p;
+  const size_t scheme = s.find("://");
+  if (scheme == std::string::npos) return p;
+  p.authority = scheme + 3;
+  const size_t end = std::min(s.find('/', p.authority), s.size());
+  const size_t at = s.rfind('@', end == 0 ? 0 : end - 1);
+  if (at != std::string::npos && at >= p.authority) {
+    p.userinfo = p.authority;
+    p.host = at + 1;
+  } else {
+    p.host = p.authority;
+  }
+  return p;
+}
+
+}  // namespace
+
+std::string redact_nats_url(const std::string& s) {
+  const UrlParts p = url_parts(s);
+  if (p.userinfo == std::string::npos) return s;
+  const std::string info = s.substr(p.userinfo, p.host - 1 - p.userinfo);
+  const size_t colon = info.find(':');
+  // USER:PASS keeps the user; a lone TOKEN is all secret.
+  const std::string shown = colon == std::string::npos ? "***" : info.substr(0, colon) + ":***";
+  return s.substr(0, p.userinfo) + shown + s.substr(p.host - 1);
 }
 
 NatsAddress parse_nats_address(const std::string& s) {
-  const std::string form = " (expected nats://HOST:PORT/STREAM)";
-  if (!is_nats_address(s)) throw std::invalid_argument("not a NATS address: \"" + s + "\"" + form);
-  const size_t slash = s.find('/', 7);
-  if (slash == std::string::npos || slash == 7)
-    throw std::invalid_argument("no server or no stream in \"" + s + "\"" + form);
+  const std::string shown = redact_nats_url(s);
+  const std::string form = " (expected nats://HOST:PORT/STREAM or tls://HOST:PORT/STREAM)";
+  if (!is_nats_address(s))
+    throw std::invalid_argument("not a NATS address: \"" + shown + "\"" + form);
+  const UrlParts p = url_parts(s);
+  const size_t slash = s.find('/', p.authority);
+  if (slash == std::string::npos || slash == p.host)
+    throw std::invalid_argument("no server or no stream in \"" + shown + "\"" + form);
   NatsAddress a;
+  a.tls = s.rfind("tls://", 0) == 0;
   a.server = s.substr(0, slash);
   a.stream = s.substr(slash + 1);
-  a.text = s;
-  if (a.stream.empty()) throw std::invalid_argument("no stream name in \"" + s + "\"" + form);
+  a.text = shown;
+  // HOST of HOST:PORT or [V6]:PORT.
+  const std::string hostport = s.substr(p.host, slash - p.host);
+  if (!hostport.empty() && hostport.front() == '[')
+    a.host = hostport.substr(1, hostport.find(']') - 1);
+  else
+    a.host = hostport.substr(0, hostport.rfind(':'));
+  if (a.stream.empty()) throw std::invalid_argument("no stream name in \"" + shown + "\"" + form);
   for (char c : a.stream)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_')
       throw std::invalid_argument("stream name \"" + a.stream +
@@ -69,27 +117,127 @@ void on_publish_error(jsCtx*, jsPubAckErr* pae, void* closure) {
 
 }  // namespace
 
-NatsLink::NatsLink(const NatsAddress& address, double connect_timeout_s, bool reconnect)
-    : address_(address), failures_(std::make_unique<NatsPublishFailures>()) {
+namespace {
+
+// Files are checked before connecting, so that a typo is named as such, not as a refusal.
+void check_readable(const std::string& file, const std::string& flag) {
+  if (file.empty()) return;
+  std::ifstream in(file);
+  if (!in || in.peek() == std::ifstream::traits_type::eof())
+    throw std::invalid_argument(
+        flag + " " + file + ": " +
+        (in ? "the file is empty" : "cannot read it (" + std::string(std::strerror(errno)) + ")"));
+}
+
+// The client's options: URL, credentials, TLS. Throws std::invalid_argument for an
+// unreadable or unusable file, naming its option.
+natsOptions* client_options(const NatsAddress& a, bool reconnect, const NatsAuth& auth) {
+  check_readable(auth.creds, auth.creds_flag);
+  check_readable(auth.tls_ca, auth.ca_flag);
+  check_readable(auth.tls_cert, auth.cert_flag);
+  check_readable(auth.tls_key, auth.key_flag);
+  if (auth.tls_cert.empty() != auth.tls_key.empty())
+    throw std::invalid_argument(auth.cert_flag + " and " + auth.key_flag + " go together");
   natsOptions* opts = nullptr;
+  std::string failed;  // the option that failed
   natsStatus s = natsOptions_Create(&opts);
-  if (s == NATS_OK) s = natsOptions_SetURL(opts, address_.server.c_str());
+  if (s == NATS_OK) s = natsOptions_SetURL(opts, a.server.c_str());
   if (s == NATS_OK) s = natsOptions_SetTimeout(opts, 1000);
   if (s == NATS_OK) s = natsOptions_SetAllowReconnect(opts, reconnect);
-  if (s != NATS_OK) {
-    natsOptions_Destroy(opts);
-    throw std::runtime_error("NATS client: " + nats_error(s));
+  if (s == NATS_OK && !auth.creds.empty()) {
+    failed = auth.creds_flag + " " + auth.creds;
+    // One file holds both the user JWT and the seed (the usual .creds).
+    s = natsOptions_SetUserCredentialsFromFiles(opts, auth.creds.c_str(), nullptr);
   }
+  const bool secure = a.tls || !auth.tls_ca.empty() || !auth.tls_cert.empty();
+  if (s == NATS_OK && secure) {
+    s = natsOptions_SetSecure(opts, true);
+    // Without a CA file, the system's store (Debian's ca-certificates).
+    const std::string ca =
+        auth.tls_ca.empty() ? std::string("/etc/ssl/certs/ca-certificates.crt") : auth.tls_ca;
+    failed = auth.tls_ca.empty() ? "the system CA store " + ca : auth.ca_flag + " " + ca;
+    if (s == NATS_OK) s = natsOptions_LoadCATrustedCertificates(opts, ca.c_str());
+    // The certificate must name the host of the URL (libnats checks it only when told).
+    if (s == NATS_OK) failed.clear();
+    if (s == NATS_OK) s = natsOptions_SetExpectedHostname(opts, a.host.c_str());
+    if (s == NATS_OK && !auth.tls_cert.empty()) {
+      failed = auth.cert_flag + " " + auth.tls_cert + " / " + auth.key_flag + " " + auth.tls_key;
+      s = natsOptions_LoadCertificatesChain(opts, auth.tls_cert.c_str(), auth.tls_key.c_str());
+    }
+  }
+  if (s != NATS_OK) {
+    const std::string why = nats_error(s);
+    natsOptions_Destroy(opts);
+    if (!failed.empty()) throw std::invalid_argument(failed + ": " + why);
+    throw std::runtime_error("NATS client: " + why);
+  }
+  return opts;
+}
+
+// The server is not up (yet), or went away while we connected: worth another try. Any
+// other failure (credentials refused, TLS, a bad credentials file) stays as it is.
+bool worth_retrying(natsStatus s) {
+  return s == NATS_NO_SERVER || s == NATS_IO_ERROR || s == NATS_TIMEOUT ||
+         s == NATS_CONNECTION_CLOSED || s == NATS_CONNECTION_DISCONNECTED ||
+         s == NATS_STALE_CONNECTION;
+}
+
+// Why the connection failed, in the user's terms; libnats' text with the URL's password
+// or token (if it ever quotes them) replaced.
+std::string connect_failure(const NatsAddress& a, const NatsAuth& auth, natsStatus s) {
+  std::string why = nats_error(s);
+  const size_t from = a.server.find("://") + 3, at = a.server.rfind('@');
+  if (at != std::string::npos && at > from) {
+    const std::string info = a.server.substr(from, at - from);  // USER:PASS or TOKEN
+    for (size_t i; (i = why.find(info)) != std::string::npos;) why.replace(i, info.size(), "***");
+  }
+  const bool refused = s == NATS_CONNECTION_AUTH_FAILED || s == NATS_NOT_PERMITTED ||
+                       why.find("uthorization") != std::string::npos;
+  const bool in_url = a.server.find('@') != std::string::npos;
+  if (refused && !in_url && auth.creds.empty())
+    return "nats-server refused " + a.text + " without credentials: give them in the URL (" +
+           a.text.substr(0, a.text.find("://") + 3) + "USER:PASS@... or TOKEN@...) or " +
+           auth.creds_flag + " FILE: " + why;
+  if (refused)
+    return "nats-server refused the credentials of " + a.text + " (" +
+           (auth.creds.empty() ? std::string("the URL's user and password or token")
+                               : auth.creds_flag + " " + auth.creds) +
+           "): " + why;
+  if (!auth.creds.empty() && why.find(auth.creds) != std::string::npos)
+    return auth.creds_flag + " " + auth.creds + ": not a usable NATS credentials file: " + why;
+  if (s == NATS_PROTOCOL_ERROR && (a.tls || !auth.tls_ca.empty()) && auth.tls_cert.empty())
+    return "cannot connect to " + a.text + ": " + why +
+           " (the server closed the connection: does it want a client certificate? " +
+           auth.cert_flag + ")";
+  if (s == NATS_SECURE_CONNECTION_REQUIRED)
+    return a.text + " requires TLS: use tls://" + a.text.substr(a.text.find("://") + 3) + " (and " +
+           auth.ca_flag + " for its CA): " + why;
+  if (s == NATS_SECURE_CONNECTION_WANTED)
+    return a.text + " does not offer TLS (TLS was asked for by tls:// or " + auth.ca_flag +
+           "): " + why;
+  if (s == NATS_SSL_ERROR)
+    return "TLS with " + a.text + " failed (is its certificate signed by " +
+           (auth.tls_ca.empty() ? "a CA of the system store" : auth.ca_flag + " " + auth.tls_ca) +
+           " and issued for " + a.host + "?): " + why;
+  return "cannot connect to " + a.text + ": " + why;
+}
+
+}  // namespace
+
+NatsLink::NatsLink(const NatsAddress& address, double connect_timeout_s, bool reconnect,
+                   const NatsAuth& auth)
+    : address_(address), failures_(std::make_unique<NatsPublishFailures>()) {
+  natsOptions* opts = client_options(address_, reconnect, auth);
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::duration<double>(std::max(connect_timeout_s, 0.0));
+  natsStatus s = NATS_OK;
   for (;;) {
     s = natsConnection_Connect(&nc_, opts);
-    if (s == NATS_OK || std::chrono::steady_clock::now() >= deadline) break;
+    if (s == NATS_OK || !worth_retrying(s) || std::chrono::steady_clock::now() >= deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   natsOptions_Destroy(opts);
-  if (s != NATS_OK)
-    throw std::runtime_error("cannot connect to " + address_.server + ": " + nats_error(s));
+  if (s != NATS_OK) throw std::runtime_error(connect_failure(address_, auth, s));
   jsOptions jo;
   jsOptions_Init(&jo);
   jo.PublishAsync.MaxPending = 64;  // messages of up to a few thousand events in flight
@@ -146,18 +294,18 @@ void NatsLink::ensure_stream() {
     }
   }
   throw std::runtime_error("cannot find or create the JetStream stream \"" + address_.stream +
-                           "\" on " + address_.server + ": " + nats_error(s) +
+                           "\" on " + address_.text + ": " + nats_error(s) +
                            (s == NATS_NO_RESPONDERS || s == NATS_TIMEOUT
                                 ? " (is JetStream enabled? start nats-server with -js)"
                                 : ""));
 }
 
 NatsPublisher::NatsPublisher(const NatsAddress& address, double connect_timeout_s,
-                             size_t events_per_message, NatsIdentity identity)
+                             size_t events_per_message, NatsIdentity identity, const NatsAuth& auth)
     // Without reconnecting: what the client would buffer during a reconnect could be
     // stored before messages lost in flight, out of order; a lost connection fails the
     // producer instead, and a new one resumes (NatsIdentity).
-    : link_(address, connect_timeout_s, /*reconnect=*/identity.prefix.empty()),
+    : link_(address, connect_timeout_s, /*reconnect=*/identity.prefix.empty(), auth),
       per_message_(std::max<size_t>(events_per_message, 1)),
       identity_(std::move(identity)) {
   link_.ensure_stream();
@@ -337,8 +485,14 @@ SendStats send_trace_nats(const Trace& trace, const SendOptions& o) {
   std::stable_sort(order.begin(), order.end(),
                    [&](uint32_t a, uint32_t b) { return trace.events[a].ts < trace.events[b].ts; });
   const bool paced = o.speed > 0 || o.rate > 0;
+  NatsAuth auth;
+  auth.creds = o.nats_creds;
+  auth.tls_ca = o.tls_ca;
+  auth.ca_flag = "--tls-ca";
+  auth.tls_cert = o.nats_tls_cert;
+  auth.tls_key = o.nats_tls_key;
   NatsPublisher pub(parse_nats_address(o.to), o.connect_timeout_s, o.batch_events,
-                    NatsIdentity{send_identity(trace, o), o.resume});
+                    NatsIdentity{send_identity(trace, o), o.resume}, auth);
   try {
     Trace chunk;
     chunk.source = trace.source;

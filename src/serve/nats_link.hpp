@@ -20,25 +20,45 @@ namespace snailtrail::serve {
 
 struct NatsPublishFailures;
 
-// nats://HOST:PORT/STREAM.
+// nats://[USER:PASS@ or TOKEN@]HOST:PORT/STREAM, or tls://... for TLS.
 struct NatsAddress {
-  std::string server;  // nats://HOST:PORT
+  std::string server;  // nats://[credentials@]HOST:PORT, for the client only: never printed
+  std::string host;    // HOST, the name the server's certificate must carry
   std::string stream;  // letters, digits, '-' and '_'
-  std::string text;    // as given
+  std::string text;    // as given, its password or token replaced by *** (for messages)
+  bool tls = false;    // tls://
 };
 
 bool is_nats_address(const std::string& s);
-// Throws std::invalid_argument naming what is wrong.
+// Throws std::invalid_argument naming what is wrong (the address redacted).
 NatsAddress parse_nats_address(const std::string& s);
+// `s` with the password of nats://USER:PASS@... or the token of nats://TOKEN@... replaced
+// by *** (nats://USER:***@..., nats://***@...); any other text unchanged.
+std::string redact_nats_url(const std::string& s);
+
+// What a client presents to a protected nats-server beside the URL's user and password or
+// token (docs/SERVE.md, "NATS credentials and TLS"). Any TLS file turns TLS on.
+struct NatsAuth {
+  std::string creds;     // a .creds file: the user JWT and its nkey seed (operator mode)
+  std::string tls_ca;    // PEM CA certificate(s) the server's certificate must chain to
+  std::string tls_cert;  // a client certificate (PEM), for a server with --tlsverify
+  std::string tls_key;   // its private key
+  // The options that set them, for messages.
+  std::string creds_flag = "--nats-creds", ca_flag = "--nats-tls-ca", cert_flag = "--nats-tls-cert",
+              key_flag = "--nats-tls-key";
+};
 
 // A connection to the server and its JetStream context. Throws std::runtime_error with
-// the server's address and the client's reason when it cannot connect within
-// `connect_timeout_s` (retrying while the server is not up yet). With `reconnect`, a
-// connection lost later is re-established by the client (which buffers what is
-// published meanwhile); without, it stays closed and everything fails at once.
+// the server's address (redacted) and the client's reason when it cannot connect within
+// `connect_timeout_s` (retrying while the server is not up yet; at once when the server
+// refuses the credentials or the TLS handshake fails), std::invalid_argument when a file
+// of `auth` cannot be read. With `reconnect`, a connection lost later is re-established
+// by the client (which buffers what is published meanwhile); without, it stays closed
+// and everything fails at once.
 class NatsLink {
  public:
-  NatsLink(const NatsAddress& address, double connect_timeout_s, bool reconnect = true);
+  NatsLink(const NatsAddress& address, double connect_timeout_s, bool reconnect = true,
+           const NatsAuth& auth = {});
   ~NatsLink();
   NatsLink(const NatsLink&) = delete;
   NatsLink& operator=(const NatsLink&) = delete;
@@ -83,7 +103,8 @@ struct NatsIdentity {
 class NatsPublisher {
  public:
   NatsPublisher(const NatsAddress& address, double connect_timeout_s,
-                size_t events_per_message = 4096, NatsIdentity identity = {});
+                size_t events_per_message = 4096, NatsIdentity identity = {},
+                const NatsAuth& auth = {});
   ~NatsPublisher();
   // Events of a chunk (each worker's in time order) and names.
   void add(const Trace& chunk);

@@ -29,7 +29,8 @@ NatsSource::NatsSource(const NatsSourceOptions& options, NatsProgress& progress,
       progress_(progress),
       counters_(counters),
       log_(log),
-      link_(parse_nats_address(options.address), options.connect_timeout_s) {
+      link_(parse_nats_address(options.address), options.connect_timeout_s, /*reconnect=*/true,
+            options.auth) {
   if (options_.durable.empty()) throw std::invalid_argument("--nats needs --durable NAME");
   for (char c : options_.durable)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_')
@@ -44,7 +45,7 @@ NatsSource::NatsSource(const NatsSourceOptions& options, NatsProgress& progress,
       js_DeleteConsumer(link_.js(), stream.c_str(), options_.durable.c_str(), nullptr, &code);
   if (s != NATS_OK && s != NATS_NOT_FOUND)
     throw std::runtime_error("cannot reset the consumer \"" + options_.durable + "\" of " +
-                             options_.address + ": " + nats_error(s));
+                             link_.address().text + ": " + nats_error(s));
   jsSubOptions so;
   jsSubOptions_Init(&so);
   so.Stream = stream.c_str();
@@ -60,7 +61,7 @@ NatsSource::NatsSource(const NatsSourceOptions& options, NatsProgress& progress,
                        &code);
   if (s != NATS_OK)
     throw std::runtime_error("cannot create the consumer \"" + options_.durable + "\" on " +
-                             options_.address + ": " + nats_error(s));
+                             link_.address().text + ": " + nats_error(s));
   // Messages are taken in stream order from the first one stored: a message the consumer
   // skips (see fill_gap) is noticed by its sequence.
   jsStreamInfo* si = nullptr;
@@ -70,7 +71,7 @@ NatsSource::NatsSource(const NatsSourceOptions& options, NatsProgress& progress,
   }
   if (log_)
     fmt::print(stderr, "snailtrail serve: reading {} through the durable consumer {}\n",
-               options_.address, options_.durable);
+               link_.address().text, options_.durable);
 }
 
 NatsSource::~NatsSource() {
@@ -82,7 +83,7 @@ void NatsSource::take(uint64_t seq, const char* subject, const char* data, int n
                       BatchQueue& queue) {
   last_seq_ = seq;
   ++counters_.nats_messages;
-  const std::string name = fmt::format("{} message {} ({})", options_.address, seq, subject);
+  const std::string name = fmt::format("{} message {} ({})", link_.address().text, seq, subject);
   StreamDecoder decoder(name);
   Trace decoded;
   const auto bytes = static_cast<size_t>(std::max(n, 0));
@@ -121,7 +122,7 @@ bool NatsSource::fill_gap(uint64_t until, BatchQueue& queue) {
       // Removed from the stream (its limits, or deleted) before it was read: logged.
       if (log_)
         fmt::print(stderr, "snailtrail serve: {} message {} is no longer in the stream; skipped\n",
-                   options_.address, seq);
+                   link_.address().text, seq);
       ++counters_.broken_streams;
       last_seq_ = seq;
       continue;
@@ -212,7 +213,7 @@ void NatsSource::run(BatchQueue& queue, const std::atomic<bool>& stop) {
     } else {
       // The server is away (restarting): the client reconnects; say so once.
       if (log_ && !reported)
-        fmt::print(stderr, "snailtrail serve: reading {}: {}; retrying\n", options_.address,
+        fmt::print(stderr, "snailtrail serve: reading {}: {}; retrying\n", link_.address().text,
                    nats_error(s));
       reported = true;
       std::this_thread::sleep_for(std::chrono::milliseconds(100));

@@ -19,7 +19,8 @@ struct __natsSubscription;
 namespace snailtrail::serve {
 
 struct NatsSourceOptions {
-  std::string address;  // nats://HOST:PORT/STREAM
+  std::string address;  // nats://HOST:PORT/STREAM or tls://..., maybe with credentials
+  NatsAuth auth;        // --nats-creds, --nats-tls-ca, ...
   std::string durable;  // consumer name
   bool drain = false;   // end once the consumer has read everything stored so far
   double connect_timeout_s = 5;

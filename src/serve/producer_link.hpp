@@ -14,8 +14,9 @@ namespace snailtrail::serve {
 
 // What a client of a protected serve presents (--token-file, --tls-ca).
 struct ClientAuth {
-  std::string token;   // sent as "Bearer TOKEN\n" first; empty: none
-  std::string tls_ca;  // PEM CA certificate(s) to verify the server with; empty: plain TCP
+  std::string token;       // sent as "Bearer TOKEN\n" first; empty: none
+  std::string tls_ca;      // PEM CA certificate(s) to verify the server with; empty: plain TCP
+  std::string nats_creds;  // nats:// destinations only: a NATS credentials file
   // The options that set them, for messages.
   std::string token_flag = "--token-file", ca_flag = "--tls-ca";
 };

@@ -125,7 +125,10 @@ SendStats send_trace(const Trace& trace, const SendOptions& o) {
   if (o.speed < 0 || o.rate < 0) throw std::invalid_argument("speed and rate must be positive");
   if (o.resume) throw std::invalid_argument("--resume applies to nats:// destinations only");
   const Replay replay(trace, o);
-  ProducerLink link(o.to, o.connect_timeout_s, {o.token, o.tls_ca});
+  ClientAuth auth;
+  auth.token = o.token;
+  auth.tls_ca = o.tls_ca;
+  ProducerLink link(o.to, o.connect_timeout_s, auth);
   SendStats stats;
   const auto start = Clock::now();
   send_paced(link, trace, replay, o, start, stats);

@@ -30,8 +30,10 @@ struct SendOptions {
   // TCP: sent as the stream's first line, "Bearer TOKEN" (serve --token-file).
   std::string token;
   // TCP over TLS, verifying the server's certificate against the CA certificates in this
-  // PEM file (serve --tls-cert); empty: plain TCP.
+  // PEM file (serve --tls-cert); empty: plain TCP. nats://: TLS with nats-server, likewise.
   std::string tls_ca;
+  // nats:// only: a credentials file (user JWT and nkey seed) and a client certificate.
+  std::string nats_creds, nats_tls_cert, nats_tls_key;
 };
 
 struct SendStats {
