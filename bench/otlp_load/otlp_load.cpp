@@ -1,8 +1,9 @@
 // A load generator for `serve --otlp` (scripts/otlp-bench.sh): THREADS keep-alive clients
 // POST protobuf export requests of SPANS spans (traces of 10 spans over 3 services) to
 // 127.0.0.1:PORT for SECONDS, at most RATE spans/s over all (0: as fast as answered). The
-// bodies are encoded once, before the clock starts (256 per thread, distinct trace ids),
-// so the client spends its CPU on HTTP, not on encoding. Prints one JSON line: requests
+// bodies are encoded once, before the clock starts (256 per thread), and only their trace
+// ids are rewritten before each request (every trace id is new), so the client spends
+// its CPU on HTTP, not on encoding. Prints one JSON line: requests
 // by status and spans sent in 200s.
 //   snailtrail_otlp_load PORT SECONDS [THREADS=2] [SPANS=1000] [RATE=0]
 #include <httplib.h>
@@ -24,6 +25,10 @@ using snailtrail::testing::TestSpan;
 
 constexpr int kSpansPerTrace = 10;
 constexpr int kBodiesPerThread = 256;
+// The high half of every trace id: a tag no span id contains, then the thread, then the
+// round (bytes 2-5, patched before each request so that every trace id is new, as real
+// traffic's are; a repeated id would join an open trace).
+constexpr uint64_t kTraceTag = 0x5a5a000000000000ull;
 
 std::string hex(uint64_t hi, uint64_t lo, int digits) {
   char buf[33];
@@ -43,7 +48,7 @@ std::string body(uint64_t thread, uint64_t index, int spans) {
     const uint64_t trace = index * 1'000'000 + static_cast<uint64_t>(k / kSpansPerTrace);
     const int level = k % kSpansPerTrace;
     TestSpan s;
-    s.trace = hex(thread + 1, trace + 1, 32);
+    s.trace = hex(kTraceTag | (thread + 1), trace + 1, 32);
     s.id = hex(0, static_cast<uint64_t>(level) + 1, 16);
     if (level > 0) s.parent = hex(0, static_cast<uint64_t>(level), 16);
     s.name = "op" + std::to_string(level);
@@ -52,6 +57,23 @@ std::string body(uint64_t thread, uint64_t index, int spans) {
     rs[static_cast<size_t>(level % 3)].spans.push_back(s);
   }
   return snailtrail::testing::otlp_protobuf(rs);
+}
+
+// Where the trace ids' high halves (kTraceTag | thread + 1, big-endian) sit in `body`.
+std::vector<size_t> trace_id_offsets(const std::string& body, uint64_t thread) {
+  std::string hi(8, '\0');
+  for (int b = 0; b < 8; ++b)
+    hi[static_cast<size_t>(b)] = static_cast<char>((kTraceTag | (thread + 1)) >> (56 - 8 * b));
+  std::vector<size_t> at;
+  for (size_t p = body.find(hi); p != std::string::npos; p = body.find(hi, p + 1)) at.push_back(p);
+  return at;
+}
+
+// Writes `round` into bytes 2-5 of each trace id's high half.
+void set_round(std::string& body, const std::vector<size_t>& offsets, uint32_t round) {
+  for (size_t p : offsets)
+    for (int b = 0; b < 4; ++b)
+      body[p + 2 + static_cast<size_t>(b)] = static_cast<char>(round >> (24 - 8 * b));
 }
 
 }  // namespace
@@ -71,10 +93,14 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::vector<std::vector<std::string>> bodies(static_cast<size_t>(threads));
+  std::vector<std::vector<std::vector<size_t>>> offsets(static_cast<size_t>(threads));
   for (int t = 0; t < threads; ++t)
-    for (int i = 0; i < kBodiesPerThread; ++i)
-      bodies[static_cast<size_t>(t)].push_back(
-          body(static_cast<uint64_t>(t), static_cast<uint64_t>(i), spans));
+    for (int i = 0; i < kBodiesPerThread; ++i) {
+      auto& b = bodies[static_cast<size_t>(t)];
+      b.push_back(body(static_cast<uint64_t>(t), static_cast<uint64_t>(i), spans));
+      offsets[static_cast<size_t>(t)].push_back(
+          trace_id_offsets(b.back(), static_cast<uint64_t>(t)));
+    }
   std::atomic<uint64_t> ok{0}, throttled{0}, other{0}, failed{0};
   const auto start = std::chrono::steady_clock::now();
   const auto end = start + std::chrono::duration<double>(seconds);
@@ -88,7 +114,8 @@ int main(int argc, char** argv) {
       // As the SDKs' HTTP clients do (Go's net, Node's http): with Nagle on, the body
       // written after the headers waits for the server's delayed ACK, ~40 ms a request.
       client.set_tcp_nodelay(true);
-      const auto& mine = bodies[static_cast<size_t>(t)];
+      auto& mine = bodies[static_cast<size_t>(t)];
+      const auto& where = offsets[static_cast<size_t>(t)];
       for (uint64_t i = 0;; ++i) {
         const auto now = std::chrono::steady_clock::now();
         if (now >= end) break;
@@ -97,7 +124,9 @@ int main(int argc, char** argv) {
               start + std::chrono::duration<double>(static_cast<double>(i) * interval_s);
           if (due > now) std::this_thread::sleep_until(due);
         }
-        auto res = client.Post("/v1/traces", mine[i % mine.size()], "application/x-protobuf");
+        std::string& next = mine[i % mine.size()];
+        set_round(next, where[i % mine.size()], static_cast<uint32_t>(i / mine.size()));
+        auto res = client.Post("/v1/traces", next, "application/x-protobuf");
         if (!res)
           ++failed;
         else if (res->status == 200)

@@ -105,41 +105,49 @@ bool OtlpReceiver::admit(SpanSet& spans) {
     if (buffered_ > 0 && buffered_ + n > opt_.buffer_spans) return false;
     buffered_ += n;
     counters_.buffered_spans = buffered_;
-    buffer_.push_back(std::move(spans));
+    buffer_.push_back({steady_now_ns(), std::move(spans)});
   }
   wake_.notify_one();
   return true;
 }
 
 void OtlpReceiver::assemble_loop() {
-  std::vector<SpanSet> batches, done;
+  // Requests are grouped about 64 k spans at a time, each chunk followed by the idle
+  // check and the output: a full buffer (a million spans) taken at once would hold the
+  // completed traces back for seconds and push the open ones over their bounds.
+  constexpr size_t kChunkSpans = size_t{1} << 16;
+  std::vector<Arrived> batches;
+  std::vector<SpanSet> done;
   for (;;) {
-    bool stopping = false;
+    bool last = false;
     {
       std::unique_lock lock(mu_);
       wake_.wait_for(lock, std::chrono::milliseconds(100),
                      [&] { return stopping_ || (!held_ && !buffer_.empty()); });
-      stopping = stopping_;
-      if (!held_ || stopping) {
-        for (SpanSet& s : buffer_) batches.push_back(std::move(s));
-        buffer_.clear();
-        buffered_ = 0;
-        counters_.buffered_spans = 0;
+      if (!held_ || stopping_) {
+        size_t taken = 0;
+        while (!buffer_.empty() && taken < kChunkSpans) {
+          taken += buffer_.front().spans.spans.size();
+          batches.push_back(std::move(buffer_.front()));
+          buffer_.pop_front();
+        }
+        buffered_ -= taken;
+        counters_.buffered_spans = buffered_;
       }
+      last = stopping_ && buffer_.empty();
     }
-    const int64_t now = steady_now_ns();
-    for (const SpanSet& b : batches) traces_.add(b, now, done);
+    for (const Arrived& b : batches) traces_.add(b.spans, b.at_ns, done);
     batches.clear();
-    if (stopping)
+    if (last)
       traces_.take_all(done);
     else
-      traces_.take_idle(now, done);
+      traces_.take_idle(steady_now_ns(), done);
     counters_.open_traces = traces_.open_traces();
     counters_.open_spans = traces_.open_spans();
     counters_.traces_evicted = traces_.evicted_traces();
     write_paths(done);
     done.clear();
-    if (stopping) return;
+    if (last) return;
   }
 }
 

@@ -83,7 +83,11 @@ class OtlpReceiver {
 
   mutable std::mutex mu_;
   std::condition_variable wake_;
-  std::deque<importers::SpanSet> buffer_;
+  struct Arrived {
+    int64_t at_ns;  // when the request was admitted: a backlog does not keep traces open
+    importers::SpanSet spans;
+  };
+  std::deque<Arrived> buffer_;
   size_t buffered_ = 0;
   bool held_ = false, stopping_ = false;
   std::string write_error_;
