@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/listen_security.hpp"
 #include "importers/streaming.hpp"
 #include "serve/auth.hpp"
 #include "serve/otlp_receiver.hpp"
@@ -51,16 +52,9 @@ struct ServeArgs {
   std::string otlp_window = "5m";
   size_t otlp_window_traces = 20'000;
   std::string otlp_out;
-  // Who may send and read (docs/SERVE.md, "Running across hosts").
-  std::string token_file, read_token_file, tls_cert, tls_key;
-  bool insecure = false;
+  SecurityArgs security;  // who may send and read (listen_security.hpp)
 };
 
-// --token-file, --read-token-file, --tls-cert, --tls-key, --insecure.
-void add_security_options(CLI::App* cmd, ServeArgs& a);
-// The tokens and TLS files; the non-loopback check is the server's.
-void security_options(const ServeArgs& a, serve::AuthTokens& auth, std::string& cert,
-                      std::string& key, bool& insecure);
 // --otlp and the receiver's limits.
 void add_otlp_options(CLI::App* cmd, ServeArgs& a);
 serve::OtlpOptions otlp_options(const ServeArgs& a);
