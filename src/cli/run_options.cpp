@@ -64,8 +64,9 @@ void add_output_options(CLI::App* cmd, RunArgs& a) {
                   "of every rank's workers)");
   cmd->add_option("--trace-to", a.trace_to,
                   "Stream the run's own activity live to `snailtrail serve --tcp HOST:PORT` "
-                  "(.snail stream, flushed every 50 ms) or into a JetStream stream "
-                  "nats://HOST:PORT/STREAM; exit 1 if it cannot connect within 1 s");
+                  "(tls://HOST:PORT: over TLS, verified against the system's CA store or "
+                  "--trace-to-tls-ca) (.snail stream, flushed every 50 ms) or into a JetStream "
+                  "stream nats://HOST:PORT/STREAM; exit 1 if it cannot connect within 1 s");
   cmd->add_option("--trace-to-queue", a.trace_to_queue,
                   "--trace-to: events queued for the receiver at most (default 2000000); "
                   "events that do not fit are dropped and counted, never blocking the run")

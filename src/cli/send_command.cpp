@@ -74,7 +74,9 @@ CommandRunner add_send_command(CLI::App& app) {
       "send", "Replay a trace to `snailtrail serve` as a live producer; exits when it is sent");
   cmd->add_option("TRACE", args->trace, "Trace file in any format snailtrail imports")->required();
   cmd->add_option("--to", args->to,
-                  "Address of serve's --tcp listener, or nats://HOST:PORT/STREAM (JetStream)")
+                  "Address of serve's --tcp listener (tls://HOST:PORT: over TLS, verified "
+                  "against the system's CA store or --tls-ca), or nats://HOST:PORT/STREAM "
+                  "(JetStream)")
       ->capture_default_str();
   cmd->add_option("--rate", args->rate, "At most this many events per second (0: no limit)")
       ->check(CLI::NonNegativeNumber)
@@ -105,9 +107,9 @@ CommandRunner add_send_command(CLI::App& app) {
                   "Send the token in FILE (its first line) as the stream's first line, for a "
                   "serve started with --token-file (TCP only)");
   cmd->add_option("--tls-ca", args->tls_ca,
-                  "Connect over TLS, trusting the CA certificate(s) in this PEM file (for a "
-                  "serve started with --tls-cert; TCP only); the certificate must name the "
-                  "--to host");
+                  "Connect over TLS, trusting the CA certificate(s) in this PEM file instead of "
+                  "the system's CA store (for a serve started with --tls-cert; TCP only); the "
+                  "certificate must name the --to host");
   cmd->add_flag("--quiet,-q", args->quiet, "Print nothing when done");
   return [cmd, args]() {
     if (!*cmd) return -1;
