@@ -4,18 +4,20 @@
 
 namespace snailtrail::cli {
 
-void add_security_options(CLI::App* cmd, SecurityArgs& a, const std::string& where) {
+void add_security_options(CLI::App* cmd, SecurityArgs& a, const std::string& where, bool ingest) {
   cmd->add_option("--token-file", a.token_file,
                   "Require the token in FILE (its first line) from every client of " + where +
-                      ": HTTP requests send \"Authorization: Bearer TOKEN\" (401 otherwise), "
-                      "TCP streams start with the line \"Bearer TOKEN\"; /healthz stays open");
+                      ": HTTP requests send \"Authorization: Bearer TOKEN\" (401 otherwise)" +
+                      (ingest ? ", TCP streams start with the line \"Bearer TOKEN\"" : "") +
+                      "; /healthz stays open" + (ingest ? "; re-read on SIGHUP" : ""));
   cmd->add_option("--read-token-file", a.read_token_file,
-                  "A second token (its first line) that may only read the HTTP API and "
-                  "dashboard, not ingest; needs --token-file");
+                  std::string("A second token (its first line) that may only read") +
+                      (ingest ? " the HTTP API and dashboard, not ingest" : "") +
+                      "; needs --token-file");
   cmd->add_option("--tls-cert", a.tls_cert,
                   "TLS with this PEM certificate (chain) on " + where +
-                      " (clients: --tls-ca, curl --cacert); needs --tls-key; serve re-reads "
-                      "both on SIGHUP");
+                      " (clients: --tls-ca, curl --cacert); needs --tls-key" +
+                      (ingest ? "; both re-read on SIGHUP" : ""));
   cmd->add_option("--tls-key", a.tls_key, "The PEM private key of --tls-cert");
   cmd->add_flag("--insecure", a.insecure,
                 "Allow listening on a non-loopback address without TLS and a token");

@@ -21,8 +21,9 @@ struct SecurityArgs {
   bool insecure = false;
 };
 
-// Registers the five flags; `where` names the listeners they protect, for the help.
-void add_security_options(CLI::App* cmd, SecurityArgs& a, const std::string& where);
+// Registers the five flags; `where` names the listeners they protect, for the help;
+// `ingest`: serve's (TCP streams, a token that ingests, SIGHUP), not only a dashboard.
+void add_security_options(CLI::App* cmd, SecurityArgs& a, const std::string& where, bool ingest);
 
 // The tokens (re-read on SIGHUP by serve) and the TLS files, checked for what goes
 // together (std::invalid_argument otherwise). The non-loopback check is the listener's

@@ -234,7 +234,7 @@ void add_profile_http_options(CLI::App* cmd, RunArgs& a) {
   cmd->add_option("--http-linger", a.http_linger,
                   "--http: keep serving the final timeline this many seconds after the job "
                   "ends (default 0)");
-  add_security_options(cmd, a.http_security, "--http (the dashboard)");
+  add_security_options(cmd, a.http_security, "--http (the dashboard)", false);
 }
 
 }  // namespace

@@ -197,7 +197,8 @@ CommandRunner add_serve_command(CLI::App& app) {
   add_otlp_options(cmd, *args);
   add_security_options(cmd, args->security,
                        "every listener: the TCP ingest (send --tls-ca), the HTTP API and "
-                       "dashboard, --otlp");
+                       "dashboard, --otlp",
+                       true);
   return [cmd, args]() {
     if (!*cmd) return -1;
     const ServeArgs& a = *args;
