@@ -13,12 +13,15 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <fstream>
 #include <regex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "process_util.hpp"
+#include "tls_test_util.hpp"
 
 namespace test_run_dashboard {
 
@@ -210,6 +213,87 @@ TEST_F(RunDashboardTest, BadAddressAndReferenceAreRefused) {
   r = snailtrail::testing::run_binary("run keycount --duration 300ms --http 0 -q");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("live dashboard on http://127.0.0.1:"), std::string::npos) << r.out;
+}
+
+// `curl --cacert CA [-H "Authorization: Bearer TOKEN"] URL`: "STATUS BODY" ("000 " when
+// curl got no answer, e.g. the certificate was refused).
+std::string curl(const std::string& url, const std::filesystem::path& ca,
+                 const std::string& token = "") {
+  std::string cmd = "curl -s -m 10 -w '%{http_code}' -o - --cacert " + ca.string();
+  if (!token.empty()) cmd += " -H 'Authorization: Bearer " + token + "'";
+  cmd += " " + url + " 2>/dev/null";
+  std::string out;
+  if (FILE* p = ::popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    ::pclose(p);
+  }
+  if (out.size() < 3) return out;
+  return out.substr(out.size() - 3) + " " + out.substr(0, out.size() - 3);
+}
+
+// `run --http` takes serve --http's rule (docs/SERVE.md, "Running across hosts"): with
+// --tls-cert/--tls-key it is HTTPS (curl --cacert verifies it), with --token-file every
+// page but /healthz answers 401 without the token and 200 with it; a non-loopback address
+// without TLS and a token exits 2 naming the flags, as serve does.
+TEST_F(RunDashboardTest, TokenAndTlsAsServeHttp) {
+  snailtrail::testing::make_certificate(dir_);
+  std::ofstream(path("token")) << "dash-token-2468\n";
+  Process p({"run", "keycount", "--duration", "1s", "--http", "127.0.0.1:0", "--http-linger", "30",
+             "--tls-cert", path("cert.pem").string(), "--tls-key", path("key.pem").string(),
+             "--token-file", path("token").string(), "-q"},
+            path("out"), path("err"));
+  ASSERT_TRUE(p.started());
+  int port = -1;
+  const std::regex re(
+      "live dashboard on https://127\\.0\\.0\\.1:([0-9]+)/ \\(bearer token required\\)");
+  for (int i = 0; i < 1500 && port < 0; ++i) {
+    std::smatch m;
+    const std::string text = slurp(path("err"));
+    if (std::regex_search(text, m, re))
+      port = std::stoi(m[1]);
+    else
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_GT(port, 0) << slurp(path("err"));
+  const std::string base = "https://127.0.0.1:" + std::to_string(port);
+  const auto ca = path("cert.pem");
+  EXPECT_EQ(curl(base + "/api/timeline", ca).substr(0, 4), "401 ");
+  EXPECT_EQ(curl(base + "/", ca).substr(0, 4), "401 ");
+  EXPECT_EQ(curl(base + "/api/timeline", ca, "dash-token-2469").substr(0, 4), "401 ");
+  const std::string ok = curl(base + "/api/timeline", ca, "dash-token-2468");
+  EXPECT_EQ(ok.substr(0, 4), "200 ") << ok;
+  EXPECT_NE(ok.find("\"config\": {\"job\": \"keycount\""), std::string::npos) << ok;
+  EXPECT_EQ(curl(base + "/", ca, "dash-token-2468").substr(0, 4), "200 ");
+  EXPECT_EQ(curl(base + "/healthz", ca), "200 ok\n");
+  // Plain HTTP on the TLS port gets no page.
+  int status = 0;
+  get(port, "/healthz", &status);
+  EXPECT_NE(status, 200);
+  p.signal(SIGTERM);
+  p.wait();
+  EXPECT_EQ(slurp(path("err")).find("dash-token"), std::string::npos) << "no token in the log";
+  // Beyond loopback without TLS and a token: exit 2 naming the flags (nothing binds).
+  auto r = snailtrail::testing::run_binary("run keycount --duration 100ms --http 0.0.0.0:0");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("--http 0.0.0.0:0 listens beyond this host (not loopback) without TLS "
+                       "and a token"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("give --tls-cert FILE --tls-key FILE and --token-file FILE, or "
+                       "--insecure"),
+            std::string::npos)
+      << r.out;
+  r = snailtrail::testing::run_binary("run keycount --duration 100ms --http 0.0.0.0:0 --tls-cert " +
+                                      path("cert.pem").string() + " --tls-key " +
+                                      path("key.pem").string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("without a token"), std::string::npos) << r.out;
+  r = snailtrail::testing::run_binary("run keycount --duration 100ms --token-file " +
+                                      path("token").string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("apply to --http"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -1087,12 +1087,17 @@ TEST_F(ServeCli, ScaleManageFollowsServesRates) {
   auto remote = start("remote", {"scale", "manage", "--serve", "http://192.0.2.1:7879"});
   EXPECT_EQ(remote->wait(), 2);
   EXPECT_NE(remote->err().find("only loopback addresses"), std::string::npos) << remote->err();
-  for (const char* bad : {"https://127.0.0.1:7879", "127.0.0.1", "http://127.0.0.1:99999",
-                          "http://127.0.0.1:7879/api"}) {
+  for (const char* bad : {"127.0.0.1", "http://127.0.0.1:99999", "http://127.0.0.1:7879/api"}) {
     auto p = start("bad", {"scale", "manage", "--serve", bad});
     EXPECT_EQ(p->wait(), 2) << bad;
     EXPECT_NE(p->err().find("--serve: "), std::string::npos) << p->err();
   }
+  // https:// without --tls-ca is a valid URL (verified against the system's CA store):
+  // not a usage error, it fails at the connection (nothing listens there over TLS).
+  auto https = start("https", {"scale", "manage", "--serve", "https://127.0.0.1:7879"});
+  EXPECT_EQ(https->wait(), 1) << https->err();
+  EXPECT_NE(https->err().find("serve at https://127.0.0.1:7879"), std::string::npos)
+      << https->err();
 }
 
 // `scale manage --serve` against an HTTP server that is not serve, or answers nonsense:

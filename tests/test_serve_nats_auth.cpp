@@ -493,6 +493,11 @@ TEST(NatsAddress, RedactsPasswordsAndTokensAndFindsTheHost) {
   EXPECT_EQ(redact_nats_url("nats://h:4222/S"), "nats://h:4222/S");
   EXPECT_EQ(redact_nats_url("nats://h:4222/S@x"), "nats://h:4222/S@x");  // '@' after the host
   EXPECT_EQ(redact_nats_url("127.0.0.1:7878"), "127.0.0.1:7878");
+  // tls:// with a stream is NATS over TLS; without one, serve's TCP ingest over TLS.
+  EXPECT_TRUE(serve::is_nats_address("nats://h:4222/S"));
+  EXPECT_TRUE(serve::is_nats_address("tls://u:p@h:4443/S"));
+  EXPECT_FALSE(serve::is_nats_address("tls://127.0.0.1:7878"));
+  EXPECT_FALSE(serve::is_nats_address("127.0.0.1:7878"));
   serve::NatsAddress a = parse_nats_address("tls://u:p@ss@nats.example:4443/TR");
   EXPECT_TRUE(a.tls);
   EXPECT_EQ(a.host, "nats.example");

@@ -33,6 +33,38 @@ inline void make_certificate(const std::filesystem::path& dir, const std::string
   ASSERT_EQ(std::system(cmd.c_str()), 0) << slurp(log);
 }
 
+// A CA `name`.pem (key `name`-key.pem) and a certificate for 127.0.0.1 it signed, in `dir`
+// (P-256 keys: quick to make and to handshake with, for the reload and load tests).
+inline void make_ca(const std::filesystem::path& dir, const std::string& name) {
+  const std::string log = (dir / "openssl.log").string();
+  const std::string cmd =
+      "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 "
+      "-nodes -subj /CN=snailtrail-test-" +
+      name + " -days 1 -keyout " + (dir / (name + "-key.pem")).string() + " -out " +
+      (dir / (name + ".pem")).string() + " >>" + log + " 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << slurp(log);
+}
+inline void make_signed_certificate(const std::filesystem::path& dir, const std::string& ca,
+                                    const std::string& cert, const std::string& key) {
+  const std::string log = (dir / "openssl.log").string();
+  const std::string ext = (dir / "san.ext").string();
+  const std::string csr = (dir / (cert + ".csr")).string();
+  const std::string d = dir.string() + "/";
+  {
+    FILE* f = std::fopen(ext.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("subjectAltName=IP:127.0.0.1\n", f);
+    std::fclose(f);
+  }
+  const std::string cmd =
+      "openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=127.0.0.1 "
+      "-keyout " +
+      d + key + " -out " + csr + " >>" + log + " 2>&1 && openssl x509 -req -in " + csr + " -CA " +
+      d + ca + ".pem -CAkey " + d + ca + "-key.pem -CAcreateserial -days 1 -extfile " + ext +
+      " -out " + d + cert + " >>" + log + " 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << slurp(log);
+}
+
 // An answer to a GET: the status (-1: no answer), the body and WWW-Authenticate.
 struct HttpAnswer {
   int status = -1;

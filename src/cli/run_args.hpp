@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "cli/listen_security.hpp"
 #include "flow/runtime.hpp"
 #include "loop/autoscaler.hpp"
 #include "loop/rebalancer.hpp"
@@ -72,6 +73,7 @@ struct RunArgs {
   double profile_hz = 99;
   std::string http;  // --http: the live dashboard (docs/CLOSED-LOOP.md)
   double http_linger = 0;
+  SecurityArgs http_security;  // who may look at it (listen_security.hpp)
 };
 
 // run_options.cpp: registers every option of `run` into `a`.

@@ -207,6 +207,11 @@ int run(RunArgs& a) {
       fmt::print(stderr, "wordcount: the hot word is counted on worker-{}\n",
                  flow::worker_of(flow::jobs::kHotWord, cfg.workers * (mpi ? mpi->procs() : 1)));
   }
+  const SecurityArgs& sec = a.http_security;
+  if (a.http.empty() && (!sec.token_file.empty() || !sec.read_token_file.empty() ||
+                         !sec.tls_cert.empty() || !sec.tls_key.empty() || sec.insecure))
+    throw std::invalid_argument(
+        "--token-file, --read-token-file, --tls-cert, --tls-key and --insecure apply to --http");
   std::unique_ptr<RunDashboard> dash;  // --http: rank 0 serves the dashboard
   if (!a.http.empty() && rank0) dash = make_dashboard(a, cfg, w);
   const std::unique_ptr<LiveTrace> live = start_live_trace(a, cfg, mpi.get());

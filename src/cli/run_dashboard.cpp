@@ -26,23 +26,32 @@ std::string quoted(const std::string& s) {
 
 }  // namespace
 
-RunDashboard::RunDashboard(const std::string& address, Sources sources) : src_(std::move(sources)) {
+RunDashboard::RunDashboard(const std::string& address, Sources sources, ListenSecurity security)
+    : src_(std::move(sources)), auth_(std::move(security.auth)) {
   // "PORT" alone: on 127.0.0.1.
   const std::string where =
       address.find(':') == std::string::npos ? "127.0.0.1:" + address : address;
+  const bool tls = !security.tls_cert.empty();
+  serve::check_exposure({{"--http", where, tls}}, auth_.enabled(), security.insecure);
+  if (tls) {  // bad files fail before binding
+    certs_ = std::make_unique<serve::TlsCertificates>(security.tls_cert, security.tls_key);
+    tls_ = certs_->server_context();
+  }
   listener_ = std::make_unique<serve::Listener>(where);
   http_ = std::make_unique<serve::HttpFront>();
-  http_->Get("/", [](const httplib::Request&, httplib::Response& res) {
+  http_->Get("/", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!serve::authorize_http(auth_, req, res, false)) return;
     res.set_content(std::string(report::assets::kTimelineHtml), "text/html; charset=utf-8");
   });
-  http_->Get("/api/timeline", [this](const httplib::Request&, httplib::Response& res) {
+  http_->Get("/api/timeline", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!serve::authorize_http(auth_, req, res, false)) return;
     res.set_header("Cache-Control", "no-store");
     res.set_content(timeline_json(), "application/json");
   });
   http_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", "text/plain");
   });
-  http_->start(listener_->fd(), 64, 1);
+  http_->start(listener_->fd(), 64, 1, tls_.get());
 }
 
 RunDashboard::~RunDashboard() {
@@ -50,7 +59,7 @@ RunDashboard::~RunDashboard() {
 }
 
 std::string RunDashboard::url() const {
-  return "http://" + listener_->name() + "/";
+  return (tls_ ? "https://" : "http://") + listener_->name() + "/";
 }
 
 void RunDashboard::on_interval(const flow::IntervalStats& st) {

@@ -9,6 +9,10 @@
 // once the run has ended the dashboard shows exactly the strings written there. Nothing
 // runs on the workers' path: the statistics thread appends under a lock every interval,
 // the HTTP thread copies under it.
+//
+// Who may look is serve --http's rule (docs/SERVE.md, "Running across hosts"): with
+// --token-file every page but /healthz needs a bearer token, with --tls-cert it is HTTPS,
+// and a non-loopback address needs both unless --insecure.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +22,9 @@
 #include <string>
 #include <vector>
 
+#include "cli/listen_security.hpp"
 #include "flow/runtime.hpp"
+#include "serve/tls.hpp"
 
 namespace snailtrail::serve {
 class HttpFront;
@@ -43,13 +49,15 @@ class RunDashboard {
   };
 
   // Listens on `address` ("[HOST:]PORT"; HOST defaults to 127.0.0.1, port 0 picks a free
-  // one) and starts answering. Throws std::invalid_argument / std::runtime_error.
-  RunDashboard(const std::string& address, Sources sources);
+  // one) and starts answering, with the tokens and TLS of `security`. Throws
+  // std::invalid_argument (a bad file, an exposed address without TLS and a token: exit
+  // 2) / std::runtime_error.
+  RunDashboard(const std::string& address, Sources sources, ListenSecurity security = {});
   ~RunDashboard();
   RunDashboard(const RunDashboard&) = delete;
   RunDashboard& operator=(const RunDashboard&) = delete;
 
-  // "http://HOST:PORT/"
+  // "http://HOST:PORT/" (https:// with TLS)
   std::string url() const;
   // The statistics thread: one interval published.
   void on_interval(const flow::IntervalStats& st);
@@ -72,6 +80,9 @@ class RunDashboard {
   std::vector<Point> points_;
   bool done_ = false;
   std::string decisions_, migrations_;  // once done
+  serve::AuthTokens auth_;
+  std::unique_ptr<serve::TlsCertificates> certs_;  // outlive the context and the front
+  serve::TlsContext tls_;
   std::unique_ptr<serve::Listener> listener_;
   std::unique_ptr<serve::HttpFront> http_;
 };

@@ -64,9 +64,10 @@ void add_output_options(CLI::App* cmd, RunArgs& a) {
                   "of every rank's workers)");
   cmd->add_option("--trace-to", a.trace_to,
                   "Stream the run's own activity live to `snailtrail serve --tcp HOST:PORT` "
-                  "(.snail stream, flushed every 50 ms) or into a JetStream stream "
-                  "nats://[USER:PASS@]HOST:PORT/STREAM (tls://... for TLS); exit 1 if it cannot "
-                  "connect within 1 s");
+                  "(tls://HOST:PORT: over TLS, verified against the system's CA store or "
+                  "--trace-to-tls-ca) (.snail stream, flushed every 50 ms) or into a JetStream "
+                  "stream nats://[USER:PASS@]HOST:PORT/STREAM (tls://... for TLS); exit 1 if it "
+                  "cannot connect within 1 s");
   cmd->add_option("--trace-to-queue", a.trace_to_queue,
                   "--trace-to: events queued for the receiver at most (default 2000000); "
                   "events that do not fit are dropped and counted, never blocking the run")
@@ -237,6 +238,7 @@ void add_profile_http_options(CLI::App* cmd, RunArgs& a) {
   cmd->add_option("--http-linger", a.http_linger,
                   "--http: keep serving the final timeline this many seconds after the job "
                   "ends (default 0)");
+  add_security_options(cmd, a.http_security, "--http (the dashboard)", false);
 }
 
 }  // namespace

@@ -170,9 +170,11 @@ std::unique_ptr<RunDashboard> make_dashboard(const RunArgs& a, flow::RunConfig& 
     src.migrations_json = [migrations] {
       return megaphone::migrations_json(migrations->records());
     };
-  auto dash = std::make_unique<RunDashboard>(a.http, std::move(src));
+  auto dash =
+      std::make_unique<RunDashboard>(a.http, std::move(src), load_security(a.http_security));
   cfg.on_interval = [d = dash.get()](const flow::IntervalStats& st) { d->on_interval(st); };
-  fmt::print(stderr, "snailtrail run: live dashboard on {}\n", dash->url());
+  fmt::print(stderr, "snailtrail run: live dashboard on {}{}\n", dash->url(),
+             a.http_security.token_file.empty() ? "" : " (bearer token required)");
   return dash;
 }
 

@@ -73,7 +73,8 @@ void add_manage_sources(CLI::App* cmd, ManageArgs& a) {
                   "Bearer, for a serve started with --token-file (its read or write token)");
   cmd->add_option("--tls-ca", a.tls_ca,
                   "With --serve https://HOST:PORT: trust the CA certificate(s) in this PEM "
-                  "file (serve --tls-cert); the certificate must name HOST");
+                  "file (serve --tls-cert) instead of the system's CA store; the certificate "
+                  "must name HOST");
   cmd->add_option("--importer", a.importer, "Trace format for --trace")->capture_default_str();
   add_import_options(cmd, a.import_options);
   cmd->add_option("--topology", a.topology,

@@ -75,7 +75,8 @@ CommandRunner add_send_command(CLI::App& app) {
       "send", "Replay a trace to `snailtrail serve` as a live producer; exits when it is sent");
   cmd->add_option("TRACE", args->trace, "Trace file in any format snailtrail imports")->required();
   cmd->add_option("--to", args->to,
-                  "Address of serve's --tcp listener, or a JetStream stream "
+                  "Address of serve's --tcp listener (tls://HOST:PORT: over TLS, verified "
+                  "against the system's CA store or --tls-ca), or a JetStream stream "
                   "nats://[USER:PASS@]HOST:PORT/STREAM (tls://... for TLS)")
       ->capture_default_str();
   cmd->add_option("--rate", args->rate, "At most this many events per second (0: no limit)")
@@ -108,9 +109,9 @@ CommandRunner add_send_command(CLI::App& app) {
                   "Send the token in FILE (its first line) as the stream's first line, for a "
                   "serve started with --token-file (TCP only)");
   cmd->add_option("--tls-ca", args->tls_ca,
-                  "Connect over TLS, trusting the CA certificate(s) in this PEM file (a serve "
-                  "started with --tls-cert, or a nats-server with TLS for nats://); the "
-                  "certificate must name the --to host");
+                  "Connect over TLS, trusting the CA certificate(s) in this PEM file instead of "
+                  "the system's CA store (a serve started with --tls-cert, or a nats-server "
+                  "with TLS for nats://); the certificate must name the --to host");
   cmd->add_option("--nats-creds", args->nats_creds,
                   "nats:// only: present this NATS credentials file (user JWT and nkey seed) to "
                   "nats-server");

@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/listen_security.hpp"
 #include "importers/streaming.hpp"
 #include "serve/auth.hpp"
 #include "serve/nats_link.hpp"
@@ -54,19 +55,14 @@ struct ServeArgs {
   std::string otlp_window = "5m";
   size_t otlp_window_traces = 20'000;
   std::string otlp_out;
-  // Who may send and read (docs/SERVE.md, "Running across hosts").
-  std::string token_file, read_token_file, tls_cert, tls_key;
-  bool insecure = false;
+  SecurityArgs security;  // who may send and read (listen_security.hpp)
 };
 
-// --token-file, --read-token-file, --tls-cert, --tls-key, --insecure, and --nats's
-// --nats-creds, --nats-tls-ca, --nats-tls-cert, --nats-tls-key.
-void add_security_options(CLI::App* cmd, ServeArgs& a);
+// --nats's client options: --nats-creds, --nats-tls-ca, --nats-tls-cert, --nats-tls-key
+// (serve's --tls-* are its own listeners').
+void add_nats_client_options(CLI::App* cmd, ServeArgs& a);
 // --nats's credentials and TLS files (refused without --nats).
 serve::NatsAuth nats_auth(const ServeArgs& a);
-// The tokens and TLS files; the non-loopback check is the server's.
-void security_options(const ServeArgs& a, serve::AuthTokens& auth, std::string& cert,
-                      std::string& key, bool& insecure);
 // --otlp and the receiver's limits.
 void add_otlp_options(CLI::App* cmd, ServeArgs& a);
 serve::OtlpOptions otlp_options(const ServeArgs& a);

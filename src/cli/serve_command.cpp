@@ -9,6 +9,7 @@
 #include "importers/streaming.hpp"
 #include "serve/otlp_receiver.hpp"
 #include "serve/server.hpp"
+#include "serve/tls.hpp"
 
 namespace snailtrail::cli {
 
@@ -176,7 +177,11 @@ serve::ServeOptions to_serve_options(const ServeArgs& a, const CLI::App& cmd) {
   if (a.ingest_buffer_mib > (size_t{1} << 20))
     throw std::invalid_argument("--ingest-buffer is in MiB: at most 1048576");
   o.tcp_limits.buffer_bytes = a.ingest_buffer_mib << 20;
-  security_options(a, o.auth, o.tls_cert, o.tls_key, o.insecure);
+  ListenSecurity sec = load_security(a.security);
+  o.auth = std::move(sec.auth);
+  o.tls_cert = sec.tls_cert;
+  o.tls_key = sec.tls_key;
+  o.insecure = sec.insecure;
   return o;
 }
 
@@ -194,7 +199,11 @@ CommandRunner add_serve_command(CLI::App& app) {
   add_window_options(cmd, *args);
   add_summary_and_limit_options(cmd, *args);
   add_otlp_options(cmd, *args);
-  add_security_options(cmd, *args);
+  add_security_options(cmd, args->security,
+                       "every listener: the TCP ingest (send --tls-ca), the HTTP API and "
+                       "dashboard, --otlp",
+                       true);
+  add_nats_client_options(cmd, *args);
   return [cmd, args]() {
     if (!*cmd) return -1;
     const ServeArgs& a = *args;
@@ -209,7 +218,11 @@ CommandRunner add_serve_command(CLI::App& app) {
           "--otlp beside --tcp, --stdin, --follow, --nats or --http needs --otlp-out FILE for "
           "its critical paths (--out holds the windows)");
     serve::OtlpOptions otlp_opt = otlp_options(a);
-    otlp_opt.auth = options.auth;  // one set of token files: the server's SIGHUP reloads both
+    // One set of token files and one certificate: the server's SIGHUP reloads both.
+    otlp_opt.auth = options.auth;
+    if (!options.tls_cert.empty())
+      otlp_opt.certs = options.certs =
+          std::make_shared<serve::TlsCertificates>(options.tls_cert, options.tls_key);
     serve::OtlpService otlp(otlp_opt, a.otlp_out, a.quiet);
     otlp.start();
     options.extra_ports.emplace_back("otlp", otlp.port());

@@ -1,5 +1,5 @@
-// `snailtrail serve`'s OpenTelemetry receiver options (docs/SERVE.md, "OpenTelemetry
-// (OTLP/HTTP) receiver") and who may send and read ("Running across hosts").
+// `snailtrail serve`'s --nats client options (docs/SERVE.md, "NATS credentials and TLS")
+// and OpenTelemetry receiver options (docs/SERVE.md, "OpenTelemetry (OTLP/HTTP) receiver").
 #include <cstdio>
 #include <stdexcept>
 
@@ -8,22 +8,7 @@
 
 namespace snailtrail::cli::servecmd {
 
-void add_security_options(CLI::App* cmd, ServeArgs& a) {
-  cmd->add_option("--token-file", a.token_file,
-                  "Require the token in FILE (its first line) from every producer and client: "
-                  "TCP streams start with the line \"Bearer TOKEN\", HTTP and OTLP requests "
-                  "send \"Authorization: Bearer TOKEN\" (401 otherwise); /healthz stays open");
-  cmd->add_option("--read-token-file", a.read_token_file,
-                  "A second token (its first line) that may only read the HTTP API and "
-                  "dashboard, not ingest; needs --token-file");
-  cmd->add_option("--tls-cert", a.tls_cert,
-                  "TLS with this PEM certificate (chain) on every listener: the TCP ingest "
-                  "(send --tls-ca), the HTTP API and dashboard over HTTPS (or --otlp); needs "
-                  "--tls-key");
-  cmd->add_option("--tls-key", a.tls_key, "The PEM private key of --tls-cert");
-  cmd->add_flag("--insecure", a.insecure,
-                "Allow listening on a non-loopback address without TLS and a token");
-  // The client side of --nats (serve's --tls-* are its own listeners').
+void add_nats_client_options(CLI::App* cmd, ServeArgs& a) {
   cmd->add_option("--nats-creds", a.nats_creds,
                   "--nats: present this NATS credentials file (user JWT and nkey seed, as nsc "
                   "writes it) to nats-server; a user and password or a token go in the URL "
@@ -48,19 +33,6 @@ serve::NatsAuth nats_auth(const ServeArgs& a) {
     throw std::invalid_argument(
         "--nats-creds, --nats-tls-ca, --nats-tls-cert and --nats-tls-key apply to --nats");
   return auth;
-}
-
-// The tokens and TLS files; the non-loopback check is the server's.
-void security_options(const ServeArgs& a, serve::AuthTokens& auth, std::string& cert,
-                      std::string& key, bool& insecure) {
-  if (!a.read_token_file.empty() && a.token_file.empty())
-    throw std::invalid_argument("--read-token-file needs --token-file (the token that ingests)");
-  if (a.tls_cert.empty() != a.tls_key.empty())
-    throw std::invalid_argument("--tls-cert and --tls-key go together");
-  auth = serve::load_token_files(a.token_file, a.read_token_file);  // re-read on SIGHUP
-  cert = a.tls_cert;
-  key = a.tls_key;
-  insecure = a.insecure;
 }
 
 // The OpenTelemetry receiver (docs/SERVE.md, "OpenTelemetry (OTLP/HTTP) receiver").
@@ -137,9 +109,12 @@ serve::OtlpOptions otlp_options(const ServeArgs& a) {
   o.traces.max_open_spans = a.max_open_spans;
   o.live.window_ns = parse_duration(a.otlp_window);
   o.live.max_traces = a.otlp_window_traces;
-  bool insecure = false;
-  security_options(a, o.auth, o.tls_cert, o.tls_key, insecure);
-  serve::check_exposure({{"--otlp", o.address, !o.tls_cert.empty()}}, o.auth.enabled(), insecure);
+  const ListenSecurity sec = load_security(a.security);
+  o.auth = sec.auth;
+  o.tls_cert = sec.tls_cert;
+  o.tls_key = sec.tls_key;
+  serve::check_exposure({{"--otlp", o.address, !o.tls_cert.empty()}}, o.auth.enabled(),
+                        sec.insecure);
   return o;
 }
 

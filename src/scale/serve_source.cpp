@@ -37,11 +37,9 @@ ServeUrl serve_url(const std::string& url, bool has_ca) {
       host.find('/') != std::string::npos)
     throw UsageError(
         {field("serve"), ": expected http://HOST:PORT or https://HOST:PORT, got \"" + url + "\""});
-  // Over TLS the server is verified (its certificate must name the host) and nothing can be
-  // read on the way, so it may be on another host; plain HTTP stays on this one.
-  if (u.https && !has_ca)
-    throw UsageError({field("serve"), ": https:// needs ", field("tls_ca"),
-                      " FILE (the CA certificate that signed serve's --tls-cert)"});
+  // Over TLS the server is verified (its certificate must name the host; without --tls-ca
+  // against the system's CA store) and nothing can be read on the way, so it may be on
+  // another host; plain HTTP stays on this one.
   if (!u.https && has_ca)
     throw UsageError({field("tls_ca"), " needs an https:// URL for ", field("serve")});
   const bool loopback = host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
@@ -105,7 +103,8 @@ ServeSource::ServeSource(const std::string& url, ServeSourceOptions options)
   }
   client_ = std::make_unique<httplib::Client>(base);
   if (u.https) {
-    client_->set_ca_cert_path(opt_.tls_ca);
+    // Without --tls-ca, httplib verifies against the system's store (OpenSSL's default paths).
+    if (!opt_.tls_ca.empty()) client_->set_ca_cert_path(opt_.tls_ca);
     client_->enable_server_certificate_verification(true);  // the chain and the host name
   }
   if (!opt_.token.empty()) client_->set_bearer_token_auth(opt_.token);
@@ -135,9 +134,12 @@ bool ServeSource::fetch() {
   httplib::Result res = client_->Get(target);
   if (!res && res.error() == httplib::Error::SSLServerVerification) {
     const long v = client_->get_openssl_verify_result();
-    throw std::runtime_error(fmt::format(
-        "cannot reach {}: the server's certificate is not trusted: {} (--tls-ca {})", where_,
-        v != X509_V_OK ? X509_verify_cert_error_string(v) : "hostname mismatch", opt_.tls_ca));
+    throw std::runtime_error(
+        fmt::format("cannot reach {}: the server's certificate is not trusted: {} ({})", where_,
+                    v != X509_V_OK ? X509_verify_cert_error_string(v) : "hostname mismatch",
+                    opt_.tls_ca.empty()
+                        ? "checked against the system's CA store; a private CA needs --tls-ca FILE"
+                        : "--tls-ca " + opt_.tls_ca));
   }
   if (!res) {
     if (!reached_)

@@ -24,8 +24,9 @@ class Client;
 namespace snailtrail::scale {
 
 // "http://HOST:PORT" (or "HOST:PORT", optionally ending in "/") of a loopback address, or
-// "https://HOST:PORT" of any host when a CA file is given (`has_ca`; docs/SERVE.md
-// "Running across hosts"); throws UsageError (naming --serve or --tls-ca) otherwise.
+// "https://HOST:PORT" of any host (verified with the CA file, or without one
+// against the system's CA store; docs/SERVE.md "Running across hosts"); throws UsageError
+// (naming --serve or --tls-ca) otherwise, and when a CA file (`has_ca`) comes with http://.
 struct ServeUrl {
   bool https = false;
   std::string host;

@@ -15,6 +15,7 @@
 #include <httplib.h>
 
 #include "serve/server.hpp"
+#include "serve/tls.hpp"
 
 namespace snailtrail::serve {
 
@@ -102,18 +103,32 @@ ReloadSignal::~ReloadSignal() {
   ::sigaction(SIGHUP, &g_old_hup, nullptr);
 }
 
-void ReloadSignal::poll(const AuthTokens& tokens, bool log) {
+void ReloadSignal::poll(const AuthTokens& tokens, TlsCertificates* certs, bool log) {
   if (!g_hangup.exchange(false)) return;
-  if (!tokens.files) {
+  if (!tokens.files && !certs) {
     if (log) fmt::print(stderr, "snailtrail serve: SIGHUP: no token files to re-read\n");
     return;
   }
-  try {
-    tokens.reload();
-    if (log) fmt::print(stderr, "snailtrail serve: SIGHUP: re-read the token files\n");
-  } catch (const std::invalid_argument& e) {
-    // Always said: a rotation that did not happen must not pass unnoticed.
-    fmt::print(stderr, "snailtrail serve: SIGHUP: kept the previous tokens: {}\n", e.what());
+  // Always said when it fails: a rotation that did not happen must not pass unnoticed.
+  if (tokens.files) {
+    try {
+      tokens.reload();
+      if (log) fmt::print(stderr, "snailtrail serve: SIGHUP: re-read the token files\n");
+    } catch (const std::invalid_argument& e) {
+      fmt::print(stderr, "snailtrail serve: SIGHUP: kept the previous tokens: {}\n", e.what());
+    }
+  }
+  if (certs) {
+    try {
+      certs->reload();
+      if (log)
+        fmt::print(stderr,
+                   "snailtrail serve: SIGHUP: re-read the certificate {} and the key {}: new "
+                   "connections get them\n",
+                   certs->cert_path(), certs->key_path());
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "snailtrail serve: SIGHUP: kept the previous certificate: {}\n", e.what());
+    }
   }
 }
 

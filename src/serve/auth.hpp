@@ -44,15 +44,18 @@ struct AuthTokens {
 // empty), kept with their files for reload().
 AuthTokens load_token_files(const std::string& write_path, const std::string& read_path);
 
-// SIGHUP asks serve to re-read its token files: install the handler (returns the old
-// one's action through `old`), and, from the server's loops, reload when it was asked
-// (logging the outcome, never a token).
+class TlsCertificates;
+
+// SIGHUP asks serve to re-read its token files and its TLS certificate: install the
+// handler (the previous one is restored on destruction), and, from the server's loops,
+// reload when it was asked (logging the outcome, never a token). `certs` may be null (no
+// TLS). A file that fails keeps what was in force and is always logged.
 struct ReloadSignal {
   ReloadSignal();
   ~ReloadSignal();
   ReloadSignal(const ReloadSignal&) = delete;
   ReloadSignal& operator=(const ReloadSignal&) = delete;
-  void poll(const AuthTokens& tokens, bool log);
+  void poll(const AuthTokens& tokens, TlsCertificates* certs, bool log);
 };
 
 // Equal strings, in a time that depends on their lengths only, never on where they

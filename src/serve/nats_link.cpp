@@ -31,7 +31,11 @@ std::string nats_error(int status) {
 }
 
 bool is_nats_address(const std::string& s) {
-  return s.rfind("nats://", 0) == 0 || s.rfind("tls://", 0) == 0;
+  if (s.rfind("nats://", 0) == 0) return true;
+  // tls://HOST:PORT/STREAM is NATS over TLS; tls://HOST:PORT (no stream) is serve's TCP
+  // ingest over TLS (producer_link.hpp).
+  constexpr size_t kTls = 6;  // "tls://"
+  return s.rfind("tls://", 0) == 0 && s.find('/', kTls) != std::string::npos;
 }
 
 namespace {

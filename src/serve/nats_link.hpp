@@ -29,6 +29,7 @@ struct NatsAddress {
   bool tls = false;    // tls://
 };
 
+// nats://..., or tls://HOST:PORT/STREAM (tls://HOST:PORT alone is a TCP ingest over TLS).
 bool is_nats_address(const std::string& s);
 // Throws std::invalid_argument naming what is wrong (the address redacted).
 NatsAddress parse_nats_address(const std::string& s);

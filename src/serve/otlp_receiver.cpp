@@ -40,8 +40,13 @@ void OtlpReceiver::start() {
   if (opt_.tls_cert.empty()) {
     http_ = std::make_unique<httplib::Server>();
   } else {
-    server_tls_context(opt_.tls_cert, opt_.tls_key);  // bad files: an error naming them
-    auto tls = std::make_unique<httplib::SSLServer>(opt_.tls_cert.c_str(), opt_.tls_key.c_str());
+    // Bad files: an error naming them. The context picks the latest certificate (SIGHUP).
+    if (!opt_.certs) opt_.certs = std::make_shared<TlsCertificates>(opt_.tls_cert, opt_.tls_key);
+    TlsCertificates* certs = opt_.certs.get();
+    auto tls = std::make_unique<httplib::SSLServer>([certs](SSL_CTX& ctx) {
+      certs->configure(&ctx);
+      return true;
+    });
     if (!tls->is_valid())
       throw std::invalid_argument("--tls-cert/--tls-key: cannot set up TLS with " + opt_.tls_cert +
                                   " and " + opt_.tls_key);
@@ -241,8 +246,11 @@ void OtlpService::finish() {
     throw std::runtime_error("cannot write " + out_path_ + ": " + std::strerror(errno));
 }
 
-int run_otlp_server(const OtlpOptions& options, const std::string& out_path,
+int run_otlp_server(const OtlpOptions& given, const std::string& out_path,
                     const std::string& port_file, bool quiet) {
+  OtlpOptions options = given;
+  if (!options.tls_cert.empty() && !options.certs)  // loaded here, for SIGHUP to reload it
+    options.certs = std::make_shared<TlsCertificates>(options.tls_cert, options.tls_key);
   OtlpService service(options, out_path, quiet);
   g_otlp_stop = false;
   struct sigaction sa {
@@ -252,7 +260,7 @@ int run_otlp_server(const OtlpOptions& options, const std::string& out_path,
   ::sigaction(SIGINT, &sa, &old_int);
   ::sigaction(SIGTERM, &sa, &old_term);
   std::signal(SIGPIPE, SIG_IGN);
-  ReloadSignal hangup;  // SIGHUP: re-read the token files
+  ReloadSignal hangup;  // SIGHUP: re-read the token files and the certificate
   service.start();
   if (!port_file.empty()) {
     const std::string tmp = port_file + ".tmp";
@@ -262,7 +270,7 @@ int run_otlp_server(const OtlpOptions& options, const std::string& out_path,
       throw std::runtime_error("cannot write " + port_file + ": " + std::strerror(errno));
   }
   while (!g_otlp_stop && service.write_error().empty()) {
-    hangup.poll(options.auth, !quiet);
+    hangup.poll(options.auth, options.certs.get(), !quiet);
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   ::sigaction(SIGINT, &old_int, nullptr);

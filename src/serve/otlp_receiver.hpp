@@ -40,6 +40,7 @@ struct OtlpOptions {
   unsigned threads = 8;           // HTTP threads
   AuthTokens auth;                // with a token: POST needs the write token, /metrics either
   std::string tls_cert, tls_key;  // PEM files: HTTPS instead of HTTP
+  std::shared_ptr<TlsCertificates> certs;  // loaded from them (null: loaded at start())
 };
 
 struct OtlpCounters {

@@ -78,23 +78,37 @@ void write_plain(int fd, std::string_view data, const std::string& address,
 
 }  // namespace
 
-ProducerLink::ProducerLink(const std::string& address, double connect_timeout_s,
+bool strip_tls_scheme(std::string& address) {
+  constexpr std::string_view scheme = "tls://";
+  if (address.compare(0, scheme.size(), scheme) != 0) return false;
+  address.erase(0, scheme.size());
+  return true;
+}
+
+ProducerLink::ProducerLink(const std::string& given, double connect_timeout_s,
                            const ClientAuth& auth)
-    : address_(address),
+    : address_(given),
       // Why a server would cut a producer off at once (docs/SERVE.md, "Running across hosts").
       refused_hint_(" (a token the server refuses, " + auth.token_flag + ", or a TLS port, " +
                     auth.ca_flag + "?)") {
+  const bool tls = strip_tls_scheme(address_) || !auth.tls_ca.empty();
+  const std::string& address = address_;
   try {
     // The CA file is read before connecting: a bad file is the user's error, not the net's.
-    if (!auth.tls_ca.empty()) {
+    if (tls) {
       std::signal(SIGPIPE, SIG_IGN);  // OpenSSL writes with write(): a closed peer is an error
       ERR_clear_error();
       ctx_ = SSL_CTX_new(TLS_client_method());
       if (!ctx_) throw std::runtime_error("cannot create a TLS context: " + tls_error());
       SSL_CTX_set_min_proto_version(ctx_, TLS1_2_VERSION);
-      if (SSL_CTX_load_verify_locations(ctx_, auth.tls_ca.c_str(), nullptr) != 1)
+      if (auth.tls_ca.empty()) {
+        // As browsers and curl do: the CAs the system trusts (Debian: /etc/ssl/certs).
+        if (SSL_CTX_set_default_verify_paths(ctx_) != 1)
+          throw std::runtime_error("cannot load the system's CA certificates: " + tls_error());
+      } else if (SSL_CTX_load_verify_locations(ctx_, auth.tls_ca.c_str(), nullptr) != 1) {
         throw std::invalid_argument(auth.ca_flag + ": cannot read the CA certificates in " +
                                     auth.tls_ca + ": " + tls_error());
+      }
       SSL_CTX_set_verify(ctx_, SSL_VERIFY_PEER, nullptr);
     }
     fd_ = connect_to(address, connect_timeout_s);
@@ -112,10 +126,13 @@ ProducerLink::ProducerLink(const std::string& address, double connect_timeout_s,
       }
       if (SSL_connect(ssl_) != 1) {
         const long verify = SSL_get_verify_result(ssl_);
-        const std::string why = verify != X509_V_OK
-                                    ? std::string("the server's certificate is not trusted: ") +
-                                          X509_verify_cert_error_string(verify)
-                                    : tls_error();
+        std::string why = verify != X509_V_OK
+                              ? std::string("the server's certificate is not trusted: ") +
+                                    X509_verify_cert_error_string(verify)
+                              : tls_error();
+        if (verify != X509_V_OK && auth.tls_ca.empty())
+          why += " (checked against the system's CA store; a private CA needs " + auth.ca_flag +
+                 " FILE)";
         throw std::runtime_error("cannot connect to " + address + " over TLS: " + why);
       }
     }

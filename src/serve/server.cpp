@@ -146,7 +146,10 @@ class Server {
   std::unique_ptr<LiveRates> rates_;
   std::atomic<bool> stop_{false};
   std::atomic<int> readers_{0};  // source threads still running
-  TlsContext tls_;               // --tls-cert/--tls-key: TLS on the TCP ingest and the HTTP API
+  // --tls-cert/--tls-key: TLS on the TCP ingest and the HTTP API, the certificate reloaded
+  // on SIGHUP.
+  std::shared_ptr<TlsCertificates> certs_;
+  TlsContext tls_;
   std::unique_ptr<HttpFront> http_;
   std::unique_ptr<Listener> http_listener_;
   struct sigaction old_int_ {
@@ -220,7 +223,10 @@ void Server::open_listeners() {
   if (!opt_.tls_cert.empty()) {
     if (opt_.http.empty() && opt_.tcp.empty())
       throw std::invalid_argument("--tls-cert applies to --tcp, --http and --otlp");
-    tls_ = server_tls_context(opt_.tls_cert, opt_.tls_key);  // bad files fail before binding
+    // Bad files fail before binding.
+    certs_ =
+        opt_.certs ? opt_.certs : std::make_shared<TlsCertificates>(opt_.tls_cert, opt_.tls_key);
+    tls_ = certs_->server_context();
   }
   for (const std::string& a : opt_.tcp) listeners_.push_back(std::make_unique<Listener>(a));
   tcp_limits_ = opt_.tcp_limits;
@@ -251,7 +257,7 @@ void Server::install_signals() {
   ::sigaction(SIGINT, &sa, &old_int_);
   ::sigaction(SIGTERM, &sa, &old_term_);
   std::signal(SIGPIPE, SIG_IGN);
-  hangup_.emplace();  // SIGHUP: re-read the token files (the analysis loop polls it)
+  hangup_.emplace();  // SIGHUP: re-read the token files and the certificate (polled below)
 }
 
 void Server::start_sources() {
@@ -364,7 +370,7 @@ void Server::analysis_loop() {
   const auto idle = std::chrono::nanoseconds(opt_.idle_timeout_ns);
   rate_start_ = Clock::now();
   for (;;) {
-    hangup_->poll(opt_.auth, log_);
+    hangup_->poll(opt_.auth, certs_.get(), log_);
     if (g_signalled.load() && !stop_.load()) {
       if (log_) fmt::print(stderr, "snailtrail serve: stopping: closing the open windows\n");
       stop_ = true;

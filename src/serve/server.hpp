@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -40,7 +41,10 @@ struct ServeOptions {
   uint32_t shard_index = 0, shard_count = 1;  // write only windows with index % count == index
   AuthTokens auth;                            // bearer tokens (none: open, as on loopback)
   std::string tls_cert, tls_key;              // PEM files: TLS on --tcp and --http
-  bool insecure = false;                      // allow a non-loopback bind without TLS and a token
+  // Loaded from them (null: loaded by the server); shared with an OTLP receiver beside the
+  // server, so that one SIGHUP reloads the certificate of every listener.
+  std::shared_ptr<TlsCertificates> certs;
+  bool insecure = false;  // allow a non-loopback bind without TLS and a token
 };
 
 // Runs until SIGINT or SIGTERM (or, without TCP and HTTP, until every source has ended),

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
+#include <utility>
 
 namespace snailtrail::serve {
 namespace {
@@ -61,6 +62,59 @@ TlsContext server_tls_context(const std::string& cert_path, const std::string& k
     throw std::invalid_argument("--tls-key: the key in " + key_path +
                                 " does not match the certificate in " + cert_path + ": " +
                                 openssl_reason());
+  return ctx;
+}
+
+TlsCertificates::TlsCertificates(std::string cert_path, std::string key_path)
+    : cert_path_(std::move(cert_path)), key_path_(std::move(key_path)) {
+  reload();
+}
+
+void TlsCertificates::reload() {
+  // Loaded and checked whole before it replaces anything: a bad pair changes nothing.
+  std::shared_ptr<ssl_ctx_st> fresh(server_tls_context(cert_path_, key_path_).release(),
+                                    TlsContextFree{});
+  std::lock_guard lock(mu_);
+  loaded_ = std::move(fresh);
+}
+
+std::shared_ptr<ssl_ctx_st> TlsCertificates::latest() const {
+  std::lock_guard lock(mu_);
+  return loaded_;
+}
+
+namespace {
+
+// Puts the certificate, chain and key of `from` on a context or a connection.
+template <class Target, class Use>
+bool use_pair(ssl_ctx_st* from, Target* to, Use use) {
+  STACK_OF(X509)* chain = nullptr;
+  SSL_CTX_get0_chain_certs(from, &chain);
+  return use(to, SSL_CTX_get0_certificate(from), SSL_CTX_get0_privatekey(from), chain, 1) == 1;
+}
+
+}  // namespace
+
+int TlsCertificates::on_handshake(ssl_st* ssl, void* self) {
+  // Each connection holds its own references: a reload never touches it once chosen.
+  const std::shared_ptr<ssl_ctx_st> pair = static_cast<TlsCertificates*>(self)->latest();
+  return use_pair(pair.get(), ssl, SSL_use_cert_and_key) ? 1 : 0;
+}
+
+void TlsCertificates::configure(ssl_ctx_st* ctx) {
+  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  if (!use_pair(latest().get(), ctx, SSL_CTX_use_cert_and_key))
+    throw std::runtime_error("cannot set up TLS with " + cert_path_ + ": " + openssl_reason());
+  SSL_CTX_set_cert_cb(ctx, &TlsCertificates::on_handshake, this);
+}
+
+TlsContext TlsCertificates::server_context() {
+  ERR_clear_error();
+  TlsContext ctx(SSL_CTX_new(TLS_server_method()));
+  if (!ctx) throw std::runtime_error("cannot create a TLS context: " + openssl_reason());
+  // Writes from the event loop's buffers may be partial and resumed from a moved buffer.
+  SSL_CTX_set_mode(ctx.get(), SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  configure(ctx.get());
   return ctx;
 }
 
