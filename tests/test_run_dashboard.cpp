@@ -296,6 +296,54 @@ TEST_F(RunDashboardTest, TokenAndTlsAsServeHttp) {
   EXPECT_NE(r.out.find("apply to --http"), std::string::npos) << r.out;
 }
 
+// SIGHUP makes `run` re-read its dashboard's token file and certificate, as serve does
+// (docs/SERVE.md, "Running across hosts"): after the files are replaced (token B, a
+// certificate of CA B) and the signal, only token B and CA B get in.
+TEST_F(RunDashboardTest, SighupRotatesTheTokenAndTheCertificate) {
+  snailtrail::testing::make_ca(dir_, "ca-a");
+  snailtrail::testing::make_ca(dir_, "ca-b");
+  snailtrail::testing::make_signed_certificate(dir_, "ca-a", "cert.pem", "key.pem");
+  snailtrail::testing::make_signed_certificate(dir_, "ca-b", "cert-b.pem", "key-b.pem");
+  std::ofstream(path("token")) << "token-a-1357\n";
+  Process p({"run", "keycount", "--duration", "1s", "--http", "127.0.0.1:0", "--http-linger", "30",
+             "--tls-cert", path("cert.pem").string(), "--tls-key", path("key.pem").string(),
+             "--token-file", path("token").string(), "-q"},
+            path("out"), path("err"));
+  ASSERT_TRUE(p.started());
+  int port = -1;
+  const std::regex re("live dashboard on https://127\\.0\\.0\\.1:([0-9]+)/");
+  for (int i = 0; i < 1500 && port < 0; ++i) {
+    std::smatch m;
+    const std::string text = slurp(path("err"));
+    if (std::regex_search(text, m, re))
+      port = std::stoi(m[1]);
+    else
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_GT(port, 0) << slurp(path("err"));
+  const std::string url = "https://127.0.0.1:" + std::to_string(port) + "/api/timeline";
+  EXPECT_EQ(curl(url, path("ca-a.pem"), "token-a-1357").substr(0, 4), "200 ");
+  EXPECT_EQ(curl(url, path("ca-b.pem"), "token-a-1357").substr(0, 4), "000 ");
+  std::filesystem::copy_file(path("cert-b.pem"), path("cert.pem"),
+                             std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::copy_file(path("key-b.pem"), path("key.pem"),
+                             std::filesystem::copy_options::overwrite_existing);
+  std::ofstream(path("token")) << "token-b-2468\n";
+  p.signal(SIGHUP);
+  for (int i = 0;
+       i < 500 && slurp(path("err")).find("re-read the certificate") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const std::string log = slurp(path("err"));
+  EXPECT_NE(log.find("snailtrail run: SIGHUP: re-read the token files"), std::string::npos) << log;
+  EXPECT_NE(log.find("snailtrail run: SIGHUP: re-read the certificate"), std::string::npos) << log;
+  EXPECT_EQ(curl(url, path("ca-b.pem"), "token-b-2468").substr(0, 4), "200 ");
+  EXPECT_EQ(curl(url, path("ca-b.pem"), "token-a-1357").substr(0, 4), "401 ");
+  EXPECT_EQ(curl(url, path("ca-a.pem"), "token-b-2468").substr(0, 4), "000 ");
+  p.signal(SIGTERM);
+  p.wait();
+  EXPECT_EQ(slurp(path("err")).find("token-"), std::string::npos) << "no token in the log";
+}
+
 }  // namespace
 
 }  // namespace test_run_dashboard

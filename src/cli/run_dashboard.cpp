@@ -52,10 +52,25 @@ RunDashboard::RunDashboard(const std::string& address, Sources sources, ListenSe
     res.set_content("ok\n", "text/plain");
   });
   http_->start(listener_->fd(), 64, 1, tls_.get());
+  if (auth_.files || certs_) {
+    hangup_ = std::make_unique<serve::ReloadSignal>("snailtrail run");
+    reloader_ = std::thread([this] {
+      while (!stop_reloading_) {
+        hangup_->poll(auth_, certs_.get(), true);
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    });
+  }
 }
 
 RunDashboard::~RunDashboard() {
+  stop_reloader();
   if (http_) http_->shutdown();
+}
+
+void RunDashboard::stop_reloader() {
+  stop_reloading_ = true;
+  if (reloader_.joinable()) reloader_.join();
 }
 
 std::string RunDashboard::url() const {
@@ -89,6 +104,7 @@ void RunDashboard::finish(const std::vector<flow::IntervalStats>& intervals, std
 void RunDashboard::linger(double seconds) {
   if (seconds > 0)
     std::this_thread::sleep_for(std::chrono::duration<double>(std::min(seconds, 86400.0)));
+  stop_reloader();
   http_->shutdown();
 }
 

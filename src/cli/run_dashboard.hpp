@@ -12,14 +12,17 @@
 //
 // Who may look is serve --http's rule (docs/SERVE.md, "Running across hosts"): with
 // --token-file every page but /healthz needs a bearer token, with --tls-cert it is HTTPS,
-// and a non-loopback address needs both unless --insecure.
+// and a non-loopback address needs both unless --insecure; SIGHUP re-reads the token
+// files and the certificate.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli/listen_security.hpp"
@@ -85,6 +88,12 @@ class RunDashboard {
   serve::TlsContext tls_;
   std::unique_ptr<serve::Listener> listener_;
   std::unique_ptr<serve::HttpFront> http_;
+  // SIGHUP re-reads the token files and the certificate, as serve does: polled by
+  // reloader_ every 100 ms while the dashboard lives (only with token files or TLS).
+  std::unique_ptr<serve::ReloadSignal> hangup_;
+  std::atomic<bool> stop_reloading_{false};
+  std::thread reloader_;
+  void stop_reloader();
 };
 
 }  // namespace snailtrail::cli

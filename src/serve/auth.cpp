@@ -90,7 +90,7 @@ AuthTokens load_token_files(const std::string& write_path, const std::string& re
   return t;
 }
 
-ReloadSignal::ReloadSignal() {
+ReloadSignal::ReloadSignal(std::string who) : who_(std::move(who)) {
   g_hangup = false;
   struct sigaction sa {};
   sa.sa_handler = on_hangup;
@@ -106,16 +106,16 @@ ReloadSignal::~ReloadSignal() {
 void ReloadSignal::poll(const AuthTokens& tokens, TlsCertificates* certs, bool log) {
   if (!g_hangup.exchange(false)) return;
   if (!tokens.files && !certs) {
-    if (log) fmt::print(stderr, "snailtrail serve: SIGHUP: no token files to re-read\n");
+    if (log) fmt::print(stderr, "{}: SIGHUP: no token files to re-read\n", who_);
     return;
   }
   // Always said when it fails: a rotation that did not happen must not pass unnoticed.
   if (tokens.files) {
     try {
       tokens.reload();
-      if (log) fmt::print(stderr, "snailtrail serve: SIGHUP: re-read the token files\n");
+      if (log) fmt::print(stderr, "{}: SIGHUP: re-read the token files\n", who_);
     } catch (const std::invalid_argument& e) {
-      fmt::print(stderr, "snailtrail serve: SIGHUP: kept the previous tokens: {}\n", e.what());
+      fmt::print(stderr, "{}: SIGHUP: kept the previous tokens: {}\n", who_, e.what());
     }
   }
   if (certs) {
@@ -123,11 +123,11 @@ void ReloadSignal::poll(const AuthTokens& tokens, TlsCertificates* certs, bool l
       certs->reload();
       if (log)
         fmt::print(stderr,
-                   "snailtrail serve: SIGHUP: re-read the certificate {} and the key {}: new "
-                   "connections get them\n",
-                   certs->cert_path(), certs->key_path());
+                   "{}: SIGHUP: re-read the certificate {} and the key {}: new connections "
+                   "get them\n",
+                   who_, certs->cert_path(), certs->key_path());
     } catch (const std::exception& e) {
-      fmt::print(stderr, "snailtrail serve: SIGHUP: kept the previous certificate: {}\n", e.what());
+      fmt::print(stderr, "{}: SIGHUP: kept the previous certificate: {}\n", who_, e.what());
     }
   }
 }

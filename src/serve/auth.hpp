@@ -51,11 +51,14 @@ class TlsCertificates;
 // reload when it was asked (logging the outcome, never a token). `certs` may be null (no
 // TLS). A file that fails keeps what was in force and is always logged.
 struct ReloadSignal {
-  ReloadSignal();
+  explicit ReloadSignal(std::string who = "snailtrail serve");  // who_: the log lines' prefix
   ~ReloadSignal();
   ReloadSignal(const ReloadSignal&) = delete;
   ReloadSignal& operator=(const ReloadSignal&) = delete;
   void poll(const AuthTokens& tokens, TlsCertificates* certs, bool log);
+
+ private:
+  std::string who_;
 };
 
 // Equal strings, in a time that depends on their lengths only, never on where they
