@@ -131,9 +131,11 @@ int main(int argc, char** argv) {
           ++failed;
         else if (res->status == 200)
           ++ok;
-        else if (res->status == 429 || res->status == 503)
+        else if (res->status == 429 || res->status == 503) {
           ++throttled;
-        else
+          // Back off a little, as SDKs do (they wait Retry-After or longer).
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        } else
           ++other;
       }
     });

@@ -127,6 +127,13 @@ void OtlpReceiver::add_routes() {
       ++counters_.bad_requests;
       return fail(res, 400, e, kInvalidArgument, "the request body could not be read");
     }
+    auto throttle = [&] {
+      ++counters_.throttled;
+      res.set_header("Retry-After", std::to_string(opt_.retry_after_s));
+      fail(res, 429, e, kResourceExhausted,
+           "the receiver's span buffer is full (--otlp-buffer); retry later");
+    };
+    if (likely_full()) return throttle();
     importers::OtlpRequest decoded;
     try {
       decoded = importers::decode_otlp_request(body, e, "request");
@@ -135,12 +142,7 @@ void OtlpReceiver::add_routes() {
       return fail(res, 400, e, kInvalidArgument, err.what());
     }
     const size_t n = decoded.spans.spans.size();
-    if (n > 0 && !admit(decoded.spans)) {
-      ++counters_.throttled;
-      res.set_header("Retry-After", std::to_string(opt_.retry_after_s));
-      return fail(res, 429, e, kResourceExhausted,
-                  "the receiver's span buffer is full (--otlp-buffer); retry later");
-    }
+    if (n > 0 && !admit(decoded.spans)) return throttle();
     counters_.spans_accepted += n;
     counters_.spans_rejected += decoded.rejected;
     succeed(res, e, decoded.rejected, decoded.reject_reason);

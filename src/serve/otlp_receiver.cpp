@@ -109,11 +109,17 @@ bool OtlpReceiver::admit(SpanSet& spans) {
     std::lock_guard lock(mu_);
     if (buffered_ > 0 && buffered_ + n > opt_.buffer_spans) return false;
     buffered_ += n;
+    last_admitted_ = n;
     counters_.buffered_spans = buffered_;
     buffer_.push_back({steady_now_ns(), std::move(spans)});
   }
   wake_.notify_one();
   return true;
+}
+
+bool OtlpReceiver::likely_full() const {
+  std::lock_guard lock(mu_);
+  return buffered_ > 0 && buffered_ + last_admitted_ > opt_.buffer_spans;
 }
 
 void OtlpReceiver::assemble_loop() {

@@ -71,6 +71,9 @@ class OtlpReceiver {
   void write_paths(std::vector<importers::SpanSet>& done);
   void write_out(const fmt::memory_buffer& text);
   bool admit(importers::SpanSet& spans);
+  // The buffer has no room for a request as large as the last one admitted: answered 429
+  // before decoding (a client retrying at once would otherwise cost a decode each time).
+  bool likely_full() const;
   std::string metrics() const;
 
   OtlpOptions opt_;
@@ -90,6 +93,7 @@ class OtlpReceiver {
   };
   std::deque<Arrived> buffer_;
   size_t buffered_ = 0;
+  size_t last_admitted_ = 0;  // spans of the last request admitted
   bool held_ = false, stopping_ = false;
   std::string write_error_;
 };
