@@ -120,4 +120,17 @@ class NatsServer {
   std::filesystem::path log_;
 };
 
+// `analyze TRACE --window 1ms --format jsonl` without its final run record: what the
+// NATS tests compare serve's windows with.
+inline std::vector<std::string> analyze_window_lines(const std::filesystem::path& trace,
+                                                     const std::filesystem::path& out,
+                                                     const std::filesystem::path& err) {
+  Process p({"analyze", trace.string(), "--window", "1ms", "--format", "jsonl", "--no-progress"},
+            out, err);
+  EXPECT_EQ(p.wait(), 0) << p.err();
+  std::vector<std::string> lines = lines_of(p.out());
+  if (!lines.empty() && lines.back().rfind("{\"run\":", 0) == 0) lines.pop_back();
+  return lines;
+}
+
 }  // namespace snailtrail::testing

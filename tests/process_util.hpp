@@ -24,6 +24,14 @@ extern char** environ;
 
 namespace snailtrail::testing {
 
+// The lines of `text` without their '\n'; a final unterminated line is kept.
+inline std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
 inline std::string slurp(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
   std::ostringstream s;

@@ -189,12 +189,7 @@ TEST(RunCommand, AnalyzeNamesTheWorkerOwningTheHotWordAsStraggler) {
   fs::remove(trace);
 }
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
+using testing::lines_of;
 
 // --trace-to streams the run's events live to `serve --tcp`; with --trace the same run
 // also writes them to a file, and serve's windows must equal `analyze` on that file.

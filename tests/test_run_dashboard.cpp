@@ -36,9 +36,9 @@ class RunDashboardTest : public snailtrail::testing::TempDirTest {
   RunDashboardTest() : TempDirTest("run-dashboard") {}
 };
 
-// The port of "live dashboard on http://127.0.0.1:PORT/" in `err`, or -1.
+// The port of "live dashboard on http[s]://127.0.0.1:PORT/" in `err`, or -1.
 int dashboard_port(const std::filesystem::path& err, double timeout_s) {
-  const std::regex re("live dashboard on http://127\\.0\\.0\\.1:([0-9]+)/");
+  const std::regex re("live dashboard on https?://127\\.0\\.0\\.1:([0-9]+)/");
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   while (std::chrono::steady_clock::now() < deadline) {
     std::smatch m;
@@ -245,18 +245,13 @@ TEST_F(RunDashboardTest, TokenAndTlsAsServeHttp) {
              "--token-file", path("token").string(), "-q"},
             path("out"), path("err"));
   ASSERT_TRUE(p.started());
-  int port = -1;
-  const std::regex re(
-      "live dashboard on https://127\\.0\\.0\\.1:([0-9]+)/ \\(bearer token required\\)");
-  for (int i = 0; i < 1500 && port < 0; ++i) {
-    std::smatch m;
-    const std::string text = slurp(path("err"));
-    if (std::regex_search(text, m, re))
-      port = std::stoi(m[1]);
-    else
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  const int port = dashboard_port(path("err"), 30);
   ASSERT_GT(port, 0) << slurp(path("err"));
+  EXPECT_NE(slurp(path("err"))
+                .find("live dashboard on https://127.0.0.1:" + std::to_string(port) +
+                      "/ (bearer token required)"),
+            std::string::npos)
+      << slurp(path("err"));
   const std::string base = "https://127.0.0.1:" + std::to_string(port);
   const auto ca = path("cert.pem");
   EXPECT_EQ(curl(base + "/api/timeline", ca).substr(0, 4), "401 ");
@@ -310,16 +305,7 @@ TEST_F(RunDashboardTest, SighupRotatesTheTokenAndTheCertificate) {
              "--token-file", path("token").string(), "-q"},
             path("out"), path("err"));
   ASSERT_TRUE(p.started());
-  int port = -1;
-  const std::regex re("live dashboard on https://127\\.0\\.0\\.1:([0-9]+)/");
-  for (int i = 0; i < 1500 && port < 0; ++i) {
-    std::smatch m;
-    const std::string text = slurp(path("err"));
-    if (std::regex_search(text, m, re))
-      port = std::stoi(m[1]);
-    else
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  const int port = dashboard_port(path("err"), 30);
   ASSERT_GT(port, 0) << slurp(path("err"));
   const std::string url = "https://127.0.0.1:" + std::to_string(port) + "/api/timeline";
   EXPECT_EQ(curl(url, path("ca-a.pem"), "token-a-1357").substr(0, 4), "200 ");

@@ -715,12 +715,7 @@ std::string canonical_json(simdjson::dom::element e) {
   }
 }
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
+using testing::lines_of;
 
 // Issue #5's acceptance test: 4 producers, each carrying a quarter of the workers, into
 // `serve --window 1ms`; after SIGTERM its output equals `analyze --window 1ms`.

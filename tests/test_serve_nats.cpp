@@ -29,12 +29,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::Process;
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
+using testing::lines_of;
 
 class ServeNats : public testing::TempDirTest {
  protected:
@@ -126,12 +121,7 @@ class ServeNats : public testing::TempDirTest {
 
   // `analyze TRACE --window 1ms --format jsonl` without its final run record.
   std::vector<std::string> analyze_lines(const fs::path& trace) {
-    Process p({"analyze", trace.string(), "--window", "1ms", "--format", "jsonl", "--no-progress"},
-              path("analyze.out"), path("analyze.err"));
-    EXPECT_EQ(p.wait(), 0) << p.err();
-    std::vector<std::string> lines = lines_of(p.out());
-    if (!lines.empty() && lines.back().rfind("{\"run\":", 0) == 0) lines.pop_back();
-    return lines;
+    return testing::analyze_window_lines(trace, path("analyze.out"), path("analyze.err"));
   }
 
   void send(const fs::path& trace, const std::string& stream) {

@@ -31,12 +31,7 @@ namespace fs = std::filesystem;
 using testing::CommandResult;
 using testing::Process;
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
+using testing::lines_of;
 
 // Seconds a command took, with its result.
 struct Timed {
@@ -178,12 +173,7 @@ class NatsAuth : public testing::TempDirTest {
 
   // `analyze TRACE --window 1ms --format jsonl` without its final run record.
   std::vector<std::string> analyze_lines(const fs::path& trace) {
-    Process p({"analyze", trace.string(), "--window", "1ms", "--format", "jsonl", "--no-progress"},
-              path("analyze.out"), path("analyze.err"));
-    EXPECT_EQ(p.wait(), 0) << p.err();
-    std::vector<std::string> lines = lines_of(p.out());
-    if (!lines.empty() && lines.back().rfind("{\"run\":", 0) == 0) lines.pop_back();
-    return lines;
+    return testing::analyze_window_lines(trace, path("analyze.out"), path("analyze.err"));
   }
 
   // `send TRACE --to TO MORE...`, then `serve --nats FROM --drain MORE_SERVE...`: serve's

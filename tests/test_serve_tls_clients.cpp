@@ -26,12 +26,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::Process;
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
+using testing::lines_of;
 
 class ServeTlsClients : public testing::TempDirTest {
  protected:
