@@ -5,15 +5,19 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
 
+#include "serve/nats_creds.hpp"
 #include "trace/trace_io.hpp"
 
 namespace snailtrail::serve {
@@ -133,9 +137,64 @@ void check_readable(const std::string& file, const std::string& flag) {
         (in ? "the file is empty" : "cannot read it (" + std::string(std::strerror(errno)) + ")"));
 }
 
+std::string slurp_file(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read it (" + std::string(std::strerror(errno)) + ")");
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace
+
+// What the client's credential callbacks present: the .creds file, read again at every
+// (re)connection so that a renewed file is used, and whether the last signature was
+// withheld for its leading zero byte (sign_nonce), so that the connection is tried again.
+struct NatsCredsCallbacks {
+  std::string file, flag;
+  std::string seed;  // of the JWT just presented
+  std::atomic<bool> withheld{false};
+};
+
+namespace {
+
+natsStatus present_jwt(char** jwt, char** error, void* closure) {
+  auto* c = static_cast<NatsCredsCallbacks*>(closure);
+  try {
+    NatsCreds creds = parse_nats_creds(slurp_file(c->file));
+    c->seed = std::move(creds.seed);
+    *jwt = strdup(creds.jwt.c_str());
+    return NATS_OK;
+  } catch (const std::exception& e) {
+    *error = strdup((c->flag + " " + c->file + ": " + e.what()).c_str());
+    return NATS_ERR;
+  }
+}
+
+natsStatus sign_server_nonce(char** error, unsigned char** sig, int* length, const char* nonce,
+                             void* closure) {
+  auto* c = static_cast<NatsCredsCallbacks*>(closure);
+  try {
+    const std::vector<unsigned char> s = sign_nonce(c->seed, nonce ? nonce : "");
+    if (s.empty()) {
+      c->withheld = true;
+      *error = strdup(
+          "the signature of the server's nonce begins with a zero byte, which "
+          "libnats would drop: connecting again");
+      return NATS_ERR;
+    }
+    *sig = static_cast<unsigned char*>(std::malloc(s.size()));
+    std::memcpy(*sig, s.data(), s.size());
+    *length = static_cast<int>(s.size());
+    return NATS_OK;
+  } catch (const std::exception& e) {
+    *error = strdup((c->flag + " " + c->file + ": " + e.what()).c_str());
+    return NATS_ERR;
+  }
+}
+
 // The client's options: URL, credentials, TLS. Throws std::invalid_argument for an
-// unreadable or unusable file, naming its option.
-natsOptions* client_options(const NatsAddress& a, bool reconnect, const NatsAuth& auth) {
+// unreadable file, std::runtime_error for an unusable .creds file, naming its option.
+natsOptions* client_options(const NatsAddress& a, bool reconnect, const NatsAuth& auth,
+                            NatsCredsCallbacks* creds) {
   check_readable(auth.creds, auth.creds_flag);
   check_readable(auth.tls_ca, auth.ca_flag);
   check_readable(auth.tls_cert, auth.cert_flag);
@@ -149,9 +208,18 @@ natsOptions* client_options(const NatsAddress& a, bool reconnect, const NatsAuth
   if (s == NATS_OK) s = natsOptions_SetTimeout(opts, 1000);
   if (s == NATS_OK) s = natsOptions_SetAllowReconnect(opts, reconnect);
   if (s == NATS_OK && !auth.creds.empty()) {
-    failed = auth.creds_flag + " " + auth.creds;
-    // One file holds both the user JWT and the seed (the usual .creds).
-    s = natsOptions_SetUserCredentialsFromFiles(opts, auth.creds.c_str(), nullptr);
+    // Checked now, so that a bad file fails at once rather than as a refusal. Our own
+    // callbacks rather than natsOptions_SetUserCredentialsFromFiles: see sign_nonce.
+    try {
+      sign_nonce(parse_nats_creds(slurp_file(auth.creds)).seed, "a nonce");
+    } catch (const std::exception& e) {
+      natsOptions_Destroy(opts);
+      throw std::runtime_error(auth.creds_flag + " " + auth.creds +
+                               ": not a usable NATS credentials file: " + e.what());
+    }
+    creds->file = auth.creds;
+    creds->flag = auth.creds_flag;
+    s = natsOptions_SetUserCredentialsCallbacks(opts, present_jwt, creds, sign_server_nonce, creds);
   }
   const bool secure = a.tls || !auth.tls_ca.empty() || !auth.tls_cert.empty();
   if (s == NATS_OK && secure) {
@@ -230,13 +298,18 @@ std::string connect_failure(const NatsAddress& a, const NatsAuth& auth, natsStat
 
 NatsLink::NatsLink(const NatsAddress& address, double connect_timeout_s, bool reconnect,
                    const NatsAuth& auth)
-    : address_(address), failures_(std::make_unique<NatsPublishFailures>()) {
-  natsOptions* opts = client_options(address_, reconnect, auth);
+    : address_(address),
+      failures_(std::make_unique<NatsPublishFailures>()),
+      creds_(std::make_unique<NatsCredsCallbacks>()) {
+  natsOptions* opts = client_options(address_, reconnect, auth, creds_.get());
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::duration<double>(std::max(connect_timeout_s, 0.0));
   natsStatus s = NATS_OK;
-  for (;;) {
+  for (int withheld = 0;;) {
+    creds_->withheld = false;
     s = natsConnection_Connect(&nc_, opts);
+    // A withheld signature (1 in 256) is worth another nonce, a few times at most.
+    if (s != NATS_OK && creds_->withheld && ++withheld < 8) continue;
     if (s == NATS_OK || !worth_retrying(s) || std::chrono::steady_clock::now() >= deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }

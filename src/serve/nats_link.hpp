@@ -19,6 +19,7 @@ struct __jsCtx;
 namespace snailtrail::serve {
 
 struct NatsPublishFailures;
+struct NatsCredsCallbacks;
 
 // nats://[USER:PASS@ or TOKEN@]HOST:PORT/STREAM, or tls://... for TLS.
 struct NatsAddress {
@@ -78,6 +79,7 @@ class NatsLink {
   __natsConnection* nc_ = nullptr;
   __jsCtx* js_ = nullptr;
   std::unique_ptr<NatsPublishFailures> failures_;
+  std::unique_ptr<NatsCredsCallbacks> creds_;  // outlives the connection (reconnects)
 };
 
 // "STATUS: text" of the client's last error, for messages.
