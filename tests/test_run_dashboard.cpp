@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <regex>
 #include <string>
 #include <thread>
@@ -34,6 +35,20 @@ namespace dom = simdjson::dom;
 class RunDashboardTest : public snailtrail::testing::TempDirTest {
  protected:
   RunDashboardTest() : TempDirTest("run-dashboard") {}
+
+  // `run keycount` with its dashboard over TLS (cert.pem, key.pem) behind the bearer token
+  // `token` (written to the file "token"); started, or a test failure.
+  std::unique_ptr<Process> start_secured_run(const std::string& token) {
+    std::ofstream(path("token")) << token << "\n";
+    auto p = std::make_unique<Process>(
+        std::vector<std::string>{"run", "keycount", "--duration", "1s", "--http", "127.0.0.1:0",
+                                 "--http-linger", "30", "--tls-cert", path("cert.pem").string(),
+                                 "--tls-key", path("key.pem").string(), "--token-file",
+                                 path("token").string(), "-q"},
+        path("out"), path("err"));
+    EXPECT_TRUE(p->started());
+    return p;
+  }
 };
 
 // The port of "live dashboard on http[s]://127.0.0.1:PORT/" in `err`, or -1.
@@ -239,12 +254,8 @@ std::string curl(const std::string& url, const std::filesystem::path& ca,
 // without TLS and a token exits 2 naming the flags, as serve does.
 TEST_F(RunDashboardTest, TokenAndTlsAsServeHttp) {
   snailtrail::testing::make_certificate(dir_);
-  std::ofstream(path("token")) << "dash-token-2468\n";
-  Process p({"run", "keycount", "--duration", "1s", "--http", "127.0.0.1:0", "--http-linger", "30",
-             "--tls-cert", path("cert.pem").string(), "--tls-key", path("key.pem").string(),
-             "--token-file", path("token").string(), "-q"},
-            path("out"), path("err"));
-  ASSERT_TRUE(p.started());
+  const std::unique_ptr<Process> run = start_secured_run("dash-token-2468");
+  Process& p = *run;
   const int port = dashboard_port(path("err"), 30);
   ASSERT_GT(port, 0) << slurp(path("err"));
   EXPECT_NE(slurp(path("err"))
@@ -299,12 +310,8 @@ TEST_F(RunDashboardTest, SighupRotatesTheTokenAndTheCertificate) {
   snailtrail::testing::make_ca(dir_, "ca-b");
   snailtrail::testing::make_signed_certificate(dir_, "ca-a", "cert.pem", "key.pem");
   snailtrail::testing::make_signed_certificate(dir_, "ca-b", "cert-b.pem", "key-b.pem");
-  std::ofstream(path("token")) << "token-a-1357\n";
-  Process p({"run", "keycount", "--duration", "1s", "--http", "127.0.0.1:0", "--http-linger", "30",
-             "--tls-cert", path("cert.pem").string(), "--tls-key", path("key.pem").string(),
-             "--token-file", path("token").string(), "-q"},
-            path("out"), path("err"));
-  ASSERT_TRUE(p.started());
+  const std::unique_ptr<Process> run = start_secured_run("token-a-1357");
+  Process& p = *run;
   const int port = dashboard_port(path("err"), 30);
   ASSERT_GT(port, 0) << slurp(path("err"));
   const std::string url = "https://127.0.0.1:" + std::to_string(port) + "/api/timeline";
