@@ -101,6 +101,10 @@ struct JobWiring {
 void check_loop_args(RunArgs& a);
 // Parses the profiles, registers Megaphone's job with its planners.
 JobWiring wire_job(const RunArgs& a);
+// run_loop.cpp: --autoscale and --rebalance: makes the planners (in `w`) and sets the
+// Megaphone controller's planner in `o`, which asks DS2 first and the straggler planner
+// when DS2 keeps the size. `skewed`: --skew-profile set the initial configuration.
+void configure_planners(const RunArgs& a, JobWiring& w, bool skewed, megaphone::JobOptions& o);
 // The runtime's configuration of the run (without transport, sinks and profiler).
 flow::RunConfig make_run_config(const RunArgs& a, const JobWiring& w);
 // --profile (docs/FLAME.md): the stack sampler, set in cfg.profiler.
