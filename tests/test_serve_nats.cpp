@@ -4,6 +4,7 @@
 // or split over shards) equal analyze's, none lost, none doubled. Each test starts its own
 // nats-server on a free loopback port with a temporary store.
 #include <gtest/gtest.h>
+#include <nats/nats.h>
 #include <signal.h>
 #include <spawn.h>
 #include <unistd.h>
@@ -19,6 +20,8 @@
 
 #include "nats_test_util.hpp"
 #include "process_util.hpp"
+#include "serve/ingest.hpp"
+#include "serve/nats_source.hpp"
 #include "serve/window_resume.hpp"
 #include "sim_test_util.hpp"
 #include "trace/trace_io.hpp"
@@ -373,6 +376,62 @@ TEST_F(ServeNats, StoppedConsumerPastItsAckWaitSkipsRedeliveries) {
   auto last = serve("TR", "slow", "windows.jsonl", {"--drain"});
   ASSERT_EQ(last->wait(), 0) << last->err();
   EXPECT_EQ(lines_of(testing::slurp(path("windows.jsonl"))), expected);
+}
+
+// The consumer's gap path (NatsSource::fill_gap): messages the durable consumer delivered
+// that never reached the reader (in production: in flight when nats-server stopped; here:
+// a second client bound to the same durable takes the first three and never acknowledges
+// them) are fetched by their stream sequence before the next one is taken. Every event
+// arrives exactly once (oracle: the trace's events, as a multiset of their 40 bytes), and
+// the gap counter says 3.
+TEST_F(ServeNats, MessagesDeliveredElsewhereAreFetchedBySequence) {
+  start_nats();
+  const fs::path trace = simulated(300'000'000, 5);
+  send(trace, "GAP");
+  serve::NatsSourceOptions options;
+  options.address = url("GAP");
+  options.durable = "d";
+  options.drain = true;
+  serve::NatsProgress progress;
+  serve::IngestCounters counters;
+  serve::NatsSource source(options, progress, counters, false);
+
+  natsConnection* nc = nullptr;
+  ASSERT_EQ(natsConnection_ConnectTo(&nc, ("nats://127.0.0.1:" + std::to_string(port_)).c_str()),
+            NATS_OK);
+  jsCtx* js = nullptr;
+  ASSERT_EQ(natsConnection_JetStream(&js, nc, nullptr), NATS_OK);
+  jsSubOptions so;
+  jsSubOptions_Init(&so);
+  so.Stream = "GAP";
+  so.Consumer = "d";  // bind to the reader's durable consumer
+  natsSubscription* stealer = nullptr;
+  jsErrCode code = static_cast<jsErrCode>(0);
+  ASSERT_EQ(js_PullSubscribe(&stealer, js, "GAP.>", nullptr, nullptr, &so, &code), NATS_OK) << code;
+  natsMsgList taken{nullptr, 0};
+  ASSERT_EQ(natsSubscription_Fetch(&taken, stealer, 3, 5000, &code), NATS_OK) << code;
+  EXPECT_EQ(taken.Count, 3);
+  natsMsgList_Destroy(&taken);  // never acknowledged
+
+  serve::BatchQueue queue(size_t{1} << 40);
+  const std::atomic<bool> stop{false};
+  source.run(queue, stop);
+  EXPECT_TRUE(progress.drained.load());
+  std::vector<std::string> got, want;
+  while (std::optional<serve::Batch> b = queue.pop(0))
+    for (const Event& e : b->events) got.emplace_back(reinterpret_cast<const char*>(&e), sizeof e);
+  for (const Event& e : read_trace(trace.string()).events)
+    want.emplace_back(reinterpret_cast<const char*>(&e), sizeof e);
+  std::sort(got.begin(), got.end());
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(got.size(), want.size());
+  EXPECT_TRUE(got == want);
+  EXPECT_EQ(counters.nats_gap_fetched.load(), 3u);
+  EXPECT_GT(counters.nats_messages.load(), 3u);
+  EXPECT_EQ(counters.nats_redelivered.load(), 0u);
+  natsSubscription_Destroy(stealer);
+  jsCtx_Destroy(js);
+  natsConnection_Destroy(nc);
 }
 
 // A producer killed mid-stream (SIGKILL) and a new one with --resume: it publishes only
