@@ -382,6 +382,45 @@ TEST_F(NatsAuth, ClientCertificateForTlsVerify) {
   std::vector<std::string> serve_args = {"--nats-tls-ca", ca};
   serve_args.insert(serve_args.end(), client.begin(), client.end());
   send_and_serve(trace, url("MT", "", "tls"), send_args, url("MT", "", "tls"), serve_args);
+  // run --trace-to with the client certificate: what it streams equals analyze of its trace.
+  Process run({"run",
+               "wordcount",
+               "--workers",
+               "2",
+               "--rate",
+               "200000",
+               "--duration",
+               "200ms",
+               "--keys",
+               "1000",
+               "--trace",
+               path("run.snail").string(),
+               "--trace-to",
+               url("MTRUN", "", "tls"),
+               "--trace-to-tls-ca",
+               ca,
+               "--trace-to-nats-tls-cert",
+               path("client.pem").string(),
+               "--trace-to-nats-tls-key",
+               path("client-key.pem").string()},
+              path("run.out"), path("run.err"));
+  ASSERT_EQ(run.wait(), 0) << run.err();
+  Process serve({"serve", "--nats", url("MTRUN", "", "tls"), "--nats-tls-ca", ca, "--nats-tls-cert",
+                 path("client.pem").string(), "--nats-tls-key", path("client-key.pem").string(),
+                 "--durable", "r", "--drain", "--lateness", "10s", "--window", "1ms", "--out",
+                 path("run-windows.jsonl").string(), "--quiet"},
+                path("serve-run.out"), path("serve-run.err"));
+  ASSERT_EQ(serve.wait(), 0) << serve.err();
+  const std::vector<std::string> want = analyze_lines(path("run.snail"));
+  EXPECT_GT(want.size(), 50u);
+  EXPECT_EQ(lines_of(testing::slurp(path("run-windows.jsonl"))), want);
+  // Without it, the run is refused at once, naming the option.
+  const CommandResult r =
+      testing::run_binary("run wordcount --duration 100ms --trace-to " + url("MTRUN", "", "tls") +
+                              " --trace-to-tls-ca " + ca,
+                          60);
+  EXPECT_NE(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("--trace-to-nats-tls-cert"), std::string::npos) << r.out;
 }
 
 // --nats-creds: a missing or empty file is named before any connection (exit 2, even

@@ -44,8 +44,9 @@ struct RunArgs {
   std::string trace;
   std::string trace_to;
   uint64_t trace_to_queue = 2'000'000;
-  std::string trace_to_token_file, trace_to_tls_ca;  // --trace-to to a protected serve
-  std::string trace_to_nats_creds;                   // or a protected nats-server
+  std::string trace_to_token_file, trace_to_tls_ca;           // --trace-to to a protected serve
+  std::string trace_to_nats_creds;                            // or a protected nats-server
+  std::string trace_to_nats_tls_cert, trace_to_nats_tls_key;  // one with --tlsverify
   std::string stats_json;
   bool verify = false;
   bool reference = false;

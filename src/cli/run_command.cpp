@@ -44,15 +44,18 @@ int run_reference(const RunArgs& a, const flow::RunConfig& cfg) {
 std::unique_ptr<LiveTrace> start_live_trace(const RunArgs& a, flow::RunConfig& cfg,
                                             flow::Transport* mpi) {
   if (a.trace_to.empty() && !(a.trace_to_token_file.empty() && a.trace_to_tls_ca.empty() &&
-                              a.trace_to_nats_creds.empty()))
+                              a.trace_to_nats_creds.empty() && a.trace_to_nats_tls_cert.empty() &&
+                              a.trace_to_nats_tls_key.empty()))
     throw std::invalid_argument(
-        "--trace-to-token-file, --trace-to-tls-ca and --trace-to-nats-creds need --trace-to");
+        "--trace-to-token-file, --trace-to-tls-ca and --trace-to-nats-* need --trace-to");
   if (a.trace_to.empty()) return nullptr;
   serve::ClientAuth auth;
   auth.token_flag = "--trace-to-token-file";
   auth.ca_flag = "--trace-to-tls-ca";
   auth.tls_ca = a.trace_to_tls_ca;
   auth.nats_creds = a.trace_to_nats_creds;
+  auth.nats_tls_cert = a.trace_to_nats_tls_cert;
+  auth.nats_tls_key = a.trace_to_nats_tls_key;
   if (!a.trace_to_token_file.empty())
     auth.token = serve::read_token_file(a.trace_to_token_file, "--trace-to-token-file");
   std::unique_ptr<LiveTrace> live;

@@ -41,11 +41,17 @@ class TraceSink {
       nats_auth.ca_flag = auth.ca_flag;
       nats_auth.creds = auth.nats_creds;
       nats_auth.creds_flag = "--trace-to-nats-creds";
+      nats_auth.tls_cert = auth.nats_tls_cert;
+      nats_auth.tls_key = auth.nats_tls_key;
+      nats_auth.cert_flag = "--trace-to-nats-tls-cert";
+      nats_auth.key_flag = "--trace-to-nats-tls-key";
       nats_ = std::make_unique<serve::NatsPublisher>(serve::parse_nats_address(address), 1.0, 4096,
                                                      serve::NatsIdentity{}, nats_auth);
     } else {
-      if (!auth.nats_creds.empty())
-        throw std::invalid_argument("--trace-to-nats-creds applies to nats:// destinations");
+      if (!auth.nats_creds.empty() || !auth.nats_tls_cert.empty() || !auth.nats_tls_key.empty())
+        throw std::invalid_argument(
+            "--trace-to-nats-creds, --trace-to-nats-tls-cert and --trace-to-nats-tls-key apply "
+            "to nats:// destinations");
       tcp_ = std::make_unique<serve::TraceStream>(address, 1.0, auth);
     }
   }

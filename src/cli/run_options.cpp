@@ -83,6 +83,11 @@ void add_output_options(CLI::App* cmd, RunArgs& a) {
   cmd->add_option("--trace-to-nats-creds", a.trace_to_nats_creds,
                   "--trace-to nats://: present this NATS credentials file (user JWT and nkey "
                   "seed) to nats-server (as send --nats-creds)");
+  cmd->add_option("--trace-to-nats-tls-cert", a.trace_to_nats_tls_cert,
+                  "--trace-to tls://.../STREAM: present this client certificate (PEM) to a "
+                  "nats-server started with --tlsverify (as send --nats-tls-cert)");
+  cmd->add_option("--trace-to-nats-tls-key", a.trace_to_nats_tls_key,
+                  "The PEM private key of --trace-to-nats-tls-cert");
   cmd->add_option("--stats-json", a.stats_json,
                   "Write throughput, 250 ms intervals, the latency CCDF, the output digest and "
                   "the RSS every 10 ms (rss_timeline) as JSON");

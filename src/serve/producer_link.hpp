@@ -19,7 +19,8 @@ struct ClientAuth {
   // PEM CA certificate(s) to verify the server with. Empty: plain TCP, unless the address
   // is tls://HOST:PORT, which verifies against the system's CA store.
   std::string tls_ca;
-  std::string nats_creds;  // nats:// destinations only: a NATS credentials file
+  std::string nats_creds;                   // nats:// destinations only: a NATS credentials file
+  std::string nats_tls_cert, nats_tls_key;  // and a client certificate (--tlsverify)
   // The options that set them, for messages.
   std::string token_flag = "--token-file", ca_flag = "--tls-ca";
 };
