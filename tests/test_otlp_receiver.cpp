@@ -5,6 +5,10 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -258,6 +262,51 @@ TEST(OtlpReceiver, BadRequestsAreAnsweredAndTheReceiverKeepsServing) {
   EXPECT_EQ(c.bad_requests.load(), 5u);
   EXPECT_EQ(c.too_large.load(), 3u);
   EXPECT_EQ(c.unsupported_type.load(), 1u);
+}
+
+// 10 000 idle connections (connected, nothing sent, as an SDK's kept-alive sockets) cost
+// the receiver a buffer each, never a thread (HttpFront): at its connection limit a new
+// client takes the place of the longest-idle one, so an export on a new connection is
+// still answered 200, and so is one on the newest idle connection. (On httplib's pool of
+// threads, each idle connection held a thread for its keep-alive time.)
+TEST(OtlpReceiver, TenThousandIdleConnectionsDoNotLockClientsOut) {
+  rlimit rl{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &rl), 0);
+  constexpr int kIdle = 10000;
+  const rlim_t want = kIdle + 4096 + 256;  // the idle sockets and the receiver's ends
+  if (rl.rlim_max < want) GTEST_SKIP() << "the open-file limit (" << rl.rlim_max << ") is low";
+  rl.rlim_cur = std::max(rl.rlim_cur, want);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &rl), 0);
+  Receiver r(quick(), "otlp-idle.jsonl");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>((*r).port()));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::vector<int> idle;
+  for (int i = 0; i < kIdle; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(fd, 0) << i;
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << i;
+    idle.push_back(fd);
+  }
+  const std::string good = testing::otlp_protobuf({{"s", {span(kTrace, 1, 0, "x", 1, 2)}}});
+  auto res = r.post(good, kProto);
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  EXPECT_EQ(res->status, 200);
+  // The newest idle connection is still open and served.
+  const std::string request =
+      "POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: " + std::string(kProto) +
+      "\r\nContent-Length: " + std::to_string(good.size()) + "\r\nConnection: close\r\n\r\n" + good;
+  ASSERT_EQ(::send(idle.back(), request.data(), request.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(request.size()));
+  timeval tv{10, 0};
+  ::setsockopt(idle.back(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string answer;
+  char buf[4096];
+  for (ssize_t n; (n = ::recv(idle.back(), buf, sizeof buf, 0)) > 0;) answer.append(buf, n);
+  EXPECT_EQ(answer.substr(0, 12), "HTTP/1.1 200") << answer;
+  for (int fd : idle) ::close(fd);
+  EXPECT_EQ((*r).counters().spans_accepted.load(), 2u);
 }
 
 TEST(OtlpReceiver, AFullBufferIsAnswered429WithRetryAfter) {

@@ -87,9 +87,54 @@ bool iequals_prefix(std::string_view line, std::string_view name) {
   return true;
 }
 
-std::string simple_response(int status, const char* reason) {
-  return "HTTP/1.1 " + std::to_string(status) + " " + reason +
-         "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+std::string simple_response(int status, const char* reason, const char* more = "") {
+  return "HTTP/1.1 " + std::to_string(status) + " " + reason + "\r\n" + more +
+         "Content-Length: 0\r\nConnection: close\r\n\r\n";
+}
+
+std::string_view trimmed(std::string_view v) {
+  while (!v.empty() && std::isspace(static_cast<unsigned char>(v.front()))) v.remove_prefix(1);
+  while (!v.empty() && std::isspace(static_cast<unsigned char>(v.back()))) v.remove_suffix(1);
+  return v;
+}
+
+// The framing of a chunked body that starts at `from` in `in`: chunks "SIZE[;ext]\r\n
+// DATA\r\n" up to the last one "0\r\n", then trailer lines and an empty line.
+struct Chunked {
+  enum State { incomplete, whole, malformed, too_large } state = incomplete;
+  size_t end = 0;  // with `whole`: where the request ends
+};
+Chunked frame_chunked(std::string_view in, size_t from, size_t max_body) {
+  size_t pos = from, data = 0;
+  for (;;) {
+    const size_t eol = in.find("\r\n", pos);
+    if (eol == std::string_view::npos)
+      return {in.size() - pos > 1024 ? Chunked::malformed : Chunked::incomplete};
+    std::string_view line = in.substr(pos, eol - pos);
+    line = trimmed(line.substr(0, line.find(';')));
+    size_t size = 0;
+    if (line.empty() || line.size() > 15) return {Chunked::malformed};
+    for (char ch : line) {
+      const int digit = std::isdigit(static_cast<unsigned char>(ch)) ? ch - '0'
+                        : std::isxdigit(static_cast<unsigned char>(ch))
+                            ? std::tolower(static_cast<unsigned char>(ch)) - 'a' + 10
+                            : -1;
+      if (digit < 0) return {Chunked::malformed};
+      size = size * 16 + static_cast<size_t>(digit);
+    }
+    pos = eol + 2;
+    if (size == 0) {  // trailers, then the empty line
+      if (in.substr(pos, 2) == "\r\n") return {Chunked::whole, pos + 2};
+      const size_t blank = in.find("\r\n\r\n", pos);
+      if (blank == std::string_view::npos) return {Chunked::incomplete};
+      return {Chunked::whole, blank + 4};
+    }
+    data += size;
+    if (data > max_body) return {Chunked::too_large};
+    if (in.size() < pos + size + 2) return {Chunked::incomplete};
+    if (in.substr(pos + size, 2) != "\r\n") return {Chunked::malformed};
+    pos += size + 2;
+  }
 }
 
 }  // namespace
@@ -103,7 +148,10 @@ struct HttpFront::Impl {
     size_t requests = 0;
     bool busy = false;         // a worker has its request
     bool close_after = false;  // close once `out` is written
-    SSL* ssl = nullptr;        // with TLS
+    bool linger = false;       // then read and drop what the client still sends, briefly
+    bool lingering = false;
+    bool continued = false;  // "100 Continue" sent for the request that is arriving
+    SSL* ssl = nullptr;      // with TLS
     bool handshaken = false;
     Clock::time_point deadline;
   };
@@ -123,6 +171,7 @@ struct HttpFront::Impl {
   int listen_fd = -1, epoll_fd = -1, wake_fd = -1;
   SSL_CTX* tls = nullptr;
   size_t max_connections = 256;
+  size_t buffered = 0;  // bytes of requests held by all connections
   std::atomic<bool> stopping{false};
   std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns;
   uint64_t next_id = 2;  // 0: the listener, 1: the wake-up eventfd
@@ -152,19 +201,26 @@ struct HttpFront::Impl {
       ERR_clear_error();
     }
     ::close(it->second->fd);
+    buffered -= it->second->in.size();
     conns.erase(it);
     --front.counters_.connections_open;
   }
 
-  void respond_and_close(Conn& c, std::string response) {
+  void respond_and_close(Conn& c, std::string response, bool linger = false) {
     ++front.counters_.bad_requests;
+    buffered -= c.in.size();
     c.in.clear();
+    c.linger = linger && !c.ssl;
     c.out = std::move(response);
     c.out_pos = 0;
     c.close_after = true;
     c.deadline = Clock::now() + std::chrono::seconds(kResponseSeconds);
     watch(c, EPOLLOUT, EPOLL_CTL_MOD);
   }
+
+  // The bytes a connection may hold of one request: its head, its body, and a chunked
+  // body's framing (more is answered as too large).
+  size_t most_held() const { return kMaxHead + front.max_body_ + front.max_body_ / 8 + 4096; }
 
   // If `c.in` starts with a whole request, hands it to a worker.
   void try_dispatch(Conn& c) {
@@ -183,26 +239,59 @@ struct HttpFront::Impl {
     if (head_end > kMaxHead)
       return respond_and_close(c, simple_response(431, "Request Header Fields Too Large"));
     size_t body = 0;
+    bool chunked = false, expect_continue = false;
     const std::string_view head(c.in.data(), head_end);
+    const auto too_large = [&] {
+      ++front.counters_.too_large;
+      respond_and_close(
+          c, front.too_large_ ? front.too_large_(head) : simple_response(413, "Payload Too Large"),
+          /*linger=*/true);
+    };
     for (size_t at = 0; at < head.size();) {
       size_t nl = head.find('\n', at);
       if (nl == std::string_view::npos) nl = head.size();
       const std::string_view line = head.substr(at, nl - at);
-      if (iequals_prefix(line, "transfer-encoding:"))
-        return respond_and_close(c, simple_response(501, "Not Implemented"));
+      if (iequals_prefix(line, "transfer-encoding:")) {
+        std::string value(trimmed(line.substr(18)));
+        for (char& ch : value) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+        if (value != "chunked")
+          return respond_and_close(c, simple_response(501, "Not Implemented"));
+        chunked = true;
+      }
+      if (iequals_prefix(line, "expect:"))
+        expect_continue = iequals_prefix(trimmed(line.substr(7)), "100-continue");
       if (iequals_prefix(line, "content-length:")) {
         const std::string value(line.substr(15));
         char* end = nullptr;
         const unsigned long long n = std::strtoull(value.c_str(), &end, 10);
-        if (n > kMaxBody) return respond_and_close(c, simple_response(413, "Payload Too Large"));
+        if (n > front.max_body_) return too_large();
         body = static_cast<size_t>(n);
       }
       at = nl + 1;
     }
-    const size_t total = head_end + sep + body;
-    if (c.in.size() < total) return;  // the body is still coming
+    size_t total = head_end + sep + body;
+    if (chunked) {
+      const Chunked f = frame_chunked(c.in, head_end + sep, front.max_body_);
+      if (f.state == Chunked::too_large) return too_large();
+      if (f.state == Chunked::malformed)
+        return respond_and_close(c, simple_response(400, "Bad Request"));
+      total = f.state == Chunked::whole ? f.end : std::string::npos;
+    }
+    if (c.in.size() < total) {  // the body is still coming
+      if (c.in.size() > most_held()) return too_large();
+      // A client that asked waits for this before it sends the body (curl: 1 s).
+      if (expect_continue && !c.continued) {
+        c.continued = true;
+        c.out = "HTTP/1.1 100 Continue\r\n\r\n";
+        c.out_pos = 0;
+        watch(c, EPOLLIN | EPOLLOUT, EPOLL_CTL_MOD);
+      }
+      return;
+    }
     Task t{c.id, c.fd, c.in.substr(0, total), ++c.requests >= kMaxRequestsPerConnection};
     c.in.erase(0, total);
+    buffered -= total;
+    c.continued = false;
     c.busy = true;
     watch(c, 0, EPOLL_CTL_MOD);
     {
@@ -263,13 +352,27 @@ struct HttpFront::Impl {
   void on_readable(Conn& c) {
     if (c.ssl && !c.handshaken && !handshake(c)) return;
     char buf[16384];
+    if (c.lingering) {  // the answer is out: drop the rest until the client closes
+      for (;;) {
+        const ssize_t n = receive(c, buf, sizeof buf);
+        if (n < 0) return;
+        if (n == 0) return close_conn(c.id);
+      }
+    }
+    const size_t most = most_held();
     for (;;) {
       const ssize_t n = receive(c, buf, sizeof buf);
       if (n < 0) break;
       if (n == 0) return close_conn(c.id);
       if (c.in.empty()) c.deadline = Clock::now() + std::chrono::seconds(kRequestSeconds);
       c.in.append(buf, static_cast<size_t>(n));
-      if (c.in.size() > kMaxHead + kMaxBody + 4) break;
+      buffered += static_cast<size_t>(n);
+      if (buffered > front.max_buffered_) {
+        ++front.counters_.refused;
+        return respond_and_close(c,
+                                 simple_response(503, "Service Unavailable", "Retry-After: 1\r\n"));
+      }
+      if (c.in.size() > most) break;
       // A TLS session may hold decrypted bytes the socket no longer signals: read on.
       if (!c.ssl && static_cast<size_t>(n) < sizeof buf) break;
     }
@@ -283,6 +386,15 @@ struct HttpFront::Impl {
       if (n < 0) return;
       if (n == 0) return close_conn(c.id);
       c.out_pos += static_cast<size_t>(n);
+    }
+    if (c.close_after && c.linger) {
+      // Closing with unread input would reset the connection and could destroy the answer
+      // on its way: the client gets the end of the stream and a moment to stop sending.
+      ::shutdown(c.fd, SHUT_WR);
+      c.lingering = true;
+      c.deadline = Clock::now() + std::chrono::seconds(2);
+      watch(c, EPOLLIN, EPOLL_CTL_MOD);
+      return;
     }
     if (c.close_after) return close_conn(c.id);
     c.out.clear();
@@ -429,6 +541,13 @@ std::string HttpFront::answer(const std::string& request, int fd, bool last, boo
   close = closed || last || out.empty();
   if (out.empty()) out = simple_response(400, "Bad Request");
   return out;
+}
+
+void HttpFront::set_body_limits(size_t max_body, size_t max_buffered,
+                                std::function<std::string(std::string_view head)> too_large) {
+  max_body_ = max_body;
+  max_buffered_ = max_buffered;
+  too_large_ = std::move(too_large);
 }
 
 void HttpFront::start(int listen_fd, size_t max_connections, unsigned threads, SSL_CTX* tls) {

@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "importers/otel/otlp_request.hpp"
+#include "serve/http_front.hpp"
 #include "serve/otlp_receiver.hpp"
 #include "trace/json_text.hpp"
 
@@ -86,6 +87,28 @@ std::string media_type(const std::string& header) {
 }
 
 }  // namespace
+
+std::string OtlpReceiver::too_large_response(std::string_view head) {
+  ++counters_.requests;
+  ++counters_.too_large;
+  std::string type;
+  for (size_t at = 0; at < head.size();) {
+    size_t nl = head.find('\n', at);
+    if (nl == std::string_view::npos) nl = head.size();
+    std::string line(head.substr(at, nl - at));
+    if (media_type(line.substr(0, 13)) == "content-type:") type = media_type(line.substr(13));
+    at = nl + 1;
+  }
+  while (!type.empty() && std::isspace(static_cast<unsigned char>(type.front()))) type.erase(0, 1);
+  const OtlpEncoding e = type == kJsonType ? OtlpEncoding::json : OtlpEncoding::protobuf;
+  httplib::Response res;
+  fail(res, 413, e, kInvalidArgument,
+       fmt::format("the request body is over {} bytes (--otlp-max-body)", opt_.max_body));
+  return fmt::format(
+      "HTTP/1.1 413 Payload Too Large\r\nContent-Type: {}\r\nContent-Length: {}\r\n"
+      "Connection: close\r\n\r\n{}",
+      res.get_header_value("Content-Type"), res.body.size(), res.body);
+}
 
 void OtlpReceiver::add_routes() {
   // Checked before the body is read: a request without the token ingests nothing.

@@ -5,12 +5,17 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstring>
 
 #include "requests/critical_path.hpp"
+#include "serve/http_front.hpp"
+#include "serve/listener.hpp"
 #include "serve/server.hpp"
 #include "serve/tls.hpp"
 #include "serve/trace_path_json.hpp"
@@ -36,49 +41,44 @@ OtlpReceiver::~OtlpReceiver() {
 }
 
 void OtlpReceiver::start() {
-  auto [host, port] = parse_address(opt_.address);
-  if (opt_.tls_cert.empty()) {
-    http_ = std::make_unique<httplib::Server>();
-  } else {
+  if (!opt_.tls_cert.empty()) {
     // Bad files: an error naming them. The context picks the latest certificate (SIGHUP).
     if (!opt_.certs) opt_.certs = std::make_shared<TlsCertificates>(opt_.tls_cert, opt_.tls_key);
-    TlsCertificates* certs = opt_.certs.get();
-    auto tls = std::make_unique<httplib::SSLServer>([certs](SSL_CTX& ctx) {
-      certs->configure(&ctx);
-      return true;
-    });
-    if (!tls->is_valid())
-      throw std::invalid_argument("--tls-cert/--tls-key: cannot set up TLS with " + opt_.tls_cert +
-                                  " and " + opt_.tls_key);
-    http_ = std::move(tls);
+    tls_ = opt_.certs->server_context();
   }
-  const unsigned threads = std::max(1u, opt_.threads);
-  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  http_->set_payload_max_length(opt_.max_body);
-  http_->set_read_timeout(10, 0);
-  // A keep-alive connection holds a pool thread while it waits: SDKs export every few
-  // seconds, so connections idle longer than 2 s are closed to free the thread.
-  http_->set_keep_alive_timeout(2);
-  // Answers go out at once: with Nagle on, a response written in pieces can wait for the
-  // client's delayed ACK (~40 ms) before its last piece leaves.
-  http_->set_tcp_nodelay(true);
+  // The event-driven front (http_front.hpp): idle or slow clients cost a buffer, not a
+  // thread, so thousands of SDK connections kept alive do not lock others out.
+  http_ = std::make_unique<HttpFront>();
+  http_->set_payload_max_length(opt_.max_body);  // decompressed, checked by the route too
+  // Bodies over --otlp-max-body as they arrive: answered as the route answers them.
+  http_->set_body_limits(opt_.max_body, std::max(opt_.max_body * 4, size_t{256} << 20),
+                         [this](std::string_view head) { return too_large_response(head); });
   add_routes();
-  port_ = port == 0 ? http_->bind_to_any_port(host) : (http_->bind_to_port(host, port) ? port : -1);
-  if (port_ <= 0) {
+  try {
+    listener_ = std::make_unique<Listener>(opt_.address);
+  } catch (const std::runtime_error& e) {
     http_.reset();
-    throw std::runtime_error("cannot listen for OTLP on " + opt_.address + ": " +
-                             std::strerror(errno));
+    throw std::runtime_error("cannot listen for OTLP on " + opt_.address + ": " + e.what());
   }
+  port_ = listener_->port();
+  opt_.max_connections = fit_open_files(opt_.max_connections);
   assembler_ = std::thread([this] { assemble_loop(); });
-  http_thread_ = std::thread([this] { http_->listen_after_bind(); });
-  // Until httplib runs its accept loop, stop() could not stop it.
-  while (!http_->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  http_->start(listener_->fd(), opt_.max_connections, std::max(1u, opt_.threads), tls_.get());
+}
+
+size_t OtlpReceiver::fit_open_files(size_t connections) {
+  const rlim_t want = connections + 64;
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want) return connections;
+  rl.rlim_cur = std::min(want, rl.rlim_max);
+  ::setrlimit(RLIMIT_NOFILE, &rl);
+  ::getrlimit(RLIMIT_NOFILE, &rl);
+  return rl.rlim_cur >= want ? connections : std::max<size_t>(rl.rlim_cur, 128) - 64;
 }
 
 void OtlpReceiver::stop() {
   if (!http_) return;
-  http_->stop();
-  if (http_thread_.joinable()) http_thread_.join();
+  http_->shutdown();
   {
     std::lock_guard lock(mu_);
     stopping_ = true;
@@ -86,6 +86,7 @@ void OtlpReceiver::stop() {
   wake_.notify_all();
   if (assembler_.joinable()) assembler_.join();
   http_.reset();
+  listener_.reset();
 }
 
 void OtlpReceiver::hold(bool on) {

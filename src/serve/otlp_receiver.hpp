@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include <fmt/format.h>
@@ -23,12 +24,12 @@
 #include "serve/auth.hpp"
 #include "serve/otlp_live.hpp"
 #include "serve/otlp_traces.hpp"
-
-namespace httplib {
-class Server;
-}
+#include "serve/tls.hpp"
 
 namespace snailtrail::serve {
+
+class HttpFront;
+class Listener;
 
 struct OtlpOptions {
   std::string address = "127.0.0.1:4318";  // port 0: any free port
@@ -36,8 +37,10 @@ struct OtlpOptions {
   size_t buffer_spans = size_t{1} << 20;   // decoded spans not yet grouped; over it: 429
   int retry_after_s = 1;                   // Retry-After of a 429
   OtlpTraceLimits traces;
-  OtlpLiveLimits live;            // what /api/critical-path keeps of the completed traces
-  unsigned threads = 8;           // HTTP threads
+  OtlpLiveLimits live;   // what /api/critical-path keeps of the completed traces
+  unsigned threads = 8;  // HTTP worker threads (the event loop reads and writes)
+  // Clients at once; at the limit a new one takes an idle one's place (HttpFront).
+  size_t max_connections = 4096;
   AuthTokens auth;                // with a token: POST needs the write token, /metrics either
   std::string tls_cert, tls_key;  // PEM files: HTTPS instead of HTTP
   std::shared_ptr<TlsCertificates> certs;  // loaded from them (null: loaded at start())
@@ -74,13 +77,21 @@ class OtlpReceiver {
   // The buffer has no room for a request as large as the last one admitted: answered 429
   // before decoding (a client retrying at once would otherwise cost a decode each time).
   bool likely_full() const;
+  // The whole HTTP answer to a request whose body is over --otlp-max-body (its head
+  // given): 413 with the OTLP error body, in the request's encoding.
+  std::string too_large_response(std::string_view head);
+  // Raises the open-file limit for `connections` clients as far as allowed; the clients
+  // that fit.
+  static size_t fit_open_files(size_t connections);
   std::string metrics() const;
 
   OtlpOptions opt_;
   std::FILE* out_;
   OtlpCounters counters_;
-  std::unique_ptr<httplib::Server> http_;
-  std::thread http_thread_, assembler_;
+  std::unique_ptr<HttpFront> http_;
+  std::unique_ptr<Listener> listener_;
+  TlsContext tls_;
+  std::thread assembler_;
   int port_ = 0;
   OpenTraces traces_;
   OtlpLivePaths live_;
