@@ -251,4 +251,6 @@
 
   // Open on the most critical stage.
   if (stages.length) select(stages.reduce((a, b) => (b.cp > a.cp ? b : a)).id);
+  document.body.dataset.view = 'stages';
+  document.body.dataset.ready = '1';
 })();
