@@ -63,7 +63,7 @@ std::string stage_line(const char* event, int id, const char* parents, int64_t s
 // skipped: not in the log, so no edge).
 //   stage 0: run 10, 20, 30, 100 ms; GC 1, 2, 3, 4; writes 1000 B each; task 3 spills
 //            2048 B in memory, 512 B on disk
-//   stage 1: run 40, 50, 60 ms; GC 5 each; writes 500 B each
+//   stage 1: run 40, 50, 60 ms; GC 5 each; writes 500 B each; and a failed attempt
 //   stage 2: run 30, 35 ms; reads 3000 + 1000 B and 1500 + 0 B
 std::string hand_log() {
   std::string log =
@@ -86,6 +86,11 @@ std::string hand_log() {
       {1, 6, "2", 2, 60, 5, 0, 0, 500, 0, 0},
   };
   for (const Task& t : first) log += task_end(t);
+  // A failed attempt of a stage 1 task (500 ms): left out of the numbers, counted.
+  std::string failed = task_end({1, 9, "2", 2, 500, 50, 0, 0, 99, 0, 0});
+  failed.replace(failed.find("\"Success\""), 9, "\"ExceptionFailure\"");
+  failed.replace(failed.find("\"Failed\":false"), 14, "\"Failed\":true");
+  log += failed;
   log += stage_line("SparkListenerStageCompleted", 0, "", 1, 110);
   log += stage_line("SparkListenerStageCompleted", 1, "", 1, 110);
   log += stage_line("SparkListenerStageSubmitted", 2, "0,1,5", 111, -1);
@@ -104,7 +109,9 @@ TEST(ReportStages, ImporterKeepsTheStagePageMetrics) {
   importers::spark::SparkOptions o;
   o.table = &table;
   importers::spark::parse_event_log(hand_log(), "hand", o);
-  ASSERT_EQ(table.tasks.size(), 9u);
+  ASSERT_EQ(table.tasks.size(), 10u);
+  EXPECT_TRUE(table.tasks[7].failed);
+  EXPECT_FALSE(table.tasks[6].failed);
   const auto& t3 = table.tasks[3];
   EXPECT_EQ(t3.stage_id, 0u);
   EXPECT_EQ(t3.duration_ns, 100 * kMs);
@@ -112,7 +119,7 @@ TEST(ReportStages, ImporterKeepsTheStagePageMetrics) {
   EXPECT_EQ(t3.shuffle_write_bytes, 1000);
   EXPECT_EQ(t3.memory_spill_bytes, 2048);
   EXPECT_EQ(t3.disk_spill_bytes, 512);
-  EXPECT_EQ(table.tasks[7].shuffle_read_bytes, 4000);
+  EXPECT_EQ(table.tasks[8].shuffle_read_bytes, 4000);
   ASSERT_EQ(table.stages.size(), 3u);
   EXPECT_EQ(table.stages[2].parents, (std::vector<uint32_t>{0, 1, 5}));
   EXPECT_EQ(table.stages[2].name, "stage2 at Q.scala:1");
@@ -149,6 +156,8 @@ TEST(ReportStages, DistributionMatchesTheHandComputation) {
   EXPECT_DOUBLE_EQ(st[0].cp, 0.5);
 
   EXPECT_EQ(st[1].tasks, 3u);
+  EXPECT_EQ(st[1].failed_tasks, 1u);
+  EXPECT_EQ(st[0].failed_tasks, 0u);
   EXPECT_EQ(st[1].min_ns, 40 * kMs);
   EXPECT_EQ(st[1].median_ns, 50 * kMs);
   EXPECT_EQ(st[1].p95_ns, 60 * kMs);

@@ -47,7 +47,9 @@
   }
 
   $('source').textContent = data.source;
-  $('facts').textContent = `${data.stages_total} stages, ${data.tasks_total} tasks; CP over ` +
+  const failed = stages.reduce((n, s) => n + s.failed_tasks, 0);
+  $('facts').textContent = `${data.stages_total} stages, ${data.tasks_total} tasks` +
+    (failed ? ` (and ${failed} failed or killed, left out of the numbers)` : '') + '; CP over ' +
     `${data.windows_with_paths} of ${data.windows} window(s) of ${data.window}`;
   const issues = Object.entries(data.import_diagnostics || {}).filter(([, n]) => n > 0);
   if (issues.length) {
@@ -202,7 +204,7 @@
       ['stage', `${s.id} ${s.name}${s.attempts > 1 ? ` (${s.attempts} attempts)` : ''}`],
       ['parents', s.parents.length ? s.parents.join(', ') : 'none'],
       ['critical participation', pct(s.cp)],
-      ['tasks', String(s.tasks)],
+      ['tasks', String(s.tasks) + (s.failed_tasks ? ` (and ${s.failed_tasks} failed or killed, left out)` : '')],
       ['duration min / median / p95 / max', s.duration_ns.map(dur).join(' / ')],
       ['max / median', skewText(s) + (s.skewed ? ' — skewed' : '')],
       ['GC time', dur(s.gc_ns) + gcShare],

@@ -57,6 +57,10 @@ std::vector<StageSummary> summarize_stages(const importers::spark::TaskTable& ta
   for (const auto& t : table.tasks) {
     StageSummary& st = of(t.stage_id);  // a task always names a stage the parser kept
     const size_t at = index.at(t.stage_id);
+    if (t.failed) {
+      ++st.failed_tasks;
+      continue;
+    }
     ++st.tasks;
     st.gc_ns += t.gc_ns;
     st.total_ns += t.duration_ns;
@@ -121,8 +125,9 @@ std::string stages_json(const StagesPage& page, const std::vector<StageSummary>&
     const StageSummary& s = stages[k];
     fmt::format_to(it, "{}{{\"id\":{},\"name\":", k ? "," : "", s.id);
     append_json_string(out, s.name, kJsonNames);
-    fmt::format_to(it, ",\"attempts\":{},\"parents\":[{}],\"tasks\":{},\"cp\":{:.6f}", s.attempts,
-                   fmt::join(s.parents, ","), s.tasks, s.cp);
+    fmt::format_to(
+        it, ",\"attempts\":{},\"parents\":[{}],\"tasks\":{},\"failed_tasks\":{},\"cp\":{:.6f}",
+        s.attempts, fmt::join(s.parents, ","), s.tasks, s.failed_tasks, s.cp);
     fmt::format_to(it,
                    ",\"duration_ns\":[{},{},{},{}],\"skew\":{:.4f},\"skewed\":{},\"gc_ns\":{},"
                    "\"total_ns\":{},\"shuffle_read_bytes\":{},\"shuffle_write_bytes\":{},"

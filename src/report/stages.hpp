@@ -23,7 +23,9 @@ struct StageSummary {
   std::string name;
   uint32_t attempts = 0;          // attempts seen (retries add one each)
   std::vector<uint32_t> parents;  // among the summarised stages (shuffle dependencies)
-  uint64_t tasks = 0;
+  uint64_t tasks = 0;             // that succeeded: the rest of the numbers are theirs
+  uint64_t failed_tasks = 0;      // failed or killed (retried elsewhere), as the Spark UI
+                                  // leaves them out of its summary metrics
   // Task durations (Spark UI's "Duration": executor run time), nearest-rank percentiles.
   int64_t min_ns = 0, median_ns = 0, p95_ns = 0, max_ns = 0;
   double skew = 0;  // max / median; 0 when the median is 0

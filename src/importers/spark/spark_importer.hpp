@@ -28,6 +28,7 @@ struct TaskRow {
   int64_t shuffle_write_bytes = 0;  // Shuffle Bytes Written
   int64_t memory_spill_bytes = 0, disk_spill_bytes = 0;
   bool has_metrics = false;
+  bool failed = false;  // "Task End Reason" other than Success, or "Failed"/"Killed" set
 };
 struct StageRow {
   uint32_t id = 0, attempt = 0;

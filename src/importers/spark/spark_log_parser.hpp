@@ -299,6 +299,19 @@ class LogParser {
     r.has_metrics = t.has_metrics;
     r.duration_ns = t.has_metrics ? t.run : std::max<int64_t>(0, t.finish - t.launch);
     r.gc_ns = t.gc;
+    if (auto reason = field(obj, "Task End Reason")) {
+      dom::object o;
+      std::string_view why;
+      if (reason->get_object().get(o) == simdjson::SUCCESS && field(o, "Reason") &&
+          o["Reason"].get_string().get(why) == simdjson::SUCCESS)
+        r.failed = why != "Success";
+    }
+    dom::object info = need_object(obj, "Task Info");
+    for (std::string_view key : {"Failed", "Killed"}) {
+      bool b = false;
+      if (auto e = field(info, key); e && e->get_bool().get(b) == simdjson::SUCCESS && b)
+        r.failed = true;
+    }
     auto m = field(obj, "Task Metrics");
     if (!m) return r;
     dom::object metrics = object_of(*m, "Task Metrics");
