@@ -163,6 +163,8 @@ void OtlpReceiver::add_routes() {
     res.set_content(live_.answer(q, steady_now_ns()),
                     q.folded || q.diff ? "text/plain" : kJsonType);
   });
+  // The slowest recent traces and their Waterfall (as on serve --http).
+  add_slow_trace_routes(*http_, *slow_);
 }
 
 std::string OtlpReceiver::metrics() const {
