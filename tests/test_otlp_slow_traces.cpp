@@ -163,6 +163,9 @@ TEST(OtlpSlowTraces, ListsTheSlowestFirstWithTheirLatenciesAndSpanCounts) {
   }
   EXPECT_EQ((*r).slow_traces()->size(), 5u);
   EXPECT_EQ((*r).slow_traces()->spans(), 12u);
+  const std::string metrics = r.get("/metrics");
+  EXPECT_NE(metrics.find("\nsnailtrail_otlp_slow_traces 5\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("\nsnailtrail_otlp_slow_trace_spans 12\n"), std::string::npos);
 }
 
 // /api/trace answers the Waterfall data `report --traces 1 -f json` writes for a file of
