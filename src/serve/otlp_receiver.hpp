@@ -22,6 +22,7 @@
 #include "importers/otel/spans.hpp"
 #include "serve/auth.hpp"
 #include "serve/otlp_live.hpp"
+#include "serve/otlp_slow.hpp"
 #include "serve/otlp_traces.hpp"
 
 namespace httplib {
@@ -37,6 +38,7 @@ struct OtlpOptions {
   int retry_after_s = 1;                   // Retry-After of a 429
   OtlpTraceLimits traces;
   OtlpLiveLimits live;            // what /api/critical-path keeps of the completed traces
+  SlowTraceLimits slow;           // what /traces and /api/slow-traces keep (otlp_slow.hpp)
   unsigned threads = 8;           // HTTP threads
   AuthTokens auth;                // with a token: POST needs the write token, /metrics either
   std::string tls_cert, tls_key;  // PEM files: HTTPS instead of HTTP
@@ -62,6 +64,8 @@ class OtlpReceiver {
   // Tests: while held, nothing leaves the buffer (so that it fills up).
   void hold(bool on);
   const OtlpCounters& counters() const { return counters_; }
+  // The slowest recent traces (for serve --http's /traces beside this receiver's own).
+  std::shared_ptr<const SlowTraces> slow_traces() const { return slow_; }
   // A write to `out` failed: its message (the receiver then writes nothing more).
   std::string write_error() const;
 
@@ -84,6 +88,7 @@ class OtlpReceiver {
   int port_ = 0;
   OpenTraces traces_;
   OtlpLivePaths live_;
+  std::shared_ptr<SlowTraces> slow_;
 
   mutable std::mutex mu_;
   std::condition_variable wake_;
@@ -108,6 +113,7 @@ class OtlpService {
   void start();
   int port() const { return receiver_->port(); }
   std::string write_error() const { return receiver_->write_error(); }
+  std::shared_ptr<const SlowTraces> slow_traces() const { return receiver_->slow_traces(); }
   // Stops, writes the open traces, logs the totals; throws if writing the paths failed.
   void finish();
 
