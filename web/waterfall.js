@@ -2,6 +2,8 @@
 // Data: report/waterfall.cpp's JSON; rows are
 // [parent, depth, service, operation, start, duration, self, critical, kind, span id]
 // (times in ns from the trace's first span), path segments [row, start, end].
+// Live (data.live, `serve --otlp`'s GET /traces): nothing embedded; the picker polls
+// api/slow-traces and the chosen trace's data (the same shape) comes from api/trace?id=.
 (function () {
   'use strict';
   const data = JSON.parse(document.getElementById('snailtrail-data').textContent);
@@ -12,7 +14,8 @@
     if (text !== undefined) e.textContent = text;
     return e;
   };
-  const name = (i) => data.names[i];
+  let names = data.names;  // of the trace drawn (live: of the one fetched)
+  const name = (i) => names[i];
 
   // Durations with their unit, 3 significant digits.
   function dur(ns) {
@@ -41,32 +44,47 @@
   }
   document.body.dataset.traces = String(data.traces.length);
 
-  // The picker: the embedded traces, slowest first (the order of the data).
+  // The picker: slowest first (the order of the data, or of api/slow-traces). Items:
+  // {key, rank, duration_ns, root, title, spans, pick}; a click selects the key.
   const table = el('table');
   const head = el('tr');
   for (const [t, c] of [['#', 'num'], ['latency', 'num'], ['root span', ''], ['spans', 'num'], ['', '']])
     head.appendChild(el('th', c, t));
   table.appendChild(el('thead')).appendChild(head);
   const body = table.appendChild(el('tbody'));
-  data.traces.forEach((t, i) => {
-    const tr = el('tr', 'trace');
-    tr.dataset.index = String(i);
-    tr.dataset.duration = String(t.duration_ns);
-    tr.appendChild(el('td', 'num', String(t.rank)));
-    tr.appendChild(el('td', 'num', dur(t.duration_ns)));
-    const root = el('td', 'root', `${name(t.root[0])}: ${name(t.root[1])}`);
-    root.title = `${root.textContent}\ntrace ${t.id}`;
-    tr.appendChild(root);
-    tr.appendChild(el('td', 'num', String(t.spans)));
-    tr.appendChild(el('td', 'pick', t.pick));
-    tr.addEventListener('click', () => select(i));
-    body.appendChild(tr);
-  });
+  let onPick = () => {};
+  let pickedKey = null;
+  function fillPicker(items) {
+    body.textContent = '';
+    for (const it of items) {
+      const tr = el('tr', 'trace');
+      tr.dataset.index = it.key;
+      tr.dataset.duration = String(it.duration_ns);
+      if (it.key === pickedKey) tr.classList.add('selected');
+      tr.appendChild(el('td', 'num', String(it.rank)));
+      tr.appendChild(el('td', 'num', dur(it.duration_ns)));
+      const root = el('td', 'root', it.root);
+      root.title = it.title;
+      tr.appendChild(root);
+      tr.appendChild(el('td', 'num', String(it.spans)));
+      tr.appendChild(el('td', it.cls || 'pick', it.pick));
+      tr.addEventListener('click', () => onPick(it.key));
+      body.appendChild(tr);
+    }
+  }
   $('picker').appendChild(table);
-  $('left-out').textContent = data.left_out > 0
-    ? `${data.traces_shown} of ${data.traces_total} traces embedded: the slowest and the p50, p90, p99 ones; ` +
-      `${data.left_out} left out (report --traces N keeps more)`
-    : `all ${data.traces_total} traces embedded`;
+  if (!data.live) {
+    fillPicker(data.traces.map((t, i) => ({
+      key: String(i), rank: t.rank, duration_ns: t.duration_ns, spans: t.spans, pick: t.pick,
+      root: `${name(t.root[0])}: ${name(t.root[1])}`,
+      title: `${name(t.root[0])}: ${name(t.root[1])}\ntrace ${t.id}`,
+    })));
+    onPick = (key) => select(Number(key));
+    $('left-out').textContent = data.left_out > 0
+      ? `${data.traces_shown} of ${data.traces_total} traces embedded: the slowest and the p50, p90, p99 ones; ` +
+        `${data.left_out} left out (report --traces N keeps more)`
+      : `all ${data.traces_total} traces embedded`;
+  }
 
   let selectedRow = -1;
   let scrollToRow = () => {};
@@ -99,8 +117,13 @@
   }
 
   function select(i) {
-    const t = data.traces[i];
-    for (const tr of body.querySelectorAll('tr.trace')) tr.classList.toggle('selected', tr.dataset.index === String(i));
+    draw(data.traces[i], String(i));
+  }
+
+  // Draws trace `t` (its names in `names`), picked as `key` (static: its index; live: its id).
+  function draw(t, key) {
+    pickedKey = key;
+    for (const tr of body.querySelectorAll('tr.trace')) tr.classList.toggle('selected', tr.dataset.index === key);
     $('trace-label').textContent = `trace ${t.id}: ${dur(t.duration_ns)}, ${t.spans} spans, ` +
       `${t.path.length} critical sections` + (t.pick ? ` (${t.pick})` : '') +
       (t.roots > 1 ? `; ${t.roots} roots, one path each` : '') +
@@ -214,10 +237,61 @@
       list.appendChild(li);
     }
     if (shown < t.path.length) list.appendChild(el('li', 'more', `… ${t.path.length - shown} more sections`));
-    document.body.dataset.trace = String(i);
+    document.body.dataset.trace = key;
     showSpan(t, t.path.length ? t.path[0][0] : 0);
   }
 
-  if (data.traces.length) select(0);
-  document.body.dataset.ready = '1';
+  if (data.live) {
+    live();
+  } else {
+    if (data.traces.length) select(0);
+    document.body.dataset.ready = '1';
+  }
+
+  // Live: the list every 1.5 s; the user's pick stays drawn (and marked) while it is kept,
+  // and stays drawn, marked as gone, when it leaves the list. Nothing picked: the slowest.
+  function live() {
+    let wanted = null;  // the trace id last asked for
+    async function show(id) {
+      wanted = id;
+      pickedKey = id;
+      for (const tr of body.querySelectorAll('tr.trace')) tr.classList.toggle('selected', tr.dataset.index === id);
+      try {
+        const r = await fetch(`api/trace?id=${encodeURIComponent(id)}`, { cache: 'no-store' });
+        if (!r.ok) throw new Error(`HTTP ${r.status}`);
+        const doc = await r.json();
+        if (wanted !== id || !doc.traces.length) return;  // another was picked meanwhile
+        names = doc.names;
+        draw(doc.traces[0], id);
+      } catch (e) {
+        if (wanted === id) $('trace-label').textContent = `trace ${id}: not available (${e.message}); pick another`;
+      }
+    }
+    onPick = show;
+    async function poll() {
+      try {
+        const r = await fetch('api/slow-traces', { cache: 'no-store' });
+        if (!r.ok) throw new Error(`api/slow-traces: HTTP ${r.status}`);
+        const list = await r.json();
+        const now = new Date();
+        fillPicker(list.traces.map((t, i) => ({
+          key: t.id, rank: i + 1, duration_ns: t.duration_ns, spans: t.spans,
+          pick: `${Math.round(t.age_ms / 1000)} s ago`, cls: 'age', root: `${t.service}: ${t.root}`,
+          title: `${t.service}: ${t.root}\ntrace ${t.id}\ncompleted ${new Date(t.completed_unix_ms).toLocaleTimeString()}`,
+        })));
+        $('facts').textContent = `live: the ${list.max_traces} slowest traces completed in the last ` +
+          `${dur(list.window_s * 1e9)} (${list.kept} kept, ${list.spans_kept} spans); updated ${now.toLocaleTimeString()}`;
+        $('left-out').textContent = pickedKey !== null && !list.traces.some((t) => t.id === pickedKey)
+          ? `trace ${pickedKey}, drawn, has left the list (faster than those kept, or older than the window)` : '';
+        document.body.dataset.traces = String(list.traces.length);
+        document.body.dataset.polls = String(Number(document.body.dataset.polls || 0) + 1);
+        if (wanted === null && list.traces.length) await show(list.traces[0].id);
+        document.body.dataset.ready = '1';
+      } catch (e) {
+        $('facts').textContent = `live: ${e.message}; retrying`;
+      }
+      setTimeout(poll, 1500);
+    }
+    poll();
+  }
 })();

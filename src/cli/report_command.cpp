@@ -23,7 +23,9 @@
 #include "flame/profile_io.hpp"
 #include "importers/importer.hpp"
 #include "importers/otel/otel_importer.hpp"
+#include "importers/spark/spark_importer.hpp"
 #include "report/report.hpp"
+#include "report/stages.hpp"
 #include "report/waterfall.hpp"
 #include "report/window_feed.hpp"
 #include "trace/trace_io.hpp"
@@ -59,7 +61,7 @@ struct ReportArgs {
   bool no_progress = false;
   bool dashboard = false;
   bool timings = false;
-  std::string view = "auto";  // auto, dataflow, waterfall
+  std::string view = "auto";  // auto, dataflow, waterfall, stages
   size_t traces = 200;        // waterfall: traces embedded
 };
 
@@ -139,17 +141,63 @@ void analyze_on_ranks(mpi::RankGroup& group, AnalysisInput& in, const AnalysisOp
     replay_rank(group, rank, [&](RenderedWindow& r) { feed.add_received(r); });
 }
 
-// Span traces (OTLP, Jaeger) get the waterfall unless --view dataflow asks for the PAG views.
-bool waterfall_view(const ReportArgs& a) {
-  if (a.view != "auto") return a.view == "waterfall";
-  if (a.in.importer != "auto") return a.in.importer == "otlp" || a.in.importer == "jaeger";
-  if (a.in.trace == "-") return false;
+// The importer that reads the input: --importer, else detected ("" if unknown or stdin).
+std::string_view input_kind(const ReportArgs& a) {
+  if (a.in.importer != "auto") return a.in.importer;
+  if (a.in.trace == "-") return {};
   try {
-    const std::string_view name = importers::detect_importer(a.in.trace).name;
-    return name == "otlp" || name == "jaeger";
+    return importers::detect_importer(a.in.trace).name;
   } catch (const std::exception&) {
-    return false;  // the analysis names the problem
+    return {};  // the analysis names the problem
   }
+}
+
+// The view for the input: span traces (OTLP, Jaeger) get the waterfall, Spark logs the
+// tasks per stage, the rest the dataflow views; --view chooses another.
+std::string choose_view(const ReportArgs& a) {
+  if (a.view != "auto") return a.view;
+  const std::string_view kind = input_kind(a);
+  if (kind == "otlp" || kind == "jaeger") return "waterfall";
+  if (kind == "spark") return "stages";
+  return "dataflow";
+}
+
+// "Tasks per stage" (docs/REPORT.md): the log's tasks per stage beside the stages' CP from
+// the analysis `analyze` runs on it (stages are its operators).
+int run_stages(ReportArgs& a) {
+  if (a.in.trace == "-") throw std::invalid_argument("the stages view reads a file, not stdin");
+  if (a.in.importer != "auto" && a.in.importer != "spark")
+    throw std::invalid_argument("--view stages needs a Spark event log (--importer spark)");
+  importers::spark::SparkOptions so =
+      importers::spark::parse_delay_split(a.in.import.spark_delay_split);
+  importers::spark::TaskTable table;
+  so.table = &table;
+  Trace trace = importers::spark::read_event_log(a.in.trace, so);
+  warn_if_cut(trace);
+  if (table.tasks.empty()) throw TraceError(a.in.trace, "input", "the log has no finished task");
+
+  AnalysisOptions opt;
+  apply_window_options(a.in, opt);
+  if (a.in.window == "auto") {  // as open_analysis_input says it
+    const AutoWindowChoice c = resolve_auto_window("spark", opt);
+    a.in.window = c.label;
+    fmt::print(stderr, "snailtrail: note: --window auto chose {}: {} (--window sets another)\n",
+               c.label == "whole" ? "the whole trace" : c.label, c.reason);
+  }
+  opt.summary.top_k = a.top;
+  Aggregate agg;
+  if (!trace.events.empty()) {
+    const Pag pag = build_pag(trace, opt.pag);
+    resolve_time_range(a.in, pag, opt);
+    analyze_pag_parallel(
+        pag, opt, analysis_threads(a.in), [](const WindowView&, RenderedWindow&) {},
+        [&](RenderedWindow& r) { agg.add(r.summary, a.top); });
+    agg.finish();
+  }
+  report::StagesPage page{a.in.trace, a.in.window, agg.windows, agg.windows_with_paths,
+                          trace.import_diagnostics};
+  const std::string json = report::stages_json(page, report::summarize_stages(table, agg.cp.op));
+  return write_page(a.output, a.format == "json" ? json : report::render_stages_html(json));
 }
 
 // The "Waterfall" (docs/REPORT.md): every trace's critical path as `critical-path` computes
@@ -181,9 +229,10 @@ int run_waterfall(const ReportArgs& a) {
 int run(ReportArgs& a, mpi::RankGroup* group) {
   if (a.dashboard) return write_page(a.output, report::render_dashboard_html());
   if (a.in.trace.empty()) throw std::invalid_argument("a TRACE file is required");
-  if (waterfall_view(a)) {
+  const std::string view = choose_view(a);
+  if (view == "waterfall" || view == "stages") {
     if (group && group->rank() > 0) return 0;  // one process writes it
-    return run_waterfall(a);
+    return view == "waterfall" ? run_waterfall(a) : run_stages(a);
   }
   AnalysisOptions opt;
   apply_window_options(a.in, opt);
@@ -268,9 +317,9 @@ CommandRunner add_report_command(CLI::App& app) {
                 "Also show how much shorter the critical path would be if the most critical "
                 "workers, operators and activity types were faster (docs/PAG.md §5)");
   cmd->add_option("--view", a.view,
-                  "auto: the Waterfall for span traces (otlp, jaeger), else the dataflow views; "
-                  "dataflow or waterfall to choose")
-      ->check(CLI::IsMember({"auto", "dataflow", "waterfall"}))
+                  "auto: the Waterfall for span traces (otlp, jaeger), Tasks per stage for "
+                  "Spark logs, else the dataflow views; dataflow, waterfall or stages to choose")
+      ->check(CLI::IsMember({"auto", "dataflow", "waterfall", "stages"}))
       ->capture_default_str();
   cmd->add_option("--traces", a.traces,
                   "Waterfall: traces embedded, the slowest plus the p50, p90 and p99 ones")

@@ -54,6 +54,9 @@ struct ServeArgs {
   size_t max_open_spans = size_t{1} << 20;
   std::string otlp_window = "5m";
   size_t otlp_window_traces = 20'000;
+  size_t slow_traces = 50;             // --slow-traces: the live Waterfall's traces
+  std::string slow_window = "5m";      // --slow-window
+  size_t slow_traces_spans = 200'000;  // --slow-traces-spans
   std::string otlp_out;
   SecurityArgs security;  // who may send and read (listen_security.hpp)
 };

@@ -226,6 +226,7 @@ CommandRunner add_serve_command(CLI::App& app) {
     serve::OtlpService otlp(otlp_opt, a.otlp_out, a.quiet);
     otlp.start();
     options.extra_ports.emplace_back("otlp", otlp.port());
+    options.slow_traces = otlp.slow_traces();  // --http's /traces
     const int code = serve::run_server(options);
     otlp.finish();
     return code;

@@ -72,6 +72,16 @@ void add_otlp_options(CLI::App* cmd, ServeArgs& a) {
                   "OTLP: completed traces kept for /api/critical-path, at most (the oldest go "
                   "first, counted as dropped_traces)")
       ->capture_default_str();
+  cmd->add_option("--slow-traces", a.slow_traces,
+                  "OTLP: the slowest traces of --slow-window kept with their spans for the live "
+                  "Waterfall (GET /traces, /api/slow-traces, /api/trace); 0: none")
+      ->capture_default_str();
+  cmd->add_option("--slow-window", a.slow_window,
+                  "OTLP: a slow trace completed longer ago than this leaves the list")
+      ->capture_default_str();
+  cmd->add_option("--slow-traces-spans", a.slow_traces_spans,
+                  "OTLP: spans of the kept slow traces, at most (the fastest go first)")
+      ->capture_default_str();
 }
 
 namespace {
@@ -109,6 +119,9 @@ serve::OtlpOptions otlp_options(const ServeArgs& a) {
   o.traces.max_open_spans = a.max_open_spans;
   o.live.window_ns = parse_duration(a.otlp_window);
   o.live.max_traces = a.otlp_window_traces;
+  o.slow.max_traces = a.slow_traces;
+  o.slow.window_ns = parse_duration(a.slow_window);
+  o.slow.max_spans = a.slow_traces_spans;
   const ListenSecurity sec = load_security(a.security);
   o.auth = sec.auth;
   o.tls_cert = sec.tls_cert;

@@ -142,6 +142,11 @@ void WaterfallBuilder::add(size_t unit, const SpanSet& set) {
   units_.emplace_back(unit, std::move(u));
 }
 
+void WaterfallBuilder::add_unit(size_t unit, Unit u) {
+  std::lock_guard lock(mutex_);
+  units_.emplace_back(unit, std::move(u));
+}
+
 size_t WaterfallBuilder::traces() const {
   std::lock_guard lock(mutex_);
   size_t n = 0;
@@ -285,6 +290,14 @@ std::string render_waterfall_html(const std::string& waterfall_json) {
   replace_once("/*SNAILTRAIL_JS*/", assets::kWaterfallJs);
   replace_once("/*SNAILTRAIL_DATA*/", data);
   return html;
+}
+
+std::string render_live_waterfall_html() {
+  // No trace embedded: "live" switches the script to polling (web/waterfall.js).
+  return render_waterfall_html(
+      "{\"schema\":1,\"view\":\"waterfall\",\"live\":true,\"source\":\"serve --otlp: slow "
+      "traces\",\"traces_total\":0,\"spans_total\":0,\"traces_shown\":0,\"left_out\":0,"
+      "\"skipped\":0,\"import_diagnostics\":{},\"names\":[],\"traces\":[]}");
 }
 
 }  // namespace snailtrail::report

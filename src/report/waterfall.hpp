@@ -68,6 +68,8 @@ class WaterfallBuilder {
   };
   // The rows of one unit (exposed for the tests).
   static Unit build_unit(const importers::SpanSet& set);
+  // A unit built already (serve's slow traces keep them). Thread-safe.
+  void add_unit(size_t unit, Unit u);
 
  private:
   WaterfallOptions opt_;
@@ -79,5 +81,8 @@ class WaterfallBuilder {
 
 // The self-contained page of a waterfall's json().
 std::string render_waterfall_html(const std::string& waterfall_json);
+// The live page of `serve --otlp` (GET /traces): the same page, whose script polls
+// api/slow-traces for the picker and fetches api/trace?id= for the Waterfall drawn.
+std::string render_live_waterfall_html();
 
 }  // namespace snailtrail::report

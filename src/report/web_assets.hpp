@@ -14,5 +14,8 @@ extern const std::string_view kTimelineHtml;
 // web/waterfall.{html,js}: `report`'s page for span traces (report/waterfall.hpp).
 extern const std::string_view kWaterfallHtml;
 extern const std::string_view kWaterfallJs;
+// web/stages.{html,js}: `report`'s "Tasks per stage" page for Spark logs (report/stages.hpp).
+extern const std::string_view kStagesHtml;
+extern const std::string_view kStagesJs;
 
 }  // namespace snailtrail::report::assets

@@ -6,6 +6,8 @@
 
 #include <httplib.h>
 
+#include "serve/otlp_slow.hpp"
+
 namespace snailtrail::serve {
 namespace {
 
@@ -54,8 +56,15 @@ void add_api_routes(HttpFront& http, const ApiSources& src) {
         return httplib::Server::HandlerResponse::Handled;
       });
   // The live dashboard: the report's page, polling /api/report.
-  http.Get("/", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content(report::render_dashboard_html(), "text/html; charset=utf-8");
+  // Beside --otlp, with its link to the slow traces' Waterfall (/traces) shown.
+  std::string dashboard = report::render_dashboard_html();
+  if (src.slow) {
+    const std::string hidden = "href=\"traces\" hidden>";
+    const size_t at = dashboard.find(hidden);
+    if (at != std::string::npos) dashboard.replace(at, hidden.size(), "href=\"traces\">");
+  }
+  http.Get("/", [dashboard](const httplib::Request&, httplib::Response& res) {
+    res.set_content(dashboard, "text/html; charset=utf-8");
   });
   http.Get("/api/report", [&shared](const httplib::Request&, httplib::Response& res) {
     std::string body;
@@ -91,6 +100,7 @@ void add_api_routes(HttpFront& http, const ApiSources& src) {
     }
     res.set_content(shared.windows.back().second + "\n", "application/json");
   });
+  if (src.slow) add_slow_trace_routes(http, *src.slow);
 }
 
 }  // namespace snailtrail::serve

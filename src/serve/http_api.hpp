@@ -1,5 +1,6 @@
 // `serve`'s HTTP API: the live dashboard (/ and /api/report), /healthz, /metrics,
-// /api/rates, /api/windows and /api/summary/latest. docs/SERVE.md.
+// /api/rates, /api/windows and /api/summary/latest; beside --otlp, the slow traces'
+// page /traces with /api/slow-traces and /api/trace (otlp_slow.hpp). docs/SERVE.md.
 #pragma once
 
 #include <cstddef>
@@ -12,14 +13,17 @@
 
 namespace snailtrail::serve {
 
+class SlowTraces;
+
 // What the routes read; every reference outlives the HTTP front.
 struct ApiSources {
   SharedState& shared;
   const IngestCounters& counters;
   const BatchQueue& queue;
   LiveRates& rates;
-  size_t buffer_budget;    // --ingest-buffer, shown in /metrics
-  const AuthTokens& auth;  // with a token, every route but /healthz needs it
+  size_t buffer_budget;              // --ingest-buffer, shown in /metrics
+  const AuthTokens& auth;            // with a token, every route but /healthz needs it
+  const SlowTraces* slow = nullptr;  // with --otlp: /traces, /api/slow-traces, /api/trace
 };
 
 // Registers the routes on `http` (before it starts).

@@ -186,6 +186,8 @@ void OtlpReceiver::add_routes() {
     res.set_content(live_.answer(q, steady_now_ns()),
                     q.folded || q.diff ? "text/plain" : kJsonType);
   });
+  // The slowest recent traces and their Waterfall (as on serve --http).
+  add_slow_trace_routes(*http_, *slow_);
 }
 
 std::string OtlpReceiver::metrics() const {
@@ -210,6 +212,9 @@ std::string OtlpReceiver::metrics() const {
   put("open_traces", "gauge", "Traces still receiving spans", c.open_traces);
   put("open_spans", "gauge", "Spans of the open traces", c.open_spans);
   put("buffered_spans", "gauge", "Spans decoded, not yet grouped by trace", c.buffered_spans);
+  put("slow_traces", "gauge", "Slow traces kept for /traces (--slow-traces)", slow_->size());
+  put("slow_trace_spans", "gauge", "Spans of the slow traces kept (--slow-traces-spans)",
+      slow_->spans());
   return out;
 }
 

@@ -26,12 +26,17 @@ namespace snailtrail::serve {
 using importers::SpanSet;
 
 OtlpReceiver::OtlpReceiver(const OtlpOptions& options, std::FILE* out)
-    : opt_(options), out_(out), traces_(options.traces), live_(options.live) {
+    : opt_(options),
+      out_(out),
+      traces_(options.traces),
+      live_(options.live),
+      slow_(std::make_shared<SlowTraces>(options.slow)) {
   if (opt_.traces.max_open_traces == 0 || opt_.traces.max_open_spans == 0)
     throw std::invalid_argument("--max-open-traces and --max-open-spans must be at least 1");
   if (opt_.traces.idle_ns <= 0) throw std::invalid_argument("--trace-idle must be positive");
   if (opt_.live.window_ns <= 0 || opt_.live.max_traces == 0)
     throw std::invalid_argument("--otlp-window and --otlp-window-traces must be positive");
+  if (opt_.slow.window_ns <= 0) throw std::invalid_argument("--slow-window must be positive");
   if (opt_.max_body == 0 || opt_.buffer_spans == 0)
     throw std::invalid_argument("--otlp-max-body and --otlp-buffer must be at least 1");
 }
@@ -172,8 +177,16 @@ void OtlpReceiver::write_paths(std::vector<SpanSet>& done) {
   std::vector<requests::UnitPaths> units;
   units.reserve(done.size());
   std::vector<uint32_t> tree_parent;
+  const int64_t now = steady_now_ns();
+  const int64_t wall_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count();
   for (const SpanSet& set : done) {
     const std::vector<requests::CriticalPath> paths = requests::critical_paths(set, &tree_parent);
+    // Among the slowest of the window: its Waterfall rows, by the same critical_paths
+    // (with its segments), built only for the traces the heap takes.
+    if (paths.size() == 1 && slow_->wants(paths[0].duration_ns, set.spans.size(), now))
+      slow_->add(report::WaterfallBuilder::build_unit(set), now, wall_ms);
     // With calling contexts: /api/critical-path's folded stacks need them.
     units.push_back(requests::summarize_paths(set, paths, tree_parent, true));
     all.add(units.back());
@@ -189,7 +202,7 @@ void OtlpReceiver::write_paths(std::vector<SpanSet>& done) {
     }
   }
   if (text.size() > 0) write_out(text);
-  live_.add(std::move(units), all, steady_now_ns());
+  live_.add(std::move(units), all, now);
 }
 
 void OtlpReceiver::write_out(const fmt::memory_buffer& text) {

@@ -23,6 +23,7 @@
 #include "importers/otel/spans.hpp"
 #include "serve/auth.hpp"
 #include "serve/otlp_live.hpp"
+#include "serve/otlp_slow.hpp"
 #include "serve/otlp_traces.hpp"
 #include "serve/tls.hpp"
 
@@ -38,6 +39,7 @@ struct OtlpOptions {
   int retry_after_s = 1;                   // Retry-After of a 429
   OtlpTraceLimits traces;
   OtlpLiveLimits live;   // what /api/critical-path keeps of the completed traces
+  SlowTraceLimits slow;  // what /traces and /api/slow-traces keep (otlp_slow.hpp)
   unsigned threads = 8;  // HTTP worker threads (the event loop reads and writes)
   // Clients at once; at the limit a new one takes an idle one's place (HttpFront).
   size_t max_connections = 4096;
@@ -65,6 +67,8 @@ class OtlpReceiver {
   // Tests: while held, nothing leaves the buffer (so that it fills up).
   void hold(bool on);
   const OtlpCounters& counters() const { return counters_; }
+  // The slowest recent traces (for serve --http's /traces beside this receiver's own).
+  std::shared_ptr<const SlowTraces> slow_traces() const { return slow_; }
   // A write to `out` failed: its message (the receiver then writes nothing more).
   std::string write_error() const;
 
@@ -95,6 +99,7 @@ class OtlpReceiver {
   int port_ = 0;
   OpenTraces traces_;
   OtlpLivePaths live_;
+  std::shared_ptr<SlowTraces> slow_;
 
   mutable std::mutex mu_;
   std::condition_variable wake_;
@@ -119,6 +124,7 @@ class OtlpService {
   void start();
   int port() const { return receiver_->port(); }
   std::string write_error() const { return receiver_->write_error(); }
+  std::shared_ptr<const SlowTraces> slow_traces() const { return receiver_->slow_traces(); }
   // Stops, writes the open traces, logs the totals; throws if writing the paths failed.
   void finish();
 

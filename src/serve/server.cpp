@@ -48,7 +48,9 @@ double seconds_since(Clock::time_point t) {
 
 // The options that fail before anything is opened.
 FollowFormat check_sources(const ServeOptions& opt) {
-  if (opt.tcp.empty() && !opt.stdin_source && opt.follow.empty() && opt.nats.address.empty())
+  // An OTLP receiver beside (serve --otlp --http) is a source of its own.
+  if (opt.tcp.empty() && !opt.stdin_source && opt.follow.empty() && opt.nats.address.empty() &&
+      !opt.slow_traces)
     throw UsageError({"no source: give ", field("tcp"), ", ", field("stdin"), ", ", field("follow"),
                       " or ", field("nats")});
   if (opt.shard_count == 0 || opt.shard_index >= opt.shard_count)
@@ -239,7 +241,7 @@ void Server::start_http() {
   auto [host, port] = parse_address(opt_.http);
   http_ = std::make_unique<HttpFront>();
   add_api_routes(*http_, ApiSources{shared_, counters_, *queue_, *rates_, tcp_limits_.buffer_bytes,
-                                    opt_.auth});
+                                    opt_.auth, opt_.slow_traces.get()});
   http_listener_ = std::make_unique<Listener>(opt_.http);
   http_->start(http_listener_->fd(), opt_.http_max_connections, opt_.http_threads, tls_.get());
   if (log_)

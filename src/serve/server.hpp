@@ -15,6 +15,8 @@
 
 namespace snailtrail::serve {
 
+class SlowTraces;
+
 struct ServeOptions {
   std::vector<std::string> tcp;             // listen addresses "host:port" (port 0: any free port)
   bool stdin_source = false;                // read a stream from stdin
@@ -45,6 +47,8 @@ struct ServeOptions {
   // server, so that one SIGHUP reloads the certificate of every listener.
   std::shared_ptr<TlsCertificates> certs;
   bool insecure = false;  // allow a non-loopback bind without TLS and a token
+  // An OTLP receiver's slow traces beside the server: --http serves /traces from them.
+  std::shared_ptr<const SlowTraces> slow_traces;
 };
 
 // Runs until SIGINT or SIGTERM (or, without TCP and HTTP, until every source has ended),

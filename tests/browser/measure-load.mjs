@@ -19,6 +19,19 @@ const t0 = Date.now();
 await page.goto(pathToFileURL(file).href);
 await page.waitForSelector('body[data-windows], body[data-ready]');
 const load = Date.now() - t0;
+if (await page.getAttribute('body', 'data-view') === 'stages') {
+  // Tasks per stage: open and draw, then a click on another stage's row.
+  const stages = await page.locator('#dag .stage-node').count();
+  const t1 = Date.now();
+  await page.locator('#stages tbody tr').last().click();
+  await page.waitForSelector('#stages tbody tr.selected');
+  const click = Date.now() - t1;
+  console.log(`${file}: ${(fs.statSync(file).size / 1024).toFixed(0)} KiB, ${stages} stages, ` +
+    `loaded and drawn in ${load} ms, click-to-redraw ${click} ms, ${errors.length} errors`);
+  for (const e of errors) console.log('  error:', e);
+  await browser.close();
+  process.exit(errors.length ? 1 : 0);
+}
 if (await page.getAttribute('body', 'data-ready')) {
   // The waterfall of span traces: draw the first trace, then a click on the second.
   const rows = await page.locator('.span-row').count();

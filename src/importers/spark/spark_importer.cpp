@@ -91,6 +91,7 @@ class SparkStream final : public StreamImporter {
  public:
   SparkStream(const std::string& source, const SparkOptions& options)
       : log_(source), options_(options) {
+    log_.table = options.table;
     if (options.launch_weight == 0 && options.result_weight == 0)
       throw std::invalid_argument("the scheduler delay split needs a non-zero part");
   }

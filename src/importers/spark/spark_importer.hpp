@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "importers/importer.hpp"
 #include "importers/streaming.hpp"
@@ -16,11 +17,36 @@
 
 namespace snailtrail::importers::spark {
 
+// What the Spark UI's stage page shows per task and per stage (`report`'s "Tasks per
+// stage", docs/REPORT.md), kept only when SparkOptions::table asks for it: ~64 bytes a task.
+struct TaskRow {
+  uint32_t stage_id = 0, attempt = 0;
+  // Spark UI's "Duration": Executor Run Time; Finish - Launch for a task without metrics.
+  int64_t duration_ns = 0;
+  int64_t gc_ns = 0;
+  int64_t shuffle_read_bytes = 0;   // Remote Bytes Read + Local Bytes Read
+  int64_t shuffle_write_bytes = 0;  // Shuffle Bytes Written
+  int64_t memory_spill_bytes = 0, disk_spill_bytes = 0;
+  bool has_metrics = false;
+  bool failed = false;  // "Task End Reason" other than Success, or "Failed"/"Killed" set
+};
+struct StageRow {
+  uint32_t id = 0, attempt = 0;
+  std::string name;
+  std::vector<uint32_t> parents;  // "Parent IDs": the stages whose shuffle output it reads
+};
+struct TaskTable {
+  std::vector<TaskRow> tasks;    // in log order
+  std::vector<StageRow> stages;  // in order of first mention
+};
+
 struct SparkOptions {
   // The scheduler delay of a task (time between launch and result the event log does not
   // explain) is split launch:result, e.g. 1:2 puts a third of it on the launch message.
   uint32_t launch_weight = 1;
   uint32_t result_weight = 2;
+  // If set, every finished task's metrics and every stage's parents are appended here.
+  TaskTable* table = nullptr;
 };
 
 // Parses "A:B" (non-negative integers, A + B > 0), e.g. "1:2". Throws std::invalid_argument.

@@ -15,6 +15,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "importers/spark/spark_importer.hpp"
 #include "importers/spark/spark_records.hpp"
 
 namespace snailtrail::importers::spark::detail {
@@ -81,6 +82,7 @@ class LogParser {
   uint32_t task_cpus = 1;
   // SparkListenerApplicationStart / ApplicationEnd "Timestamp" (ns; -1: not seen).
   int64_t app_start = -1, app_end = -1;
+  TaskTable* table = nullptr;  // SparkOptions::table
 
  private:
   [[noreturn]] void fail(const std::string& what) const {
@@ -225,6 +227,7 @@ class LogParser {
     if (inserted) {
       stages.push_back(StageRec{id, attempt});
       stage_names.emplace_back();
+      if (table) table->stages.push_back(StageRow{id, attempt, {}, {}});
     }
     StageRec& st = stages[it->second];
     if (!st.in_epoch) {
@@ -248,6 +251,7 @@ class LogParser {
       std::string_view n;
       if (name->get_string().get(n) == simdjson::SUCCESS) stage_names[s] = n;
     }
+    if (table) stage_row(info, table->stages[s]);
     if (auto t = opt_ms(info, "Submission Time")) stages[s].submitted = *t;
     if (completed) {
       if (auto t = opt_ms(info, "Completion Time")) stages[s].completed = *t;
@@ -284,6 +288,64 @@ class LogParser {
             need_nonneg(object_of(*w, "Shuffle Write Metrics"), "Shuffle Write Time");  // ns
     }
     tasks.push_back(t);
+    if (table) table->tasks.push_back(task_row(obj, t, stage_id, attempt));
+  }
+
+  // The stage page's numbers of one task (TaskTable); absent metrics count as 0.
+  TaskRow task_row(dom::object obj, const TaskRec& t, uint32_t stage_id, uint32_t attempt) const {
+    TaskRow r;
+    r.stage_id = stage_id;
+    r.attempt = attempt;
+    r.has_metrics = t.has_metrics;
+    r.duration_ns = t.has_metrics ? t.run : std::max<int64_t>(0, t.finish - t.launch);
+    r.gc_ns = t.gc;
+    if (auto reason = field(obj, "Task End Reason")) {
+      dom::object o;
+      std::string_view why;
+      if (reason->get_object().get(o) == simdjson::SUCCESS && field(o, "Reason") &&
+          o["Reason"].get_string().get(why) == simdjson::SUCCESS)
+        r.failed = why != "Success";
+    }
+    dom::object info = need_object(obj, "Task Info");
+    for (std::string_view key : {"Failed", "Killed"}) {
+      bool b = false;
+      if (auto e = field(info, key); e && e->get_bool().get(b) == simdjson::SUCCESS && b)
+        r.failed = true;
+    }
+    auto m = field(obj, "Task Metrics");
+    if (!m) return r;
+    dom::object metrics = object_of(*m, "Task Metrics");
+    auto bytes = [&](dom::object o, std::string_view key) {
+      return field(o, key) ? need_nonneg(o, key) : 0;
+    };
+    r.memory_spill_bytes = bytes(metrics, "Memory Bytes Spilled");
+    r.disk_spill_bytes = bytes(metrics, "Disk Bytes Spilled");
+    if (auto rd = field(metrics, "Shuffle Read Metrics")) {
+      dom::object o = object_of(*rd, "Shuffle Read Metrics");
+      r.shuffle_read_bytes = bytes(o, "Remote Bytes Read") + bytes(o, "Local Bytes Read");
+    }
+    if (auto w = field(metrics, "Shuffle Write Metrics"))
+      r.shuffle_write_bytes =
+          bytes(object_of(*w, "Shuffle Write Metrics"), "Shuffle Bytes Written");
+    return r;
+  }
+
+  void stage_row(dom::object info, StageRow& row) const {
+    if (auto name = field(info, "Stage Name")) {
+      std::string_view n;
+      if (name->get_string().get(n) == simdjson::SUCCESS) row.name = n;
+    }
+    auto ids = field(info, "Parent IDs");
+    if (!ids) return;
+    dom::array a;
+    if (ids->get_array().get(a) != simdjson::SUCCESS) fail("\"Parent IDs\" must be an array");
+    row.parents.clear();
+    for (dom::element e : a) {
+      int64_t v = 0;
+      if (e.get_int64().get(v) != simdjson::SUCCESS || v < 0 || v > UINT32_MAX)
+        fail("\"Parent IDs\" must hold non-negative integers");
+      row.parents.push_back(static_cast<uint32_t>(v));
+    }
   }
 
   dom::parser parser_;
