@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "output/writers.hpp"
+#include "report/page_embed.hpp"
 #include "report/web_assets.hpp"
 
 namespace snailtrail::report {
@@ -334,30 +335,11 @@ std::vector<const Timeline*> ReportBuilder::timelines() const {
 
 namespace {
 
-void replace_once(std::string& s, std::string_view marker, std::string_view with) {
-  const size_t at = s.find(marker);
-  if (at == std::string::npos) return;
-  s.replace(at, marker.size(), with);
-}
-
 std::string page(const std::string& data_json, bool live) {
   std::string html(assets::kReportHtml);
-  // Inside <script>, "</script>" or "<!--" in the data would end or confuse the element;
-  // '<' only occurs inside JSON strings, where \u003c means the same character.
-  std::string data;
-  data.reserve(data_json.size() + 64);
-  for (char c : data_json) {
-    if (c == '<')
-      data += "\\u003c";
-    else
-      data += c;
-  }
   replace_once(html, "/*SNAILTRAIL_CSS*/", assets::kReportCss);
   replace_once(html, "\"SNAILTRAIL_MODE\"", live ? "\"live\"" : "\"file\"");
-  // The script goes in before the data, so that text in the data is never taken for a marker.
-  replace_once(html, "/*SNAILTRAIL_JS*/", assets::kReportJs);
-  replace_once(html, "/*SNAILTRAIL_DATA*/", data);
-  return html;
+  return embed_page(std::move(html), assets::kReportJs, data_json);
 }
 
 }  // namespace

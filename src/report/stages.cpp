@@ -11,6 +11,7 @@
 
 #include "output/names.hpp"
 #include "output/writers.hpp"
+#include "report/page_embed.hpp"
 #include "report/web_assets.hpp"
 
 namespace snailtrail::report {
@@ -141,25 +142,7 @@ std::string stages_json(const StagesPage& page, const std::vector<StageSummary>&
 }
 
 std::string render_stages_html(const std::string& stages_json) {
-  std::string html(assets::kStagesHtml);
-  // Inside <script>, "</script>" or "<!--" in the data would end or confuse the element;
-  // '<' only occurs inside JSON strings, where \u003c means the same character.
-  std::string data;
-  data.reserve(stages_json.size() + 64);
-  for (char c : stages_json) {
-    if (c == '<')
-      data += "\\u003c";
-    else
-      data += c;
-  }
-  // The script goes in before the data, so that text in the data is never taken for a marker.
-  auto replace_once = [&](std::string_view marker, std::string_view with) {
-    const size_t at = html.find(marker);
-    if (at != std::string::npos) html.replace(at, marker.size(), with);
-  };
-  replace_once("/*SNAILTRAIL_JS*/", assets::kStagesJs);
-  replace_once("/*SNAILTRAIL_DATA*/", data);
-  return html;
+  return embed_page(std::string(assets::kStagesHtml), assets::kStagesJs, stages_json);
 }
 
 }  // namespace snailtrail::report

@@ -12,6 +12,7 @@
 
 #include "output/names.hpp"
 #include "output/writers.hpp"
+#include "report/page_embed.hpp"
 #include "report/web_assets.hpp"
 #include "requests/critical_path.hpp"
 
@@ -271,25 +272,7 @@ std::string WaterfallBuilder::json() const {
 }
 
 std::string render_waterfall_html(const std::string& waterfall_json) {
-  std::string html(assets::kWaterfallHtml);
-  // Inside <script>, "</script>" or "<!--" in the data would end or confuse the element;
-  // '<' only occurs inside JSON strings, where \u003c means the same character.
-  std::string data;
-  data.reserve(waterfall_json.size() + 64);
-  for (char c : waterfall_json) {
-    if (c == '<')
-      data += "\\u003c";
-    else
-      data += c;
-  }
-  // The script goes in before the data, so that text in the data is never taken for a marker.
-  auto replace_once = [&](std::string_view marker, std::string_view with) {
-    const size_t at = html.find(marker);
-    if (at != std::string::npos) html.replace(at, marker.size(), with);
-  };
-  replace_once("/*SNAILTRAIL_JS*/", assets::kWaterfallJs);
-  replace_once("/*SNAILTRAIL_DATA*/", data);
-  return html;
+  return embed_page(std::string(assets::kWaterfallHtml), assets::kWaterfallJs, waterfall_json);
 }
 
 std::string render_live_waterfall_html() {
