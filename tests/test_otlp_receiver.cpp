@@ -309,6 +309,24 @@ TEST(OtlpReceiver, TenThousandIdleConnectionsDoNotLockClientsOut) {
   EXPECT_EQ((*r).counters().spans_accepted.load(), 2u);
 }
 
+// A 100 MB body, over the default --otlp-max-body (16 MiB), sent whole by a client that
+// reads the answer only after writing it: 413 with the OTLP error body (protobuf, as the
+// request), and the receiver goes on serving.
+TEST(OtlpReceiver, AHundredMegabyteBodyIsAnswered413) {
+  Receiver r(quick(), "otlp-huge.jsonl");
+  auto res = r.post(std::string(100'000'000, '\0'), kProto);
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  EXPECT_EQ(res->status, 413);
+  EXPECT_EQ(res->get_header_value("Content-Type"), kProto);
+  EXPECT_NE(res->body.find("over 16777216 bytes (--otlp-max-body)"), std::string::npos)
+      << res->body;
+  const std::string good = testing::otlp_protobuf({{"s", {span(kTrace, 1, 0, "x", 1, 2)}}});
+  res = r.post(good, kProto);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ((*r).counters().too_large.load(), 1u);
+}
+
 TEST(OtlpReceiver, AFullBufferIsAnswered429WithRetryAfter) {
   serve::OtlpOptions o = quick();
   o.buffer_spans = 10;

@@ -392,7 +392,7 @@ struct HttpFront::Impl {
       // on its way: the client gets the end of the stream and a moment to stop sending.
       ::shutdown(c.fd, SHUT_WR);
       c.lingering = true;
-      c.deadline = Clock::now() + std::chrono::seconds(2);
+      c.deadline = Clock::now() + std::chrono::seconds(kRequestSeconds);
       watch(c, EPOLLIN, EPOLL_CTL_MOD);
       return;
     }
