@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "otlp_builder.hpp"
+#include "otlp_receiver_util.hpp"
 #include "process_util.hpp"
 #include "serve/otlp_receiver.hpp"
 #include "temp_file.hpp"
@@ -65,48 +66,7 @@ std::string gzip(const std::string& in) {
   return out;
 }
 
-// A receiver on an ephemeral port of 127.0.0.1 writing its paths to a temporary file.
-class Receiver {
- public:
-  explicit Receiver(serve::OtlpOptions o, const std::string& name) {
-    o.address = "127.0.0.1:0";
-    path_ = testing::write_temp(name, "");
-    out_ = std::fopen(path_.c_str(), "w");
-    receiver_ = std::make_unique<serve::OtlpReceiver>(o, out_);
-    receiver_->start();
-    client_ = std::make_unique<httplib::Client>("127.0.0.1", receiver_->port());
-  }
-  ~Receiver() {
-    receiver_->stop();
-    std::fclose(out_);
-  }
-  serve::OtlpReceiver& operator*() { return *receiver_; }
-  httplib::Client& client() { return *client_; }
-  httplib::Result post(const std::string& body, const char* type,
-                       const httplib::Headers& headers = {}) {
-    return client_->Post("/v1/traces", headers, body, type);
-  }
-  // Waits (up to 20 s) for `n` lines of paths.
-  std::vector<std::string> lines(size_t n) {
-    std::vector<std::string> out;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (std::chrono::steady_clock::now() < deadline) {
-      out.clear();
-      const std::string text = testing::slurp(path_);
-      for (size_t at = 0, nl; (nl = text.find('\n', at)) != std::string::npos; at = nl + 1)
-        out.push_back(text.substr(at, nl - at));
-      if (out.size() >= n) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return out;
-  }
-
- private:
-  std::string path_;
-  std::FILE* out_ = nullptr;
-  std::unique_ptr<serve::OtlpReceiver> receiver_;
-  std::unique_ptr<httplib::Client> client_;
-};
+using Receiver = testing::TestReceiver;
 
 serve::OtlpOptions quick() {
   serve::OtlpOptions o;
@@ -264,6 +224,20 @@ TEST(OtlpReceiver, BadRequestsAreAnsweredAndTheReceiverKeepsServing) {
   EXPECT_EQ(c.unsupported_type.load(), 1u);
 }
 
+// `n` connections to 127.0.0.1:`port` that send nothing, appended to `fds`.
+void connect_idle(int port, int n, std::vector<int>& fds) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  for (int i = 0; i < n; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(fd, 0) << i;
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << i;
+    fds.push_back(fd);
+  }
+}
+
 // 10 000 idle connections (connected, nothing sent, as an SDK's kept-alive sockets) cost
 // the receiver a buffer each, never a thread (HttpFront): at its connection limit a new
 // client takes the place of the longest-idle one, so an export on a new connection is
@@ -278,17 +252,8 @@ TEST(OtlpReceiver, TenThousandIdleConnectionsDoNotLockClientsOut) {
   rl.rlim_cur = std::max(rl.rlim_cur, want);
   ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &rl), 0);
   Receiver r(quick(), "otlp-idle.jsonl");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>((*r).port()));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   std::vector<int> idle;
-  for (int i = 0; i < kIdle; ++i) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    ASSERT_GE(fd, 0) << i;
-    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << i;
-    idle.push_back(fd);
-  }
+  ASSERT_NO_FATAL_FAILURE(connect_idle((*r).port(), kIdle, idle));
   const std::string good = testing::otlp_protobuf({{"s", {span(kTrace, 1, 0, "x", 1, 2)}}});
   auto res = r.post(good, kProto);
   ASSERT_TRUE(res) << httplib::to_string(res.error());
@@ -307,6 +272,25 @@ TEST(OtlpReceiver, TenThousandIdleConnectionsDoNotLockClientsOut) {
   EXPECT_EQ(answer.substr(0, 12), "HTTP/1.1 200") << answer;
   for (int fd : idle) ::close(fd);
   EXPECT_EQ((*r).counters().spans_accepted.load(), 2u);
+}
+
+// --otlp-max-connections: at the limit, a new client takes the place of the longest-idle
+// connection, which the receiver closes (the client reads the end of the stream).
+TEST(OtlpReceiver, ConnectionLimitMakesRoomByClosingTheLongestIdle) {
+  serve::OtlpOptions o = quick();
+  o.max_connections = 8;
+  Receiver r(o, "otlp-limit.jsonl");
+  std::vector<int> idle;
+  ASSERT_NO_FATAL_FAILURE(connect_idle((*r).port(), 8, idle));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // all 8 accepted
+  auto res = r.post(testing::otlp_protobuf({{"s", {span(kTrace, 1, 0, "x", 1, 2)}}}), kProto);
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  EXPECT_EQ(res->status, 200);
+  timeval tv{10, 0};
+  ::setsockopt(idle.front(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  char byte;
+  EXPECT_EQ(::recv(idle.front(), &byte, 1, 0), 0) << "the longest-idle connection is closed";
+  for (int fd : idle) ::close(fd);
 }
 
 // A 100 MB body, over the default --otlp-max-body (16 MiB), sent whole by a client that
@@ -531,6 +515,8 @@ TEST(OtlpReceiver, ServeCommandRefusesBadOptions) {
            {"serve --otlp --tcp", "needs --otlp-out FILE"},
            {"serve --otlp 127.0.0.1:0 --otlp-max-body 12XB", "not a size"},
            {"serve --otlp 127.0.0.1:0 --max-open-traces 0", "must be at least 1"},
+           {"serve --otlp 127.0.0.1:0 --otlp-max-connections 0",
+            "--otlp-max-connections must be at least 1"},
            {"serve --otlp 127.0.0.1:0 --trace-idle 0s", "--trace-idle must be positive"}}) {
     const auto r = testing::run_binary(args, 30);
     EXPECT_NE(r.code, 0) << args;

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "otlp_builder.hpp"
+#include "otlp_receiver_util.hpp"
 #include "process_util.hpp"
 #include "serve/otlp_receiver.hpp"
 #include "serve/otlp_slow.hpp"
@@ -62,50 +63,24 @@ TestResource trace_of(int n, int64_t ms, int children) {
   return r;
 }
 
-// A receiver on an ephemeral port of 127.0.0.1 writing its paths to a temporary file.
-class Receiver {
+// The receiver of these tests: traces complete 100 ms after their last span.
+class Receiver : public testing::TestReceiver {
  public:
-  Receiver(serve::OtlpOptions o, const std::string& name) {
-    o.address = "127.0.0.1:0";
-    o.traces.idle_ns = 100 * kMs;
-    o.threads = 2;
-    path_ = testing::write_temp(name, "");
-    out_ = std::fopen(path_.c_str(), "w");
-    receiver_ = std::make_unique<serve::OtlpReceiver>(o, out_);
-    receiver_->start();
-    client_ = std::make_unique<httplib::Client>("127.0.0.1", receiver_->port());
-  }
-  ~Receiver() {
-    receiver_->stop();
-    std::fclose(out_);
-  }
-  serve::OtlpReceiver& operator*() { return *receiver_; }
-  httplib::Client& client() { return *client_; }
+  Receiver(serve::OtlpOptions o, const std::string& name)
+      : TestReceiver(quick(std::move(o)), name) {}
+  using TestReceiver::post;
   void post(const std::vector<TestResource>& request) {
-    auto res = client_->Post("/v1/traces", testing::otlp_json(request), kJson);
+    auto res = post(testing::otlp_json(request), kJson);
     ASSERT_TRUE(res);
     ASSERT_EQ(res->status, 200) << res->body;
   }
-  // Waits (up to 20 s) until `n` traces' paths are written (the slow traces are kept first).
-  void wait_written(size_t n) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (receiver_->counters().traces_written < n && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    ASSERT_EQ(receiver_->counters().traces_written, n);
-  }
-  std::string get(const std::string& target, int status = 200) {
-    auto res = client_->Get(target);
-    EXPECT_TRUE(res) << target;
-    if (!res) return {};
-    EXPECT_EQ(res->status, status) << target << ": " << res->body;
-    return res->body;
-  }
 
  private:
-  std::string path_;
-  std::FILE* out_ = nullptr;
-  std::unique_ptr<serve::OtlpReceiver> receiver_;
-  std::unique_ptr<httplib::Client> client_;
+  static serve::OtlpOptions quick(serve::OtlpOptions o) {
+    o.traces.idle_ns = 100 * kMs;
+    o.threads = 2;
+    return o;
+  }
 };
 
 struct Listed {

@@ -48,6 +48,7 @@ struct ServeArgs {
   // The OTLP/HTTP receiver.
   std::string otlp;
   std::string otlp_max_body = "16MiB";
+  size_t otlp_max_connections = 4096;
   size_t otlp_buffer = size_t{1} << 20;
   std::string trace_idle = "5s";
   size_t max_open_traces = 100'000;

@@ -46,6 +46,10 @@ void add_otlp_options(CLI::App* cmd, ServeArgs& a) {
                   "OTLP: largest request body, as received and decompressed (bytes, or with "
                   "KiB, MiB, GiB); larger ones are answered 413")
       ->capture_default_str();
+  cmd->add_option("--otlp-max-connections", a.otlp_max_connections,
+                  "OTLP: client connections at once; at the limit a new client takes the "
+                  "longest-idle one's place (lowered to what the open-file limit allows)")
+      ->capture_default_str();
   cmd->add_option("--otlp-buffer", a.otlp_buffer,
                   "OTLP: spans received but not yet grouped into traces, at most; over it "
                   "requests are answered 429 with Retry-After")
@@ -114,6 +118,7 @@ serve::OtlpOptions otlp_options(const ServeArgs& a) {
                                                       : a.otlp;
   o.max_body = parse_bytes(a.otlp_max_body, "--otlp-max-body");
   o.buffer_spans = a.otlp_buffer;
+  o.max_connections = a.otlp_max_connections;
   o.traces.idle_ns = parse_duration(a.trace_idle);
   o.traces.max_open_traces = a.max_open_traces;
   o.traces.max_open_spans = a.max_open_spans;

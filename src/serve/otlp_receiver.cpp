@@ -39,6 +39,8 @@ OtlpReceiver::OtlpReceiver(const OtlpOptions& options, std::FILE* out)
   if (opt_.slow.window_ns <= 0) throw std::invalid_argument("--slow-window must be positive");
   if (opt_.max_body == 0 || opt_.buffer_spans == 0)
     throw std::invalid_argument("--otlp-max-body and --otlp-buffer must be at least 1");
+  if (opt_.max_connections == 0)
+    throw std::invalid_argument("--otlp-max-connections must be at least 1");
 }
 
 OtlpReceiver::~OtlpReceiver() {
@@ -78,7 +80,13 @@ size_t OtlpReceiver::fit_open_files(size_t connections) {
   rl.rlim_cur = std::min(want, rl.rlim_max);
   ::setrlimit(RLIMIT_NOFILE, &rl);
   ::getrlimit(RLIMIT_NOFILE, &rl);
-  return rl.rlim_cur >= want ? connections : std::max<size_t>(rl.rlim_cur, 128) - 64;
+  if (rl.rlim_cur >= want) return connections;
+  const size_t fit = std::max<size_t>(rl.rlim_cur, 128) - 64;
+  fmt::print(stderr,
+             "snailtrail serve: warning: --otlp-max-connections {} lowered to {} (open-file "
+             "limit {})\n",
+             connections, fit, rl.rlim_cur);
+  return fit;
 }
 
 void OtlpReceiver::stop() {
