@@ -3,7 +3,8 @@
 #   mpi_fail.sh BINARY kill    one rank of `mpirun -np 2 ... run keycount --duration 20s`
 #                              is killed with SIGKILL after ~1 s;
 #   mpi_fail.sh BINARY throw   worker 3 (rank 1) throws after 500 ms (the test-only
-#                              SNAILTRAIL_FLOW_FAIL_WORKER hook).
+#                              SNAILTRAIL_FLOW_FAIL_WORKER hook); the job is ended
+#                              from rank 1's communication thread.
 # Either way mpirun must exit non-zero within 15 s (no hang) and its output must name the
 # failure (the killed rank / the worker that threw). Exit 77 (skipped) without mpirun.
 bin=$1 mode=$2
@@ -35,5 +36,9 @@ if [ "$mode" = kill ]; then
 else
   grep -q "^snailtrail: rank 1: worker-3: injected failure" "$out" ||
     { echo "FAIL: the output does not name the worker that failed"; exit 1; }
+  # MPI_THREAD_SERIALIZED: the main thread must not call MPI_Abort while the
+  # communication thread is in MPI; it asks that thread to end the job.
+  grep -q "^snailtrail: rank 1: ending the job (from the communication thread)" "$out" ||
+    { echo "FAIL: the job was not ended from the communication thread"; exit 1; }
 fi
 echo PASS

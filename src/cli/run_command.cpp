@@ -65,7 +65,7 @@ std::unique_ptr<LiveTrace> start_live_trace(const RunArgs& a, flow::RunConfig& c
   } catch (const std::exception& e) {
     if (!mpi) throw;
     fmt::print(stderr, "snailtrail: rank {}: {}\n", mpi->rank(), error_message(e));
-    flow::mpi_abort(1);  // the other processes must not wait for this one
+    mpi->abort(1);  // the other processes must not wait for this one
   }
   cfg.on_trace_events = [l = live.get()](std::vector<Event>&& ev,
                                          const std::vector<std::string>& ops) {
@@ -87,7 +87,7 @@ flow::RunResult execute(const RunArgs& a, const flow::RunConfig& cfg,
                       error_message(e), ms.back().strategy, ms.back().start_s));
     if (!mpi) throw;
     fmt::print(stderr, "snailtrail: rank {}: {}\n", mpi->rank(), error_message(e));
-    flow::mpi_abort(1);  // the other processes must not wait for this one
+    mpi->abort(1);  // the other processes must not wait for this one
   }
   return r;
 }

@@ -203,6 +203,10 @@ class Transport {
   // After finish(): the concatenation of every process's `mine` in rank order on rank 0
   // (empty elsewhere).
   virtual std::vector<uint64_t> gather(const std::vector<uint64_t>& mine) = 0;
+  // Ends every process of the job after an error on this one; never returns. Any thread
+  // may call it: while the comm thread runs, the comm thread itself makes the call that
+  // ends the job (MPI under MPI_THREAD_SERIALIZED: one thread in MPI at a time).
+  [[noreturn]] virtual void abort(int code) = 0;
   // Called while tracing: how long (de)serialization took, per worker (set by the runtime).
   std::function<void(uint32_t worker, int64_t t0, int64_t t1, bool ser, uint64_t records)> on_codec;
   std::function<int64_t()> now;

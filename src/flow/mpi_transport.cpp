@@ -80,13 +80,33 @@ class MpiTransport final : public Transport {
     check(MPI_Allreduce(&mine, &hi, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm_), "MPI_Allreduce");
     check(MPI_Bcast(&now, 1, MPI_LONG_LONG, 0, comm_), "MPI_Bcast");
     origin_ = lo == hi ? static_cast<int64_t>(now) : -1;
-    thread_ = std::thread([this] { loop(); });
+    running_ = true;
+    thread_ = std::thread([this] {
+      loop();
+      running_ = false;
+    });
   }
   int64_t origin_ns() const override { return origin_; }
 
   void finish() override {
     done_ = true;
     thread_.join();
+  }
+
+  [[noreturn]] void abort(int code) override {
+    if (!running_.load()) {  // no comm thread: this thread is the only one in MPI
+      MPI_Abort(comm_, code);
+      std::_Exit(code);
+    }
+    std::fprintf(stderr, "snailtrail: rank %u: ending the job (from the communication thread)\n",
+                 rank_);
+    abort_code_ = code == 0 ? 1 : code;
+    // The comm thread calls MPI_Abort at its next turn (microseconds). Should it be gone
+    // already, exiting makes mpirun end the others (a process exited without MPI_Finalize).
+    for (int i = 0; i < 1000 && running_.load(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::this_thread::sleep_for(std::chrono::seconds(10));
+    std::_Exit(code);
   }
 
   std::vector<uint64_t> gather(const std::vector<uint64_t>& mine) override {
@@ -128,6 +148,7 @@ class MpiTransport final : public Transport {
       const char* y = environment_value("SNAILTRAIL_FLOW_IDLE_YIELDS");
       const int idle_yields = y ? std::max(0, std::atoi(y)) : 0;
       for (;;) {
+        if (const int code = abort_code_.load()) MPI_Abort(comm_, code);  // see abort()
         bool worked = false;
         // The flag is read before the queue: a finish() seen here follows every push.
         const bool closing = done_.load();
@@ -201,7 +222,8 @@ class MpiTransport final : public Transport {
   int64_t origin_ = -1;
   std::mutex mu_;
   std::vector<std::vector<char>> out_;  // per destination process, frames back to back
-  std::atomic<bool> queued_{false}, done_{false};
+  std::atomic<bool> queued_{false}, done_{false}, running_{false};
+  std::atomic<int> abort_code_{0};
   std::thread thread_;
 };
 
@@ -212,10 +234,6 @@ std::unique_ptr<Transport> mpi_transport_if_launched() {
   if (!size || std::atoi(size) <= 1) return nullptr;
   freeze_environment();  // Open MPI's threads may write the environment while workers read
   return std::make_unique<MpiTransport>();
-}
-
-void mpi_abort(int code) {
-  MPI_Abort(MPI_COMM_WORLD, code);
 }
 
 }  // namespace snailtrail::flow

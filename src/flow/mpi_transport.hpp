@@ -12,7 +12,5 @@ namespace snailtrail::flow {
 // initializes MPI and returns the transport of this process; otherwise nullptr and MPI
 // is never called. MPI is finalized when the transport is destroyed.
 std::unique_ptr<Transport> mpi_transport_if_launched();
-// Ends every process of the job (after an error on one of them).
-void mpi_abort(int code);
 
 }  // namespace snailtrail::flow

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "flow/channel.hpp"
 #include "flow/runtime.hpp"
@@ -26,6 +27,7 @@ class ClockProbe : public Transport {
   }
   void finish() override { at_finish = now ? now() : -2; }
   std::vector<uint64_t> gather(const std::vector<uint64_t>& mine) override { return mine; }
+  [[noreturn]] void abort(int) override { std::abort(); }  // never called here
   int64_t at_start = -2, at_finish = -2;
 };
 
