@@ -37,6 +37,10 @@
     block_device: 'blocked: disk', network: 'blocked: network', interrupt: 'blocked: IRQ',
     blocked: 'blocked (on a thread, or wake-up not seen)', unknown: 'unknown (not traced)',
   };
+  const SHORT = {
+    running: 'running', preempted: 'preempted', timer: 'timer', block_device: 'disk',
+    network: 'network', interrupt: 'IRQ', blocked: 'blocked', unknown: 'unknown',
+  };
   // Waits: a click on one of the path's zooms the time axis to it.
   const isWait = (st) => STATES[st] !== 'running' && STATES[st] !== 'unknown';
   const threads = data.threads, paths = data.paths, D = Math.max(1, data.duration_ns);
@@ -267,7 +271,7 @@
     head.appendChild(el('th', '', 'thread'));
     head.appendChild(el('th', 'num', 'on the path (ms)'));
     head.appendChild(el('th', 'num', 'share'));
-    for (const s of cols) head.appendChild(el('th', 'num', `${STATES[s]} (ms)`)).dataset.state = STATES[s];
+    for (const s of cols) head.appendChild(el('th', 'num', `${SHORT[STATES[s]]} (ms)`)).dataset.state = STATES[s];
     const body = table.appendChild(el('tbody'));
     const row = (name, times, cls) => {
       const tr = body.appendChild(el('tr', cls));
