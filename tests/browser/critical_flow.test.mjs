@@ -94,7 +94,6 @@ async function open(file) {
 }
 
 const tids = (page, sel) => page.locator(sel).evaluateAll((ns) => ns.map((n) => Number(n.dataset.tid)));
-const centerY = (b) => b.y + b.height / 2;
 
 test('lanes, the path across them with its hops, the picker and zoom to a wait', async () => {
   const { page, problems, requests } = await open(files.hand);
@@ -109,13 +108,17 @@ test('lanes, the path across them with its hops, the picker and zoom to a wait',
   assert.deepEqual(await tids(page, '#flow .overlay'), want);
   const states = await page.locator('#flow .overlay').evaluateAll((ns) => ns.map((n) => n.dataset.state));
   assert.deepEqual(states, ['running', 'timer', 'preempted', 'running', 'preempted', 'running', 'blocked']);
-  const laneY = {};
-  for (const tid of [100, 200, 300]) laneY[tid] = centerY(await page.locator(`#flow .lane[data-tid="${tid}"] text`).boundingBox());
+  // Each overlay's vertical centre on its lane's label's (one round trip each).
+  const laneY = await page.locator('#flow .lane').evaluateAll((ns) => Object.fromEntries(ns.map((n) => {
+    const b = n.querySelector('text').getBoundingClientRect();
+    return [n.dataset.tid, b.y + b.height / 2];
+  })));
+  const overlayY = await page.locator('#flow .overlay').evaluateAll((ns) => ns.map((n) => {
+    const b = n.getBoundingClientRect();
+    return b.y + b.height / 2;
+  }));
+  overlayY.forEach((y, k) => assert.ok(Math.abs(y - laneY[want[k]]) < 8, `segment ${k} on lane ${want[k]}: ${y} vs ${laneY[want[k]]}`));
   const overlays = page.locator('#flow .overlay');
-  for (let k = 0; k < want.length; ++k) {
-    const b = await overlays.nth(k).boundingBox();
-    assert.ok(Math.abs(centerY(b) - laneY[want[k]]) < 8, `segment ${k} on lane ${want[k]}`);
-  }
   // An arrow at each wake-up hop: client -> worker at 10 µs, worker -> client at 40 µs,
   // at the segments' boundaries.
   const hops = await page.locator('#flow .hop').evaluateAll((ns) => ns.map((n) => [Number(n.dataset.from), Number(n.dataset.to), Number(n.getAttribute('x1'))]));
