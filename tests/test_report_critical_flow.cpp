@@ -11,8 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "kernel/lttng_ctf.hpp"
 #include "kernel/model.hpp"
 #include "kernel/perf_script.hpp"
+#include "kernel_dual_text.hpp"
 #include "kernel_perf_text.hpp"
 #include "kernel_sim.hpp"
 #include "process_util.hpp"
@@ -43,8 +45,8 @@ int64_t us(int64_t x) {
 //   CP(A, 0..70): A run 0-10 | B timer 10-30 | B pre 30-32 | B run 32-40 | A pre 40-41 |
 //                 A run 41-50 | A blocked 50-70; hops A->B at 10, B->A at 40.
 //   CP(B, 0..70) is B's own lane (disk 45-60 woken from irq 33); CP(C) is C's lane.
-std::string hand_trace() {
-  PerfText p(PerfStyle::kv);
+template <class W>
+void hand_events(W& p) {
   p.name(100, "client");
   p.name(200, "worker");
   p.name(300, "cruncher");
@@ -70,6 +72,10 @@ std::string hand_trace() {
   p.sched_switch(1, us(62), 0, "R", 200);
   p.sched_switch(1, us(70), 200, "S", 0);
   p.sched_switch(2, us(70), 300, "S", 0);
+}
+std::string hand_trace() {
+  PerfText p(PerfStyle::kv);
+  hand_events(p);
   return p.text();
 }
 
@@ -408,6 +414,38 @@ TEST(ReportCriticalFlow, CommandPathsEqualKernelCriticalPath) {
       testing::run_binary("report " + trace + ".missing --view critical-flow -o -");
   EXPECT_NE(missing.code, 0);
   EXPECT_NE(missing.out.find(".missing"), std::string::npos) << missing.out;
+}
+
+// An LTTng CTF directory of the same events (tests/kernel_ctf_writer.py) gets the same
+// page data as the perf text: only the source and the reader differ.
+TEST(ReportCriticalFlow, LttngTraceGetsTheSameFlow) {
+  if (!kernel::have_lttng_reader()) GTEST_SKIP() << "built without libbabeltrace2";
+  if (std::system("/usr/bin/python3 -c 'import bt2' >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "python3-bt2 is not installed";
+  testing::DualText d;
+  hand_events(d);
+  const std::string spec = testing::write_temp("flow-ctf.spec", d.spec);
+  const std::string ctf = testing::write_temp("flow-ctf", "");
+  std::remove(ctf.c_str());
+  const std::string cmd = "/usr/bin/python3 " SNAILTRAIL_SOURCE_DIR
+                          "/tests/kernel_ctf_writer.py '" +
+                          ctf + "' < '" + spec + "' >/dev/null 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  const std::string perf = testing::write_temp("flow-ctf-perf.txt", d.text());
+  const std::string a = testing::write_temp("flow-ctf.json", "");
+  const std::string b = testing::write_temp("flow-perf.json", "");
+  const testing::CommandResult r = testing::run_binary("report " + ctf + " -f json -o " + a);
+  ASSERT_EQ(r.code, 0) << r.out;
+  ASSERT_EQ(testing::run_binary("report " + perf + " -f json -o " + b).code, 0);
+  const std::string from_ctf = testing::slurp(a), from_perf = testing::slurp(b);
+  EXPECT_NE(from_ctf.find("\"view\":\"critical-flow\""), std::string::npos) << from_ctf;
+  EXPECT_NE(from_ctf.find("\"format\":\"lttng\""), std::string::npos) << from_ctf;
+  const size_t at = from_ctf.find("\"t0_ns\""), bt = from_perf.find("\"t0_ns\"");
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_EQ(from_ctf.substr(at), from_perf.substr(bt));
+  EXPECT_NE(from_ctf.find("\"hops\":[[10000,0,1],[40000,1,0]]"), std::string::npos) << from_ctf;
+  std::string rm = "rm -rf '" + ctf + "'";
+  EXPECT_EQ(std::system(rm.c_str()), 0);
 }
 
 // For measurements (docs/REPORT.md "Critical flow"): writes a large perf script text from
