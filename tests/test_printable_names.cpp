@@ -110,7 +110,9 @@ TEST_F(PrintableNames, KernelJsonIsValidAndKeepsControlCharacters) {
 }
 
 TEST_F(PrintableNames, ReportJsonIsValidWithInvalidUtf8Names) {
-  stdout_of({"report", kernel_trace(), "-f", "json", "-o", path("report.json").string()});
+  // The dataflow views (a kernel trace's report is the Critical flow by default).
+  stdout_of({"report", kernel_trace(), "--view", "dataflow", "-f", "json", "-o",
+             path("report.json").string()});
   const std::string text = testing::slurp(path("report.json"));
   EXPECT_TRUE(valid_utf8(text));
   simdjson::dom::parser parser;
@@ -135,6 +137,20 @@ TEST_F(PrintableNames, ReportJsonIsValidWithInvalidUtf8Names) {
   for (auto [id, name] : simdjson::dom::object(doc["series"]["operators"]))
     op_bad = op_bad || std::string_view(name) == "w" + kReplacement + "z";
   EXPECT_TRUE(op_bad) << text;
+}
+
+// The Critical flow's data (docs/REPORT.md) names threads as the kernel JSON does.
+TEST_F(PrintableNames, CriticalFlowJsonIsValidWithInvalidUtf8Names) {
+  stdout_of({"report", kernel_trace(), "-f", "json", "-o", path("flow.json").string()});
+  const std::string text = testing::slurp(path("flow.json"));
+  EXPECT_TRUE(valid_utf8(text));
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_EQ(parser.parse(text).get(doc), simdjson::SUCCESS) << text;
+  std::vector<std::string> comms;
+  for (simdjson::dom::element t : simdjson::dom::array(doc["threads"]))
+    comms.emplace_back(std::string_view(t["comm"]));
+  EXPECT_EQ(comms, (std::vector<std::string>{kEscComm, "w" + kReplacement + "z"}));
 }
 
 TEST_F(PrintableNames, FlamegraphJsonIsValidWithInvalidUtf8Frames) {

@@ -29,53 +29,14 @@ struct KernelArgs {
   size_t limit = 40;
 };
 
-int32_t pick_thread(const kernel::KernelModel& m, std::string sel) {
-  // HOST/TID or HOST/NAME picks among the threads of one machine.
-  int host = -1;
-  const size_t slash = sel.find('/');
-  if (m.multi_host() && slash != std::string::npos) {
-    const std::string name = sel.substr(0, slash);
-    for (size_t h = 0; h < m.hosts.size(); ++h)
-      if (m.hosts[h] == name) host = static_cast<int>(h);
-    if (host < 0) throw std::invalid_argument("no host '" + name + "' in " + m.source);
-    sel = sel.substr(slash + 1);
-  }
-  std::vector<int32_t> found;
-  const bool numeric = !sel.empty() && std::all_of(sel.begin(), sel.end(),
-                                                   [](char c) { return c >= '0' && c <= '9'; });
-  if (numeric) found = m.find_tid(static_cast<int32_t>(std::stol(sel)));
-  if (found.empty()) found = m.find_comm(sel);
-  if (host >= 0) std::erase_if(found, [&](int32_t t) { return m.threads[t].host != host; });
-  if (found.empty())
-    throw std::invalid_argument("no thread with tid or comm '" + sel + "' in " + m.source +
-                                " (see `snailtrail kernel threads`)");
-  if (found.size() > 1 && !numeric) {
-    std::string tids;
-    for (int32_t t : found) tids += (tids.empty() ? "" : ", ") + printable(m.thread_label(t));
-    throw std::invalid_argument("comm '" + sel + "' names " + std::to_string(found.size()) +
-                                " threads (" + tids + "): pick one with --thread " +
-                                (m.multi_host() ? "HOST/TID" : "TID"));
-  }
-  if (found.size() > 1 && numeric && m.multi_host() && host < 0 &&
-      m.threads[found.front()].host != m.threads[found.back()].host)
-    throw std::invalid_argument("tid " + sel + " is on several hosts: pick one with --thread " +
-                                "HOST/" + sel);
-  return found.front();  // a reused tid: its first thread
-}
-
-int64_t resolve(const std::string& text, int64_t origin) {
-  const Instant i = parse_instant(text);
-  return i.relative ? origin + i.ns : i.ns;
-}
-
 int run_critical_path(const KernelArgs& a) {
   const kernel::KernelModel m = kernel::load_kernel_model(a.trace, a.input_format);
-  const int32_t t = pick_thread(m, a.thread);
+  const int32_t t = pick_kernel_thread(m, a.thread);
   const kernel::Thread& th = m.threads[t];
   int64_t from = th.intervals.empty() ? m.begin : th.intervals.front().start;
   int64_t to = th.intervals.empty() ? m.end : th.intervals.back().end;
-  if (!a.from.empty()) from = resolve(a.from, m.begin);
-  if (!a.to.empty()) to = resolve(a.to, m.begin);
+  if (!a.from.empty()) from = resolve_kernel_instant(a.from, m.begin);
+  if (!a.to.empty()) to = resolve_kernel_instant(a.to, m.begin);
   if (to <= from)
     throw std::invalid_argument(fmt::format("empty range: --from {} is not before --to {}",
                                             path_secs(from), path_secs(to)));

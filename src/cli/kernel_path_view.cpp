@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <map>
+#include <stdexcept>
 
+#include "cli/duration.hpp"
 #include "output/names.hpp"
 #include "output/writers.hpp"
 
@@ -14,6 +16,45 @@ std::string path_ms(int64_t ns) {
 }
 std::string path_secs(int64_t ns) {
   return fmt::format("{}.{:09d}", ns / 1'000'000'000, ns % 1'000'000'000);
+}
+
+int32_t pick_kernel_thread(const kernel::KernelModel& m, std::string sel) {
+  // HOST/TID or HOST/NAME picks among the threads of one machine.
+  int host = -1;
+  const size_t slash = sel.find('/');
+  if (m.multi_host() && slash != std::string::npos) {
+    const std::string name = sel.substr(0, slash);
+    for (size_t h = 0; h < m.hosts.size(); ++h)
+      if (m.hosts[h] == name) host = static_cast<int>(h);
+    if (host < 0) throw std::invalid_argument("no host '" + name + "' in " + m.source);
+    sel = sel.substr(slash + 1);
+  }
+  std::vector<int32_t> found;
+  const bool numeric = !sel.empty() && std::all_of(sel.begin(), sel.end(),
+                                                   [](char c) { return c >= '0' && c <= '9'; });
+  if (numeric) found = m.find_tid(static_cast<int32_t>(std::stol(sel)));
+  if (found.empty()) found = m.find_comm(sel);
+  if (host >= 0) std::erase_if(found, [&](int32_t t) { return m.threads[t].host != host; });
+  if (found.empty())
+    throw std::invalid_argument("no thread with tid or comm '" + sel + "' in " + m.source +
+                                " (see `snailtrail kernel threads`)");
+  if (found.size() > 1 && !numeric) {
+    std::string tids;
+    for (int32_t t : found) tids += (tids.empty() ? "" : ", ") + printable(m.thread_label(t));
+    throw std::invalid_argument("comm '" + sel + "' names " + std::to_string(found.size()) +
+                                " threads (" + tids + "): pick one with --thread " +
+                                (m.multi_host() ? "HOST/TID" : "TID"));
+  }
+  if (found.size() > 1 && numeric && m.multi_host() && host < 0 &&
+      m.threads[found.front()].host != m.threads[found.back()].host)
+    throw std::invalid_argument("tid " + sel + " is on several hosts: pick one with --thread " +
+                                "HOST/" + sel);
+  return found.front();  // a reused tid: its first thread
+}
+
+int64_t resolve_kernel_instant(const std::string& text, int64_t origin) {
+  const Instant i = parse_instant(text);
+  return i.relative ? origin + i.ns : i.ns;
 }
 
 PathView::PathView(const kernel::KernelModel& model, int32_t thread, int64_t f, int64_t e,

@@ -19,6 +19,12 @@ namespace snailtrail::cli {
 std::string path_ms(int64_t ns);
 std::string path_secs(int64_t ns);
 
+// The thread `--thread` names: a tid, or a comm if unique (several hosts: HOST/TID or
+// HOST/COMM). Throws std::invalid_argument naming the trace when none or several match.
+int32_t pick_kernel_thread(const kernel::KernelModel& m, std::string sel);
+// --from/--to: '12345.6s' on the trace clock, or '+1s' after `origin` (the first event).
+int64_t resolve_kernel_instant(const std::string& text, int64_t origin);
+
 // A critical path with its totals per thread (largest first) and per state.
 struct PathView {
   const kernel::KernelModel& m;

@@ -15,6 +15,7 @@
 #include "cli/duration.hpp"
 #include "cli/import_warnings.hpp"
 #include "cli/output_file.hpp"
+#include "cli/report_critical_flow.hpp"
 #include "cli/streamed_input.hpp"
 #include "cli/trace_input.hpp"
 #include "cli/verdict_ds2.hpp"
@@ -61,8 +62,9 @@ struct ReportArgs {
   bool no_progress = false;
   bool dashboard = false;
   bool timings = false;
-  std::string view = "auto";  // auto, dataflow, waterfall, stages
+  std::string view = "auto";  // auto, dataflow, waterfall, stages, critical-flow
   size_t traces = 200;        // waterfall: traces embedded
+  std::string thread;         // critical flow: the thread the page opens on
 };
 
 // "123456 bytes, 121 KiB": exact for scripts, rounded for people.
@@ -159,6 +161,7 @@ std::string choose_view(const ReportArgs& a) {
   const std::string_view kind = input_kind(a);
   if (kind == "otlp" || kind == "jaeger") return "waterfall";
   if (kind == "spark") return "stages";
+  if (kind == "perf-sched" || kind == "lttng") return "critical-flow";
   return "dataflow";
 }
 
@@ -230,6 +233,12 @@ int run(ReportArgs& a, mpi::RankGroup* group) {
   if (a.dashboard) return write_page(a.output, report::render_dashboard_html());
   if (a.in.trace.empty()) throw std::invalid_argument("a TRACE file is required");
   const std::string view = choose_view(a);
+  if (view == "critical-flow")
+    return group && group->rank() > 0
+               ? 0
+               : run_critical_flow(a.in, a.thread, a.format, [&](const std::string& page) {
+                   return write_page(a.output, page);
+                 });
   if (view == "waterfall" || view == "stages") {
     if (group && group->rank() > 0) return 0;  // one process writes it
     return view == "waterfall" ? run_waterfall(a) : run_stages(a);
@@ -318,12 +327,15 @@ CommandRunner add_report_command(CLI::App& app) {
                 "workers, operators and activity types were faster (docs/PAG.md §5)");
   cmd->add_option("--view", a.view,
                   "auto: the Waterfall for span traces (otlp, jaeger), Tasks per stage for "
-                  "Spark logs, else the dataflow views; dataflow, waterfall or stages to choose")
-      ->check(CLI::IsMember({"auto", "dataflow", "waterfall", "stages"}))
+                  "Spark logs, Critical flow for kernel traces (perf-sched, lttng), else the "
+                  "dataflow views; dataflow, waterfall, stages or critical-flow to choose")
+      ->check(CLI::IsMember({"auto", "dataflow", "waterfall", "stages", "critical-flow"}))
       ->capture_default_str();
   cmd->add_option("--traces", a.traces,
                   "Waterfall: traces embedded, the slowest plus the p50, p90 and p99 ones")
       ->capture_default_str();
+  cmd->add_option("--thread", a.thread,
+                  "Critical flow: the thread to open on, TID or NAME (default: docs/REPORT.md)");
   cmd->add_flag("--no-progress", a.no_progress, "Never print progress on stderr");
   cmd->add_flag("--timings", a.timings,
                 "Print on stderr how the trace was read (bytes and blocks when streamed)");

@@ -27,8 +27,6 @@ std::string_view name_of(PathState s) {
   return "?";
 }
 
-namespace {
-
 PathState path_state(const Interval& iv) {
   switch (iv.state) {
     case ThreadState::running:
@@ -53,6 +51,8 @@ PathState path_state(const Interval& iv) {
   }
   return PathState::blocked;
 }
+
+namespace {
 
 struct Frame {
   int32_t thread;

@@ -35,6 +35,9 @@ enum class PathState : uint8_t {
 };
 inline constexpr int kPathStateCount = 8;
 std::string_view name_of(PathState s);
+// The state an interval of the model shows as (a wait by what ended it; a wait another
+// thread ended, or whose end was not seen, is `blocked`).
+PathState path_state(const Interval& iv);
 
 struct PathSegment {
   int64_t start = 0;

@@ -17,5 +17,9 @@ extern const std::string_view kWaterfallJs;
 // web/stages.{html,js}: `report`'s "Tasks per stage" page for Spark logs (report/stages.hpp).
 extern const std::string_view kStagesHtml;
 extern const std::string_view kStagesJs;
+// web/critical_flow.{html,js}: `report`'s "Critical flow" page for kernel traces
+// (report/critical_flow.hpp).
+extern const std::string_view kCriticalFlowHtml;
+extern const std::string_view kCriticalFlowJs;
 
 }  // namespace snailtrail::report::assets

@@ -32,6 +32,23 @@ if (await page.getAttribute('body', 'data-view') === 'stages') {
   await browser.close();
   process.exit(errors.length ? 1 : 0);
 }
+if (await page.getAttribute('body', 'data-view') === 'critical-flow') {
+  // Critical flow: open and draw, then a click on another thread in the picker.
+  const lanes = await page.locator('#flow .lane').count();
+  const overlays = await page.locator('#flow .overlay').count();
+  const other = page.locator('#picker .pick:not(.selected)').first();
+  const target = await other.getAttribute('data-path');
+  const t1 = Date.now();
+  await other.click();
+  await page.waitForFunction((p) => document.getElementById('flow').dataset.path === p, target);
+  const click = Date.now() - t1;
+  console.log(`${file}: ${(fs.statSync(file).size / 1024).toFixed(0)} KiB, ${lanes} lanes, ` +
+    `${overlays} path segments drawn, loaded and drawn in ${load} ms, click-to-redraw ${click} ms, ` +
+    `${errors.length} errors`);
+  for (const e of errors) console.log('  error:', e);
+  await browser.close();
+  process.exit(errors.length ? 1 : 0);
+}
 if (await page.getAttribute('body', 'data-ready')) {
   // The waterfall of span traces: draw the first trace, then a click on the second.
   const rows = await page.locator('.span-row').count();
