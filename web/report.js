@@ -684,6 +684,7 @@
       const chars = Math.floor((w - 6) / 6.5);
       el('text', { x: x + 3, y: y + h - 5, class: 'flame-label' }, g, name.length > chars ? name.slice(0, Math.max(0, chars - 1)) + '…' : name);
     }
+    if (!tip) return g;  // the caller listens on the whole chart
     g.addEventListener('mousemove', (e) => showTip(e, tip()));
     g.addEventListener('mouseleave', hideTip);
     g.addEventListener('click', () => { hideTip(); click(); });
@@ -790,8 +791,27 @@
     }
     const visible = (a, b) => b >= v0 && a <= v1;
     const clipW = (a, b) => [X(Math.max(a, v0)), X(Math.min(b, v1)) - X(Math.max(a, v0))];
-    const frameTip = (s, a, b, w, k) => () => `<b>${esc(names[F[s]])}</b><br>${fmtNs(b - a)} from ${fmtNs(a)}` +
-      `<br>${fmt(w)} in ${k} run${k === 1 ? '' : 's'}`;
+    // One listener per chart, not per frame (thousands of them): data-i is the frame's
+    // entry in `drawn`, data-r the run's index.
+    const drawn = [];
+    const tipOf = (t) => {
+      if (t.dataset.r !== undefined) {
+        const i = +t.dataset.r, s = R.stack[i], a = R.start[i], b = R.end[i];
+        return `${s >= 0 ? '<b>' + esc(names[F[s]]) + '</b><br>' : ''}run of ${R.samples[i]} sample${R.samples[i] === 1 ? '' : 's'}: ${fmtNs(b - a)} from ${fmtNs(a)}<br>${fmt(R.weight[i])}`;
+      }
+      const f = drawn[+t.dataset.i];
+      return `<b>${esc(names[F[f.s]])}</b><br>${fmtNs(f.b - f.a)} from ${fmtNs(f.a)}<br>${fmt(f.w)} in ${f.k} run${f.k === 1 ? '' : 's'}`;
+    };
+    svg.addEventListener('mousemove', (e) => { const t = e.target.closest('[data-i], [data-r]'); if (t) showTip(e, tipOf(t)); else hideTip(); });
+    svg.addEventListener('mouseleave', hideTip);
+    svg.addEventListener('click', (e) => {
+      const t = e.target.closest('[data-i]');
+      if (!t) return;
+      const f = drawn[+t.dataset.i];
+      hideTip();
+      flameState.timeZoom.push([f.a, f.b]);
+      drawFlame();
+    });
     let y = AXIS, i = 0;
     for (let lane = 0; lane < to.lanes.length; ++lane) {
       el('text', { x: 2, y: y + 12, class: 'axis-title' }, svg, `${to.lanes[lane]} · ${laneRuns[lane].toLocaleString('en')} runs`);
@@ -802,9 +822,9 @@
           const f = open.pop(), k = open.length;
           if (!visible(f.a, f.b)) continue;
           const [fx, fw] = clipW(f.a, f.b);
-          if (fw < 0.5) continue;
-          flameFrame(svg, names[F[f.s]], fx, top + k * ROW, fw, ROW, hitOf[f.s], { 'data-depth': k, 'data-start': f.a, 'data-end': f.b },
-            frameTip(f.s, f.a, f.b, f.w, f.k), () => { flameState.timeZoom.push([f.a, f.b]); drawFlame(); });
+          if (fw < 1) continue;  // thousands of slivers cost more than they show
+          flameFrame(svg, names[F[f.s]], fx, top + k * ROW, fw, ROW, hitOf[f.s], { 'data-depth': k, 'data-start': f.a, 'data-end': f.b, 'data-i': drawn.length });
+          drawn.push(f);
         }
       };
       const chain = [];
@@ -812,10 +832,8 @@
         const a = R.start[i], b = R.end[i];
         if (visible(a, b)) {  // the run's mark in the lane's strip
           const [rx, rw] = clipW(a, b), s = R.stack[i];
-          const r = el('rect', { x: rx, y: y + LABEL, width: Math.max(0.5, rw), height: STRIP, class: 'run', 'data-start': a, 'data-end': b,
+          el('rect', { x: rx, y: y + LABEL, width: Math.max(0.5, rw), height: STRIP, class: 'run', 'data-start': a, 'data-end': b, 'data-r': i,
             fill: s >= 0 ? flameColor(names[F[s]]) : '#c8c8c8' }, svg);
-          r.addEventListener('mousemove', (e) => showTip(e, `${s >= 0 ? '<b>' + esc(names[F[s]]) + '</b><br>' : ''}run of ${R.samples[i]} sample${R.samples[i] === 1 ? '' : 's'}: ${fmtNs(b - a)} from ${fmtNs(a)}<br>${fmt(R.weight[i])}`));
-          r.addEventListener('mouseleave', hideTip);
         }
         chain.length = 0;
         for (let s = R.stack[i]; s >= 0; s = P[s]) chain.push(s);

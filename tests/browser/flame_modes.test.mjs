@@ -138,6 +138,10 @@ test('time order: one mark per run, x increasing with time, per lane; zoom and s
   }
   // Click a frame of the on-CPU chart: the view zooms on its time span (it fills the width).
   await page.selectOption('#flame-mode', 'on-cpu');
+  await page.locator('[data-chart="flame"] .frame').first().hover({ force: true });
+  assert.match(await page.textContent('#tooltip'), /from .* in \d+ runs?/, 'a frame\'s tooltip: span and runs');
+  await page.locator('[data-chart="flame"] rect.run').first().hover({ force: true });
+  assert.match(await page.textContent('#tooltip'), /run of \d+ samples?: /, 'a run\'s tooltip');
   const width = +(await page.getAttribute('[data-chart="flame"] svg', 'width'));
   const all = await frames('[data-chart="flame"]');
   const at = all.findIndex((f) => f.w > 20 && f.w < 0.9 * width);
