@@ -54,9 +54,9 @@ std::vector<std::string> shown(const TimeOrder& t) {
   return out;
 }
 
-// Period 1000 ns. Worker 0 runs a;b for three ticks, a;c for one, a;b for one, then (after
-// a gap of 5 ticks) a;b again; worker 1 waits 2000 ns in x;y (activity 9: "waiting").
-// Samples are added out of time order, as the sampler's per-thread rings drain them.
+// Period 1000 ns (times below are ts - 1e9). Worker 0 runs a;b for three ticks, a;c for one, a;b
+// for one, then (after a gap of 5 ticks) a;b again; worker 1 waits 2000 ns in x;y (activity 9:
+// "waiting"). Samples are added out of time order, as the sampler's per-thread rings drain them.
 SampleSet profile() {
   SampleSet set;
   set.period_ns = 1000;
@@ -74,14 +74,15 @@ SampleSet profile() {
 TEST(FlameTimeOrder, RunsMergeConsecutiveSamplesOfAPathPerLane) {
   const SampleSet set = profile();
   const TimeOrder t = time_order(set, mode_weights(set, Mode::mixed), {}, 0);
-  // Hand-computed: t0 is the first sample's ts; a;b's first run ends at 2100 + 1000.
-  EXPECT_EQ(t.t0, 1'000'000'000);
+  // Hand-computed: an on-CPU sample is the period before its ts, so worker 0's first
+  // sample starts at ts 0 - 1000 = t0; a;b's first run ends at the late tick 2100.
+  EXPECT_EQ(t.t0, 999'999'000);
   EXPECT_EQ(shown(t), (std::vector<std::string>{
                           "worker 0|a;b|0|3100|3",
                           "worker 0|a;c|3100|4000|1",  // starts when a;b ends
                           "worker 0|a;b|4000|5000|1",
                           "worker 0|a;b|10000|11000|1",  // the gap breaks the run
-                          "worker 1|x;y;[off-cpu waiting]|500|2500|1",
+                          "worker 1|x;y;[off-cpu waiting]|1500|3500|1",
                       }));
   EXPECT_EQ(t.samples, 7u);
   EXPECT_EQ(t.untimed, 1u);
@@ -129,7 +130,7 @@ TEST(FlameTimeOrder, BeyondTheCapTheShortestMergesGoFirst) {
   EXPECT_EQ(shown(t), (std::vector<std::string>{
                           "worker 0|a|0|5000|5",
                           "worker 0|a;b|10000|11000|1",
-                          "worker 1|x;y;[off-cpu waiting]|500|2500|1",
+                          "worker 1|x;y;[off-cpu waiting]|1500|3500|1",
                       }));
   EXPECT_EQ(t.merged, 2u);
   EXPECT_DOUBLE_EQ(t.runs[0].weight, 5000);  // weights add up
@@ -138,7 +139,7 @@ TEST(FlameTimeOrder, BeyondTheCapTheShortestMergesGoFirst) {
   add(two, {"z"}, 0, 1'000'000'000 + 20000);
   const TimeOrder one = time_order(two, mode_weights(two, Mode::mixed), {}, 1);
   EXPECT_EQ(shown(one), (std::vector<std::string>{"worker 0||0|21000|7",
-                                                  "worker 1|x;y;[off-cpu waiting]|500|2500|1"}));
+                                                  "worker 1|x;y;[off-cpu waiting]|1500|3500|1"}));
   EXPECT_EQ(one.merged, 4u);
   EXPECT_TRUE(one.frames.size() == 3u);  // x, y, the leaf: the empty path uses none
 }
@@ -151,7 +152,7 @@ TEST(FlameTimeOrder, JsonHasParallelArraysAndTheTreeCarriesIt) {
   simdjson::dom::parser parser;
   simdjson::dom::element doc = parser.parse(json);
   simdjson::dom::element to = doc["time_order"];
-  EXPECT_EQ(int64_t(to["t0"]), 1'000'000'000);
+  EXPECT_EQ(int64_t(to["t0"]), 999'999'000);
   EXPECT_EQ(uint64_t(to["merged"]), 2u);
   EXPECT_EQ(uint64_t(to["max_runs"]), 3u);
   EXPECT_EQ(uint64_t(to["untimed"]), 1u);

@@ -9,6 +9,7 @@
 #include <queue>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
 
 #include "flame/paths.hpp"
 #include "output/names.hpp"
@@ -171,6 +172,13 @@ TimeOrder time_order(const SampleSet& set, const std::vector<double>& weights,
     lane = static_cast<uint32_t>(t.lanes.size());
     t.lanes.push_back(lane_name(set, key));
   }
+  // A sample's interval: on-CPU, the count x period of CPU time that ends at its ts (the
+  // timer fires once the thread used it); off-CPU, the wait that starts at its ts.
+  auto span = [&](const StackSample& s) -> std::pair<int64_t, int64_t> {
+    if (s.kind == SampleKind::on_cpu)
+      return {s.ts - static_cast<int64_t>(s.count) * set.period_ns, s.ts};
+    return {s.ts, s.ts + static_cast<int64_t>(s.count)};
+  };
   std::vector<uint32_t> lane_at(order.size());
   for (size_t k = 0; k < order.size(); ++k) lane_at[k] = lane_of[lane_key(set.samples[order[k]])];
   {
@@ -178,7 +186,7 @@ TimeOrder time_order(const SampleSet& set, const std::vector<double>& weights,
     for (uint32_t k = 0; k < idx.size(); ++k) idx[k] = k;
     std::stable_sort(idx.begin(), idx.end(), [&](uint32_t a, uint32_t b) {
       if (lane_at[a] != lane_at[b]) return lane_at[a] < lane_at[b];
-      return set.samples[order[a]].ts < set.samples[order[b]].ts;
+      return span(set.samples[order[a]]).first < span(set.samples[order[b]]).first;
     });
     std::vector<uint32_t> o(idx.size()), l(idx.size());
     for (size_t k = 0; k < idx.size(); ++k) {
@@ -192,20 +200,19 @@ TimeOrder time_order(const SampleSet& set, const std::vector<double>& weights,
   for (size_t k = 0; k < order.size(); ++k) {
     const StackSample& s = set.samples[order[k]];
     const uint32_t stack = path_stack[sample_path[order[k]]];
-    const int64_t dur = s.kind == SampleKind::on_cpu ? static_cast<int64_t>(s.count) * set.period_ns
-                                                     : static_cast<int64_t>(s.count);
+    const auto [a, b] = span(s);
     const double w = weights[order[k]];
     ++t.samples;
     TimeOrder::Run* last =
         t.runs.empty() || t.runs.back().lane != lane_at[k] ? nullptr : &t.runs.back();
-    if (last && last->stack == stack && s.ts <= last->end + slack) {
-      last->end = std::max(last->end, s.ts + dur);
+    if (last && last->stack == stack && a <= last->end + slack) {
+      last->end = std::max(last->end, b);
       last->weight += w;
       ++last->samples;
       continue;
     }
-    const int64_t start = last ? std::max(s.ts, last->end) : s.ts;
-    t.runs.push_back({lane_at[k], stack, start, std::max(start, s.ts + dur), w, 1});
+    const int64_t start = last ? std::max(a, last->end) : a;
+    t.runs.push_back({lane_at[k], stack, start, std::max(start, b), w, 1});
   }
   t.merged = cap_runs(t.runs, max_runs, stacks);
   if (!t.runs.empty()) {

@@ -40,10 +40,11 @@ struct TimeOrder {
 };
 
 // The runs of the samples with weight > 0 (the view's weights) that pass the options'
-// filters. A sample lasts from its ts: on-CPU count x period_ns, off-CPU its count (ns
-// waited). It extends the lane's last run when it has the same path and starts at most
-// period_ns / 2 after that run's end (a missed sampling tick breaks the run); a run never
-// starts before the lane's previous run ends. Beyond max_runs (0: no limit), the two
+// filters. A sample's interval: on-CPU the count x period_ns of CPU time ending at its
+// ts (the timer fires once the thread used it), off-CPU the wait (count ns) from its ts,
+// in time order of their starts. It extends the lane's last run when it has the same path and
+// starts at most period_ns / 2 after that run's end (a missed sampling tick breaks the run); a run
+// never starts before the lane's previous run ends. Beyond max_runs (0: no limit), the two
 // neighbouring runs of a lane whose merge is shortest are merged, again and again: the
 // merged run spans both, carries both weights and keeps the paths' common prefix.
 TimeOrder time_order(const SampleSet& set, const std::vector<double>& weights,
