@@ -652,9 +652,13 @@
   }
 
   // ---------- flame graph (data.flame, a trace with a profile; docs/FLAME.md) ----------
-  // An icicle of data.flame[mode].root (roots on top: operators, then frames); click a
-  // frame to zoom on it, click the top bar (or reset) to zoom out; search highlights.
-  const flameState = { mode: 'critical', zoom: [], search: '' };
+  // data.flame[mode] (the weight: critical, on-CPU, off-CPU, mixed) drawn in one of
+  // speedscope's views: left heavy or merged (alphabetical, as flamegraph.pl) icicles of
+  // .root (roots on top: operators, then frames; click a frame to zoom on it, the top
+  // bar or reset to zoom out), time order (a flame chart of .time_order per worker) or
+  // sandwich (a table of functions; the chosen one's callers above, callees below).
+  // Search highlights matching frames in every view and filters the sandwich table.
+  const flameState = { mode: 'critical', view: 'left-heavy', zoom: [], search: '', timeZoom: [], focus: null, sort: 'total' };
   function flameColor(name) {
     if (name.startsWith('[op ') || name.startsWith('[thread ') || name === '[no operator]') return '#8fb3d9';
     if (name.startsWith('[') || name === '[unknown]') return '#c8c8c8';
@@ -663,52 +667,275 @@
     for (let i = 0; i < name.length; ++i) h = (h * 31 + name.charCodeAt(i)) >>> 0;
     return `hsl(${10 + h % 40}, ${70 + h % 20}%, ${55 + h % 12}%)`;
   }
+  const FLAME_HIT = '#d62fd6';
+  function flameValue(unit) {
+    return (v) => unit === 'ns' ? fmtNs(v) : `${Math.round(v).toLocaleString('en')} ${unit}`;
+  }
+  function flameTreeDepth(n) {
+    let depth = 0;
+    (function deepest(x, k) { depth = Math.max(depth, k); for (const c of x.children || []) deepest(c, k + 1); })(n, 1);
+    return depth;
+  }
+  // One frame: a rect with its name when it fits; `tip` on hover, `click` on click.
+  function flameFrame(svg, name, x, y, w, h, hit, attrs, tip, click) {
+    const g = el('g', Object.assign({ class: 'frame', 'data-name': name }, attrs), svg);
+    el('rect', { x, y, width: Math.max(0.5, w - 0.5), height: h - 1, fill: hit ? FLAME_HIT : flameColor(name) }, g);
+    if (w > 30) {
+      const chars = Math.floor((w - 6) / 6.5);
+      el('text', { x: x + 3, y: y + h - 5, class: 'flame-label' }, g, name.length > chars ? name.slice(0, Math.max(0, chars - 1)) + '…' : name);
+    }
+    if (!tip) return g;  // the caller listens on the whole chart
+    g.addEventListener('mousemove', (e) => showTip(e, tip()));
+    g.addEventListener('mouseleave', hideTip);
+    g.addEventListener('click', () => { hideTip(); click(); });
+    return g;
+  }
+  // An icicle of `root` (level 0 on top, or at the bottom when `up`: callers), children
+  // heaviest first when `heavy`, else in the data's (alphabetical) order. Returns the
+  // weight of the frames matching `query`.
+  function flameIcicle(svg, root, o) {
+    const ROW = 18, rows = flameTreeDepth(root);
+    let matched = 0;
+    function frame(n, x, w, level, path) {
+      if (w < 0.5) return;
+      const hit = o.query && n.name.toLowerCase().includes(o.query);
+      if (hit) matched += n.value;
+      const y = o.up ? (rows - 1 - level) * ROW : level * ROW;
+      flameFrame(svg, n.name, x, y, w, ROW, hit, { 'data-depth': level },
+        () => `<b>${esc(n.name)}</b><br>${o.fmt(n.value)} (${o.total > 0 ? (100 * n.value / o.total).toFixed(2) : '0.00'} % of all)` + (n.self ? `<br>self ${o.fmt(n.self)}` : ''),
+        () => o.click(n, level, path));
+      let cx = x;
+      const kids = n.children || [];
+      for (const c of o.heavy ? kids.slice().sort((a, b) => b.value - a.value) : kids) {
+        const cw = n.value > 0 ? w * c.value / n.value : 0;
+        frame(c, cx, cw, level + 1, path.concat([c.name]));
+        cx += cw;
+      }
+    }
+    frame(root, 0, o.width, 0, o.path || []);
+    return matched;
+  }
   function drawFlame() {
     const d = state.data, sec = document.getElementById('sec-flame');
     if (!d.flame) { sec.hidden = true; return; }
     sec.hidden = false;
     const box = document.getElementById('chart-flame');
     box.innerHTML = '';
+    box.dataset.view = flameState.view;
     const graph = d.flame[flameState.mode];
+    if (flameState.view === 'time-order') return drawFlameTime(box, graph);
+    if (flameState.view === 'sandwich') return drawFlameSandwich(box, graph);
     let root = graph.root;
     for (const name of flameState.zoom) {  // the zoom path, by frame names from the root
       const c = (root.children || []).find((x) => x.name === name);
       if (!c) break;
       root = c;
     }
-    const unit = graph.unit, total = graph.total;
-    const ROW = 18, width = Math.max(400, box.clientWidth || 1000);
-    let depth = 0;
-    (function deepest(n, k) { depth = Math.max(depth, k); for (const c of n.children || []) deepest(c, k + 1); })(root, 1);
-    const svg = el('svg', { width, height: depth * ROW + 4, class: 'flame' }, box);
+    const total = graph.total, width = Math.max(400, box.clientWidth || 1000);
+    const svg = el('svg', { width, height: flameTreeDepth(root) * 18 + 4, class: 'flame' }, box);
     const query = flameState.search.toLowerCase();
-    let matched = 0;
-    const fmtValue = (v) => unit === 'ns' ? fmtNs(v) : `${Math.round(v).toLocaleString('en')} ${unit}`;
-    function frame(n, x, w, level, path) {
-      if (w < 0.5) return;
-      const hit = query && n.name.toLowerCase().includes(query);
-      if (hit) matched += n.value;
-      const g = el('g', { class: 'frame', 'data-name': n.name }, svg);
-      el('rect', { x, y: level * ROW, width: Math.max(0.5, w - 0.5), height: ROW - 1, fill: hit ? '#d62fd6' : flameColor(n.name) }, g);
-      if (w > 30) {
-        const chars = Math.floor((w - 6) / 6.5);
-        el('text', { x: x + 3, y: level * ROW + 13, class: 'flame-label' }, g,
-          n.name.length > chars ? n.name.slice(0, Math.max(0, chars - 1)) + '…' : n.name);
-      }
-      g.addEventListener('mousemove', (e) => showTip(e, `<b>${esc(n.name)}</b><br>${fmtValue(n.value)} (${total > 0 ? (100 * n.value / total).toFixed(2) : '0.00'} % of all)` + (n.self ? `<br>self ${fmtValue(n.self)}` : '')));
-      g.addEventListener('mouseleave', hideTip);
-      g.addEventListener('click', () => { flameState.zoom = level === 0 ? flameState.zoom.slice(0, -1) : path; hideTip(); drawFlame(); });
-      let cx = x;
-      for (const c of n.children || []) {
-        const cw = n.value > 0 ? w * c.value / n.value : 0;
-        frame(c, cx, cw, level + 1, path.concat([c.name]));
-        cx += cw;
-      }
-    }
-    frame(root, 0, width, 0, flameState.zoom.slice());
+    const matched = flameIcicle(svg, root, {
+      width, query, total, fmt: flameValue(graph.unit), heavy: flameState.view === 'left-heavy', path: flameState.zoom.slice(),
+      click: (n, level, path) => { flameState.zoom = level === 0 ? flameState.zoom.slice(0, -1) : path; drawFlame(); },
+    });
     document.getElementById('flame-match').textContent = query
       ? `matched: ${total > 0 ? (100 * matched / total).toFixed(2) : '0.00'} % of all` : '';
     svg.dataset.total = String(total);
+  }
+  // Time order: per lane (worker) a strip with one mark per run, then the runs' stacks as
+  // a flame chart, x = time; a frame spans the touching runs that share it. Click a frame
+  // to zoom on its time span, reset to zoom out.
+  function drawFlameTime(box, graph) {
+    const to = graph.time_order, match = document.getElementById('flame-match');
+    const n = to ? to.runs.lane.length : 0;
+    if (!n) {
+      html('div', { class: 'empty' }, box, to && to.untimed
+        ? `no time order: the ${to.untimed.toLocaleString('en')} samples of this view carry no time`
+        : 'no samples in this view');
+      match.textContent = '';
+      return;
+    }
+    const R = to.runs, P = to.stacks.parent, F = to.stacks.frame, names = to.frames;
+    const depthOf = new Int32Array(P.length);  // parents come before their children
+    for (let s = 0; s < P.length; ++s) depthOf[s] = P[s] < 0 ? 1 : depthOf[P[s]] + 1;
+    const query = flameState.search.toLowerCase();
+    const hitOf = new Uint8Array(P.length), inOf = new Uint8Array(P.length);  // own name, any frame of the path
+    for (let s = 0; s < P.length; ++s) {
+      hitOf[s] = query && names[F[s]].toLowerCase().includes(query) ? 1 : 0;
+      inOf[s] = hitOf[s] || (P[s] >= 0 && inOf[P[s]]) ? 1 : 0;
+    }
+    let end = 0, weight = 0, matched = 0;
+    const laneDepth = new Array(to.lanes.length).fill(0), laneRuns = new Array(to.lanes.length).fill(0);
+    for (let i = 0; i < n; ++i) {
+      end = Math.max(end, R.end[i]);
+      weight += R.weight[i];
+      if (R.stack[i] >= 0 && inOf[R.stack[i]]) matched += R.weight[i];
+      if (R.stack[i] >= 0) laneDepth[R.lane[i]] = Math.max(laneDepth[R.lane[i]], depthOf[R.stack[i]]);
+      ++laneRuns[R.lane[i]];
+    }
+    const zoom = flameState.timeZoom[flameState.timeZoom.length - 1];
+    const v0 = zoom ? zoom[0] : 0, v1 = zoom ? zoom[1] : Math.max(1, end);
+    const ROW = 16, LABEL = 16, STRIP = 6, AXIS = 20;
+    const width = Math.max(400, box.clientWidth || 1000);
+    const X = (t) => (t - v0) / (v1 - v0) * width;
+    let height = AXIS;
+    for (const dp of laneDepth) height += LABEL + STRIP + 2 + dp * ROW + 6;
+    const svg = el('svg', { width, height, class: 'flame flame-time' }, box);
+    svg.dataset.runs = String(n);
+    svg.dataset.total = String(weight);
+    const unit = timeUnit(v1 - v0), fmt = flameValue(graph.unit);
+    const axis = el('g', { class: 'axis' }, svg);
+    for (const t of niceTicks(v0, v1, Math.max(2, Math.floor(width / 110)))) {
+      el('line', { x1: X(t), x2: X(t), y1: AXIS - 5, y2: height, class: 'gridline' }, axis);
+      el('text', { x: X(t) + 2, y: AXIS - 8, class: 'label' }, axis, `${+(t / unit.div).toFixed(3)} ${unit.name}`);
+    }
+    const visible = (a, b) => b >= v0 && a <= v1;
+    const clipW = (a, b) => [X(Math.max(a, v0)), X(Math.min(b, v1)) - X(Math.max(a, v0))];
+    // One listener per chart, not per frame (thousands of them): data-i is the frame's
+    // entry in `drawn`, data-r the run's index.
+    const drawn = [];
+    const tipOf = (t) => {
+      if (t.dataset.r !== undefined) {
+        const i = +t.dataset.r, s = R.stack[i], a = R.start[i], b = R.end[i];
+        return `${s >= 0 ? '<b>' + esc(names[F[s]]) + '</b><br>' : ''}run of ${R.samples[i]} sample${R.samples[i] === 1 ? '' : 's'}: ${fmtNs(b - a)} from ${fmtNs(a)}<br>${fmt(R.weight[i])}`;
+      }
+      const f = drawn[+t.dataset.i];
+      return `<b>${esc(names[F[f.s]])}</b><br>${fmtNs(f.b - f.a)} from ${fmtNs(f.a)}<br>${fmt(f.w)} in ${f.k} run${f.k === 1 ? '' : 's'}`;
+    };
+    svg.addEventListener('mousemove', (e) => { const t = e.target.closest('[data-i], [data-r]'); if (t) showTip(e, tipOf(t)); else hideTip(); });
+    svg.addEventListener('mouseleave', hideTip);
+    svg.addEventListener('click', (e) => {
+      const t = e.target.closest('[data-i]');
+      if (!t) return;
+      const f = drawn[+t.dataset.i];
+      hideTip();
+      flameState.timeZoom.push([f.a, f.b]);
+      drawFlame();
+    });
+    let y = AXIS, i = 0;
+    for (let lane = 0; lane < to.lanes.length; ++lane) {
+      el('text', { x: 2, y: y + 12, class: 'axis-title' }, svg, `${to.lanes[lane]} · ${laneRuns[lane].toLocaleString('en')} runs`);
+      const top = y + LABEL + STRIP + 2;
+      const open = [];  // open[k]: the frame at depth k + 1 being extended {s, a, b, w, k}
+      const flush = (from) => {
+        while (open.length > from) {
+          const f = open.pop(), k = open.length;
+          if (!visible(f.a, f.b)) continue;
+          const [fx, fw] = clipW(f.a, f.b);
+          if (fw < 1) continue;  // thousands of slivers cost more than they show
+          flameFrame(svg, names[F[f.s]], fx, top + k * ROW, fw, ROW, hitOf[f.s], { 'data-depth': k, 'data-start': f.a, 'data-end': f.b, 'data-i': drawn.length });
+          drawn.push(f);
+        }
+      };
+      const chain = [];
+      for (; i < n && R.lane[i] === lane; ++i) {
+        const a = R.start[i], b = R.end[i];
+        if (visible(a, b)) {  // the run's mark in the lane's strip
+          const [rx, rw] = clipW(a, b), s = R.stack[i];
+          el('rect', { x: rx, y: y + LABEL, width: Math.max(0.5, rw), height: STRIP, class: 'run', 'data-start': a, 'data-end': b, 'data-r': i,
+            fill: s >= 0 ? flameColor(names[F[s]]) : '#c8c8c8' }, svg);
+        }
+        chain.length = 0;
+        for (let s = R.stack[i]; s >= 0; s = P[s]) chain.push(s);
+        chain.reverse();
+        let k = 0;  // frames shared with the open ones, touching in time
+        while (k < open.length && k < chain.length && open[k].s === chain[k] && a <= open[k].b) ++k;
+        flush(k);
+        for (let j = 0; j < k; ++j) { const f = open[j]; f.b = Math.max(f.b, b); f.w += R.weight[i]; ++f.k; }
+        for (let j = k; j < chain.length; ++j) open.push({ s: chain[j], a, b, w: R.weight[i], k: 1 });
+      }
+      flush(0);
+      y = top + laneDepth[lane] * ROW + 6;
+    }
+    let note = `${n.toLocaleString('en')} runs of ${to.samples.toLocaleString('en')} samples, x = time from the first sample`;
+    if (to.merged) note += `; ${to.merged.toLocaleString('en')} runs merged into neighbours to stay within ${to.max_runs.toLocaleString('en')}`;
+    if (to.untimed) note += `; ${to.untimed.toLocaleString('en')} samples without a time left out`;
+    html('p', { class: 'flame-note' }, box, note + (zoom ? ' (zoomed: reset zoom to see all)' : ''));
+    match.textContent = query ? `matched: ${weight > 0 ? (100 * matched / weight).toFixed(2) : '0.00'} % of the runs' weight` : '';
+  }
+  // Sandwich: per function (frame name) its self weight and its total (the stacks through
+  // it, a recursive function counted once per stack), from the merged tree.
+  function flameFunctions(root) {
+    const rows = new Map(), onPath = new Map();
+    (function walk(n) {
+      for (const c of n.children || []) {
+        let r = rows.get(c.name);
+        if (!r) rows.set(c.name, r = { name: c.name, self: 0, total: 0 });
+        r.self += c.self || 0;
+        const k = onPath.get(c.name) || 0;
+        if (!k) r.total += c.value;
+        onPath.set(c.name, k + 1);
+        walk(c);
+        onPath.set(c.name, k);
+      }
+    })(root);
+    return [...rows.values()];
+  }
+  // The callers (inverted: the function, then who called it, up to the roots) and callees
+  // of `name`, merged over its outermost occurrences in the tree.
+  function flameSandwichTrees(root, name) {
+    const node = (n) => ({ name: n, value: 0, self: 0, kids: new Map() });
+    const child = (p, n) => { let c = p.kids.get(n); if (!c) p.kids.set(n, c = node(n)); return c; };
+    const callers = node(name), callees = node(name);
+    function merge(dst, src) {
+      dst.value += src.value;
+      dst.self += src.self || 0;
+      for (const c of src.children || []) merge(child(dst, c.name), c);
+    }
+    const path = [];
+    (function walk(n) {
+      for (const c of n.children || []) {
+        if (c.name === name) {
+          merge(callees, c);
+          callers.value += c.value;
+          let at = callers;
+          for (let i = path.length - 1; i >= 0; --i) { at = child(at, path[i]); at.value += c.value; }
+          continue;  // deeper occurrences are inside this one
+        }
+        path.push(c.name);
+        walk(c);
+        path.pop();
+      }
+    })(root);
+    const done = (t) => ({ name: t.name, value: t.value, self: t.self, children: [...t.kids.values()].map(done) });
+    return { callers: done(callers), callees: done(callees) };
+  }
+  function drawFlameSandwich(box, graph) {
+    const fmt = flameValue(graph.unit), total = graph.total, query = flameState.search.toLowerCase();
+    const all = graph.root ? flameFunctions(graph.root) : [];
+    const key = flameState.sort;
+    const rows = all.filter((r) => !query || r.name.toLowerCase().includes(query))
+      .sort((a, b) => key === 'name' ? a.name.localeCompare(b.name) : b[key] - a[key] || a.name.localeCompare(b.name));
+    if (!all.some((r) => r.name === flameState.focus)) flameState.focus = rows.length ? rows[0].name : null;
+    const grid = html('div', { class: 'flame-sandwich' }, box);
+    const left = html('div', { class: 'flame-table' }, grid);
+    const MAX = 500;
+    const share = (v) => total > 0 ? ` <small>${(100 * v / total).toFixed(1)} %</small>` : '';
+    let t = `<table class="data" id="flame-functions"><thead><tr><th data-sort="name">function</th><th class="num" data-sort="self">self</th><th class="num" data-sort="total">total</th></tr></thead><tbody>`;
+    for (const r of rows.slice(0, MAX))
+      t += `<tr data-name="${esc(r.name)}"${r.name === flameState.focus ? ' class="selected"' : ''}><td title="${esc(r.name)}">${esc(r.name)}</td>` +
+        `<td class="num" data-value="${r.self}">${fmt(r.self)}${share(r.self)}</td><td class="num" data-value="${r.total}">${fmt(r.total)}${share(r.total)}</td></tr>`;
+    left.innerHTML = t + '</tbody></table>' + (rows.length > MAX ? `<p class="flame-note">${rows.length - MAX} more: search to find them</p>` : '');
+    for (const th of left.querySelectorAll('th')) {
+      if (th.dataset.sort === key) th.classList.add('sorted');
+      th.addEventListener('click', () => { flameState.sort = th.dataset.sort; drawFlame(); });
+    }
+    for (const tr of left.querySelectorAll('tbody tr'))
+      tr.addEventListener('click', () => { flameState.focus = tr.dataset.name; drawFlame(); });
+    document.getElementById('flame-match').textContent = query ? `${rows.length} of ${all.length} functions match` : `${all.length} functions`;
+    const right = html('div', { class: 'flame-pair' }, grid);
+    if (!flameState.focus) { html('div', { class: 'empty' }, right, 'no function in this view'); return; }
+    const trees = flameSandwichTrees(graph.root, flameState.focus);
+    const width = Math.max(300, right.clientWidth || 600);
+    const pick = (n) => { flameState.focus = n.name; drawFlame(); };
+    html('h3', {}, right, 'Callers of ').appendChild(html('code', {}, null, flameState.focus));
+    const up = html('div', { class: 'chart', 'data-chart': 'flame-callers' }, right);
+    const upSvg = el('svg', { width, height: flameTreeDepth(trees.callers) * 18 + 4, class: 'flame' }, up);
+    flameIcicle(upSvg, trees.callers, { width, query, total, fmt, heavy: true, up: true, click: pick });
+    html('h3', {}, right, 'Callees');
+    const down = html('div', { class: 'chart', 'data-chart': 'flame-callees' }, right);
+    const downSvg = el('svg', { width, height: flameTreeDepth(trees.callees) * 18 + 4, class: 'flame' }, down);
+    flameIcicle(downSvg, trees.callees, { width, query, total, fmt, heavy: true, click: pick });
   }
   // The initial selection: the window whose timeline has the most concentrated CP; the
   // first and last windows (start-up, shutdown) only when no other has a timeline.
@@ -747,9 +974,10 @@
     document.getElementById('zoom-reset').addEventListener('click', () => { state.zoom = null; redrawTimeline(); });
     document.getElementById('heatmap-scope').addEventListener('change', (e) => { state.heatmapScope = e.target.value; drawHeatmap(document.getElementById('chart-heatmap')); });
     document.getElementById('heatmap-measure').addEventListener('change', (e) => { state.heatmapMeasure = e.target.value; drawHeatmap(document.getElementById('chart-heatmap')); });
-    document.getElementById('flame-mode').addEventListener('change', (e) => { flameState.mode = e.target.value; flameState.zoom = []; drawFlame(); });
+    document.getElementById('flame-mode').addEventListener('change', (e) => { flameState.mode = e.target.value; flameState.zoom = []; flameState.timeZoom = []; drawFlame(); });
     document.getElementById('flame-search').addEventListener('input', (e) => { flameState.search = e.target.value; drawFlame(); });
-    document.getElementById('flame-reset').addEventListener('click', () => { flameState.zoom = []; drawFlame(); });
+    document.getElementById('flame-view').addEventListener('change', (e) => { flameState.view = e.target.value; flameState.zoom = []; flameState.timeZoom = []; drawFlame(); });
+    document.getElementById('flame-reset').addEventListener('click', () => { flameState.zoom = []; flameState.timeZoom = []; drawFlame(); });
     let resize = 0;
     window.addEventListener('resize', () => {
       clearTimeout(resize);

@@ -22,6 +22,7 @@
 #include "flame/critical.hpp"
 #include "flame/flamegraph.hpp"
 #include "flame/profile_io.hpp"
+#include "flame/time_order.hpp"
 #include "importers/importer.hpp"
 #include "importers/otel/otel_importer.hpp"
 #include "importers/spark/spark_importer.hpp"
@@ -47,8 +48,10 @@ std::string flame_json(const Trace& trace, const AnalysisOptions& opt) {
   std::string out = "{";
   for (Mode m : {Mode::on_cpu, Mode::off_cpu, Mode::mixed, Mode::critical}) {
     const std::vector<double> w = m == Mode::critical ? cr.weight : mode_weights(set, m);
+    const TimeOrder runs = time_order(set, w, {}, kReportTimeRuns);  // the time-order view
     if (out.size() > 1) out += ",";
-    out += fmt::format("\"{}\":{}", mode_name(m), to_json(build_tree(set, w, {}), set, w, m));
+    out +=
+        fmt::format("\"{}\":{}", mode_name(m), to_json(build_tree(set, w, {}), set, w, m, &runs));
   }
   return out + "}";
 }

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "flame/paths.hpp"
+#include "flame/time_order.hpp"
 #include "output/names.hpp"
 #include "output/writers.hpp"
 #include "trace/event.hpp"
@@ -351,7 +352,7 @@ void put_shares(fmt::memory_buffer& out, const std::map<uint32_t, double>& value
 }  // namespace
 
 std::string to_json(const FlameTree& tree, const SampleSet& set, const std::vector<double>& weights,
-                    Mode mode) {
+                    Mode mode, const TimeOrder* time_order) {
   fmt::memory_buffer out;
   auto it = std::back_inserter(out);
   fmt::format_to(it, "{{\"mode\": \"{}\", \"unit\": \"{}\", \"total\": {}, \"operators\": [",
@@ -406,6 +407,7 @@ std::string to_json(const FlameTree& tree, const SampleSet& set, const std::vect
     for (auto c = node.children.rbegin(); c != node.children.rend(); ++c) todo.emplace_back(*c, 0);
   }
   if (tree.nodes.empty()) fmt::format_to(it, "null");
+  if (time_order) fmt::format_to(it, ", \"time_order\": {}", time_order_json(*time_order));
   fmt::format_to(it, "}}\n");
   return std::string(out.data(), out.size());
 }

@@ -90,11 +90,13 @@ struct SvgOptions {
 // A self-contained SVG (no external references; a small inline script zooms on click).
 std::string to_svg(const FlameTree& tree, const SvgOptions& options);
 
+struct TimeOrder;  // time_order.hpp
 // {"mode", "unit", "total", "operators": [{"id", "name", "value", "share"}], "workers":
 //  [{"id", "value", "share"}] (worker, else thread), "diagnostics",
-//  "root": {"name", "value", "self", "children": [...]}}
+//  "root": {"name", "value", "self", "children": [...]}}, and "time_order" (the report's
+// flame chart, time_order_json) when given.
 std::string to_json(const FlameTree& tree, const SampleSet& set, const std::vector<double>& weights,
-                    Mode mode);
+                    Mode mode, const TimeOrder* time_order = nullptr);
 
 struct SpeedscopeOptions {
   std::string name;                                        // the file's title in speedscope

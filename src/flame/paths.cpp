@@ -114,7 +114,7 @@ void PathSet::names_of(const SampleSet& set, const Path& p, std::vector<uint32_t
 }
 
 PathSet collect_paths(const SampleSet& set, const std::vector<double>& weights,
-                      const TreeOptions& o) {
+                      const TreeOptions& o, std::vector<uint32_t>* sample_path) {
   PathSet ps;
   Names names(ps.names);
   ps.frame_name.resize(set.frame_count());
@@ -122,6 +122,7 @@ PathSet collect_paths(const SampleSet& set, const std::vector<double>& weights,
     ps.frame_name[f] = names.id(o.short_names ? short_frame_name(set.frame(f)) : set.frame(f));
   Prefixes prefixes(set, o, ps, names);
   std::vector<uint32_t> off_cpu_leaf(kActivityTypeCount, kNoId);
+  std::vector<uint32_t> sample_of;  // with sample_path: the sample of each unmerged path
   for (size_t i = 0; i < set.samples.size() && i < weights.size(); ++i) {
     const StackSample& s = set.samples[i];
     const double w = weights[i];
@@ -137,7 +138,10 @@ PathSet collect_paths(const SampleSet& set, const std::vector<double>& weights,
     }
     ps.total += w;
     ps.paths.push_back(p);
+    if (sample_path) sample_of.push_back(static_cast<uint32_t>(i));
   }
+  std::vector<PathSet::Path> unmerged;
+  if (sample_path) unmerged = ps.paths;
   // Merge samples of one path (integers first: cheap), then order by names.
   auto key = [](const PathSet::Path& p) { return std::tie(p.prefix, p.stack, p.leaf, p.who); };
   std::sort(ps.paths.begin(), ps.paths.end(),
@@ -185,6 +189,19 @@ PathSet collect_paths(const SampleSet& set, const std::vector<double>& weights,
     }
     return na < nb;
   });
+  if (sample_path) {  // each sample's key, looked up among the merged paths
+    std::vector<uint32_t> by_key(ps.paths.size());
+    std::iota(by_key.begin(), by_key.end(), 0u);
+    std::sort(by_key.begin(), by_key.end(),
+              [&](uint32_t a, uint32_t b) { return key(ps.paths[a]) < key(ps.paths[b]); });
+    sample_path->assign(set.samples.size(), kNoId);
+    for (size_t u = 0; u < unmerged.size(); ++u) {
+      const auto k = key(unmerged[u]);
+      auto it = std::lower_bound(by_key.begin(), by_key.end(), k,
+                                 [&](uint32_t x, const auto& kk) { return key(ps.paths[x]) < kk; });
+      (*sample_path)[sample_of[u]] = *it;
+    }
+  }
   return ps;
 }
 

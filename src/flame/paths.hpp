@@ -34,8 +34,10 @@ struct PathSet {
   void names_of(const SampleSet& set, const Path& p, std::vector<uint32_t>& out) const;
 };
 
-// The paths of the samples with weight > 0 that pass the options' filters.
+// The paths of the samples with weight > 0 that pass the options' filters. With
+// `sample_path`: per sample, the index of its path in `paths` (kNoId if left out), for
+// views that keep the samples' order (time_order.hpp).
 PathSet collect_paths(const SampleSet& set, const std::vector<double>& weights,
-                      const TreeOptions& options);
+                      const TreeOptions& options, std::vector<uint32_t>* sample_path = nullptr);
 
 }  // namespace snailtrail::flame
