@@ -92,7 +92,7 @@ test-browser: build
 	@SNAILTRAIL_BIN=build/bin/snailtrail SNAILTRAIL_ARTIFACTS=build/browser-artifacts \
 	  node --test tests/browser/report.test.mjs tests/browser/timeline.test.mjs \
 	    tests/browser/waterfall.test.mjs tests/browser/stages.test.mjs \
-	    tests/browser/waterfall_live.test.mjs
+	    tests/browser/waterfall_live.test.mjs tests/browser/jobgraph.test.mjs
 
 # Whole-process suite against the paper and the floor (docs/PERFORMANCE.md), then the
 # Google Benchmark micro-benchmarks.
