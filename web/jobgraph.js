@@ -133,13 +133,14 @@
       });
     };
     stallRow(TOP, 'all workers');
+    let cpMax = 1e-9;
+    for (const p of pts) if (p.cp) for (let w = 0; w < nw; ++w) cpMax = Math.max(cpMax, p.cp[w]);
     for (let w = 0; w < nw; ++w) {
       const y = TOP + (w + 1) * ROW;
       stallRow(y, g.workers[w].length > 16 ? g.workers[w].slice(0, 15) + '…' : g.workers[w]);
       MEASURES.forEach(([key, title, color], m) => {
-        let max = 0;
-        for (const p of pts) if (p[key]) max = Math.max(max, p[key][w]);
-        max = key === 'cp' ? Math.max(max, 1e-9) : 1;  // busy and output: shares of the time
+        // Busy and output: shares of the time; CP: one scale for every worker (the largest).
+        const max = key === 'cp' ? cpMax : 1;
         let d = '', pen = false;
         pts.forEach((p) => {
           const v = p[key] ? p[key][w] : null;
