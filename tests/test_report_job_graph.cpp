@@ -52,9 +52,13 @@ std::string hand_trace() {
   act(0, "processing", 3, 100, 160);
   act(1, "input", 1, 0, 10);
   act(1, "processing", 2, 10, 40);
-  act(1, "waiting", 0, 40, 65);
+  // The receipt falls inside the wait: each worker's events in time order.
   t +=
+      R"({"ts":40000,"worker":1,"activity":"waiting","event":"start"})"
+      "\n"
       R"({"ts":62000,"worker":1,"activity":"data_message","event":"recv","correlator":1,"remote":0})"
+      "\n"
+      R"({"ts":65000,"worker":1,"activity":"waiting","event":"end"})"
       "\n";
   act(1, "processing", 3, 65, 100);
   act(1, "waiting", 0, 100, 160);
