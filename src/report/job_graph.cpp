@@ -26,19 +26,25 @@ bool is_output(uint8_t type) {
 // The operators at both ends of a data message, by the rule DS2's topology uses
 // (scale/rate_collector.hpp): the sender's latest activity with an operator up to the send,
 // the receiver's first activity with an operator that starts at or after the receipt.
-// kNone where there is none within kLinkLookup edges.
-uint32_t sender_op(const Pag& pag, const Message& m) {
-  const uint32_t first = pag.worker_begin[m.src_worker];
-  for (uint32_t g = m.src_node, k = 0; g > first && k < kLinkLookup; --g, ++k)
-    if (pag.edge_type[g - 1] != kNoEdge && pag.edge_op[g - 1] != kNone) return pag.edge_op[g - 1];
+// Looked up in the window's snapshot only (a .snail file read block by block has the same
+// snapshots, not the same PAG around them), at most kLinkLookup edges away; kNone if none.
+uint32_t sender_op(const Snapshot& s, const Pag& pag, uint32_t u) {
+  for (uint32_t k = 0; u > 0 && k < kLinkLookup; --u, ++k) {
+    const uint32_t p = u - 1;
+    if (s.worker[p] != s.worker[u]) return kNone;
+    // A node without an edge inside a worker's nodes: a segment cut (docs/PAG.md §4).
+    if (s.edge[p] != kNone && pag.edge_op[s.edge[p]] != kNone) return pag.edge_op[s.edge[p]];
+  }
   return kNone;
 }
-uint32_t receiver_op(const Pag& pag, const Message& m) {
-  const uint32_t last = pag.worker_begin[m.dst_worker + 1];
-  for (uint32_t g = m.dst_node, k = 0; g < last && k < kLinkLookup; ++g, ++k)
-    if (pag.edge_type[g] != kNoEdge && pag.edge_op[g] != kNone &&
-        pag.edge_instance[g] >= m.dst_node)
+uint32_t receiver_op(const Snapshot& s, const Pag& pag, uint32_t v, uint32_t dst_node) {
+  const uint32_t w = s.worker[v];
+  for (uint32_t k = 0; v < s.node_count() && k < kLinkLookup; ++v, ++k) {
+    if (s.worker[v] != w) return kNone;
+    const uint32_t g = s.edge[v];
+    if (g != kNone && pag.edge_op[g] != kNone && pag.edge_instance[g] >= dst_node)
       return pag.edge_op[g];
+  }
   return kNone;
 }
 
@@ -80,26 +86,28 @@ JobGraphWindow extract_job_graph_window(const WindowView& view) {
     if (type != kWaiting) c.busy_ns += dur;
     if (is_output(type)) c.output_ns += dur;
     if (r.timeline_cp.size() > v) c.cp += r.timeline_cp[v];
-    // An operator's activity completed here: its last edge ends inside the window.
-    if (op != kNone && type != kWaiting) {
-      const uint32_t next = g + 1;
-      const bool last_edge = next >= pag.worker_begin[w + 1] || pag.edge_type[next] == kNoEdge ||
-                             pag.edge_instance[next] != pag.edge_instance[g];
-      if (last_edge && inside(pag.node_ts[next])) ++out.completed;
+    // An operator's activity completed here: its last edge (the next one in the window, if
+    // any, is another activity) ends inside the window.
+    if (op != kNone && type != kWaiting && inside(pag.node_ts[g + 1])) {
+      // The next edge of the worker here, past a segment cut's edgeless node.
+      const uint32_t n = v + 2 < s.node_count() && s.edge[v + 1] == kNone ? v + 2 : v + 1;
+      const bool continues = s.worker[n] == w && s.edge[n] != kNone &&
+                             pag.edge_instance[s.edge[n]] == pag.edge_instance[g];
+      if (!continues) ++out.completed;
     }
   }
   std::sort(out.cells.begin(), out.cells.end(), [](const auto& a, const auto& b) {
     return a.worker != b.worker ? a.worker < b.worker : a.op < b.op;
   });
-  // Channels: each data message once, in the window holding its send.
+  // Channels: the data messages that lie within the window (a message across a border is
+  // left out: its other end is a border node here, in no other window whole).
   std::map<std::pair<uint32_t, uint32_t>, uint64_t> links;
   for (uint32_t k = 0; k < s.msg_index.size(); ++k) {
     const Message& m = pag.messages[s.msg_index[k]];
     if (m.type != ActivityType::data_message) continue;
-    if (m.src_ts < s.window.start ||
-        !(m.src_ts < s.window.end || (s.window.closed_end && m.src_ts == s.window.end)))
-      continue;
-    const uint32_t from = sender_op(pag, m), to = receiver_op(pag, m);
+    if (s.ts[s.msg_src[k]] != m.src_ts || s.ts[s.msg_dst[k]] != m.dst_ts) continue;
+    const uint32_t from = sender_op(s, pag, s.msg_src[k]);
+    const uint32_t to = receiver_op(s, pag, s.msg_dst[k], m.dst_node);
     if (from == kNone || to == kNone || from == to) continue;
     ++links[{from, to}];
   }
