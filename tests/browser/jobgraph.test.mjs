@@ -51,6 +51,13 @@ before(async () => {
   files.hand = path.join(work, 'hand.html');
   run('report', trace, '--window', '50us', '-o', files.hand, '--no-progress');
   files.json = JSON.parse(run('report', trace, '--window', '50us', '-o', '-', '-f', 'json', '--no-progress'));
+  // A closed loop's decision at 50 µs and a migration over [60, 80] µs (run --stats-json).
+  const stats = path.join(work, 'stats.json');
+  fs.writeFileSync(stats, JSON.stringify({
+    decisions: [{ time_s: 5e-5, kind: 'ds2', active_workers: 2, reason: 'r' }],
+    migrations: [{ strategy: 'batched', start_s: 6e-5, end_s: 8e-5, bins_moved: 4 }] }));
+  files.marks = path.join(work, 'marks.html');
+  run('report', trace, '--window', '50us', '--stats-json', stats, '-o', files.marks, '--no-progress');
   browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] });
 });
 
@@ -105,5 +112,25 @@ test('the job graph: a node per operator, an edge per channel, CP colours, worke
   await page.locator('#sec-jobgraph').screenshot({ path: path.join(artifacts, 'jobgraph-hand.png') });
   assert.deepEqual(problems, []);
   assert.ok(requests.every((u) => u.startsWith('file:') || u.startsWith('data:')), requests.join(' '));
+  await page.close();
+});
+
+test('the closed loop: a decision line and a migration band in each panel, at their times', async () => {
+  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  const problems = [];
+  page.on('pageerror', (e) => problems.push(`exception: ${e.message}`));
+  await page.goto(pathToFileURL(files.marks).href);
+  await page.waitForSelector('body[data-jobgraph="drawn"]');
+  assert.equal(await page.locator('.jg-mark-decision').count(), 3);
+  assert.equal(await page.locator('.jg-mark-migration').count(), 3);
+  // In the busy panel (the first): the decision at 50 of 200 µs, the band over 60–80 µs.
+  const lane = await page.locator('.jg-lane').first().boundingBox();
+  const line = await page.locator('.jg-mark-decision').first().boundingBox();
+  const band = await page.locator('.jg-mark-migration').first().boundingBox();
+  assert.ok(Math.abs(line.x - (lane.x + lane.width * 50 / 200)) < 3, JSON.stringify([lane, line]));
+  assert.ok(Math.abs(band.x - (lane.x + lane.width * 60 / 200)) < 3, JSON.stringify([lane, band]));
+  assert.ok(Math.abs(band.width - lane.width * 20 / 200) < 3, JSON.stringify([lane, band]));
+  assert.match(await page.locator('#jobgraph-note').textContent(), /2 decisions and migrations marked/);
+  assert.deepEqual(problems, []);
   await page.close();
 });
