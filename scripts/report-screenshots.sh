@@ -34,3 +34,17 @@ python3 scripts/gen-spans.py --traces 60 --items 3 -o "$WORK/checkout.json"
   --virtual-time-budget=5000 --window-size=1280,860 \
   --screenshot="$DOCS/report-waterfall.png" "file://$WORK/checkout.html" 2>/dev/null
 echo "docs/report-waterfall.png ($(stat -c %s "$DOCS/report-waterfall.png") bytes)"
+
+# The Job graph section of the skewed word count's report (an element screenshot, through
+# playwright-core as the browser tests use it).
+"$BIN" simulate examples/wordcount-skew-30.toml -o "$WORK/wordcount.snail" -q
+(cd "$WORK" && "$BIN" report wordcount.snail -o wordcount.html --no-progress)
+CHROMIUM="$CHROMIUM" PAGE="$WORK/wordcount.html" OUT="$DOCS/report-jobgraph.png" node --input-type=module -e "
+import { chromium } from 'playwright-core';
+const b = await chromium.launch({ executablePath: process.env.CHROMIUM, args: ['--no-sandbox'] });
+const p = await b.newPage({ viewport: { width: 1280, height: 900 } });
+await p.goto('file://' + process.env.PAGE);
+await p.waitForSelector('body[data-jobgraph]');
+await p.locator('#sec-jobgraph').screenshot({ path: process.env.OUT });
+await b.close();"
+echo "docs/report-jobgraph.png ($(stat -c %s "$DOCS/report-jobgraph.png") bytes)"

@@ -1,7 +1,7 @@
 # Writes a C++ file that defines the web sources as byte arrays (run by the build with
 # `cmake -DWEB_DIR=... -DOUT=... -P web/embed.cmake`). Bytes, not a string literal, so
 # that no character of the sources needs escaping.
-set(assets "report.html:kReportHtml" "report.css:kReportCss" "report.js:kReportJs"
+set(assets "report.html:kReportHtml" "report.css:kReportCss" "report.js:kReportJs" "jobgraph.js:kJobGraphJs"
     "timeline.html:kTimelineHtml" "waterfall.html:kWaterfallHtml" "waterfall.js:kWaterfallJs"
     "stages.html:kStagesHtml" "stages.js:kStagesJs"
     "critical_flow.html:kCriticalFlowHtml" "critical_flow.js:kCriticalFlowJs")

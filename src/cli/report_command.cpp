@@ -26,6 +26,7 @@
 #include "importers/importer.hpp"
 #include "importers/otel/otel_importer.hpp"
 #include "importers/spark/spark_importer.hpp"
+#include "report/job_graph.hpp"
 #include "report/report.hpp"
 #include "report/stages.hpp"
 #include "report/waterfall.hpp"
@@ -66,6 +67,7 @@ struct ReportArgs {
   bool dashboard = false;
   bool timings = false;
   std::string view = "auto";  // auto, dataflow, waterfall, stages, critical-flow
+  std::string loop_stats;     // run --stats-json: the Job graph's decisions and migrations
   size_t traces = 200;        // waterfall: traces embedded
   std::string thread;         // critical flow: the thread the page opens on
 };
@@ -114,12 +116,15 @@ std::function<void(size_t, size_t)> progress_line(const std::string& trace, bool
   };
 }
 
-// The page: the builder's JSON with the optional "flame" member, as HTML or JSON.
+// The page: the builder's JSON with the optional "flame" and "jobgraph" members, as HTML
+// or JSON.
 std::string report_page(const report::ReportBuilder& builder, const std::string& flame,
-                        const std::string& format) {
+                        const std::string& graph, const std::string& format) {
   std::string json = builder.json();
   if (!flame.empty() && json.size() > 1 && json.back() == '}')
     json.insert(json.size() - 1, ",\"flame\":" + flame);
+  if (graph != "null" && json.size() > 1 && json.back() == '}')
+    json.insert(json.size() - 1, ",\"jobgraph\":" + graph);
   return format == "json" ? json : report::render_report_html(json);
 }
 
@@ -274,6 +279,8 @@ int run(ReportArgs& a, mpi::RankGroup* group) {
   for (const auto& [kind, n] : in.trace.import_diagnostics) builder.add_input_diagnostic(kind, n);
   report::WindowFeed feed(builder, names, a.report.timelines > 0, a.report.timeline_edges,
                           /*send=*/helper_rank);
+  report::JobGraphBuilder graph;  // the Job graph (not under mpirun: rank windows lack it)
+  if (!a.loop_stats.empty()) graph.set_marks(report::loop_marks_from_file(a.loop_stats));
   const unsigned threads = analysis_threads(a.in);
   const auto on_progress = progress_line(a.in.trace, progress);
   if (in.snail && group) {
@@ -281,8 +288,16 @@ int run(ReportArgs& a, mpi::RankGroup* group) {
     if (helper_rank) return 0;
   } else {
     const StreamedStats st = analyze_input(
-        in, opt, threads, [&](const WindowView& v, RenderedWindow& r) { feed.render(v, r); },
-        [&](RenderedWindow& r) { feed.consume(r); }, on_progress);
+        in, opt, threads,
+        [&](const WindowView& v, RenderedWindow& r) {
+          feed.render(v, r);
+          graph.render(v);
+        },
+        [&](RenderedWindow& r) {
+          feed.consume(r);
+          graph.consume(r.summary, names);
+        },
+        on_progress);
     if (a.timings && in.snail)
       fmt::print(stderr,
                  "streamed: {} of {} bytes read in {} blocks, lookback {} ns, at most {} PAG "
@@ -290,7 +305,7 @@ int run(ReportArgs& a, mpi::RankGroup* group) {
                  in.snail->bytes_read(), in.snail->file_size(), st.blocks_read, st.lookback_ns,
                  st.peak_retained_nodes);
   }
-  return write_page(a.output, report_page(builder, flame, a.format));
+  return write_page(a.output, report_page(builder, flame, graph.json(), a.format));
 }
 
 }  // namespace
@@ -339,6 +354,8 @@ CommandRunner add_report_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--thread", a.thread,
                   "Critical flow: the thread to open on, TID or NAME (default: docs/REPORT.md)");
+  cmd->add_option("--stats-json", a.loop_stats,
+                  "Job graph: mark the decisions and migrations of this run's `run --stats-json`");
   cmd->add_flag("--no-progress", a.no_progress, "Never print progress on stderr");
   cmd->add_flag("--timings", a.timings,
                 "Print on stderr how the trace was read (bytes and blocks when streamed)");

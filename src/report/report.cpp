@@ -339,7 +339,9 @@ std::string page(const std::string& data_json, bool live) {
   std::string html(assets::kReportHtml);
   replace_once(html, "/*SNAILTRAIL_CSS*/", assets::kReportCss);
   replace_once(html, "\"SNAILTRAIL_MODE\"", live ? "\"live\"" : "\"file\"");
-  return embed_page(std::move(html), assets::kReportJs, data_json);
+  std::string js(assets::kReportJs);
+  js += assets::kJobGraphJs;  // the Job graph section (report/job_graph.hpp)
+  return embed_page(std::move(html), js, data_json);
 }
 
 }  // namespace

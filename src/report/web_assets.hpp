@@ -9,6 +9,7 @@ namespace snailtrail::report::assets {
 extern const std::string_view kReportHtml;  // web/report.html: the page with its markers
 extern const std::string_view kReportCss;   // web/report.css
 extern const std::string_view kReportJs;    // web/report.js
+extern const std::string_view kJobGraphJs;  // web/jobgraph.js: the report's Job graph section
 // web/timeline.html: `run --http`'s live dashboard, one self-contained page.
 extern const std::string_view kTimelineHtml;
 // web/waterfall.{html,js}: `report`'s page for span traces (report/waterfall.hpp).
