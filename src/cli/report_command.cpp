@@ -16,6 +16,7 @@
 #include "cli/import_warnings.hpp"
 #include "cli/output_file.hpp"
 #include "cli/report_critical_flow.hpp"
+#include "cli/report_views.hpp"
 #include "cli/streamed_input.hpp"
 #include "cli/trace_input.hpp"
 #include "cli/verdict_ds2.hpp"
@@ -71,22 +72,6 @@ struct ReportArgs {
   size_t traces = 200;        // waterfall: traces embedded
   std::string thread;         // critical flow: the thread the page opens on
 };
-
-// "123456 bytes, 121 KiB": exact for scripts, rounded for people.
-std::string human_size(uint64_t bytes) {
-  if (bytes < 10 * 1024) return fmt::format("{} bytes", bytes);
-  if (bytes < 10 * 1024 * 1024) return fmt::format("{} bytes, {:.0f} KiB", bytes, bytes / 1024.0);
-  return fmt::format("{} bytes, {:.1f} MiB", bytes, bytes / (1024.0 * 1024.0));
-}
-
-int write_page(const std::string& path, const std::string& text) {
-  {
-    OutputFile out(path);
-    out.buf().append(text.data(), text.data() + text.size());
-  }
-  if (path != "-") fmt::print("{} ({})\n", path, human_size(text.size()));
-  return 0;
-}
 
 // The report's options from the command line and the opened trace.
 report::ReportOptions report_options(const ReportArgs& a, const AnalysisOptions& opt,
@@ -173,70 +158,6 @@ std::string choose_view(const ReportArgs& a) {
   return "dataflow";
 }
 
-// "Tasks per stage" (docs/REPORT.md): the log's tasks per stage beside the stages' CP from
-// the analysis `analyze` runs on it (stages are its operators).
-int run_stages(ReportArgs& a) {
-  if (a.in.trace == "-") throw std::invalid_argument("the stages view reads a file, not stdin");
-  if (a.in.importer != "auto" && a.in.importer != "spark")
-    throw std::invalid_argument("--view stages needs a Spark event log (--importer spark)");
-  importers::spark::SparkOptions so =
-      importers::spark::parse_delay_split(a.in.import.spark_delay_split);
-  importers::spark::TaskTable table;
-  so.table = &table;
-  Trace trace = importers::spark::read_event_log(a.in.trace, so);
-  warn_if_cut(trace);
-  if (table.tasks.empty()) throw TraceError(a.in.trace, "input", "the log has no finished task");
-
-  AnalysisOptions opt;
-  apply_window_options(a.in, opt);
-  if (a.in.window == "auto") {  // as open_analysis_input says it
-    const AutoWindowChoice c = resolve_auto_window("spark", opt);
-    a.in.window = c.label;
-    fmt::print(stderr, "snailtrail: note: --window auto chose {}: {} (--window sets another)\n",
-               c.label == "whole" ? "the whole trace" : c.label, c.reason);
-  }
-  opt.summary.top_k = a.top;
-  Aggregate agg;
-  if (!trace.events.empty()) {
-    const Pag pag = build_pag(trace, opt.pag);
-    resolve_time_range(a.in, pag, opt);
-    analyze_pag_parallel(
-        pag, opt, analysis_threads(a.in), [](const WindowView&, RenderedWindow&) {},
-        [&](RenderedWindow& r) { agg.add(r.summary, a.top); });
-    agg.finish();
-  }
-  report::StagesPage page{a.in.trace, a.in.window, agg.windows, agg.windows_with_paths,
-                          trace.import_diagnostics};
-  const std::string json = report::stages_json(page, report::summarize_stages(table, agg.cp.op));
-  return write_page(a.output, a.format == "json" ? json : report::render_stages_html(json));
-}
-
-// The "Waterfall" (docs/REPORT.md): every trace's critical path as `critical-path` computes
-// it, the picked traces' spans embedded.
-int run_waterfall(const ReportArgs& a) {
-  if (a.in.trace == "-") throw std::invalid_argument("the waterfall reads a file, not stdin");
-  if (a.in.importer != "auto" && a.in.importer != "otlp" && a.in.importer != "jaeger")
-    throw std::invalid_argument("--view waterfall needs a span trace (--importer otlp or jaeger)");
-  if (a.traces == 0) throw std::invalid_argument("--traces must be at least 1");
-  report::WaterfallBuilder builder({a.in.trace, a.traces});
-  importers::SpanStream stream = importers::stream_spans(
-      a.in.trace, a.in.importer, a.in.threads,
-      [&](size_t unit, const importers::SpanSet& set) { builder.add(unit, set); });
-  warn_skipped_traces(stream);
-  for (const auto& [kind, n] : stream.diagnostics) {
-    builder.add_diagnostic(kind, n);
-    if (n > 0 && importers::is_cut_input(kind))  // as warn_if_cut says it for the other views
-      fmt::print(stderr,
-                 "snailtrail: warning: {}: the input ends inside a record (still being "
-                 "written?); read up to the last complete record ({})\n",
-                 stream.source, kind);
-  }
-  builder.set_skipped(stream.skipped.size());
-  if (builder.spans() == 0) throw TraceError(stream.source, "input", "the trace has no spans");
-  const std::string json = builder.json();
-  return write_page(a.output, a.format == "json" ? json : report::render_waterfall_html(json));
-}
-
 int run(ReportArgs& a, mpi::RankGroup* group) {
   if (a.dashboard) return write_page(a.output, report::render_dashboard_html());
   if (a.in.trace.empty()) throw std::invalid_argument("a TRACE file is required");
@@ -249,7 +170,8 @@ int run(ReportArgs& a, mpi::RankGroup* group) {
                  });
   if (view == "waterfall" || view == "stages") {
     if (group && group->rank() > 0) return 0;  // one process writes it
-    return view == "waterfall" ? run_waterfall(a) : run_stages(a);
+    return write_page(a.output, view == "waterfall" ? waterfall_page(a.in, a.traces, a.format)
+                                                    : stages_page(a.in, a.top, a.format));
   }
   AnalysisOptions opt;
   apply_window_options(a.in, opt);
