@@ -199,10 +199,11 @@ int run(ReportArgs& a, mpi::RankGroup* group) {
 
   report::ReportBuilder builder(report_options(a, opt, helper_rank));
   for (const auto& [kind, n] : in.trace.import_diagnostics) builder.add_input_diagnostic(kind, n);
+  report::JobGraphBuilder graph;  // the Job graph, fed with the report (ranks send theirs)
+  if (!a.loop_stats.empty() && !helper_rank)
+    graph.set_marks(report::loop_marks_from_file(a.loop_stats));
   report::WindowFeed feed(builder, names, a.report.timelines > 0, a.report.timeline_edges,
-                          /*send=*/helper_rank);
-  report::JobGraphBuilder graph;  // the Job graph (not under mpirun: rank windows lack it)
-  if (!a.loop_stats.empty()) graph.set_marks(report::loop_marks_from_file(a.loop_stats));
+                          /*send=*/helper_rank, &graph);
   const unsigned threads = analysis_threads(a.in);
   const auto on_progress = progress_line(a.in.trace, progress);
   if (in.snail && group) {
@@ -210,16 +211,8 @@ int run(ReportArgs& a, mpi::RankGroup* group) {
     if (helper_rank) return 0;
   } else {
     const StreamedStats st = analyze_input(
-        in, opt, threads,
-        [&](const WindowView& v, RenderedWindow& r) {
-          feed.render(v, r);
-          graph.render(v);
-        },
-        [&](RenderedWindow& r) {
-          feed.consume(r);
-          graph.consume(r.summary, names);
-        },
-        on_progress);
+        in, opt, threads, [&](const WindowView& v, RenderedWindow& r) { feed.render(v, r); },
+        [&](RenderedWindow& r) { feed.consume(r); }, on_progress);
     if (a.timings && in.snail)
       fmt::print(stderr,
                  "streamed: {} of {} bytes read in {} blocks, lookback {} ns, at most {} PAG "

@@ -5,9 +5,11 @@
 #include <fstream>
 #include <sstream>
 #include <string_view>
+#include <type_traits>
 
 #include <simdjson.h>
 
+#include "trace/byte_wire.hpp"
 #include "trace/json_text.hpp"
 #include "trace/trace.hpp"
 
@@ -115,6 +117,29 @@ JobGraphWindow extract_job_graph_window(const WindowView& view) {
   return out;
 }
 
+static_assert(std::is_trivially_copyable_v<JobGraphWindow::Cell>);
+static_assert(std::is_trivially_copyable_v<JobGraphWindow::Link>);
+
+void append_job_graph_window(std::string& out, const JobGraphWindow& w) {
+  ByteWriter b(out);
+  b.pod(w.index);
+  b.pod(w.start);
+  b.pod(w.end);
+  b.pod(w.completed);
+  b.vec(w.cells);
+  b.vec(w.links);
+}
+
+void read_job_graph_window(std::string_view in, size_t& pos, JobGraphWindow& w) {
+  ByteReader r(in, pos, "job graph window");
+  r.pod(w.index);
+  r.pod(w.start);
+  r.pod(w.end);
+  r.pod(w.completed);
+  r.vec(w.cells);
+  r.vec(w.links);
+}
+
 void JobGraphBuilder::render(const WindowView& view) {
   if (view.summary.window.empty_run > 0 || view.skipped) return;
   JobGraphWindow w = extract_job_graph_window(view);
@@ -145,6 +170,20 @@ uint32_t JobGraphBuilder::slot(uint32_t worker_id, const Names& names) {
 }
 
 void JobGraphBuilder::add(const WindowSummary& summary, const Names& names, JobGraphWindow&& w) {
+  if (run_.absorb(summary)) {
+    run_names_ = &names;
+    return;
+  }
+  take_run();
+  add_now(summary, names, std::move(w));
+}
+
+void JobGraphBuilder::take_run() {
+  if (run_.pending()) add_now(run_.take(), *run_names_, {});
+}
+
+void JobGraphBuilder::add_now(const WindowSummary& summary, const Names& names,
+                              JobGraphWindow&& w) {
   const uint64_t count = summary.window.count();
   const int64_t length = summary.window.end - summary.window.start;
   windows_ += count;
@@ -215,7 +254,8 @@ void JobGraphBuilder::push(Point&& p) {
   windows_per_point_ *= 2;
 }
 
-std::string JobGraphBuilder::json() const {
+std::string JobGraphBuilder::json() {
+  take_run();
   if (windows_ == 0) return "null";
   // Operators: every id with an edge, by topological depth over the channels (Kahn; the
   // operators of a cycle follow, one column after their deepest placed predecessor).

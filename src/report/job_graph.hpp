@@ -11,6 +11,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -47,6 +48,11 @@ struct JobGraphWindow {
 
 // A window's contribution (exposed for tests).
 JobGraphWindow extract_job_graph_window(const WindowView& view);
+// A window's contribution as bytes, for `mpirun ... report` (a rank sends it to rank 0
+// with the window): appended to `out`; read back from `in` at `pos` (advanced), throwing
+// std::runtime_error on bytes that are cut.
+void append_job_graph_window(std::string& out, const JobGraphWindow& w);
+void read_job_graph_window(std::string_view in, size_t& pos, JobGraphWindow& w);
 
 class JobGraphBuilder {
  public:
@@ -59,8 +65,9 @@ class JobGraphBuilder {
   // The same for a window extracted already.
   void add(const WindowSummary& summary, const Names& names, JobGraphWindow&& w);
 
-  // The "jobgraph" object (schema: docs/REPORT.md); "null" before any window.
-  std::string json() const;
+  // The "jobgraph" object (schema: docs/REPORT.md); "null" before any window. Takes in a
+  // run of windows without events still held.
+  std::string json();
   // The closed loop's decisions and migrations, a JSON array (loop_marks_json).
   void set_marks(std::string marks) { marks_ = std::move(marks); }
 
@@ -74,10 +81,17 @@ class JobGraphBuilder {
     int64_t t0 = 0, t1 = 0, cp_weight = 0;
     std::vector<Acc> workers;  // by slot, at most max_workers
   };
+  void add_now(const WindowSummary& summary, const Names& names, JobGraphWindow&& w);
+  void take_run();
   uint32_t slot(uint32_t worker_id, const Names& names);
   void push(Point&& p);
 
   JobGraphOptions opt_;
+  // A run of windows without events is held until the next window with events (or the
+  // end): a run split where two ranks' shares meet is one run, so the points are the same
+  // under mpirun as in one process.
+  EmptyRunMerger run_;
+  const Names* run_names_ = nullptr;
   std::mutex mu_;
   std::unordered_map<uint64_t, JobGraphWindow> pending_;  // rendered, not yet consumed
 

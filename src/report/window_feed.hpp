@@ -11,6 +11,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "report/job_graph.hpp"
 #include "report/report.hpp"
 
 namespace snailtrail::report {
@@ -19,18 +20,21 @@ class WindowFeed {
  public:
   // `keep_timelines`: extract timelines at all (the builder keeps some of them);
   // `send`: put them into the window's text for rank 0.
+  // `graph`: also feeds the Job graph (its window contributions travel the same way).
   WindowFeed(ReportBuilder& builder, const Names& names, bool keep_timelines, size_t timeline_edges,
-             bool send = false)
+             bool send = false, JobGraphBuilder* graph = nullptr)
       : builder_(builder),
         names_(names),
         keep_timelines_(keep_timelines),
         timeline_edges_(timeline_edges),
-        send_(send) {}
+        send_(send),
+        graph_(graph) {}
 
   // The pipeline's callbacks: `render` on the worker threads, `consume` in window order.
   void render(const WindowView& view, RenderedWindow& out);
   void consume(const RenderedWindow& window);
-  // A window another rank sent (its timeline, if any, in its text), in window order.
+  // A window another rank sent (its timeline, if any, and its Job graph contribution in
+  // its text), in window order.
   void add_received(const RenderedWindow& window);
 
  private:
@@ -39,6 +43,7 @@ class WindowFeed {
   const bool keep_timelines_;
   const size_t timeline_edges_;
   const bool send_;
+  JobGraphBuilder* const graph_;
   // By window index (runs of windows without events make indexes sparse).
   std::unordered_map<uint64_t, Timeline> timelines_;
   std::mutex mu_;
