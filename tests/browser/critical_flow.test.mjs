@@ -5,22 +5,15 @@
 // Screenshots go to $SNAILTRAIL_ARTIFACTS (default build/browser-artifacts/).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { chromium } from 'playwright-core';
+import { artifacts, bin, launchBrowser, openPage, runBinary, workDir } from './common.mjs';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const bin = path.resolve(root, process.env.SNAILTRAIL_BIN || 'build/bin/snailtrail');
-const artifacts = path.resolve(root, process.env.SNAILTRAIL_ARTIFACTS || 'build/browser-artifacts');
-const chromiumPath = process.env.CHROMIUM || '/usr/bin/chromium';
-const work = fs.mkdtempSync(path.join(os.tmpdir(), 'snailtrail-flow-'));
+const work = workDir('flow');
 
 let browser;
 const files = {};
-const run = (...args) => execFileSync(bin, args, { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+const run = runBinary;
 
 // `perf script` text (perf 4.x key=value layout) of three threads, as in
 // tests/test_report_critical_flow.cpp: client(100) runs 0-10 µs, sleeps until worker wakes
@@ -67,13 +60,12 @@ function handTrace() {
 }
 
 before(async () => {
-  fs.mkdirSync(artifacts, { recursive: true });
   const trace = path.join(work, 'sched.txt');
   fs.writeFileSync(trace, handTrace());
   files.hand = path.join(work, 'flow.html');
   run('report', trace, '-o', files.hand);
   files.json = JSON.parse(run('report', trace, '-o', '-', '-f', 'json'));
-  browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] });
+  browser = await launchBrowser();
 });
 
 after(async () => {
@@ -81,17 +73,7 @@ after(async () => {
   fs.rmSync(work, { recursive: true, force: true });
 });
 
-async function open(file) {
-  const page = await browser.newPage({ viewport: { width: 1400, height: 800 } });
-  const problems = [];
-  const requests = [];
-  page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });
-  page.on('pageerror', (e) => problems.push(`exception: ${e.message}`));
-  page.on('request', (r) => requests.push(r.url()));
-  await page.goto(pathToFileURL(file).href);
-  await page.waitForSelector('body[data-ready]');
-  return { page, problems, requests };
-}
+const open = (file) => openPage(browser, file, { width: 1400, height: 800 });
 
 const tids = (page, sel) => page.locator(sel).evaluateAll((ns) => ns.map((n) => Number(n.dataset.tid)));
 

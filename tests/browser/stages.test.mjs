@@ -5,22 +5,15 @@
 // Screenshots go to $SNAILTRAIL_ARTIFACTS (default build/browser-artifacts/).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { chromium } from 'playwright-core';
+import { artifacts, bin, launchBrowser, openPage, runBinary, workDir } from './common.mjs';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const bin = path.resolve(root, process.env.SNAILTRAIL_BIN || 'build/bin/snailtrail');
-const artifacts = path.resolve(root, process.env.SNAILTRAIL_ARTIFACTS || 'build/browser-artifacts');
-const chromiumPath = process.env.CHROMIUM || '/usr/bin/chromium';
-const work = fs.mkdtempSync(path.join(os.tmpdir(), 'snailtrail-stages-'));
+const work = workDir('stages');
 
 let browser;
 const files = {};
-const run = (...args) => execFileSync(bin, args, { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+const run = runBinary;
 
 // A Spark 3.x event log by hand: stages 0 and 1 side by side, stage 2 reads both, stage 3
 // reads stage 2 (and names stage 9, which Spark skipped: no node, no edge). Only stage 0
@@ -67,13 +60,12 @@ function handLog() {
 }
 
 before(async () => {
-  fs.mkdirSync(artifacts, { recursive: true });
   const log = path.join(work, 'app-hand');
   fs.writeFileSync(log, handLog());
   files.hand = path.join(work, 'hand.html');
   run('report', log, '-o', files.hand);
   files.json = JSON.parse(run('report', log, '-o', '-', '-f', 'json'));
-  browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] });
+  browser = await launchBrowser();
 });
 
 after(async () => {
@@ -81,17 +73,7 @@ after(async () => {
   fs.rmSync(work, { recursive: true, force: true });
 });
 
-async function open(file) {
-  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-  const problems = [];
-  const requests = [];
-  page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });
-  page.on('pageerror', (e) => problems.push(`exception: ${e.message}`));
-  page.on('request', (r) => requests.push(r.url()));
-  await page.goto(pathToFileURL(file).href);
-  await page.waitForSelector('body[data-ready]');
-  return { page, problems, requests };
-}
+const open = (file) => openPage(browser, file, { width: 1400, height: 900 });
 
 test('the hand-made log: DAG, skew badge, table by CP, a stage\'s distribution', async () => {
   const { page, problems, requests } = await open(files.hand);

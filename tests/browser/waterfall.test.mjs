@@ -7,16 +7,10 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { chromium } from 'playwright-core';
+import { artifacts, bin, launchBrowser, openPage, root, workDir } from './common.mjs';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const bin = path.resolve(root, process.env.SNAILTRAIL_BIN || 'build/bin/snailtrail');
-const artifacts = path.resolve(root, process.env.SNAILTRAIL_ARTIFACTS || 'build/browser-artifacts');
-const chromiumPath = process.env.CHROMIUM || '/usr/bin/chromium';
-const work = fs.mkdtempSync(path.join(os.tmpdir(), 'snailtrail-waterfall-'));
+const work = workDir('waterfall');
 
 let browser;
 const files = {};
@@ -47,7 +41,6 @@ function handTraces() {
 }
 
 before(async () => {
-  fs.mkdirSync(artifacts, { recursive: true });
   const hand = path.join(work, 'hand.json');
   fs.writeFileSync(hand, JSON.stringify(handTraces()));
   files.hand = path.join(work, 'hand.html');
@@ -72,7 +65,7 @@ before(async () => {
   run('report', big, '-o', files.big);
   files.bigJson = path.join(work, 'big-waterfall.json');
   run('report', big, '-o', files.bigJson, '-f', 'json');
-  browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] });
+  browser = await launchBrowser();
 });
 
 after(async () => {
@@ -80,18 +73,7 @@ after(async () => {
   fs.rmSync(work, { recursive: true, force: true });
 });
 
-async function open(file) {
-  const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-  const problems = [];
-  const requests = [];
-  page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });
-  page.on('pageerror', (e) => problems.push(`exception: ${e.message}`));
-  page.on('request', (r) => requests.push(r.url()));
-  const t0 = Date.now();
-  await page.goto(pathToFileURL(file).href);
-  await page.waitForSelector('body[data-ready]');
-  return { page, problems, requests, loadMs: Date.now() - t0 };
-}
+const open = (file) => openPage(browser, file, { width: 1400, height: 1000 });
 
 // The rows of the critical-section overlays in the order of their numbers.
 async function overlays(page) {
