@@ -34,9 +34,9 @@ class Writer {
   std::string buf_;
 };
 
-class Reader {
+class RecordReader {
  public:
-  Reader(const std::string& b, size_t at) : b_(b), at_(at) {}
+  RecordReader(const std::string& b, size_t at) : b_(b), at_(at) {}
   uint64_t u64() {
     uint64_t v;
     std::memcpy(&v, take(sizeof v), sizeof v);
@@ -78,7 +78,7 @@ std::string encode(const KernelEvents& ev) {
 }
 
 KernelEvents decode(const std::string& b) {
-  Reader r(b, 1);
+  RecordReader r(b, 1);
   KernelEvents ev;
   ev.events.resize(r.u64());
   std::memcpy(ev.events.data(), r.take(ev.events.size() * sizeof(KEvent)),

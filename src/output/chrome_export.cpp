@@ -5,6 +5,7 @@
 #include <iterator>
 #include <vector>
 
+#include "output/format.hpp"
 #include "output/names.hpp"
 #include "pag/timeline.hpp"
 
@@ -13,9 +14,7 @@ namespace {
 
 constexpr size_t kFlushBytes = 1 << 20;
 
-void put(fmt::memory_buffer& out, std::string_view s) {
-  out.append(s.data(), s.data() + s.size());
-}
+using output_detail::put;
 
 // ns from the origin as microseconds with three decimals: exact, whatever the magnitude
 // (a double in the JSON would lose ns past 2^53 ns; a reader parsing it as a double

@@ -21,6 +21,8 @@
 #include "sim/source_curve.hpp"
 
 namespace snailtrail::sim {
+// Named, so that the sources of a unity build (one per model) do not clash.
+namespace microbatch_model {
 namespace {
 
 enum SimKind : uint32_t { kDriverWake = 0, kExecutorWake = 1, kArrival = 2 };
@@ -363,9 +365,10 @@ class Microbatch {
 };
 
 }  // namespace
+}  // namespace microbatch_model
 
 void run_microbatch(const Scenario& scenario, Recorder& recorder, Truth& truth) {
-  Microbatch(scenario, recorder, truth).run();
+  microbatch_model::Microbatch(scenario, recorder, truth).run();
 }
 
 }  // namespace snailtrail::sim

@@ -22,6 +22,8 @@
 #include "sim/source_curve.hpp"
 
 namespace snailtrail::sim {
+// Named, so that the sources of a unity build (one per model) do not clash.
+namespace timely_model {
 namespace {
 
 enum SimKind : uint32_t { kRoundEnd = 0, kArrival = 1, kEpoch = 2 };
@@ -436,9 +438,10 @@ class Timely {
 };
 
 }  // namespace
+}  // namespace timely_model
 
 void run_timely(const Scenario& scenario, Recorder& recorder, Truth& truth) {
-  Timely(scenario, recorder, truth).run();
+  timely_model::Timely(scenario, recorder, truth).run();
 }
 
 }  // namespace snailtrail::sim
