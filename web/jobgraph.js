@@ -1,7 +1,8 @@
 // The report's "Job graph" section (docs/REPORT.md, "Job graph"): operators as nodes, the
 // channels data messages revealed as edges, columns by topological depth, fill by CP;
 // click a node for its workers; per worker over time busy, output and CP, stalls hatched.
-// Reads data.jobgraph of the embedded report data (src/report/job_graph.hpp).
+// Reads data.jobgraph of the embedded report data (src/report/job_graph.hpp), or live polls
+// api/jobgraph (serve --http, run --http).
 'use strict';
 (function () {
   const SVG = 'http://www.w3.org/2000/svg';
@@ -200,7 +201,27 @@
     document.body.dataset.jobgraph = 'drawn';
   }
 
+  // Live (serve --http's and run --http's dashboards): poll api/jobgraph, the same object
+  // as the report's "jobgraph" member for the windows analyzed so far; redraw on change.
+  function poll() {
+    let last = '';
+    const tick = () => {
+      fetch('api/jobgraph', { cache: 'no-store' })
+        .then((r) => { if (!r.ok) throw new Error('HTTP ' + r.status); return r.text(); })
+        .then((text) => {
+          if (text === last) return;
+          last = text;
+          draw({ jobgraph: JSON.parse(text) });
+          document.body.dataset.jobgraphUpdates = String(+(document.body.dataset.jobgraphUpdates || 0) + 1);
+        })
+        .catch(() => {})  // the page's own status line says when the server is gone
+        .finally(() => setTimeout(tick, 1000));
+    };
+    tick();
+  }
+
   function start() {
+    if (window.SNAILTRAIL_MODE === 'live') return poll();
     const node = document.getElementById('snailtrail-data');
     if (!node) return;
     let data = null;
