@@ -193,7 +193,9 @@
       `${g.stall_windows} of ${g.windows} windows stalled (nothing completed)`];
     if (g.points_merged > 0) notes.push(`${g.points_merged} windows merged into ${g.points.length} points (${g.windows_per_point} windows per point)`);
     if (g.workers_in_series < g.workers.length) notes.push(`${g.workers.length - g.workers_in_series} workers left out of the series over time`);
-    notes.push(g.marks.length ? `${g.marks.length} decisions and migrations marked (from run --stats-json)` : 'no closed-loop decisions or migrations: they are not in the trace (report --stats-json FILE marks those of run --stats-json)');
+    const live = window.SNAILTRAIL_MODE === 'live';
+    if (live) notes.push(g.marks.length ? `${g.marks.length} decisions and migrations marked` : 'no closed-loop decisions or migrations so far');
+    else notes.push(g.marks.length ? `${g.marks.length} decisions and migrations marked (from run --stats-json)` : 'no closed-loop decisions or migrations: they are not in the trace (report --stats-json FILE marks those of run --stats-json)');
     document.getElementById('jobgraph-note').textContent = notes.join('; ');
     drawGraph();
     drawWorkers();

@@ -76,12 +76,23 @@ std::unique_ptr<LiveTrace> start_live_trace(const RunArgs& a, flow::RunConfig& c
   return live;
 }
 
+// --http-window: "0" (no Job graph) or a positive duration.
+int64_t http_window_ns(const RunArgs& a) {
+  int64_t window = 0;
+  try {
+    window = a.http_window == "0" ? 0 : parse_duration(a.http_window);
+  } catch (const std::exception& e) {
+    throw std::invalid_argument(std::string("--http-window: ") + e.what());
+  }
+  if (window < 0) throw std::invalid_argument("--http-window: negative");
+  return window;
+}
+
 // --http: the Job graph of the run's own trace (run_job_graph.hpp), a sink after the
 // others. Under mpirun rank 0 sees only its own workers' events: none there.
 std::shared_ptr<RunJobGraph> start_job_graph(const RunArgs& a, flow::RunConfig& cfg,
                                              flow::Transport* mpi, RunDashboard* dash) {
-  const int64_t window = parse_duration(a.http_window);
-  if (window < 0) throw std::invalid_argument("--http-window: negative");
+  const int64_t window = http_window_ns(a);
   if (!dash || mpi || window == 0) return nullptr;
   auto prev = cfg.on_trace_events;
   // The first sink keeps the events for --trace (the others before it keep them).
@@ -207,6 +218,7 @@ void check_outputs(const RunArgs& a) {
     throw std::invalid_argument("--http: not with --reference (no runtime statistics)");
   if (a.http_linger < 0 || a.http_linger > 86400)
     throw std::invalid_argument("--http-linger: out of [0, 86400] seconds");
+  http_window_ns(a);  // a bad --http-window fails before the dashboard listens
 }
 
 int run(RunArgs& a) {
