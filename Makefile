@@ -93,7 +93,8 @@ test-browser: build
 	  node --test tests/browser/report.test.mjs tests/browser/timeline.test.mjs \
 	    tests/browser/waterfall.test.mjs tests/browser/stages.test.mjs \
 	    tests/browser/waterfall_live.test.mjs tests/browser/critical_flow.test.mjs \
-	    tests/browser/flame_modes.test.mjs tests/browser/jobgraph.test.mjs
+	    tests/browser/flame_modes.test.mjs tests/browser/jobgraph.test.mjs \
+	    tests/browser/jobgraph_live.test.mjs
 
 # Whole-process suite against the paper and the floor (docs/PERFORMANCE.md), then the
 # Google Benchmark micro-benchmarks.

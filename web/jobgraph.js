@@ -1,7 +1,8 @@
 // The report's "Job graph" section (docs/REPORT.md, "Job graph"): operators as nodes, the
 // channels data messages revealed as edges, columns by topological depth, fill by CP;
 // click a node for its workers; per worker over time busy, output and CP, stalls hatched.
-// Reads data.jobgraph of the embedded report data (src/report/job_graph.hpp).
+// Reads data.jobgraph of the embedded report data (src/report/job_graph.hpp), or live polls
+// api/jobgraph (serve --http, run --http).
 'use strict';
 (function () {
   const SVG = 'http://www.w3.org/2000/svg';
@@ -192,7 +193,9 @@
       `${g.stall_windows} of ${g.windows} windows stalled (nothing completed)`];
     if (g.points_merged > 0) notes.push(`${g.points_merged} windows merged into ${g.points.length} points (${g.windows_per_point} windows per point)`);
     if (g.workers_in_series < g.workers.length) notes.push(`${g.workers.length - g.workers_in_series} workers left out of the series over time`);
-    notes.push(g.marks.length ? `${g.marks.length} decisions and migrations marked (from run --stats-json)` : 'no closed-loop decisions or migrations: they are not in the trace (report --stats-json FILE marks those of run --stats-json)');
+    const live = window.SNAILTRAIL_MODE === 'live';
+    if (live) notes.push(g.marks.length ? `${g.marks.length} decisions and migrations marked` : 'no closed-loop decisions or migrations so far');
+    else notes.push(g.marks.length ? `${g.marks.length} decisions and migrations marked (from run --stats-json)` : 'no closed-loop decisions or migrations: they are not in the trace (report --stats-json FILE marks those of run --stats-json)');
     document.getElementById('jobgraph-note').textContent = notes.join('; ');
     drawGraph();
     drawWorkers();
@@ -200,7 +203,27 @@
     document.body.dataset.jobgraph = 'drawn';
   }
 
+  // Live (serve --http's and run --http's dashboards): poll api/jobgraph, the same object
+  // as the report's "jobgraph" member for the windows analyzed so far; redraw on change.
+  function poll() {
+    let last = '';
+    const tick = () => {
+      fetch('api/jobgraph', { cache: 'no-store' })
+        .then((r) => { if (!r.ok) throw new Error('HTTP ' + r.status); return r.text(); })
+        .then((text) => {
+          if (text === last) return;
+          last = text;
+          draw({ jobgraph: JSON.parse(text) });
+          document.body.dataset.jobgraphUpdates = String(+(document.body.dataset.jobgraphUpdates || 0) + 1);
+        })
+        .catch(() => {})  // the page's own status line says when the server is gone
+        .finally(() => setTimeout(tick, 1000));
+    };
+    tick();
+  }
+
   function start() {
+    if (window.SNAILTRAIL_MODE === 'live') return poll();
     const node = document.getElementById('snailtrail-data');
     if (!node) return;
     let data = null;

@@ -74,7 +74,8 @@ struct RunArgs {
   double profile_hz = 99;
   std::string http;  // --http: the live dashboard (docs/CLOSED-LOOP.md)
   double http_linger = 0;
-  SecurityArgs http_security;  // who may look at it (listen_security.hpp)
+  std::string http_window = "1s";  // --http's Job graph windows; 0: no Job graph
+  SecurityArgs http_security;      // who may look at it (listen_security.hpp)
 };
 
 // run_options.cpp: registers every option of `run` into `a`.

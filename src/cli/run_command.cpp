@@ -12,9 +12,11 @@
 #include <mutex>
 
 #include "cli/commands.hpp"
+#include "cli/duration.hpp"
 #include "cli/output_file.hpp"
 #include "cli/run_args.hpp"
 #include "cli/run_dashboard.hpp"
+#include "cli/run_job_graph.hpp"
 #include "cli/run_live_trace.hpp"
 #include "cli/setting_flags.hpp"
 #include "flow/jobs/jobs.hpp"
@@ -72,6 +74,38 @@ std::unique_ptr<LiveTrace> start_live_trace(const RunArgs& a, flow::RunConfig& c
     l->add(std::move(ev), ops);
   };
   return live;
+}
+
+// --http-window: "0" (no Job graph) or a positive duration.
+int64_t http_window_ns(const RunArgs& a) {
+  int64_t window = 0;
+  try {
+    window = a.http_window == "0" ? 0 : parse_duration(a.http_window);
+  } catch (const std::exception& e) {
+    throw std::invalid_argument(std::string("--http-window: ") + e.what());
+  }
+  if (window < 0) throw std::invalid_argument("--http-window: negative");
+  return window;
+}
+
+// --http: the Job graph of the run's own trace (run_job_graph.hpp), a sink after the
+// others. Under mpirun rank 0 sees only its own workers' events: none there.
+std::shared_ptr<RunJobGraph> start_job_graph(const RunArgs& a, flow::RunConfig& cfg,
+                                             flow::Transport* mpi, RunDashboard* dash) {
+  const int64_t window = http_window_ns(a);
+  if (!dash || mpi || window == 0) return nullptr;
+  auto prev = cfg.on_trace_events;
+  // The first sink keeps the events for --trace (the others before it keep them).
+  auto graph = std::make_shared<RunJobGraph>(window, 0, cfg.workers, !prev && !a.trace.empty());
+  cfg.trace = true;
+  cfg.on_trace_events = [g = graph.get(), prev](std::vector<Event>&& ev,
+                                                const std::vector<std::string>& ops) {
+    if (prev) prev(std::vector<Event>(ev), ops);
+    g->add(std::move(ev), ops);
+  };
+  // The HTTP thread may ask until the dashboard stops: it holds the graph too.
+  dash->set_jobgraph([graph](std::string marks) { return graph->json(std::move(marks)); });
+  return graph;
 }
 
 flow::RunResult execute(const RunArgs& a, const flow::RunConfig& cfg,
@@ -184,6 +218,7 @@ void check_outputs(const RunArgs& a) {
     throw std::invalid_argument("--http: not with --reference (no runtime statistics)");
   if (a.http_linger < 0 || a.http_linger > 86400)
     throw std::invalid_argument("--http-linger: out of [0, 86400] seconds");
+  http_window_ns(a);  // a bad --http-window fails before the dashboard listens
 }
 
 int run(RunArgs& a) {
@@ -221,7 +256,10 @@ int run(RunArgs& a) {
   std::mutex kept_mu;
   std::vector<Event> kept;
   attach_planners(a, w, cfg, mpi.get(), live != nullptr, kept_mu, kept);
+  const std::shared_ptr<RunJobGraph> graph = start_job_graph(a, cfg, mpi.get(), dash.get());
   flow::RunResult r = execute(a, cfg, *w.migrations, mpi.get());
+  if (graph) graph->finish();
+  if (graph && graph->keeps()) r.events = graph->take_kept();
   if (live) finish_live_trace(a, *live, mpi.get(), r);
   collect_after_run(a, w, live != nullptr, kept, mpi.get(), r);
   const std::string digest = flow::output_digest(r.output);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <thread>
 
+#include "report/job_graph.hpp"
 #include "report/web_assets.hpp"
 #include "serve/http_front.hpp"
 #include "serve/listener.hpp"
@@ -37,11 +38,23 @@ RunDashboard::RunDashboard(const std::string& address, Sources sources, ListenSe
     certs_ = std::make_unique<serve::TlsCertificates>(security.tls_cert, security.tls_key);
     tls_ = certs_->server_context();
   }
+  // The timeline page with the report's Job graph script (one implementation).
+  page_ = std::string(report::assets::kTimelineHtml);
+  const std::string slot = "<!--SNAILTRAIL_JOBGRAPH_JS-->";
+  const size_t at = page_.find(slot);
+  if (at != std::string::npos)
+    page_.replace(at, slot.size(),
+                  "<script>\n" + std::string(report::assets::kJobGraphJs) + "\n</script>");
   listener_ = std::make_unique<serve::Listener>(where);
   http_ = std::make_unique<serve::HttpFront>();
   http_->Get("/", [this](const httplib::Request& req, httplib::Response& res) {
     if (!serve::authorize_http(auth_, req, res, false)) return;
-    res.set_content(std::string(report::assets::kTimelineHtml), "text/html; charset=utf-8");
+    res.set_content(page_, "text/html; charset=utf-8");
+  });
+  http_->Get("/api/jobgraph", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!serve::authorize_http(auth_, req, res, false)) return;
+    res.set_header("Cache-Control", "no-store");
+    res.set_content(jobgraph_json(), "application/json");
   });
   http_->Get("/api/timeline", [this](const httplib::Request& req, httplib::Response& res) {
     if (!serve::authorize_http(auth_, req, res, false)) return;
@@ -106,6 +119,33 @@ void RunDashboard::linger(double seconds) {
     std::this_thread::sleep_for(std::chrono::duration<double>(std::min(seconds, 86400.0)));
   stop_reloader();
   http_->shutdown();
+}
+
+void RunDashboard::set_jobgraph(std::function<std::string(std::string)> f) {
+  std::lock_guard<std::mutex> lock(mu_);
+  jobgraph_ = std::move(f);
+}
+
+std::string RunDashboard::jobgraph_json() const {
+  std::function<std::string(std::string)> graph;
+  std::string decisions, migrations;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    graph = jobgraph_;
+    if (done_) {
+      decisions = decisions_;
+      migrations = migrations_;
+    }
+  }
+  if (!graph) return "null";
+  if (decisions.empty()) decisions = src_.decisions_json ? src_.decisions_json() : "[]";
+  if (migrations.empty()) migrations = src_.migrations_json ? src_.migrations_json() : "[]";
+  // The marks as `report --stats-json` reads them from the file (one parser).
+  const std::string marks = report::loop_marks_json(
+      "{\"decisions\": " + (decisions.empty() ? std::string("[]") : decisions) +
+          ", \"migrations\": " + (migrations.empty() ? std::string("[]") : migrations) + "}",
+      "run --http");
+  return graph(marks);
 }
 
 std::string RunDashboard::timeline_json() const {

@@ -1,7 +1,8 @@
 // `snailtrail run JOB --http [HOST:]PORT` (docs/CLOSED-LOOP.md "The live dashboard"): while
 // the job runs, an HTTP server (serve's HttpFront) answers `/api/timeline` with the run so
 // far and `/` with a self-contained page (web/timeline.html) that polls it and draws the
-// latency timeline with the decisions and migrations marked.
+// latency timeline with the decisions and migrations marked, and `/api/jobgraph` with the
+// Job graph of the run's own trace so far (cli/run_job_graph.hpp), drawn below it.
 //
 // One source of truth with --stats-json: the intervals are the runtime's own (the
 // statistics thread hands each one over as it publishes it, RunConfig::on_interval), the
@@ -72,6 +73,11 @@ class RunDashboard {
   void linger(double seconds);
   // The body of /api/timeline.
   std::string timeline_json() const;
+  // The Job graph so far with the given marks (RunJobGraph::json); without one
+  // /api/jobgraph answers "null".
+  void set_jobgraph(std::function<std::string(std::string)> f);
+  // The body of /api/jobgraph: the Job graph with the decisions and migrations so far.
+  std::string jobgraph_json() const;
 
  private:
   struct Point {
@@ -79,10 +85,12 @@ class RunDashboard {
     uint32_t active = 0;
   };
   Sources src_;
+  std::string page_;  // GET /
   mutable std::mutex mu_;
   std::vector<Point> points_;
   bool done_ = false;
   std::string decisions_, migrations_;  // once done
+  std::function<std::string(std::string)> jobgraph_;
   serve::AuthTokens auth_;
   std::unique_ptr<serve::TlsCertificates> certs_;  // outlive the context and the front
   serve::TlsContext tls_;

@@ -239,10 +239,15 @@ void add_profile_http_options(CLI::App* cmd, RunArgs& a) {
                   "Serve a live dashboard while the job runs on [HOST:]PORT (HOST defaults to "
                   "127.0.0.1; port 0 picks a free one, printed on stderr): `/` draws the latency "
                   "timeline (p50/p99/max), throughput and active workers with the decisions "
-                  "and migrations marked; `/api/timeline` is its JSON (docs/CLOSED-LOOP.md)");
+                  "and migrations marked; `/api/timeline` is its JSON; below, the Job graph "
+                  "of the run's own trace, `/api/jobgraph` (docs/CLOSED-LOOP.md, REPORT.md)");
   cmd->add_option("--http-linger", a.http_linger,
                   "--http: keep serving the final timeline this many seconds after the job "
                   "ends (default 0)");
+  cmd->add_option("--http-window", a.http_window,
+                  "--http: the Job graph's window (the run traces itself, analyzed as `report "
+                  "--window` would); 0: no Job graph, no tracing for it")
+      ->capture_default_str();
   add_security_options(cmd, a.http_security, "--http (the dashboard)", false);
 }
 

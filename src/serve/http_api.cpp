@@ -74,6 +74,11 @@ void add_api_routes(HttpFront& http, const ApiSources& src) {
     }
     res.set_content(body, "application/json");
   });
+  // The Job graph of the windows analyzed so far (docs/REPORT.md, "Job graph", live).
+  http.Get("/api/jobgraph", [&shared](const httplib::Request&, httplib::Response& res) {
+    res.set_header("Cache-Control", "no-store");
+    res.set_content(shared.jobgraph.json(), "application/json");
+  });
   http.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", "text/plain");
   });

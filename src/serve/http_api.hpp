@@ -1,4 +1,4 @@
-// `serve`'s HTTP API: the live dashboard (/ and /api/report), /healthz, /metrics,
+// `serve`'s HTTP API: the live dashboard (/, /api/report and /api/jobgraph), /healthz, /metrics,
 // /api/rates, /api/windows and /api/summary/latest; beside --otlp, the slow traces'
 // page /traces with /api/slow-traces and /api/trace (otlp_slow.hpp). docs/SERVE.md.
 #pragma once

@@ -15,6 +15,7 @@
 #include "report/report.hpp"
 #include "serve/http_front.hpp"
 #include "serve/ingest.hpp"
+#include "serve/live_job_graph.hpp"
 
 namespace snailtrail::serve {
 
@@ -40,6 +41,7 @@ struct SharedState {
   double lag_last = 0, lag_max = 0, ingest_rate = 0;
   size_t retained_nodes = 0, retained_messages = 0;
   std::unique_ptr<report::ReportBuilder> report;  // the dashboard's data
+  LiveJobGraph jobgraph;                          // GET /api/jobgraph (its own lock, not mu)
 };
 
 // The `keep` largest (name, value) pairs, largest first (ties: by name), then "(other)"

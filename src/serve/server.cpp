@@ -321,7 +321,10 @@ void Server::on_window(LiveWindow& w) {
       stop_ = true;
     }
   }
-  if (w.summary.window.empty_run > 0) return;  // a run of windows without events
+  if (w.summary.window.empty_run > 0) {              // a run of windows without events
+    if (http_) shared_.jobgraph.add_run(w.summary);  // stalls in the Job graph
+    return;
+  }
   double lag = -1;
   const int64_t end = w.summary.window.end;
   while (!passed_.empty() && passed_.front().first < end) passed_.pop_front();
@@ -352,6 +355,7 @@ void Server::on_view(const WindowView& view, const Names& names) {
     workers = bounded_groups(std::move(workers), kMetricGroups);
     ops = bounded_groups(std::move(ops), kMetricGroups);
   }
+  shared_.jobgraph.add_window(view, names);
   std::lock_guard lock(shared_.mu);
   if (analyzed) {
     shared_.latest_worker_cp = std::move(workers);

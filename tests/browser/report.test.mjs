@@ -249,6 +249,9 @@ test('the live dashboard polls api/report and redraws as windows close', async (
       ++reports;
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(body);
+    } else if (req.url === '/api/jobgraph') {  // as the real servers: null, no Job graph yet
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('null');
     } else {
       res.writeHead(404);
       res.end();

@@ -92,7 +92,7 @@ function fixture({ upTo = 10, done = true } = {}) {
     rate: '0s:6k,3s:24k' }, done, intervals, decisions, migrations };
 }
 
-// A local server: the page at /, `timeline()` at /api/timeline.
+// A local server: the page at /, `timeline()` at /api/timeline, null at /api/jobgraph.
 async function serve(timeline) {
   let polls = 0;
   const server = http.createServer((req, res) => {
@@ -103,6 +103,9 @@ async function serve(timeline) {
       ++polls;
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify(timeline()));
+    } else if (req.url === '/api/jobgraph') {  // as the real servers: null, no Job graph yet
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('null');
     } else {
       res.writeHead(404);
       res.end();
