@@ -242,7 +242,7 @@
   }
 
   // ---- Percentiles and Diff: the folded views of `critical-path --percentile` / `--diff`.
-  // A source gives {p, traces, rows_total, left_out_us, rows: [[stack, us]]} per percentile
+  // A source (percentiles offered, pick and pair opened on) gives {p, traces, rows_total, left_out_us, rows: [[stack, us]]} per percentile
   // (most critical first) and {a, b, traces_a, traces_b, rows_total, rows: [[stack, a, b]]}
   // per pair; static: embedded (data.percentiles), live: api/critical-path's folded text.
   const kPcRows = 200;  // rows drawn per view (the embedded data holds at most this many)
@@ -256,10 +256,11 @@
     const td = el('td', 'ctx');
     const fs = frames(stack);
     const [svc, op] = fs[fs.length - 1];
-    if (fs.length > 1) td.appendChild(el('span', 'anc', `${fs.slice(0, -1).map(([a, b]) => `${a}: ${b}`).join(' › ')} › `));
+    // The span name first; its ancestors, nearest first, after it (cut when long).
     td.appendChild(el('span', 'svc', svc));
     td.appendChild(document.createTextNode(' '));
     td.appendChild(el('span', 'op', op));
+    if (fs.length > 1) td.appendChild(el('span', 'anc', `  ‹ ${fs.slice(0, -1).reverse().map(([a, b]) => `${a}: ${b}`).join(' ‹ ')}`));
     td.title = fs.map(([a, b]) => `${a}: ${b}`).join('\n');
     return td;
   }
@@ -278,8 +279,8 @@
   function percentilePanel(src) {
     const pick = $('pc-pick'), rootSel = $('pc-root'), da = $('diff-a'), db = $('diff-b');
     setOptions(pick, src.percentiles, src.pick, pcLabel);
-    setOptions(da, src.percentiles, src.diff[0], pcLabel);
-    setOptions(db, src.percentiles, src.diff[1], pcLabel);
+    setOptions(da, src.percentiles, src.pair[0], pcLabel);
+    setOptions(db, src.percentiles, src.pair[1], pcLabel);
     let root = '';  // '' : every root
     const keepRoot = (stack) => !root || rootOf(stack) === root;
 
@@ -379,7 +380,7 @@
   function embeddedSource(pc) {
     const stack = (i) => pc.stacks[i];
     return {
-      percentiles: pc.views.map((v) => v.p), pick: pc.pick, diff: pc.diff, bucket: pc.bucket,
+      percentiles: pc.views.map((v) => v.p), pick: pc.pick, pair: pc.diff, bucket: pc.bucket,
       traces: () => pc.traces,
       view: async (p) => {
         const v = pc.views.find((x) => x.p === p);
@@ -421,7 +422,7 @@
       return p > 0 ? j.traces_around : j.traces;
     };
     return {
-      percentiles: [0, 50, 90, 95, 99], pick: 99, diff: [50, 99], bucket: 1,
+      percentiles: [0, 50, 90, 95, 99], pick: 99, pair: [50, 99], bucket: 1,
       traces: () => traces,
       view: async (p) => {
         const [text, n] = await Promise.all([get(`percentile=${p}&format=folded`), count(p)]);
