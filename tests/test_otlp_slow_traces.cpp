@@ -164,7 +164,12 @@ TEST(OtlpSlowTraces, TraceEqualsTheStaticWaterfallOfTheSameSpansFromAFile) {
   const std::string out = testing::write_temp("slow-trace-7-waterfall.json", "");
   const auto res = testing::run_binary("report " + file + " -o " + out + " -f json --traces 1", 60);
   ASSERT_EQ(res.code, 0) << res.out;
-  const std::string expected = testing::slurp(out);
+  std::string expected = testing::slurp(out);
+  // The file's page also has its percentile views (all its traces; the live page asks
+  // api/critical-path for them): the last member, left out of the comparison.
+  const size_t pc = expected.find(",\"percentiles\":{");
+  ASSERT_NE(pc, std::string::npos) << expected;
+  expected = expected.substr(0, pc) + "}\n";
   const std::string from = ",\"traces_total\":";
   ASSERT_NE(expected.find(from), std::string::npos) << expected;
   ASSERT_NE(live.find(from), std::string::npos) << live;

@@ -7,13 +7,17 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
+#include <numeric>
 #include <string>
 #include <vector>
 
 #include "importers/otel/otel_importer.hpp"
 #include "process_util.hpp"
 #include "report/waterfall.hpp"
+#include "report/waterfall_percentiles.hpp"
 #include "requests/critical_path.hpp"
+#include "requests/folded.hpp"
 #include "temp_file.hpp"
 
 namespace snailtrail::test_report_waterfall {
@@ -65,8 +69,9 @@ const std::vector<J> kThreeSpans = {
     {"00000000000000a1", "0000000000000003", "0000000000000001", "get", "p3", 1040, 40},
 };
 
+// As `report` builds it (with the percentile views of its default options).
 std::string waterfall_json(const std::string& path, size_t max_traces) {
-  report::WaterfallBuilder b({path, max_traces});
+  report::WaterfallBuilder b({path, max_traces, /*percentiles=*/true});
   importers::stream_spans(path, "auto", 1,
                           [&](size_t unit, const importers::SpanSet& set) { b.add(unit, set); });
   return b.json();
@@ -254,6 +259,180 @@ TEST(ReportWaterfall, CutFileIsSaidNotHidden) {
   EXPECT_NE(r.out.find("\"import_diagnostics\":{\"jaeger.truncated_file\":1}"), std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("\"traces_total\":1,"), std::string::npos) << r.out;
+}
+
+// ---- The Percentiles and Diff views: what `critical-path --percentile/--diff` print.
+
+// Folded lines "stack n1 [n2]" (the numbers the last fields: a stack may hold spaces).
+std::map<std::string, std::vector<int64_t>> folded(const std::string& text, size_t fields) {
+  std::map<std::string, std::vector<int64_t>> out;
+  for (const std::string& line : testing::lines_of(text)) {
+    if (line.empty()) continue;
+    std::string rest = line;
+    std::vector<int64_t> nums(fields);
+    for (size_t k = fields; k-- > 0;) {
+      const size_t sp = rest.rfind(' ');
+      EXPECT_NE(sp, std::string::npos) << line;
+      if (sp == std::string::npos) return out;
+      nums[k] = std::stoll(rest.substr(sp + 1));
+      rest.resize(sp);
+    }
+    EXPECT_TRUE(out.emplace(rest, nums).second) << "repeated stack " << rest;
+  }
+  return out;
+}
+
+// The page's views as {stack: numbers} maps, the stacks resolved.
+struct Views {
+  std::map<double, std::map<std::string, std::vector<int64_t>>> percentile;  // by p
+  std::map<double, int64_t> traces, rows_total;
+  std::map<std::pair<double, double>, std::map<std::string, std::vector<int64_t>>> diff;
+  std::map<std::pair<double, double>, std::pair<int64_t, int64_t>> diff_traces;
+};
+Views views_of(simdjson::dom::element pc) {
+  Views v;
+  std::vector<std::string> stacks;
+  for (simdjson::dom::element s : pc["stacks"].get_array()) stacks.push_back(str(s));
+  for (simdjson::dom::element view : pc["views"].get_array()) {
+    const double p = double(view["p"]);
+    v.traces[p] = int64_t(view["traces"]);
+    v.rows_total[p] = int64_t(view["rows_total"]);
+    auto& rows = v.percentile[p];
+    for (simdjson::dom::element r : view["rows"].get_array())
+      rows[stacks.at(uint64_t(r.at(0)))] = {int64_t(r.at(1))};
+  }
+  for (simdjson::dom::element d : pc["diffs"].get_array()) {
+    const std::pair<double, double> ab{double(d["a"]), double(d["b"])};
+    v.diff_traces[ab] = {int64_t(d["traces_a"]), int64_t(d["traces_b"])};
+    auto& rows = v.diff[ab];
+    for (simdjson::dom::element r : d["rows"].get_array())
+      rows[stacks.at(uint64_t(r.at(0)))] = {int64_t(r.at(1)), int64_t(r.at(2))};
+  }
+  return v;
+}
+
+// Three traces by hand (the critical path rule of kThreeSpans): a1 100 µs, api GET /x 60
+// and cache get 40 under it; a2 60 µs, GET /y [0, 60] with get [10, 55]: GET /y 15, get
+// 45; a3 30 µs, GET /z [0, 30] with query [5, 25]: GET /z 10, query 20. Nearest ranks of
+// 3 traces: p99 +- 1 -> ranks 3..3 (a1), p50 +- 1 -> ranks 2..2 (a2), p90 +- 1 -> 3..3.
+const std::vector<J> kHandTraces = {
+    {"00000000000000a3", "0000000000000031", "", "GET /z", "p1", 5000, 30},
+    {"00000000000000a3", "0000000000000032", "0000000000000031", "query", "p2", 5005, 20},
+    kThreeSpans[0],
+    kThreeSpans[1],
+    kThreeSpans[2],
+    {"00000000000000a2", "0000000000000021", "", "GET /y", "p1", 3000, 60},
+    {"00000000000000a2", "0000000000000022", "0000000000000021", "get", "p3", 3010, 45},
+};
+
+TEST(ReportWaterfall, PercentileViewsMatchTheHandComputedTimes) {
+  const std::string in = testing::write_temp("waterfall-pc-hand.json", jaeger(kHandTraces));
+  simdjson::dom::parser parser;
+  simdjson::dom::element d = parser.parse(waterfall_json(in, 200));
+  const Views v = views_of(d["percentiles"]);
+  using Rows = std::map<std::string, std::vector<int64_t>>;
+  const std::vector<double> ps = {0, 50, 90, 99};  // the defaults: pick 99, diff 50 99
+  for (double p : ps) EXPECT_TRUE(v.percentile.count(p)) << p;
+  EXPECT_EQ(v.percentile.size(), ps.size());
+  EXPECT_EQ(v.diff.size(), ps.size() * (ps.size() - 1) / 2);
+  EXPECT_EQ(v.percentile.at(0), (Rows{{"api:GET /x", {60}},
+                                      {"api:GET /x;cache:get", {40}},
+                                      {"api:GET /y", {15}},
+                                      {"api:GET /y;cache:get", {45}},
+                                      {"api:GET /z", {10}},
+                                      {"api:GET /z;db:query", {20}}}));
+  EXPECT_EQ(v.traces.at(0), 3);
+  EXPECT_EQ(v.percentile.at(99), (Rows{{"api:GET /x", {60}}, {"api:GET /x;cache:get", {40}}}));
+  EXPECT_EQ(v.traces.at(99), 1);
+  EXPECT_EQ(v.percentile.at(50), (Rows{{"api:GET /y", {15}}, {"api:GET /y;cache:get", {45}}}));
+  // The diff p50 -> p99: a2's times on the left, a1's on the right, 0 where absent.
+  EXPECT_EQ(v.diff.at({50, 99}), (Rows{{"api:GET /x", {0, 60}},
+                                       {"api:GET /x;cache:get", {0, 40}},
+                                       {"api:GET /y", {15, 0}},
+                                       {"api:GET /y;cache:get", {45, 0}}}));
+  EXPECT_EQ(v.diff_traces.at({50, 99}), std::make_pair(int64_t{1}, int64_t{1}));
+  // All traces against p99: the mean of three (a1 60 + a2 15 + a3 10 over 3 traces).
+  EXPECT_EQ(v.diff.at({0, 99}).at("api:GET /x"), (std::vector<int64_t>{20, 60}));
+  EXPECT_EQ(v.diff.at({0, 99}).at("api:GET /z;db:query"), (std::vector<int64_t>{7, 0}));
+}
+
+// Every embedded view equals what `critical-path --percentile P --format folded` and
+// `--diff A B` print on the same file: stacks, numbers and how many rows.
+TEST(ReportWaterfall, PercentileViewsEqualCriticalPathOutput) {
+  // 40 traces of two roots, durations and child times varied: views differ per percentile.
+  std::vector<J> spans;
+  for (int i = 0; i < 40; ++i) {
+    const std::string t = fmt::format("{:016x}", 0xe00 + i);
+    const int64_t t0 = 10'000 * i, dur = 50 + (i * 37) % 400;
+    const bool x = i % 3 != 0;
+    spans.push_back(
+        {t, fmt::format("{:016x}", 0x100 + 4 * i), "", x ? "GET /x" : "GET /y", "p1", t0, dur});
+    const std::string root = spans.back().id;
+    spans.push_back(
+        {t, fmt::format("{:016x}", 0x101 + 4 * i), root, "query", "p2", t0 + 5, dur / 2 + (i % 7)});
+    spans.push_back(
+        {t, fmt::format("{:016x}", 0x102 + 4 * i), root, "get", "p3", t0 + dur / 3, dur / 2});
+    if (i % 4 == 0)
+      spans.push_back({t, fmt::format("{:016x}", 0x103 + 4 * i), spans[spans.size() - 2].id, "lock",
+                       "p2", t0 + 6, dur / 4});
+  }
+  const std::string in = testing::write_temp("waterfall-pc-cli.json", jaeger(spans));
+  const testing::CommandResult r =
+      testing::run_binary("report " + in + " -f json -o - --percentile p95 --diff 10,p75");
+  ASSERT_EQ(r.code, 0) << r.out;
+  simdjson::dom::parser parser;
+  simdjson::dom::element d = parser.parse(r.out);
+  simdjson::dom::element pc = d["percentiles"];
+  EXPECT_EQ(double(pc["pick"]), 95);
+  EXPECT_EQ(double(pc["diff"].at(0)), 10);
+  EXPECT_EQ(double(pc["diff"].at(1)), 75);
+  const Views v = views_of(pc);
+  ASSERT_EQ(v.percentile.size(), 7u);  // all, 10, 50, 75, 90, 95, 99
+  for (const auto& [p, rows] : v.percentile) {
+    const testing::CommandResult c =
+        testing::run_binary(fmt::format("critical-path {} --format folded --percentile {}", in, p));
+    ASSERT_EQ(c.code, 0) << c.out;
+    const auto want = folded(c.out, 1);
+    EXPECT_EQ(rows, want) << "p" << p;
+    EXPECT_EQ(v.rows_total.at(p), static_cast<int64_t>(want.size())) << p;
+    EXPECT_FALSE(rows.empty()) << p;
+  }
+  ASSERT_EQ(v.diff.size(), 21u);
+  for (const auto& [ab, rows] : v.diff) {
+    const testing::CommandResult c =
+        testing::run_binary(fmt::format("critical-path {} --diff {} {}", in, ab.first, ab.second));
+    ASSERT_EQ(c.code, 0) << c.out;
+    EXPECT_EQ(rows, folded(c.out, 2)) << ab.first << " " << ab.second;
+  }
+  // The same options written as critical-path takes them give the same page data.
+  const testing::CommandResult same =
+      testing::run_binary("report " + in + " -f json -o - --percentile 95 --diff p10 75");
+  EXPECT_EQ(same.out, r.out);
+}
+
+// Over max_rows a view keeps its most critical rows and counts the rest; a diff keeps the
+// largest changes either way.
+TEST(ReportWaterfall, PercentileViewsAreBounded) {
+  const std::string in = testing::write_temp("waterfall-pc-cap.json", jaeger(kHandTraces));
+  requests::PathCollection all;
+  importers::stream_spans(in, "auto", 1, [&](size_t, const importers::SpanSet& set) {
+    std::vector<uint32_t> parent;
+    const auto paths = requests::critical_paths(set, &parent);
+    all.add(requests::summarize_paths(set, paths, parent, true));
+  });
+  report::PercentileViewOptions opt;
+  opt.max_rows = 2;
+  simdjson::dom::parser parser;
+  simdjson::dom::element pc = parser.parse(report::percentiles_json(all, opt));
+  const Views v = views_of(pc);
+  using Rows = std::map<std::string, std::vector<int64_t>>;
+  // All traces: 60 (GET /x), 45 (GET /y;get) kept; 40 + 20 + 15 + 10 left out.
+  EXPECT_EQ(v.percentile.at(0), (Rows{{"api:GET /x", {60}}, {"api:GET /y;cache:get", {45}}}));
+  EXPECT_EQ(v.rows_total.at(0), 6);
+  EXPECT_EQ(int64_t(pc["views"].at(0)["left_out_us"]), 85);
+  // p50 -> p99: changes 60, 40, -15, -45: the two largest in size are 60 and -45.
+  EXPECT_EQ(v.diff.at({50, 99}),
+            (Rows{{"api:GET /x", {0, 60}}, {"api:GET /y;cache:get", {45, 0}}}));
 }
 
 }  // namespace

@@ -241,11 +241,216 @@
     showSpan(t, t.path.length ? t.path[0][0] : 0);
   }
 
+  // ---- Percentiles and Diff: the folded views of `critical-path --percentile` / `--diff`.
+  // A source (percentiles offered, pick and pair opened on) gives {p, traces, rows_total, left_out_us, rows: [[stack, us]]} per percentile
+  // (most critical first) and {a, b, traces_a, traces_b, rows_total, rows: [[stack, a, b]]}
+  // per pair; static: embedded (data.percentiles), live: api/critical-path's folded text.
+  const kPcRows = 200;  // rows drawn per view (the embedded data holds at most this many)
+  const pcLabel = (p) => (p > 0 ? `p${p}` : 'all traces');
+  // "svc:op;svc:op" -> [[svc, op], ...] (critical-path's frames, root first).
+  const frames = (stack) => stack.split(';').map((f) => {
+    const c = f.indexOf(':');
+    return c < 0 ? ['', f] : [f.slice(0, c), f.slice(c + 1)];
+  });
+  function ctxCell(stack) {
+    const td = el('td', 'ctx');
+    const fs = frames(stack);
+    const [svc, op] = fs[fs.length - 1];
+    // The span name first; its ancestors, nearest first, after it (cut when long).
+    td.appendChild(el('span', 'svc', svc));
+    td.appendChild(document.createTextNode(' '));
+    td.appendChild(el('span', 'op', op));
+    if (fs.length > 1) td.appendChild(el('span', 'anc', `  ‹ ${fs.slice(0, -1).reverse().map(([a, b]) => `${a}: ${b}`).join(' ‹ ')}`));
+    td.title = fs.map(([a, b]) => `${a}: ${b}`).join('\n');
+    return td;
+  }
+  const rootOf = (stack) => stack.split(';')[0];
+  const usText = (us) => dur(us * 1000);
+  function setOptions(sel, values, chosen, label) {
+    sel.textContent = '';
+    for (const v of values) {
+      const o = el('option', '', label(v));
+      o.value = String(v);
+      if (String(v) === String(chosen)) o.selected = true;
+      sel.appendChild(o);
+    }
+  }
+
+  function percentilePanel(src) {
+    const pick = $('pc-pick'), rootSel = $('pc-root'), da = $('diff-a'), db = $('diff-b');
+    setOptions(pick, src.percentiles, src.pick, pcLabel);
+    setOptions(da, src.percentiles, src.pair[0], pcLabel);
+    setOptions(db, src.percentiles, src.pair[1], pcLabel);
+    let root = '';  // '' : every root
+    const keepRoot = (stack) => !root || rootOf(stack) === root;
+
+    async function drawPercentile() {
+      const p = Number(pick.value);
+      const v = await src.view(p);
+      if (Number(pick.value) !== p) return;  // changed meanwhile
+      // The roots of this view for the filter; the pick stays if it is still there.
+      const roots = [...new Set(v.rows.map(([s]) => rootOf(s)))].sort();
+      if (root && !roots.includes(root)) root = '';
+      setOptions(rootSel, [''].concat(roots), root, (r) => (r ? r.replace(':', ': ') : 'every root'));
+      const rows = v.rows.filter(([s]) => keepRoot(s));
+      const total = rows.reduce((t, [, us]) => t + us, 0);
+      const max = rows.reduce((m, [, us]) => Math.max(m, us), 1);
+      const t = $('pc-table');
+      t.textContent = '';
+      const head = el('tr');
+      for (const [h, c] of [['#', 'num'], ['calling context: service operation', ''], ['critical', 'num'], ['share', 'num'], ['', '']])
+        head.appendChild(el('th', c, h));
+      t.appendChild(el('thead')).appendChild(head);
+      const body = t.appendChild(el('tbody'));
+      rows.forEach(([stack, us], k) => {
+        const tr = el('tr', 'pc-row');
+        tr.dataset.stack = stack;
+        tr.dataset.us = String(us);
+        tr.appendChild(el('td', 'num', String(k + 1)));
+        tr.appendChild(ctxCell(stack));
+        tr.appendChild(el('td', 'num value', usText(us)));
+        tr.appendChild(el('td', 'num', total > 0 ? `${(100 * us / total).toFixed(1)} %` : '—'));
+        const bar = el('td');
+        const b = bar.appendChild(el('div', 'pc-bar')).appendChild(el('i'));
+        b.style.left = '0';
+        b.style.width = `${(100 * us / max).toFixed(2)}%`;
+        tr.appendChild(bar);
+        body.appendChild(tr);
+      });
+      $('pc-facts').textContent = `${v.traces} of ${src.traces()} traces around ${pcLabel(p)}` +
+        (p > 0 ? ` (±${src.bucket} percentile points)` : '') + `: ${usText(total)} on their critical paths`;
+      $('pc-left-out').textContent = v.rows_total > v.rows.length
+        ? `${v.rows.length} of ${v.rows_total} calling contexts shown, the most critical; ` +
+          `${v.rows_total - v.rows.length} left out (${usText(v.left_out_us)} in all)`
+        : (v.rows.length ? '' : 'no trace around this percentile');
+      document.body.dataset.percentile = String(p);
+    }
+
+    async function drawDiff() {
+      const a = Number(da.value), b = Number(db.value);
+      const d = await src.diff(a, b);
+      if (Number(da.value) !== a || Number(db.value) !== b) return;
+      const rows = d.rows.filter(([s]) => keepRoot(s)).sort((x, y) => (y[2] - y[1]) - (x[2] - x[1]));
+      const max = rows.reduce((m, [, x, y]) => Math.max(m, Math.abs(y - x)), 1);
+      const t = $('diff-table');
+      t.textContent = '';
+      const head = el('tr');
+      for (const [h, c] of [['calling context: service operation', ''], [pcLabel(a), 'num'], [pcLabel(b), 'num'], ['B − A', 'num'], ['', '']])
+        head.appendChild(el('th', c, h));
+      t.appendChild(el('thead')).appendChild(head);
+      const body = t.appendChild(el('tbody'));
+      for (const [stack, x, y] of rows) {
+        const delta = y - x;
+        const sign = delta > 0 ? 'pos' : delta < 0 ? 'neg' : 'zero';
+        const tr = el('tr', `diff-row ${sign}`);
+        tr.dataset.stack = stack;
+        tr.dataset.a = String(x);
+        tr.dataset.b = String(y);
+        tr.dataset.diff = String(delta);
+        tr.appendChild(ctxCell(stack));
+        tr.appendChild(el('td', 'num', usText(x)));
+        tr.appendChild(el('td', 'num', usText(y)));
+        tr.appendChild(el('td', `num ${sign}`, (delta > 0 ? '+' : delta < 0 ? '−' : '') + usText(Math.abs(delta))));
+        const cell = el('td');
+        const bar = cell.appendChild(el('div', 'pc-bar diff')).appendChild(el('i', sign));
+        // Diverging from the middle: right where B is slower, left where it is faster.
+        const w = 50 * Math.abs(delta) / max;
+        bar.style.left = `${delta >= 0 ? 50 : 50 - w}%`;
+        bar.style.width = `${w.toFixed(2)}%`;
+        tr.appendChild(cell);
+        body.appendChild(tr);
+      }
+      $('diff-facts').textContent = `A: ${d.traces_a} traces around ${pcLabel(a)}, B: ${d.traces_b} around ${pcLabel(b)}; mean per trace`;
+      $('diff-left-out').textContent = d.rows_total > d.rows.length
+        ? `${d.rows.length} of ${d.rows_total} calling contexts shown, the largest changes; ${d.rows_total - d.rows.length} left out`
+        : '';
+      document.body.dataset.diff = `${a},${b}`;
+    }
+
+    const fail = (where) => (e) => { $(where).textContent = `not available: ${e.message}`; };
+    const redraw = () => Promise.all([drawPercentile().catch(fail('pc-facts')), drawDiff().catch(fail('diff-facts'))]);
+    pick.addEventListener('change', () => drawPercentile().then(drawDiff).catch(fail('pc-facts')));
+    rootSel.addEventListener('change', () => { root = rootSel.value; drawPercentile().then(drawDiff).catch(fail('pc-facts')); });
+    da.addEventListener('change', () => drawDiff().catch(fail('diff-facts')));
+    db.addEventListener('change', () => drawDiff().catch(fail('diff-facts')));
+    return redraw;
+  }
+
+  // The embedded views: a pair is stored once (a < b); the other order swaps its columns.
+  function embeddedSource(pc) {
+    const stack = (i) => pc.stacks[i];
+    return {
+      percentiles: pc.views.map((v) => v.p), pick: pc.pick, pair: pc.diff, bucket: pc.bucket,
+      traces: () => pc.traces,
+      view: async (p) => {
+        const v = pc.views.find((x) => x.p === p);
+        return { ...v, rows: v.rows.map(([s, us]) => [stack(s), us]) };
+      },
+      diff: async (a, b) => {
+        if (a === b) {
+          const v = pc.views.find((x) => x.p === a);
+          return { a, b, traces_a: v.traces, traces_b: v.traces, rows_total: 0, rows: [] };
+        }
+        const d = pc.diffs.find((x) => (x.a === a && x.b === b) || (x.a === b && x.b === a));
+        const swap = d.a !== a;
+        return {
+          a, b, traces_a: swap ? d.traces_b : d.traces_a, traces_b: swap ? d.traces_a : d.traces_b,
+          rows_total: d.rows_total,
+          rows: d.rows.map(([s, x, y]) => (swap ? [stack(s), y, x] : [stack(s), x, y])),
+        };
+      },
+    };
+  }
+
+  // Live: serve's api/critical-path, its folded text parsed ("stack w" / "stack a b": the
+  // numbers are the last fields, a stack may hold spaces) and bounded as the report's.
+  function liveSource() {
+    let traces = 0;
+    const get = async (query, json) => {
+      const r = await fetch(`api/critical-path?${query}`, { cache: 'no-store' });
+      if (!r.ok) throw new Error(`api/critical-path: HTTP ${r.status}`);
+      return json ? r.json() : r.text();
+    };
+    const lines = (text, fields) => text.split('\n').filter((l) => l).map((l) => {
+      const parts = l.split(' ');
+      const nums = parts.splice(parts.length - fields, fields).map(Number);
+      return [parts.join(' '), ...nums];
+    });
+    const count = async (p) => {
+      const j = await get(p > 0 ? `percentile=${p}` : '', true);
+      traces = j.traces;
+      return p > 0 ? j.traces_around : j.traces;
+    };
+    return {
+      percentiles: [0, 50, 90, 95, 99], pick: 99, pair: [50, 99], bucket: 1,
+      traces: () => traces,
+      view: async (p) => {
+        const [text, n] = await Promise.all([get(`percentile=${p}&format=folded`), count(p)]);
+        const rows = lines(text, 1).sort((x, y) => y[1] - x[1] || (x[0] < y[0] ? -1 : 1));
+        const kept = rows.slice(0, kPcRows);
+        return { p, traces: n, rows_total: rows.length, rows: kept,
+          left_out_us: rows.slice(kPcRows).reduce((t, r) => t + r[1], 0) };
+      },
+      diff: async (a, b) => {
+        const [text, na, nb] = await Promise.all([get(`diff=${a},${b}`), count(a), count(b)]);
+        const rows = lines(text, 2).sort((x, y) => Math.abs(y[2] - y[1]) - Math.abs(x[2] - x[1]));
+        return { a, b, traces_a: na, traces_b: nb, rows_total: rows.length, rows: rows.slice(0, kPcRows) };
+      },
+    };
+  }
+
+  let redrawPercentiles = null;
   if (data.live) {
+    redrawPercentiles = percentilePanel(liveSource());
     live();
   } else {
     if (data.traces.length) select(0);
-    document.body.dataset.ready = '1';
+    if (data.percentiles) {
+      percentilePanel(embeddedSource(data.percentiles))().then(() => { document.body.dataset.ready = '1'; });
+    } else {
+      $('sec-percentiles').hidden = true;
+      document.body.dataset.ready = '1';
+    }
   }
 
   // Live: the list every 1.5 s; the user's pick stays drawn (and marked) while it is kept,
@@ -268,6 +473,7 @@
       }
     }
     onPick = show;
+    let polls = 0;
     async function poll() {
       try {
         const r = await fetch('api/slow-traces', { cache: 'no-store' });
@@ -286,6 +492,8 @@
         document.body.dataset.traces = String(list.traces.length);
         document.body.dataset.polls = String(Number(document.body.dataset.polls || 0) + 1);
         if (wanted === null && list.traces.length) await show(list.traces[0].id);
+        // The percentile views every 4th poll (6 s) and at the first.
+        if (polls++ % 4 === 0) await redrawPercentiles();
         document.body.dataset.ready = '1';
       } catch (e) {
         $('facts').textContent = `live: ${e.message}; retrying`;

@@ -70,7 +70,9 @@ struct ReportArgs {
   std::string view = "auto";  // auto, dataflow, waterfall, stages, critical-flow
   std::string loop_stats;     // run --stats-json: the Job graph's decisions and migrations
   size_t traces = 200;        // waterfall: traces embedded
-  std::string thread;         // critical flow: the thread the page opens on
+  report::PercentileViewOptions percentiles;  // waterfall: --percentile, --diff, --bucket
+  std::vector<double> diff;
+  std::string thread;  // critical flow: the thread the page opens on
 };
 
 // The report's options from the command line and the opened trace.
@@ -169,9 +171,11 @@ int run(ReportArgs& a, mpi::RankGroup* group) {
                    return write_page(a.output, page);
                  });
   if (view == "waterfall" || view == "stages") {
+    if (a.diff.size() == 2) a.percentiles.diff_a = a.diff[0], a.percentiles.diff_b = a.diff[1];
     if (group && group->rank() > 0) return 0;  // one process writes it
-    return write_page(a.output, view == "waterfall" ? waterfall_page(a.in, a.traces, a.format)
-                                                    : stages_page(a.in, a.top, a.format));
+    return write_page(a.output, view == "waterfall"
+                                    ? waterfall_page(a.in, a.traces, a.format, a.percentiles)
+                                    : stages_page(a.in, a.top, a.format));
   }
   AnalysisOptions opt;
   apply_window_options(a.in, opt);
@@ -267,6 +271,7 @@ CommandRunner add_report_command(CLI::App& app) {
   cmd->add_option("--traces", a.traces,
                   "Waterfall: traces embedded, the slowest plus the p50, p90 and p99 ones")
       ->capture_default_str();
+  add_percentile_view_options(cmd, a.percentiles, a.diff);
   cmd->add_option("--thread", a.thread,
                   "Critical flow: the thread to open on, TID or NAME (default: docs/REPORT.md)");
   cmd->add_option("--stats-json", a.loop_stats,

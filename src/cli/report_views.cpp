@@ -75,12 +75,13 @@ std::string stages_page(TraceInputArgs& in, size_t top, const std::string& forma
 
 // The "Waterfall" (docs/REPORT.md): every trace's critical path as `critical-path` computes
 // it, the picked traces' spans embedded.
-std::string waterfall_page(const TraceInputArgs& in, size_t traces, const std::string& format) {
+std::string waterfall_page(const TraceInputArgs& in, size_t traces, const std::string& format,
+                           const report::PercentileViewOptions& percentiles) {
   if (in.trace == "-") throw std::invalid_argument("the waterfall reads a file, not stdin");
   if (in.importer != "auto" && in.importer != "otlp" && in.importer != "jaeger")
     throw std::invalid_argument("--view waterfall needs a span trace (--importer otlp or jaeger)");
   if (traces == 0) throw std::invalid_argument("--traces must be at least 1");
-  report::WaterfallBuilder builder({in.trace, traces});
+  report::WaterfallBuilder builder({in.trace, traces, /*percentiles=*/true, percentiles});
   importers::SpanStream stream = importers::stream_spans(
       in.trace, in.importer, in.threads,
       [&](size_t unit, const importers::SpanSet& set) { builder.add(unit, set); });
@@ -97,6 +98,28 @@ std::string waterfall_page(const TraceInputArgs& in, size_t traces, const std::s
   if (builder.spans() == 0) throw TraceError(stream.source, "input", "the trace has no spans");
   const std::string json = builder.json();
   return format == "json" ? json : report::render_waterfall_html(json);
+}
+
+void add_percentile_view_options(CLI::App* cmd, report::PercentileViewOptions& opt,
+                                 std::vector<double>& diff) {
+  // 99 or p99, as `critical-path` takes them.
+  const auto strip_p = [](const std::string& s) {
+    return s.starts_with('p') || s.starts_with('P') ? s.substr(1) : s;
+  };
+  cmd->add_option("--percentile", opt.pick,
+                  "Waterfall: the percentile the Percentiles panel opens on (0: all traces)")
+      ->transform(strip_p)
+      ->check(CLI::Range(0.0, 100.0))
+      ->capture_default_str();
+  cmd->add_option("--diff", diff, "Waterfall: the two percentiles A B (or A,B) the Diff opens on")
+      ->expected(2)
+      ->delimiter(',')
+      ->transform(strip_p)
+      ->check(CLI::Range(0.0, 100.0));
+  cmd->add_option("--bucket", opt.bucket,
+                  "Waterfall: the traces between the (P-W)th and (P+W)th percentile, W in points")
+      ->check(CLI::Range(0.0, 100.0))
+      ->capture_default_str();
 }
 
 }  // namespace snailtrail::cli

@@ -5,8 +5,12 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
 
 #include "cli/trace_input.hpp"
+#include "report/waterfall_percentiles.hpp"
 
 namespace snailtrail::cli {
 
@@ -19,7 +23,13 @@ int write_page(const std::string& path, const std::string& text);
 std::string stages_page(TraceInputArgs& in, size_t top, const std::string& format);
 
 // The "Waterfall": every trace's critical path as `critical-path` computes it, the
-// `traces` picked traces' spans embedded.
-std::string waterfall_page(const TraceInputArgs& in, size_t traces, const std::string& format);
+// `traces` picked traces' spans embedded, and the percentile and diff views.
+std::string waterfall_page(const TraceInputArgs& in, size_t traces, const std::string& format,
+                           const report::PercentileViewOptions& percentiles = {});
+
+// The Waterfall's --percentile, --diff (into `diff`, A B or A,B) and --bucket, as
+// `critical-path` takes them.
+void add_percentile_view_options(CLI::App* cmd, report::PercentileViewOptions& opt,
+                                 std::vector<double>& diff);
 
 }  // namespace snailtrail::cli

@@ -227,6 +227,7 @@ CommandRunner add_serve_command(CLI::App& app) {
     otlp.start();
     options.extra_ports.emplace_back("otlp", otlp.port());
     options.slow_traces = otlp.slow_traces();  // --http's /traces
+    options.otlp_paths = otlp.live_paths();    // and its /api/critical-path
     const int code = serve::run_server(options);
     otlp.finish();
     return code;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <iterator>
 #include <numeric>
+#include <optional>
 #include <string_view>
 #include <unordered_map>
 
@@ -42,11 +43,17 @@ struct Groups {
 }  // namespace
 
 WaterfallBuilder::Unit WaterfallBuilder::build_unit(const SpanSet& set) {
-  const std::vector<Span>& spans = set.spans;
-  const uint32_t n = static_cast<uint32_t>(spans.size());
   std::vector<uint32_t> parent;
   const std::vector<requests::CriticalPath> paths =
       requests::critical_paths(set, &parent, /*segments=*/true);
+  return build_unit(set, paths, parent);
+}
+
+WaterfallBuilder::Unit WaterfallBuilder::build_unit(
+    const SpanSet& set, const std::vector<requests::CriticalPath>& paths,
+    const std::vector<uint32_t>& parent) {
+  const std::vector<Span>& spans = set.spans;
+  const uint32_t n = static_cast<uint32_t>(spans.size());
   Unit u;
   std::unordered_map<uint32_t, uint32_t> local;  // the set's string id -> u.names
   auto name = [&](uint32_t id) {
@@ -138,9 +145,16 @@ WaterfallBuilder::Unit WaterfallBuilder::build_unit(const SpanSet& set) {
 }
 
 void WaterfallBuilder::add(size_t unit, const SpanSet& set) {
-  Unit u = build_unit(set);
+  std::vector<uint32_t> parent;
+  const std::vector<requests::CriticalPath> paths =
+      requests::critical_paths(set, &parent, /*segments=*/true);
+  Unit u = build_unit(set, paths, parent);
+  // The percentile views need what `critical-path` keeps: the steps with their contexts.
+  std::optional<requests::UnitPaths> p;
+  if (opt_.percentiles) p = requests::summarize_paths(set, paths, parent, /*contexts=*/true);
   std::lock_guard lock(mutex_);
   units_.emplace_back(unit, std::move(u));
+  if (p) paths_.emplace_back(unit, std::move(*p));
 }
 
 void WaterfallBuilder::add_unit(size_t unit, Unit u) {
@@ -267,7 +281,19 @@ std::string WaterfallBuilder::json() const {
   }
   fmt::format_to(it, "],\"traces\":[");
   out.append(traces.data(), traces.data() + traces.size());
-  fmt::format_to(it, "]}}\n");
+  fmt::format_to(it, "]");
+  if (opt_.percentiles) {
+    // The paths merged in file order, as `critical-path` merges them.
+    std::vector<const std::pair<size_t, requests::UnitPaths>*> order;
+    for (const auto& p : paths_) order.push_back(&p);
+    std::sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->first < b->first; });
+    requests::PathCollection collection;
+    for (const auto* p : order) collection.add(p->second);
+    fmt::format_to(it, ",\"percentiles\":");
+    const std::string p = percentiles_json(collection, opt_.percentile_view);
+    out.append(p.data(), p.data() + p.size());
+  }
+  fmt::format_to(it, "}}\n");
   return fmt::to_string(out);
 }
 

@@ -14,12 +14,17 @@
 #include <vector>
 
 #include "importers/otel/spans.hpp"
+#include "report/waterfall_percentiles.hpp"
+#include "requests/critical_path.hpp"
 
 namespace snailtrail::report {
 
 struct WaterfallOptions {
   std::string source;       // file name shown in the title
   size_t max_traces = 200;  // traces embedded: the percentile picks and the slowest
+  // The "Percentiles" panel (waterfall_percentiles.hpp): off for serve's one-trace pages.
+  bool percentiles = false;
+  PercentileViewOptions percentile_view = {};
 };
 
 class WaterfallBuilder {
@@ -68,6 +73,10 @@ class WaterfallBuilder {
   };
   // The rows of one unit (exposed for the tests).
   static Unit build_unit(const importers::SpanSet& set);
+  // The same from the set's paths (critical_paths with segments) and tree parents.
+  static Unit build_unit(const importers::SpanSet& set,
+                         const std::vector<requests::CriticalPath>& paths,
+                         const std::vector<uint32_t>& parent);
   // A unit built already (serve's slow traces keep them). Thread-safe.
   void add_unit(size_t unit, Unit u);
 
@@ -75,6 +84,8 @@ class WaterfallBuilder {
   WaterfallOptions opt_;
   mutable std::mutex mutex_;
   std::vector<std::pair<size_t, Unit>> units_;  // any order; sorted by json()
+  // With percentiles: each unit's paths with calling contexts, as `critical-path` keeps them.
+  std::vector<std::pair<size_t, requests::UnitPaths>> paths_;
   std::vector<std::pair<std::string, uint64_t>> diagnostics_;
   size_t skipped_ = 0;
 };

@@ -63,19 +63,32 @@ int64_t us(double ns) {
 }
 }  // namespace
 
-std::string folded_stacks(const PathCollection& all, double percentile, double bucket) {
-  const std::vector<int64_t> w = context_weights(all, traces_around(all, percentile, bucket));
+std::vector<FoldedRow> folded_rows(const PathCollection& all, double percentile, double bucket,
+                                   size_t* traces) {
+  const std::vector<size_t> chosen = traces_around(all, percentile, bucket);
+  if (traces) *traces = chosen.size();
+  const std::vector<int64_t> w = context_weights(all, chosen);
   std::map<std::string, int64_t> lines;  // sorted, and two contexts may print alike
   for (uint32_t c = 0; c < w.size(); ++c)
     if (w[c] > 0) lines[context_stack(all, c)] += w[c];
-  std::string out;
-  for (const auto& [stack, ns] : lines)
-    out += stack + ' ' + std::to_string(us(static_cast<double>(ns))) + '\n';
+  std::vector<FoldedRow> out;
+  out.reserve(lines.size());
+  for (const auto& [stack, ns] : lines) out.push_back({stack, us(static_cast<double>(ns))});
   return out;
 }
 
-std::string folded_diff(const PathCollection& all, double a, double b, double bucket) {
+std::string folded_stacks(const PathCollection& all, double percentile, double bucket) {
+  std::string out;
+  for (const FoldedRow& r : folded_rows(all, percentile, bucket))
+    out += r.stack + ' ' + std::to_string(r.us) + '\n';
+  return out;
+}
+
+std::vector<FoldedDiffRow> folded_diff_rows(const PathCollection& all, double a, double b,
+                                            double bucket, size_t* traces_a, size_t* traces_b) {
   const std::vector<size_t> ta = traces_around(all, a, bucket), tb = traces_around(all, b, bucket);
+  if (traces_a) *traces_a = ta.size();
+  if (traces_b) *traces_b = tb.size();
   const std::vector<int64_t> wa = context_weights(all, ta), wb = context_weights(all, tb);
   std::map<std::string, std::pair<int64_t, int64_t>> lines;
   for (uint32_t c = 0; c < wa.size(); ++c)
@@ -84,12 +97,20 @@ std::string folded_diff(const PathCollection& all, double a, double b, double bu
       x += wa[c];
       y += wb[c];
     }
-  std::string out;
   const double na = static_cast<double>(std::max<size_t>(ta.size(), 1));
   const double nb = static_cast<double>(std::max<size_t>(tb.size(), 1));
+  std::vector<FoldedDiffRow> out;
+  out.reserve(lines.size());
   for (const auto& [stack, w] : lines)
-    out += stack + ' ' + std::to_string(us(static_cast<double>(w.first) / na)) + ' ' +
-           std::to_string(us(static_cast<double>(w.second) / nb)) + '\n';
+    out.push_back(
+        {stack, us(static_cast<double>(w.first) / na), us(static_cast<double>(w.second) / nb)});
+  return out;
+}
+
+std::string folded_diff(const PathCollection& all, double a, double b, double bucket) {
+  std::string out;
+  for (const FoldedDiffRow& r : folded_diff_rows(all, a, b, bucket))
+    out += r.stack + ' ' + std::to_string(r.a_us) + ' ' + std::to_string(r.b_us) + '\n';
   return out;
 }
 

@@ -6,6 +6,7 @@
 
 #include <httplib.h>
 
+#include "serve/otlp_live.hpp"
 #include "serve/otlp_slow.hpp"
 
 namespace snailtrail::serve {
@@ -106,6 +107,7 @@ void add_api_routes(HttpFront& http, const ApiSources& src) {
     res.set_content(shared.windows.back().second + "\n", "application/json");
   });
   if (src.slow) add_slow_trace_routes(http, *src.slow);
+  if (src.paths) add_critical_path_route(http, *src.paths);
 }
 
 }  // namespace snailtrail::serve

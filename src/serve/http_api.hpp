@@ -14,6 +14,7 @@
 namespace snailtrail::serve {
 
 class SlowTraces;
+class OtlpLivePaths;
 
 // What the routes read; every reference outlives the HTTP front.
 struct ApiSources {
@@ -21,9 +22,10 @@ struct ApiSources {
   const IngestCounters& counters;
   const BatchQueue& queue;
   LiveRates& rates;
-  size_t buffer_budget;              // --ingest-buffer, shown in /metrics
-  const AuthTokens& auth;            // with a token, every route but /healthz needs it
-  const SlowTraces* slow = nullptr;  // with --otlp: /traces, /api/slow-traces, /api/trace
+  size_t buffer_budget;                  // --ingest-buffer, shown in /metrics
+  const AuthTokens& auth;                // with a token, every route but /healthz needs it
+  const SlowTraces* slow = nullptr;      // with --otlp: /traces, /api/slow-traces, /api/trace
+  const OtlpLivePaths* paths = nullptr;  // with --otlp: /api/critical-path
 };
 
 // Registers the routes on `http` (before it starts).

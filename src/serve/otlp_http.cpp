@@ -171,10 +171,16 @@ void OtlpReceiver::add_routes() {
     succeed(res, e, decoded.rejected, decoded.reject_reason);
   });
   http_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(metrics() + live_.metrics(), "text/plain; version=0.0.4");
+    res.set_content(metrics() + live_->metrics(), "text/plain; version=0.0.4");
   });
   // The recent traces' critical paths, as `critical-path` gives them on a file of them.
-  http_->Get("/api/critical-path", [this](const httplib::Request& req, httplib::Response& res) {
+  add_critical_path_route(*http_, *live_);
+  // The slowest recent traces and their Waterfall (as on serve --http).
+  add_slow_trace_routes(*http_, *slow_);
+}
+
+void add_critical_path_route(httplib::Server& http, const OtlpLivePaths& live) {
+  http.Get("/api/critical-path", [&live](const httplib::Request& req, httplib::Response& res) {
     CriticalPathQuery q;
     try {
       q = parse_critical_path_query({req.params.begin(), req.params.end()});
@@ -183,11 +189,8 @@ void OtlpReceiver::add_routes() {
       res.set_content(fmt::format("{{\"error\": {}}}\n", json_string(e.what())), kJsonType);
       return;
     }
-    res.set_content(live_.answer(q, steady_now_ns()),
-                    q.folded || q.diff ? "text/plain" : kJsonType);
+    res.set_content(live.answer(q, steady_now_ns()), q.folded || q.diff ? "text/plain" : kJsonType);
   });
-  // The slowest recent traces and their Waterfall (as on serve --http).
-  add_slow_trace_routes(*http_, *slow_);
 }
 
 std::string OtlpReceiver::metrics() const {

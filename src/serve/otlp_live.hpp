@@ -14,6 +14,10 @@
 
 #include "requests/critical_path.hpp"
 
+namespace httplib {
+class Server;
+}
+
 namespace snailtrail::serve {
 
 // The steady clock in ns: the receiver's time of completion and of queries.
@@ -67,5 +71,8 @@ class OtlpLivePaths {
   uint64_t dropped_ = 0;
   std::unordered_map<std::string, Total> totals_;
 };
+
+// GET /api/critical-path on `http` (the receiver's own port, and serve --http's beside it).
+void add_critical_path_route(httplib::Server& http, const OtlpLivePaths& live);
 
 }  // namespace snailtrail::serve

@@ -29,7 +29,7 @@ OtlpReceiver::OtlpReceiver(const OtlpOptions& options, std::FILE* out)
     : opt_(options),
       out_(out),
       traces_(options.traces),
-      live_(options.live),
+      live_(std::make_shared<OtlpLivePaths>(options.live)),
       slow_(std::make_shared<SlowTraces>(options.slow)) {
   if (opt_.traces.max_open_traces == 0 || opt_.traces.max_open_spans == 0)
     throw std::invalid_argument("--max-open-traces and --max-open-spans must be at least 1");
@@ -210,7 +210,7 @@ void OtlpReceiver::write_paths(std::vector<SpanSet>& done) {
     }
   }
   if (text.size() > 0) write_out(text);
-  live_.add(std::move(units), all, now);
+  live_->add(std::move(units), all, now);
 }
 
 void OtlpReceiver::write_out(const fmt::memory_buffer& text) {

@@ -69,6 +69,8 @@ class OtlpReceiver {
   const OtlpCounters& counters() const { return counters_; }
   // The slowest recent traces (for serve --http's /traces beside this receiver's own).
   std::shared_ptr<const SlowTraces> slow_traces() const { return slow_; }
+  // The recent traces' paths (for serve --http's /api/critical-path, which /traces asks).
+  std::shared_ptr<const OtlpLivePaths> live_paths() const { return live_; }
   // A write to `out` failed: its message (the receiver then writes nothing more).
   std::string write_error() const;
 
@@ -98,7 +100,7 @@ class OtlpReceiver {
   std::thread assembler_;
   int port_ = 0;
   OpenTraces traces_;
-  OtlpLivePaths live_;
+  std::shared_ptr<OtlpLivePaths> live_;  // shared with serve --http's /api/critical-path
   std::shared_ptr<SlowTraces> slow_;
 
   mutable std::mutex mu_;
@@ -125,6 +127,7 @@ class OtlpService {
   int port() const { return receiver_->port(); }
   std::string write_error() const { return receiver_->write_error(); }
   std::shared_ptr<const SlowTraces> slow_traces() const { return receiver_->slow_traces(); }
+  std::shared_ptr<const OtlpLivePaths> live_paths() const { return receiver_->live_paths(); }
   // Stops, writes the open traces, logs the totals; throws if writing the paths failed.
   void finish();
 

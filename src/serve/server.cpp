@@ -241,7 +241,7 @@ void Server::start_http() {
   auto [host, port] = parse_address(opt_.http);
   http_ = std::make_unique<HttpFront>();
   add_api_routes(*http_, ApiSources{shared_, counters_, *queue_, *rates_, tcp_limits_.buffer_bytes,
-                                    opt_.auth, opt_.slow_traces.get()});
+                                    opt_.auth, opt_.slow_traces.get(), opt_.otlp_paths.get()});
   http_listener_ = std::make_unique<Listener>(opt_.http);
   http_->start(http_listener_->fd(), opt_.http_max_connections, opt_.http_threads, tls_.get());
   if (log_)

@@ -16,6 +16,7 @@
 namespace snailtrail::serve {
 
 class SlowTraces;
+class OtlpLivePaths;
 
 struct ServeOptions {
   std::vector<std::string> tcp;             // listen addresses "host:port" (port 0: any free port)
@@ -49,6 +50,8 @@ struct ServeOptions {
   bool insecure = false;  // allow a non-loopback bind without TLS and a token
   // An OTLP receiver's slow traces beside the server: --http serves /traces from them.
   std::shared_ptr<const SlowTraces> slow_traces;
+  // And its recent paths: --http serves /api/critical-path (the /traces page's percentiles).
+  std::shared_ptr<const OtlpLivePaths> otlp_paths;
 };
 
 // Runs until SIGINT or SIGTERM (or, without TCP and HTTP, until every source has ended),

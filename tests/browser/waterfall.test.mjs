@@ -45,6 +45,8 @@ before(async () => {
   fs.writeFileSync(hand, JSON.stringify(handTraces()));
   files.hand = path.join(work, 'hand.html');
   run('report', hand, '-o', files.hand);
+  files.handJson = path.join(work, 'hand-waterfall.json');
+  run('report', hand, '-o', files.handJson, '-f', 'json');
   // The same file cut inside its last trace (a file still being written).
   const text = JSON.stringify(handTraces());
   const cut = path.join(work, 'cut.json');
@@ -176,6 +178,96 @@ test('a big trace draws the rows in view and the rest as it scrolls', async () =
   await page.locator('#path-list li').nth(t.path.length - 1).click();
   await page.waitForSelector(`.span-row[data-row="${r}"] .crit[data-seq="${t.path.length}"]`);
   assert.equal(await page.getAttribute('body', 'data-span'), String(r));
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+// The Percentiles and Diff views (critical-path --percentile / --diff), checked against
+// the hand-computed times of the three traces (tests/test_report_waterfall.cpp has the
+// same by hand): p99 = a1 (GET /x 60, get 40 µs), p50 = a2 (GET /y 15, get 45 µs), all
+// three adding a3 (GET /z 10, query 20 µs).
+const pcRows = (page) => page.locator('#pc-table tr.pc-row').evaluateAll((rs) => rs.map((r) => [r.dataset.stack, Number(r.dataset.us), r.querySelector('td.value').textContent]));
+const diffRows = (page) => page.locator('#diff-table tr.diff-row').evaluateAll((rs) => rs.map((r) => [r.dataset.stack, Number(r.dataset.diff), r.className.split(' ')[1], r.querySelector('.pc-bar i').className]));
+
+test('percentiles and diff: a row per calling context, values and order as computed, redrawn on a pick', async () => {
+  const pc = JSON.parse(fs.readFileSync(files.handJson, 'utf8')).percentiles;
+  const { page, problems } = await open(files.hand);
+  // Opens on p99 (report's default): a1's two contexts, most critical first.
+  assert.equal(await page.getAttribute('body', 'data-percentile'), '99');
+  assert.deepEqual(await pcRows(page), [['api:GET /x', 60, '60 µs'], ['api:GET /x;cache:get', 40, '40 µs']]);
+  const v99 = pc.views.find((v) => v.p === 99);
+  assert.deepEqual((await pcRows(page)).map(([s, us]) => [s, us]), v99.rows.map(([s, us]) => [pc.stacks[s], us]));
+  assert.match(await page.locator('#pc-facts').textContent(), /^1 of 3 traces around p99/);
+  // The span name leads its row, its ancestors after it.
+  assert.equal(await page.locator('#pc-table tr.pc-row').nth(1).locator('td.ctx').textContent(), 'cache get  ‹ api: GET /x');
+  // All traces: six contexts, redrawn in order.
+  await page.selectOption('#pc-pick', '0');
+  await page.waitForSelector('body[data-percentile="0"]');
+  assert.deepEqual((await pcRows(page)).map(([s, us]) => [s, us]), [['api:GET /x', 60], ['api:GET /y;cache:get', 45],
+    ['api:GET /x;cache:get', 40], ['api:GET /z;db:query', 20], ['api:GET /y', 15], ['api:GET /z', 10]]);
+  // One root only.
+  await page.selectOption('#pc-root', 'api:GET /z');
+  assert.deepEqual((await pcRows(page)).map(([s]) => s), ['api:GET /z;db:query', 'api:GET /z']);
+  await page.selectOption('#pc-root', '');
+  // The diff opens on p50 -> p99: sorted by B - A, red (pos) where p99 is slower.
+  assert.equal(await page.getAttribute('body', 'data-diff'), '50,99');
+  assert.deepEqual(await diffRows(page), [['api:GET /x', 60, 'pos', 'pos'], ['api:GET /x;cache:get', 40, 'pos', 'pos'],
+    ['api:GET /y', -15, 'neg', 'neg'], ['api:GET /y;cache:get', -45, 'neg', 'neg']]);
+  // Bars diverge from the middle: right for a rise, left for a fall, length by size.
+  const bars = await page.locator('#diff-table .pc-bar i').evaluateAll((is) => is.map((i) => {
+    const b = i.getBoundingClientRect(), p = i.parentElement.getBoundingClientRect();
+    return [b.left - (p.left + p.width / 2), b.right - (p.left + p.width / 2)];
+  }));
+  assert.ok(bars[0][0] > -1 && bars[0][1] > 0 && bars[3][1] < 1 && bars[3][0] < 0, `bars ${JSON.stringify(bars)}`);
+  assert.ok(Math.abs(bars[0][1] - -bars[3][0] * 60 / 45) < 2, `bar lengths by size ${JSON.stringify(bars)}`);
+  // Swapped: the signs and the order turn over.
+  await page.selectOption('#diff-a', '99');
+  await page.selectOption('#diff-b', '50');
+  await page.waitForSelector('body[data-diff="99,50"]');
+  assert.deepEqual((await diffRows(page)).map(([s, d, c]) => [s, d, c]), [['api:GET /y;cache:get', 45, 'pos'],
+    ['api:GET /y', 15, 'pos'], ['api:GET /x;cache:get', -40, 'neg'], ['api:GET /x', -60, 'neg']]);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('percentiles of generated traces: every row shows the embedded number; --percentile and --diff preselect', async () => {
+  const html = path.join(work, 'checkout-pc.html');
+  const json = path.join(work, 'checkout-pc.json');
+  const spans = path.join(work, 'checkout.json');
+  run('report', spans, '-o', html, '--traces', '12', '--percentile', 'p90', '--diff', '99,50');
+  run('report', spans, '-o', json, '--traces', '12', '--percentile', 'p90', '--diff', '99,50', '-f', 'json');
+  const pc = JSON.parse(fs.readFileSync(json, 'utf8')).percentiles;
+  const { page, problems } = await open(html);
+  assert.equal(await page.getAttribute('body', 'data-percentile'), '90');
+  assert.equal(await page.getAttribute('body', 'data-diff'), '99,50');
+  for (const p of [90, 50, 0]) {
+    if (p !== 90) {
+      await page.selectOption('#pc-pick', String(p));
+      await page.waitForSelector(`body[data-percentile="${p}"]`);
+    }
+    const v = pc.views.find((x) => x.p === p);
+    const shown = await pcRows(page);
+    assert.equal(shown.length, v.rows.length, `p${p}: a row per calling context`);
+    assert.deepEqual(shown.map(([s, us]) => [s, us]), v.rows.map(([s, us]) => [pc.stacks[s], us]), `p${p}: the embedded rows in order`);
+    for (const [, us, text] of shown) {
+      const n = Number(text.split(' ')[0]), unit = text.split(' ')[1];
+      const f = { s: 1e6, ms: 1e3, 'µs': 1, ns: 1e-3 }[unit];
+      assert.ok(Math.abs(n * f - us) <= 0.005 * us + 1e-9, `${text} shows ${us} µs`);
+    }
+  }
+  // The diff's rows: the pair (50, 99) embedded once, shown with its columns swapped.
+  const d = pc.diffs.find((x) => x.a === 50 && x.b === 99);
+  const want = d.rows.map(([s, a, b]) => [pc.stacks[s], a - b]).sort((x, y) => y[1] - x[1]);
+  const shown = await diffRows(page);
+  assert.deepEqual(shown.map(([s, diff]) => diff), want.map(([, diff]) => diff));
+  assert.deepEqual(new Set(shown.map(([s]) => s)), new Set(want.map(([s]) => s)));
+  for (const [, diff, cls, bar] of shown) assert.equal(cls, diff > 0 ? 'pos' : diff < 0 ? 'neg' : 'zero');
+  for (const [, , cls, bar] of shown) assert.equal(bar, cls);
+  await page.selectOption('#pc-pick', '99');
+  await page.selectOption('#diff-a', '50');
+  await page.selectOption('#diff-b', '99');
+  await page.waitForSelector('body[data-diff="50,99"]');
+  await page.locator('#sec-percentiles').screenshot({ path: path.join(artifacts, 'report-waterfall-percentiles.png') });
   assert.deepEqual(problems, []);
   await page.close();
 });

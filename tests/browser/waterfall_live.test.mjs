@@ -127,6 +127,32 @@ test('the live page lists the slow traces, draws the slowest, keeps the pick as 
   await page.close();
 });
 
+// The Percentiles and Diff panel live: fed by api/critical-path (here on --http, beside
+// the receiver). The four traces so far: a3 30, a2 60, a1 100, a9 250 µs. By hand (nearest
+// rank over 4): p99 +- 1 -> a9 alone; p50 +- 1 -> ranks 2..3, a2 and a1, whose mean per
+// trace is GET /x 30, its get 20, GET /y 7.5 -> 8, its get 22.5 -> 23 µs.
+test('the live page shows the percentile and diff views of api/critical-path', async () => {
+  const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+  const problems = [];
+  page.on('pageerror', (e) => problems.push(`exception: ${e.message}`));
+  await page.goto(`http://127.0.0.1:${ports.http}/traces`);
+  await page.waitForSelector('body[data-ready="1"][data-traces="4"][data-percentile="99"][data-diff="50,99"]', { timeout: 10000 });
+  const rows = (sel) => page.locator(sel).evaluateAll((rs) => rs.map((r) => [r.dataset.stack, Number(r.dataset.us ?? r.dataset.diff)]));
+  assert.deepEqual(await rows('#pc-table tr.pc-row'), [['api:GET /slow', 250]]);
+  assert.match(await page.locator('#pc-facts').textContent(), /^1 of 4 traces around p99/);
+  assert.deepEqual(await rows('#diff-table tr.diff-row'), [['api:GET /slow', 250], ['api:GET /y', -8],
+    ['api:GET /x;cache:get', -20], ['api:GET /y;cache:get', -23], ['api:GET /x', -30]]);
+  // What the page shows is what the API answers.
+  const text = await (await fetch(`http://127.0.0.1:${ports.http}/api/critical-path?diff=50,99`)).text();
+  assert.equal(text, 'api:GET /slow 0 250\napi:GET /x 30 0\napi:GET /x;cache:get 20 0\napi:GET /y 8 0\napi:GET /y;cache:get 23 0\n');
+  await page.selectOption('#pc-pick', '50');
+  await page.waitForSelector('body[data-percentile="50"]');
+  assert.deepEqual(await rows('#pc-table tr.pc-row'), [['api:GET /x', 60], ['api:GET /y;cache:get', 45],
+    ['api:GET /x;cache:get', 40], ['api:GET /y', 15]]);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
 test('the dashboard links the slow traces', async () => {
   const page = await browser.newPage();
   await page.goto(`http://127.0.0.1:${ports.http}/`);
