@@ -264,6 +264,11 @@ int run(RunArgs& a) {
   collect_after_run(a, w, live != nullptr, kept, mpi.get(), r);
   const std::string digest = flow::output_digest(r.output);
   if (!a.quiet && rank0) print_run_summary(a, r, digest);
+  if (r.counters.clamped_receipts && rank0)  // never silent: those message edges are longer
+    fmt::print(stderr,
+               "trace: {} message receipts stamped after their arrival (a flush held the "
+               "worker's events back for the hold's {:.3f} s and no longer)\n",
+               r.counters.clamped_receipts, static_cast<double>(cfg.trace_hold_ns) * 1e-9);
   if (r.counters.early_records || r.counters.frontier_regressions)
     throw std::runtime_error(
         fmt::format("progress tracking violated: {} early records, {} frontier regressions",

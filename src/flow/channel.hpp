@@ -67,6 +67,12 @@ class SpscRing {
     tail_.store(t + 1, std::memory_order_release);
     return true;
   }
+  // Consumer side: the oldest entry, left in place (nullptr: empty).
+  T* peek() const {
+    const size_t h = head_.load(std::memory_order_relaxed);
+    if (h == tail_.load(std::memory_order_acquire)) return nullptr;
+    return slots_[h & mask_];
+  }
   T* pop() {
     const size_t h = head_.load(std::memory_order_relaxed);
     if (h == tail_.load(std::memory_order_acquire)) return nullptr;
@@ -95,10 +101,18 @@ class Pusher {
   std::function<void(Message<T>&)> on_enter;
 };
 
-template <class T>
-class Puller {
+// What a worker's trace flush asks of each of its inputs (runtime.cpp's drive()): the
+// earliest arrival among the messages that arrived and were not taken yet (INT64_MAX:
+// none, or not traced). Called on the receiver's thread only.
+class Inbound {
  public:
-  virtual ~Puller() = default;
+  virtual ~Inbound() = default;
+  virtual int64_t earliest_arrival() { return INT64_MAX; }
+};
+
+template <class T>
+class Puller : public Inbound {
+ public:
   virtual std::unique_ptr<Message<T>> pull() = 0;
 };
 
@@ -117,7 +131,10 @@ struct ChannelRings {
 template <class T>
 class RingPusher final : public Pusher<T> {
  public:
-  explicit RingPusher(SpscRing<Message<T>>* ring) : ring_(ring) {}
+  // `entering`: the sending worker's stamp (Fabric::entering), cleared once a traced
+  // message is in the ring.
+  RingPusher(SpscRing<Message<T>>* ring, std::atomic<int64_t>* entering)
+      : ring_(ring), entering_(entering) {}
   void push(std::unique_ptr<Message<T>> m) override {
     if (overflow_.empty() && enter(m)) return;
     overflow_.push_back(std::move(m));
@@ -131,11 +148,17 @@ class RingPusher final : public Pusher<T> {
   // Only this thread pushes, so a ring that is not full takes the message.
   bool enter(std::unique_ptr<Message<T>>& m) {
     if (ring_->full()) return false;
-    if (this->on_enter) this->on_enter(*m);
+    if (!this->on_enter) {
+      ring_->push(m.release());
+      return true;
+    }
+    this->on_enter(*m);  // stamps the arrival and publishes it as entering (trace_send)
     ring_->push(m.release());
+    entering_->store(INT64_MAX);  // seq_cst: see Fabric::entering
     return true;
   }
   SpscRing<Message<T>>* ring_;
+  std::atomic<int64_t>* entering_;
   std::deque<std::unique_ptr<Message<T>>> overflow_;
 };
 
@@ -153,6 +176,13 @@ class RingPuller final : public Puller<T> {
       }
     }
     return nullptr;
+  }
+  // Each sender's arrivals increase and its ring is FIFO: its head is its earliest.
+  int64_t earliest_arrival() override {
+    int64_t t = INT64_MAX;
+    for (auto* r : rings_)
+      if (const Message<T>* m = r->peek(); m && m->arrived_ns >= 0) t = std::min(t, m->arrived_ns);
+    return t;
   }
 
  private:
@@ -235,12 +265,15 @@ class Transport {
       if (len > n) throw std::runtime_error("transport: truncated frame");
       auto box = inbox(h.channel, h.to);
       std::vector<char> frame(p, p + len);
-      if (since_origin) {  // the receipt's time: delivery, not the receiver's dequeue
-        h.arrived_ns = steady_now_ns();
-        std::memcpy(frame.data(), &h, sizeof h);
-      }
       {
+        // The receipt's time: delivery, not the receiver's dequeue. Stamped under the
+        // inbox's lock, so that a receiver's flush that found the inbox without this frame
+        // read its clock before this stamp (MixedPuller::earliest_arrival).
         std::lock_guard<std::mutex> lock(box->mu);
+        if (since_origin) {
+          h.arrived_ns = steady_now_ns();
+          std::memcpy(frame.data(), &h, sizeof h);
+        }
         box->frames.push_back(std::move(frame));
       }
       p += len;
@@ -303,6 +336,16 @@ class MixedPuller final : public Puller<T> {
     if (auto m = remote()) return m;
     return local_->pull();
   }
+  int64_t earliest_arrival() override {
+    int64_t t = local_->earliest_arrival();
+    if (!t_->since_origin) return t;
+    std::lock_guard<std::mutex> lock(box_->mu);
+    if (box_->frames.empty()) return t;
+    FrameHeader h;  // frames are delivered in order: the front is the earliest
+    std::memcpy(&h, box_->frames.front().data(), sizeof h);
+    const int64_t a = t_->since_origin(h.arrived_ns);
+    return a >= 0 ? std::min(t, a) : t;
+  }
 
  private:
   std::unique_ptr<Message<T>> remote() {
@@ -350,22 +393,31 @@ class Fabric {
         procs_(transport ? transport->procs() : 1),
         base_(transport ? transport->rank() * workers : 0),
         transport_(transport),
-        ring_capacity_(ring_capacity) {
+        ring_capacity_(ring_capacity),
+        entering_(workers) {
     if (ring_capacity == 0) throw std::invalid_argument("fabric: a ring needs a slot");
+    for (auto& e : entering_) e.store(INT64_MAX);
   }
   // All workers, over every process.
   uint32_t workers() const { return local_ * procs_; }
   uint32_t local_workers() const { return local_; }
   uint32_t base() const { return base_; }
+  bool local(uint32_t worker) const { return worker >= base_ && worker < base_ + local_; }
+  // Local worker `worker`'s traced message on its way into a ring: a time no later than
+  // its arrival stamp, stored (seq_cst) before the stamp is taken and cleared (INT64_MAX)
+  // after the push. A receiver's flush reads its clock, then these, then its rings' heads:
+  // a message it did not see was either entering (this bounds its arrival), or had its
+  // stamp taken after the receiver's clock read (docs/RUNTIME.md "Tracing").
+  std::atomic<int64_t>& entering(uint32_t worker) { return entering_[worker - base_]; }
 
   template <class T>
   std::vector<std::unique_ptr<Pusher<T>>> pushers(uint64_t channel, uint32_t from) {
     auto rings = get<T>(channel);
     std::vector<std::unique_ptr<Pusher<T>>> out;
     for (uint32_t to = 0; to < workers(); ++to) {
-      if (to >= base_ && to < base_ + local_)
+      if (local(to))
         out.push_back(std::make_unique<RingPusher<T>>(
-            rings->rings[size_t{from - base_} * local_ + (to - base_)].get()));
+            rings->rings[size_t{from - base_} * local_ + (to - base_)].get(), &entering(from)));
       else
         out.push_back(std::make_unique<RemotePusher<T>>(transport_, channel, to, to / local_));
     }
@@ -394,6 +446,7 @@ class Fabric {
   uint32_t local_, procs_, base_;
   Transport* transport_;
   size_t ring_capacity_;
+  std::vector<std::atomic<int64_t>> entering_;
   std::mutex mu_;
   std::unordered_map<uint64_t, std::shared_ptr<void>> channels_;
 };

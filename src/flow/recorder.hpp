@@ -60,10 +60,13 @@ class Recorder {
     return last_arrival_ = t;
   }
   // The receiver's side: records a receipt at the message's arrival (a message queued
-  // behind a busy receiver waited in the receiver's processing, not in communication),
-  // never before what was already handed to a live sink (floor).
+  // behind a busy receiver waited in the receiver's processing, not in communication).
+  // A live sink's flush holds back the events from the earliest arrival not yet taken
+  // (runtime.cpp's drive()), so a receipt is before what was handed out (floor) only when
+  // the flush's hold was capped: then it is stamped at the floor and counted (clamped()).
   void receipt(int64_t arrived, ActivityType a, uint32_t from, int64_t correlator,
                int64_t records = -1) {
+    if (arrived >= 0 && arrived < floor_) ++clamped_;
     const int64_t ts = arrived >= 0 ? std::max(arrived, floor_) : now();
     first_receipt_ = std::min(first_receipt_, ts);
     message(ts, a, EventKind::recv, from, correlator, records);
@@ -74,8 +77,11 @@ class Recorder {
     first_receipt_ = INT64_MAX;
     return t;
   }
-  // Events up to `ts` were handed to a live sink: later receipts are not stamped before.
+  // Events before `ts` were handed to a live sink: later receipts are not stamped before.
   void set_floor(int64_t ts) { floor_ = std::max(floor_, ts); }
+  int64_t floor() const { return floor_; }
+  // Receipts stamped at the floor instead of their (earlier) arrival.
+  uint64_t clamped() const { return clamped_; }
   std::vector<Event>& events() { return events_; }
 
  private:
@@ -88,6 +94,7 @@ class Recorder {
   int64_t last_arrival_ = INT64_MIN;
   int64_t first_receipt_ = INT64_MAX;
   int64_t floor_ = INT64_MIN;
+  uint64_t clamped_ = 0;
 };
 
 }  // namespace snailtrail::flow

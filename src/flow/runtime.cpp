@@ -117,13 +117,16 @@ void record_round_gaps(Recorder& rec, uint32_t worker, size_t mark, int64_t t_st
 // sleep's granularity, the OS) is `scheduling`.
 // Rounds that only apply progress are idle too: the wait goes on through them.
 // With `sink`, the recorded events go to it every `flush_ns` (also during a wait, which
-// is then recorded up to the flush and goes on from there) and at the end.
+// is then recorded up to the flush and goes on from there) and at the end: those before
+// the flush's watermark, the earliest arrival of a message not yet taken (a receipt is
+// recorded at its message's arrival, possibly long after: a batch queued behind a busy
+// worker), never more than `hold_ns` back; later ones wait for the next flush.
 using TraceSink = std::function<void(std::vector<Event>&&, const std::vector<std::string>&)>;
 // With fail_at_ns >= 0 (the test-only SNAILTRAIL_FLOW_FAIL_WORKER), the worker throws once
 // its clock passes it: how the tests make a worker fail in the middle of a run.
 void drive(Worker& w, const std::atomic<bool>& abort, const TraceSink* sink = nullptr,
            int64_t flush_ns = 0, int64_t fail_at_ns = -1,
-           Clock::time_point origin = Clock::time_point{}) {
+           Clock::time_point origin = Clock::time_point{}, int64_t hold_ns = 0) {
   Recorder& rec = w.recorder();
   int idle = 0;
   int64_t wait_start = -1;
@@ -131,14 +134,32 @@ void drive(Worker& w, const std::atomic<bool>& abort, const TraceSink* sink = nu
   int64_t round_end = -1;            // when the last round ended (-1: none yet)
   const bool streaming = sink && *sink && rec.on();
   int64_t next_flush = streaming ? rec.now() + flush_ns : 0;
-  auto flush = [&] {
+  size_t held = 0;  // events the last flush kept (in time order, at the front)
+  const auto by_ts = [](const Event& a, const Event& b) { return a.ts < b.ts; };
+  auto flush = [&](bool last) {
     auto& ev = rec.events();
     if (ev.empty()) return;
-    std::stable_sort(ev.begin(), ev.end(),
-                     [](const Event& a, const Event& b) { return a.ts < b.ts; });
+    std::stable_sort(ev.begin() + static_cast<std::ptrdiff_t>(held), ev.end(), by_ts);
+    std::inplace_merge(ev.begin(), ev.begin() + static_cast<std::ptrdiff_t>(held), ev.end(), by_ts);
+    int64_t cut = INT64_MAX;
+    if (!last) {
+      // The clock first, then what has arrived (Fabric::entering says why this order).
+      const int64_t now = rec.now();
+      cut = std::max(std::min(now, w.earliest_arrival()), now - hold_ns);
+      if (round_end >= 0) cut = std::min(cut, round_end);  // the next round starts there
+    }
+    const auto split = std::lower_bound(ev.begin(), ev.end(), cut,
+                                        [](const Event& e, int64_t t) { return e.ts < t; });
+    held = static_cast<size_t>(ev.end() - split);
+    if (split == ev.begin()) return;
     std::vector<Event> out;
-    out.reserve(ev.capacity());
-    out.swap(ev);
+    if (held == 0) {
+      out.reserve(ev.capacity());
+      out.swap(ev);
+    } else {
+      out.assign(ev.begin(), split);
+      ev.erase(ev.begin(), split);
+    }
     rec.set_floor(out.back().ts);
     (*sink)(std::move(out), w.operator_names());
   };
@@ -158,7 +179,7 @@ void drive(Worker& w, const std::atomic<bool>& abort, const TraceSink* sink = nu
         rec.events().insert(rec.events().end(), spans, spans + n);
         wait_start = now;
       }
-      flush();
+      flush(false);
       next_flush = rec.now() + flush_ns;
     }
     const size_t mark = rec.on() ? rec.events().size() : 0;
@@ -189,7 +210,7 @@ void drive(Worker& w, const std::atomic<bool>& abort, const TraceSink* sink = nu
       }
     }
   }
-  if (streaming) flush();
+  if (streaming) flush(true);
 }
 
 // Runs `body(index)` on `n` threads; the first exception stops the others and is rethrown.
@@ -216,6 +237,7 @@ void add(WorkerCounters& a, const WorkerCounters& b) {
   a.early_records += b.early_records;
   a.steps += b.steps;
   a.idle_steps += b.idle_steps;
+  a.clamped_receipts += b.clamped_receipts;
 }
 
 // SNAILTRAIL_FLOW_FAIL_WORKER=G[:MS] (test-only, docs/RUNTIME.md): global worker G
@@ -339,10 +361,12 @@ struct RunWorkers {
       op_names = w.operator_names();
     }
     try {
-      drive(w, abort, &cfg.on_trace_events, cfg.trace_flush_ns, injected_failure(g), start);
+      drive(w, abort, &cfg.on_trace_events, cfg.trace_flush_ns, injected_failure(g), start,
+            cfg.trace_hold_ns);
     } catch (const std::exception& e) {  // name the worker (and its process) that failed
       throw std::runtime_error(fmt::format("worker-{}: {}", g, e.what()));
     }
+    w.counters().clamped_receipts = w.recorder().clamped();
     std::lock_guard<std::mutex> lock(mu);
     add(result.counters, w.counters());
     result.generated[i] = generated[i].load();
@@ -353,9 +377,11 @@ struct RunWorkers {
 // Several processes: rank 0 gets every process's counters, per-worker record counts,
 // output and end time (`end`: this process's, ns); W: workers per process.
 void gather_ranks(Transport& tr, int64_t end, uint32_t W, RunResult& result) {
-  std::vector<uint64_t> mine = {static_cast<uint64_t>(end),    result.counters.frontier_regressions,
-                                result.counters.early_records, result.counters.steps,
-                                result.counters.idle_steps,    result.latency_max_ns};
+  std::vector<uint64_t> mine = {
+      static_cast<uint64_t>(end),      result.counters.frontier_regressions,
+      result.counters.early_records,   result.counters.steps,
+      result.counters.idle_steps,      result.latency_max_ns,
+      result.counters.clamped_receipts};
   mine.insert(mine.end(), result.generated.begin(), result.generated.end());
   for (const auto& [k, v] : result.output) {
     mine.push_back(k);
@@ -372,10 +398,10 @@ void gather_ranks(Transport& tr, int64_t end, uint32_t W, RunResult& result) {
   for (uint64_t n : sizes) {
     const uint64_t* p = all.data() + at;
     last_end = std::max(last_end, p[0]);
-    add(result.counters, {p[1], p[2], p[3], p[4]});
+    add(result.counters, {p[1], p[2], p[3], p[4], p[6]});
     result.latency_max_ns = std::max(result.latency_max_ns, p[5]);
-    result.generated.insert(result.generated.end(), p + 6, p + 6 + W);
-    for (size_t k = 6 + W; k + 1 < n; k += 2) result.output.emplace_back(p[k], p[k + 1]);
+    result.generated.insert(result.generated.end(), p + 7, p + 7 + W);
+    for (size_t k = 7 + W; k + 1 < n; k += 2) result.output.emplace_back(p[k], p[k + 1]);
     at += n;
   }
   result.seconds = static_cast<double>(last_end) * 1e-9;

@@ -60,6 +60,11 @@ struct RunConfig {
   std::function<void(std::vector<Event>&&, const std::vector<std::string>& operator_names)>
       on_trace_events;
   int64_t trace_flush_ns = 50'000'000;
+  // A flush holds back a worker's events from the earliest arrival of a message it has not
+  // taken yet (so that its receipt is recorded at that arrival), at most this long; a
+  // receipt older than that is stamped at the last flushed event and counted in
+  // RunResult::clamped_receipts.
+  int64_t trace_hold_ns = 2'000'000'000;
   std::map<std::string, double> params;  // job-specific knobs (NEXMark: docs/NEXMARK.md)
   // Several processes (mpi_transport.hpp): `workers` threads here, of workers x procs.
   Transport* transport = nullptr;

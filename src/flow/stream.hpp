@@ -202,7 +202,9 @@ template <class T>
 class Input {
  public:
   Input(Worker& w, uint32_t op, uint32_t edge, std::unique_ptr<Puller<T>> puller)
-      : w_(w), op_(op), edge_(edge), puller_(std::move(puller)) {}
+      : w_(w), op_(op), edge_(edge), puller_(std::move(puller)) {
+    w_.add_inbound(puller_.get());
+  }
   // Least time that may still arrive (kTimeMax: the input is complete).
   Time frontier() const { return w_.frontier(edge_); }
   // Calls fn(time, data) for every message taken this activation; data may be moved from.

@@ -52,6 +52,7 @@ Worker::Worker(uint32_t index, Fabric& fabric, Recorder& recorder)
     : index_(index), fabric_(fabric), rec_(recorder) {
   progress_out_ = fabric_.pushers<ProgressUpdate>(0, index_);
   progress_in_ = fabric_.puller<ProgressUpdate>(0, index_);
+  add_inbound(progress_in_.get());
   if (rec_.on())
     for (uint32_t to = 0; to < progress_out_.size(); ++to)
       if (to != index_)

@@ -6,6 +6,8 @@
 // (topological) order, retry undelivered messages, broadcast this round's progress.
 #pragma once
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -59,6 +61,9 @@ struct WorkerCounters {
   uint64_t frontier_regressions = 0;  // a frontier moved backwards (must stay 0)
   uint64_t early_records = 0;         // a record arrived at a time its frontier had passed
   uint64_t steps = 0, idle_steps = 0;
+  // Traced receipts stamped later than their arrival (a live sink's flush held events back
+  // for RunConfig::trace_hold_ns and no longer: Recorder::clamped()).
+  uint64_t clamped_receipts = 0;
 };
 
 class Worker {
@@ -75,12 +80,27 @@ class Worker {
   // Tracing, on this (sending) worker's thread as `m` enters worker `to`'s ring
   // (Pusher::on_enter): its correlator, the send, and the arrival its receipt is stamped
   // at (another process's delivery restamps it).
+  // Into a local ring, the arrival is published as entering first (Fabric::entering; the
+  // ring's pusher clears it after the push).
   template <class T>
   void trace_send(Message<T>& m, uint32_t to, ActivityType a = ActivityType::data_message) {
     m.correlator = rec_.next_correlator();
-    rec_.message(rec_.now(), a, EventKind::send, to, m.correlator,
-                 static_cast<int64_t>(m.data.size()));
-    m.arrived_ns = rec_.next_arrival();
+    const int64_t now = rec_.now();
+    rec_.message(now, a, EventKind::send, to, m.correlator, static_cast<int64_t>(m.data.size()));
+    if (fabric_.local(to)) fabric_.entering(index_).store(now);  // seq_cst
+    m.arrived_ns = rec_.next_arrival();                          // >= now
+  }
+  // An input whose waiting messages hold back this worker's trace flush (Input, progress).
+  void add_inbound(Inbound* in) { inbound_.push_back(in); }
+  // The earliest arrival a receipt of this worker may still be recorded at (INT64_MAX:
+  // none known): the local senders' entering stamps, then the inputs' waiting messages.
+  // A caller reads its clock before (runtime.cpp's trace flush).
+  int64_t earliest_arrival() {
+    int64_t t = INT64_MAX;
+    for (uint32_t s = fabric_.base(); s < fabric_.base() + fabric_.local_workers(); ++s)
+      if (s != index_) t = std::min(t, fabric_.entering(s).load());
+    for (Inbound* in : inbound_) t = std::min(t, in->earliest_arrival());
+    return t;
   }
   WorkerCounters& counters() { return counters_; }
 
@@ -145,6 +165,7 @@ class Worker {
   ProgressTracker tracker_;
   std::vector<std::unique_ptr<Pusher<ProgressUpdate>>> progress_out_;
   std::unique_ptr<Puller<ProgressUpdate>> progress_in_;
+  std::vector<Inbound*> inbound_;  // owned by the operators' inputs and progress_in_
   bool built_ = false;
   bool flushed_ = true;  // the last round left nothing at the sender (its pushers' overflow)
 };
