@@ -173,9 +173,10 @@ void AnalyzeRun::print_timings() const {
   if (snail_)
     fmt::print(stderr,
                "streamed: {} of {} bytes read in {} blocks, lookback {} ns, at most {} PAG "
-               "nodes held\n",
+               "nodes held, at most {} half messages waiting ({} out of correlator order)\n",
                snail_->bytes_read(), snail_->file_size(), sstats_.blocks_read, sstats_.lookback_ns,
-               sstats_.peak_retained_nodes);
+               sstats_.peak_retained_nodes, sstats_.peak_open_halves,
+               snail_->index().facts.reordered_halves);
 }
 
 int AnalyzeRun::run() {
