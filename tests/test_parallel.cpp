@@ -4,8 +4,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <optional>
+#include <random>
 #include <stdexcept>
+#include <tuple>
+#include <vector>
 
 #include "bench/synthetic.hpp"
 #include "output/writers.hpp"
@@ -238,6 +242,108 @@ TEST(Parallel, PagBuildIsIdenticalForAnyThreadCount) {
     }
   }
   EXPECT_NE(want.find("record " + std::to_string(first)), std::string::npos) << want;
+}
+
+// A messy trace for the message join: workers with activities and gaps, messages between
+// any two (itself included) with correlators out of order, some used twice, some halves
+// missing or without correlator, receipts before their send; in time order.
+Trace messy_trace(std::mt19937_64& rng) {
+  auto uni = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  const uint32_t W = static_cast<uint32_t>(uni(2, 9));
+  std::vector<Event> ev;
+  auto event = [&](uint32_t w, int64_t ts, ActivityType a, EventKind k) {
+    Event e;
+    e.ts = ts;
+    e.worker = w * 3 + 1;
+    e.activity = a;
+    e.kind = k;
+    return e;
+  };
+  for (uint32_t w = 0; w < W; ++w)
+    for (int64_t t = uni(0, 100); t < 200'000;) {
+      const int64_t len = uni(1, 3'000);
+      const auto a = static_cast<ActivityType>(uni(0, 3));
+      ev.push_back(event(w, t, a, EventKind::start));
+      ev.push_back(event(w, t + len, a, EventKind::end));
+      t += len + (uni(0, 3) == 0 ? uni(0, 5'000) : 0);
+    }
+  const int64_t messages = uni(50, 2'000);
+  std::vector<int64_t> corr(static_cast<size_t>(messages));
+  for (int64_t k = 0; k < messages; ++k) corr[static_cast<size_t>(k)] = k;
+  for (size_t b = 0; b < corr.size(); b += 30)  // reordered in blocks of 30
+    std::shuffle(corr.begin() + static_cast<std::ptrdiff_t>(b),
+                 corr.begin() + static_cast<std::ptrdiff_t>(std::min(b + 30, corr.size())), rng);
+  for (int64_t k = 0; k < messages; ++k) {
+    const uint32_t s = static_cast<uint32_t>(uni(0, W - 1)),
+                   r = static_cast<uint32_t>(uni(0, W - 1));
+    const int64_t ts = uni(0, 200'000), tr = uni(0, 9) == 0 ? ts - uni(0, 500) : ts + uni(0, 4'000);
+    const int64_t c =
+        uni(0, 20) == 0 ? corr[static_cast<size_t>(uni(0, k))] : corr[static_cast<size_t>(k)];
+    Event se = event(s, ts, ActivityType::data_message, EventKind::send);
+    Event re = event(r, tr, ActivityType::data_message, EventKind::recv);
+    se.remote = r * 3 + 1;
+    re.remote = s * 3 + 1;
+    se.flags = re.flags = kHasRemote;
+    if (uni(0, 40) != 0) {
+      se.correlator = re.correlator = c;
+      se.flags |= kHasCorrelator;
+      re.flags |= kHasCorrelator;
+    }
+    if (uni(0, 15) != 0) ev.push_back(se);
+    if (uni(0, 15) != 0) ev.push_back(re);
+  }
+  std::stable_sort(ev.begin(), ev.end(),
+                   [](const Event& a, const Event& b) { return a.ts < b.ts; });
+  Trace t;
+  t.events.resize(ev.size());
+  std::copy(ev.begin(), ev.end(), t.events.begin());
+  return t;
+}
+
+// The PAG of messy traces (reordered and repeated correlators, unmatched halves) is the
+// same for 1, 2, 3 and 4 threads (asked for, so every stage splits however small the
+// trace: worker scan, scatter, partitioned join, message sort), and its messages are
+// those of a brute-force join: per (sender, receiver, correlator) the k-th send in time
+// order with the k-th receive, less receipts before their send and self-loops.
+TEST(Parallel, PagOfMessyTracesIsIdenticalForAnyThreadCountAndMatchesABruteForceJoin) {
+  std::mt19937_64 rng(39);
+  for (int round = 0; round < 12; ++round) {
+    const Trace trace = messy_trace(rng);
+    PagOptions o;
+    o.threads = 1;
+    const Pag one = build_pag(trace, o);
+    for (unsigned threads : {2u, 3u, 4u}) {
+      o.threads = threads;
+      expect_same_pag(build_pag(trace, o), one, threads);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+    // Brute force: the halves per key in file (= time) order, paired in order.
+    using Key = std::tuple<uint32_t, uint32_t, int64_t>;
+    std::map<Key, std::pair<std::vector<const Event*>, std::vector<const Event*>>> keys;
+    for (const Event& e : trace.events) {
+      if (!e.is_message() || !e.has(kHasCorrelator)) continue;
+      if (e.kind == EventKind::send)
+        keys[{e.worker, e.remote, e.correlator}].first.push_back(&e);
+      else
+        keys[{e.remote, e.worker, e.correlator}].second.push_back(&e);
+    }
+    std::vector<std::tuple<int64_t, int64_t, uint32_t, uint32_t>> want, got;
+    for (const auto& [key, halves] : keys)
+      for (size_t k = 0; k < std::min(halves.first.size(), halves.second.size()); ++k) {
+        const Event &s = *halves.first[k], &r = *halves.second[k];
+        if (r.ts < s.ts || (s.worker == r.worker && s.ts == r.ts)) continue;
+        want.emplace_back(s.ts, r.ts, s.worker, r.worker);
+      }
+    for (const Message& m : one.messages)
+      got.emplace_back(m.src_ts, m.dst_ts, one.worker_ids[m.src_worker],
+                       one.worker_ids[m.dst_worker]);
+    std::sort(want.begin(), want.end());
+    std::sort(got.begin(), got.end());
+    EXPECT_EQ(got, want) << "round " << round;
+    EXPECT_FALSE(want.empty());
+  }
 }
 
 // The first failure, in a worker (render) or on the consuming thread, stops every thread

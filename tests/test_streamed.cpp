@@ -9,8 +9,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "bench/synthetic.hpp"
@@ -347,6 +350,167 @@ TraceFacts facts_of(const Trace& t) {
   return b.finish();
 }
 
+// Correlators renumbered by a permutation that shuffles blocks of `spread` consecutive
+// values (a message keeps one correlator for both halves): the same messages, their
+// correlators out of order per worker pair by less than `spread` places, as a network or a
+// merge of files reorders them.
+void shuffle_correlators(Trace& t, size_t spread, std::mt19937_64& rng) {
+  std::vector<int64_t> values;
+  for (const Event& e : t.events)
+    if (e.has(kHasCorrelator)) values.push_back(e.correlator);
+  std::sort(values.begin(), values.end());
+  values.erase(std::unique(values.begin(), values.end()), values.end());
+  std::vector<int64_t> to = values;
+  for (size_t b = 0; b < to.size(); b += spread)
+    std::shuffle(to.begin() + static_cast<std::ptrdiff_t>(b),
+                 to.begin() + static_cast<std::ptrdiff_t>(std::min(b + spread, to.size())), rng);
+  for (Event& e : t.events)
+    if (e.has(kHasCorrelator)) {
+      const size_t rank = static_cast<size_t>(
+          std::lower_bound(values.begin(), values.end(), e.correlator) - values.begin());
+      e.correlator = to[rank];
+    }
+}
+
+// The number after `label` in `text` (-1 if absent).
+long long number_after(const std::string& text, const std::string& label) {
+  const size_t p = text.find(label);
+  return p == std::string::npos ? -1 : std::stoll(text.substr(p + label.size()));
+}
+
+// Correlators out of order per worker pair (but each used once) are streamed, with the
+// windows of the whole trace in memory (the oracle), and the same windows as the trace
+// with its correlators in order: matching goes by key, so reordering changes nothing.
+TEST_F(StreamedTest, ReorderedCorrelatorsAreStreamedWithTheWholeTracesWindows) {
+  std::mt19937_64 rng(39);
+  for (int i = 0; i < testing::random_inputs(6, 3); ++i) {
+    const Trace in_order = random_trace(rng);
+    Trace t = in_order;
+    shuffle_correlators(t, 2 + rng() % 40, rng);
+    const TraceFacts f = facts_of(t);
+    ASSERT_TRUE(f.correlators_unique);
+    SnailWriteOptions o;
+    o.events_per_block = static_cast<uint32_t>(1 + rng() % 300);
+    write_trace(t, path("shuffled.snail").string(), o);
+    write_trace(in_order, path("ordered.snail").string(), o);
+    EXPECT_EQ(SnailFile(path("shuffled.snail").string()).index().facts.correlators_unique, true);
+    const std::string window = std::vector<std::string>{"1ms", "2ms", "500us"}[i % 3];
+    const std::string out =
+        expect_same(path("shuffled.snail"), {"--window", window, "-f", "jsonl"});
+    EXPECT_EQ(out, expect_same(path("ordered.snail"), {"--window", window, "-f", "jsonl"}));
+    expect_same(path("shuffled.snail"),
+                {"--window", window, "-f", "csv", "--from", "+3ms", "--to", "+20ms"});
+  }
+}
+
+// A long trace (the benchmark's synthetic one, many windows) with correlators shuffled in
+// blocks of 200: streamed in bounded memory. The analyzer's own high-water marks (PAG
+// nodes held, half messages waiting for their partner) are those of the same trace with
+// its correlators in order, and the waiting halves stay below the messages in flight at
+// any block boundary (brute force over the file) plus the trace's unmatched halves.
+TEST_F(StreamedTest, ReorderedCorrelatorsStreamInBoundedMemory) {
+  bench::SyntheticOptions so;
+  so.duration_ns = 4'000'000'000;
+  so.workers = 6;
+  const Trace in_order = bench::make_synthetic_trace(so);
+  Trace t = in_order;
+  std::mt19937_64 rng(7);
+  shuffle_correlators(t, 200, rng);
+  const TraceFacts f = facts_of(t);
+  EXPECT_TRUE(f.correlators_unique);
+  EXPECT_FALSE(f.correlators_increasing);
+  EXPECT_GT(f.reordered_halves, t.events.size() / 100);
+  SnailWriteOptions o;
+  o.events_per_block = 1000;
+  write_trace(t, path("shuffled.snail").string(), o);
+  write_trace(in_order, path("ordered.snail").string(), o);
+  const std::vector<std::string> args = {"--window", "100ms", "-f", "jsonl"};
+  EXPECT_EQ(expect_same(path("shuffled.snail"), args), expect_same(path("ordered.snail"), args));
+  auto timings = [&](const char* name) {
+    return run({"analyze", path(name).string(), "--window", "100ms", "-f", "jsonl", "--timings"})
+        .err;
+  };
+  const std::string shuffled = timings("shuffled.snail"), ordered = timings("ordered.snail");
+  const long long nodes = number_after(shuffled, "at most ");
+  const long long halves = number_after(shuffled, "nodes held, at most ");
+  ASSERT_GT(nodes, 0) << shuffled;
+  ASSERT_GE(halves, 0) << shuffled;
+  EXPECT_EQ(nodes, number_after(ordered, "at most ")) << ordered;
+  EXPECT_EQ(halves, number_after(ordered, "nodes held, at most ")) << ordered;
+  EXPECT_EQ(number_after(shuffled, "waiting ("), static_cast<long long>(f.reordered_halves));
+  // Brute force: halves read by the end of a block whose partner comes in a later block.
+  struct Side {
+    size_t first = SIZE_MAX, count = 0;
+  };
+  std::map<std::tuple<uint32_t, uint32_t, int64_t>, Side> keys;
+  for (size_t i = 0; i < t.events.size(); ++i) {
+    const Event& e = t.events[i];
+    if (!e.is_message() || !e.has(kHasCorrelator)) continue;
+    const bool send = e.kind == EventKind::send;
+    Side& k = keys[{send ? e.worker : e.remote, send ? e.remote : e.worker, e.correlator}];
+    k.first = std::min(k.first, i);
+    ++k.count;
+  }
+  std::vector<long long> delta(t.events.size() + 1, 0);  // +1 at the first half, -1 at the second
+  long long unmatched = 0;
+  for (size_t i = 0; i < t.events.size(); ++i) {
+    const Event& e = t.events[i];
+    if (!e.is_message() || !e.has(kHasCorrelator)) continue;
+    const bool send = e.kind == EventKind::send;
+    const Side& k = keys[{send ? e.worker : e.remote, send ? e.remote : e.worker, e.correlator}];
+    if (k.count == 1)
+      ++unmatched;
+    else
+      delta[i] += k.first == i ? 1 : -1;
+  }
+  long long in_flight = 0, peak = 0;
+  for (size_t i = 0; i < t.events.size(); ++i) {
+    in_flight += delta[i];
+    if ((i + 1) % o.events_per_block == 0) peak = std::max(peak, in_flight);
+  }
+  EXPECT_LE(halves, peak + unmatched);
+  // Bounded: far below the trace's message halves (a whole-trace join holds them all).
+  EXPECT_LT(halves * 20, static_cast<long long>(keys.size()));
+}
+
+// Beyond the bound (a correlator back more than kReorderWindow places late on its pair)
+// or a correlator used twice: the index cannot promise unique correlators, so the trace is
+// read whole, with a note that says why.
+TEST_F(StreamedTest, CorrelatorsReorderedBeyondTheBoundAreReadWhole) {
+  auto message = [](std::vector<Event>& ev, int64_t ts, int64_t c) {
+    ev.push_back(half(1, 2, ts, EventKind::send, c, true));
+    ev.push_back(half(2, 1, ts + 50, EventKind::recv, c, true));
+  };
+  const int64_t n = TraceFacts::kReorderWindow + 50;
+  for (const int64_t late : {int64_t{TraceFacts::kReorderWindow} - 1, n - 1}) {
+    // Correlator 0 is sent after `late` others of the same pair.
+    std::vector<Event> ev;
+    for (int64_t k = 1; k <= n; ++k) {
+      message(ev, k * 1000, k);
+      if (k == late) message(ev, k * 1000 + 500, 0);
+    }
+    Trace t;
+    t.events.resize(ev.size());
+    std::copy(ev.begin(), ev.end(), t.events.begin());
+    const TraceFacts f = facts_of(t);
+    EXPECT_FALSE(f.correlators_increasing);
+    EXPECT_EQ(f.reordered_halves, 2u);
+    const bool within = late < static_cast<int64_t>(TraceFacts::kReorderWindow);
+    EXPECT_EQ(f.correlators_unique, within) << late;
+    write_trace(t, path("late.snail").string());
+    const Out s = run({"analyze", path("late.snail").string(), "-w", "10us", "-f", "jsonl"});
+    const Out m =
+        run({"analyze", path("late.snail").string(), "-w", "10us", "-f", "jsonl", "--in-memory"});
+    EXPECT_EQ(s.code, 0) << s.err;
+    EXPECT_EQ(s.out, m.out);
+    EXPECT_EQ(s.err.find("comes back more than 256 correlators late (2 message halves out of "
+                         "correlator order)") != std::string::npos,
+              !within)
+        << s.err;
+    if (within) expect_same(path("late.snail"), {"-w", "10us", "-f", "jsonl"});
+  }
+}
+
 void expect_same_index(const SnailIndex& a, const SnailIndex& b) {
   ASSERT_EQ(a.blocks.size(), b.blocks.size());
   for (size_t i = 0; i < a.blocks.size(); ++i) {
@@ -420,6 +584,33 @@ TEST_F(StreamedTest, FactsByBruteForce) {
     EXPECT_EQ(f.max_delay, delay);
     EXPECT_TRUE(f.worker_sorted);
     EXPECT_TRUE(f.correlators_increasing);
+    EXPECT_TRUE(f.correlators_unique);
+    EXPECT_EQ(f.reordered_halves, 0u);
+    // Shuffled within the bound, with now and then one correlator made a repeat of an
+    // earlier one of its pair and side: unique exactly when a set of all keys says so.
+    Trace r = t;
+    shuffle_correlators(r, 1 + rng() % 100, rng);
+    if (i % 2 == 1) {
+      for (size_t a = 0; a < r.events.size(); ++a) {
+        const Event& x = r.events[a];
+        if (!x.is_message() || !x.has(kHasCorrelator)) continue;
+        for (size_t b = a + 1; b < r.events.size(); ++b) {
+          Event& y = r.events[b];
+          if (y.kind == x.kind && y.worker == x.worker && y.remote == x.remote &&
+              y.has(kHasCorrelator) && rng() % 4 == 0) {
+            y.correlator = x.correlator;
+            a = r.events.size();
+            break;
+          }
+        }
+      }
+    }
+    std::set<std::tuple<uint32_t, uint32_t, int, int64_t>> seen;
+    bool unique = true;
+    for (const Event& e : r.events)
+      if (e.is_message() && e.has(kHasCorrelator) && e.has(kHasRemote))
+        unique &= seen.insert({e.worker, e.remote, static_cast<int>(e.kind), e.correlator}).second;
+    EXPECT_EQ(facts_of(r).correlators_unique, unique) << i;
   }
   Trace u;
   u.events.resize(2);

@@ -58,6 +58,7 @@ void AnalyzeRun::set_options() {
   opt_.what_if.enabled = sel_.what_if = a_.what_if;
   opt_.what_if.speedup = a_.what_if_speedup;
   if (a_.timings) opt_.times = &stage_;
+  opt_.pag.threads = a_.in.threads;  // 0: the builder's default
   show_progress_ = !a_.no_progress && isatty(STDERR_FILENO) && !helper_rank();
 }
 
@@ -173,9 +174,10 @@ void AnalyzeRun::print_timings() const {
   if (snail_)
     fmt::print(stderr,
                "streamed: {} of {} bytes read in {} blocks, lookback {} ns, at most {} PAG "
-               "nodes held\n",
+               "nodes held, at most {} half messages waiting ({} out of correlator order)\n",
                snail_->bytes_read(), snail_->file_size(), sstats_.blocks_read, sstats_.lookback_ns,
-               sstats_.peak_retained_nodes);
+               sstats_.peak_retained_nodes, sstats_.peak_open_halves,
+               snail_->index().facts.reordered_halves);
 }
 
 int AnalyzeRun::run() {

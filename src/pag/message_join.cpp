@@ -117,14 +117,17 @@ size_t partition_of(const HalfEdge& h, int bits) {
 // Scatters the lists (one per scanning thread, each on its own thread) into 2^bits
 // partitions; stable, so each key's half messages, which all come from one worker and
 // so from one list, keep time order.
-void scatter(std::vector<std::vector<HalfEdge>>& lists, int bits, Partitions& out) {
+void scatter(std::vector<std::vector<HalfEdge>>& lists, int bits, unsigned cap, bool asked,
+             Partitions& out) {
   const size_t parts = size_t{1} << bits;
   const size_t L = lists.size();
   std::vector<std::vector<uint16_t>> part(L);  // each element's partition, hashed once
   std::vector<std::vector<size_t>> fill(L, std::vector<size_t>(parts + 1, 0));
   size_t total = 0;
   for (const auto& l : lists) total += l.size();
-  const unsigned threads = total >= (size_t{1} << 16) ? static_cast<unsigned>(L) : 1;
+  const unsigned threads = asked || total >= (size_t{1} << 16)
+                               ? std::max(1u, std::min(cap, static_cast<unsigned>(L)))
+                               : 1;
   run_parallel(threads, [&](unsigned t) {
     for (size_t l = t; l < L; l += threads) {
       part[l].resize(lists[l].size());
@@ -159,12 +162,10 @@ void scatter(std::vector<std::vector<HalfEdge>>& lists, int bits, Partitions& ou
 // independent: threads take contiguous ranges of them, and their outputs are
 // concatenated in partition order.
 void join_partitions(Pag& pag, const Partitions& sends, const Partitions& recvs, size_t parts,
-                     std::vector<IssueAt>& issues) {
-  const unsigned threads =
-      sends.items.size() + recvs.items.size() >= (size_t{1} << 18)
-          ? std::min<unsigned>({4u, std::max(1u, std::thread::hardware_concurrency()),
-                                static_cast<unsigned>(parts)})
-          : 1;
+                     unsigned cap, bool asked, std::vector<IssueAt>& issues) {
+  const unsigned threads = asked || sends.items.size() + recvs.items.size() >= (size_t{1} << 18)
+                               ? std::min<unsigned>({cap, static_cast<unsigned>(parts)})
+                               : 1;
   std::vector<std::vector<Message>> found(threads);
   std::vector<std::vector<IssueAt>> found_issues(threads);
   run_parallel(threads, [&](unsigned t) {
@@ -185,7 +186,7 @@ void join_partitions(Pag& pag, const Partitions& sends, const Partitions& recvs,
 // Sorts messages by send time with a radix sort, then each run of equal send times by
 // (receive time, nodes, type) — a total order, so it never depends on how the
 // receives were collected (e.g. by how many threads).
-void sort_messages(BigVector<Message>& messages) {
+void sort_messages(BigVector<Message>& messages, unsigned cap, bool asked) {
   if (messages.empty()) return;
   std::vector<KeyValue<uint32_t>> keys(messages.size()), scratch;
   int64_t min_src = INT64_MAX;
@@ -194,7 +195,8 @@ void sort_messages(BigVector<Message>& messages) {
     keys[i] = {static_cast<uint64_t>(messages[i].src_ts - min_src), i};
   // Two halves radix-sorted on two threads and merged (ties from the first half first)
   // give the same order as one stable sort.
-  const size_t half = keys.size() >= (size_t{1} << 16) ? keys.size() / 2 : keys.size();
+  const size_t half =
+      cap >= 2 && (asked || keys.size() >= (size_t{1} << 16)) ? keys.size() / 2 : keys.size();
   std::vector<KeyValue<uint32_t>> upper(keys.begin() + static_cast<std::ptrdiff_t>(half),
                                         keys.end());
   keys.resize(half);
@@ -235,16 +237,23 @@ void sort_messages(BigVector<Message>& messages) {
 // hash table stays in cache (a radix-partitioned hash join), then messages are sorted by
 // send time.
 void match_messages(Pag& pag, std::vector<std::vector<HalfEdge>>& send_lists,
-                    std::vector<std::vector<HalfEdge>>& recv_lists, std::vector<IssueAt>& issues) {
+                    std::vector<std::vector<HalfEdge>>& recv_lists, std::vector<IssueAt>& issues,
+                    unsigned threads) {
+  // Asked for: that many threads whatever the size (so tests cover every split); else up
+  // to 4, for large inputs only.
+  const bool asked = threads > 0;
+  const unsigned cap =
+      asked ? threads : std::min(4u, std::max(1u, std::thread::hardware_concurrency()));
   size_t n_sends = 0;
   for (const auto& l : send_lists) n_sends += l.size();
   int bits = 0;
   while (bits < 10 && (n_sends >> bits) > 4096) ++bits;
+  while (asked && bits < 10 && (size_t{1} << bits) < 2 * size_t{cap}) ++bits;
   Partitions sends, recvs;
-  scatter(send_lists, bits, sends);
-  scatter(recv_lists, bits, recvs);
-  join_partitions(pag, sends, recvs, size_t{1} << bits, issues);
-  sort_messages(pag.messages);
+  scatter(send_lists, bits, cap, asked, sends);
+  scatter(recv_lists, bits, cap, asked, recvs);
+  join_partitions(pag, sends, recvs, size_t{1} << bits, cap, asked, issues);
+  sort_messages(pag.messages, cap, asked);
 }
 
 }  // namespace snailtrail::detail

@@ -25,8 +25,10 @@ struct HalfEdge {
 // Matches sends with receives by (sender, receiver, correlator) into pag.messages,
 // sorted by (send time, receive time, nodes, type); the half messages left unpaired,
 // duplicated or dropped are appended to `issues`. The lists (one per scanning thread;
-// each key's half messages all in one list, in time order) are emptied.
+// each key's half messages all in one list, in time order) are emptied. `threads` caps
+// the threads used (0: up to 4 for large traces); the result never depends on it.
 void match_messages(Pag& pag, std::vector<std::vector<HalfEdge>>& send_lists,
-                    std::vector<std::vector<HalfEdge>>& recv_lists, std::vector<IssueAt>& issues);
+                    std::vector<std::vector<HalfEdge>>& recv_lists, std::vector<IssueAt>& issues,
+                    unsigned threads = 0);
 
 }  // namespace snailtrail::detail

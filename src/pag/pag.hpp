@@ -23,7 +23,9 @@ inline constexpr uint8_t kNoEdge = 0xFF;
 
 struct PagOptions {
   int64_t gap_threshold_ns = 100'000;  // 100 us: gaps shorter than this are closed by alignment
-  unsigned threads = 0;  // 0: up to 4 for traces of over 1 M events; results never depend on it
+  // Threads building the PAG (`analyze --threads`); 0: up to 4 for traces of over 1 M
+  // events. Results never depend on it.
+  unsigned threads = 0;
 };
 
 // Recoverable input problems found while building the PAG. Each occurrence is kept

@@ -60,7 +60,7 @@ class StreamingPag {
   // does at the end of a trace. At most once per worker; later events of it are refused.
   void finish_worker(uint32_t worker_id);
   // The trace's facts say no (sender, receiver, correlator) is used by two sends or by
-  // two receives (TraceFacts::correlators_increasing): halves are matched through a map
+  // two receives (TraceFacts::correlators_unique): halves are matched through a map
   // of the open ones only (no per-key history for duplicate reports). Same results on
   // such traces; set before the first event.
   void assume_unique_correlators() { unique_correlators_ = true; }
@@ -87,6 +87,8 @@ class StreamingPag {
   // Retained sizes, for metrics and tests of bounded memory.
   size_t retained_nodes() const;
   size_t retained_messages() const { return messages_.size(); }
+  // Halves waiting for their partner (with assume_unique_correlators()).
+  size_t open_halves() const { return open_.size(); }
 
  private:
   struct Half {  // a send or receive waiting for its partner

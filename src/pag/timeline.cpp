@@ -35,18 +35,20 @@ struct ScanOutput {
   size_t bad_event = SIZE_MAX;  // first event going back in time
 };
 
-// Threads for a pass over all n events: up to 4 for traces of over 1 M events.
-unsigned default_threads(size_t n) {
+// Threads for a pass over all n events: as many as asked (PagOptions::threads,
+// `--threads`), else up to 4 for traces of over 1 M events.
+unsigned default_threads(size_t n, unsigned asked = 0) {
+  if (asked > 0) return asked;
   return n >= (size_t{1} << 20) ? std::min(4u, std::max(1u, std::thread::hardware_concurrency()))
                                 : 1;
 }
 
 // Pass 1: the workers (ids and event counts) and operators, from the reader if it
 // counted them, else counted here on threads, each over a contiguous share.
-const TraceCensus& census_of(const Trace& trace, TraceCensus& counted) {
+const TraceCensus& census_of(const Trace& trace, unsigned asked, TraceCensus& counted) {
   const size_t n = trace.events.size();
   if (trace.census && trace.census->events == n) return *trace.census;
-  const unsigned threads = default_threads(n);
+  const unsigned threads = default_threads(n, asked);
   std::vector<CensusBuilder> parts(threads);
   run_parallel(threads, [&](unsigned t) {
     for (size_t i = n * t / threads; i < n * (t + 1) / threads; ++i) parts[t].add(trace.events[i]);
@@ -271,7 +273,7 @@ Pag build_pag(const Trace& trace, const PagOptions& options) {
   const size_t n = trace.events.size();
   if (n >= kNone) throw TraceError(trace.source, "input", "too many events");
   TraceCensus counted;
-  const TraceCensus& census = census_of(trace, counted);
+  const TraceCensus& census = census_of(trace, options.threads, counted);
   pag.operator_ids = census.operators;
   const WorkerIndex index(census, pag);
 
@@ -293,7 +295,7 @@ Pag build_pag(const Trace& trace, const PagOptions& options) {
   outputs.clear();
   scan.compact(send_lists, recv_lists);
 
-  detail::match_messages(pag, send_lists, recv_lists, issues);
+  detail::match_messages(pag, send_lists, recv_lists, issues, options.threads);
   std::stable_sort(issues.begin(), issues.end(), [](const IssueAt& a, const IssueAt& b) {
     return a.ts != b.ts ? a.ts < b.ts : a.issue < b.issue;
   });

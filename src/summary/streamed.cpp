@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include <fmt/format.h>
+
 #include "pag/snapshot.hpp"
 #include "pag/streaming.hpp"
 #include "pag/timeline_builder.hpp"
@@ -89,7 +91,11 @@ int64_t latest_event_before(SnailFile& file, int64_t A, BigVector<Event>& buf) {
 std::string streamed_analysis_obstacle(const TraceFacts& facts, const AnalysisOptions& options) {
   if (options.windows.width_ns <= 0) return "--window whole needs the whole trace";
   if (!facts.worker_sorted) return "some worker's events are not in time order";
-  if (!facts.correlators_increasing) return "correlators are not increasing per worker pair";
+  if (!facts.correlators_unique)
+    return fmt::format(
+        "a correlator is used twice per worker pair, or comes back more than {} correlators "
+        "late ({} message halves out of correlator order)",
+        TraceFacts::kReorderWindow, facts.reordered_halves);
   if (facts.events == 0) return "the trace has no events";
   return "";
 }
@@ -325,7 +331,8 @@ void StreamedRun::start() {
   const int64_t A = plan_.start_of(next_k_);
   S_ = reading_start(file_, A, plan_.width, options_.pag.gap_threshold_ns, buf_, stats_);
   empty_before_ = empty_windows_before(plan_, next_k_, latest_event_before(file_, A, buf_));
-  pag_.assume_unique_correlators();  // streamed_analysis_obstacle() checked it
+  // streamed_analysis_obstacle() checked it: halves wait in a map by key, in any order.
+  pag_.assume_unique_correlators();
   for (const TraceFacts::Worker& wk : facts_.workers) pag_.declare(wk.id);
   for (uint32_t op : facts_.operators) pag_.declare_operator(op);
 }
@@ -382,6 +389,7 @@ StreamedStats StreamedRun::run() {
     while (finished_ < by_last_.size() && by_last_[finished_].first < F)
       pag_.finish_worker(by_last_[finished_++].second);
     stats_.peak_retained_nodes = std::max(stats_.peak_retained_nodes, pag_.retained_nodes());
+    stats_.peak_open_halves = std::max(stats_.peak_open_halves, pag_.open_halves());
     if (F == INT64_MAX) break;
     const int64_t max_end = final_until(pag_, F, facts_.max_delay, by_last_, finished_);
     if (max_end == INT64_MIN) continue;

@@ -6,7 +6,8 @@
 // the whole trace's PAG, window for window.
 //
 // Exactness rests on facts the file's block index states (trace/snail_index.hpp): each
-// worker's events in time order, no correlator used twice, and every message's delay
+// worker's events in time order, no correlator used twice (in any order: halves are
+// matched by key, TraceFacts::correlators_unique), and every message's delay
 // below `max_delay` (the lateness waited for before a window is cut).
 // streamed_analysis_possible() says when they hold; otherwise the caller reads the whole
 // trace.
@@ -64,6 +65,10 @@ struct StreamedStats {
   uint64_t events_read = 0;  // in the blocks read for the windows (lookback included)
   int64_t lookback_ns = 0;   // lookback actually used before the first window (0: none)
   size_t peak_retained_nodes = 0;
+  // Half messages waiting for their partner, at most (after each block): the reorder
+  // buffer of the message join, bounded by the messages in flight whatever the order of
+  // their correlators.
+  size_t peak_open_halves = 0;
 };
 
 // Analyzes windows k_begin..k_end (inclusive, within the plan) of the file. Callbacks as

@@ -26,6 +26,9 @@ constexpr size_t kBlockEntrySize = 32;
 constexpr size_t kWorkerEntrySize = 32;
 constexpr uint32_t kFactWorkerSorted = 1;
 constexpr uint32_t kFactCorrelatorsIncreasing = 2;
+// Set only when correlators do not increase (so files whose correlators do are written
+// as before): they are still unique (TraceFacts::correlators_unique).
+constexpr uint32_t kFactCorrelatorsReorderedUnique = 4;
 
 uint64_t fnv1a(const uint8_t* p, size_t n) {
   uint64_t h = 0xcbf29ce484222325ULL;
@@ -45,6 +48,8 @@ void decode_facts(const uint8_t* p, TraceFacts& f) {
   f.last_ts = get<int64_t>(p + 24);
   f.events = get<uint64_t>(p + 32);
   f.max_delay = get<int64_t>(p + 40);
+  f.correlators_unique = f.correlators_increasing || (flags & kFactCorrelatorsReorderedUnique);
+  f.reordered_halves = get<uint64_t>(p + 48);  // 0 in files written before it was counted
 }
 
 // The index's worker entries (sorted by id) and operator ids, from byte `q` of the payload.
@@ -93,11 +98,15 @@ void FactsBuilder::add(const Event& e) {
   const bool send = e.kind == EventKind::send;
   const uint32_t sender = send ? e.worker : e.remote, receiver = send ? e.remote : e.worker;
   const uint64_t pair = uint64_t{sender} << 32 | receiver;
-  auto [cit, first] = last_corr_.try_emplace(pair, INT64_MIN, INT64_MIN);
-  int64_t& last = send ? cit->second.first : cit->second.second;
-  if (e.correlator <= last) f_.correlators_increasing = false;
-  last = std::max(last, e.correlator);
-  // Match the halves (correlators unique while correlators_increasing holds).
+  auto& sides = history_[pair];
+  bool reordered = false;
+  if (maybe_repeated(send ? sides.first : sides.second, e.correlator, reordered))
+    f_.correlators_unique = false;
+  if (reordered) {
+    f_.correlators_increasing = false;
+    ++f_.reordered_halves;
+  }
+  // Match the halves (exact while correlators_unique holds).
   const PairKey key{pair, e.correlator};
   auto it = open_.find(key);
   const int side = send ? 1 : -1;
@@ -109,6 +118,24 @@ void FactsBuilder::add(const Event& e) {
   } else if (it == open_.end()) {
     open_.emplace(key, std::make_pair(e.ts, side));
   }
+}
+
+bool FactsBuilder::maybe_repeated(SideHistory& h, int64_t c, bool& reordered) {
+  bool repeated = false;
+  if (c <= h.max) {
+    reordered = true;
+    // Newer than every forgotten correlator: a repeat would be among the recent ones.
+    repeated = c <= h.forgotten || std::find(h.recent.begin(), h.recent.end(), c) != h.recent.end();
+  }
+  h.max = std::max(h.max, c);
+  if (h.recent.size() < TraceFacts::kReorderWindow) {
+    h.recent.push_back(c);
+  } else {
+    h.forgotten = std::max(h.forgotten, h.recent[h.next]);
+    h.recent[h.next] = c;
+    h.next = (h.next + 1) % TraceFacts::kReorderWindow;
+  }
+  return repeated;
 }
 
 TraceFacts FactsBuilder::finish() {
@@ -126,13 +153,16 @@ std::string encode_snail_index(const SnailIndex& index) {
   put<uint32_t>(out, static_cast<uint32_t>(index.blocks.size()));
   put<uint32_t>(out, static_cast<uint32_t>(f.workers.size()));
   put<uint32_t>(out, static_cast<uint32_t>(f.operators.size()));
-  put<uint32_t>(out, (f.worker_sorted ? kFactWorkerSorted : 0) |
-                         (f.correlators_increasing ? kFactCorrelatorsIncreasing : 0));
+  put<uint32_t>(
+      out, (f.worker_sorted ? kFactWorkerSorted : 0) |
+               (f.correlators_increasing ? kFactCorrelatorsIncreasing : 0) |
+               (!f.correlators_increasing && f.correlators_unique ? kFactCorrelatorsReorderedUnique
+                                                                  : 0));
   put<int64_t>(out, f.first_ts);
   put<int64_t>(out, f.last_ts);
   put<uint64_t>(out, f.events);
   put<int64_t>(out, f.max_delay);
-  put<uint64_t>(out, 0);  // reserved
+  put<uint64_t>(out, f.reordered_halves);
   for (const SnailBlock& b : index.blocks) {
     put<uint64_t>(out, b.offset);
     put<uint32_t>(out, b.kind);

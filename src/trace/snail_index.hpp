@@ -36,6 +36,16 @@ struct TraceFacts {
   // directed pair, send correlators strictly increase in file order, and so do receive
   // correlators (a sufficient check, in O(pairs) memory).
   bool correlators_increasing = true;
+  // No (sender, receiver, correlator) is used by two sends nor by two receives, proven in
+  // bounded memory where correlators are reordered: each pair and side remembers its last
+  // kReorderWindow correlators, and a correlator below the largest one seen must be newer
+  // than every one it forgot (else the proof fails: false). Implied by
+  // correlators_increasing. Streaming needs this one.
+  bool correlators_unique = true;
+  static constexpr uint32_t kReorderWindow = 256;
+  // Message halves whose correlator came below the largest one of their pair and side
+  // (0 when correlators increase).
+  uint64_t reordered_halves = 0;
   // Largest |receive time - send time| of a matched message (0 if none).
   int64_t max_delay = 0;
 
@@ -68,7 +78,16 @@ class FactsBuilder {
   std::unordered_map<uint32_t, TraceFacts::Worker> workers_;
   std::unordered_map<uint32_t, int64_t> last_ts_;  // per worker, for the order check
   std::vector<uint32_t> ops_;
-  std::unordered_map<uint64_t, std::pair<int64_t, int64_t>> last_corr_;  // pair -> (send, recv)
+  // One side (sends or receives) of one directed pair: the largest correlator seen, the
+  // largest one forgotten, and the last kReorderWindow ones (a ring, filled lazily).
+  struct SideHistory {
+    int64_t max = INT64_MIN, forgotten = INT64_MIN;
+    std::vector<int64_t> recent;
+    uint32_t next = 0;
+  };
+  // Whether `c` may be a correlator used before on this side; records it.
+  static bool maybe_repeated(SideHistory& h, int64_t c, bool& reordered);
+  std::unordered_map<uint64_t, std::pair<SideHistory, SideHistory>> history_;  // send, recv
   std::unordered_map<PairKey, std::pair<int64_t, int>, PairHash> open_;  // ts, +1 send / -1 recv
 };
 
