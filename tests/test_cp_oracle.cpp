@@ -327,7 +327,7 @@ Ours ours(const Trace& trace, int64_t from, int64_t to, bool segments) {
     for (size_t k = 0; k < s.msg_src.size(); ++k)
       o.cp[{pag.worker_ids[s.worker[s.msg_src[k]]], s.ts[s.msg_src[k]],
             pag.worker_ids[s.worker[s.msg_dst[k]]], s.ts[s.msg_dst[k]], true}] +=
-          v.cp.message_cp[k];
+          v.cp.message_cp[k] * s.mult(k);  // a merged edge is that many pieces
   });
   EXPECT_LE(windows, 1);
   return o;

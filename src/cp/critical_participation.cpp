@@ -9,6 +9,11 @@
 namespace snailtrail {
 namespace {
 
+// x counted `mult` times: a message edge standing for parallel pieces (Snapshot::msg_mult).
+inline WideCount times(const WideCount& x, uint32_t mult) {
+  return mult == 1 ? x : x * WideCount::from_double(static_cast<double>(mult));
+}
+
 // Message edges k grouped by node_of[k] (their source or destination) as a CSR: those of
 // node v are list[begin[v] .. begin[v + 1]), in increasing k.
 void build_csr(uint32_t n, const BigVector<uint32_t>& node_of, BigVector<uint32_t>& begin,
@@ -124,8 +129,10 @@ bool CpComputer::backward_in_reverse_order(const Snapshot& snap, int64_t span_en
       WideCount b;
       if (snap.ts[v] == span_end) b = WideCount::one();
       if (snap.counts(v)) b += backward[v + 1];
-      for (uint32_t q = out_begin_[v]; q < out_begin_[v + 1]; ++q)
-        b += backward[snap.msg_dst[out_msg_[q]]];
+      for (uint32_t q = out_begin_[v]; q < out_begin_[v + 1]; ++q) {
+        const uint32_t k = out_msg_[q];
+        b += times(backward[snap.msg_dst[k]], snap.mult(k));
+      }
       backward[v] = b;
       ++finished;
       for (uint32_t q = in_begin_[v]; q < in_begin_[v + 1]; ++q) {
@@ -263,7 +270,7 @@ void CpComputer::forward_in_topological_order(const Snapshot& snap, CpResult& ou
         const uint32_t k = out_msg_[q];
         if (msg_dropped_[k]) continue;
         const uint32_t d = snap.msg_dst[k];
-        out.forward[d] += f;
+        out.forward[d] += times(f, snap.mult(k));
         if (--msg_in_[d] == 0 && pred_done_[d]) ready_.push_back(d);
       }
       if (snap.edge[v] == kNone) break;
@@ -288,7 +295,7 @@ void CpComputer::backward_pass(const Snapshot& snap, CpResult& out) {
     if (snap.counts(v)) b += out.backward[v + 1];
     for (uint32_t q = out_begin_[v]; q < out_begin_[v + 1]; ++q) {
       uint32_t k = out_msg_[q];
-      if (!msg_dropped_[k]) b += out.backward[snap.msg_dst[k]];
+      if (!msg_dropped_[k]) b += times(out.backward[snap.msg_dst[k]], snap.mult(k));
     }
     out.backward[v] = b;
   }
@@ -368,7 +375,7 @@ std::vector<uint32_t> CpComputer::sample_path(const Snapshot& snap, const CpResu
         if (msg_dropped_[k] || r.backward[snap.msg_dst[k]].is_zero()) continue;
         next = snap.msg_dst[k];
         next_edge = ~k;
-        u -= ratio(r.backward[next], bv);
+        u -= ratio(times(r.backward[next], snap.mult(k)), bv);
         if (u < 0) break;
       }
     }

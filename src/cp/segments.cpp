@@ -1,6 +1,7 @@
 #include "cp/segments.hpp"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "pag/radix_sort.hpp"
 
@@ -36,6 +37,46 @@ void classify_idle(const std::vector<KeyValue<int64_t>>& input_waits, int64_t or
 }
 
 }  // namespace
+
+// Pieces of messages in flight across the whole part (sent before its start, received
+// after its end) all join the sender's node at the start to the receiver's at the end:
+// those of one (sender, receiver, type) are one edge counted msg_mult times. Without
+// this, a message crossing S segments would be S edges, O(messages x segments) a window.
+void merge_spanning_pieces(const Pag& pag, Snapshot& part) {
+  const int64_t p = part.window.start, q = part.window.end;
+  const size_t m = part.msg_src.size();
+  part.msg_mult.assign(m, 1);
+  part.merged_pieces = 0;
+  static thread_local std::unordered_map<uint64_t, uint32_t> first;  // key -> kept edge
+  first.clear();
+  size_t kept = 0;
+  for (size_t k = 0; k < m; ++k) {
+    const Message& msg = pag.messages[part.msg_index[k]];
+    if (msg.src_ts < p && msg.dst_ts > q) {
+      // The endpoints are the workers' nodes at p and q: (workers, type) is the key.
+      const uint64_t key = (static_cast<uint64_t>(msg.src_worker) << 36) ^
+                           (static_cast<uint64_t>(msg.dst_worker) << 8) ^
+                           static_cast<uint64_t>(msg.type);
+      auto [it, inserted] = first.try_emplace(key, static_cast<uint32_t>(kept));
+      const uint32_t g = it->second;
+      if (!inserted && part.msg_src[g] == part.msg_src[k] && part.msg_dst[g] == part.msg_dst[k] &&
+          pag.messages[part.msg_index[g]].type == msg.type) {
+        ++part.msg_mult[g];
+        ++part.merged_pieces;
+        continue;
+      }
+    }
+    part.msg_src[kept] = part.msg_src[k];
+    part.msg_dst[kept] = part.msg_dst[k];
+    part.msg_index[kept] = part.msg_index[k];
+    part.msg_mult[kept] = 1;
+    ++kept;
+  }
+  part.msg_src.resize(kept);
+  part.msg_dst.resize(kept);
+  part.msg_index.resize(kept);
+  part.msg_mult.resize(kept);
+}
 
 void plan_segments(const Pag& pag, const Snapshot& snap, SegmentPlan& plan) {
   plan.idle.clear();
@@ -158,6 +199,7 @@ SegmentedCp::Totals SegmentedCp::analyze_parts(const SegmentPlan& plan,
   Totals t;
   for (size_t k = 0; k < plan.parts.size(); ++k) {
     snapshotter_.build(plan.parts[k].window, snaps_[k]);
+    if (merge_pieces_) merge_spanning_pieces(pag_, snaps_[k]);
     CpResult& r = results_[k];
     if (plan.parts[k].idle) {  // no CP: only its edges, for the conventional profile
       r.paths = WideCount();
@@ -237,6 +279,7 @@ void SegmentedCp::combine(const Layout& l, size_t S, int64_t T, Snapshot& snap, 
   c.window = snap.window;
   c.events = snap.events;
   c.timeline_edges = 0;
+  c.merged_pieces = 0;
   c.ts.resize(n);
   c.worker.resize(n);
   c.edge.resize(n);
@@ -244,6 +287,7 @@ void SegmentedCp::combine(const Layout& l, size_t S, int64_t T, Snapshot& snap, 
   c.msg_src.resize(m);
   c.msg_dst.resize(m);
   c.msg_index.resize(m);
+  c.msg_mult.resize(m);
   out.forward.resize(n);
   out.backward.resize(n);
   out.timeline_cp.resize(n);
@@ -256,6 +300,7 @@ void SegmentedCp::combine(const Layout& l, size_t S, int64_t T, Snapshot& snap, 
     const bool paths = r.has_paths();
     const double weight = paths ? static_cast<double>(r.cp_ns) * inv_T : 0.0;
     c.timeline_edges += s.timeline_edges;
+    c.merged_pieces += s.merged_pieces;
     const uint32_t* at = l.place.data() + l.node_base[k];
     for (uint32_t u = 0; u < s.node_count(); ++u) {
       const uint32_t x = at[u];
@@ -272,6 +317,7 @@ void SegmentedCp::combine(const Layout& l, size_t S, int64_t T, Snapshot& snap, 
       c.msg_src[y] = at[s.msg_src[j]];
       c.msg_dst[y] = at[s.msg_dst[j]];
       c.msg_index[y] = s.msg_index[j];
+      c.msg_mult[y] = s.mult(j);
       out.message_cp[y] = r.message_cp[j] * weight;
     }
     for (uint32_t e : paths_[k]) sampled.push_back(e & 0x80000000u ? ~(l.msg_base[k] + ~e) : at[e]);

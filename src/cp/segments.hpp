@@ -61,6 +61,8 @@ class SegmentedCp {
  public:
   explicit SegmentedCp(const Pag& pag) : pag_(pag), snapshotter_(pag) {}
   void set_split_min_nodes(size_t n) { computer_.set_split_min_nodes(n); }
+  // Off: every clipped piece stays its own edge (the reference the tests compare with).
+  void set_merge_pieces(bool on) { merge_pieces_ = on; }
   void compute(const SegmentPlan& plan, Snapshot& snap, CpResult& out, const uint64_t* sample_seed,
                std::vector<uint32_t>& sampled);
 
@@ -86,6 +88,12 @@ class SegmentedCp {
   std::vector<CpResult> results_;
   std::vector<std::vector<uint32_t>> paths_;
   Snapshot combined_;
+  bool merge_pieces_ = true;
 };
+
+// Merges a part's pieces of messages in flight across all of it (see SegmentedCp):
+// parallel edges with the same endpoints and message type become one edge with
+// Snapshot::msg_mult. Messages that start or end inside the part keep their own edges.
+void merge_spanning_pieces(const Pag& pag, Snapshot& part);
 
 }  // namespace snailtrail

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iterator>
+#include <tuple>
 #include <vector>
 
 #include "output/format.hpp"
@@ -28,6 +30,39 @@ void put_us(fmt::memory_buffer& out, int64_t ns) {
   fmt::format_to(it, "{}.{:03}", ns / 1000, ns % 1000);
 }
 
+// A merged message edge (Snapshot::msg_mult) on a critical path: every message of its
+// (sender, receiver, type) in flight across all of [p, q] is one of its pieces.
+struct CriticalSpan {
+  uint32_t src, dst;
+  uint8_t type;
+  int64_t p, q;
+  auto key() const { return std::tie(src, dst, type); }
+};
+
+// Marks the messages that are pieces of a critical merged edge: for each message, of the
+// spans of its key starting after its send, the one ending first must end before its
+// receive. O((spans + messages) log spans).
+void mark_merged(const Pag& pag, std::vector<CriticalSpan>& spans, std::vector<uint8_t>& crit) {
+  if (spans.empty()) return;
+  auto by_key_and_start = [](const CriticalSpan& a, const CriticalSpan& b) {
+    return std::tie(a.src, a.dst, a.type, a.p) < std::tie(b.src, b.dst, b.type, b.p);
+  };
+  std::sort(spans.begin(), spans.end(), by_key_and_start);
+  std::vector<int64_t> min_q(spans.size());  // over the spans from i to the key's last
+  for (size_t i = spans.size(); i-- > 0;)
+    min_q[i] = i + 1 < spans.size() && spans[i + 1].key() == spans[i].key()
+                   ? std::min(spans[i].q, min_q[i + 1])
+                   : spans[i].q;
+  for (size_t mi = 0; mi < pag.messages.size(); ++mi) {
+    const Message& m = pag.messages[mi];
+    const CriticalSpan probe{m.src_worker, m.dst_worker, static_cast<uint8_t>(m.type), m.src_ts, 0};
+    const auto it = std::upper_bound(spans.begin(), spans.end(), probe, by_key_and_start);
+    if (it != spans.end() && it->key() == probe.key() &&
+        min_q[static_cast<size_t>(it - spans.begin())] < m.dst_ts)
+      crit[mi] = 1;
+  }
+}
+
 }  // namespace
 
 ChromeExportStats write_chrome_trace(const Trace& trace, const AnalysisOptions& options,
@@ -38,6 +73,7 @@ ChromeExportStats write_chrome_trace(const Trace& trace, const AnalysisOptions& 
   // message: on a critical path of some window.
   std::vector<double> crit_ns(pag.node_count(), 0.0);
   std::vector<uint8_t> msg_crit(pag.messages.size(), 0);
+  std::vector<CriticalSpan> merged;
   analyze_pag(pag, options, [&](const WindowView& view) {
     if (view.skipped || view.snapshot.window.empty_run > 0) return;
     const Snapshot& snap = view.snapshot;
@@ -56,9 +92,15 @@ ChromeExportStats write_chrome_trace(const Trace& trace, const AnalysisOptions& 
       const bool on = (m < cp.message_cp.size() && cp.message_cp[m] > 0) ||
                       (counts && snap.ts[snap.msg_src[m]] == snap.ts[snap.msg_dst[m]] &&
                        !(cp.forward[snap.msg_src[m]] * cp.backward[snap.msg_dst[m]]).is_zero());
-      if (on) msg_crit[snap.msg_index[m]] = 1;
+      if (!on) continue;
+      msg_crit[snap.msg_index[m]] = 1;
+      if (snap.mult(m) > 1)
+        merged.push_back({snap.worker[snap.msg_src[m]], snap.worker[snap.msg_dst[m]],
+                          static_cast<uint8_t>(pag.messages[snap.msg_index[m]].type),
+                          snap.ts[snap.msg_src[m]], snap.ts[snap.msg_dst[m]]});
     }
   });
+  mark_merged(pag, merged, msg_crit);
 
   const int64_t origin = pag.first_ts;
   fmt::memory_buffer out;

@@ -278,7 +278,9 @@ void write_edges_jsonl(Buf& out, const WindowView& view) {
   for (uint32_t k = 0; k < s.msg_src.size(); ++k) {
     uint32_t u = s.msg_src[k], v = s.msg_dst[k];
     WideCount c = paths ? r.forward[u] * r.backward[v] : WideCount();
-    edge(u, v, pag.messages[s.msg_index[k]].type, kNone, c, r.message_cp[k]);
+    // A merged edge (Snapshot::msg_mult) stands for that many identical pieces.
+    for (uint32_t i = 0; i < s.mult(k); ++i)
+      edge(u, v, pag.messages[s.msg_index[k]].type, kNone, c, r.message_cp[k]);
   }
 }
 

@@ -130,7 +130,9 @@ void Snapshotter::build(const Window& win, Snapshot& out) {
   out.msg_src.clear();
   out.msg_dst.clear();
   out.msg_index.clear();
+  out.msg_mult.clear();
   out.timeline_edges = 0;
+  out.merged_pieces = 0;
   extras_.clear();
   count_events(win, out);
   static thread_local std::vector<Range> ranges;

@@ -78,11 +78,17 @@ struct Snapshot {
   BigVector<uint32_t> msg_src;  // per message edge: snapshot nodes
   BigVector<uint32_t> msg_dst;
   BigVector<uint32_t> msg_index;  // index into Pag::messages
-  uint64_t events = 0;            // raw events in the window
+  // Per message edge: how many identical clipped pieces of messages it stands for (a
+  // segmented window's parallel pieces, cp/segments.hpp; msg_index is the first one's).
+  // Empty: 1 each, as Snapshotter builds it.
+  BigVector<uint32_t> msg_mult;
+  uint64_t events = 0;  // raw events in the window
   size_t timeline_edges = 0;
+  size_t merged_pieces = 0;  // sum of msg_mult - 1
 
   size_t node_count() const { return ts.size(); }
-  size_t edge_count() const { return timeline_edges + msg_src.size(); }
+  size_t edge_count() const { return timeline_edges + msg_src.size() + merged_pieces; }
+  uint32_t mult(size_t k) const { return msg_mult.empty() ? 1 : msg_mult[k]; }
   bool has_timeline_edge(uint32_t v) const { return edge[v] != kNone; }
   // A timeline edge that can lie on a critical path (waiting edges cannot).
   bool counts(uint32_t v) const {

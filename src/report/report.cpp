@@ -141,11 +141,17 @@ Timeline extract_timeline(const WindowView& view, size_t max_edges) {
                        static_cast<ActivityType>(pag.edge_type[g]),
                        r.timeline_cp.size() > v ? r.timeline_cp[v] : 0.0});
   }
+  size_t not_drawn = 0;  // merged pieces beyond max_edges + 1: dropped anyway
   for (uint32_t k = 0; k < s.msg_src.size(); ++k) {
     const uint32_t u = s.msg_src[k], v = s.msg_dst[k];
-    t.edges.push_back({s.worker[u], s.worker[v], s.ts[u] - origin, s.ts[v] - origin, kNone,
-                       pag.messages[s.msg_index[k]].type,
-                       r.message_cp.size() > k ? r.message_cp[k] : 0.0});
+    // A merged edge is that many identical pieces (Snapshot::msg_mult); at most
+    // max_edges of them can be drawn.
+    const size_t copies = std::min<size_t>(s.mult(k), max_edges + 1);
+    not_drawn += s.mult(k) - copies;
+    for (size_t i = 0; i < copies; ++i)
+      t.edges.push_back({s.worker[u], s.worker[v], s.ts[u] - origin, s.ts[v] - origin, kNone,
+                         pag.messages[s.msg_index[k]].type,
+                         r.message_cp.size() > k ? r.message_cp[k] : 0.0});
   }
   if (t.edges.size() > max_edges) {
     // The edges that matter for the story: the most critical, then the longest.
@@ -155,7 +161,7 @@ Timeline extract_timeline(const WindowView& view, size_t max_edges) {
     };
     std::nth_element(t.edges.begin(), t.edges.begin() + static_cast<std::ptrdiff_t>(max_edges),
                      t.edges.end(), before);
-    t.dropped_edges = t.edges.size() - max_edges;
+    t.dropped_edges = t.edges.size() - max_edges + not_drawn;
     t.edges.resize(max_edges);
     std::sort(t.edges.begin(), t.edges.end(), [](const TimelineEdge& a, const TimelineEdge& b) {
       const bool am = a.remote != kNone, bm = b.remote != kNone;

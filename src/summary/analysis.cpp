@@ -25,6 +25,7 @@ class WindowAnalyzer {
         what_if_(pag) {
     computer_.set_split_min_nodes(options.summary.split_min_nodes);
     segmented_.set_split_min_nodes(options.summary.split_min_nodes);
+    segmented_.set_merge_pieces(options.merge_pieces);
   }
 
   template <typename F>

@@ -22,6 +22,10 @@ struct AnalysisOptions {
   // ends (docs/PAG.md §4). Off: the thesis' single span from the earliest to the latest
   // node of the window (kept for comparison with it).
   bool segments = true;
+  // A segmented window's pieces of messages in flight across a whole segment merged per
+  // (sender, receiver, type) (cp/segments.hpp). Off: one edge per piece, the reference
+  // the tests compare with; results are the same up to floating-point rounding.
+  bool merge_pieces = true;
   WhatIfOptions what_if;        // analyze --what-if (summary/what_if.hpp)
   StageTimes* times = nullptr;  // optional
 };

@@ -228,8 +228,11 @@ std::vector<TopActivity> top_activities(const Pag& pag, const Snapshot& snap, co
   for (size_t m = 0; m < snap.msg_src.size(); ++m) {
     if (cp.message_cp[m] <= 0) continue;
     const Message& msg = pag.messages[snap.msg_index[m]];
-    top.offer({msg.src_worker, msg.dst_worker, msg.type, kNone, snap.ts[snap.msg_src[m]],
-               snap.ts[snap.msg_dst[m]], cp.message_cp[m]});
+    // A merged edge is that many identical pieces: more than k of them cannot make it.
+    const size_t copies = std::min<size_t>(snap.mult(m), k);
+    for (size_t i = 0; i < copies; ++i)
+      top.offer({msg.src_worker, msg.dst_worker, msg.type, kNone, snap.ts[snap.msg_src[m]],
+                 snap.ts[snap.msg_dst[m]], cp.message_cp[m]});
   }
   return top.take();
 }
@@ -262,7 +265,8 @@ ProfileTotals profile_totals(const Snapshot& snap, const CpResult& cp) {
   const double busy_total = t.timeline - t.waiting;
   t.inv_busy = busy_total > 0 ? 1.0 / busy_total : 0.0;
   for (size_t k = 0; k < snap.msg_src.size(); ++k)
-    total += static_cast<double>(snap.ts[snap.msg_dst[k]] - snap.ts[snap.msg_src[k]]);
+    total += static_cast<double>(snap.ts[snap.msg_dst[k]] - snap.ts[snap.msg_src[k]]) *
+             static_cast<double>(snap.mult(k));
   t.inv_total = total > 0 ? 1.0 / total : 0.0;
   const double span = static_cast<double>(cp.cp_ns);
   t.inv_span = span > 0 ? 1.0 / span : 0.0;
@@ -334,8 +338,10 @@ void group_messages(const Pag& pag, const Snapshot& snap, const CpResult& cp,
   for (size_t k = 0; k < snap.msg_src.size(); ++k) {
     const Message& m = pag.messages[snap.msg_index[k]];
     const double dur = static_cast<double>(snap.ts[snap.msg_dst[k]] - snap.ts[snap.msg_src[k]]);
-    const double c = cp.message_cp[k];
-    const double conv = dur * t.inv_total;
+    // A merged edge (Snapshot::msg_mult) is that many pieces; a sampled path takes one.
+    const double mult = static_cast<double>(snap.mult(k));
+    const double c = cp.message_cp[k] * mult;
+    const double conv = dur * t.inv_total * mult;
     const double single = !path.message.empty() && path.message[k] ? dur * t.inv_span : 0.0;
     const int type = static_cast<int>(m.type);
     g.cp.groups.activity[type] += c;
