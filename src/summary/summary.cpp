@@ -127,7 +127,12 @@ class TopK {
     if (a.cp != b.cp) return a.cp > b.cp;
     if (a.start != b.start) return a.start < b.start;
     if (a.worker != b.worker) return a.worker < b.worker;
-    return a.remote < b.remote;
+    if (a.remote != b.remote) return a.remote < b.remote;
+    // A total order, so that the list never depends on the order activities were offered
+    // in (merged message pieces offer theirs together).
+    if (a.end != b.end) return a.end < b.end;
+    if (a.type != b.type) return a.type < b.type;
+    return a.op < b.op;
   }
 
  private:
