@@ -237,7 +237,8 @@ TEST(OperatorSummary, MatchesBruteForceSumOverWindowEdges) {
         if (!waiting) dur[op] += d;
         ran[op].insert(s.worker[u]);
       }
-      for (size_t k = 0; k < s.msg_src.size(); ++k) msg_cp += v.cp.message_cp[k];
+      // A merged message edge stands for mult(k) pieces, each with its message_cp.
+      for (size_t k = 0; k < s.msg_src.size(); ++k) msg_cp += v.cp.message_cp[k] * s.mult(k);
       ASSERT_EQ(sum.cp.op.size(), ran.size());
       ASSERT_EQ(sum.cp.op_per_worker.size(), ran.size());
       ASSERT_EQ(sum.conventional.op.size(), ran.size());
