@@ -11,7 +11,7 @@
 bin=$1 procs=$2
 . "$(dirname "$0")/mpi_prologue.sh"
 dir=$(mktemp -d) || exit 1
-trap 'rm -rf "$dir"' EXIT
+trap 'rm -rf "$dir" "$ompi_tmp"' EXIT
 "$bin" bench --generate "$dir/t.snail" --seconds 6 2>/dev/null || { echo "FAIL: generate"; exit 1; }
 # A trace with gaps: the simulated skewed word count, its events cut out of [1.2 s, 1.9 s].
 "$bin" simulate "$(dirname "$0")/../examples/wordcount-skew-30.toml" --duration 3s \

@@ -15,7 +15,7 @@ spid=
 cleanup() {
   [ -n "$mpid" ] && kill -9 "$mpid" 2>/dev/null
   [ -n "$spid" ] && kill -9 "$spid" 2>/dev/null
-  rm -rf "$dir"
+  rm -rf "$dir" "$ompi_tmp"
 }
 trap cleanup EXIT
 rank_pid() {

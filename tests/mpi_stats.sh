@@ -8,7 +8,7 @@ bin=$1
 . "$(dirname "$0")/mpi_prologue.sh"
 command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3 not found"; exit 77; }
 dir=$(mktemp -d) || exit 1
-trap 'rm -rf "$dir"' EXIT
+trap 'rm -rf "$dir" "$ompi_tmp"' EXIT
 out=$($mpirun_lo -np 2 "$bin" run keycount --workers 2 --rate 100000 \
   --duration 800ms --keys 1000 --stats-json "$dir/s.json" 2>&1)
 rc=$?

@@ -7,7 +7,7 @@
 bin=$1
 . "$(dirname "$0")/mpi_prologue.sh"
 dir=$(mktemp -d) || exit 1
-trap 'rm -rf "$dir"' EXIT
+trap 'rm -rf "$dir" "$ompi_tmp"' EXIT
 $mpirun_lo -np 2 "$bin" run keycount --workers 2 --records 200000 --keys 1000 \
   -q --trace "$dir/t.snail" || { echo "FAIL: mpirun exited $?"; exit 1; }
 ls "$dir"
