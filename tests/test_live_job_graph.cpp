@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "http_test_util.hpp"
 #include "process_util.hpp"
 #include "sim_test_util.hpp"
 #include "trace/trace_io.hpp"
@@ -25,6 +26,8 @@ namespace {
 
 namespace fs = std::filesystem;
 namespace dom = simdjson::dom;
+using testing::dashboard_port;
+using testing::http_get;
 using testing::Process;
 using testing::slurp;
 
@@ -48,15 +51,6 @@ class LiveJobGraph : public testing::TempDirTest {
   }
 };
 
-std::string get(int port, const std::string& target, int* status = nullptr) {
-  httplib::Client client("127.0.0.1", port);
-  client.set_connection_timeout(2);
-  client.set_read_timeout(5);
-  auto res = client.Get(target.c_str());
-  if (status) *status = res ? res->status : -1;
-  return res ? res->body : "";
-}
-
 std::string minified(const std::string& json) {
   dom::parser parser;
   dom::element e;
@@ -78,13 +72,13 @@ TEST_F(LiveJobGraph, ServeEqualsTheStaticReport) {
   const int tcp = testing::wait_for_port(path("ports"), "tcp");
   const int http = testing::wait_for_port(path("ports"), "http");
   ASSERT_GT(http, 0) << server.err();
-  EXPECT_EQ(get(http, "/api/jobgraph"), "null");  // before any window
+  EXPECT_EQ(http_get(http, "/api/jobgraph"), "null");  // before any window
   Process producer({"send", trace.string(), "--to", "127.0.0.1:" + std::to_string(tcp)},
                    path("send.out"), path("send.err"));
   ASSERT_EQ(producer.wait(), 0) << producer.err();
   std::string live;
   for (int i = 0; i < 200; ++i) {
-    live = get(http, "/api/jobgraph");
+    live = http_get(http, "/api/jobgraph");
     if (live.find("\"windows\":19,") != std::string::npos) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
@@ -94,7 +88,7 @@ TEST_F(LiveJobGraph, ServeEqualsTheStaticReport) {
   EXPECT_NE(want.find("\"stall_windows\":"), std::string::npos);
   EXPECT_EQ(minified(live), want);
   // The dashboard's page polls it.
-  EXPECT_NE(get(http, "/").find("api/jobgraph"), std::string::npos);
+  EXPECT_NE(http_get(http, "/").find("api/jobgraph"), std::string::npos);
   server.signal(SIGTERM);
   EXPECT_EQ(server.wait(), 0) << server.err();
 }
@@ -108,7 +102,7 @@ TEST_F(LiveJobGraph, ServeNeedsTheToken) {
   const int http = testing::wait_for_port(path("ports"), "http");
   ASSERT_GT(http, 0) << server.err();
   int status = 0;
-  get(http, "/api/jobgraph", &status);
+  http_get(http, "/api/jobgraph", &status);
   EXPECT_EQ(status, 401);
   httplib::Client client("127.0.0.1", http);
   auto res =
@@ -118,19 +112,6 @@ TEST_F(LiveJobGraph, ServeNeedsTheToken) {
   EXPECT_EQ(res->body, "null");
   server.signal(SIGTERM);
   EXPECT_EQ(server.wait(), 0) << server.err();
-}
-
-// The port of "live dashboard on http://127.0.0.1:PORT/" in `err`, or -1.
-int dashboard_port(const fs::path& err, double timeout_s) {
-  const std::regex re("live dashboard on https?://127\\.0\\.0\\.1:([0-9]+)/");
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-  while (std::chrono::steady_clock::now() < deadline) {
-    std::smatch m;
-    const std::string text = slurp(err);
-    if (std::regex_search(text, m, re)) return std::stoi(m[1]);
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return -1;
 }
 
 // run --http: a Megaphone migration at 500 ms; while the run goes the graph grows, and
@@ -151,15 +132,15 @@ TEST_F(LiveJobGraph, RunEqualsTheStaticReportWithItsMarks) {
   std::string final_graph;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (std::chrono::steady_clock::now() < deadline) {
-    const std::string timeline = get(port, "/api/timeline");
-    const std::string graph = get(port, "/api/jobgraph");
+    const std::string timeline = http_get(port, "/api/timeline");
+    const std::string graph = http_get(port, "/api/jobgraph");
     const bool done = timeline.find("\"done\": true") != std::string::npos;
     dom::parser parser;
     dom::element g;
     if (!parser.parse(graph).get(g) && g.is_object()) seen.push_back(uint64_t(g["windows"]));
     if (done) {
       // The graph was complete before the run's outputs (finish comes first).
-      final_graph = get(port, "/api/jobgraph");
+      final_graph = http_get(port, "/api/jobgraph");
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -174,7 +155,7 @@ TEST_F(LiveJobGraph, RunEqualsTheStaticReportWithItsMarks) {
   // Windows arrived while it ran, never fewer than before.
   ASSERT_FALSE(seen.empty());
   EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));
-  const std::string page = get(port, "/");
+  const std::string page = http_get(port, "/");
   EXPECT_NE(page.find("api/jobgraph"), std::string::npos);
   EXPECT_NE(page.find("id=\"sec-jobgraph\""), std::string::npos);
   run.signal(SIGTERM);
@@ -188,7 +169,7 @@ TEST_F(LiveJobGraph, RunWithoutTheJobGraph) {
               path("run.out"), path("run.err"));
   const int port = dashboard_port(path("run.err"), 30);
   ASSERT_GT(port, 0) << slurp(path("run.err"));
-  EXPECT_EQ(get(port, "/api/jobgraph"), "null");
+  EXPECT_EQ(http_get(port, "/api/jobgraph"), "null");
   run.signal(SIGTERM);
   run.wait();
   Process bad({"run", "wordcount", "--duration", "100ms", "--http", "127.0.0.1:0",

@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "http_test_util.hpp"
 #include "process_util.hpp"
 #include "tls_test_util.hpp"
 
@@ -28,6 +29,8 @@ namespace test_run_dashboard {
 
 namespace {
 
+using snailtrail::testing::dashboard_port;
+using snailtrail::testing::http_get;
 using snailtrail::testing::Process;
 using snailtrail::testing::slurp;
 namespace dom = simdjson::dom;
@@ -50,30 +53,6 @@ class RunDashboardTest : public snailtrail::testing::TempDirTest {
     return p;
   }
 };
-
-// The port of "live dashboard on http[s]://127.0.0.1:PORT/" in `err`, or -1.
-int dashboard_port(const std::filesystem::path& err, double timeout_s) {
-  const std::regex re("live dashboard on https?://127\\.0\\.0\\.1:([0-9]+)/");
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-  while (std::chrono::steady_clock::now() < deadline) {
-    std::smatch m;
-    const std::string text = slurp(err);
-    if (std::regex_search(text, m, re)) return std::stoi(m[1]);
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return -1;
-}
-
-std::string get(int port, const std::string& target, int* status = nullptr,
-                std::string* content_type = nullptr) {
-  httplib::Client client("127.0.0.1", port);
-  client.set_connection_timeout(2);
-  client.set_read_timeout(5);
-  auto res = client.Get(target.c_str());
-  if (status) *status = res ? res->status : -1;
-  if (res && content_type) *content_type = res->get_header_value("Content-Type");
-  return res ? res->body : "";
-}
 
 std::vector<std::pair<double, double>> times_and_p99(dom::element tl) {
   std::vector<std::pair<double, double>> out;
@@ -104,7 +83,7 @@ TEST_F(RunDashboardTest, TimelineEqualsStatsJsonAndThePageIsServed) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   while (std::chrono::steady_clock::now() < deadline) {
     int status = 0;
-    const std::string body = get(port, "/api/timeline", &status);
+    const std::string body = http_get(port, "/api/timeline", &status);
     if (status == 200) {
       dom::parser parser;
       dom::element tl = parser.parse(body);
@@ -122,7 +101,7 @@ TEST_F(RunDashboardTest, TimelineEqualsStatsJsonAndThePageIsServed) {
   // The page, while lingering.
   int status = 0;
   std::string type;
-  const std::string page = get(port, "/", &status, &type);
+  const std::string page = http_get(port, "/", &status, &type);
   EXPECT_EQ(status, 200);
   EXPECT_NE(type.find("text/html"), std::string::npos);
   EXPECT_NE(page.find("<svg id=\"latency\""), std::string::npos);
@@ -204,7 +183,7 @@ TEST_F(RunDashboardTest, IdleSocketsMakeRoomForRealClients) {
   for (int i = 0; i < 150; ++i) idle.push_back(connect_idle());
   for (int i = 0; i < 10; ++i) {
     int status = 0;
-    EXPECT_EQ(get(port, "/healthz", &status), "ok\n") << "request " << i;
+    EXPECT_EQ(http_get(port, "/healthz", &status), "ok\n") << "request " << i;
     EXPECT_EQ(status, 200);
   }
   // The oldest idle sockets were closed for them: reading one gives end of file at once.
@@ -276,7 +255,7 @@ TEST_F(RunDashboardTest, TokenAndTlsAsServeHttp) {
   EXPECT_EQ(curl(base + "/healthz", ca), "200 ok\n");
   // Plain HTTP on the TLS port gets no page.
   int status = 0;
-  get(port, "/healthz", &status);
+  http_get(port, "/healthz", &status);
   EXPECT_NE(status, 200);
   p.signal(SIGTERM);
   p.wait();

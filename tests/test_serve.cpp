@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "http_test_util.hpp"
 #include "importers/importer.hpp"
 #include "kernel/model.hpp"
 #include "kernel/perf_script.hpp"
@@ -648,6 +649,7 @@ namespace snailtrail::test_serve {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::http_get;
 using testing::Process;
 
 class ServeCli : public testing::TempDirTest {
@@ -752,14 +754,6 @@ TEST_F(ServeCli, FourProducersGiveAnalyzesWindows) {
   const auto got = lines_of(testing::slurp(path("windows.jsonl")));
   ASSERT_EQ(got.size(), expected.size()) << server->err();
   for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], expected[i]) << "window " << i;
-}
-
-std::string http_get(int port, const std::string& target, int* status = nullptr) {
-  httplib::Client client("127.0.0.1", port);
-  client.set_connection_timeout(5);
-  auto res = client.Get(target.c_str());
-  if (status) *status = res ? res->status : -1;
-  return res ? res->body : std::string();
 }
 
 void send_bytes(int port, const std::string& bytes, bool close_abruptly = false) {

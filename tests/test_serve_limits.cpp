@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "http_test_util.hpp"
 #include "process_util.hpp"
 #include "serve/ingest.hpp"
 #include "sim_test_util.hpp"
@@ -30,6 +31,7 @@ namespace {
 namespace fs = std::filesystem;
 using detail::snail::kMaxBlockBytes;
 using detail::snail::kMaxBlockEvents;
+using testing::http_get;
 using testing::Process;
 
 std::string u32(uint32_t v) {
@@ -325,15 +327,6 @@ bool send_all(int fd, const std::string& bytes) {
     off += static_cast<size_t>(n);
   }
   return true;
-}
-
-std::string http_get(int port, const std::string& target, int* status = nullptr) {
-  httplib::Client client("127.0.0.1", port);
-  client.set_connection_timeout(5);
-  client.set_read_timeout(5);
-  auto res = client.Get(target.c_str());
-  if (status) *status = res ? res->status : -1;
-  return res ? res->body : std::string();
 }
 
 int64_t metric(const std::string& text, const std::string& name) {

@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "http_test_util.hpp"
 #include "process_util.hpp"
 #include "serve/serve_state.hpp"
 
@@ -21,11 +22,11 @@ namespace {
 
 using testing::Process;
 
+// The body of a 200 answer, else "".
 std::string http_get(int port, const std::string& target) {
-  httplib::Client client("127.0.0.1", port);
-  client.set_connection_timeout(5);
-  auto res = client.Get(target.c_str());
-  return res && res->status == 200 ? res->body : std::string();
+  int status = 0;
+  std::string body = testing::http_get(port, target, &status);
+  return status == 200 ? body : std::string();
 }
 
 // Values of one labeled gauge: label value -> value.

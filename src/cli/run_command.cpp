@@ -130,9 +130,7 @@ flow::RunResult execute(const RunArgs& a, const flow::RunConfig& cfg,
 void finish_live_trace(const RunArgs& a, LiveTrace& live, flow::Transport* mpi,
                        flow::RunResult& r) {
   live.finish();
-  r.events = std::move(live.kept());
-  std::stable_sort(r.events.begin(), r.events.end(),
-                   [](const Event& x, const Event& y) { return x.ts < y.ts; });
+  r.events = live.take_kept();
   const std::string who = mpi ? fmt::format("rank {}: ", mpi->rank()) : "";
   if (!a.quiet)
     fmt::print(stderr, "{}trace-to: sent {} events ({} bytes) to {}\n", who, live.stats().events,

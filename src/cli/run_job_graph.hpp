@@ -2,20 +2,18 @@
 // as the workers flush them (about every 50 ms), go into a queue; a thread feeds them to a
 // LiveAnalyzer (serve's event-time windows) every 50 ms and its windows to the report's
 // JobGraphBuilder, so GET /api/jobgraph is what `report TRACE -f json --window W` writes
-// as "jobgraph" for the windows closed so far. The workers only append under a lock; the
-// queue is bounded: a flush that does not fit is dropped and counted, never blocking them.
+// as "jobgraph" for the windows closed so far. The queue (run_event_queue.hpp) is bounded:
+// a flush that does not fit is dropped and counted, never blocking the workers.
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
+#include "cli/run_event_queue.hpp"
 #include "serve/live_job_graph.hpp"
 #include "trace/trace.hpp"
 
@@ -38,37 +36,28 @@ class RunJobGraph {
   RunJobGraph& operator=(const RunJobGraph&) = delete;
 
   // The runtime's trace sink (any worker thread).
-  void add(std::vector<Event>&& events, const std::vector<std::string>& ops);
+  void add(std::vector<Event>&& events, const std::vector<std::string>& ops) {
+    queue_.add(std::move(events), ops);
+  }
   // The run has ended: the rest is analyzed, the last window included (as `report` does).
   void finish();
   // The "jobgraph" object with `marks` (report::loop_marks_json's array).
   std::string json(std::string marks);
   // Events dropped because the queue was full (the analysis did not keep up).
-  uint64_t dropped() const;
+  uint64_t dropped() const { return queue_.dropped(); }
   // With `keep`, after finish: every event, in time order.
-  bool keeps() const { return keep_; }
-  std::vector<Event> take_kept();
+  bool keeps() const { return queue_.keeps(); }
+  std::vector<Event> take_kept() { return queue_.take_kept(); }
 
  private:
-  void loop();
-  void feed(std::vector<Event>& events);
+  void feed(std::vector<Event>& events, const Trace* names);
 
   serve::LiveJobGraph graph_;
-  std::unique_ptr<LiveAnalyzer> live_;  // the thread's
-  Trace names_;
-  bool named_ = false;  // names_ handed to the analyzer (the thread's)
-  // When each worker last sent an event (the thread's): one silent for a second (a worker
-  // the autoscaler left idle) stops holding windows back, as serve's --idle-timeout.
+  std::unique_ptr<LiveAnalyzer> live_;  // the queue thread's
+  // When each worker last sent an event (the queue thread's): one silent for a second (a
+  // worker the autoscaler left idle) stops holding windows back, as serve's --idle-timeout.
   std::unordered_map<uint32_t, std::chrono::steady_clock::time_point> last_seen_;
-  bool keep_;
-  std::vector<Event> kept_;
-  uint64_t max_queued_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<Event> queued_;
-  bool have_ops_ = false, stopping_ = false;
-  uint64_t dropped_ = 0;
-  std::thread thread_;
+  RunEventQueue queue_;  // last: its thread stops before the members above go
 };
 
 }  // namespace snailtrail::cli

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli/run_event_queue.hpp"
 #include "flow/channel.hpp"
 #include "serve/nats_link.hpp"
 #include "serve/producer_link.hpp"
@@ -77,37 +78,27 @@ class TraceSink {
   std::unique_ptr<serve::NatsPublisher> nats_;
 };
 
-// --trace-to: the workers' flushed events go into a queue; a thread sends what arrived
-// every 50 ms as one time-ordered chunk of the .snail stream (so src/flow knows nothing
-// of the network). With --trace too, every event is also kept for the file. The queue
-// is bounded (`max_queued` events): a chunk that does not fit while the receiver is
-// slow is dropped and counted, never blocking the workers (docs/RUNTIME.md). The end is
-// bounded too: a receiver that takes nothing (stopped) gets `finish`'s bound, then the
-// stream is cut and what it did not take is counted (unsent()).
+// --trace-to: the workers' flushed events go into a queue (run_event_queue.hpp); its thread
+// sends what arrived every 50 ms as one time-ordered chunk of the .snail stream (so
+// src/flow knows nothing of the network). With --trace too, every event is also kept for
+// the file. The queue is bounded (`max_queued` events): a chunk that does not fit while
+// the receiver is slow is dropped and counted, never blocking the workers
+// (docs/RUNTIME.md). The end is bounded too: a receiver that takes nothing (stopped) gets
+// `finish`'s bound, then the stream is cut and what it did not take is counted (unsent()).
 class LiveTrace {
  public:
   LiveTrace(const std::string& address, const serve::ClientAuth& auth, uint32_t first_worker,
             uint32_t workers, bool keep, uint64_t max_queued)
-      : stream_(address, auth), keep_(keep), max_queued_(max_queued) {
-    for (uint32_t i = first_worker; i < first_worker + workers; ++i)
-      names_.worker_names[i] = fmt::format("worker-{}", i);
-    thread_ = std::thread([this] { loop(); });
+      : stream_(address, auth), queue_(first_worker, workers, keep, max_queued) {
+    queue_.start([this](std::vector<Event>& events, const Trace* names, bool last) {
+      send(events, names, last);
+    });
   }
   ~LiveTrace() { stop(); }
   void add(std::vector<Event>&& events, const std::vector<std::string>& ops) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!have_ops_) {
-      for (uint32_t i = 0; i < ops.size(); ++i) names_.operator_names[i] = ops[i];
-      have_ops_ = true;
-    }
-    if (keep_) kept_.insert(kept_.end(), events.begin(), events.end());
-    if (queued_.size() + events.size() > max_queued_) {
-      dropped_ += events.size();
-      return;
-    }
-    queued_.insert(queued_.end(), events.begin(), events.end());
+    queue_.add(std::move(events), ops);
   }
-  uint64_t dropped() const { return dropped_; }
+  uint64_t dropped() const { return queue_.dropped(); }
   // Sends what is left and closes the stream, waiting at most `bound` for the receiver;
   // rethrows a send error, unless the bound cut the stream (then see unsent()).
   void finish(std::chrono::milliseconds bound = std::chrono::milliseconds(1000)) {
@@ -118,74 +109,49 @@ class LiveTrace {
   uint64_t unsent() const { return unsent_; }
   bool cut() const { return cut_; }
   serve::SendStats stats() const { return stream_.stats(); }
-  std::vector<Event>& kept() { return kept_; }
-  const Trace& names() const { return names_; }
+  // With --trace, after finish: every event, in time order.
+  std::vector<Event> take_kept() { return queue_.take_kept(); }
 
  private:
   void stop(std::chrono::milliseconds bound = std::chrono::milliseconds(1000)) {
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      if (stopping_) return;
-      stopping_ = true;
-      cv_.notify_all();
-      cut_ = !cv_.wait_for(lock, bound, [this] { return loop_done_; });
-    }
+    if (stopped_) return;
+    stopped_ = true;
+    cut_ = !queue_.stop(bound);
     if (cut_) stream_.interrupt();  // a blocked send or close fails at once
-    thread_.join();
+    queue_.join();
   }
-  void loop() {
-    bool last = false;
-    bool named = false;
-    while (!last) {
-      Trace chunk;
-      std::vector<Event> events;
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait_for(lock, std::chrono::milliseconds(50), [this] { return stopping_; });
-        last = stopping_;
-        events.swap(queued_);
-        if (!named && have_ops_) {
-          chunk.worker_names = names_.worker_names;
-          chunk.operator_names = names_.operator_names;
-          named = true;
-        }
-      }
-      if (error_) {  // the connection broke: keep draining, report at the end
-        unsent_ += events.size();
-        continue;
-      }
-      std::stable_sort(events.begin(), events.end(),
-                       [](const Event& x, const Event& y) { return x.ts < y.ts; });
-      chunk.events.resize(events.size());
-      std::copy(events.begin(), events.end(), chunk.events.begin());
-      bool sent = false;
-      try {
-        if (!chunk.events.empty() || !chunk.worker_names.empty()) stream_.send(chunk);
-        sent = true;
-        if (last) stream_.close();
-      } catch (...) {
-        error_ = std::current_exception();
-        if (!sent) unsent_ += chunk.events.size();
-      }
+  // The queue's thread.
+  void send(std::vector<Event>& events, const Trace* names, bool last) {
+    if (error_) {  // the connection broke: keep draining, report at the end
+      unsent_ += events.size();
+      return;
     }
-    std::lock_guard<std::mutex> lock(mu_);
-    loop_done_ = true;
-    cv_.notify_all();
+    std::stable_sort(events.begin(), events.end(),
+                     [](const Event& x, const Event& y) { return x.ts < y.ts; });
+    Trace chunk;
+    if (names) {
+      chunk.worker_names = names->worker_names;
+      chunk.operator_names = names->operator_names;
+    }
+    chunk.events.resize(events.size());
+    std::copy(events.begin(), events.end(), chunk.events.begin());
+    bool sent = false;
+    try {
+      if (!chunk.events.empty() || !chunk.worker_names.empty()) stream_.send(chunk);
+      sent = true;
+      if (last) stream_.close();
+    } catch (...) {
+      error_ = std::current_exception();
+      if (!sent) unsent_ += chunk.events.size();
+    }
   }
 
   TraceSink stream_;
-  bool keep_;
-  uint64_t max_queued_, dropped_ = 0;
-  uint64_t unsent_ = 0;  // the sending thread's; read after it ended
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<Event> queued_;
-  std::vector<Event> kept_;
-  Trace names_;
-  bool have_ops_ = false, stopping_ = false, loop_done_ = false;
-  bool cut_ = false;  // finish's bound passed: the stream was cut
+  uint64_t unsent_ = 0;  // the queue thread's; read after it ended
   std::exception_ptr error_;
-  std::thread thread_;
+  bool stopped_ = false;
+  bool cut_ = false;     // finish's bound passed: the stream was cut
+  RunEventQueue queue_;  // last: its thread stops before the members above go
 };
 
 // Under mpirun: rank 0 gathers every rank's events into one trace (a cross-process
