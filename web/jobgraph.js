@@ -17,6 +17,13 @@
     if (parent) parent.appendChild(e);
     return e;
   }
+  function hel(tag, attrs, parent, text) {  // an HTML element
+    const e = document.createElement(tag);
+    for (const k in attrs) e.setAttribute(k, attrs[k]);
+    if (text !== undefined) e.textContent = text;
+    if (parent) parent.appendChild(e);
+    return e;
+  }
   function pct(v) { return v === null || v === undefined ? '–' : (v * 100).toFixed(2) + ' %'; }
   function esc(s) {
     return String(s).replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' }[c]));
@@ -180,9 +187,45 @@
     }
   }
 
+  // The section's own styles and structure: a page holds only
+  // <section id="sec-jobgraph" hidden data-subtitle="..."></section> (the report and the
+  // dashboards share them).
+  const CSS = `
+.jg-node { cursor: pointer; }
+.jg-node rect { stroke: #8a939c; stroke-width: 1; }
+.jg-node.selected rect { stroke: var(--select); stroke-width: 3; }
+.jg-node .jg-name { font-size: 12px; font-weight: 600; fill: var(--fg); }
+.jg-node .jg-fact { font-size: 11px; fill: var(--fg); }
+.jg-edge { fill: none; stroke: #67707a; stroke-width: 1.5; }
+.jg-lane { fill: #f6f8fa; }
+.jg-line { fill: none; stroke-width: 1.5; }
+#jobgraph-note { color: var(--muted); }
+.jg-mark-decision { stroke: #6a3d9a; stroke-width: 2; }
+.jg-mark-migration { fill: rgba(106, 61, 154, 0.15); }
+#jobgraph-table { width: auto; min-width: 480px; }`;
+  function build(sec) {
+    if (!document.getElementById('jobgraph-style')) {
+      const style = document.createElement('style');
+      style.id = 'jobgraph-style';
+      style.textContent = CSS;
+      document.head.appendChild(style);
+    }
+    if (sec.firstElementChild) return;
+    const h2 = hel('h2', null, sec, 'Job graph ');
+    hel('small', null, h2, sec.dataset.subtitle || '');
+    hel('div', { id: 'jobgraph-note' }, sec);
+    hel('div', { class: 'chart', id: 'chart-jobgraph', 'data-chart': 'jobgraph' }, sec);
+    hel('h3', { id: 'jobgraph-op-title' }, sec, 'Workers');
+    hel('div', { id: 'jobgraph-workers' }, sec);
+    const h3 = hel('h3', null, sec, 'Per worker over time ');
+    hel('small', null, h3, 'busy, output (serialization + buffer: no trace records time blocked sending) and CP; hatched: a stall, nothing completed');
+    hel('div', { class: 'chart', id: 'chart-jobgraph-time', 'data-chart': 'jobgraph-time' }, sec);
+  }
+
   function draw(data) {
     const sec = document.getElementById('sec-jobgraph');
     if (!sec) return;
+    build(sec);
     if (!data || !data.jobgraph || !data.jobgraph.operators.length) { sec.hidden = true; return; }
     sec.hidden = false;
     jg.data = data.jobgraph;
