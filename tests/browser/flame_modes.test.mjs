@@ -7,16 +7,11 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { chromium } from 'playwright-core';
+import { pathToFileURL } from 'node:url';
+import { root, bin, artifacts, workDir, launchBrowser } from './common.mjs';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const bin = path.resolve(root, process.env.SNAILTRAIL_BIN || 'build/bin/snailtrail');
-const artifacts = path.resolve(root, process.env.SNAILTRAIL_ARTIFACTS || 'build/browser-artifacts');
-const chromiumPath = process.env.CHROMIUM || '/usr/bin/chromium';
-const work = fs.mkdtempSync(path.join(os.tmpdir(), 'snailtrail-flame-'));
+const work = workDir('flame');
 
 let browser;
 let page;
@@ -31,7 +26,7 @@ before(async () => {
   execFileSync(bin, ['run', 'wordcount', '--workers', '2', '--duration', '1000ms', '--skew', '0.5',
     '--keys', '1000', '--profile', '--profile-hz', '997', '--trace', trace, '-q'], { cwd: root });
   execFileSync(bin, ['report', trace, '-o', html, '--window', '500ms', '--no-progress'], { cwd: root });
-  browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] });
+  browser = await launchBrowser();
   page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
   problems = [];
   page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });

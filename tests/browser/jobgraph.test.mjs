@@ -5,22 +5,16 @@
 // Screenshots go to $SNAILTRAIL_ARTIFACTS (default build/browser-artifacts/).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { chromium } from 'playwright-core';
+import { pathToFileURL } from 'node:url';
+import { bin, artifacts, workDir, launchBrowser, runBinary } from './common.mjs';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const bin = path.resolve(root, process.env.SNAILTRAIL_BIN || 'build/bin/snailtrail');
-const artifacts = path.resolve(root, process.env.SNAILTRAIL_ARTIFACTS || 'build/browser-artifacts');
-const chromiumPath = process.env.CHROMIUM || '/usr/bin/chromium';
-const work = fs.mkdtempSync(path.join(os.tmpdir(), 'snailtrail-jobgraph-'));
+const work = workDir('jobgraph');
 
 let browser;
 const files = {};
-const run = (...args) => execFileSync(bin, args, { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+const run = runBinary;
 
 // The trace of tests/test_report_job_graph.cpp (µs): operators 1 src, 2 map, 3 count on
 // workers w0 and w1, one batch map -> count; in 50 µs windows the third, [100, 150), has no
@@ -58,7 +52,7 @@ before(async () => {
     migrations: [{ strategy: 'batched', start_s: 6e-5, end_s: 8e-5, bins_moved: 4 }] }));
   files.marks = path.join(work, 'marks.html');
   run('report', trace, '--window', '50us', '--stats-json', stats, '-o', files.marks, '--no-progress');
-  browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] });
+  browser = await launchBrowser();
 });
 
 after(async () => {

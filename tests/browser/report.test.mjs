@@ -7,16 +7,11 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
-import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { chromium } from 'playwright-core';
+import { pathToFileURL } from 'node:url';
+import { root, bin, artifacts, workDir, launchBrowser } from './common.mjs';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const bin = path.resolve(root, process.env.SNAILTRAIL_BIN || 'build/bin/snailtrail');
-const artifacts = path.resolve(root, process.env.SNAILTRAIL_ARTIFACTS || 'build/browser-artifacts');
-const chromiumPath = process.env.CHROMIUM || '/usr/bin/chromium';
-const work = fs.mkdtempSync(path.join(os.tmpdir(), 'snailtrail-browser-'));
+const work = workDir('browser');
 
 let browser;
 const files = {};
@@ -49,7 +44,7 @@ before(async () => {
   run('report', profiled, '-o', files.flameJson, '--window', '500ms', '--format', 'json', '--no-progress');
   files.dashboard = path.join(work, 'dashboard.html');
   run('report', '-o', files.dashboard, '--dashboard');
-  browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] });
+  browser = await launchBrowser();
 });
 
 after(async () => {

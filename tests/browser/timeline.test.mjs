@@ -10,13 +10,8 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { root, bin, artifacts, launchBrowser } from './common.mjs';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const bin = path.resolve(root, process.env.SNAILTRAIL_BIN || 'build/bin/snailtrail');
-const artifacts = path.resolve(root, process.env.SNAILTRAIL_ARTIFACTS || 'build/browser-artifacts');
-const chromiumPath = process.env.CHROMIUM || '/usr/bin/chromium';
 
 let browser;
 let pageHtml;
@@ -56,7 +51,7 @@ before(async () => {
     await new Promise((r) => setTimeout(r, 100));
   }
   child.kill('SIGTERM');
-  browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] });
+  browser = await launchBrowser();
 });
 
 after(async () => {

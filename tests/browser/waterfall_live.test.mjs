@@ -8,16 +8,10 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
-import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { root, bin, artifacts, workDir, launchBrowser } from './common.mjs';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const bin = path.resolve(root, process.env.SNAILTRAIL_BIN || 'build/bin/snailtrail');
-const artifacts = path.resolve(root, process.env.SNAILTRAIL_ARTIFACTS || 'build/browser-artifacts');
-const chromiumPath = process.env.CHROMIUM || '/usr/bin/chromium';
-const work = fs.mkdtempSync(path.join(os.tmpdir(), 'snailtrail-waterfall-live-'));
+const work = workDir('waterfall-live');
 
 let browser;
 let serve;
@@ -80,7 +74,7 @@ before(async () => {
   }
   assert.ok(ports, 'serve wrote its ports');
   assert.equal(await post(ports.otlp, otlp(hand)), 200);
-  browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] });
+  browser = await launchBrowser();
 });
 
 after(async () => {
