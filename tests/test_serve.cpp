@@ -16,11 +16,13 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <random>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "http_test_util.hpp"
@@ -637,6 +639,201 @@ TEST(LiveAnalyzer, LateEventsOfAnotherShardsWindowStayThere) {
   EXPECT_EQ(all[6].find("late_events"), std::string::npos) << all[6];
   EXPECT_EQ(run(0, 2), (std::vector<std::string>{all[0], all[2], all[4], all[6]}));
   EXPECT_EQ(run(1, 2), (std::vector<std::string>{all[1], all[3], all[5]}));
+}
+
+// The same feed as live_windows, but windows may close as soon as the first worker has
+// shown up (no hold for the others): the workers that start later have late events.
+std::vector<std::string> live_windows_with_late(const Trace& trace, const LiveOptions& lo,
+                                                uint64_t seed, LiveStats* stats) {
+  std::mt19937_64 rng(seed);
+  std::vector<std::string> out;
+  LiveAnalyzer live(lo, [&](LiveWindow& w) { out.push_back(w.json); });
+  std::vector<std::vector<Event>> streams;
+  std::vector<uint32_t> ids;
+  for (const Event& e : trace.events) {
+    auto it = std::find(ids.begin(), ids.end(), e.worker);
+    if (it == ids.end()) {
+      ids.push_back(e.worker);
+      streams.emplace_back();
+      it = ids.end() - 1;
+    }
+    streams[static_cast<size_t>(it - ids.begin())].push_back(e);
+  }
+  std::vector<size_t> pos(streams.size(), 0);
+  size_t left = trace.events.size();
+  while (left > 0) {
+    // Stream 0 runs ahead: it takes half of the turns.
+    size_t s = std::uniform_int_distribution<size_t>(0, 2 * streams.size() - 1)(rng);
+    if (s >= streams.size()) s = 0;
+    if (pos[s] == streams[s].size()) {
+      s = 0;
+      while (pos[s] == streams[s].size()) ++s;
+    }
+    size_t burst = std::uniform_int_distribution<size_t>(1, 8)(rng);
+    for (; burst > 0 && pos[s] < streams[s].size(); --burst, --left) live.add(streams[s][pos[s]++]);
+    if (std::uniform_int_distribution<int>(0, 3)(rng) == 0) live.advance();
+  }
+  live.finish();
+  *stats = live.stats();
+  return out;
+}
+
+// Activities and messages of a trace that span more than one window border: the parts of
+// windows a shard must get from the windows of the others.
+std::pair<size_t, size_t> spanning(const Trace& trace, int64_t width) {
+  size_t activities = 0, messages = 0;
+  std::map<std::tuple<uint32_t, uint32_t, int64_t>, int64_t> sends;
+  std::map<uint32_t, int64_t> started;
+  auto crosses = [&](int64_t a, int64_t b) { return b / width - a / width >= 2; };
+  for (const Event& e : trace.events) {
+    if (e.kind == EventKind::start) started[e.worker] = e.ts;
+    if (e.kind == EventKind::end && started.count(e.worker) && crosses(started[e.worker], e.ts))
+      ++activities;
+    if (e.kind == EventKind::send) sends[{e.worker, e.remote, e.correlator}] = e.ts;
+  }
+  for (const Event& e : trace.events) {
+    if (e.kind != EventKind::recv) continue;
+    auto it = sends.find({e.remote, e.worker, e.correlator});
+    if (it != sends.end() && crosses(it->second, e.ts)) ++messages;
+  }
+  return {activities, messages};
+}
+
+std::vector<std::string> by_index(std::vector<std::string> lines) {
+  std::stable_sort(lines.begin(), lines.end(), [](const std::string& a, const std::string& b) {
+    return line_index(a) < line_index(b);
+  });
+  return lines;
+}
+
+// N = 1..4 shards over many random messy traces, with narrow windows so that activities
+// and messages span several windows. Oracles: without late events, the union of the
+// shards' windows is the batch analysis byte for byte (each shard fed in its own
+// interleaving); with late events (workers joining after windows closed), it is the
+// unsharded LiveAnalyzer's output fed the same way (itself equal to the batch analysis
+// without late events, above), late-event diagnostics included.
+TEST(LiveAnalyzer, ShardUnionEqualsBatchOverManyRandomTraces) {
+  std::mt19937_64 rng(20261130);
+  size_t spanning_activities = 0, spanning_messages = 0, late = 0, windows_with_late = 0,
+         compared = 0;
+  for (int round = 0; round < 80; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    const int64_t max_delay = 60'000;
+    const Trace trace = random_trace(rng, max_delay, round % 2 == 1);
+    LiveOptions lo;
+    lo.window_ns = std::uniform_int_distribution<int64_t>(5'000, 200'000)(rng);
+    lo.lateness_ns = max_delay + 1;
+    lo.pag.gap_threshold_ns = 100'000;
+    const auto [acts, msgs] = spanning(trace, lo.window_ns);
+    spanning_activities += acts;
+    spanning_messages += msgs;
+    const auto expected = batch_windows(trace, lo);
+    const uint32_t n = 1 + static_cast<uint32_t>(round % 4);
+    std::vector<std::string> merged;
+    for (uint32_t i = 0; i < n; ++i) {
+      LiveOptions shard = lo;
+      shard.shard_index = i;
+      shard.shard_count = n;
+      std::mt19937_64 feed(rng());
+      const auto got = live_windows(trace, shard, feed);
+      merged.insert(merged.end(), got.begin(), got.end());
+    }
+    ASSERT_EQ(by_index(merged), expected);
+    compared += expected.size();
+
+    LiveOptions tight = lo;
+    tight.lateness_ns = std::uniform_int_distribution<int64_t>(0, max_delay)(rng);
+    const uint64_t seed = rng();
+    LiveStats all_stats;
+    const auto all = live_windows_with_late(trace, tight, seed, &all_stats);
+    late += all_stats.late_events;
+    for (const std::string& line : all)
+      if (line.find("\"late_events\":0") == std::string::npos &&
+          line.find("\"late_events\"") != std::string::npos)
+        ++windows_with_late;
+    merged.clear();
+    for (uint32_t i = 0; i < n; ++i) {
+      LiveOptions shard = tight;
+      shard.shard_index = i;
+      shard.shard_count = n;
+      LiveStats stats;
+      const auto got = live_windows_with_late(trace, shard, seed, &stats);
+      EXPECT_EQ(stats.late_events, all_stats.late_events);
+      merged.insert(merged.end(), got.begin(), got.end());
+    }
+    ASSERT_EQ(by_index(merged), all);
+  }
+  EXPECT_GT(compared, 2000u);
+  EXPECT_GT(spanning_activities, 200u);
+  EXPECT_GT(spanning_messages, 200u);
+  EXPECT_GT(late, 100u);
+  EXPECT_GT(windows_with_late, 20u);
+}
+
+// A long regular trace: 4 workers, 10 us activities with gaps, messages between them,
+// 201 windows of 100 us, fed in time order with windows closing as they go. Each of N
+// shards cuts PAGs only around its own windows: about 1/N of the nodes and message edges
+// the unsharded analyzer cuts (each window's own plus at most one node before and one
+// after per worker; bound: 1.3/N), and together they cut at least all of them. Their windows
+// together are the unsharded analyzer's.
+TEST(LiveAnalyzer, ShardsCutNoPagForOtherShardsWindows) {
+  std::vector<Event> events;
+  const uint32_t workers = 4;
+  int64_t corr = 0;
+  for (int64_t t = 0; t < 20'000'000; t += 12'000) {
+    for (uint32_t w = 0; w < workers; ++w) {
+      events.push_back(local(w, t + w, ActivityType::processing, EventKind::start, w));
+      events.push_back(local(w, t + w + 10'000, ActivityType::processing, EventKind::end, w));
+    }
+    const uint32_t s = static_cast<uint32_t>(t / 12'000 % workers);
+    ++corr;
+    events.push_back(half(s, (s + 1) % workers, t + 10'500, EventKind::send, corr, true));
+    events.push_back(half((s + 1) % workers, s, t + 11'500, EventKind::recv, corr, true));
+  }
+  std::stable_sort(events.begin(), events.end(),
+                   [](const Event& a, const Event& b) { return a.ts < b.ts; });
+  auto run = [&](uint32_t index, uint32_t count, LiveStats& stats) {
+    LiveOptions lo;
+    lo.window_ns = 100'000;
+    lo.lateness_ns = 0;
+    lo.shard_index = index;
+    lo.shard_count = count;
+    std::vector<std::string> got;
+    LiveAnalyzer live(lo, [&](LiveWindow& w) { got.push_back(w.json); });
+    for (size_t i = 0; i < events.size(); ++i) {
+      live.add(events[i]);
+      if (i % 64 == 63) live.advance();
+    }
+    live.finish();
+    stats = live.stats();
+    return got;
+  };
+  LiveStats one;
+  const auto all = run(0, 1, one);
+  ASSERT_EQ(all.size(), 201u);  // the last events are at 20.0035 ms
+  ASSERT_GT(one.cut_nodes, 5'000u);
+  ASSERT_GT(one.cut_messages, 1'000u);
+  for (uint32_t n = 2; n <= 4; ++n) {
+    SCOPED_TRACE("shards " + std::to_string(n));
+    std::vector<std::string> merged;
+    uint64_t nodes = 0, messages = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+      LiveStats stats;
+      const auto got = run(i, n, stats);
+      merged.insert(merged.end(), got.begin(), got.end());
+      const uint64_t windows = stats.windows;
+      EXPECT_LE(stats.cut_nodes, one.cut_nodes / n + windows * workers * 2 + 64);
+      EXPECT_LE(stats.cut_nodes, one.cut_nodes * 13 / 10 / n);
+      EXPECT_LE(stats.cut_messages, one.cut_messages * 13 / 10 / n);
+      RecordProperty("cut_nodes_" + std::to_string(n) + "_" + std::to_string(i),
+                     std::to_string(stats.cut_nodes) + " of " + std::to_string(one.cut_nodes));
+      nodes += stats.cut_nodes;
+      messages += stats.cut_messages;
+    }
+    EXPECT_GE(nodes, one.cut_nodes - 200 * workers);
+    EXPECT_GE(messages, one.cut_messages - 200);
+    EXPECT_EQ(by_index(merged), all);
+  }
 }
 
 }  // namespace

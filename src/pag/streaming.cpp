@@ -149,6 +149,8 @@ void StreamingPag::pair(const Half& s, const Half& r) {
     issues_.push_back({s.ts, Issue::negative_duration_message});
   else if (s.worker == r.worker && s.node == r.node)
     issues_.push_back({s.ts, Issue::self_loop_message});
+  else if (needed_ && !needed_(s.ts, r.ts))
+    ++dropped_messages_;
   else
     messages_.push_back({s.ts, r.ts, s.worker, r.worker, s.node, r.node, s.type});
 }
@@ -240,9 +242,9 @@ struct StreamingPag::CutLayout {
   std::vector<uint32_t> node_base;            // the cut's node of first_abs
 };
 
-Pag StreamingPag::cut(int64_t start, int64_t end, bool closed_end) {
+Pag StreamingPag::cut(int64_t start, int64_t end, bool closed_end, bool expire) {
   auto before_end = [&](int64_t t) { return t < end || (closed_end && t == end); };
-  expire_halves(end, closed_end);
+  if (expire) expire_halves(end, closed_end);
   Pag pag;
   CutLayout layout;
   cut_timelines(start, end, closed_end, pag, layout);
@@ -253,6 +255,26 @@ Pag StreamingPag::cut(int64_t start, int64_t end, bool closed_end) {
     return a.ts != b.ts ? a.ts < b.ts : a.issue < b.issue;
   });
   pag.operator_ids = operator_ids_;
+  pag.first_ts = start;
+  pag.last_ts = end;
+  return pag;
+}
+
+Pag StreamingPag::cut_events(int64_t start, int64_t end, bool closed_end) const {
+  auto before_end = [&](int64_t t) { return t < end || (closed_end && t == end); };
+  std::vector<uint32_t> order(workers_.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](uint32_t a, uint32_t b) { return workers_[a].id < workers_[b].id; });
+  Pag pag;
+  pag.event_begin.push_back(0);
+  for (uint32_t wi : order) {
+    const Worker& w = workers_[wi];
+    pag.worker_ids.push_back(w.id);
+    auto it = std::lower_bound(w.event_ts.begin(), w.event_ts.end(), start);
+    for (; it != w.event_ts.end() && before_end(*it); ++it) pag.event_ts.push_back(*it);
+    pag.event_begin.push_back(static_cast<uint32_t>(pag.event_ts.size()));
+  }
   pag.first_ts = start;
   pag.last_ts = end;
   return pag;
@@ -333,8 +355,8 @@ void StreamingPag::cut_timelines(int64_t start, int64_t end, bool closed_end, Pa
                                              : kNone);
     }
     pag.worker_begin.push_back(static_cast<uint32_t>(pag.node_ts.size()));
-    for (int64_t t : w.event_ts)
-      if (t >= start && before_end(t)) pag.event_ts.push_back(t);
+    auto it = std::lower_bound(w.event_ts.begin(), w.event_ts.end(), start);
+    for (; it != w.event_ts.end() && before_end(*it); ++it) pag.event_ts.push_back(*it);
     pag.event_begin.push_back(static_cast<uint32_t>(pag.event_ts.size()));
   }
 }

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <unordered_map>
 #include <vector>
 
@@ -77,12 +78,28 @@ class StreamingPag {
 
   // A PAG for the windows covering [start, end] (end included when `closed_end`):
   // snapshots of those windows cut from it equal those cut from the whole trace's PAG.
-  // Half messages before the end that are still unmatched are declared unmatched first.
-  Pag cut(int64_t start, int64_t end, bool closed_end);
+  // Half messages before the end that are still unmatched are declared unmatched first
+  // (expire_halves; `expire` false: the caller did that already for this end or later).
+  Pag cut(int64_t start, int64_t end, bool closed_end, bool expire = true);
+  // Declares half messages before `end` (or at it, when `closed_end`) unmatched: their
+  // partner can no longer come once the windows up to `end` are cut.
+  void expire_halves(int64_t end, bool closed_end);
+  // Only the events' times of the windows covering [start, end] (worker_ids, event_ts,
+  // event_begin): enough to plan them (plan_window_range), no nodes or messages.
+  Pag cut_events(int64_t start, int64_t end, bool closed_end) const;
 
   // Forgets everything only windows before `horizon` needed; later events before it
   // are rejected.
   void retire(int64_t horizon);
+
+  // serve --shard: a matched message is kept only if `needed(send ts, receive ts)`; the
+  // others lie in windows no cut will ask for (they are still matched, so that their
+  // halves are neither unmatched nor duplicates elsewhere). Unset: every message is kept.
+  void keep_messages_if(std::function<bool(int64_t, int64_t)> needed) {
+    needed_ = std::move(needed);
+  }
+  // Matched messages not kept (keep_messages_if).
+  uint64_t dropped_messages() const { return dropped_messages_; }
 
   // Retained sizes, for metrics and tests of bounded memory.
   size_t retained_nodes() const;
@@ -143,7 +160,6 @@ class StreamingPag {
   // The pieces of cut(): halves whose partner can no longer come are reported; each
   // worker's retained nodes and events in the range; the messages overlapping it.
   struct CutLayout;
-  void expire_halves(int64_t end, bool closed_end);
   void cut_timelines(int64_t start, int64_t end, bool closed_end, Pag& pag,
                      CutLayout& layout) const;
   void cut_messages(int64_t start, int64_t end, Pag& pag, const CutLayout& layout) const;
@@ -168,6 +184,8 @@ class StreamingPag {
   std::unordered_map<OpenKey, Half, OpenKeyHash> open_;
   bool unique_correlators_ = false;
   std::vector<Matched> messages_;
+  std::function<bool(int64_t, int64_t)> needed_;
+  uint64_t dropped_messages_ = 0;
   std::vector<IssueAt> issues_;
   std::vector<uint32_t> operator_ids_;  // sorted
   uint64_t events_ = 0;

@@ -116,7 +116,7 @@ size_t LiveAnalyzer::advance() {
     const int64_t mid = lo + (hi - lo) / 2;
     (ok(mid) ? lo : hi) = mid;
   }
-  started_ = true;
+  begin();
   return close(hi, false);
 }
 
@@ -125,7 +125,7 @@ size_t LiveAnalyzer::finish() {
   if (pag_.empty()) return 0;
   const int64_t w = options_.window_ns;
   if (!started_) k0_ = next_k_ = window_of(pag_.first_ts(), w);
-  started_ = true;
+  begin();
   // The same last window as plan_windows.
   const int64_t k1 = std::min(windowing::last_window(k0_, pag_.last_ts(), 0, w),
                               std::numeric_limits<int64_t>::max() - 1);
@@ -134,6 +134,28 @@ size_t LiveAnalyzer::finish() {
     return 0;
   }
   return close(k1 + 1, true);
+}
+
+// The first window is fixed from now on, and with it the windows' indexes: a shard (or a
+// server skipping windows written before a restart) keeps only the messages that overlap
+// one of its windows.
+void LiveAnalyzer::begin() {
+  if (started_) return;
+  started_ = true;
+  if (options_.shard_count == 1 && options_.written_through < 0) return;
+  pag_.keep_messages_if([this](int64_t src, int64_t dst) { return overlaps_mine(src, dst); });
+}
+
+bool LiveAnalyzer::overlaps_mine(int64_t src, int64_t dst) const {
+  const int64_t w = options_.window_ns;
+  int64_t a = window_of(src, w);
+  // A send on a border also touches the window ending there (the last one has a closed end).
+  if (a > k0_ && border(a, w) == src) --a;
+  const int64_t b = window_of(dst, w);
+  const int64_t lo = std::max(a, k0_ + std::max<int64_t>(0, options_.written_through + 1));
+  for (int64_t k = lo; k <= b && k - lo < static_cast<int64_t>(options_.shard_count); ++k)
+    if (mine(static_cast<uint64_t>(k - k0_))) return true;
+  return false;
 }
 
 void LiveAnalyzer::emit_run() {
@@ -174,31 +196,98 @@ void LiveAnalyzer::skip_window() {
   ++stats_.skipped_windows;
 }
 
+// A window that is not analyzed here: a run of windows without events is held to be
+// merged with the next ones; another shard's window splits runs and takes the stream
+// problems counted since the previous window.
+void LiveAnalyzer::pass(const Window& window, size_t index) {
+  if (window.empty_run > 0) {
+    WindowSummary run;
+    run.index = index;
+    run.window = window;
+    run.span_start = window.start;
+    run.span_end = window.end;
+    runs_.absorb(run);
+    return;
+  }
+  emit_run();
+  skip_window();
+}
+
 // Emits windows [next_k_, k_end); returns how many (runs of windows without events count
-// their windows). The windows are cut and planned as a .snail file read block by block
-// is (cut_windows), and analyzed one after the other on this thread by the shared window
-// analyzer (analyze_windows).
+// their windows). The windows are planned as a .snail file read block by block is, and
+// analyzed one after the other on this thread by the shared window analyzer
+// (analyze_windows). A server that analyzes every window of the range cuts one PAG for it
+// (cut_windows). A shard cuts a PAG only around its own windows: the others' nodes,
+// messages and events are never copied into a PAG; their windows are planned from the
+// events' times alone (which windows hold events decides the runs of empty windows).
 size_t LiveAnalyzer::close(int64_t k_end, bool last_closed_end) {
-  const WindowCut cut = cut_windows(pag_, 0, options_.window_ns, next_k_, k_end, last_closed_end,
-                                    std::nullopt, empty_before_);
-  const Names names(names_, cut.pag);
+  const int64_t w = options_.window_ns;
   AnalysisOptions options;
   options.pag = options_.pag;
   options.summary = options_.summary;
-  analyze_windows(
-      cut.pag, cut.windows, static_cast<size_t>(next_k_ - k0_), options,
-      [&](const WindowView& view) {
-        // Runs are merged across calls and emitted before the next window
-        // with events (or at the end), as analyze writes them.
-        if (runs_.absorb(view.summary)) return;
-        emit_run();
-        view.skipped ? skip_window() : emit_window(view, names);
-      },
-      [&](size_t index) { return mine(index); });
+  auto on_window = [&](const Names& names) {
+    return [&](const WindowView& view) {
+      // Runs are merged across calls and emitted before the next window
+      // with events (or at the end), as analyze writes them.
+      if (runs_.absorb(view.summary)) return;
+      emit_run();
+      view.skipped ? skip_window() : emit_window(view, names);
+    };
+  };
+  auto wanted = [&](size_t index) { return mine(index); };
+  const int64_t end = border(k_end, w);
+  if (options_.shard_count == 1 && next_k_ > options_.written_through) {
+    const WindowCut cut =
+        cut_windows(pag_, 0, w, next_k_, k_end, last_closed_end, std::nullopt, empty_before_);
+    stats_.cut_nodes += cut.pag.node_count();
+    stats_.cut_messages += cut.pag.messages.size();
+    const Names names(names_, cut.pag);
+    analyze_windows(cut.pag, cut.windows, static_cast<size_t>(next_k_ - k0_), options,
+                    on_window(names), wanted);
+  } else {
+    pag_.expire_halves(end, last_closed_end);
+    const std::vector<Window> windows =
+        plan_window_range(pag_.cut_events(border(next_k_, w), end, last_closed_end), 0, w, next_k_,
+                          k_end - 1, last_closed_end, std::nullopt, empty_before_);
+    const std::vector<size_t> index = window_indexes(windows, static_cast<size_t>(next_k_ - k0_));
+    auto analyzed = [&](size_t i) { return windows[i].empty_run == 0 && mine(index[i]); };
+    // Groups of windows analyzed here, each from the first to the last such window of a
+    // stretch without another shard's window (runs between them go along).
+    std::vector<std::pair<size_t, size_t>> groups;
+    for (size_t i = 0; i < windows.size(); ++i) {
+      if (!analyzed(i)) continue;
+      size_t j = groups.empty() ? 0 : groups.back().second;
+      bool joined = !groups.empty();
+      for (; joined && j < i; ++j) joined = windows[j].empty_run > 0;
+      if (joined)
+        groups.back().second = i + 1;
+      else
+        groups.emplace_back(i, i + 1);
+    }
+    // Each cut scans the retained messages once: a range with very many groups (a long
+    // backlog) is cut once, as a whole, instead.
+    constexpr size_t kMaxCuts = 16;
+    if (groups.size() > kMaxCuts) groups.assign(1, {0, windows.size()});
+    size_t i = 0;
+    for (const auto& [a, b] : groups) {
+      for (; i < a; ++i) pass(windows[i], index[i]);
+      const Window& last = windows[b - 1];
+      const Pag cut = pag_.cut(windows[a].start, last.end, last.closed_end, /*expire=*/false);
+      stats_.cut_nodes += cut.node_count();
+      stats_.cut_messages += cut.messages.size();
+      const Names names(names_, cut);
+      analyze_windows(cut,
+                      std::vector<Window>(windows.begin() + static_cast<std::ptrdiff_t>(a),
+                                          windows.begin() + static_cast<std::ptrdiff_t>(b)),
+                      index[a], options, on_window(names), wanted);
+      i = b;
+    }
+    for (; i < windows.size(); ++i) pass(windows[i], index[i]);
+  }
   if (last_closed_end) emit_run();
   const size_t n = static_cast<size_t>(k_end - next_k_);
   next_k_ = k_end;
-  pag_.retire(cut.end);
+  pag_.retire(end);
   return n;
 }
 

@@ -28,8 +28,9 @@ struct LiveOptions {
   SummaryOptions summary;
   SummarySelection selection;
   // serve --shard I/N: only windows whose index is I mod N are analyzed and emitted (a run
-  // of windows without events by its first index); the others are still cut from the
-  // stream (a window needs what came before) but cost no snapshot, CP or summary.
+  // of windows without events by its first index). The others' events still go through
+  // the gap filling and message matching (a window needs what came before), but no PAG is
+  // cut for them and they cost no snapshot, CP or summary.
   uint32_t shard_index = 0, shard_count = 1;
   // serve --nats after a restart: the windows up to this index are in --out already; they
   // are skipped the same way.
@@ -46,6 +47,10 @@ struct LiveStats {
   uint64_t empty_windows = 0;    // in runs of windows without events (not analyzed)
   uint64_t empty_runs = 0;       // `empty_windows` records emitted
   uint64_t unterminated_at_shutdown = 0;  // activities still open at finish()
+  // Size of the PAGs cut for analysis: timeline nodes and message edges. A shard cuts
+  // them only around its own windows, so N shards each cut about 1/N of them.
+  uint64_t cut_nodes = 0;
+  uint64_t cut_messages = 0;
 };
 
 // One analyzed window: its summary and its JSON line (the schema of `analyze --format
@@ -59,6 +64,9 @@ struct LiveWindow {
 class LiveAnalyzer {
  public:
   LiveAnalyzer(const LiveOptions& options, std::function<void(LiveWindow&)> on_window);
+  // The stream's PAG refers back to it (a shard's message filter): it stays in place.
+  LiveAnalyzer(const LiveAnalyzer&) = delete;
+  LiveAnalyzer& operator=(const LiveAnalyzer&) = delete;
 
   // Also called for every window, with its PAG cut and names (e.g. for the dashboard's
   // report, which keeps some windows' timelines).
@@ -94,6 +102,10 @@ class LiveAnalyzer {
   void emit_run();  // the pending run of windows without events, if any
   void emit_window(const WindowView& view, const Names& names);
   void skip_window();
+  void pass(const Window& window, size_t index);
+  void begin();
+  // Whether a message sent at `src` and received at `dst` overlaps a window of this shard.
+  bool overlaps_mine(int64_t src, int64_t dst) const;
   bool mine(uint64_t index) const {
     return static_cast<int64_t>(index) > options_.written_through &&
            index % options_.shard_count == options_.shard_index;

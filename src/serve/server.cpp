@@ -391,7 +391,9 @@ void Server::analysis_loop() {
     live_->hold(producers_ < opt_.wait_for_producers || !first_data_ ||
                 (!stop_.load() && now - *first_data_ < grace));
     if (live_->advance() > 0 && nats_) synced_windows();
-    rates_->advance(live_->closed_until());
+    // The rates are read through HTTP only (/api/rates, /metrics): without it they cost
+    // nothing.
+    if (http_) rates_->advance(live_->closed_until());
     publish_stats();
     if (finished(batch.has_value())) break;
   }
@@ -401,7 +403,7 @@ void Server::take(const Batch& batch, Clock::time_point now) {
   producers_ += batch.first;
   if (!first_data_ && batch.first) first_data_ = now;
   live_->add_names(batch.names);
-  rates_->add_names(batch.names);
+  if (http_) rates_->add_names(batch.names);
   for (const auto& [id, name] : batch.names.worker_names) last_arrival_.try_emplace(id, now);
   last_worker_ = UINT32_MAX;
   for (const Event& e : batch.events) accept(e, now);
@@ -411,7 +413,7 @@ void Server::take(const Batch& batch, Clock::time_point now) {
 void Server::accept(const Event& e, Clock::time_point now) {
   // The rates see exactly the events the windows accept.
   if (live_->add(e)) {
-    rates_->add(e);
+    if (http_) rates_->add(e);
   } else if (log_ && live_->stats().time_jumps > jumps_logged_) {
     if (++jumps_logged_ <= 10)
       fmt::print(stderr,
@@ -488,7 +490,7 @@ void Server::shut_down() {
                "snailtrail serve: {} activities still open at shutdown, reported as "
                "unterminated_activities (docs/SERVE.md)\n",
                live_->stats().unterminated_at_shutdown);
-  rates_->finish();
+  if (http_) rates_->finish();
   {
     std::lock_guard lock(shared_.mu);
     shared_.events_analyzed = live_->stats().events;
