@@ -18,6 +18,7 @@
 #include "cli/listen_security.hpp"
 #include "flow/runtime.hpp"
 #include "loop/autoscaler.hpp"
+#include "loop/planner_thread.hpp"
 #include "loop/rebalancer.hpp"
 #include "megaphone/jobs.hpp"
 
@@ -94,6 +95,8 @@ struct JobWiring {
   std::shared_ptr<megaphone::MigrationLog> migrations = std::make_shared<megaphone::MigrationLog>();
   std::unique_ptr<loop::Autoscaler> autoscaler;
   std::unique_ptr<loop::Rebalancer> rebalancer;
+  // Runs both planners off the workers' threads; declared after them (destroyed first).
+  std::unique_ptr<loop::PlannerThread> planner;
   std::vector<std::pair<int64_t, double>> rate_profile;
   std::string megaphone_job;  // the registered Megaphone job, "" for the runtime's own
   bool skewed = false;        // --skew-profile

@@ -256,6 +256,7 @@ int run(RunArgs& a) {
   attach_planners(a, w, cfg, mpi.get(), live != nullptr, kept_mu, kept);
   const std::shared_ptr<RunJobGraph> graph = start_job_graph(a, cfg, mpi.get(), dash.get());
   flow::RunResult r = execute(a, cfg, *w.migrations, mpi.get());
+  if (w.planner) w.planner->finish();  // every event given to the planners
   if (graph) graph->finish();
   if (graph && graph->keeps()) r.events = graph->take_kept();
   if (live) finish_live_trace(a, *live, mpi.get(), r);

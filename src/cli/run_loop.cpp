@@ -39,7 +39,8 @@ std::unique_ptr<loop::Autoscaler> make_autoscaler(const RunArgs& a, const flow::
   return std::make_unique<loop::Autoscaler>(lo);
 }
 
-// The autoscaler's trace sink, after --trace-to's (which gets a copy) if any.
+// The autoscaler's trace sink, after --trace-to's (which gets a copy) if any: a rank > 0's
+// under mpirun, which plans nothing.
 void attach_autoscaler(loop::Autoscaler& as, flow::RunConfig& cfg) {
   cfg.trace = true;
   auto prev = cfg.on_trace_events;
@@ -88,25 +89,36 @@ void configure_planners(const RunArgs& a, JobWiring& w, bool skewed, megaphone::
     if (w.autoscaler) ro.active = [l = w.autoscaler.get()] { return l->active(); };
     w.rebalancer = std::make_unique<loop::Rebalancer>(ro);
   }
-  // DS2 first; a straggler only when DS2 keeps the size.
-  if (w.autoscaler || w.rebalancer)
-    o.planner = [as = w.autoscaler.get(), rb = w.rebalancer.get()](
-                    int64_t now,
-                    const std::vector<uint32_t>& c) -> std::optional<std::vector<uint32_t>> {
-      if (as) {
-        if (auto to = as->plan(now, c)) {
-          if (rb) rb->external_migration();
-          return to;
-        }
+  if (!w.autoscaler && !w.rebalancer) return;
+  // DS2 first; a straggler only when DS2 keeps the size. Both run on the planner thread
+  // (loop/planner_thread.hpp): worker 0's controller only asks, without waiting.
+  auto plan = [as = w.autoscaler.get(), rb = w.rebalancer.get()](
+                  int64_t now,
+                  const std::vector<uint32_t>& c) -> std::optional<std::vector<uint32_t>> {
+    if (as) {
+      if (auto to = as->plan(now, c)) {
+        if (rb) rb->external_migration();
+        return to;
       }
-      if (rb) {
-        if (auto to = rb->plan(now, c)) {
-          if (as) as->external_migration();
-          return to;
-        }
+    }
+    if (rb) {
+      if (auto to = rb->plan(now, c)) {
+        if (as) as->external_migration();
+        return to;
       }
-      return std::nullopt;
-    };
+    }
+    return std::nullopt;
+  };
+  // The buffers the workers handed over, moved on to the planners (the last one moves).
+  auto sink = [as = w.autoscaler.get(), rb = w.rebalancer.get()](
+                  std::vector<Event>&& ev, const std::vector<std::string>& ops) {
+    if (as) as->on_events(ev, ops);
+    if (rb) rb->on_events(std::move(ev), ops);
+  };
+  w.planner = std::make_unique<loop::PlannerThread>(std::move(sink), std::move(plan));
+  o.planner = [pt = w.planner.get()](int64_t now, const std::vector<uint32_t>& c) {
+    return pt->ask(now, c);
+  };
 }
 
 void check_loop_args(RunArgs& a) {
@@ -134,12 +146,15 @@ void check_loop_args(RunArgs& a) {
 
 void attach_planners(const RunArgs& a, JobWiring& w, flow::RunConfig& cfg, flow::Transport* mpi,
                      bool live_trace, std::mutex& kept_mu, std::vector<Event>& kept) {
+  // Rank 0 (or the one process) plans on its planner thread; another rank's autoscaler
+  // only sends its aggregates, from its workers' threads, during the run.
+  const bool plans_here = !mpi || mpi->rank() == 0;
   if (w.autoscaler) {  // under mpirun: every rank's aggregates to rank 0's DS2 (CLOSED-LOOP.md)
     if (mpi && a.reconfigure == "restart")
       throw std::invalid_argument(
           "--reconfigure restart: not under mpirun (it stops rank 0's input only)");
     if (mpi) w.autoscaler->link_ranks(loop::transport_link(*mpi, cfg.workers));
-    attach_autoscaler(*w.autoscaler, cfg);
+    if (!plans_here) attach_autoscaler(*w.autoscaler, cfg);
   }
   if (mpi && w.rebalancer)
     throw std::invalid_argument(
@@ -149,17 +164,16 @@ void attach_planners(const RunArgs& a, JobWiring& w, flow::RunConfig& cfg, flow:
   if (mpi && w.skewed)
     throw std::invalid_argument("--skew-profile: not under mpirun (one process only)");
   // --trace with --rebalance alone: the events the sink takes are kept for the file.
-  if (w.rebalancer) {
-    if (!a.trace.empty() && !live_trace && !w.autoscaler)
-      attach_sink(cfg, [&kept_mu, &kept](std::vector<Event>&& ev, const std::vector<std::string>&) {
-        std::lock_guard<std::mutex> lock(kept_mu);
-        kept.insert(kept.end(), ev.begin(), ev.end());
-      });
-    attach_sink(cfg, [rb = w.rebalancer.get()](std::vector<Event>&& ev,
-                                               const std::vector<std::string>& ops) {
-      rb->on_events(std::move(ev), ops);
+  if (w.rebalancer && !a.trace.empty() && !live_trace && !w.autoscaler)
+    attach_sink(cfg, [&kept_mu, &kept](std::vector<Event>&& ev, const std::vector<std::string>&) {
+      std::lock_guard<std::mutex> lock(kept_mu);
+      kept.insert(kept.end(), ev.begin(), ev.end());
     });
-  }
+  if (plans_here && w.planner)  // the workers move their buffers to the planner thread
+    attach_sink(
+        cfg, [pt = w.planner.get()](std::vector<Event>&& ev, const std::vector<std::string>& ops) {
+          pt->hand_over(std::move(ev), ops);
+        });
 }
 
 // Every decision of both planners, in time order.

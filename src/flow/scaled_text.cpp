@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "flow/runtime.hpp"
+#include "flow/harness.hpp"
 #include "trace/setting_error.hpp"
 
 namespace snailtrail::flow {

@@ -76,7 +76,7 @@ std::vector<uint32_t> Autoscaler::initial_config() const {
   return c;
 }
 
-void Autoscaler::on_events(std::vector<Event>&& events, const std::vector<std::string>& ops) {
+void Autoscaler::on_events(const std::vector<Event>& events, const std::vector<std::string>& ops) {
   std::lock_guard<std::mutex> lock(mu_);
   if (stateful_op_ < 0 || source_op_ < 0)
     for (size_t i = 0; i < ops.size(); ++i) {

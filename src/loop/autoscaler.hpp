@@ -61,11 +61,13 @@ class Autoscaler {
 
   // Bins round-robin over the initial active workers.
   std::vector<uint32_t> initial_config() const;
-  // Trace sink: called from every worker thread (each worker's events in time order).
-  void on_events(std::vector<Event>&& events, const std::vector<std::string>& operator_names);
-  // Planner: called by the Megaphone controller (worker 0) whenever no migration is in
-  // flight. At each policy tick it closes the intervals every worker's events have
-  // passed, shows them to the DS2 manager and returns the new configuration, if any.
+  // Trace sink (each worker's events in time order): `run` calls it on its planner thread
+  // (planner_thread.hpp) with the buffers the workers handed over; thread-safe.
+  void on_events(const std::vector<Event>& events, const std::vector<std::string>& operator_names);
+  // Planner: called whenever no migration is in flight (`run`: on its planner thread, for
+  // the Megaphone controller on worker 0). At each policy tick it closes the intervals
+  // every worker's events have passed, shows them to the DS2 manager and returns the new
+  // configuration, if any.
   std::optional<std::vector<uint32_t>> plan(int64_t now_ns, const std::vector<uint32_t>& config);
 
   // Under mpirun (rank_link.hpp), before the run: rank 0 plans with every rank's

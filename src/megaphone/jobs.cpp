@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "flow/jobs/jobs.hpp"
+#include "flow/open_loop.hpp"
 #include "trace/setting_error.hpp"
 
 namespace snailtrail::megaphone {

@@ -10,6 +10,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "flow/open_loop.hpp"
 #include "nexmark/built_queries.hpp"
 #include "nexmark/megaphone_keyed.hpp"
 #include "trace/setting_error.hpp"

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "flow/jobs/jobs.hpp"
+#include "flow/open_loop.hpp"
 #include "flow/operators.hpp"
 #include "flow/runtime.hpp"
 

@@ -2,6 +2,7 @@
 // cfg.keys, a running count per key.
 //   source -> count (exchange by key, per-key state) -> probe
 #include "flow/jobs/jobs.hpp"
+#include "flow/open_loop.hpp"
 
 namespace snailtrail::flow::jobs {
 

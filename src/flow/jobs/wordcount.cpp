@@ -2,6 +2,7 @@
 // cfg.skew of all words is the hot word (word 0, like the simulator's hot key), the rest
 // uniform. source (lines) -> flat_map (words) -> count (exchange by word) -> probe.
 #include "flow/jobs/jobs.hpp"
+#include "flow/open_loop.hpp"
 
 namespace snailtrail::flow::jobs {
 
