@@ -221,7 +221,8 @@ class Transport {
   virtual uint32_t rank() const = 0;
   // Thread-safe: queues a frame for process `proc` (sent in order by the comm thread).
   virtual void send(uint32_t proc, std::vector<char>&& frame) = 0;
-  // Before the workers start: all processes meet, then the comm thread starts.
+  // Before the workers start: all processes meet, then the comm thread starts. After
+  // finish(), start() begins the next run (the next dataflow of run_dataflow).
   virtual void start() = 0;
   // After start(): the run's clock origin (steady_clock ns since its epoch) if every
   // process shares one (all on one host: rank 0's clock when they left the barrier),
@@ -255,6 +256,18 @@ class Transport {
     auto& slot = inboxes_[(channel << 20) ^ to];
     if (!slot) slot = std::make_shared<Inbox>();
     return slot;
+  }
+  // Frames delivered and not pulled (yet). Before a run after another (start()) it must
+  // be 0: the previous dataflow's workers pulled everything sent to them before they
+  // were done, and the next dataflow numbers its channels again from 1.
+  size_t unpulled_frames() {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    size_t n = 0;
+    for (auto& [key, box] : inboxes_) {
+      std::lock_guard<std::mutex> box_lock(box->mu);
+      n += box->frames.size();
+    }
+    return n;
   }
   // Splits a received buffer of frames into the inboxes.
   void deliver(const char* p, size_t n) {

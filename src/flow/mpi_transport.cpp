@@ -67,7 +67,18 @@ class MpiTransport final : public Transport {
   }
 
   void start() override {
+    if (thread_.joinable()) throw std::logic_error("MPI transport: start() before finish()");
     check(MPI_Barrier(comm_), "MPI_Barrier");
+    // A run after another (run_dataflow's tests): the last one's comm thread has met every
+    // process in finish(), so nothing of it is in flight, and its closing flag must not
+    // reach this run. A frame it left unpulled would be a lost batch (or, read by this
+    // run, a wrong one).
+    if (done_.load()) {
+      if (const size_t n = unpulled_frames())
+        throw std::runtime_error("MPI transport: " + std::to_string(n) +
+                                 " frames of the previous run were never pulled");
+      done_ = false;
+    }
     // One clock for all when every process is on the same host (steady_clock is then
     // system-wide): rank 0's, so that intervals and trace times agree exactly.
     long long now = std::chrono::duration_cast<std::chrono::nanoseconds>(

@@ -434,19 +434,30 @@ void merge_traces(std::vector<Recorder>& recorders, RunResult& result) {
 }  // namespace
 
 void run_dataflow(uint32_t workers, const std::function<void(Worker&)>& build,
-                  std::vector<WorkerCounters>* counters, size_t ring_capacity) {
-  Fabric fabric(workers, nullptr, ring_capacity);
+                  std::vector<WorkerCounters>* counters, size_t ring_capacity,
+                  Transport* transport) {
+  Fabric fabric(workers, transport, ring_capacity);
   std::atomic<bool> abort{false};
   if (counters) counters->assign(workers, {});
-  const auto origin = Clock::now();
-  on_threads(workers, abort, [&](uint32_t i) {
-    Recorder rec(i, false, origin);
-    Worker w(i, fabric, rec);
-    build(w);
-    w.finish_build();
-    drive(w, abort);
-    if (counters) (*counters)[i] = w.counters();
-  });
+  try {
+    if (transport) transport->start();
+    const auto origin = Clock::now();
+    on_threads(workers, abort, [&](uint32_t i) {
+      const uint32_t g = fabric.base() + i;
+      Recorder rec(g, false, origin);
+      Worker w(g, fabric, rec);
+      build(w);
+      w.finish_build();
+      drive(w, abort);
+      if (counters) (*counters)[i] = w.counters();
+    });
+  } catch (const std::exception& e) {
+    if (!transport) throw;
+    // The other processes' workers would wait for ours forever: end the whole job.
+    std::fprintf(stderr, "snailtrail: rank %u: %s\n", transport->rank(), e.what());
+    transport->abort(1);
+  }
+  if (transport) transport->finish();  // every process's dataflow is complete
 }
 
 RunResult run_job(const RunConfig& cfg) {

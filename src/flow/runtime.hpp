@@ -109,10 +109,14 @@ struct RunResult {
 // Runs cfg.job (throws std::invalid_argument for an unknown job).
 RunResult run_job(const RunConfig& cfg);
 // Runs a dataflow on `workers` threads until every operator is complete (tests); the
-// rings between workers hold `ring_capacity` messages.
+// rings between workers hold `ring_capacity` messages. With a transport of P processes
+// (tests/across, under mpirun) every process calls it with the same dataflow: this one
+// runs workers [rank*workers, rank*workers + workers) of P*workers (Worker::index() is
+// global; `counters` holds this process's workers). One transport runs any number of
+// dataflows, one after the other, each process calling in the same order.
 void run_dataflow(uint32_t workers, const std::function<void(Worker&)>& build,
                   std::vector<WorkerCounters>* counters = nullptr,
-                  size_t ring_capacity = kRingCapacity);
+                  size_t ring_capacity = kRingCapacity, Transport* transport = nullptr);
 
 // The plain loop over the same input as the run: worker w's stream, records [0, n_w).
 KeyCounts reference_output(const RunConfig& cfg, const std::vector<uint64_t>& per_worker);

@@ -1,7 +1,7 @@
 // Randomized checks of the runtime's progress tracking (src/flow): random dataflows and
-// inputs on 1-4 workers; every record delivered exactly once (against a sequential
-// oracle), frontiers monotone, no record at a time its frontier had passed, and every
-// notification delivered only after all records of its time.
+// inputs on 1-4 workers (random_dataflows.hpp); every record delivered exactly once
+// (against a sequential oracle), frontiers monotone, no record at a time its frontier had
+// passed, and every notification delivered only after all records of its time.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,205 +12,20 @@
 
 #include "flow/operators.hpp"
 #include "flow/runtime.hpp"
+#include "random_dataflows.hpp"
 #include "watchdog.hpp"
 
 namespace snailtrail::flow {
 namespace {
 
-using Rec = std::pair<Time, uint64_t>;  // (time, value)
-
-// Source s on worker w: nondecreasing times, unique values.
-std::vector<Rec> source_records(uint64_t seed, uint32_t s, uint32_t w) {
-  std::mt19937_64 rng(seed * 1000003 + s * 101 + w);
-  const size_t n = 100 + rng() % 400;
-  std::vector<Rec> out;
-  Time t = rng() % 3;
-  for (size_t i = 0; i < n; ++i) {
-    if (rng() % 10 < 3) t += rng() % 4;
-    out.emplace_back(t, (uint64_t{w} << 32) | (uint64_t{s} << 28) | i);
-  }
-  return out;
-}
-
-enum Stage { kMap, kFilter, kExchange, kDelay, kStage_count };
-
-uint64_t map_fn(uint64_t v) {
-  return v * 3 + 1;
-}
-bool keep_fn(uint64_t v) {
-  return mix64(v) % 5 != 0;
-}
-Time delay_of(uint64_t v) {
-  return v % 3;
-}
-
-std::vector<Rec> oracle_apply(std::vector<Rec> in, Stage st) {
-  std::vector<Rec> out;
-  for (auto [t, v] : in) {
-    if (st == kMap) out.emplace_back(t, map_fn(v));
-    if (st == kFilter && keep_fn(v)) out.emplace_back(t, v);
-    if (st == kExchange) out.emplace_back(t, v);
-    if (st == kDelay) out.emplace_back(t + delay_of(v), v);
-  }
-  return out;
-}
-
-// A source that gives its records a random number at a time, holding its capability at
-// the next record's time.
-Stream<uint64_t> test_source(Worker& w, uint64_t seed, uint32_t s) {
-  auto recs = std::make_shared<std::vector<Rec>>(source_records(seed, s, w.index()));
-  auto rng = std::make_shared<std::mt19937_64>(seed + w.index());
-  size_t pos = 0;
-  return source<uint64_t>(w, "source" + std::to_string(s),
-                          [recs, rng, pos](Capability& cap, Output<uint64_t>& out) mutable {
-                            const size_t k = (*rng)() % 4 == 0 ? 0 : (*rng)() % 20;
-                            for (size_t i = 0; i < k && pos < recs->size(); ++i, ++pos) {
-                              cap.downgrade((*recs)[pos].first);
-                              out.give(cap.time(), (*recs)[pos].second);
-                            }
-                            if (pos == recs->size())
-                              cap.drop();
-                            else
-                              cap.downgrade((*recs)[pos].first);
-                          });
-}
-
-Stream<uint64_t> apply(const Stream<uint64_t>& s, Stage st) {
-  switch (st) {
-    case kMap:
-      return map<uint64_t>(s, "map", [](uint64_t v) { return map_fn(v); });
-    case kFilter:
-      return filter(s, "filter", [](uint64_t v) { return keep_fn(v); });
-    case kExchange:
-      return exchange_by(s, "exchange", [](uint64_t v) { return v; });
-    default:
-      break;
-  }
-  // Holds records of time t until the frontier passes t, then gives them at t + delay.
-  struct Delay {
-    std::map<Time, std::vector<uint64_t>> held;
-    Notificator notes;
-    void operator()(Input<uint64_t>& in, Output<uint64_t>& out) {
-      in.for_each([&](Time t, std::vector<uint64_t>& data) {
-        auto [it, fresh] = held.try_emplace(t);
-        if (fresh) notes.notify_at(in.retain(t));
-        it->second.insert(it->second.end(), data.begin(), data.end());
-      });
-      notes.for_each(in.frontier(), [&](Capability& cap) {
-        for (uint64_t v : held[cap.time()]) {
-          Capability later = cap.delayed(cap.time() + delay_of(v));
-          out.give(later.time(), v);
-        }
-        held.erase(cap.time());
-      });
-    }
-  };
-  return s.unary<uint64_t>(exchange([](uint64_t v) { return mix64(v + 7); }), "delay", Delay{});
-}
-
-struct SinkLog {
-  std::vector<Rec> got;
-  std::map<Time, uint64_t> at_notify;  // count of time t when t was notified
-  uint64_t regressions = 0;
-};
-
-void test_sink(const Stream<uint64_t>& s, SinkLog& log) {
-  struct Logic {
-    SinkLog* log;
-    Notificator notes;
-    std::map<Time, uint64_t> count;
-    Time last_frontier = 0;
-    void operator()(Input<uint64_t>& in, Output<char>&) {
-      in.for_each([&](Time t, std::vector<uint64_t>& data) {
-        if (count[t] == 0) notes.notify_at(in.retain(t));
-        count[t] += data.size();
-        for (uint64_t v : data) log->got.emplace_back(t, v);
-      });
-      const Time f = in.frontier();
-      if (f < last_frontier) ++log->regressions;
-      last_frontier = f;
-      notes.for_each(f, [&](Capability& cap) { log->at_notify[cap.time()] = count[cap.time()]; });
-      if (f == kTimeMax) {
-        // Every time counted at notification must have stayed complete.
-        for (auto& [t, c] : log->at_notify)
-          if (count[t] != c) ++log->regressions;
-      }
-    }
-  };
-  s.unary<char>(Pipeline{}, "sink", Logic{&log, {}, {}, 0});
-}
-
+// The random dataflows and their oracle are shared with the runs across processes
+// (tests/across/random_across_processes.cpp).
 void run_random(uint64_t seed, uint32_t workers, size_t ring_capacity = kRingCapacity) {
-  std::mt19937_64 rng(seed);
-  const uint32_t sources = 1 + rng() % 2;
-  std::vector<std::vector<Stage>> chains(sources);
-  for (auto& c : chains) {
-    const size_t n = 1 + rng() % 4;
-    for (size_t i = 0; i < n; ++i) c.push_back(static_cast<Stage>(rng() % kStage_count));
-  }
-  std::vector<Stage> after;  // after the union of the chains
-  for (size_t i = 0, n = rng() % 3; i < n; ++i)
-    after.push_back(static_cast<Stage>(rng() % kStage_count));
-  const bool union_exchanged = rng() % 2;
-
-  std::vector<SinkLog> logs(workers);
-  std::vector<WorkerCounters> counters;
-  run_dataflow(
-      workers,
-      [&](Worker& w) {
-        std::vector<Stream<uint64_t>> streams;
-        for (uint32_t s = 0; s < sources; ++s) {
-          Stream<uint64_t> st = test_source(w, seed, s);
-          for (Stage x : chains[s]) st = apply(st, x);
-          streams.push_back(st);
-        }
-        Stream<uint64_t> u = streams[0];
-        if (sources == 2) {
-          auto pass = [](Input<uint64_t>& a, Input<uint64_t>& b, Output<uint64_t>& out) {
-            a.for_each([&](Time t, std::vector<uint64_t>& d) {
-              for (uint64_t v : d) out.give(t, v);
-            });
-            b.for_each([&](Time t, std::vector<uint64_t>& d) {
-              for (uint64_t v : d) out.give(t, v);
-            });
-          };
-          if (union_exchanged)
-            u = binary<uint64_t>(streams[0], exchange([](uint64_t v) { return v; }), streams[1],
-                                 exchange([](uint64_t v) { return v ^ 1; }), "union", pass);
-          else
-            u = binary<uint64_t>(streams[0], Pipeline{}, streams[1], Pipeline{}, "union", pass);
-        }
-        for (Stage x : after) u = apply(u, x);
-        test_sink(u, logs[w.index()]);
-      },
-      &counters, ring_capacity);
-
-  std::vector<Rec> want;
-  for (uint32_t s = 0; s < sources; ++s) {
-    std::vector<Rec> in;
-    for (uint32_t w = 0; w < workers; ++w) {
-      auto r = source_records(seed, s, w);
-      in.insert(in.end(), r.begin(), r.end());
-    }
-    for (Stage x : chains[s]) in = oracle_apply(in, x);
-    want.insert(want.end(), in.begin(), in.end());
-  }
-  for (Stage x : after) want = oracle_apply(want, x);
-  std::vector<Rec> got;
-  for (auto& l : logs) {
-    got.insert(got.end(), l.got.begin(), l.got.end());
-    EXPECT_EQ(l.regressions, 0u) << "seed " << seed;
-  }
-  std::sort(got.begin(), got.end());
-  std::sort(want.begin(), want.end());
-  ASSERT_EQ(got.size(), want.size())
+  const random_dataflows::Plan plan = random_dataflows::random_plan(seed);
+  const random_dataflows::Observed got =
+      random_dataflows::run_plan(plan, seed, workers, ring_capacity);
+  EXPECT_EQ(random_dataflows::mismatch(got, random_dataflows::expected(plan, seed, workers)), "")
       << "seed " << seed << " workers " << workers << " ring capacity " << ring_capacity;
-  EXPECT_TRUE(got == want) << "seed " << seed << " workers " << workers << " ring capacity "
-                           << ring_capacity;
-  for (auto& c : counters) {
-    EXPECT_EQ(c.frontier_regressions, 0u) << "seed " << seed;
-    EXPECT_EQ(c.early_records, 0u) << "seed " << seed;
-  }
 }
 
 TEST(FlowProgress, RandomDataflowsDeliverEveryRecordOnceAndFrontiersAreExact) {

@@ -13,6 +13,7 @@
 #include "flow/runtime.hpp"
 #include "megaphone/jobs.hpp"
 #include "megaphone/megaphone.hpp"
+#include "random_plans.hpp"
 #include "sanitized.hpp"  // tests/
 
 namespace mp = snailtrail::megaphone;
@@ -21,161 +22,12 @@ using flow::Time;
 
 namespace {
 
-constexpr uint64_t kEcho = uint64_t{1} << 62;  // marks a scheduled (pending) record
-constexpr uint64_t kLastTime = ~uint64_t{0};   // state slot: the last time folded in the bin
-
-struct Scenario {
-  uint32_t workers = 2;
-  uint32_t log_bins = 3;
-  std::vector<std::vector<std::pair<Time, uint64_t>>> input;  // per worker, time-sorted
-  std::vector<mp::ControlUpdate> plan;                        // time-sorted
-  Time echo_delay = 0;                                        // 0: no scheduled records
-  std::vector<size_t> per_round;  // records a worker's source gives per round (its speed)
-  uint32_t control_every = 1;     // the control source gives one update every this many rounds
-};
-
-Scenario random_scenario(std::mt19937_64& rng, bool with_plan) {
-  Scenario s;
-  s.workers = 1 + static_cast<uint32_t>(rng() % 4);
-  s.log_bins = static_cast<uint32_t>(rng() % 7);
-  const uint64_t keys = 1 + rng() % 200;
-  const Time horizon = 50 + rng() % 200;
-  s.input.resize(s.workers);
-  for (auto& in : s.input) {
-    const size_t n = rng() % 400;
-    Time t = 0;
-    for (size_t i = 0; i < n; ++i) {
-      if (rng() % 4 == 0) t += rng() % 5;
-      in.emplace_back(std::min(t, horizon), rng() % keys);
-    }
-  }
-  if (with_plan) {
-    const size_t updates = rng() % 40;
-    for (size_t i = 0; i < updates; ++i)
-      s.plan.push_back({rng() % (horizon + 10), static_cast<uint32_t>(rng() % (1u << s.log_bins)),
-                        static_cast<uint32_t>(rng() % s.workers)});
-    std::sort(
-        s.plan.begin(), s.plan.end(),
-        [](const mp::ControlUpdate& a, const mp::ControlUpdate& b) { return a.time < b.time; });
-  }
-  s.echo_delay = rng() % 3 == 0 ? 0 : 1 + rng() % 20;
-  for (uint32_t w = 0; w < s.workers; ++w) s.per_round.push_back(1 + rng() % 64);
-  s.control_every = 1 + static_cast<uint32_t>(rng() % 16);
-  return s;
-}
-
-struct Outcome {
-  std::map<uint64_t, uint64_t> counts;
-  uint64_t applied = 0;
-  uint64_t bins_sent = 0;
-  uint64_t order_violations = 0;
-  uint64_t misplaced = 0;  // folded on another worker than the plan's for (time, bin)
-  uint64_t early_records = 0, frontier_regressions = 0;
-};
-
-// The plain loop: every record counted once, and once more as its echo.
-std::map<uint64_t, uint64_t> oracle(const Scenario& s) {
-  std::map<uint64_t, uint64_t> out;
-  for (const auto& in : s.input)
-    for (const auto& [t, k] : in) {
-      ++out[k];
-      if (s.echo_delay) ++out[k | kEcho];
-    }
-  return out;
-}
-
-// The plan's configuration: the worker of `bin` at time t (the last update at or before t;
-// of several at one time the last one).
-uint32_t config_at(const Scenario& s, Time t, uint32_t bin) {
-  uint32_t w = mp::initial_owner(bin, s.workers);
-  for (const auto& u : s.plan)
-    if (u.time <= t && u.bin == bin) w = u.worker;
-  return w;
-}
-
-Outcome run(const Scenario& s) {
-  Outcome o;
-  std::mutex mu;
-  std::atomic<uint64_t> applied{0}, sent{0}, violations{0}, misplaced{0};
-  std::vector<flow::WorkerCounters> counters;
-  flow::run_dataflow(
-      s.workers,
-      [&](flow::Worker& w) {
-        const auto* in = &s.input[w.index()];
-        const size_t speed = s.per_round.empty() ? 64 : s.per_round[w.index()];
-        auto data = flow::source<uint64_t>(
-            w, "source",
-            [in, speed, i = size_t{0}](flow::Capability& cap, flow::Output<uint64_t>& out) mutable {
-              for (size_t n = 0; n < speed && i < in->size(); ++n, ++i) {
-                const auto [t, k] = (*in)[i];
-                if (t != cap.time()) cap.downgrade(t);
-                out.give(t, k);
-              }
-              if (i == in->size()) cap.drop();
-            });
-        const auto* plan = &s.plan;
-        auto control = flow::source<mp::ControlUpdate>(
-            w, "control",
-            [plan, every = s.control_every, me = w.index(), i = size_t{0}, round = uint32_t{0}](
-                flow::Capability& cap, flow::Output<mp::ControlUpdate>& out) mutable {
-              if (me != 0) {
-                cap.drop();
-                return;
-              }
-              if (++round % every != 0) return;
-              for (size_t n = 0; n < 1 && i < plan->size(); ++n, ++i) {
-                const auto& u = (*plan)[i];
-                if (u.time != cap.time()) cap.downgrade(u.time);
-                out.give(u.time, u);
-              }
-              if (i == plan->size()) cap.drop();
-            });
-        mp::Options opts;
-        opts.log_bins = s.log_bins;
-        opts.on_bin_sent = [&](uint32_t, uint64_t bytes) {
-          EXPECT_GT(bytes, 0u);
-          sent.fetch_add(1);
-        };
-        const Time delay = s.echo_delay;
-        mp::stateful_unary<std::unordered_map<uint64_t, uint64_t>, char>(
-            data, control, "count", opts, [](uint64_t k) { return flow::mix64(k & ~kEcho); },
-            [&, delay, me = w.index()](Time t, uint64_t k,
-                                       std::unordered_map<uint64_t, uint64_t>& st,
-                                       mp::Later<uint64_t>& later, flow::Output<char>&) {
-              applied.fetch_add(1);
-              if (config_at(s, t, later.bin()) != me) misplaced.fetch_add(1);
-              auto [it, fresh] = st.try_emplace(kLastTime, t);
-              if (!fresh && it->second > t) violations.fetch_add(1);
-              it->second = t;
-              ++st[k];
-              if (delay && !(k & kEcho)) later.schedule(t + delay, k | kEcho);
-            },
-            [&](uint32_t, std::unordered_map<uint64_t, uint64_t>& st) {
-              std::lock_guard<std::mutex> lock(mu);
-              for (const auto& [k, v] : st)
-                if (k != kLastTime) o.counts[k] += v;
-            });
-      },
-      &counters);
-  o.applied = applied;
-  o.bins_sent = sent;
-  o.order_violations = violations;
-  o.misplaced = misplaced;
-  for (const auto& c : counters) {
-    o.early_records += c.early_records;
-    o.frontier_regressions += c.frontier_regressions;
-  }
-  return o;
-}
-
-// How many bins change worker under the plan (an upper bound of what must be sent).
-bool plan_moves_something(const Scenario& s) {
-  std::vector<uint32_t> owner(1u << s.log_bins);
-  for (uint32_t b = 0; b < owner.size(); ++b) owner[b] = mp::initial_owner(b, s.workers);
-  for (const auto& u : s.plan)
-    if (owner[u.bin] != u.worker) return true;
-  return false;
-}
+using snailtrail::random_plans::oracle;
+using snailtrail::random_plans::Outcome;
+using snailtrail::random_plans::plan_moves_something;
+using snailtrail::random_plans::random_scenario;
+using snailtrail::random_plans::run;
+using snailtrail::random_plans::Scenario;
 
 }  // namespace
 
