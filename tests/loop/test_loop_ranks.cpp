@@ -13,6 +13,7 @@
 #include "loop/autoscaler.hpp"
 #include "loop/rank_link.hpp"
 #include "megaphone/jobs.hpp"
+#include "recorded_run.hpp"
 
 namespace flow = snailtrail::flow;
 namespace mp = snailtrail::megaphone;
@@ -116,57 +117,15 @@ TEST(LoopRanks, LinkMustCoverEveryWorker) {
   EXPECT_THROW(a.link_ranks(l), std::invalid_argument);
 }
 
-// The trace of a run of keycount-megaphone on 4 workers with every bin on worker 0 and 50
-// us per record (one worker: at most 20 k records/s) under 24 k records/s: in arrival
-// order, one batch per worker flush.
-struct Batch {
-  std::vector<Event> events;
-};
-
-std::pair<std::vector<Batch>, std::vector<std::string>> record_trace() {
-  mp::JobOptions o;
-  o.base = "keycount";
-  o.log_bins = 6;
-  o.cost_us = 50;
-  o.initial.assign(64, 0);
-  auto log = std::make_shared<mp::MigrationLog>();
-  flow::RunConfig cfg;
-  cfg.job = mp::register_job(o, log);
-  cfg.workers = 4;
-  cfg.rate_profile = {{0, 6000}, {1'000'000'000, 24000}};
-  cfg.duration_ns = 3'000'000'000;
-  cfg.keys = 20'000;
-  cfg.trace = true;
-  std::mutex mu;
-  std::vector<Batch> batches;
-  std::vector<std::string> ops;
-  cfg.on_trace_events = [&](std::vector<Event>&& ev, const std::vector<std::string>& names) {
-    std::lock_guard<std::mutex> lock(mu);
-    if (ops.empty()) ops = names;
-    batches.push_back({std::move(ev)});
-  };
-  flow::run_job(cfg);
-  return {std::move(batches), std::move(ops)};
-}
-
-lp::LoopOptions replay_options() {
-  lp::LoopOptions lo;
-  lo.max_workers = 4;
-  lo.initial_workers = 1;
-  lo.bins = 64;
-  lo.policy_interval_ns = 250'000'000;
-  lo.rate_profile = {{0, 6000}, {1'000'000'000, 24000}};
-  lo.manager.rollback = false;
-  lo.manager.threshold = 0;
-  return lo;
-}
-
 TEST(LoopRanks, TwoLinkedRanksDecideAsOneProcess) {
-  const auto [batches, ops] = record_trace();
+  const snailtrail::testing::RecordedRun recorded = snailtrail::testing::record_closed_loop_run();
+  const std::vector<std::vector<Event>>& batches = recorded.buffers;
+  const std::vector<std::string>& ops = recorded.operators;
   ASSERT_FALSE(batches.empty());
 
-  lp::Autoscaler one(replay_options());
-  lp::Autoscaler r0(replay_options()), r1(replay_options());
+  const lp::LoopOptions lo = snailtrail::testing::replay_options();
+  lp::Autoscaler one(lo);
+  lp::Autoscaler r0(lo), r1(lo);
   std::deque<std::string> wire;  // rank 1 -> rank 0
   lp::RankLink l0, l1;
   l0.procs = l1.procs = 2;
@@ -185,12 +144,12 @@ TEST(LoopRanks, TwoLinkedRanksDecideAsOneProcess) {
   std::vector<uint32_t> c1 = one.initial_config(), c2 = r0.initial_config();
   int64_t now = 0;
   uint64_t plans = 0;
-  for (const Batch& b : batches) {
-    if (b.events.empty()) continue;
-    for (const Event& e : b.events) now = std::max(now, e.ts);
-    one.on_events(std::vector<Event>(b.events), ops);
+  for (const std::vector<Event>& b : batches) {
+    if (b.empty()) continue;
+    for (const Event& e : b) now = std::max(now, e.ts);
+    one.on_events(std::vector<Event>(b), ops);
     // Each batch is one worker's: it goes to the rank that runs the worker.
-    (b.events.front().worker < 2 ? r0 : r1).on_events(std::vector<Event>(b.events), ops);
+    (b.front().worker < 2 ? r0 : r1).on_events(std::vector<Event>(b), ops);
     auto a = one.plan(now, c1);
     auto z = r0.plan(now, c2);
     ++plans;

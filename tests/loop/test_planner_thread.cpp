@@ -21,6 +21,7 @@
 #include "loop/autoscaler.hpp"
 #include "loop/planner_thread.hpp"
 #include "megaphone/jobs.hpp"
+#include "recorded_run.hpp"
 #include "trace/trace_io.hpp"
 
 namespace test_planner_thread {
@@ -217,53 +218,15 @@ TEST(LoopPlannerThread, ThePlannerGetsTheWrittenTracesEvents) {
   EXPECT_EQ(r.counters.early_records, 0u);
 }
 
-// The trace of a run of keycount-megaphone on 4 workers, every bin on worker 0, 50 us per
-// record, 6 k then 24 k records/s: as the sinks got it, one buffer at a time.
-std::pair<std::vector<std::vector<Event>>, std::vector<std::string>> recorded_feed() {
-  mp::JobOptions o;
-  o.base = "keycount";
-  o.log_bins = 6;
-  o.cost_us = 50;
-  o.initial.assign(64, 0);
-  auto log = std::make_shared<mp::MigrationLog>();
-  flow::RunConfig cfg;
-  cfg.job = mp::register_job(o, log);
-  cfg.workers = 4;
-  cfg.rate_profile = {{0, 6000}, {1'000'000'000, 24000}};
-  cfg.duration_ns = 3'000'000'000;
-  cfg.keys = 20'000;
-  cfg.trace = true;
-  std::mutex mu;
-  std::vector<std::vector<Event>> feed;
-  std::vector<std::string> ops;
-  cfg.on_trace_events = [&](std::vector<Event>&& ev, const std::vector<std::string>& names) {
-    std::lock_guard<std::mutex> lock(mu);
-    if (ops.empty()) ops = names;
-    feed.push_back(std::move(ev));
-  };
-  flow::run_job(cfg);
-  return {std::move(feed), std::move(ops)};
-}
-
-lp::LoopOptions replay_options() {
-  lp::LoopOptions lo;
-  lo.max_workers = 4;
-  lo.initial_workers = 1;
-  lo.bins = 64;
-  lo.policy_interval_ns = 250'000'000;
-  lo.rate_profile = {{0, 6000}, {1'000'000'000, 24000}};
-  lo.manager.rollback = false;
-  lo.manager.threshold = 0;
-  return lo;
-}
-
 TEST(LoopPlannerThread, SameFeedGivesTheSameDecisionsAsInLine) {
-  const auto [feed, ops] = recorded_feed();
+  const snailtrail::testing::RecordedRun recorded = snailtrail::testing::record_closed_loop_run();
+  const std::vector<std::vector<Event>>& feed = recorded.buffers;
+  const std::vector<std::string>& ops = recorded.operators;
   ASSERT_FALSE(feed.empty());
   // In line: the sink and the planner called on the caller's thread (worker 0's before).
-  lp::Autoscaler direct(replay_options());
+  lp::Autoscaler direct(snailtrail::testing::replay_options());
   // Through the thread: the buffers moved to it, the planner asked without waiting.
-  lp::Autoscaler threaded(replay_options());
+  lp::Autoscaler threaded(snailtrail::testing::replay_options());
   lp::PlannerThread pt(
       [&threaded](std::vector<Event>&& ev, const std::vector<std::string>& names) {
         threaded.on_events(ev, names);
