@@ -69,7 +69,7 @@ std::unique_ptr<LiveTrace> start_live_trace(const RunArgs& a, flow::RunConfig& c
     fmt::print(stderr, "snailtrail: rank {}: {}\n", mpi->rank(), error_message(e));
     mpi->abort(1);  // the other processes must not wait for this one
   }
-  cfg.on_trace_events = [l = live.get()](std::vector<Event>&& ev,
+  cfg.on_trace_events = [l = live.get()](flow::TraceBuffer ev,
                                          const std::vector<std::string>& ops) {
     l->add(std::move(ev), ops);
   };
@@ -98,9 +98,9 @@ std::shared_ptr<RunJobGraph> start_job_graph(const RunArgs& a, flow::RunConfig& 
   // The first sink keeps the events for --trace (the others before it keep them).
   auto graph = std::make_shared<RunJobGraph>(window, 0, cfg.workers, !prev && !a.trace.empty());
   cfg.trace = true;
-  cfg.on_trace_events = [g = graph.get(), prev](std::vector<Event>&& ev,
+  cfg.on_trace_events = [g = graph.get(), prev](flow::TraceBuffer ev,
                                                 const std::vector<std::string>& ops) {
-    if (prev) prev(std::vector<Event>(ev), ops);
+    if (prev) prev(ev, ops);  // the same buffer, shared
     g->add(std::move(ev), ops);
   };
   // The HTTP thread may ask until the dashboard stops: it holds the graph too.

@@ -26,21 +26,21 @@ void RunEventQueue::start(Consume consume) {
   thread_ = std::thread([this] { loop(); });
 }
 
-void RunEventQueue::add(std::vector<Event>&& events, const std::vector<std::string>& ops) {
+void RunEventQueue::add(flow::TraceBuffer events, const std::vector<std::string>& ops) {
   std::lock_guard lock(mu_);
   if (!have_ops_) {
     for (uint32_t i = 0; i < ops.size(); ++i) names_.operator_names[i] = ops[i];
     have_ops_ = true;
   }
-  if (keep_) kept_.insert(kept_.end(), events.begin(), events.end());
-  if (queued_.size() + events.size() > max_queued_) {
-    dropped_ += events.size();
+  if (!events || events->empty()) return;
+  if (keep_) kept_.push_back(events);
+  const uint64_t n = events->size();
+  if (queued_events_ + n > max_queued_) {
+    dropped_ += n;
     return;
   }
-  if (queued_.empty())
-    queued_ = std::move(events);
-  else
-    queued_.insert(queued_.end(), events.begin(), events.end());
+  queued_events_ += n;
+  queued_.push_back(std::move(events));
 }
 
 bool RunEventQueue::stop(std::chrono::milliseconds bound) {
@@ -63,9 +63,25 @@ uint64_t RunEventQueue::dropped() const {
   return dropped_;
 }
 
+namespace {
+// The buffers' events in one vector, in buffer order.
+std::vector<Event> joined(const std::vector<flow::TraceBuffer>& buffers) {
+  size_t n = 0;
+  for (const auto& b : buffers) n += b->size();
+  std::vector<Event> out;
+  out.reserve(n);
+  for (const auto& b : buffers) out.insert(out.end(), b->begin(), b->end());
+  return out;
+}
+}  // namespace
+
 std::vector<Event> RunEventQueue::take_kept() {
-  std::lock_guard lock(mu_);
-  std::vector<Event> out = std::move(kept_);
+  std::vector<flow::TraceBuffer> kept;
+  {
+    std::lock_guard lock(mu_);
+    kept.swap(kept_);
+  }
+  std::vector<Event> out = joined(kept);
   std::stable_sort(out.begin(), out.end(),
                    [](const Event& x, const Event& y) { return x.ts < y.ts; });
   return out;
@@ -73,19 +89,22 @@ std::vector<Event> RunEventQueue::take_kept() {
 
 void RunEventQueue::loop() {
   bool named = false;
+  std::vector<flow::TraceBuffer> taken;  // swapped with the queue: its capacity is reused
   for (bool last = false; !last;) {
-    std::vector<Event> events;
     const Trace* names = nullptr;
     {
       std::unique_lock lock(mu_);
       cv_.wait_for(lock, std::chrono::milliseconds(50), [this] { return stopping_; });
       last = stopping_;
-      events.swap(queued_);
+      taken.swap(queued_);
+      queued_events_ = 0;
       if (!named && have_ops_) {
         names = &names_;
         named = true;
       }
     }
+    std::vector<Event> events = joined(taken);  // on this thread, not the workers'
+    taken.clear();
     consume_(events, names, last);
   }
   std::lock_guard lock(mu_);

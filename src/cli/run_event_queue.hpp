@@ -1,9 +1,10 @@
 // The queue between `snailtrail run`'s workers and a consumer of its own trace
 // (--trace-to's stream, LiveTrace; run --http's Job graph, RunJobGraph): the workers'
-// flushed events are appended under a lock (never blocking them: a flush that does not fit
-// the bound is dropped and counted); a thread of the queue's own takes what arrived every
-// 50 ms and hands it to the consumer, with the workers' and operators' names the first
-// time they are known. With `keep`, every event is also kept for --trace.
+// flushed buffers are queued under a short lock, shared, not copied (never blocking them: a
+// flush that does not fit the bound is dropped and counted); a thread of the queue's own
+// takes what arrived every 50 ms, joins it into one vector and hands it to the consumer,
+// with the workers' and operators' names the first time they are known. With `keep`, every
+// buffer is also kept for --trace.
 #pragma once
 
 #include <chrono>
@@ -15,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "flow/harness.hpp"
 #include "trace/trace.hpp"
 
 namespace snailtrail::cli {
@@ -36,7 +38,7 @@ class RunEventQueue {
   // Starts the thread that calls `consume` (once, before the first add).
   void start(Consume consume);
   // The runtime's trace sink (any worker thread).
-  void add(std::vector<Event>&& events, const std::vector<std::string>& ops);
+  void add(flow::TraceBuffer events, const std::vector<std::string>& ops);
   // Asks the thread for its final call and waits for it at most `bound`: false if the
   // consumer was still busy then (call join() after unblocking it).
   bool stop(std::chrono::milliseconds bound);
@@ -55,8 +57,9 @@ class RunEventQueue {
   uint64_t max_queued_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::vector<Event> queued_;
-  std::vector<Event> kept_;
+  std::vector<flow::TraceBuffer> queued_;
+  uint64_t queued_events_ = 0;
+  std::vector<flow::TraceBuffer> kept_;
   Trace names_;  // written under mu_ until have_ops_, read-only after
   bool have_ops_ = false, stopping_ = false, loop_done_ = false;
   uint64_t dropped_ = 0;

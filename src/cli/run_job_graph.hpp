@@ -36,7 +36,7 @@ class RunJobGraph {
   RunJobGraph& operator=(const RunJobGraph&) = delete;
 
   // The runtime's trace sink (any worker thread).
-  void add(std::vector<Event>&& events, const std::vector<std::string>& ops) {
+  void add(flow::TraceBuffer events, const std::vector<std::string>& ops) {
     queue_.add(std::move(events), ops);
   }
   // The run has ended: the rest is analyzed, the last window included (as `report` does).

@@ -95,7 +95,7 @@ class LiveTrace {
     });
   }
   ~LiveTrace() { stop(); }
-  void add(std::vector<Event>&& events, const std::vector<std::string>& ops) {
+  void add(flow::TraceBuffer events, const std::vector<std::string>& ops) {
     queue_.add(std::move(events), ops);
   }
   uint64_t dropped() const { return queue_.dropped(); }

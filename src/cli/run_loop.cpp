@@ -39,28 +39,24 @@ std::unique_ptr<loop::Autoscaler> make_autoscaler(const RunArgs& a, const flow::
   return std::make_unique<loop::Autoscaler>(lo);
 }
 
-// The autoscaler's trace sink, after --trace-to's (which gets a copy) if any: a rank > 0's
-// under mpirun, which plans nothing.
-void attach_autoscaler(loop::Autoscaler& as, flow::RunConfig& cfg) {
+// Another trace sink after the ones set already (each gets the same shared buffer).
+void attach_sink(flow::RunConfig& cfg,
+                 std::function<void(flow::TraceBuffer, const std::vector<std::string>&)> f) {
   cfg.trace = true;
   auto prev = cfg.on_trace_events;
-  cfg.on_trace_events = [l = &as, prev](std::vector<Event>&& ev,
-                                        const std::vector<std::string>& ops) {
-    if (prev) prev(std::vector<Event>(ev), ops);
-    l->on_events(std::move(ev), ops);
+  cfg.on_trace_events = [f = std::move(f), prev](flow::TraceBuffer ev,
+                                                 const std::vector<std::string>& ops) {
+    if (prev) prev(ev, ops);
+    f(std::move(ev), ops);
   };
 }
 
-// Another trace sink after the ones set already (which get a copy of the events).
-void attach_sink(flow::RunConfig& cfg,
-                 std::function<void(std::vector<Event>&&, const std::vector<std::string>&)> f) {
-  cfg.trace = true;
-  auto prev = cfg.on_trace_events;
-  cfg.on_trace_events = [f = std::move(f), prev](std::vector<Event>&& ev,
-                                                 const std::vector<std::string>& ops) {
-    if (prev) prev(std::vector<Event>(ev), ops);
-    f(std::move(ev), ops);
-  };
+// The autoscaler's trace sink, after --trace-to's if any: a rank > 0's under mpirun, which
+// plans nothing.
+void attach_autoscaler(loop::Autoscaler& as, flow::RunConfig& cfg) {
+  attach_sink(cfg, [l = &as](flow::TraceBuffer ev, const std::vector<std::string>& ops) {
+    l->on_events(*ev, ops);
+  });
 }
 
 }  // namespace
@@ -109,11 +105,11 @@ void configure_planners(const RunArgs& a, JobWiring& w, bool skewed, megaphone::
     }
     return std::nullopt;
   };
-  // The buffers the workers handed over, moved on to the planners (the last one moves).
+  // The buffers the workers handed over, read by the planners.
   auto sink = [as = w.autoscaler.get(), rb = w.rebalancer.get()](
-                  std::vector<Event>&& ev, const std::vector<std::string>& ops) {
+                  const std::vector<Event>& ev, const std::vector<std::string>& ops) {
     if (as) as->on_events(ev, ops);
-    if (rb) rb->on_events(std::move(ev), ops);
+    if (rb) rb->on_events(ev, ops);
   };
   w.planner = std::make_unique<loop::PlannerThread>(std::move(sink), std::move(plan));
   o.planner = [pt = w.planner.get()](int64_t now, const std::vector<uint32_t>& c) {
@@ -165,15 +161,15 @@ void attach_planners(const RunArgs& a, JobWiring& w, flow::RunConfig& cfg, flow:
     throw std::invalid_argument("--skew-profile: not under mpirun (one process only)");
   // --trace with --rebalance alone: the events the sink takes are kept for the file.
   if (w.rebalancer && !a.trace.empty() && !live_trace && !w.autoscaler)
-    attach_sink(cfg, [&kept_mu, &kept](std::vector<Event>&& ev, const std::vector<std::string>&) {
+    attach_sink(cfg, [&kept_mu, &kept](flow::TraceBuffer ev, const std::vector<std::string>&) {
       std::lock_guard<std::mutex> lock(kept_mu);
-      kept.insert(kept.end(), ev.begin(), ev.end());
+      kept.insert(kept.end(), ev->begin(), ev->end());
     });
   if (plans_here && w.planner)  // the workers move their buffers to the planner thread
-    attach_sink(
-        cfg, [pt = w.planner.get()](std::vector<Event>&& ev, const std::vector<std::string>& ops) {
-          pt->hand_over(std::move(ev), ops);
-        });
+    attach_sink(cfg,
+                [pt = w.planner.get()](flow::TraceBuffer ev, const std::vector<std::string>& ops) {
+                  pt->hand_over(std::move(ev), ops);
+                });
 }
 
 // Every decision of both planners, in time order.

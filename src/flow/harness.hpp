@@ -19,6 +19,9 @@
 
 namespace snailtrail::flow {
 
+// A worker's flushed trace events, shared read-only by the trace sinks.
+using TraceBuffer = std::shared_ptr<const std::vector<Event>>;
+
 namespace profile {
 class Profiler;
 }
@@ -47,9 +50,9 @@ struct HarnessConfig {
   // With RunConfig::trace and this set, each worker hands its events (in time order, with
   // the dataflow's operator names) to this sink about every trace_flush_ns and at its end,
   // instead of keeping them for RunResult::events (live streaming). Called from the
-  // worker threads, concurrently.
-  std::function<void(std::vector<Event>&&, const std::vector<std::string>& operator_names)>
-      on_trace_events;
+  // worker threads, concurrently. Every sink of a chain gets the same immutable buffer:
+  // none copies it on the worker's thread.
+  std::function<void(TraceBuffer, const std::vector<std::string>& operator_names)> on_trace_events;
   int64_t trace_flush_ns = 50'000'000;
   // A flush holds back a worker's events from the earliest arrival of a message it has not
   // taken yet (so that its receipt is recorded at that arrival), at most this long; a

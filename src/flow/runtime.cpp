@@ -121,7 +121,7 @@ void record_round_gaps(Recorder& rec, uint32_t worker, size_t mark, int64_t t_st
 // the flush's watermark, the earliest arrival of a message not yet taken (a receipt is
 // recorded at its message's arrival, possibly long after: a batch queued behind a busy
 // worker), never more than `hold_ns` back; later ones wait for the next flush.
-using TraceSink = std::function<void(std::vector<Event>&&, const std::vector<std::string>&)>;
+using TraceSink = std::function<void(TraceBuffer, const std::vector<std::string>&)>;
 // With fail_at_ns >= 0 (the test-only SNAILTRAIL_FLOW_FAIL_WORKER), the worker throws once
 // its clock passes it: how the tests make a worker fail in the middle of a run.
 void drive(Worker& w, const std::atomic<bool>& abort, const TraceSink* sink = nullptr,
@@ -161,7 +161,7 @@ void drive(Worker& w, const std::atomic<bool>& abort, const TraceSink* sink = nu
       ev.erase(ev.begin(), split);
     }
     rec.set_floor(out.back().ts);
-    (*sink)(std::move(out), w.operator_names());
+    (*sink)(std::make_shared<const std::vector<Event>>(std::move(out)), w.operator_names());
   };
   while (!w.done() && !abort.load(std::memory_order_relaxed)) {
     if (fail_at_ns >= 0 && since(origin) >= fail_at_ns)

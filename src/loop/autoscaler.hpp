@@ -6,7 +6,7 @@
 // set of workers [0, active) — no restart, no pause of the input.
 //
 //   loop::Autoscaler a(opts);
-//   cfg.on_trace_events = [&](auto&& ev, const auto& ops) { a.on_events(std::move(ev), ops); };
+//   cfg.on_trace_events = [&](flow::TraceBuffer ev, const auto& ops) { a.on_events(*ev, ops); };
 //   job.initial = a.initial_config();
 //   job.planner = [&](int64_t now, const auto& c) { return a.plan(now, c); };
 #pragma once

@@ -18,13 +18,14 @@ PlannerThread::~PlannerThread() {
   }
 }
 
-void PlannerThread::hand_over(std::vector<Event>&& events, const std::vector<std::string>& ops) {
+void PlannerThread::hand_over(flow::TraceBuffer events, const std::vector<std::string>& ops) {
+  if (!events) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (ops_.size() < ops.size()) ops_ = ops;  // names only grow (operators are added)
   ++stats_.buffers;
-  stats_.events += events.size();
+  stats_.events += events->size();
   if (done_) {  // after finish(): the thread is gone
-    if (!error_) sink_(std::move(events), ops_);
+    if (!error_) sink_(*events, ops_);
     return;
   }
   inbox_.push_back(std::move(events));
@@ -65,7 +66,7 @@ void PlannerThread::finish() {
   if (!done_) {  // handed over after the thread's last look
     done_ = true;
     if (!error_) try {
-        for (std::vector<Event>& b : inbox_) sink_(std::move(b), ops_);
+        for (const flow::TraceBuffer& b : inbox_) sink_(*b, ops_);
       } catch (...) {
         error_ = std::current_exception();
       }
@@ -81,7 +82,7 @@ PlannerThread::Stats PlannerThread::stats() const {
 }
 
 void PlannerThread::loop() {
-  std::vector<std::vector<Event>> batch;  // swapped with the inbox: its capacity is reused
+  std::vector<flow::TraceBuffer> batch;  // swapped with the inbox: its capacity is reused
   std::vector<std::string> ops;
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
@@ -101,7 +102,7 @@ void PlannerThread::loop() {
     double ms = 0;
     try {
       if (!failed) {
-        for (std::vector<Event>& b : batch) sink_(std::move(b), ops);
+        for (const flow::TraceBuffer& b : batch) sink_(*b, ops);
         if (req) {
           const auto t0 = std::chrono::steady_clock::now();
           answer = plan_(req->now_ns, req->config);

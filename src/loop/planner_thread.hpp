@@ -4,8 +4,8 @@
 // interval ran on worker 0's thread (the Megaphone controller) while the other workers'
 // trace flushes waited for that mutex, and worker 0 routed nothing meanwhile. Here one
 // thread of its own does all of it:
-// - the workers hand over their trace buffers by moving them into an inbox (a vector of
-//   buffers under a short lock: no per-event copy, no planner lock);
+// - the workers hand over their trace buffers (shared, never copied) into an inbox (a
+//   vector of buffers under a short lock: no per-event copy, no planner lock);
 // - worker 0's controller asks without waiting: ask() posts a request (the time and the
 //   configuration) and returns the answer to an earlier one once it is there;
 // - the planner thread gives the planners every buffer handed over before a request, in
@@ -13,7 +13,7 @@
 //   as on worker 0, so the same input gives the same decisions.
 //
 //   loop::PlannerThread pt(sink, plan);   // sink: the planners' on_events; plan: their plan
-//   cfg.on_trace_events = [&](auto&& ev, const auto& ops) { pt.hand_over(std::move(ev), ops); };
+//   cfg.on_trace_events = [&](flow::TraceBuffer ev, const auto& ops) { pt.hand_over(ev, ops); };
 //   job.planner = [&](int64_t now, const auto& c) { return pt.ask(now, c); };
 //   flow::run_job(cfg);
 //   pt.finish();                          // every buffer given to the planners
@@ -29,13 +29,14 @@
 #include <thread>
 #include <vector>
 
+#include "flow/harness.hpp"
 #include "trace/event.hpp"
 
 namespace snailtrail::loop {
 
 class PlannerThread {
  public:
-  using Sink = std::function<void(std::vector<Event>&&, const std::vector<std::string>&)>;
+  using Sink = std::function<void(const std::vector<Event>&, const std::vector<std::string>&)>;
   using Plan = std::function<std::optional<std::vector<uint32_t>>(int64_t now_ns,
                                                                   const std::vector<uint32_t>&)>;
   // A request at most every this much of the run's time: the controller asks at every
@@ -48,8 +49,8 @@ class PlannerThread {
   PlannerThread(const PlannerThread&) = delete;
   PlannerThread& operator=(const PlannerThread&) = delete;
 
-  // Worker threads: moves the buffer into the inbox; never waits on planning.
-  void hand_over(std::vector<Event>&& events, const std::vector<std::string>& operator_names);
+  // Worker threads: puts the buffer into the inbox; never waits on planning.
+  void hand_over(flow::TraceBuffer events, const std::vector<std::string>& operator_names);
   // Worker 0 (the Megaphone controller's planner hook), whenever no migration is in flight:
   // the answer to the previous request if it has one (no new request then: the next call
   // comes once that migration is complete), else a new request (at most one in flight)
@@ -76,7 +77,7 @@ class PlannerThread {
   Plan plan_;
   mutable std::mutex mu_;
   std::condition_variable wake_, idle_;
-  std::vector<std::vector<Event>> inbox_;
+  std::vector<flow::TraceBuffer> inbox_;
   std::vector<std::string> ops_;
   struct Request {
     int64_t now_ns = 0;

@@ -182,7 +182,7 @@ Rebalancer::Rebalancer(RebalanceOptions options)
   if (!opt_.bin_counts) throw std::invalid_argument("rebalance: needs the per-bin record counts");
 }
 
-void Rebalancer::on_events(std::vector<Event>&& events, const std::vector<std::string>& ops) {
+void Rebalancer::on_events(const std::vector<Event>& events, const std::vector<std::string>& ops) {
   std::lock_guard<std::mutex> lock(mu_);
   if (ops_.size() < ops.size()) ops_ = ops;
   for (const Event& e : events) {

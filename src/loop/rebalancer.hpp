@@ -8,7 +8,7 @@
 // configuration is applied as a Megaphone migration (the planner hook, as --autoscale).
 //
 //   loop::Rebalancer rb(opts);                       // opts.bin_counts: the counter
-//   cfg.on_trace_events = [&](auto&& ev, const auto& ops) { rb.on_events(std::move(ev), ops); };
+//   cfg.on_trace_events = [&](flow::TraceBuffer ev, const auto& ops) { rb.on_events(*ev, ops); };
 //   job.planner = [&](int64_t now, const auto& c) { return rb.plan(now, c); };
 #pragma once
 
@@ -78,7 +78,7 @@ class Rebalancer {
  public:
   explicit Rebalancer(RebalanceOptions options);
 
-  void on_events(std::vector<Event>&& events, const std::vector<std::string>& operator_names);
+  void on_events(const std::vector<Event>& events, const std::vector<std::string>& operator_names);
   // Planner (the Megaphone controller, worker 0, whenever no migration is in flight). At a
   // tick it starts the analysis of the last interval on its own thread; the first call
   // after the analysis is done decides (nothing if a migration happened meanwhile).

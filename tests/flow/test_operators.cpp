@@ -296,7 +296,8 @@ TEST_P(TraceSink, GetsEveryWorkersEventsInOrderDuringTheRun) {
   std::map<uint32_t, std::vector<Event>> per_worker;
   std::map<uint32_t, int> calls;
   std::vector<std::string> ops;
-  cfg.on_trace_events = [&](std::vector<Event>&& ev, const std::vector<std::string>& names) {
+  cfg.on_trace_events = [&](flow::TraceBuffer buf, const std::vector<std::string>& names) {
+    const std::vector<Event>& ev = *buf;
     ASSERT_FALSE(ev.empty());
     std::lock_guard<std::mutex> lock(mu);
     const uint32_t w = ev.front().worker;

@@ -89,7 +89,8 @@ Streamed run_streamed(int64_t hold_ns) {
   cfg.trace_hold_ns = hold_ns;
   Streamed s;
   std::mutex mu;
-  cfg.on_trace_events = [&](std::vector<Event>&& ev, const std::vector<std::string>&) {
+  cfg.on_trace_events = [&](flow::TraceBuffer buf, const std::vector<std::string>&) {
+    const std::vector<Event>& ev = *buf;
     const int64_t now = steady_ns();
     std::lock_guard<std::mutex> lock(mu);
     if (ev.empty()) return;

@@ -37,10 +37,10 @@ inline RecordedRun record_closed_loop_run() {
   cfg.trace = true;
   std::mutex mu;
   RecordedRun run;
-  cfg.on_trace_events = [&](std::vector<Event>&& ev, const std::vector<std::string>& names) {
+  cfg.on_trace_events = [&](flow::TraceBuffer ev, const std::vector<std::string>& names) {
     std::lock_guard<std::mutex> lock(mu);
     if (run.operators.empty()) run.operators = names;
-    run.buffers.push_back(std::move(ev));
+    run.buffers.push_back(*ev);
   };
   flow::run_job(cfg);
   return run;

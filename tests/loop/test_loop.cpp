@@ -148,9 +148,8 @@ LoopRun run_loop(const std::vector<std::pair<int64_t, double>>& profile, double 
   out.cfg.keys = 20'000;
   out.cfg.trace = true;
   if (restart) out.cfg.pause_sources = std::make_shared<std::atomic<bool>>(false);
-  out.cfg.on_trace_events = [&as](std::vector<snailtrail::Event>&& ev,
-                                  const std::vector<std::string>& ops) {
-    as.on_events(std::move(ev), ops);
+  out.cfg.on_trace_events = [&as](flow::TraceBuffer ev, const std::vector<std::string>& ops) {
+    as.on_events(*ev, ops);
   };
   out.r = flow::run_job(out.cfg);
   out.decisions = as.decisions();

@@ -79,7 +79,7 @@ SleepRun run_with_sleeping_planner(bool through_thread) {
     }
     return std::nullopt;
   };
-  lp::PlannerThread pt([](std::vector<Event>&&, const std::vector<std::string>&) {}, sleeper);
+  lp::PlannerThread pt([](const std::vector<Event>&, const std::vector<std::string>&) {}, sleeper);
   mp::JobOptions o;
   o.base = "keycount";
   o.log_bins = 4;
@@ -89,10 +89,10 @@ SleepRun run_with_sleeping_planner(bool through_thread) {
     o.planner = sleeper;
   out.cfg = keycount(o, 20'000, 1'000'000'000);
   std::mutex mu;
-  out.cfg.on_trace_events = [&](std::vector<Event>&& ev, const std::vector<std::string>& ops) {
+  out.cfg.on_trace_events = [&](flow::TraceBuffer ev, const std::vector<std::string>& ops) {
     {
       std::lock_guard<std::mutex> lock(mu);
-      out.events.insert(out.events.end(), ev.begin(), ev.end());
+      out.events.insert(out.events.end(), ev->begin(), ev->end());
     }
     pt.hand_over(std::move(ev), ops);
   };
@@ -148,7 +148,7 @@ TEST(LoopPlannerThread, ThePlannerGetsTheWrittenTracesEvents) {
   std::vector<Event> given;
   std::vector<size_t> at_plan;
   lp::PlannerThread pt(
-      [&](std::vector<Event>&& ev, const std::vector<std::string>&) {
+      [&](const std::vector<Event>& ev, const std::vector<std::string>&) {
         given.insert(given.end(), ev.begin(), ev.end());
       },
       [&](int64_t, const Config&) -> std::optional<Config> {
@@ -163,10 +163,10 @@ TEST(LoopPlannerThread, ThePlannerGetsTheWrittenTracesEvents) {
   std::mutex mu;
   std::vector<Event> written;
   std::vector<std::string> names;
-  cfg.on_trace_events = [&](std::vector<Event>&& ev, const std::vector<std::string>& ops) {
+  cfg.on_trace_events = [&](flow::TraceBuffer ev, const std::vector<std::string>& ops) {
     {
       std::lock_guard<std::mutex> lock(mu);
-      written.insert(written.end(), ev.begin(), ev.end());
+      written.insert(written.end(), ev->begin(), ev->end());
       if (names.size() < ops.size()) names = ops;
     }
     pt.hand_over(std::move(ev), ops);
@@ -228,7 +228,7 @@ TEST(LoopPlannerThread, SameFeedGivesTheSameDecisionsAsInLine) {
   // Through the thread: the buffers moved to it, the planner asked without waiting.
   lp::Autoscaler threaded(snailtrail::testing::replay_options());
   lp::PlannerThread pt(
-      [&threaded](std::vector<Event>&& ev, const std::vector<std::string>& names) {
+      [&threaded](const std::vector<Event>& ev, const std::vector<std::string>& names) {
         threaded.on_events(ev, names);
       },
       [&threaded](int64_t now, const Config& c) { return threaded.plan(now, c); }, 0);
@@ -239,7 +239,7 @@ TEST(LoopPlannerThread, SameFeedGivesTheSameDecisionsAsInLine) {
     for (const Event& e : b) now = std::max(now, e.ts);
     direct.on_events(b, ops);
     auto a = direct.plan(now, c1);
-    pt.hand_over(std::vector<Event>(b), ops);
+    pt.hand_over(std::make_shared<const std::vector<Event>>(b), ops);
     // The request this call posts sees the buffer; its answer comes at the next call.
     auto z = pt.ask(now, c2);
     ASSERT_FALSE(z) << "at " << now;
@@ -268,7 +268,7 @@ TEST(LoopPlannerThread, SameFeedGivesTheSameDecisionsAsInLine) {
 
 // An error of a planner reaches worker 0's next ask and finish(), not lost on the thread.
 TEST(LoopPlannerThread, APlannersErrorReachesTheCaller) {
-  lp::PlannerThread pt([](std::vector<Event>&&, const std::vector<std::string>&) {},
+  lp::PlannerThread pt([](const std::vector<Event>&, const std::vector<std::string>&) {},
                        [](int64_t, const Config&) -> std::optional<Config> {
                          throw std::runtime_error("planner failed");
                        });

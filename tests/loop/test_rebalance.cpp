@@ -455,13 +455,13 @@ SkewRun run_skewed(double share, bool rebalance, uint64_t records, double rate, 
   if (rb) {
     out.cfg.trace = true;
     auto mu = std::make_shared<std::mutex>();
-    out.cfg.on_trace_events = [r = rb.get(), all, mu](std::vector<Event>&& ev,
+    out.cfg.on_trace_events = [r = rb.get(), all, mu](flow::TraceBuffer ev,
                                                       const std::vector<std::string>& ops) {
       if (all) {
         std::lock_guard<std::mutex> lock(*mu);
-        all->insert(all->end(), ev.begin(), ev.end());
+        all->insert(all->end(), ev->begin(), ev->end());
       }
-      r->on_events(std::move(ev), ops);
+      r->on_events(*ev, ops);
     };
   }
   out.r = flow::run_job(out.cfg);
