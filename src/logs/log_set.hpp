@@ -36,11 +36,11 @@ struct LogOptions {
   size_t max_line_bytes = 64 * 1024;  // longer lines: the message is cut for mining
   KeepText keep = KeepText::whole_lines;
   bool line_kinds = true;             // fill LogFile::lines (per-line output; 8 bytes a line)
+  size_t read_chunk_bytes = 1 << 20;  // bytes read at a time (tests make it tiny)
   // false: records are only counted (LogSet::record_count), not kept: the templates table
   // needs per-template counts only, so memory follows templates, not lines. Needs keep
   // none and no line kinds (both refer to records).
   bool keep_records = true;
-  size_t read_chunk_bytes = 1 << 20;  // bytes read at a time (tests make it tiny)
 };
 
 struct LogRecord {
