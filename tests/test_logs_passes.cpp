@@ -273,6 +273,44 @@ TEST(LogPasses, StreamedFlowsHoldOnlyTheOpenRequests) {
   EXPECT_EQ(streamed.record_ids.size(), 40u);  // 10 slowest of 4 records
 }
 
+// `logs templates` (the table) keeps no record: the table needs per-template counts
+// only, so what is held follows templates, not lines. The oracle is the same reading
+// with every record kept: byte-identical tables, at N and 10 N requests, and no record
+// held at either size while the templates stay as many.
+TEST(LogPasses, TemplatesTableKeepsNoRecords) {
+  const size_t n = static_cast<size_t>(testing::random_inputs(300, 60));
+  size_t templates_at_n = 0;
+  for (const size_t requests : {n, 10 * n}) {
+    SCOPED_TRACE(requests);
+    TempLogs t("templates_" + std::to_string(requests));
+    const std::vector<std::string> files = service_logs(requests, 20, false, 21);
+    t.add("gateway.log", files[0]);
+    t.add("orders.log", files[1]);
+    t.add("payments.log", files[2]);
+    const LogSet kept = read_logs(t.paths, {});
+    LogOptions o;
+    o.keep = KeepText::none;
+    o.line_kinds = false;
+    o.keep_records = false;
+    o.read_chunk_bytes = 4096;  // lines cut across reads
+    const LogSet counted = read_logs(t.paths, o);
+    fmt::memory_buffer want, got;
+    output::write_templates_table(want, kept);
+    output::write_templates_table(got, counted);
+    ASSERT_GT(kept.records.size(), requests * 6);
+    EXPECT_EQ(std::string(got.data(), got.size()), std::string(want.data(), want.size()));
+    EXPECT_EQ(counted.record_count, kept.records.size());
+    EXPECT_EQ(counted.records.capacity(), 0u);
+    EXPECT_EQ(counted.contents.capacity(), 0u);
+    for (const LogFile& f : counted.files) EXPECT_EQ(f.lines.capacity(), 0u);
+    if (requests == n) templates_at_n = counted.drain.cluster_count();
+    EXPECT_EQ(counted.drain.cluster_count(), templates_at_n);
+  }
+  LogOptions bad;
+  bad.keep_records = false;  // kept texts and line kinds refer to records
+  EXPECT_THROW(parse_logs({{"a.log", "x\n"}}, bad), std::logic_error);
+}
+
 // -f json written in pieces: the pieces make the one-buffer document, and the buffer
 // never holds the whole template list.
 TEST(LogPasses, JsonWrittenInPiecesEqualsOneBuffer) {

@@ -46,6 +46,7 @@ int run_templates(const LogsArgs& a) {
   // The table needs only counts; per-line JSON the messages (for their parameters).
   o.keep = a.format == "table" ? logs::KeepText::none : logs::KeepText::messages;
   o.line_kinds = a.format != "table";
+  o.keep_records = a.format != "table";  // the table: per-template counts only
   const logs::LogSet set = logs::read_logs(a.files, o);
   OutputFile out(a.output);
   if (a.format == "table") {

@@ -63,6 +63,8 @@ class LogReader {
   };
   LogReader(LogSet& set, const LogOptions& options, Replay* replay = nullptr)
       : set_(set), options_(options), replay_(replay) {
+    if (!options.keep_records && (options.keep != KeepText::none || options.line_kinds))
+      throw std::logic_error("LogOptions: records not kept, so no texts nor line kinds");
     if (!options.format.empty()) given_ = format_from_option(options.format);
     for (const FormatPreset& p : format_presets())
       presets_.push_back(LogFormat::compile(p.pattern, p.name));
@@ -169,6 +171,7 @@ void LogReader::read_line(FileState& fs, LogFile& file, std::string_view line) {
     ++cnt_.joined;
   } else {
     ++cnt_.joined;
+    if (!options_.keep_records) return;
     ++set_.records.back().extra_lines;
     info.kind = LineKind::joined;
     info.record = static_cast<uint32_t>(set_.records.size() - 1);
@@ -293,7 +296,8 @@ void LogReader::add_record(FileState& fs, LineInfo& info, LogFile& file, std::st
   if (info.kind != LineKind::no_header) info.kind = LineKind::record;
   info.record = static_cast<uint32_t>(set_.records.size());
   if (options_.line_kinds) file.lines.push_back(info);
-  set_.records.push_back(r);
+  if (options_.keep_records) set_.records.push_back(r);
+  ++set_.record_count;
   fs.have_record = true;
 }
 

@@ -37,6 +37,10 @@ struct LogOptions {
   KeepText keep = KeepText::whole_lines;
   bool line_kinds = true;             // fill LogFile::lines (per-line output; 8 bytes a line)
   size_t read_chunk_bytes = 1 << 20;  // bytes read at a time (tests make it tiny)
+  // false: records are only counted (LogSet::record_count), not kept: the templates table
+  // needs per-template counts only, so memory follows templates, not lines. Needs keep
+  // none and no line kinds (both refer to records).
+  bool keep_records = true;
 };
 
 struct LogRecord {
@@ -81,7 +85,8 @@ struct LogFile {
 
 struct LogSet {
   std::vector<LogFile> files;
-  std::vector<LogRecord> records;  // file by file, in line order
+  std::vector<LogRecord> records;  // file by file, in line order (none if !keep_records)
+  uint64_t record_count = 0;       // records read, kept or not
   // Per record its message (first line), into LogFile::text; empty if no text is kept.
   std::vector<std::string_view> contents;
   std::vector<std::string> nodes;

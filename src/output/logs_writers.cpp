@@ -84,12 +84,12 @@ void write_templates_table(fmt::memory_buffer& out, const logs::LogSet& set) {
   std::stable_sort(order.begin(), order.end(),
                    [&](uint32_t x, uint32_t y) { return set.drain.size(x) > set.drain.size(y); });
   fmt::format_to(it, "snailtrail logs templates: {} records, {} templates\n  {}\n",
-                 set.records.size(), order.size(), files_summary(set));
+                 set.record_count, order.size(), files_summary(set));
   fmt::format_to(it, "\n  {:>5} {:>9} {:>6}  {}\n", "id", "count", "share", "template");
   for (uint32_t c : order)
     fmt::format_to(it, "  {:>5} {:>9} {:>5.1f}%  {}\n", c, set.drain.size(c),
                    100.0 * static_cast<double>(set.drain.size(c)) /
-                       static_cast<double>(std::max<size_t>(set.records.size(), 1)),
+                       static_cast<double>(std::max<uint64_t>(set.record_count, 1)),
                    printable(set.drain.template_text(c)));
   write_diagnostics_table(out, set);
 }
