@@ -17,6 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "pag/correlator_table.hpp"
 #include "pag/timeline.hpp"
 #include "pag/timeline_builder.hpp"
 
@@ -108,28 +109,10 @@ class StreamingPag {
   size_t open_halves() const { return open_.size(); }
 
  private:
-  struct Half {  // a send or receive waiting for its partner
-    int64_t ts;
-    uint32_t worker;  // index into workers_
-    uint64_t node;    // absolute node number within the worker
-    ActivityType type;
-  };
-  struct Key {
-    uint32_t sender, receiver;
-    int64_t correlator;
-    bool operator==(const Key&) const = default;
-  };
+  using Half = CorrelatorTable::Half;
+  using Key = CorrelatorTable::Key;
   struct KeyHash {
     size_t operator()(const Key& k) const;
-  };
-  struct KeyState {
-    std::vector<Half> sends, recvs;  // unmatched, in time order
-    uint32_t n_send = 0, n_recv = 0;
-    int64_t last_ts = INT64_MIN;  // latest half seen: the entry is dropped after it retires
-    int64_t first_send_ts = 0, first_recv_ts = 0;  // reported too once a duplicate shows up
-    // Receives seen before any send: the batch join only reports repeated receives of
-    // a key that has a send, so they are reported when the first send comes.
-    std::vector<int64_t> recvs_before_send;
   };
   struct Matched {
     int64_t src_ts, dst_ts;
@@ -170,7 +153,7 @@ class StreamingPag {
   std::unordered_map<uint32_t, uint32_t> index_;  // worker id -> index into workers_
   static constexpr uint32_t kDenseIds = 1u << 16;
   std::vector<uint32_t> dense_;  // the same for ids below kDenseIds (kNone: unknown)
-  std::unordered_map<Key, KeyState, KeyHash> keys_;
+  CorrelatorTable keys_;  // the halves of every key (unless unique_correlators_)
   // With unique correlators: the unmatched halves, by key (a send's and a receive's key
   // differ in `is_send`).
   struct OpenKey {
