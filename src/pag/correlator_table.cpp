@@ -42,20 +42,35 @@ void CorrelatorTable::release(Chain& c) {
   while (!c.empty()) pop(c);
 }
 
-void CorrelatorTable::grow() {
-  spare_.assign(slots_.empty() ? 64 : 2 * slots_.size(), Entry{});
+void CorrelatorTable::rebuild() {
+  size_t live = 0;
+  for (Entry& e : slots_) {
+    if (!e.used()) continue;
+    if (dead(e)) {
+      release(e.early);
+      e.n_send = e.n_recv = 0;
+    } else {
+      ++live;
+    }
+  }
+  // At most a quarter full afterwards, so that rebuilds stay rare (amortized O(1) per key);
+  // never smaller than before (a steady stream keeps its size).
+  size_t cap = std::max<size_t>(64, slots_.size());
+  while (cap < 4 * live) cap <<= 1;
+  spare_.assign(cap, Entry{});
   spare_.swap(slots_);
-  const size_t mask = slots_.size() - 1;
+  const size_t mask = cap - 1;
   for (const Entry& e : spare_) {
     if (!e.used()) continue;
     size_t i = hash(e.key) & mask;
     while (slots_[i].used()) i = (i + 1) & mask;
     slots_[i] = e;
   }
+  size_ = live;
 }
 
 CorrelatorTable::Entry& CorrelatorTable::find_or_insert(const Key& key) {
-  if (2 * (size_ + 1) > slots_.size()) grow();
+  if (2 * (size_ + 1) > slots_.size()) rebuild();
   const size_t mask = slots_.size() - 1;
   for (size_t i = hash(key) & mask;; i = (i + 1) & mask) {
     Entry& e = slots_[i];
@@ -65,8 +80,21 @@ CorrelatorTable::Entry& CorrelatorTable::find_or_insert(const Key& key) {
       e.key = key;
       return e;  // the caller counts the half: the slot is used from then on
     }
-    if (e.key == key) return e;
+    if (e.key == key) {
+      if (dead(e)) {  // retired: a fresh key
+        release(e.early);
+        e = Entry{};
+        e.key = key;
+      }
+      return e;
+    }
   }
+}
+
+size_t CorrelatorTable::keys() const {
+  size_t n = 0;
+  for (const Entry& e : slots_) n += e.used() && !dead(e);
+  return n;
 }
 
 bool CorrelatorTable::add(const Key& key, bool is_send, const Half& half,
@@ -127,36 +155,6 @@ void CorrelatorTable::expire(int64_t end, bool closed_end, std::vector<IssueAt>&
     declare(e.sends, Issue::unmatched_send);
     declare(e.recvs, Issue::unmatched_recv);
   }
-}
-
-void CorrelatorTable::retire(int64_t horizon) {
-  if (size_ == 0) return;
-  // Rebuilt rather than erased in place (linear probing): one pass, once per window.
-  size_t keep = 0;
-  for (Entry& e : slots_) {
-    if (!e.used()) continue;
-    if (e.sends.empty() && e.recvs.empty() && e.last_ts < horizon) {
-      release(e.early);
-      e.n_send = e.n_recv = 0;
-    } else {
-      ++keep;
-    }
-  }
-  if (keep == size_) return;
-  size_t cap = 64;
-  while (cap < 2 * keep + 2) cap <<= 1;
-  // Shrinks only far below the current size, so a steady stream does not flip sizes.
-  if (cap * 4 > slots_.size()) cap = slots_.size();
-  spare_.assign(cap, Entry{});
-  spare_.swap(slots_);
-  const size_t mask = cap - 1;
-  for (const Entry& e : spare_) {
-    if (!e.used()) continue;
-    size_t i = hash(e.key) & mask;
-    while (slots_[i].used()) i = (i + 1) & mask;
-    slots_[i] = e;
-  }
-  size_ = keep;
 }
 
 }  // namespace snailtrail

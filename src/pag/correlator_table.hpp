@@ -5,6 +5,7 @@
 // again while its windows are open is reported as a duplicate, as the batch join does.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -33,10 +34,14 @@ class CorrelatorTable {
   // Halves at or before `end` (before it unless `closed_end`) are reported unmatched and
   // leave the table: their partner can no longer come once those windows are cut.
   void expire(int64_t end, bool closed_end, std::vector<IssueAt>& issues);
-  // Forgets the keys without a waiting half whose last half lies before `horizon`.
-  void retire(int64_t horizon);
+  // Forgets the keys without a waiting half whose last half lies before `horizon`. Those
+  // are only marked (O(1)): a dead key found again starts afresh, and the dead ones leave
+  // when the table is rebuilt to grow. The same as erasing them at once, given what
+  // StreamingPag guarantees: halves come at or after the horizon, and every retire(h)
+  // follows an expire() up to h or later (so no waiting half is left before h).
+  void retire(int64_t horizon) { horizon_ = std::max(horizon_, horizon); }
 
-  size_t keys() const { return size_; }
+  size_t keys() const;  // retained (not dead); O(table size)
   size_t open_halves() const { return open_; }
 
  private:
@@ -47,15 +52,18 @@ class CorrelatorTable {
   };
   struct Entry {
     Key key{};
-    uint32_t n_send = 0, n_recv = 0;  // both 0: a free slot
-    int64_t last_ts = INT64_MIN;      // latest half seen
+    uint32_t n_send = 0, n_recv = 0;               // both 0: a free slot
+    int64_t last_ts = INT64_MIN;                   // latest half seen
     int64_t first_send_ts = 0, first_recv_ts = 0;  // reported too once a duplicate shows up
-    Chain sends, recvs;  // waiting, in time order
+    Chain sends, recvs;                            // waiting, in time order
     // Receives after the first one, all before any send: the batch join reports repeated
     // receives only for a key that has a send, so they are reported when it comes.
     Chain early;
     bool used() const { return n_send != 0 || n_recv != 0; }
   };
+  bool dead(const Entry& e) const {
+    return e.sends.empty() && e.recvs.empty() && e.last_ts < horizon_;
+  }
   struct Node {
     Half half;
     uint32_t next;
@@ -65,13 +73,14 @@ class CorrelatorTable {
   void push(Chain& c, const Half& h);
   Half pop(Chain& c);
   void release(Chain& c);
-  void grow();
+  void rebuild();  // without the dead keys; larger if they were not enough
 
   std::vector<Entry> slots_;  // capacity a power of two, at most half full
-  std::vector<Entry> spare_;  // reused by retire() to rebuild the table
-  size_t size_ = 0;           // used slots
-  size_t open_ = 0;           // halves in sends and recvs chains
-  std::vector<Node> pool_;    // chain nodes; free ones chained from free_
+  std::vector<Entry> spare_;  // reused by rebuild()
+  size_t size_ = 0;           // used slots, dead keys included
+  int64_t horizon_ = INT64_MIN;
+  size_t open_ = 0;         // halves in sends and recvs chains
+  std::vector<Node> pool_;  // chain nodes; free ones chained from free_
   uint32_t free_ = kEnd;
 };
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <tuple>
 
+#include "pag/snapshot.hpp"
+
 namespace snailtrail {
 
 size_t StreamingPag::KeyHash::operator()(const Key& k) const {
@@ -230,7 +232,7 @@ Pag StreamingPag::cut(int64_t start, int64_t end, bool closed_end, bool expire) 
   return pag;
 }
 
-Pag StreamingPag::cut_events(int64_t start, int64_t end, bool closed_end) const {
+Pag StreamingPag::cut_events(int64_t start, int64_t end, bool closed_end, int64_t width) const {
   auto before_end = [&](int64_t t) { return t < end || (closed_end && t == end); };
   std::vector<uint32_t> order(workers_.size());
   for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -241,8 +243,14 @@ Pag StreamingPag::cut_events(int64_t start, int64_t end, bool closed_end) const 
   for (uint32_t wi : order) {
     const Worker& w = workers_[wi];
     pag.worker_ids.push_back(w.id);
+    // One binary search per window with events: O(windows), not O(events).
     auto it = std::lower_bound(w.event_ts.begin(), w.event_ts.end(), start);
-    for (; it != w.event_ts.end() && before_end(*it); ++it) pag.event_ts.push_back(*it);
+    while (it != w.event_ts.end() && before_end(*it)) {
+      pag.event_ts.push_back(*it);
+      const int64_t next = windowing::border(0, windowing::window_of(*it, 0, width) + 1, width);
+      if (next <= *it) break;  // the last window of the time range
+      it = std::lower_bound(it, w.event_ts.end(), next);
+    }
     pag.event_begin.push_back(static_cast<uint32_t>(pag.event_ts.size()));
   }
   pag.first_ts = start;

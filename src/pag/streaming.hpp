@@ -85,9 +85,10 @@ class StreamingPag {
   // Declares half messages before `end` (or at it, when `closed_end`) unmatched: their
   // partner can no longer come once the windows up to `end` are cut.
   void expire_halves(int64_t end, bool closed_end);
-  // Only the events' times of the windows covering [start, end] (worker_ids, event_ts,
-  // event_begin): enough to plan them (plan_window_range), no nodes or messages.
-  Pag cut_events(int64_t start, int64_t end, bool closed_end) const;
+  // Only the events' times of the windows of width `width` covering [start, end]
+  // (worker_ids, event_ts, event_begin), and of those only each worker's first one per
+  // window: all plan_window_range reads to plan them. No nodes or messages.
+  Pag cut_events(int64_t start, int64_t end, bool closed_end, int64_t width) const;
 
   // Forgets everything only windows before `horizon` needed; later events before it
   // are rejected.
@@ -153,7 +154,7 @@ class StreamingPag {
   std::unordered_map<uint32_t, uint32_t> index_;  // worker id -> index into workers_
   static constexpr uint32_t kDenseIds = 1u << 16;
   std::vector<uint32_t> dense_;  // the same for ids below kDenseIds (kNone: unknown)
-  CorrelatorTable keys_;  // the halves of every key (unless unique_correlators_)
+  CorrelatorTable keys_;         // the halves of every key (unless unique_correlators_)
   // With unique correlators: the unmatched halves, by key (a send's and a receive's key
   // differ in `is_send`).
   struct OpenKey {

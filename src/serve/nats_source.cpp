@@ -15,12 +15,13 @@
 namespace snailtrail::serve {
 namespace {
 
-// Messages per pull request (each up to 4096 events). The requests are our own
-// ($JS.API.CONSUMER.MSG.NEXT on an inbox of ours), not libnats' natsSubscription_Fetch:
-// with libnats 3.4.1 (Debian 12), fetching 64 at once corrupted the heap now and then
-// with several consumers on a loaded machine ("free(): invalid pointer" in
-// natsMsgList_Destroy; 5 of ~30 runs of scripts/nats-bench.sh).
-constexpr int kFetchBatch = 64;
+// Messages per pull request. The requests are our own ($JS.API.CONSUMER.MSG.NEXT answered
+// on an inbox of ours), not libnats' natsSubscription_Fetch: with libnats 3.4.1 (Debian
+// 12), fetching 64 at once that way corrupted the heap now and then with several
+// consumers on a loaded machine ("free(): invalid pointer" in natsMsgList_Destroy; 5 of
+// ~30 runs of scripts/nats-bench.sh). A message holds up to 4096 events (~160 KB): 16
+// per request keep what is in flight to a few MB.
+constexpr int kFetchBatch = 16;
 constexpr int64_t kFetchWaitMs = 200;  // a pull request's wait when nothing is stored
 }  // namespace
 
@@ -207,8 +208,8 @@ void NatsSource::deliver(natsMsg* msg, BatchQueue& queue) {
 // here too: its messages are told apart by their stream sequence, and its status only
 // ends the current request early. NATS_OK: something was delivered; NATS_TIMEOUT: nothing.
 int NatsSource::pull(BatchQueue& queue) {
-  const std::string body = fmt::format(R"({{"batch":{},"expires":{}}})", kFetchBatch,
-                                       kFetchWaitMs * 1'000'000);
+  const std::string body =
+      fmt::format(R"({{"batch":{},"expires":{}}})", kFetchBatch, kFetchWaitMs * 1'000'000);
   natsStatus s =
       natsConnection_PublishRequest(link_.connection(), next_subject_.c_str(), inbox_.c_str(),
                                     body.data(), static_cast<int>(body.size()));
