@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <tuple>
 
+#include "pag/snapshot.hpp"
+
 namespace snailtrail {
 
 size_t StreamingPag::KeyHash::operator()(const Key& k) const {
@@ -105,42 +107,12 @@ void StreamingPag::on_half(const Event& e, uint32_t worker, uint64_t node) {
       pair(other, half);
     return;
   }
-  KeyState& k = keys_[key];
-  k.last_ts = std::max(k.last_ts, e.ts);
-  // As in the batch join, every half of a key used by more than one send (or receive)
-  // is a duplicate: the earlier ones are reported when the second one shows up.
-  auto count_duplicates = [&](uint32_t n, int64_t& first_ts) {
-    if (n == 1) first_ts = e.ts;
-    if (n == 2) issues_.push_back({first_ts, Issue::duplicate_correlator});
-    if (n >= 2) issues_.push_back({e.ts, Issue::duplicate_correlator});
-  };
-  if (is_send) {
-    count_duplicates(++k.n_send, k.first_send_ts);
-    if (k.n_send == 1 && k.n_recv >= 2)
-      for (int64_t t : k.recvs_before_send) issues_.push_back({t, Issue::duplicate_correlator});
-    k.recvs_before_send.clear();
-    if (!k.recvs.empty()) {
-      const Half recv = k.recvs.front();
-      k.recvs.erase(k.recvs.begin());
-      pair(half, recv);
-    } else {
-      k.sends.push_back(half);
-    }
-  } else {
-    if (k.n_send == 0) {
-      if (++k.n_recv == 1) k.first_recv_ts = e.ts;
-      k.recvs_before_send.push_back(e.ts);
-    } else {
-      count_duplicates(++k.n_recv, k.first_recv_ts);
-    }
-    if (!k.sends.empty()) {
-      const Half send = k.sends.front();
-      k.sends.erase(k.sends.begin());
-      pair(send, half);
-    } else {
-      k.recvs.push_back(half);
-    }
-  }
+  Half partner{};
+  if (!keys_.add(key, is_send, half, issues_, partner)) return;
+  if (is_send)
+    pair(half, partner);
+  else
+    pair(partner, half);
 }
 
 void StreamingPag::pair(const Half& s, const Half& r) {
@@ -260,7 +232,7 @@ Pag StreamingPag::cut(int64_t start, int64_t end, bool closed_end, bool expire) 
   return pag;
 }
 
-Pag StreamingPag::cut_events(int64_t start, int64_t end, bool closed_end) const {
+Pag StreamingPag::cut_events(int64_t start, int64_t end, bool closed_end, int64_t width) const {
   auto before_end = [&](int64_t t) { return t < end || (closed_end && t == end); };
   std::vector<uint32_t> order(workers_.size());
   for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -271,8 +243,14 @@ Pag StreamingPag::cut_events(int64_t start, int64_t end, bool closed_end) const 
   for (uint32_t wi : order) {
     const Worker& w = workers_[wi];
     pag.worker_ids.push_back(w.id);
+    // One binary search per window with events: O(windows), not O(events).
     auto it = std::lower_bound(w.event_ts.begin(), w.event_ts.end(), start);
-    for (; it != w.event_ts.end() && before_end(*it); ++it) pag.event_ts.push_back(*it);
+    while (it != w.event_ts.end() && before_end(*it)) {
+      pag.event_ts.push_back(*it);
+      const int64_t next = windowing::border(0, windowing::window_of(*it, 0, width) + 1, width);
+      if (next <= *it) break;  // the last window of the time range
+      it = std::lower_bound(it, w.event_ts.end(), next);
+    }
     pag.event_begin.push_back(static_cast<uint32_t>(pag.event_ts.size()));
   }
   pag.first_ts = start;
@@ -283,19 +261,7 @@ Pag StreamingPag::cut_events(int64_t start, int64_t end, bool closed_end) const 
 void StreamingPag::expire_halves(int64_t end, bool closed_end) {
   auto before_end = [&](int64_t t) { return t < end || (closed_end && t == end); };
   // Partners can no longer arrive for half messages in these windows.
-  for (auto it = keys_.begin(); it != keys_.end(); ++it) {
-    KeyState& k = it->second;
-    auto declare = [&](std::vector<Half>& halves, Issue issue) {
-      size_t n = 0;
-      while (n < halves.size() && before_end(halves[n].ts)) {
-        issues_.push_back({halves[n].ts, issue});
-        ++n;
-      }
-      halves.erase(halves.begin(), halves.begin() + static_cast<std::ptrdiff_t>(n));
-    };
-    declare(k.sends, Issue::unmatched_send);
-    declare(k.recvs, Issue::unmatched_recv);
-  }
+  keys_.expire(end, closed_end, issues_);
   for (auto it = open_.begin(); it != open_.end();) {
     if (before_end(it->second.ts)) {
       issues_.push_back(
@@ -415,10 +381,7 @@ void StreamingPag::retire(int64_t horizon) {
   }
   std::erase_if(messages_, [&](const Matched& m) { return m.dst_ts < horizon_; });
   std::erase_if(issues_, [&](const IssueAt& is) { return is.ts < horizon_; });
-  std::erase_if(keys_, [&](const auto& kv) {
-    const KeyState& k = kv.second;
-    return k.sends.empty() && k.recvs.empty() && k.last_ts < horizon_;
-  });
+  keys_.retire(horizon_);
 }
 
 }  // namespace snailtrail

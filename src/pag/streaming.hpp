@@ -17,6 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "pag/correlator_table.hpp"
 #include "pag/timeline.hpp"
 #include "pag/timeline_builder.hpp"
 
@@ -84,9 +85,10 @@ class StreamingPag {
   // Declares half messages before `end` (or at it, when `closed_end`) unmatched: their
   // partner can no longer come once the windows up to `end` are cut.
   void expire_halves(int64_t end, bool closed_end);
-  // Only the events' times of the windows covering [start, end] (worker_ids, event_ts,
-  // event_begin): enough to plan them (plan_window_range), no nodes or messages.
-  Pag cut_events(int64_t start, int64_t end, bool closed_end) const;
+  // Only the events' times of the windows of width `width` covering [start, end]
+  // (worker_ids, event_ts, event_begin), and of those only each worker's first one per
+  // window: all plan_window_range reads to plan them. No nodes or messages.
+  Pag cut_events(int64_t start, int64_t end, bool closed_end, int64_t width) const;
 
   // Forgets everything only windows before `horizon` needed; later events before it
   // are rejected.
@@ -108,28 +110,10 @@ class StreamingPag {
   size_t open_halves() const { return open_.size(); }
 
  private:
-  struct Half {  // a send or receive waiting for its partner
-    int64_t ts;
-    uint32_t worker;  // index into workers_
-    uint64_t node;    // absolute node number within the worker
-    ActivityType type;
-  };
-  struct Key {
-    uint32_t sender, receiver;
-    int64_t correlator;
-    bool operator==(const Key&) const = default;
-  };
+  using Half = CorrelatorTable::Half;
+  using Key = CorrelatorTable::Key;
   struct KeyHash {
     size_t operator()(const Key& k) const;
-  };
-  struct KeyState {
-    std::vector<Half> sends, recvs;  // unmatched, in time order
-    uint32_t n_send = 0, n_recv = 0;
-    int64_t last_ts = INT64_MIN;  // latest half seen: the entry is dropped after it retires
-    int64_t first_send_ts = 0, first_recv_ts = 0;  // reported too once a duplicate shows up
-    // Receives seen before any send: the batch join only reports repeated receives of
-    // a key that has a send, so they are reported when the first send comes.
-    std::vector<int64_t> recvs_before_send;
   };
   struct Matched {
     int64_t src_ts, dst_ts;
@@ -170,7 +154,7 @@ class StreamingPag {
   std::unordered_map<uint32_t, uint32_t> index_;  // worker id -> index into workers_
   static constexpr uint32_t kDenseIds = 1u << 16;
   std::vector<uint32_t> dense_;  // the same for ids below kDenseIds (kNone: unknown)
-  std::unordered_map<Key, KeyState, KeyHash> keys_;
+  CorrelatorTable keys_;         // the halves of every key (unless unique_correlators_)
   // With unique correlators: the unmatched halves, by key (a send's and a receive's key
   // differ in `is_send`).
   struct OpenKey {

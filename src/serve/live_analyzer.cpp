@@ -247,8 +247,8 @@ size_t LiveAnalyzer::close(int64_t k_end, bool last_closed_end) {
   } else {
     pag_.expire_halves(end, last_closed_end);
     const std::vector<Window> windows =
-        plan_window_range(pag_.cut_events(border(next_k_, w), end, last_closed_end), 0, w, next_k_,
-                          k_end - 1, last_closed_end, std::nullopt, empty_before_);
+        plan_window_range(pag_.cut_events(border(next_k_, w), end, last_closed_end, w), 0, w,
+                          next_k_, k_end - 1, last_closed_end, std::nullopt, empty_before_);
     const std::vector<size_t> index = window_indexes(windows, static_cast<size_t>(next_k_ - k0_));
     auto analyzed = [&](size_t i) { return windows[i].empty_run == 0 && mine(index[i]); };
     // Groups of windows analyzed here, each from the first to the last such window of a

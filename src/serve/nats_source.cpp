@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstring>
 #include <stdexcept>
 #include <thread>
 
@@ -14,12 +15,13 @@
 namespace snailtrail::serve {
 namespace {
 
-// Messages per pull request. One: with libnats 3.4.1 (Debian 12), fetching 64 at once
-// corrupted the heap now and then with several consumers on a loaded machine (glibc's
-// "free(): invalid pointer" in natsMsgList_Destroy; 5 of ~30 runs of
-// scripts/nats-bench.sh), never with one (0 of 29). A message carries up to 4096
-// events, so one per request costs little.
-constexpr int kFetchBatch = 1;
+// Messages per pull request. The requests are our own ($JS.API.CONSUMER.MSG.NEXT answered
+// on an inbox of ours), not libnats' natsSubscription_Fetch: with libnats 3.4.1 (Debian
+// 12), fetching 64 at once that way corrupted the heap now and then with several
+// consumers on a loaded machine ("free(): invalid pointer" in natsMsgList_Destroy; 5 of
+// ~30 runs of scripts/nats-bench.sh). A message holds up to 4096 events (~160 KB): 16
+// per request keep what is in flight to a few MB.
+constexpr int kFetchBatch = 16;
 constexpr int64_t kFetchWaitMs = 200;  // a pull request's wait when nothing is stored
 }  // namespace
 
@@ -69,12 +71,24 @@ NatsSource::NatsSource(const NatsSourceOptions& options, NatsProgress& progress,
     if (si->State.FirstSeq > 0) last_seq_ = si->State.FirstSeq - 1;
     jsStreamInfo_Destroy(si);
   }
+  // Pull requests are answered on an inbox of ours (see pull()).
+  natsInbox* inbox = nullptr;
+  if (natsInbox_Create(&inbox) != NATS_OK)
+    throw std::runtime_error("cannot create an inbox: " + nats_error(NATS_NO_MEMORY));
+  inbox_ = inbox;
+  natsInbox_Destroy(inbox);
+  next_subject_ = "$JS.API.CONSUMER.MSG.NEXT." + stream + "." + options_.durable;
+  s = natsConnection_SubscribeSync(&inbox_sub_, link_.connection(), inbox_.c_str());
+  if (s == NATS_OK) s = natsSubscription_SetPendingLimits(inbox_sub_, -1, -1);
+  if (s != NATS_OK)
+    throw std::runtime_error("cannot subscribe on " + link_.address().text + ": " + nats_error(s));
   if (log_)
     fmt::print(stderr, "snailtrail serve: reading {} through the durable consumer {}\n",
                link_.address().text, options_.durable);
 }
 
 NatsSource::~NatsSource() {
+  natsSubscription_Destroy(inbox_sub_);
   natsSubscription_Destroy(sub_);
 }
 
@@ -170,6 +184,60 @@ bool NatsSource::all_read(BatchQueue& queue) {
   return fill_gap(last + 1, queue) && last_seq_ >= last;
 }
 
+// One message delivered by the consumer: taken unless it came before (redelivered).
+void NatsSource::deliver(natsMsg* msg, BatchQueue& queue) {
+  jsMsgMetaData* meta = nullptr;
+  if (natsMsg_GetMetaData(&meta, msg) != NATS_OK) return;  // not a JetStream message
+  const uint64_t seq = meta->Sequence.Stream;
+  counters_.nats_pending = meta->NumPending;
+  jsMsgMetaData_Destroy(meta);
+  if (seq <= last_seq_) {
+    ++counters_.nats_redelivered;  // after the ack wait, or fetched by sequence
+    return;
+  }
+  // A gap: taken by sequence first; if that fails now, this message comes again.
+  if (seq > last_seq_ + 1 && !fill_gap(seq, queue)) return;
+  take(seq, natsMsg_GetSubject(msg), natsMsg_GetData(msg), natsMsg_GetDataLength(msg),
+       natsMsg_GetReply(msg), queue);
+}
+
+// One pull request for up to kFetchBatch messages, each taken as it arrives. The request
+// ends with the batch full or with the server's status message (408: it waited
+// kFetchWaitMs; 404, 409: nothing, or the consumer changed), or after kFetchWaitMs plus a
+// second without an answer (the server away). A late answer to an earlier request lands
+// here too: its messages are told apart by their stream sequence, and its status only
+// ends the current request early. NATS_OK: something was delivered; NATS_TIMEOUT: nothing.
+int NatsSource::pull(BatchQueue& queue) {
+  const std::string body =
+      fmt::format(R"({{"batch":{},"expires":{}}})", kFetchBatch, kFetchWaitMs * 1'000'000);
+  natsStatus s =
+      natsConnection_PublishRequest(link_.connection(), next_subject_.c_str(), inbox_.c_str(),
+                                    body.data(), static_cast<int>(body.size()));
+  if (s != NATS_OK) return s;
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(kFetchWaitMs + 1000);
+  int delivered = 0;
+  while (delivered < kFetchBatch) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          deadline - std::chrono::steady_clock::now())
+                          .count();
+    if (left <= 0) break;
+    natsMsg* msg = nullptr;
+    s = natsSubscription_NextMsg(&msg, inbox_sub_, left);
+    if (s == NATS_TIMEOUT) break;
+    if (s != NATS_OK) return s;
+    const char* reply = natsMsg_GetReply(msg);
+    const bool status = reply == nullptr || std::strncmp(reply, "$JS.ACK.", 8) != 0;
+    if (!status) {
+      deliver(msg, queue);
+      ++delivered;
+    }
+    natsMsg_Destroy(msg);
+    if (status) break;
+  }
+  return delivered > 0 ? NATS_OK : NATS_TIMEOUT;
+}
+
 void NatsSource::run(BatchQueue& queue, const std::atomic<bool>& stop) {
   bool reported = false;
   // Idle and everything read: without --drain the next look at the consumer and the
@@ -177,29 +245,10 @@ void NatsSource::run(BatchQueue& queue, const std::atomic<bool>& stop) {
   constexpr auto kIdleRecheck = std::chrono::seconds(1);
   auto next_idle_check = std::chrono::steady_clock::time_point{};
   while (!stop.load()) {
-    natsMsgList list{nullptr, 0};
-    jsErrCode code = static_cast<jsErrCode>(0);
-    const natsStatus s = natsSubscription_Fetch(&list, sub_, kFetchBatch, kFetchWaitMs, &code);
+    const auto s = static_cast<natsStatus>(pull(queue));
     if (s == NATS_OK) {
       reported = false;
       next_idle_check = {};
-      for (int i = 0; i < list.Count; ++i) {
-        natsMsg* msg = list.Msgs[i];
-        jsMsgMetaData* meta = nullptr;
-        if (natsMsg_GetMetaData(&meta, msg) != NATS_OK) continue;  // not a JetStream message
-        const uint64_t seq = meta->Sequence.Stream;
-        counters_.nats_pending = meta->NumPending;
-        jsMsgMetaData_Destroy(meta);
-        if (seq <= last_seq_) {
-          ++counters_.nats_redelivered;  // after the ack wait, or fetched by sequence
-          continue;
-        }
-        // A gap: taken by sequence first; if that fails now, this message comes again.
-        if (seq > last_seq_ + 1 && !fill_gap(seq, queue)) continue;
-        take(seq, natsMsg_GetSubject(msg), natsMsg_GetData(msg), natsMsg_GetDataLength(msg),
-             natsMsg_GetReply(msg), queue);
-      }
-      natsMsgList_Destroy(&list);
     } else if (s == NATS_TIMEOUT) {
       const auto now = std::chrono::steady_clock::now();
       if (options_.drain || now >= next_idle_check) {

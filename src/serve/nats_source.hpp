@@ -15,6 +15,7 @@
 #include "serve/nats_link.hpp"
 
 struct __natsSubscription;
+struct __natsMsg;
 
 namespace snailtrail::serve {
 
@@ -64,6 +65,8 @@ class NatsSource {
   };
   bool all_read(BatchQueue& queue);
   bool fill_gap(uint64_t until, BatchQueue& queue);
+  int pull(BatchQueue& queue);  // a natsStatus
+  void deliver(__natsMsg* msg, BatchQueue& queue);
   void take(uint64_t seq, const char* subject, const char* data, int n, const char* reply,
             BatchQueue& queue);
 
@@ -72,7 +75,9 @@ class NatsSource {
   IngestCounters& counters_;
   bool log_;
   NatsLink link_;
-  __natsSubscription* sub_ = nullptr;
+  __natsSubscription* sub_ = nullptr;        // made the consumer; not read
+  __natsSubscription* inbox_sub_ = nullptr;  // answers to our pull requests
+  std::string inbox_, next_subject_;
   std::deque<Unacked> unacked_;
   uint64_t last_seq_ = 0;  // stream sequence of the last message taken
   bool first_ = true;
