@@ -70,20 +70,28 @@ struct ProbeState {
 using ProbeHandle = std::shared_ptr<const ProbeState>;
 
 // on_advance(old, new) is called whenever the stream's frontier moves (new may be
-// kTimeMax: the stream is complete).
+// kTimeMax: the stream is complete). A frontier-only connection: the probe holds each
+// time records were sent at until it has run, as a consumer of the records would, and
+// copies none of them.
 template <class T, class F>
 ProbeHandle probe(const Stream<T>& s, std::string name, F on_advance) {
   auto state = std::make_shared<ProbeState>();
-  s.template unary<char>(Pipeline{}, std::move(name),
-                         [state, on_advance](Input<T>& in, Output<char>&) mutable {
-                           in.for_each([](Time, std::vector<T>&) {});
-                           const Time f = in.frontier();
-                           if (f != state->frontier) {
-                             on_advance(state->frontier, f);
-                             state->frontier = f;
-                           }
-                         });
+  s.template frontier_unary<char>(std::move(name),
+                                  [state, on_advance](FrontierInput& in, Output<char>&) mutable {
+                                    const Time f = in.frontier();
+                                    if (f != state->frontier) {
+                                      on_advance(state->frontier, f);
+                                      state->frontier = f;
+                                    }
+                                  });
   return state;
+}
+
+// A stream of no records whose frontier follows s's: for an input an operator ignores
+// but whose progress it must see (no record of s is copied for it).
+template <class Out, class T>
+Stream<Out> frontier_stream(const Stream<T>& s, std::string name) {
+  return s.template frontier_unary<Out>(std::move(name), [](FrontierInput&, Output<Out>&) {});
 }
 
 // An operator's input held per time until the input frontier passes it, for operators

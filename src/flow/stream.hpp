@@ -83,6 +83,34 @@ class PipelineTarget final : public Target<T> {
   std::shared_ptr<LocalQueue<T>> q_;
 };
 
+// A frontier-only edge (same worker): the consumer needs the times records were sent
+// at (for progress), not the records, so none is copied. Each entry holds one pointstamp
+// on the edge, like a message, until the consumer takes it (FrontierInput::stage), so
+// the consumer's frontier is the one a pipeline edge carrying the records would have.
+struct FrontierQueue {
+  std::vector<std::pair<Time, uint64_t>> sent;  // (time, records)
+};
+class FrontierTarget {
+ public:
+  FrontierTarget(Worker& w, uint32_t edge, std::shared_ptr<FrontierQueue> q)
+      : w_(w), edge_(edge), q_(std::move(q)) {}
+  void note(Time t, uint64_t records) {
+    if (t < w_.frontier(edge_)) ++w_.counters().early_records;
+    auto& s = q_->sent;
+    if (!s.empty() && s.back().first == t) {  // already held at t
+      s.back().second += records;
+      return;
+    }
+    w_.change(edge_location(edge_), t, +1);
+    s.emplace_back(t, records);
+  }
+
+ private:
+  Worker& w_;
+  uint32_t edge_;
+  std::shared_ptr<FrontierQueue> q_;
+};
+
 // Routes each record to worker_of(key(record)); one message per destination and batch.
 // Instrumented as serialization (the partitioning) and one data message per remote batch.
 template <class T, class KeyFn>
@@ -158,9 +186,12 @@ class Output {
   }
   // Sends every batch given since the last flush (after the operator's activity, so
   // that exchange work is traced apart from processing).
+  // Frontier-only targets get the batch's time and size; every data target but the
+  // last gets a copy.
   void flush() {
     seal();
     for (auto& [t, batch] : ready_) {
+      for (auto& f : frontier_targets_) f->note(t, batch.size());
       for (size_t i = 0; i < targets_.size(); ++i) {
         if (i + 1 == targets_.size()) {
           targets_[i]->send(t, batch);
@@ -180,6 +211,9 @@ class Output {
   uint32_t op() const { return op_; }
   Worker& worker() { return w_; }
   void add_target(std::unique_ptr<Target<T>> t) { targets_.push_back(std::move(t)); }
+  void add_frontier_target(std::unique_ptr<FrontierTarget> t) {
+    frontier_targets_.push_back(std::move(t));
+  }
 
  private:
   Worker& w_;
@@ -194,6 +228,7 @@ class Output {
   std::vector<T> buf_;
   std::vector<std::pair<Time, std::vector<T>>> ready_;
   std::vector<std::unique_ptr<Target<T>>> targets_;
+  std::vector<std::unique_ptr<FrontierTarget>> frontier_targets_;
   uint64_t given_ = 0;
 };
 
@@ -249,6 +284,32 @@ class Input {
   std::unique_ptr<Puller<T>> puller_;
   std::deque<std::unique_ptr<Message<T>>> staged_;
   Time seen_ = 0;  // the greatest frontier observed (records below it are early)
+};
+
+// A frontier-only input (Stream::frontier_unary): the times of the records sent on the
+// edge, without the records.
+class FrontierInput {
+ public:
+  FrontierInput(Worker& w, uint32_t edge, std::shared_ptr<FrontierQueue> q)
+      : w_(w), edge_(edge), q_(std::move(q)) {}
+  // Least time that may still arrive (kTimeMax: the input is complete).
+  Time frontier() const { return w_.frontier(edge_); }
+  // Runtime side: takes what was sent; returns the number of records.
+  uint64_t stage() {
+    uint64_t records = 0;
+    for (auto [t, n] : q_->sent) {
+      w_.change(edge_location(edge_), t, -1);
+      w_.note_change();
+      records += n;
+    }
+    q_->sent.clear();
+    return records;
+  }
+
+ private:
+  Worker& w_;
+  uint32_t edge_;
+  std::shared_ptr<FrontierQueue> q_;
 };
 
 // Delivers requested times once every input's frontier has passed them.
@@ -313,9 +374,21 @@ class Stream {
                                       w_->fabric().puller<T>(channel, w_->index()));
   }
 
+  // A frontier-only connection (same worker): no record is copied for it.
+  std::unique_ptr<FrontierInput> connect_frontier(uint32_t to_op) const {
+    const uint32_t edge = w_->add_edge(op_, to_op);
+    auto q = std::make_shared<FrontierQueue>();
+    out_->add_frontier_target(std::make_unique<FrontierTarget>(*w_, edge, q));
+    return std::make_unique<FrontierInput>(*w_, edge, q);
+  }
+
   // The generic single-input operator: logic(Input<T>&, Output<Out>&) runs every round.
   template <class Out, class Pact, class Logic>
   Stream<Out> unary(Pact pact, std::string name, Logic logic) const;
+  // An operator that sees only this stream's frontier: logic(FrontierInput&, Output<Out>&)
+  // runs every round (probes, an input an operator ignores).
+  template <class Out, class Logic>
+  Stream<Out> frontier_unary(std::string name, Logic logic) const;
 
  private:
   Worker* w_;
@@ -403,6 +476,24 @@ class UnaryOp final : public OperatorBase {
   Logic logic_;
 };
 
+template <class Out, class Logic>
+class FrontierOp final : public OperatorBase {
+ public:
+  FrontierOp(Worker& w, uint32_t op, std::unique_ptr<FrontierInput> in, Logic logic)
+      : w_(w), op_(op), in_(std::move(in)), out_(w, op), logic_(std::move(logic)) {}
+  bool schedule() override {
+    return run_activation(w_, op_, in_->stage(), out_, [&] { logic_(*in_, out_); });
+  }
+  Output<Out>& output() { return out_; }
+
+ private:
+  Worker& w_;
+  uint32_t op_;
+  std::unique_ptr<FrontierInput> in_;
+  Output<Out> out_;
+  Logic logic_;
+};
+
 template <class In1, class In2, class Out, class Logic>
 class BinaryOp final : public OperatorBase {
  public:
@@ -449,6 +540,18 @@ Stream<Out> Stream<T>::unary(Pact pact, std::string name, Logic logic) const {
   auto in = connect(op, std::move(pact));
   auto impl =
       std::make_unique<detail::UnaryOp<T, Out, Logic>>(*w_, op, std::move(in), std::move(logic));
+  Output<Out>* out = &impl->output();
+  w_->set_operator(op, std::move(impl));
+  return Stream<Out>(*w_, op, out);
+}
+
+template <class T>
+template <class Out, class Logic>
+Stream<Out> Stream<T>::frontier_unary(std::string name, Logic logic) const {
+  const uint32_t op = w_->add_operator(std::move(name));
+  auto in = connect_frontier(op);
+  auto impl =
+      std::make_unique<detail::FrontierOp<Out, Logic>>(*w_, op, std::move(in), std::move(logic));
   Output<Out>* out = &impl->output();
   w_->set_operator(op, std::move(impl));
   return Stream<Out>(*w_, op, out);
