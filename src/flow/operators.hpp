@@ -107,11 +107,18 @@ class HeldByTime {
     in.for_each([&](Time t, std::vector<T>& data) {
       auto [it, inserted] = pending_.try_emplace(t);
       if (inserted) notes_.notify_at(in.retain(t));
-      if (it->second.empty())
+      if (it->second.empty()) {
+        // Keeps the message's records and gives it an emptied buffer in exchange, so
+        // that its sender reuses it (Input::for_each).
+        if (it->second.capacity() == 0 && !spare_.empty()) {
+          it->second.swap(spare_.back());
+          spare_.pop_back();
+        }
         it->second.swap(data);
-      else
+      } else {
         it->second.insert(it->second.end(), std::make_move_iterator(data.begin()),
                           std::make_move_iterator(data.end()));
+      }
     });
   }
   // Calls f(t, records) for every held time t the frontier has passed, in time order, and
@@ -122,6 +129,8 @@ class HeldByTime {
       auto it = pending_.find(cap.time());
       if (it == pending_.end()) return;
       f(cap.time(), it->second);
+      it->second.clear();
+      if (keep_buffer(it->second) && spare_.size() < 64) spare_.push_back(std::move(it->second));
       pending_.erase(it);
     });
   }
@@ -134,6 +143,7 @@ class HeldByTime {
 
  private:
   std::map<Time, std::vector<T>> pending_;
+  std::vector<std::vector<T>> spare_;  // emptied buffers of released times
   Notificator notes_;
   bool finished_ = false;
 };

@@ -7,6 +7,7 @@
 //       {...}); });
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -33,18 +34,47 @@ inline uint32_t worker_of(uint64_t key, uint32_t workers) {
 
 inline constexpr size_t kBatch = 1024;  // records per message at most
 
+// Records a fresh batch buffer is reserved for: kBatch, but at most ~128 KiB (Megaphone's
+// 4 KiB state chunks grow as needed instead of reserving 4 MiB per message). An emptied
+// buffer goes back to its sender only up to this size; a larger one is freed.
+template <class T>
+inline constexpr size_t kReserve = std::clamp<size_t>((size_t{128} << 10) / sizeof(T), 1, kBatch);
+template <class T>
+bool keep_buffer(const std::vector<T>& v) {
+  return v.capacity() >= kReserve<T> && v.capacity() * sizeof(T) <= (size_t{256} << 10);
+}
+
+// A buffer for a batch: `spare` if it has room (a recycled one), else a fresh reservation,
+// counted in WorkerCounters::fresh_buffers.
+template <class T>
+void ready_buffer(Worker& w, std::vector<T>& v) {
+  if (v.capacity() >= kReserve<T>) return;
+  ++w.counters().fresh_buffers;
+  v.reserve(kReserve<T>);
+}
+// An empty message for `pusher`: one its receiver gave back, else a new one (counted).
+template <class T>
+std::unique_ptr<Message<T>> message_for(Worker& w, Pusher<T>& pusher) {
+  if (auto m = pusher.reuse()) return m;
+  ++w.counters().fresh_buffers;
+  return std::make_unique<Message<T>>();
+}
+
 // Records of one time into a channel; implemented by pipeline and exchange edges.
 template <class T>
 class Target {
  public:
   virtual ~Target() = default;
-  virtual void send(Time t, std::vector<T>& batch) = 0;  // may take the batch's contents
+  // May take the batch's contents; leaves `batch` empty, holding a recycled buffer or none.
+  virtual void send(Time t, std::vector<T>& batch) = 0;
 };
 
-// Same-worker queue (a pipeline edge): no synchronization, same interfaces.
+// Same-worker queue (a pipeline edge): no synchronization, same interfaces. Emptied
+// messages come back to `free` (Puller::recycle) for the next send.
 template <class T>
 struct LocalQueue {
   std::deque<std::unique_ptr<Message<T>>> q;
+  std::vector<std::unique_ptr<Message<T>>> free;
 };
 template <class T>
 class LocalPuller final : public Puller<T> {
@@ -55,6 +85,9 @@ class LocalPuller final : public Puller<T> {
     auto m = std::move(q_->q.front());
     q_->q.pop_front();
     return m;
+  }
+  void recycle(std::unique_ptr<Message<T>> m) override {
+    if (q_->free.size() < 64) q_->free.push_back(std::move(m));
   }
 
  private:
@@ -68,11 +101,19 @@ class PipelineTarget final : public Target<T> {
       : w_(w), edge_(edge), q_(std::move(q)) {}
   void send(Time t, std::vector<T>& batch) override {
     if (t < w_.frontier(edge_)) ++w_.counters().early_records;
-    auto m = std::make_unique<Message<T>>();
+    std::unique_ptr<Message<T>> m;
+    if (!q_->free.empty()) {
+      m = std::move(q_->free.back());
+      q_->free.pop_back();
+    } else {
+      ++w_.counters().fresh_buffers;
+      m = std::make_unique<Message<T>>();
+    }
     m->time = t;
     m->from = w_.index();
-    m->data = std::move(batch);
-    batch.clear();
+    m->correlator = 0;
+    m->arrived_ns = -1;
+    m->data.swap(batch);  // the sender keeps the message's old (emptied) buffer
     w_.change(edge_location(edge_), t, +1);
     q_->q.push_back(std::move(m));
   }
@@ -140,11 +181,15 @@ class ExchangeTarget final : public Target<T> {
     for (size_t i = 1; W > 1 && i < n && one < W; ++i)
       if (worker_of(key_(batch[i]), W) != one) one = W;
     if (one < W && bufs_[one].empty()) {
-      bufs_[one].swap(batch);
+      bufs_[one].swap(batch);  // the sender keeps bufs_[one]'s old (empty) buffer
     } else {
-      for (auto& r : batch) bufs_[worker_of(key_(r), W)].push_back(std::move(r));
+      for (auto& r : batch) {
+        auto& b = bufs_[worker_of(key_(r), W)];
+        if (b.empty()) ready_buffer(w_, b);
+        b.push_back(std::move(r));
+      }
+      batch.clear();
     }
-    batch.clear();
     if (rec.on()) {
       rec.activity(t0, ActivityType::serialization, EventKind::start, op_, true);
       rec.activity(rec.now(), ActivityType::serialization, EventKind::end, op_, true,
@@ -152,11 +197,12 @@ class ExchangeTarget final : public Target<T> {
     }
     for (uint32_t d = 0; d < W; ++d) {
       if (bufs_[d].empty()) continue;
-      auto m = std::make_unique<Message<T>>();
+      auto m = message_for(w_, *pushers_[d]);
       m->time = t;
       m->from = w_.index();
-      m->data.swap(bufs_[d]);
-      bufs_[d].reserve(kBatch);
+      m->correlator = 0;
+      m->arrived_ns = -1;
+      m->data.swap(bufs_[d]);  // bufs_[d]: the returned message's buffer (or none)
       w_.change(edge_location(edge_), t, +1);
       pushers_[d]->push(std::move(m));
     }
@@ -196,10 +242,13 @@ class Output {
         if (i + 1 == targets_.size()) {
           targets_[i]->send(t, batch);
         } else {
-          std::vector<T> copy(batch);
+          std::vector<T> copy = take_spare();
+          copy.assign(batch.begin(), batch.end());
           targets_[i]->send(t, copy);
+          give_spare(copy);
         }
       }
+      give_spare(batch);
     }
     ready_.clear();
   }
@@ -221,12 +270,28 @@ class Output {
   void seal() {
     if (buf_.empty()) return;
     ready_.emplace_back(time_, std::move(buf_));
-    buf_ = {};
-    buf_.reserve(kBatch);
+    buf_ = take_spare();
+  }
+  // Buffers the targets handed back (their receivers' emptied messages), for the next
+  // batches: in steady state no batch allocates.
+  std::vector<T> take_spare() {
+    std::vector<T> v;
+    if (!spare_.empty()) {
+      v.swap(spare_.back());
+      spare_.pop_back();
+    }
+    ready_buffer(w_, v);
+    return v;
+  }
+  void give_spare(std::vector<T>& v) {
+    v.clear();
+    if (keep_buffer(v) && spare_.size() < 8) spare_.push_back(std::move(v));
+    v = {};
   }
   Time time_ = 0;
   std::vector<T> buf_;
   std::vector<std::pair<Time, std::vector<T>>> ready_;
+  std::vector<std::vector<T>> spare_;
   std::vector<std::unique_ptr<Target<T>>> targets_;
   std::vector<std::unique_ptr<FrontierTarget>> frontier_targets_;
   uint64_t given_ = 0;
@@ -252,6 +317,10 @@ class Input {
       w_.change(edge_location(edge_), m->time, -1);
       w_.note_change();
       fn(m->time, m->data);
+      // Back to its sender, emptied here (the records die on this thread).
+      m->data.clear();
+      if (!keep_buffer(m->data)) m->data = {};
+      puller_->recycle(std::move(m));
     }
   }
   // A capability for output at t >= the time of a message being processed.
