@@ -39,6 +39,9 @@ struct Message {
 
 // Slots of every ring between two workers of one process (Fabric's default).
 inline constexpr size_t kRingCapacity = 1024;
+// Emptied messages a receiver keeps for its sender at most (ChannelRings::returns): enough
+// for the steady state; a burst beyond it is freed, not kept for the run's rest.
+inline constexpr size_t kReturnCapacity = 64;
 
 // Bounded single-producer single-consumer ring of pointers: at most `capacity` (>= 1)
 // entries; the slots are rounded up to a power of two, so an index is a mask.
@@ -130,7 +133,8 @@ struct ChannelRings {
     returns.reserve(size_t{workers} * workers);
     for (size_t i = 0; i < size_t{workers} * workers; ++i) {
       rings.push_back(std::make_unique<SpscRing<Message<T>>>(capacity));
-      returns.push_back(std::make_unique<SpscRing<Message<T>>>(capacity));
+      returns.push_back(
+          std::make_unique<SpscRing<Message<T>>>(std::min(capacity, kReturnCapacity)));
     }
   }
   uint32_t workers;
