@@ -130,7 +130,7 @@ class HeldByTime {
       if (it == pending_.end()) return;
       f(cap.time(), it->second);
       it->second.clear();
-      if (keep_buffer(it->second) && spare_.size() < 64) spare_.push_back(std::move(it->second));
+      if (keep_buffer(it->second) && spare_.size() < 16) spare_.push_back(std::move(it->second));
       pending_.erase(it);
     });
   }

@@ -39,9 +39,11 @@ inline constexpr size_t kBatch = 1024;  // records per message at most
 // buffer goes back to its sender only up to this size; a larger one is freed.
 template <class T>
 inline constexpr size_t kReserve = std::clamp<size_t>((size_t{128} << 10) / sizeof(T), 1, kBatch);
+// A buffer worth keeping for a next batch: about a fresh one's size (a grown one, e.g. a
+// time's records gathered by HeldByTime, would keep its memory for the run's rest).
 template <class T>
 bool keep_buffer(const std::vector<T>& v) {
-  return v.capacity() >= kReserve<T> && v.capacity() * sizeof(T) <= (size_t{256} << 10);
+  return v.capacity() >= kReserve<T> && v.capacity() <= 2 * kReserve<T>;
 }
 
 // A buffer for a batch: `spare` if it has room (a recycled one), else a fresh reservation,
