@@ -39,6 +39,9 @@ struct Message {
 
 // Slots of every ring between two workers of one process (Fabric's default).
 inline constexpr size_t kRingCapacity = 1024;
+// Emptied messages a receiver keeps for its sender at most (ChannelRings::returns): enough
+// for the steady state; a burst beyond it is freed, not kept for the run's rest.
+inline constexpr size_t kReturnCapacity = 64;
 
 // Bounded single-producer single-consumer ring of pointers: at most `capacity` (>= 1)
 // entries; the slots are rounded up to a power of two, so an index is a mask.
@@ -95,6 +98,8 @@ class Pusher {
   virtual void push(std::unique_ptr<Message<T>> m) = 0;
   // Retries what could not be delivered; true when nothing is left at the sender.
   virtual bool flush() = 0;
+  // An emptied message its receiver gave back (Puller::recycle), or nullptr.
+  virtual std::unique_ptr<Message<T>> reuse() { return nullptr; }
   // Called on the sender's thread as a message enters the receiver's ring (or the
   // transport's queue), never while it waits at the sender: the runtime's tracing takes
   // the correlator, records the send and stamps the arrival there.
@@ -114,18 +119,26 @@ template <class T>
 class Puller : public Inbound {
  public:
   virtual std::unique_ptr<Message<T>> pull() = 0;
+  // Gives a pulled message, emptied, back to its sender for reuse (or frees it).
+  virtual void recycle(std::unique_ptr<Message<T>> m) { m.reset(); }
 };
 
-// All rings of one channel: ring[from * workers + to].
+// All rings of one channel: ring[from * workers + to], and the rings that take emptied
+// messages back from `to` to `from` (returns[from * workers + to]), so that a sender
+// reuses its messages and their buffers instead of allocating new ones.
 template <class T>
 struct ChannelRings {
   ChannelRings(uint32_t workers, size_t capacity) : workers(workers) {
     rings.reserve(size_t{workers} * workers);
-    for (size_t i = 0; i < size_t{workers} * workers; ++i)
+    returns.reserve(size_t{workers} * workers);
+    for (size_t i = 0; i < size_t{workers} * workers; ++i) {
       rings.push_back(std::make_unique<SpscRing<Message<T>>>(capacity));
+      returns.push_back(
+          std::make_unique<SpscRing<Message<T>>>(std::min(capacity, kReturnCapacity)));
+    }
   }
   uint32_t workers;
-  std::vector<std::unique_ptr<SpscRing<Message<T>>>> rings;
+  std::vector<std::unique_ptr<SpscRing<Message<T>>>> rings, returns;
 };
 
 template <class T>
@@ -133,8 +146,9 @@ class RingPusher final : public Pusher<T> {
  public:
   // `entering`: the sending worker's stamp (Fabric::entering), cleared once a traced
   // message is in the ring.
-  RingPusher(SpscRing<Message<T>>* ring, std::atomic<int64_t>* entering)
-      : ring_(ring), entering_(entering) {}
+  RingPusher(SpscRing<Message<T>>* ring, SpscRing<Message<T>>* returns,
+             std::atomic<int64_t>* entering)
+      : ring_(ring), returns_(returns), entering_(entering) {}
   void push(std::unique_ptr<Message<T>> m) override {
     if (overflow_.empty() && enter(m)) return;
     overflow_.push_back(std::move(m));
@@ -142,6 +156,9 @@ class RingPusher final : public Pusher<T> {
   bool flush() override {
     while (!overflow_.empty() && enter(overflow_.front())) overflow_.pop_front();
     return overflow_.empty();
+  }
+  std::unique_ptr<Message<T>> reuse() override {
+    return std::unique_ptr<Message<T>>(returns_->pop());
   }
 
  private:
@@ -158,15 +175,24 @@ class RingPusher final : public Pusher<T> {
     return true;
   }
   SpscRing<Message<T>>* ring_;
+  SpscRing<Message<T>>* returns_;  // this thread pops, the receiver pushes
   std::atomic<int64_t>* entering_;
   std::deque<std::unique_ptr<Message<T>>> overflow_;
 };
 
-// Pulls from every sender's ring in turn.
+// Pulls from every sender's ring in turn; emptied messages go back to their sender's
+// return ring (a full one frees them).
 template <class T>
 class RingPuller final : public Puller<T> {
  public:
-  explicit RingPuller(std::vector<SpscRing<Message<T>>*> rings) : rings_(std::move(rings)) {}
+  // rings[i], returns[i]: from local worker i (global index base + i).
+  RingPuller(std::vector<SpscRing<Message<T>>*> rings, std::vector<SpscRing<Message<T>>*> returns,
+             uint32_t base)
+      : rings_(std::move(rings)), returns_(std::move(returns)), base_(base) {}
+  void recycle(std::unique_ptr<Message<T>> m) override {
+    const uint32_t i = m->from - base_;
+    if (i < returns_.size() && returns_[i]->push(m.get())) m.release();
+  }
   std::unique_ptr<Message<T>> pull() override {
     for (size_t k = 0; k < rings_.size(); ++k) {
       const size_t i = (next_ + k) % rings_.size();
@@ -186,7 +212,8 @@ class RingPuller final : public Puller<T> {
   }
 
  private:
-  std::vector<SpscRing<Message<T>>*> rings_;
+  std::vector<SpscRing<Message<T>>*> rings_, returns_;
+  uint32_t base_;
   size_t next_ = 0;
 };
 
@@ -338,8 +365,18 @@ class RemotePusher final : public Pusher<T> {
 template <class T>
 class MixedPuller final : public Puller<T> {
  public:
-  MixedPuller(std::unique_ptr<Puller<T>> local, Transport* t, std::shared_ptr<Inbox> box)
-      : local_(std::move(local)), t_(t), box_(std::move(box)) {}
+  MixedPuller(std::unique_ptr<Puller<T>> local, Transport* t, std::shared_ptr<Inbox> box,
+              uint32_t base, uint32_t local_workers)
+      : local_(std::move(local)),
+        t_(t),
+        box_(std::move(box)),
+        base_(base),
+        locals_(local_workers) {}
+  // A local sender's message goes back to it; another process's is kept for remote().
+  void recycle(std::unique_ptr<Message<T>> m) override {
+    if (m->from - base_ < locals_) return local_->recycle(std::move(m));
+    if (free_.size() < 64) free_.push_back(std::move(m));
+  }
   std::unique_ptr<Message<T>> pull() override {
     if (!turn_) {
       turn_ = true;
@@ -374,7 +411,13 @@ class MixedPuller final : public Puller<T> {
       const int64_t t0 = traced ? t_->now() : 0;
       FrameHeader h;
       std::memcpy(&h, frame.data(), sizeof h);
-      auto m = std::make_unique<Message<T>>();
+      std::unique_ptr<Message<T>> m;
+      if (!free_.empty()) {
+        m = std::move(free_.back());
+        free_.pop_back();
+      } else {
+        m = std::make_unique<Message<T>>();
+      }
       m->time = h.time;
       m->from = h.from;
       m->correlator = h.correlator;
@@ -390,6 +433,8 @@ class MixedPuller final : public Puller<T> {
   std::unique_ptr<Puller<T>> local_;
   Transport* t_;
   std::shared_ptr<Inbox> box_;
+  uint32_t base_, locals_;
+  std::vector<std::unique_ptr<Message<T>>> free_;
   bool turn_ = false;
 };
 
@@ -428,24 +473,28 @@ class Fabric {
     auto rings = get<T>(channel);
     std::vector<std::unique_ptr<Pusher<T>>> out;
     for (uint32_t to = 0; to < workers(); ++to) {
-      if (local(to))
-        out.push_back(std::make_unique<RingPusher<T>>(
-            rings->rings[size_t{from - base_} * local_ + (to - base_)].get(), &entering(from)));
-      else
+      if (!local(to)) {
         out.push_back(std::make_unique<RemotePusher<T>>(transport_, channel, to, to / local_));
+        continue;
+      }
+      const size_t i = size_t{from - base_} * local_ + (to - base_);
+      out.push_back(std::make_unique<RingPusher<T>>(rings->rings[i].get(), rings->returns[i].get(),
+                                                    &entering(from)));
     }
     return out;
   }
   template <class T>
   std::unique_ptr<Puller<T>> puller(uint64_t channel, uint32_t to) {
     auto rings = get<T>(channel);
-    std::vector<SpscRing<Message<T>>*> in;
-    for (uint32_t from = 0; from < local_; ++from)
+    std::vector<SpscRing<Message<T>>*> in, back;
+    for (uint32_t from = 0; from < local_; ++from) {
       in.push_back(rings->rings[size_t{from} * local_ + (to - base_)].get());
-    auto local = std::make_unique<RingPuller<T>>(std::move(in));
+      back.push_back(rings->returns[size_t{from} * local_ + (to - base_)].get());
+    }
+    auto local = std::make_unique<RingPuller<T>>(std::move(in), std::move(back), base_);
     if (procs_ == 1) return local;
     return std::make_unique<MixedPuller<T>>(std::move(local), transport_,
-                                            transport_->inbox(channel, to));
+                                            transport_->inbox(channel, to), base_, local_);
   }
 
  private:

@@ -70,20 +70,28 @@ struct ProbeState {
 using ProbeHandle = std::shared_ptr<const ProbeState>;
 
 // on_advance(old, new) is called whenever the stream's frontier moves (new may be
-// kTimeMax: the stream is complete).
+// kTimeMax: the stream is complete). A frontier-only connection: the probe holds each
+// time records were sent at until it has run, as a consumer of the records would, and
+// copies none of them.
 template <class T, class F>
 ProbeHandle probe(const Stream<T>& s, std::string name, F on_advance) {
   auto state = std::make_shared<ProbeState>();
-  s.template unary<char>(Pipeline{}, std::move(name),
-                         [state, on_advance](Input<T>& in, Output<char>&) mutable {
-                           in.for_each([](Time, std::vector<T>&) {});
-                           const Time f = in.frontier();
-                           if (f != state->frontier) {
-                             on_advance(state->frontier, f);
-                             state->frontier = f;
-                           }
-                         });
+  s.template frontier_unary<char>(std::move(name),
+                                  [state, on_advance](FrontierInput& in, Output<char>&) mutable {
+                                    const Time f = in.frontier();
+                                    if (f != state->frontier) {
+                                      on_advance(state->frontier, f);
+                                      state->frontier = f;
+                                    }
+                                  });
   return state;
+}
+
+// A stream of no records whose frontier follows s's: for an input an operator ignores
+// but whose progress it must see (no record of s is copied for it).
+template <class Out, class T>
+Stream<Out> frontier_stream(const Stream<T>& s, std::string name) {
+  return s.template frontier_unary<Out>(std::move(name), [](FrontierInput&, Output<Out>&) {});
 }
 
 // An operator's input held per time until the input frontier passes it, for operators
@@ -99,11 +107,18 @@ class HeldByTime {
     in.for_each([&](Time t, std::vector<T>& data) {
       auto [it, inserted] = pending_.try_emplace(t);
       if (inserted) notes_.notify_at(in.retain(t));
-      if (it->second.empty())
+      if (it->second.empty()) {
+        // Keeps the message's records and gives it an emptied buffer in exchange, so
+        // that its sender reuses it (Input::for_each).
+        if (it->second.capacity() == 0 && !spare_.empty()) {
+          it->second.swap(spare_.back());
+          spare_.pop_back();
+        }
         it->second.swap(data);
-      else
+      } else {
         it->second.insert(it->second.end(), std::make_move_iterator(data.begin()),
                           std::make_move_iterator(data.end()));
+      }
     });
   }
   // Calls f(t, records) for every held time t the frontier has passed, in time order, and
@@ -114,6 +129,8 @@ class HeldByTime {
       auto it = pending_.find(cap.time());
       if (it == pending_.end()) return;
       f(cap.time(), it->second);
+      it->second.clear();
+      if (keep_buffer(it->second) && spare_.size() < 16) spare_.push_back(std::move(it->second));
       pending_.erase(it);
     });
   }
@@ -126,6 +143,7 @@ class HeldByTime {
 
  private:
   std::map<Time, std::vector<T>> pending_;
+  std::vector<std::vector<T>> spare_;  // emptied buffers of released times
   Notificator notes_;
   bool finished_ = false;
 };

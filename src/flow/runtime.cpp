@@ -238,6 +238,7 @@ void add(WorkerCounters& a, const WorkerCounters& b) {
   a.steps += b.steps;
   a.idle_steps += b.idle_steps;
   a.clamped_receipts += b.clamped_receipts;
+  a.fresh_buffers += b.fresh_buffers;
 }
 
 // SNAILTRAIL_FLOW_FAIL_WORKER=G[:MS] (test-only, docs/RUNTIME.md): global worker G

@@ -7,6 +7,7 @@
 //       {...}); });
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -33,18 +34,49 @@ inline uint32_t worker_of(uint64_t key, uint32_t workers) {
 
 inline constexpr size_t kBatch = 1024;  // records per message at most
 
+// Records a fresh batch buffer is reserved for: kBatch, but at most ~128 KiB (Megaphone's
+// 4 KiB state chunks grow as needed instead of reserving 4 MiB per message). An emptied
+// buffer goes back to its sender only up to this size; a larger one is freed.
+template <class T>
+inline constexpr size_t kReserve = std::clamp<size_t>((size_t{128} << 10) / sizeof(T), 1, kBatch);
+// A buffer worth keeping for a next batch: about a fresh one's size (a grown one, e.g. a
+// time's records gathered by HeldByTime, would keep its memory for the run's rest).
+template <class T>
+bool keep_buffer(const std::vector<T>& v) {
+  return v.capacity() >= kReserve<T> && v.capacity() <= 2 * kReserve<T>;
+}
+
+// A buffer for a batch: `spare` if it has room (a recycled one), else a fresh reservation,
+// counted in WorkerCounters::fresh_buffers.
+template <class T>
+void ready_buffer(Worker& w, std::vector<T>& v) {
+  if (v.capacity() >= kReserve<T>) return;
+  ++w.counters().fresh_buffers;
+  v.reserve(kReserve<T>);
+}
+// An empty message for `pusher`: one its receiver gave back, else a new one (counted).
+template <class T>
+std::unique_ptr<Message<T>> message_for(Worker& w, Pusher<T>& pusher) {
+  if (auto m = pusher.reuse()) return m;
+  ++w.counters().fresh_buffers;
+  return std::make_unique<Message<T>>();
+}
+
 // Records of one time into a channel; implemented by pipeline and exchange edges.
 template <class T>
 class Target {
  public:
   virtual ~Target() = default;
-  virtual void send(Time t, std::vector<T>& batch) = 0;  // may take the batch's contents
+  // May take the batch's contents; leaves `batch` empty, holding a recycled buffer or none.
+  virtual void send(Time t, std::vector<T>& batch) = 0;
 };
 
-// Same-worker queue (a pipeline edge): no synchronization, same interfaces.
+// Same-worker queue (a pipeline edge): no synchronization, same interfaces. Emptied
+// messages come back to `free` (Puller::recycle) for the next send.
 template <class T>
 struct LocalQueue {
   std::deque<std::unique_ptr<Message<T>>> q;
+  std::vector<std::unique_ptr<Message<T>>> free;
 };
 template <class T>
 class LocalPuller final : public Puller<T> {
@@ -55,6 +87,9 @@ class LocalPuller final : public Puller<T> {
     auto m = std::move(q_->q.front());
     q_->q.pop_front();
     return m;
+  }
+  void recycle(std::unique_ptr<Message<T>> m) override {
+    if (q_->free.size() < 64) q_->free.push_back(std::move(m));
   }
 
  private:
@@ -68,11 +103,19 @@ class PipelineTarget final : public Target<T> {
       : w_(w), edge_(edge), q_(std::move(q)) {}
   void send(Time t, std::vector<T>& batch) override {
     if (t < w_.frontier(edge_)) ++w_.counters().early_records;
-    auto m = std::make_unique<Message<T>>();
+    std::unique_ptr<Message<T>> m;
+    if (!q_->free.empty()) {
+      m = std::move(q_->free.back());
+      q_->free.pop_back();
+    } else {
+      ++w_.counters().fresh_buffers;
+      m = std::make_unique<Message<T>>();
+    }
     m->time = t;
     m->from = w_.index();
-    m->data = std::move(batch);
-    batch.clear();
+    m->correlator = 0;
+    m->arrived_ns = -1;
+    m->data.swap(batch);  // the sender keeps the message's old (emptied) buffer
     w_.change(edge_location(edge_), t, +1);
     q_->q.push_back(std::move(m));
   }
@@ -81,6 +124,34 @@ class PipelineTarget final : public Target<T> {
   Worker& w_;
   uint32_t edge_;
   std::shared_ptr<LocalQueue<T>> q_;
+};
+
+// A frontier-only edge (same worker): the consumer needs the times records were sent
+// at (for progress), not the records, so none is copied. Each entry holds one pointstamp
+// on the edge, like a message, until the consumer takes it (FrontierInput::stage), so
+// the consumer's frontier is the one a pipeline edge carrying the records would have.
+struct FrontierQueue {
+  std::vector<std::pair<Time, uint64_t>> sent;  // (time, records)
+};
+class FrontierTarget {
+ public:
+  FrontierTarget(Worker& w, uint32_t edge, std::shared_ptr<FrontierQueue> q)
+      : w_(w), edge_(edge), q_(std::move(q)) {}
+  void note(Time t, uint64_t records) {
+    if (t < w_.frontier(edge_)) ++w_.counters().early_records;
+    auto& s = q_->sent;
+    if (!s.empty() && s.back().first == t) {  // already held at t
+      s.back().second += records;
+      return;
+    }
+    w_.change(edge_location(edge_), t, +1);
+    s.emplace_back(t, records);
+  }
+
+ private:
+  Worker& w_;
+  uint32_t edge_;
+  std::shared_ptr<FrontierQueue> q_;
 };
 
 // Routes each record to worker_of(key(record)); one message per destination and batch.
@@ -112,11 +183,15 @@ class ExchangeTarget final : public Target<T> {
     for (size_t i = 1; W > 1 && i < n && one < W; ++i)
       if (worker_of(key_(batch[i]), W) != one) one = W;
     if (one < W && bufs_[one].empty()) {
-      bufs_[one].swap(batch);
+      bufs_[one].swap(batch);  // the sender keeps bufs_[one]'s old (empty) buffer
     } else {
-      for (auto& r : batch) bufs_[worker_of(key_(r), W)].push_back(std::move(r));
+      for (auto& r : batch) {
+        auto& b = bufs_[worker_of(key_(r), W)];
+        if (b.empty()) ready_buffer(w_, b);
+        b.push_back(std::move(r));
+      }
+      batch.clear();
     }
-    batch.clear();
     if (rec.on()) {
       rec.activity(t0, ActivityType::serialization, EventKind::start, op_, true);
       rec.activity(rec.now(), ActivityType::serialization, EventKind::end, op_, true,
@@ -124,11 +199,12 @@ class ExchangeTarget final : public Target<T> {
     }
     for (uint32_t d = 0; d < W; ++d) {
       if (bufs_[d].empty()) continue;
-      auto m = std::make_unique<Message<T>>();
+      auto m = message_for(w_, *pushers_[d]);
       m->time = t;
       m->from = w_.index();
-      m->data.swap(bufs_[d]);
-      bufs_[d].reserve(kBatch);
+      m->correlator = 0;
+      m->arrived_ns = -1;
+      m->data.swap(bufs_[d]);  // bufs_[d]: the returned message's buffer (or none)
       w_.change(edge_location(edge_), t, +1);
       pushers_[d]->push(std::move(m));
     }
@@ -158,17 +234,23 @@ class Output {
   }
   // Sends every batch given since the last flush (after the operator's activity, so
   // that exchange work is traced apart from processing).
+  // Frontier-only targets get the batch's time and size; every data target but the
+  // last gets a copy.
   void flush() {
     seal();
     for (auto& [t, batch] : ready_) {
+      for (auto& f : frontier_targets_) f->note(t, batch.size());
       for (size_t i = 0; i < targets_.size(); ++i) {
         if (i + 1 == targets_.size()) {
           targets_[i]->send(t, batch);
         } else {
-          std::vector<T> copy(batch);
+          std::vector<T> copy = take_spare();
+          copy.assign(batch.begin(), batch.end());
           targets_[i]->send(t, copy);
+          give_spare(copy);
         }
       }
+      give_spare(batch);
     }
     ready_.clear();
   }
@@ -180,6 +262,9 @@ class Output {
   uint32_t op() const { return op_; }
   Worker& worker() { return w_; }
   void add_target(std::unique_ptr<Target<T>> t) { targets_.push_back(std::move(t)); }
+  void add_frontier_target(std::unique_ptr<FrontierTarget> t) {
+    frontier_targets_.push_back(std::move(t));
+  }
 
  private:
   Worker& w_;
@@ -187,13 +272,30 @@ class Output {
   void seal() {
     if (buf_.empty()) return;
     ready_.emplace_back(time_, std::move(buf_));
-    buf_ = {};
-    buf_.reserve(kBatch);
+    buf_ = take_spare();
+  }
+  // Buffers the targets handed back (their receivers' emptied messages), for the next
+  // batches: in steady state no batch allocates.
+  std::vector<T> take_spare() {
+    std::vector<T> v;
+    if (!spare_.empty()) {
+      v.swap(spare_.back());
+      spare_.pop_back();
+    }
+    ready_buffer(w_, v);
+    return v;
+  }
+  void give_spare(std::vector<T>& v) {
+    v.clear();
+    if (keep_buffer(v) && spare_.size() < 8) spare_.push_back(std::move(v));
+    v = {};
   }
   Time time_ = 0;
   std::vector<T> buf_;
   std::vector<std::pair<Time, std::vector<T>>> ready_;
+  std::vector<std::vector<T>> spare_;
   std::vector<std::unique_ptr<Target<T>>> targets_;
+  std::vector<std::unique_ptr<FrontierTarget>> frontier_targets_;
   uint64_t given_ = 0;
 };
 
@@ -217,6 +319,10 @@ class Input {
       w_.change(edge_location(edge_), m->time, -1);
       w_.note_change();
       fn(m->time, m->data);
+      // Back to its sender, emptied here (the records die on this thread).
+      m->data.clear();
+      if (!keep_buffer(m->data)) m->data = {};
+      puller_->recycle(std::move(m));
     }
   }
   // A capability for output at t >= the time of a message being processed.
@@ -249,6 +355,32 @@ class Input {
   std::unique_ptr<Puller<T>> puller_;
   std::deque<std::unique_ptr<Message<T>>> staged_;
   Time seen_ = 0;  // the greatest frontier observed (records below it are early)
+};
+
+// A frontier-only input (Stream::frontier_unary): the times of the records sent on the
+// edge, without the records.
+class FrontierInput {
+ public:
+  FrontierInput(Worker& w, uint32_t edge, std::shared_ptr<FrontierQueue> q)
+      : w_(w), edge_(edge), q_(std::move(q)) {}
+  // Least time that may still arrive (kTimeMax: the input is complete).
+  Time frontier() const { return w_.frontier(edge_); }
+  // Runtime side: takes what was sent; returns the number of records.
+  uint64_t stage() {
+    uint64_t records = 0;
+    for (auto [t, n] : q_->sent) {
+      w_.change(edge_location(edge_), t, -1);
+      w_.note_change();
+      records += n;
+    }
+    q_->sent.clear();
+    return records;
+  }
+
+ private:
+  Worker& w_;
+  uint32_t edge_;
+  std::shared_ptr<FrontierQueue> q_;
 };
 
 // Delivers requested times once every input's frontier has passed them.
@@ -313,9 +445,21 @@ class Stream {
                                       w_->fabric().puller<T>(channel, w_->index()));
   }
 
+  // A frontier-only connection (same worker): no record is copied for it.
+  std::unique_ptr<FrontierInput> connect_frontier(uint32_t to_op) const {
+    const uint32_t edge = w_->add_edge(op_, to_op);
+    auto q = std::make_shared<FrontierQueue>();
+    out_->add_frontier_target(std::make_unique<FrontierTarget>(*w_, edge, q));
+    return std::make_unique<FrontierInput>(*w_, edge, q);
+  }
+
   // The generic single-input operator: logic(Input<T>&, Output<Out>&) runs every round.
   template <class Out, class Pact, class Logic>
   Stream<Out> unary(Pact pact, std::string name, Logic logic) const;
+  // An operator that sees only this stream's frontier: logic(FrontierInput&, Output<Out>&)
+  // runs every round (probes, an input an operator ignores).
+  template <class Out, class Logic>
+  Stream<Out> frontier_unary(std::string name, Logic logic) const;
 
  private:
   Worker* w_;
@@ -403,6 +547,24 @@ class UnaryOp final : public OperatorBase {
   Logic logic_;
 };
 
+template <class Out, class Logic>
+class FrontierOp final : public OperatorBase {
+ public:
+  FrontierOp(Worker& w, uint32_t op, std::unique_ptr<FrontierInput> in, Logic logic)
+      : w_(w), op_(op), in_(std::move(in)), out_(w, op), logic_(std::move(logic)) {}
+  bool schedule() override {
+    return run_activation(w_, op_, in_->stage(), out_, [&] { logic_(*in_, out_); });
+  }
+  Output<Out>& output() { return out_; }
+
+ private:
+  Worker& w_;
+  uint32_t op_;
+  std::unique_ptr<FrontierInput> in_;
+  Output<Out> out_;
+  Logic logic_;
+};
+
 template <class In1, class In2, class Out, class Logic>
 class BinaryOp final : public OperatorBase {
  public:
@@ -449,6 +611,18 @@ Stream<Out> Stream<T>::unary(Pact pact, std::string name, Logic logic) const {
   auto in = connect(op, std::move(pact));
   auto impl =
       std::make_unique<detail::UnaryOp<T, Out, Logic>>(*w_, op, std::move(in), std::move(logic));
+  Output<Out>* out = &impl->output();
+  w_->set_operator(op, std::move(impl));
+  return Stream<Out>(*w_, op, out);
+}
+
+template <class T>
+template <class Out, class Logic>
+Stream<Out> Stream<T>::frontier_unary(std::string name, Logic logic) const {
+  const uint32_t op = w_->add_operator(std::move(name));
+  auto in = connect_frontier(op);
+  auto impl =
+      std::make_unique<detail::FrontierOp<Out, Logic>>(*w_, op, std::move(in), std::move(logic));
   Output<Out>* out = &impl->output();
   w_->set_operator(op, std::move(impl));
   return Stream<Out>(*w_, op, out);

@@ -108,6 +108,8 @@ bool Worker::step() {
       rec_.receipt(m->arrived_ns, ActivityType::control_message, m->from, m->correlator);
     tracker_.apply(m->data.data(), m->data.size());
     changed = true;
+    m->data.clear();
+    progress_in_->recycle(std::move(m));
   }
   // Applying progress is not work by itself: the operators run after it in this round,
   // and if none has anything to do the worker is still waiting. (Counted as work, such a
@@ -130,9 +132,12 @@ bool Worker::step() {
     pending_count_ = 0;
     if (!updates.empty()) {
       for (uint32_t to = 0; to < peers(); ++to) {
-        auto m = std::make_unique<Message<ProgressUpdate>>();
+        auto m = progress_out_[to]->reuse();  // an emptied one this peer gave back
+        if (!m) m = std::make_unique<Message<ProgressUpdate>>();
         m->from = index_;
-        m->data = updates;
+        m->correlator = 0;
+        m->arrived_ns = -1;
+        m->data.assign(updates.begin(), updates.end());
         progress_out_[to]->push(std::move(m));  // traced as it enters the ring (on_enter)
       }
       worked = true;

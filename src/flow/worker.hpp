@@ -64,6 +64,9 @@ struct WorkerCounters {
   // Traced receipts stamped later than their arrival (a live sink's flush held events back
   // for RunConfig::trace_hold_ns and no longer: Recorder::clamped()).
   uint64_t clamped_receipts = 0;
+  // Batch buffers and messages allocated anew rather than reused from what receivers gave
+  // back (stream.hpp's ready_buffer, message_for): bounded in steady state.
+  uint64_t fresh_buffers = 0;
 };
 
 class Worker {

@@ -114,7 +114,7 @@ struct MegaphoneKeyed {
 
   template <class State, class Out, class A, class Logic>
   Stream<Out> unary(const Stream<A>& in, std::string name, Logic logic) const {
-    auto none = flow::flat_map<NoRecord>(in, name + "-none", [](const A&, auto&&) {});
+    auto none = flow::frontier_stream<NoRecord>(in, name + "-none");
     auto ka = [logic](const A& r) { return flow::mix64(logic.key_a(r)); };
     auto kb = [](const NoRecord&) { return uint64_t{0}; };
     return megaphone::stateful_binary<KeyedBin<State>, Out>(
