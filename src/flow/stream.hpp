@@ -529,10 +529,11 @@ class SourceOp final : public OperatorBase {
   Logic logic_;
 };
 
-template <class In, class Out, class Logic>
+// One input (an Input<T>, or a FrontierInput that carries no records), one output.
+template <class InputT, class Out, class Logic>
 class UnaryOp final : public OperatorBase {
  public:
-  UnaryOp(Worker& w, uint32_t op, std::unique_ptr<Input<In>> in, Logic logic)
+  UnaryOp(Worker& w, uint32_t op, std::unique_ptr<InputT> in, Logic logic)
       : w_(w), op_(op), in_(std::move(in)), out_(w, op), logic_(std::move(logic)) {}
   bool schedule() override {
     return run_activation(w_, op_, in_->stage(), out_, [&] { logic_(*in_, out_); });
@@ -542,25 +543,7 @@ class UnaryOp final : public OperatorBase {
  private:
   Worker& w_;
   uint32_t op_;
-  std::unique_ptr<Input<In>> in_;
-  Output<Out> out_;
-  Logic logic_;
-};
-
-template <class Out, class Logic>
-class FrontierOp final : public OperatorBase {
- public:
-  FrontierOp(Worker& w, uint32_t op, std::unique_ptr<FrontierInput> in, Logic logic)
-      : w_(w), op_(op), in_(std::move(in)), out_(w, op), logic_(std::move(logic)) {}
-  bool schedule() override {
-    return run_activation(w_, op_, in_->stage(), out_, [&] { logic_(*in_, out_); });
-  }
-  Output<Out>& output() { return out_; }
-
- private:
-  Worker& w_;
-  uint32_t op_;
-  std::unique_ptr<FrontierInput> in_;
+  std::unique_ptr<InputT> in_;
   Output<Out> out_;
   Logic logic_;
 };
@@ -609,8 +592,8 @@ template <class Out, class Pact, class Logic>
 Stream<Out> Stream<T>::unary(Pact pact, std::string name, Logic logic) const {
   const uint32_t op = w_->add_operator(std::move(name));
   auto in = connect(op, std::move(pact));
-  auto impl =
-      std::make_unique<detail::UnaryOp<T, Out, Logic>>(*w_, op, std::move(in), std::move(logic));
+  auto impl = std::make_unique<detail::UnaryOp<Input<T>, Out, Logic>>(*w_, op, std::move(in),
+                                                                      std::move(logic));
   Output<Out>* out = &impl->output();
   w_->set_operator(op, std::move(impl));
   return Stream<Out>(*w_, op, out);
@@ -621,8 +604,8 @@ template <class Out, class Logic>
 Stream<Out> Stream<T>::frontier_unary(std::string name, Logic logic) const {
   const uint32_t op = w_->add_operator(std::move(name));
   auto in = connect_frontier(op);
-  auto impl =
-      std::make_unique<detail::FrontierOp<Out, Logic>>(*w_, op, std::move(in), std::move(logic));
+  auto impl = std::make_unique<detail::UnaryOp<FrontierInput, Out, Logic>>(*w_, op, std::move(in),
+                                                                           std::move(logic));
   Output<Out>* out = &impl->output();
   w_->set_operator(op, std::move(impl));
   return Stream<Out>(*w_, op, out);
