@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "pag/correlator_table.hpp"
+#include "pag/open_halves.hpp"
 #include "sanitized.hpp"
 #include "summary/analysis.hpp"
 #include "trace_builder.hpp"
@@ -522,6 +523,62 @@ TEST(CorrelatorTable, DuplicatesUnmatchedAndRetiredKeysByHand) {
   issues.clear();
   EXPECT_FALSE(t.add(k, true, {30, 0, 9, ActivityType::data_message}, issues, p));
   EXPECT_TRUE(issues.empty());  // a fresh key: no duplicate
+}
+
+// OpenHalves (the waiting halves with unique correlators) against a std::map: random
+// sends and receives over few keys, so that probe runs collide, wrap and shift back on
+// deletion; every match, every removal and the size equal the map's.
+TEST(OpenHalves, MatchesAMapOnRandomHalves) {
+  std::mt19937_64 rng(11);
+  for (int round = 0; round < testing::random_inputs(200, 40); ++round) {
+    OpenHalves t;
+    std::map<std::tuple<uint32_t, uint32_t, int64_t, bool>, Half> ref;
+    const uint32_t workers = 1 + static_cast<uint32_t>(rng() % 4);
+    const int64_t correlators = 1 + static_cast<int64_t>(rng() % 60);
+    for (int step = 0; step < 500; ++step) {
+      const Key k{static_cast<uint32_t>(rng() % workers), static_cast<uint32_t>(rng() % workers),
+                  static_cast<int64_t>(rng() % correlators)};
+      const bool is_send = rng() % 2;
+      const auto mine = std::make_tuple(k.sender, k.receiver, k.correlator, is_send);
+      const auto other = std::make_tuple(k.sender, k.receiver, k.correlator, !is_send);
+      if (ref.count(mine)) continue;  // unique per key and side, as the table assumes
+      const Half h{step, static_cast<uint32_t>(rng() % 8), static_cast<uint64_t>(step),
+                   ActivityType::data_message};
+      Half p{};
+      const bool matched = t.match_or_wait(k, is_send, h, p);
+      auto it = ref.find(other);
+      ASSERT_EQ(matched, it != ref.end()) << "round " << round << " step " << step;
+      if (matched) {
+        EXPECT_EQ(p.ts, it->second.ts);
+        EXPECT_EQ(p.node, it->second.node);
+        EXPECT_EQ(p.worker, it->second.worker);
+        ref.erase(it);
+      } else {
+        ref.emplace(mine, h);
+      }
+      ASSERT_EQ(t.size(), ref.size());
+      if (step % 97 == 96) {  // expire the older half of what waits
+        const int64_t cut = step - 40;
+        std::vector<std::pair<int64_t, bool>> gone, want;
+        t.remove_if([&](const Half& x, bool s) {
+          if (x.ts >= cut) return false;
+          gone.emplace_back(x.ts, s);
+          return true;
+        });
+        for (auto r = ref.begin(); r != ref.end();)
+          if (r->second.ts < cut) {
+            want.emplace_back(r->second.ts, std::get<3>(r->first));
+            r = ref.erase(r);
+          } else {
+            ++r;
+          }
+        std::sort(gone.begin(), gone.end());
+        std::sort(want.begin(), want.end());
+        ASSERT_EQ(gone, want);
+        ASSERT_EQ(t.size(), ref.size());
+      }
+    }
+  }
 }
 
 }  // namespace

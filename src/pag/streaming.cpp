@@ -94,13 +94,8 @@ void StreamingPag::on_half(const Event& e, uint32_t worker, uint64_t node) {
   const Half half{e.ts, worker, node, e.activity};
   if (unique_correlators_) {
     // The partner, if it came first, waits in open_; else this half waits there.
-    auto it = open_.find(OpenKey{key, !is_send});
-    if (it == open_.end()) {
-      open_.emplace(OpenKey{key, is_send}, half);
-      return;
-    }
-    const Half other = it->second;
-    open_.erase(it);
+    Half other{};
+    if (!open_.match_or_wait(key, is_send, half, other)) return;
     if (is_send)
       pair(half, other);
     else
@@ -262,15 +257,11 @@ void StreamingPag::expire_halves(int64_t end, bool closed_end) {
   auto before_end = [&](int64_t t) { return t < end || (closed_end && t == end); };
   // Partners can no longer arrive for half messages in these windows.
   keys_.expire(end, closed_end, issues_);
-  for (auto it = open_.begin(); it != open_.end();) {
-    if (before_end(it->second.ts)) {
-      issues_.push_back(
-          {it->second.ts, it->first.is_send ? Issue::unmatched_send : Issue::unmatched_recv});
-      it = open_.erase(it);
-    } else {
-      ++it;
-    }
-  }
+  open_.remove_if([&](const Half& h, bool is_send) {
+    if (!before_end(h.ts)) return false;
+    issues_.push_back({h.ts, is_send ? Issue::unmatched_send : Issue::unmatched_recv});
+    return true;
+  });
 }
 
 void StreamingPag::cut_timelines(int64_t start, int64_t end, bool closed_end, Pag& pag,

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "pag/correlator_table.hpp"
+#include "pag/open_halves.hpp"
 #include "pag/timeline.hpp"
 #include "pag/timeline_builder.hpp"
 
@@ -155,17 +156,7 @@ class StreamingPag {
   static constexpr uint32_t kDenseIds = 1u << 16;
   std::vector<uint32_t> dense_;  // the same for ids below kDenseIds (kNone: unknown)
   CorrelatorTable keys_;         // the halves of every key (unless unique_correlators_)
-  // With unique correlators: the unmatched halves, by key (a send's and a receive's key
-  // differ in `is_send`).
-  struct OpenKey {
-    Key key;
-    bool is_send;
-    bool operator==(const OpenKey&) const = default;
-  };
-  struct OpenKeyHash {
-    size_t operator()(const OpenKey& k) const { return KeyHash()(k.key) ^ k.is_send; }
-  };
-  std::unordered_map<OpenKey, Half, OpenKeyHash> open_;
+  OpenHalves open_;              // with unique correlators: the halves waiting for their partner
   bool unique_correlators_ = false;
   std::vector<Matched> messages_;
   std::function<bool(int64_t, int64_t)> needed_;
