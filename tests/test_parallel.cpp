@@ -105,6 +105,38 @@ TEST(Parallel, WindowPipelineIsBitIdenticalForAnyThreadCount) {
   }
 }
 
+// AnalysisOptions::path_counts off (analyze without --dump-edges) leaves the combined
+// path counts of segmented windows empty and changes no summary: the same JSON as on.
+TEST(Parallel, PathCountsOffChangeNoSummary) {
+  bench::SyntheticOptions so;
+  so.duration_ns = 2'000'000'000;
+  so.workers = 12;
+  Trace trace = bench::make_synthetic_trace(so);
+  const Pag pag = build_pag(trace, {});
+  const Names names(trace, pag);
+  for (int64_t width : {int64_t{0}, int64_t{7'300'000}, int64_t{250'000'000}}) {
+    std::string with_counts, without;
+    size_t segmented = 0, left_empty = 0;
+    for (bool counts : {true, false}) {
+      AnalysisOptions opt;
+      opt.windows.width_ns = width;
+      opt.path_counts = counts;
+      analyze_pag(pag, opt, [&](const WindowView& v) {
+        fmt::memory_buffer b;
+        write_window_json(b, v.summary, names, SummarySelection{});
+        (counts ? with_counts : without).append(b.data(), b.size());
+        if (counts || v.cp.segments < 2) return;
+        ++segmented;
+        left_empty += v.cp.forward.empty() && v.cp.backward.empty();
+      });
+    }
+    ASSERT_FALSE(with_counts.empty());
+    EXPECT_EQ(without, with_counts) << "width " << width;
+    EXPECT_GT(segmented, 0u) << "width " << width;  // the case this is about occurs
+    EXPECT_EQ(left_empty, segmented) << "width " << width;
+  }
+}
+
 TEST(Parallel, SnailReaderFastPathMatchesAndNamesTheBadRecord) {
   bench::SyntheticOptions so;
   so.duration_ns = 40'000'000'000;  // > 1 M events: the multi-threaded path

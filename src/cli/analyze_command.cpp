@@ -58,7 +58,8 @@ void AnalyzeRun::set_options() {
   opt_.what_if.enabled = sel_.what_if = a_.what_if;
   opt_.what_if.speedup = a_.what_if_speedup;
   if (a_.timings) opt_.times = &stage_;
-  opt_.pag.threads = a_.in.threads;  // 0: the builder's default
+  opt_.pag.threads = a_.in.threads;           // 0: the builder's default
+  opt_.path_counts = !a_.dump_edges.empty();  // only the edge dump reads them
   show_progress_ = !a_.no_progress && isatty(STDERR_FILENO) && !helper_rank();
 }
 

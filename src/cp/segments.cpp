@@ -288,8 +288,8 @@ void SegmentedCp::combine(const Layout& l, size_t S, int64_t T, Snapshot& snap, 
   c.msg_dst.resize(m);
   c.msg_index.resize(m);
   c.msg_mult.resize(m);
-  out.forward.resize(n);
-  out.backward.resize(n);
+  out.forward.resize(path_counts_ ? n : 0);
+  out.backward.resize(path_counts_ ? n : 0);
   out.timeline_cp.resize(n);
   out.message_cp.resize(m);
   const double inv_T = T > 0 ? 1.0 / static_cast<double>(T) : 0.0;
@@ -308,9 +308,10 @@ void SegmentedCp::combine(const Layout& l, size_t S, int64_t T, Snapshot& snap, 
       c.worker[x] = s.worker[u];
       c.edge[x] = s.edge[u];
       c.type[x] = s.type[u];
+      out.timeline_cp[x] = r.timeline_cp[u] * weight;
+      if (!path_counts_) continue;
       out.forward[x] = paths ? r.forward[u] * before[k] : WideCount();
       out.backward[x] = paths ? r.backward[u] * after[k] : WideCount();
-      out.timeline_cp[x] = r.timeline_cp[u] * weight;
     }
     for (uint32_t j = 0; j < s.msg_src.size(); ++j) {
       const uint32_t y = l.msg_base[k] + j;

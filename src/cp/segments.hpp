@@ -63,6 +63,8 @@ class SegmentedCp {
   void set_split_min_nodes(size_t n) { computer_.set_split_min_nodes(n); }
   // Off: every clipped piece stays its own edge (the reference the tests compare with).
   void set_merge_pieces(bool on) { merge_pieces_ = on; }
+  // Off: the combined result's forward and backward are left empty (AnalysisOptions).
+  void set_path_counts(bool on) { path_counts_ = on; }
   void compute(const SegmentPlan& plan, Snapshot& snap, CpResult& out, const uint64_t* sample_seed,
                std::vector<uint32_t>& sampled);
 
@@ -89,6 +91,7 @@ class SegmentedCp {
   std::vector<std::vector<uint32_t>> paths_;
   Snapshot combined_;
   bool merge_pieces_ = true;
+  bool path_counts_ = true;
 };
 
 // Merges a part's pieces of messages in flight across all of it (see SegmentedCp):

@@ -26,6 +26,7 @@ class WindowAnalyzer {
     computer_.set_split_min_nodes(options.summary.split_min_nodes);
     segmented_.set_split_min_nodes(options.summary.split_min_nodes);
     segmented_.set_merge_pieces(options.merge_pieces);
+    segmented_.set_path_counts(options.path_counts);
   }
 
   template <typename F>

@@ -26,6 +26,10 @@ struct AnalysisOptions {
   // (sender, receiver, type) (cp/segments.hpp). Off: one edge per piece, the reference
   // the tests compare with; results are the same up to floating-point rounding.
   bool merge_pieces = true;
+  // Every node's path counts f and b (CpResult::forward/backward) of a segmented window,
+  // rescaled to the whole window: `--dump-edges` and the Chrome export read them, the
+  // summaries do not (off: left empty, which saves 32 bytes a node of a large window).
+  bool path_counts = true;
   WhatIfOptions what_if;        // analyze --what-if (summary/what_if.hpp)
   StageTimes* times = nullptr;  // optional
 };
