@@ -265,7 +265,9 @@ struct Controller {
     const auto backlog = static_cast<int64_t>(t - of);
     uint64_t bins = 0;
     for (const auto& s : steps) bins += s.size();
-    if (!merge_under_backlog(steps.size(), backlog, move_ns_estimate(bins * bin_bytes, opts.move_bytes_per_s))) return;
+    if (!merge_under_backlog(steps.size(), backlog,
+                             move_ns_estimate(bins * bin_bytes, opts.move_bytes_per_s)))
+      return;
     auto& first = steps.front();
     for (size_t i = 1; i < steps.size(); ++i)
       first.insert(first.end(), steps[i].begin(), steps[i].end());

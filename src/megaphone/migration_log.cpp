@@ -149,10 +149,9 @@ std::string migrations_json(const std::vector<MigrationRecord>& ms) {
         i ? ", " : "", m.strategy, num(m.start_s), num(m.end_s), num(m.duration_s),
         num(m.max_latency_ms), m.bins_moved, m.bytes_moved, m.steps, num(m.first_step_s),
         m.completed ? "true" : "false",
-        m.merged_at_step == 0
-            ? std::string()
-            : fmt::format(", \"merged_at_step\": {}, \"merged_backlog_ms\": {}",
-                          m.merged_at_step, num(m.merged_backlog_ms)));
+        m.merged_at_step == 0 ? std::string()
+                              : fmt::format(", \"merged_at_step\": {}, \"merged_backlog_ms\": {}",
+                                            m.merged_at_step, num(m.merged_backlog_ms)));
   }
   return out + "]";
 }

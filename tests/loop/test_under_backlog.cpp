@@ -67,11 +67,12 @@ Run run(const std::vector<std::pair<int64_t, double>>& profile, int64_t decide_n
   o.move_bytes_per_s = move_bytes_per_s;
   const auto to = lp::spread(o.initial, 2);
   Run out;
-  out.planned_steps = static_cast<uint32_t>(
-      mp::plan_steps(o.initial, to, mp::Strategy::batched, 2, mp::per_round_for(o.initial, to, 2, 8))
-          .size());
-  o.planner = [to, decide_ns](int64_t now, const std::vector<uint32_t>& c)
-      -> std::optional<std::vector<uint32_t>> {
+  out.planned_steps = static_cast<uint32_t>(mp::plan_steps(o.initial, to, mp::Strategy::batched, 2,
+                                                           mp::per_round_for(o.initial, to, 2, 8))
+                                                .size());
+  o.planner = [to, decide_ns](
+                  int64_t now,
+                  const std::vector<uint32_t>& c) -> std::optional<std::vector<uint32_t>> {
     if (now < decide_ns || c == to) return std::nullopt;
     return to;
   };
