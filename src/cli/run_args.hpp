@@ -66,6 +66,7 @@ struct RunArgs {
   double target_ratio = 0;
   std::string reconfigure = "migrate";
   uint32_t batch_bins = 0;
+  std::string under_backlog = "ahead";  // --under-backlog
   double target_utilization = 1.0;
   std::string skew_profile;              // --skew-profile
   bool rebalance = false;                // --rebalance

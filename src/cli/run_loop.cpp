@@ -63,6 +63,11 @@ void attach_autoscaler(loop::Autoscaler& as, flow::RunConfig& cfg) {
 
 void configure_planners(const RunArgs& a, JobWiring& w, bool skewed, megaphone::JobOptions& o) {
   const uint32_t B = 1u << o.log_bins;
+  const std::string& ub = a.under_backlog;
+  if (ub != "ahead" && ub != "merge" && ub != "keep")
+    throw std::invalid_argument("--under-backlog: '" + ub + "' is not ahead, merge or keep");
+  if (ub != "ahead") o.ahead_ns = 0;
+  o.merge_under_backlog = ub != "keep";
   if (a.autoscale) {
     flow::RunConfig lc;
     lc.workers = a.workers;

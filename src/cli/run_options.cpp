@@ -159,6 +159,11 @@ void add_loop_options(CLI::App* cmd, RunArgs& a) {
   cmd->add_option("--batch-bins", a.batch_bins,
                   "--autoscale with --strategy batched: bins each worker sends (and receives) "
                   "per round (default 0: about 8 rounds per migration)");
+  cmd->add_option("--under-backlog", a.under_backlog,
+                  "--autoscale/--rebalance: ahead (default: a migration's time stays within "
+                  "50 ms of the output frontier, so its bins leave ahead of a backlog, and "
+                  "as merge), merge (batched steps go as one when a step would wait longer "
+                  "for the output frontier than batching saves) or keep (neither)");
   cmd->add_option("--reconfigure", a.reconfigure,
                   "--autoscale: how a decision is applied: migrate (default: a Megaphone "
                   "migration under --strategy, the input keeps flowing) or restart (the "

@@ -133,11 +133,18 @@ void print_decisions(const std::vector<loop::DecisionRecord>& decisions) {
 
 void print_migrations(const std::vector<megaphone::MigrationRecord>& ms, const std::string& trace) {
   for (const auto& m : ms) {
+    std::string backlog;  // what --under-backlog did
+    if (m.first_step_s > 0 && m.first_step_s + 0.01 < m.start_s)
+      backlog += fmt::format("; first step at logical time {:.3f} s, ahead of the backlog",
+                             m.first_step_s);
+    if (m.merged_at_step > 0)
+      backlog += fmt::format("; step {} took the rest (a step would wait {:.1f} ms)",
+                             m.merged_at_step, m.merged_backlog_ms);
     fmt::print(stderr,
                "migration ({}): {} bins, {} bytes in {} steps, {:.3f} s .. {:.3f} s ({:.3f} s), "
-               "max latency {:.3f} ms{}\n",
+               "max latency {:.3f} ms{}{}\n",
                m.strategy, m.bins_moved, m.bytes_moved, m.steps, m.start_s, m.end_s, m.duration_s,
-               m.max_latency_ms, m.completed ? "" : " (not completed)");
+               m.max_latency_ms, m.completed ? "" : " (not completed)", backlog);
     // The trace's times share the run's origin: the migration's critical path is this.
     if (!trace.empty() && m.completed)
       fmt::print(

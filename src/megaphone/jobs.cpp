@@ -80,6 +80,21 @@ void CostClock::charge(uint64_t step) {
   }
 }
 
+bool merge_under_backlog(size_t steps_left, int64_t backlog_ns, int64_t move_ns) {
+  if (steps_left < 2 || backlog_ns <= 0) return false;
+  const int64_t saved = move_ns - move_ns / static_cast<int64_t>(steps_left);
+  return backlog_ns > saved;
+}
+
+int64_t move_ns_estimate(uint64_t bytes, double bytes_per_s) {
+  return static_cast<int64_t>(static_cast<double>(bytes) / bytes_per_s * 1e9);
+}
+
+uint64_t bin_bytes_estimate(uint64_t keys, uint32_t log_bins, bool dense) {
+  const uint64_t per_bin = (keys + (uint64_t{1} << log_bins) - 1) >> log_bins;
+  return 8 + per_bin * (dense ? 8 : 16);  // the length, then the counters (key, count)
+}
+
 uint32_t per_round_for(const std::vector<uint32_t>& from, const std::vector<uint32_t>& to,
                        uint32_t workers, uint32_t rounds) {
   std::vector<uint32_t> sends(workers, 0), receives(workers, 0);
@@ -122,6 +137,11 @@ struct Controller {
   // --reconfigure restart: the input is stopped, draining until `restart_to` is moved.
   bool draining = false, restarting = false;
   std::vector<uint32_t> restart_to;
+  // The migration in flight is the planner's (not a --migrate-at one), its steps given so
+  // far, and the estimated bytes of one bin (0: unknown, never merged).
+  bool from_planner = false;
+  uint64_t steps_given = 0;
+  uint64_t bin_bytes = 0;
 
   void operator()(Capability& cap, Output<ControlUpdate>& out) {
     if (ctx->worker.index() != 0) {
@@ -145,13 +165,28 @@ struct Controller {
       else if (opts.planner)
         ask_planner(now);
     }
-    flow::Time until = start_at;
-    if (idle() && next < opts.migrate_at_ns.size()) until = migrate_time();
+    flow::Time until = std::min(start_at, ahead_bound());
+    if (idle() && next < opts.migrate_at_ns.size()) until = std::min(until, migrate_time());
     const flow::Time tnow = std::max(cap.time(), std::min(clock, until));
     if (tnow != cap.time()) cap.downgrade(tnow);
     if (!inflight && !steps.empty()) give_step(cap, out);
   }
 
+  // The planner's migrations move the bins ahead of a backlog (issue 35): the control
+  // time stays at most opts.ahead_ns past the output frontier, so a step given now has a
+  // time the output frontier reaches within ahead_ns of processing, not after the whole
+  // backlog. The records after it (routed by F at its time, held there until the control
+  // frontier passes them) follow the new configuration, and those S already has travel
+  // with their bin (extract). In a job that keeps up the output frontier is within one
+  // epoch of the clock and the bound never binds. Not for the restart baseline.
+  flow::Time ahead_bound() const {
+    if (!opts.planner || opts.restart || opts.ahead_ns <= 0) return kTimeMax;
+    const auto ahead = static_cast<flow::Time>(opts.ahead_ns);
+    const flow::Time of = ctx->probe_frontier;
+    if (of >= kTimeMax - ahead) return kTimeMax;
+    const auto epoch = static_cast<flow::Time>(ctx->cfg.epoch_ns);
+    return (of + ahead) / epoch * epoch;
+  }
   // No step in flight or planned, no restart under way.
   bool idle() const { return !inflight && steps.empty() && !draining && !restarting; }
   // A --migrate-at migration starts at the logical time of its --migrate-at (rounded
@@ -188,6 +223,8 @@ struct Controller {
     auto plan = plan_steps(config, to, opts.strategy, W);
     log->start(now, opts.strategy, bins_in(plan), plan.size());
     steps.assign(plan.begin(), plan.end());
+    from_planner = false;
+    steps_given = 0;
     const flow::Time start_at = migrate_time();
     ++next;
     if (steps.empty()) log->end(now);
@@ -209,7 +246,33 @@ struct Controller {
     } else {
       log->start(now, opts.strategy, bins_in(plan), plan.size());
       steps.assign(plan.begin(), plan.end());
+      from_planner = true;
+      steps_given = 0;
     }
+  }
+  // A planner's batched migration under a backlog: its remaining steps go as one when
+  // merge_under_backlog says each would wait longer for the backlog than batching them
+  // saves (issue 35). The backlog is what the next step, at time t, waits for: how far the
+  // output frontier is behind t (not behind the sources' frontier: an overloaded worker's
+  // source lags with it). Checked before every step, so a backlog that builds up during
+  // the migration merges the rest.
+  void merge_if_backlogged(flow::Time t) {
+    if (!from_planner || restarting || steps.size() < 2 || opts.strategy != Strategy::batched ||
+        !opts.merge_under_backlog || bin_bytes == 0)
+      return;
+    const flow::Time of = ctx->probe_frontier;
+    if (data->frontier == kTimeMax || t <= of) return;
+    const auto backlog = static_cast<int64_t>(t - of);
+    uint64_t bins = 0;
+    for (const auto& s : steps) bins += s.size();
+    if (!merge_under_backlog(steps.size(), backlog,
+                             move_ns_estimate(bins * bin_bytes, opts.move_bytes_per_s)))
+      return;
+    auto& first = steps.front();
+    for (size_t i = 1; i < steps.size(); ++i)
+      first.insert(first.end(), steps[i].begin(), steps[i].end());
+    steps.resize(1);
+    log->merged(backlog, steps_given + 1, steps_given + 1);
   }
   static uint64_t bins_in(const std::vector<std::vector<std::pair<uint32_t, uint32_t>>>& plan) {
     uint64_t bins = 0;
@@ -219,7 +282,9 @@ struct Controller {
   // Gives the next step's updates at the capability's time.
   void give_step(Capability& cap, Output<ControlUpdate>& out) {
     const flow::Time t = cap.time();
+    merge_if_backlogged(t);
     log->step(t);
+    ++steps_given;
     for (const auto& [bin, worker] : steps.front()) {
       out.give(t, ControlUpdate{t, bin, worker});
       config[bin] = worker;
@@ -235,10 +300,12 @@ struct Controller {
 };
 
 Stream<ControlUpdate> controller(JobContext& ctx, const JobOptions& opts,
-                                 std::shared_ptr<MigrationLog> log, flow::ProbeHandle data) {
+                                 std::shared_ptr<MigrationLog> log, flow::ProbeHandle data,
+                                 uint64_t bin_bytes) {
   if (opts.restart && !ctx.cfg.pause_sources)
     throw std::invalid_argument("megaphone: the restart baseline needs RunConfig::pause_sources");
-  Controller c{&ctx, opts, std::move(log), std::move(data), {}, 0, {}, false, 0, false, false, {}};
+  Controller c{&ctx,  opts, std::move(log), std::move(data), {}, 0, {}, false, 0, false, false, {},
+               false, 0,    bin_bytes};
   c.config = opts.initial.empty() ? round_robin_config(1u << opts.log_bins, ctx.worker.peers())
                                   : opts.initial;
   if (ctx.worker.index() == 0) c.log->requested(opts.migrate_at_ns.size());
@@ -303,7 +370,8 @@ void build_megaphone(JobContext& ctx, const Stream<uint64_t>& keys, bool dense,
                      const JobOptions& opts, const std::shared_ptr<MigrationLog>& log) {
   const flow::RunConfig& cfg = ctx.cfg;
   auto data_probe = flow::probe(keys, "source-probe", [](flow::Time, flow::Time) {});
-  auto control = controller(ctx, opts, log, data_probe);
+  auto control =
+      controller(ctx, opts, log, data_probe, bin_bytes_estimate(cfg.keys, opts.log_bins, dense));
   Options mo;
   mo.log_bins = opts.log_bins;
   mo.on_bin_sent_at = [log](flow::Time t, uint32_t, uint64_t bytes) {
@@ -388,7 +456,7 @@ std::string register_job(const JobOptions& opts, std::shared_ptr<MigrationLog> l
 
 Stream<ControlUpdate> make_controller(flow::JobContext& ctx, const JobOptions& opts,
                                       std::shared_ptr<MigrationLog> log, flow::ProbeHandle data) {
-  return controller(ctx, opts, std::move(log), std::move(data));
+  return controller(ctx, opts, std::move(log), std::move(data), 0);
 }
 
 void log_probe_latency(flow::JobContext& ctx, MigrationLog& log, flow::Time old, flow::Time now_f) {

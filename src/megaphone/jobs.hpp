@@ -49,6 +49,14 @@ struct JobOptions {
   // Batched migrations of the planner: bins each worker sends (receives) per round; 0:
   // about 8 rounds (per_round_for).
   uint32_t batch_bins = 0;
+  // Under a backlog (`run --under-backlog`, docs/CLOSED-LOOP.md "Under overload"): a
+  // planner's migration starts at most ahead_ns after the output frontier (0: at the
+  // clock, behind the whole backlog), and its batched steps go as one when
+  // merge_under_backlog says so.
+  int64_t ahead_ns = 50'000'000;
+  bool merge_under_backlog = true;
+  // The state's serialize-send-install speed merge_under_backlog assumes (bytes/s).
+  double move_bytes_per_s = 250e6;
   // `run --skew-profile` (skew.hpp): a share of the records to the hot bins over time.
   Skew skew;
   // Counts the records generated per bin (`run --rebalance`), if set.
@@ -58,6 +66,14 @@ struct JobOptions {
 // One migration as the controller (worker 0) saw it. Times in seconds since the start.
 struct MigrationRecord {
   std::string strategy;
+  // A batched migration whose remaining steps went as one (merge_under_backlog): the
+  // backlog then (ms) and the step that took them all (1: the first); 0 when kept.
+  double merged_backlog_ms = 0;
+  uint64_t merged_at_step = 0;
+  // The logical time of its first step (s since the start): the records from it on go by
+  // the new configuration. Behind start_s by the backlog it moved ahead of (JobOptions::
+  // ahead_ns), else within an epoch of it.
+  double first_step_s = 0;
   double start_s = 0, end_s = 0, duration_s = 0;
   double max_latency_ms = 0;  // max latency of the epochs completed from start_s on whose
                               // time is at most end_s
@@ -92,6 +108,9 @@ class MigrationLog {
   void add_bytes(uint64_t bytes) { bytes_.fetch_add(bytes, std::memory_order_relaxed); }
   // The controller gives a step of the current migration at configuration time t.
   void step(flow::Time t);
+  // The current migration's remaining steps became one at its step `at_step` (1-based)
+  // under a backlog of `backlog_ns`; it now has `steps` steps in all.
+  void merged(int64_t backlog_ns, uint64_t at_step, uint64_t steps);
   // A bin of `bytes` left a worker at configuration time t (any worker, any process):
   // counted for the migration one of whose steps had time t.
   void add_bytes_at(flow::Time t, uint64_t bytes);
@@ -126,6 +145,21 @@ std::vector<uint32_t> half_config(uint32_t bins, uint32_t workers);
 std::vector<std::vector<std::pair<uint32_t, uint32_t>>> plan_steps(
     const std::vector<uint32_t>& from, const std::vector<uint32_t>& to, Strategy s,
     uint32_t workers, uint32_t per_round = 1);
+// Under a backlog (issue 35). A step completes only once the output frontier has passed
+// its time, and under a backlog the output frontier is `backlog_ns` behind the sources':
+// every step of a migration waits that long, while the overloaded worker keeps its bins
+// (and its backlog grows) until their step. Batching only bounds the pause of serializing
+// the bins: at most `move_ns` (all of them at once) less one step's share of it is saved.
+// True when the remaining `steps_left` steps should go as one: the backlog a step waits
+// for is larger than what batching them saves.
+bool merge_under_backlog(size_t steps_left, int64_t backlog_ns, int64_t move_ns);
+// Estimated time to serialize, send and install `bytes` of bins' state at
+// `bytes_per_s` (JobOptions::move_bytes_per_s; docs/CLOSED-LOOP.md, "Under overload").
+int64_t move_ns_estimate(uint64_t bytes, double bytes_per_s);
+// Estimated serialized bytes of one bin of the keycount (dense: exact, a vector of
+// keys / bins counters) or hashcount (hash map: 16 bytes per key of the bin) job.
+uint64_t bin_bytes_estimate(uint64_t keys, uint32_t log_bins, bool dense);
+
 // The per_round that makes a batched migration from `from` to `to` take about `rounds`
 // rounds (at least 1): the most bins one worker sends or receives, divided by `rounds`.
 uint32_t per_round_for(const std::vector<uint32_t>& from, const std::vector<uint32_t>& to,

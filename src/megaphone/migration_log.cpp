@@ -85,6 +85,15 @@ void MigrationLog::step(flow::Time t) {
   if (!entries_.empty()) entries_.back().steps.push_back(t);
 }
 
+void MigrationLog::merged(int64_t backlog_ns, uint64_t at_step, uint64_t steps) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (entries_.empty()) return;
+  MigrationRecord& r = entries_.back().rec;
+  r.merged_backlog_ms = static_cast<double>(backlog_ns) * 1e-6;
+  r.merged_at_step = at_step;
+  r.steps = steps;
+}
+
 void MigrationLog::add_bytes_at(flow::Time t, uint64_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   sent_.emplace_back(t, bytes);
@@ -119,6 +128,7 @@ std::vector<MigrationRecord> MigrationLog::records() const {
     r.end_s = e.end_ns >= 0 ? static_cast<double>(e.end_ns) * 1e-9 : 0;
     r.duration_s = e.end_ns >= 0 ? r.end_s - r.start_s : 0;
     r.max_latency_ms = static_cast<double>(e.max_ns) * 1e-6;
+    if (!e.steps.empty()) r.first_step_s = static_cast<double>(e.steps.front()) * 1e-9;
     if (!r.completed) r.bytes_moved += bytes_.load(std::memory_order_relaxed);
     out.push_back(r);
   }
@@ -135,10 +145,13 @@ std::string migrations_json(const std::vector<MigrationRecord>& ms) {
     out += fmt::format(
         "{}{{\"strategy\": \"{}\", \"start_s\": {}, \"end_s\": {}, \"duration_s\": {}, "
         "\"max_latency_ms\": {}, \"bins_moved\": {}, \"bytes_moved\": {}, \"steps\": {}, "
-        "\"completed\": {}}}",
+        "\"first_step_s\": {}, \"completed\": {}{}}}",
         i ? ", " : "", m.strategy, num(m.start_s), num(m.end_s), num(m.duration_s),
-        num(m.max_latency_ms), m.bins_moved, m.bytes_moved, m.steps,
-        m.completed ? "true" : "false");
+        num(m.max_latency_ms), m.bins_moved, m.bytes_moved, m.steps, num(m.first_step_s),
+        m.completed ? "true" : "false",
+        m.merged_at_step == 0 ? std::string()
+                              : fmt::format(", \"merged_at_step\": {}, \"merged_backlog_ms\": {}",
+                                            m.merged_at_step, num(m.merged_backlog_ms)));
   }
   return out + "]";
 }
