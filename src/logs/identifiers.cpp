@@ -187,18 +187,24 @@ struct SlotRange {
   const uint32_t* begin() const { return b; }
   const uint32_t* end() const { return e; }
 };
+struct RecordValue {
+  uint32_t record = 0, value = 0, slot = 0;
+};
 struct Census {
   explicit Census(bool copy, size_t cap) : table(copy), cap(std::max<size_t>(cap, 1)) {}
   std::vector<uint32_t> slot_base;  // per template: its first slot; [clusters] = all slots
   std::vector<uint64_t> slot_records;  // per slot: its id-like values (every one)
   ValueTable table;                    // the held values
   std::vector<ParamValue> values;
-  std::vector<uint64_t> pairs;  // set of held (value + 1) << 32 | slot, open addressing
+  std::vector<uint64_t> pairs;  // sampling: set of (value + 1) << 32 | slot, open addressing
   size_t pair_count = 0;
   unsigned level = 0;  // 1 value in 2^level held
   size_t cap;
   size_t most_held = 0;
   RecordSketch sketch;  // every value's records
+  // While exact (level 0): every record's (value, slot) pairs, in record order, so that the
+  // grouping needs no more reading; dropped when the census starts sampling.
+  std::vector<RecordValue> rec_values;
   std::vector<uint32_t> slot_begin, value_slots;  // per held value: its slots (flat)
 
   bool held_level(size_t h) const { return level == 0 || (h >> (64 - level)) == 0; }
@@ -234,6 +240,10 @@ void Census::add_pair(uint32_t v, uint32_t slot) {
 
 // Half the held values, expected: those whose hash has the next bit set are dropped.
 void Census::raise_level() {
+  if (level == 0) {  // from now on the pairs are a set of the held values' pairs
+    for (const auto& [r, v, slot] : rec_values) add_pair(v, slot);
+    std::vector<RecordValue>().swap(rec_values);
+  }
   ++level;
   const std::vector<uint32_t> to =
       table.keep_if([&](size_t v) { return held_level(hash_of(table.text(v))); });
@@ -252,11 +262,13 @@ void Census::raise_level() {
 // Each held value's distinct slots, sorted, in one flat array.
 void Census::slot_lists() {
   std::vector<uint64_t> sorted;
-  sorted.reserve(pair_count);
+  sorted.reserve(level == 0 ? rec_values.size() : pair_count);
+  for (const auto& [r, v, slot] : rec_values) sorted.push_back((uint64_t{v} + 1) << 32 | slot);
   for (uint64_t k : pairs)
     if (k != 0) sorted.push_back(k);
   std::vector<uint64_t>().swap(pairs);
   std::sort(sorted.begin(), sorted.end());
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
   slot_begin.assign(values.size() + 1, 0);
   value_slots.resize(sorted.size());
   for (size_t i = 0; i < sorted.size(); ++i) {
@@ -321,7 +333,10 @@ Census census_values(const LogSet& logs, const detail::MessageSource& messages, 
         val.first_cluster = cluster;
       else if (val.first_cluster != cluster)
         val.multi_cluster = true;
-      vc.add_pair(id, slot);
+      if (vc.level == 0)
+        vc.rec_values.push_back({r, id, slot});
+      else
+        vc.add_pair(id, slot);
       while (vc.values.size() > vc.cap && vc.level < 63) vc.raise_level();
       vc.most_held = std::max(vc.most_held, vc.values.size());
     }
@@ -423,30 +438,77 @@ void stable_sort_small(std::vector<uint32_t>& v, Less less) {
   }
 }
 
-// Pass 4 (the messages again): union-find over identifier values, as lprof's request
-// accumulators: two groups join only if they do not conflict (hold different values of
-// one kind). A record goes to the group of its finest identifier. Returns the records
-// whose values conflicted.
-uint64_t join_requests(const LogSet& logs, const detail::MessageSource& messages,
-                       const Census& vc, const std::vector<bool>& is_id, const IdValues& idv,
-                       Grouping& g) {
-  std::vector<uint32_t> uf_of(idv.table.size(), kNone);
-  // The (kind, value) pairs a group holds: a list through next[] from its root, one entry
-  // per union-find node (the value that made it), so no list per value is allocated.
-  std::vector<uint32_t> kind_of, value_of, next, tail;
-  auto compatible = [&](uint32_t a, uint32_t b) {
-    for (uint32_t x = a; x != kNone; x = next[x])
-      for (uint32_t y = b; y != kNone; y = next[y])
-        if (kind_of[x] == kind_of[y] && value_of[x] != value_of[y]) return false;
+// Pass 4: union-find over identifier values, as lprof's request accumulators: two groups
+// join only if they do not conflict (hold different values of one kind). A record goes to
+// the group of its finest identifier. Records are given in record order, with their
+// identifier values (hubs left out) in parameter order.
+class Joiner {
+ public:
+  Joiner(const IdValues& idv, Grouping& g) : idv_(idv), g_(g), uf_of_(idv.table.size(), kNone) {
+    // At most one union-find node per identifier value: reserved once, not grown by
+    // doubling (a log of unique request ids has millions).
+    const size_t nodes = static_cast<size_t>(
+        std::count_if(idv.kind.begin(), idv.kind.end(), [](uint32_t k) { return k != kNone; }));
+    for (std::vector<uint32_t>* v : {&kind_of_, &value_of_, &next_, &tail_, &g.uf.parent})
+      v->reserve(nodes);
+    g.key_names.reserve(nodes);
+  }
+
+  void record(uint32_t r, std::vector<uint32_t>& ids) {
+    if (ids.empty()) return;
+    // The finest identifier first: the record belongs to its group.
+    stable_sort_small(ids, [&](uint32_t a, uint32_t b) {
+      return idv_.kind_values[idv_.kind[a]] > idv_.kind_values[idv_.kind[b]];
+    });
+    for (uint32_t v : ids)
+      if (uf_of_[v] == kNone) {
+        uf_of_[v] = g_.uf.add();
+        g_.key_names.emplace_back(idv_.table.text(v));
+        kind_of_.push_back(idv_.kind[v]);
+        value_of_.push_back(v);
+        next_.push_back(kNone);
+        tail_.push_back(uf_of_[v]);
+      }
+    bool conflict = false;
+    for (size_t k = 1; k < ids.size(); ++k) {
+      uint32_t a = g_.uf.find(uf_of_[ids[0]]), b = g_.uf.find(uf_of_[ids[k]]);
+      if (a == b) continue;
+      if (!compatible(a, b)) {
+        conflict = true;
+        continue;
+      }
+      g_.uf.unite(a, b);
+      const uint32_t root = g_.uf.find(a), other = root == a ? b : a;
+      next_[tail_[root]] = other;
+      tail_[root] = tail_[other];
+    }
+    multi_id_records += conflict;
+    g_.key[r] = uf_of_[ids[0]];
+  }
+
+  uint64_t multi_id_records = 0;  // records whose values conflicted
+
+ private:
+  bool compatible(uint32_t a, uint32_t b) const {
+    for (uint32_t x = a; x != kNone; x = next_[x])
+      for (uint32_t y = b; y != kNone; y = next_[y])
+        if (kind_of_[x] == kind_of_[y] && value_of_[x] != value_of_[y]) return false;
     return true;
-  };
-  // At most one union-find node per identifier value: reserved once, not grown by
-  // doubling (a log of unique request ids has millions).
-  const size_t nodes = idv.table.size();
-  for (std::vector<uint32_t>* v : {&kind_of, &value_of, &next, &tail, &g.uf.parent})
-    v->reserve(nodes);
-  g.key_names.reserve(nodes);
-  uint64_t multi_id_records = 0;
+  }
+
+  const IdValues& idv_;
+  Grouping& g_;
+  std::vector<uint32_t> uf_of_;
+  // The (kind, value) pairs a group holds: a list through next_ from its root, one entry
+  // per union-find node (the value that made it), so no list per value is allocated.
+  std::vector<uint32_t> kind_of_, value_of_, next_, tail_;
+};
+
+// The join from the messages read again (after pass 3).
+uint64_t join_reading(const LogSet& logs, const detail::MessageSource& messages,
+                      const Census& vc, const std::vector<bool>& is_id, const IdValues& idv,
+                      Grouping& g) {
+  Joiner join(idv, g);
   std::vector<uint32_t> ids;
   each_record_params(logs, messages, [&](uint32_t r, uint32_t cluster, const auto& params) {
     ids.clear();
@@ -458,37 +520,51 @@ uint64_t join_requests(const LogSet& logs, const detail::MessageSource& messages
       if (idv.hub[v]) continue;
       if (std::find(ids.begin(), ids.end(), v) == ids.end()) ids.push_back(v);
     }
-    if (ids.empty()) return;
-    // The finest identifier first: the record belongs to its group.
-    stable_sort_small(ids, [&](uint32_t a, uint32_t b) {
-      return idv.kind_values[idv.kind[a]] > idv.kind_values[idv.kind[b]];
-    });
-    for (uint32_t v : ids)
-      if (uf_of[v] == kNone) {
-        uf_of[v] = g.uf.add();
-        g.key_names.emplace_back(idv.table.text(v));
-        kind_of.push_back(idv.kind[v]);
-        value_of.push_back(v);
-        next.push_back(kNone);
-        tail.push_back(uf_of[v]);
-      }
-    bool conflict = false;
-    for (size_t k = 1; k < ids.size(); ++k) {
-      uint32_t a = g.uf.find(uf_of[ids[0]]), b = g.uf.find(uf_of[ids[k]]);
-      if (a == b) continue;
-      if (!compatible(a, b)) {
-        conflict = true;
-        continue;
-      }
-      g.uf.unite(a, b);
-      const uint32_t root = g.uf.find(a), other = root == a ? b : a;
-      next[tail[root]] = other;
-      tail[root] = tail[other];
-    }
-    multi_id_records += conflict;
-    g.key[r] = uf_of[ids[0]];
+    join.record(r, ids);
   });
-  return multi_id_records;
+  return join.multi_id_records;
+}
+
+// An exact census (never sampled) kept every record's (value, slot) pairs and every
+// value: kinds, hubs and the join need no more reading.
+IdValues identifier_values_held(Census& vc, const std::vector<bool>& is_id, uint64_t hub) {
+  IdValues ids(false);
+  const size_t n = vc.values.size();
+  UnionFind kinds;  // slots of one kind are united
+  for (size_t s = 0; s < vc.slots(); ++s) kinds.add();
+  ids.kind.assign(n, kNone);
+  for (size_t v = 0; v < n; ++v)
+    for (uint32_t s : vc.slots_of(v))
+      if (is_id[s]) ids.kind[v] == kNone ? void(ids.kind[v] = s) : kinds.unite(ids.kind[v], s);
+  ids.kind_values.assign(vc.slots(), 0);
+  ids.hub.assign(n, false);
+  for (size_t v = 0; v < n; ++v) {
+    if (ids.kind[v] == kNone) continue;
+    ids.kind[v] = kinds.find(ids.kind[v]);
+    ++ids.kind_values[ids.kind[v]];
+    ids.hub[v] = vc.values[v].records > hub;
+  }
+  ids.table = std::move(vc.table);
+  return ids;
+}
+
+uint64_t join_held(const Census& vc, const std::vector<bool>& is_id, const IdValues& idv,
+                   Grouping& g) {
+  Joiner join(idv, g);
+  std::vector<uint32_t> ids;
+  for (size_t end = 0; end < vc.rec_values.size();) {
+    const uint32_t r = vc.rec_values[end].record;  // the record's pairs: [begin, end)
+    const size_t begin = end;
+    while (end < vc.rec_values.size() && vc.rec_values[end].record == r) ++end;
+    ids.clear();
+    for (size_t j = begin; j < end; ++j) {
+      const auto [rec, v, s] = vc.rec_values[j];
+      if (!is_id[s] || idv.hub[v]) continue;
+      if (std::find(ids.begin(), ids.end(), v) == ids.end()) ids.push_back(v);
+    }
+    join.record(r, ids);
+  }
+  return join.multi_id_records;
 }
 
 // The shape of an identifier: its text before the first digit (blk_, req-, attempt_),
@@ -595,16 +671,24 @@ void group_by_identifiers(const LogSet& logs, const MessageSource& messages, boo
       out.id_source = "none";
       return;
     }
-    // The held values are freed: what follows holds the identifier values only (the sketch
-    // and the slots' layout stay: 1 MiB and a few words a slot).
-    vc.table = ValueTable(copy_values);
-    std::vector<ParamValue>().swap(vc.values);
-    std::vector<uint32_t>().swap(vc.slot_begin);
-    std::vector<uint32_t>().swap(vc.value_slots);
-    IdValues idv = identifier_values(logs, messages, copy_values, vc, is_id, hub);
-    out.id_values_held = idv.table.size();
-    out.multi_id_records += join_requests(logs, messages, vc, is_id, idv, g);
-    out.id_arena = idv.table.take_arena();  // the groups' names view into it
+    if (vc.level == 0) {  // exact: every value and pair held, no more reading
+      IdValues idv = identifier_values_held(vc, is_id, hub);
+      out.id_values_held = static_cast<uint64_t>(std::count_if(
+          idv.kind.begin(), idv.kind.end(), [](uint32_t k) { return k != kNone; }));
+      out.multi_id_records += join_held(vc, is_id, idv, g);
+      out.id_arena = idv.table.take_arena();  // the groups' names view into it
+    } else {
+      // The held values are freed: what follows holds the identifier values only (the
+      // sketch and the slots' layout stay: 1 MiB and a few words a slot).
+      vc.table = ValueTable(copy_values);
+      std::vector<ParamValue>().swap(vc.values);
+      std::vector<uint32_t>().swap(vc.slot_begin);
+      std::vector<uint32_t>().swap(vc.value_slots);
+      IdValues idv = identifier_values(logs, messages, copy_values, vc, is_id, hub);
+      out.id_values_held = idv.table.size();
+      out.multi_id_records += join_reading(logs, messages, vc, is_id, idv, g);
+      out.id_arena = idv.table.take_arena();
+    }
   }
   out.id_source = out.sampled ? "shape" : "auto";
 }
