@@ -301,8 +301,8 @@ std::string grouping_outputs(const LogSet& set, const FlowSet& flows) {
 TEST(LogPasses, SampledCensusDecidesAsTheExactOne) {
   std::vector<std::vector<std::pair<std::string, std::string>>> logs;
   for (const bool coarse : {false, true}) {
-    const std::vector<std::string> f = service_logs(
-        static_cast<size_t>(testing::random_inputs(1500, 400)), 40, coarse, 34);
+    const std::vector<std::string> f =
+        service_logs(static_cast<size_t>(testing::random_inputs(1500, 400)), 40, coarse, 34);
     logs.push_back({{"gateway.log", f[0]}, {"orders.log", f[1]}, {"payments.log", f[2]}});
   }
   std::mt19937_64 rng(5);

@@ -97,9 +97,9 @@ struct FlowSet {
   // slowest first (only_slowest), their records in record_ids.
   std::vector<Flow> flows;
   bool only_slowest = false;
-  uint64_t flow_count = 0;    // all flows (requests)
-  int64_t total_latency = 0;  // of all flows (saturated)
-  uint64_t most_open = 0;     // stream_flows: most requests open at once (their records held)
+  uint64_t flow_count = 0;      // all flows (requests)
+  int64_t total_latency = 0;    // of all flows (saturated)
+  uint64_t most_open = 0;       // stream_flows: most requests open at once (their records held)
   uint64_t census_held = 0;     // most id-like values the census held at once (<= census_cap)
   uint64_t id_values_held = 0;  // identifier values held for the grouping (all of them)
   std::vector<uint32_t> record_ids;       // the flows' records, flow after flow

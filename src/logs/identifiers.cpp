@@ -177,7 +177,6 @@ class RecordSketch {
 // in a fixed-size sketch (hubs, pass 3); per-slot record counts are exact.
 struct ParamValue {
   uint32_t records = 0;  // records holding it (once per record)
-  uint32_t last_record = kNone;
   uint32_t first_cluster = kNone;
   bool multi_cluster = false;
 };
@@ -192,7 +191,7 @@ struct RecordValue {
 };
 struct Census {
   explicit Census(bool copy, size_t cap) : table(copy), cap(std::max<size_t>(cap, 1)) {}
-  std::vector<uint32_t> slot_base;  // per template: its first slot; [clusters] = all slots
+  std::vector<uint32_t> slot_base;     // per template: its first slot; [clusters] = all slots
   std::vector<uint64_t> slot_records;  // per slot: its id-like values (every one)
   ValueTable table;                    // the held values
   std::vector<ParamValue> values;
@@ -255,27 +254,47 @@ void Census::raise_level() {
   old.swap(pairs);
   pair_count = 0;
   for (uint64_t k : old)
-    if (k != 0 && to[(k >> 32) - 1] != kNone)
-      add_pair(to[(k >> 32) - 1], static_cast<uint32_t>(k));
+    if (k != 0 && to[(k >> 32) - 1] != kNone) add_pair(to[(k >> 32) - 1], static_cast<uint32_t>(k));
 }
 
-// Each held value's distinct slots, sorted, in one flat array.
+// Each held value's distinct slots, sorted, in one flat array: from the records' pairs
+// (exact census: a counting sort by value, no copy of the pairs) or from the set.
 void Census::slot_lists() {
-  std::vector<uint64_t> sorted;
-  sorted.reserve(level == 0 ? rec_values.size() : pair_count);
-  for (const auto& [r, v, slot] : rec_values) sorted.push_back((uint64_t{v} + 1) << 32 | slot);
-  for (uint64_t k : pairs)
-    if (k != 0) sorted.push_back(k);
-  std::vector<uint64_t>().swap(pairs);
-  std::sort(sorted.begin(), sorted.end());
-  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
-  slot_begin.assign(values.size() + 1, 0);
-  value_slots.resize(sorted.size());
-  for (size_t i = 0; i < sorted.size(); ++i) {
-    ++slot_begin[(sorted[i] >> 32)];  // value + 1
-    value_slots[i] = static_cast<uint32_t>(sorted[i]);
+  const size_t n = values.size();
+  slot_begin.assign(n + 1, 0);
+  if (level == 0) {
+    for (const auto& [r, v, s] : rec_values) ++slot_begin[v + 1];
+    for (size_t v = 0; v < n; ++v) slot_begin[v + 1] += slot_begin[v];
+    value_slots.resize(rec_values.size());
+    for (const auto& [r, v, s] : rec_values) value_slots[slot_begin[v]++] = s;
+    for (size_t v = n; v > 0; --v) slot_begin[v] = slot_begin[v - 1];
+    slot_begin[0] = 0;
+  } else {
+    std::vector<uint64_t> sorted;
+    sorted.reserve(pair_count);
+    for (uint64_t k : pairs)
+      if (k != 0) sorted.push_back(k);
+    std::vector<uint64_t>().swap(pairs);
+    std::sort(sorted.begin(), sorted.end());
+    value_slots.resize(sorted.size());
+    for (size_t i = 0; i < sorted.size(); ++i) {
+      ++slot_begin[sorted[i] >> 32];  // value + 1
+      value_slots[i] = static_cast<uint32_t>(sorted[i]);
+    }
+    for (size_t v = 0; v < n; ++v) slot_begin[v + 1] += slot_begin[v];
   }
-  for (size_t v = 0; v < values.size(); ++v) slot_begin[v + 1] += slot_begin[v];
+  uint32_t out = 0;  // each value's slots sorted, duplicates dropped, compacted
+  for (size_t v = 0; v < n; ++v) {
+    uint32_t* b = value_slots.data() + slot_begin[v];
+    uint32_t* e = value_slots.data() + slot_begin[v + 1];
+    std::sort(b, e);
+    e = std::unique(b, e);
+    slot_begin[v] = out;
+    for (uint32_t* p = b; p != e; ++p) value_slots[out++] = *p;
+  }
+  slot_begin[n] = out;
+  value_slots.resize(out);
+  value_slots.shrink_to_fit();
 }
 
 std::vector<uint32_t> slot_bases(const Drain& drain) {
@@ -319,7 +338,8 @@ Census census_values(const LogSet& logs, const detail::MessageSource& messages, 
       const uint32_t slot = vc.slot_base[cluster] + static_cast<uint32_t>(k);
       ++vc.slot_records[slot];
       const size_t h = hash_of(v);
-      if (std::find(seen.begin(), seen.end(), v) == seen.end()) {  // once per record
+      const bool first = std::find(seen.begin(), seen.end(), v) == seen.end();
+      if (first) {  // a value counts once per record
         seen.push_back(v);
         vc.sketch.add(h);
       }
@@ -328,7 +348,7 @@ Census census_values(const LogSet& logs, const detail::MessageSource& messages, 
       const uint32_t id = vc.table.intern(v, h, fresh);
       if (fresh) vc.values.emplace_back();
       ParamValue& val = vc.values[id];
-      if (val.last_record != r) ++val.records, val.last_record = r;
+      val.records += first;
       if (val.first_cluster == kNone)
         val.first_cluster = cluster;
       else if (val.first_cluster != cluster)
@@ -505,9 +525,8 @@ class Joiner {
 };
 
 // The join from the messages read again (after pass 3).
-uint64_t join_reading(const LogSet& logs, const detail::MessageSource& messages,
-                      const Census& vc, const std::vector<bool>& is_id, const IdValues& idv,
-                      Grouping& g) {
+uint64_t join_reading(const LogSet& logs, const detail::MessageSource& messages, const Census& vc,
+                      const std::vector<bool>& is_id, const IdValues& idv, Grouping& g) {
   Joiner join(idv, g);
   std::vector<uint32_t> ids;
   each_record_params(logs, messages, [&](uint32_t r, uint32_t cluster, const auto& params) {
@@ -580,8 +599,7 @@ std::string_view id_prefix(std::string_view v) {
 // A sampled log: values rarely repeat, so no slot recurs. Identifiers are then the slots
 // whose values share a prefix that slots of at least two templates hold (blk_ in HDFS);
 // the prefix with most distinct values wins. Returns the chosen prefix.
-std::string shape_slots(const Census& vc, std::vector<bool>& is_id,
-                        std::vector<IdSlot>& id_slots) {
+std::string shape_slots(const Census& vc, std::vector<bool>& is_id, std::vector<IdSlot>& id_slots) {
   const size_t slots = vc.slots();
   std::vector<std::unordered_map<std::string_view, uint64_t>> prefixes(slots);
   for (size_t v = 0; v < vc.values.size(); ++v)
@@ -673,8 +691,8 @@ void group_by_identifiers(const LogSet& logs, const MessageSource& messages, boo
     }
     if (vc.level == 0) {  // exact: every value and pair held, no more reading
       IdValues idv = identifier_values_held(vc, is_id, hub);
-      out.id_values_held = static_cast<uint64_t>(std::count_if(
-          idv.kind.begin(), idv.kind.end(), [](uint32_t k) { return k != kNone; }));
+      out.id_values_held = static_cast<uint64_t>(
+          std::count_if(idv.kind.begin(), idv.kind.end(), [](uint32_t k) { return k != kNone; }));
       out.multi_id_records += join_held(vc, is_id, idv, g);
       out.id_arena = idv.table.take_arena();  // the groups' names view into it
     } else {
