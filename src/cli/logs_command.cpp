@@ -29,6 +29,7 @@ struct LogsArgs {
   double similarity = 0.5;
   int depth = 4;
   size_t top = 10;
+  size_t census_values = logs::FlowOptions{}.census_cap;
 };
 
 logs::LogOptions log_options(const LogsArgs& a) {
@@ -76,6 +77,7 @@ int run_flows(const LogsArgs& a) {
   logs::FlowOptions fo;
   fo.id_regex = a.id;
   fo.by_thread = a.by_thread;
+  fo.census_cap = a.census_values;
   // Regular files are read twice (docs/LOGS.md "Speed"): the records keep no text and
   // the identifier census reads the messages again. --id searches the header too, so it
   // keeps whole lines; pipes keep the messages (one read). No per-line output.
@@ -181,6 +183,10 @@ CommandRunner add_logs_command(CLI::App& app) {
                 "inferred from the templates");
   f->add_flag("--by-thread", fargs->by_thread, "Group by (node, thread) header fields instead");
   f->add_option("--top", fargs->top, "Table and json: show this many flows and requests")
+      ->capture_default_str();
+  f->add_option("--census-values", fargs->census_values,
+                "Distinct id-like values the identifier census holds; beyond, a sample "
+                "(bounded memory; docs/LOGS.md \"Speed\")")
       ->capture_default_str();
   auto gargs = std::make_shared<GenerateArgs>();
   CLI::App* g = cmd->add_subcommand(

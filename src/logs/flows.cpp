@@ -228,7 +228,7 @@ void group_records(const LogSet& logs, const FlowOptions& options, const Message
     out.id_source = "regex";
     group_by_regex(logs, options.id_regex, g);
   } else if (!options.by_thread) {
-    group_by_identifiers(logs, messages, copy_values, out, g);
+    group_by_identifiers(logs, messages, copy_values, options.census_cap, out, g);
   }
   if (options.by_thread || (options.id_regex.empty() && out.id_slots.empty()))
     group_by_thread(logs, out, g);

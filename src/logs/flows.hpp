@@ -5,6 +5,8 @@
 // identifiers if most of its values (>= 30 %) also occur in a slot of another template,
 // and its values are not hubs: a value on more than max(64, records / 100) records (a
 // node's address, a job id shared by everything, a small counter) never groups lines.
+// The census deciding this holds at most FlowOptions::census_cap distinct values, a
+// sample by hash beyond (identifiers.cpp); the grouping then holds the identifier values.
 // Slots that share values hold one kind of identifier (block ids, request ids, order
 // ids); a kind with more distinct values is finer. Records are grouped by union-find over
 // the identifier values they hold, as lprof's request accumulators: two groups join only
@@ -44,6 +46,10 @@ inline int64_t saturating_add(int64_t a, int64_t b) {
 struct FlowOptions {
   std::string id_regex;    // empty = infer
   bool by_thread = false;  // group by (node, thread) instead
+  // Distinct id-like values the identifier census holds: exact up to this many, then a
+  // sample by hash of at most this many (docs/LOGS.md "Speed", seventh round: a sample
+  // can miss the slots of few values, so the cap is high: about 60 bytes a value).
+  size_t census_cap = size_t{1} << 22;
 };
 
 struct IdSlot {
@@ -91,16 +97,19 @@ struct FlowSet {
   // slowest first (only_slowest), their records in record_ids.
   std::vector<Flow> flows;
   bool only_slowest = false;
-  uint64_t flow_count = 0;    // all flows (requests)
-  int64_t total_latency = 0;  // of all flows (saturated)
-  uint64_t most_open = 0;     // stream_flows: most requests open at once (their records held)
+  uint64_t flow_count = 0;      // all flows (requests)
+  int64_t total_latency = 0;    // of all flows (saturated)
+  uint64_t most_open = 0;       // stream_flows: most requests open at once (their records held)
+  uint64_t census_held = 0;     // most id-like values the census held at once (<= census_cap)
+  uint64_t id_values_held = 0;  // identifier values held for the grouping (all of them)
   std::vector<uint32_t> record_ids;       // the flows' records, flow after flow
   std::deque<std::string> id_texts;       // ids made here (node/thread), not in the logs
   TextArena id_arena;                     // inferred ids copied from messages read again
   std::vector<FlowEdge> edges;            // by count, descending
   std::vector<FlowSignature> signatures;  // by count, descending
   uint64_t records_in_flows = 0, records_without_id = 0, multi_id_records = 0;
-  // Inference: id-like values, and those on more than one record. When almost none
+  // Inference: id-like values, and those on more than one record (estimated from the
+  // census's sample beyond census_cap, exact below). When almost none
   // repeat the log is sampled (loghub's 2k lines of HDFS): requests are single lines.
   uint64_t id_values = 0, id_values_repeating = 0;
   bool sampled = false;

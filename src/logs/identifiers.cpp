@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <regex>
+#include <stdexcept>
 #include <unordered_map>
 
 #include "logs/request_groups.hpp"
@@ -65,14 +66,121 @@ bool id_like(std::string_view v) {
 
 namespace {
 
-// Pass 1: every id-like parameter value, the template slots it occurs in (a slot is a
-// (template, parameter position)), and the values of each record.
+static_assert(sizeof(size_t) == 8, "the census samples values by the top bits of a 64-bit hash");
+
+size_t hash_of(std::string_view v) {
+  return std::hash<std::string_view>{}(v);
+}
+
+// Text -> index: open addressing over indices + 1 (0 = empty), at most half full (a map
+// node per value was most of `flows`' memory on logs of unique tokens). The texts are
+// copied (messages read again from the files do not stay) or viewed (kept messages).
+class ValueTable {
+ public:
+  explicit ValueTable(bool copy) : copy_(copy) {}
+
+  uint32_t intern(std::string_view v, size_t h, bool& fresh) {
+    if ((text_.size() + 1) * 2 > table_.size()) rehash(std::max<size_t>(1024, table_.size() * 2));
+    const size_t mask = table_.size() - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+      const uint32_t id = table_[i];
+      fresh = id == 0;
+      if (fresh) {
+        table_[i] = static_cast<uint32_t>(text_.size() + 1);
+        text_.push_back(copy_ ? arena_.add({}, v) : v);
+        return table_[i] - 1;
+      }
+      if (text_[id - 1] == v) return id - 1;
+    }
+  }
+  uint32_t find(std::string_view v, size_t h) const {
+    if (table_.empty()) return kNone;
+    const size_t mask = table_.size() - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+      const uint32_t id = table_[i];
+      if (id == 0) return kNone;
+      if (text_[id - 1] == v) return id - 1;
+    }
+  }
+  size_t size() const { return text_.size(); }
+  std::string_view text(size_t id) const { return text_[id]; }
+
+  // Keeps the values keep(id) says, renumbered in order; returns old -> new index (kNone:
+  // dropped). Their copies move to a new arena, so the dropped ones are freed.
+  template <class Keep>
+  std::vector<uint32_t> keep_if(Keep keep) {
+    std::vector<uint32_t> to(text_.size(), kNone);
+    std::vector<std::string_view> kept;
+    TextArena arena;
+    for (size_t id = 0; id < text_.size(); ++id)
+      if (keep(id)) {
+        to[id] = static_cast<uint32_t>(kept.size());
+        kept.push_back(copy_ ? arena.add({}, text_[id]) : text_[id]);
+      }
+    text_.swap(kept);
+    arena_ = std::move(arena);
+    rehash(table_.size());
+    return to;
+  }
+  TextArena take_arena() { return std::move(arena_); }
+
+ private:
+  void rehash(size_t slots) {
+    table_.assign(slots, 0);
+    const size_t mask = slots - 1;
+    for (uint32_t id = 0; id < text_.size(); ++id) {
+      size_t i = hash_of(text_[id]) & mask;
+      while (table_[i] != 0) i = (i + 1) & mask;
+      table_[i] = id + 1;
+    }
+  }
+
+  bool copy_;
+  std::vector<std::string_view> text_;
+  std::vector<uint32_t> table_;
+  TextArena arena_;
+};
+
+// Records per value, over-estimated, in fixed memory (a count-min sketch, 1 MiB): a value
+// whose estimate is at most the hub limit is on at most that many records, so only the
+// few above it need an exact count (pass 3).
+class RecordSketch {
+ public:
+  void add(size_t h) {
+    for (size_t d = 0; d < kDepth; ++d) {
+      uint32_t& c = cells_[d * kWidth + index(h, d)];
+      c += c != UINT32_MAX;
+    }
+  }
+  uint32_t estimate(size_t h) const {
+    uint32_t m = UINT32_MAX;
+    for (size_t d = 0; d < kDepth; ++d) m = std::min(m, cells_[d * kWidth + index(h, d)]);
+    return m;
+  }
+
+ private:
+  static constexpr size_t kDepth = 4, kWidth = size_t{1} << 16;
+  static size_t index(size_t h, size_t d) {
+    const uint64_t x = (h ^ ((d + 1) * 0x9e3779b97f4a7c15ull)) * 0xbf58476d1ce4e5b9ull;
+    return static_cast<size_t>(x >> 48);
+  }
+  std::vector<uint32_t> cells_ = std::vector<uint32_t>(kDepth * kWidth, 0);
+};
+
+// Pass 2, the census: which slots (template, parameter position) hold identifiers, from
+// the values' repeat statistics. Memory is bounded: it holds at most `cap` distinct
+// id-like values, exactly while there are no more; beyond, a sample of them by hash (a
+// value is held iff the top `level` bits of its hash are zero; the level rises whenever
+// more than `cap` are held), so that a held value was held from its first record and its
+// counts are exact. Per-slot counts of distinct and recurring values are the sample's,
+// scaled by 2^level; a slot's decision is their ratio. Every value's records are counted
+// in a fixed-size sketch (hubs, pass 3); per-slot record counts are exact.
 struct ParamValue {
-  uint32_t records = 0;  // a record index is 32-bit: 12 bytes a value, not 16
+  uint32_t records = 0;  // records holding it (once per record)
   uint32_t first_cluster = kNone;
   bool multi_cluster = false;
 };
-// A value's distinct slots: [begin, end) of ValueCensus::value_slots.
+// A value's distinct slots: [begin, end) of Census::value_slots.
 struct SlotRange {
   const uint32_t *b, *e;
   const uint32_t* begin() const { return b; }
@@ -81,49 +189,112 @@ struct SlotRange {
 struct RecordValue {
   uint32_t record = 0, value = 0, slot = 0;
 };
-struct ValueCensus {
-  std::vector<uint32_t> slot_base;  // per template: its first slot; [clusters] = all slots
+struct Census {
+  explicit Census(bool copy, size_t cap) : table(copy), cap(std::max<size_t>(cap, 1)) {}
+  std::vector<uint32_t> slot_base;     // per template: its first slot; [clusters] = all slots
+  std::vector<uint64_t> slot_records;  // per slot: its id-like values (every one)
+  ValueTable table;                    // the held values
   std::vector<ParamValue> values;
-  std::vector<std::string_view> value_text;
-  // The records' (value, slot) pairs in record order; only records with values have any
-  // (no array per record: most lines of a log hold no id-like value).
+  std::vector<uint64_t> pairs;  // sampling: set of (value + 1) << 32 | slot, open addressing
+  size_t pair_count = 0;
+  unsigned level = 0;  // 1 value in 2^level held
+  size_t cap;
+  size_t most_held = 0;
+  RecordSketch sketch;  // every value's records
+  // While exact (level 0): every record's (value, slot) pairs, in record order, so that the
+  // grouping needs no more reading; dropped when the census starts sampling.
   std::vector<RecordValue> rec_values;
-  // text -> value: open addressing over value indices + 1 (0 = empty), at most half full;
-  // a map node per value was most of `flows`' memory on logs of unique tokens.
-  std::vector<uint32_t> value_table;
-  TextArena text;  // copies of the values (intern(v, true))
-  uint32_t intern(std::string_view v, bool copy);
-  uint32_t id_of_last() const { return static_cast<uint32_t>(value_text.size() - 1); }
-  std::vector<uint32_t> slot_begin, value_slots;  // per value: its distinct slots (flat)
+  std::vector<uint32_t> slot_begin, value_slots;  // per held value: its slots (flat)
+
+  bool held_level(size_t h) const { return level == 0 || (h >> (64 - level)) == 0; }
   size_t slots() const { return slot_base.back(); }
   SlotRange slots_of(size_t v) const {
     return {value_slots.data() + slot_begin[v], value_slots.data() + slot_begin[v + 1]};
   }
+  uint64_t scaled(uint64_t n) const { return n << level; }
+  void add_pair(uint32_t v, uint32_t slot);
+  void raise_level();
+  void slot_lists();
 };
 
-uint32_t ValueCensus::intern(std::string_view v, bool copy) {
-  if ((value_text.size() + 1) * 2 > value_table.size()) {
-    std::vector<uint32_t> table(std::max<size_t>(1024, value_table.size() * 2), 0);
-    const size_t mask = table.size() - 1;
-    for (uint32_t id : value_table) {
-      if (id == 0) continue;
-      size_t i = std::hash<std::string_view>{}(value_text[id - 1]) & mask;
-      while (table[i] != 0) i = (i + 1) & mask;
-      table[i] = id;
-    }
-    value_table.swap(table);
+void Census::add_pair(uint32_t v, uint32_t slot) {
+  if ((pair_count + 1) * 2 > pairs.size()) {
+    std::vector<uint64_t> old(std::max<size_t>(1024, pairs.size() * 2), 0);
+    old.swap(pairs);
+    pair_count = 0;
+    for (uint64_t k : old)
+      if (k != 0) add_pair(static_cast<uint32_t>((k >> 32) - 1), static_cast<uint32_t>(k));
   }
-  const size_t mask = value_table.size() - 1;
-  for (size_t i = std::hash<std::string_view>{}(v)&mask;; i = (i + 1) & mask) {
-    const uint32_t id = value_table[i];
-    if (id == 0) {
-      value_table[i] = static_cast<uint32_t>(value_text.size() + 1);
-      values.emplace_back();
-      value_text.push_back(copy ? text.add({}, v) : v);
-      return id_of_last();
+  const uint64_t key = (uint64_t{v} + 1) << 32 | slot;
+  const size_t mask = pairs.size() - 1;
+  for (size_t i = (key * 0x9e3779b97f4a7c15ull) >> 20 & mask;; i = (i + 1) & mask) {
+    if (pairs[i] == key) return;
+    if (pairs[i] == 0) {
+      pairs[i] = key;
+      ++pair_count;
+      return;
     }
-    if (value_text[id - 1] == v) return id - 1;
   }
+}
+
+// Half the held values, expected: those whose hash has the next bit set are dropped.
+void Census::raise_level() {
+  if (level == 0) {  // from now on the pairs are a set of the held values' pairs
+    for (const auto& [r, v, slot] : rec_values) add_pair(v, slot);
+    std::vector<RecordValue>().swap(rec_values);
+  }
+  ++level;
+  const std::vector<uint32_t> to =
+      table.keep_if([&](size_t v) { return held_level(hash_of(table.text(v))); });
+  std::vector<ParamValue> kept;
+  for (size_t v = 0; v < values.size(); ++v)
+    if (to[v] != kNone) kept.push_back(values[v]);
+  values.swap(kept);
+  std::vector<uint64_t> old(pairs.size(), 0);
+  old.swap(pairs);
+  pair_count = 0;
+  for (uint64_t k : old)
+    if (k != 0 && to[(k >> 32) - 1] != kNone) add_pair(to[(k >> 32) - 1], static_cast<uint32_t>(k));
+}
+
+// Each held value's distinct slots, sorted, in one flat array: from the records' pairs
+// (exact census: a counting sort by value, no copy of the pairs) or from the set.
+void Census::slot_lists() {
+  const size_t n = values.size();
+  slot_begin.assign(n + 1, 0);
+  if (level == 0) {
+    for (const auto& [r, v, s] : rec_values) ++slot_begin[v + 1];
+    for (size_t v = 0; v < n; ++v) slot_begin[v + 1] += slot_begin[v];
+    value_slots.resize(rec_values.size());
+    for (const auto& [r, v, s] : rec_values) value_slots[slot_begin[v]++] = s;
+    for (size_t v = n; v > 0; --v) slot_begin[v] = slot_begin[v - 1];
+    slot_begin[0] = 0;
+  } else {
+    std::vector<uint64_t> sorted;
+    sorted.reserve(pair_count);
+    for (uint64_t k : pairs)
+      if (k != 0) sorted.push_back(k);
+    std::vector<uint64_t>().swap(pairs);
+    std::sort(sorted.begin(), sorted.end());
+    value_slots.resize(sorted.size());
+    for (size_t i = 0; i < sorted.size(); ++i) {
+      ++slot_begin[sorted[i] >> 32];  // value + 1
+      value_slots[i] = static_cast<uint32_t>(sorted[i]);
+    }
+    for (size_t v = 0; v < n; ++v) slot_begin[v + 1] += slot_begin[v];
+  }
+  uint32_t out = 0;  // each value's slots sorted, duplicates dropped, compacted
+  for (size_t v = 0; v < n; ++v) {
+    uint32_t* b = value_slots.data() + slot_begin[v];
+    uint32_t* e = value_slots.data() + slot_begin[v + 1];
+    std::sort(b, e);
+    e = std::unique(b, e);
+    slot_begin[v] = out;
+    for (uint32_t* p = b; p != e; ++p) value_slots[out++] = *p;
+  }
+  slot_begin[n] = out;
+  value_slots.resize(out);
+  value_slots.shrink_to_fit();
 }
 
 std::vector<uint32_t> slot_bases(const Drain& drain) {
@@ -138,38 +309,10 @@ std::vector<uint32_t> slot_bases(const Drain& drain) {
   return slot_base;
 }
 
-// Each value's distinct slots, from the (value, slot) pairs of the records: one flat
-// array, not a list per value (logs of mostly unique tokens have millions of values).
-void value_slot_lists(ValueCensus& vc) {
-  const size_t n = vc.values.size();
-  vc.slot_begin.assign(n + 1, 0);
-  for (const auto& [r, v, s] : vc.rec_values) ++vc.slot_begin[v + 1];
-  for (size_t v = 0; v < n; ++v) vc.slot_begin[v + 1] += vc.slot_begin[v];
-  vc.value_slots.resize(vc.rec_values.size());  // counting sort by value, no copy of the pairs
-  for (const auto& [r, v, s] : vc.rec_values) vc.value_slots[vc.slot_begin[v]++] = s;
-  for (size_t v = n; v > 0; --v) vc.slot_begin[v] = vc.slot_begin[v - 1];
-  vc.slot_begin[0] = 0;
-  uint32_t out = 0;  // each value's slots sorted, duplicates dropped, compacted
-  for (size_t v = 0; v < n; ++v) {
-    uint32_t* b = vc.value_slots.data() + vc.slot_begin[v];
-    uint32_t* e = vc.value_slots.data() + vc.slot_begin[v + 1];
-    std::sort(b, e);
-    e = std::unique(b, e);
-    vc.slot_begin[v] = out;
-    for (uint32_t* p = b; p != e; ++p) vc.value_slots[out++] = *p;
-  }
-  vc.slot_begin[n] = out;
-  vc.value_slots.resize(out);
-  vc.value_slots.shrink_to_fit();
-}
-
-// Every id-like parameter value of the records' messages, as `messages` gives them (in
-// record order). Values are copied into `vc.text` if `copy_values` (messages read again
-// from the files do not stay).
-ValueCensus census_values(const LogSet& logs, const detail::MessageSource& messages,
-                          bool copy_values) {
-  ValueCensus vc;
-  vc.slot_base = slot_bases(logs.drain);
+// The id-like parameter values of each record's message (as `messages` gives them, in
+// record order): visit(record, cluster, slot of its first parameter, params).
+template <class Visit>
+void each_record_params(const LogSet& logs, const detail::MessageSource& messages, Visit&& visit) {
   std::vector<Token> tokens;
   std::vector<std::string_view> params;
   const size_t max_tokens = logs.drain.options().max_tokens;
@@ -177,32 +320,56 @@ ValueCensus census_values(const LogSet& logs, const detail::MessageSource& messa
     const LogRecord& rec = logs.records[r];
     tokenize(message, tokens, max_tokens, &logs.drain.masks());
     logs.drain.params(rec.cluster, tokens, params);
-    const size_t begin = vc.rec_values.size();  // this record's pairs
+    visit(r, rec.cluster, params);
+  });
+}
+
+Census census_values(const LogSet& logs, const detail::MessageSource& messages, bool copy_values,
+                     size_t cap) {
+  Census vc(copy_values, cap);
+  vc.slot_base = slot_bases(logs.drain);
+  vc.slot_records.assign(vc.slots(), 0);
+  std::vector<std::string_view> seen;  // the record's values so far
+  each_record_params(logs, messages, [&](uint32_t r, uint32_t cluster, const auto& params) {
+    seen.clear();
     for (size_t k = 0; k < params.size(); ++k) {
       const std::string_view v = params[k];
       if (!id_like(v)) continue;
-      const uint32_t id = vc.intern(v, copy_values);
+      const uint32_t slot = vc.slot_base[cluster] + static_cast<uint32_t>(k);
+      ++vc.slot_records[slot];
+      const size_t h = hash_of(v);
+      const bool first = std::find(seen.begin(), seen.end(), v) == seen.end();
+      if (first) {  // a value counts once per record
+        seen.push_back(v);
+        vc.sketch.add(h);
+      }
+      if (!vc.held_level(h)) continue;
+      bool fresh = false;
+      const uint32_t id = vc.table.intern(v, h, fresh);
+      if (fresh) vc.values.emplace_back();
       ParamValue& val = vc.values[id];
-      const uint32_t slot = vc.slot_base[rec.cluster] + static_cast<uint32_t>(k);
-      // A value counts once per record.
-      bool dup = false;
-      for (size_t j = begin; j < vc.rec_values.size(); ++j) dup |= vc.rec_values[j].value == id;
-      if (!dup) ++val.records;
+      val.records += first;
       if (val.first_cluster == kNone)
-        val.first_cluster = rec.cluster;
-      else if (val.first_cluster != rec.cluster)
+        val.first_cluster = cluster;
+      else if (val.first_cluster != cluster)
         val.multi_cluster = true;
-      vc.rec_values.push_back({r, id, slot});
+      if (vc.level == 0)
+        vc.rec_values.push_back({r, id, slot});
+      else
+        vc.add_pair(id, slot);
+      while (vc.values.size() > vc.cap && vc.level < 63) vc.raise_level();
+      vc.most_held = std::max(vc.most_held, vc.values.size());
     }
   });
-  value_slot_lists(vc);
+  vc.slot_lists();
   return vc;
 }
 
-// Pass 2: a slot holds identifiers if at least 30 % of its distinct values recur in
-// another template and are not hubs (on more than `hub` records). Appends them to id_slots.
-std::vector<bool> identifier_slots(const ValueCensus& vc, uint64_t hub,
-                                   std::vector<IdSlot>& id_slots) {
+// A slot holds identifiers if at least 30 % of its distinct values recur in another
+// template and are not hubs (on more than `hub` records): counted on the census's held
+// values (all of them, or a sample: the ratio is the same), reported scaled. Appends the
+// identifier slots to id_slots.
+std::vector<bool> identifier_slots(const Census& vc, uint64_t hub, std::vector<IdSlot>& id_slots) {
   const size_t slots = vc.slots();
   std::vector<IdSlot> stats(slots);
   for (size_t c = 0; c + 1 < vc.slot_base.size(); ++c)
@@ -213,43 +380,70 @@ std::vector<bool> identifier_slots(const ValueCensus& vc, uint64_t hub,
       ++stats[s].distinct;
       stats[s].recurring += vc.values[v].multi_cluster && vc.values[v].records <= hub;
     }
-  for (const auto& [r, v, s] : vc.rec_values) ++stats[s].records;
   std::vector<bool> is_id(slots, false);
-  for (size_t s = 0; s < slots; ++s)
+  for (size_t s = 0; s < slots; ++s) {
+    stats[s].records = vc.slot_records[s];
     if (stats[s].recurring > 0 && stats[s].recurring * 10 >= stats[s].distinct * 3) {
       is_id[s] = true;
+      stats[s].distinct = vc.scaled(stats[s].distinct);
+      stats[s].recurring = vc.scaled(stats[s].recurring);
       id_slots.push_back(stats[s]);
     }
+  }
   return is_id;
 }
 
-// Kinds of identifier: slots that share a value hold the same kind (block ids, request
-// ids, node addresses, ...). A kind with more distinct values is finer.
-struct IdKinds {
-  UnionFind slots;                      // slots of one kind are united
-  std::vector<uint64_t> kind_values;    // per kind (its root slot): distinct values
-  std::vector<uint32_t> kind_of_value;  // per value: its kind, kNone if not an identifier
+// Pass 3 (the messages again): every value of an identifier slot, exactly. Slots that
+// share a value hold the same kind of identifier (block ids, request ids, node addresses,
+// ...); a kind with more distinct values is finer. A value is a hub if it is on more than
+// `hub` records: counted exactly only for the values whose sketched count says they may be.
+struct IdValues {
+  explicit IdValues(bool copy) : table(copy) {}
+  ValueTable table;
+  std::vector<uint32_t> kind;  // per value: its kind (the root slot of its slots)
+  std::vector<bool> hub;
+  std::vector<uint64_t> kind_values;  // per kind (its root slot): distinct values
 };
 
-IdKinds identifier_kinds(const ValueCensus& vc, const std::vector<bool>& is_id) {
-  IdKinds k;
-  const size_t slots = vc.slots();
-  for (size_t s = 0; s < slots; ++s) k.slots.add();
-  for (size_t v = 0; v < vc.values.size(); ++v) {
-    uint32_t first = kNone;  // the value's first identifier slot
-    for (uint32_t s : vc.slots_of(v))
-      if (is_id[s]) first == kNone ? void(first = s) : k.slots.unite(first, s);
-  }
-  k.kind_values.assign(slots, 0);
-  k.kind_of_value.assign(vc.values.size(), kNone);
-  for (size_t v = 0; v < vc.values.size(); ++v)
-    for (uint32_t s : vc.slots_of(v))
-      if (is_id[s]) {
-        k.kind_of_value[v] = k.slots.find(s);
-        ++k.kind_values[k.kind_of_value[v]];
-        break;
+IdValues identifier_values(const LogSet& logs, const detail::MessageSource& messages,
+                           bool copy_values, const Census& vc, const std::vector<bool>& is_id,
+                           uint64_t hub) {
+  IdValues ids(copy_values);
+  UnionFind kinds;  // slots of one kind are united
+  for (size_t s = 0; s < vc.slots(); ++s) kinds.add();
+  ValueTable heavy(copy_values);  // the values that may be hubs: their records, exactly
+  std::vector<std::pair<uint32_t, uint32_t>> heavy_records;  // (records, last record)
+  each_record_params(logs, messages, [&](uint32_t r, uint32_t cluster, const auto& params) {
+    for (size_t k = 0; k < params.size(); ++k) {
+      const std::string_view v = params[k];
+      if (!id_like(v)) continue;
+      const uint32_t slot = vc.slot_base[cluster] + static_cast<uint32_t>(k);
+      const size_t h = hash_of(v);
+      bool fresh = false;
+      if (vc.sketch.estimate(h) > hub) {
+        const uint32_t id = heavy.intern(v, h, fresh);
+        if (fresh) heavy_records.emplace_back(0, kNone);
+        auto& [records, last] = heavy_records[id];
+        if (last != r) ++records, last = r;
       }
-  return k;
+      if (!is_id[slot]) continue;
+      const uint32_t id = ids.table.intern(v, h, fresh);
+      if (fresh)
+        ids.kind.push_back(slot);  // its first slot, for now
+      else
+        kinds.unite(ids.kind[id], slot);
+    }
+  });
+  ids.kind_values.assign(vc.slots(), 0);
+  ids.hub.assign(ids.table.size(), false);
+  for (size_t v = 0; v < ids.table.size(); ++v) {
+    ids.kind[v] = kinds.find(ids.kind[v]);
+    ++ids.kind_values[ids.kind[v]];
+    const std::string_view t = ids.table.text(v);
+    const uint32_t hv = heavy.find(t, hash_of(t));
+    ids.hub[v] = hv != kNone && heavy_records[hv].first > hub;
+  }
+  return ids;
 }
 
 // std::stable_sort's order, without its buffer allocation for the few values of a record.
@@ -264,30 +458,118 @@ void stable_sort_small(std::vector<uint32_t>& v, Less less) {
   }
 }
 
-// Pass 3: union-find over identifier values, as lprof's request accumulators: two groups
-// join only if they do not conflict (hold different values of one kind). A record goes
-// to the group of its finest identifier. Returns the records whose values conflicted.
-uint64_t join_requests(const ValueCensus& vc, const std::vector<bool>& is_id, uint64_t hub,
-                       IdKinds& kinds, Grouping& g) {
-  std::vector<uint32_t> uf_of(vc.values.size(), kNone);
-  // The (kind, value) pairs a group holds: a list through next[] from its root, one entry
-  // per union-find node (the value that made it), so no list per value is allocated.
-  std::vector<uint32_t> kind_of, value_of, next, tail;
-  auto compatible = [&](uint32_t a, uint32_t b) {
-    for (uint32_t x = a; x != kNone; x = next[x])
-      for (uint32_t y = b; y != kNone; y = next[y])
-        if (kind_of[x] == kind_of[y] && value_of[x] != value_of[y]) return false;
+// Pass 4: union-find over identifier values, as lprof's request accumulators: two groups
+// join only if they do not conflict (hold different values of one kind). A record goes to
+// the group of its finest identifier. Records are given in record order, with their
+// identifier values (hubs left out) in parameter order.
+class Joiner {
+ public:
+  Joiner(const IdValues& idv, Grouping& g) : idv_(idv), g_(g), uf_of_(idv.table.size(), kNone) {
+    // At most one union-find node per identifier value: reserved once, not grown by
+    // doubling (a log of unique request ids has millions).
+    const size_t nodes = static_cast<size_t>(
+        std::count_if(idv.kind.begin(), idv.kind.end(), [](uint32_t k) { return k != kNone; }));
+    for (std::vector<uint32_t>* v : {&kind_of_, &value_of_, &next_, &tail_, &g.uf.parent})
+      v->reserve(nodes);
+    g.key_names.reserve(nodes);
+  }
+
+  void record(uint32_t r, std::vector<uint32_t>& ids) {
+    if (ids.empty()) return;
+    // The finest identifier first: the record belongs to its group.
+    stable_sort_small(ids, [&](uint32_t a, uint32_t b) {
+      return idv_.kind_values[idv_.kind[a]] > idv_.kind_values[idv_.kind[b]];
+    });
+    for (uint32_t v : ids)
+      if (uf_of_[v] == kNone) {
+        uf_of_[v] = g_.uf.add();
+        g_.key_names.emplace_back(idv_.table.text(v));
+        kind_of_.push_back(idv_.kind[v]);
+        value_of_.push_back(v);
+        next_.push_back(kNone);
+        tail_.push_back(uf_of_[v]);
+      }
+    bool conflict = false;
+    for (size_t k = 1; k < ids.size(); ++k) {
+      uint32_t a = g_.uf.find(uf_of_[ids[0]]), b = g_.uf.find(uf_of_[ids[k]]);
+      if (a == b) continue;
+      if (!compatible(a, b)) {
+        conflict = true;
+        continue;
+      }
+      g_.uf.unite(a, b);
+      const uint32_t root = g_.uf.find(a), other = root == a ? b : a;
+      next_[tail_[root]] = other;
+      tail_[root] = tail_[other];
+    }
+    multi_id_records += conflict;
+    g_.key[r] = uf_of_[ids[0]];
+  }
+
+  uint64_t multi_id_records = 0;  // records whose values conflicted
+
+ private:
+  bool compatible(uint32_t a, uint32_t b) const {
+    for (uint32_t x = a; x != kNone; x = next_[x])
+      for (uint32_t y = b; y != kNone; y = next_[y])
+        if (kind_of_[x] == kind_of_[y] && value_of_[x] != value_of_[y]) return false;
     return true;
-  };
-  // At most one union-find node per identifier value: reserved once, not grown by
-  // doubling (a log of unique request ids has millions).
-  const size_t nodes =
-      static_cast<size_t>(std::count_if(kinds.kind_of_value.begin(), kinds.kind_of_value.end(),
-                                        [](uint32_t k) { return k != kNone; }));
-  for (std::vector<uint32_t>* v : {&kind_of, &value_of, &next, &tail, &g.uf.parent})
-    v->reserve(nodes);
-  g.key_names.reserve(nodes);
-  uint64_t multi_id_records = 0;
+  }
+
+  const IdValues& idv_;
+  Grouping& g_;
+  std::vector<uint32_t> uf_of_;
+  // The (kind, value) pairs a group holds: a list through next_ from its root, one entry
+  // per union-find node (the value that made it), so no list per value is allocated.
+  std::vector<uint32_t> kind_of_, value_of_, next_, tail_;
+};
+
+// The join from the messages read again (after pass 3).
+uint64_t join_reading(const LogSet& logs, const detail::MessageSource& messages, const Census& vc,
+                      const std::vector<bool>& is_id, const IdValues& idv, Grouping& g) {
+  Joiner join(idv, g);
+  std::vector<uint32_t> ids;
+  each_record_params(logs, messages, [&](uint32_t r, uint32_t cluster, const auto& params) {
+    ids.clear();
+    for (size_t k = 0; k < params.size(); ++k) {
+      const std::string_view text = params[k];
+      if (!id_like(text) || !is_id[vc.slot_base[cluster] + k]) continue;
+      const uint32_t v = idv.table.find(text, hash_of(text));
+      if (v == kNone) throw std::logic_error("flows: a message changed between two reads");
+      if (idv.hub[v]) continue;
+      if (std::find(ids.begin(), ids.end(), v) == ids.end()) ids.push_back(v);
+    }
+    join.record(r, ids);
+  });
+  return join.multi_id_records;
+}
+
+// An exact census (never sampled) kept every record's (value, slot) pairs and every
+// value: kinds, hubs and the join need no more reading.
+IdValues identifier_values_held(Census& vc, const std::vector<bool>& is_id, uint64_t hub) {
+  IdValues ids(false);
+  const size_t n = vc.values.size();
+  UnionFind kinds;  // slots of one kind are united
+  for (size_t s = 0; s < vc.slots(); ++s) kinds.add();
+  ids.kind.assign(n, kNone);
+  for (size_t v = 0; v < n; ++v)
+    for (uint32_t s : vc.slots_of(v))
+      if (is_id[s]) ids.kind[v] == kNone ? void(ids.kind[v] = s) : kinds.unite(ids.kind[v], s);
+  ids.kind_values.assign(vc.slots(), 0);
+  ids.hub.assign(n, false);
+  for (size_t v = 0; v < n; ++v) {
+    if (ids.kind[v] == kNone) continue;
+    ids.kind[v] = kinds.find(ids.kind[v]);
+    ++ids.kind_values[ids.kind[v]];
+    ids.hub[v] = vc.values[v].records > hub;
+  }
+  ids.table = std::move(vc.table);
+  return ids;
+}
+
+uint64_t join_held(const Census& vc, const std::vector<bool>& is_id, const IdValues& idv,
+                   Grouping& g) {
+  Joiner join(idv, g);
   std::vector<uint32_t> ids;
   for (size_t end = 0; end < vc.rec_values.size();) {
     const uint32_t r = vc.rec_values[end].record;  // the record's pairs: [begin, end)
@@ -296,40 +578,12 @@ uint64_t join_requests(const ValueCensus& vc, const std::vector<bool>& is_id, ui
     ids.clear();
     for (size_t j = begin; j < end; ++j) {
       const auto [rec, v, s] = vc.rec_values[j];
-      if (!is_id[s] || vc.values[v].records > hub) continue;
+      if (!is_id[s] || idv.hub[v]) continue;
       if (std::find(ids.begin(), ids.end(), v) == ids.end()) ids.push_back(v);
     }
-    if (ids.empty()) continue;
-    // The finest identifier first: the record belongs to its group.
-    stable_sort_small(ids, [&](uint32_t a, uint32_t b) {
-      return kinds.kind_values[kinds.kind_of_value[a]] > kinds.kind_values[kinds.kind_of_value[b]];
-    });
-    for (uint32_t v : ids)
-      if (uf_of[v] == kNone) {
-        uf_of[v] = g.uf.add();
-        g.key_names.emplace_back(vc.value_text[v]);
-        kind_of.push_back(kinds.kind_of_value[v]);
-        value_of.push_back(v);
-        next.push_back(kNone);
-        tail.push_back(uf_of[v]);
-      }
-    bool conflict = false;
-    for (size_t k = 1; k < ids.size(); ++k) {
-      uint32_t a = g.uf.find(uf_of[ids[0]]), b = g.uf.find(uf_of[ids[k]]);
-      if (a == b) continue;
-      if (!compatible(a, b)) {
-        conflict = true;
-        continue;
-      }
-      g.uf.unite(a, b);
-      const uint32_t root = g.uf.find(a), other = root == a ? b : a;
-      next[tail[root]] = other;
-      tail[root] = tail[other];
-    }
-    multi_id_records += conflict;
-    g.key[r] = uf_of[ids[0]];
+    join.record(r, ids);
   }
-  return multi_id_records;
+  return join.multi_id_records;
 }
 
 // The shape of an identifier: its text before the first digit (blk_, req-, attempt_),
@@ -345,12 +599,11 @@ std::string_view id_prefix(std::string_view v) {
 // A sampled log: values rarely repeat, so no slot recurs. Identifiers are then the slots
 // whose values share a prefix that slots of at least two templates hold (blk_ in HDFS);
 // the prefix with most distinct values wins. Returns the chosen prefix.
-std::string shape_slots(const ValueCensus& vc, std::vector<bool>& is_id,
-                        std::vector<IdSlot>& id_slots) {
+std::string shape_slots(const Census& vc, std::vector<bool>& is_id, std::vector<IdSlot>& id_slots) {
   const size_t slots = vc.slots();
   std::vector<std::unordered_map<std::string_view, uint64_t>> prefixes(slots);
   for (size_t v = 0; v < vc.values.size(); ++v)
-    if (const std::string_view p = id_prefix(vc.value_text[v]); !p.empty())
+    if (const std::string_view p = id_prefix(vc.table.text(v)); !p.empty())
       for (uint32_t s : vc.slots_of(v)) ++prefixes[s][p];
   std::vector<uint32_t> cluster_of(slots);
   for (size_t c = 0; c + 1 < vc.slot_base.size(); ++c)
@@ -414,23 +667,48 @@ void group_by_regex(const LogSet& logs, const std::string& id_regex, Grouping& g
 }
 
 void group_by_identifiers(const LogSet& logs, const MessageSource& messages, bool copy_values,
-                          FlowSet& out, Grouping& g) {
-  ValueCensus vc = census_values(logs, messages, copy_values);
+                          size_t census_cap, FlowSet& out, Grouping& g) {
   const uint64_t hub = std::max<uint64_t>(64, logs.records.size() / 100);
-  std::vector<bool> is_id = identifier_slots(vc, hub, out.id_slots);
-  out.id_values = vc.values.size();
-  for (const ParamValue& v : vc.values) out.id_values_repeating += v.records > 1;
-  // Fewer than 1 value in 20 repeats: a sample, not a log of whole requests.
-  out.sampled = out.id_values >= 20 && out.id_values_repeating * 20 < out.id_values;
-  if (out.sampled) {
-    out.id_slots.clear();
-    std::fill(is_id.begin(), is_id.end(), false);
-    out.id_shape = shape_slots(vc, is_id, out.id_slots);
+  std::vector<bool> is_id;
+  {
+    Census vc = census_values(logs, messages, copy_values, census_cap);
+    out.census_held = vc.most_held;
+    is_id = identifier_slots(vc, hub, out.id_slots);
+    out.id_values = vc.scaled(vc.values.size());
+    uint64_t repeating = 0;
+    for (const ParamValue& v : vc.values) repeating += v.records > 1;
+    out.id_values_repeating = vc.scaled(repeating);
+    // Fewer than 1 value in 20 repeats: a sample, not a log of whole requests.
+    out.sampled = out.id_values >= 20 && out.id_values_repeating * 20 < out.id_values;
+    if (out.sampled) {
+      out.id_slots.clear();
+      std::fill(is_id.begin(), is_id.end(), false);
+      out.id_shape = shape_slots(vc, is_id, out.id_slots);
+    }
+    if (out.id_slots.empty()) {
+      out.id_source = "none";
+      return;
+    }
+    if (vc.level == 0) {  // exact: every value and pair held, no more reading
+      IdValues idv = identifier_values_held(vc, is_id, hub);
+      out.id_values_held = static_cast<uint64_t>(
+          std::count_if(idv.kind.begin(), idv.kind.end(), [](uint32_t k) { return k != kNone; }));
+      out.multi_id_records += join_held(vc, is_id, idv, g);
+      out.id_arena = idv.table.take_arena();  // the groups' names view into it
+    } else {
+      // The held values are freed: what follows holds the identifier values only (the
+      // sketch and the slots' layout stay: 1 MiB and a few words a slot).
+      vc.table = ValueTable(copy_values);
+      std::vector<ParamValue>().swap(vc.values);
+      std::vector<uint32_t>().swap(vc.slot_begin);
+      std::vector<uint32_t>().swap(vc.value_slots);
+      IdValues idv = identifier_values(logs, messages, copy_values, vc, is_id, hub);
+      out.id_values_held = idv.table.size();
+      out.multi_id_records += join_reading(logs, messages, vc, is_id, idv, g);
+      out.id_arena = idv.table.take_arena();
+    }
   }
-  IdKinds kinds = identifier_kinds(vc, is_id);
-  out.multi_id_records += join_requests(vc, is_id, hub, kinds, g);
-  out.id_source = out.id_slots.empty() ? "none" : out.sampled ? "shape" : "auto";
-  out.id_arena = std::move(vc.text);  // the groups' names view into it
+  out.id_source = out.sampled ? "shape" : "auto";
 }
 
 }  // namespace detail

@@ -56,11 +56,12 @@ void group_by_regex(const LogSet& logs, const std::string& id_regex, Grouping& g
 using MessageVisitor = std::function<void(uint32_t, std::string_view)>;
 using MessageSource = std::function<void(const MessageVisitor&)>;
 
-// Inferred identifiers from the records' messages; sets out.id_source, id_slots, sampled
-// and their counts. With copy_values the identifiers are copied (into out.id_arena): the
-// messages need not outlive the call.
+// Inferred identifiers from the records' messages, given three times (census, identifier
+// values, grouping); sets out.id_source, id_slots, sampled and their counts. With
+// copy_values the identifiers are copied (into out.id_arena): the messages need not
+// outlive the call. The census holds at most census_cap values (FlowOptions).
 void group_by_identifiers(const LogSet& logs, const MessageSource& messages, bool copy_values,
-                          FlowSet& out, Grouping& g);
+                          size_t census_cap, FlowSet& out, Grouping& g);
 
 // Groups by --id, inferred identifiers (from `messages`) or threads (flows.cpp); sets
 // out.id_source and the identifiers' fields.
