@@ -131,6 +131,8 @@ TEST(RunCommand, BadInputIsAClearUsageError) {
        "for no limit"},
       {{"run", "keycount", "--trace", "x.txt"}, "--trace"},
       {{"run", "keycount", "--nosuchflag"}, "nosuchflag"},
+      {{"run", "keycount", "--bins", "64", "--autoscale", "--under-backlog", "bogus"},
+       "--under-backlog: 'bogus' is not ahead, merge or keep"},
   };
   for (const Case& c : cases) {
     Ran r = run_cli(c.args);
