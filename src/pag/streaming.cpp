@@ -266,7 +266,6 @@ void StreamingPag::expire_halves(int64_t end, bool closed_end) {
 
 void StreamingPag::cut_timelines(int64_t start, int64_t end, bool closed_end, Pag& pag,
                                  CutLayout& layout) const {
-  auto before_end = [&](int64_t t) { return t < end || (closed_end && t == end); };
   // Workers in ascending id order, as in the batch PAG.
   std::vector<uint32_t> order(workers_.size());
   for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -303,17 +302,26 @@ void StreamingPag::cut_timelines(int64_t start, int64_t end, bool closed_end, Pa
     node_base[wi] = base;
     first_abs[wi] = w.base + lo;
     last_abs[wi] = w.base + hi;  // one past
-    for (size_t i = lo; i < hi; ++i) {
-      pag.node_ts.push_back(w.node_ts[i]);
-      pag.edge_type.push_back(i + 1 < hi ? w.type[i] : kNoEdge);
-      pag.edge_op.push_back(i + 1 < hi ? w.op[i] : kNone);
+    // Copied range by range (the last node has no edge): no push_back per node.
+    if (hi > lo) {
+      pag.node_ts.insert(pag.node_ts.end(), w.node_ts.begin() + lo, w.node_ts.begin() + hi);
+      pag.edge_type.insert(pag.edge_type.end(), w.type.begin() + lo, w.type.begin() + hi - 1);
+      pag.edge_type.push_back(kNoEdge);
+      pag.edge_op.insert(pag.edge_op.end(), w.op.begin() + lo, w.op.begin() + hi - 1);
+      pag.edge_op.push_back(kNone);
       // Instances only need to compare equal within the worker: shift them like the nodes.
-      pag.edge_instance.push_back(i + 1 < hi ? w.instance[i] - static_cast<uint32_t>(lo) + base
-                                             : kNone);
+      const size_t at = pag.edge_instance.size();
+      pag.edge_instance.insert(pag.edge_instance.end(), w.instance.begin() + lo,
+                               w.instance.begin() + hi - 1);
+      for (size_t x = at; x < pag.edge_instance.size(); ++x)
+        pag.edge_instance[x] = pag.edge_instance[x] - static_cast<uint32_t>(lo) + base;
+      pag.edge_instance.push_back(kNone);
     }
     pag.worker_begin.push_back(static_cast<uint32_t>(pag.node_ts.size()));
-    auto it = std::lower_bound(w.event_ts.begin(), w.event_ts.end(), start);
-    for (; it != w.event_ts.end() && before_end(*it); ++it) pag.event_ts.push_back(*it);
+    const auto from = std::lower_bound(w.event_ts.begin(), w.event_ts.end(), start);
+    const auto to = closed_end ? std::upper_bound(from, w.event_ts.end(), end)
+                               : std::lower_bound(from, w.event_ts.end(), end);
+    pag.event_ts.insert(pag.event_ts.end(), from, to);
     pag.event_begin.push_back(static_cast<uint32_t>(pag.event_ts.size()));
   }
 }
