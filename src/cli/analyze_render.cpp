@@ -50,7 +50,10 @@ void AnalyzeRun::render(const WindowView& view, RenderedWindow& r) const {
       with_import.diagnostics.add_input(kind, n);
   }
   const WindowView v{view.pag, view.snapshot, view.cp, first ? with_import : view.summary};
-  fmt::memory_buffer text;
+  // One buffer per rendering thread, kept across windows: a window's JSON (hundreds of KB
+  // with many workers) is written without growing and copying the buffer each time.
+  static thread_local fmt::memory_buffer text;
+  text.clear();
   if (a_.format == "jsonl") {
     write_window_json(text, v.summary, *names_, sel_);
     text.push_back('\n');
