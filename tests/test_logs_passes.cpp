@@ -81,12 +81,38 @@ uint64_t most_open_by_brute_force(const FlowSet& flows, size_t records) {
   return static_cast<uint64_t>(most);
 }
 
+// The most records held at once by a pass over records that holds each open flow's records
+// seen so far: a record is held from its line to its flow's last record (in record
+// order), brute force over build_flows' flows.
+uint64_t most_held_by_brute_force(const FlowSet& flows, size_t records) {
+  std::vector<int64_t> delta(records + 1, 0);
+  for (const Flow& f : flows.flows) {
+    const uint32_t last = *std::max_element(f.records.begin(), f.records.end());
+    for (uint32_t r : f.records) ++delta[r], --delta[last + 1];
+  }
+  int64_t held = 0, most = 0;
+  for (int64_t d : delta) most = std::max(most, held += d);
+  return static_cast<uint64_t>(most);
+}
+
+// Read as `logs flows` reads regular files: each record's template only (the passes read
+// the rest again).
+LogOptions templates_only(size_t chunk) {
+  LogOptions o;
+  o.keep = KeepText::none;
+  o.line_kinds = false;
+  o.keep_records = false;
+  o.keep_clusters = true;
+  o.read_chunk_bytes = chunk;
+  return o;
+}
+
 // Every output of `logs flows` for one flow set, concatenated.
-std::string all_outputs(const LogSet& set, const FlowSet& flows) {
+std::string all_outputs(const LogSet& set, const FlowSet& flows, bool jsonl = true) {
   const output::FlowsView view(set, flows);
   fmt::memory_buffer out;
-  for (const Flow& f : flows.flows) {
-    output::write_flow_json(out, set, f, true);
+  for (size_t k = 0; jsonl && k < flows.flows.size(); ++k) {
+    output::write_flow_json(out, set, flows.flows[k], true);
     out.push_back('\n');
   }
   view.write_json(out, 10);
@@ -130,6 +156,26 @@ void expect_passes_equal_one_pass(const std::vector<std::string>& paths, size_t 
     EXPECT_TRUE(from_kept == want);
     EXPECT_EQ(streamed.most_open, most_open_by_brute_force(one, one_set.records.size()));
     EXPECT_EQ(streamed.total_latency, one.total_latency);
+    // Streamed with no record kept (the command on files, inferred ids): every pass reads
+    // them again (reads of 7 bytes are tested above: 4 KiB still cut lines, faster).
+    // Under the sanitizers once a log (its reads of 7 bytes have the 4 KiB reads below).
+    if (by_thread || (testing::kSanitized && chunk < 4096)) continue;
+    const LogOptions bare_set = templates_only(std::max<size_t>(chunk, 4096));
+    const LogSet no_records = read_logs(paths, bare_set);
+    ASSERT_EQ(no_records.records.capacity(), 0u);
+    ASSERT_EQ(no_records.record_count, one_set.records.size());
+    // One streaming (each pass reads the files again): the JSONL as given, the rest from
+    // all flows kept (the first 10 of them are the 10 slowest).
+    fmt::memory_buffer buf;
+    const FlowSet held = stream_flows(no_records, bare_set, fo, 1000000, [&](const Flow& f) {
+      output::write_flow_json(buf, no_records, f, true);
+      buf.push_back('\n');
+    });
+    const std::string from_rereads = fmt::to_string(buf) + all_outputs(no_records, held, false);
+    ASSERT_EQ(from_rereads.size(), want.size());
+    EXPECT_TRUE(from_rereads == want);
+    EXPECT_EQ(held.most_open, streamed.most_open);
+    EXPECT_EQ(held.most_held, most_held_by_brute_force(one, one_set.records.size()));
   }
 }
 
@@ -386,6 +432,85 @@ TEST(LogPasses, CensusAndOpenRequestsStayBoundedAsLinesGrow) {
   }
 }
 
+// A hub (a value on more than 64 records, here a job id in the slots of request ids)
+// whose records all come before the census starts sampling must still be a hub: the
+// sampling census feeds its sketch only from then on, first with the exact counts it held
+// (a sketch fed from then on only would miss the job's 200 records and join its 100
+// requests into one). The oracle is the exact census: the same flows and table.
+TEST(LogPasses, AHubSeenBeforeSamplingStaysAHub) {
+  std::string log;
+  for (int i = 0; i < 4000; ++i) {
+    const int r = i / 4;
+    const std::string req = fmt::format("req-{:06x}", r);
+    const std::string x = r < 200 && r % 2 == 0 ? "job_000042" : req;
+    const char* what[] = {"Handling {} token tk{:08}", "Step {} token tk{:08}", "Completed {}",
+                          "Finished {}"};
+    log += fmt::format("2024-03-01T12:{:02}:{:02}.{:03}Z INFO [t1] c.e.Svc - ", i / 60000 % 60,
+                       i / 1000 % 60, i % 1000);
+    log += i % 4 < 2 ? fmt::format(fmt::runtime(what[i % 4]), req, i)
+                     : fmt::format(fmt::runtime(what[i % 4]), x);
+    log += '\n';
+  }
+  LogOptions o;
+  o.keep = KeepText::messages;
+  o.line_kinds = false;
+  const LogSet set = parse_logs({{"svc.log", log}}, o);
+  FlowOptions exact;
+  exact.census_cap = size_t{1} << 30;
+  const FlowSet want = build_flows(set, exact);
+  EXPECT_EQ(want.flows.size(), 1000u);
+  EXPECT_EQ(want.records_without_id, 200u);  // the job's lines: a hub, no identifier
+  FlowOptions fo;
+  fo.census_cap = 1000;  // sampling from about the 330th request on
+  const FlowSet got = build_flows(set, fo);
+  EXPECT_LE(got.census_held, 1000u);
+  EXPECT_LT(got.census_held, want.census_held);
+  EXPECT_TRUE(grouping_outputs(set, got) == grouping_outputs(set, want));
+}
+
+// `logs flows` on files keeps no record: each pass reads the files again and holds the
+// open requests' records only, so what is held besides the templates and the grouping (4
+// bytes a record each: a record's template and its request) stays bounded as lines grow
+// 10 times on a log whose requests close (4 lines each, 4 open at once). The oracle is
+// build_flows on the records kept: every output byte for byte, and the records held
+// against a brute force over its flows.
+TEST(LogPasses, FlowsOnFilesHoldNoRecordsAsLinesGrow) {
+  const int n = testing::random_inputs(4000, 1600);
+  for (const int lines : {n, 10 * n}) {
+    SCOPED_TRACE(lines);
+    std::string log;
+    for (int i = 0; i < lines; ++i) {
+      const std::string req = fmt::format("req-{:06x}", 0xa00000 + i / 16 * 4 + i % 4);
+      log += fmt::format("2024-03-01T12:{:02}:{:02}.{:03}Z INFO [t{}] c.e.Svc - {}\n",
+                         i / 60000 % 60, i / 1000 % 60, i % 1000, i % 3,
+                         i % 16 < 8 ? fmt::format("Handling {} token tk{:08}", req, i)
+                                    : fmt::format("Finished {} step {}", req, i % 16));
+    }
+    TempLogs t("no_records_" + std::to_string(lines));
+    t.add("svc.log", log);
+    LogOptions kept;
+    kept.keep = KeepText::messages;
+    kept.line_kinds = false;
+    const LogSet one_set = read_logs(t.paths, kept);
+    const FlowSet one = build_flows(one_set, {});
+    ASSERT_EQ(one.flows.size(), static_cast<size_t>(lines / 4));
+    const LogOptions o = templates_only(1 << 16);
+    const LogSet set = read_logs(t.paths, o);
+    EXPECT_EQ(set.records.capacity(), 0u);
+    EXPECT_EQ(set.contents.capacity(), 0u);
+    EXPECT_EQ(set.clusters.size(), static_cast<size_t>(lines));
+    FlowSet all;
+    EXPECT_TRUE(streamed_outputs(set, o, {}, &all) == all_outputs(one_set, one));
+    const FlowSet top = stream_flows(set, o, {}, 10);
+    EXPECT_EQ(top.flow_count, one.flows.size());
+    EXPECT_EQ(top.most_open, most_open_by_brute_force(one, one_set.records.size()));
+    EXPECT_LE(top.most_open, 4u);
+    EXPECT_EQ(top.most_held, most_held_by_brute_force(one, one_set.records.size()));
+    EXPECT_LE(top.most_held, 16u);    // 4 open requests of at most 4 records
+    EXPECT_EQ(top.held.size(), 40u);  // the 10 slowest, 4 records each
+  }
+}
+
 // `logs templates` (the table) keeps no record: the table needs per-template counts
 // only, so what is held follows templates, not lines. The oracle is the same reading
 // with every record kept: byte-identical tables, at N and 10 N requests, and no record
@@ -465,6 +590,15 @@ TEST(LogPasses, AFileChangedBetweenPassesIsAnError) {
   EXPECT_THROW(build_flows_rereading(set, o, {}), std::runtime_error);
   fs::remove(t.paths[0]);
   EXPECT_THROW(build_flows_rereading(set, o, {}), std::runtime_error);
+  // No record kept: each file's bytes and count of records are checked.
+  t.add("b.log", files[0]);
+  const LogOptions bare = templates_only(1 << 20);
+  const LogSet no_records = read_logs({t.paths[1]}, bare);
+  EXPECT_NO_THROW(stream_flows(no_records, bare, {}, 10));
+  std::string same_size = files[0];  // a record joined to the one before: one record less
+  same_size[same_size.find("\n2024") + 1] = ' ';
+  std::ofstream(t.paths[1], std::ios::trunc) << same_size;
+  EXPECT_THROW(stream_flows(no_records, bare, {}, 10), std::runtime_error);
 }
 
 // What a shell command printed (stdout only).

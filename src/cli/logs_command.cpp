@@ -86,6 +86,10 @@ int run_flows(const LogsArgs& a) {
            : a.by_thread || passes ? logs::KeepText::none
                                    : logs::KeepText::messages;
   o.line_kinds = false;
+  // On files, each record's template only: the passes read the rest again (memory follows
+  // templates and open requests, not lines).
+  o.keep_records = !passes;
+  o.keep_clusters = passes;
   const logs::LogSet set = logs::read_logs(a.files, o);
   OutputFile out(a.output);
   // The flows are streamed: memory follows the requests open at a time, and only the

@@ -78,76 +78,84 @@ void merge_spanning_pieces(const Pag& pag, Snapshot& part) {
   part.msg_mult.resize(kept);
 }
 
-void plan_segments(const Pag& pag, const Snapshot& snap, SegmentPlan& plan) {
+namespace {
+
+// What plan_segments collects from a window's nodes (thread-local scratch).
+struct PlanScratch {
+  std::vector<KeyValue<int64_t>> busy, scratch;  // (start - span_start, end)
+  std::vector<KeyValue<int64_t>> input_waits;    // (start - span_start, end)
+  std::vector<int64_t> borders;
+  std::vector<uint8_t> arrives;  // per node: 1 if a message arrives
+  std::vector<std::pair<int64_t, int64_t>> message_times;
+  void clear() {
+    busy.clear();
+    input_waits.clear();
+    borders.clear();
+  }
+};
+thread_local PlanScratch t_scratch;
+
+void reset(SegmentPlan& plan) {
   plan.idle.clear();
   plan.parts.clear();
   plan.segments = 0;
   plan.input_idle_ns = 0;
   plan.property2_violations = 0;
   plan.property2_ns = 0;
-  const size_t n = snap.node_count();
-  if (n == 0) {
-    plan.span_start = plan.span_end = snap.window.start;
-    return;
-  }
-  const auto [lo, hi] = std::minmax_element(snap.ts.begin(), snap.ts.end());
-  const int64_t span_start = *lo, span_end = *hi;
-  plan.span_start = span_start;
-  plan.span_end = span_end;
+}
 
-  // Intervals covered by some non-waiting timeline edge or message in flight; every
-  // uncovered stretch of [span_start, span_end] is idle (a Property 2 violation).
-  static thread_local std::vector<KeyValue<int64_t>> busy, scratch;  // (start, end)
-  static thread_local std::vector<KeyValue<int64_t>> input_waits;    // (start, end)
-  static thread_local std::vector<int64_t> borders;
-  static thread_local std::vector<uint8_t> flags;  // per node: 1 if a message arrives
-  busy.clear();
-  input_waits.clear();
-  borders.clear();
-  flags.assign(n, 0);
-  for (size_t k = 0; k < snap.msg_dst.size(); ++k) flags[snap.msg_dst[k]] = 1;
-  constexpr uint8_t kWaiting = static_cast<uint8_t>(ActivityType::waiting);
-  for (size_t v = 0; v + 1 < n; ++v) {
-    if (snap.edge[v] == kNone) continue;
+// One timeline edge v -> v + 1 of a worker's nodes in a window (times clipped), in node
+// order: a border where the worker starts or resumes with no message arriving, a wait for
+// input, or busy time (runs of one worker's busy edges merged).
+struct EdgeVisitor {
+  const Pag& pag;
+  int64_t span_start;
+  PlanScratch& s;
+  // first: v is the worker's first node in the window; g: its PAG node; arrives_*: a
+  // message arrives at v, at v + 1; end_unclipped: v + 1 is at PAG node g + 1's time.
+  void operator()(bool first, uint32_t g, int64_t t0, int64_t t1, bool arrives_v, bool arrives_next,
+                  bool end_unclipped) {
+    constexpr uint8_t kWaiting = static_cast<uint8_t>(ActivityType::waiting);
     // A worker that starts with no message arriving: nothing in the trace leads to it.
-    if ((v == 0 || snap.edge[v - 1] == kNone) && snap.ts[v] > span_start && !(flags[v] & 1))
-      borders.push_back(snap.ts[v]);
-    if (snap.type[v] == kWaiting) {
-      if (pag.edge_op[snap.edge[v]] != kNone && snap.ts[v + 1] > snap.ts[v])
-        input_waits.push_back({static_cast<uint64_t>(snap.ts[v] - span_start), snap.ts[v + 1]});
+    if (first && t0 > span_start && !arrives_v) s.borders.push_back(t0);
+    if (pag.edge_type[g] == kWaiting) {
+      if (pag.edge_op[g] != kNone && t1 > t0)
+        s.input_waits.push_back({static_cast<uint64_t>(t0 - span_start), t1});
       // A wait that ends with no message arriving (and not cut by the window's end): the
       // worker resumes for no reason the trace shows, like a worker that starts.
-      if (!(flags[v + 1] & 1) && snap.ts[v + 1] == pag.node_ts[snap.edge[v] + 1])
-        borders.push_back(snap.ts[v + 1]);
-      continue;
+      if (!arrives_next && end_unclipped) s.borders.push_back(t1);
+      return;
     }
-    const int64_t s = snap.ts[v], e = snap.ts[v + 1];
-    // Merge runs of consecutive busy edges of one worker.
-    if (!busy.empty() && busy.back().value == s && v > 0 && snap.edge[v - 1] != kNone)
-      busy.back().value = e;
+    if (!s.busy.empty() && s.busy.back().value == t0 && !first)
+      s.busy.back().value = t1;
     else
-      busy.push_back({static_cast<uint64_t>(s - span_start), e});
+      s.busy.push_back({static_cast<uint64_t>(t0 - span_start), t1});
   }
-  for (size_t k = 0; k < snap.msg_src.size(); ++k) {
-    const int64_t s = snap.ts[snap.msg_src[k]], e = snap.ts[snap.msg_dst[k]];
-    if (e > s) busy.push_back({static_cast<uint64_t>(s - span_start), e});
-  }
-  radix_sort(busy, scratch);
+};
+
+// The idle intervals (the stretches of [span_start, span_end] no busy interval covers),
+// their input waits and the parts between the borders.
+void finish_plan(const Window& window, int64_t span_start, int64_t span_end, PlanScratch& s,
+                 SegmentPlan& plan) {
+  plan.span_start = span_start;
+  plan.span_end = span_end;
+  radix_sort(s.busy, s.scratch);
   int64_t covered = span_start;
-  for (const auto& kv : busy) {
-    const int64_t s = static_cast<int64_t>(kv.key) + span_start;
-    if (s > covered) plan.idle.emplace_back(covered, s);
+  for (const auto& kv : s.busy) {
+    const int64_t b = static_cast<int64_t>(kv.key) + span_start;
+    if (b > covered) plan.idle.emplace_back(covered, b);
     covered = std::max(covered, kv.value);
     if (covered >= span_end) break;
   }
   if (covered < span_end) plan.idle.emplace_back(covered, span_end);
   if (!plan.idle.empty()) {
-    radix_sort(input_waits, scratch);
-    classify_idle(input_waits, span_start, plan);
+    radix_sort(s.input_waits, s.scratch);
+    classify_idle(s.input_waits, span_start, plan);
   }
 
   // The last part owns span_end unless the next window starts there.
-  const bool closed = span_end < snap.window.end || snap.window.closed_end;
+  const bool closed = span_end < window.end || window.closed_end;
+  std::vector<int64_t>& borders = s.borders;
   if (plan.idle.empty() && borders.empty()) {  // the thesis case: one segment
     if (span_end > span_start) plan.parts.push_back({{span_start, span_end, closed}, false});
     plan.segments = plan.parts.size();
@@ -167,6 +175,93 @@ void plan_segments(const Pag& pag, const Snapshot& snap, SegmentPlan& plan) {
     plan.segments += !idle;
   }
   if (!plan.parts.empty()) plan.parts.back().window.closed_end = closed;
+}
+
+}  // namespace
+
+void plan_segments(const Pag& pag, const Snapshot& snap, SegmentPlan& plan) {
+  reset(plan);
+  const size_t n = snap.node_count();
+  if (n == 0) {
+    plan.span_start = plan.span_end = snap.window.start;
+    return;
+  }
+  const auto [lo, hi] = std::minmax_element(snap.ts.begin(), snap.ts.end());
+  const int64_t span_start = *lo;
+  PlanScratch& s = t_scratch;
+  s.clear();
+  s.arrives.assign(n, 0);
+  for (size_t k = 0; k < snap.msg_dst.size(); ++k) s.arrives[snap.msg_dst[k]] = 1;
+  EdgeVisitor visit{pag, span_start, s};
+  for (size_t v = 0; v + 1 < n; ++v) {
+    if (snap.edge[v] == kNone) continue;
+    visit(v == 0 || snap.edge[v - 1] == kNone, snap.edge[v], snap.ts[v], snap.ts[v + 1],
+          s.arrives[v], s.arrives[v + 1], snap.ts[v + 1] == pag.node_ts[snap.edge[v] + 1]);
+  }
+  for (size_t k = 0; k < snap.msg_src.size(); ++k) {
+    const int64_t a = snap.ts[snap.msg_src[k]], b = snap.ts[snap.msg_dst[k]];
+    if (b > a) s.busy.push_back({static_cast<uint64_t>(a - span_start), b});
+  }
+  finish_plan(snap.window, span_start, *hi, s, plan);
+}
+
+// The same plan without the window's snapshot: the nodes' times come from the ranges the
+// snapshot would copy, message endpoints are placed where Snapshotter puts them.
+void SegmentPlanner::plan(const Window& win, SegmentPlan& plan) {
+  reset(plan);
+  const uint32_t nodes = scan_.scan(win, ranges_, messages_);
+  if (nodes == 0 && messages_.empty()) {
+    plan.span_start = plan.span_end = win.start;
+    return;
+  }
+  const auto& node_ts = pag_.node_ts;
+  using Range = Snapshotter::Range;
+  // The time of snapshot node v of range r (its ends clipped).
+  auto time_of = [&](const Range& r, uint32_t v) {
+    if (v == r.offset) return r.first_ts;
+    if (v == r.offset + (r.last_node - r.first_edge)) return r.last_ts;
+    return node_ts[r.first_edge + (v - r.offset)];
+  };
+  int64_t span_start = INT64_MAX, span_end = INT64_MIN;
+  for (const Range& r : ranges_)
+    if (r.first_edge != kNone) {
+      span_start = std::min(span_start, r.first_ts);
+      span_end = std::max(span_end, r.last_ts);
+    }
+  PlanScratch& s = t_scratch;
+  s.clear();
+  s.arrives.assign(nodes, 0);
+  s.message_times.clear();
+  const int64_t ts = win.start, te = win.end;
+  for (uint32_t mi : messages_) {
+    const Message& m = pag_.messages[mi];
+    const int64_t s_t = std::max(m.src_ts, ts), d_t = std::min(m.dst_ts, te);
+    const Range& rs = ranges_[m.src_worker];
+    const Range& rd = ranges_[m.dst_worker];
+    const uint32_t vs = Snapshotter::place(rs, s_t, m.src_node, m.src_ts < ts);
+    const uint32_t vd = Snapshotter::place(rd, d_t, m.dst_node, m.dst_ts > te);
+    const int64_t a = vs == kNone ? s_t : time_of(rs, vs);
+    const int64_t b = vd == kNone ? d_t : time_of(rd, vd);
+    if (vd != kNone) s.arrives[vd] = 1;
+    span_start = std::min({span_start, a, b});
+    span_end = std::max({span_end, a, b});
+    if (b > a) s.message_times.emplace_back(a, b);
+  }
+  EdgeVisitor visit{pag_, span_start, s};
+  for (const Range& r : ranges_) {
+    if (r.first_edge == kNone) continue;
+    const uint32_t k = r.last_node - r.first_edge;
+    int64_t t0 = r.first_ts;
+    for (uint32_t x = 0; x < k; ++x) {
+      const uint32_t g = r.first_edge + x, v = r.offset + x;
+      const int64_t t1 = x + 1 == k ? r.last_ts : node_ts[g + 1];
+      visit(x == 0, g, t0, t1, s.arrives[v], s.arrives[v + 1], t1 == node_ts[g + 1]);
+      t0 = t1;
+    }
+  }
+  for (const auto& [a, b] : s.message_times)
+    s.busy.push_back({static_cast<uint64_t>(a - span_start), b});
+  finish_plan(win, span_start, span_end, s, plan);
 }
 
 void SegmentedCp::compute(const SegmentPlan& plan, Snapshot& snap, CpResult& out,
@@ -222,6 +317,10 @@ SegmentedCp::Totals SegmentedCp::analyze_parts(const SegmentPlan& plan,
     t.cp_ns += r.cp_ns;
     if (sample_seed)
       paths_[k] = computer_.sample_path(snaps_[k], r, *sample_seed + k * 0xd1b54a32d192ed03ULL);
+    if (!path_counts_) {  // not combined: free them for the next part and the combination
+      BigVector<WideCount>().swap(r.forward);
+      BigVector<WideCount>().swap(r.backward);
+    }
   }
   return t;
 }

@@ -50,6 +50,20 @@ struct SegmentPlan {
 // (not cut by the window) at a node where no message arrives.
 void plan_segments(const Pag& pag, const Snapshot& snap, SegmentPlan& plan);
 
+// The same plan straight from the PAG, without the window's snapshot (a segmented window
+// is snapshotted only part by part). Windows in increasing time order, as Snapshotter.
+class SegmentPlanner {
+ public:
+  explicit SegmentPlanner(const Pag& pag) : pag_(pag), scan_(pag) {}
+  void plan(const Window& window, SegmentPlan& plan);
+
+ private:
+  const Pag& pag_;
+  Snapshotter scan_;
+  std::vector<Snapshotter::Range> ranges_;
+  std::vector<uint32_t> messages_;
+};
+
 // Computes the CP of a window cut into segments (plan not whole): every part is
 // snapshotted from the PAG like a window and every segment analyzed on its own; `snap`
 // is then replaced by the parts' snapshots laid side by side (worker by worker, part by

@@ -130,7 +130,7 @@ PathSet collect_paths(const SampleSet& set, const std::vector<double>& weights,
     if (o.operator_id && s.op != *o.operator_id) continue;
     if (o.worker && (s.worker != kNoId ? s.worker : s.thread) != *o.worker) continue;
     PathSet::Path p{prefixes.of(s), s.stack, kNoId, 0, w};
-    if (o.split_by_who) p.who = s.worker != kNoId ? s.worker : (uint64_t{1} << 32 | s.thread);
+    if (o.split_by_who) p.who = who_of(s);
     if (o.off_cpu_leaf && s.kind == SampleKind::off_cpu && s.activity < kActivityTypeCount) {
       uint32_t& leaf = off_cpu_leaf[s.activity];
       if (leaf == kNoId) leaf = names.id(fmt::format("[off-cpu {}]", kActivityNames[s.activity]));

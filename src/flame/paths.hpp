@@ -12,6 +12,13 @@
 
 namespace snailtrail::flame {
 
+// Whose a sample is, when paths (or time-ordered lanes) are kept apart: its worker, else
+// kThreadBit | its thread.
+inline constexpr uint64_t kThreadBit = uint64_t{1} << 32;
+inline uint64_t who_of(const StackSample& s) {
+  return s.worker != kNoId ? s.worker : (kThreadBit | s.thread);
+}
+
 struct PathSet {
   // Names of the frames used, and their order: equal names have equal ranks.
   std::vector<std::string> names;
@@ -22,7 +29,7 @@ struct PathSet {
     uint32_t prefix = 0;    // index into prefixes
     uint32_t stack = 0;     // SampleSet stack
     uint32_t leaf = kNoId;  // name id of a leaf below the stack (off-CPU), or kNoId
-    // With TreeOptions::split_by_who: the sample's worker, else (1 << 32 | thread);
+    // With TreeOptions::split_by_who: who_of(the sample);
     // paths of different ones are kept apart. 0 otherwise.
     uint64_t who = 0;
     double weight = 0;

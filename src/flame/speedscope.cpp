@@ -13,8 +13,6 @@
 namespace snailtrail::flame {
 namespace {
 
-constexpr uint64_t kThreadBit = uint64_t{1} << 32;  // PathSet::Path::who of a thread
-
 std::string who_name(const SampleSet& set, const SpeedscopeOptions& so, uint64_t who) {
   const auto id = static_cast<uint32_t>(who);
   if (!(who & kThreadBit)) {

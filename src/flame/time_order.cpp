@@ -17,12 +17,6 @@
 namespace snailtrail::flame {
 namespace {
 
-constexpr uint64_t kThreadBit = uint64_t{1} << 32;
-
-uint64_t lane_key(const StackSample& s) {
-  return s.worker != kNoId ? s.worker : (kThreadBit | s.thread);
-}
-
 std::string lane_name(const SampleSet& set, uint64_t key) {
   const auto id = static_cast<uint32_t>(key);
   if (!(key & kThreadBit)) return fmt::format("worker {}", id);
@@ -165,7 +159,7 @@ TimeOrder time_order(const SampleSet& set, const std::vector<double>& weights,
       ++t.untimed;
       continue;
     }
-    lane_of.emplace(lane_key(s), 0);
+    lane_of.emplace(who_of(s), 0);
     order.push_back(i);
   }
   for (auto& [key, lane] : lane_of) {
@@ -180,7 +174,7 @@ TimeOrder time_order(const SampleSet& set, const std::vector<double>& weights,
     return {s.ts, s.ts + static_cast<int64_t>(s.count)};
   };
   std::vector<uint32_t> lane_at(order.size());
-  for (size_t k = 0; k < order.size(); ++k) lane_at[k] = lane_of[lane_key(set.samples[order[k]])];
+  for (size_t k = 0; k < order.size(); ++k) lane_at[k] = lane_of[who_of(set.samples[order[k]])];
   {
     std::vector<uint32_t> idx(order.size());
     for (uint32_t k = 0; k < idx.size(); ++k) idx[k] = k;

@@ -296,30 +296,43 @@ class Transport {
     }
     return n;
   }
-  // Splits a received buffer of frames into the inboxes.
+  // Splits a received buffer of whole frames into the inboxes.
   void deliver(const char* p, size_t n) {
     while (n >= sizeof(FrameHeader)) {
       FrameHeader h;
       std::memcpy(&h, p, sizeof h);
       const size_t len = sizeof h + h.bytes;
-      if (len > n) throw std::runtime_error("transport: truncated frame");
-      auto box = inbox(h.channel, h.to);
-      std::vector<char> frame(p, p + len);
-      {
-        // The receipt's time: delivery, not the receiver's dequeue. Stamped under the
-        // inbox's lock, so that a receiver's flush that found the inbox without this frame
-        // read its clock before this stamp (MixedPuller::earliest_arrival).
-        std::lock_guard<std::mutex> lock(box->mu);
-        if (since_origin) {
-          h.arrived_ns = steady_now_ns();
-          std::memcpy(frame.data(), &h, sizeof h);
-        }
-        box->frames.push_back(std::move(frame));
-      }
+      if (h.bytes > n || len > n) throw std::runtime_error("transport: truncated frame");
+      deliver_frame(p, len);
       p += len;
       n -= len;
     }
   }
+  // One whole frame (header and bytes) into its inbox.
+  void deliver_frame(const char* p, size_t len) {
+    FrameHeader h;
+    std::memcpy(&h, p, sizeof h);
+    auto box = inbox(h.channel, h.to);
+    std::vector<char> frame(p, p + len);
+    {
+      // The receipt's time: delivery, not the receiver's dequeue. Stamped under the
+      // inbox's lock, so that a receiver's flush that found the inbox without this frame
+      // read its clock before this stamp (MixedPuller::earliest_arrival).
+      std::lock_guard<std::mutex> lock(box->mu);
+      if (since_origin) {
+        h.arrived_ns = steady_now_ns();
+        std::memcpy(frame.data(), &h, sizeof h);
+      }
+      box->frames.push_back(std::move(frame));
+    }
+  }
+  // What the transport did (tests check that limits took effect).
+  struct Stats {
+    uint64_t messages = 0;         // messages sent
+    uint64_t largest_message = 0;  // bytes
+    uint64_t sender_waits = 0;     // sends that waited for the outgoing bound
+  };
+  virtual Stats stats() const { return {}; }
 
  private:
   std::mutex inbox_mu_;

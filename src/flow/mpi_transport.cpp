@@ -2,7 +2,10 @@
 // record and progress batches, channel.hpp) between processes (docs/RUNTIME.md "Several
 // processes"). MPI is initialized with MPI_THREAD_SERIALIZED: while the workers run only
 // the communication thread calls MPI; before start() and after finish() only the main
-// thread does.
+// thread does. Each destination's frames go as messages of at most limits.chunk_bytes
+// (frame_chunks.hpp), and a worker whose destination already has limits.out_bytes queued
+// or in flight waits in send() until the comm thread's sends complete (back-pressure):
+// the comm thread itself never waits for a worker, so the receiving side always drains.
 #include "flow/mpi_transport.hpp"
 #include "trace/environment.hpp"
 
@@ -12,6 +15,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <climits>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -30,7 +35,7 @@ void check(int rc, const char* what) {
 
 class MpiTransport final : public Transport {
  public:
-  MpiTransport() {
+  explicit MpiTransport(ChunkLimits limits) : limits_(limits) {
     int provided = 0;
     check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
     if (provided < MPI_THREAD_SERIALIZED) {
@@ -44,6 +49,8 @@ class MpiTransport final : public Transport {
     rank_ = static_cast<uint32_t>(r);
     procs_ = static_cast<uint32_t>(n);
     out_.resize(procs_);
+    backlog_.assign(procs_, 0);
+    streams_.resize(procs_);
   }
   ~MpiTransport() override {
     if (thread_.joinable()) {
@@ -57,7 +64,15 @@ class MpiTransport final : public Transport {
   uint32_t rank() const override { return rank_; }
 
   void send(uint32_t proc, std::vector<char>&& frame) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
+    auto& queued = backlog_[proc];  // bytes queued for `proc` or in flight to it
+    if (queued > 0 && queued + frame.size() > limits_.out_bytes && running_.load()) {
+      ++sender_waits_;
+      space_.wait(lock, [&] {
+        return queued == 0 || queued + frame.size() <= limits_.out_bytes || !running_.load();
+      });
+    }
+    queued += frame.size();
     auto& buf = out_[proc];
     if (buf.empty())
       buf = std::move(frame);
@@ -65,6 +80,7 @@ class MpiTransport final : public Transport {
       buf.insert(buf.end(), frame.begin(), frame.end());
     queued_ = true;
   }
+  Stats stats() const override { return {messages_.load(), largest_.load(), sender_waits_.load()}; }
 
   void start() override {
     if (thread_.joinable()) throw std::logic_error("MPI transport: start() before finish()");
@@ -94,7 +110,9 @@ class MpiTransport final : public Transport {
     running_ = true;
     thread_ = std::thread([this] {
       loop();
+      std::lock_guard<std::mutex> lock(mu_);
       running_ = false;
+      space_.notify_all();  // no sender may wait for a thread that is gone
     });
   }
   int64_t origin_ns() const override { return origin_; }
@@ -121,15 +139,19 @@ class MpiTransport final : public Transport {
   }
 
   std::vector<uint64_t> gather(const std::vector<uint64_t>& mine) override {
+    if (mine.size() > static_cast<size_t>(INT_MAX))
+      throw std::runtime_error("MPI transport: gather of more than INT_MAX values");
     int n = static_cast<int>(mine.size());
     std::vector<int> counts(procs_), displs(procs_);
     check(MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, comm_), "MPI_Gather");
     std::vector<uint64_t> all;
     if (rank_ == 0) {
-      int total = 0;
+      long long total = 0;
       for (uint32_t p = 0; p < procs_; ++p) {
-        displs[p] = total;
+        displs[p] = static_cast<int>(total);
         total += counts[p];
+        if (total > INT_MAX)  // before MPI_Gatherv: its displacements are ints
+          throw std::runtime_error("MPI transport: gather of more than INT_MAX values");
       }
       all.resize(static_cast<size_t>(total));
     }
@@ -140,14 +162,17 @@ class MpiTransport final : public Transport {
   }
 
  private:
+  // One turn's frames for one destination, sent as chunks of one buffer.
   struct Pending {
-    MPI_Request req;
+    uint32_t proc = 0;
+    std::vector<MPI_Request> reqs;
     std::vector<char> buf;
   };
 
-  // Sends queued frames (one synchronous-mode message per destination and turn, so a
-  // completed send has been matched), receives whatever arrived, and after finish() meets
-  // the other processes in a non-blocking barrier once nothing of ours is in flight.
+  // Sends queued frames (per destination and turn, synchronous-mode messages of at most a
+  // chunk, so a completed send has been matched), receives whatever arrived, and after
+  // finish() meets the other processes in a non-blocking barrier once nothing of ours is
+  // in flight.
   void loop() {
     try {
       std::vector<Pending> pending;
@@ -170,18 +195,32 @@ class MpiTransport final : public Transport {
         }
         for (uint32_t p = 0; p < procs_; ++p) {
           if (batch[p].empty()) continue;
-          pending.push_back({MPI_REQUEST_NULL, std::move(batch[p])});
+          pending.push_back({p, {}, std::move(batch[p])});
           batch[p].clear();
           auto& b = pending.back();
-          check(MPI_Issend(b.buf.data(), static_cast<int>(b.buf.size()), MPI_BYTE,
-                           static_cast<int>(p), kTagFrames, comm_, &b.req),
-                "MPI_Issend");
+          const size_t total = b.buf.size(), pieces = chunk_count(total, limits_.chunk_bytes);
+          b.reqs.assign(pieces, MPI_REQUEST_NULL);
+          for (size_t i = 0; i < pieces; ++i) {
+            const size_t len = chunk_size(total, limits_.chunk_bytes, i);  // <= INT_MAX
+            check(MPI_Issend(b.buf.data() + i * limits_.chunk_bytes, static_cast<int>(len),
+                             MPI_BYTE, static_cast<int>(p), kTagFrames, comm_, &b.reqs[i]),
+                  "MPI_Issend");
+            if (len > largest_.load()) largest_ = len;
+          }
+          messages_ += pieces;
           worked = true;
         }
         for (size_t i = 0; i < pending.size();) {
           int flag = 0;
-          check(MPI_Test(&pending[i].req, &flag, MPI_STATUS_IGNORE), "MPI_Test");
+          check(MPI_Testall(static_cast<int>(pending[i].reqs.size()), pending[i].reqs.data(), &flag,
+                            MPI_STATUSES_IGNORE),
+                "MPI_Testall");
           if (flag) {
+            {
+              std::lock_guard<std::mutex> lock(mu_);
+              backlog_[pending[i].proc] -= pending[i].buf.size();
+            }
+            space_.notify_all();
             pending[i] = std::move(pending.back());
             pending.pop_back();
             worked = true;
@@ -195,12 +234,15 @@ class MpiTransport final : public Transport {
           check(MPI_Iprobe(MPI_ANY_SOURCE, kTagFrames, comm_, &flag, &st), "MPI_Iprobe");
           if (!flag) break;
           int n = 0;
-          MPI_Get_count(&st, MPI_BYTE, &n);
+          check(MPI_Get_count(&st, MPI_BYTE, &n), "MPI_Get_count");
+          if (n < 0) throw std::runtime_error("a message of no byte count");
           in.resize(static_cast<size_t>(n));
           check(
               MPI_Recv(in.data(), n, MPI_BYTE, st.MPI_SOURCE, kTagFrames, comm_, MPI_STATUS_IGNORE),
               "MPI_Recv");
-          deliver(in.data(), in.size());
+          streams_.at(static_cast<size_t>(st.MPI_SOURCE))
+              .feed(in.data(), in.size(),
+                    [this](const char* f, size_t len) { deliver_frame(f, len); });
           worked = true;
         }
         if (closing && !queued_.load() && pending.empty()) {
@@ -210,7 +252,14 @@ class MpiTransport final : public Transport {
           }
           int flag = 0;
           check(MPI_Test(&barrier, &flag, MPI_STATUS_IGNORE), "MPI_Test");
-          if (flag) return;  // every process's sends have been matched: nothing in flight
+          if (flag) {  // every process's sends have been matched: nothing in flight
+            for (uint32_t p = 0; p < procs_; ++p)
+              if (const size_t n = streams_[p].partial())
+                throw std::runtime_error("the stream from rank " + std::to_string(p) +
+                                         " ended inside a frame (" + std::to_string(n) +
+                                         " bytes of it)");
+            return;
+          }
         }
         if (worked) {
           idle = 0;
@@ -231,8 +280,13 @@ class MpiTransport final : public Transport {
   MPI_Comm comm_ = MPI_COMM_NULL;
   uint32_t rank_ = 0, procs_ = 1;
   int64_t origin_ = -1;
+  const ChunkLimits limits_;
   std::mutex mu_;
-  std::vector<std::vector<char>> out_;  // per destination process, frames back to back
+  std::condition_variable space_;          // signalled as sends complete (back-pressure)
+  std::vector<std::vector<char>> out_;     // per destination process, frames back to back
+  std::vector<size_t> backlog_;            // per destination: bytes in out_ and in flight
+  std::vector<FrameReassembler> streams_;  // per source process (comm thread only)
+  std::atomic<uint64_t> messages_{0}, largest_{0}, sender_waits_{0};
   std::atomic<bool> queued_{false}, done_{false}, running_{false};
   std::atomic<int> abort_code_{0};
   std::thread thread_;
@@ -240,11 +294,40 @@ class MpiTransport final : public Transport {
 
 }  // namespace
 
-std::unique_ptr<Transport> mpi_transport_if_launched() {
+namespace {
+size_t limit_from_environment(const char* name, size_t fallback, size_t most) {
+  const char* v = environment_value(name);
+  if (!v) return fallback;
+  char* end = nullptr;
+  const unsigned long long n = std::strtoull(v, &end, 10);
+  if (end == v || *end != '\0' || *v == '-' || n == 0 || n > most)
+    throw std::invalid_argument(std::string(name) + "=" + v + ": expected bytes from 1 to " +
+                                std::to_string(most));
+  return static_cast<size_t>(n);
+}
+}  // namespace
+
+std::unique_ptr<Transport> mpi_transport_if_launched(ChunkLimits limits) {
   const char* size = environment_value("OMPI_COMM_WORLD_SIZE");
   if (!size || std::atoi(size) <= 1) return nullptr;
+  if (limits.chunk_bytes == 0 || limits.chunk_bytes > static_cast<size_t>(INT_MAX) ||
+      limits.out_bytes == 0)
+    throw std::invalid_argument(
+        "MPI transport: chunk size must be 1 to INT_MAX bytes, "
+        "the outgoing bound at least 1");
+  limits.chunk_bytes = limit_from_environment("SNAILTRAIL_MPI_CHUNK_BYTES", limits.chunk_bytes,
+                                              static_cast<size_t>(INT_MAX));
+  limits.out_bytes = limit_from_environment("SNAILTRAIL_MPI_OUT_BYTES", limits.out_bytes, SIZE_MAX);
+  const char* rank = environment_value("OMPI_COMM_WORLD_RANK");
+  if ((environment_value("SNAILTRAIL_MPI_CHUNK_BYTES") ||
+       environment_value("SNAILTRAIL_MPI_OUT_BYTES")) &&
+      rank && std::string(rank) == "0")
+    std::fprintf(stderr,
+                 "snailtrail: MPI messages of at most %zu bytes, at most %zu bytes queued or in "
+                 "flight per destination\n",
+                 limits.chunk_bytes, limits.out_bytes);
   freeze_environment();  // Open MPI's threads may write the environment while workers read
-  return std::make_unique<MpiTransport>();
+  return std::make_unique<MpiTransport>(limits);
 }
 
 }  // namespace snailtrail::flow

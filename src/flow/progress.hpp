@@ -13,10 +13,13 @@
 // the -1 or an earlier one, so no worker's view ever passes a time still held. Counts may
 // be transiently negative (a receiver's -1 overtaking the sender's +1): a negative count
 // holds nothing, and the sender's capability holds the time until its batch arrives.
+//
+// The tracker is incremental (issue 35): an update touches only its location's counts, a
+// location whose least positive time may have moved (a count crossed zero) is marked,
+// and recompute() looks again only at the edges such a location reaches.
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <vector>
 
 #include "flow/channel.hpp"
@@ -43,6 +46,8 @@ class ChangeBatch {
   bool empty() const { return updates_.empty(); }
   // Sorts, merges equal pointstamps and drops zero sums; returns the result and clears.
   std::vector<ProgressUpdate> drain();
+  // The same into `out` (its contents replaced, its capacity kept: no allocation once warm).
+  void drain_into(std::vector<ProgressUpdate>& out);
 
  private:
   std::vector<ProgressUpdate> updates_;
@@ -58,7 +63,8 @@ class ProgressTracker {
   // `ops` operators (created in topological order) and the edges between them.
   void init(uint32_t ops, const std::vector<EdgeSpec>& edges);
   void apply(const ProgressUpdate* u, size_t n);
-  // Recomputes every edge's frontier; returns the number of edges whose frontier moved
+  // Recomputes the frontier of every edge reached by a location whose least held time
+  // moved since the last call; returns the number of edges whose frontier moved
   // backwards (must stay 0: frontiers are monotone).
   uint64_t recompute();
   // The frontier of the input fed by `edge`: no message at a time < frontier can come.
@@ -68,10 +74,23 @@ class ProgressTracker {
   bool all_empty() const { return nonzero_ == 0; }
 
  private:
-  std::vector<std::map<Time, int64_t>> counts_;  // per location
-  std::vector<std::vector<uint32_t>> sources_;   // per edge: locations that reach it
-  std::vector<Time> frontier_;                   // per edge
-  uint64_t nonzero_ = 0;                         // pointstamps with a non-zero count
+  struct Count {
+    Time time;
+    int64_t count;  // never 0: a count that reaches 0 is erased
+  };
+  // Per location its counts sorted by time: a location holds a handful of times at once
+  // (the epochs in flight), so a small sorted array beats a tree node per pointstamp.
+  std::vector<std::vector<Count>> counts_;
+  std::vector<Time> least_;  // per location: least time with a positive count, as of recompute()
+  // Flat adjacency (offsets into one array each): the locations that reach an edge, and
+  // the edges a location reaches.
+  std::vector<uint32_t> source_begin_, sources_;
+  std::vector<uint32_t> target_begin_, targets_;
+  std::vector<Time> frontier_;  // per edge
+  // Locations whose positive set changed since recompute(), and edges to look at again.
+  std::vector<uint32_t> dirty_locs_, dirty_edges_;
+  std::vector<uint8_t> loc_dirty_, edge_dirty_;
+  uint64_t nonzero_ = 0;  // pointstamps with a non-zero count
 };
 
 }  // namespace snailtrail::flow

@@ -128,16 +128,21 @@ bool Worker::step() {
   for (auto& f : flushers_) flushed = f() && flushed;
   // 4. This round's progress to everyone.
   if (!changes_.empty()) {
-    std::vector<ProgressUpdate> updates = changes_.drain();
+    changes_.drain_into(round_updates_);
     pending_count_ = 0;
-    if (!updates.empty()) {
+    if (!round_updates_.empty()) {
       for (uint32_t to = 0; to < peers(); ++to) {
         auto m = progress_out_[to]->reuse();  // an emptied one this peer gave back
         if (!m) m = std::make_unique<Message<ProgressUpdate>>();
         m->from = index_;
         m->correlator = 0;
         m->arrived_ns = -1;
-        m->data.assign(updates.begin(), updates.end());
+        // Copies for all peers but the last, which takes the batch itself (its message's
+        // emptied vector becomes the next round's buffer).
+        if (to + 1 < peers())
+          m->data.assign(round_updates_.begin(), round_updates_.end());
+        else
+          m->data.swap(round_updates_);
         progress_out_[to]->push(std::move(m));  // traced as it enters the ring (on_enter)
       }
       worked = true;

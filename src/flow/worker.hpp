@@ -161,6 +161,7 @@ class Worker {
   std::vector<std::function<bool()>> flushers_;
   uint64_t next_channel_ = 1;  // channel 0 carries progress
   ChangeBatch changes_;
+  std::vector<ProgressUpdate> round_updates_;  // this round's compacted batch (reused)
   size_t pending_count_ = 0;
   uint32_t active_sources_ = 0, last_active_sources_ = 0;
   uint32_t scheduling_ = 0;  // the operator step() is running

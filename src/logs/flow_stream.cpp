@@ -23,10 +23,12 @@ using detail::Grouping;
 using detail::kNone;
 
 // The records of each open request, in record order; a request is numbered by the order
-// of its first record (build_flows' flow order).
+// of its first record (build_flows' flow order). Each pass takes the records from
+// `records` (kept, or the files read again) and holds copies of the open requests' ones
+// only: a request's indices point into held(), freed when it closes.
 class OpenRequests {
  public:
-  OpenRequests(const LogSet& logs, Grouping& g) : logs_(logs), g_(g) {
+  OpenRequests(Grouping& g, detail::RecordSource records) : g_(g), records_(std::move(records)) {
     last_.assign(g.uf.parent.size(), kNone);
     for (uint32_t r = 0; r < g.key.size(); ++r)
       if (g.key[r] != kNone) last_[g.uf.find(g.key[r])] = r;
@@ -38,31 +40,34 @@ class OpenRequests {
   void pass(Close&& close) {
     slot_of_.assign(last_.size(), kNone);
     uint32_t next_index = 0;
-    for (uint32_t r = 0; r < logs_.records.size(); ++r) {
+    records_([&](uint32_t r, const LogRecord& rec) {
       const uint32_t key = g_.key[r];
-      if (key == kNone) continue;
+      if (key == kNone) return;
       const uint32_t root = g_.uf.find(key);
       uint32_t s = slot_of_[root];
       if (s == kNone) s = slot_of_[root] = open(next_index++, g_.key_names[key]);
       Open& o = open_[s];
-      o.records.push_back(r);
-      if (last_[root] != r) continue;
+      o.records.push_back(hold(rec));
+      if (last_[root] != r) return;
       close(o.index, o.id, std::span<uint32_t>(o.records));
+      free_held_.insert(free_held_.end(), o.records.begin(), o.records.end());
       o.records.clear();
       if (o.records.capacity() > 4096) std::vector<uint32_t>().swap(o.records);
       free_.push_back(s);
       slot_of_[root] = kNone;
-    }
+    });
     std::vector<uint32_t>().swap(slot_of_);
   }
 
   size_t most_open() const { return open_.size(); }
+  size_t most_held() const { return held_.size(); }
+  const std::vector<LogRecord>& held() const { return held_; }
 
  private:
   struct Open {
     uint32_t index = 0;
     std::string_view id;
-    std::vector<uint32_t> records;
+    std::vector<uint32_t> records;  // into held_
   };
 
   uint32_t open(uint32_t index, std::string_view id) {
@@ -79,26 +84,41 @@ class OpenRequests {
     return s;
   }
 
-  const LogSet& logs_;
+  uint32_t hold(const LogRecord& rec) {
+    if (free_held_.empty()) {
+      held_.push_back(rec);
+      return static_cast<uint32_t>(held_.size() - 1);
+    }
+    const uint32_t at = free_held_.back();
+    free_held_.pop_back();
+    held_[at] = rec;
+    return at;
+  }
+
   Grouping& g_;
+  detail::RecordSource records_;
   std::vector<uint32_t> last_;     // per union-find root: its request's last record
   std::vector<uint32_t> slot_of_;  // per union-find root: its open slot, during a pass
   std::vector<Open> open_;
   std::vector<uint32_t> free_;
+  std::vector<LogRecord> held_;  // the open requests' records (high-water: most_held)
+  std::vector<uint32_t> free_held_;
 };
 
-// A flow's times, nodes and templates (its signature), as summarize_flows makes them.
-Flow describe(const LogSet& logs, std::string_view id, std::span<uint32_t> records,
+// A flow's times, nodes and templates (its signature), as summarize_flows makes them;
+// `records` index `held`.
+Flow describe(const std::vector<LogRecord>& held, std::string_view id, std::span<uint32_t> records,
               std::vector<uint32_t>& seq, std::vector<uint32_t>& nodes) {
   Flow f;
   f.id = id;
   f.records = records;
-  f.start = logs.records[records.front()].ts;
-  f.end = logs.records[records.back()].ts;
+  f.held = held.data();
+  f.start = held[records.front()].ts;
+  f.end = held[records.back()].ts;
   seq.clear();
   nodes.clear();
   for (uint32_t ri : records) {
-    const LogRecord& r = logs.records[ri];
+    const LogRecord& r = held[ri];
     seq.push_back(r.cluster);
     if (std::find(nodes.begin(), nodes.end(), r.node) == nodes.end()) nodes.push_back(r.node);
   }
@@ -109,10 +129,10 @@ Flow describe(const LogSet& logs, std::string_view id, std::span<uint32_t> recor
 // Pass B: the flows' sums and the `top` slowest, whatever order the flows close in.
 class FlowTotals {
  public:
-  FlowTotals(const LogSet& logs, size_t top) : logs_(logs), top_(top) {}
+  FlowTotals(const std::vector<LogRecord>& held, size_t top) : held_(held), top_(top) {}
 
   void add(uint32_t index, std::string_view id, std::span<uint32_t> records) {
-    Flow f = describe(logs_, id, records, seq_, nodes_);
+    Flow f = describe(held_, id, records, seq_, nodes_);
     auto [it, fresh] = sig_ids_.try_emplace(seq_, static_cast<uint32_t>(sigs_.size()));
     if (fresh) {
       sigs_.emplace_back();
@@ -146,10 +166,15 @@ class FlowTotals {
     size_t n = 0;
     for (const Slow& s : slow_) n += s.records.size();
     out.record_ids.reserve(n);
+    out.held.reserve(n);  // the flows view into both: never reallocated
     for (Slow& s : slow_) {
       const size_t at = out.record_ids.size();
-      out.record_ids.insert(out.record_ids.end(), s.records.begin(), s.records.end());
+      for (const LogRecord& r : s.records) {
+        out.record_ids.push_back(static_cast<uint32_t>(out.held.size()));
+        out.held.push_back(r);
+      }
       s.flow.records = std::span<uint32_t>(out.record_ids.data() + at, s.records.size());
+      s.flow.held = out.held.data();
       s.flow.signature = rank_[s.flow.signature];
       out.flows.push_back(s.flow);
     }
@@ -167,7 +192,7 @@ class FlowTotals {
   struct Slow {
     uint32_t index = 0;
     Flow flow;
-    std::vector<uint32_t> records;
+    std::vector<LogRecord> records;  // copies: the held ones are reused
   };
   // build_flows' slowest order: by latency, descending, then by flow.
   static bool slower(const Slow& a, const Slow& b) {
@@ -177,8 +202,8 @@ class FlowTotals {
 
   void add_edges(uint32_t index, std::span<const uint32_t> records) {
     for (uint32_t k = 1; k < records.size(); ++k) {
-      const LogRecord& p = logs_.records[records[k - 1]];
-      const LogRecord& r = logs_.records[records[k]];
+      const LogRecord& p = held_[records[k - 1]];
+      const LogRecord& r = held_[records[k]];
       const uint64_t ek = (uint64_t{p.cluster} << 32) | r.cluster;
       auto [it, fresh] = edge_ids_.try_emplace(ek, static_cast<uint32_t>(edges_.size()));
       const uint64_t at = (uint64_t{index} << 32) | k;  // first (flow, step)
@@ -204,7 +229,7 @@ class FlowTotals {
       std::pop_heap(slow_.begin(), slow_.end(), slower);
       slow_.pop_back();
     }
-    s.records.assign(f.records.begin(), f.records.end());
+    for (uint32_t ri : f.records) s.records.push_back(held_[ri]);
     slow_.push_back(std::move(s));
     std::push_heap(slow_.begin(), slow_.end(), slower);
   }
@@ -225,7 +250,7 @@ class FlowTotals {
     std::vector<FlowSignature>().swap(sigs_);
   }
 
-  const LogSet& logs_;
+  const std::vector<LogRecord>& held_;
   size_t top_;
   std::vector<uint32_t> seq_, nodes_;
   std::unordered_map<std::vector<uint32_t>, uint32_t, detail::VecHash> sig_ids_;
@@ -241,11 +266,12 @@ class FlowTotals {
 
 // Pass C: every flow in order of first record; a flow that closes before an earlier one
 // waits (with its records) until that one has been given.
-void each_flow_in_order(const LogSet& logs, OpenRequests& open, detail::FlowOrder& order,
-                        const FlowTotals& totals, const FlowVisitor& visit) {
+void each_flow_in_order(OpenRequests& open, detail::FlowOrder& order, const FlowTotals& totals,
+                        const FlowVisitor& visit) {
   struct Waiting {
     Flow flow;
-    std::vector<uint32_t> records;
+    std::vector<uint32_t> records;  // 0, 1, ... into held
+    std::vector<LogRecord> held;
   };
   std::map<uint32_t, Waiting> waiting;
   uint32_t next = 0;
@@ -253,11 +279,14 @@ void each_flow_in_order(const LogSet& logs, OpenRequests& open, detail::FlowOrde
   open.pass([&](uint32_t index, std::string_view id, std::span<uint32_t> records) {
     order.sort_by_time(records);
     order.break_ties(records);
-    Flow f = describe(logs, id, records, seq, nodes);
+    Flow f = describe(open.held(), id, records, seq, nodes);
     f.signature = totals.rank_of(seq);
     if (index != next) {
       Waiting& w = waiting[index];
-      w.records.assign(records.begin(), records.end());
+      for (uint32_t ri : records) {
+        w.records.push_back(static_cast<uint32_t>(w.held.size()));
+        w.held.push_back(open.held()[ri]);
+      }
       w.flow = f;
       return;
     }
@@ -265,6 +294,7 @@ void each_flow_in_order(const LogSet& logs, OpenRequests& open, detail::FlowOrde
     for (++next; !waiting.empty() && waiting.begin()->first == next; ++next) {
       Waiting& w = waiting.begin()->second;
       w.flow.records = std::span<uint32_t>(w.records);
+      w.flow.held = w.held.data();
       visit(w.flow);
       waiting.erase(waiting.begin());
     }
@@ -283,25 +313,35 @@ FlowSet stream_flows(const LogSet& logs, const LogOptions& read_options, const F
     for (size_t r = 0; r < logs.records.size(); ++r)
       visit(static_cast<uint32_t>(r), logs.content(r));
   };
+  // No records kept (keep_clusters): each pass over them reads the files again.
+  const detail::RecordSource records =
+      logs.records.size() == logs.record_count
+          ? detail::kept_records(logs)
+          : detail::RecordSource([&](const detail::RecordVisitor& visit) {
+              reread_records(
+                  logs, read_options,
+                  [&](uint32_t r, const LogRecord& rec, std::string_view) { visit(r, rec); });
+            });
   FlowSet out;
-  Grouping groups(logs.records.size());
-  detail::group_records(logs, options, messages, reread, out, groups);
+  Grouping groups(logs.record_count);
+  detail::group_records(logs, options, messages, records, reread, out, groups);
   for (uint32_t key : groups.key) out.records_without_id += key == kNone;
-  OpenRequests open(logs, groups);
-  detail::FlowOrder order(logs);
+  OpenRequests open(groups, records);
+  detail::FlowOrder order(open.held());
   open.pass([&](uint32_t, std::string_view, std::span<uint32_t> records) {
     order.sort_by_time(records);
     order.learn_precedence(records);
   });
-  FlowTotals totals(logs, top);
+  FlowTotals totals(open.held(), top);
   open.pass([&](uint32_t index, std::string_view id, std::span<uint32_t> records) {
     order.sort_by_time(records);
     order.break_ties(records);
     totals.add(index, id, records);
   });
   totals.finish(out);
+  if (each_flow) each_flow_in_order(open, order, totals, each_flow);
   out.most_open = open.most_open();
-  if (each_flow) each_flow_in_order(logs, open, order, totals, each_flow);
+  out.most_held = open.most_held();
   out.id_texts = std::move(groups.owned);  // the flows view into them
   return out;
 }

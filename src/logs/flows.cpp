@@ -20,7 +20,8 @@ using detail::kNone;
 using detail::VecHash;
 
 // Fallback: a request per (node, thread), if the header has a thread.
-void group_by_thread(const LogSet& logs, FlowSet& out, Grouping& g) {
+void group_by_thread(const LogSet& logs, const detail::RecordSource& records, FlowSet& out,
+                     Grouping& g) {
   bool any_thread = false;
   for (const auto& t : logs.threads) any_thread |= !t.second.empty();
   g.reset();
@@ -33,8 +34,9 @@ void group_by_thread(const LogSet& logs, FlowSet& out, Grouping& g) {
     g.key_names.push_back(g.owned.emplace_back(logs.nodes[t.first] + "/" + t.second));
     g.uf.add();
   }
-  for (size_t r = 0; r < logs.records.size(); ++r)
-    if (!logs.threads[logs.records[r].thread].second.empty()) g.key[r] = logs.records[r].thread;
+  records([&](uint32_t r, const LogRecord& rec) {
+    if (!logs.threads[rec.thread].second.empty()) g.key[r] = rec.thread;
+  });
 }
 
 // Flows: the groups' components in order of their first record. Counted first, so that
@@ -148,11 +150,12 @@ FlowSet flows_of(const LogSet& logs, const FlowOptions& options,
                  const detail::MessageSource& messages, bool copy_values) {
   FlowSet out;
   Grouping groups(logs.records.size());
-  detail::group_records(logs, options, messages, copy_values, out, groups);
+  detail::group_records(logs, options, messages, detail::kept_records(logs), copy_values, out,
+                        groups);
   collect_flows(logs, groups, out);
   out.id_texts = std::move(groups.owned);  // the flows view into them
   groups = Grouping(0);                    // freed before the flows are ordered
-  detail::FlowOrder{logs}(out.flows);
+  detail::FlowOrder{logs.records}(out.flows);
   count_edges(logs, out);
   summarize_flows(logs, out);
   rank_signatures(out);
@@ -171,7 +174,7 @@ void FlowOrder::operator()(std::vector<Flow>& flows) {
 
 void FlowOrder::sort_by_time(std::span<uint32_t> records) const {
   std::stable_sort(records.begin(), records.end(), [&](uint32_t a, uint32_t b) {
-    const LogRecord &x = logs_.records[a], &y = logs_.records[b];
+    const LogRecord &x = records_[a], &y = records_[b];
     if (x.ts != y.ts) return x.ts < y.ts;
     if (x.file != y.file) return x.file < y.file;
     return x.line < y.line;
@@ -183,7 +186,7 @@ void FlowOrder::learn_precedence(std::span<const uint32_t> records) {
   constexpr size_t kWindow = 8;
   for (size_t i = 0; i < records.size(); ++i)
     for (size_t j = i + 1; j < records.size() && j <= i + kWindow; ++j) {
-      const LogRecord &x = logs_.records[records[i]], &y = logs_.records[records[j]];
+      const LogRecord &x = records_[records[i]], &y = records_[records[j]];
       if (x.ts < y.ts && x.cluster != y.cluster) ++before_[pair_key(x.cluster, y.cluster)];
     }
 }
@@ -197,8 +200,8 @@ int64_t FlowOrder::count_before(uint32_t a, uint32_t b) const {
 void FlowOrder::break_ties(std::span<uint32_t> records) {
   for (size_t i = 0; i < records.size();) {
     size_t j = i + 1;
-    const int64_t ts = logs_.records[records[i]].ts;
-    while (j < records.size() && logs_.records[records[j]].ts == ts) ++j;
+    const int64_t ts = records_[records[i]].ts;
+    while (j < records.size() && records_[records[j]].ts == ts) ++j;
     if (j - i >= 2 && j - i <= 64) sort_run(records, i, j);
     i = j;
   }
@@ -208,9 +211,9 @@ void FlowOrder::sort_run(std::span<uint32_t> records, size_t i, size_t j) {
   run_.clear();
   for (size_t a = i; a < j; ++a) {
     int64_t score = 0;
-    const uint32_t ca = logs_.records[records[a]].cluster;
+    const uint32_t ca = records_[records[a]].cluster;
     for (size_t b = i; b < j; ++b) {
-      const uint32_t cb = logs_.records[records[b]].cluster;
+      const uint32_t cb = records_[records[b]].cluster;
       if (ca == cb) continue;
       const int64_t n_ab = count_before(ca, cb), n_ba = count_before(cb, ca);
       score += (n_ab > n_ba) - (n_ba > n_ab);
@@ -222,8 +225,15 @@ void FlowOrder::sort_run(std::span<uint32_t> records, size_t i, size_t j) {
   for (size_t a = i; a < j; ++a) records[a] = run_[a - i].second;
 }
 
+RecordSource kept_records(const LogSet& logs) {
+  return [&logs](const RecordVisitor& visit) {
+    for (size_t r = 0; r < logs.records.size(); ++r)
+      visit(static_cast<uint32_t>(r), logs.records[r]);
+  };
+}
+
 void group_records(const LogSet& logs, const FlowOptions& options, const MessageSource& messages,
-                   bool copy_values, FlowSet& out, Grouping& g) {
+                   const RecordSource& records, bool copy_values, FlowSet& out, Grouping& g) {
   if (!options.id_regex.empty()) {
     out.id_source = "regex";
     group_by_regex(logs, options.id_regex, g);
@@ -231,7 +241,7 @@ void group_records(const LogSet& logs, const FlowOptions& options, const Message
     group_by_identifiers(logs, messages, copy_values, options.census_cap, out, g);
   }
   if (options.by_thread || (options.id_regex.empty() && out.id_slots.empty()))
-    group_by_thread(logs, out, g);
+    group_by_thread(logs, records, out, g);
 }
 
 }  // namespace detail

@@ -62,10 +62,16 @@ struct IdSlot {
 struct Flow {
   std::string_view id;          // the identifier value of its first record
   std::span<uint32_t> records;  // by (time, file, line)
+  // Where `records` point: null for LogSet::records (build_flows); stream_flows keeps no
+  // LogSet::records on files, so its flows' records index copies (FlowSet::held).
+  const LogRecord* held = nullptr;
   int64_t start = 0, end = 0;
   uint32_t node_count = 0;
   uint32_t signature = 0;  // index into FlowSet::signatures
   int64_t latency() const { return end - start; }
+  const LogRecord& record(const LogSet& logs, size_t k) const {
+    return held ? held[records[k]] : logs.records[records[k]];
+  }
 };
 
 struct FlowEdge {
@@ -100,9 +106,11 @@ struct FlowSet {
   uint64_t flow_count = 0;      // all flows (requests)
   int64_t total_latency = 0;    // of all flows (saturated)
   uint64_t most_open = 0;       // stream_flows: most requests open at once (their records held)
+  uint64_t most_held = 0;       // stream_flows: most records held at once (those of open requests)
   uint64_t census_held = 0;     // most id-like values the census held at once (<= census_cap)
   uint64_t id_values_held = 0;  // identifier values held for the grouping (all of them)
   std::vector<uint32_t> record_ids;       // the flows' records, flow after flow
+  std::vector<LogRecord> held;            // stream_flows: the kept flows' records (Flow::held)
   std::deque<std::string> id_texts;       // ids made here (node/thread), not in the logs
   TextArena id_arena;                     // inferred ids copied from messages read again
   std::vector<FlowEdge> edges;            // by count, descending

@@ -75,6 +75,8 @@ size_t hash_of(std::string_view v) {
 // Text -> index: open addressing over indices + 1 (0 = empty), at most half full (a map
 // node per value was most of `flows`' memory on logs of unique tokens). The texts are
 // copied (messages read again from the files do not stay) or viewed (kept messages).
+// Each value keeps the low 32 bits of its hash (4 bytes), enough to place it in any
+// table (at most 2^32 slots), so growing does not hash every held text again.
 class ValueTable {
  public:
   explicit ValueTable(bool copy) : copy_(copy) {}
@@ -88,6 +90,7 @@ class ValueTable {
       if (fresh) {
         table_[i] = static_cast<uint32_t>(text_.size() + 1);
         text_.push_back(copy_ ? arena_.add({}, v) : v);
+        hash_.push_back(static_cast<uint32_t>(h));
         return table_[i] - 1;
       }
       if (text_[id - 1] == v) return id - 1;
@@ -111,13 +114,16 @@ class ValueTable {
   std::vector<uint32_t> keep_if(Keep keep) {
     std::vector<uint32_t> to(text_.size(), kNone);
     std::vector<std::string_view> kept;
+    std::vector<uint32_t> kept_hash;
     TextArena arena;
     for (size_t id = 0; id < text_.size(); ++id)
       if (keep(id)) {
         to[id] = static_cast<uint32_t>(kept.size());
         kept.push_back(copy_ ? arena.add({}, text_[id]) : text_[id]);
+        kept_hash.push_back(hash_[id]);
       }
     text_.swap(kept);
+    hash_.swap(kept_hash);
     arena_ = std::move(arena);
     rehash(table_.size());
     return to;
@@ -129,7 +135,7 @@ class ValueTable {
     table_.assign(slots, 0);
     const size_t mask = slots - 1;
     for (uint32_t id = 0; id < text_.size(); ++id) {
-      size_t i = hash_of(text_[id]) & mask;
+      size_t i = hash_[id] & mask;
       while (table_[i] != 0) i = (i + 1) & mask;
       table_[i] = id + 1;
     }
@@ -137,22 +143,27 @@ class ValueTable {
 
   bool copy_;
   std::vector<std::string_view> text_;
+  std::vector<uint32_t> hash_;  // per value: the low bits of its hash
   std::vector<uint32_t> table_;
   TextArena arena_;
 };
 
 // Records per value, over-estimated, in fixed memory (a count-min sketch, 1 MiB): a value
 // whose estimate is at most the hub limit is on at most that many records, so only the
-// few above it need an exact count (pass 3).
+// few above it need an exact count (pass 3). Counters only add (saturating), so adding n
+// at once leaves the cells as n single adds would: the census feeds it only once it
+// samples, first with the exact counts it held until then (allocated then too).
 class RecordSketch {
  public:
-  void add(size_t h) {
+  void add(size_t h, uint32_t n = 1) {
+    if (cells_.empty()) cells_.assign(kDepth * kWidth, 0);
     for (size_t d = 0; d < kDepth; ++d) {
       uint32_t& c = cells_[d * kWidth + index(h, d)];
-      c += c != UINT32_MAX;
+      c = c > UINT32_MAX - n ? UINT32_MAX : c + n;
     }
   }
   uint32_t estimate(size_t h) const {
+    if (cells_.empty()) return 0;  // nothing added
     uint32_t m = UINT32_MAX;
     for (size_t d = 0; d < kDepth; ++d) m = std::min(m, cells_[d * kWidth + index(h, d)]);
     return m;
@@ -164,7 +175,7 @@ class RecordSketch {
     const uint64_t x = (h ^ ((d + 1) * 0x9e3779b97f4a7c15ull)) * 0xbf58476d1ce4e5b9ull;
     return static_cast<size_t>(x >> 48);
   }
-  std::vector<uint32_t> cells_ = std::vector<uint32_t>(kDepth * kWidth, 0);
+  std::vector<uint32_t> cells_;  // empty until the first add
 };
 
 // Pass 2, the census: which slots (template, parameter position) hold identifiers, from
@@ -200,7 +211,7 @@ struct Census {
   unsigned level = 0;  // 1 value in 2^level held
   size_t cap;
   size_t most_held = 0;
-  RecordSketch sketch;  // every value's records
+  RecordSketch sketch;  // every value's records, once sampling (read only then)
   // While exact (level 0): every record's (value, slot) pairs, in record order, so that the
   // grouping needs no more reading; dropped when the census starts sampling.
   std::vector<RecordValue> rec_values;
@@ -242,6 +253,10 @@ void Census::raise_level() {
   if (level == 0) {  // from now on the pairs are a set of the held values' pairs
     for (const auto& [r, v, slot] : rec_values) add_pair(v, slot);
     std::vector<RecordValue>().swap(rec_values);
+    // Exact until now: every value seen is held with its records, which the sketch then
+    // gets at once (the same cells as fed record by record).
+    for (size_t v = 0; v < values.size(); ++v)
+      sketch.add(hash_of(table.text(v)), values[v].records);
   }
   ++level;
   const std::vector<uint32_t> to =
@@ -317,10 +332,10 @@ void each_record_params(const LogSet& logs, const detail::MessageSource& message
   std::vector<std::string_view> params;
   const size_t max_tokens = logs.drain.options().max_tokens;
   messages([&](uint32_t r, std::string_view message) {
-    const LogRecord& rec = logs.records[r];
+    const uint32_t cluster = logs.cluster(r);
     tokenize(message, tokens, max_tokens, &logs.drain.masks());
-    logs.drain.params(rec.cluster, tokens, params);
-    visit(r, rec.cluster, params);
+    logs.drain.params(cluster, tokens, params);
+    visit(r, cluster, params);
   });
 }
 
@@ -341,7 +356,7 @@ Census census_values(const LogSet& logs, const detail::MessageSource& messages, 
       const bool first = std::find(seen.begin(), seen.end(), v) == seen.end();
       if (first) {  // a value counts once per record
         seen.push_back(v);
-        vc.sketch.add(h);
+        if (vc.level > 0) vc.sketch.add(h);
       }
       if (!vc.held_level(h)) continue;
       bool fresh = false;
@@ -668,7 +683,7 @@ void group_by_regex(const LogSet& logs, const std::string& id_regex, Grouping& g
 
 void group_by_identifiers(const LogSet& logs, const MessageSource& messages, bool copy_values,
                           size_t census_cap, FlowSet& out, Grouping& g) {
-  const uint64_t hub = std::max<uint64_t>(64, logs.records.size() / 100);
+  const uint64_t hub = std::max<uint64_t>(64, logs.record_count / 100);
   std::vector<bool> is_id;
   {
     Census vc = census_values(logs, messages, copy_values, census_cap);

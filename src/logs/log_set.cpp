@@ -58,13 +58,15 @@ class LogReader {
   // the same options) and gives each one's message to `replay->visit`; it adds nothing.
   struct Replay {
     const LogSet& of;
-    const std::function<void(uint32_t, std::string_view)>& visit;
+    const RecordVisit& visit;
     uint32_t next = 0;
   };
   LogReader(LogSet& set, const LogOptions& options, Replay* replay = nullptr)
       : set_(set), options_(options), replay_(replay) {
     if (!options.keep_records && (options.keep != KeepText::none || options.line_kinds))
       throw std::logic_error("LogOptions: records not kept, so no texts nor line kinds");
+    if (options.keep_records && options.keep_clusters)
+      throw std::logic_error("LogOptions: keep_clusters is for records not kept");
     if (!options.format.empty()) given_ = format_from_option(options.format);
     for (const FormatPreset& p : format_presets())
       presets_.push_back(LogFormat::compile(p.pattern, p.name));
@@ -90,7 +92,7 @@ class LogReader {
   bool other_preset_header(const LogFormat& format, std::string_view line);
   bool node_from_field(const LogFormat& format);
   void add_record(FileState& fs, LineInfo& info, LogFile& file, std::string_view line);
-  void replay_record(FileState& fs);
+  void replay_record(FileState& fs, const LogRecord& r);
 
   LogSet& set_;
   const LogOptions& options_;
@@ -268,7 +270,6 @@ bool LogReader::other_preset_header(const LogFormat& format, std::string_view li
 // The record of the header in m_: its time (the previous one's if it has none), node,
 // thread (interned per node) and template.
 void LogReader::add_record(FileState& fs, LineInfo& info, LogFile& file, std::string_view line) {
-  if (replay_) return replay_record(fs);
   LogRecord r;
   r.file = fs.index;
   r.line = fs.line_no;
@@ -282,6 +283,9 @@ void LogReader::add_record(FileState& fs, LineInfo& info, LogFile& file, std::st
   auto [it, fresh] = thread_ids_.try_emplace(key_, static_cast<uint32_t>(set_.threads.size()));
   if (fresh) set_.threads.emplace_back(r.node, std::string(m_.thread));
   r.thread = it->second;
+  fs.have_record = true;
+  ++file.records;
+  if (replay_) return replay_record(fs, r);  // the same nodes and threads, in the same order
   if (!tokenize(m_.content, tokens_, options_.drain.max_tokens, &set_.drain.masks()))
     ++cnt_.too_many_tokens;
   r.cluster = set_.drain.add(tokens_);
@@ -297,21 +301,24 @@ void LogReader::add_record(FileState& fs, LineInfo& info, LogFile& file, std::st
   info.record = static_cast<uint32_t>(set_.records.size());
   if (options_.line_kinds) file.lines.push_back(info);
   if (options_.keep_records) set_.records.push_back(r);
+  if (options_.keep_clusters) set_.clusters.push_back(r.cluster);
   ++set_.record_count;
-  fs.have_record = true;
 }
 
 // A record read again: it must be the one read before (a file changed in between would
-// give other records, silently wrong flows).
-void LogReader::replay_record(FileState& fs) {
+// give other records, silently wrong flows): checked by file and line if the records were
+// kept, else by each file's count of records and bytes (reread_records).
+void LogReader::replay_record(FileState& fs, const LogRecord& read) {
   const uint32_t r = replay_->next++;
-  if (r >= replay_->of.records.size() || replay_->of.records[r].file != fs.index ||
-      replay_->of.records[r].line != fs.line_no)
+  const LogSet& of = replay_->of;
+  const bool kept = !of.records.empty();
+  if (r >= of.record_count ||
+      (kept && (of.records[r].file != fs.index || of.records[r].line != fs.line_no)))
     throw std::runtime_error(set_.files[fs.index].path + ": changed while read (line " +
                              std::to_string(fs.line_no) + ")");
-  fs.last_ts = replay_->of.records[r].ts;
-  fs.have_record = true;
-  replay_->visit(r, m_.content);
+  LogRecord rec = read;
+  rec.cluster = of.cluster(r);
+  replay_->visit(r, rec, m_.content);
 }
 
 void LogReader::put_diagnostics() {
@@ -429,26 +436,37 @@ LogSet read_logs(const std::vector<std::string>& paths, const LogOptions& option
   return set;
 }
 
-void reread_messages(const LogSet& set, const LogOptions& options,
-                     const std::function<void(uint32_t, std::string_view)>& visit) {
+void reread_records(const LogSet& set, const LogOptions& options, const RecordVisit& visit) {
   LogSet scratch;  // the reader's nodes and threads, dropped
   scratch.drain = Drain(options.drain);
   scratch.files.resize(set.files.size());
   LogReader::Replay replay{set, visit};
-  LogReader reader(scratch, options, &replay);
+  LogOptions o = options;
+  o.keep = KeepText::none, o.line_kinds = false, o.keep_records = false, o.keep_clusters = false;
+  LogReader reader(scratch, o, &replay);
   for (uint32_t f = 0; f < set.files.size(); ++f) {
     std::ifstream in(set.files[f].path, std::ios::binary);
     if (!in) throw std::runtime_error(set.files[f].path + ": cannot open: " + std::strerror(errno));
     scratch.files[f].path = set.files[f].path;
     reader.read_file(f, in);
-    if (scratch.files[f].bytes != set.files[f].bytes)
+    if (scratch.files[f].bytes != set.files[f].bytes ||
+        scratch.files[f].records != set.files[f].records)
       throw std::runtime_error(set.files[f].path + ": changed while read (" +
                                std::to_string(set.files[f].bytes) + " bytes, then " +
-                               std::to_string(scratch.files[f].bytes) + ")");
+                               std::to_string(scratch.files[f].bytes) + "; " +
+                               std::to_string(set.files[f].records) + " records, then " +
+                               std::to_string(scratch.files[f].records) + ")");
   }
-  if (replay.next != set.records.size())
+  if (replay.next != set.record_count)
     throw std::runtime_error("logs changed while read: " + std::to_string(replay.next) +
-                             " records instead of " + std::to_string(set.records.size()));
+                             " records instead of " + std::to_string(set.record_count));
+}
+
+void reread_messages(const LogSet& set, const LogOptions& options,
+                     const std::function<void(uint32_t, std::string_view)>& visit) {
+  reread_records(set, options, [&](uint32_t r, const LogRecord&, std::string_view message) {
+    visit(r, message);
+  });
 }
 
 }  // namespace snailtrail::logs

@@ -41,6 +41,9 @@ struct LogOptions {
   // needs per-template counts only, so memory follows templates, not lines. Needs keep
   // none and no line kinds (both refer to records).
   bool keep_records = true;
+  // With keep_records false: still keep each record's template (LogSet::clusters, 4 bytes
+  // a record): `flows` on files reads everything else again (reread_records).
+  bool keep_clusters = false;
 };
 
 struct LogRecord {
@@ -80,6 +83,7 @@ struct LogFile {
   std::string format;  // the format used ("none" if no header was found)
   bool has_time = false;
   uint64_t bytes = 0;           // read (a second pass checks that the file did not change)
+  uint64_t records = 0;         // records read (likewise)
   std::vector<LineInfo> lines;  // empty unless LogOptions::line_kinds
 };
 
@@ -87,12 +91,17 @@ struct LogSet {
   std::vector<LogFile> files;
   std::vector<LogRecord> records;  // file by file, in line order (none if !keep_records)
   uint64_t record_count = 0;       // records read, kept or not
+  // Per record its template, when only these are kept (LogOptions::keep_clusters).
+  std::vector<uint32_t> clusters;
   // Per record its message (first line), into LogFile::text; empty if no text is kept.
   std::vector<std::string_view> contents;
   std::vector<std::string> nodes;
   std::vector<std::pair<uint32_t, std::string>> threads;  // (node, thread name)
   Drain drain;
   std::vector<std::pair<std::string, uint64_t>> diagnostics;  // kind -> count, nonzero only
+
+  // Record r's template (kept in its record, or alone).
+  uint32_t cluster(size_t r) const { return records.empty() ? clusters[r] : records[r].cluster; }
 
   // Record r's message (first line); empty if the reader kept no text (LogOptions::keep).
   std::string_view content(size_t r) const {
@@ -126,6 +135,12 @@ LogSet parse_logs(std::vector<std::pair<std::string, std::string>> files,
 // so that the records need not keep their texts. Throws if a file changed in between.
 void reread_messages(const LogSet& set, const LogOptions& options,
                      const std::function<void(uint32_t, std::string_view)>& visit);
+
+// The same, giving each record as the first read made it (its template from the kept
+// record or LogSet::clusters; extra_lines is not counted, 0) with its message: so that a
+// pass over the records needs none of them kept.
+using RecordVisit = std::function<void(uint32_t, const LogRecord&, std::string_view)>;
+void reread_records(const LogSet& set, const LogOptions& options, const RecordVisit& visit);
 
 // Whether a line looks binary (NUL, or more than a quarter control characters).
 bool is_binary_line(std::string_view line);

@@ -55,6 +55,10 @@ void group_by_regex(const LogSet& logs, const std::string& id_regex, Grouping& g
 // The records' messages, in record order: visit(record, message) for each record.
 using MessageVisitor = std::function<void(uint32_t, std::string_view)>;
 using MessageSource = std::function<void(const MessageVisitor&)>;
+// The records, in record order: kept (LogSet::records) or read again (reread_records).
+using RecordVisitor = std::function<void(uint32_t, const LogRecord&)>;
+using RecordSource = std::function<void(const RecordVisitor&)>;
+RecordSource kept_records(const LogSet& logs);
 
 // Inferred identifiers from the records' messages, given three times (census, identifier
 // values, grouping); sets out.id_source, id_slots, sampled and their counts. With
@@ -63,10 +67,10 @@ using MessageSource = std::function<void(const MessageVisitor&)>;
 void group_by_identifiers(const LogSet& logs, const MessageSource& messages, bool copy_values,
                           size_t census_cap, FlowSet& out, Grouping& g);
 
-// Groups by --id, inferred identifiers (from `messages`) or threads (flows.cpp); sets
-// out.id_source and the identifiers' fields.
+// Groups by --id, inferred identifiers (from `messages`) or threads (from `records`,
+// flows.cpp); sets out.id_source and the identifiers' fields.
 void group_records(const LogSet& logs, const FlowOptions& options, const MessageSource& messages,
-                   bool copy_values, FlowSet& out, Grouping& g);
+                   const RecordSource& records, bool copy_values, FlowSet& out, Grouping& g);
 
 struct VecHash {
   size_t operator()(const std::vector<uint32_t>& v) const {
@@ -84,7 +88,8 @@ struct VecHash {
 // first; breaking ties then needs all that was learnt (flows.cpp).
 class FlowOrder {
  public:
-  explicit FlowOrder(const LogSet& logs) : logs_(logs) {}
+  // The records the flows' indices point to (LogSet::records, or the open ones held).
+  explicit FlowOrder(const std::vector<LogRecord>& records) : records_(records) {}
   void operator()(std::vector<Flow>& flows);  // all three steps on all flows
   void sort_by_time(std::span<uint32_t> records) const;
   void learn_precedence(std::span<const uint32_t> records);  // after sort_by_time
@@ -95,7 +100,7 @@ class FlowOrder {
   int64_t count_before(uint32_t a, uint32_t b) const;
   void sort_run(std::span<uint32_t> records, size_t i, size_t j);
 
-  const LogSet& logs_;
+  const std::vector<LogRecord>& records_;
   std::unordered_map<uint64_t, int64_t> before_;  // (a, b) -> #(a strictly before b)
   std::vector<std::pair<int64_t, uint32_t>> run_;
 };

@@ -102,9 +102,9 @@ void write_flow_json(fmt::memory_buffer& out, const logs::LogSet& set, const log
   fmt::format_to(it, ", \"start_ns\": {}, \"latency_ns\": {}, \"records\": {}, \"nodes\": [",
                  f.start, f.latency(), f.records.size());
   std::vector<uint32_t> nodes;
-  for (uint32_t r : f.records)
-    if (std::find(nodes.begin(), nodes.end(), set.records[r].node) == nodes.end())
-      nodes.push_back(set.records[r].node);
+  for (size_t k = 0; k < f.records.size(); ++k)
+    if (std::find(nodes.begin(), nodes.end(), f.record(set, k).node) == nodes.end())
+      nodes.push_back(f.record(set, k).node);
   for (size_t k = 0; k < nodes.size(); ++k) {
     fmt::format_to(it, "{}", k ? ", " : "");
     append_json_text(out, set.nodes[nodes[k]]);
@@ -113,7 +113,7 @@ void write_flow_json(fmt::memory_buffer& out, const logs::LogSet& set, const log
   if (steps) {
     fmt::format_to(it, ", \"steps\": [");
     for (size_t k = 0; k < f.records.size(); ++k) {
-      const logs::LogRecord& r = set.records[f.records[k]];
+      const logs::LogRecord& r = f.record(set, k);
       fmt::format_to(it, "{}{{\"file\": ", k ? ", " : "");
       append_json_text(out, set.files[r.file].path);
       fmt::format_to(it, ", \"line\": {}, \"node\": ", r.line);
@@ -166,7 +166,7 @@ void FlowsView::write_json(fmt::memory_buffer& buf, size_t top,
                  "\"records_without_id\": {}, \"multi_id_records\": {}, \"has_time\": {}, "
                  "\"requests\": {}, \"sampled\": {}, \"id_values\": {}, "
                  "\"id_values_repeating\": {}, \"id_slots\": [",
-                 fs.id_source, set.records.size(), fs.records_in_flows, fs.records_without_id,
+                 fs.id_source, set.record_count, fs.records_in_flows, fs.records_without_id,
                  fs.multi_id_records, has_time, fs.flow_count, fs.sampled, fs.id_values,
                  fs.id_values_repeating);
   for (size_t k = 0; k < fs.id_slots.size(); ++k) {
@@ -221,7 +221,7 @@ void FlowsView::write_table(fmt::memory_buffer& buf, size_t top, const std::stri
                             const std::function<void()>& flush) const {
   auto it = std::back_inserter(buf);
   fmt::format_to(it, "snailtrail logs flows: {} records, {} templates, {} requests\n  {}\n",
-                 set.records.size(), set.drain.cluster_count(), fs.flow_count, files_summary(set));
+                 set.record_count, set.drain.cluster_count(), fs.flow_count, files_summary(set));
   fmt::format_to(it, "  identifiers: {}\n", identifiers_line(id_regex));
   auto tmpl = [&](uint32_t c) {
     std::string t = set.drain.template_text(c);

@@ -112,16 +112,24 @@ Snapshotter::Snapshotter(const Pag& pag)
   if (!event_cursor_.empty()) event_cursor_.pop_back();
 }
 
-// The timeline edges of worker w overlapping the window: global nodes [first_edge,
-// last_node], at snapshot nodes from `offset`, their ends clipped to the window.
-struct Snapshotter::Range {
-  uint32_t first_edge = kNone;  // global node index of the first overlapping edge
-  uint32_t last_node = 0;       // global node index of the last node reached
-  uint32_t offset = 0;          // snapshot index of the first node
-  int64_t first_ts = 0, last_ts = 0;
-};
-
 void Snapshotter::build(const Window& win, Snapshot& out) {
+  count_only(win, out);
+  extras_.clear();
+  static thread_local std::vector<Range> ranges;
+  cut_timelines(win, out, ranges);
+  cut_messages(win, out, ranges);
+  add_extra_nodes(out);
+}
+
+uint32_t Snapshotter::scan(const Window& win, std::vector<Range>& ranges,
+                           std::vector<uint32_t>& messages) {
+  size_t timeline_edges = 0;
+  const uint32_t nodes = find_ranges(win, ranges, timeline_edges);
+  select_messages(win, messages);
+  return nodes;
+}
+
+void Snapshotter::count_only(const Window& win, Snapshot& out) {
   out.window = win;
   out.ts.clear();
   out.worker.clear();
@@ -133,12 +141,7 @@ void Snapshotter::build(const Window& win, Snapshot& out) {
   out.msg_mult.clear();
   out.timeline_edges = 0;
   out.merged_pieces = 0;
-  extras_.clear();
   count_events(win, out);
-  static thread_local std::vector<Range> ranges;
-  cut_timelines(win, out, ranges);
-  cut_messages(win, out, ranges);
-  add_extra_nodes(out);
 }
 
 // Raw events in [ts, te) or [ts, te], counted per worker (each in time order).
@@ -157,10 +160,9 @@ void Snapshotter::count_events(const Window& win, Snapshot& out) {
   }
 }
 
-// Timeline edges overlapping (ts, te), worker by worker: first each worker's range of
-// edges, then the node arrays in one go. Remembers each worker's first global edge and
-// snapshot offset to place message endpoints in O(1).
-void Snapshotter::cut_timelines(const Window& win, Snapshot& out, std::vector<Range>& ranges) {
+// Each worker's range of timeline edges overlapping (ts, te); returns the node count.
+uint32_t Snapshotter::find_ranges(const Window& win, std::vector<Range>& ranges,
+                                  size_t& timeline_edges) {
   const int64_t ts = win.start, te = win.end;
   const size_t W = pag_.worker_count();
   ranges.assign(W, Range{});
@@ -187,8 +189,18 @@ void Snapshotter::cut_timelines(const Window& win, Snapshot& out, std::vector<Ra
     r.first_ts = std::max(node_ts[i], ts);
     r.last_ts = std::min(node_ts[j], te);
     nodes += j - i + 1;
-    out.timeline_edges += j - i;
+    timeline_edges += j - i;
   }
+  return nodes;
+}
+
+// Timeline edges overlapping (ts, te), worker by worker: first each worker's range of
+// edges, then the node arrays in one go. Remembers each worker's first global edge and
+// snapshot offset to place message endpoints in O(1).
+void Snapshotter::cut_timelines(const Window& win, Snapshot& out, std::vector<Range>& ranges) {
+  const size_t W = pag_.worker_count();
+  const auto& node_ts = pag_.node_ts;
+  const uint32_t nodes = find_ranges(win, ranges, out.timeline_edges);
   out.ts.resize(nodes);
   out.worker.resize(nodes);
   out.edge.resize(nodes);
@@ -208,8 +220,9 @@ void Snapshotter::cut_timelines(const Window& win, Snapshot& out, std::vector<Ra
   }
 }
 
-// Messages: admits those sent before the window's end, keeps those not yet delivered.
-void Snapshotter::cut_messages(const Window& win, Snapshot& out, const std::vector<Range>& ranges) {
+// Admits the messages sent before the window's end, keeps those not yet delivered, and
+// lists those overlapping the window.
+void Snapshotter::select_messages(const Window& win, std::vector<uint32_t>& overlapping) {
   const int64_t ts = win.start, te = win.end;
   const auto& msgs = pag_.messages;
   while (next_message_ < msgs.size() && (msgs[next_message_].src_ts < te ||
@@ -217,6 +230,7 @@ void Snapshotter::cut_messages(const Window& win, Snapshot& out, const std::vect
     in_flight_.push_back(static_cast<uint32_t>(next_message_));
     ++next_message_;
   }
+  overlapping.clear();
   size_t keep = 0;
   for (uint32_t mi : in_flight_) {
     const Message& m = msgs[mi];
@@ -225,27 +239,32 @@ void Snapshotter::cut_messages(const Window& win, Snapshot& out, const std::vect
                          : (m.src_ts < te && m.dst_ts > ts);
     bool later = zero ? m.src_ts >= te : m.dst_ts > te;
     if (later) in_flight_[keep++] = mi;
-    if (!overlaps) continue;
-    // Endpoint on worker w at time t (clipped), at global node g when not clipped.
-    auto place = [&](uint32_t w, int64_t t, uint32_t g, bool clipped, bool is_src) -> uint32_t {
-      const Range& r = ranges[w];
-      if (r.first_edge != kNone && t >= r.first_ts && t <= r.last_ts) {
-        if (!clipped && g >= r.first_edge && g <= r.last_node) return r.offset + (g - r.first_edge);
-        if (clipped && t == r.first_ts) return r.offset;
-        if (clipped && t == r.last_ts) return r.offset + (r.last_node - r.first_edge);
-      }
-      extras_.push_back({w, t, static_cast<uint32_t>(out.msg_src.size()), is_src});
-      return kNone;
-    };
-    int64_t s_t = std::max(m.src_ts, ts);
-    int64_t d_t = std::min(m.dst_ts, te);
-    uint32_t s = place(m.src_worker, s_t, m.src_node, m.src_ts < ts, true);
-    uint32_t d = place(m.dst_worker, d_t, m.dst_node, m.dst_ts > te, false);
+    if (overlaps) overlapping.push_back(mi);
+  }
+  in_flight_.resize(keep);
+}
+
+// Messages overlapping the window, their endpoints clipped to it.
+void Snapshotter::cut_messages(const Window& win, Snapshot& out, const std::vector<Range>& ranges) {
+  const int64_t ts = win.start, te = win.end;
+  const auto& msgs = pag_.messages;
+  select_messages(win, overlapping_);
+  // Endpoint on worker w at time t (clipped), at global node g when not clipped.
+  auto at = [&](uint32_t w, int64_t t, uint32_t g, bool clipped, bool is_src) -> uint32_t {
+    const uint32_t v = place(ranges[w], t, g, clipped);
+    if (v == kNone) extras_.push_back({w, t, static_cast<uint32_t>(out.msg_src.size()), is_src});
+    return v;
+  };
+  for (uint32_t mi : overlapping_) {
+    const Message& m = msgs[mi];
+    const int64_t s_t = std::max(m.src_ts, ts);
+    const int64_t d_t = std::min(m.dst_ts, te);
+    const uint32_t s = at(m.src_worker, s_t, m.src_node, m.src_ts < ts, true);
+    const uint32_t d = at(m.dst_worker, d_t, m.dst_node, m.dst_ts > te, false);
     out.msg_src.push_back(s);
     out.msg_dst.push_back(d);
     out.msg_index.push_back(mi);
   }
-  in_flight_.resize(keep);
 }
 
 // Standalone nodes for message endpoints outside every timeline range (deduplicated).

@@ -103,9 +103,37 @@ class Snapshotter {
   explicit Snapshotter(const Pag& pag);
   void build(const Window& window, Snapshot& out);
 
+  // The timeline edges of a worker overlapping a window: global nodes [first_edge,
+  // last_node], at snapshot nodes from `offset`, their ends clipped to the window.
+  struct Range {
+    uint32_t first_edge = kNone;  // global node index of the first overlapping edge
+    uint32_t last_node = 0;       // global node index of the last node reached
+    uint32_t offset = 0;          // snapshot index of the first node
+    int64_t first_ts = 0, last_ts = 0;
+  };
+  // What build() would cut, without building the node arrays (a segmented window is
+  // planned from this, cp/segments.hpp): every worker's range and the messages
+  // overlapping the window (into Pag::messages, in build()'s order); returns the
+  // timeline nodes. Advances the same state as build(): one or the other per window.
+  uint32_t scan(const Window& window, std::vector<Range>& ranges, std::vector<uint32_t>& messages);
+  // The snapshot node of range r where build() puts a message endpoint at (clipped) time
+  // t, global node g, or kNone: a node of its own at t, after the timelines.
+  static uint32_t place(const Range& r, int64_t t, uint32_t g, bool clipped) {
+    if (r.first_edge != kNone && t >= r.first_ts && t <= r.last_ts) {
+      if (!clipped && g >= r.first_edge && g <= r.last_node) return r.offset + (g - r.first_edge);
+      if (clipped && t == r.first_ts) return r.offset;
+      if (clipped && t == r.last_ts) return r.offset + (r.last_node - r.first_edge);
+    }
+    return kNone;
+  }
+  // Only out.window and out.events (no nodes): for a window analyzed from the snapshots
+  // of its parts. The other state catches up at the next build().
+  void count_only(const Window& window, Snapshot& out);
+
  private:
-  struct Range;  // one worker's timeline edges in the window
   void count_events(const Window& win, Snapshot& out);
+  uint32_t find_ranges(const Window& win, std::vector<Range>& ranges, size_t& timeline_edges);
+  void select_messages(const Window& win, std::vector<uint32_t>& overlapping);
   void cut_timelines(const Window& win, Snapshot& out, std::vector<Range>& ranges);
   void cut_messages(const Window& win, Snapshot& out, const std::vector<Range>& ranges);
   void add_extra_nodes(Snapshot& out);
@@ -114,6 +142,7 @@ class Snapshotter {
   std::vector<uint32_t> cursor_;        // per worker: first edge that may overlap the next window
   size_t next_message_ = 0;             // next message (by send time) not yet in flight
   std::vector<uint32_t> in_flight_;     // messages that may overlap the next window
+  std::vector<uint32_t> overlapping_;   // the window's messages (build)
   std::vector<uint32_t> event_cursor_;  // per worker: first event not yet counted
   struct Extra {
     uint32_t worker;

@@ -17,7 +17,8 @@ using Buf = fmt::memory_buffer;
   throw std::invalid_argument("rates page: " + what);
 }
 
-simdjson::dom::element field(simdjson::dom::element o, const char* key, const std::string& where) {
+simdjson::dom::element json_field(simdjson::dom::element o, const char* key,
+                                  const std::string& where) {
   simdjson::dom::element v;
   if (o[key].get(v) != simdjson::SUCCESS) bad(where + ": no \"" + key + "\"");
   return v;
@@ -25,28 +26,29 @@ simdjson::dom::element field(simdjson::dom::element o, const char* key, const st
 
 int64_t integer(simdjson::dom::element o, const char* key, const std::string& where) {
   int64_t v = 0;
-  if (field(o, key, where).get_int64().get(v) != simdjson::SUCCESS)
+  if (json_field(o, key, where).get_int64().get(v) != simdjson::SUCCESS)
     bad(where + ": \"" + key + "\" is not an integer");
   return v;
 }
 
 double real(simdjson::dom::element o, const char* key, const std::string& where) {
   double v = 0;
-  if (field(o, key, where).get_double().get(v) != simdjson::SUCCESS || !std::isfinite(v) || v < 0)
+  if (json_field(o, key, where).get_double().get(v) != simdjson::SUCCESS || !std::isfinite(v) ||
+      v < 0)
     bad(where + ": \"" + key + "\" is not a number >= 0");
   return v;
 }
 
 std::string text(simdjson::dom::element o, const char* key, const std::string& where) {
   std::string_view v;
-  if (field(o, key, where).get_string().get(v) != simdjson::SUCCESS)
+  if (json_field(o, key, where).get_string().get(v) != simdjson::SUCCESS)
     bad(where + ": \"" + key + "\" is not a string");
   return std::string(v);
 }
 
 simdjson::dom::array array(simdjson::dom::element o, const char* key, const std::string& where) {
   simdjson::dom::array v;
-  if (field(o, key, where).get_array().get(v) != simdjson::SUCCESS)
+  if (json_field(o, key, where).get_array().get(v) != simdjson::SUCCESS)
     bad(where + ": \"" + key + "\" is not an array");
   return v;
 }
@@ -133,7 +135,7 @@ RatesPage parse_rates_page(std::string_view json) {
   p.interval_ns = integer(doc, "interval_ns", "page");
   if (p.interval_ns <= 0) bad("page: \"interval_ns\" must be positive");
   p.first_event_ns = integer(doc, "first_event_ns", "page");
-  const simdjson::dom::element topo = field(doc, "topology", "page");
+  const simdjson::dom::element topo = json_field(doc, "topology", "page");
   for (simdjson::dom::element o : array(topo, "operators", "topology")) {
     const uint32_t id = operator_id(integer(o, "id", "topology operator"), "topology");
     const int64_t n = integer(o, "instances", "topology operator");

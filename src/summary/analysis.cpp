@@ -20,6 +20,7 @@ class WindowAnalyzer {
       : pag_(pag),
         options_(options),
         snapshotter_(pag),
+        planner_(pag),
         segmented_(pag),
         summarizer_(pag),
         what_if_(pag) {
@@ -48,14 +49,20 @@ class WindowAnalyzer {
       into += std::chrono::duration<double>(now - t0).count();
       t0 = now;
     };
-    snapshotter_.build(window, snap_);
-    plan_segments(pag_, snap_, plan_);
+    // Planned from the PAG: a segmented window is snapshotted only part by part (the
+    // what-if also needs the whole window's).
+    planner_.plan(window, plan_);
+    const bool whole = !options_.segments || plan_.whole();
+    if (whole || options_.what_if.enabled)
+      snapshotter_.build(window, snap_);
+    else
+      snapshotter_.count_only(window, snap_);
     lap(times_.snapshot_s);
     // One independent stream per window, so results do not depend on which windows ran.
     const uint64_t seed =
         options_.summary.seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(window.start);
     sampled_.clear();
-    if (!options_.segments || plan_.whole()) {
+    if (whole) {
       computer_.compute(snap_, cp_);
       if (options_.sample_single_path) sampled_ = computer_.sample_path(snap_, cp_, seed);
     } else {
@@ -72,7 +79,6 @@ class WindowAnalyzer {
     summary_.index = index;
     summarizer_.summarize(snap_, cp_, sampled_, options_.summary, summary_);
     if (options_.what_if.enabled) {
-      const bool whole = !options_.segments || plan_.whole();
       segments_.clear();
       if (!whole)
         for (const SegmentPlan::Part& p : plan_.parts)
@@ -107,6 +113,7 @@ class WindowAnalyzer {
   const Pag& pag_;
   const AnalysisOptions& options_;
   Snapshotter snapshotter_;
+  SegmentPlanner planner_;
   CpComputer computer_;
   SegmentedCp segmented_;
   SegmentPlan plan_;

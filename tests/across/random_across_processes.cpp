@@ -179,6 +179,13 @@ int main(int argc, char** argv) {
     listeners.Append(new test_random_across::FailurePrinter(tr->rank()));
   }
   const int rc = RUN_ALL_TESTS();
+  // Read by tests/mpi_random_dataflows.sh when it sets tiny message limits.
+  const snailtrail::flow::Transport::Stats st = tr->stats();
+  std::printf("transport rank %u: %llu messages, largest %llu bytes, %llu sender waits\n",
+              tr->rank(), static_cast<unsigned long long>(st.messages),
+              static_cast<unsigned long long>(st.largest_message),
+              static_cast<unsigned long long>(st.sender_waits));
+  std::fflush(stdout);
   tr.reset();  // MPI_Finalize
   return rc;
 }

@@ -12,7 +12,7 @@ namespace lp = snailtrail::loop;
 
 namespace {
 
-std::string error_of(const std::string& bytes) {
+std::string report_error_of(const std::string& bytes) {
   try {
     (void)lp::decode_report(bytes);
   } catch (const std::runtime_error& e) {
@@ -31,7 +31,8 @@ TEST(LoopRankCounts, IntervalCountBeyondTheBytesLeft) {
   std::string bytes = lp::encode_report(r);
   ASSERT_EQ(bytes.size(), 20u);  // magic 4, rank 4, watermark 8, interval count 4
   put_u32(bytes, 16, 5);
-  EXPECT_EQ(error_of(bytes), "autoscale: rank report claims 5 intervals in 0 bytes (offset 20)");
+  EXPECT_EQ(report_error_of(bytes),
+            "autoscale: rank report claims 5 intervals in 0 bytes (offset 20)");
 }
 
 TEST(LoopRankCounts, InstanceCountBeyondTheBytesLeft) {
@@ -40,7 +41,8 @@ TEST(LoopRankCounts, InstanceCountBeyondTheBytesLeft) {
   std::string bytes = lp::encode_report(r);
   ASSERT_EQ(bytes.size(), 40u);  // header 20, start 8, end 8, instance count 4
   put_u32(bytes, 36, 3);
-  EXPECT_EQ(error_of(bytes), "autoscale: rank report claims 3 instances in 0 bytes (offset 40)");
+  EXPECT_EQ(report_error_of(bytes),
+            "autoscale: rank report claims 3 instances in 0 bytes (offset 40)");
   // A count the bytes left can hold is read on.
   lp::RankReport two;
   two.intervals.resize(1);
@@ -49,7 +51,8 @@ TEST(LoopRankCounts, InstanceCountBeyondTheBytesLeft) {
   std::string ok = lp::encode_report(two);
   EXPECT_EQ(lp::decode_report(ok).intervals[0].instances.size(), 2u);
   put_u32(ok, 36, 3);  // 80 bytes left hold 2 instances of 40, not 3
-  EXPECT_EQ(error_of(ok), "autoscale: rank report claims 3 instances in 80 bytes (offset 40)");
+  EXPECT_EQ(report_error_of(ok),
+            "autoscale: rank report claims 3 instances in 80 bytes (offset 40)");
 }
 
 }  // namespace

@@ -41,7 +41,7 @@ int64_t secs(const std::string& t) {  // "2s", "1.5s" (the tests' own small pars
   return static_cast<int64_t>(v * 1e9);
 }
 
-std::string error_of(const std::string& text) {
+std::string balance_error_of(const std::string& text) {
   try {
     mp::parse_skew_profile(text, secs);
   } catch (const snailtrail::UsageError& e) {
@@ -63,7 +63,7 @@ TEST(LoopSkewProfile, ParsesAndNamesTheBadToken) {
                        Bad{"1s:0.2", "'1s:0.2'"}, Bad{"0s:0,2s:0.1,1s:0.3", "'1s:0.3'"},
                        Bad{"0s:0,x:0.1", "'x:0.1'"}, Bad{"0s:0,5s", "'5s'"},
                        Bad{"0s:0,5s:abc", "'5s:abc'"}, Bad{"0s:0,", "''"}}) {
-    const std::string e = error_of(b.text);
+    const std::string e = balance_error_of(b.text);
     EXPECT_NE(e.find("--skew-profile"), std::string::npos) << b.text << ": " << e;
     EXPECT_NE(e.find(b.token), std::string::npos) << b.text << ": " << e;
   }

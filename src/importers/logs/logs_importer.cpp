@@ -17,7 +17,7 @@ namespace {
 constexpr DiagnosticKind kRecordsWithoutId = repaired("logs.records_without_id");
 constexpr DiagnosticKind kZeroLengthSteps = repaired("logs.zero_length_steps");
 constexpr DiagnosticKind kMultiIdRecords = repaired("logs.multi_id_records");
-constexpr std::array kDiagnostics = {
+constexpr std::array kLogDiagnostics = {
     repaired("logs.binary_lines"),
     repaired("logs.long_lines_cut"),
     repaired("logs.invalid_utf8_lines"),
@@ -192,7 +192,7 @@ const Importer& logs_descriptor() {
       .options = kLogsOptions,
       .whole_window = true,
       .window_reason = "request logs are a set of requests",
-      .diagnostics = kDiagnostics,
+      .diagnostics = kLogDiagnostics,
   };
   return d;
 }

@@ -120,7 +120,7 @@ struct Counts {
 constexpr DiagnosticKind kTruncatedRecord = cut_input("msgpack.truncated_record");
 constexpr DiagnosticKind kBogusEvents = repaired("msgpack.bogus_events");
 constexpr DiagnosticKind kMismatchedEventTypes = repaired("msgpack.mismatched_event_types");
-constexpr std::array kDiagnostics = {kTruncatedRecord, kBogusEvents, kMismatchedEventTypes};
+constexpr std::array kMsgpackDiagnostics = {kTruncatedRecord, kBogusEvents, kMismatchedEventTypes};
 
 // Decodes records until the end or the first problem. With `sniffing`, stops quietly.
 // Returns the number of complete records; fills `events` if not null.
@@ -299,7 +299,7 @@ const Importer& descriptor() {
       .stream = [](const std::string& source, const ImportOptions&)
           -> std::unique_ptr<StreamImporter> { return make_stream(source); },
       .window_reason = "snailtrail's own traces (dataflow runs, the simulator) are streams",
-      .diagnostics = kDiagnostics,
+      .diagnostics = kMsgpackDiagnostics,
   };
   return d;
 }
