@@ -4,6 +4,8 @@
 // packing, a CSV reader and simdjson).
 #include <gtest/gtest.h>
 #include <simdjson.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -119,6 +121,50 @@ TEST(BigVector, GrowingKeepsTheContentsAcrossTheMappedThreshold) {
   // but must keep the old ones.
   v.resize(v.size() * 2);
   EXPECT_TRUE(std::equal(oracle.begin(), oracle.end(), v.begin()));
+}
+
+// Pages of [p, p + bytes) resident in memory, by mincore() (p page-aligned).
+size_t resident_pages(const void* p, size_t bytes) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> in((bytes + page - 1) / page);
+  if (mincore(const_cast<void*>(p), bytes, in.data()) != 0) return SIZE_MAX;
+  return static_cast<size_t>(
+      std::count_if(in.begin(), in.end(), [](unsigned char c) { return (c & 1) != 0; }));
+}
+
+TEST(BigVector, ReleasedSpareCapacityLeavesTheMemoryButKeepsTheContents) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  for (const size_t keep : {size_t{0}, size_t{1}, size_t{511}, size_t{512}, size_t{513},
+                            size_t{100'003}, size_t{262'143}}) {
+    constexpr size_t kCapacity = (size_t{2} << 20) / sizeof(uint64_t);  // 2 MiB: mapped
+    BigVector<uint64_t> v(kCapacity);
+    std::vector<uint64_t> oracle(kCapacity);
+    std::mt19937_64 rng(keep);
+    for (size_t i = 0; i < kCapacity; ++i) v[i] = oracle[i] = rng() | 1;  // never 0
+    ASSERT_EQ(resident_pages(v.data(), kCapacity * sizeof(uint64_t)),
+              kCapacity * sizeof(uint64_t) / page);
+    v.resize(keep);
+    big_memory::release_spare_capacity(v);
+    ASSERT_EQ(v.size(), keep);
+    ASSERT_EQ(v.capacity(), kCapacity);
+    EXPECT_TRUE(std::equal(v.begin(), v.end(), oracle.begin())) << "kept " << keep;
+    // Every page holding a kept element stays; every page wholly past them is given back.
+    const size_t kept_pages = (keep * sizeof(uint64_t) + page - 1) / page;
+    EXPECT_EQ(resident_pages(v.data(), kCapacity * sizeof(uint64_t)), kept_pages)
+        << "kept " << keep;
+    // The vector may grow into its capacity again: the released part reads as written.
+    v.resize(kCapacity);
+    for (size_t i = keep; i < kCapacity; ++i) v[i] = oracle[i];
+    EXPECT_TRUE(std::equal(v.begin(), v.end(), oracle.begin())) << "kept " << keep;
+  }
+}
+
+TEST(BigVector, SmallVectorsKeepTheirSpareCapacity) {
+  BigVector<uint32_t> v(1000, 7u);
+  v.resize(10);
+  big_memory::release_spare_capacity(v);  // malloc'd memory: nothing to give back
+  EXPECT_EQ(v.size(), 10u);
+  EXPECT_TRUE(std::all_of(v.begin(), v.end(), [](uint32_t x) { return x == 7u; }));
 }
 
 // ---- lane packing -------------------------------------------------------------------------

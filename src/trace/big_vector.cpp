@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <mutex>
 
@@ -73,6 +74,13 @@ size_t cached_bytes() {
   Cache& c = cache();
   std::lock_guard lock(c.mu);
   return c.free_bytes;
+}
+
+void release_pages(void* p, size_t bytes) noexcept {
+  const auto page = static_cast<uintptr_t>(page_size());
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) & ~(page - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(page - 1);
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 void prefault(const void* p, size_t bytes) {

@@ -21,6 +21,9 @@
 
 namespace snailtrail {
 
+template <typename T>
+struct BigAllocator;
+
 namespace big_memory {
 constexpr size_t kMinBytes = size_t{1} << 20;
 // Returns at least `bytes` of page-aligned memory (bytes >= kMinBytes).
@@ -33,6 +36,22 @@ size_t cached_bytes();
 // page fault per 4 KiB while the memory is filled. Purely a speed hint; no-op if
 // unsupported.
 void prefault(const void* p, size_t bytes);
+
+// Gives the whole pages inside [p, p + bytes) back to the kernel (madvise MADV_DONTNEED):
+// they stop counting in the resident set, and read as zero if touched again. Only for
+// memory of allocate() (private anonymous mappings) that holds nothing needed any more.
+void release_pages(void* p, size_t bytes) noexcept;
+
+// Gives back the pages of a large vector's capacity beyond its size (elements
+// [size, capacity) become unspecified; the vector stays valid and may grow into them).
+// For arrays sized for the worst case, filled, then cut to what they hold (the PAG's
+// node arrays: one slot per event, about half of them used).
+template <typename T>
+void release_spare_capacity(std::vector<T, BigAllocator<T>>& v) noexcept {
+  static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>);
+  if (v.capacity() * sizeof(T) < kMinBytes) return;  // not from allocate()
+  release_pages(v.data() + v.size(), (v.capacity() - v.size()) * sizeof(T));
+}
 
 // Reserves room for `n` more elements of `v` and pre-faults it (for large reservations).
 template <typename T, typename A>
