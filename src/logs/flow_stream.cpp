@@ -24,7 +24,7 @@ using detail::kNone;
 
 // The records of each open request, in record order; a request is numbered by the order
 // of its first record (build_flows' flow order). Each pass takes the records from
-// `records` (kept, or the files read again) and holds copies of the open requests' ones
+// `records` (kept, packed, or the files read again) and holds copies of the open requests' ones
 // only: a request's indices point into held(), freed when it closes.
 class OpenRequests {
  public:

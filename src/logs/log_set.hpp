@@ -42,7 +42,8 @@ struct LogOptions {
   // none and no line kinds (both refer to records).
   bool keep_records = true;
   // With keep_records false: still keep each record's template (LogSet::clusters, 4 bytes
-  // a record): `flows` on files reads everything else again (reread_records).
+  // a record): `flows` on files takes the rest from pack_records, or else reads the files
+  // again (reread_records).
   bool keep_clusters = false;
   // With keep_clusters: also keep each record's header fields packed (LogSet::packed,
   // about 4 bytes a record), so that passes over the records read them from there
