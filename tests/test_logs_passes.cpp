@@ -122,6 +122,23 @@ std::string all_outputs(const LogSet& set, const FlowSet& flows, bool jsonl = tr
   return fmt::to_string(out);
 }
 
+// The records given by packed_records are the kept ones, field by field (extra_lines aside:
+// a record not kept counts no joined line).
+void expect_packed_equal_kept(const LogSet& packed, const LogSet& kept) {
+  size_t n = 0, wrong = 0;
+  packed_records(packed, [&](uint32_t r, const LogRecord& got, std::string_view message) {
+    ASSERT_LT(r, kept.records.size());
+    ASSERT_EQ(r, n);
+    ++n;
+    const LogRecord& want = kept.records[r];
+    wrong += got.file != want.file || got.line != want.line || got.thread != want.thread ||
+             got.node != want.node || got.cluster != want.cluster || got.ts != want.ts ||
+             got.extra_lines != 0 || !message.empty();
+  });
+  EXPECT_EQ(n, kept.records.size());
+  EXPECT_EQ(wrong, 0u);
+}
+
 // The one-pass result and the result in passes, for inferred ids and --by-thread.
 void expect_passes_equal_one_pass(const std::vector<std::string>& paths, size_t chunk,
                                   size_t min_flows) {
@@ -176,7 +193,96 @@ void expect_passes_equal_one_pass(const std::vector<std::string>& paths, size_t 
     EXPECT_TRUE(from_rereads == want);
     EXPECT_EQ(held.most_open, streamed.most_open);
     EXPECT_EQ(held.most_held, most_held_by_brute_force(one, one_set.records.size()));
+    // As the command reads files: the records' header fields packed, the passes over the
+    // records read from there (only the census reads the files again). The oracle: the
+    // records kept, field by field, and the same outputs.
+    LogOptions packing = bare_set;
+    packing.pack_records = true;
+    const LogSet packed = read_logs(paths, packing);
+    ASSERT_EQ(packed.records.capacity(), 0u);
+    ASSERT_EQ(packed.packed.size(), one_set.records.size());
+    expect_packed_equal_kept(packed, one_set);
+    buf.clear();
+    const FlowSet from_packed = stream_flows(packed, packing, fo, 1000000, [&](const Flow& f) {
+      output::write_flow_json(buf, packed, f, true);
+      buf.push_back('\n');
+    });
+    const std::string packed_out = fmt::to_string(buf) + all_outputs(packed, from_packed, false);
+    ASSERT_EQ(packed_out.size(), want.size());
+    EXPECT_TRUE(packed_out == want);
+    EXPECT_EQ(from_packed.most_held, held.most_held);
   }
+}
+
+// PackedRecords gives back what it was given: times of any change (nanoseconds, whole
+// milliseconds, backwards, the int64 extremes), lines, threads and nodes up to 2^32 - 1,
+// files that change. The oracle is the records themselves.
+TEST(LogPasses, PackedRecordsGiveBackTheirRecords) {
+  std::mt19937_64 rng(12);
+  const int64_t times[] = {0,
+                           1,
+                           -1,
+                           999999,
+                           1000000,
+                           -1000000,
+                           1709290800000000000,
+                           INT64_MAX,
+                           INT64_MIN,
+                           INT64_MAX - 1000000 + 1};
+  std::vector<LogRecord> want;
+  PackedRecords packed;
+  uint32_t file = 0, line = 0;
+  const int n = testing::random_inputs(300000, 30000);  // several blocks of 1 MiB
+  for (int i = 0; i < n; ++i) {
+    if (rng() % 1000 == 0) ++file, line = 0;
+    LogRecord r;
+    r.file = file;
+    r.line = line += 1 + (rng() % 50 == 0 ? static_cast<uint32_t>(rng() % 100000) : 0);
+    r.thread = rng() % 100 == 0 ? UINT32_MAX - static_cast<uint32_t>(rng() % 3)
+                                : static_cast<uint32_t>(rng() % 16);
+    r.node = rng() % 100 == 0 ? static_cast<uint32_t>(rng()) : file;
+    const int64_t prev = want.empty() || want.back().file != file ? 0 : want.back().ts;
+    switch (rng() % 6) {
+      case 0:
+        r.ts = times[rng() % std::size(times)];
+        break;
+      case 1:
+        r.ts = prev + static_cast<int64_t>(rng() % 1000) * 1000000;
+        break;
+      case 2:
+        r.ts = prev + static_cast<int64_t>(rng() % 1000000007);
+        break;
+      case 3:
+        r.ts = prev - static_cast<int64_t>(rng() % 5000000);
+        break;
+      default:
+        r.ts = prev;
+        break;
+    }
+    want.push_back(r);
+    packed.add(r);
+  }
+  ASSERT_EQ(packed.size(), want.size());
+  EXPECT_GT(packed.bytes(), size_t{1} << 20);
+  size_t k = 0, wrong = 0;
+  packed.each([&](uint32_t r, const LogRecord& got) {
+    ASSERT_EQ(r, k);
+    const LogRecord& w = want[k++];
+    wrong += got.file != w.file || got.line != w.line || got.thread != w.thread ||
+             got.node != w.node || got.ts != w.ts || got.cluster != 0 || got.extra_lines != 0;
+  });
+  EXPECT_EQ(k, want.size());
+  EXPECT_EQ(wrong, 0u);
+  // A log with a millisecond clock, few threads and one node per file: 4 bytes a record.
+  PackedRecords small;
+  for (uint32_t i = 0; i < 100000; ++i) {
+    LogRecord r;
+    r.line = i + 1;
+    r.thread = i % 16;
+    r.ts = 1709290800000000000 + int64_t{i / 3} * 1000000;
+    small.add(r);
+  }
+  EXPECT_LE(small.used(), 4u * 100000 + 16);
 }
 
 std::string hex_id(std::mt19937_64& rng) {
@@ -394,6 +500,21 @@ TEST(LogPasses, SampledCensusDecidesAsTheExactOne) {
   EXPECT_GE(sampling, 10u);  // the census did sample (the test is not vacuous)
 }
 
+// A log of 4-line requests, 4 open at once (each of 16 lines names the 4 requests
+// 0xa00000 + i / 16 * 4 + i % 4), a fresh id each; each of the first 8 lines of 16 also has
+// a fresh id-like token that is no identifier.
+std::string four_line_requests(int lines) {
+  std::string log;
+  for (int i = 0; i < lines; ++i) {
+    const std::string req = fmt::format("req-{:06x}", 0xa00000 + i / 16 * 4 + i % 4);
+    log += fmt::format("2024-03-01T12:{:02}:{:02}.{:03}Z INFO [t{}] c.e.Svc - {}\n", i / 60000 % 60,
+                       i / 1000 % 60, i % 1000, i % 3,
+                       i % 16 < 8 ? fmt::format("Handling {} token tk{:08}", req, i)
+                                  : fmt::format("Finished {} step {}", req, i % 16));
+  }
+  return log;
+}
+
 // What `logs flows` holds besides the records and templates stays bounded as lines grow
 // 10 times on a log whose requests close (4 lines each, 4 open at once, a fresh id each,
 // and a fresh id-like token on every line that is no identifier): the census's values (at
@@ -402,14 +523,7 @@ TEST(LogPasses, CensusAndOpenRequestsStayBoundedAsLinesGrow) {
   const int n = testing::random_inputs(4000, 1600);
   for (const int lines : {n, 10 * n}) {
     SCOPED_TRACE(lines);
-    std::string log;
-    for (int i = 0; i < lines; ++i) {
-      const std::string req = fmt::format("req-{:06x}", 0xa00000 + i / 16 * 4 + i % 4);
-      log += fmt::format("2024-03-01T12:{:02}:{:02}.{:03}Z INFO [t{}] c.e.Svc - {}\n",
-                         i / 60000 % 60, i / 1000 % 60, i % 1000, i % 3,
-                         i % 16 < 8 ? fmt::format("Handling {} token tk{:08}", req, i)
-                                    : fmt::format("Finished {} step {}", req, i % 16));
-    }
+    const std::string log = four_line_requests(lines);
     LogOptions o;
     o.keep = KeepText::messages;
     o.line_kinds = false;
@@ -478,14 +592,7 @@ TEST(LogPasses, FlowsOnFilesHoldNoRecordsAsLinesGrow) {
   const int n = testing::random_inputs(4000, 1600);
   for (const int lines : {n, 10 * n}) {
     SCOPED_TRACE(lines);
-    std::string log;
-    for (int i = 0; i < lines; ++i) {
-      const std::string req = fmt::format("req-{:06x}", 0xa00000 + i / 16 * 4 + i % 4);
-      log += fmt::format("2024-03-01T12:{:02}:{:02}.{:03}Z INFO [t{}] c.e.Svc - {}\n",
-                         i / 60000 % 60, i / 1000 % 60, i % 1000, i % 3,
-                         i % 16 < 8 ? fmt::format("Handling {} token tk{:08}", req, i)
-                                    : fmt::format("Finished {} step {}", req, i % 16));
-    }
+    const std::string log = four_line_requests(lines);
     TempLogs t("no_records_" + std::to_string(lines));
     t.add("svc.log", log);
     LogOptions kept;
@@ -508,6 +615,18 @@ TEST(LogPasses, FlowsOnFilesHoldNoRecordsAsLinesGrow) {
     EXPECT_EQ(top.most_held, most_held_by_brute_force(one, one_set.records.size()));
     EXPECT_LE(top.most_held, 16u);    // 4 open requests of at most 4 records
     EXPECT_EQ(top.held.size(), 40u);  // the 10 slowest, 4 records each
+    // As the command reads files: the header fields packed (a millisecond clock, 3
+    // threads: 4 bytes a record, with the template's 4), the same outputs and holds.
+    LogOptions packing = o;
+    packing.pack_records = true;
+    const LogSet packed = read_logs(t.paths, packing);
+    EXPECT_EQ(packed.records.capacity(), 0u);
+    EXPECT_LE(packed.packed.used(), 4u * static_cast<size_t>(lines) + 16);
+    expect_packed_equal_kept(packed, one_set);
+    EXPECT_TRUE(streamed_outputs(packed, packing, {}) == all_outputs(one_set, one));
+    const FlowSet packed_top = stream_flows(packed, packing, {}, 10);
+    EXPECT_EQ(packed_top.most_held, top.most_held);
+    EXPECT_EQ(packed_top.most_open, top.most_open);
   }
 }
 

@@ -24,7 +24,7 @@ using detail::kNone;
 
 // The records of each open request, in record order; a request is numbered by the order
 // of its first record (build_flows' flow order). Each pass takes the records from
-// `records` (kept, or the files read again) and holds copies of the open requests' ones
+// `records` (kept, packed, or the files read again) and holds copies of the open requests' ones
 // only: a request's indices point into held(), freed when it closes.
 class OpenRequests {
  public:
@@ -313,10 +313,15 @@ FlowSet stream_flows(const LogSet& logs, const LogOptions& read_options, const F
     for (size_t r = 0; r < logs.records.size(); ++r)
       visit(static_cast<uint32_t>(r), logs.content(r));
   };
-  // No records kept (keep_clusters): each pass over them reads the files again.
+  // No records kept (keep_clusters): each pass over them takes them from the packed
+  // header fields (pack_records), or else reads the files again.
   const detail::RecordSource records =
-      logs.records.size() == logs.record_count
-          ? detail::kept_records(logs)
+      logs.records.size() == logs.record_count ? detail::kept_records(logs)
+      : logs.packed.size() == logs.record_count
+          ? detail::RecordSource([&](const detail::RecordVisitor& visit) {
+              packed_records(
+                  logs, [&](uint32_t r, const LogRecord& rec, std::string_view) { visit(r, rec); });
+            })
           : detail::RecordSource([&](const detail::RecordVisitor& visit) {
               reread_records(
                   logs, read_options,

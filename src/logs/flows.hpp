@@ -147,7 +147,8 @@ FlowSet build_flows_rereading(const LogSet& logs, const LogOptions& read_options
 // of first record, with its signature's rank (the JSONL; a flow that closes before an
 // earlier one waits for it). The messages for inferred ids: the kept ones if
 // read_options.keep is messages (or whole lines, needed by --id), else the files are
-// read again (regular files only).
+// read again (regular files only). The records of the passes: the kept ones, else the
+// packed ones (LogOptions::pack_records), else the files read again.
 using FlowVisitor = std::function<void(const Flow&)>;
 FlowSet stream_flows(const LogSet& logs, const LogOptions& read_options, const FlowOptions& options,
                      size_t top, const FlowVisitor& each_flow = {});

@@ -129,6 +129,12 @@ class ValueTable {
     return to;
   }
   TextArena take_arena() { return std::move(arena_); }
+  // Frees the lookup (8 to 16 bytes a value; find then finds nothing, intern must not be
+  // called): the texts stay.
+  void drop_lookup() {
+    std::vector<uint32_t>().swap(table_);
+    std::vector<uint32_t>().swap(hash_);
+  }
 
  private:
   void rehash(size_t slots) {
@@ -708,6 +714,14 @@ void group_by_identifiers(const LogSet& logs, const MessageSource& messages, boo
       IdValues idv = identifier_values_held(vc, is_id, hub);
       out.id_values_held = static_cast<uint64_t>(
           std::count_if(idv.kind.begin(), idv.kind.end(), [](uint32_t k) { return k != kNone; }));
+      // The join reads the records' pairs and the values' texts only: the values' counts,
+      // slot lists and lookup (about 40 bytes a value) are freed before it allocates its
+      // union-find.
+      idv.table.drop_lookup();
+      std::vector<ParamValue>().swap(vc.values);
+      std::vector<uint32_t>().swap(vc.slot_begin);
+      std::vector<uint32_t>().swap(vc.value_slots);
+      std::vector<uint64_t>().swap(vc.pairs);
       out.multi_id_records += join_held(vc, is_id, idv, g);
       out.id_arena = idv.table.take_arena();  // the groups' names view into it
     } else {

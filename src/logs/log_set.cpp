@@ -67,6 +67,8 @@ class LogReader {
       throw std::logic_error("LogOptions: records not kept, so no texts nor line kinds");
     if (options.keep_records && options.keep_clusters)
       throw std::logic_error("LogOptions: keep_clusters is for records not kept");
+    if (options.pack_records && !options.keep_clusters)
+      throw std::logic_error("LogOptions: pack_records needs keep_clusters");
     if (!options.format.empty()) given_ = format_from_option(options.format);
     for (const FormatPreset& p : format_presets())
       presets_.push_back(LogFormat::compile(p.pattern, p.name));
@@ -302,6 +304,7 @@ void LogReader::add_record(FileState& fs, LineInfo& info, LogFile& file, std::st
   if (options_.line_kinds) file.lines.push_back(info);
   if (options_.keep_records) set_.records.push_back(r);
   if (options_.keep_clusters) set_.clusters.push_back(r.cluster);
+  if (options_.pack_records) set_.packed.add(r);
   ++set_.record_count;
 }
 
@@ -398,6 +401,36 @@ std::string_view TextArena::add(std::string_view header, std::string_view conten
   return {at + header.size(), content.size()};
 }
 
+void PackedRecords::add(const LogRecord& r) {
+  if (files_.empty() || files_.back().first != r.file) {
+    files_.emplace_back(r.file, count_);
+    last_ts_ = 0, last_line_ = 0;
+  }
+  if (blocks_.empty() || blocks_.back().used + kMaxRecord > kBlock)
+    blocks_.push_back({std::make_unique_for_overwrite<uint8_t[]>(kBlock), 0});
+  Block& b = blocks_.back();
+  uint8_t* at = b.bytes.get() + b.used;
+  // The time's change: in whole milliseconds, zigzag, shifted by a bit set; else a 0 and
+  // the change in nanoseconds, zigzag.
+  const int64_t d =
+      static_cast<int64_t>(static_cast<uint64_t>(r.ts) - static_cast<uint64_t>(last_ts_));
+  auto zigzag = [](int64_t v) {
+    return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
+  };
+  if (d % 1000000 == 0) {
+    put(at, (zigzag(d / 1000000) << 1) | 1);
+  } else {
+    put(at, 0);
+    put(at, zigzag(d));
+  }
+  put(at, r.line - last_line_);
+  put(at, r.thread);
+  put(at, r.node);
+  b.used = static_cast<size_t>(at - b.bytes.get());
+  last_ts_ = r.ts, last_line_ = r.line;
+  ++count_;
+}
+
 uint32_t TextArena::header_size(std::string_view content) {
   uint32_t h;
   std::memcpy(&h, content.data() + content.size(), sizeof h);
@@ -443,6 +476,7 @@ void reread_records(const LogSet& set, const LogOptions& options, const RecordVi
   LogReader::Replay replay{set, visit};
   LogOptions o = options;
   o.keep = KeepText::none, o.line_kinds = false, o.keep_records = false, o.keep_clusters = false;
+  o.pack_records = false;
   LogReader reader(scratch, o, &replay);
   for (uint32_t f = 0; f < set.files.size(); ++f) {
     std::ifstream in(set.files[f].path, std::ios::binary);
@@ -460,6 +494,16 @@ void reread_records(const LogSet& set, const LogOptions& options, const RecordVi
   if (replay.next != set.record_count)
     throw std::runtime_error("logs changed while read: " + std::to_string(replay.next) +
                              " records instead of " + std::to_string(set.record_count));
+}
+
+void packed_records(const LogSet& set, const RecordVisit& visit) {
+  if (set.packed.size() != set.record_count || set.clusters.size() != set.record_count)
+    throw std::logic_error("packed_records: the records were not packed (LogOptions)");
+  set.packed.each([&](uint32_t r, const LogRecord& rec) {
+    LogRecord full = rec;
+    full.cluster = set.clusters[r];
+    visit(r, full, {});
+  });
 }
 
 void reread_messages(const LogSet& set, const LogOptions& options,

@@ -42,8 +42,13 @@ struct LogOptions {
   // none and no line kinds (both refer to records).
   bool keep_records = true;
   // With keep_records false: still keep each record's template (LogSet::clusters, 4 bytes
-  // a record): `flows` on files reads everything else again (reread_records).
+  // a record): `flows` on files takes the rest from pack_records, or else reads the files
+  // again (reread_records).
   bool keep_clusters = false;
+  // With keep_clusters: also keep each record's header fields packed (LogSet::packed,
+  // about 4 bytes a record), so that passes over the records read them from there
+  // (packed_records) instead of reading the files and matching each header again.
+  bool pack_records = false;
 };
 
 struct LogRecord {
@@ -70,6 +75,76 @@ class TextArena {
   size_t used_ = 0, capacity_ = 0;
 };
 
+// The records' header fields (time, line, thread, node; the file from the order) packed
+// in record order, for passes over records not kept (LogOptions::pack_records): per record
+// varints of its time's change since the record before in its file (zigzag; in whole
+// milliseconds when it is some: a flag bit, else a 0 and the change in nanoseconds), its
+// line's change, its thread and its node. A log with
+// a millisecond clock, a few threads and nodes takes 4 bytes a record (LogRecord: 32).
+// Blocks that never move: no growth by doubling.
+class PackedRecords {
+ public:
+  void add(const LogRecord& r);  // in record order, file by file
+  size_t size() const { return count_; }
+  size_t bytes() const { return blocks_.size() * kBlock; }  // allocated
+  size_t used() const {
+    size_t n = 0;
+    for (const Block& b : blocks_) n += b.used;
+    return n;
+  }
+  // visit(index, record) in record order; the record's cluster and extra_lines are 0.
+  template <class Visit>
+  void each(Visit&& visit) const;
+
+ private:
+  static constexpr size_t kBlock = 1 << 20, kMaxRecord = 4 * 10;
+  struct Block {
+    std::unique_ptr<uint8_t[]> bytes;
+    size_t used = 0;
+  };
+  static void put(uint8_t*& at, uint64_t v) {
+    for (; v >= 0x80; v >>= 7) *at++ = static_cast<uint8_t>(v | 0x80);
+    *at++ = static_cast<uint8_t>(v);
+  }
+  static uint64_t get(const uint8_t*& at) {
+    uint64_t v = 0;
+    for (unsigned shift = 0;; shift += 7) {
+      const uint8_t b = *at++;
+      v |= uint64_t{b & 0x7fu} << shift;
+      if (b < 0x80) return v;
+    }
+  }
+  std::vector<Block> blocks_;
+  std::vector<std::pair<uint32_t, size_t>> files_;  // (file, its first record)
+  size_t count_ = 0;
+  int64_t last_ts_ = 0;
+  uint32_t last_line_ = 0;
+};
+
+template <class Visit>
+void PackedRecords::each(Visit&& visit) const {
+  size_t r = 0, next_file = 0;
+  LogRecord rec;
+  for (const Block& b : blocks_) {
+    const uint8_t* at = b.bytes.get();
+    const uint8_t* const end = at + b.used;
+    while (at < end) {
+      if (next_file < files_.size() && files_[next_file].second == r) {
+        rec.file = files_[next_file++].first;
+        rec.ts = 0, rec.line = 0;
+      }
+      const uint64_t t = get(at);
+      const uint64_t zz = t & 1 ? t >> 1 : get(at);
+      const uint64_t d = (zz >> 1) ^ (0 - (zz & 1));
+      rec.ts = static_cast<int64_t>(static_cast<uint64_t>(rec.ts) + (t & 1 ? d * 1000000 : d));
+      rec.line += static_cast<uint32_t>(get(at));
+      rec.thread = static_cast<uint32_t>(get(at));
+      rec.node = static_cast<uint32_t>(get(at));
+      visit(static_cast<uint32_t>(r++), static_cast<const LogRecord&>(rec));
+    }
+  }
+}
+
 // What became of each input line, for per-line output.
 enum class LineKind : uint8_t { record, joined, binary, empty, no_header };
 struct LineInfo {
@@ -93,6 +168,7 @@ struct LogSet {
   uint64_t record_count = 0;       // records read, kept or not
   // Per record its template, when only these are kept (LogOptions::keep_clusters).
   std::vector<uint32_t> clusters;
+  PackedRecords packed;  // LogOptions::pack_records: the rest of each record
   // Per record its message (first line), into LogFile::text; empty if no text is kept.
   std::vector<std::string_view> contents;
   std::vector<std::string> nodes;
@@ -141,6 +217,10 @@ void reread_messages(const LogSet& set, const LogOptions& options,
 // pass over the records needs none of them kept.
 using RecordVisit = std::function<void(uint32_t, const LogRecord&, std::string_view)>;
 void reread_records(const LogSet& set, const LogOptions& options, const RecordVisit& visit);
+
+// The same records (the message empty) from LogSet::packed and LogSet::clusters, with no
+// reading (LogOptions::pack_records). Throws std::logic_error if they were not packed.
+void packed_records(const LogSet& set, const RecordVisit& visit);
 
 // Whether a line looks binary (NUL, or more than a quarter control characters).
 bool is_binary_line(std::string_view line);

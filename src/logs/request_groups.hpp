@@ -55,7 +55,8 @@ void group_by_regex(const LogSet& logs, const std::string& id_regex, Grouping& g
 // The records' messages, in record order: visit(record, message) for each record.
 using MessageVisitor = std::function<void(uint32_t, std::string_view)>;
 using MessageSource = std::function<void(const MessageVisitor&)>;
-// The records, in record order: kept (LogSet::records) or read again (reread_records).
+// The records, in record order: kept (LogSet::records), packed (packed_records) or read
+// again (reread_records).
 using RecordVisitor = std::function<void(uint32_t, const LogRecord&)>;
 using RecordSource = std::function<void(const RecordVisitor&)>;
 RecordSource kept_records(const LogSet& logs);
