@@ -69,6 +69,10 @@ TEST(FlowPark, NoLostWakeUpsOnARing) {
       any = true;
     }
     if (any) continue;
+    if (timed_out > 0) {  // a wake-up was lost: finish without parking (the test fails)
+      std::this_thread::yield();
+      continue;
+    }
     ++parks;
     if (!slot.park(seen, kLongNs)) ++timed_out;
   }
