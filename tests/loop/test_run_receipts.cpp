@@ -160,12 +160,16 @@ TEST(RuntimeReceipts, HotWorkerFirstAtSkewHalfAndNineTenthsClosedLoop) {
 
 // Open loop far above what two workers sustain (the run's throughput says so): queues
 // build at the hot worker, whose receipts are stamped on arrival, so the queue is its
-// processing and not communication.
+// processing and not communication. 20 M lines/s for 125 ms: about 4x what an idle 2-core
+// machine sustains (4.5-5.0 M/s). At 5 M/s for 500 ms (the same 2.5 M lines) an idle
+// machine only just fell behind, both workers' sources kept up in turn, and the cold
+// worker's CP came first (52-60 %, 2026-12-01): that run was not overloaded at the hot
+// worker, whatever its throughput said.
 TEST(RuntimeReceipts, HotWorkerFirstInAnOverloadedOpenLoop) {
   const fs::path stats = temp_file("overload.json");
-  const double rate = 5'000'000;
-  TracedRun run = traced_wordcount("overload", {"--skew", "0.9", "--rate", "5000000", "--duration",
-                                                "500ms", "--stats-json", stats.string()});
+  const double rate = 20'000'000;
+  TracedRun run = traced_wordcount("overload", {"--skew", "0.9", "--rate", "20000000", "--duration",
+                                                "125ms", "--stats-json", stats.string()});
   std::ifstream in(stats);
   const std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::smatch m;
