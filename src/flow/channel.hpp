@@ -23,6 +23,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "flow/park.hpp"
+
 namespace snailtrail::flow {
 
 using Time = uint64_t;
@@ -145,10 +147,11 @@ template <class T>
 class RingPusher final : public Pusher<T> {
  public:
   // `entering`: the sending worker's stamp (Fabric::entering), cleared once a traced
-  // message is in the ring.
+  // message is in the ring. `wake`: the receiver's park slot (nullptr: the sender itself),
+  // woken after each message enters the ring.
   RingPusher(SpscRing<Message<T>>* ring, SpscRing<Message<T>>* returns,
-             std::atomic<int64_t>* entering)
-      : ring_(ring), returns_(returns), entering_(entering) {}
+             std::atomic<int64_t>* entering, ParkSlot* wake = nullptr)
+      : ring_(ring), returns_(returns), entering_(entering), wake_(wake) {}
   void push(std::unique_ptr<Message<T>> m) override {
     if (overflow_.empty() && enter(m)) return;
     overflow_.push_back(std::move(m));
@@ -167,16 +170,18 @@ class RingPusher final : public Pusher<T> {
     if (ring_->full()) return false;
     if (!this->on_enter) {
       ring_->push(m.release());
-      return true;
+    } else {
+      this->on_enter(*m);  // stamps the arrival and publishes it as entering (trace_send)
+      ring_->push(m.release());
+      entering_->store(INT64_MAX);  // seq_cst: see Fabric::entering
     }
-    this->on_enter(*m);  // stamps the arrival and publishes it as entering (trace_send)
-    ring_->push(m.release());
-    entering_->store(INT64_MAX);  // seq_cst: see Fabric::entering
+    if (wake_) wake_->wake();
     return true;
   }
   SpscRing<Message<T>>* ring_;
   SpscRing<Message<T>>* returns_;  // this thread pops, the receiver pushes
   std::atomic<int64_t>* entering_;
+  ParkSlot* wake_;
   std::deque<std::unique_ptr<Message<T>>> overflow_;
 };
 
@@ -465,7 +470,8 @@ class Fabric {
         base_(transport ? transport->rank() * workers : 0),
         transport_(transport),
         ring_capacity_(ring_capacity),
-        entering_(workers) {
+        entering_(workers),
+        park_(std::make_unique<ParkSlot[]>(workers)) {
     if (ring_capacity == 0) throw std::invalid_argument("fabric: a ring needs a slot");
     for (auto& e : entering_) e.store(INT64_MAX);
   }
@@ -480,6 +486,11 @@ class Fabric {
   // a message it did not see was either entering (this bounds its arrival), or had its
   // stamp taken after the receiver's clock read (docs/RUNTIME.md "Tracing").
   std::atomic<int64_t>& entering(uint32_t worker) { return entering_[worker - base_]; }
+  // Local worker `worker`'s park slot (park.hpp): every ring push to it from another local
+  // worker wakes it. Frames from other processes do not (their inboxes are filled by the
+  // transport's thread): with a transport, a parked worker also polls (drive()).
+  ParkSlot& park(uint32_t worker) { return park_[worker - base_]; }
+  bool has_transport() const { return transport_ != nullptr; }
 
   template <class T>
   std::vector<std::unique_ptr<Pusher<T>>> pushers(uint64_t channel, uint32_t from) {
@@ -492,7 +503,8 @@ class Fabric {
       }
       const size_t i = size_t{from - base_} * local_ + (to - base_);
       out.push_back(std::make_unique<RingPusher<T>>(rings->rings[i].get(), rings->returns[i].get(),
-                                                    &entering(from)));
+                                                    &entering(from),
+                                                    to == from ? nullptr : &park(to)));
     }
     return out;
   }
@@ -522,6 +534,7 @@ class Fabric {
   Transport* transport_;
   size_t ring_capacity_;
   std::vector<std::atomic<int64_t>> entering_;
+  std::unique_ptr<ParkSlot[]> park_;
   std::mutex mu_;
   std::unordered_map<uint64_t, std::shared_ptr<void>> channels_;
 };

@@ -36,6 +36,22 @@ const int kIdleYields = [] {
   return v ? std::max(0, std::atoi(v)) : 0;
 }();
 
+// An idle worker parks (park.hpp) instead of sleeping a fixed 20 us: a message or progress
+// pushed to it by another local worker wakes it at once. The timeout covers what only the
+// clock changes (a source's next record falling due, the run's duration, an abort, polled
+// flags): 20 us while a source waits for its next record to be due (as the old sleep),
+// otherwise doubling over consecutive idle rounds from 20 us up to kParkMaxNs (1 ms), so
+// an idle worker that waits on another one stops waking 14 000 times a second and taking
+// the core from it (docs/RUNTIME.md "Scaling and idle workers"). With a transport, frames
+// from other processes wake no one: the timeout stays 20 us.
+// SNAILTRAIL_FLOW_PARK_MAX_US=N sets the longest timeout (20: the old polling cadence).
+constexpr int64_t kParkMinNs = 20'000;
+const int64_t kParkMaxNs = [] {
+  const char* v = environment_value("SNAILTRAIL_FLOW_PARK_MAX_US");
+  const long us = v ? std::atol(v) : 1000;
+  return std::max<int64_t>(kParkMinNs, int64_t{us} * 1000);
+}();
+
 int64_t since(Clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
 }
@@ -128,7 +144,10 @@ void drive(Worker& w, const std::atomic<bool>& abort, const TraceSink* sink = nu
            int64_t flush_ns = 0, int64_t fail_at_ns = -1,
            Clock::time_point origin = Clock::time_point{}, int64_t hold_ns = 0) {
   Recorder& rec = w.recorder();
+  ParkSlot& park = w.fabric().park(w.index());
+  const int64_t park_max = w.fabric().has_transport() ? kParkMinNs : kParkMaxNs;
   int idle = 0;
+  int parks = 0;  // consecutive timed-out parks (the timeout doubles with each)
   int64_t wait_start = -1;
   std::optional<uint32_t> input_op;  // the wait's source operator, if it waits on input
   int64_t round_end = -1;            // when the last round ended (-1: none yet)
@@ -187,6 +206,8 @@ void drive(Worker& w, const std::atomic<bool>& abort, const TraceSink* sink = nu
     // runtime's too (recorded with the round, or inside the wait).
     const int64_t t_step = rec.on() ? (round_end >= 0 ? round_end : rec.now()) : 0;
     rec.take_first_receipt();
+    // Read before the round pulls anything: a push after this wakes the park below.
+    const uint32_t seen = park.read();
     const bool worked = w.step();
     // After an idle round the worker sleeps: the next round starts when it woke.
     round_end = rec.on() && worked ? rec.now() : -1;
@@ -196,6 +217,7 @@ void drive(Worker& w, const std::atomic<bool>& abort, const TraceSink* sink = nu
         profile::wait_ends(record_wait(rec, w.index(), wait_start, t_step, mark, input_op));
       wait_start = -1;
       idle = 0;
+      parks = 0;
     } else {
       if (wait_start < 0 && rec.on()) {
         wait_start = t_step;
@@ -206,7 +228,12 @@ void drive(Worker& w, const std::atomic<bool>& abort, const TraceSink* sink = nu
         ++idle;
         std::this_thread::yield();
       } else {
-        std::this_thread::sleep_for(std::chrono::microseconds(20));
+        const int64_t limit = w.awaiting_input() ? kParkMinNs : park_max;
+        const int64_t timeout = std::min(limit, kParkMinNs << std::min(parks, 10));
+        if (park.park(seen, timeout))
+          parks = 0;  // woken by a push: the next wait starts short again
+        else
+          ++parks;
       }
     }
   }
