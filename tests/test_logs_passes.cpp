@@ -122,6 +122,18 @@ std::string all_outputs(const LogSet& set, const FlowSet& flows, bool jsonl = tr
   return fmt::to_string(out);
 }
 
+// One streaming of `logs flows` (each pass over `set` as `read` says): the JSONL from the
+// visitor, the rest from all flows kept (the first 10 of them are the 10 slowest).
+std::string streamed_once(const LogSet& set, const LogOptions& read, const FlowOptions& fo,
+                          FlowSet& held) {
+  fmt::memory_buffer buf;
+  held = stream_flows(set, read, fo, 1000000, [&](const Flow& f) {
+    output::write_flow_json(buf, set, f, true);
+    buf.push_back('\n');
+  });
+  return fmt::to_string(buf) + all_outputs(set, held, false);
+}
+
 // The records given by packed_records are the kept ones, field by field (extra_lines aside:
 // a record not kept counts no joined line).
 void expect_packed_equal_kept(const LogSet& packed, const LogSet& kept) {
@@ -181,14 +193,9 @@ void expect_passes_equal_one_pass(const std::vector<std::string>& paths, size_t 
     const LogSet no_records = read_logs(paths, bare_set);
     ASSERT_EQ(no_records.records.capacity(), 0u);
     ASSERT_EQ(no_records.record_count, one_set.records.size());
-    // One streaming (each pass reads the files again): the JSONL as given, the rest from
-    // all flows kept (the first 10 of them are the 10 slowest).
-    fmt::memory_buffer buf;
-    const FlowSet held = stream_flows(no_records, bare_set, fo, 1000000, [&](const Flow& f) {
-      output::write_flow_json(buf, no_records, f, true);
-      buf.push_back('\n');
-    });
-    const std::string from_rereads = fmt::to_string(buf) + all_outputs(no_records, held, false);
+    // One streaming (each pass reads the files again).
+    FlowSet held;
+    const std::string from_rereads = streamed_once(no_records, bare_set, fo, held);
     ASSERT_EQ(from_rereads.size(), want.size());
     EXPECT_TRUE(from_rereads == want);
     EXPECT_EQ(held.most_open, streamed.most_open);
@@ -202,12 +209,8 @@ void expect_passes_equal_one_pass(const std::vector<std::string>& paths, size_t 
     ASSERT_EQ(packed.records.capacity(), 0u);
     ASSERT_EQ(packed.packed.size(), one_set.records.size());
     expect_packed_equal_kept(packed, one_set);
-    buf.clear();
-    const FlowSet from_packed = stream_flows(packed, packing, fo, 1000000, [&](const Flow& f) {
-      output::write_flow_json(buf, packed, f, true);
-      buf.push_back('\n');
-    });
-    const std::string packed_out = fmt::to_string(buf) + all_outputs(packed, from_packed, false);
+    FlowSet from_packed;
+    const std::string packed_out = streamed_once(packed, packing, fo, from_packed);
     ASSERT_EQ(packed_out.size(), want.size());
     EXPECT_TRUE(packed_out == want);
     EXPECT_EQ(from_packed.most_held, held.most_held);
