@@ -9,6 +9,7 @@
 #include "importers/importer.hpp"
 #include "importers/streaming.hpp"
 #include "process_util.hpp"
+#include "temp_file.hpp"
 
 namespace snailtrail::test_importer_registry {
 namespace {
@@ -96,6 +97,33 @@ TEST(ImporterRegistry, CommandsRegisterTheOptions) {
   EXPECT_NE(serve.out.find("--spark-delay-split TEXT=1:2"), std::string::npos);
   EXPECT_EQ(serve.out.find("--map TEXT"), std::string::npos);  // no followed format reads it
   EXPECT_NE(serve.out.find("spark, snailtrail-msgpack, perf-sched"), std::string::npos);
+}
+
+// `--importer auto` is resolved once per command (the stages then read the name, not the
+// file): the detected name for a file, "auto" where reading must report the problem.
+TEST(ImporterRegistry, ResolveImporterNamesTheDetectedReaderOrKeepsAuto) {
+  const std::string jsonl = testing::write_temp(
+      "resolve.jsonl", R"({"ts":1,"worker":0,"activity":"processing","event":"start"})"
+                       "\n"
+                       R"({"ts":5,"worker":0,"activity":"processing","event":"end"})"
+                       "\n");
+  EXPECT_EQ(importers::resolve_importer(jsonl, "auto"), "jsonl");
+  EXPECT_EQ(importers::resolve_importer(jsonl, "spark"), "spark");  // given: kept as is
+  EXPECT_EQ(importers::resolve_importer("-", "auto"), "auto");      // stdin: read whole
+  EXPECT_EQ(importers::resolve_importer("", "auto"), "auto");
+  const std::string missing = ::testing::TempDir() + "no-such-trace.jsonl";
+  EXPECT_EQ(importers::resolve_importer(missing, "auto"), "auto");
+  const std::string scenario = testing::write_temp("resolve.toml", "[job]\n");
+  EXPECT_EQ(importers::resolve_importer(scenario, "auto"), "auto");
+  // ... and reading it gives the reader's message, as without resolving.
+  const CommandResult r = run_binary("analyze " + scenario);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("snailtrail simulate"), std::string::npos) << r.out;
+  // Nothing is remembered between calls: the same path with new content is detected anew.
+  testing::write_temp("resolve.jsonl",
+                      R"({"Event":"SparkListenerLogStart","Spark Version":"3.5.0"})"
+                      "\n");
+  EXPECT_EQ(importers::resolve_importer(jsonl, "auto"), "spark");
 }
 
 }  // namespace

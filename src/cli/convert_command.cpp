@@ -163,6 +163,7 @@ CommandRunner add_convert_command(CLI::App& app) {
       ->capture_default_str();
   return [cmd, args]() {
     if (!*cmd) return -1;
+    args->importer = importers::resolve_importer(args->in, args->importer);
     if (args->to.empty() && (args->window != "auto" || args->gap_threshold != "100us"))
       throw std::invalid_argument(
           "--window and --gap-threshold only matter with --to chrome (a trace converts as is)");

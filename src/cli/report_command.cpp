@@ -138,15 +138,10 @@ void analyze_on_ranks(mpi::RankGroup& group, AnalysisInput& in, const AnalysisOp
     replay_rank(group, rank, [&](RenderedWindow& r) { feed.add_received(r); });
 }
 
-// The importer that reads the input: --importer, else detected ("" if unknown or stdin).
+// The importer that reads the input: --importer, else detected when the command line was
+// parsed ("" if unknown or stdin).
 std::string_view input_kind(const ReportArgs& a) {
-  if (a.in.importer != "auto") return a.in.importer;
-  if (a.in.trace == "-") return {};
-  try {
-    return importers::detect_importer(a.in.trace).name;
-  } catch (const std::exception&) {
-    return {};  // the analysis names the problem
-  }
+  return a.in.importer == "auto" ? std::string_view() : std::string_view(a.in.importer);
 }
 
 // The view for the input: span traces (OTLP, Jaeger) get the waterfall, Spark logs the

@@ -14,13 +14,14 @@ namespace snailtrail::cli {
 int run_critical_flow(const TraceInputArgs& in, const std::string& thread,
                       const std::string& format,
                       const std::function<int(const std::string&)>& write) {
-  if (in.importer != "auto" && in.importer != "perf-sched" && in.importer != "lttng")
+  if (in.importer_option != "auto" && in.importer_option != "perf-sched" &&
+      in.importer_option != "lttng")
     throw std::invalid_argument(
         "--view critical-flow needs a kernel trace (--importer perf-sched or lttng)");
-  const kernel::KernelModel m = kernel::load_kernel_model(in.trace, in.importer);
+  const kernel::KernelModel m = kernel::load_kernel_model(in.trace, in.importer_option);
   report::CriticalFlowOptions o;
   o.source = in.trace;
-  o.format = in.importer;
+  o.format = in.importer_option;
   std::error_code ec;
   if (o.format == "auto")
     o.format =

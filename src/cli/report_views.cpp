@@ -39,7 +39,7 @@ int write_page(const std::string& path, const std::string& text) {
 // the analysis `analyze` runs on it (stages are its operators).
 std::string stages_page(TraceInputArgs& in, size_t top, const std::string& format) {
   if (in.trace == "-") throw std::invalid_argument("the stages view reads a file, not stdin");
-  if (in.importer != "auto" && in.importer != "spark")
+  if (in.importer_option != "auto" && in.importer_option != "spark")
     throw std::invalid_argument("--view stages needs a Spark event log (--importer spark)");
   importers::spark::SparkOptions so =
       importers::spark::parse_delay_split(in.import.spark_delay_split);
@@ -78,7 +78,8 @@ std::string stages_page(TraceInputArgs& in, size_t top, const std::string& forma
 std::string waterfall_page(const TraceInputArgs& in, size_t traces, const std::string& format,
                            const report::PercentileViewOptions& percentiles) {
   if (in.trace == "-") throw std::invalid_argument("the waterfall reads a file, not stdin");
-  if (in.importer != "auto" && in.importer != "otlp" && in.importer != "jaeger")
+  if (in.importer_option != "auto" && in.importer_option != "otlp" &&
+      in.importer_option != "jaeger")
     throw std::invalid_argument("--view waterfall needs a span trace (--importer otlp or jaeger)");
   if (traces == 0) throw std::invalid_argument("--traces must be at least 1");
   report::WaterfallBuilder builder({in.trace, traces, /*percentiles=*/true, percentiles});

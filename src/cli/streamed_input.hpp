@@ -107,9 +107,10 @@ inline Pag names_pag(const TraceFacts& facts) {
 // input whole through its importer.
 class EventSource {
  public:
-  EventSource(const std::string& path, const std::string& importer,
+  EventSource(const std::string& path, const std::string& given_importer,
               const importers::ImportOptions& options = {})
       : path_(path) {
+    const std::string importer = importers::resolve_importer(path, given_importer);
     if (is_native_jsonl(path, importer)) {
       file_ = spool_jsonl(path);
     } else if ((importer == "snail" || importer == "auto") && path != "-" &&

@@ -35,6 +35,11 @@ void add_trace_input_options(CLI::App* cmd, TraceInputArgs& a, std::string_view 
                   "Input format: " + importers::importer_names() +
                       " (auto: recognised by content, then extension)")
       ->capture_default_str();
+  // --importer auto is resolved once, when the command line is parsed.
+  cmd->parse_complete_callback([&a] {
+    a.importer_option = a.importer;
+    a.importer = importers::resolve_importer(a.trace, a.importer);
+  });
   add_import_options(cmd, a.import);
   cmd->add_option("--seed", a.seed, "Seed of the sampled single critical path")
       ->capture_default_str();

@@ -23,7 +23,10 @@ struct TraceInputArgs {
   std::string window = "auto";
   std::string gap_threshold = "100us";
   std::string from, to;
+  // The importer reading TRACE: --importer, with "auto" resolved once the command line is
+  // parsed (importers::resolve_importer); `importer_option` keeps what --importer said.
   std::string importer = "auto";
+  std::string importer_option = "auto";
   importers::ImportOptions import;  // --map, --spark-delay-split, --log-format, --log-id
   uint64_t seed = 1;
   bool in_memory = false;

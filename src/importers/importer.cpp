@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <mutex>
 #include <span>
 
 #include "importers/chrome/chrome_importer.hpp"
@@ -241,30 +240,8 @@ const Importer& detect_importer(const std::string& path) {
   if (spark::is_rolling_dir(path)) return *find_importer("spark");
   if (kernel::is_ctf_directory(path)) return *find_importer("lttng");  // LTTng or perf CTF
   if (is_log_dir(path)) return *find_importer("logs");                 // one plain log per node
-  // One command asks several times (streaming, the DS2 verdict, the report): the
-  // answer for an unchanged file is remembered.
-  struct stat st {};
-  const bool regular = ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-  static std::mutex mutex;
-  static std::string last_path;
-  static struct stat last_st {};
-  static const Importer* last = nullptr;
-  auto same_file = [&] {
-    return last && path == last_path && st.st_dev == last_st.st_dev &&
-           st.st_ino == last_st.st_ino && st.st_size == last_st.st_size &&
-           st.st_mtim.tv_sec == last_st.st_mtim.tv_sec &&
-           st.st_mtim.tv_nsec == last_st.st_mtim.tv_nsec;
-  };
-  if (regular) {
-    std::lock_guard lock(mutex);
-    if (same_file()) return *last;
-  }
   const std::string head = read_head(path);
   const Importer* best = sniff_importer(path, head);
-  if (best && regular) {
-    std::lock_guard lock(mutex);
-    last_path = path, last_st = st, last = best;
-  }
   if (!best) {
     const std::string hint = compressed_hint(head);
     throw TraceError(path, "format",
@@ -273,6 +250,15 @@ const Importer& detect_importer(const std::string& path) {
                          "; name one with --importer (" + importer_names() + ")");
   }
   return *best;
+}
+
+std::string resolve_importer(const std::string& path, const std::string& importer) {
+  if (importer != "auto" || path.empty() || path == "-") return importer;
+  try {
+    return std::string(detect_importer(path).name);
+  } catch (const std::exception&) {
+    return importer;  // the reader names the problem, as without resolving
+  }
 }
 
 // stdin with --importer auto, read whole: a .snail image (by its magic), a Spark event log

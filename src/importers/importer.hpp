@@ -108,6 +108,12 @@ const Importer* sniff_importer(std::string_view path, std::string_view head);
 // importer recognises it.
 const Importer& detect_importer(const std::string& path);
 
+// `importer`, or for "auto" the importer detect_importer picks for `path`. A command calls
+// it once, so that its stages (streaming, the DS2 verdict, the report's view) do not each
+// sniff the file again. Stays "auto" for stdin and for a file no importer recognises (the
+// reading then reports why).
+std::string resolve_importer(const std::string& path, const std::string& importer);
+
 // Reads `path` with the named importer ("auto" = detect). Throws std::invalid_argument
 // for an unknown importer name and TraceError for unreadable input. `used`, if given,
 // receives the name of the importer that read it.
