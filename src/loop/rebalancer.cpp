@@ -54,7 +54,10 @@ bool is_paired_send(const Event& e) {
 //   without it, a worker waiting or working across `keep_from` and the next interval's
 //   start would have a timeline that begins later than the written trace's;
 // - the sends received after `keep_from` or not yet: a message into a later interval is
-//   cut at its start, on the sender's side.
+//   cut at its start, on the sender's side;
+// - the other half of every message kept: a send kept with its sender's last activity but
+//   received before the receiver's would look unreceived, and be cut at the end of every
+//   later interval as if still in flight.
 // A worker's timeline is flat (one activity at a time, docs/PAG.md), and its events come
 // in time order.
 void drop_before(std::vector<Event>& events, int64_t keep_from) {
@@ -66,13 +69,22 @@ void drop_before(std::vector<Event>& events, int64_t keep_from) {
     if (e.kind == EventKind::start) last_start[e.worker] = i + 1;
   }
   const std::vector<Receipt> received = receipts(events);
+  const auto needed = [&](size_t i) {
+    const Event& e = events[i];
+    return e.ts >= keep_from ||
+           (e.worker < last_start.size() && last_start[e.worker] != 0 &&
+            i + 1 >= last_start[e.worker]) ||
+           (is_paired_send(e) && received_at(e, received) >= keep_from);
+  };
+  std::vector<MessageKey> kept_messages;
+  for (size_t i = 0; i < events.size(); ++i)
+    if (is_paired_message(events[i]) && needed(i)) kept_messages.push_back(key_of(events[i]));
+  std::sort(kept_messages.begin(), kept_messages.end());
   size_t kept = 0;
   for (size_t i = 0; i < events.size(); ++i) {
     const Event& e = events[i];
-    if (e.ts >= keep_from ||
-        (e.worker < last_start.size() && last_start[e.worker] != 0 &&
-         i + 1 >= last_start[e.worker]) ||
-        (is_paired_send(e) && received_at(e, received) >= keep_from))
+    if (needed(i) || (is_paired_message(e) &&
+                      std::binary_search(kept_messages.begin(), kept_messages.end(), key_of(e))))
       events[kept++] = e;
   }
   events.resize(kept);

@@ -313,8 +313,13 @@ TEST(LoopRebalance, PlanOnASyntheticFeed) {
 // every 10 ms: a receiver 1.15 s behind its input (a message sent at 1.2 s, received at
 // 2.35 s, beyond the 100 ms the analysis waits), a message sent before the events kept
 // for the next interval and received in it (0.7 s -> 1.3 s), and a wait across both the
-// kept events' start and the interval's (0.85 s -> 1.05 s). Each interval's CP per worker
-// equals cp_per_worker over the whole feed, as `analyze` of the written trace gives it.
+// kept events' start and the interval's (0.85 s -> 1.05 s), and a message inside the
+// sender's last activity before the kept events' start but before the receiver's (0.392 s
+// -> 0.3925 s; the receiver then waits until 0.6 s), as a Megaphone control message under
+// load: kept with the sender's activity,
+// it must keep its receipt, or it would look unreceived and be cut at each later interval's
+// end). Each interval's CP per worker equals cp_per_worker over the whole feed, as `analyze`
+// of the written trace gives it.
 TEST(LoopRebalance, InProcessAnalysisSeesWhatCrossesItsBorders) {
   using snailtrail::ActivityType;
   using snailtrail::EventKind;
@@ -351,10 +356,22 @@ TEST(LoopRebalance, InProcessAnalysisSeesWhatCrossesItsBorders) {
       t = 1040 * ms;
       continue;
     }
+    if (t == 390 * ms) {  // worker 1's last start before 0.4 s at 0.395 s, a wait
+      act(1, t, 395 * ms, ActivityType::processing);
+      act(1, 395 * ms, 600 * ms, ActivityType::waiting);
+      t = 590 * ms;
+      continue;
+    }
     act(1, t, t + 10 * ms, ActivityType::processing);
   }
   msg(0, 1, 1200 * ms, 2350 * ms, 7);
   msg(1, 0, 700 * ms, 1300 * ms, 8);
+  // Handed over with the activities around them (a flush of each worker, in time order).
+  feed.push_back({400 * ms, snailtrail::message_event(0, 392 * ms, ActivityType::control_message,
+                                                      EventKind::send, 1, 9)});
+  feed.push_back(
+      {395 * ms, snailtrail::message_event(1, 392 * ms + 500'000, ActivityType::control_message,
+                                           EventKind::recv, 0, 9)});
   std::stable_sort(feed.begin(), feed.end(), [](const Fed& a, const Fed& b) {
     return a.at != b.at ? a.at < b.at : a.e.ts < b.e.ts;
   });
@@ -546,6 +563,14 @@ TEST(LoopRebalance, InProcessAnalysesEqualAnalyzeOfTheWrittenTrace) {
     EXPECT_EQ(from % 500'000'000, 0) << "interval not on the grid: " << a.from_s;
     auto it = offline.find(from);
     ASSERT_NE(it, offline.end()) << "no offline window at " << a.from_s;
+    {
+      std::FILE* f = std::fopen(("/tmp/all_" + std::to_string(from) + ".txt").c_str(), "w");
+      for (const Event& e : all)
+        if (e.ts >= from - 300'000'000 && e.ts < from + 800'000'000)
+          std::fprintf(f, "%ld %u %d %d %u %ld %u\n", e.ts, e.worker, int(e.kind), int(e.activity),
+                       e.remote, e.correlator, e.flags);
+      std::fclose(f);
+    }
     ASSERT_EQ(a.cp.size(), 2u);
     for (uint32_t w = 0; w < 2; ++w)
       EXPECT_NEAR(a.cp[w], it->second[w], 1e-9) << "worker " << w << " at " << a.from_s << " s";
