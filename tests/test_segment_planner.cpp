@@ -127,5 +127,52 @@ TEST(SegmentPlanner, PlansFromThePagAsFromTheWindowsSnapshot) {
   EXPECT_GT(with_input_idle, enough / 10);
 }
 
+// A large window's planner lists are freed once its plan is made (they would sit under
+// the window's CP, docs/PERFORMANCE.md issue 39 fifth round); a small window's are kept
+// for the next one; and the plans stay those of the window's snapshot either way.
+TEST(SegmentPlanner, FreesALargeWindowsListsAndPlansTheSame) {
+  // Workers alternating busy and waiting edges: one busy run a pair, 16 bytes each.
+  testing::TraceBuilder b;
+  const uint32_t workers = 4;
+  const int64_t pairs = testing::kSanitized ? 150'000 : 400'000;
+  for (uint32_t w = 0; w < workers; ++w)
+    for (int64_t k = 0; k < pairs; ++k) {
+      b.activity(w, ActivityType::processing, 10 * k, 10 * k + 6);
+      b.activity(w, ActivityType::waiting, 10 * k + 6, 10 * k + 10, k % 3 == 0 ? 7u : UINT32_MAX);
+    }
+  for (int k = 0; k < 1000; ++k) b.message(k % workers, 97 * k, (k + 1) % workers, 97 * k + 55, k);
+  PagOptions popt;
+  popt.gap_threshold_ns = 3;
+  const Pag pag = build_pag(b.build(), popt);
+  const int64_t span = pag.last_ts - pag.first_ts + 1;
+  // The small windows first (kept lists), then two large ones (freed).
+  for (int64_t width : {int64_t{1000}, span / 2 + 1}) {
+    SCOPED_TRACE(::testing::Message() << "width " << width);
+    WindowSpec spec;
+    spec.width_ns = width;
+    Snapshotter reference(pag);
+    SegmentPlanner planner(pag);
+    Snapshot snap;
+    SegmentPlan want, got;
+    size_t most = 0;
+    for (const Window& win : plan_windows(pag, spec)) {
+      reference.build(win, snap);
+      plan_segments(pag, snap, want);
+      EXPECT_LE(plan_scratch_bytes(), kPlanScratchKeptBytes);
+      planner.plan(win, got);
+      EXPECT_LE(plan_scratch_bytes(), kPlanScratchKeptBytes);
+      expect_same_plan(want, got);
+      most = std::max(most, snap.node_count());
+      if (HasFailure()) return;
+    }
+    // The large windows' lists did exceed what is kept: 16 bytes a busy run.
+    if (width > 1000) {
+      EXPECT_GT(most / 2 * 16, kPlanScratchKeptBytes);
+    } else {
+      EXPECT_GT(plan_scratch_bytes(), 0u);  // a small window's lists are kept
+    }
+  }
+}
+
 }  // namespace
 }  // namespace snailtrail::test_segment_planner

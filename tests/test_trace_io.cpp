@@ -2,11 +2,14 @@
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <zstd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +18,7 @@
 #include <vector>
 
 #include "trace/trace_io.hpp"
+#include "trace/trace_io_detail.hpp"
 
 namespace snailtrail::test_trace_io {
 namespace {
@@ -603,6 +607,131 @@ TEST(TraceIoSnail, LargeTraceRoundTrip) {
     expect_same_events(t, snail(to_snail(t, opt)));
   }
   expect_same_events(t, parse_jsonl(to_jsonl(t), "big"));
+}
+
+// Random valid events: messages with correlators, activities with operators.
+Trace random_events(size_t n, uint64_t seed) {
+  Trace t;
+  std::mt19937_64 rng(seed);
+  t.events.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    Event e;
+    e.ts = static_cast<int64_t>(i) * 1000 + static_cast<int64_t>(rng() % 1000);
+    e.worker = static_cast<uint32_t>(rng() % 16);
+    if (rng() % 4 == 0) {
+      e.activity = ActivityType::data_message;
+      e.kind = rng() % 2 ? EventKind::send : EventKind::recv;
+      e.flags = kHasCorrelator | kHasRemote;
+      e.correlator = static_cast<int64_t>(rng());
+      e.remote = static_cast<uint32_t>(rng() % 16);
+    } else {
+      e.activity = static_cast<ActivityType>(rng() % 12);
+      e.kind = rng() % 2 ? EventKind::start : EventKind::end;
+      e.flags = kHasOperator;
+      e.op = static_cast<uint32_t>(rng() % 50);
+    }
+    t.events.push_back(e);
+  }
+  return t;
+}
+
+// A file mapped as read_trace maps it (private, read-only, populated).
+struct MappedFile {
+  void* p = MAP_FAILED;
+  size_t n = 0;
+  explicit MappedFile(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    EXPECT_GE(fd, 0);
+    n = static_cast<size_t>(::lseek(fd, 0, SEEK_END));
+    p = ::mmap(nullptr, n, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    EXPECT_NE(p, MAP_FAILED);
+    ::close(fd);
+  }
+  ~MappedFile() {
+    if (p != MAP_FAILED) ::munmap(p, n);
+  }
+  std::span<const uint8_t> bytes() const { return {static_cast<const uint8_t*>(p), n}; }
+  // This process's resident bytes of the mapping (its entry in /proc/self/smaps).
+  size_t resident() const {
+    std::ifstream smaps("/proc/self/smaps");
+    char want[32];
+    std::snprintf(want, sizeof want, "%lx-", reinterpret_cast<unsigned long>(p));
+    bool in = false;
+    for (std::string line; std::getline(smaps, line);) {
+      if (line.find('-') != std::string::npos && line.find(' ') > line.find('-') &&
+          std::isxdigit(static_cast<unsigned char>(line[0])))
+        in = line.rfind(want, 0) == 0;
+      if (in && line.rfind("Rss:", 0) == 0) return std::stoul(line.substr(4)) * 1024;
+    }
+    ADD_FAILURE() << "no mapping at " << want;
+    return 0;
+  }
+};
+
+// The reader of a mapped file (read_trace) gives back the pages of each event block once
+// decoded, so the file and its events are not resident at once; it reads the same events
+// as the reader of the bytes in ordinary memory: the parallel path of large raw files, the
+// block-by-block one (zstd, small files), blocks not aligned to pages (names first), and
+// the same error for a file cut inside a block.
+TEST(TraceIoSnail, MappedFileGivesBackItsEventPagesAndReadsTheSame) {
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  // Just over the parallel reader's 2^20 events.
+  const Trace big = random_events((size_t{1} << 20) + 12345, 45);
+  Trace small = random_events(70000, 46);
+  small.worker_names = {{1, "w1"}, {2, std::string(1001, 'x')}};  // shifts every block
+  struct Case {
+    const Trace* t;
+    bool compress;
+    uint32_t per_block;
+  };
+  for (const Case& c : {Case{&big, false, 1u << 16}, Case{&small, false, 3001},
+                        Case{&small, true, 5000}, Case{&big, false, 1u << 18}}) {
+    SCOPED_TRACE(::testing::Message() << c.t->events.size() << " events, compress " << c.compress
+                                      << ", " << c.per_block << " a block");
+    SnailWriteOptions opt;
+    opt.compress = c.compress;
+    opt.events_per_block = c.per_block;
+    const std::string image = to_snail(*c.t, opt);
+    const std::string path = (temp_dir() / "mapped.snail").string();
+    { std::ofstream(path, std::ios::binary) << image; }
+    const Trace want = snail(image, path);  // the copying reader, ordinary memory
+    MappedFile map(path);
+    ASSERT_EQ(map.n, image.size());
+    EXPECT_GE(map.resident(), image.size() / page * page);  // populated
+    const Trace got = detail::parse_snail_file_mapping(map.bytes(), path);
+    expect_same_events(want, got);
+    // At most the two partial pages at the ends of each block, the header, the names and
+    // the index, and one 2 MiB folio the kernel may keep mapped whole (seen on ext4).
+    const size_t blocks = (c.t->events.size() + c.per_block - 1) / c.per_block;
+    EXPECT_LE(map.resident(), (2 * blocks + 4) * page + (size_t{2} << 20)) << image.size();
+    // Given back, the pages still read as the file.
+    EXPECT_EQ(std::memcmp(map.p, image.data(), image.size()), 0);
+    EXPECT_EQ(read_trace(path).events.size(), c.t->events.size());
+    // Cut inside the last block: the error of the copying reader.
+    const size_t cut = image.size() - 100;
+    { std::ofstream(path, std::ios::binary) << image.substr(0, cut); }
+    const std::string want_error = error_of([&] { snail(image.substr(0, cut), path); });
+    MappedFile cut_map(path);
+    EXPECT_EQ(error_of([&] { detail::parse_snail_file_mapping(cut_map.bytes(), path); }),
+              want_error);
+    EXPECT_THAT(want_error, HasSubstr("extends beyond the end of the file"));
+  }
+}
+
+// Bytes in ordinary memory are never given back: they read the same after parsing (a
+// reader that released them would leave zeros), on both the parallel and the sequential path.
+TEST(TraceIoSnail, ParsingOrdinaryMemoryLeavesItIntact) {
+  const Trace big = random_events((size_t{1} << 20) + 1, 47);
+  for (bool compress : {false, true}) {
+    SnailWriteOptions opt;
+    opt.compress = compress;
+    const std::string image = to_snail(big, opt);
+    const std::vector<uint8_t> bytes(image.begin(), image.end());
+    const Trace got = parse_snail(bytes, "heap.snail");
+    EXPECT_EQ(got.events.size(), big.events.size());
+    ASSERT_EQ(bytes.size(), image.size());
+    EXPECT_EQ(std::memcmp(bytes.data(), image.data(), image.size()), 0) << compress;
+  }
 }
 
 TEST(TraceIoSnail, ZstdFramesWithoutContentSizeOrHighlyCompressible) {

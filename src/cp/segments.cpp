@@ -11,7 +11,7 @@ namespace {
 
 // Splits the idle intervals' time into what the input waits (sorted by start, as
 // (start - origin, end)) cover and the rest: the Property 2 violations.
-void classify_idle(const std::vector<KeyValue<int64_t>>& input_waits, int64_t origin,
+void classify_idle(const BigVector<KeyValue<int64_t>>& input_waits, int64_t origin,
                    SegmentPlan& plan) {
   static thread_local std::vector<std::pair<int64_t, int64_t>> merged;  // their union
   merged.clear();
@@ -82,15 +82,35 @@ namespace {
 
 // What plan_segments collects from a window's nodes (thread-local scratch).
 struct PlanScratch {
-  std::vector<KeyValue<int64_t>> busy, scratch;  // (start - span_start, end)
-  std::vector<KeyValue<int64_t>> input_waits;    // (start - span_start, end)
+  BigVector<KeyValue<int64_t>> busy, scratch;  // (start - span_start, end)
+  BigVector<KeyValue<int64_t>> input_waits;    // (start - span_start, end)
   std::vector<int64_t> borders;
-  std::vector<uint8_t> arrives;  // per node: 1 if a message arrives
-  std::vector<std::pair<int64_t, int64_t>> message_times;
+  BigVector<uint8_t> arrives;  // per node: 1 if a message arrives
+  BigVector<std::pair<int64_t, int64_t>> message_times;
   void clear() {
     busy.clear();
     input_waits.clear();
     borders.clear();
+  }
+  // A large window's lists (16 bytes a busy run, 50 MB for the 256 s benchmark window)
+  // are freed once its plan is made: kept, they would sit under the window's CP, the
+  // run's peak memory (docs/PERFORMANCE.md, issue 39 fifth round). Big arrays, so that
+  // they come from and go back to the memory the window's snapshots and CP reuse.
+  void give_back_large() {
+    give_back(busy), give_back(scratch), give_back(input_waits), give_back(borders);
+    give_back(arrives), give_back(message_times);
+  }
+  size_t largest_bytes() const {
+    return std::max({busy.capacity() * sizeof(busy[0]), scratch.capacity() * sizeof(scratch[0]),
+                     input_waits.capacity() * sizeof(input_waits[0]),
+                     borders.capacity() * sizeof(borders[0]), arrives.capacity(),
+                     message_times.capacity() * sizeof(message_times[0])});
+  }
+
+ private:
+  template <typename T, typename A>
+  static void give_back(std::vector<T, A>& v) {
+    if (v.capacity() * sizeof(T) > kPlanScratchKeptBytes) std::vector<T, A>().swap(v);
   }
 };
 thread_local PlanScratch t_scratch;
@@ -179,6 +199,10 @@ void finish_plan(const Window& window, int64_t span_start, int64_t span_end, Pla
 
 }  // namespace
 
+size_t plan_scratch_bytes() {
+  return t_scratch.largest_bytes();
+}
+
 void plan_segments(const Pag& pag, const Snapshot& snap, SegmentPlan& plan) {
   reset(plan);
   const size_t n = snap.node_count();
@@ -203,6 +227,7 @@ void plan_segments(const Pag& pag, const Snapshot& snap, SegmentPlan& plan) {
     if (b > a) s.busy.push_back({static_cast<uint64_t>(a - span_start), b});
   }
   finish_plan(snap.window, span_start, *hi, s, plan);
+  s.give_back_large();
 }
 
 // The same plan without the window's snapshot: the nodes' times come from the ranges the
@@ -262,6 +287,9 @@ void SegmentPlanner::plan(const Window& win, SegmentPlan& plan) {
   for (const auto& [a, b] : s.message_times)
     s.busy.push_back({static_cast<uint64_t>(a - span_start), b});
   finish_plan(win, span_start, span_end, s, plan);
+  s.give_back_large();
+  if (messages_.capacity() * sizeof(uint32_t) > kPlanScratchKeptBytes)
+    std::vector<uint32_t>().swap(messages_);
 }
 
 void SegmentedCp::compute(const SegmentPlan& plan, Snapshot& snap, CpResult& out,

@@ -50,6 +50,12 @@ struct SegmentPlan {
 // (not cut by the window) at a node where no message arrives.
 void plan_segments(const Pag& pag, const Snapshot& snap, SegmentPlan& plan);
 
+// The planners' lists of a window (its busy time, input waits, borders) are kept on each
+// thread for the next window up to this many bytes each, and freed when larger.
+inline constexpr size_t kPlanScratchKeptBytes = size_t{4} << 20;
+// Bytes the largest of the calling thread's planner lists holds now (for tests).
+size_t plan_scratch_bytes();
+
 // The same plan straight from the PAG, without the window's snapshot (a segmented window
 // is snapshotted only part by part). Windows in increasing time order, as Snapshotter.
 class SegmentPlanner {

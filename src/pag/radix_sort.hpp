@@ -15,8 +15,9 @@ struct KeyValue {
   Value value;
 };
 
-template <typename Value>
-void radix_sort(std::vector<KeyValue<Value>>& items, std::vector<KeyValue<Value>>& scratch) {
+template <typename Value, typename Alloc>
+void radix_sort(std::vector<KeyValue<Value>, Alloc>& items,
+                std::vector<KeyValue<Value>, Alloc>& scratch) {
   const size_t n = items.size();
   if (n < 2) return;
   if (n < 256) {

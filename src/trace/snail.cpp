@@ -1,10 +1,13 @@
 // Reading the binary .snail format (docs/FORMATS.md). Writing is in snail_write.cpp.
 #include <simdjson.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <zstd.h>
 
 #include <algorithm>
 #include <bit>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -76,6 +79,12 @@ class SnailReader {
   SnailReader(std::span<const uint8_t> bytes, const std::string& source, size_t base = 0)
       : p_(bytes.data()), n_(bytes.size()), source_(source), base_(base) {}
 
+  // The bytes are a private read-only mapping of a file: the pages of each event block are
+  // given back once decoded, so the file and its events are not resident at once (the
+  // read's peak memory: docs/PERFORMANCE.md, issue 39 fifth round). Touched again (an error
+  // message), they are read back from the file.
+  void give_back_file_pages() { give_back_ = true; }
+
   // Decodes the blocks in the bytes (no file header: they start at a block header) into
   // `trace`: events appended, names merged. Index blocks are skipped.
   void run_blocks(Trace& trace, bool index_allowed) { read_blocks(0, trace, index_allowed); }
@@ -125,6 +134,7 @@ class SnailReader {
       switch (h.kind) {
         case kBlockEvents:
           read_events(off, h, trace);
+          consumed(payload, h.stored_size);
           break;
         case kBlockMetadata:
           read_metadata(off, h, trace);
@@ -153,6 +163,17 @@ class SnailReader {
       fail(off, "profile block must use codec 0 (raw), got " + std::to_string(h.codec));
     const char* b = reinterpret_cast<const char*>(p_ + off + kBlockHeaderSize);
     trace.profile_blocks.push_back({off, h.count, std::string(b, h.stored_size)});
+  }
+
+  // Bytes [off, off + len) are decoded: with give_back_, the whole pages inside them leave
+  // the resident set (MADV_DONTNEED keeps a file mapping's contents: it only drops the
+  // process's page table entries; the page cache stays).
+  void consumed(size_t off, size_t len) const {
+    if (!give_back_) return;
+    static const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const auto at = reinterpret_cast<uintptr_t>(p_ + off);
+    const uintptr_t begin = (at + page - 1) & ~(page - 1), end = (at + len) & ~(page - 1);
+    if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
   }
 
   [[noreturn]] void fail(size_t offset, const std::string& what) const {
@@ -209,6 +230,7 @@ class SnailReader {
         // Mapping the block's pages in one call is cheaper than a fault per page.
         detail::prefault(out + rb.first, size_t{rb.count} * kRecordSize);
         std::memcpy(out + rb.first, p_ + rb.payload, size_t{rb.count} * kRecordSize);
+        consumed(rb.payload, size_t{rb.count} * kRecordSize);
         for (size_t i = 0; i < rb.count; ++i) {
           if (record_is_bad(out[rb.first + i])) [[unlikely]] {
             if (b < first_bad[t].first) first_bad[t] = {b, i};
@@ -445,6 +467,7 @@ class SnailReader {
   const std::string& source_;
   size_t base_ = 0;
   uint32_t version_ = 0;
+  bool give_back_ = false;
   std::unique_ptr<ZSTD_DCtx, DctxDeleter> dctx_;
   std::vector<uint8_t> scratch_;
 };
@@ -458,6 +481,12 @@ void detail::decode_snail_blocks(std::span<const uint8_t> bytes, size_t base,
 
 Trace parse_snail(std::span<const uint8_t> bytes, const std::string& source) {
   return SnailReader(bytes, source).run();
+}
+
+Trace detail::parse_snail_file_mapping(std::span<const uint8_t> bytes, const std::string& source) {
+  SnailReader reader(bytes, source);
+  reader.give_back_file_pages();
+  return reader.run();
 }
 
 }  // namespace snailtrail

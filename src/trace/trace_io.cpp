@@ -133,8 +133,9 @@ void write_all(int fd, std::string_view data, const std::string& name) {
 
 Trace parse_buffer(const PaddedBuffer& buf, TraceFormat format, const std::string& source) {
   if (format == TraceFormat::snail) {
-    return parse_snail(
-        std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(buf.data), buf.size), source);
+    const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(buf.data), buf.size);
+    // A mapped file's pages are given back as its blocks are decoded.
+    return buf.map ? detail::parse_snail_file_mapping(bytes, source) : parse_snail(bytes, source);
   }
   return detail::parse_jsonl_padded(buf.data, buf.size, source);
 }

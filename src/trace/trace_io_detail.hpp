@@ -45,6 +45,11 @@ inline constexpr uint32_t kMaxBlockBytes = 1u << 24;
 void decode_snail_blocks(std::span<const uint8_t> bytes, size_t base, const std::string& source,
                          bool index_allowed, Trace& into);
 
+// parse_snail on a private read-only mapping of a file (MAP_PRIVATE, never written): the
+// pages of its event blocks are given back to the kernel as they are decoded. Never for
+// bytes in ordinary memory, which would read as zero afterwards.
+Trace parse_snail_file_mapping(std::span<const uint8_t> bytes, const std::string& source);
+
 // Bytes that must be readable (and zero) after the end of a buffer handed to
 // parse_jsonl_padded; equal to SIMDJSON_PADDING.
 inline constexpr size_t kJsonPadding = 64;
