@@ -323,8 +323,9 @@ std::vector<uint32_t> slot_bases(const Drain& drain) {
   std::vector<uint32_t> slot_base(clusters + 1, 0);
   for (size_t c = 0; c < clusters; ++c) {
     uint32_t k = 0;
-    for (size_t i = 0; i < drain.token_count(static_cast<uint32_t>(c)); ++i)
-      k += drain.token(static_cast<uint32_t>(c), i).find(kWildcard) != std::string_view::npos;
+    const size_t n = drain.token_count(static_cast<uint32_t>(c));
+    Drain::TokenCursor tokens = drain.tokens(static_cast<uint32_t>(c));
+    for (size_t i = 0; i < n; ++i) k += tokens.next().find(kWildcard) != std::string_view::npos;
     slot_base[c + 1] = slot_base[c] + k;
   }
   return slot_base;
