@@ -440,7 +440,7 @@ TEST(RealLogs, TemplateBlocksEqualReferenceStringsOnRandomTokens) {
     for (size_t i = 0; i < ref[c].size(); ++i) ASSERT_EQ(d.token(c, i), ref[c][i]);
     generalised += d.size(c) > 1;
   }
-  EXPECT_GT(ref.size(), 1000u);   // many templates: the leaves were indexed
+  EXPECT_GT(ref.size(), 500u);    // many templates: the leaves were indexed
   EXPECT_GT(generalised, 50u);    // and many that absorbed other messages
   EXPECT_GT(stored, size_t{6} << 20);  // many blocks, and templates larger than one
 }

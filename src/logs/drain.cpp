@@ -7,6 +7,10 @@
 
 #include "trace/ascii.hpp"
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 namespace snailtrail::logs {
 namespace {
 
@@ -431,6 +435,15 @@ void Drain::release_index() {
   std::vector<Posting>().swap(postings_);
   std::vector<PostingLink>().swap(posting_links_);
   postings_used_ = 0;
+  // Only indexed leaves use seen_; the clusters take their size (no doubling's spare
+  // through the passes that follow mining).
+  std::vector<uint32_t>().swap(seen_);
+  clusters_.shrink_to_fit();
+#if defined(__GLIBC__)
+  // The index's lists and many small frees leave pages inside the heap that glibc keeps;
+  // hand them back before the passes after mining allocate.
+  malloc_trim(0);
+#endif
 }
 
 // Keys that hash alike share a list: that only adds candidates.
