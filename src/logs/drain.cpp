@@ -14,7 +14,7 @@
 namespace snailtrail::logs {
 namespace {
 
-constexpr size_t kIndexFrom = 32;  // clusters in a leaf before it is indexed
+constexpr size_t kIndexFrom = 32;           // clusters in a leaf before it is indexed
 constexpr size_t kBlock = size_t{1} << 20;  // bytes of a block of templates
 
 size_t varint_size(uint64_t v) {

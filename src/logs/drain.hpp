@@ -159,7 +159,7 @@ class Drain {
   std::vector<uint32_t> by_length_;  // token count -> node (0 = none; node 0 is unused)
   std::vector<Cluster> clusters_;
   std::vector<std::unique_ptr<unsigned char[]>> blocks_;  // kBlock bytes, or one template's
-  uint32_t block_ = 0;       // the block being filled (blocks_[0] once any exists)
+  uint32_t block_ = 0;  // the block being filled (blocks_[0] once any exists)
   size_t block_used_ = 0, block_free_ = 0;
   std::vector<Posting> postings_;  // power-of-two size, at most 3/4 full
   size_t postings_used_ = 0;
