@@ -376,6 +376,75 @@ TEST(RealLogs, CompactTemplateTokensEqualReferenceStrings) {
   EXPECT_GT(generalised, 20u);  // and many that absorbed other messages
 }
 
+// The miner keeps each template as one run of bytes in 1 MiB blocks (varint lengths, a
+// flag bit for generalised positions) and indexes lone clusters in the table's slot:
+// every assignment and every template, token by token, must stay what the reference that
+// keeps a std::string per token has, through tokens of 1 to 3 length bytes (63/64 and
+// 8191/8192 characters), templates larger than a block, many blocks, literal and masked
+// <*>, constants shared by many clusters (lists) and unique ones (lone clusters), and adds
+// after the index is released.
+TEST(RealLogs, TemplateBlocksEqualReferenceStringsOnRandomTokens) {
+  std::mt19937_64 rng(1334);
+  const std::vector<std::string> pool = {"get", "put", "a", "bb", "ok", "<*>", "id", "zz"};
+  auto word = [&](size_t n) {
+    std::string w;
+    for (size_t i = 0; i < n; ++i) w.push_back(char('a' + rng() % 26));
+    return w;
+  };
+  std::vector<std::vector<std::string>> ref;  // per cluster: its tokens
+  std::map<size_t, std::vector<uint32_t>> leaf;
+  Drain d;
+  std::vector<Token> toks;
+  size_t stored = 0;  // characters of the templates as created
+  for (int n = 0; n < 3000; ++n) {
+    if (n == 2600) d.release_index();
+    std::string msg = "op x";  // the tree routes by length only, as the reference
+    const size_t len = 2 + rng() % 6;
+    for (size_t k = 0; k < len; ++k) {
+      const uint64_t r = rng() % 100;
+      msg += " ";
+      if (r < 50) {
+        msg += pool[rng() % pool.size()];
+      } else if (r < 75) {
+        msg += word(1 + rng() % 12);
+      } else if (r < 85) {
+        msg += "(size=" + std::to_string(rng() % 100) + "),";
+      } else if (r < 92) {
+        msg += std::to_string(rng() % 5000);
+      } else if (r < 96) {
+        msg += word(63 + rng() % 2);
+      } else if (r < 99) {
+        msg += word(8191 + rng() % 2);
+      } else {
+        msg += n % 400 == 0 ? word((size_t{1} << 20) + 100) : word(200 + rng() % 300);
+      }
+    }
+    if (n % 400 == 0) msg += " " + word((size_t{1} << 20) + 7);  // larger than a block
+    tokenize(msg, toks, 256);
+    const uint32_t want = reference_drain(ref, leaf, toks);
+    ASSERT_EQ(d.add(msg), want) << "message " << n;
+    if (want + 1 == ref.size())
+      for (const std::string& t : ref[want]) stored += t.size();
+    ASSERT_EQ(d.token_count(want), ref[want].size());
+    Drain::TokenCursor cursor = d.tokens(want);  // ASSERT_TRUE: no MiB tokens dumped
+    for (size_t i = 0; i < ref[want].size(); ++i)
+      ASSERT_TRUE(cursor.next() == ref[want][i]) << "message " << n << ", token " << i;
+  }
+  ASSERT_EQ(d.cluster_count(), ref.size());
+  size_t generalised = 0;
+  for (uint32_t c = 0; c < ref.size(); ++c) {
+    std::string text;
+    for (const std::string& t : ref[c]) text += (text.empty() ? "" : " ") + t;
+    ASSERT_TRUE(d.template_text(c) == text) << "cluster " << c;
+    ASSERT_EQ(d.token_count(c), ref[c].size());
+    for (size_t i = 0; i < ref[c].size(); ++i) ASSERT_TRUE(d.token(c, i) == ref[c][i]);
+    generalised += d.size(c) > 1;
+  }
+  EXPECT_GT(ref.size(), 500u);         // many templates: the leaves were indexed
+  EXPECT_GT(generalised, 50u);         // and many that absorbed other messages
+  EXPECT_GT(stored, size_t{6} << 20);  // many blocks, and templates larger than one
+}
+
 class RealLogsCli : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -7,10 +7,33 @@
 
 #include "trace/ascii.hpp"
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 namespace snailtrail::logs {
 namespace {
 
-constexpr size_t kIndexFrom = 32;  // clusters in a leaf before it is indexed
+constexpr size_t kIndexFrom = 32;           // clusters in a leaf before it is indexed
+constexpr size_t kBlock = size_t{1} << 20;  // bytes of a block of templates
+
+size_t varint_size(uint64_t v) {
+  size_t n = 1;
+  for (; v >= 0x80; v >>= 7) ++n;
+  return n;
+}
+unsigned char* put_varint(unsigned char* p, uint64_t v) {
+  for (; v >= 0x80; v >>= 7) *p++ = static_cast<unsigned char>(v | 0x80);
+  *p++ = static_cast<unsigned char>(v);
+  return p;
+}
+// A template token's stored length: a bare <*> (and a literal one) is only the flag.
+bool bare_wildcard(const Token& t) {
+  return t.var ? t.pre == 0 && t.suf == 0 : t.raw == kWildcard;
+}
+size_t stored_length(const Token& t) {
+  return bare_wildcard(t) ? 0 : t.var ? size_t(t.pre) + 3 + t.suf : t.raw.size();
+}
 
 using ascii::is_digit;
 using ascii::is_hex;
@@ -229,17 +252,71 @@ Drain::Drain(DrainOptions options) : options_(options), masks_(options_.masks) {
   options_.depth = std::max(options_.depth, 3);
   options_.max_children = std::max(options_.max_children, 2);
   nodes_.emplace_back();  // index 0 = "none"
-  token_text_ = kWildcard;
 }
 
-Drain::TokenRef Drain::store_token(std::string_view text) {
-  if (text == kWildcard) return TokenRef{0, 3};
-  // 32-bit offsets: past 4 GiB of template text, fail rather than wrap.
-  if (token_text_.size() + text.size() > UINT32_MAX)
-    throw std::length_error("log templates exceed 4 GiB of text");
-  const TokenRef t{static_cast<uint32_t>(token_text_.size()), static_cast<uint32_t>(text.size())};
-  token_text_.append(text);
-  return t;
+size_t Drain::token_count(uint32_t c) const {
+  const unsigned char* p = bytes(c);
+  return read_template_varint(p);
+}
+
+Drain::TokenCursor Drain::tokens(uint32_t c) const {
+  const unsigned char* p = bytes(c);
+  read_template_varint(p);
+  return TokenCursor(p);
+}
+
+std::string_view Drain::token(uint32_t c, size_t i) const {
+  TokenCursor t = tokens(c);
+  for (; i > 0; --i) t.next();
+  return t.next();
+}
+
+// Writes a new template's bytes into the block being filled, or a new one; a template
+// larger than a block gets a block of its own.
+unsigned char* Drain::store_template(const std::vector<Token>& tokens, Cluster& cl) {
+  size_t need = varint_size(tokens.size());
+  for (const Token& t : tokens) {
+    const size_t n = stored_length(t);
+    need += varint_size(uint64_t{n} * 2 + 1) + n;
+  }
+  if (blocks_.size() >= UINT32_MAX || need > UINT32_MAX)
+    throw std::length_error("log templates exceed 4 G blocks or 4 GiB a template");
+  unsigned char* p = nullptr;
+  if (need > kBlock) {
+    blocks_.emplace_back(new unsigned char[need]);
+    cl.block = static_cast<uint32_t>(blocks_.size() - 1);
+    cl.offset = 0;
+    p = blocks_.back().get();
+  } else {
+    if (need > block_free_) {
+      blocks_.emplace_back(new unsigned char[kBlock]);
+      block_ = static_cast<uint32_t>(blocks_.size() - 1);
+      block_used_ = 0;
+      block_free_ = kBlock;
+    }
+    cl.block = block_;
+    cl.offset = static_cast<uint32_t>(block_used_);
+    p = blocks_[block_].get() + block_used_;
+    block_used_ += need;
+    block_free_ -= need;
+  }
+  unsigned char* const start = p;
+  p = put_varint(p, tokens.size());
+  for (const Token& t : tokens) {
+    const size_t n = stored_length(t);
+    const bool wild = bare_wildcard(t);
+    p = put_varint(p, uint64_t{n} * 2 + wild);
+    if (wild) continue;
+    if (!t.var) {
+      p = std::copy(t.raw.begin(), t.raw.end(), p);
+      continue;
+    }
+    const std::string_view r = t.raw;
+    p = std::copy(r.begin(), r.begin() + t.pre, p);
+    p = std::copy(kWildcard.begin(), kWildcard.end(), p);
+    p = std::copy(r.end() - t.suf, r.end(), p);
+  }
+  return start;
 }
 
 uint32_t Drain::leaf_for(const std::vector<Token>& tokens, bool create) {
@@ -296,8 +373,9 @@ uint32_t Drain::add(const std::vector<Token>& tokens) {
     candidates(leaf, tokens);
     for (uint32_t c : candidates_) {
       size_t equal = 0, both_var = 0, params = 0;
+      TokenCursor cursor = this->tokens(c);
       for (size_t i = 0; i < tokens.size(); ++i) {
-        const std::string_view x = token(c, i);
+        const std::string_view x = cursor.next();
         if (x == kWildcard) {
           ++params;
           both_var += tokens[i].var;
@@ -312,9 +390,16 @@ uint32_t Drain::add(const std::vector<Token>& tokens) {
     }
     if (best >= 0 && best_sim >= options_.similarity) {
       Cluster& cl = clusters_[static_cast<size_t>(best)];
+      // Generalise in place: set the flag bit (bit 0 of a varint's first byte).
+      unsigned char* p = blocks_[cl.block].get() + cl.offset;
+      const unsigned char* q = p;
+      read_template_varint(q);
       for (size_t i = 0; i < tokens.size(); ++i) {
-        const std::string_view x = token(static_cast<uint32_t>(best), i);
-        if (x != kWildcard && !same(tokens[i], x)) token_refs_[cl.first + i] = TokenRef{0, 3};
+        unsigned char* const head = p + (q - p);
+        const uint64_t v = read_template_varint(q);
+        const std::string_view x(reinterpret_cast<const char*>(q), v >> 1);
+        q += v >> 1;
+        if (!(v & 1) && x != kWildcard && !same(tokens[i], x)) *head |= 1;
       }
       ++cl.size;
       return static_cast<uint32_t>(best);
@@ -323,14 +408,7 @@ uint32_t Drain::add(const std::vector<Token>& tokens) {
   leaf = leaf_for(tokens, true);
   const uint32_t id = static_cast<uint32_t>(clusters_.size());
   Cluster cl;
-  cl.first = static_cast<uint32_t>(token_refs_.size());
-  cl.count = static_cast<uint32_t>(tokens.size());
-  if (token_refs_.size() + tokens.size() > UINT32_MAX)
-    throw std::length_error("log templates exceed 4 G tokens");
-  for (const Token& t : tokens)
-    token_refs_.push_back(t.var && t.pre == 0 && t.suf == 0
-                              ? TokenRef{0, 3}
-                              : store_token(t.var ? masked(t) : t.raw));
+  store_template(tokens, cl);
   cl.size = 1;
   clusters_.push_back(cl);
   Node& node = nodes_[leaf];
@@ -357,6 +435,15 @@ void Drain::release_index() {
   std::vector<Posting>().swap(postings_);
   std::vector<PostingLink>().swap(posting_links_);
   postings_used_ = 0;
+  // Only indexed leaves use seen_; the clusters take their size (no doubling's spare
+  // through the passes that follow mining).
+  std::vector<uint32_t>().swap(seen_);
+  clusters_.shrink_to_fit();
+#if defined(__GLIBC__)
+  // The index's lists and many small frees leave pages inside the heap that glibc keeps;
+  // hand them back before the passes after mining allocate.
+  malloc_trim(0);
+#endif
 }
 
 // Keys that hash alike share a list: that only adds candidates.
@@ -366,13 +453,13 @@ Drain::Posting* Drain::find_posting(uint32_t key, bool create) {
     old.swap(postings_);
     postings_used_ = 0;
     for (const Posting& p : old)
-      if (p.head != UINT32_MAX) *find_posting(p.key, true) = p;
+      if (p.ref != kEmpty) *find_posting(p.key, true) = p;
   }
   if (postings_.empty()) return nullptr;
   const size_t mask = postings_.size() - 1;
   for (size_t i = key & mask;; i = (i + 1) & mask) {
     Posting& p = postings_[i];
-    if (p.head == UINT32_MAX) {
+    if (p.ref == kEmpty) {
       if (!create) return nullptr;
       ++postings_used_;
       p.key = key;
@@ -383,15 +470,33 @@ Drain::Posting* Drain::find_posting(uint32_t key, bool create) {
 }
 
 void Drain::index_cluster(uint32_t leaf, uint32_t c) {
-  for (size_t i = 0; i < clusters_[c].count; ++i) {
-    const std::string_view x = token(c, i);
+  const size_t n = token_count(c);
+  TokenCursor cursor = tokens(c);
+  for (size_t i = 0; i < n; ++i) {
+    const std::string_view x = cursor.next();
     if (x == kWildcard) continue;
     Posting& p = *find_posting(posting_key(leaf, i, x), true);
-    if (p.head != UINT32_MAX && posting_links_[p.head].cluster == c) continue;
-    posting_links_.push_back({c, p.head});
-    p.head = static_cast<uint32_t>(posting_links_.size() - 1);
-    ++p.count;
+    if (p.ref == kEmpty && c < kSingle - 1) {
+      p.ref = kSingle | c;
+      continue;
+    }
+    uint32_t head = p.ref;
+    if (p.ref != kEmpty && (p.ref & kSingle)) {  // a lone cluster gets its link now
+      const uint32_t first = p.ref & ~kSingle;
+      if (first == c) continue;
+      head = link(first, UINT32_MAX, 1);
+    } else if (head != kEmpty && posting_links_[head].cluster == c) {
+      continue;
+    }
+    p.ref = link(c, head, head == kEmpty ? 1 : posting_links_[head].count + 1);
   }
+}
+
+uint32_t Drain::link(uint32_t cluster, uint32_t next, uint32_t count) {
+  // Heads share the slot's 31 bits with lone clusters' ids (kSingle tells them apart).
+  if (posting_links_.size() >= kSingle - 1) throw std::length_error("log template index full");
+  posting_links_.push_back({cluster, next, count});
+  return static_cast<uint32_t>(posting_links_.size() - 1);
 }
 
 // The clusters of a leaf that may reach the threshold, in id order. sim >= st needs
@@ -410,7 +515,7 @@ void Drain::candidates(uint32_t leaf_id, const std::vector<Token>& tokens) {
   for (const Token& t : tokens) vars += t.var;
   const double need = options_.similarity * static_cast<double>(tokens.size() - vars) - 1e-9;
   const size_t t = need <= 0 ? 0 : static_cast<size_t>(std::ceil(need));
-  thread_local std::vector<std::pair<size_t, uint32_t>> lists;  // (count, head)
+  thread_local std::vector<std::pair<size_t, uint32_t>> lists;  // (count, slot's ref)
   lists.clear();
   size_t positions = 0;
   for (size_t i = 0; i < tokens.size(); ++i) {
@@ -418,7 +523,8 @@ void Drain::candidates(uint32_t leaf_id, const std::vector<Token>& tokens) {
     ++positions;
     const uint32_t key = tokens[i].var ? posting_key(leaf_id, i, masked(tokens[i]))
                                        : posting_key(leaf_id, i, tokens[i].raw);
-    if (const Posting* p = find_posting(key, false)) lists.emplace_back(p->count, p->head);
+    if (const Posting* p = find_posting(key, false))
+      lists.emplace_back(p->ref & kSingle ? 1 : posting_links_[p->ref].count, p->ref);
   }
   if (t == 0) {  // every position may be both-variable: no bound
     candidates_ = leaf.clusters;
@@ -433,19 +539,28 @@ void Drain::candidates(uint32_t leaf_id, const std::vector<Token>& tokens) {
             [](const auto& a, const auto& b) { return a.first < b.first; });
   if (seen_.size() < clusters_.size()) seen_.resize(clusters_.size(), 0);
   ++stamp_;
-  for (size_t k = 0; k < take - missing && k < lists.size(); ++k)
-    for (uint32_t e = lists[k].second; e != UINT32_MAX; e = posting_links_[e].next) {
+  for (size_t k = 0; k < take - missing && k < lists.size(); ++k) {
+    const uint32_t ref = lists[k].second;
+    if (ref & kSingle) {
+      const uint32_t c = ref & ~kSingle;
+      if (seen_[c] != stamp_) seen_[c] = stamp_, candidates_.push_back(c);
+      continue;
+    }
+    for (uint32_t e = ref; e != UINT32_MAX; e = posting_links_[e].next) {
       const uint32_t c = posting_links_[e].cluster;
       if (seen_[c] != stamp_) seen_[c] = stamp_, candidates_.push_back(c);
     }
+  }
   std::sort(candidates_.begin(), candidates_.end());
 }
 
 std::string Drain::template_text(uint32_t c) const {
   std::string s;
-  for (size_t i = 0; i < clusters_[c].count; ++i) {
+  const size_t n = token_count(c);
+  TokenCursor cursor = tokens(c);
+  for (size_t i = 0; i < n; ++i) {
     if (i) s.push_back(' ');
-    s += token(c, i);
+    s += cursor.next();
   }
   return s;
 }
@@ -453,9 +568,10 @@ std::string Drain::template_text(uint32_t c) const {
 void Drain::params(uint32_t c, const std::vector<Token>& tokens,
                    std::vector<std::string_view>& out) const {
   out.clear();
-  const size_t n = std::min<size_t>(clusters_[c].count, tokens.size());
+  const size_t n = std::min<size_t>(token_count(c), tokens.size());
+  TokenCursor cursor = this->tokens(c);
   for (size_t i = 0; i < n; ++i) {
-    const std::string_view x = token(c, i);
+    const std::string_view x = cursor.next();
     if (!has_wildcard(x)) continue;
     const std::string_view r = tokens[i].raw;
     const size_t w = x.find(kWildcard);

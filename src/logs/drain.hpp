@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <regex>
 #include <string>
 #include <string_view>
@@ -78,12 +79,20 @@ class Drain {
   void release_index();
 
   size_t cluster_count() const { return clusters_.size(); }
-  // Cluster c's template tokens; the views last until the next add.
-  size_t token_count(uint32_t c) const { return clusters_[c].count; }
-  std::string_view token(uint32_t c, size_t i) const {
-    const TokenRef& t = token_refs_[clusters_[c].first + i];
-    return {token_text_.data() + t.offset, t.length};
-  }
+  // Reads a template's tokens in order; the views last until the next add.
+  class TokenCursor {
+   public:
+    explicit TokenCursor(const unsigned char* p) : p_(p) {}
+    std::string_view next();
+
+   private:
+    const unsigned char* p_;
+  };
+  // Cluster c's template tokens: token(c, i) walks from the first token (O(i)), so
+  // loops over a template read them with tokens(c).
+  size_t token_count(uint32_t c) const;
+  TokenCursor tokens(uint32_t c) const;
+  std::string_view token(uint32_t c, size_t i) const;
   std::string template_text(uint32_t c) const;
   uint64_t size(uint32_t c) const { return clusters_[c].size; }
   const DrainOptions& options() const { return options_; }
@@ -107,33 +116,39 @@ class Drain {
   // every candidate's similarity is computed exactly. One open-addressing table for all
   // leaves and the lists linked through one array: a few bytes per posting, not a map
   // node and a vector each (400 000 word-salad templates made 8 postings each).
+  // A slot of the table: its key and either the one cluster of its list (kSingle set:
+  // most keys of mostly unique tokens have one) or the head of its list in
+  // posting_links_; kEmpty = empty slot. 8 bytes a slot, no link for a lone cluster.
+  static constexpr uint32_t kEmpty = UINT32_MAX, kSingle = 0x80000000u;
   struct Posting {
-    uint32_t key = 0;            // 32 bits of the key's hash; its low bits pick the slot
-    uint32_t head = UINT32_MAX;  // into posting_links_; UINT32_MAX = empty slot
-    uint32_t count = 0;
+    uint32_t key = 0;  // 32 bits of the key's hash; its low bits pick the slot
+    uint32_t ref = kEmpty;
   };
   struct PostingLink {
     uint32_t cluster = 0, next = UINT32_MAX;
+    uint32_t count = 0;  // the list's length from here (the head's is the list's)
   };
   struct Node {
     std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> children;
     std::vector<uint32_t> clusters;
     bool indexed = false;  // postings built (once the leaf has kIndexFrom clusters)
   };
-  // A template's tokens are views into one text (token_text_): 8 bytes a token and its
-  // characters once, not a std::string each (a log of word salads makes a template every
-  // few lines: 480 bytes a template before, most of the miner's memory).
-  struct TokenRef {
-    uint32_t offset = 0, length = 0;  // into token_text_; offset 0 is the shared "<*>"
-  };
+  // A template is one run of bytes in fixed blocks (never moved, no doubling's spare):
+  // varint(token count), then per token varint(length * 2 + generalised) and its text.
+  // Generalising a position sets its flag bit in place (the text stays, skipped); a bare
+  // <*> is one byte. A log of word salads makes a template every few lines: 8-byte views
+  // per token and one doubling text took about twice these bytes.
   struct Cluster {
     uint64_t size = 0;
-    uint32_t first = 0;  // into token_refs_
-    uint32_t count = 0;
+    uint32_t block = 0, offset = 0;  // where its bytes start in blocks_
   };
-  TokenRef store_token(std::string_view text);
+  const unsigned char* bytes(uint32_t c) const {
+    return blocks_[clusters_[c].block].get() + clusters_[c].offset;
+  }
+  unsigned char* store_template(const std::vector<Token>& tokens, Cluster& cl);
   uint32_t leaf_for(const std::vector<Token>& tokens, bool create);
   void index_cluster(uint32_t leaf, uint32_t c);
+  uint32_t link(uint32_t cluster, uint32_t next, uint32_t count);
   void candidates(uint32_t leaf, const std::vector<Token>& tokens);
   static uint32_t posting_key(uint32_t leaf, size_t position, std::string_view token);
   Posting* find_posting(uint32_t key, bool create);
@@ -143,14 +158,32 @@ class Drain {
   std::vector<Node> nodes_;
   std::vector<uint32_t> by_length_;  // token count -> node (0 = none; node 0 is unused)
   std::vector<Cluster> clusters_;
-  std::vector<TokenRef> token_refs_;  // the clusters' tokens, cluster after cluster
-  std::string token_text_;            // starts with "<*>"; only grows
-  std::vector<Posting> postings_;     // power-of-two size, at most 3/4 full
+  std::vector<std::unique_ptr<unsigned char[]>> blocks_;  // kBlock bytes, or one template's
+  uint32_t block_ = 0;  // the block being filled (blocks_[0] once any exists)
+  size_t block_used_ = 0, block_free_ = 0;
+  std::vector<Posting> postings_;  // power-of-two size, at most 3/4 full
   size_t postings_used_ = 0;
   std::vector<PostingLink> posting_links_;
   std::vector<Token> scratch_;
   std::vector<uint32_t> candidates_, seen_;  // seen_[c]: the message that last listed c
   uint32_t stamp_ = 0;
 };
+
+// A little-endian base-128 number (7 bits a byte, the high bit set on all but the last).
+inline uint64_t read_template_varint(const unsigned char*& p) {
+  uint64_t v = 0;
+  for (int shift = 0;; shift += 7) {
+    const unsigned char b = *p++;
+    v |= uint64_t{b & 0x7Fu} << shift;
+    if (!(b & 0x80)) return v;
+  }
+}
+
+inline std::string_view Drain::TokenCursor::next() {
+  const uint64_t v = read_template_varint(p_);
+  const char* text = reinterpret_cast<const char*>(p_);
+  p_ += v >> 1;
+  return v & 1 ? kWildcard : std::string_view(text, v >> 1);
+}
 
 }  // namespace snailtrail::logs
