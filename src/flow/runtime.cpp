@@ -222,9 +222,7 @@ void drive(Worker& w, const std::atomic<bool>& abort, int64_t park_max,
         ++idle;
         std::this_thread::yield();
       } else {
-        // With a transport, frames from other processes wake no one: poll every 20 us.
-        const int64_t limit =
-            w.awaiting_input() || w.fabric().has_transport() ? kParkMinNs : park_max;
+        const int64_t limit = w.awaiting_input() ? kParkMinNs : park_max;
         const int64_t timeout = std::min(limit, kParkMinNs << std::min(parks, 20));
         if (park.park(seen, timeout))
           parks = 0;  // woken by a push: the next wait starts short again
