@@ -167,7 +167,7 @@ TEST(RandomAcrossProcesses, ParkedWorkersWakeForFramesFromOtherProcesses) {
                                      if (w.index() != 0) return cap.drop();
                                      if (Clock::now() - begin < kIdle)
                                        return w.set_source_active(true);
-                                     for (; i < kRecords; ++i) out.give(cap.time(), i);
+                                     for (; i < kRecords; ++i) out.give(cap, i);
                                      cap.drop();
                                    });
         auto spread = flow::exchange_by(late, "spread", [](uint64_t k) { return k; });
