@@ -141,6 +141,45 @@ TEST(RunCommand, BadInputIsAClearUsageError) {
   }
 }
 
+// --mpi-chunk-bytes, --mpi-out-bytes and --park-max-us (docs/RUNTIME.md "Flags"): whole
+// numbers from 1 up, else a usage error naming the flag; --park-max-us over a bad
+// SNAILTRAIL_FLOW_PARK_MAX_US (the flag wins, the variable is not read), which alone is an
+// error naming it.
+TEST(RunCommand, RuntimeFlagsTakeOnlyPositiveNumbers) {
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"--mpi-chunk-bytes", "0"},
+      {"--mpi-chunk-bytes", "-5"},
+      {"--mpi-chunk-bytes", "2147483648"},
+      {"--mpi-chunk-bytes", "64k"},
+      {"--mpi-out-bytes", "0"},
+      {"--mpi-out-bytes", "99999999999999999999999"},
+      {"--park-max-us", "0"},
+      {"--park-max-us", "10000001"},
+      {"--park-max-us", "+1"},
+  };
+  for (const auto& [flag, value] : bad) {
+    Ran r = run_cli({"run", "keycount", "--records", "1000", flag, value});
+    EXPECT_EQ(r.code, 2) << flag << " " << value << ": " << r.err;
+    EXPECT_NE(r.err.find(flag + ": '" + value + "' is not a whole number from 1 to "),
+              std::string::npos)
+        << r.err;
+  }
+  ::setenv("SNAILTRAIL_FLOW_PARK_MAX_US", "0", 1);
+  Ran env_bad = run_cli({"run", "keycount", "--records", "1000", "-q"});
+  Ran flag_wins =
+      run_cli({"run", "keycount", "--records", "20000", "--workers", "2", "--verify",
+               "--park-max-us", "50000", "--mpi-chunk-bytes", "256", "--mpi-out-bytes", "1"});
+  ::unsetenv("SNAILTRAIL_FLOW_PARK_MAX_US");
+  EXPECT_NE(env_bad.code, 0);
+  EXPECT_NE(env_bad.err.find("SNAILTRAIL_FLOW_PARK_MAX_US=0: expected microseconds from 1 to "
+                             "10000000"),
+            std::string::npos)
+      << env_bad.err;
+  EXPECT_EQ(flag_wins.code, 0) << flag_wins.err;
+  EXPECT_NE(flag_wins.err.find("equal to the plain single-threaded loop"), std::string::npos)
+      << flag_wins.err;
+}
+
 // The simulator's use case on a real run: four in five words are one word. At --rate
 // max the sources run closed loop (never far ahead of the output probe), so the other
 // workers wait for the one that counts the hot word: analyze names it the straggler.

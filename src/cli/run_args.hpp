@@ -78,6 +78,9 @@ struct RunArgs {
   double http_linger = 0;
   std::string http_window = "1s";  // --http's Job graph windows; 0: no Job graph
   SecurityArgs http_security;      // who may look at it (listen_security.hpp)
+  // The runtime's knobs (docs/RUNTIME.md); 0: not given (the environment variable, else
+  // the default).
+  uint64_t mpi_chunk_bytes = 0, mpi_out_bytes = 0, park_max_us = 0;
 };
 
 // run_options.cpp: registers every option of `run` into `a`.

@@ -234,7 +234,8 @@ int run(RunArgs& a) {
   if (a.reference) return run_reference(a, cfg);
 
   // Under mpirun -np P: P processes of cfg.workers threads; rank 0 reports (RUNTIME.md).
-  const std::unique_ptr<flow::Transport> mpi = flow::mpi_transport_if_launched();
+  const std::unique_ptr<flow::Transport> mpi =
+      flow::mpi_transport_if_launched({}, {a.mpi_chunk_bytes, a.mpi_out_bytes});
   cfg.transport = mpi.get();
   const bool rank0 = !mpi || mpi->rank() == 0;
   if (!a.quiet && rank0) {

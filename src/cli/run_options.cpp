@@ -1,5 +1,6 @@
 // Registration of the options of `snailtrail run` (run_args.hpp), in the order --help
 // lists them.
+#include <charconv>
 #include <functional>
 #include <string>
 
@@ -12,6 +13,17 @@ namespace {
 std::function<std::string(const std::string&)> refuse_zero(std::string why) {
   return [why = std::move(why)](const std::string& v) {
     return !v.empty() && v.find_first_not_of('0') == std::string::npos ? why : std::string();
+  };
+}
+
+// A check that takes only a whole number from 1 to `most` (CLI11 names the flag).
+std::function<std::string(const std::string&)> positive(uint64_t most) {
+  return [most](const std::string& v) {
+    uint64_t n = 0;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (ec == std::errc() && end == v.data() + v.size() && n >= 1 && n <= most)
+      return std::string();
+    return "'" + v + "' is not a whole number from 1 to " + std::to_string(most);
   };
 }
 
@@ -256,6 +268,22 @@ void add_profile_http_options(CLI::App* cmd, RunArgs& a) {
   add_security_options(cmd, a.http_security, "--http (the dashboard)", false);
 }
 
+// The runtime's knobs (docs/RUNTIME.md), each over its environment variable.
+void add_runtime_options(CLI::App* cmd, RunArgs& a) {
+  cmd->add_option("--mpi-chunk-bytes", a.mpi_chunk_bytes,
+                  "Under mpirun: largest MPI message, 1 to 2147483647 bytes (default "
+                  "SNAILTRAIL_MPI_CHUNK_BYTES, else 64 MiB)")
+      ->check(positive(INT32_MAX));
+  cmd->add_option("--mpi-out-bytes", a.mpi_out_bytes,
+                  "Under mpirun: bytes queued for or in flight to one process before a sender "
+                  "waits, >= 1 (default SNAILTRAIL_MPI_OUT_BYTES, else 256 MiB)")
+      ->check(positive(UINT64_MAX));
+  cmd->add_option("--park-max-us", a.park_max_us,
+                  "Longest sleep of an idle worker (a message wakes it), 1 to 10000000 us "
+                  "(below 20: 20; default SNAILTRAIL_FLOW_PARK_MAX_US, else 1000)")
+      ->check(positive(flow::kMaxParkUs));
+}
+
 }  // namespace
 
 void add_run_options(CLI::App* cmd, RunArgs& a) {
@@ -266,6 +294,7 @@ void add_run_options(CLI::App* cmd, RunArgs& a) {
   add_load_options(cmd, a);
   add_nexmark_options(cmd, a);
   add_profile_http_options(cmd, a);
+  add_runtime_options(cmd, a);
 }
 
 }  // namespace snailtrail::cli

@@ -151,6 +151,7 @@ flow::RunConfig make_run_config(const RunArgs& a, const JobWiring& w) {
   if (cfg.epoch_ns <= 0) throw std::invalid_argument("--epoch must be positive");
   cfg.latency_record_every = a.latency == "record" ? a.latency_sample : 0;
   cfg.records = a.records;
+  cfg.park_max_ns = static_cast<int64_t>(a.park_max_us) * 1000;
   cfg.seed = a.seed;
   cfg.keys = a.keys;
   cfg.skew = a.skew;

@@ -301,6 +301,13 @@ class Transport {
     }
     return n;
   }
+  // Set by the Fabric for its run (nullptr: none): the park slots of local workers
+  // [base, base + n) (global indices), so that a delivered frame wakes its worker.
+  void wake_on_delivery(ParkSlot* slots, uint32_t base, uint32_t n) {
+    park_base_ = base;
+    park_n_ = n;
+    park_.store(slots, std::memory_order_release);
+  }
   // Splits a received buffer of whole frames into the inboxes.
   void deliver(const char* p, size_t n) {
     while (n >= sizeof(FrameHeader)) {
@@ -330,6 +337,10 @@ class Transport {
       }
       box->frames.push_back(std::move(frame));
     }
+    // After the push, as a ring's pusher does (park.hpp): a parked receiver wakes now
+    // instead of at its timeout, so idle workers may park long with a transport too.
+    ParkSlot* park = park_.load(std::memory_order_acquire);
+    if (park && h.to - park_base_ < park_n_) park[h.to - park_base_].wake();
   }
   // What the transport did (tests check that limits took effect).
   struct Stats {
@@ -342,6 +353,8 @@ class Transport {
  private:
   std::mutex inbox_mu_;
   std::unordered_map<uint64_t, std::shared_ptr<Inbox>> inboxes_;
+  std::atomic<ParkSlot*> park_{nullptr};
+  uint32_t park_base_ = 0, park_n_ = 0;  // written before park_ (release)
 };
 
 // A push to a worker of another process: serializes the batch into a frame.
@@ -474,7 +487,13 @@ class Fabric {
         park_(std::make_unique<ParkSlot[]>(workers)) {
     if (ring_capacity == 0) throw std::invalid_argument("fabric: a ring needs a slot");
     for (auto& e : entering_) e.store(INT64_MAX);
+    if (transport_) transport_->wake_on_delivery(park_.get(), base_, local_);
   }
+  ~Fabric() {
+    if (transport_) transport_->wake_on_delivery(nullptr, 0, 0);
+  }
+  Fabric(const Fabric&) = delete;
+  Fabric& operator=(const Fabric&) = delete;
   // All workers, over every process.
   uint32_t workers() const { return local_ * procs_; }
   uint32_t local_workers() const { return local_; }
@@ -487,8 +506,7 @@ class Fabric {
   // stamp taken after the receiver's clock read (docs/RUNTIME.md "Tracing").
   std::atomic<int64_t>& entering(uint32_t worker) { return entering_[worker - base_]; }
   // Local worker `worker`'s park slot (park.hpp): every ring push to it from another local
-  // worker wakes it. Frames from other processes do not (their inboxes are filled by the
-  // transport's thread): with a transport, a parked worker also polls (drive()).
+  // worker wakes it, and so does every frame the transport's thread delivers to it.
   ParkSlot& park(uint32_t worker) { return park_[worker - base_]; }
   bool has_transport() const { return transport_ != nullptr; }
 

@@ -307,19 +307,22 @@ size_t limit_from_environment(const char* name, size_t fallback, size_t most) {
 }
 }  // namespace
 
-std::unique_ptr<Transport> mpi_transport_if_launched(ChunkLimits limits) {
+std::unique_ptr<Transport> mpi_transport_if_launched(ChunkLimits limits, ChunkLimits flags) {
   const char* size = environment_value("OMPI_COMM_WORLD_SIZE");
   if (!size || std::atoi(size) <= 1) return nullptr;
   if (limits.chunk_bytes == 0 || limits.chunk_bytes > static_cast<size_t>(INT_MAX) ||
-      limits.out_bytes == 0)
+      limits.out_bytes == 0 || flags.chunk_bytes > static_cast<size_t>(INT_MAX))
     throw std::invalid_argument(
         "MPI transport: chunk size must be 1 to INT_MAX bytes, "
         "the outgoing bound at least 1");
-  limits.chunk_bytes = limit_from_environment("SNAILTRAIL_MPI_CHUNK_BYTES", limits.chunk_bytes,
-                                              static_cast<size_t>(INT_MAX));
-  limits.out_bytes = limit_from_environment("SNAILTRAIL_MPI_OUT_BYTES", limits.out_bytes, SIZE_MAX);
+  limits.chunk_bytes = flags.chunk_bytes ? flags.chunk_bytes
+                                         : limit_from_environment("SNAILTRAIL_MPI_CHUNK_BYTES",
+                                                                  limits.chunk_bytes, INT_MAX);
+  limits.out_bytes = flags.out_bytes ? flags.out_bytes
+                                     : limit_from_environment("SNAILTRAIL_MPI_OUT_BYTES",
+                                                              limits.out_bytes, SIZE_MAX);
   const char* rank = environment_value("OMPI_COMM_WORLD_RANK");
-  if ((environment_value("SNAILTRAIL_MPI_CHUNK_BYTES") ||
+  if ((flags.chunk_bytes || flags.out_bytes || environment_value("SNAILTRAIL_MPI_CHUNK_BYTES") ||
        environment_value("SNAILTRAIL_MPI_OUT_BYTES")) &&
       rank && std::string(rank) == "0")
     std::fprintf(stderr,

@@ -12,8 +12,10 @@ namespace snailtrail::flow {
 // When launched by mpirun with more than one process (OMPI_COMM_WORLD_SIZE > 1):
 // initializes MPI and returns the transport of this process; otherwise nullptr and MPI
 // is never called. MPI is finalized when the transport is destroyed.
-// Message size and outgoing bound: `limits`, or where set SNAILTRAIL_MPI_CHUNK_BYTES and
-// SNAILTRAIL_MPI_OUT_BYTES (tests make them tiny; a bad value is an error naming it).
-std::unique_ptr<Transport> mpi_transport_if_launched(ChunkLimits limits = {});
+// Message size and outgoing bound: each of `flags` that is non-zero (`run --mpi-chunk-bytes`,
+// `--mpi-out-bytes`), else SNAILTRAIL_MPI_CHUNK_BYTES / SNAILTRAIL_MPI_OUT_BYTES where set
+// (tests make them tiny; a bad value is an error naming it), else `limits`.
+std::unique_ptr<Transport> mpi_transport_if_launched(ChunkLimits limits = {},
+                                                     ChunkLimits flags = {0, 0});
 
 }  // namespace snailtrail::flow

@@ -60,7 +60,8 @@ struct OpenLoopSource {
     const uint64_t n = std::min<uint64_t>(4 * kBatch, limit - produced);
     if (ctx->record_latency)
       for (uint64_t k = 0; k < n; ++k) ctx->record_latency->given(produced + k, t, now);
-    for (uint64_t k = 0; k < n; ++k) out.give(t, gen(w, produced + k));
+    Session<T> session = out.session(cap);  // cap is at t
+    for (uint64_t k = 0; k < n; ++k) session.give(gen(w, produced + k));
     account(n, t);
   }
   // At a rate: the records due by now, each at its intended time.
@@ -84,7 +85,7 @@ struct OpenLoopSource {
       const Time t = std::max<Time>(cap.time(), intended / epoch * epoch);
       if (t != cap.time()) cap.downgrade(t);
       if (ctx->record_latency) ctx->record_latency->given(i, t, static_cast<int64_t>(intended));
-      out.give(t, gen(w, i));
+      out.give(cap, gen(w, i));  // at t
       last_given = t;
     }
     if (over && produced + n >= due) {

@@ -16,8 +16,9 @@ namespace snailtrail::flow {
 template <class Out, class T, class F>
 Stream<Out> map(const Stream<T>& s, std::string name, F f) {
   return s.template unary<Out>(Pipeline{}, std::move(name), [f](Input<T>& in, Output<Out>& out) {
-    in.for_each([&](Time t, std::vector<T>& data) {
-      for (T& r : data) out.give(t, f(r));
+    in.for_each([&](const InputCapability& cap, std::vector<T>& data) {
+      Session<Out> session = out.session(cap);
+      for (T& r : data) session.give(f(r));
     });
   });
 }
@@ -26,8 +27,9 @@ Stream<Out> map(const Stream<T>& s, std::string name, F f) {
 template <class Out, class T, class F>
 Stream<Out> flat_map(const Stream<T>& s, std::string name, F f) {
   return s.template unary<Out>(Pipeline{}, std::move(name), [f](Input<T>& in, Output<Out>& out) {
-    in.for_each([&](Time t, std::vector<T>& data) {
-      for (T& r : data) f(r, [&](Out o) { out.give(t, std::move(o)); });
+    in.for_each([&](const InputCapability& cap, std::vector<T>& data) {
+      Session<Out> session = out.session(cap);
+      for (T& r : data) f(r, [&](Out o) { session.give(std::move(o)); });
     });
   });
 }
@@ -35,9 +37,10 @@ Stream<Out> flat_map(const Stream<T>& s, std::string name, F f) {
 template <class T, class F>
 Stream<T> filter(const Stream<T>& s, std::string name, F keep) {
   return s.template unary<T>(Pipeline{}, std::move(name), [keep](Input<T>& in, Output<T>& out) {
-    in.for_each([&](Time t, std::vector<T>& data) {
+    in.for_each([&](const InputCapability& cap, std::vector<T>& data) {
+      Session<T> session = out.session(cap);
       for (T& r : data)
-        if (keep(r)) out.give(t, std::move(r));
+        if (keep(r)) session.give(std::move(r));
     });
   });
 }
@@ -47,8 +50,9 @@ template <class T, class KeyFn>
 Stream<T> exchange_by(const Stream<T>& s, std::string name, KeyFn key) {
   return s.template unary<T>(exchange(std::move(key)), std::move(name),
                              [](Input<T>& in, Output<T>& out) {
-                               in.for_each([&](Time t, std::vector<T>& data) {
-                                 for (T& r : data) out.give(t, std::move(r));
+                               in.for_each([&](const InputCapability& cap, std::vector<T>& data) {
+                                 Session<T> session = out.session(cap);
+                                 for (T& r : data) session.give(std::move(r));
                                });
                              });
 }
@@ -97,16 +101,16 @@ Stream<Out> frontier_stream(const Stream<T>& s, std::string name) {
 // An operator's input held per time until the input frontier passes it, for operators
 // that apply records in timestamp order:
 //   held.hold(in);                                         // each activation
-//   held.release(in, [&](Time t, std::vector<T>& records) { ... });
+//   held.release(in, [&](const Capability& cap, std::vector<T>& records) { ... });
 //   if (held.complete(in)) done(...);                      // once
 template <class T>
 class HeldByTime {
  public:
   // Holds the input's new records under their times (in arrival order).
   void hold(Input<T>& in) {
-    in.for_each([&](Time t, std::vector<T>& data) {
-      auto [it, inserted] = pending_.try_emplace(t);
-      if (inserted) notes_.notify_at(in.retain(t));
+    in.for_each([&](const InputCapability& cap, std::vector<T>& data) {
+      auto [it, inserted] = pending_.try_emplace(cap.time());
+      if (inserted) notes_.notify_at(cap.retain());
       if (it->second.empty()) {
         // Keeps the message's records and gives it an emptied buffer in exchange, so
         // that its sender reuses it (Input::for_each).
@@ -121,14 +125,14 @@ class HeldByTime {
       }
     });
   }
-  // Calls f(t, records) for every held time t the frontier has passed, in time order, and
-  // forgets them.
+  // Calls f(cap, records) for every held time cap.time() the frontier has passed, in
+  // time order (cap: to give output at that time with), and forgets them.
   template <class F>
   void release(Input<T>& in, F&& f) {
     notes_.for_each(in.frontier(), [&](Capability& cap) {
       auto it = pending_.find(cap.time());
       if (it == pending_.end()) return;
-      f(cap.time(), it->second);
+      f(static_cast<const Capability&>(cap), it->second);
       it->second.clear();
       if (keep_buffer(it->second) && spare_.size() < 16) spare_.push_back(std::move(it->second));
       pending_.erase(it);
@@ -150,8 +154,9 @@ class HeldByTime {
 
 // Per-key state, records applied in timestamp order (Megaphone's S, without bins):
 // records are exchanged by key(record); those of time t wait until the input frontier
-// passes t, then fold(t, key, record, state_of_key, out) runs for each in arrival order
-// and may give output at t. done(states) runs once, when the input is complete.
+// passes t, then fold(t, key, record, state_of_key, session) runs for each in arrival
+// order and may give output at t (session: a Session<Out> at t). done(states) runs once,
+// when the input is complete.
 template <class Out, class State, class T, class KeyFn, class Fold, class Done>
 Stream<Out> stateful_unary(const Stream<T>& s, std::string name, KeyFn key, Fold fold, Done done) {
   struct Logic {
@@ -162,10 +167,11 @@ Stream<Out> stateful_unary(const Stream<T>& s, std::string name, KeyFn key, Fold
     std::unordered_map<uint64_t, State> states;
     void operator()(Input<T>& in, Output<Out>& out) {
       held.hold(in);
-      held.release(in, [&](Time t, std::vector<T>& records) {
+      held.release(in, [&](const Capability& cap, std::vector<T>& records) {
+        Session<Out> session = out.session(cap);
         for (T& r : records) {
           const uint64_t k = key(r);
-          fold(t, k, r, states[k], out);
+          fold(cap.time(), k, r, states[k], session);
         }
       });
       if (held.complete(in)) done(states);
@@ -183,7 +189,8 @@ void give_closed_windows(In& in, Output<Out>& out, Notificator& notes, Windows& 
   notes.for_each(in.frontier(), [&](Capability& cap) {
     auto it = windows.find(cap.time());
     if (it == windows.end()) return;
-    for (auto& [k, acc] : it->second) out.give(cap.time(), Out(k, std::move(acc)));
+    Session<Out> session = out.session(cap);
+    for (auto& [k, acc] : it->second) session.give(Out(k, std::move(acc)));
     windows.erase(it);
   });
 }
@@ -207,12 +214,13 @@ Stream<std::pair<uint64_t, Acc>> sliding_window(const Stream<T>& s, std::string 
     std::map<Time, std::unordered_map<uint64_t, Acc>> windows;  // by end time
     Notificator notes;
     void operator()(Input<T>& in, Output<Out>& out) {
-      in.for_each([&](Time t, std::vector<T>& data) {
+      in.for_each([&](const InputCapability& cap, std::vector<T>& data) {
+        const Time t = cap.time();
         const Time first = t + 1 >= size ? (t + 1 - size + slide - 1) / slide : 0;
         for (Time j = first; j * slide <= t; ++j) {
           const Time end = j * slide + size - 1;
           auto [it, inserted] = windows.try_emplace(end);
-          if (inserted) notes.notify_at(in.retain(end));
+          if (inserted) notes.notify_at(cap.delayed(end));
           for (T& r : data) add(it->second[key(r)], r);
         }
       });

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <barrier>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -37,20 +38,14 @@ const int kIdleYields = [] {
 }();
 
 // An idle worker parks (park.hpp) instead of sleeping a fixed 20 us: a message or progress
-// pushed to it by another local worker wakes it at once. The timeout covers what only the
-// clock changes (a source's next record falling due, the run's duration, an abort, polled
-// flags): 20 us while a source waits for its next record to be due (as the old sleep),
-// otherwise doubling over consecutive idle rounds from 20 us up to kParkMaxNs (1 ms), so
-// an idle worker that waits on another one stops waking 14 000 times a second and taking
-// the core from it (docs/RUNTIME.md "Scaling and idle workers"). With a transport, frames
-// from other processes wake no one: the timeout stays 20 us.
-// SNAILTRAIL_FLOW_PARK_MAX_US=N sets the longest timeout (20: the old polling cadence).
+// pushed to it by another local worker, or delivered to it by the transport's thread,
+// wakes it at once. The timeout covers what only the clock changes (a source's next
+// record falling due, the run's duration, an abort, polled flags): 20 us while a source
+// waits for its next record to be due (as the old sleep), otherwise doubling over
+// consecutive idle rounds from 20 us up to park_max_ns() (1 ms by default), so an idle
+// worker that waits on another one stops waking 14 000 times a second and taking the
+// core from it (docs/RUNTIME.md "Scaling and idle workers").
 constexpr int64_t kParkMinNs = 20'000;
-const int64_t kParkMaxNs = [] {
-  const char* v = environment_value("SNAILTRAIL_FLOW_PARK_MAX_US");
-  const long us = v ? std::atol(v) : 1000;
-  return std::max<int64_t>(kParkMinNs, int64_t{us} * 1000);
-}();
 
 int64_t since(Clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
@@ -140,12 +135,11 @@ void record_round_gaps(Recorder& rec, uint32_t worker, size_t mark, int64_t t_st
 using TraceSink = std::function<void(TraceBuffer, const std::vector<std::string>&)>;
 // With fail_at_ns >= 0 (the test-only SNAILTRAIL_FLOW_FAIL_WORKER), the worker throws once
 // its clock passes it: how the tests make a worker fail in the middle of a run.
-void drive(Worker& w, const std::atomic<bool>& abort, const TraceSink* sink = nullptr,
-           int64_t flush_ns = 0, int64_t fail_at_ns = -1,
+void drive(Worker& w, const std::atomic<bool>& abort, int64_t park_max,
+           const TraceSink* sink = nullptr, int64_t flush_ns = 0, int64_t fail_at_ns = -1,
            Clock::time_point origin = Clock::time_point{}, int64_t hold_ns = 0) {
   Recorder& rec = w.recorder();
   ParkSlot& park = w.fabric().park(w.index());
-  const int64_t park_max = w.fabric().has_transport() ? kParkMinNs : kParkMaxNs;
   int idle = 0;
   int parks = 0;  // consecutive timed-out parks (the timeout doubles with each)
   int64_t wait_start = -1;
@@ -229,7 +223,7 @@ void drive(Worker& w, const std::atomic<bool>& abort, const TraceSink* sink = nu
         std::this_thread::yield();
       } else {
         const int64_t limit = w.awaiting_input() ? kParkMinNs : park_max;
-        const int64_t timeout = std::min(limit, kParkMinNs << std::min(parks, 10));
+        const int64_t timeout = std::min(limit, kParkMinNs << std::min(parks, 20));
         if (park.park(seen, timeout))
           parks = 0;  // woken by a push: the next wait starts short again
         else
@@ -331,6 +325,7 @@ struct RunWorkers {
   // started early would otherwise wait on messages while the others do not exist yet
   // (every existing worker waiting: an idle instant no input explains).
   std::barrier<> built;
+  const int64_t park_max;
 
   RunWorkers(const RunConfig& c, const JobSpec& j, Fabric& f, Clock::time_point s, RunResult& r,
              std::vector<Recorder>& recs)
@@ -341,7 +336,8 @@ struct RunWorkers {
         result(r),
         recorders(recs),
         generated(c.workers),
-        built(static_cast<std::ptrdiff_t>(c.workers)) {}
+        built(static_cast<std::ptrdiff_t>(c.workers)),
+        park_max(park_max_ns(c.park_max_ns)) {}
 
   // Worker i's output probe moved from `old` to `now_f`: the latency of the epochs it
   // completed (one worker per process measures: every worker sees the same frontier).
@@ -389,8 +385,8 @@ struct RunWorkers {
       op_names = w.operator_names();
     }
     try {
-      drive(w, abort, &cfg.on_trace_events, cfg.trace_flush_ns, injected_failure(g), start,
-            cfg.trace_hold_ns);
+      drive(w, abort, park_max, &cfg.on_trace_events, cfg.trace_flush_ns, injected_failure(g),
+            start, cfg.trace_hold_ns);
     } catch (const std::exception& e) {  // name the worker (and its process) that failed
       throw std::runtime_error(fmt::format("worker-{}: {}", g, e.what()));
     }
@@ -461,9 +457,26 @@ void merge_traces(std::vector<Recorder>& recorders, RunResult& result) {
 
 }  // namespace
 
+int64_t park_max_ns(int64_t ns) {
+  if (ns <= 0) {
+    ns = 1'000'000;
+    if (const char* v = environment_value("SNAILTRAIL_FLOW_PARK_MAX_US")) {
+      char* end = nullptr;
+      errno = 0;
+      const unsigned long long us = std::strtoull(v, &end, 10);
+      if (end == v || *end != '\0' || *v == '-' || errno == ERANGE || us == 0 || us > kMaxParkUs)
+        throw std::invalid_argument(fmt::format(
+            "SNAILTRAIL_FLOW_PARK_MAX_US={}: expected microseconds from 1 to {}", v, kMaxParkUs));
+      ns = static_cast<int64_t>(us) * 1000;
+    }
+  }
+  return std::max(kParkMinNs, ns);
+}
+
 void run_dataflow(uint32_t workers, const std::function<void(Worker&)>& build,
-                  std::vector<WorkerCounters>* counters, size_t ring_capacity,
-                  Transport* transport) {
+                  std::vector<WorkerCounters>* counters, size_t ring_capacity, Transport* transport,
+                  int64_t park_max) {
+  park_max = park_max_ns(park_max);
   Fabric fabric(workers, transport, ring_capacity);
   std::atomic<bool> abort{false};
   if (counters) counters->assign(workers, {});
@@ -476,7 +489,7 @@ void run_dataflow(uint32_t workers, const std::function<void(Worker&)>& build,
       Worker w(g, fabric, rec);
       build(w);
       w.finish_build();
-      drive(w, abort);
+      drive(w, abort, park_max);
       if (counters) (*counters)[i] = w.counters();
     });
   } catch (const std::exception& e) {
@@ -493,6 +506,7 @@ RunResult run_job(const RunConfig& cfg) {
   if (!job) throw std::invalid_argument("unknown job '" + cfg.job + "'");
   const uint32_t W = cfg.workers;  // threads of this process
   Transport* tr = cfg.transport;
+  park_max_ns(cfg.park_max_ns);  // a bad SNAILTRAIL_FLOW_PARK_MAX_US fails before the run
   Fabric fabric(W, tr);
   RunResult result;
   result.generated.assign(W, 0);

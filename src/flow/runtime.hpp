@@ -38,7 +38,15 @@ struct RunConfig : HarnessConfig {
   std::map<std::string, double> params;  // job-specific knobs (NEXMark: docs/NEXMARK.md)
   // Several processes (mpi_transport.hpp): `workers` threads here, of workers x procs.
   Transport* transport = nullptr;
+  // The longest park of an idle worker (runtime.cpp's drive()); 0: park_max_ns(0).
+  int64_t park_max_ns = 0;
 };
+
+// The longest a parked idle worker sleeps (`run --park-max-us`), in microseconds at most.
+inline constexpr uint64_t kMaxParkUs = 10'000'000;
+// The park maximum for `ns` (> 0: given), else SNAILTRAIL_FLOW_PARK_MAX_US (1 ...
+// kMaxParkUs, else std::invalid_argument naming it), else 1 ms; never below 20 us.
+int64_t park_max_ns(int64_t ns);
 
 using KeyCounts = std::vector<std::pair<uint64_t, uint64_t>>;  // sorted by key
 
@@ -114,9 +122,11 @@ RunResult run_job(const RunConfig& cfg);
 // runs workers [rank*workers, rank*workers + workers) of P*workers (Worker::index() is
 // global; `counters` holds this process's workers). One transport runs any number of
 // dataflows, one after the other, each process calling in the same order.
+// `park_max`: as RunConfig::park_max_ns.
 void run_dataflow(uint32_t workers, const std::function<void(Worker&)>& build,
                   std::vector<WorkerCounters>* counters = nullptr,
-                  size_t ring_capacity = kRingCapacity, Transport* transport = nullptr);
+                  size_t ring_capacity = kRingCapacity, Transport* transport = nullptr,
+                  int64_t park_max = 0);
 
 // The plain loop over the same input as the run: worker w's stream, records [0, n_w).
 KeyCounts reference_output(const RunConfig& cfg, const std::vector<uint64_t>& per_worker);

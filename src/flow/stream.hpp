@@ -1,10 +1,12 @@
 // Streams, ports and the generic operators every other operator is made of:
 // source, unary and binary (docs/RUNTIME.md "API").
 //
-//   Stream<uint64_t> keys = source<uint64_t>(w, "source", [](Capability& cap, Output<uint64_t>&
-//   out) {...}); auto counted = keys.unary<uint64_t>(Exchange(key_of), "count",
-//       [](Input<uint64_t>& in, Output<uint64_t>& out) { in.for_each([&](Time t, auto& data)
-//       {...}); });
+//   Stream<uint64_t> keys = source<uint64_t>(w, "source",
+//       [](Capability& cap, Output<uint64_t>& out) { out.give(cap, 7); ... });
+//   auto counted = keys.unary<uint64_t>(exchange(key_of), "count",
+//       [](Input<uint64_t>& in, Output<uint64_t>& out) {
+//         in.for_each([&](const InputCapability& cap, auto& data) { out.give(cap, ...); });
+//       });
 #pragma once
 
 #include <algorithm>
@@ -12,7 +14,9 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -218,20 +222,39 @@ class ExchangeTarget final : public Target<T> {
   std::vector<std::unique_ptr<Pusher<T>>> pushers_;
 };
 
+template <class T>
+class Output;
+
+// Records at one capability's time into an operator's output (timely's Session): made by
+// Output::session, which checks the capability once. Neither copyable nor movable, so it
+// lives no longer than the scope that holds the capability.
+template <class T>
+class Session {
+ public:
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+  void give(T rec) { out_->give_at(time_, std::move(rec)); }
+  Time time() const { return time_; }
+
+ private:
+  friend class Output<T>;
+  Session(Output<T>& out, Time t) : out_(&out), time_(t) {}
+  Output<T>* out_;
+  Time time_;
+};
+
 // An operator's output: buffers records of one time, hands full batches to every edge.
+// Records are given with a capability of this operator (Capability, or the
+// InputCapability of a message being processed), at its time: giving without one does not
+// compile, giving with another operator's (or a dropped one) throws std::logic_error.
 template <class T>
 class Output {
  public:
   Output(Worker& w, uint32_t op) : w_(w), op_(op) {}
-  // Give a record at time t; the operator must hold a capability (or be processing a
-  // message) at a time <= t.
-  void give(Time t, T rec) {
-    if (t != time_ && !buf_.empty()) seal();
-    time_ = t;
-    buf_.push_back(std::move(rec));
-    ++given_;
-    if (buf_.size() >= kBatch) seal();
-  }
+  void give(const Capability& cap, T rec) { give_at(checked(cap), std::move(rec)); }
+  void give(const InputCapability& cap, T rec) { give_at(checked(cap), std::move(rec)); }
+  Session<T> session(const Capability& cap) { return Session<T>(*this, checked(cap)); }
+  Session<T> session(const InputCapability& cap) { return Session<T>(*this, checked(cap)); }
   // Sends every batch given since the last flush (after the operator's activity, so
   // that exchange work is traced apart from processing).
   // Frontier-only targets get the batch's time and size; every data target but the
@@ -267,8 +290,26 @@ class Output {
   }
 
  private:
+  friend class Session<T>;
   Worker& w_;
   uint32_t op_;
+  void give_at(Time t, T rec) {
+    if (t != time_ && !buf_.empty()) seal();
+    time_ = t;
+    buf_.push_back(std::move(rec));
+    ++given_;
+    if (buf_.size() >= kBatch) seal();
+  }
+  template <class Cap>
+  Time checked(const Cap& cap) const {
+    if constexpr (std::is_same_v<Cap, Capability>)
+      if (!cap.valid()) [[unlikely]]
+        throw std::logic_error("give: a dropped capability");
+    if (cap.op() != op_) [[unlikely]]
+      throw std::logic_error("give: a capability of operator " + std::to_string(cap.op()) +
+                             " used on operator " + std::to_string(op_) + "'s output");
+    return cap.time();
+  }
   void seal() {
     if (buf_.empty()) return;
     ready_.emplace_back(time_, std::move(buf_));
@@ -309,8 +350,10 @@ class Input {
   }
   // Least time that may still arrive (kTimeMax: the input is complete).
   Time frontier() const { return w_.frontier(edge_); }
-  // Calls fn(time, data) for every message taken this activation; data may be moved from.
-  // A message counts as consumed (its time no longer held) only once fn has seen it.
+  // Calls fn(cap, data) (an InputCapability at the message's time, to give output with
+  // or retain) or fn(time, data) (an operator that gives no output at that time) for every
+  // message taken this activation; data may be moved from. A message counts as consumed
+  // (its time no longer held) only once fn has seen it.
   template <class F>
   void for_each(F&& fn) {
     while (!staged_.empty()) {
@@ -318,16 +361,18 @@ class Input {
       staged_.pop_front();
       w_.change(edge_location(edge_), m->time, -1);
       w_.note_change();
-      fn(m->time, m->data);
+      if constexpr (std::is_invocable_v<F&, const InputCapability&, std::vector<T>&>) {
+        const InputCapability cap(&w_, op_, m->time);
+        fn(cap, m->data);
+      } else {
+        fn(m->time, m->data);
+      }
       // Back to its sender, emptied here (the records die on this thread).
       m->data.clear();
       if (!keep_buffer(m->data)) m->data = {};
       puller_->recycle(std::move(m));
     }
   }
-  // A capability for output at t >= the time of a message being processed.
-  Capability retain(Time t) { return w_.mint(op_, t); }
-
   // Runtime side: takes up to `limit` messages, counts them consumed. Receipts are traced
   // at each message's arrival (Recorder::receipt), not here.
   uint64_t stage(size_t limit = 256) {

@@ -1,6 +1,7 @@
 #include "flow/worker.hpp"
 
 #include <stdexcept>
+#include <string>
 
 namespace snailtrail::flow {
 
@@ -27,19 +28,34 @@ Capability& Capability::operator=(Capability&& o) noexcept {
   }
   return *this;
 }
+namespace {
+[[noreturn]] void earlier(const char* what, Time t, Time held) {
+  throw std::logic_error(std::string(what) + "(" + std::to_string(t) +
+                         "): earlier than the capability's time " + std::to_string(held) +
+                         " (a capability only moves forward)");
+}
+}  // namespace
+
 Capability Capability::delayed(Time t) const {
-  if (!w_) throw std::logic_error("delayed() on a dropped capability");
-  if (t < time_) throw std::logic_error("capability delayed to an earlier time");
+  if (!w_) throw std::logic_error("Capability::delayed() on a dropped capability");
+  if (t < time_) earlier("Capability::delayed", t, time_);
   return w_->mint(op_, t);
 }
 void Capability::downgrade(Time t) {
-  if (!w_) throw std::logic_error("downgrade() on a dropped capability");
-  if (t < time_) throw std::logic_error("capability downgraded to an earlier time");
+  if (!w_) throw std::logic_error("Capability::downgrade() on a dropped capability");
+  if (t < time_) earlier("Capability::downgrade", t, time_);
   if (t == time_) return;
   w_->change(output_location(op_), t, +1);
   w_->change(output_location(op_), time_, -1);
   w_->note_change();
   time_ = t;
+}
+Capability InputCapability::retain() const {
+  return w_->mint(op_, time_);
+}
+Capability InputCapability::delayed(Time t) const {
+  if (t < time_) earlier("InputCapability::delayed", t, time_);
+  return w_->mint(op_, t);
 }
 void Capability::drop() {
   if (!w_) return;

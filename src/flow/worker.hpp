@@ -21,9 +21,15 @@
 namespace snailtrail::flow {
 
 class Worker;
+template <class T>
+class Input;
 
-// A right to produce records at `time` (and later) from operator `op`'s output. Copies
-// and drops are counted as progress changes (+1/-1 at (output, time)).
+// A right to produce records at `time` (and later) from operator `op`'s output (timely's
+// Capability): Output::give and Output::session take one, so an operator cannot give
+// output without it. Copies and drops are counted as progress changes (+1/-1 at
+// (output, time)): dropping the last one at a time releases that time downstream.
+// delayed(t) and downgrade(t) with t < time() throw std::logic_error (timely panics).
+// The timestamp type is flow::Time throughout the runtime, so the class is not a template.
 class Capability {
  public:
   Capability() = default;
@@ -48,6 +54,30 @@ class Capability {
   Worker* w_ = nullptr;
   uint32_t op_ = 0;
   Time time_ = 0;
+};
+
+// The right to give output at the time of the message an operator is processing, handed
+// to Input::for_each's callback (timely's InputCapability): the message holds the
+// pointstamp until the callback returns, so giving with it costs no progress change.
+// retain() and delayed(t) (t >= time(), else std::logic_error) mint a Capability that
+// outlives the message. Neither copyable nor movable: it is valid inside the callback.
+class InputCapability {
+ public:
+  InputCapability(const InputCapability&) = delete;
+  InputCapability& operator=(const InputCapability&) = delete;
+  Time time() const { return time_; }
+  uint32_t op() const { return op_; }
+  Capability retain() const;
+  Capability retain(Time t) const { return delayed(t); }  // timely's older name
+  Capability delayed(Time t) const;
+
+ private:
+  template <class T>
+  friend class Input;
+  InputCapability(Worker* w, uint32_t op, Time t) : w_(w), op_(op), time_(t) {}
+  Worker* w_;
+  uint32_t op_;
+  Time time_;
 };
 
 class OperatorBase {
@@ -131,12 +161,6 @@ class Worker {
   const ProgressTracker& tracker() const { return tracker_; }
   void change(uint32_t loc, Time t, int64_t delta) { changes_.add(loc, t, delta); }
   size_t pending_changes() const { return pending_count_; }
-  // A capability justified by a message at time <= t the operator is processing.
-  Capability mint(uint32_t op, Time t) {
-    change(output_location(op), t, +1);
-    ++pending_count_;
-    return Capability(this, op, t);
-  }
   void note_change() { ++pending_count_; }
   // Sources that wait for their next record to be due (set by such sources every
   // round): an idle worker with one waits on its input, not on the dataflow.
@@ -150,6 +174,14 @@ class Worker {
   uint32_t input_operator() const { return last_input_op_; }
 
  private:
+  friend class Capability;
+  friend class InputCapability;
+  // A capability justified by a capability or a message at time <= t (the callers check).
+  Capability mint(uint32_t op, Time t) {
+    change(output_location(op), t, +1);
+    ++pending_count_;
+    return Capability(this, op, t);
+  }
   uint32_t index_;
   Fabric& fabric_;
   Recorder& rec_;

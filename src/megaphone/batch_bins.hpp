@@ -140,16 +140,17 @@ struct BatchBins : BinsBase<State> {
     encode_pending(items, buf);
     Codec<std::vector<Time>>::encode(wakes, buf);
   }
-  void install(Time t, uint32_t bin, const char*& p, const char* end, Input<StateChunk>& in) {
+  void install(const InputCapability& cap, uint32_t bin, const char*& p, const char* end) {
+    const Time t = cap.time();
     decode_pending<T>(t, p, end, [&](Time ti, const T& r) {
-      at(ti, [&] { return in.retain(ti); }).recs.push_back(Routed<T>{r, bin, 0});
+      at(ti, [&] { return cap.delayed(ti); }).recs.push_back(Routed<T>{r, bin, 0});
       rec_times.insert(ti);
     });
     std::vector<Time> wakes;
     Codec<std::vector<Time>>::decode(p, end, wakes);
     for (Time t2 : wakes) {
       if (t2 < t) throw std::logic_error("megaphone: a migrated wake-up is late");
-      at(t2, [&] { return in.retain(t2); }).wakes.push_back(bin);
+      at(t2, [&] { return cap.delayed(t2); }).wakes.push_back(bin);
       wake_times[bin].insert(t2);
     }
   }
@@ -177,6 +178,7 @@ struct FoldBatches {
     std::sort(batch.wakes.begin(), batch.wakes.end());
     batch.wakes.erase(std::unique(batch.wakes.begin(), batch.wakes.end()), batch.wakes.end());
     for (uint32_t bin : batch.wakes) s.wake_times[bin].erase(t);
+    Session<Out> session = out.session(cap);
     size_t i = 0, j = 0;
     while (i < batch.recs.size() || j < batch.wakes.size()) {
       uint32_t bin = ~0u;
@@ -196,7 +198,7 @@ struct FoldBatches {
         throw std::logic_error("megaphone: bin " + std::to_string(bin) +
                                " folded on a worker without the bin");
       wake.reset(t, bin);
-      fold(t, bin, as, bs, s.states[bin], wake, out);
+      fold(t, bin, as, bs, s.states[bin], wake, session);
       for (Time t2 : wake.items()) s.add_wake(t2, bin, cap);
       wake.items().clear();
     }

@@ -42,8 +42,10 @@ namespace snailtrail::megaphone {
 
 using flow::Capability;
 using flow::Input;
+using flow::InputCapability;
 using flow::kTimeMax;
 using flow::Output;
+using flow::Session;
 using flow::Stream;
 using flow::Time;
 using flow::Worker;
@@ -147,10 +149,11 @@ inline Stream<Routed<ControlUpdate>> broadcast_control(const Stream<ControlUpdat
   return control.template unary<Routed<ControlUpdate>>(
       flow::Pipeline{}, "control-broadcast",
       [W, bins](Input<ControlUpdate>& in, Output<Routed<ControlUpdate>>& out) {
-        in.for_each([&](Time t, std::vector<ControlUpdate>& data) {
+        in.for_each([&](const InputCapability& cap, std::vector<ControlUpdate>& data) {
+          Session<Routed<ControlUpdate>> session = out.session(cap);
           for (const ControlUpdate& u : data) {
-            check_update(u, t, W, bins);
-            for (uint32_t d = 0; d < W; ++d) out.give(t, Routed<ControlUpdate>{u, u.bin, d});
+            check_update(u, cap.time(), W, bins);
+            for (uint32_t d = 0; d < W; ++d) session.give(Routed<ControlUpdate>{u, u.bin, d});
           }
         });
       });
@@ -223,11 +226,13 @@ struct Router {
   std::map<Time, std::vector<ControlUpdate>> cfg;  // received, not yet in `table`
   std::map<Time, std::pair<Capability, std::vector<T>>> held;
   std::vector<uint32_t> overlay;
-  void route(Time t, std::vector<T>& data, const std::vector<uint32_t>& tab,
+  template <class Cap>
+  void route(const Cap& cap, std::vector<T>& data, const std::vector<uint32_t>& tab,
              Output<Routed<T>>& out) {
+    Session<Routed<T>> session = out.session(cap);
     for (T& r : data) {
       const uint32_t b = bin_of(exch(r), log_bins);
-      out.give(t, Routed<T>{r, b, tab[b]});
+      session.give(Routed<T>{r, b, tab[b]});
     }
   }
   void operator()(Input<T>& data, Input<Routed<ControlUpdate>>& control, Output<Routed<T>>& out) {
@@ -242,14 +247,15 @@ struct Router {
       cfg.erase(cfg.begin());
     }
     const Time cf = control.frontier();
-    data.for_each([&](Time t, std::vector<T>& recs) {
+    data.for_each([&](const InputCapability& cap, std::vector<T>& recs) {
+      const Time t = cap.time();
       if (t < cf && (cfg.empty() || cfg.begin()->first > t) &&
           (held.empty() || held.begin()->first > t)) {
-        route(t, recs, table, out);
+        route(cap, recs, table, out);
         return;
       }
       auto [it, fresh] = held.try_emplace(t);
-      if (fresh) it->second.first = data.retain(t);
+      if (fresh) it->second.first = cap.retain();
       auto& v = it->second.second;
       v.insert(v.end(), recs.begin(), recs.end());
     });
@@ -260,13 +266,14 @@ struct Router {
     while (!held.empty() && held.begin()->first < cf) {
       auto node = held.extract(held.begin());
       const Time t = node.key();
+      const Capability& cap = node.mapped().first;
       if (cfg.empty() || cfg.begin()->first > t) {
-        route(t, node.mapped().second, table, out);
+        route(cap, node.mapped().second, table, out);
       } else {  // updates in (bound, t]: the configuration at t differs from `table`
         overlay = table;
         for (auto it = cfg.begin(); it != cfg.end() && it->first <= t; ++it)
           for (const ControlUpdate& u : it->second) overlay[u.bin] = u.worker;
-        route(t, node.mapped().second, overlay, out);
+        route(cap, node.mapped().second, overlay, out);
       }
     }  // the held capability drops here, in the same round as the records leave
   }
@@ -284,20 +291,21 @@ struct Migrator {
   std::function<void(Time, uint32_t, uint64_t)> on_sent;
   std::vector<char> buf;
   void operator()(Input<Routed<ControlUpdate>>& control, Output<StateChunk>& out) {
-    control.for_each([&](Time t, std::vector<Routed<ControlUpdate>>& us) {
-      auto [it, fresh] = pending.try_emplace(t);
-      if (fresh) it->second.first = control.retain(t);
+    control.for_each([&](const InputCapability& cap, std::vector<Routed<ControlUpdate>>& us) {
+      auto [it, fresh] = pending.try_emplace(cap.time());
+      if (fresh) it->second.first = cap.retain();
       for (const auto& u : us) it->second.second.push_back(u.rec);
     });
     const Time cf = control.frontier();
     const Time sf = bins->s_probe ? bins->s_probe->frontier : 0;
     while (!pending.empty() && pending.begin()->first < cf && pending.begin()->first <= sf) {
       auto node = pending.extract(pending.begin());
-      apply(node.key(), node.mapped().second, out);
+      apply(node.mapped().first, node.mapped().second, out);
     }
   }
-  // The updates of configuration time t: the bins leaving this worker go.
-  void apply(Time t, const std::vector<ControlUpdate>& updates, Output<StateChunk>& out) {
+  // The updates of configuration time cap.time(): the bins leaving this worker go.
+  void apply(const Capability& cap, const std::vector<ControlUpdate>& updates,
+             Output<StateChunk>& out) {
     flow::Recorder& rec = out.worker().recorder();
     const int64_t t0 = rec.on() ? rec.now() : 0;
     uint64_t chunks = 0;
@@ -310,14 +318,15 @@ struct Migrator {
       const uint32_t from = owner[u.bin], dest = it->second;
       to.erase(it);
       owner[u.bin] = dest;
-      if (from == me && dest != me) chunks += send_bin(t, u.bin, dest, out);
+      if (from == me && dest != me) chunks += send_bin(cap, u.bin, dest, out);
     }
     if (chunks > 0)  // the state's serialization: carved out of M's processing
       rec.carve(t0, rec.now(), snailtrail::ActivityType::serialization,
                 static_cast<int64_t>(chunks));
   }
   // Serializes the bin (state, then its pending work) and sends it; returns the chunks.
-  uint64_t send_bin(Time t, uint32_t bin, uint32_t dest, Output<StateChunk>& out) {
+  uint64_t send_bin(const Capability& cap, uint32_t bin, uint32_t dest, Output<StateChunk>& out) {
+    const Time t = cap.time();
     Bins& s = *bins;
     if (!s.owned[bin]) throw std::logic_error("megaphone: migrating a bin this worker lacks");
     buf.clear();
@@ -336,7 +345,7 @@ struct Migrator {
       std::memcpy(c.bytes, buf.data() + at, c.len);
       at += c.len;
       c.last = at == buf.size();
-      out.give(t, c);
+      out.give(cap, c);
       ++n;
     } while (at < buf.size());
     buf.clear();
@@ -359,8 +368,8 @@ struct Stateful {
   void operator()(Input<Routed<Rec>>& data, Input<StateChunk>& state, Output<Out>& out) {
     Bins& s = *bins;
     receive_bins(state, out.worker().recorder());
-    data.for_each([&](Time t, std::vector<Routed<Rec>>& recs) {
-      s.add(t, recs, [&] { return data.retain(t); });
+    data.for_each([&](const InputCapability& cap, std::vector<Routed<Rec>>& recs) {
+      s.add(cap.time(), recs, [&] { return cap.retain(); });
     });
     const Time f = std::min(data.frontier(), state.frontier());
     s.notes.for_each(f, [&](Capability& cap) { fold_time(s, cap, out); });
@@ -371,14 +380,14 @@ struct Stateful {
     }
   }
   void receive_bins(Input<StateChunk>& state, flow::Recorder& rec) {
-    state.for_each([&](Time t, std::vector<StateChunk>& cs) {
+    state.for_each([&](const InputCapability& cap, std::vector<StateChunk>& cs) {
       const int64_t t0 = rec.on() ? rec.now() : 0;
       uint64_t installed = 0;
       for (const StateChunk& c : cs) {
         auto& b = partial[c.bin];
         b.insert(b.end(), c.bytes, c.bytes + c.len);
         if (!c.last) continue;
-        install(t, c.bin, b, state);
+        install(cap, c.bin, b);
         partial.erase(c.bin);
         ++installed;
       }
@@ -387,14 +396,15 @@ struct Stateful {
                   static_cast<int64_t>(cs.size()));
     });
   }
-  void install(Time t, uint32_t bin, const std::vector<char>& bytes, Input<StateChunk>& in) {
+  // The bin's pending work is held by capabilities delayed from the state's message.
+  void install(const InputCapability& cap, uint32_t bin, const std::vector<char>& bytes) {
     Bins& s = *bins;
     if (s.owned[bin]) throw std::logic_error("megaphone: a bin arrived twice");
     const char* p = bytes.data();
     const char* end = p + bytes.size();
     Codec<State>::decode(p, end, s.states[bin]);
     s.owned[bin] = 1;
-    s.install(t, bin, p, end, in);
+    s.install(cap, bin, p, end);
   }
 };
 

@@ -286,7 +286,7 @@ struct Controller {
     log->step(t);
     ++steps_given;
     for (const auto& [bin, worker] : steps.front()) {
-      out.give(t, ControlUpdate{t, bin, worker});
+      out.give(cap, ControlUpdate{t, bin, worker});
       config[bin] = worker;
     }
     steps.pop_front();
@@ -346,7 +346,7 @@ void build_native(JobContext& ctx, const Stream<uint64_t>& keys, bool dense) {
     const uint64_t size = (cfg.keys + W - 1) / W;
     auto out = native_unary<std::vector<uint64_t>, char>(
         keys, "count", [](uint64_t k, uint32_t n) { return static_cast<uint32_t>(k % n); },
-        [size, W](flow::Time, uint64_t k, std::vector<uint64_t>& s, Output<char>&) {
+        [size, W](flow::Time, uint64_t k, std::vector<uint64_t>& s, Session<char>&) {
           if (s.empty()) s.assign(size, 0);
           ++s[k / W];
         },
@@ -355,7 +355,7 @@ void build_native(JobContext& ctx, const Stream<uint64_t>& keys, bool dense) {
   } else {
     auto out = native_unary<std::unordered_map<uint64_t, uint64_t>, char>(
         keys, "count", [](uint64_t k, uint32_t n) { return flow::worker_of(k, n); },
-        [](flow::Time, uint64_t k, std::unordered_map<uint64_t, uint64_t>& s, Output<char>&) {
+        [](flow::Time, uint64_t k, std::unordered_map<uint64_t, uint64_t>& s, Session<char>&) {
           ++s[k];
         },
         [&ctx](std::unordered_map<uint64_t, uint64_t>& s) {
@@ -387,7 +387,7 @@ void build_megaphone(JobContext& ctx, const Stream<uint64_t>& keys, bool dense,
         [k](uint64_t key) { return std::rotr(key, static_cast<int>(k)); },
         [size, k, cost = CostClock(cost_ns), w = &ctx.worker](
             flow::Time, uint64_t key, std::vector<uint64_t>& s, Later<uint64_t>&,
-            Output<char>&) mutable {
+            Session<char>&) mutable {
           cost.charge(w->counters().steps);
           if (s.empty()) s.assign(size, 0);
           ++s[key >> k];
@@ -401,7 +401,7 @@ void build_megaphone(JobContext& ctx, const Stream<uint64_t>& keys, bool dense,
         keys, control, "count", mo, [](uint64_t key) { return flow::mix64(key); },
         [cost = CostClock(cost_ns), w = &ctx.worker](flow::Time, uint64_t key,
                                                      std::unordered_map<uint64_t, uint64_t>& s,
-                                                     Later<uint64_t>&, Output<char>&) mutable {
+                                                     Later<uint64_t>&, Session<char>&) mutable {
           cost.charge(w->counters().steps);
           ++s[key];
         },

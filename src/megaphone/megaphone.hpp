@@ -8,7 +8,7 @@
 //   auto out = megaphone::stateful_unary<State, Out>(
 //       records, control, "count", Options{.log_bins = 12},
 //       [](const T& r) { return hash_of(r); },                      // exchange value
-//       [](Time t, T& r, State& s, Later<T>& later, Output<Out>& out) {...},  // fold
+//       [](Time t, T& r, State& s, Later<T>& later, Session<Out>& out) {...},  // fold
 //       [](uint32_t bin, State& s) {...});                          // done (input complete)
 //
 // * The bin of a record is the high log_bins bits of its exchange value (thesis §5.2.2),
@@ -68,8 +68,9 @@ Stream<Out> native_unary(const Stream<T>& input, const std::string& name, DestFn
     flow::HeldByTime<T> held;
     void operator()(Input<T>& in, Output<Out>& out) {
       held.hold(in);
-      held.release(in, [&](Time t, std::vector<T>& records) {
-        for (T& r : records) fold(t, r, state, out);
+      held.release(in, [&](const Capability& cap, std::vector<T>& records) {
+        Session<Out> session = out.session(cap);
+        for (T& r : records) fold(cap.time(), r, state, session);
       });
       if (held.complete(in)) done(state);
     }
@@ -86,7 +87,7 @@ Stream<Out> native_unary(const Stream<T>& input, const std::string& name, DestFn
 //       [](const A& r) { return hash_of(r.key); },   // exchange value of an A record
 //       [](const B& r) { return hash_of(r.key); },   // ... of a B record (same bins)
 //       [](Time t, uint32_t bin, std::vector<A>& as, std::vector<B>& bs, State& s,
-//          Wake& wake, Output<Out>& out) {...},        // fold: one (time, bin) at a time
+//          Wake& wake, Session<Out>& out) {...},       // fold: one (time, bin) at a time
 //       [](uint32_t bin, State& s) {...});             // done (both inputs complete)
 //
 // Two record inputs share one set of bins and one State per bin (a join keeps both
@@ -110,11 +111,13 @@ Stream<Out> stateful_binary(const Stream<A>& a, const Stream<B>& b,
   // Both inputs as one stream (no exchange: F routes).
   auto merged = flow::binary<E>(a, flow::Pipeline{}, b, flow::Pipeline{}, name + "-in",
                                 [](Input<A>& ia, Input<B>& ib, Output<E>& out) {
-                                  ia.for_each([&](Time t, std::vector<A>& v) {
-                                    for (const A& r : v) out.give(t, E::of_a(r));
+                                  ia.for_each([&](const InputCapability& cap, std::vector<A>& v) {
+                                    Session<E> session = out.session(cap);
+                                    for (const A& r : v) session.give(E::of_a(r));
                                   });
-                                  ib.for_each([&](Time t, std::vector<B>& v) {
-                                    for (const B& r : v) out.give(t, E::of_b(r));
+                                  ib.for_each([&](const InputCapability& cap, std::vector<B>& v) {
+                                    Session<E> session = out.session(cap);
+                                    for (const B& r : v) session.give(E::of_b(r));
                                   });
                                 });
   auto exch = [exch_a, exch_b](const E& e) -> uint64_t {

@@ -76,9 +76,9 @@ struct RecordBins : BinsBase<State> {
     }
     encode_pending(items, buf);
   }
-  void install(Time t, uint32_t bin, const char*& p, const char* end, Input<StateChunk>& in) {
-    decode_pending<T>(t, p, end, [&](Time ti, const T& r) {
-      at(ti, [&] { return in.retain(ti); }).push_back(Routed<T>{r, bin, 0});
+  void install(const InputCapability& cap, uint32_t bin, const char*& p, const char* end) {
+    decode_pending<T>(cap.time(), p, end, [&](Time ti, const T& r) {
+      at(ti, [&] { return cap.delayed(ti); }).push_back(Routed<T>{r, bin, 0});
     });
   }
 };
@@ -95,12 +95,13 @@ struct FoldRecords {
     if (it == s.pending.end()) return;
     std::vector<Routed<T>> recs = std::move(it->second);
     s.pending.erase(it);
+    Session<Out> session = out.session(cap);
     for (Routed<T>& r : recs) {
       if (!s.owned[r.bin])
         throw std::logic_error("megaphone: a record of bin " + std::to_string(r.bin) +
                                " reached a worker without the bin");
       later.reset(t, r.bin);
-      fold(t, r.rec, s.states[r.bin], later, out);
+      fold(t, r.rec, s.states[r.bin], later, session);
       for (auto& [t2, item] : later.items())
         s.at(t2, [&] { return cap.delayed(t2); }).push_back(item);
       later.items().clear();

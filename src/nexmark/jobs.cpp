@@ -67,7 +67,7 @@ flow::Stream<Event> nexmark_source(flow::JobContext& ctx, const QueryConfig& qc)
         if (t != cap.time()) cap.downgrade(std::max(cap.time(), t));
         if (ctx->record_latency)
           ctx->record_latency->given(produced, t, static_cast<int64_t>(open_loop ? due : now));
-        out.give(t, gen.event(n));
+        out.give(cap, gen.event(n));  // at t (the events' times never decrease)
         last = t;
         ++produced;
       }

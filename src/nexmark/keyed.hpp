@@ -36,7 +36,9 @@ namespace snailtrail::nexmark {
 
 using flow::Capability;
 using flow::Input;
+using flow::InputCapability;
 using flow::Output;
+using flow::Session;
 using flow::Stream;
 using flow::Time;
 
@@ -45,15 +47,15 @@ class KeyedCtx {
  public:
   Time time() const { return time_; }
   uint64_t key() const { return key_; }
-  void give(Out o) { out_->give(time_, std::move(o)); }
+  void give(Out o) { out_->give(std::move(o)); }
   void at(Time t) { timers_->emplace_back(std::max(t, time_), key_); }
 
  private:
   template <class, class, class, class, class>
   friend class KeyedCore;
   template <class, class, class, class, class>
-  friend struct BinnedFold;  // megaphone_keyed.hpp
-  Output<Out>* out_ = nullptr;
+  friend struct BinnedFold;      // megaphone_keyed.hpp
+  Session<Out>* out_ = nullptr;  // at time_
   std::vector<std::pair<Time, uint64_t>>* timers_ = nullptr;
   Time time_ = 0;
   uint64_t key_ = 0;
@@ -69,8 +71,8 @@ class KeyedCore {
 
   template <class T>
   void take(Input<T>& in) {
-    in.for_each([&](Time t, std::vector<T>& data) {
-      Slot& s = slot(t, [&] { return in.retain(t); });
+    in.for_each([&](const InputCapability& cap, std::vector<T>& data) {
+      Slot& s = slot(cap.time(), [&] { return cap.retain(); });
       auto& v = bucket<T>(s);
       v.insert(v.end(), std::make_move_iterator(data.begin()), std::make_move_iterator(data.end()));
     });
@@ -82,8 +84,9 @@ class KeyedCore {
       auto it = slots_.begin();
       const Time t = it->first;
       Slot& s = it->second;
+      Session<Out> session = out.session(s.cap);
       KeyedCtx<Out> ctx;
-      ctx.out_ = &out;
+      ctx.out_ = &session;
       ctx.timers_ = &new_timers_;
       ctx.time_ = t;
       apply(

@@ -48,7 +48,7 @@ struct BinnedFold {
   std::vector<std::pair<std::pair<uint64_t, std::pair<uint64_t, uint64_t>>, uint32_t>> order;
 
   void operator()(Time t, uint32_t, std::vector<A>& as, std::vector<B>& bs, KeyedBin<State>& bin,
-                  megaphone::Wake& wake, Output<Out>& out) {
+                  megaphone::Wake& wake, Session<Out>& out) {
     KeyedCtx<Out> ctx;
     ctx.out_ = &out;
     ctx.timers_ = &new_timers;

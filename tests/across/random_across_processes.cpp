@@ -9,6 +9,8 @@
 // non-zero, and mpirun's.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -138,6 +140,53 @@ TEST(RandomAcrossProcesses, MegaphonePlansMatchThePlainLoopExactlyOnce) {
       "sent, %llu applications\n",
       iters, moved, static_cast<unsigned long long>(updates),
       static_cast<unsigned long long>(bins_sent), static_cast<unsigned long long>(applied));
+}
+
+// Comm-thread wake-ups (issue 35, docs/RUNTIME.md "Scaling and idle workers"): with idle
+// workers parking up to 2 s, global worker 0's source waits 1.5 s (polling: its worker
+// parks 20 us at most), then gives 64 records at time 0 to every worker and ends. The
+// other workers have been idle all along, their parks grown to over a second; a frame
+// (data or progress) that the communication thread delivers must wake them, so the
+// exchange completes on every rank within 0.9 s of the source's end. Without the
+// wake-ups the receivers sleep out their parks: the run takes 2.6 s or more.
+TEST(RandomAcrossProcesses, ParkedWorkersWakeForFramesFromOtherProcesses) {
+  using Clock = std::chrono::steady_clock;
+  flow::Transport& tr = *g_transport;
+  constexpr auto kIdle = std::chrono::milliseconds(1500);
+  constexpr int64_t kParkMaxNs = 2'000'000'000;
+  constexpr uint64_t kRecords = 64;
+  std::atomic<uint64_t> received{0};
+  const auto begin = Clock::now();
+  flow::run_dataflow(
+      g_workers,
+      [&](flow::Worker& w) {
+        auto late =
+            flow::source<uint64_t>(w, "late",
+                                   [&w, begin, kIdle, i = uint64_t{0}](
+                                       flow::Capability& cap, flow::Output<uint64_t>& out) mutable {
+                                     if (w.index() != 0) return cap.drop();
+                                     if (Clock::now() - begin < kIdle)
+                                       return w.set_source_active(true);
+                                     for (; i < kRecords; ++i) out.give(cap, i);
+                                     cap.drop();
+                                   });
+        auto spread = flow::exchange_by(late, "spread", [](uint64_t k) { return k; });
+        flow::sink(spread, "count", [&received](flow::Time, uint64_t) { ++received; });
+      },
+      nullptr, flow::kRingCapacity, &tr, kParkMaxNs);
+  const double seconds = std::chrono::duration<double>(Clock::now() - begin).count();
+  EXPECT_LT(seconds, 2.4) << "rank " << tr.rank() << ": parked workers slept through frames";
+  const std::vector<uint64_t> all = tr.gather({received.load()});
+  if (tr.rank() != 0) return;
+  uint64_t sum = 0, ranks_with_records = 0;
+  for (uint64_t n : all) {
+    sum += n;
+    ranks_with_records += n > 0;
+  }
+  EXPECT_EQ(sum, kRecords);
+  EXPECT_EQ(ranks_with_records, tr.procs());  // every process took part in the exchange
+  std::printf("parked workers: exchange across %u processes done %.3f s after the start\n",
+              tr.procs(), seconds);
 }
 
 // Ranks other than 0 print only their failures, each naming the rank.

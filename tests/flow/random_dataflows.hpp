@@ -69,7 +69,7 @@ inline Stream<uint64_t> test_source(Worker& w, uint64_t seed, uint32_t s) {
                             const size_t k = (*rng)() % 4 == 0 ? 0 : (*rng)() % 20;
                             for (size_t i = 0; i < k && pos < recs->size(); ++i, ++pos) {
                               cap.downgrade((*recs)[pos].first);
-                              out.give(cap.time(), (*recs)[pos].second);
+                              out.give(cap, (*recs)[pos].second);
                             }
                             if (pos == recs->size())
                               cap.drop();
@@ -94,15 +94,15 @@ inline Stream<uint64_t> apply(const Stream<uint64_t>& s, Stage st) {
     std::map<Time, std::vector<uint64_t>> held;
     Notificator notes;
     void operator()(Input<uint64_t>& in, Output<uint64_t>& out) {
-      in.for_each([&](Time t, std::vector<uint64_t>& data) {
-        auto [it, fresh] = held.try_emplace(t);
-        if (fresh) notes.notify_at(in.retain(t));
+      in.for_each([&](const InputCapability& cap, std::vector<uint64_t>& data) {
+        auto [it, fresh] = held.try_emplace(cap.time());
+        if (fresh) notes.notify_at(cap.retain());
         it->second.insert(it->second.end(), data.begin(), data.end());
       });
       notes.for_each(in.frontier(), [&](Capability& cap) {
         for (uint64_t v : held[cap.time()]) {
           Capability later = cap.delayed(cap.time() + delay_of(v));
-          out.give(later.time(), v);
+          out.give(later, v);
         }
         held.erase(cap.time());
       });
@@ -124,8 +124,9 @@ inline void test_sink(const Stream<uint64_t>& s, SinkLog& log) {
     std::map<Time, uint64_t> count;
     Time last_frontier = 0;
     void operator()(Input<uint64_t>& in, Output<char>&) {
-      in.for_each([&](Time t, std::vector<uint64_t>& data) {
-        if (count[t] == 0) notes.notify_at(in.retain(t));
+      in.for_each([&](const InputCapability& cap, std::vector<uint64_t>& data) {
+        const Time t = cap.time();
+        if (count[t] == 0) notes.notify_at(cap.retain());
         count[t] += data.size();
         for (uint64_t v : data) log->got.emplace_back(t, v);
       });
@@ -191,11 +192,11 @@ inline Observed run_plan(const Plan& p, uint64_t seed, uint32_t workers,
         Stream<uint64_t> u = streams[0];
         if (p.sources == 2) {
           auto pass = [](Input<uint64_t>& a, Input<uint64_t>& b, Output<uint64_t>& out) {
-            a.for_each([&](Time t, std::vector<uint64_t>& d) {
-              for (uint64_t v : d) out.give(t, v);
+            a.for_each([&](const InputCapability& cap, std::vector<uint64_t>& d) {
+              for (uint64_t v : d) out.give(cap, v);
             });
-            b.for_each([&](Time t, std::vector<uint64_t>& d) {
-              for (uint64_t v : d) out.give(t, v);
+            b.for_each([&](const InputCapability& cap, std::vector<uint64_t>& d) {
+              for (uint64_t v : d) out.give(cap, v);
             });
           };
           if (p.union_exchanged)

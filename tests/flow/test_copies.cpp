@@ -40,7 +40,7 @@ Stream<Counted> counted_source(Worker& w) {
   return source<Counted>(w, "source", [i, base](Capability& cap, Output<Counted>& out) mutable {
     for (int k = 0; k < 300 && i < kRecords; ++k, ++i) {
       cap.downgrade(i / kPerTime);
-      out.give(cap.time(), Counted(base + i));
+      out.give(cap, Counted(base + i));
     }
     if (i == kRecords) cap.drop();
   });
@@ -128,13 +128,13 @@ TEST(FlowCopies, BatchBuffersAreRecycledInSteadyState) {
                                       if (*probe_state && e > (*probe_state)->frontier + 2) return;
                                       cap.downgrade(e);
                                       for (uint64_t k = 0; k < kBatch; ++k)
-                                        out.give(e, (e * kBatch + k) * 2 + i);
+                                        out.give(cap, (e * kBatch + k) * 2 + i);
                                       ++e;
                                     });
           auto doubled = map<uint64_t>(s, "map", [](uint64_t v) { return v % 5000; });
           auto counted = stateful_unary<char, uint64_t>(
               doubled, "count", [](uint64_t k) { return k; },
-              [](Time, uint64_t, uint64_t&, uint64_t& n, Output<char>&) { ++n; },
+              [](Time, uint64_t, uint64_t&, uint64_t& n, Session<char>&) { ++n; },
               [&](std::unordered_map<uint64_t, uint64_t>& st) {
                 std::lock_guard<std::mutex> lock(mu);
                 for (auto& [k, n] : st) counts[k] += n;

@@ -33,7 +33,7 @@ Stream<uint64_t> replay(Worker& w) {
   return source<uint64_t>(w, "replay", [recs, pos](Capability& cap, Output<uint64_t>& out) mutable {
     for (int i = 0; i < 7 && pos < recs->size(); ++i, ++pos) {
       cap.downgrade((*recs)[pos].first);
-      out.give(cap.time(), (*recs)[pos].second);
+      out.give(cap, (*recs)[pos].second);
     }
     if (pos == recs->size()) cap.drop();
   });
@@ -53,11 +53,11 @@ TEST(FlowOperators, StatefulUnaryAppliesEachKeyInTimestampOrder) {
       auto s = replay(w);
       auto o = stateful_unary<uint64_t, St>(
           s, "count", [](uint64_t k) { return k; },
-          [&, i = w.index()](Time t, uint64_t k, uint64_t&, St& st, Output<uint64_t>& out) {
+          [&, i = w.index()](Time t, uint64_t k, uint64_t&, St& st, Session<uint64_t>& out) {
             if (t < st.last) ++out_of_order[i];
             st.last = t;
             ++st.n;
-            out.give(t, k);
+            out.give(k);
           },
           [&](std::unordered_map<uint64_t, St>& states) {
             std::lock_guard<std::mutex> lock(mu);
@@ -110,7 +110,7 @@ TEST(FlowOperators, ExchangeDeliversSingleAndMixedDestinationBatchesOnce) {
                                 [todo, pos](Capability& cap, Output<uint64_t>& out) mutable {
                                   if (pos == todo->size()) return cap.drop();
                                   cap.downgrade((*todo)[pos].first);
-                                  for (uint64_t k : (*todo)[pos].second) out.give(cap.time(), k);
+                                  for (uint64_t k : (*todo)[pos].second) out.give(cap, k);
                                   ++pos;
                                 });
       auto x = exchange_by(s, "exchange", [](uint64_t k) { return k; });

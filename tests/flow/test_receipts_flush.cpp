@@ -45,7 +45,7 @@ const std::string& slow_receiver_job() {
           ctx, "source", [&cfg](uint32_t w, uint64_t i) { return jobs::keycount_key(cfg, w, i); });
       auto counted = stateful_unary<char, uint64_t>(
           keys, "count", [](uint64_t k) { return k; },
-          [slow](Time, uint64_t, uint64_t&, uint64_t& count, Output<char>&) {
+          [slow](Time, uint64_t, uint64_t&, uint64_t& count, Session<char>&) {
             if (slow) busy_wait(kCostNs);
             ++count;
           },

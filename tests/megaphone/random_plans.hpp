@@ -120,7 +120,7 @@ inline Outcome run(const Scenario& s, flow::Transport* transport = nullptr) {
               for (size_t n = 0; n < speed && i < in->size(); ++n, ++i) {
                 const auto [t, k] = (*in)[i];
                 if (t != cap.time()) cap.downgrade(t);
-                out.give(t, k);
+                out.give(cap, k);
               }
               if (i == in->size()) cap.drop();
             });
@@ -137,7 +137,7 @@ inline Outcome run(const Scenario& s, flow::Transport* transport = nullptr) {
               for (size_t n = 0; n < 1 && i < plan->size(); ++n, ++i) {
                 const auto& u = (*plan)[i];
                 if (u.time != cap.time()) cap.downgrade(u.time);
-                out.give(u.time, u);
+                out.give(cap, u);
               }
               if (i == plan->size()) cap.drop();
             });
@@ -152,7 +152,7 @@ inline Outcome run(const Scenario& s, flow::Transport* transport = nullptr) {
             data, control, "count", opts, [](uint64_t k) { return flow::mix64(k & ~kEcho); },
             [&, delay, me = w.index()](Time t, uint64_t k,
                                        std::unordered_map<uint64_t, uint64_t>& st,
-                                       mp::Later<uint64_t>& later, flow::Output<char>&) {
+                                       mp::Later<uint64_t>& later, flow::Session<char>&) {
               applied.fetch_add(1);
               if (config_at(s, t, later.bin()) != me) misplaced.fetch_add(1);
               auto [it, fresh] = st.try_emplace(kLastTime, t);

@@ -28,7 +28,7 @@ std::pair<std::string, uint64_t> run_with_update(mp::ControlUpdate u, Time given
           [i = uint64_t{0}](flow::Capability& cap, flow::Output<uint64_t>& out) mutable {
             for (int n = 0; n < 10 && i < 100; ++n, ++i) {
               if (i / 5 != cap.time()) cap.downgrade(i / 5);
-              out.give(cap.time(), i);
+              out.give(cap, i);
             }
             if (i == 100) cap.drop();
           });
@@ -38,7 +38,7 @@ std::pair<std::string, uint64_t> run_with_update(mp::ControlUpdate u, Time given
                                         flow::Output<mp::ControlUpdate>& out) {
             if (me == 0) {
               cap.downgrade(given_at);
-              out.give(given_at, u);
+              out.give(cap, u);
             }
             cap.drop();
           });
@@ -46,7 +46,7 @@ std::pair<std::string, uint64_t> run_with_update(mp::ControlUpdate u, Time given
       opts.log_bins = 3;
       mp::stateful_unary<uint64_t, char>(
           data, control, "count", opts, [](uint64_t k) { return flow::mix64(k); },
-          [&](Time, uint64_t, uint64_t& st, mp::Later<uint64_t>&, flow::Output<char>&) {
+          [&](Time, uint64_t, uint64_t& st, mp::Later<uint64_t>&, flow::Session<char>&) {
             ++st;
             counted.fetch_add(1);
           },

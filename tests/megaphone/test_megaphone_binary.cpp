@@ -164,7 +164,7 @@ Outcome run(const Scenario& s) {
               for (size_t n = 0; n < speed && i < in->size(); ++n, ++i) {
                 const Time t = std::get<0>((*in)[i]);
                 if (t != cap.time()) cap.downgrade(t);
-                out.give(t, (*in)[i]);
+                out.give(cap, (*in)[i]);
               }
               if (i == in->size()) cap.drop();
             });
@@ -187,7 +187,7 @@ Outcome run(const Scenario& s) {
               if (i < plan->size()) {
                 const auto& u = (*plan)[i++];
                 if (u.time != cap.time()) cap.downgrade(u.time);
-                out.give(u.time, u);
+                out.give(cap, u);
               }
               if (i == plan->size()) cap.drop();
             });
@@ -204,7 +204,7 @@ Outcome run(const Scenario& s) {
             [](const BRec& r) { return flow::mix64(r.key); },
             [&, delay, me = w.index()](Time t, uint32_t bin, std::vector<ARec>& va,
                                        std::vector<BRec>& vb, BinState& st, mp::Wake& wake,
-                                       flow::Output<Answer>& out) {
+                                       flow::Session<Answer>& out) {
               if (config_at(s, t, bin) != me) misplaced.fetch_add(1);
               if (st.folds > 0 && st.last >= t) violations.fetch_add(1);
               st.last = t;
@@ -214,7 +214,7 @@ Outcome run(const Scenario& s) {
               for (const ARec& r : va) st.sums[r.key] += r.value;
               for (const BRec& r : vb) {
                 auto it = st.sums.find(r.key);
-                out.give(t, Answer{t, r.key, it == st.sums.end() ? 0 : it->second, 1});
+                out.give(Answer{t, r.key, it == st.sums.end() ? 0 : it->second, 1});
                 if (delay) {
                   auto& keys = st.timers[t + delay];
                   if (keys.empty()) wake.at(t + delay);
@@ -226,7 +226,7 @@ Outcome run(const Scenario& s) {
                 std::set<uint64_t> keys(due->second.begin(), due->second.end());
                 for (uint64_t k : keys) {
                   auto it = st.sums.find(k);
-                  out.give(t, Answer{t, k, it == st.sums.end() ? 0 : it->second, 2});
+                  out.give(Answer{t, k, it == st.sums.end() ? 0 : it->second, 2});
                 }
                 st.timers.erase(due);
               }

@@ -48,7 +48,7 @@ Rows run_megaphone(int q, const QueryConfig& qc, uint64_t n, uint32_t workers, u
               for (int k = 0; k < 97 && i < n; ++k, i += W) {
                 const flow::Time t = gen.logical_time(i);
                 if (t != cap.time()) cap.downgrade(t);
-                o.give(t, gen.event(i));
+                o.give(cap, gen.event(i));
               }
               if (i >= n) cap.drop();
             });
@@ -63,7 +63,7 @@ Rows run_megaphone(int q, const QueryConfig& qc, uint64_t n, uint32_t workers, u
               if (++round % every != 0) return;
               const auto& u = plan[i++];
               if (u.time != cap.time()) cap.downgrade(u.time);
-              o.give(u.time, u);
+              o.give(cap, u);
             });
         MegaphoneKeyed k{control, {}};
         k.opts.log_bins = log_bins;

@@ -135,7 +135,7 @@ Rows run_hand(const QueryConfig& qc, const std::vector<Event>& events, uint32_t 
           const Event& e = events[i];
           const flow::Time t = Generator(qc.gen).logical_of_event_time(e.date_time());
           cap.downgrade(std::max(cap.time(), t));
-          o.give(cap.time(), e);
+          o.give(cap, e);
           i += W;
         });
     flow::sink(build(src), "collect", [&](flow::Time t, const Row& r) {
