@@ -579,38 +579,9 @@ TEST(TraceIoSnail, HeaderOnlyIsAnEmptyTrace) {
   EXPECT_TRUE(t.events.empty());
 }
 
-TEST(TraceIoSnail, LargeTraceRoundTrip) {
-  Trace t;
-  std::mt19937_64 rng(7);
-  for (int i = 0; i < 200000; ++i) {
-    Event e;
-    e.ts = static_cast<int64_t>(i) * 1000 + static_cast<int64_t>(rng() % 1000);
-    e.worker = static_cast<uint32_t>(rng() % 16);
-    if (rng() % 4 == 0) {
-      e.activity = ActivityType::data_message;
-      e.kind = rng() % 2 ? EventKind::send : EventKind::recv;
-      e.flags = kHasCorrelator | kHasRemote;
-      e.correlator = i;
-      e.remote = static_cast<uint32_t>(rng() % 16);
-    } else {
-      e.activity = static_cast<ActivityType>(rng() % 12);
-      e.kind = rng() % 2 ? EventKind::start : EventKind::end;
-      e.flags = kHasOperator;
-      e.op = static_cast<uint32_t>(rng() % 50);
-    }
-    t.events.push_back(e);
-  }
-  for (bool compress : {false, true}) {
-    SnailWriteOptions opt;
-    opt.compress = compress;
-    opt.events_per_block = 50000;
-    expect_same_events(t, snail(to_snail(t, opt)));
-  }
-  expect_same_events(t, parse_jsonl(to_jsonl(t), "big"));
-}
-
-// Random valid events: messages with correlators, activities with operators.
-Trace random_events(size_t n, uint64_t seed) {
+// Random valid events: messages with correlators (random, or each message's index), activities
+// with operators.
+Trace random_events(size_t n, uint64_t seed, bool correlator_is_index = false) {
   Trace t;
   std::mt19937_64 rng(seed);
   t.events.reserve(n);
@@ -622,7 +593,7 @@ Trace random_events(size_t n, uint64_t seed) {
       e.activity = ActivityType::data_message;
       e.kind = rng() % 2 ? EventKind::send : EventKind::recv;
       e.flags = kHasCorrelator | kHasRemote;
-      e.correlator = static_cast<int64_t>(rng());
+      e.correlator = correlator_is_index ? static_cast<int64_t>(i) : static_cast<int64_t>(rng());
       e.remote = static_cast<uint32_t>(rng() % 16);
     } else {
       e.activity = static_cast<ActivityType>(rng() % 12);
@@ -633,6 +604,17 @@ Trace random_events(size_t n, uint64_t seed) {
     t.events.push_back(e);
   }
   return t;
+}
+
+TEST(TraceIoSnail, LargeTraceRoundTrip) {
+  const Trace t = random_events(200000, 7, /*correlator_is_index=*/true);
+  for (bool compress : {false, true}) {
+    SnailWriteOptions opt;
+    opt.compress = compress;
+    opt.events_per_block = 50000;
+    expect_same_events(t, snail(to_snail(t, opt)));
+  }
+  expect_same_events(t, parse_jsonl(to_jsonl(t), "big"));
 }
 
 // A file mapped as read_trace maps it (private, read-only, populated).
@@ -701,9 +683,12 @@ TEST(TraceIoSnail, MappedFileGivesBackItsEventPagesAndReadsTheSame) {
     const Trace got = detail::parse_snail_file_mapping(map.bytes(), path);
     expect_same_events(want, got);
     // At most the two partial pages at the ends of each block, the header, the names and
-    // the index, and one 2 MiB folio the kernel may keep mapped whole (seen on ext4).
+    // the index, and the large folios (2 MiB) the kernel may keep mapped whole: one seen
+    // on ext4 idle, two on a loaded machine; an eighth of a large file (a reader that
+    // gives nothing back leaves all of it).
     const size_t blocks = (c.t->events.size() + c.per_block - 1) / c.per_block;
-    EXPECT_LE(map.resident(), (2 * blocks + 4) * page + (size_t{2} << 20)) << image.size();
+    EXPECT_LE(map.resident(), (2 * blocks + 4) * page + std::max(size_t{2} << 20, image.size() / 8))
+        << image.size();
     // Given back, the pages still read as the file.
     EXPECT_EQ(std::memcmp(map.p, image.data(), image.size()), 0);
     EXPECT_EQ(read_trace(path).events.size(), c.t->events.size());
