@@ -445,7 +445,25 @@ TEST_F(ServeNats, KilledProducerResumedByANewOne) {
   const auto expected = analyze_lines(trace);
   const std::vector<std::string> pace = {"--rate", std::to_string(events_)};  // about 1 s
   auto first = start_send(trace, "TR", "send1", pace);
+  // Killed after 400 ms, once the stream holds events (the first message names the trace):
+  // under the sanitizers the producer may not have published any after 400 ms.
   std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  natsConnection* nc = nullptr;
+  ASSERT_EQ(natsConnection_ConnectTo(&nc, url("").c_str()), NATS_OK);
+  jsCtx* js = nullptr;
+  ASSERT_EQ(natsConnection_JetStream(&js, nc, nullptr), NATS_OK);
+  uint64_t stored = 0;
+  for (int i = 0; i < 3000 && stored < 2; ++i) {
+    jsStreamInfo* si = nullptr;
+    if (js_GetStreamInfo(&si, js, "TR", nullptr, nullptr) == NATS_OK) {
+      stored = si->State.Msgs;
+      jsStreamInfo_Destroy(si);
+    }
+    if (stored < 2) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  jsCtx_Destroy(js);
+  natsConnection_Destroy(nc);
+  ASSERT_GE(stored, 2u) << first->err();
   first->signal(SIGKILL);
   ASSERT_EQ(first->wait(), 128 + SIGKILL);
   auto second = start_send(trace, "TR", "send2", {pace[0], pace[1], "--resume"});
