@@ -45,7 +45,7 @@ class OpenRequests {
       if (key == kNone) return;
       const uint32_t root = g_.uf.find(key);
       uint32_t s = slot_of_[root];
-      if (s == kNone) s = slot_of_[root] = open(next_index++, g_.key_names[key]);
+      if (s == kNone) s = slot_of_[root] = open(next_index++, g_.name(key));
       Open& o = open_[s];
       o.records.push_back(hold(rec));
       if (last_[root] != r) return;

@@ -61,7 +61,7 @@ void collect_flows(const LogSet& logs, Grouping& g, FlowSet& out) {
     ++sizes[flow_of_root[root]];
   }
   out.flows.resize(sizes.size());
-  for (size_t f = 0; f < out.flows.size(); ++f) out.flows[f].id = g.key_names[first[f]];
+  for (size_t f = 0; f < out.flows.size(); ++f) out.flows[f].id = g.name(first[f]);
   std::vector<uint32_t>().swap(first);
   // One flat array: each flow's records are a span of it, filled in record order.
   std::vector<uint64_t> fill(out.flows.size() + 1, 0);

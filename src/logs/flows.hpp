@@ -112,7 +112,7 @@ struct FlowSet {
   std::vector<uint32_t> record_ids;       // the flows' records, flow after flow
   std::vector<LogRecord> held;            // stream_flows: the kept flows' records (Flow::held)
   std::deque<std::string> id_texts;       // ids made here (node/thread), not in the logs
-  TextArena id_arena;                     // inferred ids copied from messages read again
+  OffsetArena id_arena;                   // inferred ids copied from messages read again
   std::vector<FlowEdge> edges;            // by count, descending
   std::vector<FlowSignature> signatures;  // by count, descending
   uint64_t records_in_flows = 0, records_without_id = 0, multi_id_records = 0;

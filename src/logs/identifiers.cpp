@@ -14,6 +14,8 @@ namespace {
 
 using detail::Grouping;
 using detail::kNone;
+using detail::push_grown;
+using detail::RecordPairs;
 using detail::UnionFind;
 
 bool is_letter(char c) {
@@ -68,100 +70,14 @@ namespace {
 
 static_assert(sizeof(size_t) == 8, "the census samples values by the top bits of a 64-bit hash");
 
-// Appends, growing by a quarter instead of doubling: the census's per-value and
-// per-pair arrays are most of `flows`' peak on logs of unique ids (3.2 M values at 8 M
-// lines of scripts/logs-bench.sh's log), and doubling left up to half of them spare.
-template <class T>
-void push_grown(std::vector<T>& v, const T& x) {
-  if (v.size() == v.capacity()) v.reserve(v.size() + v.size() / 4 + 1024);
-  v.push_back(x);
-}
+struct TextHash {
+  size_t operator()(std::string_view v) const { return std::hash<std::string_view>{}(v); }
+};
+using ValueTable = detail::ValueTable<TextHash>;
 
 size_t hash_of(std::string_view v) {
-  return std::hash<std::string_view>{}(v);
+  return TextHash{}(v);
 }
-
-// Text -> index: open addressing over indices + 1 (0 = empty), at most half full (a map
-// node per value was most of `flows`' memory on logs of unique tokens). The texts are
-// copied (messages read again from the files do not stay) or viewed (kept messages).
-// Each value keeps the low 32 bits of its hash (4 bytes), enough to place it in any
-// table (at most 2^32 slots), so growing does not hash every held text again.
-class ValueTable {
- public:
-  explicit ValueTable(bool copy) : copy_(copy) {}
-
-  uint32_t intern(std::string_view v, size_t h, bool& fresh) {
-    if ((text_.size() + 1) * 2 > table_.size()) rehash(std::max<size_t>(1024, table_.size() * 2));
-    const size_t mask = table_.size() - 1;
-    for (size_t i = h & mask;; i = (i + 1) & mask) {
-      const uint32_t id = table_[i];
-      fresh = id == 0;
-      if (fresh) {
-        table_[i] = static_cast<uint32_t>(text_.size() + 1);
-        push_grown(text_, copy_ ? arena_.add({}, v) : v);
-        push_grown(hash_, static_cast<uint32_t>(h));
-        return table_[i] - 1;
-      }
-      if (text_[id - 1] == v) return id - 1;
-    }
-  }
-  uint32_t find(std::string_view v, size_t h) const {
-    if (table_.empty()) return kNone;
-    const size_t mask = table_.size() - 1;
-    for (size_t i = h & mask;; i = (i + 1) & mask) {
-      const uint32_t id = table_[i];
-      if (id == 0) return kNone;
-      if (text_[id - 1] == v) return id - 1;
-    }
-  }
-  size_t size() const { return text_.size(); }
-  std::string_view text(size_t id) const { return text_[id]; }
-
-  // Keeps the values keep(id) says, renumbered in order; returns old -> new index (kNone:
-  // dropped). Their copies move to a new arena, so the dropped ones are freed.
-  template <class Keep>
-  std::vector<uint32_t> keep_if(Keep keep) {
-    std::vector<uint32_t> to(text_.size(), kNone);
-    std::vector<std::string_view> kept;
-    std::vector<uint32_t> kept_hash;
-    TextArena arena;
-    for (size_t id = 0; id < text_.size(); ++id)
-      if (keep(id)) {
-        to[id] = static_cast<uint32_t>(kept.size());
-        kept.push_back(copy_ ? arena.add({}, text_[id]) : text_[id]);
-        kept_hash.push_back(hash_[id]);
-      }
-    text_.swap(kept);
-    hash_.swap(kept_hash);
-    arena_ = std::move(arena);
-    rehash(table_.size());
-    return to;
-  }
-  TextArena take_arena() { return std::move(arena_); }
-  // Frees the lookup (8 to 16 bytes a value; find then finds nothing, intern must not be
-  // called): the texts stay.
-  void drop_lookup() {
-    std::vector<uint32_t>().swap(table_);
-    std::vector<uint32_t>().swap(hash_);
-  }
-
- private:
-  void rehash(size_t slots) {
-    table_.assign(slots, 0);
-    const size_t mask = slots - 1;
-    for (uint32_t id = 0; id < text_.size(); ++id) {
-      size_t i = hash_[id] & mask;
-      while (table_[i] != 0) i = (i + 1) & mask;
-      table_[i] = id + 1;
-    }
-  }
-
-  bool copy_;
-  std::vector<std::string_view> text_;
-  std::vector<uint32_t> hash_;  // per value: the low bits of its hash
-  std::vector<uint32_t> table_;
-  TextArena arena_;
-};
 
 // Records per value, over-estimated, in fixed memory (a count-min sketch, 1 MiB): a value
 // whose estimate is at most the hub limit is on at most that many records, so only the
@@ -201,19 +117,19 @@ class RecordSketch {
 // counts are exact. Per-slot counts of distinct and recurring values are the sample's,
 // scaled by 2^level; a slot's decision is their ratio. Every value's records are counted
 // in a fixed-size sketch (hubs, pass 3); per-slot record counts are exact.
+// 8 bytes a value (millions on logs of unique ids): the cluster and the flag share a word.
+constexpr uint32_t kNoCluster = (uint32_t{1} << 31) - 1;
 struct ParamValue {
   uint32_t records = 0;  // records holding it (once per record)
-  uint32_t first_cluster = kNone;
-  bool multi_cluster = false;
+  uint32_t first_cluster : 31 = kNoCluster;
+  uint32_t multi_cluster : 1 = 0;
 };
+static_assert(sizeof(ParamValue) == 8);
 // A value's distinct slots: [begin, end) of Census::value_slots.
 struct SlotRange {
   const uint32_t *b, *e;
   const uint32_t* begin() const { return b; }
   const uint32_t* end() const { return e; }
-};
-struct RecordValue {
-  uint32_t record = 0, value = 0, slot = 0;
 };
 struct Census {
   explicit Census(bool copy, size_t cap) : table(copy), cap(std::max<size_t>(cap, 1)) {}
@@ -229,7 +145,7 @@ struct Census {
   RecordSketch sketch;  // every value's records, once sampling (read only then)
   // While exact (level 0): every record's (value, slot) pairs, in record order, so that the
   // grouping needs no more reading; dropped when the census starts sampling.
-  std::vector<RecordValue> rec_values;
+  RecordPairs rec_values;
   std::vector<uint32_t> slot_begin, value_slots;  // per held value: its slots (flat)
 
   bool held_level(size_t h) const { return level == 0 || (h >> (64 - level)) == 0; }
@@ -266,8 +182,8 @@ void Census::add_pair(uint32_t v, uint32_t slot) {
 // Half the held values, expected: those whose hash has the next bit set are dropped.
 void Census::raise_level() {
   if (level == 0) {  // from now on the pairs are a set of the held values' pairs
-    for (const auto& [r, v, slot] : rec_values) add_pair(v, slot);
-    std::vector<RecordValue>().swap(rec_values);
+    for (const auto& p : rec_values.pairs()) add_pair(p.value, p.slot());
+    rec_values.clear();
     // Exact until now: every value seen is held with its records, which the sketch then
     // gets at once (the same cells as fed record by record).
     for (size_t v = 0; v < values.size(); ++v)
@@ -293,10 +209,10 @@ void Census::slot_lists() {
   const size_t n = values.size();
   slot_begin.assign(n + 1, 0);
   if (level == 0) {
-    for (const auto& [r, v, s] : rec_values) ++slot_begin[v + 1];
+    for (const auto& p : rec_values.pairs()) ++slot_begin[p.value + 1];
     for (size_t v = 0; v < n; ++v) slot_begin[v + 1] += slot_begin[v];
-    value_slots.resize(rec_values.size());
-    for (const auto& [r, v, s] : rec_values) value_slots[slot_begin[v]++] = s;
+    value_slots.resize(rec_values.pairs().size());
+    for (const auto& p : rec_values.pairs()) value_slots[slot_begin[p.value]++] = p.slot();
     for (size_t v = n; v > 0; --v) slot_begin[v] = slot_begin[v - 1];
     slot_begin[0] = 0;
   } else {
@@ -358,6 +274,8 @@ void each_record_params(const LogSet& logs, const detail::MessageSource& message
 Census census_values(const LogSet& logs, const detail::MessageSource& messages, bool copy_values,
                      size_t cap) {
   Census vc(copy_values, cap);
+  if (logs.drain.cluster_count() >= kNoCluster)
+    throw std::length_error("flows: too many templates");
   vc.slot_base = slot_bases(logs.drain);
   vc.slot_records.assign(vc.slots(), 0);
   std::vector<std::string_view> seen;  // the record's values so far
@@ -380,18 +298,21 @@ Census census_values(const LogSet& logs, const detail::MessageSource& messages, 
       if (fresh) push_grown(vc.values, ParamValue{});
       ParamValue& val = vc.values[id];
       val.records += first;
-      if (val.first_cluster == kNone)
-        val.first_cluster = cluster;
-      else if (val.first_cluster != cluster)
-        val.multi_cluster = true;
+      if (static_cast<uint32_t>(val.first_cluster) == kNoCluster)
+        val.first_cluster = cluster & kNoCluster;
+      else if (static_cast<uint32_t>(val.first_cluster) != cluster)
+        val.multi_cluster = 1;
       if (vc.level == 0)
-        push_grown(vc.rec_values, RecordValue{r, id, slot});
+        vc.rec_values.push(r, id, slot);
       else
         vc.add_pair(id, slot);
       while (vc.values.size() > vc.cap && vc.level < 63) vc.raise_level();
       vc.most_held = std::max(vc.most_held, vc.values.size());
     }
   });
+  // Nothing looks a value up after the census (pass 3 has its own tables): its lookup (8
+  // to 16 bytes a value) is freed before the slot lists are built, the census's peak.
+  vc.table.drop_lookup();
   vc.slot_lists();
   return vc;
 }
@@ -500,9 +421,11 @@ class Joiner {
     // doubling (a log of unique request ids has millions).
     const size_t nodes = static_cast<size_t>(
         std::count_if(idv.kind.begin(), idv.kind.end(), [](uint32_t k) { return k != kNone; }));
-    for (std::vector<uint32_t>* v : {&kind_of_, &value_of_, &next_, &tail_, &g.uf.parent})
-      v->reserve(nodes);
-    g.key_names.reserve(nodes);
+    for (std::vector<uint32_t>* v : {&value_of_, &next_, &tail_, &g.uf.parent}) v->reserve(nodes);
+    if (idv.table.copies())
+      g.key_texts.reserve(nodes);
+    else
+      g.key_names.reserve(nodes);
   }
 
   void record(uint32_t r, std::vector<uint32_t>& ids) {
@@ -514,8 +437,10 @@ class Joiner {
     for (uint32_t v : ids)
       if (uf_of_[v] == kNone) {
         uf_of_[v] = g_.uf.add();
-        g_.key_names.emplace_back(idv_.table.text(v));
-        kind_of_.push_back(idv_.kind[v]);
+        if (idv_.table.copies())
+          g_.key_texts.push_back(idv_.table.handle(v));
+        else
+          g_.key_names.emplace_back(idv_.table.text(v));
         value_of_.push_back(v);
         next_.push_back(kNone);
         tail_.push_back(uf_of_[v]);
@@ -543,16 +468,18 @@ class Joiner {
   bool compatible(uint32_t a, uint32_t b) const {
     for (uint32_t x = a; x != kNone; x = next_[x])
       for (uint32_t y = b; y != kNone; y = next_[y])
-        if (kind_of_[x] == kind_of_[y] && value_of_[x] != value_of_[y]) return false;
+        if (idv_.kind[value_of_[x]] == idv_.kind[value_of_[y]] && value_of_[x] != value_of_[y])
+          return false;
     return true;
   }
 
   const IdValues& idv_;
   Grouping& g_;
   std::vector<uint32_t> uf_of_;
-  // The (kind, value) pairs a group holds: a list through next_ from its root, one entry
-  // per union-find node (the value that made it), so no list per value is allocated.
-  std::vector<uint32_t> kind_of_, value_of_, next_, tail_;
+  // The values a group holds (their kinds: idv_.kind): a list through next_ from its root,
+  // one entry per union-find node (the value that made it), so no list per value is
+  // allocated.
+  std::vector<uint32_t> value_of_, next_, tail_;
 };
 
 // The join from the messages read again (after pass 3).
@@ -602,18 +529,14 @@ uint64_t join_held(const Census& vc, const std::vector<bool>& is_id, const IdVal
                    Grouping& g) {
   Joiner join(idv, g);
   std::vector<uint32_t> ids;
-  for (size_t end = 0; end < vc.rec_values.size();) {
-    const uint32_t r = vc.rec_values[end].record;  // the record's pairs: [begin, end)
-    const size_t begin = end;
-    while (end < vc.rec_values.size() && vc.rec_values[end].record == r) ++end;
+  vc.rec_values.each_record([&](uint32_t r, std::span<const detail::RecordPair> pairs) {
     ids.clear();
-    for (size_t j = begin; j < end; ++j) {
-      const auto [rec, v, s] = vc.rec_values[j];
-      if (!is_id[s] || idv.hub[v]) continue;
-      if (std::find(ids.begin(), ids.end(), v) == ids.end()) ids.push_back(v);
+    for (const detail::RecordPair& p : pairs) {
+      if (!is_id[p.slot()] || idv.hub[p.value]) continue;
+      if (std::find(ids.begin(), ids.end(), p.value) == ids.end()) ids.push_back(p.value);
     }
     join.record(r, ids);
-  }
+  });
   return join.multi_id_records;
 }
 
@@ -724,20 +647,20 @@ void group_by_identifiers(const LogSet& logs, const MessageSource& messages, boo
       IdValues idv = identifier_values_held(vc, is_id, hub);
       out.id_values_held = static_cast<uint64_t>(
           std::count_if(idv.kind.begin(), idv.kind.end(), [](uint32_t k) { return k != kNone; }));
-      // The join reads the records' pairs and the values' texts only: the values' counts,
-      // slot lists and lookup (about 40 bytes a value) are freed before it allocates its
-      // union-find.
-      idv.table.drop_lookup();
+      // The join reads the records' pairs and the values' texts only: the values' counts
+      // and slot lists (about 16 bytes a value; the lookup went at the census's end) are
+      // freed before it allocates its union-find.
       std::vector<ParamValue>().swap(vc.values);
       std::vector<uint32_t>().swap(vc.slot_begin);
       std::vector<uint32_t>().swap(vc.value_slots);
       std::vector<uint64_t>().swap(vc.pairs);
       out.multi_id_records += join_held(vc, is_id, idv, g);
-      out.id_arena = idv.table.take_arena();  // the groups' names view into it
+      out.id_arena = idv.table.take_arena();  // the groups' names are in it
+      if (idv.table.copies()) g.key_arena = &out.id_arena;
     } else {
       // The held values are freed: what follows holds the identifier values only (the
       // sketch and the slots' layout stay: 1 MiB and a few words a slot).
-      vc.table = ValueTable(copy_values);
+      vc.table = decltype(vc.table)(copy_values);
       std::vector<ParamValue>().swap(vc.values);
       std::vector<uint32_t>().swap(vc.slot_begin);
       std::vector<uint32_t>().swap(vc.value_slots);
@@ -745,6 +668,7 @@ void group_by_identifiers(const LogSet& logs, const MessageSource& messages, boo
       out.id_values_held = idv.table.size();
       out.multi_id_records += join_reading(logs, messages, vc, is_id, idv, g);
       out.id_arena = idv.table.take_arena();
+      if (idv.table.copies()) g.key_arena = &out.id_arena;
     }
   }
   out.id_source = out.sampled ? "shape" : "auto";

@@ -401,6 +401,30 @@ std::string_view TextArena::add(std::string_view header, std::string_view conten
   return {at + header.size(), content.size()};
 }
 
+uint32_t OffsetArena::add(std::string_view s) {
+  uint8_t len[10];  // varint(length)
+  size_t k = 0;
+  for (size_t n = s.size(); k == 0 || n > 0; n >>= 7) len[k++] = static_cast<uint8_t>(n & 0x7f);
+  for (size_t i = 0; i + 1 < k; ++i) len[i] |= 0x80;
+  const size_t need = k + s.size();
+  size_t block = base_.size() - 1;
+  if (base_.empty() || used_ + need > kBlock) {  // a new block, or consecutive ones
+    const size_t blocks = (need + kBlock - 1) / kBlock;
+    if (base_.size() + blocks > (size_t{1} << (32 - kShift)))
+      throw std::length_error("more than 4 GiB of identifier text");
+    owned_.push_back(std::make_unique_for_overwrite<char[]>(blocks * kBlock));
+    block = base_.size();
+    for (size_t b = 0; b < blocks; ++b) base_.push_back(owned_.back().get() + b * kBlock);
+    used_ = 0;
+  }
+  const uint32_t handle = static_cast<uint32_t>(block << kShift | used_);
+  char* at = base_[block] + used_;
+  std::memcpy(at, len, k);
+  if (!s.empty()) std::memcpy(at + k, s.data(), s.size());
+  used_ += need;  // beyond kBlock after a large text: the next text opens a new block
+  return handle;
+}
+
 void PackedRecords::add(const LogRecord& r) {
   if (files_.empty() || files_.back().first != r.file) {
     files_.emplace_back(r.file, count_);

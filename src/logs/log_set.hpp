@@ -75,6 +75,32 @@ class TextArena {
   size_t used_ = 0, capacity_ = 0;
 };
 
+// Texts by a 4-byte handle (its byte offset) instead of a 16-byte view, for tables of
+// millions of short values (the flows' identifiers): each text is varint(length) and its
+// bytes, in 1 MiB blocks that never move; a text larger than a block gets consecutive
+// blocks of its own. At most 4 GiB of text (std::length_error beyond).
+class OffsetArena {
+ public:
+  uint32_t add(std::string_view s);
+  std::string_view text(uint32_t handle) const {
+    const auto* p = reinterpret_cast<const uint8_t*>(base_[handle >> kShift] + (handle & kMask));
+    size_t n = 0;
+    for (unsigned shift = 0;; shift += 7) {
+      const uint8_t b = *p++;
+      n |= size_t{b & 0x7fu} << shift;
+      if (b < 0x80) break;
+    }
+    return {reinterpret_cast<const char*>(p), n};
+  }
+
+ private:
+  static constexpr unsigned kShift = 20;
+  static constexpr size_t kBlock = size_t{1} << kShift, kMask = kBlock - 1;
+  std::vector<char*> base_;  // per block of the handles' space
+  std::vector<std::unique_ptr<char[]>> owned_;
+  size_t used_ = 0;  // in the last block
+};
+
 // The records' header fields (time, line, thread, node; the file from the order) packed
 // in record order, for passes over records not kept (LogOptions::pack_records): per record
 // varints of its time's change since the record before in its file (zigzag; in whole
