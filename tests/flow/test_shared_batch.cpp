@@ -37,7 +37,8 @@ TEST(FlowSharedBatch, ReceiversReadOneBatchFreedOnce) {
     Fabric fabric(kSharedReceivers);
     auto pushers = fabric.pushers<Live>(7, 0);
     std::vector<std::unique_ptr<Puller<Live>>> pullers;
-    for (uint32_t to = 0; to < kSharedReceivers; ++to) pullers.push_back(fabric.puller<Live>(7, to));
+    for (uint32_t to = 0; to < kSharedReceivers; ++to)
+      pullers.push_back(fabric.puller<Live>(7, to));
     auto batch = SharedBatch<Live>::make();
     batch.mutable_data().reserve(kSharedRecords);
     for (uint64_t i = 0; i < kSharedRecords; ++i) batch.mutable_data().emplace_back(i * 3);
@@ -64,7 +65,8 @@ TEST(FlowSharedBatch, ReceiversReadOneBatchFreedOnce) {
       });
     for (auto& t : readers) t.join();
     EXPECT_EQ(ok.load(), kSharedReceivers);
-    EXPECT_EQ(g_live_gone.load(), static_cast<int64_t>(kSharedRecords)) << "freed once, by the last";
+    EXPECT_EQ(g_live_gone.load(), static_cast<int64_t>(kSharedRecords))
+        << "freed once, by the last";
   }
   EXPECT_EQ(g_live_made.load(), static_cast<int64_t>(kSharedRecords)) << "no copy per receiver";
   EXPECT_EQ(g_live_gone.load(), g_live_made.load());
