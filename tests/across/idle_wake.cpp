@@ -40,17 +40,13 @@ int main() {
         1,
         [&](Worker& w) {
           const int64_t start = Transport::steady_now_ns();
-          auto s = source<Stamped>(
-              w, "source",
-              [&, start](Capability& cap, Output<Stamped>& out) {
-                if (w.index() != 0) return cap.drop();
-                if (Transport::steady_now_ns() - start < kIdleMs * 1000000) return;
-                out.give(cap, {key, Transport::steady_now_ns()});
-                cap.drop();
-              });
-          auto x = exchange_by(s, "to-1", [](const Stamped& r) {
-            return r.key;
+          auto s = source<Stamped>(w, "source", [&, start](Capability& cap, Output<Stamped>& out) {
+            if (w.index() != 0) return cap.drop();
+            if (Transport::steady_now_ns() - start < kIdleMs * 1000000) return;
+            out.give(cap, {key, Transport::steady_now_ns()});
+            cap.drop();
           });
+          auto x = exchange_by(s, "to-1", [](const Stamped& r) { return r.key; });
           sink(x, "sink", [&](Time, Stamped& r) {
             const int64_t d = Transport::steady_now_ns() - r.sent_ns;
             int64_t cur = worst.load();
