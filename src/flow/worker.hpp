@@ -184,8 +184,9 @@ class Worker {
  private:
   friend class Capability;
   friend class InputCapability;
-  // A capability justified by a capability or a message at time <= t (the callers check).
+  // A progress batch no peer reads any more, or a new one.
   SharedBatch<ProgressUpdate> take_batch();
+  // A capability justified by a capability or a message at time <= t (the callers check).
   Capability mint(uint32_t op, Time t) {
     change(output_location(op), t, +1);
     ++pending_count_;
