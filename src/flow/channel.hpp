@@ -18,9 +18,11 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <stdexcept>
 #include <type_traits>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "flow/park.hpp"
@@ -30,6 +32,56 @@ namespace snailtrail::flow {
 using Time = uint64_t;
 inline constexpr Time kTimeMax = ~uint64_t{0};  // "no time": an empty frontier
 
+// One immutable batch that several receivers read (issue 35: each round's progress batch
+// goes to every worker): a buffer with a reference count. Its sender fills it while it
+// holds the only reference (unique()), each receiver's message holds one, and the last
+// to let go frees it, or, if that is the sender's pool, the sender refills it. The count
+// is intrusive (not std::shared_ptr) so that unique() is an acquire load: the receivers'
+// reads happen before the sender's next fill.
+template <class T>
+class SharedBatch {
+ public:
+  SharedBatch() = default;
+  static SharedBatch make() {
+    SharedBatch b;
+    b.p_ = new Block;
+    return b;
+  }
+  SharedBatch(const SharedBatch& o) : p_(o.p_) {
+    if (p_) p_->refs.fetch_add(1, std::memory_order_relaxed);
+  }
+  SharedBatch(SharedBatch&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
+  SharedBatch& operator=(const SharedBatch& o) {
+    SharedBatch copy(o);
+    return *this = std::move(copy);
+  }
+  SharedBatch& operator=(SharedBatch&& o) noexcept {
+    if (this != &o) {
+      reset();
+      p_ = std::exchange(o.p_, nullptr);
+    }
+    return *this;
+  }
+  ~SharedBatch() { reset(); }
+  void reset() {
+    if (p_ && p_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete p_;
+    p_ = nullptr;
+  }
+  explicit operator bool() const { return p_ != nullptr; }
+  // No one else holds it: its holder may change it.
+  bool unique() const { return p_ && p_->refs.load(std::memory_order_acquire) == 1; }
+  const std::vector<T>& data() const { return p_->data; }
+  // Only while unique().
+  std::vector<T>& mutable_data() { return p_->data; }
+
+ private:
+  struct Block {
+    std::atomic<uint32_t> refs{1};
+    std::vector<T> data;
+  };
+  Block* p_ = nullptr;
+};
+
 template <class T>
 struct Message {
   Time time = 0;
@@ -37,6 +89,11 @@ struct Message {
   int64_t correlator = 0;   // trace correlator of the data message (0: not traced)
   int64_t arrived_ns = -1;  // traced: when it entered the receiver's ring (or was delivered)
   std::vector<T> data;
+  // Set instead of data by a sender whose receivers all read one batch (records()).
+  SharedBatch<T> shared;
+  std::span<const T> records() const {
+    return shared ? std::span<const T>(shared.data()) : std::span<const T>(data);
+  }
 };
 
 // Slots of every ring between two workers of one process (Fabric's default).
@@ -374,12 +431,13 @@ class RemotePusher final : public Pusher<T> {
       h.to = to_;
       h.time = m->time;
       h.correlator = m->correlator;
-      h.bytes = m->data.size() * sizeof(T);
+      const std::span<const T> records = m->records();
+      h.bytes = records.size() * sizeof(T);
       std::vector<char> frame(sizeof h + h.bytes);
       std::memcpy(frame.data(), &h, sizeof h);
-      if (h.bytes) std::memcpy(frame.data() + sizeof h, m->data.data(), h.bytes);
+      if (h.bytes) std::memcpy(frame.data() + sizeof h, records.data(), h.bytes);
       t_->send(proc_, std::move(frame));
-      if (traced) t_->on_codec(m->from, t0, t_->now(), true, m->data.size());
+      if (traced) t_->on_codec(m->from, t0, t_->now(), true, records.size());
     } else {
       throw std::logic_error("records of this type cannot cross processes");
     }

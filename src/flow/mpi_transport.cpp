@@ -79,6 +79,8 @@ class MpiTransport final : public Transport {
     else
       buf.insert(buf.end(), frame.begin(), frame.end());
     queued_ = true;
+    lock.unlock();
+    wake();
   }
   Stats stats() const override { return {messages_.load(), largest_.load(), sender_waits_.load()}; }
 
@@ -119,6 +121,7 @@ class MpiTransport final : public Transport {
 
   void finish() override {
     done_ = true;
+    wake();
     thread_.join();
   }
 
@@ -130,6 +133,7 @@ class MpiTransport final : public Transport {
     std::fprintf(stderr, "snailtrail: rank %u: ending the job (from the communication thread)\n",
                  rank_);
     abort_code_ = code == 0 ? 1 : code;
+    wake();
     // The comm thread calls MPI_Abort at its next turn (microseconds). Should it be gone
     // already, exiting makes mpirun end the others (a process exited without MPI_Finalize).
     for (int i = 0; i < 1000 && running_.load(); ++i)
@@ -267,7 +271,7 @@ class MpiTransport final : public Transport {
           ++idle;
           std::this_thread::yield();
         } else {
-          std::this_thread::sleep_for(std::chrono::microseconds(20));
+          idle_sleep(idle++ - idle_yields);
         }
       }
     } catch (const std::exception& e) {
@@ -277,6 +281,31 @@ class MpiTransport final : public Transport {
     }
   }
 
+  // An idle turn's sleep (issue 35): kIdleShortSleeps turns of 20 us (a busy run's
+  // latency, as before), then doubling up to kIdleMaxSleepUs. A local worker's send()
+  // (and finish(), abort()) wakes it at once; only a frame from another process waits
+  // for the sleep's end (MPI has no wake-up for an arrival short of a blocking call).
+  void idle_sleep(int n) {
+    int64_t us = 20;
+    if (n >= kIdleShortSleeps)
+      us = std::min<int64_t>(us << std::min(n - kIdleShortSleeps + 1, 16), kIdleMaxSleepUs);
+    const std::chrono::microseconds d(us);
+    std::unique_lock<std::mutex> lock(wake_mu_);
+    sleeping_ = true;  // seq_cst, before the flags: a send() either sees it or is seen
+    if (!queued_.load() && !done_.load() && !abort_code_.load()) wake_cv_.wait_for(lock, d);
+    sleeping_ = false;
+  }
+  void wake() {
+    if (!sleeping_.load()) return;
+    std::lock_guard<std::mutex> lock(wake_mu_);  // not between the sleeper's check and wait
+    wake_cv_.notify_one();
+  }
+  static constexpr int kIdleShortSleeps = 50;  // 1 ms of idle turns at 20 us
+  static constexpr int64_t kIdleMaxSleepUs = 1000;
+
+  std::mutex wake_mu_;
+  std::condition_variable wake_cv_;
+  std::atomic<bool> sleeping_{false};
   MPI_Comm comm_ = MPI_COMM_NULL;
   uint32_t rank_ = 0, procs_ = 1;
   int64_t origin_ = -1;

@@ -260,6 +260,7 @@ void add(WorkerCounters& a, const WorkerCounters& b) {
   a.idle_steps += b.idle_steps;
   a.clamped_receipts += b.clamped_receipts;
   a.fresh_buffers += b.fresh_buffers;
+  a.fresh_progress_batches += b.fresh_progress_batches;
 }
 
 // SNAILTRAIL_FLOW_FAIL_WORKER=G[:MS] (test-only, docs/RUNTIME.md): global worker G

@@ -1,5 +1,6 @@
 #include "flow/worker.hpp"
 
+#include <span>
 #include <stdexcept>
 #include <string>
 
@@ -114,6 +115,24 @@ void Worker::finish_build() {
   built_ = true;
 }
 
+// A batch no peer holds any more (its capacity kept), else a new one. The pool holds
+// the batches of the last rounds; a peer that lags keeps its batches, not the others'.
+SharedBatch<ProgressUpdate> Worker::take_batch() {
+  round_updates_.reset();
+  // From the oldest on: peers let go of batches in the order they were sent.
+  for (size_t k = 0; k < batch_pool_.size(); ++k) {
+    const size_t i = (pool_next_ + k) % batch_pool_.size();
+    if (batch_pool_[i].unique()) {  // refilled: the pool's reference and the caller's
+      pool_next_ = i + 1;
+      return batch_pool_[i];
+    }
+  }
+  ++counters_.fresh_progress_batches;
+  auto b = SharedBatch<ProgressUpdate>::make();
+  if (batch_pool_.size() < kProgressPool) batch_pool_.push_back(b);
+  return b;
+}
+
 bool Worker::step() {
   ++counters_.steps;
   bool worked = false;
@@ -122,9 +141,11 @@ bool Worker::step() {
   while (auto m = progress_in_->pull()) {
     if (rec_.on() && m->from != index_)
       rec_.receipt(m->arrived_ns, ActivityType::control_message, m->from, m->correlator);
-    tracker_.apply(m->data.data(), m->data.size());
+    const std::span<const ProgressUpdate> updates = m->records();
+    tracker_.apply(updates.data(), updates.size());
     changed = true;
     m->data.clear();
+    m->shared.reset();  // now, not when the sender reuses the message: it refills the batch
     progress_in_->recycle(std::move(m));
   }
   // Applying progress is not work by itself: the operators run after it in this round,
@@ -142,23 +163,20 @@ bool Worker::step() {
   // 3. Messages that found a full ring.
   bool flushed = true;
   for (auto& f : flushers_) flushed = f() && flushed;
-  // 4. This round's progress to everyone.
+  // 4. This round's progress to everyone: one batch, shared by every peer's message.
   if (!changes_.empty()) {
-    changes_.drain_into(round_updates_);
+    round_updates_ = take_batch();
+    changes_.drain_into(round_updates_.mutable_data());
     pending_count_ = 0;
-    if (!round_updates_.empty()) {
+    if (!round_updates_.data().empty()) {
       for (uint32_t to = 0; to < peers(); ++to) {
         auto m = progress_out_[to]->reuse();  // an emptied one this peer gave back
         if (!m) m = std::make_unique<Message<ProgressUpdate>>();
         m->from = index_;
         m->correlator = 0;
         m->arrived_ns = -1;
-        // Copies for all peers but the last, which takes the batch itself (its message's
-        // emptied vector becomes the next round's buffer).
-        if (to + 1 < peers())
-          m->data.assign(round_updates_.begin(), round_updates_.end());
-        else
-          m->data.swap(round_updates_);
+        m->data.clear();
+        m->shared = round_updates_;
         progress_out_[to]->push(std::move(m));  // traced as it enters the ring (on_enter)
       }
       worked = true;

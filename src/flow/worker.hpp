@@ -97,7 +97,14 @@ struct WorkerCounters {
   // Batch buffers and messages allocated anew rather than reused from what receivers gave
   // back (stream.hpp's ready_buffer, message_for): bounded in steady state.
   uint64_t fresh_buffers = 0;
+  // Progress batches allocated anew rather than refilled (Worker::take_batch): bounded.
+  uint64_t fresh_progress_batches = 0;
 };
+
+// Progress batches a worker keeps for refilling (Worker::take_batch), as many as the
+// messages a ring gives back (kReturnCapacity): a peer that lags further holds batches
+// that its last reader frees.
+inline constexpr size_t kProgressPool = 64;
 
 class Worker {
  public:
@@ -119,7 +126,8 @@ class Worker {
   void trace_send(Message<T>& m, uint32_t to, ActivityType a = ActivityType::data_message) {
     m.correlator = rec_.next_correlator();
     const int64_t now = rec_.now();
-    rec_.message(now, a, EventKind::send, to, m.correlator, static_cast<int64_t>(m.data.size()));
+    rec_.message(now, a, EventKind::send, to, m.correlator,
+                 static_cast<int64_t>(m.records().size()));
     if (fabric_.local(to)) fabric_.entering(index_).store(now);  // seq_cst
     m.arrived_ns = rec_.next_arrival();                          // >= now
   }
@@ -176,6 +184,8 @@ class Worker {
  private:
   friend class Capability;
   friend class InputCapability;
+  // A progress batch no peer reads any more, or a new one.
+  SharedBatch<ProgressUpdate> take_batch();
   // A capability justified by a capability or a message at time <= t (the callers check).
   Capability mint(uint32_t op, Time t) {
     change(output_location(op), t, +1);
@@ -193,7 +203,11 @@ class Worker {
   std::vector<std::function<bool()>> flushers_;
   uint64_t next_channel_ = 1;  // channel 0 carries progress
   ChangeBatch changes_;
-  std::vector<ProgressUpdate> round_updates_;  // this round's compacted batch (reused)
+  // This round's compacted batch, one for every peer; the batches sent lately, refilled
+  // once every peer let go (take_batch()).
+  SharedBatch<ProgressUpdate> round_updates_;
+  std::vector<SharedBatch<ProgressUpdate>> batch_pool_;
+  size_t pool_next_ = 0;
   size_t pending_count_ = 0;
   uint32_t active_sources_ = 0, last_active_sources_ = 0;
   uint32_t scheduling_ = 0;  // the operator step() is running
