@@ -8,7 +8,6 @@
 #include <unistd.h>
 #include <chrono>
 #include <cmath>
-#include <ctime>
 
 #include <cstdio>
 #include <cstring>
@@ -18,6 +17,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "operator_chain.hpp"
 #include "process_util.hpp"
 #include "scale/ds2_files.hpp"
 #include "scale/manager.hpp"
@@ -606,71 +606,20 @@ TEST(ScaleLiveRates, StreamFarFromTheOriginSkipsTheIdleGap) {
   EXPECT_NEAR(page.intervals[1].metrics.instances[1].useful_s, 0.3, 1e-9);
 }
 
-// Issue 25 item 5: 200 k distinct (worker, operator) pairs, and data messages linking
-// them in a chain. Shutdown (the topology of every operator, each instance's rates) was
-// quadratic in the operators (62.8 s); it is linear now. Checked for content, and for
-// time with a bound far below what the quadratic pass took in a release build (21 s of
-// CPU): this thread's CPU time, so that a loaded machine does not fail it.
-double thread_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-
-TEST(ScaleLiveRates, ManyOperatorInstancesCloseInLinearTime) {
-  const uint32_t n = 200'000;
-  const double t0 = thread_cpu_seconds();
+// Issue 25 item 5: many distinct (worker, operator) pairs, and data messages linking them
+// in a chain. Shutdown (the topology of every operator, each instance's rates) was
+// quadratic in the operators (62.8 s at 200 k); it is linear now. This test checks the
+// content; the time is measured by the benchmark BM_LiveRatesClose (bench/bench_scale.cpp,
+// 25 k to 200 k instances, with its fitted complexity), never asserted here.
+TEST(ScaleLiveRates, ManyOperatorInstancesCloseWithEveryInstanceAndEdge) {
+  const uint32_t n = 20'000;
   serve::LiveRates live(kSec, 10);
-  for (uint32_t w = 0; w < n; ++w) {
-    Event e;
-    e.worker = w;
-    e.op = w;
-    e.flags = kHasOperator;
-    e.activity = ActivityType::processing;
-    e.kind = EventKind::start;
-    e.ts = 1000 + w;
-    live.add(e);
-    // A data message to the next worker (its operator is known when it starts).
-    Event send = e;
-    send.kind = EventKind::send;
-    send.activity = ActivityType::data_message;
-    send.flags = kHasCorrelator | kHasRemote;
-    send.correlator = w;
-    send.remote = w + 1;
-    live.add(send);
-    e.kind = EventKind::end;
-    e.ts = 500'000'000 + w;
-    e.records = 7;
-    e.flags |= kHasRecords;
-    live.add(e);
-  }
-  for (uint32_t w = 1; w < n; ++w) {  // receives, then the receiver's next activity
-    Event recv;
-    recv.worker = w;
-    recv.kind = EventKind::recv;
-    recv.activity = ActivityType::data_message;
-    recv.flags = kHasCorrelator | kHasRemote;
-    recv.correlator = w - 1;
-    recv.remote = w - 1;
-    recv.ts = 600'000'000 + w;
-    live.add(recv);
-    Event e;
-    e.worker = w;
-    e.op = w;
-    e.flags = kHasOperator;
-    e.activity = ActivityType::processing;
-    e.kind = EventKind::start;
-    e.ts = 600'000'001 + w;
-    live.add(e);
-  }
+  bench::add_operator_chain(live, n);
   live.finish();
-  const std::string json = live.page(INT64_MIN);
-  const double took = thread_cpu_seconds() - t0;
-  EXPECT_LT(took, 12) << "CPU seconds for " << n << " operator instances";
-  const RatesPage page = parse_rates_page(json);
+  const RatesPage page = parse_rates_page(live.page(INT64_MIN));
   ASSERT_EQ(page.topology.size(), n);
   EXPECT_EQ(page.topology.edges.size(), n - 1);
-  for (uint32_t i = 0; i < n; i += 9973) {
+  for (uint32_t i = 0; i < n; i += 997) {
     EXPECT_EQ(page.topology.ids[i], std::to_string(i));
     EXPECT_EQ(page.topology.find_id(std::to_string(i)), i);
   }
