@@ -12,6 +12,7 @@
 
 #include "logs/log_set.hpp"
 #include "logs/request_groups.hpp"
+#include "logs/varint.hpp"
 
 namespace snailtrail::logs::test_logs_census {
 namespace {
@@ -38,6 +39,38 @@ size_t random_length(std::mt19937_64& rng) {
     default:
       return 1 + rng() % 40;
   }
+}
+
+// The logs stage's one varint (src/logs/varint.hpp), shared by the arena, the packed
+// records and the miner: the protobuf encoding's known bytes (300 = AC 02), every length
+// boundary, and random values read back in sequence from one buffer.
+TEST(LogCensus, VarintsHaveTheKnownBytesAndReadBackInSequence) {
+  uint8_t buf[kMaxVarintBytes * 200];
+  uint8_t* end = put_varint(buf, 300);
+  ASSERT_EQ(end - buf, 2);
+  EXPECT_EQ(buf[0], 0xAC);
+  EXPECT_EQ(buf[1], 0x02);
+  end = put_varint(buf, UINT64_MAX);
+  ASSERT_EQ(end - buf, 10);
+  EXPECT_EQ(buf[9], 0x01);
+  std::vector<uint64_t> values{0, 1, 127, 128, 16383, 16384, UINT64_MAX, uint64_t{1} << 63};
+  for (int k = 1; k < 64; ++k) values.push_back((uint64_t{1} << k) - 1);
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 100; ++i) values.push_back(rng() >> (rng() % 64));
+  ASSERT_LE(values.size(), 200u);
+  uint8_t* at = buf;
+  for (uint64_t v : values) {
+    uint8_t* next = put_varint(at, v);
+    // Its size: one byte per started 7 bits, counted independently.
+    size_t bits = 1;
+    while (bits < 64 && (v >> bits) != 0) ++bits;
+    EXPECT_EQ(static_cast<size_t>(next - at), (bits + 6) / 7) << v;
+    EXPECT_EQ(varint_size(v), static_cast<size_t>(next - at)) << v;
+    at = next;
+  }
+  const uint8_t* read = buf;
+  for (uint64_t v : values) EXPECT_EQ(get_varint(read), v);
+  EXPECT_EQ(read, at);
 }
 
 TEST(LogCensus, OffsetArenaKeepsEveryTextAtItsHandle) {

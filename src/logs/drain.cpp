@@ -17,16 +17,6 @@ namespace {
 constexpr size_t kIndexFrom = 32;           // clusters in a leaf before it is indexed
 constexpr size_t kBlock = size_t{1} << 20;  // bytes of a block of templates
 
-size_t varint_size(uint64_t v) {
-  size_t n = 1;
-  for (; v >= 0x80; v >>= 7) ++n;
-  return n;
-}
-unsigned char* put_varint(unsigned char* p, uint64_t v) {
-  for (; v >= 0x80; v >>= 7) *p++ = static_cast<unsigned char>(v | 0x80);
-  *p++ = static_cast<unsigned char>(v);
-  return p;
-}
 // A template token's stored length: a bare <*> (and a literal one) is only the flag.
 bool bare_wildcard(const Token& t) {
   return t.var ? t.pre == 0 && t.suf == 0 : t.raw == kWildcard;
@@ -256,12 +246,12 @@ Drain::Drain(DrainOptions options) : options_(options), masks_(options_.masks) {
 
 size_t Drain::token_count(uint32_t c) const {
   const unsigned char* p = bytes(c);
-  return read_template_varint(p);
+  return get_varint(p);
 }
 
 Drain::TokenCursor Drain::tokens(uint32_t c) const {
   const unsigned char* p = bytes(c);
-  read_template_varint(p);
+  get_varint(p);
   return TokenCursor(p);
 }
 
@@ -393,10 +383,10 @@ uint32_t Drain::add(const std::vector<Token>& tokens) {
       // Generalise in place: set the flag bit (bit 0 of a varint's first byte).
       unsigned char* p = blocks_[cl.block].get() + cl.offset;
       const unsigned char* q = p;
-      read_template_varint(q);
+      get_varint(q);
       for (size_t i = 0; i < tokens.size(); ++i) {
         unsigned char* const head = p + (q - p);
-        const uint64_t v = read_template_varint(q);
+        const uint64_t v = get_varint(q);
         const std::string_view x(reinterpret_cast<const char*>(q), v >> 1);
         q += v >> 1;
         if (!(v & 1) && x != kWildcard && !same(tokens[i], x)) *head |= 1;

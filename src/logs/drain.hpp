@@ -22,6 +22,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "logs/varint.hpp"
+
 namespace snailtrail::logs {
 
 inline constexpr std::string_view kWildcard = "<*>";
@@ -169,18 +171,8 @@ class Drain {
   uint32_t stamp_ = 0;
 };
 
-// A little-endian base-128 number (7 bits a byte, the high bit set on all but the last).
-inline uint64_t read_template_varint(const unsigned char*& p) {
-  uint64_t v = 0;
-  for (int shift = 0;; shift += 7) {
-    const unsigned char b = *p++;
-    v |= uint64_t{b & 0x7Fu} << shift;
-    if (!(b & 0x80)) return v;
-  }
-}
-
 inline std::string_view Drain::TokenCursor::next() {
-  const uint64_t v = read_template_varint(p_);
+  const uint64_t v = get_varint(p_);
   const char* text = reinterpret_cast<const char*>(p_);
   p_ += v >> 1;
   return v & 1 ? kWildcard : std::string_view(text, v >> 1);

@@ -402,10 +402,8 @@ std::string_view TextArena::add(std::string_view header, std::string_view conten
 }
 
 uint32_t OffsetArena::add(std::string_view s) {
-  uint8_t len[10];  // varint(length)
-  size_t k = 0;
-  for (size_t n = s.size(); k == 0 || n > 0; n >>= 7) len[k++] = static_cast<uint8_t>(n & 0x7f);
-  for (size_t i = 0; i + 1 < k; ++i) len[i] |= 0x80;
+  uint8_t len[kMaxVarintBytes];
+  const size_t k = static_cast<size_t>(put_varint(len, s.size()) - len);
   const size_t need = k + s.size();
   size_t block = base_.size() - 1;
   if (base_.empty() || used_ + need > kBlock) {  // a new block, or consecutive ones
@@ -442,14 +440,14 @@ void PackedRecords::add(const LogRecord& r) {
     return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
   };
   if (d % 1000000 == 0) {
-    put(at, (zigzag(d / 1000000) << 1) | 1);
+    at = put_varint(at, (zigzag(d / 1000000) << 1) | 1);
   } else {
-    put(at, 0);
-    put(at, zigzag(d));
+    at = put_varint(at, 0);
+    at = put_varint(at, zigzag(d));
   }
-  put(at, r.line - last_line_);
-  put(at, r.thread);
-  put(at, r.node);
+  at = put_varint(at, r.line - last_line_);
+  at = put_varint(at, r.thread);
+  at = put_varint(at, r.node);
   b.used = static_cast<size_t>(at - b.bytes.get());
   last_ts_ = r.ts, last_line_ = r.line;
   ++count_;

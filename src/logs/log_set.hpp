@@ -19,6 +19,7 @@
 
 #include "logs/drain.hpp"
 #include "logs/log_format.hpp"
+#include "logs/varint.hpp"
 
 namespace snailtrail::logs {
 
@@ -84,12 +85,7 @@ class OffsetArena {
   uint32_t add(std::string_view s);
   std::string_view text(uint32_t handle) const {
     const auto* p = reinterpret_cast<const uint8_t*>(base_[handle >> kShift] + (handle & kMask));
-    size_t n = 0;
-    for (unsigned shift = 0;; shift += 7) {
-      const uint8_t b = *p++;
-      n |= size_t{b & 0x7fu} << shift;
-      if (b < 0x80) break;
-    }
+    const size_t n = get_varint(p);
     return {reinterpret_cast<const char*>(p), n};
   }
 
@@ -128,18 +124,6 @@ class PackedRecords {
     std::unique_ptr<uint8_t[]> bytes;
     size_t used = 0;
   };
-  static void put(uint8_t*& at, uint64_t v) {
-    for (; v >= 0x80; v >>= 7) *at++ = static_cast<uint8_t>(v | 0x80);
-    *at++ = static_cast<uint8_t>(v);
-  }
-  static uint64_t get(const uint8_t*& at) {
-    uint64_t v = 0;
-    for (unsigned shift = 0;; shift += 7) {
-      const uint8_t b = *at++;
-      v |= uint64_t{b & 0x7fu} << shift;
-      if (b < 0x80) return v;
-    }
-  }
   std::vector<Block> blocks_;
   std::vector<std::pair<uint32_t, size_t>> files_;  // (file, its first record)
   size_t count_ = 0;
@@ -159,13 +143,13 @@ void PackedRecords::each(Visit&& visit) const {
         rec.file = files_[next_file++].first;
         rec.ts = 0, rec.line = 0;
       }
-      const uint64_t t = get(at);
-      const uint64_t zz = t & 1 ? t >> 1 : get(at);
+      const uint64_t t = get_varint(at);
+      const uint64_t zz = t & 1 ? t >> 1 : get_varint(at);
       const uint64_t d = (zz >> 1) ^ (0 - (zz & 1));
       rec.ts = static_cast<int64_t>(static_cast<uint64_t>(rec.ts) + (t & 1 ? d * 1000000 : d));
-      rec.line += static_cast<uint32_t>(get(at));
-      rec.thread = static_cast<uint32_t>(get(at));
-      rec.node = static_cast<uint32_t>(get(at));
+      rec.line += static_cast<uint32_t>(get_varint(at));
+      rec.thread = static_cast<uint32_t>(get_varint(at));
+      rec.node = static_cast<uint32_t>(get_varint(at));
       visit(static_cast<uint32_t>(r++), static_cast<const LogRecord&>(rec));
     }
   }
