@@ -14,6 +14,7 @@
 
 #include "loop/autoscaler.hpp"
 #include "recorded_run.hpp"
+#include "trace_builder.hpp"
 
 namespace test_decision_latency {
 namespace {
@@ -97,25 +98,13 @@ TEST(LoopDecisionLatency, DecidesAsSoonAsTheOverloadedIntervalsEvidenceIsComplet
   EXPECT_LT(decided - (end - interval), 2 * interval);
 }
 
-// Events of a hand-built trace (ops: 0 "source", 1 "count").
-Event ev(int64_t ts, uint32_t worker, EventKind kind, ActivityType a, uint32_t op,
-         int64_t records = -1) {
-  Event e;
-  e.ts = ts;
-  e.worker = worker;
-  e.kind = kind;
-  e.activity = a;
-  e.op = op;
-  e.flags = snailtrail::kHasOperator;
-  if (records >= 0) {
-    e.records = static_cast<uint32_t>(records);
-    e.flags |= snailtrail::kHasRecords;
-  }
-  if (kind == EventKind::send) {
-    e.correlator = ts;
-    e.flags |= snailtrail::kHasCorrelator;
-  }
-  return e;
+// TraceBuilder's activity of `op`, its end carrying `records`.
+void counted(snailtrail::testing::TraceBuilder& b, uint32_t worker, ActivityType a, int64_t from,
+             int64_t to, uint32_t op, uint32_t records) {
+  b.activity(worker, a, from, to, op);
+  Event& end = b.trace.events.back();
+  end.records = records;
+  end.flags |= snailtrail::kHasRecords;
 }
 
 // Worker 0's count is busy all the time at 10 k records/s (1 000 records per 100 ms
@@ -137,23 +126,24 @@ TEST(LoopDecisionLatency, AnIntervalWaitsForTheActivitiesOpenAcrossItsEnd) {
   const std::vector<std::string> ops = {"source", "count"};
   const int64_t ms = 1'000'000;
   // Worker 1 runs the source, worker 0 the count (one activity at a time per worker).
-  std::vector<Event> w0, w1;
+  snailtrail::testing::TraceBuilder b;
   for (int64_t t = 0; t < 2300 * ms; t += 100 * ms) {
-    w1.push_back(ev(t, 1, EventKind::start, ActivityType::input, 0));
-    w1.push_back(ev(t + ms, 1, EventKind::send, ActivityType::data_message, 0, 2000));
-    w1.push_back(ev(t + ms, 1, EventKind::end, ActivityType::input, 0, 2000));
+    counted(b, 1, ActivityType::input, t, t + ms, 0, 2000);
+    b.message(1, t + ms, 0, t + ms, t);  // the source's output: DS2's selectivity
+    Event& send = b.trace.events[b.trace.events.size() - 2];
+    send.records = 2000;
+    send.flags |= snailtrail::kHasRecords;
   }
-  for (int64_t t = 0; t < 1900 * ms; t += 100 * ms) {
-    w0.push_back(ev(t, 0, EventKind::start, ActivityType::processing, 1));
-    w0.push_back(ev(t + 100 * ms, 0, EventKind::end, ActivityType::processing, 1, 1000));
-  }
-  w0.push_back(ev(1900 * ms, 0, EventKind::start, ActivityType::processing, 1));
-  w0.push_back(ev(2050 * ms, 0, EventKind::send, ActivityType::data_message, 1, 10));
-  // Up to 2.06 s the activation is still open (worker 1 is at 2.2 s); then its end.
-  const std::vector<Event> after = {
-      ev(2100 * ms, 0, EventKind::end, ActivityType::processing, 1, 2000),
-      ev(2100 * ms, 0, EventKind::start, ActivityType::processing, 1),
-      ev(2300 * ms, 0, EventKind::end, ActivityType::processing, 1, 2000)};
+  for (int64_t t = 0; t < 1900 * ms; t += 100 * ms)
+    counted(b, 0, ActivityType::processing, t, t + 100 * ms, 1, 1000);
+  counted(b, 0, ActivityType::processing, 1900 * ms, 2100 * ms, 1, 2000);
+  b.event(0, 2050 * ms, ActivityType::data_message, EventKind::send);
+  counted(b, 0, ActivityType::processing, 2100 * ms, 2300 * ms, 1, 2000);
+  // Worker 1's events to 2.2 s and worker 0's to 2.06 s, the activation still open; then
+  // the rest of worker 0's.
+  std::vector<Event> w1, w0, after;
+  for (const Event& e : b.build().events)
+    (e.worker == 1 ? w1 : e.ts <= 2060 * ms ? w0 : after).push_back(e);
   std::vector<uint32_t> config = as.initial_config();
   as.on_events(w1, ops);
   as.on_events(w0, ops);
