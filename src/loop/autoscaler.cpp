@@ -58,8 +58,7 @@ Autoscaler::Autoscaler(LoopOptions options)
       manager_(topology_, opt_.manager),
       collector_(opt_.policy_interval_ns),
       last_ts_(opt_.max_workers, -1),
-      active_(opt_.initial_workers),
-      next_tick_(opt_.policy_interval_ns) {
+      active_(opt_.initial_workers) {
   link_.workers = opt_.max_workers;
   if (opt_.max_workers == 0 || opt_.initial_workers == 0 || opt_.initial_workers > opt_.max_workers)
     throw UsageError({"autoscale: the initial workers must be in [1, ", field("max_workers"), "]"});
@@ -118,8 +117,10 @@ std::pair<uint64_t, uint64_t> Autoscaler::reports() {
 
 int64_t Autoscaler::local_watermark() const {
   int64_t w = INT64_MAX;
+  // Not past an activity still open: its records come with its end (an interval closed
+  // before would get its useful time without them, and DS2 a true rate too low).
   for (uint32_t i = link_.first_worker; i < link_.first_worker + link_.workers; ++i)
-    w = std::min(w, last_ts_[i]);
+    w = std::min({w, last_ts_[i], collector_.open_since(i)});
   return w;
 }
 
@@ -215,8 +216,9 @@ std::optional<std::vector<uint32_t>> Autoscaler::plan(int64_t now_ns,
     migrating_ = false;
     settled_ns_ = now_ns;
   }
-  if (now_ns < next_tick_) return std::nullopt;
-  next_tick_ = (now_ns / opt_.policy_interval_ns + 1) * opt_.policy_interval_ns;
+  // Every call (not only at policy ticks): an interval is shown to DS2 as soon as every
+  // worker's events have passed its end. Waiting for the next tick decided on the interval
+  // [t, t + I) only at t + 2I (the watermark trails the clock by a trace flush).
   int64_t watermark = local_watermark();
   if (link_.procs > 1) watermark = absorb_reports(watermark);
   if (watermark < 0 || stateful_op_ < 0 || source_op_ < 0) return std::nullopt;
@@ -264,6 +266,7 @@ std::optional<std::vector<uint32_t>> Autoscaler::plan(int64_t now_ns,
     rec.time_s = static_cast<double>(now_ns) * 1e-9;
     rec.active_workers = want;
     rec.reason = why;
+    rec.evidence_end_s = static_cast<double>(m.end_ns) * 1e-9;
     decisions_.push_back(std::move(rec));
     // Test hook (tests/loop_mpi.sh): a line per decision, as it is taken.
     if (const char* mark = environment_value("SNAILTRAIL_LOOP_DECISION_MARK"))
@@ -324,6 +327,7 @@ std::string decisions_json(const std::vector<DecisionRecord>& ds) {
         out += fmt::format("{}{}", k ? ", " : "", d.bins[k]);
       out += "], ";
     }
+    if (d.evidence_end_s >= 0) out += fmt::format("\"evidence_end_s\": {:.6g}, ", d.evidence_end_s);
     out += fmt::format("\"reason\": {}}}", quoted(d.reason));
   }
   return out + "]";

@@ -43,6 +43,8 @@ struct DecisionRecord {
   uint32_t active_workers = 0;
   std::string reason;
   std::string kind = "ds2";  // "ds2" (--autoscale) or "rebalance" (--rebalance)
+  // kind "ds2": the end of the interval DS2 decided on (-1: unknown).
+  double evidence_end_s = -1;
   // kind "rebalance": the straggler (worker index), its CP share and the next worker's,
   // and the bins moved off it (hottest first).
   int64_t straggler = -1;
@@ -65,8 +67,8 @@ class Autoscaler {
   // (planner_thread.hpp) with the buffers the workers handed over; thread-safe.
   void on_events(const std::vector<Event>& events, const std::vector<std::string>& operator_names);
   // Planner: called whenever no migration is in flight (`run`: on its planner thread, for
-  // the Megaphone controller on worker 0). At each policy tick it closes the intervals
-  // every worker's events have passed, shows them to the DS2 manager and returns the new
+  // the Megaphone controller on worker 0). It closes the intervals every worker's events
+  // (and activities) have passed, shows them to the DS2 manager and returns the new
   // configuration, if any.
   std::optional<std::vector<uint32_t>> plan(int64_t now_ns, const std::vector<uint32_t>& config);
 
@@ -88,8 +90,9 @@ class Autoscaler {
 
  private:
   double target_at(int64_t ns) const;
-  int64_t local_watermark() const;  // of this rank's workers (-1: one has no event yet)
-  void send_report();               // rank > 0, under mu_
+  // Of this rank's workers, held at their open activities (-1: one has no event yet).
+  int64_t local_watermark() const;
+  void send_report();  // rank > 0, under mu_
   // Rank 0, under mu_: takes the reports that arrived; the watermark over every rank.
   int64_t absorb_reports(int64_t local);
   // Rank 0: the local intervals closed up to `watermark` merged with the other ranks'.
@@ -106,7 +109,6 @@ class Autoscaler {
   std::vector<Event> kept_;
   // Worker 0's side (plan), also read by decisions()/active() under mu_.
   uint32_t active_;
-  int64_t next_tick_;
   bool migrating_ = false;
   int64_t settled_ns_ = 0;  // intervals starting before this contain a migration
   uint64_t observed_ = 0;

@@ -118,6 +118,10 @@ void RateCollector::add(const Event& e) {
     case EventKind::start:
       w.last_type = e.activity;
       w.last_start = e.ts;
+      // Only the activities whose records count() splits (a wait may stay open long).
+      w.last_open =
+          has_op && (e.activity == ActivityType::processing || e.activity == ActivityType::input ||
+                     e.activity == ActivityType::serialization || e.activity == ActivityType::io);
       if (has_op) {
         w.has_op = true;
         w.last_op = e.op;
@@ -132,6 +136,7 @@ void RateCollector::add(const Event& e) {
       }
       break;
     case EventKind::end: {
+      if (e.activity == w.last_type) w.last_open = false;
       if (is_useful(e.activity) && w.open && w.type == e.activity) {
         w.open = false;
         credit(w.op, e.worker, w.since, std::max(w.since, e.ts));
@@ -220,6 +225,16 @@ void RateCollector::close_until(int64_t limit, int64_t end_cap, std::vector<Inte
     if (end > interval_start(closed_)) out.push_back(close(closed_, end));
     ++closed_;
   }
+}
+
+int64_t RateCollector::open_since(uint32_t worker) const {
+  const auto it = workers_.find(worker);
+  if (it == workers_.end()) return INT64_MAX;
+  const WorkerState& w = it->second;
+  int64_t t = INT64_MAX;
+  if (w.open) t = w.since;
+  if (w.last_open) t = std::min(t, w.last_start);
+  return t;
 }
 
 std::vector<IntervalMetrics> RateCollector::advance(int64_t watermark_ns) {

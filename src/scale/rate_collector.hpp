@@ -57,6 +57,11 @@ class RateCollector {
   // workers that ran each one) and the edges data messages revealed.
   Topology topology(const std::function<std::string(uint32_t)>& name) const;
 
+  // The earliest start of an activity still open on `worker` (its records are counted at
+  // its end, split over the intervals it spans), INT64_MAX if none: an interval closed
+  // before such an activity ends gets its useful time but not its records.
+  int64_t open_since(uint32_t worker) const;
+
   uint64_t late_events() const { return late_; }
   uint64_t unmatched_ends() const { return unmatched_ends_; }  // end without its start
   // Activities spanning more than kMaxSpan intervals (corrupt timestamps): ignored.
@@ -75,6 +80,7 @@ class RateCollector {
     int64_t since = 0;                               // start of the part not yet credited
     ActivityType last_type = ActivityType::unknown;  // of the latest start event
     int64_t last_start = 0;
+    bool last_open = false;  // the latest start has no end yet
     bool has_op = false;
     uint32_t last_op = 0;                               // operator of the latest activity with one
     std::vector<std::pair<uint32_t, int64_t>> inbound;  // received, consumer op pending

@@ -1,0 +1,164 @@
+// How soon the closed loop decides (issue 35, docs/CLOSED-LOOP.md "Under overload"): DS2
+// sees an interval as soon as its evidence is complete, not at the next policy tick. The
+// trace of a real run (4 workers, 6 k then 24 k records/s from 1 s; one worker folds at
+// most 20 k/s) is replayed into an Autoscaler with a plan call after every buffer, at the
+// newest event time seen (the run's own logical clock, no wall time). Oracle, by brute
+// force over the feed: the first call at which every worker has an event at or after the
+// interval's end and no activity that carries records (matched start to end per worker
+// and activity, with a stack) started before that end without ending.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <vector>
+
+#include "loop/autoscaler.hpp"
+#include "recorded_run.hpp"
+#include "trace_builder.hpp"
+
+namespace test_decision_latency {
+namespace {
+
+namespace lp = snailtrail::loop;
+using snailtrail::ActivityType;
+using snailtrail::Event;
+using snailtrail::EventKind;
+
+bool carries_records(ActivityType a) {
+  return a == ActivityType::processing || a == ActivityType::input ||
+         a == ActivityType::serialization || a == ActivityType::deserialization ||
+         a == ActivityType::io;
+}
+
+// The feed seen so far, per worker: the newest event and the starts still open.
+struct Evidence {
+  explicit Evidence(uint32_t workers) : newest(workers, -1), open(workers) {}
+  void add(const Event& e) {
+    if (e.worker >= newest.size()) return;
+    newest[e.worker] = std::max(newest[e.worker], e.ts);
+    if (!carries_records(e.activity)) return;
+    auto& stack = open[e.worker][e.activity];
+    if (e.kind == EventKind::start && e.has(snailtrail::kHasOperator)) stack.push_back(e.ts);
+    if (e.kind == EventKind::end && !stack.empty()) stack.pop_back();
+  }
+  // Every event before `t` is in, and every activity that started before it has ended.
+  bool complete(int64_t t) const {
+    for (size_t w = 0; w < newest.size(); ++w) {
+      if (newest[w] < t) return false;
+      for (const auto& [activity, starts] : open[w])
+        for (int64_t s : starts)
+          if (s < t) return false;
+    }
+    return true;
+  }
+  std::vector<int64_t> newest;
+  std::vector<std::map<ActivityType, std::vector<int64_t>>> open;
+};
+
+TEST(LoopDecisionLatency, DecidesAsSoonAsTheOverloadedIntervalsEvidenceIsComplete) {
+  const snailtrail::testing::RecordedRun recorded = snailtrail::testing::record_closed_loop_run();
+  ASSERT_FALSE(recorded.buffers.empty());
+  const lp::LoopOptions lo = snailtrail::testing::replay_options();
+  const int64_t step = lo.rate_profile.at(1).first, interval = lo.policy_interval_ns;
+  lp::Autoscaler as(lo);
+  Evidence ev(lo.max_workers);
+  std::vector<int64_t> calls;       // the time of each plan call
+  std::vector<Evidence> snapshots;  // per call, the evidence (copied: brute force)
+  std::vector<uint32_t> config = as.initial_config();
+  int64_t now = 0;
+  for (const std::vector<Event>& b : recorded.buffers) {
+    if (b.empty()) continue;
+    for (const Event& e : b) {
+      now = std::max(now, e.ts);
+      ev.add(e);
+    }
+    as.on_events(b, recorded.operators);
+    calls.push_back(now);
+    snapshots.push_back(ev);
+    if (auto c = as.plan(now, config)) config = *c;
+  }
+  const auto ds = as.decisions();
+  ASSERT_FALSE(ds.empty()) << "no decision: the step to 24 k records/s needs 2 workers";
+  const lp::DecisionRecord& d = ds.front();
+  SCOPED_TRACE(d.reason);
+  const auto decided = static_cast<int64_t>(d.time_s * 1e9 + 0.5);
+  const auto end = static_cast<int64_t>(d.evidence_end_s * 1e9 + 0.5);
+  // The overload's interval: the first or second after the step.
+  EXPECT_GT(end, step);
+  EXPECT_LE(end, step + 2 * interval);
+  // At the first call whose evidence for that interval is complete, not later.
+  size_t first = calls.size();
+  for (size_t i = 0; i < calls.size() && first == calls.size(); ++i)
+    if (snapshots[i].complete(end)) first = i;
+  ASSERT_LT(first, calls.size());
+  EXPECT_EQ(decided, calls[first]) << "the evidence was complete at " << calls[first] * 1e-9
+                                   << " s, the decision came at " << d.time_s << " s";
+  // Within the interval and less than another of the overload's start (waiting for the
+  // next policy tick made it step + 2 intervals or later).
+  EXPECT_LT(decided - (end - interval), 2 * interval);
+}
+
+// TraceBuilder's activity of `op`, its end carrying `records`.
+void counted(snailtrail::testing::TraceBuilder& b, uint32_t worker, ActivityType a, int64_t from,
+             int64_t to, uint32_t op, uint32_t records) {
+  b.activity(worker, a, from, to, op);
+  Event& end = b.trace.events.back();
+  end.records = records;
+  end.flags |= snailtrail::kHasRecords;
+}
+
+// Worker 0's count is busy all the time at 10 k records/s (1 000 records per 100 ms
+// activation) while the sources are asked for 20 k/s; its activation [1.9 s, 2.1 s) (2 000
+// records) spans the end of the interval [1 s, 2 s) and sends a message at 2.05 s, past
+// that end. By hand: the interval's true rate is 10 k records/s (9 000 records in
+// [1, 1.9) plus the activation's share before 2 s, 1 000, over 1 s of useful time).
+// Closing it as soon as both workers' newest events pass 2 s would give it the
+// activation's useful time up to 2 s without its records: 9 k/s.
+TEST(LoopDecisionLatency, AnIntervalWaitsForTheActivitiesOpenAcrossItsEnd) {
+  lp::LoopOptions lo;
+  lo.max_workers = 2;
+  lo.initial_workers = 1;
+  lo.bins = 4;
+  lo.rate_profile = {{0, 20000}};
+  lo.manager.rollback = false;
+  lo.manager.threshold = 0;
+  lp::Autoscaler as(lo);
+  const std::vector<std::string> ops = {"source", "count"};
+  const int64_t ms = 1'000'000;
+  // Worker 1 runs the source, worker 0 the count (one activity at a time per worker).
+  snailtrail::testing::TraceBuilder b;
+  for (int64_t t = 0; t < 2300 * ms; t += 100 * ms) {
+    counted(b, 1, ActivityType::input, t, t + ms, 0, 2000);
+    b.message(1, t + ms, 0, t + ms, t);  // the source's output: DS2's selectivity
+    Event& send = b.trace.events[b.trace.events.size() - 2];
+    send.records = 2000;
+    send.flags |= snailtrail::kHasRecords;
+  }
+  for (int64_t t = 0; t < 1900 * ms; t += 100 * ms)
+    counted(b, 0, ActivityType::processing, t, t + 100 * ms, 1, 1000);
+  counted(b, 0, ActivityType::processing, 1900 * ms, 2100 * ms, 1, 2000);
+  b.event(0, 2050 * ms, ActivityType::data_message, EventKind::send);
+  counted(b, 0, ActivityType::processing, 2100 * ms, 2300 * ms, 1, 2000);
+  // Worker 1's events to 2.2 s and worker 0's to 2.06 s, the activation still open; then
+  // the rest of worker 0's.
+  std::vector<Event> w1, w0, after;
+  for (const Event& e : b.build().events)
+    (e.worker == 1 ? w1 : e.ts <= 2060 * ms ? w0 : after).push_back(e);
+  std::vector<uint32_t> config = as.initial_config();
+  as.on_events(w1, ops);
+  as.on_events(w0, ops);
+  EXPECT_FALSE(as.plan(2060 * ms, config));
+  EXPECT_EQ(as.intervals_observed(), 0u) << "[1 s, 2 s) closed with an activity open across it";
+  as.on_events(after, ops);
+  const auto to = as.plan(2300 * ms, config);
+  ASSERT_TRUE(to);
+  const auto ds = as.decisions();
+  ASSERT_EQ(ds.size(), 1u);
+  EXPECT_EQ(ds[0].active_workers, 2u);
+  EXPECT_DOUBLE_EQ(ds[0].evidence_end_s, 2.0);
+  EXPECT_NE(ds[0].reason.find("true processing rate 10000 records/s"), std::string::npos)
+      << ds[0].reason;
+}
+
+}  // namespace
+}  // namespace test_decision_latency
