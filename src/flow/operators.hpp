@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "flow/flat_map.hpp"
 #include "flow/stream.hpp"
 
 namespace snailtrail::flow {
@@ -156,7 +157,7 @@ class HeldByTime {
 // records are exchanged by key(record); those of time t wait until the input frontier
 // passes t, then fold(t, key, record, state_of_key, session) runs for each in arrival
 // order and may give output at t (session: a Session<Out> at t). done(states) runs once,
-// when the input is complete.
+// when the input is complete (states: a FlatMap<State>, flat_map.hpp).
 template <class Out, class State, class T, class KeyFn, class Fold, class Done>
 Stream<Out> stateful_unary(const Stream<T>& s, std::string name, KeyFn key, Fold fold, Done done) {
   struct Logic {
@@ -164,7 +165,7 @@ Stream<Out> stateful_unary(const Stream<T>& s, std::string name, KeyFn key, Fold
     Fold fold;
     Done done;
     HeldByTime<T> held;
-    std::unordered_map<uint64_t, State> states;
+    FlatMap<State> states;  // flat: one lookup per record (issue 35)
     void operator()(Input<T>& in, Output<Out>& out) {
       held.hold(in);
       held.release(in, [&](const Capability& cap, std::vector<T>& records) {

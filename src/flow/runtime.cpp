@@ -581,7 +581,7 @@ KeyCounts reference_output(const RunConfig& cfg, const std::vector<uint64_t>& pe
   const JobSpec* job = find_job(cfg.job);
   if (!job) throw std::invalid_argument("unknown job '" + cfg.job + "'");
   if (job->reference_run) return job->reference_run(cfg, per_worker);
-  std::unordered_map<uint64_t, uint64_t> state;
+  FlatMap<uint64_t> state;  // the runs' data structure: a fair comparison
   for (uint32_t w = 0; w < per_worker.size(); ++w) job->reference(cfg, w, 0, per_worker[w], state);
   KeyCounts out(state.begin(), state.end());
   std::sort(out.begin(), out.end());
@@ -600,7 +600,7 @@ std::pair<uint64_t, double> reference_throughput(const RunConfig& cfg, KeyCounts
     if (out) *out = std::move(o);
     return {cfg.records, seconds};
   }
-  std::unordered_map<uint64_t, uint64_t> state;
+  FlatMap<uint64_t> state;  // the runs' data structure: a fair comparison
   const auto start = Clock::now();
   const uint64_t limit = cfg.records == 0 ? ~uint64_t{0} : cfg.records;
   const uint64_t chunk = 1 << 14;

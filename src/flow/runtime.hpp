@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "flow/flat_map.hpp"
 #include "flow/harness.hpp"
 #include "flow/histogram.hpp"
 #include "flow/operators.hpp"
@@ -77,7 +78,7 @@ struct JobSpec {
   std::function<void(JobContext&)> build;
   // Adds records [from, to) of worker `stream`'s input to `state` (a per-key map).
   std::function<void(const RunConfig&, uint32_t stream, uint64_t from, uint64_t to,
-                     std::unordered_map<uint64_t, uint64_t>& state)>
+                     FlatMap<uint64_t>& state)>
       reference;
   // Instead of `reference`, for jobs whose output depends on all streams together
   // (NEXMark): the whole run's output from each stream's record count. Several workers

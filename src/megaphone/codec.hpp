@@ -1,7 +1,7 @@
 // Megaphone's state codecs: how a bin's State becomes bytes when the bin migrates
 // (docs/MEGAPHONE.md). Trivially copyable types, strings, pairs, and the standard
-// containers of those (vector, deque, map, set, unordered_map of trivially copyable keys
-// and values) are provided; specialize Codec<State> for other types.
+// containers of those (vector, deque, map, set, unordered_map and flow::FlatMap of trivially
+// copyable keys and values) are provided; specialize Codec<State> for other types.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +15,8 @@
 #include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include "flow/flat_map.hpp"
 
 namespace snailtrail::megaphone {
 
@@ -92,6 +94,36 @@ struct Codec<std::unordered_map<K, V>,
       std::memcpy(static_cast<void*>(&v), p + sizeof(K), sizeof(V));
       p += sizeof(K) + sizeof(V);
       s.emplace(k, v);
+    }
+  }
+};
+
+// The flat per-key table of the counts (flow/flat_map.hpp): the same bytes as an
+// unordered_map's, so a bin's size on the wire does not change.
+template <class V>
+struct Codec<flow::FlatMap<V>, std::enable_if_t<std::is_trivially_copyable_v<V>>> {
+  static void encode(const flow::FlatMap<V>& s, std::vector<char>& out) {
+    detail::put_u64(out, s.size());
+    const size_t at = out.size();
+    out.resize(at + s.size() * (8 + sizeof(V)));
+    char* p = out.data() + at;
+    for (const auto& [k, v] : s) {
+      std::memcpy(p, &k, 8);
+      std::memcpy(p + 8, &v, sizeof(V));
+      p += 8 + sizeof(V);
+    }
+  }
+  static void decode(const char*& p, const char* end, flow::FlatMap<V>& s) {
+    const uint64_t n = detail::get_u64(p, end);
+    if (static_cast<uint64_t>(end - p) / (8 + sizeof(V)) < n)
+      throw std::runtime_error("megaphone: truncated state");
+    s.clear();
+    s.reserve(n);  // one allocation; inserted in the sender's slot order (no pile-up)
+    for (uint64_t i = 0; i < n; ++i) {
+      uint64_t k;
+      std::memcpy(&k, p, 8);
+      std::memcpy(static_cast<void*>(&s[k]), p + 8, sizeof(V));
+      p += 8 + sizeof(V);
     }
   }
 };

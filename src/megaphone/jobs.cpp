@@ -353,14 +353,10 @@ void build_native(JobContext& ctx, const Stream<uint64_t>& keys, bool dense) {
         [&ctx, me, W](std::vector<uint64_t>& s) { emit_dense(ctx, s, me, W); });
     output_probe(ctx, out, nullptr);
   } else {
-    auto out = native_unary<std::unordered_map<uint64_t, uint64_t>, char>(
+    auto out = native_unary<flow::FlatMap<uint64_t>, char>(
         keys, "count", [](uint64_t k, uint32_t n) { return flow::worker_of(k, n); },
-        [](flow::Time, uint64_t k, std::unordered_map<uint64_t, uint64_t>& s, Session<char>&) {
-          ++s[k];
-        },
-        [&ctx](std::unordered_map<uint64_t, uint64_t>& s) {
-          ctx.emit_result(KeyCounts(s.begin(), s.end()));
-        });
+        [](flow::Time, uint64_t k, flow::FlatMap<uint64_t>& s, Session<char>&) { ++s[k]; },
+        [&ctx](flow::FlatMap<uint64_t>& s) { ctx.emit_result(KeyCounts(s.begin(), s.end())); });
     output_probe(ctx, out, nullptr);
   }
 }
@@ -397,15 +393,15 @@ void build_megaphone(JobContext& ctx, const Stream<uint64_t>& keys, bool dense,
         });
     output_probe(ctx, out, log);
   } else {
-    auto out = stateful_unary<std::unordered_map<uint64_t, uint64_t>, char>(
+    auto out = stateful_unary<flow::FlatMap<uint64_t>, char>(
         keys, control, "count", mo, [](uint64_t key) { return flow::mix64(key); },
         [cost = CostClock(cost_ns), w = &ctx.worker](flow::Time, uint64_t key,
-                                                     std::unordered_map<uint64_t, uint64_t>& s,
-                                                     Later<uint64_t>&, Session<char>&) mutable {
+                                                     flow::FlatMap<uint64_t>& s, Later<uint64_t>&,
+                                                     Session<char>&) mutable {
           cost.charge(w->counters().steps);
           ++s[key];
         },
-        [&ctx](uint32_t, std::unordered_map<uint64_t, uint64_t>& s) {
+        [&ctx](uint32_t, flow::FlatMap<uint64_t>& s) {
           if (!s.empty()) ctx.emit_result(KeyCounts(s.begin(), s.end()));
         });
     output_probe(ctx, out, log);
@@ -444,7 +440,7 @@ std::string register_job(const JobOptions& opts, std::shared_ptr<MigrationLog> l
   j.reference = keycount->reference;  // the same input and counts as keycount
   if (!opts.skew.empty())
     j.reference = [opts](const flow::RunConfig& cfg, uint32_t w, uint64_t from, uint64_t to,
-                         std::unordered_map<uint64_t, uint64_t>& state) {
+                         flow::FlatMap<uint64_t>& state) {
       for (uint64_t i = from; i < to; ++i)
         ++state[skewed_key(cfg, opts.base == "keycount", opts.log_bins, opts.skew, w, i)];
     };

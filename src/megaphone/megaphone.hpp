@@ -19,8 +19,8 @@
 //   record of the same bin for time t2 (the extended notificator of §5.2.3.2): it is
 //   folded at t2 on whichever worker holds the bin then, migrations included.
 // * State is serialized with Codec<State> (trivially copyable types, std::vector and
-//   std::unordered_map of those are provided; specialize it for others), and pending
-//   records must be trivially copyable (they cross processes as bytes).
+//   std::unordered_map and flow::FlatMap of those are provided; specialize it for others), and
+//   pending records must be trivially copyable (they cross processes as bytes).
 //
 // The operators F (routing), M (migration) and S (state) are the core of both variants
 // (core.hpp); the bins' pending work is the variant's (record_bins.hpp, batch_bins.hpp);

@@ -135,7 +135,7 @@ TEST(FlowCopies, BatchBuffersAreRecycledInSteadyState) {
           auto counted = stateful_unary<char, uint64_t>(
               doubled, "count", [](uint64_t k) { return k; },
               [](Time, uint64_t, uint64_t&, uint64_t& n, Session<char>&) { ++n; },
-              [&](std::unordered_map<uint64_t, uint64_t>& st) {
+              [&](FlatMap<uint64_t>& st) {
                 std::lock_guard<std::mutex> lock(mu);
                 for (auto& [k, n] : st) counts[k] += n;
               });

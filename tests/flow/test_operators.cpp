@@ -59,7 +59,7 @@ TEST(FlowOperators, StatefulUnaryAppliesEachKeyInTimestampOrder) {
             ++st.n;
             out.give(k);
           },
-          [&](std::unordered_map<uint64_t, St>& states) {
+          [&](FlatMap<St>& states) {
             std::lock_guard<std::mutex> lock(mu);
             for (auto& [k, st] : states) counts[k] += st.n;
           });

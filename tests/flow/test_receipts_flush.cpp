@@ -49,13 +49,13 @@ const std::string& slow_receiver_job() {
             if (slow) busy_wait(kCostNs);
             ++count;
           },
-          [&ctx](std::unordered_map<uint64_t, uint64_t>& states) {
+          [&ctx](FlatMap<uint64_t>& states) {
             ctx.emit_result(KeyCounts(states.begin(), states.end()));
           });
       probe(counted, "probe", ctx.on_probe);
     };
     j.reference = [](const RunConfig& cfg, uint32_t w, uint64_t from, uint64_t to,
-                     std::unordered_map<uint64_t, uint64_t>& state) {
+                     FlatMap<uint64_t>& state) {
       for (uint64_t i = from; i < to; ++i) ++state[jobs::keycount_key(cfg, w, i)];
     };
     register_job(j);

@@ -101,6 +101,39 @@ TEST(Megaphone, CodecsRoundTrip) {
   EXPECT_THROW(MapCodec::decode(q, buf.data() + 20, m2), std::runtime_error);
 }
 
+// The flat count table's codec (what keycount/hashcount bins migrate as): keys 0 and
+// UINT64_MAX, a table that grew, the bytes an unordered_map of the same pairs makes, and
+// a truncated buffer.
+TEST(Megaphone, FlatMapCodecRoundTrips) {
+  using Flat = flow::FlatMap<uint64_t>;
+  Flat m;
+  for (uint64_t k : {uint64_t{0}, ~uint64_t{0}, uint64_t{7}}) m[k] = k ^ 0x55;
+  for (uint64_t k = 1; k < 1000; ++k) m[k * 0x9e3779b97f4a7c15ull] += k;
+  std::vector<char> buf;
+  mp::Codec<Flat>::encode(m, buf);
+  mp::Codec<uint64_t>::encode(42, buf);
+  const char* p = buf.data();
+  Flat m2;
+  m2[123] = 4;  // decode replaces what was there
+  uint64_t after = 0;
+  mp::Codec<Flat>::decode(p, buf.data() + buf.size(), m2);
+  mp::Codec<uint64_t>::decode(p, buf.data() + buf.size(), after);
+  EXPECT_EQ(p, buf.data() + buf.size());
+  EXPECT_EQ(after, 42u);
+  const std::map<uint64_t, uint64_t> want(m.begin(), m.end()), got(m2.begin(), m2.end());
+  EXPECT_EQ(got.size(), m.size());
+  EXPECT_EQ(m2.size(), m.size());
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(got.at(0), 0x55u);
+  EXPECT_EQ(got.at(~uint64_t{0}), ~uint64_t{0} ^ 0x55);
+  std::unordered_map<uint64_t, uint64_t> same;  // the same bytes read as an unordered_map
+  const char* r = buf.data();
+  mp::Codec<std::unordered_map<uint64_t, uint64_t>>::decode(r, buf.data() + buf.size(), same);
+  EXPECT_EQ((std::map<uint64_t, uint64_t>(same.begin(), same.end())), want);
+  const char* q = buf.data();
+  EXPECT_THROW(mp::Codec<Flat>::decode(q, buf.data() + 20, m2), std::runtime_error);
+}
+
 TEST(Megaphone, RouteKeysReachEveryWorker) {
   for (uint32_t W = 1; W <= 64; ++W) {
     const auto keys = mp::route_keys(W);

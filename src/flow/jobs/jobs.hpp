@@ -33,7 +33,7 @@ void count_per_key_and_probe(JobContext& ctx, KeyStream&& keys) {
   auto counted = stateful_unary<char, uint64_t>(
       keys, "count", [](uint64_t k) { return k; },
       [](Time, uint64_t, uint64_t&, uint64_t& count, Session<char>&) { ++count; },
-      [&ctx](std::unordered_map<uint64_t, uint64_t>& states) {
+      [&ctx](FlatMap<uint64_t>& states) {
         ctx.emit_result(KeyCounts(states.begin(), states.end()));
       });
   probe(counted, "probe", ctx.on_probe);

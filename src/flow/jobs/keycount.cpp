@@ -21,7 +21,7 @@ JobSpec keycount_job() {
     count_per_key_and_probe(ctx, keys);
   };
   j.reference = [](const RunConfig& cfg, uint32_t w, uint64_t from, uint64_t to,
-                   std::unordered_map<uint64_t, uint64_t>& state) {
+                   FlatMap<uint64_t>& state) {
     for (uint64_t i = from; i < to; ++i) ++state[keycount_key(cfg, w, i)];
   };
   return j;

@@ -31,7 +31,7 @@ JobSpec wordcount_job() {
     count_per_key_and_probe(ctx, words);
   };
   j.reference = [](const RunConfig& cfg, uint32_t w, uint64_t from, uint64_t to,
-                   std::unordered_map<uint64_t, uint64_t>& state) {
+                   FlatMap<uint64_t>& state) {
     for (uint64_t i = from; i < to; ++i)
       for (uint64_t word : wordcount_line(cfg, w, i).words) ++state[word];
   };
