@@ -12,15 +12,21 @@
 
 namespace snailtrail::bench {
 
+// Worker w starts processing its own operator w at ts.
+inline Event operator_start(uint32_t w, int64_t ts) {
+  Event e;
+  e.worker = w;
+  e.op = w;
+  e.flags = kHasOperator;
+  e.activity = ActivityType::processing;
+  e.kind = EventKind::start;
+  e.ts = ts;
+  return e;
+}
+
 inline void add_operator_chain(serve::LiveRates& live, uint32_t n) {
   for (uint32_t w = 0; w < n; ++w) {
-    Event e;
-    e.worker = w;
-    e.op = w;
-    e.flags = kHasOperator;
-    e.activity = ActivityType::processing;
-    e.kind = EventKind::start;
-    e.ts = 1000 + w;
+    Event e = operator_start(w, 1000 + w);
     live.add(e);
     // A data message to the next worker (its operator is known when it starts).
     Event send = e;
@@ -46,14 +52,7 @@ inline void add_operator_chain(serve::LiveRates& live, uint32_t n) {
     recv.remote = w - 1;
     recv.ts = 600'000'000 + w;
     live.add(recv);
-    Event e;
-    e.worker = w;
-    e.op = w;
-    e.flags = kHasOperator;
-    e.activity = ActivityType::processing;
-    e.kind = EventKind::start;
-    e.ts = 600'000'001 + w;
-    live.add(e);
+    live.add(operator_start(w, 600'000'001 + w));
   }
 }
 
