@@ -344,7 +344,10 @@ TEST_F(ServeNats, BrokerKilledMidStreamLosesAndDoublesNothing) {
 // producer publishes, so JetStream delivers the messages it holds unacknowledged again;
 // they are skipped by their stream sequence. Oracle: analyze's windows, line for line
 // (serve stopped with SIGTERM, then a --drain run closes the last windows); the
-// redeliveries are counted.
+// redeliveries are counted. serve is stopped only once it has written a window (it is
+// consuming then): a fixed 500 ms was not always enough under AddressSanitizer, which
+// stopped it before its first pull, so nothing was delivered to it to deliver again. The
+// producer publishes for about 3 s so that it is still publishing during the stop.
 TEST_F(ServeNats, StoppedConsumerPastItsAckWaitSkipsRedeliveries) {
   start_nats();
   const fs::path trace = simulated(600'000'000, 17);
@@ -363,8 +366,8 @@ TEST_F(ServeNats, StoppedConsumerPastItsAckWaitSkipsRedeliveries) {
                                    "--idle-timeout",
                                    "120s"};
   Process reader(args, path("slow.out"), path("slow.err"));
-  auto producer = start_send(trace, "TR", "send", {"--rate", std::to_string(events_ * 2 / 3)});
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  auto producer = start_send(trace, "TR", "send", {"--rate", std::to_string(events_ / 3)});
+  ASSERT_TRUE(wait_lines("windows.jsonl", 1)) << reader.err();
   reader.signal(SIGSTOP);
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   reader.signal(SIGCONT);
