@@ -1,5 +1,4 @@
-// Registration of the options of `snailtrail run` (run_args.hpp), in the order --help
-// lists them.
+// The options of `snailtrail run` (run_args.hpp), in the order --help lists them.
 #include <charconv>
 #include <functional>
 #include <string>
@@ -149,15 +148,16 @@ void add_loop_options(CLI::App* cmd, RunArgs& a) {
   cmd->add_option("--initial-workers", a.initial_workers,
                   "--autoscale: workers holding bins at the start (default 1)")
       ->check(CLI::Range(1u, 1024u));
-  cmd->add_option(
-      "--policy-interval", a.policy_interval,
-      "--autoscale/--rebalance: DS2's and the CP analysis' policy interval (default 1s)");
+  cmd->add_option("--policy-interval", a.policy_interval,
+                  "--autoscale/--rebalance: DS2's and the CP analysis' interval (default 1s)");
+  cmd->add_option("--startup", a.startup,
+                  "--autoscale: DS2 skips intervals that start before this (default: 1s or "
+                  "--policy-interval if longer) or before both operators produced output");
   cmd->add_option("--warmup", a.warmup,
-                  "--autoscale: policy intervals ignored after a change (default 0; intervals "
-                  "with a migration in them are always ignored)");
+                  "--autoscale: intervals ignored after a change (default 0; those with a "
+                  "migration in them always are)");
   cmd->add_option("--activation", a.activation,
-                  "--autoscale: consecutive DS2 decisions combined (max) before acting "
-                  "(default 1)")
+                  "--autoscale: consecutive DS2 decisions combined (max) to act (default 1)")
       ->check(CLI::Range(1u, 1000u));
   cmd->add_option("--target-ratio", a.target_ratio,
                   "--autoscale: DS2's target-rate ratio: when the sources achieve less than "

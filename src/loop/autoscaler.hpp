@@ -31,6 +31,10 @@ struct LoopOptions {
   uint32_t initial_workers = 1;  // active (holding bins) at the start
   uint32_t bins = 256;
   int64_t policy_interval_ns = 1'000'000'000;
+  // Start-up (docs/CLOSED-LOOP.md "Start-up"): DS2 sees no interval that starts before
+  // this time of the run, nor one that starts before both operators have produced output
+  // (its rates would not be measured over the whole interval). -1: default_startup_ns.
+  int64_t startup_ns = -1;
   // The sources' target rate (records/s over all workers) over time: (from ns, rate).
   std::vector<std::pair<int64_t, double>> rate_profile;
   scale::ManagerOptions manager;  // warm-up, activation, target ratio, ...
@@ -51,6 +55,9 @@ struct DecisionRecord {
   double cp_share = 0, next_cp = 0;
   std::vector<uint32_t> bins;
 };
+
+// The default start-up: 1 s and at least one policy interval, whichever is longer.
+int64_t default_startup_ns(int64_t policy_interval_ns);
 
 // The configuration that moves the fewest bins from `config` to an even spread over
 // workers [0, active): every worker keeps its bins up to its quota (B / active, the
@@ -83,6 +90,8 @@ class Autoscaler {
   std::vector<DecisionRecord> decisions() const;
   uint32_t active() const;
   uint64_t intervals_observed() const;
+  // Intervals not shown to DS2 because they fall into the start-up.
+  uint64_t intervals_in_startup() const;
   // Another planner (--rebalance) started a migration: intervals up to its end are not
   // shown to DS2.
   void external_migration();
@@ -106,12 +115,15 @@ class Autoscaler {
   scale::RateCollector collector_;
   std::vector<int64_t> last_ts_;  // per worker, latest event time seen (-1: none)
   int64_t source_op_ = -1, stateful_op_ = -1;
+  // The first end of an activity carrying records, of the source and of the stateful
+  // operator, on this rank's workers (INT64_MAX: none yet).
+  int64_t first_out_source_ = INT64_MAX, first_out_stateful_ = INT64_MAX;
   std::vector<Event> kept_;
   // Worker 0's side (plan), also read by decisions()/active() under mu_.
   uint32_t active_;
   bool migrating_ = false;
   int64_t settled_ns_ = 0;  // intervals starting before this contain a migration
-  uint64_t observed_ = 0;
+  uint64_t observed_ = 0, in_startup_ = 0;
   std::vector<DecisionRecord> decisions_;
   // Across ranks.
   RankLink link_;

@@ -40,8 +40,8 @@ class PlannerThread {
   using Plan = std::function<std::optional<std::vector<uint32_t>>(int64_t now_ns,
                                                                   const std::vector<uint32_t>&)>;
   // A request at most every this much of the run's time: the controller asks at every
-  // activation while idle (thousands per second); the rebalancer acts at policy ticks, the
-  // autoscaler as soon as an interval's evidence is complete.
+  // activation while idle (thousands per second); the autoscaler and the rebalancer act
+  // as soon as an interval's evidence is complete.
   static constexpr int64_t kAskEveryNs = 1'000'000;
 
   // Starts the thread. `ask_every_ns`: kAskEveryNs (tests replaying a feed: 0).

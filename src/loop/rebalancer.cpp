@@ -187,7 +187,7 @@ std::vector<uint32_t> move_hot_bins(const std::vector<uint32_t>& config,
 }
 
 Rebalancer::Rebalancer(RebalanceOptions options)
-    : opt_(std::move(options)), last_ts_(opt_.workers, -1), next_tick_(opt_.policy_interval_ns) {
+    : opt_(std::move(options)), last_ts_(opt_.workers, -1) {
   if (opt_.workers == 0) throw std::invalid_argument("rebalance: at least one worker");
   if (opt_.policy_interval_ns <= 0)
     throw std::invalid_argument("rebalance: the policy interval must be positive");
@@ -238,21 +238,22 @@ std::optional<std::vector<uint32_t>> Rebalancer::plan(int64_t now_ns,
   std::vector<uint64_t> load;  // records per bin since the last tick
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (now_ns < next_tick_) return std::nullopt;
-    next_tick_ = (now_ns / I + 1) * I;
     int64_t watermark = INT64_MAX;
     for (int64_t t : last_ts_) watermark = std::min(watermark, t);
-    if (watermark < 0) return std::nullopt;
+    if (watermark < kMarginNs) return std::nullopt;
     // The last interval of the grid [k I, (k + 1) I) that every worker's events have
     // passed by the margin: the window `analyze --window I` of the written trace has the
-    // same borders.
+    // same borders. Looked at on the first call after its evidence is complete (every
+    // call, not only at policy ticks: a tick every I analyzed [t - 2I, t - I) at t, as
+    // the watermark trails the clock by a trace flush), once.
     to = (watermark - kMarginNs) / I * I;
+    if (to <= looked_until_) return std::nullopt;
+    looked_until_ = to;
     from = to - I;
     // Skipped: the first interval (start-up), intervals analyzed already and intervals
     // with a migration in them (the configuration in force was not the one analyzed).
-    const bool skip =
-        watermark < kMarginNs || from < I || to <= analyzed_until_ || from < settled_ns_;
-    // The load per bin since the last tick.
+    const bool skip = from < I || to <= analyzed_until_ || from < settled_ns_;
+    // The load per bin since the last look (about one interval).
     const std::vector<uint64_t> totals = opt_.bin_counts();
     load.assign(totals.size(), 0);
     const bool have_counts = counts_at_tick_.size() == totals.size();

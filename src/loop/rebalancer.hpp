@@ -1,5 +1,5 @@
-// `run --rebalance` (docs/CLOSED-LOOP.md): skew, which DS2 cannot fix. Every policy
-// interval the run's own trace of the last closed interval goes through the CP analysis
+// `run --rebalance` (docs/CLOSED-LOOP.md): skew, which DS2 cannot fix. As soon as a policy
+// interval is closed, the run's own trace of it goes through the CP analysis
 // that `analyze` and `serve` run (build_pag + analyze_pag, CP per worker); when it names
 // a worker that holds bins of the stateful operator as the straggler (its CP at least
 // `over_next` times the next worker's), the hottest bins of that worker (by the records
@@ -79,9 +79,11 @@ class Rebalancer {
   explicit Rebalancer(RebalanceOptions options);
 
   void on_events(const std::vector<Event>& events, const std::vector<std::string>& operator_names);
-  // Planner (the Megaphone controller, worker 0, whenever no migration is in flight). At a
-  // tick it starts the analysis of the last interval on its own thread; the first call
-  // after the analysis is done decides (nothing if a migration happened meanwhile).
+  // Planner (the Megaphone controller, worker 0, whenever no migration is in flight). At
+  // the first call after an interval's evidence is complete (every worker's events past
+  // its end by a margin) it starts the analysis of that interval on its own thread; the
+  // first call after the analysis is done decides (nothing if a migration happened
+  // meanwhile).
   std::optional<std::vector<uint32_t>> plan(int64_t now_ns, const std::vector<uint32_t>& config);
   // Another planner (--autoscale) started a migration: intervals up to its end are not
   // analyzed.
@@ -89,6 +91,8 @@ class Rebalancer {
 
   std::vector<DecisionRecord> decisions() const;
   std::vector<CpAnalysis> analyses() const;
+  // An analysis started and not decided on yet (the planner's thread, as plan()).
+  bool analyzing() const { return pending_.valid(); }
 
  private:
   std::optional<std::vector<uint32_t>> decide(CpAnalysis a, const std::vector<uint64_t>& load,
@@ -102,7 +106,7 @@ class Rebalancer {
   std::vector<int64_t> last_ts_;
   int64_t keep_from_ = 0;
   // Worker 0's side (plan).
-  int64_t next_tick_;
+  int64_t looked_until_ = 0;  // the end of the latest interval looked at
   int64_t analyzed_until_ = 0;
   bool migrating_ = false;
   int64_t settled_ns_ = 0;

@@ -160,5 +160,142 @@ TEST(LoopDecisionLatency, AnIntervalWaitsForTheActivitiesOpenAcrossItsEnd) {
       << ds[0].reason;
 }
 
+// The start-up rule (docs/CLOSED-LOOP.md "Start-up"). A hand-built run of 2 workers with
+// 250 ms intervals: worker 1's source sends 8 k records/s, from 1.5 s 24 k/s (every 10 ms
+// an input of 1 ms and a message with its records); worker 0's count is cold until 0.75 s
+// (busy all the time at 2 k records/s: DS2 would want 8 k / 2 k = 4 workers), then folds
+// 20 k records/s (4 ms of each 10 ms at 8 k/s: 1 worker), and from 1.5 s is busy all the
+// time at 20 k/s for 24 k/s (2 workers: the overload). `count_from`: the count's first
+// activity (none before).
+std::vector<Event> cold_start_trace(int64_t count_from) {
+  const int64_t ms = 1'000'000;
+  snailtrail::testing::TraceBuilder b;
+  int64_t c = 0;
+  for (int64_t t = 0; t < 2500 * ms; t += 10 * ms) {
+    const uint32_t sent = t < 1500 * ms ? 80 : 240;
+    counted(b, 1, ActivityType::input, t, t + ms, 0, sent);
+    b.message(1, t + ms, 0, t + ms, ++c);
+    Event& send = b.trace.events[b.trace.events.size() - 2];
+    send.records = sent;
+    send.flags |= snailtrail::kHasRecords;
+    if (t < count_from) continue;
+    if (t < 750 * ms)
+      counted(b, 0, ActivityType::processing, t + ms, t + 10 * ms, 1, 18);
+    else if (t < 1500 * ms)
+      counted(b, 0, ActivityType::processing, t + ms, t + 5 * ms, 1, 80);
+    else
+      counted(b, 0, ActivityType::processing, t + ms, t + 11 * ms, 1, 200);
+  }
+  return b.build().events;
+}
+
+lp::LoopOptions cold_start_options() {
+  lp::LoopOptions lo;
+  lo.max_workers = 2;
+  lo.initial_workers = 1;
+  lo.bins = 4;
+  lo.policy_interval_ns = 250'000'000;
+  lo.rate_profile = {{0, 8000}, {1'500'000'000, 24000}};
+  lo.manager.rollback = false;
+  lo.manager.threshold = 0;
+  return lo;
+}
+
+// The feed as the runtime hands it over: every 50 ms each worker's events before then (an
+// activity across the flush is handed over open), then a plan call at the newest event
+// time. The evidence per call, for the oracle.
+struct Replayed {
+  std::vector<lp::DecisionRecord> decisions;
+  std::vector<int64_t> calls;
+  std::vector<Evidence> snapshots;
+  uint64_t in_startup = 0, observed = 0;
+};
+Replayed replay_flushes(const lp::LoopOptions& lo, const std::vector<Event>& events) {
+  const int64_t flush = 50'000'000;
+  lp::Autoscaler as(lo);
+  Evidence ev(lo.max_workers);
+  Replayed out;
+  std::vector<uint32_t> config = as.initial_config();
+  const std::vector<std::string> ops = {"source", "count"};
+  std::vector<size_t> next(lo.max_workers, 0);
+  std::vector<std::vector<Event>> per(lo.max_workers);
+  for (const Event& e : events) per[e.worker].push_back(e);
+  int64_t now = 0;
+  for (int64_t f = flush;; f += flush) {
+    bool more = false;
+    for (uint32_t w = 0; w < lo.max_workers; ++w) {
+      std::vector<Event> buf;
+      for (; next[w] < per[w].size() && per[w][next[w]].ts < f; ++next[w]) {
+        buf.push_back(per[w][next[w]]);
+        ev.add(buf.back());
+        now = std::max(now, buf.back().ts);
+      }
+      more = more || next[w] < per[w].size();
+      if (buf.empty()) continue;
+      as.on_events(buf, ops);
+      out.calls.push_back(now);
+      out.snapshots.push_back(ev);
+      if (auto c = as.plan(now, config)) config = *c;
+    }
+    if (!more) break;
+  }
+  out.decisions = as.decisions();
+  out.in_startup = as.intervals_in_startup();
+  out.observed = as.intervals_observed();
+  return out;
+}
+
+TEST(LoopStartup, TheColdStartDoesNotScaleOutAndTheOverloadStillDecidesAtOnce) {
+  const std::vector<Event> trace = cold_start_trace(0);
+  const int64_t ms = 1'000'000;
+  {
+    SCOPED_TRACE("the rule before: only the first interval skipped");
+    lp::LoopOptions lo = cold_start_options();
+    lo.startup_ns = lo.policy_interval_ns;
+    const Replayed r = replay_flushes(lo, trace);
+    ASSERT_FALSE(r.decisions.empty());
+    SCOPED_TRACE(r.decisions.front().reason);
+    EXPECT_EQ(r.decisions.front().active_workers, 2u);
+    EXPECT_LE(r.decisions.front().evidence_end_s, 0.75) << "a scale-out on the cold start";
+  }
+  const lp::LoopOptions lo = cold_start_options();
+  const Replayed r = replay_flushes(lo, trace);
+  ASSERT_FALSE(r.decisions.empty()) << "no decision: 24 k records/s needs 2 workers";
+  const lp::DecisionRecord& d = r.decisions.front();
+  SCOPED_TRACE(d.reason);
+  // The default start-up (1 s) skips the cold intervals and [0.75 s, 1 s).
+  EXPECT_EQ(lp::default_startup_ns(lo.policy_interval_ns), 1000 * ms);
+  EXPECT_EQ(r.in_startup, 4u);
+  EXPECT_EQ(r.decisions.size(), 1u);
+  EXPECT_EQ(d.active_workers, 2u);
+  // The overload's first interval, [1.5 s, 1.75 s), at the first call whose evidence for
+  // it is complete.
+  EXPECT_DOUBLE_EQ(d.evidence_end_s, 1.75);
+  const auto decided = static_cast<int64_t>(d.time_s * 1e9 + 0.5);
+  size_t first = r.calls.size();
+  for (size_t i = 0; i < r.calls.size() && first == r.calls.size(); ++i)
+    if (r.snapshots[i].complete(1750 * ms)) first = i;
+  ASSERT_LT(first, r.calls.size());
+  EXPECT_EQ(decided, r.calls[first]) << "the evidence was complete at " << r.calls[first] * 1e-9
+                                     << " s, the decision came at " << d.time_s << " s";
+}
+
+// With no start-up time, an interval still counts as start-up while it began before both
+// operators produced output: the count's first activity ends at 0.605 s, so [0, 0.25),
+// [0.25, 0.5) and [0.5, 0.75) are skipped, and the later ones shown to DS2.
+TEST(LoopStartup, IntervalsBeforeBothOperatorsProducedOutputAreSkipped) {
+  const int64_t ms = 1'000'000;
+  lp::LoopOptions lo = cold_start_options();
+  lo.startup_ns = 0;
+  lo.rate_profile = {{0, 8000}};
+  std::vector<Event> trace;
+  for (const Event& e : cold_start_trace(600 * ms))
+    if (e.ts < 1500 * ms) trace.push_back(e);
+  const Replayed r = replay_flushes(lo, trace);
+  EXPECT_EQ(r.in_startup, 3u);
+  EXPECT_GE(r.observed, 2u);
+  EXPECT_TRUE(r.decisions.empty()) << r.decisions.front().reason;
+}
+
 }  // namespace
 }  // namespace test_decision_latency

@@ -261,12 +261,14 @@ TEST(LoopRebalance, PlanOnASyntheticFeed) {
     const std::vector<std::string> ops = {"source", "count"};
     rb.on_events(synthetic_second(0), ops);
     rb.on_events(synthetic_second(1'000'000'000), ops);
-    EXPECT_FALSE(rb.plan(500'000'000, config));    // before the first tick
-    EXPECT_FALSE(rb.plan(2'000'000'000, config));  // start-up interval; counts baseline
+    // The events to 2 s close [0 s, 1 s): the start-up interval, skipped (the counts'
+    // baseline); nothing else is complete, whatever the time of the call.
+    EXPECT_FALSE(rb.plan(500'000'000, config));
+    EXPECT_FALSE(rb.plan(2'000'000'000, config));
     for (uint32_t b = 0; b < B; ++b)
       counts[b] += skewed ? (b == 0 ? 4000 : b < 4 ? 1000 + 100 * b : 100) : 1000;
     rb.on_events(synthetic_second(2'000'000'000), ops);
-    // The tick starts the analysis on its own thread; a later call decides.
+    // [1 s, 2 s) is complete: the analysis starts on its own thread; a later call decides.
     auto to = rb.plan(3'000'000'000, config);
     EXPECT_FALSE(to);
     for (int k = 1; k < 20'000 && !to && rb.analyses().empty(); ++k) {
@@ -302,10 +304,80 @@ TEST(LoopRebalance, PlanOnASyntheticFeed) {
     EXPECT_EQ(*to, want);
     EXPECT_EQ(ds[0].bins, moved);
     EXPECT_EQ(moved, std::vector<uint32_t>{0});
-    // The next tick falls in the migration: nothing (the planner is asked again only
-    // once it is complete; that call starts the settling).
+    // A call during the migration: nothing (the planner is asked again only once it is
+    // complete; that call starts the settling).
     EXPECT_FALSE(rb.plan(3'500'000'000, *to));
   }
+}
+
+// As soon as an interval's evidence is complete, not at the next policy tick (as DS2 since
+// loop47): the skewed synthetic feed handed over as the runtime does (every 50 ms each
+// worker's events before then), a plan call after each buffer at the newest event time.
+// Oracle, by brute force over the feed: the analysis of [1 s, 2 s) starts at the first call
+// at which every worker has an event at or after its end plus the margin (100 ms); the
+// decision comes at the first call after the analysis is done (here: the same time, as the
+// test waits for it). With ticks every 1 s it started at 3 s.
+TEST(LoopDecisionLatency, RebalanceAnalyzesAsSoonAsTheIntervalsEvidenceIsComplete) {
+  const uint32_t B = 8;
+  const int64_t ms = 1'000'000, flush = 50 * ms;
+  std::vector<uint64_t> counts(B, 0);
+  lp::RebalanceOptions ro;
+  ro.workers = 2;
+  ro.bins = B;
+  ro.policy_interval_ns = 1000 * ms;
+  ro.bin_counts = [&counts] { return counts; };
+  lp::Rebalancer rb(ro);
+  auto config = lp::contiguous_config(B, 2);
+  const std::vector<std::string> ops = {"source", "count"};
+  std::vector<std::vector<Event>> per(2);
+  for (int64_t s = 0; s < 4; ++s)
+    for (const Event& e : synthetic_second(s * 1000 * ms)) per[e.worker].push_back(e);
+  std::vector<size_t> next(2, 0);
+  std::vector<int64_t> newest(2, -1);
+  std::vector<int64_t> calls;
+  std::vector<int64_t> watermarks;  // per call: the oldest newest event over the workers
+  int64_t now = 0;
+  for (int64_t f = flush; f <= 4000 * ms && rb.decisions().empty(); f += flush) {
+    for (uint32_t b = 0; b < B; ++b) counts[b] += b == 0 ? 200 : b < 4 ? 50 + 5 * b : 5;
+    for (uint32_t w = 0; w < 2; ++w) {
+      std::vector<Event> buf;
+      for (; next[w] < per[w].size() && per[w][next[w]].ts < f; ++next[w])
+        buf.push_back(per[w][next[w]]);
+      if (buf.empty()) continue;
+      for (const Event& e : buf) {
+        newest[e.worker] = std::max(newest[e.worker], e.ts);
+        now = std::max(now, e.ts);
+      }
+      rb.on_events(buf, ops);
+      calls.push_back(now);
+      watermarks.push_back(std::min(newest[0], newest[1]));
+      auto to = rb.plan(now, config);
+      for (int k = 0; k < 60'000 && !to && rb.analyzing(); ++k) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        to = rb.plan(now, config);
+      }
+      if (to) {
+        config = *to;
+        break;
+      }
+    }
+  }
+  const auto as = rb.analyses();
+  ASSERT_FALSE(as.empty());
+  EXPECT_DOUBLE_EQ(as[0].from_s, 1.0);
+  EXPECT_DOUBLE_EQ(as[0].to_s, 2.0);
+  size_t first = calls.size();
+  for (size_t i = 0; i < calls.size() && first == calls.size(); ++i)
+    if (watermarks[i] >= 2100 * ms) first = i;
+  ASSERT_LT(first, calls.size());
+  const auto started = static_cast<int64_t>(std::llround(as[0].time_s * 1e9));
+  EXPECT_EQ(started, calls[first]) << "the evidence was complete at " << calls[first] * 1e-9
+                                   << " s, the analysis started at " << as[0].time_s << " s";
+  const auto ds = rb.decisions();
+  ASSERT_EQ(ds.size(), 1u);
+  EXPECT_EQ(ds[0].straggler, 0);
+  EXPECT_EQ(std::llround(ds[0].time_s * 1e9), calls[first]);
+  EXPECT_LT(ds[0].time_s, 2.5);  // a tick: 3 s
 }
 
 // In-process equals offline across the interval's borders, on a feed delivered as the
@@ -389,12 +461,12 @@ TEST(LoopRebalance, InProcessAnalysisSeesWhatCrossesItsBorders) {
     std::vector<Event> batch;
     for (; next < feed.size() && feed[next].at <= now; ++next) batch.push_back(feed[next].e);
     rb.on_events(std::move(batch), ops);
-    const size_t before = rb.analyses().size();
     EXPECT_FALSE(rb.plan(now + 1, config));
-    // Ticks from 1.5 s on start an analysis (of the interval that ended 0.5 s before):
-    // wait for it, so that none is skipped.
-    if (now >= 1500 * ms && now % (500 * ms) == 0)
-      for (int k = 0; k < 60'000 && rb.analyses().size() == before; ++k) {
+    // An interval's analysis starts once the feed has passed its end by 100 ms, from
+    // [0.5 s, 1 s) on: 150 ms after each end, wait for it, so that none is skipped.
+    const int64_t due = (now - 250 * ms) / (500 * ms) - 1;
+    if (now >= 1250 * ms && now % (500 * ms) == 250 * ms)
+      for (int k = 0; k < 60'000 && static_cast<int64_t>(rb.analyses().size()) < due; ++k) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
         EXPECT_FALSE(rb.plan(now + 2, config));
       }
