@@ -186,7 +186,8 @@ std::vector<Event> cold_start_trace(int64_t count_from) {
     else
       counted(b, 0, ActivityType::processing, t + ms, t + 11 * ms, 1, 200);
   }
-  return b.build().events;
+  const auto events = b.build().events;
+  return {events.begin(), events.end()};
 }
 
 lp::LoopOptions cold_start_options() {
