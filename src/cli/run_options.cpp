@@ -151,7 +151,7 @@ void add_loop_options(CLI::App* cmd, RunArgs& a) {
   cmd->add_option("--policy-interval", a.policy_interval,
                   "--autoscale/--rebalance: DS2's and the CP analysis' interval (default 1s)");
   cmd->add_option("--startup", a.startup,
-                  "--autoscale: DS2 skips intervals that start before this (default: 1s or "
+                  "--autoscale: DS2 skips intervals that start before this (default: 2s or 2 "
                   "--policy-interval if longer) or before both operators produced output");
   cmd->add_option("--warmup", a.warmup,
                   "--autoscale: intervals ignored after a change (default 0; those with a "

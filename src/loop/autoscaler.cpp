@@ -41,7 +41,7 @@ std::vector<uint32_t> spread(const std::vector<uint32_t>& config, uint32_t activ
 }
 
 int64_t default_startup_ns(int64_t policy_interval_ns) {
-  return std::max<int64_t>(1'000'000'000, policy_interval_ns);
+  return std::max<int64_t>(2'000'000'000, 2 * policy_interval_ns);
 }
 
 namespace {
@@ -238,7 +238,7 @@ std::optional<std::vector<uint32_t>> Autoscaler::plan(int64_t now_ns,
   for (const scale::IntervalMetrics& m : closed) {
     // Start-up: the job is not in steady operation before --startup (its first records
     // pay for cold caches, page faults and the state's first allocations: DS2 measured
-    // true rates of 0.2-6 k records/s at 0.5-1 s where 125 k/s is the steady rate), and
+    // true rates of 0.1-13 k records/s up to 2 s where 125 k/s is the steady rate), and
     // an interval that starts before both operators have produced output does not
     // measure their rates over all of it.
     if (m.start_ns < opt_.startup_ns ||

@@ -57,6 +57,7 @@ inline loop::LoopOptions replay_options() {
   lo.rate_profile = {{0, 6000}, {1'000'000'000, 24000}};
   lo.manager.rollback = false;
   lo.manager.threshold = 0;
+  lo.startup_ns = 250'000'000;  // a 3 s run: the first interval only (the rule before loop48)
   return lo;
 }
 

@@ -122,6 +122,7 @@ TEST(LoopDecisionLatency, AnIntervalWaitsForTheActivitiesOpenAcrossItsEnd) {
   lo.rate_profile = {{0, 20000}};
   lo.manager.rollback = false;
   lo.manager.threshold = 0;
+  lo.startup_ns = 1'000'000'000;  // the interval [1 s, 2 s) is shown
   lp::Autoscaler as(lo);
   const std::vector<std::string> ops = {"source", "count"};
   const int64_t ms = 1'000'000;
@@ -165,8 +166,8 @@ TEST(LoopDecisionLatency, AnIntervalWaitsForTheActivitiesOpenAcrossItsEnd) {
 // an input of 1 ms and a message with its records); worker 0's count is cold until 0.75 s
 // (busy all the time at 2 k records/s: DS2 would want 8 k / 2 k = 4 workers), then folds
 // 20 k records/s (4 ms of each 10 ms at 8 k/s: 1 worker), and from 1.5 s is busy all the
-// time at 20 k/s for 24 k/s (2 workers: the overload). `count_from`: the count's first
-// activity (none before).
+// time at 20 k/s for 24 k/s (2 workers: the overload); a start-up of 1 s. `count_from`: the count's
+// first activity (none before).
 std::vector<Event> cold_start_trace(int64_t count_from) {
   const int64_t ms = 1'000'000;
   snailtrail::testing::TraceBuilder b;
@@ -199,6 +200,7 @@ lp::LoopOptions cold_start_options() {
   lo.rate_profile = {{0, 8000}, {1'500'000'000, 24000}};
   lo.manager.rollback = false;
   lo.manager.threshold = 0;
+  lo.startup_ns = 1'000'000'000;
   return lo;
 }
 
@@ -264,8 +266,10 @@ TEST(LoopStartup, TheColdStartDoesNotScaleOutAndTheOverloadStillDecidesAtOnce) {
   ASSERT_FALSE(r.decisions.empty()) << "no decision: 24 k records/s needs 2 workers";
   const lp::DecisionRecord& d = r.decisions.front();
   SCOPED_TRACE(d.reason);
-  // The default start-up (1 s) skips the cold intervals and [0.75 s, 1 s).
-  EXPECT_EQ(lp::default_startup_ns(lo.policy_interval_ns), 1000 * ms);
+  // A start-up of 1 s (cold_start_options; the default, 2 s or 2 intervals, would skip
+  // this short trace's overload too) skips the cold intervals and [0.75 s, 1 s).
+  EXPECT_EQ(lp::default_startup_ns(lo.policy_interval_ns), 2000 * ms);
+  EXPECT_EQ(lp::default_startup_ns(1500 * ms), 3000 * ms);
   EXPECT_EQ(r.in_startup, 4u);
   EXPECT_EQ(r.decisions.size(), 1u);
   EXPECT_EQ(d.active_workers, 2u);

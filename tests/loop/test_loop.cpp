@@ -126,6 +126,7 @@ LoopRun run_loop(const std::vector<std::pair<int64_t, double>>& profile, double 
   lo.initial_workers = 1;
   lo.bins = 64;
   lo.policy_interval_ns = 500'000'000;
+  lo.startup_ns = 1'000'000'000;  // runs of 3.5-5 s, 20 k keys: a short start-up
   lo.rate_profile = profile;
   lo.manager.rollback = false;
   lo.manager.threshold = 0;
