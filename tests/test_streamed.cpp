@@ -6,15 +6,23 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <random>
 #include <set>
+#include <stdexcept>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "bench/synthetic.hpp"
 #include "pag/timeline.hpp"
@@ -1149,6 +1157,141 @@ TEST(SplitWindowsByEvents, EqualWeightsOnEvenDensityAreEqualShares) {
   EXPECT_EQ(split_windows_by_events(index, plan, {0.85, 1}), (std::vector<int64_t>{0, 46, 100}));
   EXPECT_THROW(split_windows_by_events(index, plan, {}), std::invalid_argument);
   EXPECT_THROW(split_windows_by_events(index, plan, {0, 0}), std::invalid_argument);
+}
+
+// With 2 or more threads the streamed analysis cuts batches of windows on the reading
+// thread and analyzes them on another while reading goes on (summary/streamed.cpp,
+// BatchPipeline). What the callers see is the serial run's: the same windows, in order,
+// `consume` and `on_progress` on the calling thread (MPI ranks' `claim` and `consume`
+// share state), however many batches are in flight.
+class StreamedPipelineTest : public StreamedTest {
+ protected:
+  struct Seen {
+    std::vector<std::string> windows;  // consume's, in order
+    std::vector<std::pair<size_t, size_t>> progress;
+    bool off_thread = false;  // consume or on_progress ran on another thread
+  };
+
+  void SetUp() override {
+    StreamedTest::SetUp();
+    write_synthetic("t.snail", 4'000'000'000);  // 5 blocks, 80 windows of 50 ms
+    options_.windows.width_ns = 50'000'000;
+  }
+
+  static std::string render_text(const WindowView& v) {
+    const WindowSummary& s = v.summary;
+    return fmt::format("{} [{}, {}) run {} events {} nodes {} edges {} cp {} paths {:.6f}\n",
+                       s.index, s.window.start, s.window.end, s.window.empty_run, s.events, s.nodes,
+                       s.edges, s.cp_ns, s.paths_log10);
+  }
+
+  // Runs the analysis; `cb` gets the consume and progress recorders added.
+  Seen analyze(unsigned threads, StreamedCallbacks cb = {}) {
+    SnailFile file(path("t.snail").string());
+    const StreamedPlan plan = plan_streamed(file.index().facts, options_.windows);
+    Seen seen;
+    const auto caller = std::this_thread::get_id();
+    if (!cb.render)
+      cb.render = [](const WindowView& v, RenderedWindow& r) { r.text = render_text(v); };
+    cb.consume = [&, inner = cb.consume](RenderedWindow& r) {
+      if (std::this_thread::get_id() != caller) seen.off_thread = true;
+      seen.windows.push_back(r.text);
+      if (inner) inner(r);
+    };
+    cb.on_progress = [&](size_t done, size_t total) {
+      if (std::this_thread::get_id() != caller) seen.off_thread = true;
+      seen.progress.emplace_back(done, total);
+    };
+    analyze_snail_streamed(file, options_, plan, plan.k0, plan.k1, threads, cb);
+    return seen;
+  }
+
+  AnalysisOptions options_;
+};
+
+TEST_F(StreamedPipelineTest, SeveralBatchesInFlightGiveTheSerialRunsWindowsInOrder) {
+  const Seen serial = analyze(1);
+  ASSERT_GE(serial.windows.size(), 64u);
+  EXPECT_FALSE(serial.off_thread);
+  ASSERT_FALSE(serial.progress.empty());
+  EXPECT_EQ(serial.progress.back().first, serial.progress.back().second);
+
+  for (unsigned threads : {2u, 3u}) {
+    const Seen plain = analyze(threads);
+    EXPECT_EQ(plain.windows, serial.windows) << threads << " threads";
+    EXPECT_EQ(plain.progress, serial.progress) << threads << " threads";
+    EXPECT_FALSE(plain.off_thread) << threads << " threads";
+
+    // With a claim, windows go in batches of 8 (12 at 3 threads), each claimed just before
+    // it is cut. The first window's analysis waits until the reading thread has claimed
+    // the third batch: so two batches were cut while the first was being analyzed. (A
+    // generous timeout: if it is never claimed, the run goes on and the check fails.)
+    SnailFile file(path("t.snail").string());
+    const StreamedPlan plan = plan_streamed(file.index().facts, options_.windows);
+    const int64_t third = plan.k0 + 2 * (threads == 2 ? 8 : 12);
+    std::mutex mu;
+    std::condition_variable cv;
+    int64_t claimed = INT64_MIN;
+    bool waited = false, third_claimed_in_time = false;
+    std::thread::id claim_thread;
+    StreamedCallbacks cb;
+    cb.claim = [&](int64_t last) {
+      {
+        std::lock_guard lock(mu);
+        claimed = std::max(claimed, last);
+        claim_thread = std::this_thread::get_id();
+      }
+      cv.notify_all();
+      return plan.k1;  // takes every window
+    };
+    cb.render = [&](const WindowView& v, RenderedWindow& r) {
+      r.text = render_text(v);
+      std::unique_lock lock(mu);
+      if (waited) return;
+      waited = true;
+      third_claimed_in_time =
+          cv.wait_for(lock, std::chrono::seconds(120), [&] { return claimed >= third; });
+    };
+    const Seen claiming = analyze(threads, cb);
+    EXPECT_TRUE(third_claimed_in_time) << threads << " threads";
+    EXPECT_EQ(claim_thread, std::this_thread::get_id());
+    EXPECT_EQ(claiming.windows, serial.windows) << threads << " threads";
+    EXPECT_FALSE(claiming.off_thread) << threads << " threads";
+    ASSERT_FALSE(claiming.progress.empty());
+    EXPECT_EQ(claiming.progress.back(), serial.progress.back());
+  }
+}
+
+TEST_F(StreamedPipelineTest, AnErrorInTheAnalysisOrTheConsumerIsRethrownWithoutHanging) {
+  for (unsigned threads : {1u, 2u, 3u}) {
+    for (size_t at : {0u, 5u, 20u, 70u}) {
+      StreamedCallbacks cb;
+      std::atomic<size_t> rendered{0};
+      cb.render = [&](const WindowView& v, RenderedWindow& r) {
+        if (rendered++ == at) throw std::runtime_error(fmt::format("render fails at {}", at));
+        r.text = render_text(v);
+      };
+      try {
+        analyze(threads, cb);
+        ADD_FAILURE() << threads << " threads, render failing at " << at << ": no exception";
+      } catch (const std::runtime_error& e) {
+        EXPECT_EQ(std::string(e.what()), fmt::format("render fails at {}", at));
+      }
+
+      StreamedCallbacks cc;
+      size_t consumed = 0;
+      cc.consume = [&](RenderedWindow&) {
+        if (consumed++ == at) throw std::runtime_error(fmt::format("consume fails at {}", at));
+      };
+      try {
+        analyze(threads, cc);
+        ADD_FAILURE() << threads << " threads, consume failing at " << at << ": no exception";
+      } catch (const std::runtime_error& e) {
+        EXPECT_EQ(std::string(e.what()), fmt::format("consume fails at {}", at));
+      }
+      EXPECT_EQ(consumed, at + 1);
+    }
+  }
 }
 
 }  // namespace

@@ -1,8 +1,14 @@
 #include "summary/streamed.hpp"
 
 #include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <exception>
 #include <limits>
+#include <memory>
+#include <mutex>
 #include <stdexcept>
+#include <thread>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -277,6 +283,145 @@ FinalWindows final_windows(const StreamedPlan& plan, int64_t k_end, int64_t max_
 
 namespace {
 
+// Batches of windows cut from the stream, analyzed on a thread of their own while the
+// reading thread goes on reading, adding and cutting (with --threads 2 or more; see
+// docs/PERFORMANCE.md, "issue 39, sixth round"). Each batch's cut is an independent
+// copy, analyzed by analyze_windows_parallel on `threads` threads (`render` runs there);
+// its windows' results wait in the batch until the reading thread delivers them:
+// `consume` and `delivered` run on the reading thread, in window order, as before (the
+// callers' `claim` and `consume` share state without locks: MPI ranks' polling). At most
+// `max_in_flight` batches are cut and not yet delivered, which bounds memory. The first
+// exception of the analysis is rethrown on the reading thread at its next submit or
+// deliver; the destructor stops the analysis thread (after the batch it is analyzing).
+class BatchPipeline {
+ public:
+  struct Batch {
+    Pag cut;
+    std::vector<Window> windows;
+    size_t first_index = 0;
+    size_t count = 0;  // windows of the plan it completes
+    std::vector<RenderedWindow> results;
+    bool done = false;
+  };
+
+  BatchPipeline(const AnalysisOptions& options, unsigned threads, const StreamedCallbacks& cb,
+                std::function<void(size_t)> delivered, size_t max_in_flight)
+      : options_(options),
+        threads_(threads),
+        cb_(cb),
+        delivered_(std::move(delivered)),
+        max_in_flight_(std::max<size_t>(1, max_in_flight)),
+        thread_([this] { work(); }) {}
+
+  ~BatchPipeline() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  BatchPipeline(const BatchPipeline&) = delete;
+  BatchPipeline& operator=(const BatchPipeline&) = delete;
+
+  // Hands a batch over to the analysis, after delivering the finished ones (waiting for
+  // the oldest while max_in_flight are held).
+  void submit(std::unique_ptr<Batch> batch) {
+    while (in_flight() >= max_in_flight_) deliver_front(true);
+    deliver_ready();
+    {
+      std::lock_guard lock(mu_);
+      if (error_) std::rethrow_exception(error_);
+      queue_.push_back(std::move(batch));
+    }
+    cv_.notify_all();
+  }
+
+  // Delivers the batches finished at the front of the queue, without waiting.
+  void deliver_ready() {
+    while (deliver_front(false)) {
+    }
+  }
+
+  // Delivers every batch, waiting for their analysis.
+  void finish() {
+    while (deliver_front(true)) {
+    }
+  }
+
+ private:
+  size_t in_flight() {
+    std::lock_guard lock(mu_);
+    return queue_.size();
+  }
+
+  // Delivers the oldest batch if it is analyzed (waits for it if `wait`); false if there
+  // is none (or, without `wait`, it is not analyzed yet).
+  bool deliver_front(bool wait) {
+    std::unique_ptr<Batch> batch;
+    {
+      std::unique_lock lock(mu_);
+      if (wait) cv_.wait(lock, [&] { return error_ || queue_.empty() || queue_.front()->done; });
+      if (error_) std::rethrow_exception(error_);
+      if (queue_.empty() || !queue_.front()->done) return false;
+      batch = std::move(queue_.front());
+      queue_.pop_front();
+      --analyzed_;
+    }
+    for (RenderedWindow& r : batch->results)
+      if (cb_.consume) cb_.consume(r);
+    if (delivered_) delivered_(batch->count);
+    return true;
+  }
+
+  // The analysis thread: batches in order, each on `threads_` threads.
+  void work() {
+    for (;;) {
+      Batch* batch;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] { return stop_ || analyzed_ < queue_.size(); });
+        if (stop_) return;
+        batch = queue_[analyzed_].get();  // never popped before it is done
+      }
+      try {
+        batch->results.reserve(batch->windows.size());
+        analyze_windows_parallel(batch->cut, batch->windows, batch->first_index, options_, threads_,
+                                 cb_.render,
+                                 [&](RenderedWindow& r) { batch->results.push_back(r); });
+        batch->cut = Pag();  // only the results wait for delivery
+        batch->windows = {};
+      } catch (...) {
+        {
+          std::lock_guard lock(mu_);
+          error_ = std::current_exception();
+        }
+        cv_.notify_all();
+        return;
+      }
+      {
+        std::lock_guard lock(mu_);
+        batch->done = true;
+        ++analyzed_;
+      }
+      cv_.notify_all();
+    }
+  }
+
+  const AnalysisOptions& options_;
+  const unsigned threads_;
+  const StreamedCallbacks& cb_;
+  const std::function<void(size_t)> delivered_;
+  const size_t max_in_flight_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::unique_ptr<Batch>> queue_;  // in window order
+  size_t analyzed_ = 0;                       // batches at the queue's front analyzed
+  bool stop_ = false;
+  std::exception_ptr error_;
+  std::thread thread_;  // last: started once the rest is constructed
+};
+
 // One streamed analysis of windows k_begin..k_end: reads the blocks from the lookback on
 // into a StreamingPag and analyzes windows in batches as they become final.
 class StreamedRun {
@@ -299,6 +444,10 @@ class StreamedRun {
   StreamedStats run();
 
  private:
+  void delivered(size_t windows) {
+    done_ += windows;
+    if (cb_.on_progress) cb_.on_progress(done_, total_);
+  }
   void start();
   void add_block(size_t i);
   void close(int64_t kb, bool last);
@@ -323,6 +472,8 @@ class StreamedRun {
   int64_t batch_;
   BigVector<Event> buf_;
   StreamedStats stats_;
+  // With 2 or more threads: batches analyzed while reading goes on.
+  std::unique_ptr<BatchPipeline> pipeline_;
 };
 
 // The lookback, the windows without events before the first window, and the PAG's
@@ -365,24 +516,34 @@ void StreamedRun::analyze_until(int64_t kb, bool last) {
   int64_t end = plan_.start_of(kb);
   if (kb - 1 == plan_.k1 && plan_.to) end = std::min(end, *plan_.to);
   const int64_t start = plan_.start_of(next_k_);
-  const Pag cut = pag_.cut(start, end, closed);
-  const std::vector<Window> windows = plan_window_range(cut, plan_.origin, plan_.width, next_k_,
-                                                        kb - 1, closed, plan_.to, empty_before_);
-  analyze_windows_parallel(cut, windows, static_cast<size_t>(next_k_ - plan_.k0), options_,
-                           threads_, cb_.render, cb_.consume);
-  done_ += static_cast<size_t>(kb - next_k_);
+  auto batch = std::make_unique<BatchPipeline::Batch>();
+  batch->cut = pag_.cut(start, end, closed);
+  batch->windows = plan_window_range(batch->cut, plan_.origin, plan_.width, next_k_, kb - 1, closed,
+                                     plan_.to, empty_before_);
+  batch->first_index = static_cast<size_t>(next_k_ - plan_.k0);
+  batch->count = static_cast<size_t>(kb - next_k_);
   next_k_ = kb;
-  pag_.retire(end);
-  if (cb_.on_progress) cb_.on_progress(done_, total_);
+  pag_.retire(end);  // the cut is a copy
+  if (pipeline_) {
+    pipeline_->submit(std::move(batch));
+    return;
+  }
+  analyze_windows_parallel(batch->cut, batch->windows, batch->first_index, options_, threads_,
+                           cb_.render, cb_.consume);
+  delivered(batch->count);
 }
 
 StreamedStats StreamedRun::run() {
   start();
+  if (threads_ >= 2)
+    pipeline_ = std::make_unique<BatchPipeline>(
+        options_, threads_, cb_, [this](size_t windows) { delivered(windows); }, 2);
   // Event blocks to read (those with events at or after S) and the frontier after each:
   // every event before it has been read.
   const std::vector<size_t> blocks = file_.blocks_overlapping(S_, INT64_MAX);
   const std::vector<int64_t> frontier = frontiers_after(file_, blocks);
   for (size_t i = 0; i < blocks.size() && !all_closed(); ++i) {
+    if (pipeline_) pipeline_->deliver_ready();
     add_block(blocks[i]);
     const int64_t F = frontier[i + 1];
     pag_.flush_before(F);
@@ -406,6 +567,7 @@ StreamedStats StreamedRun::run() {
     for (; finished_ < by_last_.size(); ++finished_) pag_.finish_worker(by_last_[finished_].second);
     close(k_last_ + 1, true);
   }
+  if (pipeline_) pipeline_->finish();
   return stats_;
 }
 
