@@ -157,8 +157,9 @@ TEST(FlowFlatMap, LargeTablesAreAlignedAndAdvisedAsHugePages) {
     EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % LargePages<Slot>::kHuge, 0u) << n;
     for (size_t i = 0; i < n; ++i) p[i] = {i, ~i};
     for (size_t i = 0; i < n; ++i) ASSERT_EQ(p[i], Slot(i, ~i)) << n;
-    if (!mode.empty() && mode.find("[never]") == std::string::npos)
+    if (!mode.empty() && mode.find("[never]") == std::string::npos) {
       EXPECT_EQ(thp_eligible(p), 1) << n << " (" << mode << ")";
+    }
     alloc.deallocate(p, n);
   }
   Slot* small = alloc.allocate(1000);
