@@ -15,16 +15,67 @@
 //
 // No erase (no count needs one). Iteration order is unspecified; references and iterators
 // are invalidated by an insert that grows the table.
+//
+// Tables of 2 MiB and more live in their own mapping, aligned to 2 MiB and advised as
+// transparent huge pages (LargePages below). Every lookup of a large table is a random
+// access: with 4 KiB pages a 32 MiB table (keycount's 1 M keys) spans 8192 pages, so
+// nearly every lookup missed the TLB too, and growing the table took a page fault per
+// 4 KiB (each an exit to the hypervisor in this VM). docs/RUNTIME.md "Scaling and idle
+// workers" has the measurements.
 #pragma once
+
+#include <sys/mman.h>
 
 #include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
+#include <memory>
+#include <new>
 #include <utility>
 #include <vector>
 
 namespace snailtrail::flow {
+
+// An allocator that gives blocks of kHuge bytes or more from their own anonymous mapping,
+// aligned to kHuge and advised MADV_HUGEPAGE (where transparent huge pages are off or the
+// advice fails, they are ordinary pages: only slower); smaller blocks from operator new.
+template <class T>
+struct LargePages {
+  using value_type = T;
+  static constexpr size_t kHuge = size_t{2} << 20;  // x86-64's huge page
+
+  LargePages() = default;
+  template <class U>
+  LargePages(const LargePages<U>&) {}  // NOLINT: rebinding converts implicitly
+
+  static bool large(size_t n) { return n * sizeof(T) >= kHuge; }
+  static size_t mapped(size_t n) { return (n * sizeof(T) + kHuge - 1) / kHuge * kHuge; }
+
+  T* allocate(size_t n) {
+    if (!large(n)) return std::allocator<T>().allocate(n);
+    // Map one huge page more than needed and give back the unaligned ends.
+    const size_t len = mapped(n);
+    void* p =
+        mmap(nullptr, len + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    const auto base = reinterpret_cast<uintptr_t>(p);
+    const uintptr_t aligned = (base + kHuge - 1) / kHuge * kHuge;
+    if (aligned > base) munmap(p, aligned - base);
+    if (const size_t tail = base + kHuge - aligned; tail > 0)
+      munmap(reinterpret_cast<void*>(aligned + len), tail);
+    madvise(reinterpret_cast<void*>(aligned), len, MADV_HUGEPAGE);
+    return reinterpret_cast<T*>(aligned);
+  }
+  void deallocate(T* p, size_t n) {
+    if (!large(n)) return std::allocator<T>().deallocate(p, n);
+    munmap(p, mapped(n));
+  }
+  template <class U>
+  bool operator==(const LargePages<U>&) const {
+    return true;
+  }
+};
 
 template <class V>
 class FlatMap {
@@ -145,7 +196,7 @@ class FlatMap {
   }
   bool occupied(size_t i) const { return i == mask_ + 1 ? has_zero_ : slots_[i].first != kEmpty; }
   void rehash(size_t cap) {  // cap: a power of two >= kMinCapacity
-    std::vector<value_type> old(cap + 1);
+    Slots old(cap + 1);
     old.swap(slots_);
     mask_ = cap - 1;
     shift_ = 64 - std::countr_zero(cap);
@@ -155,11 +206,12 @@ class FlatMap {
       if (old[i].first != kEmpty) slots_[probe(old[i].first)] = std::move(old[i]);
   }
 
-  std::vector<value_type> slots_;  // capacity() slots, then key 0's
-  size_t mask_ = 0;                // capacity() - 1
-  int shift_ = 64;                 // home slot = hash >> shift_
-  size_t used_ = 0;                // non-zero keys
-  size_t size_ = 0;                // used_ + has_zero_
+  using Slots = std::vector<value_type, LargePages<value_type>>;
+  Slots slots_;      // capacity() slots, then key 0's
+  size_t mask_ = 0;  // capacity() - 1
+  int shift_ = 64;   // home slot = hash >> shift_
+  size_t used_ = 0;  // non-zero keys
+  size_t size_ = 0;  // used_ + has_zero_
   bool has_zero_ = false;
 };
 

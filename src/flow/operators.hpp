@@ -157,9 +157,11 @@ class HeldByTime {
 // records are exchanged by key(record); those of time t wait until the input frontier
 // passes t, then fold(t, key, record, state_of_key, session) runs for each in arrival
 // order and may give output at t (session: a Session<Out> at t). done(states) runs once,
-// when the input is complete (states: a FlatMap<State>, flat_map.hpp).
+// when the input is complete (states: a FlatMap<State>, flat_map.hpp). `expected_keys`:
+// room for that many keys in this worker's table from the start (0: it grows as keys come).
 template <class Out, class State, class T, class KeyFn, class Fold, class Done>
-Stream<Out> stateful_unary(const Stream<T>& s, std::string name, KeyFn key, Fold fold, Done done) {
+Stream<Out> stateful_unary(const Stream<T>& s, std::string name, KeyFn key, Fold fold, Done done,
+                           size_t expected_keys = 0) {
   struct Logic {
     KeyFn key;
     Fold fold;
@@ -179,8 +181,9 @@ Stream<Out> stateful_unary(const Stream<T>& s, std::string name, KeyFn key, Fold
     }
   };
   auto k = key;
-  return s.template unary<Out>(exchange(std::move(k)), std::move(name),
-                               Logic{std::move(key), std::move(fold), std::move(done), {}, {}});
+  Logic logic{std::move(key), std::move(fold), std::move(done), {}, {}};
+  if (expected_keys > 0) logic.states.reserve(expected_keys);
+  return s.template unary<Out>(exchange(std::move(k)), std::move(name), std::move(logic));
 }
 
 // Windows (by end time) whose end the frontier has passed: every key's aggregate is given

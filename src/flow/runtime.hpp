@@ -80,6 +80,9 @@ struct JobSpec {
   std::function<void(const RunConfig&, uint32_t stream, uint64_t from, uint64_t to,
                      FlatMap<uint64_t>& state)>
       reference;
+  // At most this many distinct keys in the output (0: not known): the dataflow's and the
+  // COST loop's tables reserve room for them up front, alike.
+  std::function<uint64_t(const RunConfig&)> distinct_keys;
   // Instead of `reference`, for jobs whose output depends on all streams together
   // (NEXMark): the whole run's output from each stream's record count. Several workers
   // may emit the same key: the run's output adds their values (mod 2^64).

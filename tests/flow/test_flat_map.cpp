@@ -7,7 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <fstream>
 #include <random>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -124,6 +127,57 @@ TEST(FlowFlatMap, ReserveHoldsThatManyKeysWithoutGrowing) {
     EXPECT_EQ(m.size(), n);
     for (uint64_t k = 0; k < n; ++k) ASSERT_EQ(*m.find(k * 0x9e3779b97f4a7c15ull), k) << n;
   }
+}
+
+// The "THPeligible:" value of the mapping that holds p in /proc/self/smaps (-1: not found).
+int thp_eligible(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    unsigned long lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2 && line.find(':') > line.find(' '))
+      inside = lo <= at && at < hi;
+    else if (inside && line.rfind("THPeligible:", 0) == 0)
+      return std::stoi(line.substr(12));
+  }
+  return -1;
+}
+
+// Blocks of 2 MiB and more: aligned to 2 MiB, every byte usable, and advised as huge pages
+// (where transparent huge pages are not off); smaller ones from operator new.
+TEST(FlowFlatMap, LargeTablesAreAlignedAndAdvisedAsHugePages) {
+  using Slot = std::pair<uint64_t, uint64_t>;
+  LargePages<Slot> alloc;
+  std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string mode;
+  std::getline(thp, mode);
+  for (size_t n : {size_t{1} << 17, (size_t{1} << 17) + 1, size_t{3} << 18}) {
+    Slot* p = alloc.allocate(n);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % LargePages<Slot>::kHuge, 0u) << n;
+    for (size_t i = 0; i < n; ++i) p[i] = {i, ~i};
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(p[i], Slot(i, ~i)) << n;
+    if (!mode.empty() && mode.find("[never]") == std::string::npos) {
+      EXPECT_EQ(thp_eligible(p), 1) << n << " (" << mode << ")";
+    }
+    alloc.deallocate(p, n);
+  }
+  Slot* small = alloc.allocate(1000);
+  small[999] = {1, 2};
+  alloc.deallocate(small, 1000);
+}
+
+// Growing through the 2 MiB boundary (2^17 slots) into huge-page tables keeps every key.
+TEST(FlowFlatMap, GrowsIntoLargeTables) {
+  Map m;
+  std::mt19937_64 rng(7);
+  std::vector<uint64_t> keys(300'000);
+  for (auto& k : keys) k = rng();
+  for (size_t i = 0; i < keys.size(); ++i) m[keys[i]] += i + 1;
+  EXPECT_GE(m.capacity() * sizeof(Map::value_type), LargePages<Map::value_type>::kHuge * 2);
+  for (size_t i = 0; i < keys.size(); ++i) ASSERT_EQ(*m.find(keys[i]), i + 1);
+  Map copy = m;  // copying a large table: its own mapping
+  EXPECT_EQ(contents(copy), contents(m));
 }
 
 }  // namespace flat_map_test

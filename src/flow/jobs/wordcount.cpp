@@ -4,6 +4,8 @@
 #include "flow/jobs/jobs.hpp"
 #include "flow/open_loop.hpp"
 
+#include <algorithm>
+
 namespace snailtrail::flow::jobs {
 
 Line wordcount_line(const RunConfig& cfg, uint32_t w, uint64_t i) {
@@ -17,6 +19,12 @@ Line wordcount_line(const RunConfig& cfg, uint32_t w, uint64_t i) {
   return line;
 }
 
+// The vocabulary, or kWordsPerLine words a line if fewer.
+uint64_t wordcount_distinct(const RunConfig& cfg) {
+  if (cfg.records == 0 || cfg.records >= cfg.keys / kWordsPerLine) return cfg.keys;
+  return std::min<uint64_t>(cfg.keys, cfg.records * kWordsPerLine);
+}
+
 JobSpec wordcount_job() {
   JobSpec j;
   j.name = "wordcount";
@@ -28,13 +36,14 @@ JobSpec wordcount_job() {
     auto words = flat_map<uint64_t>(lines, "split", [](const Line& l, auto&& emit) {
       for (uint64_t word : l.words) emit(word);
     });
-    count_per_key_and_probe(ctx, words);
+    count_per_key_and_probe(ctx, words, wordcount_distinct(cfg));
   };
   j.reference = [](const RunConfig& cfg, uint32_t w, uint64_t from, uint64_t to,
                    FlatMap<uint64_t>& state) {
     for (uint64_t i = from; i < to; ++i)
       for (uint64_t word : wordcount_line(cfg, w, i).words) ++state[word];
   };
+  j.distinct_keys = wordcount_distinct;
   return j;
 }
 
