@@ -1658,10 +1658,9 @@ TEST_F(ServeCli, LateProducersAreWarnedAbout) {
     ASSERT_GT(http, 0) << server->err();
     send_bytes(tcp, worker_text(0));
     if (!grace) {  // wait until worker 0's windows have closed
-      for (int i = 0;
-           i < 500 && metric(http_get(http, "/metrics"), "snailtrail_windows_emitted_total") == 0;
-           ++i)
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      ASSERT_TRUE(testing::wait_until([&] {
+        return metric(http_get(http, "/metrics"), "snailtrail_windows_emitted_total") > 0;
+      }));
     }
     send_bytes(tcp, worker_text(1));
     // Wait for the outcome: without grace, the late events counted and warned about; with
