@@ -17,7 +17,7 @@
 #   loop_mpi.sh BINARY kill       rank 1 is killed (SIGKILL) right after rank 0's first
 #                                 decision (the test hook SNAILTRAIL_LOOP_DECISION_MARK), in
 #                                 a fluid migration that a calibration run shows lasts much
-#                                 longer: mpirun must exit non-zero within 15 s naming rank 1.
+#                                 longer: mpirun must exit non-zero within 60 s naming rank 1.
 # Exit 77 (skipped) when mpirun is missing.
 bin=$1 mode=$2
 . "$(dirname "$0")/mpi_prologue.sh"
@@ -106,17 +106,17 @@ kill)
   [ "$done_" = False ] || awk "BEGIN { exit !($took >= 0.5) }" ||
     { echo "FAIL: the migration is too short to be killed in"; exit 1; }
   export SNAILTRAIL_LOOP_DECISION_MARK="$dir/mark"
-  $mpirun_lo -np 2 -x SNAILTRAIL_LOOP_DECISION_MARK "$bin" $args --duration 30s \
+  $mpirun_lo -np 2 -x SNAILTRAIL_LOOP_DECISION_MARK "$bin" $args --duration 120s \
     >"$dir/out" 2>&1 &
   mpid=$!
   victim=$(rank_pid 1)
   [ -n "$victim" ] || { cat "$dir/out"; echo "FAIL: no rank 1 process under mpirun"; exit 1; }
   i=0
-  while [ ! -s "$dir/mark" ] && [ $i -lt 400 ]; do
+  while [ ! -s "$dir/mark" ] && [ $i -lt 3000 ]; do
     sleep 0.02
     i=$((i + 1))
   done
-  [ -s "$dir/mark" ] || { cat "$dir/out"; echo "FAIL: no decision within 8 s"; exit 1; }
+  [ -s "$dir/mark" ] || { cat "$dir/out"; echo "FAIL: no decision within 60 s"; exit 1; }
   echo "decision (time s, active workers): $(cat "$dir/mark"); killing rank 1 (pid $victim)"
   kill -9 "$victim"
   start=$(date +%s)

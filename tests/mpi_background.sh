@@ -5,8 +5,8 @@
 #                         processes still named by $mpid (mpirun) and $spid (serve) are
 #                         killed (SIGKILL)
 #   rank_pid RANK         prints the pid of rank RANK among $mpid's children, waiting up
-#                         to 10 s for it to start; prints nothing if it does not
-#   wait_mpirun OUT       waits at most 15 s for $mpid to end: FAIL (printing the file
+#                         to 30 s for it to start; prints nothing if it does not
+#   wait_mpirun OUT       waits at most 60 s for $mpid to end: FAIL (printing the file
 #                         OUT) on a hang; else sets $rc to its exit code and clears $mpid
 #   expect_rank1_killed OUT   the file OUT names rank 1 killed by SIGKILL
 dir=$(mktemp -d) || exit 1
@@ -22,7 +22,7 @@ rank_pid() {
   # The rank processes are mpirun's children; find the rank by its environment.
   _pid=
   _i=0
-  while [ -z "$_pid" ] && [ $_i -lt 100 ]; do
+  while [ -z "$_pid" ] && [ $_i -lt 300 ]; do
     sleep 0.1
     _i=$((_i + 1))
     for _p in $(pgrep -P "$mpid"); do
@@ -35,13 +35,13 @@ rank_pid() {
 }
 wait_mpirun() {
   _i=0
-  while kill -0 "$mpid" 2>/dev/null && [ $_i -lt 150 ]; do
+  while kill -0 "$mpid" 2>/dev/null && [ $_i -lt 600 ]; do
     sleep 0.1
     _i=$((_i + 1))
   done
   if kill -0 "$mpid" 2>/dev/null; then
     cat "$1"
-    echo "FAIL: mpirun still running 15 s after the failure (hang)"
+    echo "FAIL: mpirun still running 60 s after the failure (hang)"
     exit 1
   fi
   wait "$mpid"

@@ -12,7 +12,7 @@ mpi="$mpirun_lo -np 2"
   --out "$dir/windows.jsonl" --quiet 2>"$dir/serve.err" &
 spid=$!
 i=0
-while ! grep -q "tcp" "$dir/ports" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+while ! grep -q "tcp" "$dir/ports" 2>/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 port=$(sed -n 's/^tcp=\([0-9]*\)$/\1/p' "$dir/ports")
 [ -n "$port" ] || { cat "$dir/serve.err"; echo "FAIL: serve did not start"; exit 1; }
 out=$($mpi "$bin" run wordcount --workers 2 --rate 200000 --duration 600ms --keys 1000 \
@@ -43,7 +43,7 @@ echo "serve's $got windows equal analyze of the merged file"
 # that port-0 listeners get, and nothing here listens on it.
 refused=1
 start=$(date +%s)
-out=$(timeout 15 $mpi "$bin" run keycount --workers 1 --duration 5s -q \
+out=$(timeout 60 $mpi "$bin" run keycount --workers 1 --duration 5s -q \
   --trace-to "127.0.0.1:$refused" 2>&1)
 rc=$?
 echo "$out" | head -5

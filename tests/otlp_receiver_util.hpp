@@ -49,10 +49,10 @@ class TestReceiver {
     EXPECT_EQ(res->status, status) << target << ": " << res->body;
     return res->body;
   }
-  // Waits (up to 20 s) for `n` lines of paths.
+  // Waits (up to 60 s) for `n` lines of paths.
   std::vector<std::string> lines(size_t n) {
     std::vector<std::string> out;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (std::chrono::steady_clock::now() < deadline) {
       out.clear();
       const std::string text = slurp(path_);
@@ -63,9 +63,9 @@ class TestReceiver {
     }
     return out;
   }
-  // Waits (up to 20 s) until `n` traces' paths are written.
+  // Waits (up to 60 s) until `n` traces' paths are written.
   void wait_written(size_t n) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (receiver_->counters().traces_written < n && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     ASSERT_EQ(receiver_->counters().traces_written, n);

@@ -117,6 +117,30 @@ inline int wait_for_port(const std::filesystem::path& path, const std::string& k
   return -1;
 }
 
+// Polls `done()` every 20 ms until it holds or `timeout_s` seconds have passed; returns
+// whether it held. Tests wait for a condition like this, never for a fixed time: under
+// ASan or TSan on a loaded 2-core CI machine anything may take ten times longer.
+template <class Done>
+bool wait_until(Done&& done, double timeout_s = 60) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
+// Whether `sig` was sent to process `pid` and not delivered yet (its handler has not run):
+// the SigPnd (main thread) and ShdPnd (process) masks of /proc/PID/status.
+inline bool signal_pending(pid_t pid, int sig) {
+  std::istringstream in(slurp("/proc/" + std::to_string(pid) + "/status"));
+  const unsigned long long bit = 1ull << (sig - 1);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("SigPnd:", 0) == 0 || line.rfind("ShdPnd:", 0) == 0)
+      if (std::stoull(line.substr(7), nullptr, 16) & bit) return true;
+  return false;
+}
+
 // What `SNAILTRAIL_BINARY args 2>&1` printed and its exit code (-1: it did not exit).
 struct CommandResult {
   int code = -1;

@@ -77,11 +77,10 @@ TEST_F(LiveJobGraph, ServeEqualsTheStaticReport) {
                    path("send.out"), path("send.err"));
   ASSERT_EQ(producer.wait(), 0) << producer.err();
   std::string live;
-  for (int i = 0; i < 200; ++i) {
+  testing::wait_until([&] {
     live = http_get(http, "/api/jobgraph");
-    if (live.find("\"windows\":19,") != std::string::npos) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+    return live.find("\"windows\":19,") != std::string::npos;
+  });
   ASSERT_NE(live.find("\"windows\":19,"), std::string::npos) << live.substr(0, 300);
   const std::string want = report_jobgraph(trace, {"--window", "10ms", "--to", "190ms"});
   ASSERT_FALSE(want.empty());

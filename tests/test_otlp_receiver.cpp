@@ -16,6 +16,8 @@
 #include <csignal>
 #include <cstdio>
 #include <regex>
+#include <sstream>
+#include <string>
 #include <thread>
 
 #include "otlp_builder.hpp"
@@ -238,6 +240,25 @@ void connect_idle(int port, int n, std::vector<int>& fds) {
   }
 }
 
+// Connections waiting in the accept queue of the listener on `port` (the rx_queue of its
+// LISTEN line in /proc/net/tcp or tcp6), -1 if there is none.
+int accept_backlog(int port) {
+  const std::string suffix = fmt::format(":{:04X}", port);
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::istringstream in(testing::slurp(table));
+    std::string line;
+    std::getline(in, line);  // the header
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string slot, local, remote, state, queues;
+      fields >> slot >> local >> remote >> state >> queues;
+      if (state == "0A" && local.ends_with(suffix))
+        return std::stoi(queues.substr(queues.find(':') + 1), nullptr, 16);
+    }
+  }
+  return -1;
+}
+
 // 10 000 idle connections (connected, nothing sent, as an SDK's kept-alive sockets) cost
 // the receiver a buffer each, never a thread (HttpFront): at its connection limit a new
 // client takes the place of the longest-idle one, so an export on a new connection is
@@ -282,7 +303,8 @@ TEST(OtlpReceiver, ConnectionLimitMakesRoomByClosingTheLongestIdle) {
   Receiver r(o, "otlp-limit.jsonl");
   std::vector<int> idle;
   ASSERT_NO_FATAL_FAILURE(connect_idle((*r).port(), 8, idle));
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // all 8 accepted
+  // All 8 accepted (none left in the listener's queue), not after a fixed time.
+  ASSERT_TRUE(testing::wait_until([&] { return accept_backlog((*r).port()) == 0; }));
   auto res = r.post(testing::otlp_protobuf({{"s", {span(kTrace, 1, 0, "x", 1, 2)}}}), kProto);
   ASSERT_TRUE(res) << httplib::to_string(res.error());
   EXPECT_EQ(res->status, 200);

@@ -303,9 +303,8 @@ TEST_F(RunDashboardTest, SighupRotatesTheTokenAndTheCertificate) {
                              std::filesystem::copy_options::overwrite_existing);
   std::ofstream(path("token")) << "token-b-2468\n";
   p.signal(SIGHUP);
-  for (int i = 0;
-       i < 500 && slurp(path("err")).find("re-read the certificate") == std::string::npos; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  snailtrail::testing::wait_until(
+      [&] { return slurp(path("err")).find("re-read the certificate") != std::string::npos; });
   const std::string log = slurp(path("err"));
   EXPECT_NE(log.find("snailtrail run: SIGHUP: re-read the token files"), std::string::npos) << log;
   EXPECT_NE(log.find("snailtrail run: SIGHUP: re-read the certificate"), std::string::npos) << log;

@@ -7,6 +7,7 @@
 #include <httplib.h>
 #include <netinet/in.h>
 #include <simdjson.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
@@ -1037,13 +1038,11 @@ TEST_F(ServeCli, BadStreamsAreCountedAndCompleteEventsKept) {
 
   // The counts show up in /metrics while the server runs.
   std::string metrics;
-  for (int i = 0; i < 100; ++i) {
+  testing::wait_until([&] {
     metrics = http_get(http, "/metrics");
-    if (metric(metrics, "snailtrail_connections_total") == 3 &&
-        metric(metrics, "snailtrail_connections_open") == 0)
-      break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+    return metric(metrics, "snailtrail_connections_total") == 3 &&
+           metric(metrics, "snailtrail_connections_open") == 0;
+  });
   EXPECT_EQ(metric(metrics, "snailtrail_events_ingested_total"), 6u + 4u);
   EXPECT_EQ(metric(metrics, "snailtrail_invalid_lines_total"), 2u + 2u);
   EXPECT_EQ(metric(metrics, "snailtrail_truncated_streams_total"), 2u);
@@ -1074,11 +1073,10 @@ TEST_F(ServeCli, HttpApiServesRetainedWindows) {
   // Windows close while the server runs (no SIGTERM yet): once the producer's workers are
   // idle, every window but the one holding the last event (index 19).
   std::string metrics;
-  for (int i = 0; i < 200; ++i) {
+  testing::wait_until([&] {
     metrics = http_get(http, "/metrics");
-    if (metric(metrics, "snailtrail_windows_emitted_total") >= 19) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+    return metric(metrics, "snailtrail_windows_emitted_total") >= 19;
+  });
   EXPECT_EQ(metric(metrics, "snailtrail_windows_emitted_total"), 19u);
   EXPECT_NE(metrics.find("snailtrail_latest_window_cp{activity=\"processing\"}"),
             std::string::npos);
@@ -1129,10 +1127,9 @@ TEST_F(ServeCli, FollowsAGrowingFile) {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     out << text.substr(cut) << std::flush;
   }
-  for (int i = 0; i < 100; ++i) {
-    if (metric(http_get(http, "/metrics"), "snailtrail_events_ingested_total") == 320) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  EXPECT_TRUE(testing::wait_until([&] {
+    return metric(http_get(http, "/metrics"), "snailtrail_events_ingested_total") == 320;
+  }));
   server->signal(SIGTERM);
   ASSERT_EQ(server->wait(), 0) << server->err();
   EXPECT_EQ(testing::slurp(path("windows.jsonl")), expected);
@@ -1162,10 +1159,9 @@ TEST_F(ServeCli, FollowsAGrowingPerfScriptText) {
     out << text.substr(cut) << std::flush;
   }
   // The open intervals are only final at shutdown: wait for the ones closed before.
-  for (int i = 0; i < 100; ++i) {
-    if (metric(http_get(http, "/metrics"), "snailtrail_events_ingested_total") >= events / 2) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  EXPECT_TRUE(testing::wait_until([&] {
+    return metric(http_get(http, "/metrics"), "snailtrail_events_ingested_total") >= events / 2;
+  }));
   server->signal(SIGTERM);
   ASSERT_EQ(server->wait(), 0) << server->err();
   // Worker ids follow first appearance in a stream (names are the batch's), so only ties
@@ -1398,14 +1394,16 @@ TEST_F(ServeCli, FollowsAGrowingSparkEventLog) {
       const size_t from = g.text.size() * i / pieces, to = g.text.size() * (i + 1) / pieces;
       out << g.text.substr(from, to - from) << std::flush;
       std::this_thread::sleep_for(std::chrono::milliseconds(300));
-      if (i == 2)
-        seen_midway = metric(http_get(http, "/metrics"), "snailtrail_events_ingested_total");
+      if (i == 2)  // the first three fifths are written: wait until serve took their events
+        testing::wait_until([&] {
+          seen_midway = metric(http_get(http, "/metrics"), "snailtrail_events_ingested_total");
+          return seen_midway > 0;
+        });
     }
   }
-  for (int i = 0; i < 100; ++i) {
-    if (metric(http_get(http, "/metrics"), "snailtrail_events_ingested_total") == events) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  EXPECT_TRUE(testing::wait_until([&] {
+    return metric(http_get(http, "/metrics"), "snailtrail_events_ingested_total") == events;
+  }));
   // Jobs that ended in the first three fifths were analyzed while the log grew.
   EXPECT_GT(seen_midway, 0u);
   EXPECT_LT(seen_midway, events);
@@ -1457,10 +1455,10 @@ TEST_F(ServeCli, FollowsAMessagePackLog) {
     out << log.substr(301) << std::flush;
   }
   uint64_t ingested = 0;
-  for (int i = 0; i < 100 && ingested < 80; ++i) {
+  testing::wait_until([&] {
     ingested = metric(http_get(http, "/metrics"), "snailtrail_events_ingested_total");
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+    return ingested >= 80;
+  });
   EXPECT_EQ(ingested, 80u);  // before shutdown: the file has no newline to wait for
   server->signal(SIGTERM);
   ASSERT_EQ(server->wait(), 0) << server->err();
@@ -1486,8 +1484,7 @@ TEST_F(ServeCli, FollowRefusesSingleDocumentFormats) {
   // may take longer than any fixed sleep.)
   const fs::path later = path("later.json");
   auto server = start("c", {"serve", "--follow", later.string()});
-  for (int i = 0; i < 300 && server->err().find("waiting for") == std::string::npos; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  testing::wait_until([&] { return server->err().find("waiting for") != std::string::npos; });
   EXPECT_NE(server->err().find("snailtrail serve: waiting for " + later.string() + " to appear"),
             std::string::npos)
       << server->err();
@@ -1585,9 +1582,17 @@ TEST_F(ServeCli, SecondSignalForcesExit) {
                  "0", "--out", fifo.string(), "--port-file", path("ports").string()},
                 path("s.out"), path("s.err"), trace);
   ASSERT_GT(testing::wait_for_port(path("ports"), "tcp"), 0) << serve.err();
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the pipe fills up
+  // The pipe fills up (then serve's writes block: its 10,000 windows are far more than the
+  // pipe holds), then the first signal is handled before the second is sent (two pending
+  // at once would be one).
+  const int capacity = ::fcntl(reader, F_GETPIPE_SZ);
+  ASSERT_GT(capacity, 0);
+  EXPECT_TRUE(testing::wait_until([&] {
+    int queued = 0;
+    return ::ioctl(reader, FIONREAD, &queued) == 0 && queued >= capacity / 2;
+  })) << serve.err();
   serve.signal(SIGTERM);
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_TRUE(testing::wait_until([&] { return !testing::signal_pending(serve.pid(), SIGTERM); }));
   serve.signal(SIGTERM);
   double took = 0;
   EXPECT_EQ(wait_within(serve, 20, &took), 128 + SIGTERM) << serve.err();
@@ -1653,14 +1658,21 @@ TEST_F(ServeCli, LateProducersAreWarnedAbout) {
     ASSERT_GT(http, 0) << server->err();
     send_bytes(tcp, worker_text(0));
     if (!grace) {  // wait until worker 0's windows have closed
-      for (int i = 0;
-           i < 500 && metric(http_get(http, "/metrics"), "snailtrail_windows_emitted_total") == 0;
-           ++i)
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      ASSERT_TRUE(testing::wait_until([&] {
+        return metric(http_get(http, "/metrics"), "snailtrail_windows_emitted_total") > 0;
+      }));
     }
     send_bytes(tcp, worker_text(1));
-    std::this_thread::sleep_for(std::chrono::milliseconds(grace ? 1500 : 300));
-    const std::string m = http_get(http, "/metrics");
+    // Wait for the outcome: without grace, the late events counted and warned about; with
+    // it, both workers' windows closing (only once worker 1's events are taken: none late).
+    std::string m;
+    testing::wait_until([&] {
+      m = http_get(http, "/metrics");
+      if (grace) return metric(m, "snailtrail_windows_emitted_total") > 0;
+      return metric(m, "snailtrail_late_events_warning") == 1 &&
+             metric(m, "snailtrail_late_events_total") > 50 &&
+             metric_value(m, "snailtrail_late_event_share") > 0.25;
+    });
     server->signal(SIGTERM);
     ASSERT_EQ(wait_within(*server, 30), 0) << server->err();
     if (grace) {

@@ -259,11 +259,10 @@ TEST_F(ServeAuthCli, TcpIngestNeedsTheTokenLine) {
                      "127.0.0.1:" + std::to_string(tcp), "--token-file", path("token").string()});
   EXPECT_EQ(producer->wait(), 0) << producer->err();
   EXPECT_TRUE(send_and_wait_close(tcp, "Bearer " + token + "\r\n" + jsonl));
-  for (int i = 0; i < 100; ++i) {
+  testing::wait_until([&] {
     metrics = http_get(http, "/metrics", token).body;
-    if (metric(metrics, "snailtrail_events_ingested_total") >= 2 * sim.trace.events.size()) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+    return metric(metrics, "snailtrail_events_ingested_total") >= 2 * sim.trace.events.size();
+  });
   EXPECT_EQ(metric(metrics, "snailtrail_events_ingested_total"), 2 * sim.trace.events.size());
   EXPECT_EQ(metric(metrics, "snailtrail_connections_unauthorized_total"), 5u);
   server->signal(SIGTERM);
@@ -288,11 +287,10 @@ TEST_F(ServeAuthCli, TokenLineIsSkippedWithoutATokenConfigured) {
                      "127.0.0.1:" + std::to_string(tcp), "--token-file", path("token").string()});
   EXPECT_EQ(producer->wait(), 0) << producer->err();
   std::string metrics;
-  for (int i = 0; i < 100; ++i) {
+  testing::wait_until([&] {
     metrics = http_get(http, "/metrics").body;
-    if (metric(metrics, "snailtrail_events_ingested_total") >= sim.trace.events.size()) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+    return metric(metrics, "snailtrail_events_ingested_total") >= sim.trace.events.size();
+  });
   EXPECT_EQ(metric(metrics, "snailtrail_events_ingested_total"), sim.trace.events.size());
   EXPECT_EQ(metric(metrics, "snailtrail_invalid_blocks_total"), 0u);
   EXPECT_EQ(metric(metrics, "snailtrail_broken_streams_total"), 0u);

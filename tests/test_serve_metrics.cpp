@@ -90,15 +90,13 @@ TEST_F(ServeMetrics, CpPerWorkerAndOperatorBounded) {
   // Read /api/summary/latest, /metrics, /api/summary/latest until both reads name the
   // same window: then /metrics describes it.
   std::string metrics, latest;
-  for (int i = 0; i < 200; ++i) {
+  testing::wait_until([&] {
     const std::string before = http_get(http, "/api/summary/latest");
     metrics = http_get(http, "/metrics");
     latest = http_get(http, "/api/summary/latest");
-    if (!latest.empty() && before == latest &&
-        metrics.find("snailtrail_latest_window_worker_cp{") != std::string::npos)
-      break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+    return !latest.empty() && before == latest &&
+           metrics.find("snailtrail_latest_window_worker_cp{") != std::string::npos;
+  });
   ASSERT_FALSE(latest.empty()) << server.err();
   simdjson::dom::parser parser;
   simdjson::dom::element doc;

@@ -12,12 +12,14 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "http_test_util.hpp"
 #include "nats_test_util.hpp"
 #include "process_util.hpp"
 #include "serve/ingest.hpp"
@@ -70,7 +72,7 @@ class ServeNats : public testing::TempDirTest {
     posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
     ASSERT_EQ(posix_spawn(&nats_pid_, argv[0], &actions, nullptr, argv.data(), environ), 0);
     posix_spawn_file_actions_destroy(&actions);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     while (!testing::loopback_accepts(port_) && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     ASSERT_TRUE(testing::loopback_accepts(port_)) << testing::slurp(path("nats-server.log"));
@@ -192,7 +194,7 @@ TEST_F(ServeNats, SigkillThenRestartWritesEveryWindowOnce) {
     // Killed after a few windows, after more and (the last round) never before its end.
     auto first = serve("TR", "dur", "windows.jsonl");
     const size_t want = round == 0 ? 1 : round == 1 ? expected.size() / 2 : SIZE_MAX;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (want != SIZE_MAX && std::chrono::steady_clock::now() < deadline &&
            lines_of(testing::slurp(path("windows.jsonl"))).size() < want)
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -344,10 +346,12 @@ TEST_F(ServeNats, BrokerKilledMidStreamLosesAndDoublesNothing) {
 // producer publishes, so JetStream delivers the messages it holds unacknowledged again;
 // they are skipped by their stream sequence. Oracle: analyze's windows, line for line
 // (serve stopped with SIGTERM, then a --drain run closes the last windows); the
-// redeliveries are counted. serve is stopped only once it has written a window (it is
-// consuming then): a fixed 500 ms was not always enough under AddressSanitizer, which
-// stopped it before its first pull, so nothing was delivered to it to deliver again. The
-// producer publishes for about 3 s so that it is still publishing during the stop.
+// redeliveries are counted. Nothing here waits a fixed time for serve (under the
+// sanitizers on a loaded machine it may be ten times slower): it is stopped once it has
+// written a window and only counts as stopped while JetStream says it holds messages
+// delivered and not acknowledged (the precondition of a redelivery; else it goes on and
+// is stopped again), and it is ended once /metrics counts the redeliveries. The stop
+// itself lasts 3 ack waits of nats-server's clock. The producer publishes for about 3 s.
 TEST_F(ServeNats, StoppedConsumerPastItsAckWaitSkipsRedeliveries) {
   start_nats();
   const fs::path trace = simulated(600'000'000, 17);
@@ -364,15 +368,51 @@ TEST_F(ServeNats, StoppedConsumerPastItsAckWaitSkipsRedeliveries) {
                                    "--nats-ack-wait",
                                    "0.5",
                                    "--idle-timeout",
-                                   "120s"};
+                                   "120s",
+                                   "--http",
+                                   "127.0.0.1:0",
+                                   "--port-file",
+                                   path("ports").string()};
   Process reader(args, path("slow.out"), path("slow.err"));
   auto producer = start_send(trace, "TR", "send", {"--rate", std::to_string(events_ / 3)});
-  ASSERT_TRUE(wait_lines("windows.jsonl", 1)) << reader.err();
-  reader.signal(SIGSTOP);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  const int http = testing::wait_for_port(path("ports"), "http");
+  ASSERT_GT(http, 0) << reader.err();
+  natsConnection* nc = nullptr;
+  ASSERT_EQ(natsConnection_ConnectTo(&nc, url("").c_str()), NATS_OK);
+  jsCtx* js = nullptr;
+  ASSERT_EQ(natsConnection_JetStream(&js, nc, nullptr), NATS_OK);
+  auto ack_pending = [&] {
+    jsConsumerInfo* ci = nullptr;
+    int64_t n = -1;
+    if (js_GetConsumerInfo(&ci, js, "TR", "slow", nullptr, nullptr) == NATS_OK) {
+      n = ci->NumAckPending;
+      jsConsumerInfo_Destroy(ci);
+    }
+    return n;
+  };
+  bool holding = false;
+  for (size_t written = 1; !holding && written <= 20; ++written) {
+    ASSERT_TRUE(wait_lines("windows.jsonl", written)) << reader.err();
+    reader.signal(SIGSTOP);
+    // What the server sent before the stop is counted at once (a stopped serve asks for
+    // nothing more): a second is far more than the answer takes.
+    holding = testing::wait_until([&] { return ack_pending() > 0; }, 1);
+    if (!holding) reader.signal(SIGCONT);
+  }
+  jsCtx_Destroy(js);
+  natsConnection_Destroy(nc);
+  ASSERT_TRUE(holding) << "serve never held unacknowledged messages when stopped";
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // nats-server's 3 ack waits
   reader.signal(SIGCONT);
+  uint64_t redelivered = 0;
+  EXPECT_TRUE(testing::wait_until([&] {
+    const std::string m = testing::http_get(http, "/metrics");
+    const size_t at = m.find("\nsnailtrail_nats_redelivered_total ");
+    if (at != std::string::npos)
+      redelivered = std::stoull(m.substr(at + std::strlen("\nsnailtrail_nats_redelivered_total ")));
+    return redelivered > 0;
+  })) << reader.err();
   ASSERT_EQ(producer->wait(), 0) << producer->err();
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
   reader.signal(SIGTERM);
   ASSERT_EQ(reader.wait(), 0) << reader.err();
   EXPECT_GT(number_before(reader.err(), "delivered again"), 0) << reader.err();

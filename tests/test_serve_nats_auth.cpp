@@ -43,7 +43,7 @@ struct Timed {
 Timed timed_run(const std::string& args) {
   const auto t0 = std::chrono::steady_clock::now();
   Timed t;
-  t.result = testing::run_binary(args, 60);
+  t.result = testing::run_binary(args, 180);
   t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return t;
 }
@@ -241,29 +241,29 @@ TEST_F(NatsAuth, UserAndPasswordInTheUrlStreamEqualToAnalyze) {
 }
 
 // A wrong password, a wrong token or none at all: exit 1 at once (not after retrying for
-// the connect timeout of 30 s), "nats-server refused ...", the secret not printed.
+// the connect timeout of 120 s), "nats-server refused ...", the secret not printed.
 TEST_F(NatsAuth, RefusedCredentialsFailAtOnceWithoutPrintingThem) {
   nats_.start(binary_, dir_, {"--user", "alice", "--pass", "Pw-7f3e"});
   const fs::path trace = simulated(50'000'000, 1);
   Timed t = timed_run("send " + trace.string() + " --to " + url("TR", "alice:Wr0ng-9a1") +
-                      " --connect-timeout 30");
+                      " --connect-timeout 120");
   EXPECT_EQ(t.result.code, 1) << t.result.out;
-  EXPECT_LT(t.seconds, 15) << "retried a refusal";
+  EXPECT_LT(t.seconds, 60) << "retried a refusal";
   EXPECT_NE(t.result.out.find("nats-server refused the credentials of nats://alice:***@"),
             std::string::npos)
       << t.result.out;
   EXPECT_EQ(t.result.out.find("Wr0ng-9a1"), std::string::npos) << t.result.out;
   t = timed_run("serve --nats " + url("TR", "alice:Wr0ng-9a1") +
-                " --durable d --nats-timeout 30 --out " + path("w.jsonl").string());
+                " --durable d --nats-timeout 120 --out " + path("w.jsonl").string());
   EXPECT_EQ(t.result.code, 1) << t.result.out;
-  EXPECT_LT(t.seconds, 15) << "retried a refusal";
+  EXPECT_LT(t.seconds, 60) << "retried a refusal";
   EXPECT_NE(t.result.out.find("nats-server refused the credentials"), std::string::npos)
       << t.result.out;
   EXPECT_EQ(t.result.out.find("Wr0ng-9a1"), std::string::npos) << t.result.out;
   // No credentials: the message says where they go.
-  t = timed_run("send " + trace.string() + " --to " + url("TR") + " --connect-timeout 30");
+  t = timed_run("send " + trace.string() + " --to " + url("TR") + " --connect-timeout 120");
   EXPECT_EQ(t.result.code, 1) << t.result.out;
-  EXPECT_LT(t.seconds, 15) << "retried a refusal";
+  EXPECT_LT(t.seconds, 60) << "retried a refusal";
   EXPECT_NE(t.result.out.find("without credentials"), std::string::npos) << t.result.out;
 }
 
@@ -321,17 +321,17 @@ TEST_F(NatsAuth, TlsWithTheServersCaWorksAnotherCaOrHostIsRefused) {
   send_and_serve(trace, url("TLS", "", "tls"), {"--tls-ca", ca}, url("TLS", "", "tls"),
                  {"--nats-tls-ca", ca});
   Timed t = timed_run("send " + trace.string() + " --to " + url("TLS", "", "tls") +
-                      " --connect-timeout 30 --tls-ca " + path("other.pem").string());
+                      " --connect-timeout 120 --tls-ca " + path("other.pem").string());
   EXPECT_EQ(t.result.code, 1) << t.result.out;
-  EXPECT_LT(t.seconds, 15) << "retried a TLS failure";
+  EXPECT_LT(t.seconds, 60) << "retried a TLS failure";
   EXPECT_NE(t.result.out.find("TLS with tls://127.0.0.1:"), std::string::npos) << t.result.out;
   EXPECT_NE(t.result.out.find("--tls-ca " + path("other.pem").string()), std::string::npos)
       << t.result.out;
-  t = timed_run("serve --nats " + url("TLS", "", "tls") + " --durable e --nats-timeout 30 " +
+  t = timed_run("serve --nats " + url("TLS", "", "tls") + " --durable e --nats-timeout 120 " +
                 "--nats-tls-ca " + path("other.pem").string() + " --out " +
                 path("w.jsonl").string());
   EXPECT_EQ(t.result.code, 1) << t.result.out;
-  EXPECT_LT(t.seconds, 15) << "retried a TLS failure";
+  EXPECT_LT(t.seconds, 60) << "retried a TLS failure";
   EXPECT_NE(t.result.out.find("--nats-tls-ca " + path("other.pem").string()), std::string::npos)
       << t.result.out;
   // Plain nats:// without a CA option: the server wants TLS, the system store does not
@@ -371,9 +371,9 @@ TEST_F(NatsAuth, ClientCertificateForTlsVerify) {
   const fs::path trace = simulated(300'000'000, 43);
   const std::string ca = path("cert.pem").string();
   const Timed t = timed_run("send " + trace.string() + " --to " + url("MT", "", "tls") +
-                            " --connect-timeout 30 --tls-ca " + ca);
+                            " --connect-timeout 120 --tls-ca " + ca);
   EXPECT_EQ(t.result.code, 1) << t.result.out;
-  EXPECT_LT(t.seconds, 15) << "retried a refusal";
+  EXPECT_LT(t.seconds, 60) << "retried a refusal";
   EXPECT_NE(t.result.out.find("--nats-tls-cert"), std::string::npos) << t.result.out;
   const std::vector<std::string> client = {"--nats-tls-cert", path("client.pem").string(),
                                            "--nats-tls-key", path("client-key.pem").string()};
@@ -465,9 +465,9 @@ TEST_F(NatsAuth, CredsFileErrors) {
   nats_.start(binary_, dir_, {"--user", "alice", "--pass", "Pw-7f3e"});
   std::ofstream(path("garbage.creds")) << "not a credentials file\n";
   Timed t = timed_run("send " + trace.string() + " --to " + url("TR") +
-                      " --connect-timeout 30 --nats-creds " + path("garbage.creds").string());
+                      " --connect-timeout 120 --nats-creds " + path("garbage.creds").string());
   EXPECT_EQ(t.result.code, 1) << t.result.out;
-  EXPECT_LT(t.seconds, 15) << "retried a bad file";
+  EXPECT_LT(t.seconds, 60) << "retried a bad file";
   EXPECT_NE(t.result.out.find("not a usable NATS credentials file"), std::string::npos)
       << t.result.out;
   // Well formed (a JWT and a valid user seed), but not signed by any operator this server
@@ -480,9 +480,9 @@ TEST_F(NatsAuth, CredsFileErrors) {
          "SUAMLK2ZNL35WSMW37E7UD4VZ7ELPKW7DHC3BWBSD2GCZ7IUQQXZIORRBU\n"
          "------END USER NKEY SEED------\n";
   t = timed_run("send " + trace.string() + " --to " + url("TR") +
-                " --connect-timeout 30 --nats-creds " + path("user.creds").string());
+                " --connect-timeout 120 --nats-creds " + path("user.creds").string());
   EXPECT_EQ(t.result.code, 1) << t.result.out;
-  EXPECT_LT(t.seconds, 15) << "retried a refusal";
+  EXPECT_LT(t.seconds, 60) << "retried a refusal";
   EXPECT_NE(t.result.out.find("refused the credentials of nats://127.0.0.1:"), std::string::npos)
       << t.result.out;
   EXPECT_NE(t.result.out.find("--nats-creds " + path("user.creds").string()), std::string::npos)

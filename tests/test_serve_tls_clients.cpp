@@ -250,10 +250,10 @@ TEST_F(ServeTlsClients, SighupRotatesTheTokens) {
   server->signal(SIGHUP);
   // The analysis loop polls the signal every 50 ms at most.
   int old_status = 0;
-  for (int i = 0; i < 100 && old_status != 401; ++i) {
+  testing::wait_until([&] {
     old_status = testing::plain_get(http, "/api/windows", read_token).status;
-    if (old_status != 401) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+    return old_status == 401;
+  });
   EXPECT_EQ(old_status, 401) << server->err();
   EXPECT_EQ(testing::plain_get(http, "/api/windows", token).status, 401);
   EXPECT_EQ(testing::plain_get(http, "/api/windows", "read-token-rotated").status, 200);
@@ -269,22 +269,19 @@ TEST_F(ServeTlsClients, SighupRotatesTheTokens) {
       run("new", {"send", file("trace.snail"), "--to", to, "--token-file", file("new-token")});
   EXPECT_EQ(new_send->wait(), 0) << new_send->err();
   std::string metrics;
-  for (int i = 0; i < 100; ++i) {
+  testing::wait_until([&] {
     metrics = testing::plain_get(http, "/metrics", "read-token-rotated").body;
-    if (testing::metric_value(metrics, "snailtrail_events_ingested_total") >=
-        sim.trace.events.size())
-      break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+    return testing::metric_value(metrics, "snailtrail_events_ingested_total") >=
+           sim.trace.events.size();
+  });
   EXPECT_EQ(testing::metric_value(metrics, "snailtrail_events_ingested_total"),
             sim.trace.events.size());
   EXPECT_EQ(testing::metric_value(metrics, "snailtrail_connections_unauthorized_total"), 2u);
   // A bad file: the rotated tokens stay.
   write("token", "\n");
   server->signal(SIGHUP);
-  for (int i = 0; i < 100 && server->err().find("kept the previous tokens") == std::string::npos;
-       ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  testing::wait_until(
+      [&] { return server->err().find("kept the previous tokens") != std::string::npos; });
   EXPECT_NE(server->err().find("kept the previous tokens: --token-file: " + file("token")),
             std::string::npos)
       << server->err();

@@ -138,25 +138,20 @@ class ServeTlsReload : public testing::TempDirTest {
     p->wait();
     return p;
   }
-  // Waits (up to 10 s) until `text` is in the server's log.
+  // Waits (up to 60 s) until `text` is in the server's log.
   static bool wait_for_log(const Process& server, const std::string& text) {
-    for (int i = 0; i < 500; ++i) {
-      if (server.err().find(text) != std::string::npos) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return false;
+    return testing::wait_until([&] { return server.err().find(text) != std::string::npos; });
   }
   // The server's ingested events, read over HTTPS trusting `ca`, once it reached `want`
-  // (or after 10 s).
+  // (or after 60 s).
   uint64_t events_ingested(int http, const std::string& ca, uint64_t want) const {
     uint64_t got = 0;
-    for (int i = 0; i < 200; ++i) {
+    testing::wait_until([&] {
       const std::string m = testing::https_get(http, "/metrics", path(ca), token).body;
       if (m.find("snailtrail_events_ingested_total") != std::string::npos)
         got = testing::metric_value(m, "snailtrail_events_ingested_total");
-      if (got >= want) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+      return got >= want;
+    });
     return got;
   }
   const std::string token = "reload-token-4321";
@@ -313,7 +308,7 @@ void unauthenticated_attempt(int port, const fs::path& ca, uint64_t k) {
   ::close(fd);
 }
 
-// Issue 40, item 5: about 1 000 unauthenticated connection attempts a second for 3 s on
+// Issue 40, item 5: 3 000 unauthenticated connection attempts, about 1 000 a second (3 s), on
 // the TCP ingest (TLS and a token) while an authenticated producer sends a trace paced
 // over about 2 s. The producer is not starved: its whole trace is ingested and serve's
 // windows equal `analyze`'s of the same file (the oracle). Memory does not grow with the
@@ -354,16 +349,16 @@ TEST_F(ServeTlsReload, UnauthenticatedFloodNeitherStarvesNorGrowsMemory) {
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   const uint64_t before = rss_kib(server->pid());
   ASSERT_GT(before, 0u);
-  // Two threads of 500 attempts a second each, for 3 s (fewer if the machine is slower).
+  // Two threads of 1,500 attempts at most 500 a second each: 3 s, longer if the machine is
+  // slower (a count, not a duration: a loaded machine still makes all 3,000).
+  constexpr uint64_t kPerThread = 1500;
   std::atomic<uint64_t> attempts{0};
   const auto start_at = std::chrono::steady_clock::now();
-  const auto end_at = start_at + std::chrono::seconds(3);
   std::vector<std::thread> flood;
   for (int t = 0; t < 2; ++t)
     flood.emplace_back([&, t] {
-      for (uint64_t i = 0;; ++i) {
+      for (uint64_t i = 0; i < kPerThread; ++i) {
         const auto due = start_at + std::chrono::microseconds(2000 * i + 1000 * t);
-        if (due >= end_at) break;
         std::this_thread::sleep_until(due);
         unauthenticated_attempt(tcp, path("ca.pem"), i + static_cast<uint64_t>(t));
         ++attempts;
@@ -378,16 +373,25 @@ TEST_F(ServeTlsReload, UnauthenticatedFloodNeitherStarvesNorGrowsMemory) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_at).count();
   EXPECT_EQ(producer->wait(), 0) << producer->err();
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the last closes
+  // serve has taken the trace and counted the refused attempts (the last closes).
+  std::string metrics;
+  testing::wait_until([&] {
+    metrics = testing::https_get(http, "/metrics", path("ca.pem"), token).body;
+    return metrics.find("snailtrail_connections_tls_failed_total") != std::string::npos &&
+           testing::metric_value(metrics, "snailtrail_events_ingested_total") ==
+               sim.trace.events.size() &&
+           testing::metric_value(metrics, "snailtrail_connections_unauthorized_total") +
+                   testing::metric_value(metrics, "snailtrail_connections_tls_failed_total") >=
+               attempts.load() / 3;
+  });
   const uint64_t after = rss_kib(server->pid());
-  const std::string metrics = testing::https_get(http, "/metrics", path("ca.pem"), token).body;
   std::cout << "[ flood    ] " << attempts.load() << " unauthenticated attempts in " << seconds
             << " s; serve's VmRSS " << before << " KiB before, " << after << " KiB after; "
             << testing::metric_value(metrics, "snailtrail_connections_unauthorized_total")
             << " unauthorized, "
             << testing::metric_value(metrics, "snailtrail_connections_tls_failed_total")
             << " failed TLS handshakes\n";
-  EXPECT_GE(attempts.load(), 1000u) << "the flood did not happen";
+  EXPECT_EQ(attempts.load(), 2 * kPerThread);
   EXPECT_LT(after, before + 20 * 1024) << "VmRSS grew from " << before << " KiB";
   EXPECT_EQ(testing::metric_value(metrics, "snailtrail_events_ingested_total"),
             sim.trace.events.size());
