@@ -619,7 +619,7 @@ std::pair<uint64_t, double> reference_throughput(const RunConfig& cfg, KeyCounts
   FlatMap<uint64_t> state;  // the runs' data structure: a fair comparison
   const auto start = Clock::now();
   // Reserved as the dataflow's workers reserve theirs (while building, on their clock).
-  if (job->distinct_keys) state.reserve(job->distinct_keys(cfg));
+  if (job->distinct_keys) state.reserve(reserved_keys(job->distinct_keys(cfg)));
   const uint64_t limit = cfg.records == 0 ? ~uint64_t{0} : cfg.records;
   const uint64_t chunk = 1 << 14;
   uint64_t done = 0;

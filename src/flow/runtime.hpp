@@ -4,6 +4,7 @@
 // open_loop.hpp.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -70,6 +71,14 @@ struct JobContext {
   }
 };
 
+// Keys a count's table reserves room for before the run: the job's distinct keys, at most
+// 2^21 (a 64 MiB table). `--keys` goes up to 2^62, and a table reserved for all of them
+// would not fit in memory; past the cap the table grows as keys arrive.
+inline constexpr uint64_t kMaxReservedKeys = uint64_t{1} << 21;
+inline uint64_t reserved_keys(uint64_t distinct) {
+  return std::min(distinct, kMaxReservedKeys);
+}
+
 // A built-in job: its dataflow, and the plain single-threaded implementation over the
 // same input (worker w's stream, records [0, n_w)).
 struct JobSpec {
@@ -81,7 +90,7 @@ struct JobSpec {
                      FlatMap<uint64_t>& state)>
       reference;
   // At most this many distinct keys in the output (0: not known): the dataflow's and the
-  // COST loop's tables reserve room for them up front, alike.
+  // COST loop's tables reserve room for them up front, alike (up to kMaxReservedKeys).
   std::function<uint64_t(const RunConfig&)> distinct_keys;
   // Instead of `reference`, for jobs whose output depends on all streams together
   // (NEXMark): the whole run's output from each stream's record count. Several workers

@@ -33,7 +33,8 @@ inline constexpr uint64_t kHotWord = 0;
 template <class KeyStream>
 void count_per_key_and_probe(JobContext& ctx, KeyStream&& keys, uint64_t distinct) {
   const uint64_t peers = ctx.worker.peers();
-  const uint64_t share = distinct / peers + distinct / peers / 16;  // + 1/16: the spread
+  const uint64_t reserved = reserved_keys(distinct);
+  const uint64_t share = reserved / peers + reserved / peers / 16;  // + 1/16: the spread
   auto counted = stateful_unary<char, uint64_t>(
       keys, "count", [](uint64_t k) { return k; },
       [](Time, uint64_t, uint64_t&, uint64_t& count, Session<char>&) { ++count; },
