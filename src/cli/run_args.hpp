@@ -60,7 +60,8 @@ struct RunArgs {
   bool autoscale = false;
   uint32_t max_workers = 0, initial_workers = 1;
   std::string policy_interval = "1s";
-  std::string startup;  // --startup (empty: loop::default_startup_ns)
+  std::string startup;         // --startup (empty: loop::default_startup_ns)
+  std::string scale_in_after;  // --scale-in-after (empty: loop::default_scale_in_after_ns)
   std::string rate_profile;
   double cost_us = 0;
   uint32_t warmup = 0, activation = 1;

@@ -27,6 +27,7 @@ std::unique_ptr<loop::Autoscaler> make_autoscaler(const RunArgs& a, const flow::
   lo.bins = a.bins;
   lo.policy_interval_ns = parse_duration(a.policy_interval);
   if (!a.startup.empty()) lo.startup_ns = parse_duration(a.startup);
+  if (!a.scale_in_after.empty()) lo.scale_in_after_ns = parse_duration(a.scale_in_after);
   lo.rate_profile = cfg.rate_profile;
   if (lo.rate_profile.empty() && cfg.rate > 0) lo.rate_profile = {{0, cfg.rate}};
   if (lo.rate_profile.empty())

@@ -153,6 +153,10 @@ void add_loop_options(CLI::App* cmd, RunArgs& a) {
   cmd->add_option("--startup", a.startup,
                   "--autoscale: DS2 skips intervals that start before this (default: 2s or 2 "
                   "--policy-interval if longer) or before both operators produced output");
+  cmd->add_option("--scale-in-after", a.scale_in_after,
+                  "--autoscale: DS2 scales in only when every interval over this long asked "
+                  "for fewer workers (scale-out: at once; default: 2s or 3 --policy-interval "
+                  "if longer; 0: on one interval)");
   cmd->add_option("--warmup", a.warmup,
                   "--autoscale: intervals ignored after a change (default 0; those with a "
                   "migration in them always are)");

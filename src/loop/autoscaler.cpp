@@ -44,6 +44,16 @@ int64_t default_startup_ns(int64_t policy_interval_ns) {
   return std::max<int64_t>(2'000'000'000, 2 * policy_interval_ns);
 }
 
+int64_t default_scale_in_after_ns(int64_t policy_interval_ns) {
+  return std::max<int64_t>(2'000'000'000, 3 * policy_interval_ns);
+}
+
+uint32_t scale_in_intervals(int64_t scale_in_after_ns, int64_t policy_interval_ns) {
+  if (scale_in_after_ns <= 0 || policy_interval_ns <= 0) return 1;
+  const int64_t n = (scale_in_after_ns + policy_interval_ns - 1) / policy_interval_ns;
+  return static_cast<uint32_t>(std::clamp<int64_t>(n, 1, 1'000'000));
+}
+
 namespace {
 
 scale::Topology loop_topology(const LoopOptions& o) {
@@ -56,8 +66,20 @@ scale::Topology loop_topology(const LoopOptions& o) {
 
 }  // namespace
 
+namespace {
+
+// The options with the scale-in hysteresis resolved into the manager's.
+LoopOptions resolved(LoopOptions o) {
+  if (o.scale_in_after_ns < 0)
+    o.scale_in_after_ns = default_scale_in_after_ns(o.policy_interval_ns);
+  o.manager.scale_in_after = scale_in_intervals(o.scale_in_after_ns, o.policy_interval_ns);
+  return o;
+}
+
+}  // namespace
+
 Autoscaler::Autoscaler(LoopOptions options)
-    : opt_(std::move(options)),
+    : opt_(resolved(std::move(options))),
       topology_(loop_topology(opt_)),
       manager_(topology_, opt_.manager),
       collector_(opt_.policy_interval_ns),

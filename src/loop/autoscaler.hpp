@@ -35,6 +35,11 @@ struct LoopOptions {
   // this time of the run, nor one that starts before both operators have produced output
   // (its rates would not be measured over the whole interval). -1: default_startup_ns.
   int64_t startup_ns = -1;
+  // Scale-in hysteresis (docs/CLOSED-LOOP.md "Hysteresis (loop49)"): DS2 scales the
+  // stateful operator in only when every interval shown to it over this long (rounded up
+  // to whole policy intervals) asked for fewer workers than are active; a scale-out goes
+  // at once. -1: default_scale_in_after_ns; 0: off (scale in on one interval).
+  int64_t scale_in_after_ns = -1;
   // The sources' target rate (records/s over all workers) over time: (from ns, rate).
   std::vector<std::pair<int64_t, double>> rate_profile;
   scale::ManagerOptions manager;  // warm-up, activation, target ratio, ...
@@ -60,6 +65,14 @@ struct DecisionRecord {
 // 2-core machine at load 10-14 the keycount job of 8 M keys still ran cold at 1.0-1.25 s
 // and 1.5-2.0 s: true rates of 120 and 13 400 records/s for 125 k/s steady).
 int64_t default_startup_ns(int64_t policy_interval_ns);
+
+// The default scale-in hysteresis: 2 s or 3 policy intervals, whichever is longer (at
+// load 9-12 on the shared 2-core machine, preempted activations swung the true rates DS2
+// measured by 2x from one 250 ms or 500 ms interval to the next, and it scaled out, in and
+// out again in 4 of 8 runs).
+int64_t default_scale_in_after_ns(int64_t policy_interval_ns);
+// The intervals DS2 waits with `scale_in_after_ns` (resolved: >= 0) at `policy_interval_ns`.
+uint32_t scale_in_intervals(int64_t scale_in_after_ns, int64_t policy_interval_ns);
 
 // The configuration that moves the fewest bins from `config` to an even spread over
 // workers [0, active): every worker keeps its bins up to its quota (B / active, the

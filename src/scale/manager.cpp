@@ -70,6 +70,23 @@ std::vector<uint32_t> combine_history(const std::vector<std::vector<uint32_t>>& 
   return next;
 }
 
+// Scale-in hysteresis: an operator whose `next` is below `current` keeps `current` unless
+// each of the last opt.scale_in_after decisions (`recent`) asked for less than it, and then
+// goes to the largest of them. Scale-outs are not touched.
+void hold_scale_in(std::vector<uint32_t>& next, const std::vector<uint32_t>& current,
+                   const std::vector<std::vector<uint32_t>>& recent, const ManagerOptions& opt) {
+  for (size_t op = 0; op < next.size(); ++op) {
+    if (next[op] >= current[op]) continue;
+    if (recent.size() < opt.scale_in_after) {
+      next[op] = current[op];
+      continue;
+    }
+    uint32_t most = next[op];
+    for (const auto& r : recent) most = std::max(most, r[op]);
+    next[op] = most < current[op] ? most : current[op];
+  }
+}
+
 // Checks that `o` observes `t`; true (and one interval less to wait) while the warm-up
 // after a change lasts: the controller ignores the interval.
 bool warming_up(const Topology& t, const Observation& o, uint32_t& warmup_left) {
@@ -85,6 +102,7 @@ bool warming_up(const Topology& t, const Observation& o, uint32_t& warmup_left) 
 Ds2Manager::Ds2Manager(Topology topology, ManagerOptions options)
     : topology_(std::move(topology)), opt_(options) {
   if (opt_.activation == 0) throw std::invalid_argument("activation must be at least 1");
+  if (opt_.scale_in_after == 0) throw std::invalid_argument("scale_in_after must be at least 1");
   if (!(opt_.target_utilization > 0 && opt_.target_utilization <= 1))
     throw std::invalid_argument("the target utilization must be in (0, 1]");
   if (!(opt_.catch_up_s >= 0)) throw std::invalid_argument("the catch-up time must be >= 0");
@@ -104,6 +122,7 @@ std::optional<Action> Ds2Manager::observe(const Observation& o) {
         decisions_ < opt_.max_decisions) {
       ++decisions_;
       history_.clear();
+      recent_.clear();
       warmup_left_ = opt_.warmup;
       return Action{before_, std::nullopt,
                     fmt::format("rollback: sources at {:.0f}/s, {:.0f}/s before the change",
@@ -125,11 +144,15 @@ std::optional<Action> Ds2Manager::observe(const Observation& o) {
   last_ = ds2_decide(now, rates, catch_up_targets(o, opt_, catch_up), po);
   history_.push_back(last_->parallelism);
   if (history_.size() > opt_.activation) history_.erase(history_.begin());
+  recent_.push_back(last_->parallelism);
+  if (recent_.size() > opt_.scale_in_after) recent_.erase(recent_.begin());
   if (history_.size() < opt_.activation || decisions_ >= opt_.max_decisions) return std::nullopt;
-  const std::vector<uint32_t> next = combine_history(history_, o.parallelism, opt_);
+  std::vector<uint32_t> next = combine_history(history_, o.parallelism, opt_);
+  hold_scale_in(next, o.parallelism, recent_, opt_);
   if (next == o.parallelism) return std::nullopt;
   ++decisions_;
   history_.clear();
+  recent_.clear();
   warmup_left_ = opt_.warmup;
   evaluating_ = true;
   before_ = o.parallelism;

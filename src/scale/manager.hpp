@@ -81,6 +81,11 @@ struct ManagerOptions {
   // (as the Flink autoscaler does) the targets also get rate x restart_s / catch_up_s,
   // or every change would leave a backlog to be caught up by the next one.
   double restart_s = 0;
+  // Scale-in hysteresis (docs/CLOSED-LOOP.md "Hysteresis"): an operator's parallelism goes
+  // down only when the policy asked for less than it runs in each of the last this many
+  // intervals shown (none ignored by the warm-up; a change restarts the count), and then
+  // to the largest of those asks. A scale-out goes at once. 1: no hysteresis.
+  uint32_t scale_in_after = 1;
 };
 
 class Ds2Manager : public Controller {
@@ -98,6 +103,7 @@ class Ds2Manager : public Controller {
   uint32_t warmup_left_ = 0;
   uint32_t decisions_ = 0;
   std::vector<std::vector<uint32_t>> history_;  // the last `activation` decisions
+  std::vector<std::vector<uint32_t>> recent_;   // the last `scale_in_after` decisions
   std::optional<Decision> last_;
   // The change under evaluation (rollback): what ran before and its achieved rate.
   bool evaluating_ = false;
