@@ -51,9 +51,9 @@ def overload_figures(s, step_s, interval_s):
     """From one run's --stats-json: (decisions text, reference time, at decision, worst in
     10 s, + 2 policy intervals, + 2 s). The reference is the first scale-out decided at or
     after the step (its evidence ends after it); if the job already ran on more workers
-    then (an earlier scale-out kept), the step itself, marked "(active)". Latencies are
-    the max_ms of the 250 ms stats interval containing the time (None: no epoch completed
-    in it, a stall)."""
+    then (an earlier scale-out kept) or none came, the step itself, marked. Latencies are
+    the max_ms of the 250 ms stats interval containing the time (None: 0 ms, no epoch
+    completed in it, a stall)."""
     ds = s.get("decisions", [])
     text = ", ".join(f"{d['time_s']:.2f}->{d['active_workers']}"
                      + (f" [{d['evidence_end_s']:g}]" if "evidence_end_s" in d else "")
@@ -71,7 +71,7 @@ def overload_figures(s, step_s, interval_s):
     def at(t):
         for i in iv:
             if i["t_s"] - 0.25 < t <= i["t_s"] + 1e-9:
-                return i["max_ms"] if i["records"] > 0 or i["max_ms"] > 0 else None
+                return i["max_ms"] if i["max_ms"] > 0 else None
         return None
 
     worst = max((i["max_ms"] for i in iv if ref < i["t_s"] <= ref + 10 + 0.25), default=None)
@@ -101,7 +101,7 @@ def compare(a, extra):
                 print(f"# {interval} {mode} round {r}: load {load:.2f}, wall {wall:.1f} s, "
                       f"CPU {cpu:.1f} s: " + " ".join(cmd), flush=True)
                 f = overload_figures(s, step_s, seconds(interval))
-                row[mode] = (load, *f, s.get("output_digest", s.get("digest", "")))
+                row[mode] = (load, *f, s.get("output_digest", ""))
                 raw.append({"interval": interval, "round": r, "mode": mode, "load": load,
                             "decisions": s.get("decisions", []), "reference_s": f[1],
                             "at_decision_ms": f[3], "worst_10s_ms": f[4],
@@ -115,13 +115,15 @@ def compare(a, extra):
         m, x = row["migrate"], row["restart"]
         ratio = (f"{m[5] / x[5]:.2f}" if m[5] is not None and x[5] else "n/a")
         def part(v):
-            text = v[1] + (" (active at the step)" if v[3] else "")
+            text = v[1] + (" (no scale-out after the step: from the step)" if v[3] else "")
             return f"{text} | {ms(v[4])} | {ms(v[5])} | {ms(v[6])} | {ms(v[7])}"
         print(f"| {row['interval']}, {row['round']} | {m[0]:.1f} / {x[0]:.1f} | {part(m)} | "
               f"{part(x)} | {ratio} |")
+    digests = sorted({row[m][8] for row in rows for m in ("migrate", "restart")})
+    print(f"\noutput digests: {', '.join(d or '?' for d in digests)}")
     flaps = sum(1 for v in raw if sum(1 for d in v["decisions"]
                                       if d["active_workers"] < 2) > 0)
-    print(f"\nruns with a scale-in: {flaps} of {len(raw)}")
+    print(f"runs with a scale-in: {flaps} of {len(raw)}")
     with open(os.path.join(a.out, "compare-summary.json"), "w") as f:
         json.dump(raw, f, indent=1)
     return 0
