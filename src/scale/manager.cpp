@@ -72,9 +72,11 @@ std::vector<uint32_t> combine_history(const std::vector<std::vector<uint32_t>>& 
 
 // Scale-in hysteresis: an operator whose `next` is below `current` keeps `current` unless
 // each of the last opt.scale_in_after decisions (`recent`) asked for less than it, and then
-// goes to the largest of them. Scale-outs are not touched.
+// goes to the largest of them. Scale-outs are not touched; with scale_in_after 1 nothing is
+// (a median over --activation may scale in below the last ask).
 void hold_scale_in(std::vector<uint32_t>& next, const std::vector<uint32_t>& current,
                    const std::vector<std::vector<uint32_t>>& recent, const ManagerOptions& opt) {
+  if (opt.scale_in_after <= 1) return;  // off: --activation's combination alone, as before
   for (size_t op = 0; op < next.size(); ++op) {
     if (next[op] >= current[op]) continue;
     if (recent.size() < opt.scale_in_after) {
