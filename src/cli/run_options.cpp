@@ -156,7 +156,7 @@ void add_loop_options(CLI::App* cmd, RunArgs& a) {
   cmd->add_option("--scale-in-after", a.scale_in_after,
                   "--autoscale: DS2 scales in only when every interval over this long asked "
                   "for fewer workers (scale-out: at once; default: 2s or 3 --policy-interval "
-                  "if longer; 0: on one interval)");
+                  "if longer; 0s: on one interval)");
   cmd->add_option("--warmup", a.warmup,
                   "--autoscale: intervals ignored after a change (default 0; those with a "
                   "migration in them always are)");
