@@ -37,28 +37,6 @@ const int kIdleYields = [] {
   return v ? std::max(0, std::atoi(v)) : 0;
 }();
 
-// Before it parks, an idle worker watches its park slot for this long (default 0: it parks
-// at once), for the experiment in docs/RUNTIME.md "Under a competing load (rt49)":
-// SNAILTRAIL_FLOW_IDLE_SPIN_US=N.
-const int64_t kIdleSpinNs = [] {
-  const char* v = environment_value("SNAILTRAIL_FLOW_IDLE_SPIN_US");
-  return v ? int64_t{std::max(0, std::atoi(v))} * 1000 : int64_t{0};
-}();
-
-// True if a push moved `park` past `seen` within `ns` (watched, not slept on).
-bool spin_for_push(const ParkSlot& park, uint32_t seen, int64_t ns) {
-  const auto until = Clock::now() + std::chrono::nanoseconds(ns);
-  do {
-    for (int i = 0; i < 64; ++i) {
-      if (park.seq.load(std::memory_order_acquire) != seen) return true;
-#if defined(__x86_64__) || defined(__i386__)
-      __builtin_ia32_pause();
-#endif
-    }
-  } while (Clock::now() < until);
-  return false;
-}
-
 // An idle worker parks (park.hpp) instead of sleeping a fixed 20 us: a message or progress
 // pushed to it by another local worker, or delivered to it by the transport's thread,
 // wakes it at once. The timeout covers what only the clock changes (a source's next
@@ -246,9 +224,7 @@ void drive(Worker& w, const std::atomic<bool>& abort, int64_t park_max,
       } else {
         const int64_t limit = w.awaiting_input() ? kParkMinNs : park_max;
         const int64_t timeout = std::min(limit, kParkMinNs << std::min(parks, 20));
-        if (kIdleSpinNs > 0 && spin_for_push(park, seen, std::min(kIdleSpinNs, timeout)))
-          parks = 0;
-        else if (park.park(seen, timeout))
+        if (park.park(seen, timeout))
           parks = 0;  // woken by a push: the next wait starts short again
         else
           ++parks;
