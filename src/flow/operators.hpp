@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <stdexcept>
 #include <unordered_map>
 #include <utility>
@@ -14,12 +15,14 @@
 
 namespace snailtrail::flow {
 
+// map, flat_map and filter only read their input (the Read pact): they share each batch
+// with the stream's other readers instead of getting a copy of it (Output::flush).
 template <class Out, class T, class F>
 Stream<Out> map(const Stream<T>& s, std::string name, F f) {
-  return s.template unary<Out>(Pipeline{}, std::move(name), [f](Input<T>& in, Output<Out>& out) {
-    in.for_each([&](const InputCapability& cap, std::vector<T>& data) {
+  return s.template unary<Out>(Read{}, std::move(name), [f](ReadInput<T>& in, Output<Out>& out) {
+    in.for_each([&](const InputCapability& cap, std::span<const T> data) {
       Session<Out> session = out.session(cap);
-      for (T& r : data) session.give(f(r));
+      for (const T& r : data) session.give(f(r));
     });
   });
 }
@@ -27,21 +30,22 @@ Stream<Out> map(const Stream<T>& s, std::string name, F f) {
 // f(record, emit) calls emit(out_record) any number of times.
 template <class Out, class T, class F>
 Stream<Out> flat_map(const Stream<T>& s, std::string name, F f) {
-  return s.template unary<Out>(Pipeline{}, std::move(name), [f](Input<T>& in, Output<Out>& out) {
-    in.for_each([&](const InputCapability& cap, std::vector<T>& data) {
+  return s.template unary<Out>(Read{}, std::move(name), [f](ReadInput<T>& in, Output<Out>& out) {
+    in.for_each([&](const InputCapability& cap, std::span<const T> data) {
       Session<Out> session = out.session(cap);
-      for (T& r : data) f(r, [&](Out o) { session.give(std::move(o)); });
+      for (const T& r : data) f(r, [&](Out o) { session.give(std::move(o)); });
     });
   });
 }
 
+// Kept records are copied to the output (a reader cannot move them).
 template <class T, class F>
 Stream<T> filter(const Stream<T>& s, std::string name, F keep) {
-  return s.template unary<T>(Pipeline{}, std::move(name), [keep](Input<T>& in, Output<T>& out) {
-    in.for_each([&](const InputCapability& cap, std::vector<T>& data) {
+  return s.template unary<T>(Read{}, std::move(name), [keep](ReadInput<T>& in, Output<T>& out) {
+    in.for_each([&](const InputCapability& cap, std::span<const T> data) {
       Session<T> session = out.session(cap);
-      for (T& r : data)
-        if (keep(r)) session.give(std::move(r));
+      for (const T& r : data)
+        if (keep(r)) session.give(r);
     });
   });
 }

@@ -14,6 +14,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -120,6 +121,39 @@ class PipelineTarget final : public Target<T> {
     m->correlator = 0;
     m->arrived_ns = -1;
     m->data.swap(batch);  // the sender keeps the message's old (emptied) buffer
+    w_.change(edge_location(edge_), t, +1);
+    q_->q.push_back(std::move(m));
+  }
+
+ private:
+  Worker& w_;
+  uint32_t edge_;
+  std::shared_ptr<LocalQueue<T>> q_;
+};
+
+// A pipeline edge whose consumer only reads its records (the Read pact, ReadInput): it is
+// given a batch shared with the other readers of the output (Output::flush), by reference
+// count, not a copy of its own. The message holds a reference until the consumer has read it.
+template <class T>
+class ReadTarget {
+ public:
+  ReadTarget(Worker& w, uint32_t edge, std::shared_ptr<LocalQueue<T>> q)
+      : w_(w), edge_(edge), q_(std::move(q)) {}
+  void share(Time t, const SharedBatch<T>& batch) {
+    if (t < w_.frontier(edge_)) ++w_.counters().early_records;
+    std::unique_ptr<Message<T>> m;
+    if (!q_->free.empty()) {
+      m = std::move(q_->free.back());
+      q_->free.pop_back();
+    } else {
+      ++w_.counters().fresh_buffers;
+      m = std::make_unique<Message<T>>();
+    }
+    m->time = t;
+    m->from = w_.index();
+    m->correlator = 0;
+    m->arrived_ns = -1;
+    m->shared = batch;
     w_.change(edge_location(edge_), t, +1);
     q_->q.push_back(std::move(m));
   }
@@ -257,12 +291,24 @@ class Output {
   Session<T> session(const InputCapability& cap) { return Session<T>(*this, checked(cap)); }
   // Sends every batch given since the last flush (after the operator's activity, so
   // that exchange work is traced apart from processing).
-  // Frontier-only targets get the batch's time and size; every data target but the
-  // last gets a copy.
+  // Frontier-only targets get the batch's time and size. Read-only targets (ReadTarget)
+  // share one batch by reference count: the batch itself if no target takes ownership,
+  // else one copy. Owning targets (Target: pipeline and exchange edges) get a copy each,
+  // but the last, which gets the batch. Copies per batch: (owners - 1) + (readers > 0 and
+  // owners > 0), at most; before rt49 every target but the last got one.
   void flush() {
     seal();
     for (auto& [t, batch] : ready_) {
       for (auto& f : frontier_targets_) f->note(t, batch.size());
+      if (!readers_.empty()) {
+        SharedBatch<T> shared = take_shared();
+        if (targets_.empty())
+          shared.mutable_data().swap(batch);  // batch: the shared one's emptied buffer
+        else
+          shared.mutable_data().assign(batch.begin(), batch.end());
+        for (auto& r : readers_) r->share(t, shared);
+        give_shared(std::move(shared));
+      }
       for (size_t i = 0; i < targets_.size(); ++i) {
         if (i + 1 == targets_.size()) {
           targets_[i]->send(t, batch);
@@ -288,6 +334,7 @@ class Output {
   void add_frontier_target(std::unique_ptr<FrontierTarget> t) {
     frontier_targets_.push_back(std::move(t));
   }
+  void add_read_target(std::unique_ptr<ReadTarget<T>> t) { readers_.push_back(std::move(t)); }
 
  private:
   friend class Session<T>;
@@ -331,20 +378,46 @@ class Output {
     if (keep_buffer(v) && spare_.size() < 8) spare_.push_back(std::move(v));
     v = {};
   }
+  // A shared batch to fill: one of the pool whose readers have all let go (they run on
+  // this worker, so in steady state one is), else a new one (counted as a fresh buffer).
+  SharedBatch<T> take_shared() {
+    for (auto& b : shared_pool_)
+      if (b.unique()) {
+        SharedBatch<T> mine = std::move(b);
+        std::swap(b, shared_pool_.back());
+        shared_pool_.pop_back();
+        mine.mutable_data().clear();
+        return mine;
+      }
+    ++w_.counters().fresh_buffers;
+    SharedBatch<T> b = SharedBatch<T>::make();
+    b.mutable_data().reserve(kReserve<T>);
+    return b;
+  }
+  // Keeps a reference for refilling once its readers have let go.
+  void give_shared(SharedBatch<T> b) {
+    if (keep_buffer(b.data()) && shared_pool_.size() < 16) shared_pool_.push_back(std::move(b));
+  }
   Time time_ = 0;
   std::vector<T> buf_;
   std::vector<std::pair<Time, std::vector<T>>> ready_;
   std::vector<std::vector<T>> spare_;
   std::vector<std::unique_ptr<Target<T>>> targets_;
   std::vector<std::unique_ptr<FrontierTarget>> frontier_targets_;
+  std::vector<std::unique_ptr<ReadTarget<T>>> readers_;
+  std::vector<SharedBatch<T>> shared_pool_;
   uint64_t given_ = 0;
 };
 
-// An operator's input: the messages of one edge.
-template <class T>
-class Input {
+// An operator's input: the messages of one edge. Input<T> (pipeline and exchange edges)
+// owns its records: for_each hands each batch as a std::vector<T>& that may be moved
+// from. ReadInput<T> (the Read pact) only reads them: for_each hands a
+// std::span<const T>, possibly a batch shared with other readers of the same output.
+template <class T, bool Owned>
+class BasicInput {
  public:
-  Input(Worker& w, uint32_t op, uint32_t edge, std::unique_ptr<Puller<T>> puller)
+  using Records = std::conditional_t<Owned, std::vector<T>&, std::span<const T>>;
+  BasicInput(Worker& w, uint32_t op, uint32_t edge, std::unique_ptr<Puller<T>> puller)
       : w_(w), op_(op), edge_(edge), puller_(std::move(puller)) {
     w_.add_inbound(puller_.get());
   }
@@ -352,8 +425,8 @@ class Input {
   Time frontier() const { return w_.frontier(edge_); }
   // Calls fn(cap, data) (an InputCapability at the message's time, to give output with
   // or retain) or fn(time, data) (an operator that gives no output at that time) for every
-  // message taken this activation; data may be moved from. A message counts as consumed
-  // (its time no longer held) only once fn has seen it.
+  // message taken this activation; data (Records) may be moved from if Owned. A message
+  // counts as consumed (its time no longer held) only once fn has seen it.
   template <class F>
   void for_each(F&& fn) {
     while (!staged_.empty()) {
@@ -361,11 +434,11 @@ class Input {
       staged_.pop_front();
       w_.change(edge_location(edge_), m->time, -1);
       w_.note_change();
-      if constexpr (std::is_invocable_v<F&, const InputCapability&, std::vector<T>&>) {
-        const InputCapability cap(&w_, op_, m->time);
-        fn(cap, m->data);
+      if constexpr (Owned) {
+        call(fn, m->time, m->data);
       } else {
-        fn(m->time, m->data);
+        call(fn, m->time, m->records());
+        m->shared.reset();  // this reader lets go of a shared batch
       }
       // Back to its sender, emptied here (the records die on this thread).
       m->data.clear();
@@ -382,11 +455,12 @@ class Input {
     for (size_t i = 0; i < limit; ++i) {
       auto m = puller_->pull();
       if (!m) break;
+      const size_t n = m->records().size();
       if (m->time < f || m->time < seen_) ++w_.counters().early_records;
       if (rec.on() && m->correlator != 0)
         rec.receipt(m->arrived_ns, ActivityType::data_message, m->from, m->correlator,
-                    static_cast<int64_t>(m->data.size()));
-      records += m->data.size();
+                    static_cast<int64_t>(n));
+      records += n;
       staged_.push_back(std::move(m));
     }
     seen_ = std::max(seen_, f);
@@ -395,12 +469,25 @@ class Input {
   bool has_staged() const { return !staged_.empty(); }
 
  private:
+  template <class F, class D>
+  void call(F& fn, Time t, D&& data) {
+    if constexpr (std::is_invocable_v<F&, const InputCapability&, D>) {
+      const InputCapability cap(&w_, op_, t);
+      fn(cap, std::forward<D>(data));
+    } else {
+      fn(t, std::forward<D>(data));
+    }
+  }
   Worker& w_;
   uint32_t op_, edge_;
   std::unique_ptr<Puller<T>> puller_;
   std::deque<std::unique_ptr<Message<T>>> staged_;
   Time seen_ = 0;  // the greatest frontier observed (records below it are early)
 };
+template <class T>
+using Input = BasicInput<T, true>;
+template <class T>
+using ReadInput = BasicInput<T, false>;
 
 // A frontier-only input (Stream::frontier_unary): the times of the records sent on the
 // edge, without the records.
@@ -457,6 +544,9 @@ class Notificator {
 };
 
 struct Pipeline {};
+// A pipeline edge whose consumer only reads the records (a ReadInput): shares batches with
+// the output's other readers instead of getting a copy (Output::flush).
+struct Read {};
 template <class KeyFn>
 struct Exchange {
   KeyFn key;
@@ -479,6 +569,12 @@ class Stream {
     auto q = std::make_shared<LocalQueue<T>>();
     out_->add_target(std::make_unique<PipelineTarget<T>>(*w_, edge, q));
     return std::make_unique<Input<T>>(*w_, to_op, edge, std::make_unique<LocalPuller<T>>(q));
+  }
+  std::unique_ptr<ReadInput<T>> connect(uint32_t to_op, Read) const {
+    const uint32_t edge = w_->add_edge(op_, to_op);
+    auto q = std::make_shared<LocalQueue<T>>();
+    out_->add_read_target(std::make_unique<ReadTarget<T>>(*w_, edge, q));
+    return std::make_unique<ReadInput<T>>(*w_, to_op, edge, std::make_unique<LocalPuller<T>>(q));
   }
   template <class KeyFn>
   std::unique_ptr<Input<T>> connect(uint32_t to_op, Exchange<KeyFn> ex) const {
@@ -593,11 +689,11 @@ class UnaryOp final : public OperatorBase {
   Logic logic_;
 };
 
+// In1, In2: Input<A> or ReadInput<A> (the pacts decide).
 template <class In1, class In2, class Out, class Logic>
 class BinaryOp final : public OperatorBase {
  public:
-  BinaryOp(Worker& w, uint32_t op, std::unique_ptr<Input<In1>> in1, std::unique_ptr<Input<In2>> in2,
-           Logic logic)
+  BinaryOp(Worker& w, uint32_t op, std::unique_ptr<In1> in1, std::unique_ptr<In2> in2, Logic logic)
       : w_(w),
         op_(op),
         in1_(std::move(in1)),
@@ -613,8 +709,8 @@ class BinaryOp final : public OperatorBase {
  private:
   Worker& w_;
   uint32_t op_;
-  std::unique_ptr<Input<In1>> in1_;
-  std::unique_ptr<Input<In2>> in2_;
+  std::unique_ptr<In1> in1_;
+  std::unique_ptr<In2> in2_;
   Output<Out> out_;
   Logic logic_;
 };
@@ -637,8 +733,9 @@ template <class Out, class Pact, class Logic>
 Stream<Out> Stream<T>::unary(Pact pact, std::string name, Logic logic) const {
   const uint32_t op = w_->add_operator(std::move(name));
   auto in = connect(op, std::move(pact));
-  auto impl = std::make_unique<detail::UnaryOp<Input<T>, Out, Logic>>(*w_, op, std::move(in),
-                                                                      std::move(logic));
+  using In = typename decltype(in)::element_type;  // Input<T>, or ReadInput<T> (Read)
+  auto impl =
+      std::make_unique<detail::UnaryOp<In, Out, Logic>>(*w_, op, std::move(in), std::move(logic));
   Output<Out>* out = &impl->output();
   w_->set_operator(op, std::move(impl));
   return Stream<Out>(*w_, op, out);
@@ -664,7 +761,9 @@ Stream<Out> binary(const Stream<A>& a, PactA pa, const Stream<B>& b, PactB pb, s
   const uint32_t op = w.add_operator(std::move(name));
   auto in1 = a.connect(op, std::move(pa));
   auto in2 = b.connect(op, std::move(pb));
-  auto impl = std::make_unique<detail::BinaryOp<A, B, Out, Logic>>(
+  using In1 = typename decltype(in1)::element_type;
+  using In2 = typename decltype(in2)::element_type;
+  auto impl = std::make_unique<detail::BinaryOp<In1, In2, Out, Logic>>(
       w, op, std::move(in1), std::move(in2), std::move(logic));
   Output<Out>* out = &impl->output();
   w.set_operator(op, std::move(impl));

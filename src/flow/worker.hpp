@@ -21,8 +21,8 @@
 namespace snailtrail::flow {
 
 class Worker;
-template <class T>
-class Input;
+template <class T, bool Owned>
+class BasicInput;
 
 // A right to produce records at `time` (and later) from operator `op`'s output (timely's
 // Capability): Output::give and Output::session take one, so an operator cannot give
@@ -72,8 +72,8 @@ class InputCapability {
   Capability delayed(Time t) const;
 
  private:
-  template <class T>
-  friend class Input;
+  template <class T, bool Owned>
+  friend class BasicInput;
   InputCapability(Worker* w, uint32_t op, Time t) : w_(w), op_(op), time_(t) {}
   Worker* w_;
   uint32_t op_;

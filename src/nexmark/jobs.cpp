@@ -103,8 +103,8 @@ void digest_and_probe(flow::JobContext& ctx, const flow::Stream<Row>& rows,
     std::map<Time, std::pair<uint64_t, uint64_t>> per_time;
     Time frontier = 0;
     bool reported = false;
-    void operator()(flow::Input<Row>& in, flow::Output<char>&) {
-      in.for_each([&](Time t, std::vector<Row>& data) {
+    void operator()(flow::ReadInput<Row>& in, flow::Output<char>&) {
+      in.for_each([&](Time t, std::span<const Row> data) {
         auto& [sum, count] = per_time[t];
         for (const Row& r : data) sum += row_hash(r);
         count += data.size();
@@ -126,7 +126,7 @@ void digest_and_probe(flow::JobContext& ctx, const flow::Stream<Row>& rows,
       }
     }
   };
-  rows.template unary<char>(flow::Pipeline{}, "digest", Logic{&ctx, std::move(also), {}, 0, false});
+  rows.template unary<char>(flow::Read{}, "digest", Logic{&ctx, std::move(also), {}, 0, false});
 }
 
 flow::JobSpec query_job(int q) {

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <map>
 #include <mutex>
+#include <string>
 
 #include "flow/operators.hpp"
 #include "flow/runtime.hpp"
@@ -82,6 +83,61 @@ TEST(FlowCopies, OneConsumerPlusProbeCopiesNoRecord) {
 // The counter sees copies: a second real consumer still gets its own copy of each record.
 TEST(FlowCopies, SecondRealConsumerGetsOneCopyPerRecord) {
   EXPECT_EQ(copies_with_probe(2, true, true), 2 * kRecords);
+}
+
+// Several readers (map, filter, flat_map: the Read pact) and `owners` owning consumers
+// (sinks) of one stream; every consumer must see every record once. Returns the copies.
+uint64_t copies_with_readers(uint32_t workers, int owners) {
+  g_copies = 0;
+  std::mutex mu;
+  // consumer -> record -> times seen
+  std::map<std::string, std::map<uint64_t, uint64_t>> seen;
+  auto note = [&](const std::string& who, uint64_t v) {
+    std::lock_guard<std::mutex> lock(mu);
+    ++seen[who][v];
+  };
+  run_dataflow(workers, [&](Worker& w) {
+    auto s = counted_source(w);
+    sink(map<uint64_t>(s, "read-map", [](const Counted& r) { return r.v; }), "map-sink",
+         [&](Time, uint64_t& v) { note("map", v); });
+    // Keeps every record: a copy each, on purpose (counted below); the others copy none.
+    sink(filter(s, "read-filter", [](const Counted& r) { return r.v % 2 == 0; }), "filter-sink",
+         [&](Time, Counted& r) { note("filter", r.v); });
+    sink(flat_map<uint64_t>(s, "read-flat-map",
+                            [](const Counted& r, auto&& emit) {
+                              emit(r.v);
+                              emit(r.v);
+                            }),
+         "flat-map-sink", [&](Time, uint64_t& v) { note("flat_map", v); });
+    for (int i = 0; i < owners; ++i)
+      sink(s, "owner", [&, i](Time, Counted& r) { note("owner" + std::to_string(i), r.v); });
+  });
+  const uint64_t n = workers * kRecords;
+  EXPECT_EQ(seen["map"].size(), n);
+  EXPECT_EQ(seen["flat_map"].size(), n);
+  EXPECT_EQ(seen["filter"].size(), n / 2);
+  for (auto& [v, k] : seen["map"]) EXPECT_EQ(k, 1u) << v;
+  for (auto& [v, k] : seen["flat_map"]) EXPECT_EQ(k, 2u) << v;
+  for (auto& [v, k] : seen["filter"]) EXPECT_EQ(k, 1u) << v;
+  for (int i = 0; i < owners; ++i) {
+    auto& o = seen["owner" + std::to_string(i)];
+    EXPECT_EQ(o.size(), n) << i;
+    for (auto& [v, k] : o) EXPECT_EQ(k, 1u) << v;
+  }
+  return g_copies.load();
+}
+
+// Readers share one batch: with no owning consumer no record is copied for them (only
+// the filter's kept half, given downstream); with one owner, the readers' shared batch
+// is the one copy; each further owner adds one. Before rt49 every consumer but the last
+// got its own copy: 2, 3 and 4 copies per record here (the filter moved its half).
+TEST(FlowCopies, ReadersShareOneBatchAndOnlyOwnersBeyondTheFirstCopy) {
+  for (uint32_t workers : {1u, 2u}) {
+    const uint64_t n = workers * kRecords;
+    EXPECT_EQ(copies_with_readers(workers, 0), n / 2) << workers << " workers, no owner";
+    EXPECT_EQ(copies_with_readers(workers, 1), n + n / 2) << workers << " workers, 1 owner";
+    EXPECT_EQ(copies_with_readers(workers, 2), 2 * n + n / 2) << workers << " workers, 2 owners";
+  }
 }
 
 // Megaphone's input an operator ignores: an empty stream that follows the frontier.
