@@ -147,7 +147,8 @@ void LiveAnalyzer::begin() {
   // Another shard's window is only planned (cut_events: each worker's first event in it),
   // never cut: of its events only that first time is kept.
   pag_.keep_event_times_if(options_.window_ns, [this](int64_t k) {
-    return k < k0_ || mine(static_cast<uint64_t>(k - k0_));
+    k = std::min(k, std::numeric_limits<int64_t>::max() - 1);  // as window_of() above
+    return k < k0_ || mine(static_cast<uint64_t>(k) - static_cast<uint64_t>(k0_));
   });
 }
 
