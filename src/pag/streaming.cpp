@@ -74,7 +74,12 @@ void StreamingPag::keep_event_time(Worker& w, int64_t ts) {
     w.times_end = next > ts ? next : INT64_MAX;  // the last window of the time range
     w.times_sparse = !times_needed_(k);
   } else if (w.times_sparse) {
-    return;
+    // Events on the window's start, like its first one, also belong to the window before
+    // when that is the last one (closed at its end): kept whole if it is needed.
+    if (w.event_ts.empty() || ts != w.event_ts.back()) return;
+    const int64_t k = windowing::window_of(ts, 0, times_width_);
+    if (ts != windowing::border(0, k, times_width_) || k == INT64_MIN || !times_needed_(k - 1))
+      return;
   }
   w.event_ts.push_back(ts);
 }
