@@ -771,6 +771,111 @@ TEST(LiveAnalyzer, ShardUnionEqualsBatchOverManyRandomTraces) {
   EXPECT_GT(windows_with_late, 20u);
 }
 
+// Events on window borders: every event time of random messy traces (activities and
+// messages spanning several windows, duplicates, skew) rounded down to a multiple of a
+// third, a half or a whole window, so that many events open their window and the trace
+// ends on a border (the last window's closed end). A shard keeps of another shard's
+// window only each worker's first event time (StreamingPag::keep_event_times_if): the
+// shards' windows together stay the batch analysis's, fed in random interleavings.
+TEST(LiveAnalyzer, ShardUnionEqualsBatchWithEventsOnWindowBorders) {
+  std::mt19937_64 rng(20261202);
+  size_t on_border = 0, compared = 0, empty_runs = 0;
+  for (int round = 0; round < 60; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    const int64_t max_delay = 60'000;
+    Trace trace = random_trace(rng, max_delay, round % 2 == 1);
+    LiveOptions lo;
+    lo.window_ns = std::uniform_int_distribution<int64_t>(5'000, 200'000)(rng);
+    // Rounding moves a half by up to a window: the lateness covers that too.
+    lo.lateness_ns = max_delay + lo.window_ns + 1;
+    lo.pag.gap_threshold_ns = 100'000;
+    const int64_t grid = lo.window_ns / (1 + round % 3);
+    for (Event& e : trace.events) {
+      e.ts -= e.ts % grid;
+      on_border += e.ts % lo.window_ns == 0;
+    }
+    std::stable_sort(trace.events.begin(), trace.events.end(), [](const Event& a, const Event& b) {
+      return a.worker != b.worker ? a.worker < b.worker : a.ts < b.ts;
+    });
+    const auto expected = batch_windows(trace, lo);
+    for (const std::string& line : expected)
+      empty_runs += line.find("empty_windows") != std::string::npos;
+    const uint32_t n = 2 + static_cast<uint32_t>(round % 3);
+    std::vector<std::string> merged;
+    for (uint32_t i = 0; i < n; ++i) {
+      LiveOptions shard = lo;
+      shard.shard_index = i;
+      shard.shard_count = n;
+      std::mt19937_64 feed(rng());
+      const auto got = live_windows(trace, shard, feed);
+      merged.insert(merged.end(), got.begin(), got.end());
+    }
+    ASSERT_EQ(by_index(merged), expected);
+    compared += expected.size();
+  }
+  EXPECT_GT(compared, 1000u);
+  EXPECT_GT(on_border, 4000u);
+  EXPECT_GT(empty_runs, 2u);
+}
+
+// A shard retains every event time of its own windows and, of another shard's window,
+// only each worker's first one: with 4 shards, windows of 100 us and a lateness of 3
+// windows, at most about half of what the unsharded analyzer retains at any moment
+// (which holds every event of the open windows), and the same windows together.
+TEST(LiveAnalyzer, ShardsRetainOneEventTimePerWorkerOfOtherShardsWindows) {
+  std::vector<Event> events;
+  const uint32_t workers = 4;
+  int64_t corr = 0;
+  for (int64_t t = 0; t < 10'000'000; t += 2'000) {
+    for (uint32_t w = 0; w < workers; ++w) {
+      events.push_back(local(w, t + w, ActivityType::processing, EventKind::start, w));
+      events.push_back(local(w, t + w + 1'500, ActivityType::processing, EventKind::end, w));
+    }
+    const uint32_t s = static_cast<uint32_t>(t / 2'000 % workers);
+    ++corr;
+    events.push_back(half(s, (s + 1) % workers, t + 1'700, EventKind::send, corr, true));
+    events.push_back(
+        half((s + 1) % workers, s, t + 1'900 + t % 300'000, EventKind::recv, corr, true));
+  }
+  std::stable_sort(events.begin(), events.end(),
+                   [](const Event& a, const Event& b) { return a.ts < b.ts; });
+  auto run = [&](uint32_t index, uint32_t count, size_t& most) {
+    LiveOptions lo;
+    lo.window_ns = 100'000;
+    lo.lateness_ns = 300'000;
+    lo.shard_index = index;
+    lo.shard_count = count;
+    std::vector<std::string> got;
+    LiveAnalyzer live(lo, [&](LiveWindow& w) { got.push_back(w.json); });
+    most = 0;
+    for (size_t i = 0; i < events.size(); ++i) {
+      live.add(events[i]);
+      if (i % 64 == 63) live.advance();
+      // From the tenth window on (before the first one closes, shards are not set up yet).
+      if (live.closed_until() >= 1'000'000)
+        most = std::max(most, live.pag().retained_event_times());
+    }
+    live.finish();
+    return got;
+  };
+  size_t one_most = 0;
+  const auto all = run(0, 1, one_most);
+  ASSERT_GT(all.size(), 99u);
+  ASSERT_GT(one_most, 1'000u);
+  const uint32_t n = 4;
+  std::vector<std::string> merged;
+  for (uint32_t i = 0; i < n; ++i) {
+    SCOPED_TRACE("shard " + std::to_string(i));
+    size_t most = 0;
+    const auto got = run(i, n, most);
+    merged.insert(merged.end(), got.begin(), got.end());
+    EXPECT_LE(most, one_most / 2);
+    RecordProperty("retained_event_times_" + std::to_string(i),
+                   std::to_string(most) + " of " + std::to_string(one_most));
+  }
+  EXPECT_EQ(by_index(merged), all);
+}
+
 // A long regular trace: 4 workers, 10 us activities with gaps, messages between them,
 // 201 windows of 100 us, fed in time order with windows closing as they go. Each of N
 // shards cuts PAGs only around its own windows: about 1/N of the nodes and message edges

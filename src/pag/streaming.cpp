@@ -50,7 +50,10 @@ StreamingPag::Added StreamingPag::add(const Event& e) {
   }
   w.pending.add(e);
   if (e.is_message()) w.pending_messages.push_back(e);
-  w.event_ts.push_back(e.ts);
+  if (times_needed_)
+    keep_event_time(w, e.ts);
+  else
+    w.event_ts.push_back(e.ts);
   w.watermark = e.ts;
   if (e.has(kHasOperator)) {
     auto pos = std::lower_bound(operator_ids_.begin(), operator_ids_.end(), e.op);
@@ -60,6 +63,25 @@ StreamingPag::Added StreamingPag::add(const Event& e) {
   first_ts_ = std::min(first_ts_, e.ts);
   last_ts_ = std::max(last_ts_, e.ts);
   return Added::ok;
+}
+
+// The worker's events come in time order: its first event in each window decides whether
+// the window's event times are retained.
+void StreamingPag::keep_event_time(Worker& w, int64_t ts) {
+  if (ts >= w.times_end) {
+    const int64_t k = windowing::window_of(ts, 0, times_width_);
+    const int64_t next = windowing::border(0, k + 1, times_width_);
+    w.times_end = next > ts ? next : INT64_MAX;  // the last window of the time range
+    w.times_sparse = !times_needed_(k);
+  } else if (w.times_sparse) {
+    // Events on the window's start, like its first one, also belong to the window before
+    // when that is the last one (closed at its end): kept whole if it is needed.
+    if (w.event_ts.empty() || ts != w.event_ts.back()) return;
+    const int64_t k = windowing::window_of(ts, 0, times_width_);
+    if (ts != windowing::border(0, k, times_width_) || k == INT64_MIN || !times_needed_(k - 1))
+      return;
+  }
+  w.event_ts.push_back(ts);
 }
 
 void StreamingPag::flush_pending(Worker& w) {
@@ -194,6 +216,12 @@ std::vector<uint32_t> StreamingPag::worker_ids() const {
   ids.reserve(workers_.size());
   for (const Worker& w : workers_) ids.push_back(w.id);
   return ids;
+}
+
+size_t StreamingPag::retained_event_times() const {
+  size_t n = 0;
+  for (const Worker& w : workers_) n += w.event_ts.size();
+  return n;
 }
 
 size_t StreamingPag::retained_nodes() const {

@@ -103,6 +103,16 @@ class StreamingPag {
   }
   // Matched messages not kept (keep_messages_if).
   uint64_t dropped_messages() const { return dropped_messages_; }
+  // serve --shard: of the events in a window of width `width` for which `needed(k)` is
+  // false (another shard's window k), only each worker's first event time is retained:
+  // all cut_events() reads to plan those windows; no cut() covers them. Windows needed
+  // keep every event time. Unset: every event time is retained.
+  void keep_event_times_if(int64_t width, std::function<bool(int64_t)> needed) {
+    times_width_ = width;
+    times_needed_ = std::move(needed);
+  }
+  // Event times retained (tests of keep_event_times_if).
+  size_t retained_event_times() const;
 
   // Retained sizes, for metrics and tests of bounded memory.
   size_t retained_nodes() const;
@@ -133,6 +143,10 @@ class StreamingPag {
     std::vector<uint8_t> type;
     std::vector<uint32_t> op, instance;
     std::vector<int64_t> event_ts;  // retained raw event times
+    // keep_event_times_if: events before times_end lie in the window of the last event
+    // time retained; in another shard's window (times_sparse) they are not retained.
+    int64_t times_end = INT64_MIN;
+    bool times_sparse = false;
     int64_t watermark = INT64_MIN;
     bool finished = false;  // finish_worker() was called
   };
@@ -140,6 +154,7 @@ class StreamingPag {
   uint32_t index_of(uint32_t id);
   const Worker* find(uint32_t id) const;
   void flush_pending(Worker& w);
+  void keep_event_time(Worker& w, int64_t ts);
   void on_half(const Event& e, uint32_t worker, uint64_t node);
   void pair(const Half& send, const Half& recv);
   // The pieces of cut(): halves whose partner can no longer come are reported; each
@@ -161,6 +176,8 @@ class StreamingPag {
   std::vector<Matched> messages_;
   std::function<bool(int64_t, int64_t)> needed_;
   uint64_t dropped_messages_ = 0;
+  int64_t times_width_ = 0;
+  std::function<bool(int64_t)> times_needed_;
   std::vector<IssueAt> issues_;
   std::vector<uint32_t> operator_ids_;  // sorted
   uint64_t events_ = 0;

@@ -144,6 +144,12 @@ void LiveAnalyzer::begin() {
   started_ = true;
   if (options_.shard_count == 1 && options_.written_through < 0) return;
   pag_.keep_messages_if([this](int64_t src, int64_t dst) { return overlaps_mine(src, dst); });
+  // Another shard's window is only planned (cut_events: each worker's first event in it),
+  // never cut: of its events only that first time is kept.
+  pag_.keep_event_times_if(options_.window_ns, [this](int64_t k) {
+    k = std::min(k, std::numeric_limits<int64_t>::max() - 1);  // as window_of() above
+    return k < k0_ || mine(static_cast<uint64_t>(k) - static_cast<uint64_t>(k0_));
+  });
 }
 
 bool LiveAnalyzer::overlaps_mine(int64_t src, int64_t dst) const {

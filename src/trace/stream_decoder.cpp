@@ -26,7 +26,10 @@ void StreamDecoder::note(const std::string& what) {
 
 void StreamDecoder::merge(Trace& from, Trace& out) {
   stats_.events += from.events.size();
-  out.events.insert(out.events.end(), from.events.begin(), from.events.end());
+  if (out.events.empty())
+    out.events.swap(from.events);  // a block decoded into an empty batch: not copied
+  else
+    out.events.insert(out.events.end(), from.events.begin(), from.events.end());
   for (auto& [id, name] : from.worker_names)
     out.worker_names[id] = std::move(name), ++stats_.metadata;
   for (auto& [id, name] : from.operator_names)
