@@ -54,10 +54,16 @@ StreamedPlan plan_streamed(const TraceFacts& facts, const WindowSpec& spec);
 std::vector<int64_t> split_windows_by_events(const SnailIndex& index, const StreamedPlan& plan,
                                              const std::vector<double>& weights);
 
-// Whether reading block by block is worth it: false when one planned window holds a
-// quarter or more of the file's events (by the block index). The analysis would then hold
-// about as much as the whole trace, and reading it whole builds the PAG on every thread
-// (faster: a 256 s window of 7.8 M events in 0.87 s instead of 1.27 s).
+// Windows of a streamed run are cut in batches of at least this many: a plan of at most
+// this many windows is cut once, when reading is done, by StreamingPag::take (the
+// streamed PAG's arrays freed as they are copied, the events never held whole).
+inline constexpr int64_t kOneCutWindows = 8;
+
+// Whether reading block by block is worth it: true for plans of at most kOneCutWindows
+// windows (a single large window included: cut once, it holds less than the whole
+// trace's events and PAG, docs/PERFORMANCE.md "issue 39, seventh round"); else false
+// when one planned window holds a quarter or more of the file's events (by the block
+// index): its cut would copy about as much as the whole trace.
 bool streaming_pays(const SnailIndex& index, const StreamedPlan& plan);
 
 struct StreamedStats {
