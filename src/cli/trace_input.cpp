@@ -48,9 +48,9 @@ void add_trace_input_options(CLI::App* cmd, TraceInputArgs& a, std::string_view 
                             "tumbling windows: block by block, in bounded memory; same {})",
                             what_in_memory));
   cmd->add_flag("--streamed", a.streamed,
-                "Read a .snail trace block by block even when one of more than 8 windows "
-                "holds a quarter or more of its events (by default such a trace is read "
-                "whole: that window's cut would hold about as much)");
+                "Read a .snail trace block by block even when one window holds a quarter or "
+                "more of its events (by default such a trace is read whole: faster, and "
+                "streaming would hold about as much)");
   cmd->add_option("--threads,-j", a.threads,
                   "Threads analyzing windows (0: one per core); results do not depend on it")
       ->capture_default_str();

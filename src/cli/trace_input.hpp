@@ -64,8 +64,8 @@ Trace read_whole_trace(const TraceInputArgs& a, bool progress, std::string_view*
 std::unique_ptr<SnailFile> open_streamed_trace(const TraceInputArgs& a, const AnalysisOptions& opt);
 
 // Whether a .snail file opened block by block is best analyzed so with `plan`: unless
-// --streamed, not when one of more than 8 windows holds a quarter or more of its events
-// (streaming_pays), unless it was spooled from JSONL.
+// --streamed, not when one window holds a quarter or more of its events (streaming_pays),
+// unless it was spooled from JSONL.
 bool keep_streamed(const TraceInputArgs& a, const SnailFile& snail, const StreamedPlan& plan);
 
 // --from/--to into `opt`: absolute instants, or relative to the trace's first event.

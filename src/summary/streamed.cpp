@@ -144,10 +144,8 @@ static double events_before(const SnailIndex& index, int64_t t) {
 
 bool streaming_pays(const SnailIndex& index, const StreamedPlan& plan) {
   // Past 16 windows none can hold a quarter unless the trace is very uneven; not worth
-  // estimating every window of a long plan. Up to kOneCutWindows windows are cut once,
-  // at the end, by taking the streamed PAG's arrays (no copy of it, no events held).
-  if (plan.empty() || plan.count() > 16 || plan.count() <= static_cast<uint64_t>(kOneCutWindows))
-    return true;
+  // estimating every window of a long plan.
+  if (plan.empty() || plan.count() > 16) return true;
   const double total = events_before(index, std::numeric_limits<int64_t>::max());
   for (int64_t k = plan.k0; k <= plan.k1; ++k) {
     int64_t end = plan.start_of(k + 1);

@@ -59,11 +59,11 @@ std::vector<int64_t> split_windows_by_events(const SnailIndex& index, const Stre
 // streamed PAG's arrays freed as they are copied, the events never held whole).
 inline constexpr int64_t kOneCutWindows = 8;
 
-// Whether reading block by block is worth it: true for plans of at most kOneCutWindows
-// windows (a single large window included: cut once, it holds less than the whole
-// trace's events and PAG, docs/PERFORMANCE.md "issue 39, seventh round"); else false
-// when one planned window holds a quarter or more of the file's events (by the block
-// index): its cut would copy about as much as the whole trace.
+// Whether reading block by block is worth it: false when one planned window holds a
+// quarter or more of the file's events (by the block index). Reading it whole builds the
+// PAG on every thread and reuses the events' memory for the analysis: a single 256 s
+// window streamed holds 0.92x the memory but costs 1.4-1.6x the CPU time (page faults),
+// docs/PERFORMANCE.md "issue 39, seventh round".
 bool streaming_pays(const SnailIndex& index, const StreamedPlan& plan);
 
 struct StreamedStats {
