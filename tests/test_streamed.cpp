@@ -224,6 +224,24 @@ TEST_F(StreamedTest, RandomTracesEveryFormatAndRange) {
   }
 }
 
+// A few large windows, one of them covering the whole trace, read block by block (cut
+// once, at the end, by StreamingPag::take) print what the whole trace in memory prints:
+// random messy traces, one thread and two (the next block read while one is added).
+TEST_F(StreamedTest, LargeWindowsStreamedEqualTheWholeTraceInMemory) {
+  std::mt19937_64 rng(39);
+  for (int i = 0; i < testing::random_inputs(8, 3); ++i) {
+    const Trace t = random_trace(rng);
+    SnailWriteOptions o;
+    o.events_per_block = static_cast<uint32_t>(1 + rng() % 300);
+    const fs::path file = path("big" + std::to_string(i) + ".snail");
+    write_trace(t, file.string(), o);
+    for (const char* w : {"1s", "40ms", "25ms", "15ms"})
+      for (const char* threads : {"1", "2"})
+        expect_same(file, {"--window", w, "--format", "jsonl", "--threads", threads});
+    expect_same(file, {"--window", "1s", "--format", "jsonl", "--from", "+3ms", "--to", "+30ms"});
+  }
+}
+
 TEST_F(StreamedTest, ExamplesAndSimulatedTraces) {
   // examples/pipeline.jsonl, converted.
   const Trace pipeline =
@@ -757,6 +775,7 @@ TEST_F(StreamedTest, FewLargeWindowsAreReadWholeUnlessStreamed) {
     EXPECT_NE(s.err.find("streamed:"), std::string::npos) << w << s.err;
     EXPECT_EQ(d.out, s.out) << w;
   }
+
   // A JSONL trace is parsed once, into its spool, and streamed whatever its windows.
   ASSERT_EQ(run({"convert", path("few.snail").string(), path("few.jsonl").string()}).code, 0);
   const Out j = run(

@@ -412,3 +412,138 @@ void StreamingPag::retire(int64_t horizon) {
 }
 
 }  // namespace snailtrail
+
+namespace snailtrail {
+
+void StreamingPag::reserve_worker(uint32_t worker_id, size_t events) {
+  Worker& w = workers_[index_of(worker_id)];
+  w.event_ts.reserve(events);
+  // A node per distinct timestamp at most, and one more slot while a node is added.
+  w.node_ts.reserve(events + 1);
+  w.type.reserve(events + 1);
+  w.op.reserve(events + 1);
+  w.instance.reserve(events + 1);
+}
+
+Pag StreamingPag::take(int64_t start, int64_t end, bool closed_end) {
+  auto before_end = [&](int64_t t) { return t < end || (closed_end && t == end); };
+  expire_halves(end, closed_end);
+  Pag pag;
+  CutLayout layout;
+  take_timelines(start, end, closed_end, pag, layout);
+  take_messages(start, end, pag, layout);
+  for (const IssueAt& is : issues_)
+    if (is.ts >= start && before_end(is.ts)) pag.issues.push_back(is);
+  std::vector<IssueAt>().swap(issues_);
+  std::stable_sort(pag.issues.begin(), pag.issues.end(), [](const IssueAt& a, const IssueAt& b) {
+    return a.ts != b.ts ? a.ts < b.ts : a.issue < b.issue;
+  });
+  pag.operator_ids = operator_ids_;
+  pag.first_ts = start;
+  pag.last_ts = end;
+  return pag;
+}
+
+void StreamingPag::take_timelines(int64_t start, int64_t end, bool closed_end, Pag& pag,
+                                  CutLayout& layout) {
+  // As cut_timelines: workers in ascending id order; each worker's nodes from the last one
+  // at or before `start` to the first one at or after `end`, its events in the range.
+  std::vector<uint32_t> order(workers_.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](uint32_t a, uint32_t b) { return workers_[a].id < workers_[b].id; });
+  const size_t W = order.size();
+  struct Range {
+    size_t lo, hi, ev_lo, ev_hi;
+  };
+  std::vector<Range> ranges(W);
+  size_t nodes = 0, events = 0;
+  for (uint32_t wi = 0; wi < W; ++wi) {
+    const Worker& w = workers_[wi];
+    const size_t n = w.node_ts.size();
+    size_t lo = 0, hi = n;
+    if (n > 0) {
+      lo = static_cast<size_t>(std::upper_bound(w.node_ts.begin(), w.node_ts.end(), start) -
+                               w.node_ts.begin());
+      lo = lo > 0 ? lo - 1 : 0;
+      hi = static_cast<size_t>(std::lower_bound(w.node_ts.begin(), w.node_ts.end(), end) -
+                               w.node_ts.begin());
+      hi = std::min(hi + 1, n);
+    }
+    const auto from = std::lower_bound(w.event_ts.begin(), w.event_ts.end(), start);
+    const auto to = closed_end ? std::upper_bound(from, w.event_ts.end(), end)
+                               : std::lower_bound(from, w.event_ts.end(), end);
+    ranges[wi] = {lo, hi, static_cast<size_t>(from - w.event_ts.begin()),
+                  static_cast<size_t>(to - w.event_ts.begin())};
+    nodes += hi - lo;
+    events += ranges[wi].ev_hi - ranges[wi].ev_lo;
+  }
+  // The flat arrays are sized once; each worker's arrays are freed once copied.
+  // (pre-faulted: one call each instead of a page fault per 4 KiB).
+  big_memory::reserve_prefaulted(pag.node_ts, nodes);
+  big_memory::reserve_prefaulted(pag.edge_type, nodes);
+  big_memory::reserve_prefaulted(pag.edge_op, nodes);
+  big_memory::reserve_prefaulted(pag.edge_instance, nodes);
+  big_memory::reserve_prefaulted(pag.event_ts, events);
+  layout.slice_of.assign(W, kNone);
+  layout.first_abs.resize(W);
+  layout.last_abs.resize(W);
+  layout.node_base.resize(W);
+  pag.worker_begin.push_back(0);
+  pag.event_begin.push_back(0);
+  for (uint32_t wi : order) {
+    Worker& w = workers_[wi];
+    const auto [lo, hi, ev_lo, ev_hi] = ranges[wi];
+    layout.slice_of[wi] = static_cast<uint32_t>(pag.worker_ids.size());
+    pag.worker_ids.push_back(w.id);
+    const uint32_t base = static_cast<uint32_t>(pag.node_ts.size());
+    layout.node_base[wi] = base;
+    layout.first_abs[wi] = w.base + lo;
+    layout.last_abs[wi] = w.base + hi;  // one past
+    if (hi > lo) {
+      pag.node_ts.insert(pag.node_ts.end(), w.node_ts.begin() + lo, w.node_ts.begin() + hi);
+      pag.edge_type.insert(pag.edge_type.end(), w.type.begin() + lo, w.type.begin() + hi - 1);
+      pag.edge_type.push_back(kNoEdge);
+      pag.edge_op.insert(pag.edge_op.end(), w.op.begin() + lo, w.op.begin() + hi - 1);
+      pag.edge_op.push_back(kNone);
+      const size_t at = pag.edge_instance.size();
+      pag.edge_instance.insert(pag.edge_instance.end(), w.instance.begin() + lo,
+                               w.instance.begin() + hi - 1);
+      for (size_t x = at; x < pag.edge_instance.size(); ++x)
+        pag.edge_instance[x] = pag.edge_instance[x] - static_cast<uint32_t>(lo) + base;
+      pag.edge_instance.push_back(kNone);
+    }
+    pag.worker_begin.push_back(static_cast<uint32_t>(pag.node_ts.size()));
+    pag.event_ts.insert(pag.event_ts.end(), w.event_ts.begin() + ev_lo, w.event_ts.begin() + ev_hi);
+    pag.event_begin.push_back(static_cast<uint32_t>(pag.event_ts.size()));
+    std::vector<int64_t>().swap(w.node_ts);
+    std::vector<uint8_t>().swap(w.type);
+    std::vector<uint32_t>().swap(w.op);
+    std::vector<uint32_t>().swap(w.instance);
+    std::vector<int64_t>().swap(w.event_ts);
+  }
+}
+
+void StreamingPag::take_messages(int64_t start, int64_t end, Pag& pag, const CutLayout& layout) {
+  // As cut_messages, sorting the matched messages themselves instead of their indices.
+  std::erase_if(messages_, [&](const Matched& m) { return m.src_ts > end || m.dst_ts < start; });
+  auto key = [&](const Matched& m) {
+    return std::make_tuple(m.src_ts, m.dst_ts, workers_[m.src_worker].id, m.src_node,
+                           workers_[m.dst_worker].id, m.dst_node, m.type);
+  };
+  std::sort(messages_.begin(), messages_.end(),
+            [&](const Matched& a, const Matched& b) { return key(a) < key(b); });
+  auto node_in_cut = [&](uint32_t wi, uint64_t abs) -> uint32_t {
+    if (abs < layout.first_abs[wi] || abs >= layout.last_abs[wi])
+      return kNone;  // clipped: never used
+    return layout.node_base[wi] + static_cast<uint32_t>(abs - layout.first_abs[wi]);
+  };
+  big_memory::reserve_prefaulted(pag.messages, messages_.size());
+  for (const Matched& m : messages_)
+    pag.messages.push_back({node_in_cut(m.src_worker, m.src_node),
+                            node_in_cut(m.dst_worker, m.dst_node), m.src_ts, m.dst_ts,
+                            layout.slice_of[m.src_worker], layout.slice_of[m.dst_worker], m.type});
+  std::vector<Matched>().swap(messages_);
+}
+
+}  // namespace snailtrail

@@ -95,6 +95,15 @@ class StreamingPag {
   // are rejected.
   void retire(int64_t horizon);
 
+  // A large window read block by block (summary/streamed.cpp): room for a worker's
+  // `events` events and as many nodes, reserved before its first event, so that its
+  // arrays never grow by copying (address space only: pages are touched as written).
+  void reserve_worker(uint32_t worker_id, size_t events);
+  // The last cut: the Pag cut() returns, built while this PAG's arrays are freed worker
+  // by worker (never both whole copies at once). Nothing may be added, cut or retired
+  // afterwards.
+  Pag take(int64_t start, int64_t end, bool closed_end);
+
   // serve --shard: a matched message is kept only if `needed(send ts, receive ts)`; the
   // others lie in windows no cut will ask for (they are still matched, so that their
   // halves are neither unmatched nor duplicates elsewhere). Unset: every message is kept.
@@ -163,6 +172,9 @@ class StreamingPag {
   void cut_timelines(int64_t start, int64_t end, bool closed_end, Pag& pag,
                      CutLayout& layout) const;
   void cut_messages(int64_t start, int64_t end, Pag& pag, const CutLayout& layout) const;
+  // take()'s pieces: cut_timelines and cut_messages, freeing what they copied.
+  void take_timelines(int64_t start, int64_t end, bool closed_end, Pag& pag, CutLayout& layout);
+  void take_messages(int64_t start, int64_t end, Pag& pag, const CutLayout& layout);
 
   int64_t gap_threshold_;
   int64_t horizon_ = INT64_MIN;

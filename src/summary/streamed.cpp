@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <deque>
 #include <exception>
+#include <future>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -439,7 +440,7 @@ class StreamedRun {
         pag_(options.pag),
         by_last_(workers_by_last_event(facts_)),
         total_(static_cast<size_t>(k_end - k_begin + 1)),
-        batch_(std::max<int64_t>(8, 4 * static_cast<int64_t>(threads))) {}
+        batch_(std::max<int64_t>(kOneCutWindows, 4 * static_cast<int64_t>(threads))) {}
 
   StreamedStats run();
 
@@ -453,6 +454,9 @@ class StreamedRun {
   void close(int64_t kb, bool last);
   void analyze_until(int64_t kb, bool last);
   bool all_closed() const { return next_k_ > k_last_; }
+  // Every window is cut at once when reading is done: batches are never smaller than
+  // batch_ windows before the last one.
+  bool one_cut() const { return static_cast<int64_t>(total_) <= batch_; }
 
   SnailFile& file_;
   const TraceFacts& facts_;
@@ -486,10 +490,14 @@ void StreamedRun::start() {
   pag_.assume_unique_correlators();
   for (const TraceFacts::Worker& wk : facts_.workers) pag_.declare(wk.id);
   for (uint32_t op : facts_.operators) pag_.declare_operator(op);
+  // Windows cut once, at the end (a few large ones): each worker's arrays will hold all
+  // its events read; room for them up front instead of growing by copies.
+  if (one_cut())
+    for (const TraceFacts::Worker& wk : facts_.workers)
+      pag_.reserve_worker(wk.id, static_cast<size_t>(wk.events));
 }
 
 void StreamedRun::add_block(size_t block) {
-  file_.read_block(block, buf_);
   ++stats_.blocks_read;
   stats_.events_read += buf_.size();
   for (const Event& e : buf_) {
@@ -517,13 +525,15 @@ void StreamedRun::analyze_until(int64_t kb, bool last) {
   if (kb - 1 == plan_.k1 && plan_.to) end = std::min(end, *plan_.to);
   const int64_t start = plan_.start_of(next_k_);
   auto batch = std::make_unique<BatchPipeline::Batch>();
-  batch->cut = pag_.cut(start, end, closed);
+  // The last cut takes the PAG's arrays (freed as they are copied) instead of copying them.
+  const bool final_cut = kb == k_last_ + 1;  // then every window is closed
+  batch->cut = final_cut ? pag_.take(start, end, closed) : pag_.cut(start, end, closed);
   batch->windows = plan_window_range(batch->cut, plan_.origin, plan_.width, next_k_, kb - 1, closed,
                                      plan_.to, empty_before_);
   batch->first_index = static_cast<size_t>(next_k_ - plan_.k0);
   batch->count = static_cast<size_t>(kb - next_k_);
   next_k_ = kb;
-  pag_.retire(end);  // the cut is a copy
+  if (!final_cut) pag_.retire(end);  // the cut is a copy
   if (pipeline_) {
     pipeline_->submit(std::move(batch));
     return;
@@ -542,8 +552,27 @@ StreamedStats StreamedRun::run() {
   // every event before it has been read.
   const std::vector<size_t> blocks = file_.blocks_overlapping(S_, INT64_MAX);
   const std::vector<int64_t> frontier = frontiers_after(file_, blocks);
+  // With 2 or more threads the next block is read and decoded on a thread of its own
+  // while this one's events are added (one block ahead; `reading` is destroyed, waiting
+  // for it, before `next`).
+  BigVector<Event> next;
+  std::future<void> reading;
+  auto read_ahead = [&](size_t i) {
+    if (i < blocks.size())
+      reading = std::async(std::launch::async,
+                           [this, &next, b = blocks[i]] { file_.read_block(b, next); });
+  };
+  const bool ahead = threads_ >= 2;
+  if (ahead) read_ahead(0);
   for (size_t i = 0; i < blocks.size() && !all_closed(); ++i) {
     if (pipeline_) pipeline_->deliver_ready();
+    if (ahead) {
+      reading.get();
+      buf_.swap(next);
+      read_ahead(i + 1);
+    } else {
+      file_.read_block(blocks[i], buf_);
+    }
     add_block(blocks[i]);
     const int64_t F = frontier[i + 1];
     pag_.flush_before(F);

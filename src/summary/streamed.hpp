@@ -54,10 +54,16 @@ StreamedPlan plan_streamed(const TraceFacts& facts, const WindowSpec& spec);
 std::vector<int64_t> split_windows_by_events(const SnailIndex& index, const StreamedPlan& plan,
                                              const std::vector<double>& weights);
 
+// Windows of a streamed run are cut in batches of at least this many: a plan of at most
+// this many windows is cut once, when reading is done, by StreamingPag::take (the
+// streamed PAG's arrays freed as they are copied, the events never held whole).
+inline constexpr int64_t kOneCutWindows = 8;
+
 // Whether reading block by block is worth it: false when one planned window holds a
-// quarter or more of the file's events (by the block index). The analysis would then hold
-// about as much as the whole trace, and reading it whole builds the PAG on every thread
-// (faster: a 256 s window of 7.8 M events in 0.87 s instead of 1.27 s).
+// quarter or more of the file's events (by the block index). Reading it whole builds the
+// PAG on every thread and reuses the events' memory for the analysis: a single 256 s
+// window streamed holds 0.92x the memory but costs 1.4-1.6x the CPU time (page faults),
+// docs/PERFORMANCE.md "issue 39, seventh round".
 bool streaming_pays(const SnailIndex& index, const StreamedPlan& plan);
 
 struct StreamedStats {
