@@ -101,28 +101,36 @@ class LocalPuller final : public Puller<T> {
   std::shared_ptr<LocalQueue<T>> q_;
 };
 
+// Queues a message at time t on a same-worker edge, recycling one the consumer gave back;
+// `fill` sets its records.
+template <class T, class Fill>
+void push_local(Worker& w, uint32_t edge, LocalQueue<T>& q, Time t, Fill&& fill) {
+  if (t < w.frontier(edge)) ++w.counters().early_records;
+  std::unique_ptr<Message<T>> m;
+  if (!q.free.empty()) {
+    m = std::move(q.free.back());
+    q.free.pop_back();
+  } else {
+    ++w.counters().fresh_buffers;
+    m = std::make_unique<Message<T>>();
+  }
+  m->time = t;
+  m->from = w.index();
+  m->correlator = 0;
+  m->arrived_ns = -1;
+  fill(*m);
+  w.change(edge_location(edge), t, +1);
+  q.q.push_back(std::move(m));
+}
+
 template <class T>
 class PipelineTarget final : public Target<T> {
  public:
   PipelineTarget(Worker& w, uint32_t edge, std::shared_ptr<LocalQueue<T>> q)
       : w_(w), edge_(edge), q_(std::move(q)) {}
   void send(Time t, std::vector<T>& batch) override {
-    if (t < w_.frontier(edge_)) ++w_.counters().early_records;
-    std::unique_ptr<Message<T>> m;
-    if (!q_->free.empty()) {
-      m = std::move(q_->free.back());
-      q_->free.pop_back();
-    } else {
-      ++w_.counters().fresh_buffers;
-      m = std::make_unique<Message<T>>();
-    }
-    m->time = t;
-    m->from = w_.index();
-    m->correlator = 0;
-    m->arrived_ns = -1;
-    m->data.swap(batch);  // the sender keeps the message's old (emptied) buffer
-    w_.change(edge_location(edge_), t, +1);
-    q_->q.push_back(std::move(m));
+    // The sender keeps the message's old (emptied) buffer.
+    push_local(w_, edge_, *q_, t, [&](Message<T>& m) { m.data.swap(batch); });
   }
 
  private:
@@ -140,22 +148,7 @@ class ReadTarget {
   ReadTarget(Worker& w, uint32_t edge, std::shared_ptr<LocalQueue<T>> q)
       : w_(w), edge_(edge), q_(std::move(q)) {}
   void share(Time t, const SharedBatch<T>& batch) {
-    if (t < w_.frontier(edge_)) ++w_.counters().early_records;
-    std::unique_ptr<Message<T>> m;
-    if (!q_->free.empty()) {
-      m = std::move(q_->free.back());
-      q_->free.pop_back();
-    } else {
-      ++w_.counters().fresh_buffers;
-      m = std::make_unique<Message<T>>();
-    }
-    m->time = t;
-    m->from = w_.index();
-    m->correlator = 0;
-    m->arrived_ns = -1;
-    m->shared = batch;
-    w_.change(edge_location(edge_), t, +1);
-    q_->q.push_back(std::move(m));
+    push_local(w_, edge_, *q_, t, [&](Message<T>& m) { m.shared = batch; });
   }
 
  private:

@@ -292,6 +292,36 @@ void StreamingPag::expire_halves(int64_t end, bool closed_end) {
   });
 }
 
+std::pair<size_t, size_t> StreamingPag::node_range(const Worker& w, int64_t start, int64_t end) {
+  // From the last node at or before `start` to the first one at or after `end`.
+  const size_t n = w.node_ts.size();
+  if (n == 0) return {0, 0};
+  size_t lo = static_cast<size_t>(std::upper_bound(w.node_ts.begin(), w.node_ts.end(), start) -
+                                  w.node_ts.begin());
+  lo = lo > 0 ? lo - 1 : 0;
+  const size_t hi = static_cast<size_t>(std::lower_bound(w.node_ts.begin(), w.node_ts.end(), end) -
+                                        w.node_ts.begin());
+  return {lo, std::min(hi + 1, n)};
+}
+
+void StreamingPag::append_nodes(const Worker& w, size_t lo, size_t hi, Pag& pag) {
+  if (hi <= lo) return;
+  const uint32_t base = static_cast<uint32_t>(pag.node_ts.size());
+  // Copied range by range (the last node has no edge): no push_back per node.
+  pag.node_ts.insert(pag.node_ts.end(), w.node_ts.begin() + lo, w.node_ts.begin() + hi);
+  pag.edge_type.insert(pag.edge_type.end(), w.type.begin() + lo, w.type.begin() + hi - 1);
+  pag.edge_type.push_back(kNoEdge);
+  pag.edge_op.insert(pag.edge_op.end(), w.op.begin() + lo, w.op.begin() + hi - 1);
+  pag.edge_op.push_back(kNone);
+  // Instances only need to compare equal within the worker: shift them like the nodes.
+  const size_t at = pag.edge_instance.size();
+  pag.edge_instance.insert(pag.edge_instance.end(), w.instance.begin() + lo,
+                           w.instance.begin() + hi - 1);
+  for (size_t x = at; x < pag.edge_instance.size(); ++x)
+    pag.edge_instance[x] = pag.edge_instance[x] - static_cast<uint32_t>(lo) + base;
+  pag.edge_instance.push_back(kNone);
+}
+
 void StreamingPag::cut_timelines(int64_t start, int64_t end, bool closed_end, Pag& pag,
                                  CutLayout& layout) const {
   // Workers in ascending id order, as in the batch PAG.
@@ -315,36 +345,12 @@ void StreamingPag::cut_timelines(int64_t start, int64_t end, bool closed_end, Pa
     const uint32_t d = static_cast<uint32_t>(pag.worker_ids.size());
     slice_of[wi] = d;
     pag.worker_ids.push_back(w.id);
-    // Nodes: from the last one at or before `start` to the first one at or after `end`.
-    const size_t n = w.node_ts.size();
-    size_t lo = 0, hi = n;
-    if (n > 0) {
-      lo = static_cast<size_t>(std::upper_bound(w.node_ts.begin(), w.node_ts.end(), start) -
-                               w.node_ts.begin());
-      lo = lo > 0 ? lo - 1 : 0;
-      hi = static_cast<size_t>(std::lower_bound(w.node_ts.begin(), w.node_ts.end(), end) -
-                               w.node_ts.begin());
-      hi = std::min(hi + 1, n);
-    }
+    const auto [lo, hi] = node_range(w, start, end);
     const uint32_t base = static_cast<uint32_t>(pag.node_ts.size());
     node_base[wi] = base;
     first_abs[wi] = w.base + lo;
     last_abs[wi] = w.base + hi;  // one past
-    // Copied range by range (the last node has no edge): no push_back per node.
-    if (hi > lo) {
-      pag.node_ts.insert(pag.node_ts.end(), w.node_ts.begin() + lo, w.node_ts.begin() + hi);
-      pag.edge_type.insert(pag.edge_type.end(), w.type.begin() + lo, w.type.begin() + hi - 1);
-      pag.edge_type.push_back(kNoEdge);
-      pag.edge_op.insert(pag.edge_op.end(), w.op.begin() + lo, w.op.begin() + hi - 1);
-      pag.edge_op.push_back(kNone);
-      // Instances only need to compare equal within the worker: shift them like the nodes.
-      const size_t at = pag.edge_instance.size();
-      pag.edge_instance.insert(pag.edge_instance.end(), w.instance.begin() + lo,
-                               w.instance.begin() + hi - 1);
-      for (size_t x = at; x < pag.edge_instance.size(); ++x)
-        pag.edge_instance[x] = pag.edge_instance[x] - static_cast<uint32_t>(lo) + base;
-      pag.edge_instance.push_back(kNone);
-    }
+    append_nodes(w, lo, hi, pag);
     pag.worker_begin.push_back(static_cast<uint32_t>(pag.node_ts.size()));
     const auto from = std::lower_bound(w.event_ts.begin(), w.event_ts.end(), start);
     const auto to = closed_end ? std::upper_bound(from, w.event_ts.end(), end)
@@ -460,16 +466,7 @@ void StreamingPag::take_timelines(int64_t start, int64_t end, bool closed_end, P
   size_t nodes = 0, events = 0;
   for (uint32_t wi = 0; wi < W; ++wi) {
     const Worker& w = workers_[wi];
-    const size_t n = w.node_ts.size();
-    size_t lo = 0, hi = n;
-    if (n > 0) {
-      lo = static_cast<size_t>(std::upper_bound(w.node_ts.begin(), w.node_ts.end(), start) -
-                               w.node_ts.begin());
-      lo = lo > 0 ? lo - 1 : 0;
-      hi = static_cast<size_t>(std::lower_bound(w.node_ts.begin(), w.node_ts.end(), end) -
-                               w.node_ts.begin());
-      hi = std::min(hi + 1, n);
-    }
+    const auto [lo, hi] = node_range(w, start, end);
     const auto from = std::lower_bound(w.event_ts.begin(), w.event_ts.end(), start);
     const auto to = closed_end ? std::upper_bound(from, w.event_ts.end(), end)
                                : std::lower_bound(from, w.event_ts.end(), end);
@@ -500,19 +497,7 @@ void StreamingPag::take_timelines(int64_t start, int64_t end, bool closed_end, P
     layout.node_base[wi] = base;
     layout.first_abs[wi] = w.base + lo;
     layout.last_abs[wi] = w.base + hi;  // one past
-    if (hi > lo) {
-      pag.node_ts.insert(pag.node_ts.end(), w.node_ts.begin() + lo, w.node_ts.begin() + hi);
-      pag.edge_type.insert(pag.edge_type.end(), w.type.begin() + lo, w.type.begin() + hi - 1);
-      pag.edge_type.push_back(kNoEdge);
-      pag.edge_op.insert(pag.edge_op.end(), w.op.begin() + lo, w.op.begin() + hi - 1);
-      pag.edge_op.push_back(kNone);
-      const size_t at = pag.edge_instance.size();
-      pag.edge_instance.insert(pag.edge_instance.end(), w.instance.begin() + lo,
-                               w.instance.begin() + hi - 1);
-      for (size_t x = at; x < pag.edge_instance.size(); ++x)
-        pag.edge_instance[x] = pag.edge_instance[x] - static_cast<uint32_t>(lo) + base;
-      pag.edge_instance.push_back(kNone);
-    }
+    append_nodes(w, lo, hi, pag);
     pag.worker_begin.push_back(static_cast<uint32_t>(pag.node_ts.size()));
     pag.event_ts.insert(pag.event_ts.end(), w.event_ts.begin() + ev_lo, w.event_ts.begin() + ev_hi);
     pag.event_begin.push_back(static_cast<uint32_t>(pag.event_ts.size()));

@@ -169,6 +169,10 @@ class StreamingPag {
   // The pieces of cut(): halves whose partner can no longer come are reported; each
   // worker's retained nodes and events in the range; the messages overlapping it.
   struct CutLayout;
+  // A worker's nodes a cut of [start, end) copies: [first, second).
+  static std::pair<size_t, size_t> node_range(const Worker& w, int64_t start, int64_t end);
+  // Appends nodes [lo, hi) of `w` and their edges (the last one without) to `pag`.
+  static void append_nodes(const Worker& w, size_t lo, size_t hi, Pag& pag);
   void cut_timelines(int64_t start, int64_t end, bool closed_end, Pag& pag,
                      CutLayout& layout) const;
   void cut_messages(int64_t start, int64_t end, Pag& pag, const CutLayout& layout) const;
