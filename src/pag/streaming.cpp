@@ -238,12 +238,17 @@ struct StreamingPag::CutLayout {
 };
 
 Pag StreamingPag::cut(int64_t start, int64_t end, bool closed_end, bool expire) {
-  auto before_end = [&](int64_t t) { return t < end || (closed_end && t == end); };
   if (expire) expire_halves(end, closed_end);
   Pag pag;
   CutLayout layout;
   cut_timelines(start, end, closed_end, pag, layout);
   cut_messages(start, end, pag, layout);
+  finish_cut(start, end, closed_end, pag);
+  return pag;
+}
+
+void StreamingPag::finish_cut(int64_t start, int64_t end, bool closed_end, Pag& pag) const {
+  auto before_end = [&](int64_t t) { return t < end || (closed_end && t == end); };
   for (const IssueAt& is : issues_)
     if (is.ts >= start && before_end(is.ts)) pag.issues.push_back(is);
   std::stable_sort(pag.issues.begin(), pag.issues.end(), [](const IssueAt& a, const IssueAt& b) {
@@ -252,7 +257,6 @@ Pag StreamingPag::cut(int64_t start, int64_t end, bool closed_end, bool expire) 
   pag.operator_ids = operator_ids_;
   pag.first_ts = start;
   pag.last_ts = end;
-  return pag;
 }
 
 Pag StreamingPag::cut_events(int64_t start, int64_t end, bool closed_end, int64_t width) const {
@@ -432,21 +436,13 @@ void StreamingPag::reserve_worker(uint32_t worker_id, size_t events) {
 }
 
 Pag StreamingPag::take(int64_t start, int64_t end, bool closed_end) {
-  auto before_end = [&](int64_t t) { return t < end || (closed_end && t == end); };
   expire_halves(end, closed_end);
   Pag pag;
   CutLayout layout;
   take_timelines(start, end, closed_end, pag, layout);
   take_messages(start, end, pag, layout);
-  for (const IssueAt& is : issues_)
-    if (is.ts >= start && before_end(is.ts)) pag.issues.push_back(is);
+  finish_cut(start, end, closed_end, pag);
   std::vector<IssueAt>().swap(issues_);
-  std::stable_sort(pag.issues.begin(), pag.issues.end(), [](const IssueAt& a, const IssueAt& b) {
-    return a.ts != b.ts ? a.ts < b.ts : a.issue < b.issue;
-  });
-  pag.operator_ids = operator_ids_;
-  pag.first_ts = start;
-  pag.last_ts = end;
   return pag;
 }
 

@@ -171,6 +171,8 @@ class StreamingPag {
   struct CutLayout;
   // A worker's nodes a cut of [start, end) copies: [first, second).
   static std::pair<size_t, size_t> node_range(const Worker& w, int64_t start, int64_t end);
+  // A cut's issues in the range, sorted, and its operators and time range.
+  void finish_cut(int64_t start, int64_t end, bool closed_end, Pag& pag) const;
   // Appends nodes [lo, hi) of `w` and their edges (the last one without) to `pag`.
   static void append_nodes(const Worker& w, size_t lo, size_t hi, Pag& pag);
   void cut_timelines(int64_t start, int64_t end, bool closed_end, Pag& pag,
