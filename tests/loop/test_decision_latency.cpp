@@ -83,9 +83,13 @@ TEST(LoopDecisionLatency, DecidesAsSoonAsTheOverloadedIntervalsEvidenceIsComplet
   SCOPED_TRACE(d.reason);
   const auto decided = static_cast<int64_t>(d.time_s * 1e9 + 0.5);
   const auto end = static_cast<int64_t>(d.evidence_end_s * 1e9 + 0.5);
-  // The overload's interval: the first or second after the step.
+  // The overload's interval: one after the step, scaling out. Which one depends on the
+  // recorded run's speed: usually the first or second, but under ASan with another test
+  // beside it (CI, 2026-12-02) the sources of the 4 workers on 2 cores fell behind and
+  // the first to show the overload was [1.5, 1.75). What this test checks is the time
+  // of the decision given that interval's evidence (below), not the recording.
   EXPECT_GT(end, step);
-  EXPECT_LE(end, step + 2 * interval);
+  EXPECT_GT(d.active_workers, 1u) << "the first decision is the overload's scale-out";
   // At the first call whose evidence for that interval is complete, not later.
   size_t first = calls.size();
   for (size_t i = 0; i < calls.size() && first == calls.size(); ++i)
